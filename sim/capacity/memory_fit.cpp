@@ -1,0 +1,77 @@
+#include "sim/capacity/memory_fit.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace v41sim {
+namespace {
+
+constexpr double kGB = 1e9;
+
+void check_parallelism(const ModelAnalysis& model, const FitRequest& r) {
+  const InputLocation gpus_flag{"", 0, "--gpus"};
+  const InputLocation ep_flag{"", 0, "--ep"};
+  if (r.gpus <= 0) throw InputError(gpus_flag, fmt::format("expected a positive GPU count, got {}", r.gpus));
+  if (r.ep <= 0) throw InputError(ep_flag, fmt::format("expected a positive EP size, got {}", r.ep));
+  if (r.context_tokens <= 0) {
+    throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", r.context_tokens));
+  }
+  if (r.gpus % r.ep != 0) {
+    throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} GPUs", r.ep, r.gpus));
+  }
+  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
+  if (experts % r.ep != 0) {
+    throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} routed experts of {}",
+                                          r.ep, experts, model.spec.name));
+  }
+}
+
+}  // namespace
+
+std::string_view placement_name(DensePlacement placement) {
+  return placement == DensePlacement::kReplicated ? "replicated" : "sharded";
+}
+
+SourcedValue default_reserve_fraction() {
+  return SourcedValue::assumed(0.10, "10% of HBM held for activations, workspace and CUDA context "
+                                     "(vLLM's default gpu_memory_utilization 0.9)");
+}
+
+FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request) {
+  check_parallelism(model, request);
+  const WeightBytes weights = weight_bytes(model.spec, model.params, request.weights);
+  FitResult fit;
+  fit.hbm_bytes_per_gpu = gpu.hbm_bytes.value();
+  fit.routed_expert_bytes_per_gpu = weights.routed_experts / static_cast<double>(request.ep);
+  const double share = request.dense_placement == DensePlacement::kReplicated
+                           ? 1.0
+                           : 1.0 / static_cast<double>(request.gpus);
+  fit.dense_bytes_per_gpu = weights.dense * share;
+  fit.embedding_bytes_per_gpu = weights.embedding * share;
+  fit.weight_bytes_per_gpu =
+      fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu + fit.embedding_bytes_per_gpu;
+  fit.reserve_bytes_per_gpu = fit.hbm_bytes_per_gpu * request.reserve_fraction.value();
+  fit.kv_bytes_per_gpu = fit.hbm_bytes_per_gpu - fit.weight_bytes_per_gpu - fit.reserve_bytes_per_gpu;
+  if (fit.kv_bytes_per_gpu <= 0) {
+    throw InputError(
+        {model.spec.file, 0, "--gpus/--ep"},
+        fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of weights "
+                    "+ {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM",
+                    model.spec.name, request.gpus, gpu.name, request.ep,
+                    placement_name(request.dense_placement), fit.weight_bytes_per_gpu / kGB,
+                    fit.reserve_bytes_per_gpu / kGB, fit.hbm_bytes_per_gpu / kGB));
+  }
+  fit.session_bytes = model.kv.session_bytes(request.context_tokens);
+  fit.kv_tokens_per_gpu =
+      static_cast<int64_t>(std::floor(fit.kv_bytes_per_gpu / model.kv.global_bytes_per_token));
+  fit.sessions_per_gpu = static_cast<int64_t>(std::floor(fit.kv_bytes_per_gpu / fit.session_bytes));
+  fit.sessions = fit.sessions_per_gpu * request.gpus;
+  fit.host_weight_bytes_per_node = weights.host;
+  if (gpu.host_dram_bytes_per_node.known()) {
+    fit.host_dram_bytes_per_node = gpu.host_dram_bytes_per_node.value();
+  }
+  return fit;
+}
+
+}  // namespace v41sim

@@ -1,0 +1,58 @@
+// MemoryFit: how a model's weights and KV cache share each GPU's HBM.
+//
+// Placement model (the one DeepSeek's own deployment describes): routed
+// experts are split over the EP group, each GPU holding routed/EP experts per
+// layer; everything else (attention, shared expert, router, embedding and
+// head) is either replicated on every GPU (data-parallel attention, the
+// default) or sharded evenly over all GPUs (the arithmetic behind "552B / 8").
+// A fixed fraction of HBM is held back for activations, workspace and the
+// CUDA context: a named assumption, printed with every result. Each session's
+// KV lives on one GPU, so sessions are counted per GPU and then summed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/common/sourced_value.h"
+#include "sim/hw/gpu_profile.h"
+#include "sim/model/model_analysis.h"
+
+namespace v41sim {
+
+enum class DensePlacement { kReplicated, kSharded };
+
+struct FitRequest {
+  int64_t gpus = 8;
+  int64_t ep = 8;
+  int64_t context_tokens = 0;
+  WeightFormats weights;  // usually the model's own; --weights-dtype overrides experts
+  DensePlacement dense_placement = DensePlacement::kReplicated;
+  SourcedValue reserve_fraction;
+};
+
+struct FitResult {
+  double hbm_bytes_per_gpu = 0;
+  double routed_expert_bytes_per_gpu = 0;
+  double dense_bytes_per_gpu = 0;      // attention, shared experts, routers, dense MLPs
+  double embedding_bytes_per_gpu = 0;  // embedding + head
+  double weight_bytes_per_gpu = 0;
+  double reserve_bytes_per_gpu = 0;
+  double kv_bytes_per_gpu = 0;
+  double session_bytes = 0;  // global KV at the context + bounded per-request state
+  int64_t kv_tokens_per_gpu = 0;
+  int64_t sessions_per_gpu = 0;
+  int64_t sessions = 0;
+  double host_weight_bytes_per_node = 0;  // Engram tables (one copy per node)
+  double host_dram_bytes_per_node = 0;
+};
+
+// Throws InputError for an EP size that does not divide the experts or the
+// GPU count, and for a model whose weights do not fit.
+FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request);
+
+std::string_view placement_name(DensePlacement placement);
+
+// The reserve used unless the user gives one: a named assumption.
+SourcedValue default_reserve_fraction();
+
+}  // namespace v41sim

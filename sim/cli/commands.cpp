@@ -1,0 +1,190 @@
+#include "sim/cli/commands.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "sim/capacity/memory_fit.h"
+#include "sim/common/catalog.h"
+#include "sim/hw/gpu_profile_loader.h"
+#include "sim/model/model_loader.h"
+#include "sim/report/claims.h"
+#include "sim/report/fit_view.h"
+#include "sim/report/model_views.h"
+#include "sim/report/study_report.h"
+
+namespace v41sim {
+namespace {
+
+// Flags shared by the commands; each command reads the ones it registers.
+struct Flags {
+  std::string model = "deepseek_v4_1_flash";
+  std::string hw = "h200";
+  int64_t context = 0;  // 0: the model's max_context
+  int64_t gpus = 8;
+  int64_t ep = 8;
+  std::string weights_dtype = "released";
+  std::string dense_placement = "replicated";
+  double reserve_fraction = -1;  // < 0: the default assumption
+  std::string out_dir = "reports/latest";
+  bool json = false;
+};
+
+ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name) {
+  return analyze_model(load_model_file(catalog.resolve_model(name)));
+}
+
+int64_t context_or_max(const Flags& f, const ModelAnalysis& m) {
+  if (f.context < 0) throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", f.context));
+  return f.context > 0 ? f.context : m.spec.max_context;
+}
+
+SourcedValue reserve_from(const Flags& f) {
+  if (f.reserve_fraction < 0) return default_reserve_fraction();
+  if (f.reserve_fraction >= 1) {
+    throw InputError({"", 0, "--reserve-fraction"}, fmt::format("expected a fraction in [0, 1), got {}", f.reserve_fraction));
+  }
+  return SourcedValue::assumed(f.reserve_fraction, "given with --reserve-fraction");
+}
+
+WeightFormats weights_from(const Flags& f, const ModelAnalysis& m) {
+  WeightFormats w = m.spec.weights;
+  if (f.weights_dtype == "released") return w;
+  if (f.weights_dtype == "fp8") {
+    w.routed_experts = m.spec.weights.dense;  // the checkpoint's own block-scaled FP8
+    return w;
+  }
+  if (f.weights_dtype == "mxfp4") {
+    // OCP Microscaling MXFP4: e2m1 values with an e8m0 scale per 32.
+    w.routed_experts = {ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
+    return w;
+  }
+  throw InputError({"", 0, "--weights-dtype"},
+                   "unknown value '" + f.weights_dtype + "' (expected one of: released, fp8, mxfp4)");
+}
+
+DensePlacement placement_from(const Flags& f) {
+  if (f.dense_placement == "replicated") return DensePlacement::kReplicated;
+  if (f.dense_placement == "sharded") return DensePlacement::kSharded;
+  throw InputError({"", 0, "--dense-placement"},
+                   "unknown value '" + f.dense_placement + "' (expected replicated or sharded)");
+}
+
+void print_tables(std::ostream& out, const std::vector<Table>& tables) {
+  for (const Table& t : tables) out << t.to_text() << "\n";
+}
+
+void run_kv(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const int64_t context = context_or_max(f, m);
+  if (f.json) {
+    out << kv_json(m, context).dump(2) << "\n";
+  } else {
+    print_tables(out, kv_tables(m, context));
+  }
+}
+
+void run_params(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  if (f.json) {
+    out << params_json(m).dump(2) << "\n";
+  } else {
+    print_tables(out, params_tables(m));
+  }
+}
+
+void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(f.hw));
+  const FitRequest request{f.gpus, f.ep, context_or_max(f, m), weights_from(f, m), placement_from(f),
+                           reserve_from(f)};
+  const FitResult fit = fit_memory(m, gpu, request);
+  if (f.json) {
+    out << fit_json(m, gpu, request, fit).dump(2) << "\n";
+  } else {
+    out << fit_table(m, gpu, request, fit).to_text();
+  }
+}
+
+void run_claims(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis v41 = load_model_named(catalog, "deepseek_v4_1_flash");
+  const ModelAnalysis v4 = load_model_named(catalog, "deepseek_v4_flash");
+  const GpuProfile h100 = load_gpu_profile_file(catalog.resolve_gpu("h100_sxm"));
+  const GpuProfile h200 = load_gpu_profile_file(catalog.resolve_gpu("h200"));
+  const auto claims = check_claims({v41, v4, h100, h200, reserve_from(f)});
+  if (f.json) {
+    out << claims_json(claims).dump(2) << "\n";
+    return;
+  }
+  for (const Claim& c : claims) {
+    out << "- " << c.statement << "\n  verdict: " << verdict_text(c) << "\n";
+    for (const std::string& finding : c.findings) out << "    * " << finding << "\n";
+  }
+}
+
+void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  StudyOptions options;
+  options.out_dir = f.out_dir;
+  options.reserve_fraction = reserve_from(f);
+  const StudyOutput written = write_study_report(catalog, options);
+  out << "report written to " << written.markdown_path << " (and " << written.json_path << ")\n";
+}
+
+}  // namespace
+
+void register_commands(CLI::App& app, const GlobalOptions& global, std::function<void()>& run,
+                       std::ostream& out) {
+  auto flags = std::make_shared<Flags>();
+  auto bind = [&global, &run, &out, flags](CLI::App* cmd, void (*fn)(const Catalog&, const Flags&, std::ostream&)) {
+    cmd->add_flag("--json", flags->json, "print one JSON object instead of tables");
+    cmd->callback([&global, &run, &out, flags, fn] {
+      run = [&global, &out, flags, fn] { fn(Catalog(global.data_dir), *flags, out); };
+    });
+  };
+  auto add_model = [flags](CLI::App* cmd) {
+    cmd->add_option("--model", flags->model, "model name (file stem or name:) or path")->capture_default_str();
+  };
+  auto add_context = [flags](CLI::App* cmd) {
+    cmd->add_option("--context", flags->context, "tokens per session (default: the model's max_context)");
+  };
+  auto add_reserve = [flags](CLI::App* cmd) {
+    cmd->add_option("--reserve-fraction", flags->reserve_fraction,
+                    "fraction of HBM held for activations and workspace (default 0.10, an assumption)");
+  };
+
+  CLI::App* kv = app.add_subcommand("kv", "KV cache bytes per layer and per token");
+  add_model(kv);
+  add_context(kv);
+  bind(kv, run_kv);
+
+  CLI::App* params = app.add_subcommand("params", "total and active parameters, weight bytes");
+  add_model(params);
+  bind(params, run_params);
+
+  CLI::App* fit = app.add_subcommand("fit", "per-GPU memory: weights, reserve, KV, sessions");
+  add_model(fit);
+  add_context(fit);
+  add_reserve(fit);
+  fit->add_option("--hw", flags->hw, "GPU profile (file stem or name:) or path")->capture_default_str();
+  fit->add_option("--gpus", flags->gpus, "number of GPUs")->capture_default_str();
+  fit->add_option("--ep", flags->ep, "expert-parallel size")->capture_default_str();
+  fit->add_option("--weights-dtype", flags->weights_dtype, "routed-expert weights: released, fp8 or mxfp4")
+      ->capture_default_str();
+  fit->add_option("--dense-placement", flags->dense_placement,
+                  "non-expert weights: replicated (DP attention) or sharded over all GPUs")
+      ->capture_default_str();
+  bind(fit, run_fit);
+
+  CLI::App* claims = app.add_subcommand("claims", "check the seed article's quantitative claims");
+  add_reserve(claims);
+  bind(claims, run_claims);
+
+  CLI::App* report = app.add_subcommand("report", "write the main study report (Markdown + JSON)");
+  add_reserve(report);
+  report->add_option("--out", flags->out_dir, "output directory")->capture_default_str();
+  bind(report, run_report);
+
+  app.require_subcommand(1);
+}
+
+}  // namespace v41sim

@@ -1,0 +1,33 @@
+// Catalog: finds the bundled model and hardware files.
+//
+// A user names a model or GPU by file stem ("deepseek_v4_1_flash", "h200"),
+// by the `name:` inside the file (case-insensitive), or by a path. Unknown
+// names fail with the list of what is there.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace v41sim {
+
+class Catalog {
+ public:
+  explicit Catalog(std::string data_dir);
+
+  // Default data directory: $V41SIM_DATA_DIR, else the source tree it was built from.
+  static std::string default_data_dir();
+
+  std::vector<std::string> model_files() const;
+  std::vector<std::string> gpu_files() const;
+  std::string resolve_model(const std::string& name_or_path) const;
+  std::string resolve_gpu(const std::string& name_or_path) const;
+  const std::string& data_dir() const { return data_dir_; }
+
+ private:
+  std::vector<std::string> yaml_files(const std::string& sub) const;
+  std::string resolve(const std::string& sub, const std::string& name_or_path,
+                      const char* flag) const;
+  std::string data_dir_;
+};
+
+}  // namespace v41sim

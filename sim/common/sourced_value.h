@@ -1,0 +1,60 @@
+// SourcedValue: a number together with where it came from.
+//
+// The honesty rule in code: every hardware figure and every assumption the
+// simulator prints carries one of these provenance kinds, and a figure whose
+// source says "unknown" cannot be used silently: value() throws an InputError
+// naming the file and field.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sim/common/input_error.h"
+#include "sim/common/yaml_reader.h"
+
+namespace v41sim {
+
+enum class ProvenanceKind {
+  kDatasheet,    // vendor datasheet or a source quoting it
+  kPublished,    // a cited public figure that is not a datasheet (device query, blog, survey)
+  kMeasured,     // one of our measurement files
+  kCalibrated,   // fitted to measurements, with an error
+  kAssumed,      // a named assumption
+  kDerived,      // computed by v41sim from other figures
+  kUnknown,      // no public source; the figure cannot be used
+  kUnsupported,  // the hardware does not have it (e.g. FP4 tensor cores on Hopper)
+};
+
+struct Provenance {
+  ProvenanceKind kind = ProvenanceKind::kAssumed;
+  std::string note;  // source reference or the assumption in words
+
+  std::string kind_name() const;
+  std::string label() const;  // "datasheet: [S4] NVIDIA H100 datasheet"
+};
+
+class SourcedValue {
+ public:
+  SourcedValue() = default;
+  SourcedValue(std::optional<double> value, Provenance provenance, InputLocation where = {});
+
+  static SourcedValue derived(double value, std::string how);
+  static SourcedValue assumed(double value, std::string assumption);
+
+  bool known() const { return value_.has_value(); }
+  // The number; throws InputError if the source says unknown / unsupported.
+  double value() const;
+  const Provenance& provenance() const { return provenance_; }
+  const InputLocation& where() const { return where_; }
+
+ private:
+  std::optional<double> value_;
+  Provenance provenance_;
+  InputLocation where_;
+};
+
+// Reads {value: X, datasheet|published|measured|calibrated|assumed: "..."} or
+// {unknown: "..."} / {unsupported: "..."}.
+SourcedValue read_sourced_value(const YamlNode& node);
+
+}  // namespace v41sim

@@ -1,0 +1,391 @@
+#include "sim/model/model_loader.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "sim/model/layer_plan.h"
+
+namespace v41sim {
+namespace {
+
+int64_t optional_int(const YamlNode& node, std::string_view key, int64_t absent) {
+  const auto value = node.optional(key);
+  return value ? value->as_non_negative_int() : absent;
+}
+
+std::vector<int64_t> read_layer_ids(const YamlNode& node, int64_t num_layers) {
+  std::vector<int64_t> ids;
+  for (const YamlNode& item : node.elements()) {
+    const int64_t id = item.as_int();
+    if (id < 0 || id >= num_layers) {
+      item.fail(fmt::format("layer id {} is out of range [0, {})", id, num_layers));
+    }
+    if (!ids.empty() && id <= ids.back()) item.fail("layer ids must be strictly increasing");
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+KvProjection read_kv_projection(const YamlNode& node) {
+  const std::string kind = node.as_string();
+  if (kind == "shared_latent") return KvProjection::kSharedLatent;
+  if (kind == "mla") return KvProjection::kMla;
+  if (kind == "separate") return KvProjection::kSeparateKv;
+  node.fail("unknown kv projection '" + kind + "' (expected one of: shared_latent, mla, separate)");
+}
+
+IndexerSpec read_indexer(const YamlNode& node) {
+  node.expect_only({"heads", "head_dim", "topk", "on_ratios", "key_cache"});
+  IndexerSpec spec;
+  spec.heads = node.required("heads").as_positive_int();
+  spec.head_dim = node.required("head_dim").as_positive_int();
+  spec.topk = node.required("topk").as_positive_int();
+  if (const auto ratios = node.optional("on_ratios")) spec.on_ratios = ratios->as_int_list();
+  spec.key_cache = node.required("key_cache").as_string();
+  return spec;
+}
+
+CandidatePoolSpec read_candidate_pool(const YamlNode& node, int64_t num_layers) {
+  node.expect_only({"source_layer", "top_blocks", "block_size"});
+  CandidatePoolSpec spec;
+  const YamlNode source = node.required("source_layer");
+  spec.source_layer = source.as_non_negative_int();
+  if (spec.source_layer >= num_layers) {
+    source.fail(fmt::format("layer id {} is out of range [0, {})", spec.source_layer, num_layers));
+  }
+  spec.top_blocks = node.required("top_blocks").as_positive_int();
+  spec.block_size = node.required("block_size").as_positive_int();
+  return spec;
+}
+
+CompressorSpec read_compressor(const YamlNode& node) {
+  node.expect_only({"overlap", "state"});
+  CompressorSpec spec;
+  if (const auto overlap = node.optional("overlap")) {
+    for (const YamlNode& item : overlap->elements()) {
+      item.expect_only({"ratio", "windows"});
+      spec.overlap_by_ratio[item.required("ratio").as_positive_int()] =
+          item.required("windows").as_positive_int();
+    }
+  }
+  if (const auto state = node.optional("state")) {
+    state->expect_only({"dtype", "buffers", "source"});
+    spec.state_format = read_block_scaled_format(*state);
+    spec.state_buffers = state->required("buffers").as_positive_int();
+    spec.state_source = state->required("source").as_string();
+  }
+  return spec;
+}
+
+std::map<LayerRole, std::string> read_mode_labels(const YamlNode& node) {
+  std::map<LayerRole, std::string> labels;
+  for (const auto& [key, value] : node.entries()) {
+    const auto role = parse_layer_role(key);
+    if (!role) {
+      InputLocation where = value.location();
+      throw InputError(where,
+                       "unknown layer role (expected one of: window_only, own_indexed, own_dense, "
+                       "reindex, reuse)");
+    }
+    labels[*role] = value.as_string();
+  }
+  return labels;
+}
+
+AttentionSpec read_attention(const YamlNode& node, int64_t num_layers) {
+  node.expect_only({"num_heads", "head_dim", "v_head_dim", "rope_dim", "q_lora_rank",
+                    "kv_projection", "kv_heads", "kv_lora_rank", "output_groups",
+                    "output_lora_rank", "sliding_window", "compress_ratios",
+                    "kv_source_layer_ids", "index_source_layer_ids", "indexer", "candidate_pool",
+                    "compressor", "main_cache", "window_cache", "mode_labels"});
+  AttentionSpec spec;
+  spec.num_heads = node.required("num_heads").as_positive_int();
+  spec.head_dim = node.required("head_dim").as_positive_int();
+  spec.v_head_dim = optional_int(node, "v_head_dim", spec.head_dim);
+  spec.rope_dim = optional_int(node, "rope_dim", 0);
+  spec.q_lora_rank = optional_int(node, "q_lora_rank", 0);
+  spec.kv_projection = read_kv_projection(node.required("kv_projection"));
+  spec.kv_heads = node.required("kv_heads").as_positive_int();
+  if (spec.kv_projection == KvProjection::kMla) {
+    spec.kv_lora_rank = node.required("kv_lora_rank").as_positive_int();
+  }
+  spec.output_groups = optional_int(node, "output_groups", 0);
+  if (spec.output_groups > 0) {
+    spec.output_lora_rank = node.required("output_lora_rank").as_positive_int();
+  }
+  spec.sliding_window = optional_int(node, "sliding_window", 0);
+  if (const auto ratios = node.optional("compress_ratios")) {
+    spec.compress_ratios = ratios->as_int_list();
+    if (static_cast<int64_t>(spec.compress_ratios.size()) != num_layers) {
+      ratios->fail(fmt::format("expected {} entries (one per layer), got {}", num_layers,
+                               spec.compress_ratios.size()));
+    }
+    for (int64_t r : spec.compress_ratios) {
+      if (r < 0) ratios->fail(fmt::format("compress ratios must be >= 0, got {}", r));
+    }
+  } else {
+    spec.compress_ratios.assign(static_cast<std::size_t>(num_layers), 1);
+  }
+  if (const auto ids = node.optional("kv_source_layer_ids")) {
+    spec.kv_source_layer_ids = read_layer_ids(*ids, num_layers);
+  }
+  if (const auto ids = node.optional("index_source_layer_ids")) {
+    spec.index_source_layer_ids = read_layer_ids(*ids, num_layers);
+  }
+  if (const auto indexer = node.optional("indexer")) spec.indexer = read_indexer(*indexer);
+  if (const auto pool = node.optional("candidate_pool")) {
+    spec.candidate_pool = read_candidate_pool(*pool, num_layers);
+  }
+  if (const auto compressor = node.optional("compressor")) {
+    spec.compressor = read_compressor(*compressor);
+  }
+  spec.main_cache = node.required("main_cache").as_string();
+  if (spec.sliding_window > 0) spec.window_cache = node.required("window_cache").as_string();
+  spec.mode_labels = read_mode_labels(node.required("mode_labels"));
+  return spec;
+}
+
+// Named dimensions a cache entry part may refer to, derived from attention.
+std::map<std::string, int64_t> cache_dimensions(const AttentionSpec& a) {
+  int64_t latent = 0;
+  switch (a.kv_projection) {
+    case KvProjection::kSharedLatent:
+      latent = a.kv_heads * a.head_dim;
+      break;
+    case KvProjection::kMla:
+      latent = a.kv_lora_rank + a.rope_dim;
+      break;
+    case KvProjection::kSeparateKv:
+      latent = a.kv_heads * (a.head_dim + a.v_head_dim);  // K and V
+      break;
+  }
+  std::map<std::string, int64_t> dims{
+      {"latent", latent}, {"rope", a.rope_dim}, {"nope", latent - a.rope_dim}};
+  if (a.indexer) dims["index_key"] = a.indexer->head_dim;
+  return dims;
+}
+
+CacheEntryFormat read_cache_format(const std::string& name, const YamlNode& node,
+                                   const std::map<std::string, int64_t>& dims) {
+  node.expect_only({"parts", "align_bytes", "source"});
+  CacheEntryFormat format;
+  format.name = name;
+  format.align_bytes = optional_int(node, "align_bytes", 1);
+  if (format.align_bytes == 0) node.required("align_bytes").fail("expected a positive integer");
+  int64_t bytes = 0;
+  for (const YamlNode& item : node.required("parts").elements()) {
+    item.expect_only({"of", "count", "dtype", "scale_dtype", "scale_group"});
+    CacheEntryPart part;
+    part.format = read_block_scaled_format(item);
+    if (const auto of = item.optional("of")) {
+      part.dimension = of->as_string();
+      const auto it = dims.find(part.dimension);
+      if (it == dims.end()) {
+        of->fail("unknown dimension '" + part.dimension +
+                 "' (expected latent, nope, rope or index_key)");
+      }
+      part.count = it->second;
+    } else {
+      part.count = item.required("count").as_positive_int();
+    }
+    const int64_t group = part.format.scale ? part.format.scale_group : 1;
+    if (part.count % group != 0 || (part.count * bits_of(part.format.values)) % 8 != 0) {
+      item.fail(fmt::format("{} values do not fill whole scale groups of {} and whole bytes",
+                            part.count, group));
+    }
+    bytes += part.format.bytes_for(part.count);
+    format.parts.push_back(part);
+  }
+  format.bytes = (bytes + format.align_bytes - 1) / format.align_bytes * format.align_bytes;
+  return format;
+}
+
+void check_cache_reference(const YamlNode& at, const std::string& name,
+                           const std::map<std::string, CacheEntryFormat>& formats) {
+  if (formats.count(name) == 0) at.fail("names cache format '" + name + "', which cache_formats lacks");
+}
+
+MoeSpec read_moe(const YamlNode& node) {
+  node.expect_only({"routed_experts", "shared_experts", "top_k", "expert_intermediate", "scoring"});
+  MoeSpec spec;
+  spec.routed_experts = node.required("routed_experts").as_positive_int();
+  spec.shared_experts = node.required("shared_experts").as_non_negative_int();
+  spec.top_k = node.required("top_k").as_positive_int();
+  if (spec.top_k > spec.routed_experts) node.required("top_k").fail("top_k exceeds routed_experts");
+  spec.expert_intermediate = node.required("expert_intermediate").as_positive_int();
+  if (node.has("scoring")) node.required("scoring").as_string();
+  return spec;
+}
+
+DenseMlpSpec read_dense_mlp(const YamlNode& node, int64_t num_layers) {
+  node.expect_only({"leading_layers", "intermediate"});
+  DenseMlpSpec spec;
+  const YamlNode layers = node.required("leading_layers");
+  spec.leading_layers = layers.as_positive_int();
+  if (spec.leading_layers > num_layers) layers.fail("exceeds the number of layers");
+  spec.intermediate = node.required("intermediate").as_positive_int();
+  return spec;
+}
+
+WeightFormats read_weights(const YamlNode& node) {
+  node.expect_only({"routed_experts", "dense", "embedding", "source"});
+  WeightFormats formats;
+  const YamlNode experts = node.required("routed_experts");
+  experts.expect_only({"dtype", "scale_dtype", "scale_group"});
+  formats.routed_experts = read_block_scaled_format(experts);
+  const YamlNode dense = node.required("dense");
+  dense.expect_only({"dtype", "scale_dtype", "scale_group"});
+  formats.dense = read_block_scaled_format(dense);
+  const YamlNode embedding = node.required("embedding");
+  embedding.expect_only({"dtype", "scale_dtype", "scale_group"});
+  formats.embedding = read_block_scaled_format(embedding);
+  formats.source = node.required("source").as_string();
+  return formats;
+}
+
+CedSpec read_ced(const YamlNode& node, int64_t num_layers) {
+  node.expect_only({"encoder_layers", "decoder_keep_tokens", "source"});
+  CedSpec spec;
+  const YamlNode encoder = node.required("encoder_layers");
+  spec.encoder_layers = encoder.as_positive_int();
+  if (spec.encoder_layers >= num_layers) encoder.fail("must be less than the number of layers");
+  spec.decoder_keep_tokens = node.required("decoder_keep_tokens").as_positive_int();
+  return spec;
+}
+
+MhcSpec read_mhc(const YamlNode& node) {
+  node.expect_only({"streams", "sinkhorn_iters", "single_pass"});
+  MhcSpec spec;
+  spec.streams = node.required("streams").as_positive_int();
+  spec.sinkhorn_iters = node.required("sinkhorn_iters").as_positive_int();
+  spec.single_pass = node.required("single_pass").as_bool();
+  return spec;
+}
+
+EngramSpec read_engram(const YamlNode& node, int64_t num_layers) {
+  node.expect_only({"layers", "table_rows", "row_dim", "heads", "max_ngram", "row_cache", "source"});
+  EngramSpec spec;
+  spec.layers = read_layer_ids(node.required("layers"), num_layers);
+  for (const YamlNode& rows : node.required("table_rows").elements()) {
+    spec.table_rows.push_back(rows.as_positive_int());
+  }
+  spec.row_dim = node.required("row_dim").as_positive_int();
+  spec.heads = node.required("heads").as_positive_int();
+  spec.max_ngram = node.required("max_ngram").as_positive_int();
+  spec.row_cache = node.required("row_cache").as_string();
+  return spec;
+}
+
+DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
+  node.expect_only({"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k",
+                    "source"});
+  DraftSpec spec;
+  spec.kind = node.required("kind").as_string();
+  spec.stages = node.required("stages").as_positive_int();
+  spec.block_size = node.required("block_size").as_positive_int();
+  if (const auto targets = node.optional("target_layers")) {
+    spec.target_layers = read_layer_ids(*targets, num_layers);
+  }
+  spec.routed_experts = optional_int(node, "routed_experts", 0);
+  spec.top_k = optional_int(node, "top_k", 0);
+  return spec;
+}
+
+std::map<std::string, double> read_published(const YamlNode& node) {
+  std::map<std::string, double> published;
+  for (const auto& [key, value] : node.entries()) {
+    if (key == "source") continue;
+    published[key] = value.as_positive_double();
+  }
+  return published;
+}
+
+void check_cache_references(const YamlNode& root, const ModelSpec& spec) {
+  const YamlNode attention = root.required("attention");
+  check_cache_reference(attention.required("main_cache"), spec.attention.main_cache,
+                        spec.cache_formats);
+  if (!spec.attention.window_cache.empty()) {
+    check_cache_reference(attention.required("window_cache"), spec.attention.window_cache,
+                          spec.cache_formats);
+  }
+  if (spec.attention.indexer) {
+    check_cache_reference(attention.required("indexer").required("key_cache"),
+                          spec.attention.indexer->key_cache, spec.cache_formats);
+  }
+  if (spec.engram) {
+    check_cache_reference(root.required("engram").required("row_cache"), spec.engram->row_cache,
+                          spec.cache_formats);
+  }
+}
+
+// The layer plan is derived here once, so that a file with inconsistent
+// source lists fails at load time with the field that is wrong.
+void check_layer_plan(const YamlNode& root, const ModelSpec& spec) {
+  try {
+    derive_layer_plan(spec);
+  } catch (const LayerPlanError& e) {
+    const YamlNode attention = root.required("attention");
+    const auto field = attention.optional(e.field());
+    throw InputError(field ? field->location() : attention.location(), e.what());
+  }
+}
+
+}  // namespace
+
+ModelSpec load_model(const YamlNode& root) {
+  root.expect_only({"name", "source", "hidden_size", "num_layers", "vocab_size", "max_context",
+                    "tied_embeddings", "attention", "moe", "dense_mlp", "weights", "cache_formats", "ced",
+                    "mhc", "engram", "draft", "published"});
+  ModelSpec spec;
+  spec.file = root.file();
+  spec.name = root.required("name").as_string();
+  spec.source = root.required("source").as_string();
+  spec.hidden_size = root.required("hidden_size").as_positive_int();
+  spec.num_layers = root.required("num_layers").as_positive_int();
+  spec.vocab_size = root.required("vocab_size").as_positive_int();
+  spec.max_context = root.required("max_context").as_positive_int();
+  if (const auto tied = root.optional("tied_embeddings")) spec.tied_embeddings = tied->as_bool();
+  spec.attention = read_attention(root.required("attention"), spec.num_layers);
+  if (const auto moe = root.optional("moe")) spec.moe = read_moe(*moe);
+  if (const auto dense = root.optional("dense_mlp")) {
+    spec.dense_mlp = read_dense_mlp(*dense, spec.num_layers);
+  }
+  if (!spec.moe && spec.dense_mlp.leading_layers != spec.num_layers) {
+    root.fail("a model without a moe block needs dense_mlp.leading_layers equal to num_layers");
+  }
+  spec.weights = read_weights(root.required("weights"));
+  const auto dims = cache_dimensions(spec.attention);
+  for (const auto& [name, node] : root.required("cache_formats").entries()) {
+    spec.cache_formats[name] = read_cache_format(name, node, dims);
+  }
+  if (const auto ced = root.optional("ced")) spec.ced = read_ced(*ced, spec.num_layers);
+  if (const auto mhc = root.optional("mhc")) spec.mhc = read_mhc(*mhc);
+  if (const auto engram = root.optional("engram")) {
+    spec.engram = read_engram(*engram, spec.num_layers);
+  }
+  if (const auto draft = root.optional("draft")) spec.draft = read_draft(*draft, spec.num_layers);
+  if (const auto published = root.optional("published")) {
+    spec.published = read_published(*published);
+  }
+  check_cache_references(root, spec);
+  check_layer_plan(root, spec);
+  return spec;
+}
+
+ModelSpec load_model_file(const std::string& path) { return load_model(YamlNode::load_file(path)); }
+
+int64_t CompressorSpec::overlap(int64_t ratio) const {
+  const auto it = overlap_by_ratio.find(ratio);
+  return it == overlap_by_ratio.end() ? 1 : it->second;
+}
+
+const CacheEntryFormat& ModelSpec::cache(const std::string& cache_name) const {
+  const auto it = cache_formats.find(cache_name);
+  if (it == cache_formats.end()) {
+    throw std::logic_error("cache format '" + cache_name + "' missing after load of " + file);
+  }
+  return it->second;
+}
+
+}  // namespace v41sim

@@ -1,0 +1,64 @@
+// Parameter counts and weight bytes, derived from the model description.
+//
+// Counts matrices only: norms, biases and mHC mixing vectors are omitted
+// (well under 0.1% of any shipped model). The input embedding is counted in
+// the total but not as active: a token reads one row of it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/model/layer_plan.h"
+#include "sim/model/model_spec.h"
+
+namespace v41sim {
+
+struct LayerParams {
+  int64_t query = 0;            // q projection (low-rank when q_lora_rank > 0)
+  int64_t kv = 0;               // per-token KV projection (window KV, MLA latent, GQA K/V)
+  int64_t output = 0;           // output projection (grouped low-rank when set)
+  int64_t compressor = 0;       // compressed-KV projection and pooling weights
+  int64_t index_query = 0;      // indexer query and head weights
+  int64_t index_key = 0;        // indexer key projection / compressor
+  int64_t router = 0;
+  int64_t shared_experts = 0;
+  int64_t routed_experts = 0;   // all routed experts of the layer
+  int64_t routed_expert_each = 0;
+  int64_t dense_mlp = 0;
+
+  int64_t attention() const { return query + kv + output + compressor + index_query + index_key; }
+  int64_t total() const { return attention() + router + shared_experts + routed_experts + dense_mlp; }
+};
+
+struct ParamCounts {
+  std::vector<LayerParams> layers;
+  int64_t embedding = 0;
+  int64_t lm_head = 0;
+  int64_t engram = 0;  // host-resident n-gram tables
+
+  int64_t backbone_total() const;  // everything but Engram
+  int64_t routed_expert_total() const;
+};
+
+struct ActiveParams {
+  double decode_per_token = 0;   // all layers + output head
+  double prefill_per_token = 0;  // per prompt token, long-prompt limit
+  // CED only: the decoder layers run once per request on the last keep tokens.
+  int64_t prefill_tail_tokens = 0;
+  int64_t prefill_tail_params_per_token = 0;
+};
+
+struct WeightBytes {
+  double routed_experts = 0;
+  double dense = 0;      // attention, shared experts, routers, dense MLPs
+  double embedding = 0;  // input embedding + output head
+  double host = 0;       // Engram tables in host memory
+  double gpu_total() const { return routed_experts + dense + embedding; }
+};
+
+ParamCounts count_params(const ModelSpec& model, const LayerPlan& plan);
+ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan, const ParamCounts& counts);
+WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts,
+                         const WeightFormats& formats);
+
+}  // namespace v41sim

@@ -1,0 +1,40 @@
+// Claims check: each quantitative claim of the seed article, recomputed from
+// the model and hardware files, with a verdict and the assumptions it needs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/common/sourced_value.h"
+#include "sim/hw/gpu_profile.h"
+#include "sim/model/model_analysis.h"
+#include "sim/report/table.h"
+
+namespace v41sim {
+
+enum class Verdict { kHolds, kDoesNotHold, kHoldsOnlyIf };
+
+struct Claim {
+  std::string id;
+  std::string statement;  // as the article puts it
+  Verdict verdict = Verdict::kDoesNotHold;
+  std::string condition;              // for kHoldsOnlyIf: what must be assumed
+  std::vector<std::string> findings;  // the derived figures, each with its basis
+};
+
+struct ClaimInputs {
+  const ModelAnalysis& v41_flash;
+  const ModelAnalysis& v4_flash;
+  const GpuProfile& h100;
+  const GpuProfile& h200;
+  SourcedValue reserve_fraction;  // used where the claim is re-done with weights
+};
+
+std::vector<Claim> check_claims(const ClaimInputs& inputs);
+
+std::string verdict_text(const Claim& claim);
+Table claims_table(const std::vector<Claim>& claims);
+nlohmann::json claims_json(const std::vector<Claim>& claims);
+
+}  // namespace v41sim

@@ -1,0 +1,75 @@
+#include "sim/report/fit_view.h"
+
+#include <fmt/format.h>
+
+namespace v41sim {
+namespace {
+
+std::string title(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r) {
+  return fmt::format("{} on {} x {}, EP {}, {} tokens per session", m.spec.name, r.gpus, gpu.name,
+                     r.ep, r.context_tokens);
+}
+
+std::string weights_label(const FitRequest& r) {
+  return fmt::format("derived: experts {}, dense {}, embedding {}, dense weights {}",
+                     r.weights.routed_experts.describe(), r.weights.dense.describe(),
+                     r.weights.embedding.describe(), placement_name(r.dense_placement));
+}
+
+}  // namespace
+
+Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r,
+                const FitResult& f) {
+  Table t(title(m, gpu, r), {"per GPU", "bytes", "source"});
+  t.add_row({"HBM", format_bytes(f.hbm_bytes_per_gpu), gpu.hbm_bytes.provenance().label()});
+  t.add_row({"routed experts (1/EP)", format_bytes(f.routed_expert_bytes_per_gpu), "derived"});
+  t.add_row({"attention, shared experts, routers", format_bytes(f.dense_bytes_per_gpu), "derived"});
+  t.add_row({"embedding + head", format_bytes(f.embedding_bytes_per_gpu), "derived"});
+  t.add_row({"weights total", format_bytes(f.weight_bytes_per_gpu), "derived"});
+  t.add_row({"activation / workspace reserve", format_bytes(f.reserve_bytes_per_gpu),
+             r.reserve_fraction.provenance().label()});
+  t.add_row({"left for KV", format_bytes(f.kv_bytes_per_gpu), "derived"});
+  t.add_row({"one session (global KV + window/compressor state)", format_bytes(f.session_bytes), "derived"});
+  t.add_row({"KV capacity", fmt::format("{} tokens", f.kv_tokens_per_gpu), "derived"});
+  t.add_row({"sessions", fmt::format("{} per GPU, {} in all", f.sessions_per_gpu, f.sessions), "derived"});
+  if (f.host_weight_bytes_per_node > 0) {
+    const std::string dram = f.host_dram_bytes_per_node > 0 ? format_bytes(f.host_dram_bytes_per_node)
+                                                            : std::string("unknown");
+    t.add_row({"host memory per node (Engram tables)",
+               fmt::format("{} of {}", format_bytes(f.host_weight_bytes_per_node), dram),
+               gpu.host_dram_bytes_per_node.provenance().label()});
+  }
+  t.add_note(weights_label(r));
+  return t;
+}
+
+nlohmann::json fit_json(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r,
+                        const FitResult& f) {
+  return {{"model", m.spec.name},
+          {"gpu", gpu.name},
+          {"gpus", r.gpus},
+          {"ep", r.ep},
+          {"context_tokens", r.context_tokens},
+          {"dense_placement", std::string(placement_name(r.dense_placement))},
+          {"hbm_bytes_per_gpu", f.hbm_bytes_per_gpu},
+          {"routed_expert_bytes_per_gpu", f.routed_expert_bytes_per_gpu},
+          {"dense_bytes_per_gpu", f.dense_bytes_per_gpu},
+          {"embedding_bytes_per_gpu", f.embedding_bytes_per_gpu},
+          {"weight_bytes_per_gpu", f.weight_bytes_per_gpu},
+          {"reserve_bytes_per_gpu", f.reserve_bytes_per_gpu},
+          {"kv_bytes_per_gpu", f.kv_bytes_per_gpu},
+          {"session_bytes", f.session_bytes},
+          {"kv_tokens_per_gpu", f.kv_tokens_per_gpu},
+          {"sessions_per_gpu", f.sessions_per_gpu},
+          {"sessions", f.sessions},
+          {"host_weight_bytes_per_node", f.host_weight_bytes_per_node},
+          {"host_dram_bytes_per_node", f.host_dram_bytes_per_node},
+          {"provenance",
+           {{"hbm_bytes_per_gpu", gpu.hbm_bytes.provenance().label()},
+            {"reserve_bytes_per_gpu", r.reserve_fraction.provenance().label()},
+            {"weights", weights_label(r)},
+            {"host_dram_bytes_per_node", gpu.host_dram_bytes_per_node.provenance().label()},
+            {"other", "derived"}}}};
+}
+
+}  // namespace v41sim

@@ -1,0 +1,30 @@
+// The main job's report (make run): KV of every bundled model, the claims
+// check, and the memory fit of V4.1-Flash on every GPU profile.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/common/catalog.h"
+#include "sim/common/sourced_value.h"
+
+namespace v41sim {
+
+struct StudyOptions {
+  std::string out_dir;
+  std::string focus_model = "deepseek_v4_1_flash";
+  std::vector<int64_t> contexts{131072, 1048576};
+  int64_t gpus = 8;
+  int64_t ep = 8;
+  SourcedValue reserve_fraction;
+};
+
+struct StudyOutput {
+  std::string markdown_path;
+  std::string json_path;
+};
+
+StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& options);
+
+}  // namespace v41sim
