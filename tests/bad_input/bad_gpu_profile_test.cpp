@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include "sim/hw/gpu_profile_loader.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+const std::string kGood = testing::read_text(testing::gpu_path("h200"));
+
+InputError load_error(const std::string& from, const std::string& to) {
+  std::string text = kGood;
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  try {
+    load_gpu_profile(YamlNode::parse_string(text, "gpu.yaml"));
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "loaded without error";
+  return InputError({}, "");
+}
+
+TEST(BadGpuProfile, FigureWithoutSource) {
+  const InputError e = load_error("sm_count: {value: 132, datasheet: \"GH100 as H100 SXM\"}", "sm_count: {value: 132}");
+  EXPECT_EQ(e.where().field, "sm_count");
+  EXPECT_NE(std::string(e.what()).find("needs its source"), std::string::npos);
+  EXPECT_EQ(e.where().line, 5);
+}
+
+TEST(BadGpuProfile, TwoSources) {
+  const InputError e = load_error("datasheet: \"GH100 as H100 SXM\"", "datasheet: \"a\", assumed: \"b\"");
+  EXPECT_NE(std::string(e.what()).find("give one source"), std::string::npos);
+}
+
+TEST(BadGpuProfile, NegativeAndZeroFigures) {
+  EXPECT_EQ(load_error("value: 141e9", "value: -141e9").where().field, "hbm_bytes.value");
+  EXPECT_EQ(load_error("value: 141e9", "value: 0").where().field, "hbm_bytes.value");
+}
+
+TEST(BadGpuProfile, UnknownFigureWithAValue) {
+  const InputError e = load_error("fp4: {unsupported: \"Hopper has no FP4 tensor cores\"}",
+                                  "fp4: {value: 1, unsupported: \"x\"}");
+  EXPECT_EQ(e.where().field, "tensor_tflops.fp4");
+}
+
+TEST(BadGpuProfile, MissingField) {
+  const InputError e = load_error("gpus_per_node: {value: 8, datasheet: \"HGX 8-GPU baseboard\"}\n", "");
+  EXPECT_EQ(e.where().field, "gpus_per_node");
+}
+
+TEST(BadGpuProfile, EveryBundledProfileLoads) {
+  for (const char* stem : {"h20", "h100_sxm", "h800", "h200", "b200", "gb200_nvl72"}) {
+    EXPECT_NO_THROW(load_gpu_profile_file(testing::gpu_path(stem))) << stem;
+  }
+}
+
+}  // namespace
+}  // namespace v41sim

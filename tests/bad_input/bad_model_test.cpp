@@ -1,0 +1,114 @@
+// Every kind of bad model file gets one InputError naming file, line and field.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/model/model_loader.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+const std::string kGood = testing::read_text(testing::model_path("deepseek_v4_1_flash"));
+
+int line_of(const std::string& text, const std::string& needle) {
+  const std::size_t at = text.find(needle);
+  EXPECT_NE(at, std::string::npos) << needle;
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+}
+
+std::string replaced(const std::string& from, const std::string& to) {
+  std::string text = kGood;
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << "test setup: '" << from << "' not in the model file";
+  return text.replace(at, from.size(), to);
+}
+
+InputError load_error(const std::string& text) {
+  try {
+    load_model(YamlNode::parse_string(text, "bad.yaml"));
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "the file loaded without error";
+  return InputError({}, "");
+}
+
+struct BadCase {
+  const char* name;
+  const char* from;
+  const char* to;
+  const char* field;     // expected field path
+  const char* message;   // expected part of the message
+  const char* line_at;   // text whose line the error must name ("" = do not check)
+};
+
+class BadModel : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadModel, NamesFileLineAndField) {
+  const BadCase& c = GetParam();
+  const std::string text = replaced(c.from, c.to);
+  const InputError e = load_error(text);
+  EXPECT_EQ(e.where().file, "bad.yaml");
+  EXPECT_EQ(e.where().field, c.field) << e.what();
+  EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+  EXPECT_GT(e.where().line, 0) << e.what();
+  if (*c.line_at != '\0') {
+    EXPECT_EQ(e.where().line, line_of(text, c.line_at)) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllCases, BadModel,
+    ::testing::Values(
+        BadCase{"malformed", "hidden_size: 5120", "hidden_size: [5120", "", "malformed YAML", ""},
+        BadCase{"missing_field", "vocab_size: 129280\n", "", "vocab_size", "required field is missing", ""},
+        BadCase{"unknown_field", "vocab_size: 129280\n", "vocab_size: 129280\nvocab_sise: 1\n", "vocab_sise",
+                "unknown field", "vocab_sise"},
+        BadCase{"wrong_type", "num_layers: 40", "num_layers: forty", "num_layers", "expected an integer",
+                "num_layers: forty"},
+        BadCase{"negative_size", "hidden_size: 5120", "hidden_size: -5120", "hidden_size",
+                "expected a positive integer", "hidden_size: -5120"},
+        BadCase{"zero_size", "top_k: 6", "top_k: 0", "moe.top_k", "expected a positive integer", "top_k: 0"},
+        BadCase{"layer_id_out_of_range", "kv_source_layer_ids: [2, 8, 14, 20]",
+                "kv_source_layer_ids: [2, 8, 14, 40]", "attention.kv_source_layer_ids[3]", "out of range",
+                "kv_source_layer_ids"},
+        BadCase{"ratio_list_too_short", "compress_ratios: [0, 0,\n", "compress_ratios: [0,\n",
+                "attention.compress_ratios", "expected 40 entries", "compress_ratios: ["},
+        BadCase{"unknown_dtype", "{of: latent, dtype: fp4_e2m1, scale_dtype: e4m3",
+                "{of: latent, dtype: fp6_e3m2, scale_dtype: e4m3", "cache_formats.main_kv_mxfp4.parts[0].dtype",
+                "unknown element format", ""},
+        BadCase{"scale_group_not_whole", "dtype: fp4_e2m1, scale_dtype: e4m3, scale_group: 16",
+                "dtype: fp4_e2m1, scale_dtype: e4m3, scale_group: 24", "cache_formats.main_kv_mxfp4.parts[0]",
+                "whole scale groups", ""},
+        BadCase{"missing_cache_format", "main_cache: main_kv_mxfp4", "main_cache: main_kv_fp2",
+                "attention.main_cache", "which cache_formats lacks", "main_cache: main_kv_fp2"},
+        BadCase{"kv_source_ratio_mismatch", "kv_source_layer_ids: [2, 8, 14, 20]",
+                "kv_source_layer_ids: [2, 8, 14]", "attention.kv_source_layer_ids", "ratios must match",
+                "kv_source_layer_ids"},
+        BadCase{"window_only_kv_source", "kv_source_layer_ids: [2, 8, 14, 20]",
+                "kv_source_layer_ids: [1, 2, 8, 14, 20]", "attention.kv_source_layer_ids", "cannot be a KV source",
+                "kv_source_layer_ids"},
+        BadCase{"unknown_role", "reindex: Reindex", "re_index: Reindex", "attention.mode_labels.re_index",
+                "unknown layer role", ""},
+        BadCase{"unlabelled_role", "reindex: Reindex, ", "", "attention.mode_labels", "does not name", ""},
+        BadCase{"unknown_kv_projection", "kv_projection: shared_latent", "kv_projection: latent",
+                "attention.kv_projection", "expected one of", "kv_projection: latent"},
+        BadCase{"engram_layer_out_of_range", "layers: [1, 14]", "layers: [1, 99]", "engram.layers[1]",
+                "out of range", "layers: [1, 99]"}),
+    [](const ::testing::TestParamInfo<BadCase>& param) { return std::string(param.param.name); });
+
+TEST(BadModelFile, MissingFileIsAnInputError) {
+  try {
+    load_model_file("/nonexistent/model.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, "/nonexistent/model.yaml");
+    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+  }
+}
+
+TEST(BadModelFile, TheGoodFileLoads) { EXPECT_NO_THROW(load_model(YamlNode::parse_string(kGood, "good.yaml"))); }
+
+}  // namespace
+}  // namespace v41sim

@@ -1,0 +1,139 @@
+// The v41sim binary as a user runs it: exit codes, one-line errors, JSON keys,
+// byte-identical reports.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+RunResult run(const std::string& args) {
+  const std::string command = std::string(V41SIM_BINARY) + " --data-dir " + V41SIM_SOURCE_DIR + " " + args + " 2>&1";
+  RunResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+nlohmann::json run_json(const std::string& args) {
+  const RunResult r = run(args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(r.output);
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("v41sim_test_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(Cli, KvJsonHasTheDerivedTotals) {
+  const auto kv = run_json("kv --model deepseek_v4_1_flash --context 1048576");
+  EXPECT_DOUBLE_EQ(kv["global_bytes_per_token"].get<double>(), 890.0);
+  EXPECT_EQ(kv["per_request_state_bytes"].get<int64_t>(), kv["window_state_bytes"].get<int64_t>() +
+                                                               kv["compressor_state_bytes"].get<int64_t>());
+  EXPECT_EQ(kv["layers"].size(), 40u);
+  EXPECT_EQ(kv["layers"][24]["mode"], "Reindex");
+  EXPECT_DOUBLE_EQ(run_json("kv --model DeepSeek-V4-Flash")["global_bytes_per_token"].get<double>(), 3514.25);
+}
+
+TEST(Cli, ParamsJsonKeys) {
+  const auto p = run_json("params --model deepseek_v4_1_flash");
+  for (const char* key : {"total_params", "active_params_prefill", "active_params_decode", "gpu_weight_bytes",
+                          "host_weight_bytes"}) {
+    EXPECT_TRUE(p.contains(key)) << key;
+  }
+  EXPECT_GT(p["host_weight_bytes"].get<double>(), 0);
+}
+
+TEST(Cli, FitJsonKeys) {
+  const auto f = run_json("fit --model deepseek_v4_1_flash --hw h200 --gpus 8 --ep 8 --context 1048576");
+  for (const char* key : {"weight_bytes_per_gpu", "kv_bytes_per_gpu", "sessions"}) EXPECT_TRUE(f.contains(key)) << key;
+  EXPECT_GT(f["sessions"].get<int64_t>(), 0);
+  const auto fp8 = run_json("fit --hw h200 --weights-dtype fp8");
+  EXPECT_GT(fp8["weight_bytes_per_gpu"].get<double>(), f["weight_bytes_per_gpu"].get<double>());
+}
+
+TEST(Cli, ClaimsJson) {
+  const auto c = run_json("claims");
+  ASSERT_EQ(c["claims"].size(), 5u);
+  EXPECT_EQ(c["claims"][0]["verdict"], "holds");
+}
+
+struct BadRun {
+  const char* args;
+  const char* message;
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadRun> {};
+
+TEST_P(CliBadInput, ExitsTwoWithOneLine) {
+  const RunResult r = run(GetParam().args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(GetParam().message), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliBadInput,
+    ::testing::Values(BadRun{"kv --model no_such_model", "unknown name 'no_such_model'"},
+                      BadRun{"fit --gpus 7 --ep 7", "does not divide the 384 routed experts"},
+                      BadRun{"fit --gpus 12 --ep 8", "does not divide the 12 GPUs"},
+                      BadRun{"fit --hw h100_sxm --gpus 2 --ep 2", "does not fit"},
+                      BadRun{"fit --hw no_such_gpu", "unknown name 'no_such_gpu'"},
+                      BadRun{"fit --weights-dtype fp6", "--weights-dtype"},
+                      BadRun{"fit --reserve-fraction 1.5", "--reserve-fraction"},
+                      BadRun{"kv --context -5", "--context"},
+                      BadRun{"kv --no-such-flag", "no-such-flag"},
+                      BadRun{"fit --ep eight", "--ep"}),
+    [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
+
+TEST(Cli, BadModelFileNamesFileAndLine) {
+  const auto dir = temp_dir("bad_model");
+  std::string text = testing::read_text(testing::model_path("deepseek_v4_1_flash"));
+  text.replace(text.find("hidden_size: 5120"), 17, "hidden_size: 0");
+  const auto path = dir / "bad.yaml";
+  std::ofstream(path) << text;
+  const RunResult r = run("kv --model " + path.string());
+  EXPECT_EQ(r.exit_code, 2);
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(text.find("hidden_size: 0")), '\n');
+  EXPECT_NE(r.output.find(path.string() + ":" + std::to_string(line) + ": field 'hidden_size': expected a positive integer"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, ReportIsByteIdenticalAcrossRuns) {
+  const auto a = temp_dir("report_a");
+  const auto b = temp_dir("report_b");
+  ASSERT_EQ(run("report --out " + a.string()).exit_code, 0);
+  ASSERT_EQ(run("report --out " + b.string()).exit_code, 0);
+  for (const char* file : {"report.md", "report.json"}) {
+    const std::string first = testing::read_text((a / file).string());
+    EXPECT_FALSE(first.empty());
+    EXPECT_EQ(first, testing::read_text((b / file).string())) << file;
+  }
+  const std::string md = testing::read_text((a / "report.md").string());
+  for (const char* gpu : {"H20", "H100", "H200", "B200", "GB200"}) EXPECT_NE(md.find(gpu), std::string::npos) << gpu;
+  EXPECT_NE(md.find("holds only if"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace v41sim

@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/capacity/memory_fit.h"
+#include "sim/hw/gpu_profile_loader.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+using testing::analyze;
+using testing::gpu_path;
+
+FitRequest request(const ModelAnalysis& m, int64_t gpus, int64_t ep, int64_t context) {
+  return {gpus, ep, context, m.spec.weights, DensePlacement::kReplicated, default_reserve_fraction()};
+}
+
+TEST(MemoryFit, ArithmeticAddsUp) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const GpuProfile h200 = load_gpu_profile_file(gpu_path("h200"));
+  const FitResult f = fit_memory(m, h200, request(m, 8, 8, 1 << 20));
+  EXPECT_DOUBLE_EQ(f.hbm_bytes_per_gpu, 141e9);
+  EXPECT_DOUBLE_EQ(f.routed_expert_bytes_per_gpu, m.weights.routed_experts / 8);
+  EXPECT_DOUBLE_EQ(f.dense_bytes_per_gpu, m.weights.dense);
+  EXPECT_DOUBLE_EQ(f.reserve_bytes_per_gpu, 0.10 * 141e9);
+  EXPECT_NEAR(f.kv_bytes_per_gpu + f.weight_bytes_per_gpu + f.reserve_bytes_per_gpu, 141e9, 1.0);
+  EXPECT_EQ(f.sessions_per_gpu, static_cast<int64_t>(std::floor(f.kv_bytes_per_gpu / f.session_bytes)));
+  EXPECT_EQ(f.sessions, 8 * f.sessions_per_gpu);
+  EXPECT_EQ(f.kv_tokens_per_gpu, static_cast<int64_t>(std::floor(f.kv_bytes_per_gpu / 890.0)));
+}
+
+TEST(MemoryFit, ShardingDenseWeightsSplitsThemOverAllGpus) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const GpuProfile h100 = load_gpu_profile_file(gpu_path("h100_sxm"));
+  FitRequest r = request(m, 16, 8, 131072);
+  r.dense_placement = DensePlacement::kSharded;
+  const FitResult f = fit_memory(m, h100, r);
+  EXPECT_DOUBLE_EQ(f.dense_bytes_per_gpu, m.weights.dense / 16);
+  EXPECT_DOUBLE_EQ(f.routed_expert_bytes_per_gpu, m.weights.routed_experts / 8);
+}
+
+TEST(MemoryFit, MoreContextMeansFewerSessions) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const GpuProfile h20 = load_gpu_profile_file(gpu_path("h20"));
+  const FitResult short_ctx = fit_memory(m, h20, request(m, 8, 8, 131072));
+  const FitResult long_ctx = fit_memory(m, h20, request(m, 8, 8, 1 << 20));
+  EXPECT_GT(short_ctx.sessions, long_ctx.sessions);
+  EXPECT_EQ(short_ctx.kv_tokens_per_gpu, long_ctx.kv_tokens_per_gpu);
+}
+
+TEST(MemoryFit, EpThatDoesNotDivideExpertsIsAnError) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const GpuProfile h200 = load_gpu_profile_file(gpu_path("h200"));
+  try {
+    fit_memory(m, h200, request(m, 7, 7, 1 << 20));  // 384 % 7 != 0
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "--ep");
+    EXPECT_NE(std::string(e.what()).find("384 routed experts"), std::string::npos);
+  }
+  EXPECT_THROW(fit_memory(m, h200, request(m, 12, 8, 1 << 20)), InputError);  // 12 % 8
+  EXPECT_THROW(fit_memory(m, h200, request(m, 8, 8, 0)), InputError);
+}
+
+TEST(MemoryFit, ModelThatDoesNotFitIsAnError) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const GpuProfile h100 = load_gpu_profile_file(gpu_path("h100_sxm"));
+  try {
+    fit_memory(m, h100, request(m, 2, 2, 1 << 20));  // ~145 GB of experts per GPU
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos);
+  }
+}
+
+TEST(MemoryFit, UnknownGpuFigureCannotBeUsedSilently) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuProfile h20 = load_gpu_profile_file(gpu_path("h20"));
+  EXPECT_FALSE(h20.price_usd_per_gpu_hour.known());
+  EXPECT_THROW(h20.price_usd_per_gpu_hour.value(), InputError);
+}
+
+}  // namespace
+}  // namespace v41sim

@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+using testing::analyze;
+
+double relative_error(double derived, double published) { return std::fabs(derived - published) / published; }
+
+// Totals within 2% of the published figures, for every model that publishes one.
+TEST(ParamCount, TotalsWithinTwoPercentOfPublished) {
+  for (const char* stem : {"deepseek_v4_1_flash", "deepseek_v4_flash", "deepseek_v4_pro", "deepseek_v3",
+                           "llama_3_1_405b"}) {
+    const ModelAnalysis m = analyze(stem);
+    const double published = m.spec.published.at("total_params");
+    EXPECT_LT(relative_error(static_cast<double>(m.params.backbone_total()), published), 0.02) << stem;
+  }
+}
+
+// Active counts are published rounded to whole billions (V4.1: "8B / 16B").
+TEST(ParamCount, ActiveCountsRoundToPublished) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  EXPECT_EQ(std::round(v41.active.prefill_per_token / 1e9), 8.0);
+  EXPECT_EQ(std::round(v41.active.decode_per_token / 1e9), 16.0);
+  EXPECT_EQ(std::round(analyze("deepseek_v4_flash").active.decode_per_token / 1e9), 13.0);
+  EXPECT_EQ(std::round(analyze("deepseek_v4_pro").active.decode_per_token / 1e9), 49.0);
+  EXPECT_EQ(std::round(analyze("deepseek_v3").active.decode_per_token / 1e9), 37.0);
+}
+
+TEST(ParamCount, CedHalvesPrefillWork) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  const double ratio = v41.active.decode_per_token / v41.active.prefill_per_token;
+  EXPECT_GT(ratio, 1.9);
+  EXPECT_LT(ratio, 2.2);
+  EXPECT_EQ(v41.active.prefill_tail_tokens, 140);
+  // Without CED, prefill and decode differ only by the output head.
+  const ModelAnalysis v4 = analyze("deepseek_v4_flash");
+  EXPECT_DOUBLE_EQ(v4.active.decode_per_token - v4.active.prefill_per_token,
+                   static_cast<double>(v4.params.lm_head));
+}
+
+TEST(ParamCount, ExpertShapesAndBytes) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  EXPECT_EQ(v41.params.layers[0].routed_expert_each, 3 * 5120 * 2304);
+  // 15,360 FP4 experts of ~18.8 MB = ~289 GB (reference §2).
+  EXPECT_NEAR(v41.weights.routed_experts / 1e9, 289.0, 1.0);
+  EXPECT_NEAR(v41.weights.routed_experts / (40 * 384) / 1e6, 18.8, 0.05);
+  // Engram: ~197B parameters held in host memory, 264 B per row.
+  EXPECT_NEAR(static_cast<double>(v41.params.engram) / 1e9, 197.0, 1.0);
+  EXPECT_DOUBLE_EQ(v41.weights.host, (384006168.0 + 384016682.0) * 264.0);
+}
+
+TEST(ParamCount, OnlyReindexAndFullLayersCarryIndexerQueries) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  EXPECT_GT(v41.params.layers[24].index_query, 0);
+  EXPECT_EQ(v41.params.layers[24].index_key, 0);
+  EXPECT_EQ(v41.params.layers[24].compressor, 0);
+  EXPECT_GT(v41.params.layers[20].index_key, 0);
+  EXPECT_EQ(v41.params.layers[25].index_query, 0);
+}
+
+}  // namespace
+}  // namespace v41sim
