@@ -81,14 +81,22 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   json["claims"] = claims_json(claims)["claims"];
 
   md += fmt::format("## Memory fit of {} on {} GPUs, EP {}\n\n", focus.spec.name, o.gpus, o.ep);
+  Table summary("Sessions per GPU profile (details below)",
+                {"GPU", "context tokens", "weights per GPU", "left for KV per GPU", "sessions on all GPUs"});
+  std::string details;
   for (const GpuProfile& gpu : gpus) {
     for (int64_t context : o.contexts) {
       FitRequest r{o.gpus, o.ep, context, focus.spec.weights, DensePlacement::kReplicated, o.reserve_fraction};
       const FitResult fit = fit_memory(focus, gpu, r);
-      md += fit_table(focus, gpu, r, fit).to_markdown();
+      summary.add_row({gpu.name, std::to_string(context), format_bytes(fit.weight_bytes_per_gpu),
+                       format_bytes(fit.kv_bytes_per_gpu), std::to_string(fit.sessions)});
+      details += fit_table(focus, gpu, r, fit).to_markdown();
       json["fits"].push_back(fit_json(focus, gpu, r, fit));
     }
   }
+  summary.add_note("derived; HBM sizes from each profile's datasheet entry; reserve " +
+                   o.reserve_fraction.provenance().label());
+  md += summary.to_markdown() + details;
 
   fs::create_directories(o.out_dir);
   StudyOutput out{(fs::path(o.out_dir) / "report.md").string(), (fs::path(o.out_dir) / "report.json").string()};

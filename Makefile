@@ -1,0 +1,44 @@
+# The two commands of the README. Both install missing Debian packages first.
+#   make run   - build, then write the main study report to reports/latest/
+#   make test  - build, then run the whole GoogleTest suite through ctest
+BUILD ?= build
+JOBS ?= $(shell nproc)
+DEBIAN_PACKAGES := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libcli11-dev \
+                   nlohmann-json3-dev libgtest-dev libbenchmark-dev
+# nvcc is optional; where the CUDA toolkit is installed, kernels/ is compiled too.
+NVCC := $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+
+.PHONY: all deps configure build run test bench format clean
+all: build
+
+deps:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "v41sim: installing Debian packages:$$missing"; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+configure: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/sim/v41sim report --out reports/latest
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	./$(BUILD)/benchmarks/v41sim_bench
+
+format:
+	find sim tests benchmarks kernels \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) reports/latest
