@@ -1,0 +1,70 @@
+// Encoders and decoders for the OCP Microscaling element formats our caches
+// use: FP4 E2M1 values and FP8 E4M3 (OCP "FN": no infinities, max 448).
+// Round to nearest, ties to even; out-of-range magnitudes saturate.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/common/host_device.h"
+
+namespace v41sim::kernels {
+
+// E2M1 magnitudes by 3-bit code (sign in bit 3): 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+V41_HD float e2m1_magnitude(uint8_t code) {
+  const uint8_t exponent = (code >> 1) & 0x3;
+  const float mantissa = (code & 0x1) ? 0.5f : 0.0f;
+  if (exponent == 0) return mantissa;  // subnormal: 0 or 0.5
+  return (1.0f + mantissa) * static_cast<float>(1 << (exponent - 1));
+}
+
+V41_HD float decode_e2m1(uint8_t nibble) {
+  const float magnitude = e2m1_magnitude(nibble & 0x7);
+  return (nibble & 0x8) ? -magnitude : magnitude;
+}
+
+V41_HD uint8_t encode_e2m1(float x) {
+  const float a = fabsf(x);
+  uint8_t best = 0;
+  float best_error = a;
+  for (uint8_t code = 1; code < 8; ++code) {
+    const float error = fabsf(a - e2m1_magnitude(code));
+    // Strictly better wins; a tie goes to the even code.
+    if (error < best_error || (error == best_error && (code & 1) == 0)) {
+      best = code;
+      best_error = error;
+    }
+  }
+  return static_cast<uint8_t>((x < 0.0f && best != 0 ? 0x8 : 0x0) | best);
+}
+
+V41_HD float decode_e4m3(uint8_t code) {
+  const int exponent = (code >> 3) & 0xF;
+  const int mantissa = code & 0x7;
+  const float magnitude = exponent == 0 ? ldexpf(static_cast<float>(mantissa), -9)
+                                        : ldexpf(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+  return (code & 0x80) ? -magnitude : magnitude;
+}
+
+V41_HD uint8_t encode_e4m3(float x) {
+  constexpr uint8_t kMaxCode = 0x7E;  // 448
+  const uint8_t sign = x < 0.0f ? 0x80 : 0x00;
+  const float a = fabsf(x);
+  if (!(a == a)) return 0x7F;  // NaN
+  if (a >= 448.0f) return static_cast<uint8_t>(sign | kMaxCode);
+  if (a < ldexpf(1.0f, -6)) {  // subnormal range: steps of 2^-9
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(rintf(ldexpf(a, 9))));
+  }
+  int e2 = 0;
+  const float fraction = frexpf(a, &e2);  // a = fraction * 2^e2, fraction in [0.5, 1)
+  int exponent = e2 - 1;
+  int mantissa = static_cast<int>(rintf((fraction * 2.0f - 1.0f) * 8.0f));
+  if (mantissa == 8) {
+    mantissa = 0;
+    ++exponent;
+  }
+  const int code = ((exponent + 7) << 3) | mantissa;
+  return static_cast<uint8_t>(sign | (code > kMaxCode ? kMaxCode : code));
+}
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,17 @@
+// Host API of the MXFP4 KV cache kernels (plain C++: callable from tests and
+// the measuring harness without nvcc). Same layout as the CPU reference.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace v41sim::kernels {
+
+// True when a CUDA device can be used; otherwise `why` says what is missing.
+bool cuda_device_available(std::string* why);
+
+std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<float>& kv, int64_t tokens, int64_t dim);
+std::vector<float> dequantize_mxfp4_kv_cuda(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim);
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,109 @@
+// MXFP4 KV cache codec: the CPU reference against the format's definition and
+// the model file, and the CUDA kernel against the reference where a GPU exists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/common/fp_codec.h"
+#include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "tests/test_data.h"
+
+#ifdef V41SIM_HAVE_CUDA_KERNELS
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#endif
+
+namespace v41sim::kernels {
+namespace {
+
+std::vector<float> random_kv(int64_t tokens, int64_t dim, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> kv(static_cast<std::size_t>(tokens * dim));
+  for (float& v : kv) v = normal(rng);
+  return kv;
+}
+
+TEST(Fp4E2M1, DecodesTheOcpTable) {
+  const float expected[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  for (uint8_t code = 0; code < 8; ++code) {
+    EXPECT_EQ(decode_e2m1(code), expected[code]);
+    EXPECT_EQ(decode_e2m1(static_cast<uint8_t>(code | 0x8)), -expected[code]);
+    EXPECT_EQ(encode_e2m1(expected[code]), code);
+  }
+  EXPECT_EQ(encode_e2m1(100.0f), 0x7);    // saturates at 6
+  EXPECT_EQ(encode_e2m1(2.5f), 0x4);      // tie between 2 and 3 goes to the even code (2)
+  EXPECT_EQ(encode_e2m1(-0.2f), 0x0);     // rounds to zero, no negative zero
+}
+
+TEST(Fp8E4M3, EveryFiniteCodeRoundTrips) {
+  for (int code = 0; code <= 0x7E; ++code) {
+    const float value = decode_e4m3(static_cast<uint8_t>(code));
+    EXPECT_EQ(encode_e4m3(value), code) << value;
+    if (code > 0) {
+      EXPECT_EQ(encode_e4m3(-value), code | 0x80) << value;
+    }
+  }
+  EXPECT_EQ(decode_e4m3(0x7E), 448.0f);
+  EXPECT_EQ(encode_e4m3(1e6f), 0x7E);
+  EXPECT_EQ(decode_e4m3(0x01), std::ldexp(1.0f, -9));
+}
+
+TEST(Mxfp4KvReference, EntrySizeMatchesTheModelFile) {
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  const int64_t dim = v41.spec.attention.kv_heads * v41.spec.attention.head_dim;
+  EXPECT_EQ(mxfp4_entry_bytes(dim), v41.spec.cache(v41.spec.attention.main_cache).bytes);
+}
+
+TEST(Mxfp4KvReference, RepresentableValuesRoundTripExactly) {
+  // amax = 6 * 2^-2 makes the scale exactly 2^-2; every value is on the grid.
+  std::vector<float> kv;
+  for (int i = 0; i < 32; ++i) kv.push_back(decode_e2m1(static_cast<uint8_t>(i % 16)) * 0.25f);
+  kv[0] = 1.5f;
+  const auto cache = quantize_mxfp4_kv_reference(kv, 1, 32);
+  EXPECT_EQ(dequantize_mxfp4_kv_reference(cache, 1, 32), kv);
+}
+
+TEST(Mxfp4KvReference, ErrorIsBoundedByTheGroupMaximum) {
+  const int64_t tokens = 64;
+  const int64_t dim = 512;
+  const auto kv = random_kv(tokens, dim, 7);
+  const auto back = dequantize_mxfp4_kv_reference(quantize_mxfp4_kv_reference(kv, tokens, dim), tokens, dim);
+  for (int64_t g = 0; g < tokens * dim / 16; ++g) {
+    float amax = 0.0f;
+    for (int i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(kv[g * 16 + i]));
+    for (int i = 0; i < 16; ++i) {
+      // Half the widest E2M1 step (4 -> 6) is amax/6; scale rounding adds at most 1/16.
+      EXPECT_LE(std::fabs(kv[g * 16 + i] - back[g * 16 + i]), amax * (1.0f / 6.0f + 1.0f / 16.0f)) << g;
+    }
+  }
+}
+
+TEST(Mxfp4KvReference, ZeroGroupStaysZero) {
+  const std::vector<float> zeros(16, 0.0f);
+  const auto cache = quantize_mxfp4_kv_reference(zeros, 1, 16);
+  EXPECT_EQ(dequantize_mxfp4_kv_reference(cache, 1, 16), zeros);
+}
+
+TEST(Mxfp4KvReference, RejectsBadShapes) {
+  EXPECT_THROW(quantize_mxfp4_kv_reference(std::vector<float>(24), 1, 24), std::invalid_argument);
+}
+
+TEST(Mxfp4KvCuda, MatchesTheReferenceBitForBit) {
+#ifndef V41SIM_HAVE_CUDA_KERNELS
+  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
+#else
+  std::string why;
+  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  const int64_t tokens = 1000;
+  const int64_t dim = 512;
+  const auto kv = random_kv(tokens, dim, 11);
+  const auto reference = quantize_mxfp4_kv_reference(kv, tokens, dim);
+  const auto device = quantize_mxfp4_kv_cuda(kv, tokens, dim);
+  EXPECT_EQ(device, reference);
+  EXPECT_EQ(dequantize_mxfp4_kv_cuda(device, tokens, dim), dequantize_mxfp4_kv_reference(reference, tokens, dim));
+#endif
+}
+
+}  // namespace
+}  // namespace v41sim::kernels
