@@ -21,7 +21,11 @@ BENCHMARK(BM_LoadAndAnalyzeModel)->Unit(benchmark::kMicrosecond);
 void BM_MemoryFit(benchmark::State& state) {
   const v41sim::ModelAnalysis model = v41sim::analyze_model(v41sim::load_model_file(kModel));
   const v41sim::GpuProfile gpu = v41sim::load_gpu_profile_file(kGpu);
-  const v41sim::FitRequest request{8, 8, 1 << 20, model.spec.weights, v41sim::DensePlacement::kReplicated,
+  const v41sim::FitRequest request{8,
+                                   8,
+                                   1 << 20,
+                                   model.spec.weights,
+                                   v41sim::DensePlacement::kReplicated,
                                    v41sim::default_reserve_fraction()};
   for (auto _ : state) benchmark::DoNotOptimize(v41sim::fit_memory(model, gpu, request));
 }

@@ -24,7 +24,8 @@ std::vector<uint8_t> quantize_mxfp4_kv_reference(const std::vector<float>& kv, i
   return cache;
 }
 
-std::vector<float> dequantize_mxfp4_kv_reference(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim) {
+std::vector<float> dequantize_mxfp4_kv_reference(const std::vector<uint8_t>& cache, int64_t tokens,
+                                                 int64_t dim) {
   const int64_t entry = mxfp4_entry_bytes(dim);
   if (dim % kMxfp4GroupSize != 0 || static_cast<int64_t>(cache.size()) != tokens * entry) {
     throw std::invalid_argument("dequantize_mxfp4_kv_reference: bad shape");
@@ -33,7 +34,8 @@ std::vector<float> dequantize_mxfp4_kv_reference(const std::vector<uint8_t>& cac
   for (int64_t t = 0; t < tokens; ++t) {
     const uint8_t* in = cache.data() + t * entry;
     for (int64_t g = 0; g < dim / kMxfp4GroupSize; ++g) {
-      dequantize_mxfp4_group(in + g * (kMxfp4GroupSize / 2), in[dim / 2 + g], kv.data() + t * dim + g * kMxfp4GroupSize);
+      dequantize_mxfp4_group(in + g * (kMxfp4GroupSize / 2), in[dim / 2 + g],
+                             kv.data() + t * dim + g * kMxfp4GroupSize);
     }
   }
   return kv;

@@ -11,6 +11,7 @@ namespace v41sim::kernels {
 int64_t mxfp4_entry_bytes(int64_t dim);
 // tokens x dim floats -> tokens x mxfp4_entry_bytes(dim) bytes.
 std::vector<uint8_t> quantize_mxfp4_kv_reference(const std::vector<float>& kv, int64_t tokens, int64_t dim);
-std::vector<float> dequantize_mxfp4_kv_reference(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim);
+std::vector<float> dequantize_mxfp4_kv_reference(const std::vector<uint8_t>& cache, int64_t tokens,
+                                                 int64_t dim);
 
 }  // namespace v41sim::kernels

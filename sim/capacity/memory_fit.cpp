@@ -15,15 +15,16 @@ void check_parallelism(const ModelAnalysis& model, const FitRequest& r) {
   if (r.gpus <= 0) throw InputError(gpus_flag, fmt::format("expected a positive GPU count, got {}", r.gpus));
   if (r.ep <= 0) throw InputError(ep_flag, fmt::format("expected a positive EP size, got {}", r.ep));
   if (r.context_tokens <= 0) {
-    throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", r.context_tokens));
+    throw InputError({"", 0, "--context"},
+                     fmt::format("expected a positive token count, got {}", r.context_tokens));
   }
   if (r.gpus % r.ep != 0) {
     throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} GPUs", r.ep, r.gpus));
   }
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
   if (experts % r.ep != 0) {
-    throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} routed experts of {}",
-                                          r.ep, experts, model.spec.name));
+    throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} routed experts of {}", r.ep,
+                                          experts, model.spec.name));
   }
 }
 
@@ -34,8 +35,9 @@ std::string_view placement_name(DensePlacement placement) {
 }
 
 SourcedValue default_reserve_fraction() {
-  return SourcedValue::assumed(0.10, "10% of HBM held for activations, workspace and CUDA context "
-                                     "(vLLM's default gpu_memory_utilization 0.9)");
+  return SourcedValue::assumed(0.10,
+                               "10% of HBM held for activations, workspace and CUDA context "
+                               "(vLLM's default gpu_memory_utilization 0.9)");
 }
 
 FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request) {
@@ -44,9 +46,8 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
   FitResult fit;
   fit.hbm_bytes_per_gpu = gpu.hbm_bytes.value();
   fit.routed_expert_bytes_per_gpu = weights.routed_experts / static_cast<double>(request.ep);
-  const double share = request.dense_placement == DensePlacement::kReplicated
-                           ? 1.0
-                           : 1.0 / static_cast<double>(request.gpus);
+  const double share =
+      request.dense_placement == DensePlacement::kReplicated ? 1.0 : 1.0 / static_cast<double>(request.gpus);
   fit.dense_bytes_per_gpu = weights.dense * share;
   fit.embedding_bytes_per_gpu = weights.embedding * share;
   fit.weight_bytes_per_gpu =

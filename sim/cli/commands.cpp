@@ -35,14 +35,16 @@ ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name) 
 }
 
 int64_t context_or_max(const Flags& f, const ModelAnalysis& m) {
-  if (f.context < 0) throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", f.context));
+  if (f.context < 0)
+    throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", f.context));
   return f.context > 0 ? f.context : m.spec.max_context;
 }
 
 SourcedValue reserve_from(const Flags& f) {
   if (f.reserve_fraction < 0) return default_reserve_fraction();
   if (f.reserve_fraction >= 1) {
-    throw InputError({"", 0, "--reserve-fraction"}, fmt::format("expected a fraction in [0, 1), got {}", f.reserve_fraction));
+    throw InputError({"", 0, "--reserve-fraction"},
+                     fmt::format("expected a fraction in [0, 1), got {}", f.reserve_fraction));
   }
   return SourcedValue::assumed(f.reserve_fraction, "given with --reserve-fraction");
 }
@@ -96,7 +98,7 @@ void run_params(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(f.hw));
-  const FitRequest request{f.gpus, f.ep, context_or_max(f, m), weights_from(f, m), placement_from(f),
+  const FitRequest request{f.gpus,         f.ep, context_or_max(f, m), weights_from(f, m), placement_from(f),
                            reserve_from(f)};
   const FitResult fit = fit_memory(m, gpu, request);
   if (f.json) {
@@ -135,14 +137,16 @@ void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void register_commands(CLI::App& app, const GlobalOptions& global, std::function<void()>& run,
                        std::ostream& out) {
   auto flags = std::make_shared<Flags>();
-  auto bind = [&global, &run, &out, flags](CLI::App* cmd, void (*fn)(const Catalog&, const Flags&, std::ostream&)) {
+  auto bind = [&global, &run, &out, flags](CLI::App* cmd,
+                                           void (*fn)(const Catalog&, const Flags&, std::ostream&)) {
     cmd->add_flag("--json", flags->json, "print one JSON object instead of tables");
     cmd->callback([&global, &run, &out, flags, fn] {
       run = [&global, &out, flags, fn] { fn(Catalog(global.data_dir), *flags, out); };
     });
   };
   auto add_model = [flags](CLI::App* cmd) {
-    cmd->add_option("--model", flags->model, "model name (file stem or name:) or path")->capture_default_str();
+    cmd->add_option("--model", flags->model, "model name (file stem or name:) or path")
+        ->capture_default_str();
   };
   auto add_context = [flags](CLI::App* cmd) {
     cmd->add_option("--context", flags->context, "tokens per session (default: the model's max_context)");

@@ -74,8 +74,8 @@ std::string Catalog::resolve(const std::string& sub, const std::string& name_or_
     if (lower(stem) == wanted || lower(declared_name(file)) == wanted) return file;
     known += (known.empty() ? "" : ", ") + stem;
   }
-  throw InputError({"", 0, flag}, "unknown name '" + name_or_path + "' (expected a path or one of: " +
-                                      known + " in " + (fs::path(data_dir_) / sub).string() + ")");
+  throw InputError({"", 0, flag}, "unknown name '" + name_or_path + "' (expected a path or one of: " + known +
+                                      " in " + (fs::path(data_dir_) / sub).string() + ")");
 }
 
 std::string Catalog::resolve_model(const std::string& name_or_path) const {

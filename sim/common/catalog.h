@@ -25,8 +25,7 @@ class Catalog {
 
  private:
   std::vector<std::string> yaml_files(const std::string& sub) const;
-  std::string resolve(const std::string& sub, const std::string& name_or_path,
-                      const char* flag) const;
+  std::string resolve(const std::string& sub, const std::string& name_or_path, const char* flag) const;
   std::string data_dir_;
 };
 

@@ -53,8 +53,8 @@ double SourcedValue::value() const {
 }
 
 SourcedValue read_sourced_value(const YamlNode& node) {
-  node.expect_only({"value", "datasheet", "published", "measured", "calibrated", "assumed", "derived", "unknown",
-                    "unsupported"});
+  node.expect_only({"value", "datasheet", "published", "measured", "calibrated", "assumed", "derived",
+                    "unknown", "unsupported"});
   const KindName* found = nullptr;
   for (const KindName& k : kKinds) {
     if (!node.has(k.name)) continue;
@@ -62,8 +62,9 @@ SourcedValue read_sourced_value(const YamlNode& node) {
     found = &k;
   }
   if (!found) {
-    node.fail("a figure needs its source: one of datasheet, published, measured, calibrated, "
-              "assumed, unknown, unsupported");
+    node.fail(
+        "a figure needs its source: one of datasheet, published, measured, calibrated, "
+        "assumed, unknown, unsupported");
   }
   Provenance provenance{found->kind, node.required(found->name).as_string()};
   if (!found->has_value) {

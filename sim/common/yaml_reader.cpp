@@ -18,7 +18,6 @@ std::string join_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
-
 }  // namespace
 
 YamlNode::YamlNode(YAML::Node node, std::string file, std::string path, int line)
@@ -132,8 +131,8 @@ int64_t YamlNode::as_int() const {
   long long value = 0;
   if (YAML::convert<long long>::decode(node_, value)) return value;
   double real = 0;
-  if (YAML::convert<double>::decode(node_, real) && std::isfinite(real) &&
-      real == std::floor(real) && std::fabs(real) < 9.0e18) {
+  if (YAML::convert<double>::decode(node_, real) && std::isfinite(real) && real == std::floor(real) &&
+      std::fabs(real) < 9.0e18) {
     return static_cast<int64_t>(real);
   }
   fail(fmt::format("expected an integer, got '{}'", node_.Scalar()));
@@ -178,9 +177,7 @@ std::vector<int64_t> YamlNode::as_int_list() const {
   return out;
 }
 
-void YamlNode::fail(const std::string& what_was_wrong) const {
-  throw InputError(location(), what_was_wrong);
-}
+void YamlNode::fail(const std::string& what_was_wrong) const { throw InputError(location(), what_was_wrong); }
 
 InputLocation YamlNode::location() const { return {file_, line_, path_}; }
 

@@ -10,7 +10,7 @@
 namespace v41sim {
 
 struct TensorRates {
-  SourcedValue fp4_tflops;   // dense (no 2:4 sparsity)
+  SourcedValue fp4_tflops;  // dense (no 2:4 sparsity)
   SourcedValue fp8_tflops;
   SourcedValue bf16_tflops;
 };
@@ -25,9 +25,9 @@ struct GpuProfile {
   SourcedValue l2_bytes;
   TensorRates tensor;
   SourcedValue fp32_vector_tflops;
-  SourcedValue nvlink_bytes_per_s;  // per GPU, one direction
-  SourcedValue nvlink_domain_gpus;  // GPUs in one NVLink domain
-  SourcedValue nic_bytes_per_s;     // scale-out, per GPU, one direction
+  SourcedValue nvlink_bytes_per_s;     // per GPU, one direction
+  SourcedValue nvlink_domain_gpus;     // GPUs in one NVLink domain
+  SourcedValue nic_bytes_per_s;        // scale-out, per GPU, one direction
   SourcedValue host_link_bytes_per_s;  // PCIe / C2C, one direction
   SourcedValue host_dram_bytes_per_node;
   SourcedValue gpus_per_node;

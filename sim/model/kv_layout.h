@@ -19,17 +19,17 @@ namespace v41sim {
 struct LayerKv {
   int64_t layer = 0;
   std::string mode;
-  std::string stores;                   // human-readable: what the layer keeps
-  double global_bytes_per_token = 0;    // main KV + index keys, amortized over the ratio
-  int64_t window_bytes = 0;             // window tokens x window entry bytes
-  int64_t compressor_state_bytes = 0;   // running compressor state (per request)
+  std::string stores;                  // human-readable: what the layer keeps
+  double global_bytes_per_token = 0;   // main KV + index keys, amortized over the ratio
+  int64_t window_bytes = 0;            // window tokens x window entry bytes
+  int64_t compressor_state_bytes = 0;  // running compressor state (per request)
 };
 
 struct KvLayout {
   std::vector<LayerKv> layers;
   double global_bytes_per_token = 0;
-  int64_t window_state_bytes = 0;      // per request, all layers
-  int64_t compressor_state_bytes = 0;  // per request, all layers
+  int64_t window_state_bytes = 0;       // per request, all layers
+  int64_t compressor_state_bytes = 0;   // per request, all layers
   std::string compressor_state_source;  // provenance of the compressor-state model
 
   int64_t per_request_state_bytes() const { return window_state_bytes + compressor_state_bytes; }

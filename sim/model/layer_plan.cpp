@@ -25,8 +25,7 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(const ModelSpec& model) : model_(model), a_(model.attention) {
     kv_sources_ = a_.kv_source_layer_ids ? *a_.kv_source_layer_ids : default_kv_sources();
-    index_sources_ =
-        a_.index_source_layer_ids ? *a_.index_source_layer_ids : default_index_sources();
+    index_sources_ = a_.index_source_layer_ids ? *a_.index_source_layer_ids : default_index_sources();
     check_sources();
   }
 
@@ -146,9 +145,9 @@ class PlanBuilder {
     if (!a_.candidate_pool) return;
     const LayerPlanEntry& source = plan[static_cast<std::size_t>(a_.candidate_pool->source_layer)];
     if (source.role != LayerRole::kOwnIndexed) {
-      throw LayerPlanError("candidate_pool",
-                           fmt::format("candidate pool source layer {} must own KV and index keys",
-                                       source.layer));
+      throw LayerPlanError(
+          "candidate_pool",
+          fmt::format("candidate pool source layer {} must own KV and index keys", source.layer));
     }
   }
 

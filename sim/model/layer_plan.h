@@ -21,8 +21,8 @@ namespace v41sim {
 struct LayerPlanEntry {
   int64_t layer = 0;
   LayerRole role = LayerRole::kWindowOnly;
-  std::string mode;    // the model file's name for the role
-  int64_t ratio = 0;   // tokens per global KV entry; 0 = window only
+  std::string mode;   // the model file's name for the role
+  int64_t ratio = 0;  // tokens per global KV entry; 0 = window only
   bool has_window = false;
   std::optional<int64_t> kv_source;         // layer whose global KV this layer attends to
   std::optional<int64_t> index_key_source;  // layer whose index keys this layer scores

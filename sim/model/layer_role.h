@@ -18,8 +18,7 @@ enum class LayerRole {
 };
 
 inline constexpr LayerRole kAllLayerRoles[] = {LayerRole::kWindowOnly, LayerRole::kOwnIndexed,
-                                               LayerRole::kOwnDense, LayerRole::kReindex,
-                                               LayerRole::kReuse};
+                                               LayerRole::kOwnDense, LayerRole::kReindex, LayerRole::kReuse};
 
 std::string_view role_key(LayerRole role);  // the YAML key, e.g. "own_indexed"
 std::optional<LayerRole> parse_layer_role(std::string_view key);

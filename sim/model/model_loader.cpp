@@ -94,11 +94,26 @@ std::map<LayerRole, std::string> read_mode_labels(const YamlNode& node) {
 }
 
 AttentionSpec read_attention(const YamlNode& node, int64_t num_layers) {
-  node.expect_only({"num_heads", "head_dim", "v_head_dim", "rope_dim", "q_lora_rank",
-                    "kv_projection", "kv_heads", "kv_lora_rank", "output_groups",
-                    "output_lora_rank", "sliding_window", "compress_ratios",
-                    "kv_source_layer_ids", "index_source_layer_ids", "indexer", "candidate_pool",
-                    "compressor", "main_cache", "window_cache", "mode_labels"});
+  node.expect_only({"num_heads",
+                    "head_dim",
+                    "v_head_dim",
+                    "rope_dim",
+                    "q_lora_rank",
+                    "kv_projection",
+                    "kv_heads",
+                    "kv_lora_rank",
+                    "output_groups",
+                    "output_lora_rank",
+                    "sliding_window",
+                    "compress_ratios",
+                    "kv_source_layer_ids",
+                    "index_source_layer_ids",
+                    "indexer",
+                    "candidate_pool",
+                    "compressor",
+                    "main_cache",
+                    "window_cache",
+                    "mode_labels"});
   AttentionSpec spec;
   spec.num_heads = node.required("num_heads").as_positive_int();
   spec.head_dim = node.required("head_dim").as_positive_int();
@@ -182,8 +197,7 @@ CacheEntryFormat read_cache_format(const std::string& name, const YamlNode& node
       part.dimension = of->as_string();
       const auto it = dims.find(part.dimension);
       if (it == dims.end()) {
-        of->fail("unknown dimension '" + part.dimension +
-                 "' (expected latent, nope, rope or index_key)");
+        of->fail("unknown dimension '" + part.dimension + "' (expected latent, nope, rope or index_key)");
       }
       part.count = it->second;
     } else {
@@ -191,8 +205,8 @@ CacheEntryFormat read_cache_format(const std::string& name, const YamlNode& node
     }
     const int64_t group = part.format.scale ? part.format.scale_group : 1;
     if (part.count % group != 0 || (part.count * bits_of(part.format.values)) % 8 != 0) {
-      item.fail(fmt::format("{} values do not fill whole scale groups of {} and whole bytes",
-                            part.count, group));
+      item.fail(
+          fmt::format("{} values do not fill whole scale groups of {} and whole bytes", part.count, group));
     }
     bytes += part.format.bytes_for(part.count);
     format.parts.push_back(part);
@@ -278,8 +292,7 @@ EngramSpec read_engram(const YamlNode& node, int64_t num_layers) {
 }
 
 DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
-  node.expect_only({"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k",
-                    "source"});
+  node.expect_only({"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k", "source"});
   DraftSpec spec;
   spec.kind = node.required("kind").as_string();
   spec.stages = node.required("stages").as_positive_int();
@@ -303,8 +316,7 @@ std::map<std::string, double> read_published(const YamlNode& node) {
 
 void check_cache_references(const YamlNode& root, const ModelSpec& spec) {
   const YamlNode attention = root.required("attention");
-  check_cache_reference(attention.required("main_cache"), spec.attention.main_cache,
-                        spec.cache_formats);
+  check_cache_reference(attention.required("main_cache"), spec.attention.main_cache, spec.cache_formats);
   if (!spec.attention.window_cache.empty()) {
     check_cache_reference(attention.required("window_cache"), spec.attention.window_cache,
                           spec.cache_formats);

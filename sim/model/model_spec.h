@@ -59,7 +59,7 @@ struct CandidatePoolSpec {
 // Compressor: how many overlapping windows feed one compressed entry (V4's
 // ratio-4 compressor overlaps two windows) and how its decode state is held.
 struct CompressorSpec {
-  std::map<int64_t, int64_t> overlap_by_ratio;  // ratio -> windows per entry
+  std::map<int64_t, int64_t> overlap_by_ratio;    // ratio -> windows per entry
   std::optional<BlockScaledFormat> state_format;  // per-request running state
   int64_t state_buffers = 0;                      // e.g. kv + score = 2
   std::string state_source;                       // provenance of the state model
@@ -74,10 +74,10 @@ struct AttentionSpec {
   int64_t q_lora_rank = 0;  // 0: direct query projection
   KvProjection kv_projection = KvProjection::kSharedLatent;
   int64_t kv_heads = 0;
-  int64_t kv_lora_rank = 0;      // MLA only
-  int64_t output_groups = 0;     // 0: plain output projection
-  int64_t output_lora_rank = 0;  // grouped low-rank output (V4 wo_a / wo_b)
-  int64_t sliding_window = 0;    // 0: no window cache
+  int64_t kv_lora_rank = 0;              // MLA only
+  int64_t output_groups = 0;             // 0: plain output projection
+  int64_t output_lora_rank = 0;          // grouped low-rank output (V4 wo_a / wo_b)
+  int64_t sliding_window = 0;            // 0: no window cache
   std::vector<int64_t> compress_ratios;  // one per layer; 1 = one entry per token
   std::optional<std::vector<int64_t>> kv_source_layer_ids;
   std::optional<std::vector<int64_t>> index_source_layer_ids;

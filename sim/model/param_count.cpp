@@ -44,9 +44,8 @@ LayerParams layer_params(const ModelSpec& m, const LayerPlanEntry& e) {
   p.query = (a.q_lora_rank > 0 ? h * a.q_lora_rank : 0) + query_params(m, a.num_heads, a.head_dim);
   p.kv = kv_params(m, e);
   const int64_t attn_out = a.num_heads * a.v_head_dim;
-  p.output = a.output_groups > 0
-                 ? attn_out * a.output_lora_rank + a.output_groups * a.output_lora_rank * h
-                 : attn_out * h;
+  p.output = a.output_groups > 0 ? attn_out * a.output_lora_rank + a.output_groups * a.output_lora_rank * h
+                                 : attn_out * h;
   if (e.owns_kv() && a.kv_projection == KvProjection::kSharedLatent) {
     p.compressor = compressor_params(h, e.ratio, a.compressor.overlap(e.ratio), latent_dim(a));
   }
@@ -98,8 +97,7 @@ ParamCounts count_params(const ModelSpec& model, const LayerPlan& plan) {
   return counts;
 }
 
-ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan,
-                           const ParamCounts& counts) {
+ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan, const ParamCounts& counts) {
   ActiveParams active;
   // The output head runs for every decoded token, but for one prompt token only.
   const int64_t head = model.tied_embeddings ? counts.embedding : counts.lm_head;
@@ -130,8 +128,7 @@ ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan,
   return active;
 }
 
-WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts,
-                         const WeightFormats& formats) {
+WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, const WeightFormats& formats) {
   WeightBytes bytes;
   const auto routed = static_cast<double>(counts.routed_expert_total());
   const auto embedding = static_cast<double>(counts.embedding + counts.lm_head);

@@ -14,15 +14,15 @@
 namespace v41sim {
 
 struct LayerParams {
-  int64_t query = 0;            // q projection (low-rank when q_lora_rank > 0)
-  int64_t kv = 0;               // per-token KV projection (window KV, MLA latent, GQA K/V)
-  int64_t output = 0;           // output projection (grouped low-rank when set)
-  int64_t compressor = 0;       // compressed-KV projection and pooling weights
-  int64_t index_query = 0;      // indexer query and head weights
-  int64_t index_key = 0;        // indexer key projection / compressor
+  int64_t query = 0;        // q projection (low-rank when q_lora_rank > 0)
+  int64_t kv = 0;           // per-token KV projection (window KV, MLA latent, GQA K/V)
+  int64_t output = 0;       // output projection (grouped low-rank when set)
+  int64_t compressor = 0;   // compressed-KV projection and pooling weights
+  int64_t index_query = 0;  // indexer query and head weights
+  int64_t index_key = 0;    // indexer key projection / compressor
   int64_t router = 0;
   int64_t shared_experts = 0;
-  int64_t routed_experts = 0;   // all routed experts of the layer
+  int64_t routed_experts = 0;  // all routed experts of the layer
   int64_t routed_expert_each = 0;
   int64_t dense_mlp = 0;
 
@@ -58,7 +58,6 @@ struct WeightBytes {
 
 ParamCounts count_params(const ModelSpec& model, const LayerPlan& plan);
 ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan, const ParamCounts& counts);
-WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts,
-                         const WeightFormats& formats);
+WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, const WeightFormats& formats);
 
 }  // namespace v41sim

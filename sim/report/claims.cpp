@@ -32,7 +32,8 @@ std::string kv_breakdown(const ModelAnalysis& m) {
     }
   }
   std::string out;
-  for (const auto& [term, count] : terms) out += fmt::format("{}{} {}", out.empty() ? "" : " + ", count, term);
+  for (const auto& [term, count] : terms)
+    out += fmt::format("{}{} {}", out.empty() ? "" : " + ", count, term);
   return out;
 }
 
@@ -61,17 +62,19 @@ Claim session_size(const ClaimInputs& in) {
   const double binary = kv.global_bytes_per_token * kMillionBinary;
   c.verdict = near(decimal, 890e6) ? Verdict::kHolds : Verdict::kDoesNotHold;
   c.findings.push_back(fmt::format("10^6 tokens: {:.1f} MB", decimal / 1e6));
-  c.findings.push_back(fmt::format("2^20 tokens: {:.1f} MB = {:.3f} GiB", binary / 1e6, binary / std::pow(2.0, 30)));
-  c.findings.push_back(fmt::format("plus bounded per-request state {:.2f} MB (window {:.2f} MB, compressor {:.3f} MB, "
-                                   "the latter assumed)",
-                                   static_cast<double>(kv.per_request_state_bytes()) / 1e6,
-                                   static_cast<double>(kv.window_state_bytes) / 1e6,
-                                   static_cast<double>(kv.compressor_state_bytes) / 1e6));
+  c.findings.push_back(
+      fmt::format("2^20 tokens: {:.1f} MB = {:.3f} GiB", binary / 1e6, binary / std::pow(2.0, 30)));
+  c.findings.push_back(
+      fmt::format("plus bounded per-request state {:.2f} MB (window {:.2f} MB, compressor {:.3f} MB, "
+                  "the latter assumed)",
+                  static_cast<double>(kv.per_request_state_bytes()) / 1e6,
+                  static_cast<double>(kv.window_state_bytes) / 1e6,
+                  static_cast<double>(kv.compressor_state_bytes) / 1e6));
   return c;
 }
 
-FitRequest node_request(int64_t context, WeightFormats weights,
-                        DensePlacement placement, SourcedValue reserve) {
+FitRequest node_request(int64_t context, WeightFormats weights, DensePlacement placement,
+                        SourcedValue reserve) {
   FitRequest r;
   r.gpus = 8;
   r.ep = 8;
@@ -83,8 +86,11 @@ FitRequest node_request(int64_t context, WeightFormats weights,
 }
 
 Claim sessions_on_h200(const ClaimInputs& in) {
-  Claim c{"h200_sessions", "8 x H200 (1,128 GB) hold ~1,200 1M-token V4.1-Flash sessions, ~320 for V4-Flash",
-          {}, {}, {}};
+  Claim c{"h200_sessions",
+          "8 x H200 (1,128 GB) hold ~1,200 1M-token V4.1-Flash sessions, ~320 for V4-Flash",
+          {},
+          {},
+          {}};
   const double hbm = 8 * in.h200.hbm_bytes.value();
   auto naive = [hbm](const ModelAnalysis& m, double tokens) {
     return hbm / (m.kv.global_bytes_per_token * tokens);
@@ -93,71 +99,82 @@ Claim sessions_on_h200(const ClaimInputs& in) {
   const double v41_dec = naive(in.v41_flash, kMillionDecimal);
   const double v4_bin = naive(in.v4_flash, kMillionBinary);
   const double v4_dec = naive(in.v4_flash, kMillionDecimal);
-  c.findings.push_back(fmt::format("all {:.0f} GB as KV: V4.1 {:.0f} (2^20 tokens) / {:.0f} (10^6); "
-                                   "V4-Flash {:.0f} (2^20) / {:.0f} (10^6)",
-                                   hbm / kGB, v41_bin, v41_dec, v4_bin, v4_dec));
+  c.findings.push_back(
+      fmt::format("all {:.0f} GB as KV: V4.1 {:.0f} (2^20 tokens) / {:.0f} (10^6); "
+                  "V4-Flash {:.0f} (2^20) / {:.0f} (10^6)",
+                  hbm / kGB, v41_bin, v41_dec, v4_bin, v4_dec));
   const auto context = static_cast<int64_t>(kMillionBinary);
   for (const ModelAnalysis* m : {&in.v41_flash, &in.v4_flash}) {
-    const FitRequest r = node_request(context, m->spec.weights, DensePlacement::kReplicated,
-                                      in.reserve_fraction);
+    const FitRequest r =
+        node_request(context, m->spec.weights, DensePlacement::kReplicated, in.reserve_fraction);
     const FitResult f = fit_memory(*m, in.h200, r);
-    c.findings.push_back(fmt::format("{} with its released weights ({:.1f} GB/GPU, EP 8, attention "
-                                     "replicated) and {}: {} sessions of 2^20 tokens",
-                                     m->spec.name, f.weight_bytes_per_gpu / kGB,
-                                     r.reserve_fraction.provenance().label(), f.sessions));
+    c.findings.push_back(fmt::format(
+        "{} with its released weights ({:.1f} GB/GPU, EP 8, attention "
+        "replicated) and {}: {} sessions of 2^20 tokens",
+        m->spec.name, f.weight_bytes_per_gpu / kGB, r.reserve_fraction.provenance().label(), f.sessions));
   }
   const bool headline = near(v41_bin, 1200) || near(v41_dec, 1200);
   const bool baseline = near(v4_bin, 320) || near(v4_dec, 320);
   c.verdict = headline && baseline ? Verdict::kHoldsOnlyIf : Verdict::kDoesNotHold;
-  c.condition = "all 1,128 GB of HBM hold KV: no weights, activations or window state are counted "
-                "(and the two figures use different meanings of 1M: 2^20 for ~1,200, 10^6 for ~320)";
+  c.condition =
+      "all 1,128 GB of HBM hold KV: no weights, activations or window state are counted "
+      "(and the two figures use different meanings of 1M: 2^20 for ~1,200, 10^6 for ~320)";
   return c;
 }
 
 Claim h100_weights(const ClaimInputs& in) {
   const ModelAnalysis& m = in.v41_flash;
-  Claim c{"h100_ep8_weights", "H100 at EP=8 carries ~69 GB of FP8 weights per card, leaving ~11 GB", {}, {}, {}};
+  Claim c{
+      "h100_ep8_weights", "H100 at EP=8 carries ~69 GB of FP8 weights per card, leaving ~11 GB", {}, {}, {}};
   WeightFormats all_fp8 = m.spec.weights;
   all_fp8.routed_experts = m.spec.weights.dense;
   all_fp8.embedding = m.spec.weights.dense;
   const SourcedValue no_reserve = SourcedValue::assumed(0.0, "no reserve, as in the claim");
   const auto context = static_cast<int64_t>(kMillionBinary);
-  const FitResult even = fit_memory(m, in.h100, node_request(context, all_fp8, DensePlacement::kSharded, no_reserve));
+  const FitResult even =
+      fit_memory(m, in.h100, node_request(context, all_fp8, DensePlacement::kSharded, no_reserve));
   const FitResult replicated =
       fit_memory(m, in.h100, node_request(context, all_fp8, DensePlacement::kReplicated, no_reserve));
-  const FitResult released = fit_memory(
-      m, in.h100, node_request(context, m.spec.weights, DensePlacement::kReplicated, no_reserve));
+  const FitResult released =
+      fit_memory(m, in.h100, node_request(context, m.spec.weights, DensePlacement::kReplicated, no_reserve));
   c.findings.push_back(fmt::format("all weights FP8 ({}), split evenly over 8: {:.1f} GB/GPU, {:.1f} GB left",
                                    m.spec.weights.dense.describe(), even.weight_bytes_per_gpu / kGB,
                                    even.kv_bytes_per_gpu / kGB));
-  c.findings.push_back(fmt::format("all FP8 with attention/shared/embedding replicated (DP attention): "
-                                   "{:.1f} GB/GPU, {:.1f} GB left",
-                                   replicated.weight_bytes_per_gpu / kGB, replicated.kv_bytes_per_gpu / kGB));
-  c.findings.push_back(fmt::format("released FP4 experts ({}), rest replicated: {:.1f} GB/GPU, {:.1f} GB left",
-                                   m.spec.weights.routed_experts.describe(),
-                                   released.weight_bytes_per_gpu / kGB, released.kv_bytes_per_gpu / kGB));
+  c.findings.push_back(
+      fmt::format("all FP8 with attention/shared/embedding replicated (DP attention): "
+                  "{:.1f} GB/GPU, {:.1f} GB left",
+                  replicated.weight_bytes_per_gpu / kGB, replicated.kv_bytes_per_gpu / kGB));
+  c.findings.push_back(
+      fmt::format("released FP4 experts ({}), rest replicated: {:.1f} GB/GPU, {:.1f} GB left",
+                  m.spec.weights.routed_experts.describe(), released.weight_bytes_per_gpu / kGB,
+                  released.kv_bytes_per_gpu / kGB));
   const bool arithmetic = near(even.weight_bytes_per_gpu, 69e9) && near(even.kv_bytes_per_gpu, 11e9);
   c.verdict = arithmetic ? Verdict::kHoldsOnlyIf : Verdict::kDoesNotHold;
-  c.condition = "every weight (experts included) is FP8 and all of them, attention and embeddings too, "
-                "are split evenly over the 8 GPUs; the released FP4 experts halve the expert bytes";
+  c.condition =
+      "every weight (experts included) is FP8 and all of them, attention and embeddings too, "
+      "are split evenly over the 8 GPUs; the released FP4 experts halve the expert bytes";
   return c;
 }
 
 Claim active_params(const ClaimInputs& in) {
   const ActiveParams& a = in.v41_flash.active;
-  Claim c{"active_params", "V4.1-Flash activates 8B parameters per prefill token and 16B per decode token",
-          {}, {}, {}};
+  Claim c{"active_params",
+          "V4.1-Flash activates 8B parameters per prefill token and 16B per decode token",
+          {},
+          {},
+          {}};
   const bool holds = std::round(a.prefill_per_token / 1e9) == 8 && std::round(a.decode_per_token / 1e9) == 16;
   c.verdict = holds ? Verdict::kHolds : Verdict::kDoesNotHold;
-  const int64_t encoder = in.v41_flash.spec.ced ? in.v41_flash.spec.ced->encoder_layers
-                                                 : in.v41_flash.spec.num_layers;
-  c.findings.push_back(fmt::format("prefill {:.2f}B per prompt token (layers 0-{} + the KV/index projections "
-                                   "of later KV-source layers); decode {:.2f}B (all {} layers + head)",
-                                   a.prefill_per_token / 1e9, encoder - 1, a.decode_per_token / 1e9,
-                                   in.v41_flash.spec.num_layers));
-  c.findings.push_back(fmt::format("decode / prefill = {:.2f}; plus the decoder tail: {} tokens x {:.2f}B once per request",
-                                   a.decode_per_token / a.prefill_per_token, a.prefill_tail_tokens,
-                                   static_cast<double>(a.prefill_tail_params_per_token) / 1e9));
+  const int64_t encoder =
+      in.v41_flash.spec.ced ? in.v41_flash.spec.ced->encoder_layers : in.v41_flash.spec.num_layers;
+  c.findings.push_back(fmt::format(
+      "prefill {:.2f}B per prompt token (layers 0-{} + the KV/index projections "
+      "of later KV-source layers); decode {:.2f}B (all {} layers + head)",
+      a.prefill_per_token / 1e9, encoder - 1, a.decode_per_token / 1e9, in.v41_flash.spec.num_layers));
+  c.findings.push_back(
+      fmt::format("decode / prefill = {:.2f}; plus the decoder tail: {} tokens x {:.2f}B once per request",
+                  a.decode_per_token / a.prefill_per_token, a.prefill_tail_tokens,
+                  static_cast<double>(a.prefill_tail_params_per_token) / 1e9));
   return c;
 }
 

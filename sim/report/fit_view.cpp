@@ -6,8 +6,8 @@ namespace v41sim {
 namespace {
 
 std::string title(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r) {
-  return fmt::format("{} on {} x {}, EP {}, {} tokens per session", m.spec.name, r.gpus, gpu.name,
-                     r.ep, r.context_tokens);
+  return fmt::format("{} on {} x {}, EP {}, {} tokens per session", m.spec.name, r.gpus, gpu.name, r.ep,
+                     r.context_tokens);
 }
 
 std::string weights_label(const FitRequest& r) {
@@ -18,8 +18,7 @@ std::string weights_label(const FitRequest& r) {
 
 }  // namespace
 
-Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r,
-                const FitResult& f) {
+Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r, const FitResult& f) {
   Table t(title(m, gpu, r), {"per GPU", "bytes", "source"});
   t.add_row({"HBM", format_bytes(f.hbm_bytes_per_gpu), gpu.hbm_bytes.provenance().label()});
   t.add_row({"routed experts (1/EP)", format_bytes(f.routed_expert_bytes_per_gpu), "derived"});
@@ -33,8 +32,8 @@ Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest&
   t.add_row({"KV capacity", fmt::format("{} tokens", f.kv_tokens_per_gpu), "derived"});
   t.add_row({"sessions", fmt::format("{} per GPU, {} in all", f.sessions_per_gpu, f.sessions), "derived"});
   if (f.host_weight_bytes_per_node > 0) {
-    const std::string dram = f.host_dram_bytes_per_node > 0 ? format_bytes(f.host_dram_bytes_per_node)
-                                                            : std::string("unknown");
+    const std::string dram =
+        f.host_dram_bytes_per_node > 0 ? format_bytes(f.host_dram_bytes_per_node) : std::string("unknown");
     t.add_row({"host memory per node (Engram tables)",
                fmt::format("{} of {}", format_bytes(f.host_weight_bytes_per_node), dram),
                gpu.host_dram_bytes_per_node.provenance().label()});

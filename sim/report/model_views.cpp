@@ -53,15 +53,16 @@ std::vector<Table> kv_tables(const ModelAnalysis& m, int64_t context_tokens) {
   Table layers(fmt::format("{}: KV cache per layer", m.spec.name),
                {"layers", "mode", "stores", "global B/token (each)"});
   for (const LayerGroup& g : group_layers(m.kv)) {
-    layers.add_row({layer_ranges(g.layers), g.kv->mode, g.kv->stores, format_fixed(g.kv->global_bytes_per_token, 4)});
+    layers.add_row(
+        {layer_ranges(g.layers), g.kv->mode, g.kv->stores, format_fixed(g.kv->global_bytes_per_token, 4)});
   }
   layers.add_note(derived_from(m, "entry sizes from element formats and scale groups"));
 
   Table totals(fmt::format("{}: KV totals", m.spec.name), {"quantity", "value"});
   totals.add_row({"global (persistent) bytes per token", format_fixed(m.kv.global_bytes_per_token, 4)});
   totals.add_row({"per-request window state", format_bytes(static_cast<double>(m.kv.window_state_bytes))});
-  totals.add_row({"per-request compressor state",
-                  format_bytes(static_cast<double>(m.kv.compressor_state_bytes))});
+  totals.add_row(
+      {"per-request compressor state", format_bytes(static_cast<double>(m.kv.compressor_state_bytes))});
   totals.add_row({fmt::format("global KV at {} tokens", context_tokens),
                   format_bytes(m.kv.global_bytes_per_token * static_cast<double>(context_tokens))});
   totals.add_row({fmt::format("one session at {} tokens", context_tokens),
@@ -93,19 +94,19 @@ nlohmann::json kv_json(const ModelAnalysis& m, int64_t context_tokens) {
     layers.push_back(row);
   }
   const double global_bytes = m.kv.global_bytes_per_token * static_cast<double>(context_tokens);
-  return {{"model", m.spec.name},
-          {"context_tokens", context_tokens},
-          {"global_bytes_per_token", m.kv.global_bytes_per_token},
-          {"per_request_state_bytes", m.kv.per_request_state_bytes()},
-          {"window_state_bytes", m.kv.window_state_bytes},
-          {"compressor_state_bytes", m.kv.compressor_state_bytes},
-          {"global_bytes_at_context", global_bytes},
-          {"global_gib_at_context", global_bytes / (1024.0 * 1024.0 * 1024.0)},
-          {"session_bytes_at_context", m.kv.session_bytes(context_tokens)},
-          {"layers", layers},
-          {"provenance",
-           {{"all", derived_from(m, "KV layout")},
-            {"compressor_state_bytes", m.kv.compressor_state_source}}}};
+  return {
+      {"model", m.spec.name},
+      {"context_tokens", context_tokens},
+      {"global_bytes_per_token", m.kv.global_bytes_per_token},
+      {"per_request_state_bytes", m.kv.per_request_state_bytes()},
+      {"window_state_bytes", m.kv.window_state_bytes},
+      {"compressor_state_bytes", m.kv.compressor_state_bytes},
+      {"global_bytes_at_context", global_bytes},
+      {"global_gib_at_context", global_bytes / (1024.0 * 1024.0 * 1024.0)},
+      {"session_bytes_at_context", m.kv.session_bytes(context_tokens)},
+      {"layers", layers},
+      {"provenance",
+       {{"all", derived_from(m, "KV layout")}, {"compressor_state_bytes", m.kv.compressor_state_source}}}};
 }
 
 std::vector<Table> params_tables(const ModelAnalysis& m) {
@@ -121,21 +122,25 @@ std::vector<Table> params_tables(const ModelAnalysis& m) {
   counts.add_row({"active per decode token", format_count(m.active.decode_per_token),
                   published("active_params_decode")});
   if (m.active.prefill_tail_tokens > 0) {
-    counts.add_row({fmt::format("prefill decoder tail (last {} tokens, per token)",
-                                m.active.prefill_tail_tokens),
-                    format_count(static_cast<double>(m.active.prefill_tail_params_per_token)), "-"});
+    counts.add_row(
+        {fmt::format("prefill decoder tail (last {} tokens, per token)", m.active.prefill_tail_tokens),
+         format_count(static_cast<double>(m.active.prefill_tail_params_per_token)), "-"});
   }
   if (m.params.engram > 0) {
-    counts.add_row({"host-resident (Engram tables)", format_count(static_cast<double>(m.params.engram)), "-"});
+    counts.add_row(
+        {"host-resident (Engram tables)", format_count(static_cast<double>(m.params.engram)), "-"});
   }
   counts.add_note(derived_from(m, "matrix shapes; norms and biases omitted"));
-  counts.add_note("active counts exclude the input embedding (one row per token); prefill excludes "
-                  "the output head (one logit row per request)");
+  counts.add_note(
+      "active counts exclude the input embedding (one row per token); prefill excludes "
+      "the output head (one logit row per request)");
   if (!m.spec.published.empty()) counts.add_note("published: model card / paper, for comparison only");
 
   Table bytes(fmt::format("{}: weight bytes", m.spec.name), {"group", "format", "bytes"});
-  bytes.add_row({"routed experts", m.spec.weights.routed_experts.describe(), format_bytes(m.weights.routed_experts)});
-  bytes.add_row({"attention, shared experts, routers", m.spec.weights.dense.describe(), format_bytes(m.weights.dense)});
+  bytes.add_row(
+      {"routed experts", m.spec.weights.routed_experts.describe(), format_bytes(m.weights.routed_experts)});
+  bytes.add_row(
+      {"attention, shared experts, routers", m.spec.weights.dense.describe(), format_bytes(m.weights.dense)});
   bytes.add_row({"embedding + head", m.spec.weights.embedding.describe(), format_bytes(m.weights.embedding)});
   bytes.add_row({"GPU-resident total", "", format_bytes(m.weights.gpu_total())});
   bytes.add_row({"host-resident total", m.spec.engram ? m.spec.cache(m.spec.engram->row_cache).name : "-",
@@ -165,8 +170,7 @@ nlohmann::json params_json(const ModelAnalysis& m) {
           {"gpu_weight_bytes", m.weights.gpu_total()},
           {"host_weight_bytes", m.weights.host},
           {"published", published},
-          {"provenance",
-           {{"counts", derived_from(m, "matrix shapes")}, {"formats", m.spec.weights.source}}}};
+          {"provenance", {{"counts", derived_from(m, "matrix shapes")}, {"formats", m.spec.weights.source}}}};
 }
 
 }  // namespace v41sim

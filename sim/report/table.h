@@ -26,8 +26,8 @@ class Table {
 };
 
 // Number formatting shared by every view.
-std::string format_bytes(double bytes);       // "890 B", "2.70 MB", "0.87 GiB (0.93 GB)"
-std::string format_count(double value);       // "552.1 B", "35.4 M"
+std::string format_bytes(double bytes);  // "890 B", "2.70 MB", "0.87 GiB (0.93 GB)"
+std::string format_count(double value);  // "552.1 B", "35.4 M"
 std::string format_fixed(double value, int decimals);
 
 }  // namespace v41sim

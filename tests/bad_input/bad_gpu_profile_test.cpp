@@ -23,7 +23,8 @@ InputError load_error(const std::string& from, const std::string& to) {
 }
 
 TEST(BadGpuProfile, FigureWithoutSource) {
-  const InputError e = load_error("sm_count: {value: 132, datasheet: \"GH100 as H100 SXM\"}", "sm_count: {value: 132}");
+  const InputError e =
+      load_error("sm_count: {value: 132, datasheet: \"GH100 as H100 SXM\"}", "sm_count: {value: 132}");
   EXPECT_EQ(e.where().field, "sm_count");
   EXPECT_NE(std::string(e.what()).find("needs its source"), std::string::npos);
   EXPECT_EQ(e.where().line, 5);

@@ -38,9 +38,9 @@ struct BadCase {
   const char* name;
   const char* from;
   const char* to;
-  const char* field;     // expected field path
-  const char* message;   // expected part of the message
-  const char* line_at;   // text whose line the error must name ("" = do not check)
+  const char* field;    // expected field path
+  const char* message;  // expected part of the message
+  const char* line_at;  // text whose line the error must name ("" = do not check)
 };
 
 class BadModel : public ::testing::TestWithParam<BadCase> {};
@@ -76,8 +76,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ratio_list_too_short", "compress_ratios: [0, 0,\n", "compress_ratios: [0,\n",
                 "attention.compress_ratios", "expected 40 entries", "compress_ratios: ["},
         BadCase{"unknown_dtype", "{of: latent, dtype: fp4_e2m1, scale_dtype: e4m3",
-                "{of: latent, dtype: fp6_e3m2, scale_dtype: e4m3", "cache_formats.main_kv_mxfp4.parts[0].dtype",
-                "unknown element format", ""},
+                "{of: latent, dtype: fp6_e3m2, scale_dtype: e4m3",
+                "cache_formats.main_kv_mxfp4.parts[0].dtype", "unknown element format", ""},
         BadCase{"scale_group_not_whole", "dtype: fp4_e2m1, scale_dtype: e4m3, scale_group: 16",
                 "dtype: fp4_e2m1, scale_dtype: e4m3, scale_group: 24", "cache_formats.main_kv_mxfp4.parts[0]",
                 "whole scale groups", ""},
@@ -87,8 +87,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "kv_source_layer_ids: [2, 8, 14]", "attention.kv_source_layer_ids", "ratios must match",
                 "kv_source_layer_ids"},
         BadCase{"window_only_kv_source", "kv_source_layer_ids: [2, 8, 14, 20]",
-                "kv_source_layer_ids: [1, 2, 8, 14, 20]", "attention.kv_source_layer_ids", "cannot be a KV source",
-                "kv_source_layer_ids"},
+                "kv_source_layer_ids: [1, 2, 8, 14, 20]", "attention.kv_source_layer_ids",
+                "cannot be a KV source", "kv_source_layer_ids"},
         BadCase{"unknown_role", "reindex: Reindex", "re_index: Reindex", "attention.mode_labels.re_index",
                 "unknown layer role", ""},
         BadCase{"unlabelled_role", "reindex: Reindex, ", "", "attention.mode_labels", "does not name", ""},
@@ -108,7 +108,9 @@ TEST(BadModelFile, MissingFileIsAnInputError) {
   }
 }
 
-TEST(BadModelFile, TheGoodFileLoads) { EXPECT_NO_THROW(load_model(YamlNode::parse_string(kGood, "good.yaml"))); }
+TEST(BadModelFile, TheGoodFileLoads) {
+  EXPECT_NO_THROW(load_model(YamlNode::parse_string(kGood, "good.yaml")));
+}
 
 }  // namespace
 }  // namespace v41sim

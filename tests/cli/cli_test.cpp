@@ -22,7 +22,8 @@ struct RunResult {
 };
 
 RunResult run(const std::string& args) {
-  const std::string command = std::string(V41SIM_BINARY) + " --data-dir " + V41SIM_SOURCE_DIR + " " + args + " 2>&1";
+  const std::string command =
+      std::string(V41SIM_BINARY) + " --data-dir " + V41SIM_SOURCE_DIR + " " + args + " 2>&1";
   RunResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -49,8 +50,8 @@ std::filesystem::path temp_dir(const std::string& name) {
 TEST(Cli, KvJsonHasTheDerivedTotals) {
   const auto kv = run_json("kv --model deepseek_v4_1_flash --context 1048576");
   EXPECT_DOUBLE_EQ(kv["global_bytes_per_token"].get<double>(), 890.0);
-  EXPECT_EQ(kv["per_request_state_bytes"].get<int64_t>(), kv["window_state_bytes"].get<int64_t>() +
-                                                               kv["compressor_state_bytes"].get<int64_t>());
+  EXPECT_EQ(kv["per_request_state_bytes"].get<int64_t>(),
+            kv["window_state_bytes"].get<int64_t>() + kv["compressor_state_bytes"].get<int64_t>());
   EXPECT_EQ(kv["layers"].size(), 40u);
   EXPECT_EQ(kv["layers"][24]["mode"], "Reindex");
   EXPECT_DOUBLE_EQ(run_json("kv --model DeepSeek-V4-Flash")["global_bytes_per_token"].get<double>(), 3514.25);
@@ -67,7 +68,8 @@ TEST(Cli, ParamsJsonKeys) {
 
 TEST(Cli, FitJsonKeys) {
   const auto f = run_json("fit --model deepseek_v4_1_flash --hw h200 --gpus 8 --ep 8 --context 1048576");
-  for (const char* key : {"weight_bytes_per_gpu", "kv_bytes_per_gpu", "sessions"}) EXPECT_TRUE(f.contains(key)) << key;
+  for (const char* key : {"weight_bytes_per_gpu", "kv_bytes_per_gpu", "sessions"})
+    EXPECT_TRUE(f.contains(key)) << key;
   EXPECT_GT(f["sessions"].get<int64_t>(), 0);
   const auto fp8 = run_json("fit --hw h200 --weights-dtype fp8");
   EXPECT_GT(fp8["weight_bytes_per_gpu"].get<double>(), f["weight_bytes_per_gpu"].get<double>());
@@ -101,8 +103,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadRun{"fit --hw no_such_gpu", "unknown name 'no_such_gpu'"},
                       BadRun{"fit --weights-dtype fp6", "--weights-dtype"},
                       BadRun{"fit --reserve-fraction 1.5", "--reserve-fraction"},
-                      BadRun{"kv --context -5", "--context"},
-                      BadRun{"kv --no-such-flag", "no-such-flag"},
+                      BadRun{"kv --context -5", "--context"}, BadRun{"kv --no-such-flag", "no-such-flag"},
                       BadRun{"fit --ep eight", "--ep"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
 
@@ -114,8 +115,10 @@ TEST(Cli, BadModelFileNamesFileAndLine) {
   std::ofstream(path) << text;
   const RunResult r = run("kv --model " + path.string());
   EXPECT_EQ(r.exit_code, 2);
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(text.find("hidden_size: 0")), '\n');
-  EXPECT_NE(r.output.find(path.string() + ":" + std::to_string(line) + ": field 'hidden_size': expected a positive integer"),
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<long>(text.find("hidden_size: 0")), '\n');
+  EXPECT_NE(r.output.find(path.string() + ":" + std::to_string(line) +
+                          ": field 'hidden_size': expected a positive integer"),
             std::string::npos)
       << r.output;
 }
@@ -131,7 +134,8 @@ TEST(Cli, ReportIsByteIdenticalAcrossRuns) {
     EXPECT_EQ(first, testing::read_text((b / file).string())) << file;
   }
   const std::string md = testing::read_text((a / "report.md").string());
-  for (const char* gpu : {"H20", "H100", "H200", "B200", "GB200"}) EXPECT_NE(md.find(gpu), std::string::npos) << gpu;
+  for (const char* gpu : {"H20", "H100", "H200", "B200", "GB200"})
+    EXPECT_NE(md.find(gpu), std::string::npos) << gpu;
   EXPECT_NE(md.find("holds only if"), std::string::npos);
 }
 

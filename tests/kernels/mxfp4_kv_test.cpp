@@ -31,9 +31,9 @@ TEST(Fp4E2M1, DecodesTheOcpTable) {
     EXPECT_EQ(decode_e2m1(static_cast<uint8_t>(code | 0x8)), -expected[code]);
     EXPECT_EQ(encode_e2m1(expected[code]), code);
   }
-  EXPECT_EQ(encode_e2m1(100.0f), 0x7);    // saturates at 6
-  EXPECT_EQ(encode_e2m1(2.5f), 0x4);      // tie between 2 and 3 goes to the even code (2)
-  EXPECT_EQ(encode_e2m1(-0.2f), 0x0);     // rounds to zero, no negative zero
+  EXPECT_EQ(encode_e2m1(100.0f), 0x7);  // saturates at 6
+  EXPECT_EQ(encode_e2m1(2.5f), 0x4);    // tie between 2 and 3 goes to the even code (2)
+  EXPECT_EQ(encode_e2m1(-0.2f), 0x0);   // rounds to zero, no negative zero
 }
 
 TEST(Fp8E4M3, EveryFiniteCodeRoundTrips) {
@@ -101,7 +101,8 @@ TEST(Mxfp4KvCuda, MatchesTheReferenceBitForBit) {
   const auto reference = quantize_mxfp4_kv_reference(kv, tokens, dim);
   const auto device = quantize_mxfp4_kv_cuda(kv, tokens, dim);
   EXPECT_EQ(device, reference);
-  EXPECT_EQ(dequantize_mxfp4_kv_cuda(device, tokens, dim), dequantize_mxfp4_kv_reference(reference, tokens, dim));
+  EXPECT_EQ(dequantize_mxfp4_kv_cuda(device, tokens, dim),
+            dequantize_mxfp4_kv_reference(reference, tokens, dim));
 #endif
 }
 

@@ -1,8 +1,9 @@
+#include "sim/report/claims.h"
+
 #include <gtest/gtest.h>
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/hw/gpu_profile_loader.h"
-#include "sim/report/claims.h"
 #include "tests/test_data.h"
 
 namespace v41sim {

@@ -1,9 +1,10 @@
+#include "sim/model/element_format.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "sim/model/block_scaled_format.h"
-#include "sim/model/element_format.h"
 
 namespace v41sim {
 namespace {

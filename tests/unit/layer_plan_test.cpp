@@ -1,8 +1,9 @@
+#include "sim/model/layer_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "sim/model/layer_plan.h"
 #include "tests/test_data.h"
 
 namespace v41sim {
@@ -22,8 +23,8 @@ TEST(LayerPlan, V41FlashModesFollowTheSourceLists) {
   for (int64_t layer : {0, 1}) EXPECT_EQ(m.plan[layer].role, LayerRole::kWindowOnly) << layer;
   for (int64_t layer : {2, 8, 14, 20}) EXPECT_EQ(m.plan[layer].mode, "Full") << layer;
   for (int64_t layer : {24, 28, 32, 36}) EXPECT_EQ(m.plan[layer].mode, "Reindex") << layer;
-  EXPECT_EQ(count_modes(m.plan), (std::map<std::string, int>{
-                                     {"SWA-only", 2}, {"Full", 4}, {"Reindex", 4}, {"Reuse", 30}}));
+  EXPECT_EQ(count_modes(m.plan),
+            (std::map<std::string, int>{{"SWA-only", 2}, {"Full", 4}, {"Reindex", 4}, {"Reuse", 30}}));
 }
 
 TEST(LayerPlan, V41FlashSourcesOfEachLayer) {

@@ -1,8 +1,9 @@
+#include "sim/capacity/memory_fit.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "sim/capacity/memory_fit.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "tests/test_data.h"
 

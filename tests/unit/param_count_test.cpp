@@ -13,8 +13,8 @@ double relative_error(double derived, double published) { return std::fabs(deriv
 
 // Totals within 2% of the published figures, for every model that publishes one.
 TEST(ParamCount, TotalsWithinTwoPercentOfPublished) {
-  for (const char* stem : {"deepseek_v4_1_flash", "deepseek_v4_flash", "deepseek_v4_pro", "deepseek_v3",
-                           "llama_3_1_405b"}) {
+  for (const char* stem :
+       {"deepseek_v4_1_flash", "deepseek_v4_flash", "deepseek_v4_pro", "deepseek_v3", "llama_3_1_405b"}) {
     const ModelAnalysis m = analyze(stem);
     const double published = m.spec.published.at("total_params");
     EXPECT_LT(relative_error(static_cast<double>(m.params.backbone_total()), published), 0.02) << stem;
