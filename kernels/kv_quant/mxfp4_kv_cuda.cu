@@ -20,13 +20,25 @@ struct Mxfp4KvParams {
   int64_t dim;     // values per row; a multiple of kMxfp4GroupSize
 };
 
+// The scale group this thread handles: its token (row) and group within the row.
+struct GroupIndex {
+  int64_t token;
+  int64_t group;
+  bool valid;
+};
+
+__device__ GroupIndex this_thread_group(const Mxfp4KvParams& p) {
+  const int64_t groups_per_row = p.dim / kMxfp4GroupSize;
+  const int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  return {flat / groups_per_row, flat % groups_per_row, flat < p.tokens * groups_per_row};
+}
+
 __global__ void quantize_mxfp4_kv_kernel(const float* __restrict__ kv, uint8_t* __restrict__ cache,
                                          Mxfp4KvParams p) {
-  const int64_t groups_per_row = p.dim / kMxfp4GroupSize;
-  const int64_t group = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (group >= p.tokens * groups_per_row) return;
-  const int64_t token = group / groups_per_row;
-  const int64_t g = group % groups_per_row;
+  const GroupIndex at = this_thread_group(p);
+  if (!at.valid) return;
+  const int64_t token = at.token;
+  const int64_t g = at.group;
   uint8_t* entry = cache + token * mxfp4_entry_bytes_device(p.dim);
   quantize_mxfp4_group(kv + token * p.dim + g * kMxfp4GroupSize, entry + g * (kMxfp4GroupSize / 2),
                        entry + p.dim / 2 + g);
@@ -34,11 +46,10 @@ __global__ void quantize_mxfp4_kv_kernel(const float* __restrict__ kv, uint8_t* 
 
 __global__ void dequantize_mxfp4_kv_kernel(const uint8_t* __restrict__ cache, float* __restrict__ kv,
                                            Mxfp4KvParams p) {
-  const int64_t groups_per_row = p.dim / kMxfp4GroupSize;
-  const int64_t group = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (group >= p.tokens * groups_per_row) return;
-  const int64_t token = group / groups_per_row;
-  const int64_t g = group % groups_per_row;
+  const GroupIndex at = this_thread_group(p);
+  if (!at.valid) return;
+  const int64_t token = at.token;
+  const int64_t g = at.group;
   const uint8_t* entry = cache + token * mxfp4_entry_bytes_device(p.dim);
   dequantize_mxfp4_group(entry + g * (kMxfp4GroupSize / 2), entry[p.dim / 2 + g],
                          kv + token * p.dim + g * kMxfp4GroupSize);

@@ -58,7 +58,8 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
     throw InputError(
         {model.spec.file, 0, "--gpus/--ep"},
         fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of weights "
-                    "+ {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM",
+                    "+ {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM (try more GPUs, a larger --ep, "
+                    "--dense-placement sharded or --weights-dtype mxfp4)",
                     model.spec.name, request.gpus, gpu.name, request.ep,
                     placement_name(request.dense_placement), fit.weight_bytes_per_gpu / kGB,
                     fit.reserve_bytes_per_gpu / kGB, fit.hbm_bytes_per_gpu / kGB));
@@ -66,8 +67,16 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
   fit.session_bytes = model.kv.session_bytes(request.context_tokens);
   fit.kv_tokens_per_gpu =
       static_cast<int64_t>(std::floor(fit.kv_bytes_per_gpu / model.kv.global_bytes_per_token));
-  fit.sessions_per_gpu = static_cast<int64_t>(std::floor(fit.kv_bytes_per_gpu / fit.session_bytes));
-  fit.sessions = fit.sessions_per_gpu * request.gpus;
+  if (request.dense_placement == DensePlacement::kReplicated) {
+    // Data-parallel attention: a session's KV lives whole on one GPU.
+    fit.sessions_per_gpu = static_cast<int64_t>(std::floor(fit.kv_bytes_per_gpu / fit.session_bytes));
+    fit.sessions = fit.sessions_per_gpu * request.gpus;
+  } else {
+    // Sharded attention (tensor parallel): each session's KV is split over all GPUs.
+    const double total_kv = fit.kv_bytes_per_gpu * static_cast<double>(request.gpus);
+    fit.sessions = static_cast<int64_t>(std::floor(total_kv / fit.session_bytes));
+    fit.sessions_per_gpu = fit.sessions / request.gpus;
+  }
   fit.host_weight_bytes_per_node = weights.host;
   if (gpu.host_dram_bytes_per_node.known()) {
     fit.host_dram_bytes_per_node = gpu.host_dram_bytes_per_node.value();

@@ -6,8 +6,10 @@
 // head) is either replicated on every GPU (data-parallel attention, the
 // default) or sharded evenly over all GPUs (the arithmetic behind "552B / 8").
 // A fixed fraction of HBM is held back for activations, workspace and the
-// CUDA context: a named assumption, printed with every result. Each session's
-// KV lives on one GPU, so sessions are counted per GPU and then summed.
+// CUDA context: a named assumption, printed with every result. With
+// replicated attention each session's KV lives on one GPU, so sessions are
+// counted per GPU and summed; with sharded attention (tensor parallel) a
+// session's KV is split over all GPUs, so sessions are counted on the total.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,7 @@ struct FitResult {
   double kv_bytes_per_gpu = 0;
   double session_bytes = 0;  // global KV at the context + bounded per-request state
   int64_t kv_tokens_per_gpu = 0;
-  int64_t sessions_per_gpu = 0;
+  int64_t sessions_per_gpu = 0;  // sharded: sessions / gpus, rounded down
   int64_t sessions = 0;
   double host_weight_bytes_per_node = 0;  // Engram tables (one copy per node)
   double host_dram_bytes_per_node = 0;

@@ -28,7 +28,5 @@ struct BlockScaledFormat {
 
 // Reads {dtype, scale_dtype?, scale_group?} from a map node.
 BlockScaledFormat read_block_scaled_format(const YamlNode& node);
-// Fields read_block_scaled_format consumes, for expect_only lists.
-inline constexpr const char* kBlockScaledFields[] = {"dtype", "scale_dtype", "scale_group"};
 
 }  // namespace v41sim

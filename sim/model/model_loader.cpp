@@ -14,13 +14,18 @@ int64_t optional_int(const YamlNode& node, std::string_view key, int64_t absent)
   return value ? value->as_non_negative_int() : absent;
 }
 
+int64_t read_layer_id(const YamlNode& node, int64_t num_layers) {
+  const int64_t id = node.as_int();
+  if (id < 0 || id >= num_layers) {
+    node.fail(fmt::format("layer id {} is out of range [0, {})", id, num_layers));
+  }
+  return id;
+}
+
 std::vector<int64_t> read_layer_ids(const YamlNode& node, int64_t num_layers) {
   std::vector<int64_t> ids;
   for (const YamlNode& item : node.elements()) {
-    const int64_t id = item.as_int();
-    if (id < 0 || id >= num_layers) {
-      item.fail(fmt::format("layer id {} is out of range [0, {})", id, num_layers));
-    }
+    const int64_t id = read_layer_id(item, num_layers);
     if (!ids.empty() && id <= ids.back()) item.fail("layer ids must be strictly increasing");
     ids.push_back(id);
   }
@@ -49,11 +54,7 @@ IndexerSpec read_indexer(const YamlNode& node) {
 CandidatePoolSpec read_candidate_pool(const YamlNode& node, int64_t num_layers) {
   node.expect_only({"source_layer", "top_blocks", "block_size"});
   CandidatePoolSpec spec;
-  const YamlNode source = node.required("source_layer");
-  spec.source_layer = source.as_non_negative_int();
-  if (spec.source_layer >= num_layers) {
-    source.fail(fmt::format("layer id {} is out of range [0, {})", spec.source_layer, num_layers));
-  }
+  spec.source_layer = read_layer_id(node.required("source_layer"), num_layers);
   spec.top_blocks = node.required("top_blocks").as_positive_int();
   spec.block_size = node.required("block_size").as_positive_int();
   return spec;
@@ -242,18 +243,17 @@ DenseMlpSpec read_dense_mlp(const YamlNode& node, int64_t num_layers) {
   return spec;
 }
 
+BlockScaledFormat read_weight_format(const YamlNode& node) {
+  node.expect_only({"dtype", "scale_dtype", "scale_group"});
+  return read_block_scaled_format(node);
+}
+
 WeightFormats read_weights(const YamlNode& node) {
   node.expect_only({"routed_experts", "dense", "embedding", "source"});
   WeightFormats formats;
-  const YamlNode experts = node.required("routed_experts");
-  experts.expect_only({"dtype", "scale_dtype", "scale_group"});
-  formats.routed_experts = read_block_scaled_format(experts);
-  const YamlNode dense = node.required("dense");
-  dense.expect_only({"dtype", "scale_dtype", "scale_group"});
-  formats.dense = read_block_scaled_format(dense);
-  const YamlNode embedding = node.required("embedding");
-  embedding.expect_only({"dtype", "scale_dtype", "scale_group"});
-  formats.embedding = read_block_scaled_format(embedding);
+  formats.routed_experts = read_weight_format(node.required("routed_experts"));
+  formats.dense = read_weight_format(node.required("dense"));
+  formats.embedding = read_weight_format(node.required("embedding"));
   formats.source = node.required("source").as_string();
   return formats;
 }

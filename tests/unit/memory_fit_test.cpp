@@ -41,6 +41,17 @@ TEST(MemoryFit, ShardingDenseWeightsSplitsThemOverAllGpus) {
   EXPECT_DOUBLE_EQ(f.routed_expert_bytes_per_gpu, m.weights.routed_experts / 8);
 }
 
+TEST(MemoryFit, ShardedAttentionSplitsASessionOverAllGpus) {
+  const ModelAnalysis m = analyze("llama_3_1_405b");
+  const GpuProfile h200 = load_gpu_profile_file(gpu_path("h200"));
+  FitRequest r = request(m, 8, 1, 131072);
+  r.dense_placement = DensePlacement::kSharded;
+  const FitResult f = fit_memory(m, h200, r);
+  EXPECT_GT(f.session_bytes, f.kv_bytes_per_gpu);  // one session is larger than a GPU's KV share
+  EXPECT_EQ(f.sessions, static_cast<int64_t>(std::floor(8 * f.kv_bytes_per_gpu / f.session_bytes)));
+  EXPECT_GT(f.sessions, 0);
+}
+
 TEST(MemoryFit, MoreContextMeansFewerSessions) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   const GpuProfile h20 = load_gpu_profile_file(gpu_path("h20"));
