@@ -4,6 +4,10 @@
 #include <string>
 
 #include "sim/capacity/memory_fit.h"
+#include "sim/cost/cost_params.h"
+#include "sim/cost/kernel_cost.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_analysis.h"
 #include "sim/model/model_loader.h"
@@ -30,6 +34,25 @@ void BM_MemoryFit(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(v41sim::fit_memory(model, gpu, request));
 }
 BENCHMARK(BM_MemoryFit)->Unit(benchmark::kNanosecond);
+
+// One full decode step (batch 64, 128K context) and one 128K-token prefill of
+// the 40-layer model: build the kernel graph and time it. The kernel-time
+// cache is warm after the first iteration, as in a serving simulation.
+void BM_Step(benchmark::State& state, v41sim::Phase phase, int64_t batch) {
+  const v41sim::ModelAnalysis model = v41sim::analyze_model(v41sim::load_model_file(kModel));
+  const v41sim::GpuProfile gpu = v41sim::load_gpu_profile_file(kGpu);
+  const v41sim::KernelCostModel cost(
+      gpu, v41sim::load_cost_params_file(v41sim::calibration_path_for(V41SIM_SOURCE_DIR, "h200")), true);
+  v41sim::StepShape shape;
+  shape.phase = phase;
+  shape.batch = batch;
+  shape.context = 131072;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(v41sim::time_step(v41sim::build_step_graph(model, shape), cost));
+  }
+}
+BENCHMARK_CAPTURE(BM_Step, decode_b64_128k, v41sim::Phase::kDecode, 64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Step, prefill_128k, v41sim::Phase::kPrefill, 1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

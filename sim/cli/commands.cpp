@@ -2,15 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/common/catalog.h"
+#include "sim/cost/cost_params.h"
+#include "sim/cost/kernel_cost.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
 #include "sim/report/claims.h"
 #include "sim/report/fit_view.h"
+#include "sim/report/layer_comparison.h"
 #include "sim/report/model_views.h"
+#include "sim/report/step_view.h"
 #include "sim/report/study_report.h"
 
 namespace v41sim {
@@ -28,6 +37,14 @@ struct Flags {
   double reserve_fraction = -1;  // < 0: the default assumption
   std::string out_dir = "reports/latest";
   bool json = false;
+  // step / compare-layers
+  std::string phase = "decode";
+  int64_t batch = 1;
+  std::string mhc = "fused";
+  bool no_cuda_graph = false;
+  bool no_draft = false;
+  std::string trace;
+  std::string models = "deepseek_v4_1_flash,deepseek_v4_flash,deepseek_v3_2";
 };
 
 ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name) {
@@ -124,6 +141,73 @@ void run_claims(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
 }
 
+StepShape step_shape_from(const Flags& f) {
+  StepShape s;
+  if (f.phase == "prefill") {
+    s.phase = Phase::kPrefill;
+  } else if (f.phase != "decode") {
+    throw InputError({"", 0, "--phase"}, "unknown value '" + f.phase + "' (expected prefill or decode)");
+  }
+  if (f.mhc != "fused" && f.mhc != "three-kernel") {
+    throw InputError({"", 0, "--mhc"}, "unknown value '" + f.mhc + "' (expected fused or three-kernel)");
+  }
+  s.batch = f.batch;
+  s.context = f.context;
+  s.ep = f.ep;
+  s.mhc_fused = f.mhc == "fused";
+  s.include_draft = !f.no_draft;
+  return s;
+}
+
+// CUDA graphs are how decode steps are launched in practice; prefill launches kernels.
+bool uses_cuda_graph(const Flags& f, const StepShape& s) {
+  return !f.no_cuda_graph && s.phase == Phase::kDecode;
+}
+
+std::string gpu_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const std::string gpu_file = catalog.resolve_gpu(f.hw);
+  const GpuProfile gpu = load_gpu_profile_file(gpu_file);
+  const StepShape shape = step_shape_from(f);
+  const KernelCostModel cost(
+      gpu, load_cost_params_file(calibration_path_for(catalog.data_dir(), gpu_stem(gpu_file))),
+      uses_cuda_graph(f, shape));
+  const StepGraph graph = build_step_graph(m, shape);
+  const StepTiming timing = time_step(graph, cost);
+  const StepReport report{m, gpu, cost, graph, timing};
+  if (!f.trace.empty()) {
+    std::ofstream trace(f.trace);
+    if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");
+    trace << step_trace(report).dump() << "\n";
+  }
+  if (f.json) {
+    out << step_json(report).dump(2) << "\n";
+  } else {
+    print_tables(out, step_tables(report));
+    if (!f.trace.empty()) out << "trace written to " << f.trace << " (open in ui.perfetto.dev)\n";
+  }
+}
+
+void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const std::string gpu_file = catalog.resolve_gpu(f.hw);
+  const GpuProfile gpu = load_gpu_profile_file(gpu_file);
+  const StepShape shape = step_shape_from(f);
+  const KernelCostModel cost(
+      gpu, load_cost_params_file(calibration_path_for(catalog.data_dir(), gpu_stem(gpu_file))),
+      uses_cuda_graph(f, shape));
+  std::vector<ModelAnalysis> models;
+  std::stringstream names(f.models);
+  for (std::string name; std::getline(names, name, ',');) models.push_back(load_model_named(catalog, name));
+  const LayerComparison comparison = compare_layers(models, cost, shape);
+  if (f.json) {
+    out << comparison_json(comparison, gpu, cost).dump(2) << "\n";
+  } else {
+    print_tables(out, comparison_tables(comparison, gpu, cost));
+  }
+}
+
 void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
   StudyOptions options;
   options.out_dir = f.out_dir;
@@ -178,6 +262,32 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                   "non-expert weights: replicated (DP attention) or sharded over all GPUs")
       ->capture_default_str();
   bind(fit, run_fit);
+
+  auto add_step_flags = [flags](CLI::App* cmd) {
+    cmd->add_option("--hw", flags->hw, "GPU profile (file stem or name:) or path")->capture_default_str();
+    cmd->add_option("--phase", flags->phase, "prefill or decode")->capture_default_str();
+    cmd->add_option("--batch", flags->batch, "sequences in the step")->capture_default_str();
+    cmd->add_option("--context", flags->context, "prefill: prompt tokens each; decode: history tokens each")
+        ->required();
+    cmd->add_option("--ep", flags->ep, "expert-parallel size")->capture_default_str();
+    cmd->add_option("--mhc", flags->mhc, "mHC form: fused (single pass) or three-kernel")
+        ->capture_default_str();
+    cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
+                  "decode: launch kernels instead of replaying a CUDA graph");
+    cmd->add_flag("--no-draft", flags->no_draft, "decode: leave out the speculative draft stages");
+  };
+
+  CLI::App* step = app.add_subcommand("step", "one forward step: kernels, times, bounds, trace");
+  add_model(step);
+  add_step_flags(step);
+  step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
+  bind(step, run_step);
+
+  CLI::App* compare =
+      app.add_subcommand("compare-layers", "the same step across model generations, by layer mode");
+  add_step_flags(compare);
+  compare->add_option("--models", flags->models, "comma-separated models")->capture_default_str();
+  bind(compare, run_compare_layers);
 
   CLI::App* claims = app.add_subcommand("claims", "check the seed article's quantitative claims");
   add_reserve(claims);

@@ -1,5 +1,6 @@
 // The main job's report (make run): KV of every bundled model, the claims
-// check, and the memory fit of V4.1-Flash on every GPU profile.
+// check, the memory fit of V4.1-Flash on every GPU profile, and its decode
+// and prefill step times by layer mode.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,8 @@ struct StudyOptions {
   std::vector<int64_t> contexts{131072, 1048576};
   int64_t gpus = 8;
   int64_t ep = 8;
+  int64_t decode_batch = 32;
+  std::vector<int64_t> step_contexts{8192, 131072, 1048576};
   SourcedValue reserve_fraction;
 };
 

@@ -81,6 +81,31 @@ TEST(Cli, ClaimsJson) {
   EXPECT_EQ(c["claims"][0]["verdict"], "holds");
 }
 
+TEST(Cli, StepJsonAndTrace) {
+  const auto dir = temp_dir("step_trace");
+  const std::string trace = (dir / "step.json").string();
+  const auto step = run_json(
+      "step --model deepseek_v4_1_flash --hw h200 --phase decode --batch 8 --context 131072 "
+      "--trace " +
+      trace);
+  EXPECT_GT(step["total_time_us"].get<double>(), 0);
+  ASSERT_EQ(step["layers"].size(), 44u);  // 40 layers, head, 3 draft stages
+  EXPECT_EQ(step["layers"][24]["mode"], "Reindex");
+  EXPECT_FALSE(step["layers"][24]["kernels"].empty());
+  const auto events = nlohmann::json::parse(testing::read_text(trace))["traceEvents"];
+  ASSERT_GT(events.size(), 100u);
+  int complete = 0;
+  for (const auto& e : events) complete += e["ph"] == "X" ? 1 : 0;
+  EXPECT_EQ(complete, step["kernel_count"].get<int>());
+}
+
+TEST(Cli, CompareLayersJson) {
+  const auto c = run_json("compare-layers --hw h200 --phase prefill --context 65536");
+  ASSERT_EQ(c["models"].size(), 3u);
+  // CED: V4.1's prefill is cheaper than V4-Flash's on the same GPU.
+  EXPECT_LT(c["models"][0]["total_time_us"].get<double>(), c["models"][1]["total_time_us"].get<double>());
+}
+
 struct BadRun {
   const char* args;
   const char* message;
@@ -104,7 +129,12 @@ INSTANTIATE_TEST_SUITE_P(
                       BadRun{"fit --weights-dtype fp6", "--weights-dtype"},
                       BadRun{"fit --reserve-fraction 1.5", "--reserve-fraction"},
                       BadRun{"kv --context -5", "--context"}, BadRun{"kv --no-such-flag", "no-such-flag"},
-                      BadRun{"fit --ep eight", "--ep"}),
+                      BadRun{"fit --ep eight", "--ep"},
+                      BadRun{"step --context 4096 --phase warmup", "--phase"},
+                      BadRun{"step --phase decode", "--context is required"},
+                      BadRun{"step --context 4096 --batch 0", "--batch"},
+                      BadRun{"step --context 4096 --mhc two-pass", "--mhc"},
+                      BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
 
 TEST(Cli, BadModelFileNamesFileAndLine) {

@@ -1,0 +1,75 @@
+#include "sim/cost/cost_params.h"
+
+#include <filesystem>
+
+#include "sim/common/yaml_reader.h"
+
+namespace v41sim {
+namespace {
+
+ClassCost read_class(const YamlNode& node) {
+  node.expect_only({"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency"});
+  ClassCost c;
+  c.tile_m = node.required("tile_m").as_positive_int();
+  c.tile_n = node.required("tile_n").as_positive_int();
+  c.split_min = node.required("split_min").as_positive_int();
+  c.compute_efficiency = read_sourced_value(node.required("compute_efficiency"));
+  c.memory_efficiency = read_sourced_value(node.required("memory_efficiency"));
+  for (const SourcedValue* v : {&c.compute_efficiency, &c.memory_efficiency}) {
+    if (v->value() > 1.0) throw InputError(v->where(), "an efficiency is a fraction of peak, at most 1");
+  }
+  return c;
+}
+
+LinkCost read_links(const YamlNode& node) {
+  node.expect_only({"nvlink_efficiency", "nic_efficiency", "host_link_efficiency",
+                    "all_to_all_latency_intra_us", "all_to_all_latency_inter_us", "host_copy_latency_us"});
+  auto field = [&node](const char* key) { return read_sourced_value(node.required(key)); };
+  return {field("nvlink_efficiency"),           field("nic_efficiency"),
+          field("host_link_efficiency"),        field("all_to_all_latency_intra_us"),
+          field("all_to_all_latency_inter_us"), field("host_copy_latency_us")};
+}
+
+}  // namespace
+
+std::string CostParams::label() const { return status + " (" + file + ")"; }
+
+CostParams load_cost_params_file(const std::string& path) {
+  const YamlNode root = YamlNode::load_file(path);
+  root.expect_only({"status", "source", "launch_overhead_us", "graph_replay_overhead_us",
+                    "sm_bandwidth_multiple", "split_to_fill_sms", "links", "classes"});
+  CostParams p;
+  p.file = path;
+  p.status = root.required("status").as_string();
+  if (p.status != "uncalibrated" && p.status != "calibrated") {
+    root.required("status").fail("expected uncalibrated or calibrated");
+  }
+  p.source = root.required("source").as_string();
+  p.launch_overhead_us = read_sourced_value(root.required("launch_overhead_us"));
+  p.graph_replay_overhead_us = read_sourced_value(root.required("graph_replay_overhead_us"));
+  p.sm_bandwidth_multiple = read_sourced_value(root.required("sm_bandwidth_multiple"));
+  p.split_to_fill_sms = root.required("split_to_fill_sms").as_bool();
+  p.links = read_links(root.required("links"));
+  const YamlNode classes = root.required("classes");
+  for (int i = 0; i < kKernelClassCount; ++i) {
+    const auto kernel_class = static_cast<KernelClass>(i);
+    p.classes[static_cast<std::size_t>(i)] = read_class(classes.required(class_key(kernel_class)));
+  }
+  std::string allowed;
+  for (const auto& [key, node] : classes.entries()) {
+    bool known = false;
+    for (int i = 0; i < kKernelClassCount; ++i)
+      known = known || class_key(static_cast<KernelClass>(i)) == key;
+    if (!known) node.fail("unknown kernel class");
+  }
+  return p;
+}
+
+std::string calibration_path_for(const std::string& data_dir, const std::string& gpu_stem) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(data_dir) / "validation" / "calibration";
+  const fs::path own = dir / (gpu_stem + ".yaml");
+  return fs::exists(own) ? own.string() : (dir / "defaults.yaml").string();
+}
+
+}  // namespace v41sim

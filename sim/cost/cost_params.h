@@ -1,0 +1,54 @@
+// CostParams: the free parameters of the kernel cost model, per kernel class
+// (tile shape, achieved fractions of the tensor rate and of HBM bandwidth) and
+// per link, each a SourcedValue. Read from validation/calibration/<gpu>.yaml
+// when that GPU has been calibrated, else from the published priors in
+// validation/calibration/defaults.yaml, and labelled accordingly.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "sim/common/sourced_value.h"
+#include "sim/graph/kernel.h"
+
+namespace v41sim {
+
+struct ClassCost {
+  int64_t tile_m = 1;
+  int64_t tile_n = 1;
+  int64_t split_min = 1;  // smallest slice of the reduction dimension per split
+  SourcedValue compute_efficiency;
+  SourcedValue memory_efficiency;
+};
+
+struct LinkCost {
+  SourcedValue nvlink_efficiency;
+  SourcedValue nic_efficiency;
+  SourcedValue host_link_efficiency;
+  SourcedValue all_to_all_latency_intra_us;
+  SourcedValue all_to_all_latency_inter_us;
+  SourcedValue host_copy_latency_us;
+};
+
+struct CostParams {
+  std::string file;
+  std::string status;  // "uncalibrated" or "calibrated"
+  std::string source;
+  SourcedValue launch_overhead_us;
+  SourcedValue graph_replay_overhead_us;
+  SourcedValue sm_bandwidth_multiple;
+  bool split_to_fill_sms = true;
+  LinkCost links;
+  std::array<ClassCost, kKernelClassCount> classes;
+
+  const ClassCost& of(KernelClass kernel_class) const {
+    return classes[static_cast<std::size_t>(kernel_class)];
+  }
+  std::string label() const;  // "uncalibrated (validation/calibration/defaults.yaml)"
+};
+
+CostParams load_cost_params_file(const std::string& path);
+// <data_dir>/validation/calibration/<gpu_stem>.yaml if present, else defaults.yaml.
+std::string calibration_path_for(const std::string& data_dir, const std::string& gpu_stem);
+
+}  // namespace v41sim

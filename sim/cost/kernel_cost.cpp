@@ -1,0 +1,155 @@
+#include "sim/cost/kernel_cost.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <functional>
+
+namespace v41sim {
+namespace {
+
+// A tail (or an under-filled last wave) is called out once it costs this much
+// over the ideal division of the work.
+constexpr double kTailThreshold = 1.3;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::size_t hash_kernel(const Kernel& k) {
+  std::size_t h = std::hash<int>()(static_cast<int>(k.kernel_class));
+  auto mix = [&h](uint64_t v) {
+    h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  mix(static_cast<uint64_t>(k.math));
+  mix(static_cast<uint64_t>(k.shape.m));
+  mix(static_cast<uint64_t>(k.shape.n));
+  mix(static_cast<uint64_t>(k.shape.k));
+  mix(static_cast<uint64_t>(k.shape.batch));
+  mix(std::bit_cast<uint64_t>(k.flops));
+  mix(std::bit_cast<uint64_t>(k.hbm_bytes));
+  mix(std::bit_cast<uint64_t>(k.link_bytes));
+  mix(std::bit_cast<uint64_t>(k.off_node_fraction));
+  return h;
+}
+
+}  // namespace
+
+std::string_view bound_name(Bound bound) {
+  switch (bound) {
+    case Bound::kCompute:
+      return "compute";
+    case Bound::kMemory:
+      return "memory";
+    case Bound::kLaunch:
+      return "launch";
+    case Bound::kTail:
+      return "tail";
+    case Bound::kLink:
+      return "link";
+  }
+  return "?";
+}
+
+KernelCostModel::KernelCostModel(const GpuProfile& gpu, CostParams params, bool cuda_graph)
+    : gpu_(gpu),
+      params_(std::move(params)),
+      cuda_graph_(cuda_graph),
+      sms_(gpu.sm_count.value()),
+      hbm_bytes_per_s_(gpu.hbm_bytes_per_s.value()) {}
+
+double KernelCostModel::tensor_rate(MathType math, bool* fallback) const {
+  switch (math) {
+    case MathType::kFp4:
+      if (gpu_.tensor.fp4_tflops.known()) return gpu_.tensor.fp4_tflops.value() * 1e12;
+      *fallback = true;  // Hopper: FP4 operands are widened and run on the FP8 units
+      return gpu_.tensor.fp8_tflops.value() * 1e12;
+    case MathType::kFp8:
+      return gpu_.tensor.fp8_tflops.value() * 1e12;
+    case MathType::kBf16:
+      return gpu_.tensor.bf16_tflops.value() * 1e12;
+    case MathType::kFp32:
+      return gpu_.fp32_vector_tflops.value() * 1e12;
+  }
+  return 0;
+}
+
+KernelTiming KernelCostModel::time(const Kernel& kernel) const {
+  const std::size_t key = hash_kernel(kernel);
+  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const bool is_transfer =
+      kernel.kernel_class == KernelClass::kAllToAll || kernel.kernel_class == KernelClass::kHostCopy;
+  const KernelTiming timing = is_transfer ? transfer(kernel) : compute_kernel(kernel);
+  cache_.emplace(key, timing);
+  return timing;
+}
+
+KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
+  const ClassCost& cls = params_.of(k.kernel_class);
+  KernelTiming t;
+  const int64_t sms = static_cast<int64_t>(sms_);
+  int64_t tiles = k.shape.batch * ceil_div(k.shape.m, cls.tile_m) * ceil_div(k.shape.n, cls.tile_n);
+  const bool splits_k = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
+  if (params_.split_to_fill_sms && splits_k && tiles < sms) {
+    const int64_t split =
+        std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, k.shape.k / cls.split_min));
+    tiles *= split;
+  }
+  t.tiles = std::max<int64_t>(1, tiles);
+  t.waves = ceil_div(t.tiles, sms);
+
+  const double rate = tensor_rate(k.math, &t.math_fallback) * cls.compute_efficiency.value();
+  const double bandwidth = hbm_bytes_per_s_ * cls.memory_efficiency.value();
+  const double per_sm_cap = bandwidth / sms_ * params_.sm_bandwidth_multiple.value();
+  const double tile_flops = k.flops / static_cast<double>(t.tiles);
+  const double tile_bytes = k.hbm_bytes / static_cast<double>(t.tiles);
+  auto tile_seconds = [&](int64_t concurrent) {
+    const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
+    return std::max(tile_flops / (rate / sms_), tile_bytes / share);
+  };
+  const int64_t full_waves = t.tiles / sms;
+  const int64_t remainder = t.tiles % sms;
+  double seconds = static_cast<double>(full_waves) * (full_waves > 0 ? tile_seconds(sms) : 0.0);
+  if (remainder > 0) seconds += tile_seconds(remainder);
+
+  const double compute_s = k.flops / rate;
+  const double memory_s = k.hbm_bytes / bandwidth;
+  t.busy_us = seconds * 1e6;
+  t.roofline_us = std::max(compute_s, memory_s) * 1e6;
+  t.overhead_us = (cuda_graph_ ? params_.graph_replay_overhead_us : params_.launch_overhead_us).value();
+  t.time_us = t.busy_us + t.overhead_us;
+  if (t.overhead_us >= t.busy_us) {
+    t.bound = Bound::kLaunch;
+  } else if (t.busy_us > kTailThreshold * t.roofline_us) {
+    t.bound = Bound::kTail;
+  } else {
+    t.bound = compute_s >= memory_s ? Bound::kCompute : Bound::kMemory;
+  }
+  return t;
+}
+
+KernelTiming KernelCostModel::transfer(const Kernel& k) const {
+  const LinkCost& links = params_.links;
+  KernelTiming t;
+  t.tiles = 1;
+  t.waves = 1;
+  t.bound = Bound::kLink;
+  double seconds = 0;
+  double latency_us = 0;
+  if (k.kernel_class == KernelClass::kHostCopy) {
+    seconds = k.link_bytes / (gpu_.host_link_bytes_per_s.value() * links.host_link_efficiency.value());
+    latency_us = links.host_copy_latency_us.value();
+  } else {
+    const double off = k.link_bytes * k.off_node_fraction;
+    const double on = k.link_bytes - off;
+    const double nvlink = on / (gpu_.nvlink_bytes_per_s.value() * links.nvlink_efficiency.value());
+    const double nic = off > 0 ? off / (gpu_.nic_bytes_per_s.value() * links.nic_efficiency.value()) : 0.0;
+    seconds = std::max(nvlink, nic);
+    latency_us = (off > 0 ? links.all_to_all_latency_inter_us : links.all_to_all_latency_intra_us).value();
+  }
+  t.busy_us = seconds * 1e6;
+  t.roofline_us = t.busy_us;
+  t.overhead_us = latency_us;
+  t.time_us = t.busy_us + t.overhead_us;
+  return t;
+}
+
+}  // namespace v41sim

@@ -1,0 +1,253 @@
+#include "sim/graph/attention_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sim/graph/visibility.h"
+
+namespace v41sim {
+namespace {
+
+// Attention kernels work on tiles of this many queries; in prefill a tile
+// reads the keys it needs once (FlashMLA / FlashAttention style).
+constexpr double kQueryTile = 64;
+
+struct AttentionDims {
+  double qk = 0;  // dims of one query-key dot product
+  double v = 0;   // dims of one value row
+};
+
+// MLA runs "absorbed" in decode (attend over the 576-dim latent), and as
+// plain multi-head attention over up-projected keys in prefill.
+AttentionDims attention_dims(const LayerContext& c) {
+  const AttentionSpec& a = c.model.spec.attention;
+  if (a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kDecode) {
+    return {static_cast<double>(a.kv_lora_rank + a.rope_dim), static_cast<double>(a.kv_lora_rank)};
+  }
+  return {static_cast<double>(a.head_dim), static_cast<double>(a.v_head_dim)};
+}
+
+MathType key_math(const ModelSpec& m, const std::string& cache) {
+  const ElementFormat values = m.cache(cache).parts.front().format.values;
+  return values == ElementFormat::kFp4E2M1 ? MathType::kFp4 : MathType::kFp8;
+}
+
+void add_query_projection(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const AttentionSpec& a = m.attention;
+  const double h = static_cast<double>(m.hidden_size);
+  const double q_out = static_cast<double>(a.num_heads * a.head_dim);
+  if (a.q_lora_rank > 0) {
+    const double rank = static_cast<double>(a.q_lora_rank);
+    f.gemm("q_down_proj", c.tokens, rank, h, m.weights.dense, MathType::kFp8);
+    f.elementwise("q_norm", c.tokens, rank, c.tokens * rank * (kBf16ActivationBytes + kFp8ActivationBytes));
+    f.gemm("q_up_proj", c.tokens, q_out, rank, m.weights.dense, MathType::kFp8);
+  } else {
+    f.gemm("q_proj", c.tokens, q_out, h, m.weights.dense, MathType::kFp8);
+  }
+}
+
+// The per-token KV of the layer itself: the sliding-window entry (V4/V4.1),
+// the MLA latent (V3) or GQA's K and V, with RoPE, quantization and cache write.
+void add_kv_projection(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const AttentionSpec& a = m.attention;
+  const double h = static_cast<double>(m.hidden_size);
+  if (a.kv_projection == KvProjection::kSharedLatent) {
+    if (!c.plan.has_window) return;
+    const double latent = static_cast<double>(a.kv_heads * a.head_dim);
+    f.gemm("window_kv_proj", c.tokens, latent, h, m.weights.dense, MathType::kFp8);
+    const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
+    f.elementwise("window_kv_norm_rope_quant_write", c.tokens, latent,
+                  c.tokens * (latent * kBf16ActivationBytes + entry));
+    return;
+  }
+  if (!c.plan.owns_kv()) return;
+  const double out = a.kv_projection == KvProjection::kMla
+                         ? static_cast<double>(a.kv_lora_rank + a.rope_dim)
+                         : static_cast<double>(a.kv_heads * (a.head_dim + a.v_head_dim));
+  f.gemm("kv_proj", c.kv_tokens, out, h, m.weights.dense, MathType::kFp8);
+  const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
+  f.elementwise("kv_norm_rope_cache_write", c.kv_tokens, out,
+                c.kv_tokens * (out * kBf16ActivationBytes + entry));
+}
+
+// Pooling compressor (ratio > 1) or plain projection (ratio 1) into a cache.
+void add_compressor(const LayerContext& c, KernelFactory& f, const std::string& what, double dim,
+                    const std::string& cache) {
+  const ModelSpec& m = c.model.spec;
+  const double h = static_cast<double>(m.hidden_size);
+  const double ratio = static_cast<double>(c.plan.ratio);
+  const double overlap = static_cast<double>(m.attention.compressor.overlap(c.plan.ratio));
+  const double out = c.plan.ratio > 1 ? 2.0 * overlap * dim : dim;  // KV and gate when pooling
+  f.gemm(what + "_compress_proj", c.kv_tokens, out, h, m.weights.dense, MathType::kFp8);
+  const double entries = c.kv_tokens / ratio;
+  const double entry = static_cast<double>(m.cache(cache).bytes);
+  f.elementwise(what + (c.plan.ratio > 1 ? "_pool_rope_quant_write" : "_rope_quant_write"), entries, dim,
+                c.kv_tokens * out * kBf16ActivationBytes + entries * entry, c.kv_tokens * out * 4.0);
+}
+
+// Lightning indexer: logits of every visible (or pooled) position, then top-k.
+void add_indexer(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const AttentionSpec& a = m.attention;
+  const IndexerSpec& idx = *a.indexer;
+  const double h = static_cast<double>(m.hidden_size);
+  const double heads = static_cast<double>(idx.heads);
+  const double dim = static_cast<double>(idx.head_dim);
+  const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : h;
+  f.gemm("index_q_proj", c.tokens, heads * dim, q_in, m.weights.dense, MathType::kFp8);
+  f.gemm("index_head_weights", c.tokens, heads, h, m.weights.dense, MathType::kBf16);
+  if (c.plan.owns_index_keys()) add_compressor(c, f, "index_key", dim, idx.key_cache);
+
+  const double ratio = static_cast<double>(c.plan.ratio);
+  const double pool = a.candidate_pool ? static_cast<double>(a.candidate_pool->positions()) : kUncapped;
+  const double cap = c.plan.scores_in_candidate_pool ? pool : kUncapped;
+  const double q = c.queries_per_sequence();
+  const double scored = c.batch() * sum_visible(q, c.query_end, ratio, cap);  // (query, position) pairs
+  const double key_bytes = static_cast<double>(m.cache(idx.key_cache).bytes);
+  const double key_reads = c.step.phase == Phase::kDecode ? scored : scored / kQueryTile;
+  Kernel& logits = f.push({});
+  logits.name = c.plan.scores_in_candidate_pool ? "indexer_logits_in_pool" : "indexer_logits";
+  logits.kernel_class = KernelClass::kIndexer;
+  logits.math = key_math(m, idx.key_cache);
+  // All heads of a query share one tile (DeepGEMM mqa_logits); tiles run over queries x positions.
+  logits.shape = {static_cast<int64_t>(std::ceil(c.tokens)),
+                  std::max<int64_t>(1, static_cast<int64_t>(visible_at(c.query_end, ratio, cap))),
+                  static_cast<int64_t>(dim * heads), 1};
+  logits.flops = 2.0 * heads * dim * scored;
+  // Decode writes the logits for the top-k pass; prefill streams them into it.
+  const double logit_bytes = c.step.phase == Phase::kDecode ? scored * kFp32Bytes : 0;
+  logits.hbm_bytes = key_reads * key_bytes + c.tokens * heads * dim + logit_bytes;
+
+  if (c.plan.builds_candidate_pool && a.candidate_pool && visible_at(c.query_end, ratio, kUncapped) > pool) {
+    Kernel& blocks = f.push({});
+    blocks.name = "candidate_pool_block_max_topk";
+    blocks.kernel_class = KernelClass::kTopK;
+    blocks.math = MathType::kFp32;
+    blocks.shape = {static_cast<int64_t>(std::ceil(c.tokens)),
+                    static_cast<int64_t>(visible_at(c.query_end, ratio, kUncapped) /
+                                         static_cast<double>(a.candidate_pool->block_size)),
+                    1, 1};
+    blocks.flops = scored * 2.0;
+    blocks.hbm_bytes =
+        logit_bytes + c.tokens * static_cast<double>(a.candidate_pool->top_blocks) * kFp32Bytes;
+  }
+  Kernel& topk = f.push({});
+  topk.name = "topk_select";
+  topk.kernel_class = KernelClass::kTopK;
+  topk.math = MathType::kFp32;
+  topk.shape = logits.shape;
+  topk.shape.k = 1;
+  topk.shape.batch = 1;
+  topk.flops = scored * 2.0;
+  topk.hbm_bytes = logit_bytes + c.tokens * static_cast<double>(idx.topk) * kFp32Bytes;
+}
+
+// Attention over the selected (or all) compressed entries plus the window.
+void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const AttentionSpec& a = m.attention;
+  const AttentionDims dims = attention_dims(c);
+  const double heads = static_cast<double>(a.num_heads);
+  const double q = c.queries_per_sequence();
+  double pairs = 0;      // (query, key) pairs, all sequences
+  double key_bytes = 0;  // HBM bytes of keys read
+  if (c.plan.kv_source) {
+    const double ratio = static_cast<double>(c.plan.ratio);
+    const bool sparse = c.plan.topk_source.has_value();
+    const double cap = sparse ? static_cast<double>(a.indexer->topk) : kUncapped;
+    const double selected = c.batch() * sum_visible(q, c.query_end, ratio, cap);
+    const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
+    pairs += selected;
+    if (c.step.phase == Phase::kDecode) {
+      key_bytes += selected * entry;
+    } else {
+      const double tile_reads = c.batch() * sum_visible(q, c.query_end, ratio, kUncapped) / kQueryTile;
+      key_bytes += std::min(selected, tile_reads) * entry;
+    }
+  }
+  if (c.plan.has_window) {
+    const double window = static_cast<double>(a.sliding_window);
+    const double selected = c.batch() * sum_visible(q, c.query_end, 1.0, window);
+    const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
+    pairs += selected;
+    key_bytes += (c.step.phase == Phase::kDecode ? selected : c.tokens * (1.0 + window / kQueryTile)) * entry;
+  }
+  Kernel& attn = f.push({});
+  attn.name = c.plan.topk_source ? "sparse_attention" : "attention";
+  attn.kernel_class = KernelClass::kAttention;
+  attn.math = MathType::kBf16;
+  // Tile rows are (query, head) pairs, as FlashMLA packs a query's heads into one tile.
+  attn.shape = {static_cast<int64_t>(std::ceil(c.tokens * heads)),
+                std::max<int64_t>(1, static_cast<int64_t>(pairs / c.tokens)),
+                static_cast<int64_t>(dims.qk + dims.v), 1};
+  attn.flops = 2.0 * heads * pairs * (dims.qk + dims.v);
+  attn.hbm_bytes = key_bytes + c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;
+
+  if (a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kPrefill) {
+    // Prefill up-projects every visible latent to per-head keys and values.
+    const double rank = static_cast<double>(a.kv_lora_rank);
+    const double out = heads * static_cast<double>(a.head_dim - a.rope_dim + a.v_head_dim);
+    f.gemm("kv_up_proj", c.batch() * c.query_end, out, rank, m.weights.dense, MathType::kFp8);
+  }
+}
+
+void add_output_projection(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const AttentionSpec& a = m.attention;
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn_out = static_cast<double>(a.num_heads * a.v_head_dim);
+  if (a.output_groups > 0) {
+    const double groups = static_cast<double>(a.output_groups);
+    const double rank = static_cast<double>(a.output_lora_rank);
+    f.gemm("out_group_proj", c.tokens, rank, attn_out / groups, m.weights.dense, MathType::kFp8, groups);
+    f.gemm("out_proj", c.tokens, h, groups * rank, m.weights.dense, MathType::kFp8);
+  } else {
+    f.gemm("out_proj", c.tokens, h, attn_out, m.weights.dense, MathType::kFp8);
+  }
+}
+
+}  // namespace
+
+// mHC over `streams` residual streams (V4 / V4.1) or a plain residual + RMSNorm.
+// Single-pass mHC reads the streams once and writes them once per block; the
+// three-kernel form reads them again for the coefficients and the merge.
+void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* block) {
+  const ModelSpec& m = c.model.spec;
+  const double h = static_cast<double>(m.hidden_size);
+  const std::string prefix = std::string(block) + "_";
+  if (!m.mhc) {
+    f.elementwise(prefix + "residual_rmsnorm", c.tokens, h, c.tokens * h * 3.0 * kBf16ActivationBytes);
+    return;
+  }
+  const double s = static_cast<double>(m.mhc->streams);
+  const double ops = c.tokens * h * s * s * static_cast<double>(m.mhc->sinkhorn_iters > 0 ? 2 : 1);
+  if (c.step.mhc_fused) {
+    f.elementwise(prefix + "mhc_fused", c.tokens, s * h,
+                  c.tokens * (2.0 * s + 2.0) * h * kBf16ActivationBytes, ops);
+    return;
+  }
+  f.elementwise(prefix + "mhc_coefficients", c.tokens, s * h, c.tokens * s * h * kBf16ActivationBytes,
+                ops / 2);
+  f.elementwise(prefix + "mhc_pre_mix_norm", c.tokens, s * h, c.tokens * (s + 1.0) * h * kBf16ActivationBytes,
+                ops / 4);
+  f.elementwise(prefix + "mhc_post_merge", c.tokens, s * h,
+                c.tokens * (2.0 * s + 1.0) * h * kBf16ActivationBytes, ops / 4);
+}
+
+void add_attention_block(const LayerContext& c, KernelFactory& f) {
+  const AttentionSpec& a = c.model.spec.attention;
+  add_residual_mixing(c, f, "attn");
+  add_query_projection(c, f);
+  add_kv_projection(c, f);
+  if (c.plan.owns_kv() && a.kv_projection == KvProjection::kSharedLatent) {
+    add_compressor(c, f, "kv", static_cast<double>(a.kv_heads * a.head_dim), a.main_cache);
+  }
+  if (c.plan.selects_topk()) add_indexer(c, f);
+  add_attention_kernel(c, f);
+  add_output_projection(c, f);
+}
+
+}  // namespace v41sim

@@ -1,0 +1,106 @@
+#include "sim/graph/ffn_block.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/graph/attention_block.h"
+
+namespace v41sim {
+namespace {
+
+// Gate and up projections are one GEMM of twice the width.
+constexpr double kGateUp = 2.0;
+
+Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value) {
+  const ModelSpec& m = c.model.spec;
+  const double ep = static_cast<double>(c.step.ep);
+  const double per_node = static_cast<double>(std::min(c.step.ep, c.step.ep_per_node));
+  Kernel& k = f.push({});
+  k.name = name;
+  k.kernel_class = KernelClass::kAllToAll;
+  k.stream = Stream::kCommunication;
+  k.math = MathType::kBf16;
+  k.shape = {static_cast<int64_t>(std::ceil(c.tokens)), m.hidden_size, c.top_k, c.step.ep};
+  // Each routed copy of a token leaves this rank unless its expert is local.
+  k.link_bytes = c.tokens * static_cast<double>(c.top_k) * static_cast<double>(m.hidden_size) *
+                 bytes_per_value * (ep - 1.0) / ep;
+  k.off_node_fraction = ep > per_node ? (ep - per_node) / (ep - 1.0) : 0.0;
+  k.hbm_bytes = 2.0 * k.link_bytes;  // read on send, write on receive
+  return k;
+}
+
+void add_moe(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const double h = static_cast<double>(m.hidden_size);
+  const double experts = static_cast<double>(c.routed_experts);
+  const double top_k = static_cast<double>(c.top_k);
+  const double inter = static_cast<double>(c.ffn_intermediate);
+  f.gemm("router", c.tokens, experts, h, m.weights.dense, MathType::kBf16);
+  f.elementwise("routing_topk", c.tokens, experts, c.tokens * experts * kFp32Bytes, c.tokens * experts * 4.0);
+  const bool spans_ranks = c.step.ep > 1;
+  if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", kFp8ActivationBytes);
+  // With balanced routing each rank receives tokens x top_k rows in all.
+  const double rows = c.tokens * top_k;
+  const double local = experts / static_cast<double>(c.step.ep);
+  const double touched =
+      expected_experts_touched(local, c.tokens * static_cast<double>(c.step.ep), top_k, experts);
+  f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts);
+  f.elementwise("experts_swiglu_quant", rows, inter,
+                rows * inter * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
+  f.grouped_gemm("experts_down", rows, touched, h, inter, m.weights.routed_experts);
+  if (c.shared_experts > 0) {
+    const double width = inter * static_cast<double>(c.shared_experts);
+    f.gemm("shared_gate_up", c.tokens, kGateUp * width, h, m.weights.dense, MathType::kFp8);
+    f.elementwise("shared_swiglu_quant", c.tokens, width,
+                  c.tokens * width * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
+    f.gemm("shared_down", c.tokens, h, width, m.weights.dense, MathType::kFp8);
+  }
+  if (spans_ranks) add_all_to_all(c, f, "ep_combine", kBf16ActivationBytes);
+}
+
+void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const double h = static_cast<double>(m.hidden_size);
+  const double inter = static_cast<double>(c.ffn_intermediate);
+  f.gemm("mlp_gate_up", c.tokens, kGateUp * inter, h, m.weights.dense, MathType::kFp8);
+  f.elementwise("mlp_swiglu_quant", c.tokens, inter,
+                c.tokens * inter * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
+  f.gemm("mlp_down", c.tokens, h, inter, m.weights.dense, MathType::kFp8);
+}
+
+}  // namespace
+
+double expected_experts_touched(double local, double routed_tokens, double top_k, double experts) {
+  const double miss = std::pow(1.0 - top_k / experts, routed_tokens);
+  return local * (1.0 - miss);
+}
+
+void add_ffn_block(const LayerContext& c, KernelFactory& f) {
+  add_residual_mixing(c, f, "ffn");
+  if (c.moe) {
+    add_moe(c, f);
+  } else {
+    add_dense_mlp(c, f);
+  }
+}
+
+// Engram: each token looks up one row per hash head and n-gram order (2..max)
+// in host memory; the rows cross the host link, then merge into the stream.
+void add_engram_lookup(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const EngramSpec& e = *m.engram;
+  const double rows = c.tokens * static_cast<double>(e.heads * (e.max_ngram - 1));
+  const double row_bytes = static_cast<double>(m.cache(e.row_cache).bytes);
+  Kernel& copy = f.push({});
+  copy.name = "engram_host_gather";
+  copy.kernel_class = KernelClass::kHostCopy;
+  copy.stream = Stream::kHostCopy;
+  copy.shape = {static_cast<int64_t>(std::ceil(rows)), static_cast<int64_t>(row_bytes), 1, 1};
+  copy.link_bytes = rows * row_bytes;
+  copy.hbm_bytes = rows * row_bytes;
+  const double h = static_cast<double>(m.hidden_size);
+  f.elementwise("engram_merge", c.tokens, h, rows * row_bytes + c.tokens * h * 2.0 * kBf16ActivationBytes,
+                rows * static_cast<double>(e.row_dim) * 2.0);
+}
+
+}  // namespace v41sim

@@ -1,0 +1,18 @@
+// The feed-forward half of a layer: MoE (router, EP dispatch, grouped expert
+// GEMMs, shared expert, combine) or a dense gated MLP; plus the Engram
+// lookup where the layer has one.
+#pragma once
+
+#include "sim/graph/kernel_factory.h"
+#include "sim/graph/layer_context.h"
+
+namespace v41sim {
+
+void add_ffn_block(const LayerContext& c, KernelFactory& f);
+void add_engram_lookup(const LayerContext& c, KernelFactory& f);
+
+// Expected experts of `local` that receive at least one of `routed_tokens`
+// tokens, each picking `top_k` of `experts` uniformly (balanced routing).
+double expected_experts_touched(double local, double routed_tokens, double top_k, double experts);
+
+}  // namespace v41sim

@@ -1,0 +1,43 @@
+#include "sim/graph/kernel.h"
+
+namespace v41sim {
+
+std::string_view class_key(KernelClass kernel_class) {
+  switch (kernel_class) {
+    case KernelClass::kGemm:
+      return "gemm";
+    case KernelClass::kGroupedGemm:
+      return "grouped_gemm";
+    case KernelClass::kAttention:
+      return "attention";
+    case KernelClass::kIndexer:
+      return "indexer";
+    case KernelClass::kTopK:
+      return "topk";
+    case KernelClass::kElementwise:
+      return "elementwise";
+    case KernelClass::kGather:
+      return "gather";
+    case KernelClass::kAllToAll:
+      return "all_to_all";
+    case KernelClass::kHostCopy:
+      return "host_copy";
+  }
+  return "?";
+}
+
+std::string_view math_name(MathType math) {
+  switch (math) {
+    case MathType::kBf16:
+      return "bf16";
+    case MathType::kFp8:
+      return "fp8";
+    case MathType::kFp4:
+      return "fp4";
+    case MathType::kFp32:
+      return "fp32";
+  }
+  return "?";
+}
+
+}  // namespace v41sim

@@ -1,0 +1,53 @@
+// Kernel: one GPU kernel (or transfer) of a forward step, as the graph
+// builder sees it: what it computes, on which math unit, over what shape, and
+// how many FLOPs and HBM bytes that takes. Timing is the cost model's job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace v41sim {
+
+// Kernel classes share a tile shape and efficiencies in the calibration file.
+enum class KernelClass {
+  kGemm,         // dense projection: m tokens x n outputs x k inputs (batch = groups)
+  kGroupedGemm,  // MoE experts: batch = experts, m = tokens per expert
+  kAttention,    // m query tokens x n keys per query, batch = heads, k = qk + v dims
+  kIndexer,      // indexer logits: m queries x n positions, batch = heads
+  kTopK,         // selection over n scores for m rows
+  kElementwise,  // norms, RoPE, quantize, pooling, mHC mixing: m rows x n values
+  kGather,       // gathers / scatters of cache rows
+  kAllToAll,     // EP dispatch / combine over the scale-up (NVLink) or scale-out network
+  kHostCopy,     // host memory -> HBM over PCIe / C2C (Engram prefetch)
+};
+inline constexpr int kKernelClassCount = 9;
+
+// Which math unit does the arithmetic (the storage format may be narrower).
+enum class MathType { kBf16, kFp8, kFp4, kFp32 };
+
+enum class Stream { kCompute, kCommunication, kHostCopy };
+
+struct KernelShape {
+  int64_t m = 1;
+  int64_t n = 1;
+  int64_t k = 1;
+  int64_t batch = 1;
+};
+
+struct Kernel {
+  std::string name;
+  KernelClass kernel_class = KernelClass::kElementwise;
+  MathType math = MathType::kBf16;
+  Stream stream = Stream::kCompute;
+  KernelShape shape;
+  double flops = 0;
+  double hbm_bytes = 0;          // DRAM traffic (reads + writes)
+  double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers
+  double off_node_fraction = 0;  // share of link_bytes that leaves the NVLink domain
+};
+
+std::string_view class_key(KernelClass kernel_class);  // "gemm", "grouped_gemm", ...
+std::string_view math_name(MathType math);
+
+}  // namespace v41sim

@@ -1,0 +1,60 @@
+#include "sim/graph/kernel_factory.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace v41sim {
+namespace {
+
+int64_t rounded(double value) { return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(value))); }
+
+double input_bytes(MathType math) {
+  return math == MathType::kBf16 || math == MathType::kFp32 ? kBf16ActivationBytes : kFp8ActivationBytes;
+}
+
+}  // namespace
+
+Kernel& KernelFactory::push(Kernel kernel) {
+  out_.push_back(std::move(kernel));
+  return out_.back();
+}
+
+Kernel& KernelFactory::gemm(std::string name, double tokens, double n, double k,
+                            const BlockScaledFormat& weights, MathType math, double groups) {
+  Kernel kernel;
+  kernel.name = std::move(name);
+  kernel.kernel_class = KernelClass::kGemm;
+  kernel.math = math;
+  kernel.shape = {rounded(tokens), rounded(n), rounded(k), rounded(groups)};
+  kernel.flops = 2.0 * tokens * n * k * groups;
+  kernel.hbm_bytes = groups * (n * k * weights.bytes_per_value() + tokens * k * input_bytes(math) +
+                               tokens * n * kBf16ActivationBytes);
+  return push(std::move(kernel));
+}
+
+Kernel& KernelFactory::grouped_gemm(std::string name, double tokens, double experts_touched, double n,
+                                    double k, const BlockScaledFormat& weights) {
+  Kernel kernel;
+  kernel.name = std::move(name);
+  kernel.kernel_class = KernelClass::kGroupedGemm;
+  kernel.math = MathType::kFp8;  // FP8 activations; FP4 weights are widened in registers
+  const double per_expert = experts_touched > 0 ? tokens / experts_touched : 0;
+  kernel.shape = {rounded(per_expert), rounded(n), rounded(k), rounded(experts_touched)};
+  kernel.flops = 2.0 * tokens * n * k;
+  kernel.hbm_bytes = experts_touched * n * k * weights.bytes_per_value() + tokens * k * kFp8ActivationBytes +
+                     tokens * n * kBf16ActivationBytes;
+  return push(std::move(kernel));
+}
+
+Kernel& KernelFactory::elementwise(std::string name, double rows, double width, double bytes, double ops) {
+  Kernel kernel;
+  kernel.name = std::move(name);
+  kernel.kernel_class = KernelClass::kElementwise;
+  kernel.math = MathType::kFp32;
+  kernel.shape = {rounded(rows), rounded(width), 1, 1};
+  kernel.flops = ops;
+  kernel.hbm_bytes = bytes;
+  return push(std::move(kernel));
+}
+
+}  // namespace v41sim

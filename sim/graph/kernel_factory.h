@@ -1,0 +1,36 @@
+// KernelFactory: builds Kernel records with FLOPs and bytes from shapes, so
+// every block builder counts a GEMM, a norm or a transfer the same way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/graph/kernel.h"
+#include "sim/model/block_scaled_format.h"
+
+namespace v41sim {
+
+// Activation storage: FP8 into FP8 GEMMs (with negligible scales), BF16 elsewhere.
+inline constexpr double kFp8ActivationBytes = 1.0;
+inline constexpr double kBf16ActivationBytes = 2.0;
+inline constexpr double kFp32Bytes = 4.0;
+
+class KernelFactory {
+ public:
+  explicit KernelFactory(std::vector<Kernel>& out) : out_(out) {}
+
+  // tokens x k -> tokens x n per group; weights n x k per group in `weights` format.
+  Kernel& gemm(std::string name, double tokens, double n, double k, const BlockScaledFormat& weights,
+               MathType math, double groups = 1);
+  // Grouped expert GEMM: `experts_touched` weight matrices are read; `tokens` rows in all.
+  Kernel& grouped_gemm(std::string name, double tokens, double experts_touched, double n, double k,
+                       const BlockScaledFormat& weights);
+  // A memory-streaming kernel: `rows` x `width` items, `bytes` of traffic, `ops` vector ops.
+  Kernel& elementwise(std::string name, double rows, double width, double bytes, double ops = 0);
+  Kernel& push(Kernel kernel);
+
+ private:
+  std::vector<Kernel>& out_;
+};
+
+}  // namespace v41sim

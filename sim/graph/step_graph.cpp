@@ -1,0 +1,126 @@
+#include "sim/graph/step_graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/common/input_error.h"
+#include "sim/graph/attention_block.h"
+#include "sim/graph/ffn_block.h"
+#include "sim/graph/kernel_factory.h"
+
+namespace v41sim {
+namespace {
+
+bool is_engram_layer(const ModelSpec& m, int64_t layer) {
+  return m.engram &&
+         std::find(m.engram->layers.begin(), m.engram->layers.end(), layer) != m.engram->layers.end();
+}
+
+LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, const LayerPlanEntry& plan) {
+  const ModelSpec& m = model.spec;
+  const double batch = static_cast<double>(s.batch);
+  const double context = static_cast<double>(s.context);
+  LayerContext c{model, s, plan};
+  c.query_end = context;
+  if (s.phase == Phase::kDecode) {
+    c.tokens = c.kv_tokens = batch;
+  } else if (m.ced && plan.layer >= m.ced->encoder_layers) {
+    c.tokens = batch * std::min(context, static_cast<double>(m.ced->decoder_keep_tokens));
+    c.kv_tokens = batch * context;
+  } else {
+    c.tokens = c.kv_tokens = batch * context;
+  }
+  c.moe = m.is_moe_layer(plan.layer);
+  if (c.moe) {
+    c.routed_experts = m.moe->routed_experts;
+    c.top_k = m.moe->top_k;
+    c.shared_experts = m.moe->shared_experts;
+    c.ffn_intermediate = m.moe->expert_intermediate;
+  } else {
+    c.ffn_intermediate = m.dense_mlp.intermediate;
+  }
+  LayerKernels out{plan.layer, plan.mode, c.tokens, {}};
+  KernelFactory f(out.kernels);
+  add_attention_block(c, f);
+  if (is_engram_layer(m, plan.layer)) add_engram_lookup(c, f);
+  add_ffn_block(c, f);
+  return out;
+}
+
+LayerKernels output_head(const ModelAnalysis& model, double tokens) {
+  const ModelSpec& m = model.spec;
+  const double h = static_cast<double>(m.hidden_size);
+  LayerKernels out{m.num_layers, "Head", tokens, {}};
+  KernelFactory f(out.kernels);
+  f.elementwise("final_norm", tokens, h, tokens * h * 2.0 * kBf16ActivationBytes);
+  f.gemm("lm_head", tokens, static_cast<double>(m.vocab_size), h, m.weights.embedding, MathType::kBf16);
+  return out;
+}
+
+// A DSpark stage: a window-only attention block and its own MoE, run on
+// `block_size` positions per sequence. Its widths are not published; the
+// backbone's are assumed (see the model file's draft block).
+LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s, int64_t stage) {
+  const ModelSpec& m = model.spec;
+  const DraftSpec& d = *m.draft;
+  static const LayerPlanEntry kDraftPlan = [] {
+    LayerPlanEntry e;
+    e.role = LayerRole::kWindowOnly;
+    e.mode = "Draft";
+    e.has_window = true;
+    return e;
+  }();
+  LayerPlanEntry plan = kDraftPlan;
+  plan.layer = m.num_layers + 1 + stage;
+  plan.has_window = m.attention.sliding_window > 0;
+  LayerContext c{model, s, plan};
+  c.tokens = c.kv_tokens = static_cast<double>(s.batch * d.block_size);
+  c.query_end = static_cast<double>(s.context);
+  c.moe = d.routed_experts > 0;
+  c.routed_experts = d.routed_experts;
+  c.top_k = d.top_k;
+  c.ffn_intermediate = m.moe ? m.moe->expert_intermediate : m.dense_mlp.intermediate;
+  LayerKernels out{plan.layer, "Draft", c.tokens, {}};
+  KernelFactory f(out.kernels);
+  add_attention_block(c, f);
+  add_ffn_block(c, f);
+  return out;
+}
+
+}  // namespace
+
+void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
+  if (s.batch <= 0)
+    throw InputError({"", 0, "--batch"}, fmt::format("expected a positive batch, got {}", s.batch));
+  if (s.context <= 0) {
+    throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", s.context));
+  }
+  if (s.context > model.spec.max_context) {
+    throw InputError({"", 0, "--context"}, fmt::format("{} tokens exceed {}'s max_context of {}", s.context,
+                                                       model.spec.name, model.spec.max_context));
+  }
+  if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
+  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
+  if (experts % s.ep != 0) {
+    throw InputError({"", 0, "--ep"}, fmt::format("EP size {} does not divide the {} routed experts of {}",
+                                                  s.ep, experts, model.spec.name));
+  }
+}
+
+StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& s) {
+  validate_step_shape(model, s);
+  StepGraph graph{s, {}};
+  for (const LayerPlanEntry& plan : model.plan) graph.layers.push_back(backbone_layer(model, s, plan));
+  const double head_tokens = static_cast<double>(s.batch);  // prefill: the last prompt token only
+  graph.layers.push_back(output_head(model, head_tokens));
+  if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft &&
+      model.spec.draft->routed_experts > 0) {
+    for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage) {
+      graph.layers.push_back(draft_stage(model, s, stage));
+    }
+  }
+  return graph;
+}
+
+}  // namespace v41sim

@@ -1,0 +1,103 @@
+#include "sim/report/layer_comparison.h"
+
+#include <fmt/format.h>
+
+namespace v41sim {
+namespace {
+
+std::string published_key(Phase phase) {
+  return phase == Phase::kPrefill ? "reuse_layer_kernels_prefill" : "reuse_layer_kernels_decode";
+}
+
+}  // namespace
+
+LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const KernelCostModel& cost,
+                               const StepShape& shape) {
+  LayerComparison c{shape, {}};
+  for (const ModelAnalysis& m : models) {
+    const StepGraph graph = build_step_graph(m, shape);
+    ModelStep step{m.spec.name, time_step(graph, cost), {}, 0, 0};
+    step.modes = time_by_mode(step.timing);
+    for (std::size_t i = 0; i < m.plan.size(); ++i) {
+      if (m.plan[i].role == LayerRole::kReuse) {
+        step.reuse_layer_kernels = static_cast<int64_t>(graph.layers[i].kernels.size());
+        break;
+      }
+    }
+    if (const auto it = m.spec.published.find(published_key(shape.phase)); it != m.spec.published.end()) {
+      step.published_reuse_layer_kernels = it->second;
+    }
+    c.models.push_back(std::move(step));
+  }
+  return c;
+}
+
+std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile& gpu,
+                                     const KernelCostModel& cost) {
+  const StepShape& s = c.shape;
+  const double tokens =
+      static_cast<double>(s.batch) * (s.phase == Phase::kPrefill ? static_cast<double>(s.context) : 1.0);
+  Table totals(fmt::format("{} step on {}: batch {}, context {}, EP {}", phase_name(s.phase), gpu.name,
+                           s.batch, s.context, s.ep),
+               {"model", "step (us)", "compute (us)", "EP comm (us)", "kernels",
+                s.phase == Phase::kPrefill ? "us per 1K prompt tokens" : "us per token"});
+  for (const ModelStep& m : c.models) {
+    const double per =
+        s.phase == Phase::kPrefill ? m.timing.total_us / tokens * 1000.0 : m.timing.total_us / tokens;
+    totals.add_row({m.model, format_fixed(m.timing.total_us, 1), format_fixed(m.timing.compute_us, 1),
+                    format_fixed(m.timing.communication_us, 1), std::to_string(m.timing.kernel_count),
+                    format_fixed(per, 2)});
+  }
+  totals.add_note("kernel model: " + cost.params().label());
+
+  Table modes("Time by layer mode", {"model", "mode", "layers", "time (us)", "share of step"});
+  for (const ModelStep& m : c.models) {
+    for (const ModeTime& mode : m.modes) {
+      modes.add_row({m.model, mode.mode, std::to_string(mode.layers), format_fixed(mode.time_us, 1),
+                     fmt::format("{:.1f}%", 100.0 * mode.time_us / m.timing.total_us)});
+    }
+  }
+  std::vector<Table> out{totals, modes};
+  Table reuse("Kernels in one Reuse layer", {"model", "our graph", "DeepSeek's fused kernels (published)"});
+  bool any = false;
+  for (const ModelStep& m : c.models) {
+    if (m.reuse_layer_kernels == 0) continue;
+    any = true;
+    reuse.add_row(
+        {m.model, std::to_string(m.reuse_layer_kernels),
+         m.published_reuse_layer_kernels > 0 ? format_fixed(m.published_reuse_layer_kernels, 0) : "-"});
+  }
+  if (any) {
+    reuse.add_note(
+        "our graph keeps norms, quantization and EP transfers as separate kernels; fusion level is "
+        "set with --mhc (fused | three-kernel)");
+    out.push_back(reuse);
+  }
+  return out;
+}
+
+nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, const KernelCostModel& cost) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const ModelStep& m : c.models) {
+    nlohmann::json modes = nlohmann::json::array();
+    for (const ModeTime& mode : m.modes) {
+      modes.push_back({{"mode", mode.mode}, {"layers", mode.layers}, {"time_us", mode.time_us}});
+    }
+    models.push_back({{"model", m.model},
+                      {"total_time_us", m.timing.total_us},
+                      {"compute_us", m.timing.compute_us},
+                      {"communication_us", m.timing.communication_us},
+                      {"kernel_count", m.timing.kernel_count},
+                      {"reuse_layer_kernels", m.reuse_layer_kernels},
+                      {"time_by_mode", modes}});
+  }
+  return {{"gpu", gpu.name},
+          {"phase", phase_name(c.shape.phase)},
+          {"batch", c.shape.batch},
+          {"context", c.shape.context},
+          {"ep", c.shape.ep},
+          {"models", models},
+          {"provenance", {{"kernel_model", cost.params().label()}}}};
+}
+
+}  // namespace v41sim

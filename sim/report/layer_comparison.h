@@ -1,0 +1,34 @@
+// compare-layers: one step shape, several model generations, one GPU; where
+// the time goes by layer mode, so CED's prefill saving and the flat cost of
+// Reindex layers show as numbers.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/cost/step_cost.h"
+#include "sim/report/step_view.h"
+
+namespace v41sim {
+
+struct ModelStep {
+  std::string model;
+  StepTiming timing;
+  std::vector<ModeTime> modes;
+  int64_t reuse_layer_kernels = 0;  // kernels of one Reuse-mode layer, 0 if the model has none
+  double published_reuse_layer_kernels = 0;
+};
+
+struct LayerComparison {
+  StepShape shape;
+  std::vector<ModelStep> models;
+};
+
+LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const KernelCostModel& cost,
+                               const StepShape& shape);
+std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile& gpu,
+                                     const KernelCostModel& cost);
+nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, const KernelCostModel& cost);
+
+}  // namespace v41sim

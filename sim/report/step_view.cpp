@@ -1,0 +1,224 @@
+#include "sim/report/step_view.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace v41sim {
+namespace {
+
+std::string title(const StepReport& r) {
+  const StepShape& s = r.graph.shape;
+  return fmt::format("{} on {}: {} step, batch {}, context {}, EP {}", r.model.spec.name, r.gpu.name,
+                     phase_name(s.phase), s.batch, s.context, s.ep);
+}
+
+double tflops(double flops, double us) { return us > 0 ? flops / us / 1e6 : 0; }
+double gbps(double bytes, double us) { return us > 0 ? bytes / us / 1e3 : 0; }
+
+// Layers whose kernels and times are identical collapse into one row.
+struct LayerGroup {
+  std::vector<int64_t> layers;
+  std::size_t first = 0;  // index into graph.layers
+};
+
+std::vector<LayerGroup> group_layers(const StepTiming& t) {
+  std::vector<LayerGroup> groups;
+  for (std::size_t i = 0; i < t.layers.size(); ++i) {
+    const LayerTiming& l = t.layers[i];
+    auto same = [&](const LayerGroup& g) {
+      const LayerTiming& o = t.layers[g.first];
+      return o.mode == l.mode && o.tokens == l.tokens && o.critical_us() == l.critical_us() &&
+             o.kernels.size() == l.kernels.size();
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), same);
+    if (it == groups.end()) {
+      groups.push_back({{l.layer}, i});
+    } else {
+      it->layers.push_back(l.layer);
+    }
+  }
+  return groups;
+}
+
+std::string ranges(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_us) {
+  return {{"name", k.name},
+          {"class", std::string(class_key(k.kernel_class))},
+          {"math", std::string(math_name(k.math))},
+          {"shape", {k.shape.m, k.shape.n, k.shape.k, k.shape.batch}},
+          {"start_us", start_us},
+          {"time_us", t.time_us},
+          {"busy_us", t.busy_us},
+          {"overhead_us", t.overhead_us},
+          {"roofline_us", t.roofline_us},
+          {"tiles", t.tiles},
+          {"waves", t.waves},
+          {"flops", k.flops},
+          {"hbm_bytes", k.hbm_bytes},
+          {"link_bytes", k.link_bytes},
+          {"achieved_tflops", tflops(k.flops, t.time_us)},
+          {"achieved_gbps", gbps(k.hbm_bytes, t.time_us)},
+          {"bound", std::string(bound_name(t.bound))},
+          {"fp4_at_fp8_rate", t.math_fallback}};
+}
+
+}  // namespace
+
+std::string phase_name(Phase phase) { return phase == Phase::kPrefill ? "prefill" : "decode"; }
+
+std::vector<ModeTime> time_by_mode(const StepTiming& timing) {
+  std::vector<ModeTime> modes;
+  for (const LayerTiming& l : timing.layers) {
+    auto it = std::find_if(modes.begin(), modes.end(), [&](const ModeTime& m) { return m.mode == l.mode; });
+    if (it == modes.end()) it = modes.insert(modes.end(), ModeTime{l.mode, 0, 0});
+    ++it->layers;
+    it->time_us += l.critical_us();
+  }
+  return modes;
+}
+
+std::vector<Table> step_tables(const StepReport& r) {
+  const StepTiming& t = r.timing;
+  Table summary(title(r), {"quantity", "value"});
+  summary.add_row({"step time", fmt::format("{:.1f} us", t.total_us)});
+  summary.add_row(
+      {"compute / EP communication / host copy",
+       fmt::format("{:.1f} / {:.1f} / {:.1f} us", t.compute_us, t.communication_us, t.host_copy_us)});
+  summary.add_row({"kernels", std::to_string(t.kernel_count)});
+  summary.add_row(
+      {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
+  summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
+                                           gbps(t.hbm_bytes, t.total_us))});
+  summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
+  summary.add_note("EP communication is not overlapped with compute; host copies run on their own engine");
+
+  Table layers("Per layer",
+               {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});
+  for (const LayerGroup& g : group_layers(t)) {
+    const LayerTiming& l = t.layers[g.first];
+    layers.add_row({ranges(g.layers), l.mode, format_fixed(l.tokens, 0), std::to_string(l.kernels.size()),
+                    format_fixed(l.critical_us(), 1),
+                    format_fixed(l.critical_us() * static_cast<double>(g.layers.size()), 1),
+                    format_fixed(tflops(l.flops, l.critical_us()), 1),
+                    format_fixed(gbps(l.hbm_bytes, l.critical_us()), 0)});
+  }
+
+  std::vector<Table> out{summary, layers};
+  for (const LayerGroup& g : group_layers(t)) {
+    const LayerKernels& lk = r.graph.layers[g.first];
+    const LayerTiming& l = t.layers[g.first];
+    Table kernels(fmt::format("Kernels of layer {} ({})", ranges(g.layers), l.mode),
+                  {"kernel", "class", "math", "tiles", "waves", "time (us)", "FLOPs", "bytes", "TFLOP/s",
+                   "GB/s", "bound"});
+    for (std::size_t i = 0; i < lk.kernels.size(); ++i) {
+      const Kernel& k = lk.kernels[i];
+      const KernelTiming& kt = l.kernels[i];
+      const double bytes = k.link_bytes > 0 ? k.link_bytes : k.hbm_bytes;
+      kernels.add_row({k.name, std::string(class_key(k.kernel_class)),
+                       std::string(math_name(k.math)) + (kt.math_fallback ? "*" : ""),
+                       std::to_string(kt.tiles), std::to_string(kt.waves), format_fixed(kt.time_us, 2),
+                       format_count(k.flops), format_bytes(bytes),
+                       format_fixed(tflops(k.flops, kt.time_us), 1), format_fixed(gbps(bytes, kt.time_us), 0),
+                       std::string(bound_name(kt.bound))});
+    }
+    if (std::any_of(l.kernels.begin(), l.kernels.end(),
+                    [](const KernelTiming& kt) { return kt.math_fallback; })) {
+      kernels.add_note("fp4*: no FP4 tensor cores on this GPU; FP4 operands run at the FP8 rate (assumed)");
+    }
+    out.push_back(kernels);
+  }
+  return out;
+}
+
+nlohmann::json step_json(const StepReport& r) {
+  const StepTiming& t = r.timing;
+  nlohmann::json layers = nlohmann::json::array();
+  for (std::size_t i = 0; i < t.layers.size(); ++i) {
+    const LayerTiming& l = t.layers[i];
+    const LayerKernels& lk = r.graph.layers[i];
+    nlohmann::json kernels = nlohmann::json::array();
+    for (std::size_t j = 0; j < lk.kernels.size(); ++j) {
+      kernels.push_back(kernel_json(lk.kernels[j], l.kernels[j], l.kernel_start_us[j]));
+    }
+    layers.push_back({{"layer", l.layer},
+                      {"mode", l.mode},
+                      {"tokens", l.tokens},
+                      {"start_us", l.start_us},
+                      {"time_us", l.critical_us()},
+                      {"host_copy_us", l.host_copy_us},
+                      {"flops", l.flops},
+                      {"hbm_bytes", l.hbm_bytes},
+                      {"kernels", kernels}});
+  }
+  nlohmann::json modes = nlohmann::json::array();
+  for (const ModeTime& m : time_by_mode(t))
+    modes.push_back({{"mode", m.mode}, {"layers", m.layers}, {"time_us", m.time_us}});
+  const StepShape& s = r.graph.shape;
+  return {{"model", r.model.spec.name},
+          {"gpu", r.gpu.name},
+          {"phase", phase_name(s.phase)},
+          {"batch", s.batch},
+          {"context", s.context},
+          {"ep", s.ep},
+          {"total_time_us", t.total_us},
+          {"compute_us", t.compute_us},
+          {"communication_us", t.communication_us},
+          {"host_copy_us", t.host_copy_us},
+          {"flops", t.flops},
+          {"hbm_bytes", t.hbm_bytes},
+          {"kernel_count", t.kernel_count},
+          {"time_by_mode", modes},
+          {"layers", layers},
+          {"provenance",
+           {{"kernel_model", r.cost.params().label()},
+            {"gpu", r.gpu.file},
+            {"efficiencies", r.cost.params().source}}}};
+}
+
+nlohmann::json step_trace(const StepReport& r) {
+  nlohmann::json events = nlohmann::json::array();
+  const char* tracks[] = {"compute stream", "EP communication", "host copy engine"};
+  for (int tid = 0; tid < 3; ++tid) {
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", tracks[tid]}}}});
+  }
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", title(r)}}}});
+  for (std::size_t i = 0; i < r.timing.layers.size(); ++i) {
+    const LayerTiming& l = r.timing.layers[i];
+    const LayerKernels& lk = r.graph.layers[i];
+    for (std::size_t j = 0; j < lk.kernels.size(); ++j) {
+      const Kernel& k = lk.kernels[j];
+      const KernelTiming& kt = l.kernels[j];
+      events.push_back({{"name", k.name},
+                        {"cat", fmt::format("layer {} {}", l.layer, l.mode)},
+                        {"ph", "X"},
+                        {"pid", 1},
+                        {"tid", static_cast<int>(k.stream)},
+                        {"ts", l.kernel_start_us[j]},
+                        {"dur", kt.time_us},
+                        {"args",
+                         {{"layer", l.layer},
+                          {"mode", l.mode},
+                          {"class", std::string(class_key(k.kernel_class))},
+                          {"tiles", kt.tiles},
+                          {"waves", kt.waves},
+                          {"flops", k.flops},
+                          {"hbm_bytes", k.hbm_bytes},
+                          {"bound", std::string(bound_name(kt.bound))}}}});
+    }
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+}  // namespace v41sim

@@ -1,0 +1,39 @@
+// Views of a timed step for `v41sim step`, `compare-layers` and the report:
+// per-layer and per-kernel tables, JSON, and a Chrome / Perfetto trace.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
+#include "sim/hw/gpu_profile.h"
+#include "sim/model/model_analysis.h"
+#include "sim/report/table.h"
+
+namespace v41sim {
+
+struct StepReport {
+  const ModelAnalysis& model;
+  const GpuProfile& gpu;
+  const KernelCostModel& cost;
+  const StepGraph& graph;
+  const StepTiming& timing;
+};
+
+std::string phase_name(Phase phase);
+std::vector<Table> step_tables(const StepReport& r);
+nlohmann::json step_json(const StepReport& r);
+// Chrome trace event format ("X" events, one track per stream); opens in ui.perfetto.dev.
+nlohmann::json step_trace(const StepReport& r);
+
+// Time per layer mode (summed over the layers of that mode), in plan order.
+struct ModeTime {
+  std::string mode;
+  int layers = 0;
+  double time_us = 0;
+};
+std::vector<ModeTime> time_by_mode(const StepTiming& timing);
+
+}  // namespace v41sim

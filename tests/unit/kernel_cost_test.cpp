@@ -1,0 +1,178 @@
+// The cycle-approximate kernel model: waves, bounds, and the behaviour the
+// kernel-model issue asks for, on every bundled GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "tests/step_test_support.h"
+
+namespace v41sim {
+namespace {
+
+using testing::analyze;
+using testing::GpuUnderTest;
+using testing::shape;
+using testing::timed;
+
+const char* const kAllGpus[] = {"h20", "h100_sxm", "h800", "h200", "b200", "gb200_nvl72"};
+
+Kernel compute_heavy_gemm(int64_t tiles) {
+  Kernel k;
+  k.name = "synthetic";
+  k.kernel_class = KernelClass::kGemm;
+  k.math = MathType::kFp8;
+  k.shape = {128 * tiles, 128, 128, 1};  // one 128x128 tile per 128 rows
+  k.flops = 1e9 * static_cast<double>(tiles);
+  k.hbm_bytes = 1e3 * static_cast<double>(tiles);
+  return k;
+}
+
+TEST(KernelCost, OneTileMoreThanTheSmsCostsASecondWave) {
+  for (const char* stem : kAllGpus) {
+    GpuUnderTest g(stem);
+    const auto sms = static_cast<int64_t>(g.cost.sm_count());
+    const KernelTiming full = g.cost.time(compute_heavy_gemm(sms));
+    const KernelTiming over = g.cost.time(compute_heavy_gemm(sms + 1));
+    EXPECT_EQ(full.waves, 1) << stem;
+    EXPECT_EQ(over.waves, 2) << stem;
+    EXPECT_NEAR(over.busy_us / full.busy_us, 2.0, 0.05) << stem;
+    EXPECT_EQ(full.bound, Bound::kCompute) << stem;
+    EXPECT_EQ(over.bound, Bound::kTail) << stem;
+  }
+}
+
+TEST(KernelCost, StreamingKernelReachesTheMemoryEfficiency) {
+  GpuUnderTest g("h200");
+  Kernel k;
+  k.kernel_class = KernelClass::kElementwise;
+  k.shape = {1 << 20, 4096, 1, 1};
+  k.hbm_bytes = 8e9;
+  const KernelTiming t = g.cost.time(k);
+  const double expected_us =
+      8e9 / (4.8e12 * g.cost.params().of(KernelClass::kElementwise).memory_efficiency.value()) * 1e6;
+  EXPECT_NEAR(t.busy_us / expected_us, 1.0, 0.01);
+  EXPECT_EQ(t.bound, Bound::kMemory);
+}
+
+TEST(KernelCost, TinyKernelIsLaunchBound) {
+  GpuUnderTest g("h100_sxm", /*cuda_graph=*/false);
+  Kernel k;
+  k.kernel_class = KernelClass::kElementwise;
+  k.hbm_bytes = 4096;
+  const KernelTiming t = g.cost.time(k);
+  EXPECT_EQ(t.bound, Bound::kLaunch);
+  EXPECT_DOUBLE_EQ(t.overhead_us, g.cost.params().launch_overhead_us.value());
+}
+
+TEST(KernelCost, Fp4MathFallsBackToFp8OnHopperOnly) {
+  Kernel k;
+  k.kernel_class = KernelClass::kIndexer;
+  k.math = MathType::kFp4;
+  k.shape = {64, 65536, 4096, 1};
+  k.flops = 1e12;
+  k.hbm_bytes = 1e6;
+  EXPECT_TRUE(GpuUnderTest("h200").cost.time(k).math_fallback);
+  EXPECT_FALSE(GpuUnderTest("b200").cost.time(k).math_fallback);
+}
+
+double time_with_bound(const StepTiming& t, Bound bound) {
+  double total = 0;
+  for (const LayerTiming& l : t.layers) {
+    for (const KernelTiming& k : l.kernels) total += k.bound == bound ? k.time_us : 0.0;
+  }
+  return total;
+}
+
+TEST(StepCost, SmallBatchDecodeIsMemoryBoundEverywhere) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  for (const char* stem : kAllGpus) {
+    GpuUnderTest g(stem);
+    const StepTiming t = timed(m, g.cost, shape(Phase::kDecode, 1, 8192));
+    EXPECT_LT(time_with_bound(t, Bound::kCompute), 0.05 * t.compute_us) << stem;
+    EXPECT_GT(time_with_bound(t, Bound::kMemory), 0.5 * t.compute_us) << stem;
+  }
+}
+
+TEST(StepCost, LongPrefillIsComputeBoundOnHopper) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  for (const char* stem : {"h100_sxm", "h200"}) {
+    GpuUnderTest g(stem, false);
+    const StepTiming t = timed(m, g.cost, shape(Phase::kPrefill, 1, 65536));
+    EXPECT_GT(time_with_bound(t, Bound::kCompute), 0.5 * t.compute_us) << stem;
+  }
+}
+
+TEST(StepCost, PrefillRanksByTensorRate) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  std::map<std::string, double> us;
+  for (const char* stem : kAllGpus) {
+    GpuUnderTest g(stem, false);
+    us[stem] = timed(m, g.cost, shape(Phase::kPrefill, 1, 65536)).compute_us;
+  }
+  EXPECT_GT(us["h20"], 3.0 * us["h100_sxm"]);  // 296 vs 1979 dense FP8 TFLOPS
+  EXPECT_GT(us["h100_sxm"], us["b200"]);
+  EXPECT_GE(us["b200"], us["gb200_nvl72"]);
+  EXPECT_NEAR(us["h100_sxm"] / us["h200"], 1.0, 0.25);  // same tensor rate, more bandwidth
+}
+
+TEST(StepCost, PositiveFiniteAndMonotoneInBatchAndContext) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200");
+  for (Phase phase : {Phase::kDecode, Phase::kPrefill}) {
+    double previous = 0;
+    for (int64_t batch : {1, 4, 16, 64}) {
+      const StepTiming t = timed(m, g.cost, shape(phase, batch, 16384));
+      for (const LayerTiming& l : t.layers) {
+        for (const KernelTiming& k : l.kernels) {
+          EXPECT_TRUE(std::isfinite(k.time_us) && k.time_us > 0);
+        }
+      }
+      EXPECT_GT(t.total_us, previous) << "batch " << batch;
+      previous = t.total_us;
+    }
+    previous = 0;
+    for (int64_t context : {4096, 32768, 262144, 1048576}) {
+      const double total = timed(m, g.cost, shape(phase, 4, context)).total_us;
+      EXPECT_GT(total, previous) << "context " << context;
+      previous = total;
+    }
+  }
+}
+
+// Per kernel (same layer, same name) time never drops when the batch or the context grows.
+TEST(StepCost, EveryKernelIsMonotone) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h100_sxm");
+  for (Phase phase : {Phase::kDecode, Phase::kPrefill}) {
+    const std::vector<StepShape> shapes{shape(phase, 1, 4096), shape(phase, 2, 4096), shape(phase, 2, 65536),
+                                        shape(phase, 8, 65536), shape(phase, 8, 524288)};
+    std::map<std::string, double> last;
+    for (const StepShape& s : shapes) {
+      const StepGraph graph = build_step_graph(m, s);
+      const StepTiming t = time_step(graph, g.cost);
+      for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+        for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j) {
+          const std::string key = std::to_string(i) + "/" + graph.layers[i].kernels[j].name;
+          const double us = t.layers[i].kernels[j].time_us;
+          if (last.count(key)) {
+            EXPECT_GE(us, last[key] * 0.98) << key << " batch " << s.batch << " ctx " << s.context;
+          }
+          last[key] = us;
+        }
+      }
+    }
+  }
+}
+
+TEST(StepCost, SameInputsSameTimes) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest a("h200");
+  GpuUnderTest b("h200");
+  const StepShape s = shape(Phase::kDecode, 16, 131072);
+  EXPECT_EQ(timed(m, a.cost, s).total_us, timed(m, b.cost, s).total_us);
+  EXPECT_EQ(timed(m, a.cost, s).total_us, timed(m, a.cost, s).total_us);  // cached
+}
+
+}  // namespace
+}  // namespace v41sim

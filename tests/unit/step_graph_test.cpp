@@ -1,0 +1,155 @@
+// The kernel graph: which kernels each layer mode runs, and the work they do.
+#include "sim/graph/step_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "tests/step_test_support.h"
+
+namespace v41sim {
+namespace {
+
+using testing::analyze;
+using testing::shape;
+
+std::set<std::string> kernel_names(const LayerKernels& layer) {
+  std::set<std::string> names;
+  for (const Kernel& k : layer.kernels) names.insert(k.name);
+  return names;
+}
+
+double flops_of(const StepGraph& g) {
+  double total = 0;
+  for (const LayerKernels& l : g.layers) {
+    for (const Kernel& k : l.kernels) total += k.flops;
+  }
+  return total;
+}
+
+const Kernel* find_kernel(const LayerKernels& layer, const std::string& name) {
+  for (const Kernel& k : layer.kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const StepGraph g = build_step_graph(m, shape(Phase::kDecode, 4, 65536));
+  const auto full = kernel_names(g.layers[20]);
+  const auto reindex = kernel_names(g.layers[24]);
+  const auto reuse = kernel_names(g.layers[25]);
+  EXPECT_TRUE(full.count("kv_compress_proj") && full.count("index_key_compress_proj") &&
+              full.count("indexer_logits"));
+  EXPECT_FALSE(reindex.count("kv_compress_proj") || reindex.count("index_key_compress_proj"));
+  EXPECT_TRUE(reindex.count("index_q_proj") && reindex.count("indexer_logits_in_pool"));
+  for (const char* absent : {"kv_compress_proj", "index_q_proj", "indexer_logits", "topk_select"}) {
+    EXPECT_FALSE(reuse.count(absent)) << absent;
+  }
+  EXPECT_TRUE(reuse.count("sparse_attention"));
+}
+
+// Ratio of V4.1's prefill FLOPs to the same model run without CED (all 40
+// layers on every prompt token). The decoder's 20 layers still produce layer
+// 20's KV and index keys for every token, and the decoder tail runs on 140
+// tokens, so the ratio sits a little above one half.
+TEST(StepGraph, CedHalvesPrefillWork) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  ModelSpec without = v41.spec;
+  without.ced.reset();
+  const ModelAnalysis all_layers = analyze_model(without);
+  const StepShape s = shape(Phase::kPrefill, 1, 32768);
+  const double ratio = flops_of(build_step_graph(v41, s)) / flops_of(build_step_graph(all_layers, s));
+  EXPECT_GT(ratio, 0.45);
+  EXPECT_LT(ratio, 0.56);
+  // Decode is unchanged by CED.
+  const StepShape d = shape(Phase::kDecode, 8, 32768);
+  EXPECT_DOUBLE_EQ(flops_of(build_step_graph(v41, d)), flops_of(build_step_graph(all_layers, d)));
+}
+
+TEST(StepGraph, ReindexIndexerIsFlatPastThePoolAndFullIsLinear) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  auto logits = [&](int64_t context, int64_t layer, const char* name) {
+    const StepGraph g = build_step_graph(m, shape(Phase::kDecode, 1, context));
+    return find_kernel(g.layers[static_cast<std::size_t>(layer)], name)->flops;
+  };
+  // Layer 20 has ratio 1: the pool (16,384 positions) engages past 16,384 tokens.
+  EXPECT_DOUBLE_EQ(logits(65536, 24, "indexer_logits_in_pool"),
+                   logits(1048576, 24, "indexer_logits_in_pool"));
+  EXPECT_LT(logits(8192, 24, "indexer_logits_in_pool"), logits(65536, 24, "indexer_logits_in_pool"));
+  EXPECT_NEAR(logits(1048576, 20, "indexer_logits") / logits(524288, 20, "indexer_logits"), 2.0, 0.01);
+  // The pool is built only once there is something to prune.
+  const StepGraph short_context = build_step_graph(m, shape(Phase::kDecode, 1, 8192));
+  const StepGraph long_context = build_step_graph(m, shape(Phase::kDecode, 1, 65536));
+  EXPECT_EQ(find_kernel(short_context.layers[20], "candidate_pool_block_max_topk"), nullptr);
+  EXPECT_NE(find_kernel(long_context.layers[20], "candidate_pool_block_max_topk"), nullptr);
+}
+
+TEST(StepGraph, CedPrefillRunsTheDecoderOnTheKeptTail) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const StepGraph g = build_step_graph(m, shape(Phase::kPrefill, 2, 100000));
+  EXPECT_DOUBLE_EQ(g.layers[19].tokens, 200000);
+  EXPECT_DOUBLE_EQ(g.layers[21].tokens, 280);
+  // Layer 20 still writes global KV for every prompt token.
+  EXPECT_EQ(find_kernel(g.layers[20], "kv_compress_proj")->shape.m, 200000);
+}
+
+TEST(StepGraph, DecodeWeightBytesMatchTheParameterCount) {
+  // At batch 1 every dense weight of a layer is read once: the graph's GEMM
+  // weight bytes must agree with the parameter count of the same layer.
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const StepGraph g = build_step_graph(m, shape(Phase::kDecode, 1, 4096, 1));
+  for (int64_t layer : {0, 8, 20, 24, 30}) {
+    double weights = 0;
+    for (const Kernel& k : g.layers[static_cast<std::size_t>(layer)].kernels) {
+      if (k.kernel_class == KernelClass::kGemm)
+        weights += static_cast<double>(k.shape.n * k.shape.k * k.shape.batch);
+    }
+    const LayerParams& p = m.params.layers[static_cast<std::size_t>(layer)];
+    const double dense = static_cast<double>(p.attention() + p.router + p.shared_experts);
+    EXPECT_NEAR(weights / dense, 1.0, 0.01) << "layer " << layer;
+  }
+}
+
+TEST(StepGraph, SameMachineryForOtherFamilies) {
+  for (const char* stem :
+       {"deepseek_v4_flash", "deepseek_v4_pro", "deepseek_v3", "deepseek_v3_2", "llama_3_1_405b"}) {
+    const ModelAnalysis m = analyze(stem);
+    const int64_t ep = m.spec.moe ? 8 : 1;
+    for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+      const StepGraph g = build_step_graph(m, shape(phase, 2, 16384, ep));
+      EXPECT_EQ(g.layers.size(), static_cast<std::size_t>(m.spec.num_layers + 1)) << stem;
+      EXPECT_GT(flops_of(g), 0) << stem;
+    }
+  }
+}
+
+TEST(StepGraph, MhcFusionHalvesItsTraffic) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kPrefill, 1, 8192);
+  auto mhc_bytes = [&](bool fused) {
+    s.mhc_fused = fused;
+    double bytes = 0;
+    const StepGraph g = build_step_graph(m, s);
+    for (const Kernel& k : g.layers[5].kernels) {
+      if (k.name.find("mhc") != std::string::npos) bytes += k.hbm_bytes;
+    }
+    return bytes;
+  };
+  const double three_kernel = mhc_bytes(false);
+  const double fused = mhc_bytes(true);
+  EXPECT_NEAR(three_kernel / fused, 1.8, 0.05);  // (4s+2)/(2s+2) with 4 streams
+}
+
+TEST(StepGraph, BadShapesAreInputErrors) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 0, 100)), InputError);
+  EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 0)), InputError);
+  EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 2000000)), InputError);
+  EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 100, 7)), InputError);
+}
+
+}  // namespace
+}  // namespace v41sim
