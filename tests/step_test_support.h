@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/cost/cost_params.h"
+#include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
@@ -14,10 +15,9 @@ namespace v41sim::testing {
 
 struct GpuUnderTest {
   explicit GpuUnderTest(const std::string& stem, bool cuda_graph = true)
-      : gpu(load_gpu_profile_file(gpu_path(stem))),
-        cost(gpu, load_cost_params_file(calibration_path_for(V41SIM_SOURCE_DIR, stem)), cuda_graph) {}
-  GpuProfile gpu;
-  KernelCostModel cost;
+      : model(V41SIM_SOURCE_DIR, gpu_path(stem), cuda_graph), cost(model.cost()) {}
+  GpuCostModel model;
+  const KernelCostModel& cost;
 };
 
 inline StepShape shape(Phase phase, int64_t batch, int64_t context, int64_t ep = 8) {

@@ -10,6 +10,7 @@
 #include "sim/capacity/memory_fit.h"
 #include "sim/common/catalog.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
@@ -164,19 +165,13 @@ bool uses_cuda_graph(const Flags& f, const StepShape& s) {
   return !f.no_cuda_graph && s.phase == Phase::kDecode;
 }
 
-std::string gpu_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
-
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const std::string gpu_file = catalog.resolve_gpu(f.hw);
-  const GpuProfile gpu = load_gpu_profile_file(gpu_file);
   const StepShape shape = step_shape_from(f);
-  const KernelCostModel cost(
-      gpu, load_cost_params_file(calibration_path_for(catalog.data_dir(), gpu_stem(gpu_file))),
-      uses_cuda_graph(f, shape));
+  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   const StepGraph graph = build_step_graph(m, shape);
-  const StepTiming timing = time_step(graph, cost);
-  const StepReport report{m, gpu, cost, graph, timing};
+  const StepTiming timing = time_step(graph, g.cost());
+  const StepReport report{m, g.gpu(), g.cost(), graph, timing};
   if (!f.trace.empty()) {
     std::ofstream trace(f.trace);
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");
@@ -191,20 +186,16 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
 }
 
 void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  const std::string gpu_file = catalog.resolve_gpu(f.hw);
-  const GpuProfile gpu = load_gpu_profile_file(gpu_file);
   const StepShape shape = step_shape_from(f);
-  const KernelCostModel cost(
-      gpu, load_cost_params_file(calibration_path_for(catalog.data_dir(), gpu_stem(gpu_file))),
-      uses_cuda_graph(f, shape));
+  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   std::vector<ModelAnalysis> models;
   std::stringstream names(f.models);
   for (std::string name; std::getline(names, name, ',');) models.push_back(load_model_named(catalog, name));
-  const LayerComparison comparison = compare_layers(models, cost, shape);
+  const LayerComparison comparison = compare_layers(models, g.cost(), shape);
   if (f.json) {
-    out << comparison_json(comparison, gpu, cost).dump(2) << "\n";
+    out << comparison_json(comparison, g.gpu(), g.cost()).dump(2) << "\n";
   } else {
-    print_tables(out, comparison_tables(comparison, gpu, cost));
+    print_tables(out, comparison_tables(comparison, g.gpu(), g.cost()));
   }
 }
 

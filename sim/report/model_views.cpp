@@ -17,19 +17,6 @@ struct LayerGroup {
   const LayerKv* kv;
 };
 
-// "21-23,25-27": consecutive layer ids folded into ranges.
-std::string layer_ranges(const std::vector<int64_t>& ids) {
-  std::string out;
-  for (std::size_t i = 0; i < ids.size();) {
-    std::size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(ids[i]);
-    if (j > i) out += "-" + std::to_string(ids[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::vector<LayerGroup> group_layers(const KvLayout& kv) {
   std::vector<LayerGroup> groups;
   for (const LayerKv& layer : kv.layers) {
@@ -54,7 +41,7 @@ std::vector<Table> kv_tables(const ModelAnalysis& m, int64_t context_tokens) {
                {"layers", "mode", "stores", "global B/token (each)"});
   for (const LayerGroup& g : group_layers(m.kv)) {
     layers.add_row(
-        {layer_ranges(g.layers), g.kv->mode, g.kv->stores, format_fixed(g.kv->global_bytes_per_token, 4)});
+        {format_ranges(g.layers), g.kv->mode, g.kv->stores, format_fixed(g.kv->global_bytes_per_token, 4)});
   }
   layers.add_note(derived_from(m, "entry sizes from element formats and scale groups"));
 

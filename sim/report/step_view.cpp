@@ -41,17 +41,6 @@ std::vector<LayerGroup> group_layers(const StepTiming& t) {
   return groups;
 }
 
-std::string ranges(const std::vector<int64_t>& ids) {
-  std::string out;
-  for (std::size_t i = 0; i < ids.size();) {
-    std::size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
-    i = j + 1;
-  }
-  return out;
-}
-
 nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_us) {
   return {{"name", k.name},
           {"class", std::string(class_key(k.kernel_class))},
@@ -107,8 +96,8 @@ std::vector<Table> step_tables(const StepReport& r) {
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});
   for (const LayerGroup& g : group_layers(t)) {
     const LayerTiming& l = t.layers[g.first];
-    layers.add_row({ranges(g.layers), l.mode, format_fixed(l.tokens, 0), std::to_string(l.kernels.size()),
-                    format_fixed(l.critical_us(), 1),
+    layers.add_row({format_ranges(g.layers), l.mode, format_fixed(l.tokens, 0),
+                    std::to_string(l.kernels.size()), format_fixed(l.critical_us(), 1),
                     format_fixed(l.critical_us() * static_cast<double>(g.layers.size()), 1),
                     format_fixed(tflops(l.flops, l.critical_us()), 1),
                     format_fixed(gbps(l.hbm_bytes, l.critical_us()), 0)});
@@ -118,7 +107,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   for (const LayerGroup& g : group_layers(t)) {
     const LayerKernels& lk = r.graph.layers[g.first];
     const LayerTiming& l = t.layers[g.first];
-    Table kernels(fmt::format("Kernels of layer {} ({})", ranges(g.layers), l.mode),
+    Table kernels(fmt::format("Kernels of layer {} ({})", format_ranges(g.layers), l.mode),
                   {"kernel", "class", "math", "tiles", "waves", "time (us)", "FLOPs", "bytes", "TFLOP/s",
                    "GB/s", "bound"});
     for (std::size_t i = 0; i < lk.kernels.size(); ++i) {

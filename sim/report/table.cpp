@@ -59,6 +59,18 @@ std::string Table::to_markdown() const {
 
 std::string format_fixed(double value, int decimals) { return fmt::format("{:.{}f}", value, decimals); }
 
+std::string format_ranges(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ids[i]);
+    if (j > i) out += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string format_bytes(double bytes) {
   const double gib = bytes / std::pow(2.0, 30);
   if (bytes >= 1e9) return fmt::format("{:.2f} GiB ({:.1f} GB)", gib, bytes / 1e9);

@@ -3,6 +3,7 @@
 // CLI and the report, so the two never disagree.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,6 @@ class Table {
 std::string format_bytes(double bytes);  // "890 B", "2.70 MB", "0.87 GiB (0.93 GB)"
 std::string format_count(double value);  // "552.1 B", "35.4 M"
 std::string format_fixed(double value, int decimals);
+std::string format_ranges(const std::vector<int64_t>& ids);  // {21,22,23,25} -> "21-23,25"
 
 }  // namespace v41sim

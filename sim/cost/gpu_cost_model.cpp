@@ -1,0 +1,17 @@
+#include "sim/cost/gpu_cost_model.h"
+
+#include <filesystem>
+
+#include "sim/cost/cost_params.h"
+#include "sim/hw/gpu_profile_loader.h"
+
+namespace v41sim {
+
+GpuCostModel::GpuCostModel(const std::string& data_dir, const std::string& gpu_file, bool cuda_graph)
+    : gpu_(load_gpu_profile_file(gpu_file)),
+      cost_(gpu_,
+            load_cost_params_file(
+                calibration_path_for(data_dir, std::filesystem::path(gpu_file).stem().string())),
+            cuda_graph) {}
+
+}  // namespace v41sim

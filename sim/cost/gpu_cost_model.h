@@ -1,0 +1,26 @@
+// GpuCostModel: a GPU profile and the kernel cost model that refers to it,
+// loaded together (with that GPU's calibration file, or the priors).
+#pragma once
+
+#include <string>
+
+#include "sim/cost/kernel_cost.h"
+#include "sim/hw/gpu_profile.h"
+
+namespace v41sim {
+
+class GpuCostModel {
+ public:
+  GpuCostModel(const std::string& data_dir, const std::string& gpu_file, bool cuda_graph);
+  GpuCostModel(const GpuCostModel&) = delete;
+  GpuCostModel& operator=(const GpuCostModel&) = delete;
+
+  const GpuProfile& gpu() const { return gpu_; }
+  const KernelCostModel& cost() const { return cost_; }
+
+ private:
+  GpuProfile gpu_;
+  KernelCostModel cost_;  // holds a reference to gpu_, declared after it
+};
+
+}  // namespace v41sim
