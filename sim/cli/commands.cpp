@@ -20,8 +20,12 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/layer_comparison.h"
 #include "sim/report/model_views.h"
+#include "sim/report/run_view.h"
 #include "sim/report/step_view.h"
 #include "sim/report/study_report.h"
+#include "sim/serving/deployment_spec.h"
+#include "sim/serving/serving_simulation.h"
+#include "sim/serving/workload_spec.h"
 
 namespace v41sim {
 namespace {
@@ -46,6 +50,11 @@ struct Flags {
   bool no_draft = false;
   std::string trace;
   std::string models = "deepseek_v4_1_flash,deepseek_v4_flash,deepseek_v3_2";
+  // run
+  std::string deployment = "h200_pd_64";
+  std::string workload = "agent_coding";
+  double duration_s = 600;
+  uint64_t seed = 1;
 };
 
 ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name) {
@@ -199,6 +208,28 @@ void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& ou
   }
 }
 
+void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  if (f.duration_s <= 0) {
+    throw InputError({"", 0, "--duration"},
+                     fmt::format("expected a positive number of seconds, got {}", f.duration_s));
+  }
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
+  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(f.workload));
+  const std::string gpu_file = catalog.resolve_gpu(deployment.gpu);
+  const GpuCostModel prefill(catalog.data_dir(), gpu_file, false);
+  const GpuCostModel decode(catalog.data_dir(), gpu_file, true);
+  ServingSimulation simulation(m, prefill.gpu(), prefill.cost(), decode.cost(), deployment, workload, f.seed);
+  const ServingResult result = simulation.run(f.duration_s);
+  const std::string kernel_model = decode.cost().params().label();
+  const RunReport report{m.spec.name, deployment, workload, kernel_model, f.seed, result};
+  if (f.json) {
+    out << run_json(report).dump(2) << "\n";
+  } else {
+    print_tables(out, run_tables(report));
+  }
+}
+
 void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
   StudyOptions options;
   options.out_dir = f.out_dir;
@@ -279,6 +310,16 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_step_flags(compare);
   compare->add_option("--models", flags->models, "comma-separated models")->capture_default_str();
   bind(compare, run_compare_layers);
+
+  CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");
+  add_model(serve);
+  serve->add_option("--deployment", flags->deployment, "deployment (workloads/deployments/) name or path")
+      ->capture_default_str();
+  serve->add_option("--workload", flags->workload, "workload (workloads/) name or path")
+      ->capture_default_str();
+  serve->add_option("--duration", flags->duration_s, "simulated seconds")->capture_default_str();
+  serve->add_option("--seed", flags->seed, "random seed")->capture_default_str();
+  bind(serve, run_serving);
 
   CLI::App* claims = app.add_subcommand("claims", "check the seed article's quantitative claims");
   add_reserve(claims);

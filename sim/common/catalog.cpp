@@ -86,4 +86,12 @@ std::string Catalog::resolve_gpu(const std::string& name_or_path) const {
   return resolve("hw_profiles", name_or_path, "--hw");
 }
 
+std::string Catalog::resolve_workload(const std::string& name_or_path) const {
+  return resolve("workloads", name_or_path, "--workload");
+}
+
+std::string Catalog::resolve_deployment(const std::string& name_or_path) const {
+  return resolve("workloads/deployments", name_or_path, "--deployment");
+}
+
 }  // namespace v41sim

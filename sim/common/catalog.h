@@ -21,6 +21,8 @@ class Catalog {
   std::vector<std::string> gpu_files() const;
   std::string resolve_model(const std::string& name_or_path) const;
   std::string resolve_gpu(const std::string& name_or_path) const;
+  std::string resolve_workload(const std::string& name_or_path) const;
+  std::string resolve_deployment(const std::string& name_or_path) const;
   const std::string& data_dir() const { return data_dir_; }
 
  private:

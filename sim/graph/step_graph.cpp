@@ -25,11 +25,14 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
   c.query_end = context;
   if (s.phase == Phase::kDecode) {
     c.tokens = c.kv_tokens = batch;
-  } else if (m.ced && plan.layer >= m.ced->encoder_layers) {
-    c.tokens = batch * std::min(context, static_cast<double>(m.ced->decoder_keep_tokens));
-    c.kv_tokens = batch * context;
   } else {
-    c.tokens = c.kv_tokens = batch * context;
+    // Prefill computes the last `fresh` tokens of each prompt; a cached prefix is only read.
+    const double fresh = s.new_tokens > 0 ? std::min(static_cast<double>(s.new_tokens), context) : context;
+    const bool decoder_layer = m.ced && plan.layer >= m.ced->encoder_layers;
+    const double run =
+        decoder_layer ? std::min(fresh, static_cast<double>(m.ced->decoder_keep_tokens)) : fresh;
+    c.tokens = batch * run;
+    c.kv_tokens = batch * fresh;
   }
   c.moe = m.is_moe_layer(plan.layer);
   if (c.moe) {
@@ -99,6 +102,10 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
   if (s.context > model.spec.max_context) {
     throw InputError({"", 0, "--context"}, fmt::format("{} tokens exceed {}'s max_context of {}", s.context,
                                                        model.spec.name, model.spec.max_context));
+  }
+  if (s.new_tokens < 0 || s.new_tokens > s.context) {
+    throw InputError({"", 0, "new_tokens"}, fmt::format("expected 0..{} tokens computed per sequence, got {}",
+                                                        s.context, s.new_tokens));
   }
   if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;

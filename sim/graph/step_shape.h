@@ -11,6 +11,7 @@ struct StepShape {
   Phase phase = Phase::kDecode;
   int64_t batch = 1;          // sequences in the step (per GPU, data-parallel attention)
   int64_t context = 1;        // prefill: prompt tokens each; decode: history tokens each
+  int64_t new_tokens = 0;     // prefill: tokens computed per sequence (the rest is a cached prefix); 0 = all
   int64_t ep = 8;             // expert-parallel group size
   int64_t ep_per_node = 8;    // ranks of the EP group inside one NVLink domain
   bool mhc_fused = true;      // single-pass mHC (one kernel) vs the three-kernel form

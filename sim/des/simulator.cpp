@@ -1,0 +1,70 @@
+#include "sim/des/simulator.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace v41sim {
+namespace {
+
+// FNV-1a: a stable hash of the stream name (std::hash may differ between builds).
+uint64_t stable_hash(std::string_view text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+EventId Simulator::schedule_at(SimTime when, EventAction action) {
+  if (when < now_) throw std::logic_error("Simulator: event scheduled in the past");
+  std::size_t slot;
+  if (free_slots_.empty()) {
+    slot = actions_.size();
+    actions_.push_back(std::move(action));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    actions_[slot] = std::move(action);
+  }
+  const EventId id = next_id_++;
+  heap_.push_back({when, id, slot});
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  return id;
+}
+
+void Simulator::cancel(EventId id) {
+  cancelled_.insert(std::lower_bound(cancelled_.begin(), cancelled_.end(), id), id);
+}
+
+void Simulator::run_until(SimTime until) {
+  while (!heap_.empty() && heap_.front().when <= until) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    const Entry entry = heap_.back();
+    heap_.pop_back();
+    EventAction action = std::move(actions_[entry.action]);
+    free_slots_.push_back(entry.action);
+    if (!cancelled_.empty()) {
+      const auto it = std::lower_bound(cancelled_.begin(), cancelled_.end(), entry.id);
+      if (it != cancelled_.end() && *it == entry.id) {
+        cancelled_.erase(it);
+        continue;
+      }
+    }
+    now_ = entry.when;
+    ++processed_;
+    action();
+  }
+  if (until != SimTime::max()) now_ = std::max(now_, until);
+}
+
+std::mt19937_64 Simulator::random_stream(std::string_view stream) const {
+  std::seed_seq seq{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
+                    static_cast<uint32_t>(stable_hash(stream)),
+                    static_cast<uint32_t>(stable_hash(stream) >> 32)};
+  return std::mt19937_64(seq);
+}
+
+}  // namespace v41sim

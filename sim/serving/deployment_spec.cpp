@@ -1,0 +1,64 @@
+#include "sim/serving/deployment_spec.h"
+
+#include "sim/common/yaml_reader.h"
+
+namespace v41sim {
+namespace {
+
+PoolSpec read_pool(const YamlNode& node, bool prefill) {
+  node.expect_only(
+      {"instances", "gpus_per_instance", "ep", prefill ? "max_tokens_per_step" : "max_batch_per_gpu"});
+  PoolSpec p;
+  p.instances = node.required("instances").as_positive_int();
+  p.gpus_per_instance = node.required("gpus_per_instance").as_positive_int();
+  const YamlNode ep = node.required("ep");
+  p.ep = ep.as_positive_int();
+  if (p.ep != p.gpus_per_instance) {
+    ep.fail("the EP group spans one instance: ep must equal gpus_per_instance");
+  }
+  if (prefill) {
+    p.max_tokens_per_step = node.required("max_tokens_per_step").as_positive_int();
+  } else {
+    p.max_batch_per_gpu = node.required("max_batch_per_gpu").as_positive_int();
+  }
+  return p;
+}
+
+}  // namespace
+
+DeploymentSpec load_deployment_file(const std::string& path) {
+  const YamlNode root = YamlNode::load_file(path);
+  root.expect_only(
+      {"name", "source", "gpu", "disaggregated", "prefill", "decode", "kv_tiers", "sla", "reserve_fraction"});
+  DeploymentSpec d;
+  d.file = path;
+  d.name = root.required("name").as_string();
+  root.required("source").as_string();
+  d.gpu = root.required("gpu").as_string();
+  const YamlNode disaggregated = root.required("disaggregated");
+  d.disaggregated = disaggregated.as_bool();
+  if (!d.disaggregated) {
+    disaggregated.fail(
+        "aggregated serving (prefill and decode on the same instances) is not modelled yet; "
+        "use disaggregated: true");
+  }
+  d.prefill = read_pool(root.required("prefill"), true);
+  d.decode = read_pool(root.required("decode"), false);
+  const YamlNode kv = root.required("kv_tiers");
+  kv.expect_only({"ssd_read_bytes_per_s", "retention_s", "host_pool_fraction", "host_ttl_s"});
+  d.kv.ssd_read_bytes_per_s = read_sourced_value(kv.required("ssd_read_bytes_per_s"));
+  d.kv.retention_s = kv.required("retention_s").as_positive_double();
+  d.kv.host_pool_fraction = kv.required("host_pool_fraction").as_positive_double();
+  if (d.kv.host_pool_fraction >= 1) kv.required("host_pool_fraction").fail("expected a fraction below 1");
+  d.kv.host_ttl_s = kv.required("host_ttl_s").as_positive_double();
+  const YamlNode sla = root.required("sla");
+  sla.expect_only({"ttft_ms", "tpot_ms"});
+  d.sla.ttft_ms = sla.required("ttft_ms").as_positive_double();
+  d.sla.tpot_ms = sla.required("tpot_ms").as_positive_double();
+  const YamlNode reserve = root.required("reserve_fraction");
+  d.reserve_fraction = reserve.as_non_negative_double();
+  if (d.reserve_fraction >= 1) reserve.fail("expected a fraction below 1");
+  return d;
+}
+
+}  // namespace v41sim

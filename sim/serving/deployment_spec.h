@@ -1,0 +1,50 @@
+// DeploymentSpec: the hardware and serving layout of a run
+// (workloads/deployments/*.yaml): which GPU, the prefill and decode pools,
+// their EP sizes and batch limits, the KV tiers and the SLA.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/common/sourced_value.h"
+
+namespace v41sim {
+
+struct PoolSpec {
+  int64_t instances = 0;
+  int64_t gpus_per_instance = 0;  // data-parallel attention ranks, one EP group
+  int64_t ep = 0;
+  int64_t max_tokens_per_step = 0;  // prefill: chunk size per rank
+  int64_t max_batch_per_gpu = 0;    // decode: sequences per rank
+};
+
+struct KvTierSpec {
+  SourcedValue ssd_read_bytes_per_s;  // persistent global-KV tier, per instance
+  double retention_s = 0;             // how long a session's global KV stays
+  double host_pool_fraction = 0;      // share of each node's DRAM for SWA state
+  double host_ttl_s = 0;              // how long SWA state stays in the pool
+};
+
+struct SlaSpec {
+  double ttft_ms = 0;
+  double tpot_ms = 0;
+};
+
+struct DeploymentSpec {
+  std::string name;
+  std::string file;
+  std::string gpu;  // hw_profiles stem or name
+  bool disaggregated = true;
+  PoolSpec prefill;
+  PoolSpec decode;
+  KvTierSpec kv;
+  SlaSpec sla;
+  double reserve_fraction = 0;  // HBM held back for activations and workspace
+  int64_t total_gpus() const {
+    return prefill.instances * prefill.gpus_per_instance + decode.instances * decode.gpus_per_instance;
+  }
+};
+
+DeploymentSpec load_deployment_file(const std::string& path);
+
+}  // namespace v41sim

@@ -1,0 +1,42 @@
+// Request: one turn of a session, from arrival to its last output token.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/des/sim_time.h"
+
+namespace v41sim {
+
+struct Request {
+  int64_t id = 0;
+  int64_t session = 0;
+  int64_t turn = 0;
+  SimTime arrival;
+  int64_t prefix_tokens = 0;  // context the session already had before this turn
+  int64_t new_tokens = 0;     // tokens this turn adds to the context
+  int64_t output_tokens = 0;  // tokens to generate (>= 1; the first comes from prefill)
+
+  // Filled in along the way.
+  int64_t cached_tokens = 0;  // prefix found in the KV tiers
+  int64_t replay_tokens = 0;  // window tokens replayed because the SWA state was gone
+  int64_t to_compute = 0;     // tokens the prefill must run
+  int64_t computed = 0;       // of to_compute, done so far
+  int64_t generated = 0;      // output tokens produced so far
+  int decode_instance = -1;
+  int decode_rank = -1;
+  double kv_reserved_bytes = 0;
+  SimTime prefill_queued;  // joined the prefill queue (after any SSD read)
+  SimTime prefill_started;
+  SimTime first_token;
+  SimTime decode_queued;
+  SimTime decode_started;
+  SimTime finished;
+  double ssd_read_us = 0;
+  double transfer_us = 0;
+
+  int64_t context() const { return prefix_tokens + new_tokens; }
+  int64_t final_context() const { return context() + output_tokens; }
+};
+
+}  // namespace v41sim

@@ -1,0 +1,65 @@
+// ServingResult: what an operator reads off a serving run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/metrics/latency_summary.h"
+#include "sim/serving/kv_tiers.h"
+
+namespace v41sim {
+
+struct OccupancySample {
+  double time_s = 0;
+  double decode_kv_used_fraction = 0;  // of the decode pool's KV bytes
+  int64_t prefill_queue = 0;           // requests waiting for or in prefill
+  int64_t decode_queue = 0;            // requests waiting for a decode slot
+  int64_t decoding = 0;                // requests in decode batches
+  int64_t host_pool_sessions = 0;      // SWA states parked in host DRAM
+};
+
+struct ServingResult {
+  double duration_s = 0;
+  int64_t gpus = 0;
+  // Every request is accounted for: arrived = finished + in_flight + rejected.
+  int64_t arrived = 0;
+  int64_t finished = 0;
+  int64_t in_flight = 0;
+  int64_t rejected = 0;
+  std::map<std::string, int64_t> rejected_by_reason;
+  // Tokens: what arrived for prefill, what was prefilled, what was generated.
+  int64_t input_tokens_arrived = 0;
+  int64_t input_tokens_prefilled = 0;  // computed, incl. window replay; excl. cached prefixes
+  int64_t input_tokens_cached = 0;
+  int64_t output_tokens_generated = 0;
+  // Latencies of finished requests.
+  LatencySummary ttft_ms;
+  LatencySummary tpot_ms;
+  LatencySummary e2e_ms;
+  LatencySummary prefill_wait_ms;  // SSD read done to prefill start
+  LatencySummary decode_wait_ms;   // KV transfer done to first decode step
+  double mean_ssd_read_ms = 0;
+  double mean_prefill_ms = 0;  // prefill start to first token
+  double mean_transfer_ms = 0;
+  double mean_decode_ms = 0;  // first decode step to last token
+  // Rates.
+  double input_tokens_per_s_per_gpu = 0;
+  double output_tokens_per_s_per_gpu = 0;
+  double goodput_requests_per_s = 0;  // finished within the SLA
+  double goodput_fraction = 0;        // of finished requests
+  // Little's law inputs.
+  double mean_in_system = 0;
+  double arrival_rate_per_s = 0;
+  double mean_sojourn_s = 0;
+  KvTierCounters kv_tiers;
+  double decode_kv_bytes_per_gpu = 0;
+  int64_t prefill_steps = 0;
+  int64_t decode_steps = 0;
+  uint64_t events = 0;
+  std::size_t step_shapes_costed = 0;
+  std::vector<OccupancySample> occupancy;
+};
+
+}  // namespace v41sim

@@ -1,0 +1,405 @@
+#include "sim/serving/serving_simulation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "sim/capacity/memory_fit.h"
+#include "sim/des/random.h"
+
+namespace v41sim {
+namespace {
+
+// Occupancy is sampled this many times over a run.
+constexpr double kOccupancySamples = 200;
+
+int64_t draw_tokens(const Distribution& d, std::mt19937_64& rng, double scale = 1.0) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(d.sample(rng) * scale)));
+}
+
+}  // namespace
+
+struct ServingSimulation::Session {
+  int64_t turns = 0;
+  int64_t next_turn = 0;
+};
+
+struct ServingSimulation::PrefillInstance {
+  std::deque<Request*> queue;
+  bool busy = false;
+};
+
+struct ServingSimulation::DecodeRank {
+  std::vector<Request*> active;
+  double kv_used = 0;
+};
+
+struct ServingSimulation::DecodeInstance {
+  std::vector<DecodeRank> ranks;
+  std::deque<Request*> queue;
+  bool busy = false;
+  double kv_free() const {
+    return std::accumulate(ranks.begin(), ranks.end(), 0.0,
+                           [](double sum, const DecodeRank& r) { return sum - r.kv_used; });
+  }
+};
+
+ServingSimulation::ServingSimulation(const ModelAnalysis& model, const GpuProfile& gpu,
+                                     const KernelCostModel& prefill_cost, const KernelCostModel& decode_cost,
+                                     const DeploymentSpec& deployment, const WorkloadSpec& workload,
+                                     uint64_t seed)
+    : model_(model),
+      gpu_(gpu),
+      deployment_(deployment),
+      workload_(workload),
+      sim_(seed),
+      arrivals_rng_(sim_.random_stream("arrivals")),
+      sessions_rng_(sim_.random_stream("sessions")),
+      steps_(model, prefill_cost, decode_cost, deployment.prefill.ep, deployment.decode.ep),
+      tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
+  // Decode ranks hold what the memory fit leaves for KV.
+  FitRequest fit{
+      deployment.decode.gpus_per_instance,
+      deployment.decode.ep,
+      1,
+      model.spec.weights,
+      DensePlacement::kReplicated,
+      SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file)};
+  decode_kv_bytes_per_gpu_ = fit_memory(model, gpu, fit).kv_bytes_per_gpu;
+  // The SWA pool: a share of every node's DRAM, counted in sessions' window state.
+  const double nodes = static_cast<double>(deployment.total_gpus()) / gpu.gpus_per_node.value();
+  const double pool_bytes = nodes * gpu.host_dram_bytes_per_node.value() * deployment.kv.host_pool_fraction;
+  const auto state = static_cast<double>(std::max<int64_t>(1, model.kv.per_request_state_bytes()));
+  tiers_ = SessionKvTiers(deployment.kv.retention_s, deployment.kv.host_ttl_s,
+                          static_cast<int64_t>(std::floor(pool_bytes / state)));
+  for (int64_t i = 0; i < deployment.prefill.instances; ++i)
+    prefill_.push_back(std::make_unique<PrefillInstance>());
+  for (int64_t i = 0; i < deployment.decode.instances; ++i) {
+    auto instance = std::make_unique<DecodeInstance>();
+    instance->ranks.resize(static_cast<std::size_t>(deployment.decode.gpus_per_instance));
+    decode_.push_back(std::move(instance));
+  }
+}
+
+ServingSimulation::~ServingSimulation() = default;
+
+// ---- arrivals ---------------------------------------------------------------
+
+double ServingSimulation::arrival_rate_at(double time_s) const {
+  if (workload_.arrival == WorkloadSpec::Arrival::kPoisson) return workload_.sessions_per_s;
+  // Bursty: `burst_fraction` of each period at `burst_factor` times the quiet
+  // rate, scaled so the mean stays sessions_per_s.
+  const double f = workload_.burst_fraction;
+  const double quiet = workload_.sessions_per_s / (f * workload_.burst_factor + (1.0 - f));
+  const double phase = std::fmod(time_s, workload_.burst_period_s) / workload_.burst_period_s;
+  return phase < f ? quiet * workload_.burst_factor : quiet;
+}
+
+void ServingSimulation::schedule_next_session() {
+  // Thinning against the peak rate gives a non-homogeneous Poisson process.
+  const double peak = workload_.arrival == WorkloadSpec::Arrival::kPoisson
+                          ? workload_.sessions_per_s
+                          : arrival_rate_at(0.0);  // the burst opens each period
+  double t = sim_.now().s();
+  do {
+    t += exponential(arrivals_rng_, 1.0 / peak);
+  } while (uniform01(arrivals_rng_) * peak > arrival_rate_at(t));
+  sim_.schedule_at(SimTime::from_s(t), [this] {
+    const int64_t id = static_cast<int64_t>(sessions_.size());
+    sessions_.push_back({draw_tokens(workload_.turns, sessions_rng_), 0});
+    start_turn(id, 0);
+    schedule_next_session();
+  });
+}
+
+void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
+  Session& s = sessions_[static_cast<std::size_t>(session)];
+  Request& r = requests_.emplace_back();
+  r.id = static_cast<int64_t>(requests_.size()) - 1;
+  r.session = session;
+  r.turn = s.next_turn++;
+  r.arrival = sim_.now();
+  r.prefix_tokens = prefix_tokens;
+  r.new_tokens =
+      draw_tokens(r.turn == 0 ? workload_.first_input_tokens : workload_.turn_input_tokens, sessions_rng_);
+  r.output_tokens =
+      draw_tokens(workload_.output_tokens, sessions_rng_, workload_.effort_output_multiplier.value());
+  ++result_.arrived;
+  result_.input_tokens_arrived += r.new_tokens;
+  change_in_system(+1);
+  if (r.final_context() > model_.spec.max_context) {
+    reject(r, "context exceeds the model's max_context");
+    return;
+  }
+  const TierLookup hit = tiers_.lookup(session, prefix_tokens, sim_.now());
+  r.cached_tokens = hit.cached_tokens;
+  if (hit.cached_tokens > 0 && !hit.swa_hit) {
+    // Bounded replay: only the last window is recomputed to rebuild the SWA state.
+    r.replay_tokens = std::min(model_.spec.attention.sliding_window, hit.cached_tokens);
+  }
+  r.to_compute = r.context() - r.cached_tokens + r.replay_tokens;
+  result_.input_tokens_cached += r.cached_tokens;
+  r.ssd_read_us = static_cast<double>(r.cached_tokens) * model_.kv.global_bytes_per_token /
+                  deployment_.kv.ssd_read_bytes_per_s.value() * 1e6;
+  sim_.schedule_after(SimTime::from_us(r.ssd_read_us), [this, &r] { enqueue_prefill(r); });
+}
+
+void ServingSimulation::reject(Request& r, const char* reason) {
+  ++result_.rejected;
+  ++result_.rejected_by_reason[reason];
+  change_in_system(-1);
+  tiers_.forget(r.session);
+}
+
+// ---- prefill ----------------------------------------------------------------
+
+void ServingSimulation::enqueue_prefill(Request& r) {
+  r.prefill_queued = sim_.now();
+  // Least outstanding prefill tokens; ties to the lowest index.
+  std::size_t best = 0;
+  int64_t best_load = INT64_MAX;
+  for (std::size_t i = 0; i < prefill_.size(); ++i) {
+    int64_t load = 0;
+    for (const Request* q : prefill_[i]->queue) load += q->to_compute - q->computed;
+    if (load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  prefill_[best]->queue.push_back(&r);
+  try_start_prefill(best);
+}
+
+void ServingSimulation::try_start_prefill(std::size_t index) {
+  PrefillInstance& inst = *prefill_[index];
+  if (inst.busy || inst.queue.empty()) return;
+  // Each rank packs queued requests (one chunk each) up to its token budget.
+  struct Chunk {
+    Request* request;
+    int64_t tokens;
+  };
+  std::vector<Chunk> chunks;
+  double step_us = 0;
+  std::size_t next = 0;
+  for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
+    int64_t budget = deployment_.prefill.max_tokens_per_step;
+    int64_t n = 0;
+    double new_sum = 0;
+    double end_sum = 0;
+    while (budget > 0 && next < inst.queue.size()) {
+      Request* r = inst.queue[next++];
+      const int64_t tokens = std::min(budget, r->to_compute - r->computed);
+      if (r->computed == 0) r->prefill_started = sim_.now();
+      budget -= tokens;
+      chunks.push_back({r, tokens});
+      ++n;
+      new_sum += static_cast<double>(tokens);
+      end_sum += static_cast<double>(r->context() - r->to_compute + r->computed + tokens);
+    }
+    const double dn = static_cast<double>(n);
+    step_us = std::max(step_us, steps_.prefill_us(n, static_cast<int64_t>(std::ceil(new_sum / dn)),
+                                                  static_cast<int64_t>(std::ceil(end_sum / dn))));
+  }
+  inst.busy = true;
+  ++result_.prefill_steps;
+  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks] {
+    PrefillInstance& p = *prefill_[index];
+    p.busy = false;
+    for (const Chunk& c : chunks) {
+      Request& r = *c.request;
+      r.computed += c.tokens;
+      result_.input_tokens_prefilled += c.tokens;
+      if (r.computed < r.to_compute) continue;
+      p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
+      r.first_token = sim_.now();
+      r.generated = 1;
+      ++result_.output_tokens_generated;
+      if (r.generated == r.output_tokens) {
+        finish(r);
+        continue;
+      }
+      // Ship the context's KV (global + window state) to decode over one NIC.
+      r.transfer_us = model_.kv.session_bytes(r.context()) / gpu_.nic_bytes_per_s.value() * 1e6;
+      sim_.schedule_after(SimTime::from_us(r.transfer_us), [this, &r] { enqueue_decode(r); });
+    }
+    try_start_prefill(index);
+  });
+}
+
+// ---- decode -----------------------------------------------------------------
+
+void ServingSimulation::enqueue_decode(Request& r) {
+  r.decode_queued = sim_.now();
+  r.kv_reserved_bytes = model_.kv.session_bytes(r.final_context());
+  if (r.kv_reserved_bytes > decode_kv_bytes_per_gpu_) {
+    reject(r, "final context does not fit in one decode GPU's KV memory");
+    return;
+  }
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < decode_.size(); ++i) {
+    if (decode_[i]->kv_free() > decode_[best]->kv_free()) best = i;
+  }
+  decode_[best]->queue.push_back(&r);
+  try_admit(best);
+  try_start_decode(best);
+}
+
+void ServingSimulation::try_admit(std::size_t index) {
+  DecodeInstance& inst = *decode_[index];
+  while (!inst.queue.empty()) {
+    Request& r = *inst.queue.front();
+    DecodeRank* best = nullptr;
+    for (DecodeRank& rank : inst.ranks) {
+      const bool slot = static_cast<int64_t>(rank.active.size()) < deployment_.decode.max_batch_per_gpu;
+      const bool room = decode_kv_bytes_per_gpu_ - rank.kv_used >= r.kv_reserved_bytes;
+      if (slot && room && (best == nullptr || rank.kv_used < best->kv_used)) best = &rank;
+    }
+    if (best == nullptr) return;  // first come, first served: the head waits for room
+    inst.queue.pop_front();
+    best->active.push_back(&r);
+    best->kv_used += r.kv_reserved_bytes;
+    r.decode_started = sim_.now();
+  }
+}
+
+void ServingSimulation::try_start_decode(std::size_t index) {
+  DecodeInstance& inst = *decode_[index];
+  if (inst.busy) return;
+  double step_us = 0;
+  for (const DecodeRank& rank : inst.ranks) {
+    if (rank.active.empty()) continue;
+    double context = 0;
+    for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
+    const auto batch = static_cast<int64_t>(rank.active.size());
+    step_us = std::max(step_us,
+                       steps_.decode_us(batch, static_cast<int64_t>(context / static_cast<double>(batch))));
+  }
+  if (step_us == 0) return;
+  inst.busy = true;
+  ++result_.decode_steps;
+  sim_.schedule_after(SimTime::from_us(step_us), [this, index] {
+    DecodeInstance& d = *decode_[index];
+    d.busy = false;
+    for (DecodeRank& rank : d.ranks) {
+      std::vector<Request*> still;
+      for (Request* r : rank.active) {
+        ++r->generated;
+        ++result_.output_tokens_generated;
+        if (r->generated < r->output_tokens) {
+          still.push_back(r);
+          continue;
+        }
+        rank.kv_used -= r->kv_reserved_bytes;
+        finish(*r);
+      }
+      rank.active = std::move(still);
+    }
+    try_admit(index);
+    try_start_decode(index);
+  });
+}
+
+void ServingSimulation::finish(Request& r) {
+  r.finished = sim_.now();
+  ++result_.finished;
+  change_in_system(-1);
+  Session& s = sessions_[static_cast<std::size_t>(r.session)];
+  if (s.next_turn >= s.turns) {
+    tiers_.forget(r.session);
+    return;
+  }
+  tiers_.store(r.session, r.final_context(), sim_.now());
+  const double think = workload_.think_time_s.sample(sessions_rng_);
+  sim_.schedule_after(SimTime::from_s(think), [this, &r] { start_turn(r.session, r.final_context()); });
+}
+
+// ---- bookkeeping ------------------------------------------------------------
+
+void ServingSimulation::change_in_system(int delta) {
+  in_system_area_ += static_cast<double>(in_system_) * (sim_.now() - last_change_).s();
+  last_change_ = sim_.now();
+  in_system_ += delta;
+}
+
+void ServingSimulation::sample_occupancy() {
+  OccupancySample s;
+  s.time_s = sim_.now().s();
+  double used = 0;
+  for (const auto& p : prefill_) s.prefill_queue += static_cast<int64_t>(p->queue.size());
+  for (const auto& d : decode_) {
+    s.decode_queue += static_cast<int64_t>(d->queue.size());
+    for (const DecodeRank& rank : d->ranks) {
+      used += rank.kv_used;
+      s.decoding += static_cast<int64_t>(rank.active.size());
+    }
+  }
+  const double capacity =
+      decode_kv_bytes_per_gpu_ *
+      static_cast<double>(deployment_.decode.instances * deployment_.decode.gpus_per_instance);
+  s.decode_kv_used_fraction = used / capacity;
+  s.host_pool_sessions = tiers_.host_pool_sessions_used();
+  result_.occupancy.push_back(s);
+  sim_.schedule_after(SimTime::from_s(occupancy_interval_s_), [this] { sample_occupancy(); });
+}
+
+ServingResult ServingSimulation::run(double duration_s) {
+  occupancy_interval_s_ = duration_s / kOccupancySamples;
+  schedule_next_session();
+  sim_.schedule_at(SimTime(), [this] { sample_occupancy(); });
+  sim_.run_until(SimTime::from_s(duration_s));
+  change_in_system(0);
+  return collect(duration_s);
+}
+
+ServingResult ServingSimulation::collect(double duration_s) {
+  ServingResult& out = result_;
+  out.duration_s = duration_s;
+  out.gpus = deployment_.total_gpus();
+  out.in_flight = out.arrived - out.finished - out.rejected;
+  std::vector<double> ttft, tpot, e2e, prefill_wait, decode_wait;
+  double ssd = 0, prefill = 0, transfer = 0, decode = 0, sojourn = 0;
+  int64_t good = 0;
+  for (const Request& r : requests_) {
+    if (r.generated < r.output_tokens) continue;  // in flight or rejected
+    const double ttft_ms = (r.first_token - r.arrival).ms();
+    const double tpot_ms = r.output_tokens > 1
+                               ? (r.finished - r.first_token).ms() / static_cast<double>(r.output_tokens - 1)
+                               : 0.0;
+    ttft.push_back(ttft_ms);
+    if (r.output_tokens > 1) tpot.push_back(tpot_ms);
+    e2e.push_back((r.finished - r.arrival).ms());
+    prefill_wait.push_back((r.prefill_started - r.prefill_queued).ms());
+    if (r.output_tokens > 1) decode_wait.push_back((r.decode_started - r.decode_queued).ms());
+    ssd += r.ssd_read_us / 1e3;
+    prefill += (r.first_token - r.prefill_started).ms();
+    transfer += r.transfer_us / 1e3;
+    if (r.output_tokens > 1) decode += (r.finished - r.decode_started).ms();
+    sojourn += (r.finished - r.arrival).s();
+    good += ttft_ms <= deployment_.sla.ttft_ms && tpot_ms <= deployment_.sla.tpot_ms ? 1 : 0;
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(e2e.size()));
+  out.ttft_ms = summarize(ttft);
+  out.tpot_ms = summarize(tpot);
+  out.e2e_ms = summarize(e2e);
+  out.prefill_wait_ms = summarize(prefill_wait);
+  out.decode_wait_ms = summarize(decode_wait);
+  out.mean_ssd_read_ms = ssd / n;
+  out.mean_prefill_ms = prefill / n;
+  out.mean_transfer_ms = transfer / n;
+  out.mean_decode_ms = decode / n;
+  out.mean_sojourn_s = sojourn / n;
+  const double gpu_seconds = duration_s * static_cast<double>(out.gpus);
+  out.input_tokens_per_s_per_gpu = static_cast<double>(out.input_tokens_prefilled) / gpu_seconds;
+  out.output_tokens_per_s_per_gpu = static_cast<double>(out.output_tokens_generated) / gpu_seconds;
+  out.goodput_requests_per_s = static_cast<double>(good) / duration_s;
+  out.goodput_fraction = static_cast<double>(good) / n;
+  out.mean_in_system = in_system_area_ / duration_s;
+  out.arrival_rate_per_s = static_cast<double>(out.arrived) / duration_s;
+  out.kv_tiers = tiers_.counters();
+  out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
+  out.events = sim_.events_processed();
+  out.step_shapes_costed = steps_.size();
+  return out;
+}
+
+}  // namespace v41sim

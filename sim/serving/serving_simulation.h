@@ -1,0 +1,85 @@
+// ServingSimulation: a disaggregated deployment under a workload, event by event.
+//
+// Request lifecycle: session turn arrives -> KV-tier lookup (global KV in the
+// SSD tier, SWA state in the host pool) and SSD read -> prefill queue ->
+// chunked prefill steps on a prefill instance (each rank packs requests up to
+// its token budget; the slowest rank sets the step, as EP synchronises them)
+// -> first token -> KV transfer over the NIC -> decode admission (a request
+// waits until a rank has a batch slot and KV room for its final context) ->
+// continuous-batching decode steps -> finish -> the session's next turn after
+// its think time. Step times come from the kernel model via StepTimeCache.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "sim/des/simulator.h"
+#include "sim/hw/gpu_profile.h"
+#include "sim/model/model_analysis.h"
+#include "sim/serving/deployment_spec.h"
+#include "sim/serving/kv_tiers.h"
+#include "sim/serving/request.h"
+#include "sim/serving/serving_result.h"
+#include "sim/serving/step_time_cache.h"
+#include "sim/serving/workload_spec.h"
+
+namespace v41sim {
+
+class ServingSimulation {
+ public:
+  ServingSimulation(const ModelAnalysis& model, const GpuProfile& gpu, const KernelCostModel& prefill_cost,
+                    const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
+                    const WorkloadSpec& workload, uint64_t seed);
+  ~ServingSimulation();
+
+  ServingResult run(double duration_s);
+
+ private:
+  struct Session;
+  struct PrefillInstance;
+  struct DecodeRank;
+  struct DecodeInstance;
+
+  // Arrivals and sessions.
+  void schedule_next_session();
+  double arrival_rate_at(double time_s) const;
+  void start_turn(int64_t session, int64_t prefix_tokens);
+  void reject(Request& r, const char* reason);
+  // Prefill.
+  void enqueue_prefill(Request& r);
+  void try_start_prefill(std::size_t instance);
+  // Decode.
+  void enqueue_decode(Request& r);
+  void try_admit(std::size_t instance);
+  void try_start_decode(std::size_t instance);
+  void finish(Request& r);
+  // Bookkeeping.
+  void change_in_system(int delta);
+  void sample_occupancy();
+  ServingResult collect(double duration_s);
+
+  const ModelAnalysis& model_;
+  const GpuProfile& gpu_;
+  const DeploymentSpec& deployment_;
+  const WorkloadSpec& workload_;
+  Simulator sim_;
+  std::mt19937_64 arrivals_rng_;
+  std::mt19937_64 sessions_rng_;
+  StepTimeCache steps_;
+  SessionKvTiers tiers_;
+  double decode_kv_bytes_per_gpu_ = 0;
+  std::deque<Request> requests_;  // stable addresses
+  std::vector<Session> sessions_;
+  std::vector<std::unique_ptr<PrefillInstance>> prefill_;
+  std::vector<std::unique_ptr<DecodeInstance>> decode_;
+  ServingResult result_;
+  int64_t in_system_ = 0;
+  double in_system_area_ = 0;  // integral of requests in the system over time (request-seconds)
+  SimTime last_change_;
+  double occupancy_interval_s_ = 1;
+};
+
+}  // namespace v41sim

@@ -1,0 +1,43 @@
+// StepTimeCache: the kernel model's step time for the shapes a serving run
+// asks about, memoised. Contexts are rounded up to a geometric grid (1/16 of
+// an octave, under 4.5% apart) so the cache stays small over a long run;
+// batch sizes are exact.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "sim/cost/kernel_cost.h"
+#include "sim/graph/step_shape.h"
+#include "sim/model/model_analysis.h"
+
+namespace v41sim {
+
+class StepTimeCache {
+ public:
+  StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
+                const KernelCostModel& decode_cost, int64_t prefill_ep, int64_t decode_ep);
+
+  // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
+  // cached prefix, ending at `context`.
+  double prefill_us(int64_t batch, int64_t new_tokens, int64_t context);
+  // One rank's decode step: `batch` sequences with `context` tokens of history on average.
+  double decode_us(int64_t batch, int64_t context);
+  std::size_t size() const { return cache_.size(); }
+
+ private:
+  double compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context);
+
+  const ModelAnalysis& model_;
+  const KernelCostModel& prefill_cost_;
+  const KernelCostModel& decode_cost_;
+  int64_t prefill_ep_;
+  int64_t decode_ep_;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> cache_;
+};
+
+// Smallest grid point >= tokens (exact below 256).
+int64_t round_up_to_grid(int64_t tokens);
+
+}  // namespace v41sim

@@ -1,0 +1,123 @@
+#include "sim/serving/workload_spec.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/des/random.h"
+
+namespace v41sim {
+namespace {
+
+constexpr int64_t kReferenceEffort = 75;  // API level "high"
+constexpr double kEffortSpanRatio = 2.5;  // output tokens, effort 100 vs 25 (V4.1 report)
+constexpr double kEffortSpan = 75.0;      // 100 - 25
+
+}  // namespace
+
+double Distribution::sample(std::mt19937_64& rng) const {
+  double x = mean;
+  switch (kind) {
+    case Kind::kFixed:
+      break;
+    case Kind::kUniform:
+      x = min + (max - min) * uniform01(rng);
+      break;
+    case Kind::kExponential:
+      x = exponential(rng, mean);
+      break;
+    case Kind::kLognormal: {
+      // Parameterised by its mean: mu = ln(mean) - sigma^2 / 2.
+      const double mu = std::log(mean) - 0.5 * sigma * sigma;
+      x = std::exp(mu + sigma * standard_normal(rng));
+      break;
+    }
+  }
+  return std::clamp(x, min, max);
+}
+
+Distribution read_distribution(const YamlNode& node) {
+  node.expect_only({"dist", "value", "mean", "sigma", "min", "max"});
+  Distribution d;
+  const std::string kind = node.required("dist").as_string();
+  if (kind == "fixed") {
+    d.kind = Distribution::Kind::kFixed;
+    d.mean = d.min = d.max = node.required("value").as_positive_double();
+    return d;
+  }
+  d.min = node.required("min").as_non_negative_double();
+  d.max = node.required("max").as_positive_double();
+  if (d.max < d.min) node.required("max").fail("max is below min");
+  if (kind == "uniform") {
+    d.kind = Distribution::Kind::kUniform;
+    d.mean = 0.5 * (d.min + d.max);
+  } else if (kind == "exponential") {
+    d.kind = Distribution::Kind::kExponential;
+    d.mean = node.required("mean").as_positive_double();
+  } else if (kind == "lognormal") {
+    d.kind = Distribution::Kind::kLognormal;
+    d.mean = node.required("mean").as_positive_double();
+    d.sigma = node.required("sigma").as_positive_double();
+  } else {
+    node.required("dist").fail("unknown distribution '" + kind +
+                               "' (expected fixed, uniform, exponential, lognormal)");
+  }
+  return d;
+}
+
+SourcedValue effort_multiplier(int64_t effort) {
+  const double exponent = static_cast<double>(effort - kReferenceEffort) / kEffortSpan;
+  return SourcedValue::assumed(
+      std::pow(kEffortSpanRatio, exponent),
+      fmt::format("output x {:.2f} at effort {} vs 75: exponential through the report's "
+                  "2.5x from effort 25 to 100",
+                  std::pow(kEffortSpanRatio, exponent), effort));
+}
+
+WorkloadSpec load_workload_file(const std::string& path) {
+  const YamlNode root = YamlNode::load_file(path);
+  root.expect_only({"name", "source", "arrival", "session", "effort"});
+  WorkloadSpec w;
+  w.file = path;
+  w.name = root.required("name").as_string();
+  root.required("source").as_string();
+  const YamlNode arrival = root.required("arrival");
+  arrival.expect_only({"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s"});
+  const std::string process = arrival.required("process").as_string();
+  w.sessions_per_s = arrival.required("sessions_per_s").as_positive_double();
+  if (process == "bursty") {
+    w.arrival = WorkloadSpec::Arrival::kBursty;
+    w.burst_factor = arrival.required("burst_factor").as_positive_double();
+    w.burst_fraction = arrival.required("burst_fraction").as_positive_double();
+    if (w.burst_fraction >= 1) arrival.required("burst_fraction").fail("expected a fraction below 1");
+    w.burst_period_s = arrival.required("burst_period_s").as_positive_double();
+  } else if (process != "poisson") {
+    arrival.required("process").fail("unknown arrival process '" + process +
+                                     "' (expected poisson or bursty)");
+  }
+  const YamlNode session = root.required("session");
+  session.expect_only({"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s"});
+  w.turns = read_distribution(session.required("turns"));
+  w.first_input_tokens = read_distribution(session.required("first_input_tokens"));
+  w.turn_input_tokens = read_distribution(session.required("turn_input_tokens"));
+  w.output_tokens = read_distribution(session.required("output_tokens"));
+  w.think_time_s = read_distribution(session.required("think_time_s"));
+  const YamlNode effort = root.required("effort");
+  const std::string level = effort.as_string();
+  if (level == "low") {
+    w.effort = 50;
+  } else if (level == "high") {
+    w.effort = 75;
+  } else if (level == "max") {
+    w.effort = 100;
+  } else {
+    const int64_t b = effort.as_int();
+    if (b < 1 || b > 100) effort.fail(fmt::format("expected low, high, max or 1..100, got {}", b));
+    w.effort = b;
+  }
+  w.effort_output_multiplier = effort_multiplier(w.effort);
+  return w;
+}
+
+}  // namespace v41sim

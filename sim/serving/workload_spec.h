@@ -1,0 +1,53 @@
+// WorkloadSpec: the traffic of a run (workloads/*.yaml): how sessions arrive,
+// how many turns they have, how long inputs and outputs are, how long users
+// (or agents) think between turns, and the reasoning-effort level.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "sim/common/sourced_value.h"
+#include "sim/common/yaml_reader.h"
+
+namespace v41sim {
+
+// A positive random quantity: fixed, uniform, exponential or lognormal, clamped to [min, max].
+struct Distribution {
+  enum class Kind { kFixed, kUniform, kExponential, kLognormal };
+  Kind kind = Kind::kFixed;
+  double mean = 0;   // fixed value, or the mean
+  double sigma = 0;  // lognormal shape
+  double min = 0;
+  double max = 0;
+  double sample(std::mt19937_64& rng) const;
+};
+
+Distribution read_distribution(const YamlNode& node);
+
+struct WorkloadSpec {
+  std::string name;
+  std::string file;
+  enum class Arrival { kPoisson, kBursty };
+  Arrival arrival = Arrival::kPoisson;
+  double sessions_per_s = 0;
+  double burst_factor = 1;    // bursty: rate multiplier while a burst is on
+  double burst_fraction = 0;  // bursty: share of time in a burst
+  double burst_period_s = 0;
+  Distribution turns;
+  Distribution first_input_tokens;  // the opening prompt (repository, documents, history)
+  Distribution turn_input_tokens;   // tokens each later turn adds (tool output, user message)
+  Distribution output_tokens;       // at the reference effort level
+  Distribution think_time_s;
+  int64_t effort = 75;                    // reasoning effort b in [1, 100]
+  SourcedValue effort_output_multiplier;  // derived from `effort`, with its assumption
+};
+
+WorkloadSpec load_workload_file(const std::string& path);
+
+// Output-length multiplier of effort b relative to b = 75 ("high"): the V4.1
+// report gives ~2.5x output tokens from b = 25 to b = 100; an exponential
+// in b through that ratio is our assumption.
+SourcedValue effort_multiplier(int64_t effort);
+
+}  // namespace v41sim
