@@ -36,6 +36,7 @@ test: build
 
 bench: build
 	./$(BUILD)/benchmarks/v41sim_bench
+	./$(BUILD)/benchmarks/v41sim_serving_bench
 
 format:
 	find sim tests benchmarks kernels \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) | xargs clang-format -i

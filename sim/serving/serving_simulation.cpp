@@ -105,6 +105,7 @@ void ServingSimulation::schedule_next_session() {
     t += exponential(arrivals_rng_, 1.0 / peak);
   } while (uniform01(arrivals_rng_) * peak > arrival_rate_at(t));
   sim_.schedule_at(SimTime::from_s(t), [this] {
+    if (!accepting_) return;
     const int64_t id = static_cast<int64_t>(sessions_.size());
     sessions_.push_back({draw_tokens(workload_.turns, sessions_rng_), 0});
     start_turn(id, 0);
@@ -138,6 +139,7 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
     r.replay_tokens = std::min(model_.spec.attention.sliding_window, hit.cached_tokens);
   }
   r.to_compute = r.context() - r.cached_tokens + r.replay_tokens;
+  result_.input_tokens_to_compute += r.to_compute;
   result_.input_tokens_cached += r.cached_tokens;
   r.ssd_read_us = static_cast<double>(r.cached_tokens) * model_.kv.global_bytes_per_token /
                   deployment_.kv.ssd_read_bytes_per_s.value() * 1e6;
@@ -302,9 +304,10 @@ void ServingSimulation::try_start_decode(std::size_t index) {
 void ServingSimulation::finish(Request& r) {
   r.finished = sim_.now();
   ++result_.finished;
+  result_.output_tokens_of_finished += r.output_tokens;
   change_in_system(-1);
   Session& s = sessions_[static_cast<std::size_t>(r.session)];
-  if (s.next_turn >= s.turns) {
+  if (s.next_turn >= s.turns || !accepting_) {
     tiers_.forget(r.session);
     return;
   }
@@ -339,15 +342,21 @@ void ServingSimulation::sample_occupancy() {
   s.decode_kv_used_fraction = used / capacity;
   s.host_pool_sessions = tiers_.host_pool_sessions_used();
   result_.occupancy.push_back(s);
+  if (!accepting_) return;
   sim_.schedule_after(SimTime::from_s(occupancy_interval_s_), [this] { sample_occupancy(); });
 }
 
-ServingResult ServingSimulation::run(double duration_s) {
+ServingResult ServingSimulation::run(double duration_s, bool drain) {
   occupancy_interval_s_ = duration_s / kOccupancySamples;
   schedule_next_session();
   sim_.schedule_at(SimTime(), [this] { sample_occupancy(); });
   sim_.run_until(SimTime::from_s(duration_s));
   change_in_system(0);
+  if (drain) {
+    accepting_ = false;
+    sim_.run_until(SimTime::max());
+    change_in_system(0);
+  }
   return collect(duration_s);
 }
 

@@ -35,7 +35,9 @@ class ServingSimulation {
                     const WorkloadSpec& workload, uint64_t seed);
   ~ServingSimulation();
 
-  ServingResult run(double duration_s);
+  // Simulates `duration_s` seconds of arrivals. With `drain`, no session starts
+  // or continues after that, and the run goes on until every request is done.
+  ServingResult run(double duration_s, bool drain = false);
 
  private:
   struct Session;
@@ -80,6 +82,7 @@ class ServingSimulation {
   double in_system_area_ = 0;  // integral of requests in the system over time (request-seconds)
   SimTime last_change_;
   double occupancy_interval_s_ = 1;
+  bool accepting_ = true;
 };
 
 }  // namespace v41sim

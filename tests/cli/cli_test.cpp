@@ -106,6 +106,20 @@ TEST(Cli, CompareLayersJson) {
   EXPECT_LT(c["models"][0]["total_time_us"].get<double>(), c["models"][1]["total_time_us"].get<double>());
 }
 
+TEST(Cli, RunJsonAccountsForEveryRequest) {
+  const auto r = run_json("run --deployment h200_pd_64 --workload agent_coding --duration 120 --seed 3");
+  for (const char* key : {"ttft_ms", "tpot_ms"}) {
+    for (const char* p : {"p50", "p90", "p99"}) EXPECT_TRUE(r[key].contains(p)) << key << "." << p;
+  }
+  EXPECT_TRUE(r["throughput_tokens_per_s_per_gpu"].contains("input"));
+  EXPECT_TRUE(r["throughput_tokens_per_s_per_gpu"].contains("output"));
+  const auto& q = r["requests"];
+  EXPECT_EQ(q["arrived"].get<int64_t>(),
+            q["finished"].get<int64_t>() + q["in_flight"].get<int64_t>() + q["rejected"].get<int64_t>());
+  EXPECT_EQ(run("run --duration 120 --seed 3 --json").output,
+            run("run --duration 120 --seed 3 --json").output);
+}
+
 struct BadRun {
   const char* args;
   const char* message;
@@ -134,7 +148,11 @@ INSTANTIATE_TEST_SUITE_P(
                       BadRun{"step --phase decode", "--context is required"},
                       BadRun{"step --context 4096 --batch 0", "--batch"},
                       BadRun{"step --context 4096 --mhc two-pass", "--mhc"},
-                      BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"}),
+                      BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
+                      BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
+                      BadRun{"run --duration 0", "--duration"},
+                      BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated.yaml",
+                             "not modelled yet"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
 
 TEST(Cli, BadModelFileNamesFileAndLine) {

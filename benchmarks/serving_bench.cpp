@@ -1,0 +1,62 @@
+// Event-core throughput and serving-run cost (budgets: >= 10M events/s on one
+// core; one simulated hour of a 64-GPU deployment in under 10 s).
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/des/simulator.h"
+#include "sim/model/model_loader.h"
+#include "sim/serving/serving_simulation.h"
+
+namespace {
+
+const std::string kRoot = V41SIM_SOURCE_DIR;
+
+// A ring of self-rescheduling events, as steps and arrivals behave in a run.
+void BM_EventCore(benchmark::State& state) {
+  const auto pending = state.range(0);
+  for (auto _ : state) {
+    v41sim::Simulator sim(1);
+    int64_t remaining = 1'000'000;
+    std::function<void()> tick = [&] {
+      if (--remaining > 0) sim.schedule_after(v41sim::SimTime::from_ns(1 + remaining % 97), tick);
+    };
+    for (int64_t i = 0; i < pending; ++i) sim.schedule_at(v41sim::SimTime::from_ns(i), tick);
+    sim.run_until(v41sim::SimTime::max());
+    state.SetItemsProcessed(state.items_processed() + static_cast<int64_t>(sim.events_processed()));
+  }
+}
+BENCHMARK(BM_EventCore)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond);
+
+// Simulated seconds of the agent workload on 64 x H200; scale the load with the
+// second argument (sessions per second x10) to see how cost grows with requests.
+void BM_ServingRun(benchmark::State& state) {
+  const v41sim::ModelAnalysis model =
+      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
+  const v41sim::DeploymentSpec deployment =
+      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_pd_64.yaml");
+  v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  workload.sessions_per_s = static_cast<double>(state.range(1)) / 10.0;
+  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
+  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
+  int64_t requests = 0;
+  for (auto _ : state) {
+    v41sim::ServingSimulation sim(model, prefill.gpu(), prefill.cost(), decode.cost(), deployment, workload,
+                                  1);
+    const v41sim::ServingResult r = sim.run(static_cast<double>(state.range(0)));
+    requests = r.arrived;
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["requests"] = static_cast<double>(requests);
+}
+BENCHMARK(BM_ServingRun)
+    ->Args({3600, 5})
+    ->Args({600, 5})
+    ->Args({600, 20})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,143 @@
+// Serving simulation: accounting, determinism, queueing theory, overload.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "sim/serving/serving_simulation.h"
+#include "tests/step_test_support.h"
+
+namespace v41sim {
+namespace {
+
+using testing::analyze;
+
+std::string data(const std::string& file) { return std::string(V41SIM_SOURCE_DIR) + "/" + file; }
+
+struct Fixture {
+  Fixture(const std::string& model_file, const std::string& deployment_file, const std::string& workload_file)
+      : model(analyze_model(load_model_file(model_file))),
+        deployment(load_deployment_file(deployment_file)),
+        workload(load_workload_file(workload_file)),
+        prefill(V41SIM_SOURCE_DIR, testing::gpu_path(deployment.gpu), false),
+        decode(V41SIM_SOURCE_DIR, testing::gpu_path(deployment.gpu), true) {}
+
+  ServingResult run(double seconds, uint64_t seed = 1, bool drain = false) {
+    ServingSimulation sim(model, prefill.gpu(), prefill.cost(), decode.cost(), deployment, workload, seed);
+    return sim.run(seconds, drain);
+  }
+
+  ModelAnalysis model;
+  DeploymentSpec deployment;
+  WorkloadSpec workload;
+  GpuCostModel prefill;
+  GpuCostModel decode;
+};
+
+Fixture v41_agents() {
+  return Fixture(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64.yaml"),
+                 data("workloads/agent_coding.yaml"));
+}
+
+Fixture tiny_fixed() {
+  return Fixture(data("tests/data/tiny_gqa.yaml"), data("tests/data/one_gpu.yaml"),
+                 data("tests/data/fixed_prompts.yaml"));
+}
+
+TEST(Serving, EveryRequestAndTokenIsAccountedFor) {
+  Fixture f = v41_agents();
+  const ServingResult open = f.run(300);
+  EXPECT_EQ(open.arrived, open.finished + open.in_flight + open.rejected);
+  EXPECT_GT(open.finished, 100);
+  const ServingResult drained = f.run(300, 1, true);
+  EXPECT_EQ(drained.in_flight, 0);
+  EXPECT_EQ(drained.arrived, drained.finished + drained.rejected);
+  EXPECT_EQ(drained.input_tokens_prefilled, drained.input_tokens_to_compute);
+  EXPECT_EQ(drained.output_tokens_generated, drained.output_tokens_of_finished);
+  // Later turns find their prefix in the KV tiers.
+  EXPECT_GT(drained.kv_tiers.global_hits, 0);
+  EXPECT_GT(drained.input_tokens_cached, 0);
+}
+
+TEST(Serving, SameSeedSameResultOtherSeedOtherResult) {
+  Fixture f = v41_agents();
+  const ServingResult a = f.run(200, 7);
+  const ServingResult b = f.run(200, 7);
+  const ServingResult c = f.run(200, 8);
+  EXPECT_EQ(a.arrived, b.arrived);
+  EXPECT_EQ(a.ttft_ms.mean, b.ttft_ms.mean);
+  EXPECT_EQ(a.e2e_ms.p99, b.e2e_ms.p99);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_NE(a.events, c.events);
+}
+
+TEST(Serving, LittlesLawHoldsInSteadyState) {
+  Fixture f = v41_agents();
+  const ServingResult r = f.run(1800);
+  const double littles = r.arrival_rate_per_s * r.mean_sojourn_s;
+  EXPECT_NEAR(r.mean_in_system / littles, 1.0, 0.05);
+}
+
+// One prefill GPU, fixed 2048-token prompts, one output token each: the
+// prefill queue is M/D/1, whose mean wait is rho * D / (2 (1 - rho)).
+TEST(Serving, PrefillQueueMatchesMD1) {
+  Fixture f = tiny_fixed();
+  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), 1, 1);
+  const double service_s = steps.prefill_us(1, 2048, 2048) * 1e-6;
+  const double rho = 0.5;
+  f.workload.sessions_per_s = rho / service_s;
+  const double seconds = 200000.0 / f.workload.sessions_per_s;  // about 200,000 requests
+  const ServingResult r = f.run(seconds);
+  const double expected_ms = rho * service_s / (2.0 * (1.0 - rho)) * 1e3;
+  std::cout << "M/D/1: D " << service_s * 1e3 << " ms, expected wait " << expected_ms << " ms, measured "
+            << r.prefill_wait_ms.mean << " ms over " << r.finished << " requests\n";
+  EXPECT_NEAR(r.prefill_wait_ms.mean / expected_ms, 1.0, 0.05)
+      << "D = " << service_s * 1e3 << " ms, measured " << r.prefill_wait_ms.mean << " ms";
+}
+
+TEST(Serving, OverloadGrowsQueuesInsteadOfFailing) {
+  Fixture f = tiny_fixed();
+  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), 1, 1);
+  f.workload.sessions_per_s = 1.5 / (steps.prefill_us(1, 2048, 2048) * 1e-6);  // 150% load
+  const ServingResult r = f.run(20);
+  ASSERT_GE(r.occupancy.size(), 100u);
+  const auto& mid = r.occupancy[r.occupancy.size() / 2];
+  const auto& last = r.occupancy.back();
+  EXPECT_GT(last.prefill_queue, mid.prefill_queue);
+  EXPECT_GT(mid.prefill_queue, 100);
+  EXPECT_EQ(r.arrived, r.finished + r.in_flight + r.rejected);
+  EXPECT_GT(r.in_flight, r.finished / 4);
+}
+
+TEST(Serving, DisablingCedRaisesPrefillTime) {
+  Fixture with = Fixture(testing::model_path("deepseek_v4_1_flash"),
+                         data("workloads/deployments/h200_pd_64.yaml"), data("workloads/long_doc_qa.yaml"));
+  Fixture without =
+      Fixture(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64.yaml"),
+              data("workloads/long_doc_qa.yaml"));
+  ModelSpec spec = without.model.spec;
+  spec.ced.reset();
+  without.model = analyze_model(spec);
+  const ServingResult a = with.run(300);
+  const ServingResult b = without.run(300);
+  // Without CED every prompt token runs 40 layers instead of 20 (+ layer 20's projections).
+  std::cout << "prefill ms with CED " << a.mean_prefill_ms << ", without " << b.mean_prefill_ms << "\n";
+  EXPECT_GT(b.mean_prefill_ms / a.mean_prefill_ms, 1.6);
+  EXPECT_LT(b.mean_prefill_ms / a.mean_prefill_ms, 2.4);
+}
+
+TEST(Serving, ContextBeyondTheModelIsRejectedWithAReason) {
+  Fixture f = Fixture(testing::model_path("deepseek_v4_1_flash"),
+                      data("workloads/deployments/h200_pd_64.yaml"), data("workloads/stress_1m.yaml"));
+  f.workload.first_input_tokens.min = f.workload.first_input_tokens.max = f.workload.first_input_tokens.mean =
+      1048000;
+  f.workload.output_tokens.min = 1000;
+  f.workload.sessions_per_s = 0.5;
+  const ServingResult r = f.run(60);
+  EXPECT_GT(r.rejected, 0);
+  EXPECT_EQ(r.rejected_by_reason.count("context exceeds the model's max_context"), 1u);
+  EXPECT_EQ(r.arrived, r.finished + r.in_flight + r.rejected);
+}
+
+}  // namespace
+}  // namespace v41sim

@@ -1,0 +1,68 @@
+#include "sim/des/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "sim/des/random.h"
+
+namespace v41sim {
+namespace {
+
+TEST(Simulator, RunsEventsInTimeThenSchedulingOrder) {
+  Simulator sim(1);
+  std::vector<int> order;
+  sim.schedule_at(SimTime::from_ns(20), [&] { order.push_back(3); });
+  sim.schedule_at(SimTime::from_ns(10), [&] { order.push_back(1); });
+  sim.schedule_at(SimTime::from_ns(10), [&] { order.push_back(2); });  // same time: scheduling order
+  sim.run_until(SimTime::from_ns(100));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(sim.now(), SimTime::from_ns(100));
+  EXPECT_EQ(sim.events_processed(), 3u);
+}
+
+TEST(Simulator, CancelledEventsDoNotRun) {
+  Simulator sim(1);
+  int ran = 0;
+  const EventId id = sim.schedule_after(SimTime::from_ns(5), [&] { ++ran; });
+  sim.schedule_after(SimTime::from_ns(6), [&] { ran += 10; });
+  sim.cancel(id);
+  sim.run_until(SimTime::max());
+  EXPECT_EQ(ran, 10);
+}
+
+TEST(Simulator, EventsCanScheduleEventsButNotInThePast) {
+  Simulator sim(1);
+  int chain = 0;
+  std::function<void()> next = [&] {
+    if (++chain < 1000) sim.schedule_after(SimTime::from_ns(1), next);
+  };
+  sim.schedule_at(SimTime(), next);
+  sim.run_until(SimTime::max());
+  EXPECT_EQ(chain, 1000);
+  EXPECT_EQ(sim.now(), SimTime::from_ns(999));
+  EXPECT_THROW(sim.schedule_at(SimTime::from_ns(1), [] {}), std::logic_error);
+}
+
+TEST(Simulator, RandomStreamsAreIndependentAndRepeatable) {
+  const Simulator a(42);
+  const Simulator b(42);
+  auto a1 = a.random_stream("arrivals");
+  auto b1 = b.random_stream("arrivals");
+  auto a2 = a.random_stream("sessions");
+  EXPECT_EQ(a1(), b1());
+  EXPECT_NE(a.random_stream("arrivals")(), a2());
+  EXPECT_NE(Simulator(43).random_stream("arrivals")(), a.random_stream("arrivals")());
+}
+
+TEST(Random, ExponentialHasItsMean) {
+  std::mt19937_64 rng(7);
+  double sum = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) sum += exponential(rng, 3.0);
+  EXPECT_NEAR(sum / n, 3.0, 0.03);
+}
+
+}  // namespace
+}  // namespace v41sim
