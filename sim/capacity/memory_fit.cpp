@@ -45,7 +45,9 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
   const WeightBytes weights = weight_bytes(model.spec, model.params, request.weights);
   FitResult fit;
   fit.hbm_bytes_per_gpu = gpu.hbm_bytes.value();
-  fit.routed_expert_bytes_per_gpu = weights.routed_experts / static_cast<double>(request.ep);
+  const double experts = model.spec.moe ? static_cast<double>(model.spec.moe->routed_experts) : 1.0;
+  const double replicas = (experts + static_cast<double>(request.redundant_experts)) / experts;
+  fit.routed_expert_bytes_per_gpu = weights.routed_experts * replicas / static_cast<double>(request.ep);
   const double share =
       request.dense_placement == DensePlacement::kReplicated ? 1.0 : 1.0 / static_cast<double>(request.gpus);
   fit.dense_bytes_per_gpu = weights.dense * share;

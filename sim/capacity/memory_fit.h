@@ -30,6 +30,7 @@ struct FitRequest {
   WeightFormats weights;  // usually the model's own; --weights-dtype overrides experts
   DensePlacement dense_placement = DensePlacement::kReplicated;
   SourcedValue reserve_fraction;
+  int64_t redundant_experts = 0;  // extra expert replicas per EP group (EPLB)
 };
 
 struct FitResult {

@@ -48,6 +48,7 @@ struct Flags {
   std::string mhc = "fused";
   bool no_cuda_graph = false;
   bool no_draft = false;
+  bool overlap = false;
   std::string trace;
   std::string models = "deepseek_v4_1_flash,deepseek_v4_flash,deepseek_v3_2";
   // run
@@ -166,6 +167,7 @@ StepShape step_shape_from(const Flags& f) {
   s.ep = f.ep;
   s.mhc_fused = f.mhc == "fused";
   s.include_draft = !f.no_draft;
+  s.overlap_communication = f.overlap;
   return s;
 }
 
@@ -297,6 +299,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
     cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
                   "decode: launch kernels instead of replaying a CUDA graph");
     cmd->add_flag("--no-draft", flags->no_draft, "decode: leave out the speculative draft stages");
+    cmd->add_flag("--overlap", flags->overlap, "overlap EP all-to-all with compute (two micro-batches)");
   };
 
   CLI::App* step = app.add_subcommand("step", "one forward step: kernels, times, bounds, trace");

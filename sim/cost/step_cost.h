@@ -1,9 +1,10 @@
 // StepTiming: a step graph laid out in time on one GPU.
 //
-// Compute kernels and EP transfers run one after another (communication is
-// not overlapped with compute here; overlap is a serving-level policy); host
-// copies (Engram prefetch) run on their own copy engine from the start of
-// their layer. Per-layer and per-kernel times, FLOPs and bytes are kept for
+// Compute kernels and EP transfers run one after another, unless the step
+// overlaps them (two micro-batches), in which case each runs on its own track
+// from the start of the layer and the layer lasts as long as the longer one.
+// Host copies (Engram prefetch) run on their own copy engine from the start
+// of their layer. Per-layer and per-kernel times, FLOPs and bytes are kept for
 // the tables and the trace.
 #pragma once
 
@@ -27,7 +28,7 @@ struct LayerTiming {
   double hbm_bytes = 0;
   std::vector<KernelTiming> kernels;  // parallel to the graph's kernels
   std::vector<double> kernel_start_us;
-  double critical_us() const { return compute_us + communication_us; }
+  double critical_us = 0;  // the layer's length on the step's critical path
 };
 
 struct StepTiming {

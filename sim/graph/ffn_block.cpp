@@ -21,9 +21,10 @@ Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name
   k.stream = Stream::kCommunication;
   k.math = MathType::kBf16;
   k.shape = {static_cast<int64_t>(std::ceil(c.tokens)), m.hidden_size, c.top_k, c.step.ep};
-  // Each routed copy of a token leaves this rank unless its expert is local.
+  // Each routed copy of a token leaves this rank unless its expert is local;
+  // the busiest rank (the one that sets the step) receives the most.
   k.link_bytes = c.tokens * static_cast<double>(c.top_k) * static_cast<double>(m.hidden_size) *
-                 bytes_per_value * (ep - 1.0) / ep;
+                 bytes_per_value * (ep - 1.0) / ep * c.step.ep_load_imbalance;
   k.off_node_fraction = ep > per_node ? (ep - per_node) / (ep - 1.0) : 0.0;
   k.hbm_bytes = 2.0 * k.link_bytes;  // read on send, write on receive
   return k;
@@ -39,8 +40,9 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   f.elementwise("routing_topk", c.tokens, experts, c.tokens * experts * kFp32Bytes, c.tokens * experts * 4.0);
   const bool spans_ranks = c.step.ep > 1;
   if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", kFp8ActivationBytes);
-  // With balanced routing each rank receives tokens x top_k rows in all.
-  const double rows = c.tokens * top_k;
+  // Balanced routing gives each rank tokens x top_k rows; the busiest rank,
+  // which sets the step, gets the imbalance factor more.
+  const double rows = c.tokens * top_k * c.step.ep_load_imbalance;
   const double local = experts / static_cast<double>(c.step.ep);
   const double touched =
       expected_experts_touched(local, c.tokens * static_cast<double>(c.step.ep), top_k, experts);

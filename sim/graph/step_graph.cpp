@@ -107,6 +107,9 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
     throw InputError({"", 0, "new_tokens"}, fmt::format("expected 0..{} tokens computed per sequence, got {}",
                                                         s.context, s.new_tokens));
   }
+  if (!(s.ep_load_imbalance >= 1.0)) {
+    throw InputError({"", 0, "ep_load_imbalance"}, fmt::format("expected a factor >= 1, got {}", s.ep_load_imbalance));
+  }
   if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
   if (experts % s.ep != 0) {

@@ -28,7 +28,7 @@ std::vector<LayerGroup> group_layers(const StepTiming& t) {
     const LayerTiming& l = t.layers[i];
     auto same = [&](const LayerGroup& g) {
       const LayerTiming& o = t.layers[g.first];
-      return o.mode == l.mode && o.tokens == l.tokens && o.critical_us() == l.critical_us() &&
+      return o.mode == l.mode && o.tokens == l.tokens && o.critical_us == l.critical_us &&
              o.kernels.size() == l.kernels.size();
     };
     auto it = std::find_if(groups.begin(), groups.end(), same);
@@ -72,7 +72,7 @@ std::vector<ModeTime> time_by_mode(const StepTiming& timing) {
     auto it = std::find_if(modes.begin(), modes.end(), [&](const ModeTime& m) { return m.mode == l.mode; });
     if (it == modes.end()) it = modes.insert(modes.end(), ModeTime{l.mode, 0, 0});
     ++it->layers;
-    it->time_us += l.critical_us();
+    it->time_us += l.critical_us;
   }
   return modes;
 }
@@ -90,17 +90,19 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
-  summary.add_note("EP communication is not overlapped with compute; host copies run on their own engine");
+  summary.add_note(r.graph.shape.overlap_communication
+                       ? "EP communication overlapped with compute (two micro-batches); host copies on their own engine"
+                       : "EP communication is not overlapped with compute; host copies run on their own engine");
 
   Table layers("Per layer",
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});
   for (const LayerGroup& g : group_layers(t)) {
     const LayerTiming& l = t.layers[g.first];
     layers.add_row({format_ranges(g.layers), l.mode, format_fixed(l.tokens, 0),
-                    std::to_string(l.kernels.size()), format_fixed(l.critical_us(), 1),
-                    format_fixed(l.critical_us() * static_cast<double>(g.layers.size()), 1),
-                    format_fixed(tflops(l.flops, l.critical_us()), 1),
-                    format_fixed(gbps(l.hbm_bytes, l.critical_us()), 0)});
+                    std::to_string(l.kernels.size()), format_fixed(l.critical_us, 1),
+                    format_fixed(l.critical_us * static_cast<double>(g.layers.size()), 1),
+                    format_fixed(tflops(l.flops, l.critical_us), 1),
+                    format_fixed(gbps(l.hbm_bytes, l.critical_us), 0)});
   }
 
   std::vector<Table> out{summary, layers};
@@ -144,7 +146,7 @@ nlohmann::json step_json(const StepReport& r) {
                       {"mode", l.mode},
                       {"tokens", l.tokens},
                       {"start_us", l.start_us},
-                      {"time_us", l.critical_us()},
+                      {"time_us", l.critical_us},
                       {"host_copy_us", l.host_copy_us},
                       {"flops", l.flops},
                       {"hbm_bytes", l.hbm_bytes},

@@ -7,7 +7,8 @@ namespace {
 
 PoolSpec read_pool(const YamlNode& node, bool prefill) {
   node.expect_only(
-      {"instances", "gpus_per_instance", "ep", prefill ? "max_tokens_per_step" : "max_batch_per_gpu"});
+      {"instances", "gpus_per_instance", "ep", prefill ? "max_tokens_per_step" : "max_batch_per_gpu", "routing_skew",
+       "redundant_experts", "overlap_communication"});
   PoolSpec p;
   p.instances = node.required("instances").as_positive_int();
   p.gpus_per_instance = node.required("gpus_per_instance").as_positive_int();
@@ -16,6 +17,12 @@ PoolSpec read_pool(const YamlNode& node, bool prefill) {
   if (p.ep != p.gpus_per_instance) {
     ep.fail("the EP group spans one instance: ep must equal gpus_per_instance");
   }
+  p.routing_skew = node.required("routing_skew").as_non_negative_double();
+  p.redundant_experts = node.required("redundant_experts").as_non_negative_int();
+  if (p.redundant_experts % p.ep != 0) {
+    node.required("redundant_experts").fail("redundant experts must spread evenly: a multiple of ep");
+  }
+  p.overlap_communication = node.required("overlap_communication").as_bool();
   if (prefill) {
     p.max_tokens_per_step = node.required("max_tokens_per_step").as_positive_int();
   } else {

@@ -6,12 +6,25 @@
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/des/random.h"
+#include "sim/graph/expert_load.h"
 
 namespace v41sim {
 namespace {
 
 // Occupancy is sampled this many times over a run.
 constexpr double kOccupancySamples = 200;
+
+// The step shape every step of a pool shares: its EP group, overlap and the
+// load imbalance its expert placement leaves.
+StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool) {
+  StepShape s;
+  s.ep = pool.ep;
+  s.overlap_communication = pool.overlap_communication;
+  s.include_draft = false;  // speculative decoding is not modelled in serving yet
+  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
+  s.ep_load_imbalance = ep_load_imbalance(experts, pool.ep, pool.routing_skew, pool.redundant_experts);
+  return s;
+}
 
 int64_t draw_tokens(const Distribution& d, std::mt19937_64& rng, double scale = 1.0) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(d.sample(rng) * scale)));
@@ -55,7 +68,8 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const GpuProfil
       sim_(seed),
       arrivals_rng_(sim_.random_stream("arrivals")),
       sessions_rng_(sim_.random_stream("sessions")),
-      steps_(model, prefill_cost, decode_cost, deployment.prefill.ep, deployment.decode.ep),
+      steps_(model, prefill_cost, decode_cost, pool_step_template(model, deployment.prefill),
+             pool_step_template(model, deployment.decode)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
   FitRequest fit{
@@ -64,7 +78,8 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const GpuProfil
       1,
       model.spec.weights,
       DensePlacement::kReplicated,
-      SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file)};
+      SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
+      deployment.decode.redundant_experts};
   decode_kv_bytes_per_gpu_ = fit_memory(model, gpu, fit).kv_bytes_per_gpu;
   // The SWA pool: a share of every node's DRAM, counted in sessions' window state.
   const double nodes = static_cast<double>(deployment.total_gpus()) / gpu.gpus_per_node.value();

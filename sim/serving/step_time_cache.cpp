@@ -21,23 +21,24 @@ int64_t round_up_to_grid(int64_t tokens) {
 }
 
 StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
-                             const KernelCostModel& decode_cost, int64_t prefill_ep, int64_t decode_ep)
+                             const KernelCostModel& decode_cost, StepShape prefill_template,
+                             StepShape decode_template)
     : model_(model),
       prefill_cost_(prefill_cost),
       decode_cost_(decode_cost),
-      prefill_ep_(prefill_ep),
-      decode_ep_(decode_ep) {}
+      prefill_template_(prefill_template),
+      decode_template_(decode_template) {
+  prefill_template_.phase = Phase::kPrefill;
+  decode_template_.phase = Phase::kDecode;
+}
 
 double StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context) {
   const auto key = std::make_tuple(static_cast<int>(phase), batch, new_tokens, context);
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
-  StepShape shape;
-  shape.phase = phase;
+  StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
   shape.batch = batch;
   shape.context = std::min(context, model_.spec.max_context);
   shape.new_tokens = phase == Phase::kPrefill ? std::min(new_tokens, shape.context) : 0;
-  shape.ep = phase == Phase::kPrefill ? prefill_ep_ : decode_ep_;
-  shape.include_draft = false;  // speculative decoding is not modelled in serving yet
   const KernelCostModel& cost = phase == Phase::kPrefill ? prefill_cost_ : decode_cost_;
   const double us = time_step(build_step_graph(model_, shape), cost).total_us;
   cache_.emplace(key, us);

@@ -16,8 +16,9 @@ namespace v41sim {
 
 class StepTimeCache {
  public:
-  StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
-                const KernelCostModel& decode_cost, int64_t prefill_ep, int64_t decode_ep);
+  // The templates carry each pool's EP size, overlap and load imbalance.
+  StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost, const KernelCostModel& decode_cost,
+                StepShape prefill_template, StepShape decode_template);
 
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
   // cached prefix, ending at `context`.
@@ -32,8 +33,8 @@ class StepTimeCache {
   const ModelAnalysis& model_;
   const KernelCostModel& prefill_cost_;
   const KernelCostModel& decode_cost_;
-  int64_t prefill_ep_;
-  int64_t decode_ep_;
+  StepShape prefill_template_;
+  StepShape decode_template_;
   std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> cache_;
 };
 

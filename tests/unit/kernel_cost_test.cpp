@@ -176,3 +176,21 @@ TEST(StepCost, SameInputsSameTimes) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+TEST(StepCost, OverlapHidesCommunicationBehindCompute) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200", false);
+  StepShape s = shape(Phase::kPrefill, 1, 16384);
+  const StepTiming serial = timed(m, g.cost, s);
+  s.overlap_communication = true;
+  const StepTiming overlapped = timed(m, g.cost, s);
+  EXPECT_LT(overlapped.total_us, serial.total_us);
+  EXPECT_GE(overlapped.total_us, std::max(serial.compute_us, serial.communication_us));
+  EXPECT_DOUBLE_EQ(overlapped.compute_us, serial.compute_us);
+}
+
+}  // namespace
+}  // namespace v41sim

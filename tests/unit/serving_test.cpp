@@ -82,7 +82,8 @@ TEST(Serving, LittlesLawHoldsInSteadyState) {
 // prefill queue is M/D/1, whose mean wait is rho * D / (2 (1 - rho)).
 TEST(Serving, PrefillQueueMatchesMD1) {
   Fixture f = tiny_fixed();
-  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), 1, 1);
+  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1, 1),
+                      testing::shape(Phase::kDecode, 1, 1, 1));
   const double service_s = steps.prefill_us(1, 2048, 2048) * 1e-6;
   const double rho = 0.5;
   f.workload.sessions_per_s = rho / service_s;
@@ -97,7 +98,8 @@ TEST(Serving, PrefillQueueMatchesMD1) {
 
 TEST(Serving, OverloadGrowsQueuesInsteadOfFailing) {
   Fixture f = tiny_fixed();
-  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), 1, 1);
+  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1, 1),
+                      testing::shape(Phase::kDecode, 1, 1, 1));
   f.workload.sessions_per_s = 1.5 / (steps.prefill_us(1, 2048, 2048) * 1e-6);  // 150% load
   const ServingResult r = f.run(20);
   ASSERT_GE(r.occupancy.size(), 100u);

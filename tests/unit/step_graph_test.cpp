@@ -1,4 +1,5 @@
 // The kernel graph: which kernels each layer mode runs, and the work they do.
+#include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 
 #include <gtest/gtest.h>
@@ -149,6 +150,32 @@ TEST(StepGraph, BadShapesAreInputErrors) {
   EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 0)), InputError);
   EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 2000000)), InputError);
   EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 100, 7)), InputError);
+}
+
+}  // namespace
+}  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+TEST(ExpertLoad, UniformRoutingIsBalancedAndSkewIsNot) {
+  EXPECT_DOUBLE_EQ(ep_load_imbalance(384, 8, 0.0, 0), 1.0);
+  const double skewed = ep_load_imbalance(384, 8, 1.0, 0);
+  EXPECT_GT(skewed, 1.05);
+  // Redundant replicas of the hottest experts bring the busiest rank down.
+  EXPECT_LT(ep_load_imbalance(384, 8, 1.0, 32), skewed);
+  EXPECT_DOUBLE_EQ(ep_load_imbalance(384, 1, 1.0, 0), 1.0);
+}
+
+TEST(StepGraph, ImbalanceLoadsTheBusiestRank) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kPrefill, 1, 8192);
+  const double balanced = find_kernel(build_step_graph(m, s).layers[5], "experts_gate_up")->flops;
+  s.ep_load_imbalance = 1.25;
+  const StepGraph skewed = build_step_graph(m, s);
+  EXPECT_DOUBLE_EQ(find_kernel(skewed.layers[5], "experts_gate_up")->flops, 1.25 * balanced);
+  s.ep_load_imbalance = 0.5;
+  EXPECT_THROW(build_step_graph(m, s), InputError);
 }
 
 }  // namespace
