@@ -13,6 +13,7 @@
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
+#include "sim/costing/serving_cost.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
@@ -20,6 +21,7 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/layer_comparison.h"
 #include "sim/report/model_views.h"
+#include "sim/report/run_trace.h"
 #include "sim/report/run_view.h"
 #include "sim/report/step_view.h"
 #include "sim/report/study_report.h"
@@ -55,6 +57,7 @@ struct Flags {
   std::string deployment = "h200_pd_64";
   std::string workload = "agent_coding";
   double duration_s = 600;
+  double trace_seconds = 60;
   uint64_t seed = 1;
 };
 
@@ -222,9 +225,16 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const GpuCostModel prefill(catalog.data_dir(), gpu_file, false);
   const GpuCostModel decode(catalog.data_dir(), gpu_file, true);
   ServingSimulation simulation(m, prefill.gpu(), prefill.cost(), decode.cost(), deployment, workload, f.seed);
+  if (!f.trace.empty()) simulation.enable_trace(f.trace_seconds);
   const ServingResult result = simulation.run(f.duration_s);
+  if (!f.trace.empty()) {
+    std::ofstream trace(f.trace);
+    if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");
+    trace << run_trace(result, deployment).dump() << "\n";
+  }
   const std::string kernel_model = decode.cost().params().label();
-  const RunReport report{m.spec.name, deployment, workload, kernel_model, f.seed, result};
+  const ServingCost cost = serving_cost(result, prefill.gpu());
+  const RunReport report{m.spec.name, deployment, workload, kernel_model, f.seed, result, cost};
   if (f.json) {
     out << run_json(report).dump(2) << "\n";
   } else {
@@ -322,6 +332,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   serve->add_option("--duration", flags->duration_s, "simulated seconds")->capture_default_str();
   serve->add_option("--seed", flags->seed, "random seed")->capture_default_str();
+  serve->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the run to this file");
+  serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
+      ->capture_default_str();
   bind(serve, run_serving);
 
   CLI::App* claims = app.add_subcommand("claims", "check the seed article's quantitative claims");

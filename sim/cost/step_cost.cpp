@@ -36,7 +36,8 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
       *track += t.time_us;
       lt.kernels.push_back(t);
     }
-    lt.critical_us = overlap ? std::max(lt.compute_us, lt.communication_us) : lt.compute_us + lt.communication_us;
+    lt.critical_us =
+        overlap ? std::max(lt.compute_us, lt.communication_us) : lt.compute_us + lt.communication_us;
     main_us += lt.critical_us;
     step.compute_us += lt.compute_us;
     step.communication_us += lt.communication_us;

@@ -17,7 +17,8 @@ double ep_load_imbalance(int64_t experts, int64_t ep, double skew, int64_t redun
     for (int r = 0; r < replicas; ++r) items.push_back(popularity / replicas);
   }
   std::sort(items.begin(), items.end(), std::greater<>());
-  const auto slots = static_cast<int64_t>((items.size() + static_cast<std::size_t>(ep) - 1) / static_cast<std::size_t>(ep));
+  const auto slots =
+      static_cast<int64_t>((items.size() + static_cast<std::size_t>(ep) - 1) / static_cast<std::size_t>(ep));
   std::vector<double> load(static_cast<std::size_t>(ep), 0.0);
   std::vector<int64_t> used(static_cast<std::size_t>(ep), 0);
   for (double item : items) {

@@ -108,7 +108,8 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
                                                         s.context, s.new_tokens));
   }
   if (!(s.ep_load_imbalance >= 1.0)) {
-    throw InputError({"", 0, "ep_load_imbalance"}, fmt::format("expected a factor >= 1, got {}", s.ep_load_imbalance));
+    throw InputError({"", 0, "ep_load_imbalance"},
+                     fmt::format("expected a factor >= 1, got {}", s.ep_load_imbalance));
   }
   if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;

@@ -39,10 +39,18 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{} / {}; {} / {} / {}", x.kv_tiers.global_hits, x.kv_tiers.global_misses,
                             x.kv_tiers.swa_hits, x.kv_tiers.swa_misses, x.kv_tiers.swa_evictions)});
   head.add_row({"decode KV per GPU", format_bytes(x.decode_kv_bytes_per_gpu)});
+  if (r.cost.known) {
+    head.add_row({"cost per hour; per 1M input / output tokens (whole cost each)",
+                  fmt::format("${:.2f}; ${:.3f} / ${:.3f}", r.cost.usd_per_hour, r.cost.usd_per_million_input,
+                              r.cost.usd_per_million_output)});
+  } else {
+    head.add_row({"cost", r.cost.provenance});
+  }
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"events; step shapes costed", fmt::format("{}; {}", x.events, x.step_shapes_costed)});
   head.add_note("step times from the kernel model, " + r.kernel_model);
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
+  if (r.cost.known) head.add_note("GPU price " + r.cost.provenance);
 
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
   latency.add_row(latency_row("TTFT", x.ttft_ms));
@@ -129,6 +137,7 @@ nlohmann::json run_json(const RunReport& r) {
             {"swa_misses", x.kv_tiers.swa_misses},
             {"swa_evictions", x.kv_tiers.swa_evictions}}},
           {"decode_kv_bytes_per_gpu", x.decode_kv_bytes_per_gpu},
+          {"cost", cost_json(r.cost)},
           {"steps", {{"prefill", x.prefill_steps}, {"decode", x.decode_steps}}},
           {"events", x.events},
           {"occupancy", occupancy},

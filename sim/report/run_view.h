@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "sim/costing/serving_cost.h"
 #include "sim/report/table.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_result.h"
@@ -18,6 +19,7 @@ struct RunReport {
   const std::string& kernel_model;  // calibration label
   uint64_t seed;
   const ServingResult& result;
+  const ServingCost& cost;
 };
 
 std::vector<Table> run_tables(const RunReport& r);

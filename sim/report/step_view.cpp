@@ -90,9 +90,10 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
-  summary.add_note(r.graph.shape.overlap_communication
-                       ? "EP communication overlapped with compute (two micro-batches); host copies on their own engine"
-                       : "EP communication is not overlapped with compute; host copies run on their own engine");
+  summary.add_note(
+      r.graph.shape.overlap_communication
+          ? "EP communication overlapped with compute (two micro-batches); host copies on their own engine"
+          : "EP communication is not overlapped with compute; host copies run on their own engine");
 
   Table layers("Per layer",
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});

@@ -6,9 +6,9 @@ namespace v41sim {
 namespace {
 
 PoolSpec read_pool(const YamlNode& node, bool prefill) {
-  node.expect_only(
-      {"instances", "gpus_per_instance", "ep", prefill ? "max_tokens_per_step" : "max_batch_per_gpu", "routing_skew",
-       "redundant_experts", "overlap_communication"});
+  node.expect_only({"instances", "gpus_per_instance", "ep",
+                    prefill ? "max_tokens_per_step" : "max_batch_per_gpu", "routing_skew",
+                    "redundant_experts", "overlap_communication"});
   PoolSpec p;
   p.instances = node.required("instances").as_positive_int();
   p.gpus_per_instance = node.required("gpus_per_instance").as_positive_int();

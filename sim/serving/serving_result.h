@@ -20,6 +20,16 @@ struct OccupancySample {
   int64_t host_pool_sessions = 0;      // SWA states parked in host DRAM
 };
 
+// One span of the run's timeline, for the trace.
+struct TraceSpan {
+  enum class Kind { kPrefillStep, kDecodeStep, kRequest, kRequestPrefill, kRequestDecode };
+  Kind kind = Kind::kRequest;
+  int64_t instance = 0;  // steps: the instance; requests: the request id
+  double start_us = 0;
+  double duration_us = 0;
+  int64_t size = 0;  // steps: sequences in the step; requests: output tokens
+};
+
 struct ServingResult {
   double duration_s = 0;
   int64_t gpus = 0;
@@ -62,6 +72,7 @@ struct ServingResult {
   uint64_t events = 0;
   std::size_t step_shapes_costed = 0;
   std::vector<OccupancySample> occupancy;
+  std::vector<TraceSpan> trace;  // filled only when tracing is on
 };
 
 }  // namespace v41sim

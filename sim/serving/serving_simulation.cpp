@@ -72,14 +72,13 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const GpuProfil
              pool_step_template(model, deployment.decode)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
-  FitRequest fit{
-      deployment.decode.gpus_per_instance,
-      deployment.decode.ep,
-      1,
-      model.spec.weights,
-      DensePlacement::kReplicated,
-      SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
-      deployment.decode.redundant_experts};
+  FitRequest fit{deployment.decode.gpus_per_instance,
+                 deployment.decode.ep,
+                 1,
+                 model.spec.weights,
+                 DensePlacement::kReplicated,
+                 SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
+                 deployment.decode.redundant_experts};
   decode_kv_bytes_per_gpu_ = fit_memory(model, gpu, fit).kv_bytes_per_gpu;
   // The SWA pool: a share of every node's DRAM, counted in sessions' window state.
   const double nodes = static_cast<double>(deployment.total_gpus()) / gpu.gpus_per_node.value();
@@ -219,6 +218,8 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   }
   inst.busy = true;
   ++result_.prefill_steps;
+  trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
+             sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks] {
     PrefillInstance& p = *prefill_[index];
     p.busy = false;
@@ -294,6 +295,10 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   if (step_us == 0) return;
   inst.busy = true;
   ++result_.decode_steps;
+  int64_t batch = 0;
+  for (const DecodeRank& rank : inst.ranks) batch += static_cast<int64_t>(rank.active.size());
+  trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
+             sim_.now() + SimTime::from_us(step_us), batch);
   sim_.schedule_after(SimTime::from_us(step_us), [this, index] {
     DecodeInstance& d = *decode_[index];
     d.busy = false;
@@ -319,6 +324,11 @@ void ServingSimulation::try_start_decode(std::size_t index) {
 void ServingSimulation::finish(Request& r) {
   r.finished = sim_.now();
   ++result_.finished;
+  trace_span(TraceSpan::Kind::kRequest, r.id, r.arrival, r.finished, r.output_tokens);
+  trace_span(TraceSpan::Kind::kRequestPrefill, r.id, r.prefill_started, r.first_token, r.output_tokens);
+  if (r.output_tokens > 1) {
+    trace_span(TraceSpan::Kind::kRequestDecode, r.id, r.decode_started, r.finished, r.output_tokens);
+  }
   result_.output_tokens_of_finished += r.output_tokens;
   change_in_system(-1);
   Session& s = sessions_[static_cast<std::size_t>(r.session)];
@@ -332,6 +342,12 @@ void ServingSimulation::finish(Request& r) {
 }
 
 // ---- bookkeeping ------------------------------------------------------------
+
+void ServingSimulation::trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end,
+                                   int64_t size) {
+  if (start >= trace_until_) return;
+  result_.trace.push_back({kind, instance, start.us(), (end - start).us(), size});
+}
 
 void ServingSimulation::change_in_system(int delta) {
   in_system_area_ += static_cast<double>(in_system_) * (sim_.now() - last_change_).s();

@@ -38,6 +38,8 @@ class ServingSimulation {
   // Simulates `duration_s` seconds of arrivals. With `drain`, no session starts
   // or continues after that, and the run goes on until every request is done.
   ServingResult run(double duration_s, bool drain = false);
+  // Records step and request spans that start before `until_s`, for the trace.
+  void enable_trace(double until_s) { trace_until_ = SimTime::from_s(until_s); }
 
  private:
   struct Session;
@@ -83,6 +85,8 @@ class ServingSimulation {
   SimTime last_change_;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;
+  SimTime trace_until_;  // zero: no trace
+  void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);
 };
 
 }  // namespace v41sim

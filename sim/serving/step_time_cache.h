@@ -17,8 +17,8 @@ namespace v41sim {
 class StepTimeCache {
  public:
   // The templates carry each pool's EP size, overlap and load imbalance.
-  StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost, const KernelCostModel& decode_cost,
-                StepShape prefill_template, StepShape decode_template);
+  StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
+                const KernelCostModel& decode_cost, StepShape prefill_template, StepShape decode_template);
 
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
   // cached prefix, ending at `context`.

@@ -120,6 +120,23 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
             run("run --duration 120 --seed 3 --json").output);
 }
 
+TEST(Cli, RunTraceHasStepsAndRequests) {
+  const auto dir = temp_dir("run_trace");
+  const std::string trace = (dir / "run.json").string();
+  ASSERT_EQ(run("run --duration 60 --trace " + trace + " --trace-seconds 30").exit_code, 0);
+  const auto events = nlohmann::json::parse(testing::read_text(trace))["traceEvents"];
+  int steps = 0, begins = 0, ends = 0;
+  for (const auto& e : events) {
+    steps += e["ph"] == "X" ? 1 : 0;
+    begins += e["ph"] == "b" ? 1 : 0;
+    ends += e["ph"] == "e" ? 1 : 0;
+    if (e["ph"] == "X") EXPECT_LT(e["ts"].get<double>(), 30e6);
+  }
+  EXPECT_GT(steps, 100);
+  EXPECT_GT(begins, 0);
+  EXPECT_EQ(begins, ends);
+}
+
 struct BadRun {
   const char* args;
   const char* message;

@@ -1,5 +1,4 @@
 // The kernel graph: which kernels each layer mode runs, and the work they do.
-#include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "sim/graph/expert_load.h"
 #include "tests/step_test_support.h"
 
 namespace v41sim {
