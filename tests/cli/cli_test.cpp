@@ -130,7 +130,9 @@ TEST(Cli, RunTraceHasStepsAndRequests) {
     steps += e["ph"] == "X" ? 1 : 0;
     begins += e["ph"] == "b" ? 1 : 0;
     ends += e["ph"] == "e" ? 1 : 0;
-    if (e["ph"] == "X") EXPECT_LT(e["ts"].get<double>(), 30e6);
+    if (e["ph"] == "X") {
+      EXPECT_LT(e["ts"].get<double>(), 30e6);
+    }
   }
   EXPECT_GT(steps, 100);
   EXPECT_GT(begins, 0);
