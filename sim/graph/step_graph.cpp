@@ -24,7 +24,7 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
   LayerContext c{model, s, plan};
   c.query_end = context;
   if (s.phase == Phase::kDecode) {
-    c.tokens = c.kv_tokens = batch;
+    c.tokens = c.kv_tokens = batch * static_cast<double>(s.decode_tokens_per_sequence);
   } else {
     // Prefill computes the last `fresh` tokens of each prompt; a cached prefix is only read.
     const double fresh = s.new_tokens > 0 ? std::min(static_cast<double>(s.new_tokens), context) : context;
@@ -111,6 +111,10 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
     throw InputError({"", 0, "ep_load_imbalance"},
                      fmt::format("expected a factor >= 1, got {}", s.ep_load_imbalance));
   }
+  if (s.decode_tokens_per_sequence < 1) {
+    throw InputError({"", 0, "decode_tokens_per_sequence"},
+                     fmt::format("expected at least 1, got {}", s.decode_tokens_per_sequence));
+  }
   if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
   if (experts % s.ep != 0) {
@@ -123,7 +127,9 @@ StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& s) {
   validate_step_shape(model, s);
   StepGraph graph{s, {}};
   for (const LayerPlanEntry& plan : model.plan) graph.layers.push_back(backbone_layer(model, s, plan));
-  const double head_tokens = static_cast<double>(s.batch);  // prefill: the last prompt token only
+  // Prefill: the last prompt token only; decode: every verified position.
+  const double head_tokens =
+      static_cast<double>(s.batch * (s.phase == Phase::kDecode ? s.decode_tokens_per_sequence : 1));
   graph.layers.push_back(output_head(model, head_tokens));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft &&
       model.spec.draft->routed_experts > 0) {

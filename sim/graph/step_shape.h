@@ -16,6 +16,7 @@ struct StepShape {
   int64_t ep_per_node = 8;    // ranks of the EP group inside one NVLink domain
   bool mhc_fused = true;      // single-pass mHC (one kernel) vs the three-kernel form
   bool include_draft = true;  // decode: run the speculative draft stages
+  int64_t decode_tokens_per_sequence = 1;  // decode: 1 + draft tokens verified per step
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes max(compute, communication), not the sum.
   bool overlap_communication = false;

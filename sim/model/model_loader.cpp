@@ -292,7 +292,8 @@ EngramSpec read_engram(const YamlNode& node, int64_t num_layers) {
 }
 
 DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
-  node.expect_only({"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k", "source"});
+  node.expect_only(
+      {"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k", "acceptance", "source"});
   DraftSpec spec;
   spec.kind = node.required("kind").as_string();
   spec.stages = node.required("stages").as_positive_int();
@@ -302,6 +303,10 @@ DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
   }
   spec.routed_experts = optional_int(node, "routed_experts", 0);
   spec.top_k = optional_int(node, "top_k", 0);
+  if (const auto acceptance = node.optional("acceptance")) {
+    spec.acceptance = read_sourced_value(*acceptance);
+    if (spec.acceptance->value() >= 1.0) acceptance->fail("an acceptance rate is below 1");
+  }
   return spec;
 }
 

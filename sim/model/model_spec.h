@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/common/sourced_value.h"
 #include "sim/model/block_scaled_format.h"
 #include "sim/model/layer_role.h"
 
@@ -140,6 +141,8 @@ struct DraftSpec {
   std::vector<int64_t> target_layers;
   int64_t routed_experts = 0;
   int64_t top_k = 0;
+  // Chance that a draft token is accepted given the ones before it were.
+  std::optional<SourcedValue> acceptance;
 };
 
 struct ModelSpec {

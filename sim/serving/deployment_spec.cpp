@@ -8,7 +8,7 @@ namespace {
 PoolSpec read_pool(const YamlNode& node, bool prefill) {
   node.expect_only({"instances", "gpus_per_instance", "ep",
                     prefill ? "max_tokens_per_step" : "max_batch_per_gpu", "routing_skew",
-                    "redundant_experts", "overlap_communication"});
+                    "redundant_experts", "overlap_communication", "speculative_decoding"});
   PoolSpec p;
   p.instances = node.required("instances").as_positive_int();
   p.gpus_per_instance = node.required("gpus_per_instance").as_positive_int();
@@ -23,6 +23,7 @@ PoolSpec read_pool(const YamlNode& node, bool prefill) {
     node.required("redundant_experts").fail("redundant experts must spread evenly: a multiple of ep");
   }
   p.overlap_communication = node.required("overlap_communication").as_bool();
+  if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
   if (prefill) {
     p.max_tokens_per_step = node.required("max_tokens_per_step").as_positive_int();
   } else {

@@ -19,6 +19,7 @@ struct PoolSpec {
   double routing_skew = 0;             // Zipf exponent of expert popularity (0 = uniform)
   int64_t redundant_experts = 0;       // extra replicas of the hottest experts per EP group
   bool overlap_communication = false;  // two micro-batches hide EP all-to-all behind compute
+  bool speculative_decoding = false;   // decode: verify draft tokens (needs a draft block in the model)
 };
 
 struct KvTierSpec {

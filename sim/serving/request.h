@@ -23,6 +23,7 @@ struct Request {
   int64_t to_compute = 0;     // tokens the prefill must run
   int64_t computed = 0;       // of to_compute, done so far
   int64_t generated = 0;      // output tokens produced so far
+  double token_credit = 0;    // expected tokens not yet emitted (speculative decoding)
   int decode_instance = -1;
   int decode_rank = -1;
   double kv_reserved_bytes = 0;

@@ -20,7 +20,7 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool) {
   StepShape s;
   s.ep = pool.ep;
   s.overlap_communication = pool.overlap_communication;
-  s.include_draft = false;  // speculative decoding is not modelled in serving yet
+  s.include_draft = pool.speculative_decoding;
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
   s.ep_load_imbalance = ep_load_imbalance(experts, pool.ep, pool.routing_skew, pool.redundant_experts);
   return s;
@@ -283,30 +283,41 @@ void ServingSimulation::try_admit(std::size_t index) {
 void ServingSimulation::try_start_decode(std::size_t index) {
   DecodeInstance& inst = *decode_[index];
   if (inst.busy) return;
+  // Ranks step together (EP synchronises them): the slowest sets the step.
+  // Each rank verifies the number of draft tokens best for its own batch.
   double step_us = 0;
-  for (const DecodeRank& rank : inst.ranks) {
+  int64_t batch = 0;
+  std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
+  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
+    const DecodeRank& rank = inst.ranks[i];
     if (rank.active.empty()) continue;
     double context = 0;
     for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
-    const auto batch = static_cast<int64_t>(rank.active.size());
-    step_us = std::max(step_us,
-                       steps_.decode_us(batch, static_cast<int64_t>(context / static_cast<double>(batch))));
+    const auto n = static_cast<int64_t>(rank.active.size());
+    const StepTimeCache::DecodeStep step =
+        steps_.decode_step(n, static_cast<int64_t>(context / static_cast<double>(n)));
+    step_us = std::max(step_us, step.us);
+    tokens_per_sequence[i] = step.tokens_per_sequence;
+    batch += n;
   }
   if (step_us == 0) return;
   inst.busy = true;
   ++result_.decode_steps;
-  int64_t batch = 0;
-  for (const DecodeRank& rank : inst.ranks) batch += static_cast<int64_t>(rank.active.size());
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index] {
+  sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence] {
     DecodeInstance& d = *decode_[index];
     d.busy = false;
-    for (DecodeRank& rank : d.ranks) {
+    for (std::size_t i = 0; i < d.ranks.size(); ++i) {
+      DecodeRank& rank = d.ranks[i];
       std::vector<Request*> still;
       for (Request* r : rank.active) {
-        ++r->generated;
-        ++result_.output_tokens_generated;
+        // Expected tokens accumulate; whole ones are emitted (deterministic).
+        r->token_credit += tokens_per_sequence[i];
+        const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);
+        r->token_credit -= static_cast<double>(emitted);
+        r->generated += emitted;
+        result_.output_tokens_generated += emitted;
         if (r->generated < r->output_tokens) {
           still.push_back(r);
           continue;

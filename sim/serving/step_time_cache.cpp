@@ -32,13 +32,16 @@ StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& 
   decode_template_.phase = Phase::kDecode;
 }
 
-double StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context) {
-  const auto key = std::make_tuple(static_cast<int>(phase), batch, new_tokens, context);
+double StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context,
+                              int64_t drafts) {
+  const auto key = std::make_tuple(static_cast<int>(phase), batch, new_tokens, context, drafts);
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
   shape.batch = batch;
   shape.context = std::min(context, model_.spec.max_context);
   shape.new_tokens = phase == Phase::kPrefill ? std::min(new_tokens, shape.context) : 0;
+  shape.decode_tokens_per_sequence = 1 + drafts;
+  shape.include_draft = drafts > 0;
   const KernelCostModel& cost = phase == Phase::kPrefill ? prefill_cost_ : decode_cost_;
   const double us = time_step(build_step_graph(model_, shape), cost).total_us;
   cache_.emplace(key, us);
@@ -51,8 +54,23 @@ double StepTimeCache::prefill_us(int64_t batch, int64_t new_tokens, int64_t cont
   return compute(Phase::kPrefill, batch, grid_new, grid_context);
 }
 
-double StepTimeCache::decode_us(int64_t batch, int64_t context) {
-  return compute(Phase::kDecode, batch, 0, round_up_to_grid(context));
+StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context) {
+  const int64_t grid_context = round_up_to_grid(context);
+  const auto key = std::make_pair(batch, grid_context);
+  if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
+  DecodeStep best{compute(Phase::kDecode, batch, 0, grid_context, 0), 1.0, 0};
+  const std::optional<DraftSpec>& draft = model_.spec.draft;
+  if (decode_template_.include_draft && draft && draft->acceptance && draft->routed_experts > 0) {
+    const double p = draft->acceptance->value();
+    for (int64_t k = 1; k <= draft->block_size; ++k) {
+      // Tokens per step: the accepted run of drafts plus the verifier's own token.
+      const double tokens = (1.0 - std::pow(p, static_cast<double>(k + 1))) / (1.0 - p);
+      const double us = compute(Phase::kDecode, batch, 0, grid_context, k);
+      if (tokens / us > best.tokens_per_sequence / best.us) best = {us, tokens, k};
+    }
+  }
+  decode_choice_.emplace(key, best);
+  return best;
 }
 
 }  // namespace v41sim

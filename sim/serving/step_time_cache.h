@@ -23,19 +23,29 @@ class StepTimeCache {
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
   // cached prefix, ending at `context`.
   double prefill_us(int64_t batch, int64_t new_tokens, int64_t context);
-  // One rank's decode step: `batch` sequences with `context` tokens of history on average.
-  double decode_us(int64_t batch, int64_t context);
+  // One rank's decode step: `batch` sequences with `context` tokens of history on
+  // average. With speculative decoding on (the decode template's include_draft)
+  // the number of draft tokens verified per step is the one that gives the most
+  // expected tokens per second, as DSpark's scheduler picks it from the
+  // engine's throughput curve.
+  struct DecodeStep {
+    double us = 0;
+    double tokens_per_sequence = 1;  // expected tokens each sequence emits
+    int64_t drafts = 0;              // draft tokens verified per sequence
+  };
+  DecodeStep decode_step(int64_t batch, int64_t context);
   std::size_t size() const { return cache_.size(); }
 
  private:
-  double compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context);
+  double compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0);
 
   const ModelAnalysis& model_;
   const KernelCostModel& prefill_cost_;
   const KernelCostModel& decode_cost_;
   StepShape prefill_template_;
   StepShape decode_template_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> cache_;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, double> cache_;
+  std::map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
 };
 
 // Smallest grid point >= tokens (exact below 256).

@@ -143,3 +143,32 @@ TEST(Serving, ContextBeyondTheModelIsRejectedWithAReason) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+TEST(Serving, SpeculativeDecodingShortensTheInterTokenTime) {
+  Fixture with = v41_agents();
+  Fixture without = v41_agents();
+  without.deployment.decode.speculative_decoding = false;
+  const ServingResult a = with.run(300);
+  const ServingResult b = without.run(300);
+  EXPECT_LT(a.tpot_ms.mean, 0.8 * b.tpot_ms.mean);
+}
+
+TEST(Serving, DecodeStepPicksTheVerifyLengthWithTheBestThroughput) {
+  Fixture f = v41_agents();
+  StepShape decode = testing::shape(Phase::kDecode, 1, 1, 8);
+  decode.include_draft = true;
+  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1, 8),
+                      decode);
+  const StepTimeCache::DecodeStep small = steps.decode_step(4, 32768);
+  EXPECT_GT(small.drafts, 0);  // memory-bound: verifying drafts is nearly free
+  EXPECT_GT(small.tokens_per_sequence, 1.5);
+  const double p = f.model.spec.draft->acceptance->value();
+  EXPECT_NEAR(small.tokens_per_sequence, (1 - std::pow(p, static_cast<double>(small.drafts + 1))) / (1 - p),
+              1e-9);
+}
+
+}  // namespace
+}  // namespace v41sim
