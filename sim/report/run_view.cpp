@@ -35,6 +35,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row(
       {"input tokens arrived / prefilled / served from cache",
        fmt::format("{} / {} / {}", x.input_tokens_arrived, x.input_tokens_prefilled, x.input_tokens_cached)});
+  head.add_row({"window tokens replayed after SWA-state misses", std::to_string(x.input_tokens_replayed)});
   head.add_row({"global-KV hits / misses; SWA-state hits / misses / evictions",
                 fmt::format("{} / {}; {} / {} / {}", x.kv_tiers.global_hits, x.kv_tiers.global_misses,
                             x.kv_tiers.swa_hits, x.kv_tiers.swa_misses, x.kv_tiers.swa_evictions)});
@@ -106,6 +107,7 @@ nlohmann::json run_json(const RunReport& r) {
            {{"input_arrived", x.input_tokens_arrived},
             {"input_prefilled", x.input_tokens_prefilled},
             {"input_cached", x.input_tokens_cached},
+            {"input_replayed", x.input_tokens_replayed},
             {"output_generated", x.output_tokens_generated}}},
           {"ttft_ms", summary_json(x.ttft_ms)},
           {"tpot_ms", summary_json(x.tpot_ms)},

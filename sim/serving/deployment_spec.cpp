@@ -53,12 +53,14 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.prefill = read_pool(root.required("prefill"), true);
   d.decode = read_pool(root.required("decode"), false);
   const YamlNode kv = root.required("kv_tiers");
-  kv.expect_only({"ssd_read_bytes_per_s", "retention_s", "host_pool_fraction", "host_ttl_s"});
+  kv.expect_only(
+      {"ssd_read_bytes_per_s", "retention_s", "host_pool_fraction", "host_ttl_s", "bounded_replay"});
   d.kv.ssd_read_bytes_per_s = read_sourced_value(kv.required("ssd_read_bytes_per_s"));
   d.kv.retention_s = kv.required("retention_s").as_positive_double();
   d.kv.host_pool_fraction = kv.required("host_pool_fraction").as_positive_double();
   if (d.kv.host_pool_fraction >= 1) kv.required("host_pool_fraction").fail("expected a fraction below 1");
   d.kv.host_ttl_s = kv.required("host_ttl_s").as_positive_double();
+  d.kv.bounded_replay = kv.required("bounded_replay").as_bool();
   const YamlNode sla = root.required("sla");
   sla.expect_only({"ttft_ms", "tpot_ms"});
   d.sla.ttft_ms = sla.required("ttft_ms").as_positive_double();

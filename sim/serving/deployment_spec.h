@@ -27,6 +27,7 @@ struct KvTierSpec {
   double retention_s = 0;             // how long a session's global KV stays
   double host_pool_fraction = 0;      // share of each node's DRAM for SWA state
   double host_ttl_s = 0;              // how long SWA state stays in the pool
+  bool bounded_replay = true;         // SWA miss: replay one window (V4.1) or rebuild exactly
 };
 
 struct SlaSpec {

@@ -43,6 +43,7 @@ struct ServingResult {
   int64_t input_tokens_arrived = 0;
   int64_t input_tokens_prefilled = 0;  // computed, incl. window replay; excl. cached prefixes
   int64_t input_tokens_cached = 0;
+  int64_t input_tokens_replayed = 0;  // window replay after an SWA-state miss
   int64_t output_tokens_generated = 0;
   int64_t input_tokens_to_compute = 0;    // what admitted requests asked the prefill to run
   int64_t output_tokens_of_finished = 0;  // what finished requests asked for

@@ -149,8 +149,13 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
   const TierLookup hit = tiers_.lookup(session, prefix_tokens, sim_.now());
   r.cached_tokens = hit.cached_tokens;
   if (hit.cached_tokens > 0 && !hit.swa_hit) {
-    // Bounded replay: only the last window is recomputed to rebuild the SWA state.
-    r.replay_tokens = std::min(model_.spec.attention.sliding_window, hit.cached_tokens);
+    // Bounded replay recomputes only the last window to rebuild the SWA state
+    // (approximately). An exact rebuild needs every layer's window of inputs,
+    // which reach back one window per layer: num_layers x window tokens.
+    const int64_t window = model_.spec.attention.sliding_window;
+    const int64_t replay = deployment_.kv.bounded_replay ? window : window * model_.spec.num_layers;
+    r.replay_tokens = std::min(replay, hit.cached_tokens);
+    result_.input_tokens_replayed += r.replay_tokens;
   }
   r.to_compute = r.context() - r.cached_tokens + r.replay_tokens;
   result_.input_tokens_to_compute += r.to_compute;

@@ -172,3 +172,29 @@ TEST(Serving, DecodeStepPicksTheVerifyLengthWithTheBestThroughput) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// Force every returning turn to miss its SWA state (a 1 ms TTL): bounded replay
+// recomputes one window per miss, an exact rebuild one window per layer.
+TEST(Serving, BoundedReplayCostsOneWindowExactRebuildOnePerLayer) {
+  Fixture bounded = v41_agents();
+  bounded.deployment.kv.host_ttl_s = 1e-3;
+  Fixture exact = v41_agents();
+  exact.deployment.kv.host_ttl_s = 1e-3;
+  exact.deployment.kv.bounded_replay = false;
+  const ServingResult a = bounded.run(300);
+  const ServingResult b = exact.run(300);
+  ASSERT_GT(a.kv_tiers.global_hits, 10);
+  const double window = static_cast<double>(bounded.model.spec.attention.sliding_window);
+  EXPECT_DOUBLE_EQ(static_cast<double>(a.input_tokens_replayed) / static_cast<double>(a.kv_tiers.global_hits),
+                   window);
+  const double per_miss =
+      static_cast<double>(b.input_tokens_replayed) / static_cast<double>(b.kv_tiers.global_hits);
+  EXPECT_GT(per_miss, 0.9 * window * static_cast<double>(exact.model.spec.num_layers));
+  EXPECT_GT(b.mean_prefill_ms, a.mean_prefill_ms);
+}
+
+}  // namespace
+}  // namespace v41sim
