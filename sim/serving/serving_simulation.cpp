@@ -35,6 +35,8 @@ int64_t draw_tokens(const Distribution& d, std::mt19937_64& rng, double scale = 
 struct ServingSimulation::Session {
   int64_t turns = 0;
   int64_t next_turn = 0;
+  bool from_trace = false;    // turns come from the trace, not from think times
+  int64_t trace_context = 0;  // context the trace's turns have built so far
 };
 
 struct ServingSimulation::PrefillInstance {
@@ -139,6 +141,28 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
       draw_tokens(r.turn == 0 ? workload_.first_input_tokens : workload_.turn_input_tokens, sessions_rng_);
   r.output_tokens =
       draw_tokens(workload_.output_tokens, sessions_rng_, workload_.effort_output_multiplier.value());
+  admit_turn(r);
+}
+
+void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
+  const auto [it, added] = trace_sessions_.emplace(row.session, static_cast<int64_t>(sessions_.size()));
+  if (added) sessions_.push_back({0, 0, true, 0});
+  Session& s = sessions_[static_cast<std::size_t>(it->second)];
+  Request& r = requests_.emplace_back();
+  r.id = static_cast<int64_t>(requests_.size()) - 1;
+  r.session = it->second;
+  r.turn = s.next_turn++;
+  r.arrival = sim_.now();
+  r.prefix_tokens = s.trace_context;
+  r.new_tokens = row.input_tokens;
+  r.output_tokens = row.output_tokens;
+  s.trace_context = r.final_context();
+  admit_turn(r);
+}
+
+void ServingSimulation::admit_turn(Request& r) {
+  const int64_t session = r.session;
+  const int64_t prefix_tokens = r.prefix_tokens;
   ++result_.arrived;
   result_.input_tokens_arrived += r.new_tokens;
   change_in_system(+1);
@@ -348,6 +372,10 @@ void ServingSimulation::finish(Request& r) {
   result_.output_tokens_of_finished += r.output_tokens;
   change_in_system(-1);
   Session& s = sessions_[static_cast<std::size_t>(r.session)];
+  if (s.from_trace) {
+    tiers_.store(r.session, r.final_context(), sim_.now());
+    return;
+  }
   if (s.next_turn >= s.turns || !accepting_) {
     tiers_.forget(r.session);
     return;
@@ -395,7 +423,14 @@ void ServingSimulation::sample_occupancy() {
 
 ServingResult ServingSimulation::run(double duration_s, bool drain) {
   occupancy_interval_s_ = duration_s / kOccupancySamples;
-  schedule_next_session();
+  if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
+    for (const WorkloadSpec::TraceRow& row : workload_.trace) {
+      if (row.time_s > duration_s) break;
+      sim_.schedule_at(SimTime::from_s(row.time_s), [this, &row] { start_trace_turn(row); });
+    }
+  } else {
+    schedule_next_session();
+  }
   sim_.schedule_at(SimTime(), [this] { sample_occupancy(); });
   sim_.run_until(SimTime::from_s(duration_s));
   change_in_system(0);

@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/des/simulator.h"
@@ -51,6 +52,9 @@ class ServingSimulation {
   void schedule_next_session();
   double arrival_rate_at(double time_s) const;
   void start_turn(int64_t session, int64_t prefix_tokens);
+  void start_trace_turn(const WorkloadSpec::TraceRow& row);
+  // The tokens of a turn: drawn from the workload's distributions, or given by a trace.
+  void admit_turn(Request& r);
   void reject(Request& r, const char* reason);
   // Prefill.
   void enqueue_prefill(Request& r);
@@ -77,6 +81,7 @@ class ServingSimulation {
   double decode_kv_bytes_per_gpu_ = 0;
   std::deque<Request> requests_;  // stable addresses
   std::vector<Session> sessions_;
+  std::unordered_map<int64_t, int64_t> trace_sessions_;  // trace session id -> index into sessions_
   std::vector<std::unique_ptr<PrefillInstance>> prefill_;
   std::vector<std::unique_ptr<DecodeInstance>> decode_;
   ServingResult result_;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "sim/des/random.h"
 
@@ -13,6 +16,60 @@ namespace {
 constexpr int64_t kReferenceEffort = 75;  // API level "high"
 constexpr double kEffortSpanRatio = 2.5;  // output tokens, effort 100 vs 25 (V4.1 report)
 constexpr double kEffortSpan = 75.0;      // 100 - 25
+
+// time_s,session,input_tokens,output_tokens: one row per turn, times non-decreasing.
+std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, ""}, "cannot open file");
+  const char* const kColumns[] = {"time_s", "session", "input_tokens", "output_tokens"};
+  std::vector<WorkloadSpec::TraceRow> rows;
+  std::string line;
+  bool header = false;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    if (cells.size() != 4) {
+      throw InputError({path, number, ""},
+                       fmt::format("expected 4 columns ({}), got {}",
+                                   "time_s,session,input_tokens,output_tokens", cells.size()));
+    }
+    if (!header) {
+      for (int c = 0; c < 4; ++c) {
+        if (cells[static_cast<std::size_t>(c)] != kColumns[c]) {
+          throw InputError({path, number, kColumns[c]},
+                           "expected the header time_s,session,input_tokens,output_tokens");
+        }
+      }
+      header = true;
+      continue;
+    }
+    WorkloadSpec::TraceRow row;
+    auto number_in = [&](int c, double min) {
+      try {
+        std::size_t used = 0;
+        const double value = std::stod(cells[static_cast<std::size_t>(c)], &used);
+        if (used != cells[static_cast<std::size_t>(c)].size() || !(value >= min))
+          throw std::invalid_argument("");
+        return value;
+      } catch (const std::exception&) {
+        throw InputError({path, number, kColumns[c]}, fmt::format("expected a number >= {}, got '{}'", min,
+                                                                  cells[static_cast<std::size_t>(c)]));
+      }
+    };
+    row.time_s = number_in(0, 0);
+    row.session = static_cast<int64_t>(number_in(1, 0));
+    row.input_tokens = static_cast<int64_t>(number_in(2, 1));
+    row.output_tokens = static_cast<int64_t>(number_in(3, 1));
+    if (!rows.empty() && row.time_s < rows.back().time_s) {
+      throw InputError({path, number, "time_s"}, "rows must be in time order");
+    }
+    rows.push_back(row);
+  }
+  if (rows.empty()) throw InputError({path, 0, ""}, "the trace has no rows");
+  return rows;
+}
 
 }  // namespace
 
@@ -83,8 +140,22 @@ WorkloadSpec load_workload_file(const std::string& path) {
   w.name = root.required("name").as_string();
   root.required("source").as_string();
   const YamlNode arrival = root.required("arrival");
-  arrival.expect_only({"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s"});
+  arrival.expect_only(
+      {"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s", "file"});
   const std::string process = arrival.required("process").as_string();
+  if (process == "trace") {
+    w.arrival = WorkloadSpec::Arrival::kTrace;
+    const YamlNode file = arrival.required("file");
+    const std::string relative = file.as_string();
+    const std::string resolved = (std::filesystem::path(path).parent_path() / relative).string();
+    if (!std::filesystem::exists(resolved)) file.fail("no trace file at " + resolved);
+    w.trace = read_trace_csv(resolved);
+    for (const char* unused : {"session", "effort"}) {
+      if (root.has(unused)) root.required(unused).fail("not used with a trace: the trace gives every turn");
+    }
+    w.effort_output_multiplier = effort_multiplier(kReferenceEffort);
+    return w;
+  }
   w.sessions_per_s = arrival.required("sessions_per_s").as_positive_double();
   if (process == "bursty") {
     w.arrival = WorkloadSpec::Arrival::kBursty;
@@ -94,7 +165,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
     w.burst_period_s = arrival.required("burst_period_s").as_positive_double();
   } else if (process != "poisson") {
     arrival.required("process").fail("unknown arrival process '" + process +
-                                     "' (expected poisson or bursty)");
+                                     "' (expected poisson, bursty or trace)");
   }
   const YamlNode session = root.required("session");
   session.expect_only({"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s"});

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "sim/common/sourced_value.h"
 #include "sim/common/yaml_reader.h"
@@ -28,7 +29,7 @@ Distribution read_distribution(const YamlNode& node);
 struct WorkloadSpec {
   std::string name;
   std::string file;
-  enum class Arrival { kPoisson, kBursty };
+  enum class Arrival { kPoisson, kBursty, kTrace };
   Arrival arrival = Arrival::kPoisson;
   double sessions_per_s = 0;
   double burst_factor = 1;    // bursty: rate multiplier while a burst is on
@@ -41,6 +42,14 @@ struct WorkloadSpec {
   Distribution think_time_s;
   int64_t effort = 75;                    // reasoning effort b in [1, 100]
   SourcedValue effort_output_multiplier;  // derived from `effort`, with its assumption
+  // kTrace: one row per turn, in time order; a session's turns share a growing prefix.
+  struct TraceRow {
+    double time_s = 0;
+    int64_t session = 0;
+    int64_t input_tokens = 0;
+    int64_t output_tokens = 0;
+  };
+  std::vector<TraceRow> trace;
 };
 
 WorkloadSpec load_workload_file(const std::string& path);

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "sim/serving/serving_simulation.h"
@@ -194,6 +196,46 @@ TEST(Serving, BoundedReplayCostsOneWindowExactRebuildOnePerLayer) {
       static_cast<double>(b.input_tokens_replayed) / static_cast<double>(b.kv_tiers.global_hits);
   EXPECT_GT(per_miss, 0.9 * window * static_cast<double>(exact.model.spec.num_layers));
   EXPECT_GT(b.mean_prefill_ms, a.mean_prefill_ms);
+}
+
+}  // namespace
+}  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+TEST(Serving, TraceDrivenTurnsShareTheirSessionsPrefix) {
+  Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64.yaml"),
+            data("workloads/agent_trace.yaml"));
+  const ServingResult r = f.run(1e6, 1, true);
+  EXPECT_EQ(r.arrived, static_cast<int64_t>(f.workload.trace.size()));
+  EXPECT_EQ(r.finished, r.arrived);
+  int64_t inputs = 0;
+  for (const auto& row : f.workload.trace) inputs += row.input_tokens;
+  EXPECT_EQ(r.input_tokens_arrived, inputs);
+  EXPECT_GT(r.kv_tiers.global_hits, 0);
+}
+
+TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
+  const auto dir = std::filesystem::temp_directory_path() / "v41sim_bad_trace";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,0,100,10\n0.5,1,100,10\n";
+  std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
+  try {
+    load_workload_file((dir / "w.yaml").string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 3);
+    EXPECT_EQ(e.where().field, "time_s");
+  }
+  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,0,many,10\n";
+  try {
+    load_workload_file((dir / "w.yaml").string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_EQ(e.where().field, "input_tokens");
+  }
 }
 
 }  // namespace
