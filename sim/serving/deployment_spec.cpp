@@ -45,13 +45,19 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.gpu = root.required("gpu").as_string();
   const YamlNode disaggregated = root.required("disaggregated");
   d.disaggregated = disaggregated.as_bool();
-  if (!d.disaggregated) {
-    disaggregated.fail(
-        "aggregated serving (prefill and decode on the same instances) is not modelled yet; "
-        "use disaggregated: true");
-  }
   d.prefill = read_pool(root.required("prefill"), true);
   d.decode = read_pool(root.required("decode"), false);
+  if (!d.disaggregated) {
+    // Aggregated: the prefill block describes how the same instances prefill.
+    const bool same = d.prefill.instances == d.decode.instances &&
+                      d.prefill.gpus_per_instance == d.decode.gpus_per_instance &&
+                      d.prefill.ep == d.decode.ep;
+    if (!same) {
+      root.required("prefill").fail(
+          "aggregated serving runs prefill on the decode instances: instances, gpus_per_instance and ep must "
+          "match the decode block");
+    }
+  }
   const YamlNode kv = root.required("kv_tiers");
   kv.expect_only(
       {"ssd_read_bytes_per_s", "retention_s", "host_pool_fraction", "host_ttl_s", "bounded_replay"});

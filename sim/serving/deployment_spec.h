@@ -38,15 +38,16 @@ struct SlaSpec {
 struct DeploymentSpec {
   std::string name;
   std::string file;
-  std::string gpu;  // hw_profiles stem or name
-  bool disaggregated = true;
+  std::string gpu;            // hw_profiles stem or name
+  bool disaggregated = true;  // false: prefill and decode share the decode instances
   PoolSpec prefill;
   PoolSpec decode;
   KvTierSpec kv;
   SlaSpec sla;
   double reserve_fraction = 0;  // HBM held back for activations and workspace
   int64_t total_gpus() const {
-    return prefill.instances * prefill.gpus_per_instance + decode.instances * decode.gpus_per_instance;
+    const int64_t decode_gpus = decode.instances * decode.gpus_per_instance;
+    return disaggregated ? prefill.instances * prefill.gpus_per_instance + decode_gpus : decode_gpus;
   }
 };
 

@@ -39,9 +39,15 @@ struct ServingSimulation::Session {
   int64_t trace_context = 0;  // context the trace's turns have built so far
 };
 
+// The GPUs of an instance run one step at a time. Aggregated deployments
+// give a prefill instance and a decode instance the same engine.
+struct ServingSimulation::Engine {
+  bool busy = false;
+};
+
 struct ServingSimulation::PrefillInstance {
   std::deque<Request*> queue;
-  bool busy = false;
+  Engine* engine = nullptr;
 };
 
 struct ServingSimulation::DecodeRank {
@@ -52,10 +58,10 @@ struct ServingSimulation::DecodeRank {
 struct ServingSimulation::DecodeInstance {
   std::vector<DecodeRank> ranks;
   std::deque<Request*> queue;
-  bool busy = false;
-  double kv_free() const {
+  Engine* engine = nullptr;
+  double kv_used() const {
     return std::accumulate(ranks.begin(), ranks.end(), 0.0,
-                           [](double sum, const DecodeRank& r) { return sum - r.kv_used; });
+                           [](double sum, const DecodeRank& r) { return sum + r.kv_used; });
   }
 };
 
@@ -88,11 +94,17 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const GpuProfil
   const auto state = static_cast<double>(std::max<int64_t>(1, model.kv.per_request_state_bytes()));
   tiers_ = SessionKvTiers(deployment.kv.retention_s, deployment.kv.host_ttl_s,
                           static_cast<int64_t>(std::floor(pool_bytes / state)));
-  for (int64_t i = 0; i < deployment.prefill.instances; ++i)
+  for (int64_t i = 0; i < deployment.prefill.instances; ++i) {
+    engines_.push_back(std::make_unique<Engine>());
     prefill_.push_back(std::make_unique<PrefillInstance>());
+    prefill_.back()->engine = engines_.back().get();
+  }
   for (int64_t i = 0; i < deployment.decode.instances; ++i) {
     auto instance = std::make_unique<DecodeInstance>();
     instance->ranks.resize(static_cast<std::size_t>(deployment.decode.gpus_per_instance));
+    if (deployment.disaggregated) engines_.push_back(std::make_unique<Engine>());
+    instance->engine =
+        deployment.disaggregated ? engines_.back().get() : prefill_[static_cast<std::size_t>(i)]->engine;
     decode_.push_back(std::move(instance));
   }
 }
@@ -217,7 +229,7 @@ void ServingSimulation::enqueue_prefill(Request& r) {
 
 void ServingSimulation::try_start_prefill(std::size_t index) {
   PrefillInstance& inst = *prefill_[index];
-  if (inst.busy || inst.queue.empty()) return;
+  if (inst.engine->busy || inst.queue.empty()) return;
   // Each rank packs queued requests (one chunk each) up to its token budget.
   struct Chunk {
     Request* request;
@@ -245,13 +257,13 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     step_us = std::max(step_us, steps_.prefill_us(n, static_cast<int64_t>(std::ceil(new_sum / dn)),
                                                   static_cast<int64_t>(std::ceil(end_sum / dn))));
   }
-  inst.busy = true;
+  inst.engine->busy = true;
   ++result_.prefill_steps;
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks] {
     PrefillInstance& p = *prefill_[index];
-    p.busy = false;
+    p.engine->busy = false;
     for (const Chunk& c : chunks) {
       Request& r = *c.request;
       r.computed += c.tokens;
@@ -265,26 +277,35 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
         finish(r);
         continue;
       }
+      if (!deployment_.disaggregated) {
+        enqueue_decode(r, index);  // the KV is already where it decodes
+        continue;
+      }
       // Ship the context's KV (global + window state) to decode over one NIC.
       r.transfer_us = model_.kv.session_bytes(r.context()) / gpu_.nic_bytes_per_s.value() * 1e6;
-      sim_.schedule_after(SimTime::from_us(r.transfer_us), [this, &r] { enqueue_decode(r); });
+      sim_.schedule_after(SimTime::from_us(r.transfer_us), [this, &r] { enqueue_decode(r, std::nullopt); });
     }
-    try_start_prefill(index);
+    if (deployment_.disaggregated) {
+      try_start_prefill(index);
+    } else {
+      next_step(index);
+    }
   });
 }
 
 // ---- decode -----------------------------------------------------------------
 
-void ServingSimulation::enqueue_decode(Request& r) {
+void ServingSimulation::enqueue_decode(Request& r, std::optional<std::size_t> instance) {
   r.decode_queued = sim_.now();
   r.kv_reserved_bytes = model_.kv.session_bytes(r.final_context());
   if (r.kv_reserved_bytes > decode_kv_bytes_per_gpu_) {
     reject(r, "final context does not fit in one decode GPU's KV memory");
     return;
   }
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < decode_.size(); ++i) {
-    if (decode_[i]->kv_free() > decode_[best]->kv_free()) best = i;
+  // The instance with the least KV in use, unless the KV already sits on one.
+  std::size_t best = instance.value_or(0);
+  for (std::size_t i = 1; !instance && i < decode_.size(); ++i) {
+    if (decode_[i]->kv_used() < decode_[best]->kv_used()) best = i;
   }
   decode_[best]->queue.push_back(&r);
   try_admit(best);
@@ -311,7 +332,7 @@ void ServingSimulation::try_admit(std::size_t index) {
 
 void ServingSimulation::try_start_decode(std::size_t index) {
   DecodeInstance& inst = *decode_[index];
-  if (inst.busy) return;
+  if (inst.engine->busy) return;
   // Ranks step together (EP synchronises them): the slowest sets the step.
   // Each rank verifies the number of draft tokens best for its own batch.
   double step_us = 0;
@@ -330,13 +351,13 @@ void ServingSimulation::try_start_decode(std::size_t index) {
     batch += n;
   }
   if (step_us == 0) return;
-  inst.busy = true;
+  inst.engine->busy = true;
   ++result_.decode_steps;
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence] {
     DecodeInstance& d = *decode_[index];
-    d.busy = false;
+    d.engine->busy = false;
     for (std::size_t i = 0; i < d.ranks.size(); ++i) {
       DecodeRank& rank = d.ranks[i];
       std::vector<Request*> still;
@@ -357,8 +378,19 @@ void ServingSimulation::try_start_decode(std::size_t index) {
       rank.active = std::move(still);
     }
     try_admit(index);
-    try_start_decode(index);
+    if (deployment_.disaggregated) {
+      try_start_decode(index);
+    } else {
+      next_step(index);
+    }
   });
+}
+
+// Aggregated deployments: after any step the shared engine serves waiting
+// prefill first (new requests' TTFT), then decode.
+void ServingSimulation::next_step(std::size_t index) {
+  try_start_prefill(index);
+  try_start_decode(index);
 }
 
 void ServingSimulation::finish(Request& r) {

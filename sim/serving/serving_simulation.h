@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +45,7 @@ class ServingSimulation {
 
  private:
   struct Session;
+  struct Engine;
   struct PrefillInstance;
   struct DecodeRank;
   struct DecodeInstance;
@@ -60,7 +62,9 @@ class ServingSimulation {
   void enqueue_prefill(Request& r);
   void try_start_prefill(std::size_t instance);
   // Decode.
-  void enqueue_decode(Request& r);
+  // `instance`: where the KV already is (aggregated); otherwise the least loaded.
+  void enqueue_decode(Request& r, std::optional<std::size_t> instance);
+  void next_step(std::size_t instance);  // aggregated only
   void try_admit(std::size_t instance);
   void try_start_decode(std::size_t instance);
   void finish(Request& r);
@@ -82,6 +86,7 @@ class ServingSimulation {
   std::deque<Request> requests_;  // stable addresses
   std::vector<Session> sessions_;
   std::unordered_map<int64_t, int64_t> trace_sessions_;  // trace session id -> index into sessions_
+  std::vector<std::unique_ptr<Engine>> engines_;
   std::vector<std::unique_ptr<PrefillInstance>> prefill_;
   std::vector<std::unique_ptr<DecodeInstance>> decode_;
   ServingResult result_;

@@ -240,3 +240,34 @@ TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {
+  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
+            data("workloads/chat.yaml"));
+  f.workload.sessions_per_s = 2;
+  const ServingResult r = f.run(120, 1, true);
+  EXPECT_EQ(r.gpus, 1);
+  EXPECT_EQ(r.arrived, r.finished + r.rejected);
+  EXPECT_EQ(r.mean_transfer_ms, 0.0);  // the KV never leaves the instance
+  EXPECT_GT(r.prefill_steps, 0);
+  EXPECT_GT(r.decode_steps, 0);
+  EXPECT_EQ(r.output_tokens_generated, r.output_tokens_of_finished);
+  // One engine: prefill and decode steps never overlap in time.
+  ServingSimulation sim(f.model, f.prefill.gpu(), f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_trace(120);
+  std::vector<std::pair<double, double>> steps;
+  for (const TraceSpan& s : sim.run(120).trace) {
+    if (s.kind == TraceSpan::Kind::kPrefillStep || s.kind == TraceSpan::Kind::kDecodeStep) {
+      steps.emplace_back(s.start_us, s.start_us + s.duration_us);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_GT(steps.size(), 10u);
+  for (std::size_t i = 1; i < steps.size(); ++i) EXPECT_GE(steps[i].first, steps[i - 1].second - 1e-6) << i;
+}
+
+}  // namespace
+}  // namespace v41sim
