@@ -42,8 +42,7 @@ void BM_ServingRun(benchmark::State& state) {
   const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
   int64_t requests = 0;
   for (auto _ : state) {
-    v41sim::ServingSimulation sim(model, prefill.gpu(), prefill.cost(), decode.cost(), deployment, workload,
-                                  1);
+    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
     const v41sim::ServingResult r = sim.run(static_cast<double>(state.range(0)));
     requests = r.arrived;
     benchmark::DoNotOptimize(r);

@@ -221,10 +221,9 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(f.workload));
-  const std::string gpu_file = catalog.resolve_gpu(deployment.gpu);
-  const GpuCostModel prefill(catalog.data_dir(), gpu_file, false);
-  const GpuCostModel decode(catalog.data_dir(), gpu_file, true);
-  ServingSimulation simulation(m, prefill.gpu(), prefill.cost(), decode.cost(), deployment, workload, f.seed);
+  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
+  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);
+  ServingSimulation simulation(m, prefill.cost(), decode.cost(), deployment, workload, f.seed);
   if (!f.trace.empty()) simulation.enable_trace(f.trace_seconds);
   const ServingResult result = simulation.run(f.duration_s);
   if (!f.trace.empty()) {
@@ -233,7 +232,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
     trace << run_trace(result, deployment).dump() << "\n";
   }
   const std::string kernel_model = decode.cost().params().label();
-  const ServingCost cost = serving_cost(result, prefill.gpu());
+  const ServingCost cost = serving_cost(result, deployment, prefill.gpu(), decode.gpu());
   const RunReport report{m.spec.name, deployment, workload, kernel_model, f.seed, result, cost};
   if (f.json) {
     out << run_json(report).dump(2) << "\n";

@@ -42,6 +42,7 @@ class KernelCostModel {
   // Same kernel, same answer; repeated shapes are served from a cache.
   KernelTiming time(const Kernel& kernel) const;
   const CostParams& params() const { return params_; }
+  const GpuProfile& gpu() const { return gpu_; }
   double sm_count() const { return sms_; }
 
  private:

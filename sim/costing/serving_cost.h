@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/hw/gpu_profile.h"
+#include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_result.h"
 
 namespace v41sim {
@@ -19,7 +20,8 @@ struct ServingCost {
   double usd_per_million_output = 0;  // output tokens generated
 };
 
-ServingCost serving_cost(const ServingResult& result, const GpuProfile& gpu);
+ServingCost serving_cost(const ServingResult& result, const DeploymentSpec& deployment,
+                         const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);
 nlohmann::json cost_json(const ServingCost& cost);
 
 }  // namespace v41sim

@@ -5,11 +5,12 @@
 namespace v41sim {
 namespace {
 
-PoolSpec read_pool(const YamlNode& node, bool prefill) {
+PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deployment_gpu) {
   node.expect_only({"instances", "gpus_per_instance", "ep",
                     prefill ? "max_tokens_per_step" : "max_batch_per_gpu", "routing_skew",
-                    "redundant_experts", "overlap_communication", "speculative_decoding"});
+                    "redundant_experts", "overlap_communication", "speculative_decoding", "gpu"});
   PoolSpec p;
+  p.gpu = node.has("gpu") ? node.required("gpu").as_string() : deployment_gpu;
   p.instances = node.required("instances").as_positive_int();
   p.gpus_per_instance = node.required("gpus_per_instance").as_positive_int();
   const YamlNode ep = node.required("ep");
@@ -45,11 +46,11 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.gpu = root.required("gpu").as_string();
   const YamlNode disaggregated = root.required("disaggregated");
   d.disaggregated = disaggregated.as_bool();
-  d.prefill = read_pool(root.required("prefill"), true);
-  d.decode = read_pool(root.required("decode"), false);
+  d.prefill = read_pool(root.required("prefill"), true, d.gpu);
+  d.decode = read_pool(root.required("decode"), false, d.gpu);
   if (!d.disaggregated) {
     // Aggregated: the prefill block describes how the same instances prefill.
-    const bool same = d.prefill.instances == d.decode.instances &&
+    const bool same = d.prefill.instances == d.decode.instances && d.prefill.gpu == d.decode.gpu &&
                       d.prefill.gpus_per_instance == d.decode.gpus_per_instance &&
                       d.prefill.ep == d.decode.ep;
     if (!same) {

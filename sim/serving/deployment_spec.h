@@ -11,6 +11,7 @@
 namespace v41sim {
 
 struct PoolSpec {
+  std::string gpu;  // hw_profiles stem or name: the deployment's `gpu` unless the pool names its own
   int64_t instances = 0;
   int64_t gpus_per_instance = 0;  // data-parallel attention ranks, one EP group
   int64_t ep = 0;
@@ -38,7 +39,7 @@ struct SlaSpec {
 struct DeploymentSpec {
   std::string name;
   std::string file;
-  std::string gpu;            // hw_profiles stem or name
+  std::string gpu;            // hw_profiles stem or name, for pools that do not name their own
   bool disaggregated = true;  // false: prefill and decode share the decode instances
   PoolSpec prefill;
   PoolSpec decode;

@@ -65,12 +65,12 @@ struct ServingSimulation::DecodeInstance {
   }
 };
 
-ServingSimulation::ServingSimulation(const ModelAnalysis& model, const GpuProfile& gpu,
-                                     const KernelCostModel& prefill_cost, const KernelCostModel& decode_cost,
-                                     const DeploymentSpec& deployment, const WorkloadSpec& workload,
-                                     uint64_t seed)
+ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
+                                     const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
+                                     const WorkloadSpec& workload, uint64_t seed)
     : model_(model),
-      gpu_(gpu),
+      prefill_gpu_(prefill_cost.gpu()),
+      decode_gpu_(decode_cost.gpu()),
       deployment_(deployment),
       workload_(workload),
       sim_(seed),
@@ -87,13 +87,23 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const GpuProfil
                  DensePlacement::kReplicated,
                  SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
                  deployment.decode.redundant_experts};
-  decode_kv_bytes_per_gpu_ = fit_memory(model, gpu, fit).kv_bytes_per_gpu;
+  decode_kv_bytes_per_gpu_ = fit_memory(model, decode_gpu_, fit).kv_bytes_per_gpu;
   // The SWA pool: a share of every node's DRAM, counted in sessions' window state.
-  const double nodes = static_cast<double>(deployment.total_gpus()) / gpu.gpus_per_node.value();
-  const double pool_bytes = nodes * gpu.host_dram_bytes_per_node.value() * deployment.kv.host_pool_fraction;
+  const double decode_nodes =
+      static_cast<double>(deployment.decode.instances * deployment.decode.gpus_per_instance) /
+      decode_gpu_.gpus_per_node.value();
+  const double prefill_nodes =
+      deployment.disaggregated
+          ? static_cast<double>(deployment.prefill.instances * deployment.prefill.gpus_per_instance) /
+                prefill_gpu_.gpus_per_node.value()
+          : 0.0;
+  const double pool_bytes = (decode_nodes * decode_gpu_.host_dram_bytes_per_node.value() +
+                             prefill_nodes * prefill_gpu_.host_dram_bytes_per_node.value()) *
+                            deployment.kv.host_pool_fraction;
   const auto state = static_cast<double>(std::max<int64_t>(1, model.kv.per_request_state_bytes()));
   tiers_ = SessionKvTiers(deployment.kv.retention_s, deployment.kv.host_ttl_s,
                           static_cast<int64_t>(std::floor(pool_bytes / state)));
+  nic_free_at_.assign(static_cast<std::size_t>(deployment.prefill.instances), SimTime());
   for (int64_t i = 0; i < deployment.prefill.instances; ++i) {
     engines_.push_back(std::make_unique<Engine>());
     prefill_.push_back(std::make_unique<PrefillInstance>());
@@ -196,9 +206,13 @@ void ServingSimulation::admit_turn(Request& r) {
   r.to_compute = r.context() - r.cached_tokens + r.replay_tokens;
   result_.input_tokens_to_compute += r.to_compute;
   result_.input_tokens_cached += r.cached_tokens;
-  r.ssd_read_us = static_cast<double>(r.cached_tokens) * model_.kv.global_bytes_per_token /
-                  deployment_.kv.ssd_read_bytes_per_s.value() * 1e6;
-  sim_.schedule_after(SimTime::from_us(r.ssd_read_us), [this, &r] { enqueue_prefill(r); });
+  // The SSD tier serves one client per prefill instance, first come first served.
+  const double ssd_bandwidth =
+      deployment_.kv.ssd_read_bytes_per_s.value() * static_cast<double>(deployment_.prefill.instances);
+  const SimTime read_done = queue_for(
+      ssd_free_at_, static_cast<double>(r.cached_tokens) * model_.kv.global_bytes_per_token / ssd_bandwidth);
+  r.ssd_read_us = (read_done - sim_.now()).us();
+  sim_.schedule_at(read_done, [this, &r] { enqueue_prefill(r); });
 }
 
 void ServingSimulation::reject(Request& r, const char* reason) {
@@ -281,9 +295,13 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
         enqueue_decode(r, index);  // the KV is already where it decodes
         continue;
       }
-      // Ship the context's KV (global + window state) to decode over one NIC.
-      r.transfer_us = model_.kv.session_bytes(r.context()) / gpu_.nic_bytes_per_s.value() * 1e6;
-      sim_.schedule_after(SimTime::from_us(r.transfer_us), [this, &r] { enqueue_decode(r, std::nullopt); });
+      // Ship the KV over the instance's NICs, in the order requests finish prefill.
+      const double nic_bandwidth =
+          prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
+      const SimTime sent =
+          queue_for(nic_free_at_[index], model_.kv.session_bytes(r.context()) / nic_bandwidth);
+      r.transfer_us = (sent - sim_.now()).us();
+      sim_.schedule_at(sent, [this, &r] { enqueue_decode(r, std::nullopt); });
     }
     if (deployment_.disaggregated) {
       try_start_prefill(index);
@@ -418,6 +436,12 @@ void ServingSimulation::finish(Request& r) {
 }
 
 // ---- bookkeeping ------------------------------------------------------------
+
+SimTime ServingSimulation::queue_for(SimTime& free_at, double seconds) {
+  const SimTime start = std::max(free_at, sim_.now());
+  free_at = start + SimTime::from_s(seconds);
+  return free_at;
+}
 
 void ServingSimulation::trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end,
                                    int64_t size) {

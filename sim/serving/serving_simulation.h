@@ -32,7 +32,9 @@ namespace v41sim {
 
 class ServingSimulation {
  public:
-  ServingSimulation(const ModelAnalysis& model, const GpuProfile& gpu, const KernelCostModel& prefill_cost,
+  // The cost models refer to each pool's GPU profile (the same one unless the
+  // deployment gives the pools different GPUs).
+  ServingSimulation(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                     const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
                     const WorkloadSpec& workload, uint64_t seed);
   ~ServingSimulation();
@@ -74,7 +76,8 @@ class ServingSimulation {
   ServingResult collect(double duration_s);
 
   const ModelAnalysis& model_;
-  const GpuProfile& gpu_;
+  const GpuProfile& prefill_gpu_;
+  const GpuProfile& decode_gpu_;
   const DeploymentSpec& deployment_;
   const WorkloadSpec& workload_;
   Simulator sim_;
@@ -95,6 +98,11 @@ class ServingSimulation {
   SimTime last_change_;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;
+  // Transfers queue for their links: the SSD tier (one client per prefill
+  // instance) and each prefill instance's NICs.
+  SimTime ssd_free_at_;
+  std::vector<SimTime> nic_free_at_;
+  SimTime queue_for(SimTime& free_at, double seconds);
   SimTime trace_until_;  // zero: no trace
   void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);
 };
