@@ -56,6 +56,31 @@ BENCHMARK(BM_ServingRun)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+// How run cost grows with cluster size: k prefill and 3k decode instances of
+// 8 H200s under k x 0.25 agent sessions/s, 600 simulated seconds.
+void BM_ServingScale(benchmark::State& state) {
+  const int64_t k = state.range(0);
+  const v41sim::ModelAnalysis model =
+      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
+  v41sim::DeploymentSpec deployment =
+      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_pd_64.yaml");
+  deployment.prefill.instances = k;
+  deployment.decode.instances = 3 * k;
+  v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  workload.sessions_per_s = 0.25 * static_cast<double>(k);
+  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
+  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
+  v41sim::ServingResult result;
+  for (auto _ : state) {
+    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
+    result = sim.run(600);
+  }
+  state.counters["gpus"] = static_cast<double>(result.gpus);
+  state.counters["requests"] = static_cast<double>(result.arrived);
+  state.counters["events"] = static_cast<double>(result.events);
+}
+BENCHMARK(BM_ServingScale)->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -60,6 +60,7 @@ std::vector<std::string> Catalog::yaml_files(const std::string& sub) const {
 
 std::vector<std::string> Catalog::model_files() const { return yaml_files("models"); }
 std::vector<std::string> Catalog::gpu_files() const { return yaml_files("hw_profiles"); }
+std::vector<std::string> Catalog::deployment_files() const { return yaml_files("workloads/deployments"); }
 
 std::string Catalog::resolve(const std::string& sub, const std::string& name_or_path,
                              const char* flag) const {

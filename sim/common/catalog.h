@@ -19,6 +19,7 @@ class Catalog {
 
   std::vector<std::string> model_files() const;
   std::vector<std::string> gpu_files() const;
+  std::vector<std::string> deployment_files() const;
   std::string resolve_model(const std::string& name_or_path) const;
   std::string resolve_gpu(const std::string& name_or_path) const;
   std::string resolve_workload(const std::string& name_or_path) const;

@@ -9,8 +9,10 @@
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
+#include "sim/costing/serving_cost.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
@@ -18,6 +20,9 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/step_view.h"
+#include "sim/serving/deployment_spec.h"
+#include "sim/serving/serving_simulation.h"
+#include "sim/serving/workload_spec.h"
 
 namespace v41sim {
 namespace fs = std::filesystem;
@@ -114,6 +119,46 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   return md + table.to_markdown();
 }
 
+// A short serving run of each bundled deployment under the agent workload.
+std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                            nlohmann::json& json) {
+  std::string md = fmt::format("## Serving {} under the {} workload ({:.0f} simulated s, seed {})\n\n",
+                               focus.spec.name, o.serving_workload, o.serving_seconds, o.seed);
+  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
+  Table table("Latency, throughput and cost per deployment",
+              {"deployment", "GPUs", "finished", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)",
+               "tokens/s/GPU in / out", "goodput", "$ per 1M output tokens"});
+  json["serving"] = nlohmann::json::array();
+  for (const std::string& file : catalog.deployment_files()) {
+    const DeploymentSpec d = load_deployment_file(file);
+    const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(d.prefill.gpu), false);
+    const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(d.decode.gpu), true);
+    ServingSimulation sim(focus, prefill.cost(), decode.cost(), d, workload, o.seed);
+    const ServingResult r = sim.run(o.serving_seconds);
+    const ServingCost cost = serving_cost(r, d, prefill.gpu(), decode.gpu());
+    table.add_row(
+        {d.name, std::to_string(r.gpus), fmt::format("{} of {}", r.finished, r.arrived),
+         fmt::format("{:.0f} / {:.0f}", r.ttft_ms.p50, r.ttft_ms.p99),
+         fmt::format("{:.1f} / {:.1f}", r.tpot_ms.p50, r.tpot_ms.p99),
+         fmt::format("{:.0f} / {:.0f}", r.input_tokens_per_s_per_gpu, r.output_tokens_per_s_per_gpu),
+         fmt::format("{:.1f}%", 100 * r.goodput_fraction),
+         cost.known ? fmt::format("${:.2f}", cost.usd_per_million_output) : "unknown"});
+    json["serving"].push_back({{"deployment", d.name},
+                               {"ttft_ms_p50", r.ttft_ms.p50},
+                               {"ttft_ms_p99", r.ttft_ms.p99},
+                               {"tpot_ms_p50", r.tpot_ms.p50},
+                               {"tpot_ms_p99", r.tpot_ms.p99},
+                               {"finished", r.finished},
+                               {"cost", cost_json(cost)}});
+  }
+  table.add_note("step times from the uncalibrated kernel model; traffic '" + workload.name + "' (" +
+                 workload.source + ")");
+  table.add_note(
+      "$ per 1M output tokens charges the whole deployment's cost to output tokens; GPU prices from "
+      "each profile (unknown where no public price exists)");
+  return md + table.to_markdown();
+}
+
 }  // namespace
 
 StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
@@ -168,6 +213,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += summary.to_markdown() + details;
 
   md += step_times_section(catalog, focus, gpus, o, json);
+  md += serving_section(catalog, focus, o, json);
 
   fs::create_directories(o.out_dir);
   StudyOutput out{(fs::path(o.out_dir) / "report.md").string(),

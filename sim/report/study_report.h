@@ -20,6 +20,9 @@ struct StudyOptions {
   int64_t ep = 8;
   int64_t decode_batch = 32;
   std::vector<int64_t> step_contexts{8192, 131072, 1048576};
+  std::string serving_workload = "agent_coding";
+  double serving_seconds = 600;
+  uint64_t seed = 1;
   SourcedValue reserve_fraction;
 };
 

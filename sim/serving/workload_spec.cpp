@@ -138,7 +138,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
   WorkloadSpec w;
   w.file = path;
   w.name = root.required("name").as_string();
-  root.required("source").as_string();
+  w.source = root.required("source").as_string();
   const YamlNode arrival = root.required("arrival");
   arrival.expect_only(
       {"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s", "file"});

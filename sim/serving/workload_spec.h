@@ -29,6 +29,7 @@ Distribution read_distribution(const YamlNode& node);
 struct WorkloadSpec {
   std::string name;
   std::string file;
+  std::string source;
   enum class Arrival { kPoisson, kBursty, kTrace };
   Arrival arrival = Arrival::kPoisson;
   double sessions_per_s = 0;
