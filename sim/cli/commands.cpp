@@ -25,9 +25,11 @@
 #include "sim/report/run_view.h"
 #include "sim/report/step_view.h"
 #include "sim/report/study_report.h"
+#include "sim/report/validation_view.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/serving/workload_spec.h"
+#include "sim/validation/published_reference.h"
 
 namespace v41sim {
 namespace {
@@ -241,6 +243,18 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
 }
 
+void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  std::vector<ValidationRow> rows;
+  for (const PublishedReference& reference : load_published_references(catalog)) {
+    rows.push_back(validate_reference(reference, catalog));
+  }
+  if (f.json) {
+    out << validation_json(rows).dump(2) << "\n";
+  } else {
+    out << validation_table(rows).to_text();
+  }
+}
+
 void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
   StudyOptions options;
   options.out_dir = f.out_dir;
@@ -335,6 +349,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
       ->capture_default_str();
   bind(serve, run_serving);
+
+  CLI::App* validate = app.add_subcommand("validate", "the kernel model against published kernel figures");
+  bind(validate, run_validate);
 
   CLI::App* claims = app.add_subcommand("claims", "check the seed article's quantitative claims");
   add_reserve(claims);

@@ -12,22 +12,8 @@ namespace {
 constexpr double kGateUp = 2.0;
 
 Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value) {
-  const ModelSpec& m = c.model.spec;
-  const double ep = static_cast<double>(c.step.ep);
-  const double per_node = static_cast<double>(std::min(c.step.ep, c.step.ep_per_node));
-  Kernel& k = f.push({});
-  k.name = name;
-  k.kernel_class = KernelClass::kAllToAll;
-  k.stream = Stream::kCommunication;
-  k.math = MathType::kBf16;
-  k.shape = {static_cast<int64_t>(std::ceil(c.tokens)), m.hidden_size, c.top_k, c.step.ep};
-  // Each routed copy of a token leaves this rank unless its expert is local;
-  // the busiest rank (the one that sets the step) receives the most.
-  k.link_bytes = c.tokens * static_cast<double>(c.top_k) * static_cast<double>(m.hidden_size) *
-                 bytes_per_value * (ep - 1.0) / ep * c.step.ep_load_imbalance;
-  k.off_node_fraction = ep > per_node ? (ep - per_node) / (ep - 1.0) : 0.0;
-  k.hbm_bytes = 2.0 * k.link_bytes;  // read on send, write on receive
-  return k;
+  return f.push(make_all_to_all(name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value,
+                                       c.step.ep, c.step.ep_per_node, c.step.ep_load_imbalance}));
 }
 
 void add_moe(const LayerContext& c, KernelFactory& f) {
@@ -71,6 +57,24 @@ void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
 }
 
 }  // namespace
+
+Kernel make_all_to_all(std::string name, const AllToAllShape& s) {
+  const double ep = static_cast<double>(s.ep);
+  const double per_node = static_cast<double>(std::min(s.ep, s.ep_per_node));
+  Kernel k;
+  k.name = std::move(name);
+  k.kernel_class = KernelClass::kAllToAll;
+  k.stream = Stream::kCommunication;
+  k.math = MathType::kBf16;
+  k.shape = {static_cast<int64_t>(std::ceil(s.tokens)), s.hidden, s.top_k, s.ep};
+  // Each routed copy of a token leaves this rank unless its expert is local;
+  // the busiest rank (the one that sets the step) receives the most.
+  k.link_bytes = s.tokens * static_cast<double>(s.top_k) * static_cast<double>(s.hidden) * s.bytes_per_value *
+                 (ep - 1.0) / ep * s.load_imbalance;
+  k.off_node_fraction = ep > per_node ? (ep - per_node) / (ep - 1.0) : 0.0;
+  k.hbm_bytes = 2.0 * k.link_bytes;  // read on send, write on receive
+  return k;
+}
 
 double expected_experts_touched(double local, double routed_tokens, double top_k, double experts) {
   const double miss = std::pow(1.0 - top_k / experts, routed_tokens);

@@ -9,6 +9,18 @@
 namespace v41sim {
 
 void add_ffn_block(const LayerContext& c, KernelFactory& f);
+
+// One EP dispatch or combine as seen by one rank.
+struct AllToAllShape {
+  double tokens = 0;  // tokens on this rank
+  int64_t top_k = 0;
+  int64_t hidden = 0;
+  double bytes_per_value = 1;
+  int64_t ep = 1;
+  int64_t ep_per_node = 1;  // ranks of the group inside one NVLink domain
+  double load_imbalance = 1;
+};
+Kernel make_all_to_all(std::string name, const AllToAllShape& shape);
 void add_engram_lookup(const LayerContext& c, KernelFactory& f);
 
 // Expected experts of `local` that receive at least one of `routed_tokens`

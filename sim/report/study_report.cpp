@@ -20,9 +20,11 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/step_view.h"
+#include "sim/report/validation_view.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/serving/workload_spec.h"
+#include "sim/validation/published_reference.h"
 
 namespace v41sim {
 namespace fs = std::filesystem;
@@ -159,6 +161,16 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   return md + table.to_markdown();
 }
 
+// How far the uncalibrated kernel model is from published kernel figures.
+std::string validation_section(const Catalog& catalog, nlohmann::json& json) {
+  std::vector<ValidationRow> rows;
+  for (const PublishedReference& reference : load_published_references(catalog)) {
+    rows.push_back(validate_reference(reference, catalog));
+  }
+  json["validation"] = validation_json(rows)["references"];
+  return "## Validation against published kernel figures\n\n" + validation_table(rows).to_markdown();
+}
+
 }  // namespace
 
 StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
@@ -214,6 +226,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
 
   md += step_times_section(catalog, focus, gpus, o, json);
   md += serving_section(catalog, focus, o, json);
+  md += validation_section(catalog, json);
 
   fs::create_directories(o.out_dir);
   StudyOutput out{(fs::path(o.out_dir) / "report.md").string(),

@@ -139,6 +139,20 @@ TEST(Cli, RunTraceHasStepsAndRequests) {
   EXPECT_EQ(begins, ends);
 }
 
+TEST(Cli, ValidateReportsEveryReference) {
+  const auto v = run_json("validate");
+  ASSERT_GE(v["references"].size(), 10u);
+  for (const auto& r : v["references"]) {
+    for (const char* key : {"predicted", "reference", "error_pct", "within_tolerance"}) {
+      EXPECT_TRUE(r.contains(key)) << key;
+    }
+    EXPECT_GT(r["predicted"].get<double>(), 0);
+    const double error =
+        100 * (r["predicted"].get<double>() - r["reference"].get<double>()) / r["reference"].get<double>();
+    EXPECT_NEAR(r["error_pct"].get<double>(), error, 1e-9);
+  }
+}
+
 struct BadRun {
   const char* args;
   const char* message;

@@ -1,0 +1,41 @@
+#include "sim/report/validation_view.h"
+
+#include <fmt/format.h>
+
+namespace v41sim {
+
+Table validation_table(const std::vector<ValidationRow>& rows) {
+  Table t("Kernel model vs published figures",
+          {"reference", "GPU", "metric", "published", "predicted", "error", "within tolerance"});
+  int within = 0;
+  std::string label;
+  for (const ValidationRow& r : rows) {
+    within += r.within_tolerance ? 1 : 0;
+    label = r.kernel_model;
+    t.add_row({r.reference.name, r.reference.gpu, r.reference.metric, format_fixed(r.reference.value, 1),
+               format_fixed(r.predicted, 1), fmt::format("{:+.1f}%", r.error_pct),
+               fmt::format("{} (±{:.0f}%)", r.within_tolerance ? "yes" : "no", r.reference.tolerance_pct)});
+  }
+  t.add_note(fmt::format("{} of {} within tolerance; kernel model {}", within, rows.size(), label));
+  t.add_note("sources and probes: validation/published/*.yaml");
+  return t;
+}
+
+nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ValidationRow& r : rows) {
+    out.push_back({{"name", r.reference.name},
+                   {"source", r.reference.source},
+                   {"gpu", r.reference.gpu},
+                   {"metric", r.reference.metric},
+                   {"reference", r.reference.value},
+                   {"predicted", r.predicted},
+                   {"error_pct", r.error_pct},
+                   {"tolerance_pct", r.reference.tolerance_pct},
+                   {"within_tolerance", r.within_tolerance},
+                   {"kernel_model", r.kernel_model}});
+  }
+  return {{"references", out}};
+}
+
+}  // namespace v41sim

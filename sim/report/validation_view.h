@@ -1,0 +1,15 @@
+// The `validate` table and JSON: predicted vs published, error, tolerance.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "sim/report/table.h"
+#include "sim/validation/published_reference.h"
+
+namespace v41sim {
+
+Table validation_table(const std::vector<ValidationRow>& rows);
+nlohmann::json validation_json(const std::vector<ValidationRow>& rows);
+
+}  // namespace v41sim

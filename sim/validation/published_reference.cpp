@@ -1,0 +1,146 @@
+#include "sim/validation/published_reference.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "sim/common/yaml_reader.h"
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/ffn_block.h"
+#include "sim/graph/kernel_factory.h"
+#include "sim/graph/step_graph.h"
+#include "sim/model/model_loader.h"
+
+namespace v41sim {
+namespace {
+
+// The kernels of an MoE layer that a fused dispatch + experts + combine kernel covers.
+const std::set<std::string> kMoeKernels{"ep_dispatch", "experts_gate_up", "experts_swiglu_quant",
+                                        "experts_down", "ep_combine"};
+
+PublishedReference read_reference(const YamlNode& node) {
+  node.expect_only({"name", "source", "gpu", "probe", "reference", "tolerance_pct"});
+  PublishedReference r;
+  r.file = node.file();
+  r.line = node.line();
+  r.name = node.required("name").as_string();
+  r.source = node.required("source").as_string();
+  r.gpu = node.required("gpu").as_string();
+  const YamlNode probe = node.required("probe");
+  r.probe_kind = probe.required("kind").as_string();
+  for (const auto& [key, value] : probe.entries()) {
+    if (key == "kind") continue;
+    if (key == "model") {
+      r.probe_model = value.as_string();
+    } else if (key == "math") {
+      r.probe_math = value.as_string();
+      if (r.probe_math != "fp8" && r.probe_math != "bf16") value.fail("expected fp8 or bf16");
+    } else {
+      r.probe[key] = value.as_positive_double();
+    }
+  }
+  static const std::map<std::string, std::vector<std::string>> kRequired{
+      {"gemm", {"m", "n", "k"}},
+      {"stream", {"bytes"}},
+      {"moe_layer", {"ep", "tokens_per_rank"}},
+      {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}}};
+  const auto needed = kRequired.find(r.probe_kind);
+  if (needed == kRequired.end()) {
+    probe.required("kind").fail("unknown probe '" + r.probe_kind +
+                                "' (expected gemm, stream, moe_layer, all_to_all)");
+  }
+  for (const std::string& key : needed->second) probe.required(key);
+  if (r.probe_kind == "gemm") probe.required("math");
+  if (r.probe_kind == "moe_layer") probe.required("model");
+  const YamlNode reference = node.required("reference");
+  reference.expect_only({"metric", "value"});
+  r.metric = reference.required("metric").as_string();
+  if (r.metric != "tflops" && r.metric != "gbps" && r.metric != "us") {
+    reference.required("metric").fail("expected tflops, gbps or us");
+  }
+  r.value = reference.required("value").as_positive_double();
+  r.tolerance_pct = node.required("tolerance_pct").as_positive_double();
+  return r;
+}
+
+int64_t as_int(double value) { return static_cast<int64_t>(std::llround(value)); }
+
+// What the model says, in the reference's metric.
+double predict(const PublishedReference& r, const Catalog& catalog, std::string* kernel_model) {
+  const bool in_graph = r.probe_kind == "moe_layer";
+  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(r.gpu), in_graph);
+  *kernel_model = g.cost().params().label();
+  const auto& p = r.probe;
+  if (r.probe_kind == "gemm") {
+    std::vector<Kernel> kernels;
+    const bool fp8 = r.probe_math == "fp8";
+    const BlockScaledFormat weights{fp8 ? ElementFormat::kFp8E4M3 : ElementFormat::kBf16, std::nullopt, 0};
+    const Kernel& k = KernelFactory(kernels).gemm("gemm", p.at("m"), p.at("n"), p.at("k"), weights,
+                                                  fp8 ? MathType::kFp8 : MathType::kBf16);
+    return k.flops / g.cost().time(k).busy_us / 1e6;
+  }
+  if (r.probe_kind == "stream") {
+    std::vector<Kernel> kernels;
+    const Kernel& k =
+        KernelFactory(kernels).elementwise("stream", p.at("bytes") / 4096.0, 4096.0, p.at("bytes"));
+    return k.hbm_bytes / g.cost().time(k).busy_us / 1e3;
+  }
+  if (r.probe_kind == "all_to_all") {
+    const Kernel k = make_all_to_all(
+        "all_to_all", {p.at("tokens"), as_int(p.at("top_k")), as_int(p.at("hidden")), p.at("bytes_per_value"),
+                       as_int(p.at("ep")), as_int(p.at("ep_per_node")), 1.0});
+    const double us = g.cost().time(k).time_us;
+    if (r.metric == "us") return us;
+    const double off = k.link_bytes * k.off_node_fraction;
+    return (off > 0 ? off : k.link_bytes) / us / 1e3;
+  }
+  // moe_layer: a decode step's MoE kernels in the first MoE layer.
+  const ModelAnalysis model = analyze_model(load_model_file(catalog.resolve_model(r.probe_model)));
+  StepShape shape;
+  shape.phase = Phase::kDecode;
+  shape.batch = as_int(p.at("tokens_per_rank"));
+  shape.context = 4096;
+  shape.ep = as_int(p.at("ep"));
+  shape.include_draft = false;
+  const StepGraph graph = build_step_graph(model, shape);
+  const StepTiming timing = time_step(graph, g.cost());
+  const int64_t layer = model.spec.dense_mlp.leading_layers;
+  double us = 0;
+  const LayerKernels& kernels = graph.layers[static_cast<std::size_t>(layer)];
+  for (std::size_t i = 0; i < kernels.kernels.size(); ++i) {
+    if (kMoeKernels.count(kernels.kernels[i].name))
+      us += timing.layers[static_cast<std::size_t>(layer)].kernels[i].time_us;
+  }
+  if (r.metric == "us") return us;
+  throw InputError({r.file, r.line, "reference.metric"}, "a moe_layer probe reports us");
+}
+
+}  // namespace
+
+std::vector<PublishedReference> load_published_references(const Catalog& catalog) {
+  std::vector<PublishedReference> out;
+  const std::filesystem::path dir = std::filesystem::path(catalog.data_dir()) / "validation" / "published";
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& file : files) {
+    const YamlNode root = YamlNode::load_file(file);
+    root.expect_only({"references"});
+    for (const YamlNode& node : root.required("references").elements()) out.push_back(read_reference(node));
+  }
+  return out;
+}
+
+ValidationRow validate_reference(const PublishedReference& reference, const Catalog& catalog) {
+  ValidationRow row;
+  row.reference = reference;
+  row.predicted = predict(reference, catalog, &row.kernel_model);
+  row.error_pct = 100.0 * (row.predicted - reference.value) / reference.value;
+  row.within_tolerance = std::fabs(row.error_pct) <= reference.tolerance_pct;
+  return row;
+}
+
+}  // namespace v41sim

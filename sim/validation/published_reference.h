@@ -1,0 +1,44 @@
+// Published kernel figures (validation/published/*.yaml) and what the kernel
+// model predicts for the same shape on the same GPU.
+//
+// A probe rebuilds the published benchmark's shape with the graph builders
+// (a GEMM, a streaming kernel, an MoE layer's dispatch-experts-combine, one
+// EP all-to-all), times it with that GPU's cost model, and reports the
+// published metric (TFLOP/s, GB/s or microseconds).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/common/catalog.h"
+
+namespace v41sim {
+
+struct PublishedReference {
+  std::string name;
+  std::string source;
+  std::string file;
+  int line = 0;
+  std::string gpu;
+  std::string probe_kind;  // gemm | stream | moe_layer | all_to_all
+  std::map<std::string, double> probe;
+  std::string probe_model;  // moe_layer: the model file stem
+  std::string probe_math;   // gemm: fp8 | bf16
+  std::string metric;       // tflops | gbps | us
+  double value = 0;
+  double tolerance_pct = 0;
+};
+
+struct ValidationRow {
+  PublishedReference reference;
+  double predicted = 0;
+  double error_pct = 0;  // (predicted - reference) / reference
+  bool within_tolerance = false;
+  std::string kernel_model;  // calibration label of the GPU's cost model
+};
+
+std::vector<PublishedReference> load_published_references(const Catalog& catalog);
+ValidationRow validate_reference(const PublishedReference& reference, const Catalog& catalog);
+
+}  // namespace v41sim
