@@ -29,6 +29,8 @@
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/serving/workload_spec.h"
+#include "sim/validation/calibration_fit.h"
+#include "sim/validation/measurement_file.h"
 #include "sim/validation/published_reference.h"
 
 namespace v41sim {
@@ -60,6 +62,10 @@ struct Flags {
   std::string workload = "agent_coding";
   double duration_s = 600;
   double trace_seconds = 60;
+  // calibrate
+  std::string measurements;
+  bool hw_given = false;
+  bool out_given = false;
   uint64_t seed = 1;
 };
 
@@ -255,6 +261,45 @@ void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
 }
 
+void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const MeasurementSet measurements = load_measurements(f.measurements);
+  const std::string stem = f.hw_given ? f.hw : std::filesystem::path(f.measurements).filename().string();
+  const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(stem));
+  const std::string priors_file =
+      (std::filesystem::path(catalog.data_dir()) / "validation" / "calibration" / "defaults.yaml").string();
+  const CostParams priors = load_cost_params_file(priors_file);
+  const CalibrationResult result = calibrate(measurements, gpu, priors);
+  const std::string file =
+      f.out_given ? f.out_dir
+                  : (std::filesystem::path(catalog.data_dir()) / "validation" / "calibration" /
+                     (std::filesystem::path(catalog.resolve_gpu(stem)).stem().string() + ".yaml"))
+                        .string();
+  std::ofstream(file) << calibration_yaml(result, measurements, priors);
+  Table t(fmt::format("Calibration of {} from {} measurements", gpu.name, measurements.rows.size()),
+          {"class", "train / held-out shapes", "compute eff.", "memory eff.", "fixed overhead (us)",
+           "held-out MAPE", "worst", "bias"});
+  nlohmann::json classes = nlohmann::json::array();
+  for (const ClassFit& c : result.classes) {
+    t.add_row({std::string(class_key(c.kernel_class)), fmt::format("{} / {}", c.train_rows, c.held_out_rows),
+               format_fixed(c.compute_efficiency, 3), format_fixed(c.memory_efficiency, 3),
+               format_fixed(c.fixed_overhead_us, 2), fmt::format("{:.2f}%", c.held_out_mape_pct),
+               fmt::format("{:.2f}%", c.held_out_worst_pct), fmt::format("{:+.2f}%", c.held_out_bias_pct)});
+    classes.push_back({{"class", std::string(class_key(c.kernel_class))},
+                       {"compute_efficiency", c.compute_efficiency},
+                       {"memory_efficiency", c.memory_efficiency},
+                       {"fixed_overhead_us", c.fixed_overhead_us},
+                       {"held_out_mape_pct", c.held_out_mape_pct},
+                       {"held_out_worst_pct", c.held_out_worst_pct},
+                       {"held_out_bias_pct", c.held_out_bias_pct}});
+  }
+  t.add_note("written to " + file);
+  if (f.json) {
+    out << nlohmann::json{{"gpu", gpu.name}, {"file", file}, {"classes", classes}}.dump(2) << "\n";
+  } else {
+    out << t.to_text();
+  }
+}
+
 void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
   StudyOptions options;
   options.out_dir = f.out_dir;
@@ -349,6 +394,17 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
       ->capture_default_str();
   bind(serve, run_serving);
+
+  CLI::App* calib = app.add_subcommand("calibrate", "fit the kernel model to measured kernel times");
+  calib
+      ->add_option("--measurements", flags->measurements,
+                   "folder of measurement CSVs (validation/measurements/<gpu>)")
+      ->required();
+  calib->add_option("--hw", flags->hw, "GPU profile (default: the measurement folder's name)")
+      ->each([flags](const std::string&) { flags->hw_given = true; });
+  calib->add_option("--out", flags->out_dir, "calibration file (default validation/calibration/<gpu>.yaml)")
+      ->each([flags](const std::string&) { flags->out_given = true; });
+  bind(calib, run_calibrate);
 
   CLI::App* validate = app.add_subcommand("validate", "the kernel model against published kernel figures");
   bind(validate, run_validate);

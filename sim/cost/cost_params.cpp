@@ -8,13 +8,16 @@ namespace v41sim {
 namespace {
 
 ClassCost read_class(const YamlNode& node) {
-  node.expect_only({"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency"});
+  node.expect_only(
+      {"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency", "fixed_overhead_us"});
   ClassCost c;
   c.tile_m = node.required("tile_m").as_positive_int();
   c.tile_n = node.required("tile_n").as_positive_int();
   c.split_min = node.required("split_min").as_positive_int();
   c.compute_efficiency = read_sourced_value(node.required("compute_efficiency"));
   c.memory_efficiency = read_sourced_value(node.required("memory_efficiency"));
+  if (const auto overhead = node.optional("fixed_overhead_us"))
+    c.fixed_overhead_us = read_sourced_value(*overhead);
   for (const SourcedValue* v : {&c.compute_efficiency, &c.memory_efficiency}) {
     if (v->value() > 1.0) throw InputError(v->where(), "an efficiency is a fraction of peak, at most 1");
   }

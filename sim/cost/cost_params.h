@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 
 #include "sim/common/sourced_value.h"
@@ -19,6 +20,9 @@ struct ClassCost {
   int64_t split_min = 1;  // smallest slice of the reduction dimension per split
   SourcedValue compute_efficiency;
   SourcedValue memory_efficiency;
+  // Device-side start-up cost of one kernel (prologue, tail of the last wave's
+  // epilogue), on top of launch or graph replay; fitted from measurements.
+  std::optional<SourcedValue> fixed_overhead_us;
 };
 
 struct LinkCost {

@@ -112,7 +112,7 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
 
   const double compute_s = k.flops / rate;
   const double memory_s = k.hbm_bytes / bandwidth;
-  t.busy_us = seconds * 1e6;
+  t.busy_us = seconds * 1e6 + (cls.fixed_overhead_us ? cls.fixed_overhead_us->value() : 0.0);
   t.roofline_us = std::max(compute_s, memory_s) * 1e6;
   t.overhead_us = (cuda_graph_ ? params_.graph_replay_overhead_us : params_.launch_overhead_us).value();
   t.time_us = t.busy_us + t.overhead_us;

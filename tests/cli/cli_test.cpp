@@ -184,6 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
                       BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
                       BadRun{"run --duration 0", "--duration"},
+                      BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
                       BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml",
                              "must match"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });

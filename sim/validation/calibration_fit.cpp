@@ -1,0 +1,193 @@
+#include "sim/validation/calibration_fit.h"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <unsupported/Eigen/NonLinearOptimization>
+#include <unsupported/Eigen/NumericalDiff>
+
+#include "sim/cost/kernel_cost.h"
+
+namespace v41sim {
+namespace {
+
+constexpr int kHoldOutEvery = 4;  // every fourth shape is held out
+constexpr int kParams = 3;
+
+double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double logit(double p) { return std::log(p / (1.0 - p)); }
+
+// The priors with one class's efficiencies and overhead replaced.
+CostParams with_class(const CostParams& base, KernelClass cls, double ce, double me, double overhead_us) {
+  CostParams p = base;
+  ClassCost& c = p.classes[static_cast<std::size_t>(cls)];
+  c.compute_efficiency = SourcedValue::assumed(ce, "fit in progress");
+  c.memory_efficiency = SourcedValue::assumed(me, "fit in progress");
+  c.fixed_overhead_us = SourcedValue::assumed(overhead_us, "fit in progress");
+  return p;
+}
+
+// Relative errors of the predicted device time (no launch overhead: the
+// harness times kernels on the device with CUDA events).
+std::vector<double> relative_errors(const std::vector<const Measurement*>& rows, const GpuProfile& gpu,
+                                    const CostParams& params) {
+  const KernelCostModel model(gpu, params, /*cuda_graph=*/false);
+  std::vector<double> errors;
+  for (const Measurement* m : rows) {
+    const double predicted = model.time(m->kernel).busy_us;
+    errors.push_back((predicted - m->median_us) / m->median_us);
+  }
+  return errors;
+}
+
+struct FitFunctor {
+  using Scalar = double;
+  using InputType = Eigen::VectorXd;
+  using ValueType = Eigen::VectorXd;
+  using JacobianType = Eigen::MatrixXd;
+  enum { InputsAtCompileTime = Eigen::Dynamic, ValuesAtCompileTime = Eigen::Dynamic };
+
+  const std::vector<const Measurement*>* rows;
+  const GpuProfile* gpu;
+  const CostParams* base;
+  KernelClass cls;
+
+  int inputs() const { return kParams; }
+  int values() const { return std::max<int>(kParams, static_cast<int>(rows->size())); }
+
+  int operator()(const Eigen::VectorXd& x, Eigen::VectorXd& residuals) const {
+    const CostParams p = with_class(*base, cls, logistic(x[0]), logistic(x[1]), std::exp(x[2]));
+    const std::vector<double> errors = relative_errors(*rows, *gpu, p);
+    residuals.setZero(values());
+    for (std::size_t i = 0; i < errors.size(); ++i) residuals[static_cast<Eigen::Index>(i)] = errors[i];
+    return 0;
+  }
+};
+
+void summarize(const std::vector<double>& errors, double* mape, double* worst, double* bias) {
+  *mape = *worst = *bias = 0;
+  for (double e : errors) {
+    *mape += std::fabs(e);
+    *worst = std::max(*worst, std::fabs(e));
+    *bias += e;
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(errors.size()));
+  *mape *= 100.0 / n;
+  *worst *= 100.0;
+  *bias *= 100.0 / n;
+}
+
+ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const GpuProfile& gpu,
+                   const CostParams& base) {
+  // A fixed order, so the split and the fit do not depend on file order.
+  std::sort(rows.begin(), rows.end(), [](const Measurement* a, const Measurement* b) {
+    return std::tie(a->kernel.name, a->kernel.shape.m, a->kernel.shape.n, a->kernel.shape.k,
+                    a->kernel.shape.batch) < std::tie(b->kernel.name, b->kernel.shape.m, b->kernel.shape.n,
+                                                      b->kernel.shape.k, b->kernel.shape.batch);
+  });
+  std::vector<const Measurement*> train, held_out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    (rows.size() >= kHoldOutEvery && i % kHoldOutEvery == kHoldOutEvery - 1 ? held_out : train)
+        .push_back(rows[i]);
+  }
+  const ClassCost& prior = base.of(cls);
+  Eigen::VectorXd x(kParams);
+  x << logit(std::clamp(prior.compute_efficiency.value(), 0.05, 0.95)),
+      logit(std::clamp(prior.memory_efficiency.value(), 0.05, 0.95)), std::log(1.0);
+  FitFunctor functor{&train, &gpu, &base, cls};
+  Eigen::NumericalDiff<FitFunctor> numeric(functor);
+  Eigen::LevenbergMarquardt<Eigen::NumericalDiff<FitFunctor>> lm(numeric);
+  lm.parameters.maxfev = 2000;
+  lm.minimize(x);
+
+  ClassFit fit;
+  fit.kernel_class = cls;
+  fit.train_rows = static_cast<int>(train.size());
+  fit.held_out_rows = static_cast<int>(held_out.size());
+  fit.compute_efficiency = logistic(x[0]);
+  fit.memory_efficiency = logistic(x[1]);
+  fit.fixed_overhead_us = std::exp(x[2]);
+  const CostParams fitted =
+      with_class(base, cls, fit.compute_efficiency, fit.memory_efficiency, fit.fixed_overhead_us);
+  double worst = 0, bias = 0;
+  summarize(relative_errors(train, gpu, fitted), &fit.train_mape_pct, &worst, &bias);
+  summarize(relative_errors(held_out, gpu, fitted), &fit.held_out_mape_pct, &fit.held_out_worst_pct,
+            &fit.held_out_bias_pct);
+  return fit;
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile& gpu,
+                            const CostParams& priors) {
+  CalibrationResult result;
+  result.gpu = measurements.metadata.count("gpu") ? measurements.metadata.at("gpu") : gpu.name;
+  result.params = priors;
+  for (int i = 0; i < kKernelClassCount; ++i) {
+    const auto cls = static_cast<KernelClass>(i);
+    std::vector<const Measurement*> rows;
+    for (const Measurement& m : measurements.rows) {
+      if (m.kernel.kernel_class == cls) rows.push_back(&m);
+    }
+    if (rows.empty()) continue;
+    const ClassFit fit = fit_class(cls, rows, gpu, priors);
+    const std::string how = fmt::format("fit to {} shapes; held-out MAPE {:.1f}% over {} shapes",
+                                        fit.train_rows, fit.held_out_mape_pct, fit.held_out_rows);
+    ClassCost& c = result.params.classes[static_cast<std::size_t>(i)];
+    c.compute_efficiency = SourcedValue(fit.compute_efficiency, {ProvenanceKind::kCalibrated, how});
+    c.memory_efficiency = SourcedValue(fit.memory_efficiency, {ProvenanceKind::kCalibrated, how});
+    c.fixed_overhead_us = SourcedValue(fit.fixed_overhead_us, {ProvenanceKind::kCalibrated, how});
+    result.classes.push_back(fit);
+  }
+  result.params.status = "calibrated";
+  return result;
+}
+
+std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m, const CostParams& priors) {
+  auto sourced = [](const SourcedValue& v) {
+    return fmt::format("{{value: {:.6g}, {}: \"{}\"}}", v.value(), v.provenance().kind_name(),
+                       v.provenance().note);
+  };
+  std::string out = "# Written by v41sim calibrate; do not edit by hand.\n";
+  out += "# measurements:\n";
+  for (std::size_t i = 0; i < m.files.size(); ++i) {
+    out += fmt::format("#   {} (fnv1a {})\n", std::filesystem::path(m.files[i]).filename().string(),
+                       m.file_hashes[i]);
+  }
+  for (const auto& [key, value] : m.metadata) out += fmt::format("# {}: {}\n", key, value);
+  out += "# held-out error per class (MAPE / worst / bias):\n";
+  for (const ClassFit& f : r.classes) {
+    out += fmt::format("#   {}: {:.2f}% / {:.2f}% / {:+.2f}% over {} shapes\n", class_key(f.kernel_class),
+                       f.held_out_mape_pct, f.held_out_worst_pct, f.held_out_bias_pct, f.held_out_rows);
+  }
+  out += "status: calibrated\n";
+  out += fmt::format("source: \"fit to {} measurements on {}; uncalibrated classes keep the priors of {}\"\n",
+                     m.rows.size(), r.gpu, std::filesystem::path(priors.file).filename().string());
+  out += "launch_overhead_us: " + sourced(r.params.launch_overhead_us) + "\n";
+  out += "graph_replay_overhead_us: " + sourced(r.params.graph_replay_overhead_us) + "\n";
+  out += "sm_bandwidth_multiple: " + sourced(r.params.sm_bandwidth_multiple) + "\n";
+  out += fmt::format("split_to_fill_sms: {}\n", r.params.split_to_fill_sms ? "true" : "false");
+  const LinkCost& l = r.params.links;
+  out += "links:\n";
+  out += "  nvlink_efficiency: " + sourced(l.nvlink_efficiency) + "\n";
+  out += "  nic_efficiency: " + sourced(l.nic_efficiency) + "\n";
+  out += "  host_link_efficiency: " + sourced(l.host_link_efficiency) + "\n";
+  out += "  all_to_all_latency_intra_us: " + sourced(l.all_to_all_latency_intra_us) + "\n";
+  out += "  all_to_all_latency_inter_us: " + sourced(l.all_to_all_latency_inter_us) + "\n";
+  out += "  host_copy_latency_us: " + sourced(l.host_copy_latency_us) + "\n";
+  out += "classes:\n";
+  for (int i = 0; i < kKernelClassCount; ++i) {
+    const ClassCost& c = r.params.classes[static_cast<std::size_t>(i)];
+    out += fmt::format("  {}:\n    tile_m: {}\n    tile_n: {}\n    split_min: {}\n",
+                       class_key(static_cast<KernelClass>(i)), c.tile_m, c.tile_n, c.split_min);
+    out += "    compute_efficiency: " + sourced(c.compute_efficiency) + "\n";
+    out += "    memory_efficiency: " + sourced(c.memory_efficiency) + "\n";
+    if (c.fixed_overhead_us) out += "    fixed_overhead_us: " + sourced(*c.fixed_overhead_us) + "\n";
+  }
+  return out;
+}
+
+}  // namespace v41sim

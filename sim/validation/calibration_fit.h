@@ -1,0 +1,49 @@
+// Calibration: fit the kernel model's free parameters per kernel class to
+// measured kernel times, and say how wrong the fitted model is on shapes it
+// did not see.
+//
+// Per class, three parameters: the achieved fraction of the tensor (or
+// vector) rate, the achieved fraction of HBM bandwidth, and a fixed
+// device-side overhead per kernel. They are fitted with Eigen's
+// Levenberg-Marquardt on the relative error of the predicted kernel time
+// (the full tile-and-wave model, so wave quantization is in the fit), on a
+// training split: every fourth shape of a class, in a fixed order, is held
+// out and only used to report the error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/cost/cost_params.h"
+#include "sim/hw/gpu_profile.h"
+#include "sim/validation/measurement_file.h"
+
+namespace v41sim {
+
+struct ClassFit {
+  KernelClass kernel_class = KernelClass::kGemm;
+  int train_rows = 0;
+  int held_out_rows = 0;
+  double compute_efficiency = 0;
+  double memory_efficiency = 0;
+  double fixed_overhead_us = 0;
+  double train_mape_pct = 0;
+  double held_out_mape_pct = 0;   // mean |error|
+  double held_out_worst_pct = 0;  // largest |error|
+  double held_out_bias_pct = 0;   // mean signed error (+: model slower than measured)
+};
+
+struct CalibrationResult {
+  std::string gpu;
+  std::vector<ClassFit> classes;  // classes with measurements, in class order
+  CostParams params;              // the priors with the fitted classes replaced
+};
+
+CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile& gpu,
+                            const CostParams& priors);
+
+// The calibration file: same inputs, same bytes.
+std::string calibration_yaml(const CalibrationResult& result, const MeasurementSet& measurements,
+                             const CostParams& priors);
+
+}  // namespace v41sim

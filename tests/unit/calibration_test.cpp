@@ -1,0 +1,118 @@
+// Calibration recovers known parameters from synthetic measurements, reports
+// held-out errors, and writes the same file for the same inputs.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/cost/kernel_cost.h"
+#include "sim/graph/kernel_factory.h"
+#include "sim/hw/gpu_profile_loader.h"
+#include "sim/validation/calibration_fit.h"
+#include "sim/validation/measurement_file.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+const std::string kPriors = std::string(V41SIM_SOURCE_DIR) + "/validation/calibration/defaults.yaml";
+
+// Kernel shapes a harness would sweep: GEMMs from decode to prefill sizes, and streams.
+std::vector<Kernel> sweep() {
+  std::vector<Kernel> kernels;
+  KernelFactory f(kernels);
+  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
+  for (double m : {1.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0}) {
+    for (double n : {2048.0, 7168.0}) f.gemm("gemm", m, n, 5120, fp8, MathType::kFp8);
+  }
+  for (double bytes : {1e5, 1e6, 1e7, 1e8, 1e9, 4e9}) f.elementwise("stream", bytes / 4096, 4096, bytes);
+  return kernels;
+}
+
+// Writes what a GPU with known efficiencies would measure.
+std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostParams& truth) {
+  const auto dir = std::filesystem::temp_directory_path() / "v41sim_calibration" / "h200";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream out(dir / "sweep.csv");
+  out << "# gpu: synthetic H200\n# sm_count: 132\n# driver: none\n# cuda: none\n# date: 2026-11-29\n"
+         "# git_commit: test\n";
+  out << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
+  const KernelCostModel model(gpu, truth, false);
+  for (const Kernel& k : sweep()) {
+    const double us = model.time(k).busy_us;
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", k.name, class_key(k.kernel_class),
+                       math_name(k.math), k.shape.m, k.shape.n, k.shape.k, k.shape.batch, k.flops,
+                       k.hbm_bytes, us, us, us);
+  }
+  return dir;
+}
+
+TEST(Calibration, RecoversKnownParameters) {
+  const GpuProfile gpu = load_gpu_profile_file(testing::gpu_path("h200"));
+  const CostParams priors = load_cost_params_file(kPriors);
+  CostParams truth = priors;
+  for (KernelClass cls : {KernelClass::kGemm, KernelClass::kElementwise}) {
+    ClassCost& c = truth.classes[static_cast<std::size_t>(cls)];
+    c.compute_efficiency = SourcedValue::assumed(cls == KernelClass::kGemm ? 0.55 : 0.4, "truth");
+    c.memory_efficiency = SourcedValue::assumed(cls == KernelClass::kGemm ? 0.7 : 0.9, "truth");
+    c.fixed_overhead_us = SourcedValue::assumed(3.0, "truth");
+  }
+  const MeasurementSet m = load_measurements(synthetic_measurements(gpu, truth).string());
+  const CalibrationResult r = calibrate(m, gpu, priors);
+  ASSERT_EQ(r.classes.size(), 2u);
+  const ClassFit& gemm = r.classes[0];
+  EXPECT_EQ(gemm.kernel_class, KernelClass::kGemm);
+  EXPECT_NEAR(gemm.compute_efficiency, 0.55, 0.01);
+  EXPECT_NEAR(gemm.memory_efficiency, 0.7, 0.01);
+  EXPECT_NEAR(gemm.fixed_overhead_us, 3.0, 0.1);
+  EXPECT_LT(gemm.held_out_mape_pct, 1.0);
+  const ClassFit& stream = r.classes[1];
+  EXPECT_NEAR(stream.memory_efficiency, 0.9, 0.01);
+  EXPECT_LT(stream.held_out_mape_pct, 1.0);
+  EXPECT_GT(gemm.held_out_rows, 0);
+}
+
+TEST(Calibration, SameInputsSameFileAndTheFileLoads) {
+  const GpuProfile gpu = load_gpu_profile_file(testing::gpu_path("h200"));
+  const CostParams priors = load_cost_params_file(kPriors);
+  const MeasurementSet m = load_measurements(synthetic_measurements(gpu, priors).string());
+  const std::string a = calibration_yaml(calibrate(m, gpu, priors), m, priors);
+  const std::string b = calibration_yaml(calibrate(m, gpu, priors), m, priors);
+  EXPECT_EQ(a, b);
+  const auto file = std::filesystem::temp_directory_path() / "v41sim_calibration" / "fitted.yaml";
+  std::ofstream(file) << a;
+  const CostParams loaded = load_cost_params_file(file.string());
+  EXPECT_EQ(loaded.status, "calibrated");
+  EXPECT_EQ(loaded.of(KernelClass::kGemm).compute_efficiency.provenance().kind, ProvenanceKind::kCalibrated);
+  EXPECT_EQ(loaded.of(KernelClass::kAttention).compute_efficiency.provenance().kind,
+            priors.of(KernelClass::kAttention).compute_efficiency.provenance().kind);
+}
+
+TEST(Calibration, MalformedMeasurementsNameFileLineAndColumn) {
+  const auto dir = std::filesystem::temp_directory_path() / "v41sim_bad_measurements";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a.csv")
+      << "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n"
+         "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n"
+         "g,gemm,fp8,1,1,1,1,10,10,fast,1,1\n";
+  try {
+    load_measurements(dir.string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 8);
+    EXPECT_EQ(e.where().field, "median_us");
+  }
+  std::ofstream(dir / "a.csv") << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
+  try {
+    load_measurements(dir.string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "gpu");  // the metadata header is required
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
