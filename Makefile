@@ -9,7 +9,7 @@ DEBIAN_PACKAGES := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libcl
 NVCC := $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: all deps configure build run test bench format clean
+.PHONY: all deps configure build run test bench format clean measure
 all: build
 
 deps:
@@ -43,3 +43,13 @@ format:
 
 clean:
 	rm -rf $(BUILD) reports/latest
+
+# On a GPU machine (CUDA toolkit and CMake only): build the kernels and the
+# measuring harness on their own and write validation/measurements/$(GPU)/.
+#   make measure GPU=h200
+GPU ?=
+measure:
+	@test -n "$(GPU)" || { echo "usage: make measure GPU=<hw_profiles stem, e.g. h200>"; exit 2; }
+	cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+	cmake --build build-kernels -j $(JOBS)
+	./build-kernels/v41sim_measure --out validation/measurements/$(GPU)

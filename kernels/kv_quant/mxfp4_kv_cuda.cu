@@ -79,6 +79,16 @@ struct DeviceBuffer {
 
 }  // namespace
 
+void launch_quantize_mxfp4_kv(const float* kv, uint8_t* cache, int64_t tokens, int64_t dim) {
+  const Mxfp4KvParams p = checked(tokens, dim);
+  quantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(kv, cache, p);
+}
+
+void launch_dequantize_mxfp4_kv(const uint8_t* cache, float* kv, int64_t tokens, int64_t dim) {
+  const Mxfp4KvParams p = checked(tokens, dim);
+  dequantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(cache, kv, p);
+}
+
 bool cuda_device_available(std::string* why) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

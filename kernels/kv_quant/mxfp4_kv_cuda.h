@@ -14,4 +14,8 @@ bool cuda_device_available(std::string* why);
 std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<float>& kv, int64_t tokens, int64_t dim);
 std::vector<float> dequantize_mxfp4_kv_cuda(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim);
 
+// Device-pointer launchers for the measuring harness (no copies, no sync).
+void launch_quantize_mxfp4_kv(const float* kv, uint8_t* cache, int64_t tokens, int64_t dim);
+void launch_dequantize_mxfp4_kv(const uint8_t* cache, float* kv, int64_t tokens, int64_t dim);
+
 }  // namespace v41sim::kernels

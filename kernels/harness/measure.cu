@@ -1,0 +1,213 @@
+// v41sim_measure: the measuring harness. Built with the CUDA toolkit and
+// CMake alone (the GPU machine reaches no package registry).
+//
+// For each kernel: run its correctness check against the CPU reference first
+// and refuse to time it if the check fails; then time it with CUDA events
+// after warm-up, rotating through buffers larger than L2, and write one CSV
+// row per shape (validation/measurements/README.md) with achieved GB/s and
+// the fraction of the measured copy bandwidth. The file opens with metadata:
+// GPU name, SMs, clocks, memory, driver, CUDA version, date, git commit.
+//
+//   v41sim_measure --out validation/measurements/h200 [--quick]
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/gpu_timer.h"
+#include "kernels/harness/device_copy.cuh"
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#include "kernels/kv_quant/mxfp4_kv_reference.h"
+
+#ifndef V41SIM_GIT_COMMIT
+#define V41SIM_GIT_COMMIT "unknown"
+#endif
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kWarmup = 5;
+constexpr int kRuns = 50;
+constexpr int64_t kDim = 512;  // V4.1 compressed KV latent
+
+struct Device {
+  cudaDeviceProp props{};
+  int sms = 0;
+  int clock_khz = 0;
+  int memory_clock_khz = 0;
+  int l2_bytes = 0;
+  int driver = 0;
+  int runtime = 0;
+};
+
+Device query_device() {
+  Device d;
+  CUDA_CHECK(cudaGetDeviceProperties(&d.props, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&d.clock_khz, cudaDevAttrClockRate, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&d.memory_clock_khz, cudaDevAttrMemoryClockRate, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, 0));
+  CUDA_CHECK(cudaDriverGetVersion(&d.driver));
+  CUDA_CHECK(cudaRuntimeGetVersion(&d.runtime));
+  return d;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+void write_metadata(std::ofstream& out, const Device& d) {
+  out << "# gpu: " << d.props.name << "\n";
+  out << "# sm_count: " << d.sms << "\n";
+  out << "# sm_clock_mhz: " << d.clock_khz / 1000 << "\n";
+  out << "# memory_clock_mhz: " << d.memory_clock_khz / 1000 << "\n";
+  out << "# memory_bytes: " << d.props.totalGlobalMem << "\n";
+  out << "# memory_bus_bits: " << d.props.memoryBusWidth << "\n";
+  out << "# l2_bytes: " << d.l2_bytes << "\n";
+  out << "# driver: " << d.driver << "\n";
+  out << "# cuda: " << d.runtime << "\n";
+  out << "# date: " << utc_now() << "\n";
+  out << "# git_commit: " << V41SIM_GIT_COMMIT << "\n";
+  out << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
+}
+
+void write_row(std::ofstream& out, const char* name, const char* cls, const char* math, int64_t m, int64_t n,
+               double flops, double bytes, const TimingStats& t) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%s,%s,%s,%lld,%lld,1,1,%.0f,%.0f,%.3f,%.3f,%.3f\n", name, cls, math,
+                static_cast<long long>(m), static_cast<long long>(n), flops, bytes, t.median_us, t.min_us,
+                t.max_us);
+  out << line;
+}
+
+// Enough copies of a buffer that rotating through them defeats L2.
+int rotation_for(int64_t bytes, const Device& d) {
+  const int64_t needed = 4LL * d.l2_bytes / std::max<int64_t>(bytes, 1) + 1;
+  return static_cast<int>(std::min<int64_t>(needed, 64));
+}
+
+// HBM ceiling: a float4 streaming copy of 1 GiB.
+double measure_copy(std::ofstream& out, const Device& d) {
+  const int64_t bytes = 1LL << 30;
+  const int64_t count = bytes / static_cast<int64_t>(sizeof(float4));
+  float4 *in = nullptr, *dst = nullptr;
+  CUDA_CHECK(cudaMalloc(&in, bytes));
+  CUDA_CHECK(cudaMalloc(&dst, bytes));
+  CUDA_CHECK(cudaMemset(in, 1, bytes));
+  const TimingStats t = time_kernel([&](int) { launch_copy(in, dst, count, d.sms); }, kWarmup, kRuns);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaFree(in));
+  CUDA_CHECK(cudaFree(dst));
+  write_row(out, "device_copy", "elementwise", "fp32", bytes / 4096, 4096, 0, 2.0 * bytes, t);
+  return 2.0 * static_cast<double>(bytes) / t.median_us / 1e3;  // GB/s
+}
+
+bool quantize_matches_reference() {
+  const int64_t tokens = 4096;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> kv(static_cast<std::size_t>(tokens * kDim));
+  for (float& v : kv) v = normal(rng);
+  const auto device = quantize_mxfp4_kv_cuda(kv, tokens, kDim);
+  const auto reference = quantize_mxfp4_kv_reference(kv, tokens, kDim);
+  return device == reference && dequantize_mxfp4_kv_cuda(device, tokens, kDim) ==
+                                    dequantize_mxfp4_kv_reference(reference, tokens, kDim);
+}
+
+void measure_mxfp4(std::ofstream& out, const Device& d, double copy_gbps, bool quick) {
+  if (!quantize_matches_reference()) {
+    std::fprintf(stderr, "mxfp4 kv: device output differs from the CPU reference; not timed\n");
+    return;
+  }
+  const std::vector<int64_t> token_counts =
+      quick ? std::vector<int64_t>{4096, 262144}
+            : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144, 1048576};
+  for (const int64_t tokens : token_counts) {
+    const int64_t in_bytes = tokens * kDim * static_cast<int64_t>(sizeof(float));
+    const int64_t out_bytes = tokens * mxfp4_entry_bytes(kDim);
+    const int rotation = rotation_for(in_bytes + out_bytes, d);
+    std::vector<float*> kv(static_cast<std::size_t>(rotation));
+    std::vector<uint8_t*> cache(static_cast<std::size_t>(rotation));
+    for (int i = 0; i < rotation; ++i) {
+      CUDA_CHECK(cudaMalloc(&kv[static_cast<std::size_t>(i)], in_bytes));
+      CUDA_CHECK(cudaMalloc(&cache[static_cast<std::size_t>(i)], out_bytes));
+      CUDA_CHECK(cudaMemset(kv[static_cast<std::size_t>(i)], 0, in_bytes));
+    }
+    const TimingStats q = time_kernel(
+        [&](int i) {
+          launch_quantize_mxfp4_kv(kv[static_cast<std::size_t>(i % rotation)],
+                                   cache[static_cast<std::size_t>(i % rotation)], tokens, kDim);
+        },
+        kWarmup, kRuns);
+    const TimingStats dq = time_kernel(
+        [&](int i) {
+          launch_dequantize_mxfp4_kv(cache[static_cast<std::size_t>(i % rotation)],
+                                     kv[static_cast<std::size_t>(i % rotation)], tokens, kDim);
+        },
+        kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double bytes = static_cast<double>(in_bytes + out_bytes);
+    write_row(out, "mxfp4_kv_quantize", "elementwise", "fp32", tokens, kDim,
+              static_cast<double>(tokens * kDim) * 4.0, bytes, q);
+    write_row(out, "mxfp4_kv_dequantize", "elementwise", "fp32", tokens, kDim,
+              static_cast<double>(tokens * kDim) * 2.0, bytes, dq);
+    std::printf(
+        "mxfp4 kv %8lld tokens: quantize %.1f us (%.0f%% of copy), dequantize %.1f us (%.0f%% of copy)\n",
+        static_cast<long long>(tokens), q.median_us, 100.0 * bytes / q.median_us / 1e3 / copy_gbps,
+        dq.median_us, 100.0 * bytes / dq.median_us / 1e3 / copy_gbps);
+    for (int i = 0; i < rotation; ++i) {
+      CUDA_CHECK(cudaFree(kv[static_cast<std::size_t>(i)]));
+      CUDA_CHECK(cudaFree(cache[static_cast<std::size_t>(i)]));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace v41sim::kernels
+
+int main(int argc, char** argv) {
+  std::string out_dir;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+      out_dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: v41sim_measure --out DIR [--quick]\n");
+      return 2;
+    }
+  }
+  if (out_dir.empty()) {
+    std::fprintf(stderr, "usage: v41sim_measure --out DIR [--quick]\n");
+    return 2;
+  }
+  try {
+    std::string why;
+    if (!v41sim::kernels::cuda_device_available(&why)) {
+      std::fprintf(stderr, "no usable CUDA device: %s\n", why.c_str());
+      return 1;
+    }
+    const auto device = v41sim::kernels::query_device();
+    std::filesystem::create_directories(out_dir);
+    std::ofstream out(std::filesystem::path(out_dir) / "kv_quant.csv");
+    v41sim::kernels::write_metadata(out, device);
+    const double copy_gbps = v41sim::kernels::measure_copy(out, device);
+    std::printf("%s: %d SMs, copy %.0f GB/s (read + write)\n", device.props.name, device.sms, copy_gbps);
+    v41sim::kernels::measure_mxfp4(out, device, copy_gbps, quick);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "v41sim_measure: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
