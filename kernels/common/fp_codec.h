@@ -67,4 +67,17 @@ V41_HD uint8_t encode_e4m3(float x) {
   return static_cast<uint8_t>(sign | (code > kMaxCode ? kMaxCode : code));
 }
 
+// E8M0: a power-of-two scale 2^(code - 127) (OCP MX); code 255 is NaN.
+V41_HD float decode_e8m0(uint8_t code) { return ldexpf(1.0f, static_cast<int>(code) - 127); }
+
+// The smallest power of two >= x (x > 0), as an E8M0 code, clamped to the finite range.
+V41_HD uint8_t encode_e8m0_ceil(float x) {
+  if (!(x > 0.0f)) return 0;
+  int e2 = 0;
+  const float fraction = frexpf(x, &e2);  // x = fraction * 2^e2, fraction in [0.5, 1)
+  int exponent = fraction == 0.5f ? e2 - 1 : e2;
+  exponent = exponent < -127 ? -127 : (exponent > 127 ? 127 : exponent);
+  return static_cast<uint8_t>(exponent + 127);
+}
+
 }  // namespace v41sim::kernels

@@ -11,6 +11,7 @@
 //   v41sim_measure --out validation/measurements/h200 [--quick]
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -23,6 +24,9 @@
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/gpu_timer.h"
 #include "kernels/harness/device_copy.cuh"
+#include "kernels/indexer/index_key_block.h"
+#include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/indexer_reference.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
 
@@ -172,6 +176,87 @@ void measure_mxfp4(std::ofstream& out, const Device& d, double copy_gbps, bool q
   }
 }
 
+bool indexer_matches_reference() {
+  const int64_t queries = 2, heads = 32, positions = 5000, topk = 512;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto draw = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  const auto q = draw(static_cast<std::size_t>(queries * heads * kIndexDim));
+  const auto w = draw(static_cast<std::size_t>(queries * heads));
+  const auto keys =
+      quantize_index_keys_reference(draw(static_cast<std::size_t>(positions * kIndexDim)), positions);
+  const auto reference = indexer_logits_reference(q, w, keys, queries, heads, positions);
+  const auto device = indexer_logits_cuda(q, w, keys, queries, heads, positions);
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    if (std::fabs(device[i] - reference[i]) > 1e-3f * std::fmax(1.0f, std::fabs(reference[i]))) return false;
+  }
+  return topk_cuda(device, queries, positions, topk) == topk_reference(device, queries, positions, topk);
+}
+
+// Decode-shaped indexer: a few queries against every visible compressed position.
+void measure_indexer(std::ofstream& out, const Device& d, bool quick) {
+  if (!indexer_matches_reference()) {
+    std::fprintf(stderr, "indexer: device output differs from the CPU reference; not timed\n");
+    return;
+  }
+  const int64_t heads = 32;
+  const int64_t topk = 512;
+  const std::vector<int64_t> position_counts =
+      quick ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384, 65536, 262144, 524288};
+  for (const int64_t queries : {1LL, 8LL, 32LL}) {
+    for (const int64_t positions : position_counts) {
+      const int64_t key_bytes = positions * kIndexKeyBytes;
+      const int64_t logit_bytes = queries * positions * static_cast<int64_t>(sizeof(float));
+      const int rotation = rotation_for(key_bytes, d);
+      std::vector<uint8_t*> keys(static_cast<std::size_t>(rotation));
+      for (auto& k : keys) {
+        CUDA_CHECK(cudaMalloc(&k, key_bytes));
+        CUDA_CHECK(cudaMemset(k, 0x11, key_bytes));
+      }
+      float *q = nullptr, *w = nullptr, *logits = nullptr;
+      int32_t* selected = nullptr;
+      CUDA_CHECK(cudaMalloc(&q, queries * heads * kIndexDim * sizeof(float)));
+      CUDA_CHECK(cudaMalloc(&w, queries * heads * sizeof(float)));
+      CUDA_CHECK(cudaMalloc(&logits, logit_bytes));
+      CUDA_CHECK(cudaMalloc(&selected, queries * topk * sizeof(int32_t)));
+      CUDA_CHECK(cudaMemset(q, 0, queries * heads * kIndexDim * sizeof(float)));
+      CUDA_CHECK(cudaMemset(w, 0, queries * heads * sizeof(float)));
+      const TimingStats t = time_kernel(
+          [&](int i) {
+            launch_indexer_logits(q, w, keys[static_cast<std::size_t>(i % rotation)], logits, queries, heads,
+                                  positions);
+          },
+          kWarmup, kRuns);
+      const TimingStats s =
+          time_kernel([&](int) { launch_topk(logits, selected, queries, positions, topk); }, kWarmup, kRuns);
+      CUDA_CHECK(cudaGetLastError());
+      const double flops = 2.0 * static_cast<double>(heads * kIndexDim * queries * positions);
+      // k is the per-query work width (heads x dims), as the simulator's indexer kernels carry it.
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "indexer_logits,indexer,fp32,%lld,%lld,%lld,1,%.0f,%.0f,%.3f,%.3f,%.3f\n",
+                    static_cast<long long>(queries), static_cast<long long>(positions),
+                    static_cast<long long>(heads * kIndexDim), flops,
+                    static_cast<double>(queries * key_bytes + logit_bytes), t.median_us, t.min_us, t.max_us);
+      out << line;
+      write_row(out, "topk_select", "topk", "fp32", queries, positions,
+                33.0 * static_cast<double>(queries * positions), 33.0 * static_cast<double>(logit_bytes), s);
+      std::printf("indexer q=%lld positions=%lld: logits %.1f us, top-%lld %.1f us\n",
+                  static_cast<long long>(queries), static_cast<long long>(positions), t.median_us,
+                  static_cast<long long>(topk), s.median_us);
+      for (auto& k : keys) CUDA_CHECK(cudaFree(k));
+      CUDA_CHECK(cudaFree(q));
+      CUDA_CHECK(cudaFree(w));
+      CUDA_CHECK(cudaFree(logits));
+      CUDA_CHECK(cudaFree(selected));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace v41sim::kernels
 
@@ -205,6 +290,7 @@ int main(int argc, char** argv) {
     const double copy_gbps = v41sim::kernels::measure_copy(out, device);
     std::printf("%s: %d SMs, copy %.0f GB/s (read + write)\n", device.props.name, device.sms, copy_gbps);
     v41sim::kernels::measure_mxfp4(out, device, copy_gbps, quick);
+    v41sim::kernels::measure_indexer(out, device, quick);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "v41sim_measure: %s\n", e.what());
     return 1;
