@@ -20,6 +20,7 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/step_view.h"
+#include "sim/report/svg_scatter.h"
 #include "sim/report/validation_view.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_simulation.h"
@@ -162,13 +163,28 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
 }
 
 // How far the uncalibrated kernel model is from published kernel figures.
-std::string validation_section(const Catalog& catalog, nlohmann::json& json) {
+std::string validation_section(const Catalog& catalog, const std::string& out_dir, nlohmann::json& json) {
   std::vector<ValidationRow> rows;
   for (const PublishedReference& reference : load_published_references(catalog)) {
     rows.push_back(validate_reference(reference, catalog));
   }
   json["validation"] = validation_json(rows)["references"];
-  return "## Validation against published kernel figures\n\n" + validation_table(rows).to_markdown();
+  // One scatter per metric: the axes must share units.
+  std::string md = "## Validation against published kernel figures\n\n";
+  for (const char* metric : {"tflops", "gbps", "us"}) {
+    std::vector<ScatterPoint> points;
+    for (const ValidationRow& r : rows) {
+      if (r.reference.metric != metric) continue;
+      points.push_back({r.reference.value, r.predicted, r.reference.name + " (" + r.reference.gpu + ")",
+                        r.within_tolerance});
+    }
+    if (points.empty()) continue;
+    const std::string file = fmt::format("validation_{}.svg", metric);
+    std::ofstream(fs::path(out_dir) / file)
+        << svg_scatter(fmt::format("predicted vs published ({})", metric), points, 10);
+    md += fmt::format("![predicted vs published, {}]({})\n\n", metric, file);
+  }
+  return md + validation_table(rows).to_markdown();
 }
 
 }  // namespace
@@ -226,7 +242,8 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
 
   md += step_times_section(catalog, focus, gpus, o, json);
   md += serving_section(catalog, focus, o, json);
-  md += validation_section(catalog, json);
+  fs::create_directories(o.out_dir);
+  md += validation_section(catalog, o.out_dir, json);
 
   fs::create_directories(o.out_dir);
   StudyOutput out{(fs::path(o.out_dir) / "report.md").string(),
