@@ -210,7 +210,7 @@ TEST(Cli, ReportIsByteIdenticalAcrossRuns) {
   const auto b = temp_dir("report_b");
   ASSERT_EQ(run("report --out " + a.string()).exit_code, 0);
   ASSERT_EQ(run("report --out " + b.string()).exit_code, 0);
-  for (const char* file : {"report.md", "report.json"}) {
+  for (const char* file : {"report.md", "report.json", "validation_us.svg", "validation_tflops.svg"}) {
     const std::string first = testing::read_text((a / file).string());
     EXPECT_FALSE(first.empty());
     EXPECT_EQ(first, testing::read_text((b / file).string())) << file;
