@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention/sparse_decode_cuda.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/gpu_timer.h"
 #include "kernels/harness/device_copy.cuh"
@@ -257,6 +258,75 @@ void measure_indexer(std::ofstream& out, const Device& d, bool quick) {
   }
 }
 
+bool sparse_decode_matches_reference() {
+  const SparseDecodeInputs in = make_sparse_decode_inputs({3, 64, 512, 4096}, 31);
+  const auto reference = sparse_decode_reference(in);
+  const auto device = sparse_decode_cuda(in);
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    if (std::fabs(device[i] - reference[i]) > 2e-3f * std::fmax(1.0f, std::fabs(reference[i]))) return false;
+  }
+  return true;
+}
+
+template <typename T>
+T* upload(const std::vector<T>& host) {
+  T* ptr = nullptr;
+  CUDA_CHECK(cudaMalloc(&ptr, host.size() * sizeof(T) + 1));
+  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return ptr;
+}
+
+// Decode batches: each request gathers its top-512 compressed entries and its 128-token window.
+void measure_sparse_decode(std::ofstream& out, const Device& dev, double copy_gbps, bool quick) {
+  if (!sparse_decode_matches_reference()) {
+    std::fprintf(stderr, "sparse decode: device output differs from the CPU reference; not timed\n");
+    return;
+  }
+  const std::vector<int64_t> batches =
+      quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 8, 32, 64, 128};
+  for (const int64_t batch : batches) {
+    const SparseDecodeShape shape{batch, 64, 512, 262144};
+    const SparseDecodeInputs in = make_sparse_decode_inputs(shape, 41);
+    SparseDecodeDevice d{};
+    d.shape = shape;
+    d.splits = sparse_decode_splits(shape, dev.sms);
+    d.q = upload(in.q);
+    d.main_kv = upload(in.main_kv);
+    d.topk = upload(in.topk);
+    d.window = upload(in.window);
+    d.window_len = upload(in.window_len);
+    d.sink = upload(in.sink);
+    float* out_buffer = nullptr;
+    float* workspace = nullptr;
+    CUDA_CHECK(cudaMalloc(&out_buffer, in.q.size() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&workspace, sparse_decode_workspace_floats(shape, d.splits) * sizeof(float)));
+    d.out = out_buffer;
+    d.workspace = workspace;
+    const TimingStats t = time_kernel([&](int) { launch_sparse_decode(d); }, kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double keys = static_cast<double>(shape.topk + kWindowTokens);
+    const double flops = 2.0 * static_cast<double>(batch * shape.heads) * keys * 2.0 * kLatentDim;
+    const double bytes =
+        static_cast<double>(batch) * (shape.topk * kMainEntryBytes + kWindowTokens * kWindowEntryBytes) +
+        2.0 * static_cast<double>(in.q.size() * sizeof(float));
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "sparse_attention_decode,attention,fp32,%lld,%lld,%d,1,%.0f,%.0f,%.3f,%.3f,%.3f\n",
+                  static_cast<long long>(batch * shape.heads), static_cast<long long>(keys), 2 * kLatentDim,
+                  flops, bytes, t.median_us, t.min_us, t.max_us);
+    out << line;
+    std::printf("sparse decode batch %lld: %.1f us, %.0f GB/s (%.0f%% of copy)\n",
+                static_cast<long long>(batch), t.median_us, bytes / t.median_us / 1e3,
+                100.0 * bytes / t.median_us / 1e3 / copy_gbps);
+    for (const void* p : {static_cast<const void*>(d.q), static_cast<const void*>(d.main_kv),
+                          static_cast<const void*>(d.topk), static_cast<const void*>(d.window),
+                          static_cast<const void*>(d.window_len), static_cast<const void*>(d.sink),
+                          static_cast<const void*>(out_buffer), static_cast<const void*>(workspace)}) {
+      CUDA_CHECK(cudaFree(const_cast<void*>(p)));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace v41sim::kernels
 
@@ -291,6 +361,7 @@ int main(int argc, char** argv) {
     std::printf("%s: %d SMs, copy %.0f GB/s (read + write)\n", device.props.name, device.sms, copy_gbps);
     v41sim::kernels::measure_mxfp4(out, device, copy_gbps, quick);
     v41sim::kernels::measure_indexer(out, device, quick);
+    v41sim::kernels::measure_sparse_decode(out, device, copy_gbps, quick);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "v41sim_measure: %s\n", e.what());
     return 1;

@@ -89,10 +89,11 @@ std::string svg_scatter(const std::string& title, const std::vector<ScatterPoint
         x(p.reference), y(p.predicted), p.within ? "#1f4e9c" : "white", escape(p.label), p.reference,
         p.predicted);
   }
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">published</text>\n", w / 2, w - 12);
+  svg +=
+      fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">published</text>\n", w / 2, w - 12);
   svg += fmt::format(
-      "<text x=\"{:.1f}\" y=\"{:.1f}\">filled: within ±{:g}% (dashed band); hollow: outside</text>\n", kMargin + 8,
-      kMargin + 16, band_pct);
+      "<text x=\"{:.1f}\" y=\"{:.1f}\">filled: within ±{:g}% (dashed band); hollow: outside</text>\n",
+      kMargin + 8, kMargin + 16, band_pct);
   svg += fmt::format(
       "<text x=\"16\" y=\"{:.1f}\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
       "{:.1f})\">predicted</text>\n",

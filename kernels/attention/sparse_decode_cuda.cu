@@ -1,0 +1,224 @@
+// V4.1 sparse attention decode on the GPU: split-KV, flash-decoding style.
+//
+// Grid (splits, batch): each CTA takes a slice of one request's key list
+// (its top-k compressed entries, then its window), keeps all of the
+// request's query heads in shared memory (MQA: every head reads the same
+// keys, so each key is fetched and widened once per CTA), walks the slice in
+// tiles of 16 keys with an online softmax, and writes an unnormalised partial
+// output with its running max and sum. A second kernel merges the splits and
+// the attention sink with log-sum-exp weights. Math is FP32 on CUDA cores: a
+// correctness-first baseline for the tensor-core version.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/common/cuda_check.h"
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxHeads = 64;
+constexpr int kTile = 16;
+constexpr int kThreadsPerHead = kThreads / kMaxHeads;         // 4
+constexpr int kDimsPerThread = kLatentDim / kThreadsPerHead;  // 128
+constexpr int kKeysPerThread = kTile / kThreadsPerHead;       // 4
+constexpr int kMinKeysPerSplit = 64;
+
+struct SharedLayout {
+  static constexpr int kQ = kMaxHeads * kLatentDim;
+  static constexpr int kKeys = kTile * kLatentDim;
+  static constexpr int kScores = kMaxHeads * kTile;
+  static constexpr std::size_t bytes() {
+    return sizeof(float) * (kQ + kKeys + kScores) + sizeof(int) * kTile;
+  }
+};
+
+__device__ const uint8_t* key_entry(const SparseDecodeDevice& d, int64_t b, int64_t slot, bool* is_main) {
+  if (slot < d.shape.topk) {
+    const int32_t index = d.topk[b * d.shape.topk + slot];
+    *is_main = true;
+    return index < 0 ? nullptr : d.main_kv + static_cast<int64_t>(index) * kMainEntryBytes;
+  }
+  const int64_t w = slot - d.shape.topk;
+  *is_main = false;
+  return w < d.window_len[b] ? d.window + (b * kWindowTokens + w) * kWindowEntryBytes : nullptr;
+}
+
+__global__ void sparse_decode_split_kernel(SparseDecodeDevice d) {
+  extern __shared__ float smem[];
+  float* q_s = smem;
+  float* keys_s = q_s + SharedLayout::kQ;
+  float* scores_s = keys_s + SharedLayout::kKeys;
+  int* valid_s = reinterpret_cast<int*>(scores_s + SharedLayout::kScores);
+
+  const int64_t b = blockIdx.y;
+  const int split = blockIdx.x;
+  const int64_t heads = d.shape.heads;
+  const int64_t slots = d.shape.topk + kWindowTokens;
+  const int64_t per_split = (slots + d.splits - 1) / d.splits;
+  const int64_t begin = split * per_split;
+  const int64_t end = begin + per_split < slots ? begin + per_split : slots;
+  const float scale = rsqrtf(static_cast<float>(kLatentDim));
+
+  for (int64_t i = threadIdx.x; i < heads * kLatentDim; i += kThreads)
+    q_s[i] = d.q[b * heads * kLatentDim + i];
+  const int head = threadIdx.x / kThreadsPerHead;
+  const int part = threadIdx.x % kThreadsPerHead;
+  const bool active = head < heads;
+  float o[kDimsPerThread];
+#pragma unroll
+  for (int i = 0; i < kDimsPerThread; ++i) o[i] = 0.0f;
+  float m = -INFINITY;
+  float l = 0.0f;
+
+  for (int64_t tile = begin; tile < end; tile += kTile) {
+    __syncthreads();
+    // Widen the tile's keys into shared memory, once for all heads.
+    for (int idx = threadIdx.x; idx < kTile * kLatentDim; idx += kThreads) {
+      const int k = idx / kLatentDim;
+      const int i = idx % kLatentDim;
+      bool is_main = false;
+      const uint8_t* entry = tile + k < end ? key_entry(d, b, tile + k, &is_main) : nullptr;
+      keys_s[idx] =
+          entry == nullptr ? 0.0f : (is_main ? main_entry_value(entry, i) : window_entry_value(entry, i));
+      if (i == 0) valid_s[k] = entry != nullptr;
+    }
+    __syncthreads();
+    if (active) {
+#pragma unroll
+      for (int kk = 0; kk < kKeysPerThread; ++kk) {
+        const int k = part * kKeysPerThread + kk;
+        float dot = 0.0f;
+        for (int i = 0; i < kLatentDim; ++i) dot += q_s[head * kLatentDim + i] * keys_s[k * kLatentDim + i];
+        scores_s[head * kTile + k] = valid_s[k] ? dot * scale : -INFINITY;
+      }
+    }
+    __syncthreads();
+    if (!active) continue;
+    float tile_max = -INFINITY;
+    for (int k = 0; k < kTile; ++k) tile_max = fmaxf(tile_max, scores_s[head * kTile + k]);
+    const float m_new = fmaxf(m, tile_max);
+    if (m_new == -INFINITY) continue;  // nothing valid yet
+    const float correction = __expf(m - m_new);
+    l *= correction;
+#pragma unroll
+    for (int i = 0; i < kDimsPerThread; ++i) o[i] *= correction;
+    for (int k = 0; k < kTile; ++k) {
+      const float p = __expf(scores_s[head * kTile + k] - m_new);
+      l += p;
+      const float* v = keys_s + k * kLatentDim + part * kDimsPerThread;
+#pragma unroll
+      for (int i = 0; i < kDimsPerThread; ++i) o[i] += p * v[i];
+    }
+    m = m_new;
+  }
+  if (!active) return;
+  // Partial: [batch][split][head] of (512 outputs, max, sum).
+  float* partial = d.workspace + ((b * d.splits + split) * heads + head) * (kLatentDim + 2);
+#pragma unroll
+  for (int i = 0; i < kDimsPerThread; ++i) partial[part * kDimsPerThread + i] = o[i];
+  if (part == 0) {
+    partial[kLatentDim] = m;
+    partial[kLatentDim + 1] = l;
+  }
+}
+
+__global__ void sparse_decode_combine_kernel(SparseDecodeDevice d) {
+  const int64_t b = blockIdx.y;
+  const int64_t head = blockIdx.x;
+  const int i = threadIdx.x;  // one output dim per thread
+  const float* base = d.workspace + (b * d.splits * d.shape.heads + head) * (kLatentDim + 2);
+  const int64_t stride = d.shape.heads * (kLatentDim + 2);
+  float max_all = d.sink[head];
+  for (int s = 0; s < d.splits; ++s) max_all = fmaxf(max_all, base[s * stride + kLatentDim]);
+  float denominator = __expf(d.sink[head] - max_all);
+  float acc = 0.0f;
+  for (int s = 0; s < d.splits; ++s) {
+    const float weight = __expf(base[s * stride + kLatentDim] - max_all);  // 0 for an empty split (-inf)
+    denominator += weight * base[s * stride + kLatentDim + 1];
+    acc += weight * base[s * stride + i];
+  }
+  d.out[(b * d.shape.heads + head) * kLatentDim + i] = acc / denominator;
+}
+
+template <typename T>
+T* upload(const std::vector<T>& host) {
+  T* ptr = nullptr;
+  CUDA_CHECK(cudaMalloc(&ptr, host.size() * sizeof(T) + 1));
+  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return ptr;
+}
+
+}  // namespace
+
+int sparse_decode_splits(const SparseDecodeShape& shape, int sms) {
+  const int64_t slots = shape.topk + kWindowTokens;
+  const int64_t most = std::max<int64_t>(1, slots / kMinKeysPerSplit);
+  const int64_t wanted = (2LL * sms + shape.batch - 1) / shape.batch;
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, most));
+}
+
+int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int splits) {
+  return shape.batch * splits * shape.heads * (kLatentDim + 2);
+}
+
+void launch_sparse_decode(const SparseDecodeDevice& d) {
+  if (d.shape.heads <= 0 || d.shape.heads > kMaxHeads || d.splits <= 0) {
+    throw std::invalid_argument("sparse decode: heads must be 1..64 and splits positive");
+  }
+  static bool configured = false;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(sparse_decode_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(SharedLayout::bytes())));
+    configured = true;
+  }
+  const dim3 split_grid(static_cast<unsigned>(d.splits), static_cast<unsigned>(d.shape.batch));
+  sparse_decode_split_kernel<<<split_grid, kThreads, SharedLayout::bytes()>>>(d);
+  const dim3 combine_grid(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch));
+  sparse_decode_combine_kernel<<<combine_grid, kLatentDim>>>(d);
+}
+
+std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in) {
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  SparseDecodeDevice d{};
+  d.shape = in.shape;
+  d.splits = sparse_decode_splits(in.shape, sms);
+  float* q = upload(in.q);
+  uint8_t* main_kv = upload(in.main_kv);
+  int32_t* topk = upload(in.topk);
+  uint8_t* window = upload(in.window);
+  int32_t* window_len = upload(in.window_len);
+  float* sink = upload(in.sink);
+  const std::size_t out_floats = static_cast<std::size_t>(in.shape.batch * in.shape.heads * kLatentDim);
+  float* out = nullptr;
+  float* workspace = nullptr;
+  CUDA_CHECK(cudaMalloc(&out, out_floats * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(
+      &workspace,
+      static_cast<std::size_t>(sparse_decode_workspace_floats(in.shape, d.splits)) * sizeof(float)));
+  d.q = q;
+  d.main_kv = main_kv;
+  d.topk = topk;
+  d.window = window;
+  d.window_len = window_len;
+  d.sink = sink;
+  d.out = out;
+  d.workspace = workspace;
+  launch_sparse_decode(d);
+  CUDA_CHECK(cudaGetLastError());
+  std::vector<float> result(out_floats);
+  CUDA_CHECK(cudaMemcpy(result.data(), out, out_floats * sizeof(float), cudaMemcpyDeviceToHost));
+  for (void* p : {static_cast<void*>(q), static_cast<void*>(main_kv), static_cast<void*>(topk),
+                  static_cast<void*>(window), static_cast<void*>(window_len), static_cast<void*>(sink),
+                  static_cast<void*>(out), static_cast<void*>(workspace)}) {
+    cudaFree(p);
+  }
+  return result;
+}
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,56 @@
+// Shapes and cache layouts of V4.1's sparse attention decode, shared by the
+// CPU reference and the CUDA kernel.
+//   q:        batch x heads x 512 (float)
+//   main KV:  compressed entries, 288 B each (512 FP4 e2m1 + 32 e4m3 scales)
+//   topk:     batch x topk indices into the main KV (-1: no entry)
+//   window:   batch x 128 entries of 528 B (512 FP8 e4m3 + 16 e8m0 scales),
+//             the first window_len[b] of them valid
+//   sink:     heads logits (attention sink: in the softmax, no value)
+//   out:      batch x heads x 512 (float)
+// K = V: the 512-dim latent is both key and value; scores are scaled by 1/sqrt(512).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/fp_codec.h"
+#include "kernels/kv_quant/mxfp4_kv_block.h"
+
+namespace v41sim::kernels {
+
+inline constexpr int kLatentDim = 512;
+inline constexpr int kMainEntryBytes = kLatentDim / 2 + kLatentDim / kMxfp4GroupSize;  // 288
+inline constexpr int kWindowScaleGroup = 32;
+inline constexpr int kWindowEntryBytes = kLatentDim + kLatentDim / kWindowScaleGroup;  // 528
+inline constexpr int kWindowTokens = 128;
+
+struct SparseDecodeShape {
+  int64_t batch = 0;
+  int64_t heads = 0;
+  int64_t topk = 0;
+  int64_t main_entries = 0;
+};
+
+// Value i of a main-KV entry (MXFP4: e2m1 pairs, e4m3 scale per 16).
+V41_HD float main_entry_value(const uint8_t* entry, int i) {
+  const uint8_t byte = entry[i / 2];
+  const float scale = decode_e4m3(entry[kLatentDim / 2 + i / kMxfp4GroupSize]);
+  return decode_e2m1((i & 1) ? (byte >> 4) : (byte & 0xF)) * scale;
+}
+
+// Value i of a window entry (FP8 e4m3, e8m0 scale per 32).
+V41_HD float window_entry_value(const uint8_t* entry, int i) {
+  return decode_e4m3(entry[i]) * decode_e8m0(entry[kLatentDim + i / kWindowScaleGroup]);
+}
+
+V41_HD void quantize_window_entry(const float* values, uint8_t* entry) {
+  for (int g = 0; g < kLatentDim / kWindowScaleGroup; ++g) {
+    float amax = 0.0f;
+    for (int i = 0; i < kWindowScaleGroup; ++i) amax = fmaxf(amax, fabsf(values[g * kWindowScaleGroup + i]));
+    entry[kLatentDim + g] = encode_e8m0_ceil(amax / 448.0f);
+  }
+  for (int i = 0; i < kLatentDim; ++i) {
+    entry[i] = encode_e4m3(values[i] / decode_e8m0(entry[kLatentDim + i / kWindowScaleGroup]));
+  }
+}
+
+}  // namespace v41sim::kernels

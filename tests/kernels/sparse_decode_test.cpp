@@ -1,0 +1,72 @@
+// V4.1 sparse attention decode: the CPU reference against hand-checkable cases,
+// and the CUDA kernel against the reference where a GPU exists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/attention/sparse_decode_reference.h"
+#include "tests/test_data.h"
+
+#ifdef V41SIM_HAVE_CUDA_KERNELS
+#include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#endif
+
+namespace v41sim::kernels {
+namespace {
+
+TEST(SparseDecode, EntrySizesMatchTheModelFile) {
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  EXPECT_EQ(kMainEntryBytes, v41.spec.cache(v41.spec.attention.main_cache).bytes);
+  EXPECT_EQ(kWindowEntryBytes, v41.spec.cache(v41.spec.attention.window_cache).bytes);
+  EXPECT_EQ(kWindowTokens, v41.spec.attention.sliding_window);
+}
+
+// One valid key and a sink far below it: the output is that key's value.
+TEST(SparseDecode, OneKeyGivesItsValue) {
+  SparseDecodeInputs in = make_sparse_decode_inputs({1, 2, 4, 8}, 1);
+  for (int32_t& t : in.topk) t = -1;
+  in.topk[2] = 5;
+  in.window_len[0] = 0;
+  for (float& s : in.sink) s = -1e4f;
+  const auto out = sparse_decode_reference(in);
+  for (int64_t h = 0; h < 2; ++h) {
+    for (int i = 0; i < kLatentDim; ++i) {
+      EXPECT_NEAR(out[h * kLatentDim + i], main_entry_value(in.main_kv.data() + 5 * kMainEntryBytes, i),
+                  1e-5);
+    }
+  }
+}
+
+// A dominant sink takes the probability mass and the output shrinks towards zero.
+TEST(SparseDecode, TheSinkTakesMassButAddsNoValue) {
+  SparseDecodeInputs in = make_sparse_decode_inputs({2, 4, 32, 64}, 2);
+  const auto base = sparse_decode_reference(in);
+  for (float& s : in.sink) s = 50.0f;
+  const auto sunk = sparse_decode_reference(in);
+  double base_norm = 0, sunk_norm = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    base_norm += std::fabs(base[i]);
+    sunk_norm += std::fabs(sunk[i]);
+  }
+  EXPECT_LT(sunk_norm, 1e-6 * base_norm + 1e-9);
+}
+
+TEST(SparseDecodeCuda, MatchesTheReference) {
+#ifndef V41SIM_HAVE_CUDA_KERNELS
+  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
+#else
+  std::string why;
+  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  const SparseDecodeInputs in = make_sparse_decode_inputs({6, 64, 512, 20000}, 3);
+  const auto reference = sparse_decode_reference(in);
+  const auto device = sparse_decode_cuda(in);
+  ASSERT_EQ(device.size(), reference.size());
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    ASSERT_NEAR(device[i], reference[i], 2e-3f * std::max(1.0f, std::fabs(reference[i]))) << i;
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace v41sim::kernels
