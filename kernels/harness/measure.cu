@@ -24,6 +24,8 @@
 #include "kernels/attention/sparse_decode_cuda.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/gpu_timer.h"
+#include "kernels/compress/compress_pool.h"
+#include "kernels/engram/engram_gather.h"
 #include "kernels/harness/device_copy.cuh"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
@@ -327,6 +329,97 @@ void measure_sparse_decode(std::ofstream& out, const Device& dev, double copy_gb
   }
 }
 
+// Ratio-2 compressor: pool pairs of tokens and write MXFP4 entries.
+void measure_compress(std::ofstream& out, const Device& dev, double copy_gbps, bool quick) {
+  {
+    const int64_t tokens = 2048;
+    std::mt19937 rng(51);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> kv(tokens * kDim), score(tokens * kDim), ape(2 * kDim);
+    for (auto* v : {&kv, &score, &ape}) {
+      for (float& x : *v) x = normal(rng);
+    }
+    const auto a =
+        dequantize_mxfp4_kv_reference(compress_ratio2_cuda(kv, score, ape, tokens), tokens / 2, kDim);
+    const auto b =
+        dequantize_mxfp4_kv_reference(compress_ratio2_reference(kv, score, ape, tokens), tokens / 2, kDim);
+    int64_t differ = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+    if (differ > static_cast<int64_t>(a.size() / 1000)) {
+      std::fprintf(stderr, "compress: device output differs from the CPU reference; not timed\n");
+      return;
+    }
+  }
+  const std::vector<int64_t> token_counts =
+      quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 65536, 524288};
+  for (const int64_t tokens : token_counts) {
+    const int64_t in_bytes = 2 * tokens * kDim * static_cast<int64_t>(sizeof(float));
+    const int64_t out_bytes = tokens / 2 * mxfp4_entry_bytes(kDim);
+    float *kv = nullptr, *score = nullptr, *ape = nullptr;
+    uint8_t* entries = nullptr;
+    CUDA_CHECK(cudaMalloc(&kv, in_bytes / 2));
+    CUDA_CHECK(cudaMalloc(&score, in_bytes / 2));
+    CUDA_CHECK(cudaMalloc(&ape, 2 * kDim * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&entries, out_bytes));
+    CUDA_CHECK(cudaMemset(kv, 0, in_bytes / 2));
+    CUDA_CHECK(cudaMemset(score, 0, in_bytes / 2));
+    CUDA_CHECK(cudaMemset(ape, 0, 2 * kDim * sizeof(float)));
+    const TimingStats t =
+        time_kernel([&](int) { launch_compress_ratio2(kv, score, ape, entries, tokens); }, kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double bytes = static_cast<double>(in_bytes + out_bytes);
+    write_row(out, "compress_ratio2", "elementwise", "fp32", tokens / 2, kDim,
+              static_cast<double>(tokens * kDim) * 8.0, bytes, t);
+    std::printf("compress ratio 2, %lld tokens: %.1f us (%.0f%% of copy)\n", static_cast<long long>(tokens),
+                t.median_us, 100.0 * bytes / t.median_us / 1e3 / copy_gbps);
+    for (void* p : {static_cast<void*>(kv), static_cast<void*>(score), static_cast<void*>(ape),
+                    static_cast<void*>(entries)}) {
+      CUDA_CHECK(cudaFree(p));
+    }
+  }
+  (void)dev;
+}
+
+// Engram rows gathered from mapped pinned host memory (the host link's rate for 264-byte rows).
+void measure_engram(std::ofstream& out, bool quick) {
+  {
+    std::vector<uint8_t> table(4096 * kEngramRowBytes);
+    for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(i * 13);
+    std::vector<int64_t> rows(1000);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>((i * 2654435761ULL) % 4096);
+    if (engram_gather_cuda(table, rows) != engram_gather_reference(table, rows)) {
+      std::fprintf(stderr, "engram gather: device output differs from the CPU reference; not timed\n");
+      return;
+    }
+  }
+  const int64_t table_rows = quick ? (1LL << 20) : (8LL << 20);  // 264 MB or 2.1 GB of pinned host memory
+  uint8_t* pinned = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&pinned, table_rows * kEngramRowBytes, cudaHostAllocMapped));
+  std::memset(pinned, 0x5a, table_rows * kEngramRowBytes);
+  uint8_t* mapped = nullptr;
+  CUDA_CHECK(cudaHostGetDevicePointer(&mapped, pinned, 0));
+  for (const int64_t count : {4096LL, 65536LL, 1048576LL}) {
+    std::vector<int64_t> rows(static_cast<std::size_t>(count));
+    std::mt19937_64 rng(61);
+    for (auto& r : rows) r = static_cast<int64_t>(rng() % static_cast<uint64_t>(table_rows));
+    int64_t* d_rows = nullptr;
+    uint8_t* d_out = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_rows, count * sizeof(int64_t)));
+    CUDA_CHECK(cudaMalloc(&d_out, count * kEngramRowBytes));
+    CUDA_CHECK(cudaMemcpy(d_rows, rows.data(), count * sizeof(int64_t), cudaMemcpyHostToDevice));
+    const TimingStats t =
+        time_kernel([&](int) { launch_engram_gather(mapped, d_rows, d_out, count); }, 2, 10);
+    CUDA_CHECK(cudaGetLastError());
+    const double bytes = static_cast<double>(count * kEngramRowBytes);
+    write_row(out, "engram_host_gather", "host_copy", "fp32", count, kEngramRowBytes, 0, bytes, t);
+    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link\n",
+                static_cast<long long>(count), t.median_us, bytes / t.median_us / 1e3);
+    CUDA_CHECK(cudaFree(d_rows));
+    CUDA_CHECK(cudaFree(d_out));
+  }
+  CUDA_CHECK(cudaFreeHost(pinned));
+}
+
 }  // namespace
 }  // namespace v41sim::kernels
 
@@ -362,6 +455,8 @@ int main(int argc, char** argv) {
     v41sim::kernels::measure_mxfp4(out, device, copy_gbps, quick);
     v41sim::kernels::measure_indexer(out, device, quick);
     v41sim::kernels::measure_sparse_decode(out, device, copy_gbps, quick);
+    v41sim::kernels::measure_compress(out, device, copy_gbps, quick);
+    v41sim::kernels::measure_engram(out, quick);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "v41sim_measure: %s\n", e.what());
     return 1;

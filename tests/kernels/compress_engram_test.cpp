@@ -1,0 +1,97 @@
+// Ratio-2 compressor and Engram gather: CPU references against their
+// definitions, CUDA kernels against the references where a GPU exists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/compress/compress_pool.h"
+#include "kernels/engram/engram_gather.h"
+#include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "tests/test_data.h"
+
+#ifdef V41SIM_HAVE_CUDA_KERNELS
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#endif
+
+namespace v41sim::kernels {
+namespace {
+
+std::vector<float> normal_values(std::size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Equal gates pool to the mean of the two tokens; a dominant gate picks its token.
+TEST(CompressRatio2, PoolsBySoftmaxOverTheGates) {
+  const int64_t tokens = 4;
+  const auto kv = normal_values(tokens * 512, 1);
+  std::vector<float> score(tokens * 512, 0.0f);
+  const std::vector<float> ape(2 * 512, 0.0f);
+  for (int d = 0; d < 512; ++d) score[2 * 512 + d] = 100.0f;  // entry 1: token 2 dominates
+  const auto entries = compress_ratio2_reference(kv, score, ape, tokens);
+  const auto pooled = dequantize_mxfp4_kv_reference(entries, 2, 512);
+  std::vector<float> mean(512), second(512);
+  for (int d = 0; d < 512; ++d) {
+    mean[d] = 0.5f * (kv[d] + kv[512 + d]);
+    second[d] = kv[2 * 512 + d];
+  }
+  const auto mean_q = dequantize_mxfp4_kv_reference(quantize_mxfp4_kv_reference(mean, 1, 512), 1, 512);
+  const auto second_q = dequantize_mxfp4_kv_reference(quantize_mxfp4_kv_reference(second, 1, 512), 1, 512);
+  for (int d = 0; d < 512; ++d) {
+    EXPECT_FLOAT_EQ(pooled[d], mean_q[d]);
+    EXPECT_FLOAT_EQ(pooled[512 + d], second_q[d]);
+  }
+  EXPECT_THROW(compress_ratio2_reference(kv, score, ape, 3), std::invalid_argument);
+}
+
+TEST(EngramGather, CopiesTheRowsAskedFor) {
+  const int64_t rows = 1000;
+  std::vector<uint8_t> table(rows * kEngramRowBytes);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(i * 7 + 3);
+  const std::vector<int64_t> wanted{5, 999, 0, 5};
+  const auto out = engram_gather_reference(table, wanted);
+  ASSERT_EQ(out.size(), wanted.size() * kEngramRowBytes);
+  for (std::size_t r = 0; r < wanted.size(); ++r) {
+    for (int b = 0; b < kEngramRowBytes; ++b) {
+      EXPECT_EQ(out[r * kEngramRowBytes + b], table[wanted[r] * kEngramRowBytes + b]);
+    }
+  }
+  EXPECT_THROW(engram_gather_reference(table, {1000}), std::out_of_range);
+  // The row size is the model file's Engram row format.
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  EXPECT_EQ(kEngramRowBytes, v41.spec.cache(v41.spec.engram->row_cache).bytes);
+}
+
+TEST(CompressAndEngramCuda, MatchTheReferences) {
+#ifndef V41SIM_HAVE_CUDA_KERNELS
+  GTEST_SKIP() << "built without a CUDA compiler; the kernels were not compiled";
+#else
+  std::string why;
+  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  const int64_t tokens = 4096;
+  const auto kv = normal_values(tokens * 512, 2);
+  const auto score = normal_values(tokens * 512, 3);
+  const auto ape = normal_values(2 * 512, 4);
+  const auto device = compress_ratio2_cuda(kv, score, ape, tokens);
+  const auto reference = compress_ratio2_reference(kv, score, ape, tokens);
+  // expf may differ by an ulp between host and device: allow a rare one-step difference.
+  const auto a = dequantize_mxfp4_kv_reference(device, tokens / 2, 512);
+  const auto b = dequantize_mxfp4_kv_reference(reference, tokens / 2, 512);
+  int64_t differ = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+  EXPECT_LT(differ, static_cast<int64_t>(a.size() / 1000));
+  std::vector<uint8_t> table(100000 * kEngramRowBytes);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(i * 13);
+  std::vector<int64_t> rows(20000);
+  std::mt19937_64 rng(5);
+  for (auto& r : rows) r = static_cast<int64_t>(rng() % 100000);
+  EXPECT_EQ(engram_gather_cuda(table, rows), engram_gather_reference(table, rows));
+#endif
+}
+
+}  // namespace
+}  // namespace v41sim::kernels
