@@ -32,6 +32,7 @@
 #include "kernels/indexer/indexer_reference.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "kernels/mhc/mhc_mixing.h"
 
 #ifndef V41SIM_GIT_COMMIT
 #define V41SIM_GIT_COMMIT "unknown"
@@ -420,6 +421,68 @@ void measure_engram(std::ofstream& out, bool quick) {
   CUDA_CHECK(cudaFreeHost(pinned));
 }
 
+// mHC: the three-kernel form against the single pass, same tokens, so the
+// traffic halving is measured rather than assumed.
+void measure_mhc(std::ofstream& out, double copy_gbps, bool quick) {
+  constexpr int64_t kHidden = 5120;  // V4.1 hidden size
+  {
+    const int64_t tokens = 16;
+    std::mt19937 rng(71);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> X(tokens * kStreams * kHidden), y(tokens * kHidden);
+    for (float& v : X) v = normal(rng);
+    for (float& v : y) v = normal(rng);
+    const auto c = mhc_coefficients_reference(X, tokens, kHidden);
+    const MhcFusedResult device = mhc_fused_cuda(X, y, c, tokens, kHidden);
+    const MhcFusedResult reference = mhc_fused_reference(X, y, c, tokens, kHidden);
+    for (std::size_t i = 0; i < device.next_input.size(); ++i) {
+      if (std::fabs(device.next_input[i] - reference.next_input[i]) > 1e-3f) {
+        std::fprintf(stderr, "mhc: device output differs from the CPU reference; not timed\n");
+        return;
+      }
+    }
+  }
+  const std::vector<int64_t> token_counts =
+      quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 8192, 32768};
+  for (const int64_t tokens : token_counts) {
+    const int64_t stream_floats = tokens * kStreams * kHidden;
+    const int64_t hidden_floats = tokens * kHidden;
+    float *X, *y, *c, *Xo, *x_in, *c_next;
+    CUDA_CHECK(cudaMalloc(&X, stream_floats * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&Xo, stream_floats * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&y, hidden_floats * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&x_in, hidden_floats * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&c, tokens * kCoefficients * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&c_next, tokens * kCoefficients * sizeof(float)));
+    CUDA_CHECK(cudaMemset(X, 0, stream_floats * sizeof(float)));
+    CUDA_CHECK(cudaMemset(y, 0, hidden_floats * sizeof(float)));
+    CUDA_CHECK(cudaMemset(c, 0, tokens * kCoefficients * sizeof(float)));
+    const TimingStats three = time_kernel(
+        [&](int) {
+          launch_mhc_coefficients(X, c_next, tokens, kHidden);
+          launch_mhc_pre_mix(X, c_next, x_in, tokens, kHidden);
+          launch_mhc_post_merge(X, y, c, Xo, tokens, kHidden);
+        },
+        kWarmup, kRuns);
+    const TimingStats fused = time_kernel(
+        [&](int) { launch_mhc_fused(X, y, c, Xo, x_in, c_next, tokens, kHidden); }, kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double h = static_cast<double>(hidden_floats) * sizeof(float);
+    const double three_bytes = (4.0 * kStreams + 2.0) * h;  // as the simulator counts the three-kernel form
+    const double fused_bytes = (2.0 * kStreams + 2.0) * h;
+    write_row(out, "mhc_three_kernel", "elementwise", "fp32", tokens, kStreams * kHidden, 0, three_bytes,
+              three);
+    write_row(out, "mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 0, fused_bytes,
+              fused);
+    std::printf(
+        "mhc %lld tokens: three kernels %.1f us, single pass %.1f us (%.2fx; %.0f%% / %.0f%% of copy)\n",
+        static_cast<long long>(tokens), three.median_us, fused.median_us, three.median_us / fused.median_us,
+        100.0 * three_bytes / three.median_us / 1e3 / copy_gbps,
+        100.0 * fused_bytes / fused.median_us / 1e3 / copy_gbps);
+    for (float* p : {X, y, c, Xo, x_in, c_next}) CUDA_CHECK(cudaFree(p));
+  }
+}
+
 }  // namespace
 }  // namespace v41sim::kernels
 
@@ -457,6 +520,7 @@ int main(int argc, char** argv) {
     v41sim::kernels::measure_sparse_decode(out, device, copy_gbps, quick);
     v41sim::kernels::measure_compress(out, device, copy_gbps, quick);
     v41sim::kernels::measure_engram(out, quick);
+    v41sim::kernels::measure_mhc(out, copy_gbps, quick);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "v41sim_measure: %s\n", e.what());
     return 1;

@@ -1,0 +1,173 @@
+// mHC mixing kernels. The three-kernel form reads the streams three times
+// (coefficients, pre-mix, post-merge); the single pass reads them once,
+// keeps the merged streams in registers for the next block's coefficients
+// and input, and writes each result once: about half the traffic.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "kernels/common/cuda_check.h"
+#include "kernels/mhc/mhc_mixing.h"
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxPerThread = 32;  // hidden <= 8192 for the single pass
+
+// Sums of the 4 streams over the block; every thread gets them.
+__device__ void block_stream_sums(float (&local)[kStreams], float (&total)[kStreams]) {
+  __shared__ float partial[kThreads / 32][kStreams];
+  for (int s = 0; s < kStreams; ++s) {
+    float v = local[s];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32][s] = v;
+  }
+  __syncthreads();
+  for (int s = 0; s < kStreams; ++s) {
+    float sum = 0;
+    for (int w = 0; w < kThreads / 32; ++w) sum += partial[w][s];
+    total[s] = sum;
+  }
+  __syncthreads();
+}
+
+__global__ void coefficients_kernel(const float* __restrict__ X, float* __restrict__ coeffs, int64_t hidden) {
+  const int64_t t = blockIdx.x;
+  float local[kStreams] = {0, 0, 0, 0};
+  for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
+    for (int s = 0; s < kStreams; ++s) local[s] += X[(t * kStreams + s) * hidden + i];
+  }
+  float total[kStreams];
+  block_stream_sums(local, total);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStreams; ++s) total[s] /= static_cast<float>(hidden);
+    mhc_coefficients(total, coeffs + t * kCoefficients);
+  }
+}
+
+__global__ void pre_mix_kernel(const float* __restrict__ X, const float* __restrict__ coeffs,
+                               float* __restrict__ x_in, int64_t tokens, int64_t hidden) {
+  const int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (flat >= tokens * hidden) return;
+  const int64_t t = flat / hidden;
+  const int64_t i = flat % hidden;
+  float acc = 0;
+  for (int s = 0; s < kStreams; ++s)
+    acc += coeffs[t * kCoefficients + s] * X[(t * kStreams + s) * hidden + i];
+  x_in[flat] = acc;
+}
+
+__global__ void post_merge_kernel(const float* __restrict__ X, const float* __restrict__ y,
+                                  const float* __restrict__ coeffs, float* __restrict__ X_out, int64_t tokens,
+                                  int64_t hidden) {
+  const int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (flat >= tokens * hidden) return;
+  const int64_t t = flat / hidden;
+  const int64_t i = flat % hidden;
+  const float* B = coeffs + t * kCoefficients + kStreams;
+  const float* b = B + kStreams * kStreams;
+  float x[kStreams];
+  for (int u = 0; u < kStreams; ++u) x[u] = X[(t * kStreams + u) * hidden + i];
+  for (int s = 0; s < kStreams; ++s) {
+    float acc = b[s] * y[flat];
+    for (int u = 0; u < kStreams; ++u) acc += B[s * kStreams + u] * x[u];
+    X_out[(t * kStreams + s) * hidden + i] = acc;
+  }
+}
+
+__global__ void fused_kernel(const float* __restrict__ X, const float* __restrict__ y,
+                             const float* __restrict__ coeffs, float* __restrict__ X_out,
+                             float* __restrict__ next_input, float* __restrict__ next_coeffs,
+                             int64_t hidden) {
+  const int64_t t = blockIdx.x;
+  __shared__ float c[kCoefficients];
+  __shared__ float next[kCoefficients];
+  if (threadIdx.x < kCoefficients) c[threadIdx.x] = coeffs[t * kCoefficients + threadIdx.x];
+  __syncthreads();
+  const float* B = c + kStreams;
+  const float* b = B + kStreams * kStreams;
+  float merged[kMaxPerThread][kStreams];
+  float local[kStreams] = {0, 0, 0, 0};
+  int n = 0;
+  for (int64_t i = threadIdx.x; i < hidden; i += kThreads, ++n) {
+    float x[kStreams];
+    for (int u = 0; u < kStreams; ++u) x[u] = X[(t * kStreams + u) * hidden + i];
+    const float yi = y[t * hidden + i];
+    for (int s = 0; s < kStreams; ++s) {
+      float acc = b[s] * yi;
+      for (int u = 0; u < kStreams; ++u) acc += B[s * kStreams + u] * x[u];
+      merged[n][s] = acc;
+      X_out[(t * kStreams + s) * hidden + i] = acc;
+      local[s] += acc;
+    }
+  }
+  float total[kStreams];
+  block_stream_sums(local, total);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStreams; ++s) total[s] /= static_cast<float>(hidden);
+    mhc_coefficients(total, next);
+    for (int k = 0; k < kCoefficients; ++k) next_coeffs[t * kCoefficients + k] = next[k];
+  }
+  __syncthreads();
+  n = 0;
+  for (int64_t i = threadIdx.x; i < hidden; i += kThreads, ++n) {
+    float acc = 0;
+    for (int s = 0; s < kStreams; ++s) acc += next[s] * merged[n][s];
+    next_input[t * hidden + i] = acc;
+  }
+}
+
+unsigned elementwise_blocks(int64_t tokens, int64_t hidden) {
+  return static_cast<unsigned>((tokens * hidden + kThreads - 1) / kThreads);
+}
+
+}  // namespace
+
+void launch_mhc_coefficients(const float* X, float* coeffs, int64_t tokens, int64_t hidden) {
+  coefficients_kernel<<<static_cast<unsigned>(tokens), kThreads>>>(X, coeffs, hidden);
+}
+
+void launch_mhc_pre_mix(const float* X, const float* coeffs, float* x_in, int64_t tokens, int64_t hidden) {
+  pre_mix_kernel<<<elementwise_blocks(tokens, hidden), kThreads>>>(X, coeffs, x_in, tokens, hidden);
+}
+
+void launch_mhc_post_merge(const float* X, const float* y, const float* coeffs, float* X_out, int64_t tokens,
+                           int64_t hidden) {
+  post_merge_kernel<<<elementwise_blocks(tokens, hidden), kThreads>>>(X, y, coeffs, X_out, tokens, hidden);
+}
+
+void launch_mhc_fused(const float* X, const float* y, const float* coeffs, float* X_out, float* next_input,
+                      float* next_coeffs, int64_t tokens, int64_t hidden) {
+  if (hidden > static_cast<int64_t>(kThreads) * kMaxPerThread)
+    throw std::invalid_argument("mhc fused: hidden > 8192");
+  fused_kernel<<<static_cast<unsigned>(tokens), kThreads>>>(X, y, coeffs, X_out, next_input, next_coeffs,
+                                                            hidden);
+}
+
+MhcFusedResult mhc_fused_cuda(const std::vector<float>& X, const std::vector<float>& y,
+                              const std::vector<float>& coeffs, int64_t tokens, int64_t hidden) {
+  float *dX, *dy, *dc, *dXo, *dnext, *dnc;
+  CUDA_CHECK(cudaMalloc(&dX, X.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dy, y.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dc, coeffs.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dXo, X.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dnext, y.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dnc, coeffs.size() * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dy, y.data(), y.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dc, coeffs.data(), coeffs.size() * sizeof(float), cudaMemcpyHostToDevice));
+  launch_mhc_fused(dX, dy, dc, dXo, dnext, dnc, tokens, hidden);
+  CUDA_CHECK(cudaGetLastError());
+  MhcFusedResult r;
+  r.streams.resize(X.size());
+  r.next_input.resize(y.size());
+  r.next_coeffs.resize(coeffs.size());
+  CUDA_CHECK(cudaMemcpy(r.streams.data(), dXo, X.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(r.next_input.data(), dnext, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(r.next_coeffs.data(), dnc, coeffs.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (float* p : {dX, dy, dc, dXo, dnext, dnc}) cudaFree(p);
+  return r;
+}
+
+}  // namespace v41sim::kernels
