@@ -1,3 +1,5 @@
+// ServingSimulation: construction, arrivals and sessions, bookkeeping and
+// results. Prefill and decode live in serving_prefill.cpp and serving_decode.cpp.
 #include "sim/serving/serving_simulation.h"
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include "sim/capacity/memory_fit.h"
 #include "sim/des/random.h"
 #include "sim/graph/expert_load.h"
+#include "sim/serving/serving_entities.h"
 
 namespace v41sim {
 namespace {
@@ -31,39 +34,6 @@ int64_t draw_tokens(const Distribution& d, std::mt19937_64& rng, double scale = 
 }
 
 }  // namespace
-
-struct ServingSimulation::Session {
-  int64_t turns = 0;
-  int64_t next_turn = 0;
-  bool from_trace = false;    // turns come from the trace, not from think times
-  int64_t trace_context = 0;  // context the trace's turns have built so far
-};
-
-// The GPUs of an instance run one step at a time. Aggregated deployments
-// give a prefill instance and a decode instance the same engine.
-struct ServingSimulation::Engine {
-  bool busy = false;
-};
-
-struct ServingSimulation::PrefillInstance {
-  std::deque<Request*> queue;
-  Engine* engine = nullptr;
-};
-
-struct ServingSimulation::DecodeRank {
-  std::vector<Request*> active;
-  double kv_used = 0;
-};
-
-struct ServingSimulation::DecodeInstance {
-  std::vector<DecodeRank> ranks;
-  std::deque<Request*> queue;
-  Engine* engine = nullptr;
-  double kv_used() const {
-    return std::accumulate(ranks.begin(), ranks.end(), 0.0,
-                           [](double sum, const DecodeRank& r) { return sum + r.kv_used; });
-  }
-};
 
 ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                                      const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
@@ -220,219 +190,6 @@ void ServingSimulation::reject(Request& r, const char* reason) {
   ++result_.rejected_by_reason[reason];
   change_in_system(-1);
   tiers_.forget(r.session);
-}
-
-// ---- prefill ----------------------------------------------------------------
-
-void ServingSimulation::enqueue_prefill(Request& r) {
-  r.prefill_queued = sim_.now();
-  // Least outstanding prefill tokens; ties to the lowest index.
-  std::size_t best = 0;
-  int64_t best_load = INT64_MAX;
-  for (std::size_t i = 0; i < prefill_.size(); ++i) {
-    int64_t load = 0;
-    for (const Request* q : prefill_[i]->queue) load += q->to_compute - q->computed;
-    if (load < best_load) {
-      best = i;
-      best_load = load;
-    }
-  }
-  prefill_[best]->queue.push_back(&r);
-  try_start_prefill(best);
-}
-
-void ServingSimulation::try_start_prefill(std::size_t index) {
-  PrefillInstance& inst = *prefill_[index];
-  if (inst.engine->busy || inst.queue.empty()) return;
-  // Each rank packs queued requests (one chunk each) up to its token budget.
-  struct Chunk {
-    Request* request;
-    int64_t tokens;
-  };
-  std::vector<Chunk> chunks;
-  double step_us = 0;
-  std::size_t next = 0;
-  for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
-    int64_t budget = deployment_.prefill.max_tokens_per_step;
-    int64_t n = 0;
-    double new_sum = 0;
-    double end_sum = 0;
-    while (budget > 0 && next < inst.queue.size()) {
-      Request* r = inst.queue[next++];
-      const int64_t tokens = std::min(budget, r->to_compute - r->computed);
-      if (r->computed == 0) r->prefill_started = sim_.now();
-      budget -= tokens;
-      chunks.push_back({r, tokens});
-      ++n;
-      new_sum += static_cast<double>(tokens);
-      end_sum += static_cast<double>(r->context() - r->to_compute + r->computed + tokens);
-    }
-    const double dn = static_cast<double>(n);
-    step_us = std::max(step_us, steps_.prefill_us(n, static_cast<int64_t>(std::ceil(new_sum / dn)),
-                                                  static_cast<int64_t>(std::ceil(end_sum / dn))));
-  }
-  inst.engine->busy = true;
-  ++result_.prefill_steps;
-  trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
-             sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks] {
-    PrefillInstance& p = *prefill_[index];
-    p.engine->busy = false;
-    for (const Chunk& c : chunks) {
-      Request& r = *c.request;
-      r.computed += c.tokens;
-      result_.input_tokens_prefilled += c.tokens;
-      if (r.computed < r.to_compute) continue;
-      p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
-      r.first_token = sim_.now();
-      r.generated = 1;
-      ++result_.output_tokens_generated;
-      if (r.generated == r.output_tokens) {
-        finish(r);
-        continue;
-      }
-      if (!deployment_.disaggregated) {
-        enqueue_decode(r, index);  // the KV is already where it decodes
-        continue;
-      }
-      // Ship the KV over the instance's NICs, in the order requests finish prefill.
-      const double nic_bandwidth =
-          prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
-      const SimTime sent =
-          queue_for(nic_free_at_[index], model_.kv.session_bytes(r.context()) / nic_bandwidth);
-      r.transfer_us = (sent - sim_.now()).us();
-      sim_.schedule_at(sent, [this, &r] { enqueue_decode(r, std::nullopt); });
-    }
-    if (deployment_.disaggregated) {
-      try_start_prefill(index);
-    } else {
-      next_step(index);
-    }
-  });
-}
-
-// ---- decode -----------------------------------------------------------------
-
-void ServingSimulation::enqueue_decode(Request& r, std::optional<std::size_t> instance) {
-  r.decode_queued = sim_.now();
-  r.kv_reserved_bytes = model_.kv.session_bytes(r.final_context());
-  if (r.kv_reserved_bytes > decode_kv_bytes_per_gpu_) {
-    reject(r, "final context does not fit in one decode GPU's KV memory");
-    return;
-  }
-  // The instance with the least KV in use, unless the KV already sits on one.
-  std::size_t best = instance.value_or(0);
-  for (std::size_t i = 1; !instance && i < decode_.size(); ++i) {
-    if (decode_[i]->kv_used() < decode_[best]->kv_used()) best = i;
-  }
-  decode_[best]->queue.push_back(&r);
-  try_admit(best);
-  try_start_decode(best);
-}
-
-void ServingSimulation::try_admit(std::size_t index) {
-  DecodeInstance& inst = *decode_[index];
-  while (!inst.queue.empty()) {
-    Request& r = *inst.queue.front();
-    DecodeRank* best = nullptr;
-    for (DecodeRank& rank : inst.ranks) {
-      const bool slot = static_cast<int64_t>(rank.active.size()) < deployment_.decode.max_batch_per_gpu;
-      const bool room = decode_kv_bytes_per_gpu_ - rank.kv_used >= r.kv_reserved_bytes;
-      if (slot && room && (best == nullptr || rank.kv_used < best->kv_used)) best = &rank;
-    }
-    if (best == nullptr) return;  // first come, first served: the head waits for room
-    inst.queue.pop_front();
-    best->active.push_back(&r);
-    best->kv_used += r.kv_reserved_bytes;
-    r.decode_started = sim_.now();
-  }
-}
-
-void ServingSimulation::try_start_decode(std::size_t index) {
-  DecodeInstance& inst = *decode_[index];
-  if (inst.engine->busy) return;
-  // Ranks step together (EP synchronises them): the slowest sets the step.
-  // Each rank verifies the number of draft tokens best for its own batch.
-  double step_us = 0;
-  int64_t batch = 0;
-  std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
-  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    const DecodeRank& rank = inst.ranks[i];
-    if (rank.active.empty()) continue;
-    double context = 0;
-    for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
-    const auto n = static_cast<int64_t>(rank.active.size());
-    const StepTimeCache::DecodeStep step =
-        steps_.decode_step(n, static_cast<int64_t>(context / static_cast<double>(n)));
-    step_us = std::max(step_us, step.us);
-    tokens_per_sequence[i] = step.tokens_per_sequence;
-    batch += n;
-  }
-  if (step_us == 0) return;
-  inst.engine->busy = true;
-  ++result_.decode_steps;
-  trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
-             sim_.now() + SimTime::from_us(step_us), batch);
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence] {
-    DecodeInstance& d = *decode_[index];
-    d.engine->busy = false;
-    for (std::size_t i = 0; i < d.ranks.size(); ++i) {
-      DecodeRank& rank = d.ranks[i];
-      std::vector<Request*> still;
-      for (Request* r : rank.active) {
-        // Expected tokens accumulate; whole ones are emitted (deterministic).
-        r->token_credit += tokens_per_sequence[i];
-        const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);
-        r->token_credit -= static_cast<double>(emitted);
-        r->generated += emitted;
-        result_.output_tokens_generated += emitted;
-        if (r->generated < r->output_tokens) {
-          still.push_back(r);
-          continue;
-        }
-        rank.kv_used -= r->kv_reserved_bytes;
-        finish(*r);
-      }
-      rank.active = std::move(still);
-    }
-    try_admit(index);
-    if (deployment_.disaggregated) {
-      try_start_decode(index);
-    } else {
-      next_step(index);
-    }
-  });
-}
-
-// Aggregated deployments: after any step the shared engine serves waiting
-// prefill first (new requests' TTFT), then decode.
-void ServingSimulation::next_step(std::size_t index) {
-  try_start_prefill(index);
-  try_start_decode(index);
-}
-
-void ServingSimulation::finish(Request& r) {
-  r.finished = sim_.now();
-  ++result_.finished;
-  trace_span(TraceSpan::Kind::kRequest, r.id, r.arrival, r.finished, r.output_tokens);
-  trace_span(TraceSpan::Kind::kRequestPrefill, r.id, r.prefill_started, r.first_token, r.output_tokens);
-  if (r.output_tokens > 1) {
-    trace_span(TraceSpan::Kind::kRequestDecode, r.id, r.decode_started, r.finished, r.output_tokens);
-  }
-  result_.output_tokens_of_finished += r.output_tokens;
-  change_in_system(-1);
-  Session& s = sessions_[static_cast<std::size_t>(r.session)];
-  if (s.from_trace) {
-    tiers_.store(r.session, r.final_context(), sim_.now());
-    return;
-  }
-  if (s.next_turn >= s.turns || !accepting_) {
-    tiers_.forget(r.session);
-    return;
-  }
-  tiers_.store(r.session, r.final_context(), sim_.now());
-  const double think = workload_.think_time_s.sample(sessions_rng_);
-  sim_.schedule_after(SimTime::from_s(think), [this, &r] { start_turn(r.session, r.final_context()); });
 }
 
 // ---- bookkeeping ------------------------------------------------------------

@@ -1,0 +1,46 @@
+// The serving simulation's private entities, shared by its three source
+// files (arrivals and bookkeeping; prefill; decode). Not part of the API.
+#pragma once
+
+#include <deque>
+#include <numeric>
+#include <vector>
+
+#include "sim/serving/serving_simulation.h"
+
+namespace v41sim {
+
+struct ServingSimulation::Session {
+  int64_t turns = 0;
+  int64_t next_turn = 0;
+  bool from_trace = false;    // turns come from the trace, not from think times
+  int64_t trace_context = 0;  // context the trace's turns have built so far
+};
+
+// The GPUs of an instance run one step at a time. Aggregated deployments
+// give a prefill instance and a decode instance the same engine.
+struct ServingSimulation::Engine {
+  bool busy = false;
+};
+
+struct ServingSimulation::PrefillInstance {
+  std::deque<Request*> queue;
+  Engine* engine = nullptr;
+};
+
+struct ServingSimulation::DecodeRank {
+  std::vector<Request*> active;
+  double kv_used = 0;
+};
+
+struct ServingSimulation::DecodeInstance {
+  std::vector<DecodeRank> ranks;
+  std::deque<Request*> queue;
+  Engine* engine = nullptr;
+  double kv_used() const {
+    return std::accumulate(ranks.begin(), ranks.end(), 0.0,
+                           [](double sum, const DecodeRank& r) { return sum + r.kv_used; });
+  }
+};
+
+}  // namespace v41sim

@@ -1,0 +1,97 @@
+// ServingSimulation, prefill: routing to an instance, packing chunks per rank,
+// and handing finished prompts to decode.
+#include <algorithm>
+#include <cmath>
+
+#include "sim/serving/serving_entities.h"
+
+namespace v41sim {
+
+void ServingSimulation::enqueue_prefill(Request& r) {
+  r.prefill_queued = sim_.now();
+  // Least outstanding prefill tokens; ties to the lowest index.
+  std::size_t best = 0;
+  int64_t best_load = INT64_MAX;
+  for (std::size_t i = 0; i < prefill_.size(); ++i) {
+    int64_t load = 0;
+    for (const Request* q : prefill_[i]->queue) load += q->to_compute - q->computed;
+    if (load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  prefill_[best]->queue.push_back(&r);
+  try_start_prefill(best);
+}
+
+void ServingSimulation::try_start_prefill(std::size_t index) {
+  PrefillInstance& inst = *prefill_[index];
+  if (inst.engine->busy || inst.queue.empty()) return;
+  // Each rank packs queued requests (one chunk each) up to its token budget.
+  struct Chunk {
+    Request* request;
+    int64_t tokens;
+  };
+  std::vector<Chunk> chunks;
+  double step_us = 0;
+  std::size_t next = 0;
+  for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
+    int64_t budget = deployment_.prefill.max_tokens_per_step;
+    int64_t n = 0;
+    double new_sum = 0;
+    double end_sum = 0;
+    while (budget > 0 && next < inst.queue.size()) {
+      Request* r = inst.queue[next++];
+      const int64_t tokens = std::min(budget, r->to_compute - r->computed);
+      if (r->computed == 0) r->prefill_started = sim_.now();
+      budget -= tokens;
+      chunks.push_back({r, tokens});
+      ++n;
+      new_sum += static_cast<double>(tokens);
+      end_sum += static_cast<double>(r->context() - r->to_compute + r->computed + tokens);
+    }
+    const double dn = static_cast<double>(n);
+    step_us = std::max(step_us, steps_.prefill_us(n, static_cast<int64_t>(std::ceil(new_sum / dn)),
+                                                  static_cast<int64_t>(std::ceil(end_sum / dn))));
+  }
+  inst.engine->busy = true;
+  ++result_.prefill_steps;
+  trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
+             sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
+  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks] {
+    PrefillInstance& p = *prefill_[index];
+    p.engine->busy = false;
+    for (const Chunk& c : chunks) {
+      Request& r = *c.request;
+      r.computed += c.tokens;
+      result_.input_tokens_prefilled += c.tokens;
+      if (r.computed < r.to_compute) continue;
+      p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
+      r.first_token = sim_.now();
+      r.generated = 1;
+      ++result_.output_tokens_generated;
+      if (r.generated == r.output_tokens) {
+        finish(r);
+        continue;
+      }
+      if (!deployment_.disaggregated) {
+        enqueue_decode(r, index);  // the KV is already where it decodes
+        continue;
+      }
+      // Ship the KV over the instance's NICs, in the order requests finish prefill.
+      const double nic_bandwidth =
+          prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
+      const SimTime sent =
+          queue_for(nic_free_at_[index], model_.kv.session_bytes(r.context()) / nic_bandwidth);
+      r.transfer_us = (sent - sim_.now()).us();
+      sim_.schedule_at(sent, [this, &r] { enqueue_decode(r, std::nullopt); });
+    }
+    if (deployment_.disaggregated) {
+      try_start_prefill(index);
+    } else {
+      next_step(index);
+    }
+  });
+}
+
+}  // namespace v41sim
