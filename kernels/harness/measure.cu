@@ -511,7 +511,7 @@ int main(int argc, char** argv) {
     }
     const auto device = v41sim::kernels::query_device();
     std::filesystem::create_directories(out_dir);
-    std::ofstream out(std::filesystem::path(out_dir) / "kv_quant.csv");
+    std::ofstream out(std::filesystem::path(out_dir) / "kernels.csv");
     v41sim::kernels::write_metadata(out, device);
     const double copy_gbps = v41sim::kernels::measure_copy(out, device);
     std::printf("%s: %d SMs, copy %.0f GB/s (read + write)\n", device.props.name, device.sms, copy_gbps);
