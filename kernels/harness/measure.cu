@@ -26,6 +26,7 @@
 #include "kernels/common/gpu_timer.h"
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
+#include "kernels/gemm/expert_gemm.h"
 #include "kernels/harness/device_copy.cuh"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
@@ -483,6 +484,71 @@ void measure_mhc(std::ofstream& out, double copy_gbps, bool quick) {
   }
 }
 
+// Expert GEMMs (FP8 x widened FP4 on cuBLASLt) at V4.1's shapes, and a large
+// dense FP8 GEMM as the measured matmul ceiling.
+void measure_gemm(std::ofstream& out, bool quick) {
+  {
+    const int64_t m = 64, n = 256, k = 5120;
+    std::mt19937 rng(81);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(n * k);
+    for (float& v : values) v = normal(rng);
+    const ExpertWeights w = quantize_expert_weights(values, n, k);
+    std::vector<uint8_t> a(m * k);
+    for (auto& code : a) code = encode_e4m3(normal(rng));
+    const auto device = expert_gemm_cuda(a, 0.5f, m, w);
+    const auto reference = expert_gemm_reference(a, 0.5f, m, w);
+    for (std::size_t i = 0; i < device.size(); ++i) {
+      if (std::fabs(device[i] - reference[i]) > 1e-3f * std::fmax(1.0f, std::fabs(reference[i]))) {
+        std::fprintf(stderr, "expert gemm: device output differs from the CPU reference; not timed\n");
+        return;
+      }
+    }
+  }
+  struct Shape {
+    const char* name;
+    const char* cls;
+    int64_t m, n, k;
+  };
+  std::vector<Shape> shapes{{"dense_fp8_gemm", "gemm", 8192, 8192, 8192}};
+  const std::vector<int64_t> tokens =
+      quick ? std::vector<int64_t>{512} : std::vector<int64_t>{128, 512, 2048, 8192};
+  for (const int64_t m : tokens) {
+    shapes.push_back({"expert_gate_up", "grouped_gemm", m, 2 * 2304, 5120});
+    shapes.push_back({"expert_down", "grouped_gemm", m, 5120, 2304});
+  }
+  float* scales = nullptr;
+  CUDA_CHECK(cudaMalloc(&scales, 2 * sizeof(float)));
+  const float ones[2] = {1.0f, 1.0f};
+  CUDA_CHECK(cudaMemcpy(scales, ones, sizeof ones, cudaMemcpyHostToDevice));
+  for (const Shape& s : shapes) {
+    uint8_t *w8 = nullptr, *a = nullptr;
+    float* d = nullptr;
+    CUDA_CHECK(cudaMalloc(&w8, s.n * s.k));
+    CUDA_CHECK(cudaMalloc(&a, s.m * s.k));
+    CUDA_CHECK(cudaMalloc(&d, s.m * s.n * sizeof(float)));
+    CUDA_CHECK(cudaMemset(w8, 0x30, s.n * s.k));
+    CUDA_CHECK(cudaMemset(a, 0x30, s.m * s.k));
+    const Fp8GemmPlan plan(w8, a, d, scales, scales + 1, s.m, s.n, s.k);
+    const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+    const double bytes = static_cast<double>(s.n * s.k + s.m * s.k) + 4.0 * static_cast<double>(s.m * s.n);
+    char line[256];
+    std::snprintf(line, sizeof line, "%s,%s,fp8,%lld,%lld,%lld,1,%.0f,%.0f,%.3f,%.3f,%.3f\n", s.name, s.cls,
+                  static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+                  flops, bytes, t.median_us, t.min_us, t.max_us);
+    out << line;
+    std::printf("%s %lldx%lldx%lld: %.1f us, %.0f TFLOP/s\n", s.name, static_cast<long long>(s.m),
+                static_cast<long long>(s.n), static_cast<long long>(s.k), t.median_us,
+                flops / t.median_us / 1e6);
+    CUDA_CHECK(cudaFree(w8));
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(d));
+  }
+  CUDA_CHECK(cudaFree(scales));
+}
+
 }  // namespace
 }  // namespace v41sim::kernels
 
@@ -521,6 +587,7 @@ int main(int argc, char** argv) {
     v41sim::kernels::measure_compress(out, device, copy_gbps, quick);
     v41sim::kernels::measure_engram(out, quick);
     v41sim::kernels::measure_mhc(out, copy_gbps, quick);
+    v41sim::kernels::measure_gemm(out, quick);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "v41sim_measure: %s\n", e.what());
     return 1;

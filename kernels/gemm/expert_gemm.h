@@ -1,0 +1,51 @@
+// One routed expert's GEMM as V4.1 runs it: FP8 e4m3 activations (one
+// per-tensor scale) times FP4 e2m1 weights with an e8m0 scale per 32 along K
+// (MXFP4, 18.8 MB per expert), accumulated in FP32.
+//   a: m x k FP8 codes; w: n x k/2 packed FP4 + n x k/32 e8m0 scales; d: m x n float
+// The CUDA path widens the weights to FP8 (exact while the group scales of a
+// matrix span <= 2^8) and runs cuBLASLt's FP8 GEMM: on Hopper there is no
+// FP4 MMA, so this is how the FP4 experts run there.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace v41sim::kernels {
+
+inline constexpr int kWeightScaleGroup = 32;
+
+struct ExpertWeights {
+  int64_t n = 0;
+  int64_t k = 0;
+  std::vector<uint8_t> packed;  // n x k/2, low nibble first
+  std::vector<uint8_t> scales;  // n x k/32, e8m0
+};
+
+ExpertWeights quantize_expert_weights(const std::vector<float>& w, int64_t n, int64_t k);
+float expert_weight_value(const ExpertWeights& w, int64_t row, int64_t col);
+
+// d = a x w^T with a = codes x a_scale.
+std::vector<float> expert_gemm_reference(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                         const ExpertWeights& w);
+
+// CUDA + cuBLASLt; m, n, k multiples of 16.
+std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                    const ExpertWeights& w);
+
+// A planned cuBLASLt FP8 GEMM on device buffers, for the harness:
+// d (m x n, f32) = (a x a_scale) (m x k, e4m3) x (w8 x w_scale)^T (n x k, e4m3).
+class Fp8GemmPlan {
+ public:
+  Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const float* w_scale, const float* a_scale,
+              int64_t m, int64_t n, int64_t k);
+  ~Fp8GemmPlan();
+  Fp8GemmPlan(const Fp8GemmPlan&) = delete;
+  Fp8GemmPlan& operator=(const Fp8GemmPlan&) = delete;
+  void run() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,159 @@
+// Expert GEMM on cuBLASLt's FP8 path. The FP4 weights are first widened to
+// FP8 e4m3 with one power-of-two tensor scale (exact while every group scale
+// lies within 2^8 of the largest), then D = A x W^T runs as cuBLASLt's "TN"
+// FP8 GEMM with FP32 accumulation and FP32 output.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/fp_codec.h"
+#include "kernels/gemm/expert_gemm.h"
+
+#define CUBLASLT_CHECK(call)                                                       \
+  do {                                                                             \
+    const cublasStatus_t cublaslt_status = (call);                                 \
+    if (cublaslt_status != CUBLAS_STATUS_SUCCESS) {                                \
+      throw std::runtime_error(std::string(#call) + ": cuBLASLt status " +         \
+                               std::to_string(static_cast<int>(cublaslt_status))); \
+    }                                                                              \
+  } while (0)
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::size_t kWorkspaceBytes = 32u << 20;
+
+// Widen MXFP4 to FP8 e4m3 codes, dividing by 2^shift (the tensor scale).
+__global__ void widen_fp4_to_fp8_kernel(const uint8_t* __restrict__ packed,
+                                        const uint8_t* __restrict__ scales, uint8_t* __restrict__ out,
+                                        int64_t n, int64_t k, int shift) {
+  const int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (flat >= n * k) return;
+  const int64_t row = flat / k;
+  const int64_t col = flat % k;
+  const uint8_t byte = packed[flat / 2];
+  const float value =
+      decode_e2m1((col & 1) ? (byte >> 4) : (byte & 0xF)) *
+      ldexpf(1.0f,
+             static_cast<int>(scales[row * (k / kWeightScaleGroup) + col / kWeightScaleGroup]) - 127 - shift);
+  out[flat] = encode_e4m3(value);
+}
+
+template <typename T>
+T* device_copy(const std::vector<T>& host) {
+  T* ptr = nullptr;
+  CUDA_CHECK(cudaMalloc(&ptr, host.size() * sizeof(T) + 16));
+  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return ptr;
+}
+
+}  // namespace
+
+struct Fp8GemmPlan::Impl {
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layout_w = nullptr, layout_a = nullptr, layout_d = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  void* workspace = nullptr;
+  const uint8_t* w8;
+  const uint8_t* a;
+  float* d;
+};
+
+Fp8GemmPlan::Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const float* w_scale,
+                         const float* a_scale, int64_t m, int64_t n, int64_t k)
+    : impl_(new Impl{}) {
+  if (m % 16 != 0 || n % 16 != 0 || k % 16 != 0)
+    throw std::invalid_argument("fp8 gemm: m, n, k must be multiples of 16");
+  Impl& p = *impl_;
+  p.w8 = w8;
+  p.a = a;
+  p.d = d;
+  CUDA_CHECK(cudaMalloc(&p.workspace, kWorkspaceBytes));
+  CUBLASLT_CHECK(cublasLtCreate(&p.handle));
+  CUBLASLT_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+  CUBLASLT_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+  CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
+  // cuBLASLt's A is the weights (k x n column-major, transposed: "TN"), its B the activations (k x m).
+  CUBLASLT_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof w_scale));
+  CUBLASLT_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale, sizeof a_scale));
+  CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_w, CUDA_R_8F_E4M3, static_cast<uint64_t>(k),
+                                            static_cast<uint64_t>(n), k));
+  CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_8F_E4M3, static_cast<uint64_t>(k),
+                                            static_cast<uint64_t>(m), k));
+  CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_d, CUDA_R_32F, static_cast<uint64_t>(n),
+                                            static_cast<uint64_t>(m), n));
+  cublasLtMatmulPreference_t preference;
+  CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &kWorkspaceBytes, sizeof kWorkspaceBytes));
+  int found = 0;
+  CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(p.handle, p.desc, p.layout_w, p.layout_a, p.layout_d,
+                                                p.layout_d, preference, 1, &p.heuristic, &found));
+  cublasLtMatmulPreferenceDestroy(preference);
+  if (found == 0) throw std::runtime_error("fp8 gemm: cuBLASLt has no FP8 algorithm for this shape");
+}
+
+Fp8GemmPlan::~Fp8GemmPlan() {
+  cublasLtMatrixLayoutDestroy(impl_->layout_w);
+  cublasLtMatrixLayoutDestroy(impl_->layout_a);
+  cublasLtMatrixLayoutDestroy(impl_->layout_d);
+  cublasLtMatmulDescDestroy(impl_->desc);
+  cublasLtDestroy(impl_->handle);
+  cudaFree(impl_->workspace);
+  delete impl_;
+}
+
+void Fp8GemmPlan::run() const {
+  const Impl& p = *impl_;
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLASLT_CHECK(cublasLtMatmul(p.handle, p.desc, &alpha, p.w8, p.layout_w, p.a, p.layout_a, &beta, p.d,
+                                p.layout_d, p.d, p.layout_d, &p.heuristic.algo, p.workspace, kWorkspaceBytes,
+                                nullptr));
+}
+
+std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                    const ExpertWeights& w) {
+  if (m % 16 != 0 || w.n % 16 != 0 || w.k % 16 != 0)
+    throw std::invalid_argument("expert gemm: m, n, k must be multiples of 16");
+  // Tensor scale: the largest group scale, so widened values stay <= 6 (within e4m3's 448).
+  const int max_exponent = static_cast<int>(*std::max_element(w.scales.begin(), w.scales.end())) - 127;
+  const float w_scale = std::ldexp(1.0f, max_exponent);
+  uint8_t* d_packed = device_copy(w.packed);
+  uint8_t* d_scales = device_copy(w.scales);
+  uint8_t* d_a = device_copy(a);
+  uint8_t* d_w8 = nullptr;
+  float* d_d = nullptr;
+  float* d_a_scale = device_copy(std::vector<float>{a_scale});
+  float* d_w_scale = device_copy(std::vector<float>{w_scale});
+  CUDA_CHECK(cudaMalloc(&d_w8, static_cast<std::size_t>(w.n * w.k)));
+  CUDA_CHECK(cudaMalloc(&d_d, static_cast<std::size_t>(m * w.n) * sizeof(float)));
+  widen_fp4_to_fp8_kernel<<<static_cast<unsigned>((w.n * w.k + kThreads - 1) / kThreads), kThreads>>>(
+      d_packed, d_scales, d_w8, w.n, w.k, max_exponent);
+  CUDA_CHECK(cudaGetLastError());
+
+  {
+    const Fp8GemmPlan plan(d_w8, d_a, d_d, d_w_scale, d_a_scale, m, w.n, w.k);
+    plan.run();
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> d(static_cast<std::size_t>(m * w.n));
+  CUDA_CHECK(cudaMemcpy(d.data(), d_d, d.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (void* p : {static_cast<void*>(d_packed), static_cast<void*>(d_scales), static_cast<void*>(d_a),
+                  static_cast<void*>(d_w8), static_cast<void*>(d_d), static_cast<void*>(d_a_scale),
+                  static_cast<void*>(d_w_scale)}) {
+    cudaFree(p);
+  }
+  return d;
+}
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,68 @@
+// Expert GEMM (FP8 activations x MXFP4 weights): the CPU reference and, where
+// a GPU exists, the widen-to-FP8 + cuBLASLt path against it.
+#include "kernels/gemm/expert_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/common/fp_codec.h"
+#include "tests/test_data.h"
+
+#ifdef V41SIM_HAVE_CUDA_KERNELS
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#endif
+
+namespace v41sim::kernels {
+namespace {
+
+TEST(ExpertGemm, WeightBytesMatchTheModelFile) {
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  const ExpertWeights w = quantize_expert_weights(std::vector<float>(64 * 64, 1.0f), 64, 64);
+  const double bytes_per_value = static_cast<double>(w.packed.size() + w.scales.size()) / (64.0 * 64.0);
+  EXPECT_DOUBLE_EQ(bytes_per_value, v41.spec.weights.routed_experts.bytes_per_value());
+}
+
+TEST(ExpertGemm, ReferenceComputesTheProduct) {
+  const int64_t m = 2, n = 3, k = 64;
+  std::vector<float> values(n * k);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) values[r * k + c] = static_cast<float>(r + 1) * (c % 2 ? 0.5f : 1.0f);
+  }
+  const ExpertWeights w = quantize_expert_weights(values, n, k);
+  std::vector<uint8_t> a(m * k, encode_e4m3(2.0f));
+  const auto d = expert_gemm_reference(a, 0.25f, m, w);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      // 2 x 0.25 x (k/2 x (j+1) + k/2 x (j+1)/2)
+      const auto row = static_cast<float>(j + 1);
+      EXPECT_FLOAT_EQ(d[i * n + j], 0.5f * (32.0f * row + 16.0f * row));
+    }
+  }
+}
+
+TEST(ExpertGemmCuda, MatchesTheReference) {
+#ifndef V41SIM_HAVE_CUDA_KERNELS
+  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
+#else
+  std::string why;
+  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  const int64_t m = 64, n = 256, k = 5120;
+  std::mt19937 rng(81);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(n * k);
+  for (float& v : values) v = normal(rng);
+  const ExpertWeights w = quantize_expert_weights(values, n, k);
+  std::vector<uint8_t> a(m * k);
+  for (auto& code : a) code = encode_e4m3(normal(rng));
+  const auto device = expert_gemm_cuda(a, 0.5f, m, w);
+  const auto reference = expert_gemm_reference(a, 0.5f, m, w);
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    ASSERT_NEAR(device[i], reference[i], 1e-3f * std::max(1.0f, std::fabs(reference[i]))) << i;
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace v41sim::kernels
