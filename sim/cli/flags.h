@@ -1,0 +1,68 @@
+// Flags shared by the v41sim commands, and the helpers they share. Private
+// to sim/cli: each command group lives in its own file and registers its
+// flags in commands.cpp.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/common/catalog.h"
+#include "sim/model/model_analysis.h"
+#include "sim/report/table.h"
+
+namespace v41sim::cli {
+
+// Flags shared by the commands; each command reads the ones it registers.
+struct Flags {
+  std::string model = "deepseek_v4_1_flash";
+  std::string hw = "h200";
+  int64_t context = 0;  // 0: the model's max_context
+  int64_t gpus = 8;
+  int64_t ep = 8;
+  std::string weights_dtype = "released";
+  std::string dense_placement = "replicated";
+  double reserve_fraction = -1;  // < 0: the default assumption
+  std::string out_dir = "reports/latest";
+  bool json = false;
+  // step / compare-layers
+  std::string phase = "decode";
+  int64_t batch = 1;
+  std::string mhc = "fused";
+  bool no_cuda_graph = false;
+  bool no_draft = false;
+  bool overlap = false;
+  std::string trace;
+  std::string models = "deepseek_v4_1_flash,deepseek_v4_flash,deepseek_v3_2";
+  // run
+  std::string deployment = "h200_pd_64";
+  std::string workload = "agent_coding";
+  double duration_s = 600;
+  double trace_seconds = 60;
+  // calibrate
+  std::string measurements;
+  bool hw_given = false;
+  bool out_given = false;
+  uint64_t seed = 1;
+};
+
+ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name);
+void print_tables(std::ostream& out, const std::vector<Table>& tables);
+
+// memory_commands.cpp
+void run_kv(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_params(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_claims(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_report(const Catalog& catalog, const Flags& f, std::ostream& out);
+// step_commands.cpp
+void run_step(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& out);
+// serving_commands.cpp
+void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out);
+// validation_commands.cpp
+void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out);
+
+}  // namespace v41sim::cli

@@ -1,0 +1,112 @@
+// v41sim kv, params, fit, claims and report: the memory questions.
+#include <fmt/format.h>
+
+#include "sim/capacity/memory_fit.h"
+#include "sim/cli/flags.h"
+#include "sim/common/catalog.h"
+#include "sim/hw/gpu_profile_loader.h"
+#include "sim/report/claims.h"
+#include "sim/report/fit_view.h"
+#include "sim/report/model_views.h"
+#include "sim/report/study_report.h"
+
+namespace v41sim::cli {
+namespace {
+
+int64_t context_or_max(const Flags& f, const ModelAnalysis& m) {
+  if (f.context < 0)
+    throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", f.context));
+  return f.context > 0 ? f.context : m.spec.max_context;
+}
+
+SourcedValue reserve_from(const Flags& f) {
+  if (f.reserve_fraction < 0) return default_reserve_fraction();
+  if (f.reserve_fraction >= 1) {
+    throw InputError({"", 0, "--reserve-fraction"},
+                     fmt::format("expected a fraction in [0, 1), got {}", f.reserve_fraction));
+  }
+  return SourcedValue::assumed(f.reserve_fraction, "given with --reserve-fraction");
+}
+
+WeightFormats weights_from(const Flags& f, const ModelAnalysis& m) {
+  WeightFormats w = m.spec.weights;
+  if (f.weights_dtype == "released") return w;
+  if (f.weights_dtype == "fp8") {
+    w.routed_experts = m.spec.weights.dense;  // the checkpoint's own block-scaled FP8
+    return w;
+  }
+  if (f.weights_dtype == "mxfp4") {
+    // OCP Microscaling MXFP4: e2m1 values with an e8m0 scale per 32.
+    w.routed_experts = {ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
+    return w;
+  }
+  throw InputError({"", 0, "--weights-dtype"},
+                   "unknown value '" + f.weights_dtype + "' (expected one of: released, fp8, mxfp4)");
+}
+
+DensePlacement placement_from(const Flags& f) {
+  if (f.dense_placement == "replicated") return DensePlacement::kReplicated;
+  if (f.dense_placement == "sharded") return DensePlacement::kSharded;
+  throw InputError({"", 0, "--dense-placement"},
+                   "unknown value '" + f.dense_placement + "' (expected replicated or sharded)");
+}
+
+}  // namespace
+
+void run_kv(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const int64_t context = context_or_max(f, m);
+  if (f.json) {
+    out << kv_json(m, context).dump(2) << "\n";
+  } else {
+    print_tables(out, kv_tables(m, context));
+  }
+}
+
+void run_params(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  if (f.json) {
+    out << params_json(m).dump(2) << "\n";
+  } else {
+    print_tables(out, params_tables(m));
+  }
+}
+
+void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(f.hw));
+  const FitRequest request{f.gpus,         f.ep, context_or_max(f, m), weights_from(f, m), placement_from(f),
+                           reserve_from(f)};
+  const FitResult fit = fit_memory(m, gpu, request);
+  if (f.json) {
+    out << fit_json(m, gpu, request, fit).dump(2) << "\n";
+  } else {
+    out << fit_table(m, gpu, request, fit).to_text();
+  }
+}
+
+void run_claims(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis v41 = load_model_named(catalog, "deepseek_v4_1_flash");
+  const ModelAnalysis v4 = load_model_named(catalog, "deepseek_v4_flash");
+  const GpuProfile h100 = load_gpu_profile_file(catalog.resolve_gpu("h100_sxm"));
+  const GpuProfile h200 = load_gpu_profile_file(catalog.resolve_gpu("h200"));
+  const auto claims = check_claims({v41, v4, h100, h200, reserve_from(f)});
+  if (f.json) {
+    out << claims_json(claims).dump(2) << "\n";
+    return;
+  }
+  for (const Claim& c : claims) {
+    out << "- " << c.statement << "\n  verdict: " << verdict_text(c) << "\n";
+    for (const std::string& finding : c.findings) out << "    * " << finding << "\n";
+  }
+}
+
+void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  StudyOptions options;
+  options.out_dir = f.out_dir;
+  options.reserve_fraction = reserve_from(f);
+  const StudyOutput written = write_study_report(catalog, options);
+  out << "report written to " << written.markdown_path << " (and " << written.json_path << ")\n";
+}
+
+}  // namespace v41sim::cli

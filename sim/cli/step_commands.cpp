@@ -1,0 +1,77 @@
+// v41sim step and compare-layers: the kernel model on one forward step.
+
+#include <fstream>
+#include <sstream>
+
+#include "sim/cli/flags.h"
+#include "sim/common/catalog.h"
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
+#include "sim/report/layer_comparison.h"
+#include "sim/report/step_view.h"
+
+namespace v41sim::cli {
+namespace {
+
+StepShape step_shape_from(const Flags& f) {
+  StepShape s;
+  if (f.phase == "prefill") {
+    s.phase = Phase::kPrefill;
+  } else if (f.phase != "decode") {
+    throw InputError({"", 0, "--phase"}, "unknown value '" + f.phase + "' (expected prefill or decode)");
+  }
+  if (f.mhc != "fused" && f.mhc != "three-kernel") {
+    throw InputError({"", 0, "--mhc"}, "unknown value '" + f.mhc + "' (expected fused or three-kernel)");
+  }
+  s.batch = f.batch;
+  s.context = f.context;
+  s.ep = f.ep;
+  s.mhc_fused = f.mhc == "fused";
+  s.include_draft = !f.no_draft;
+  s.overlap_communication = f.overlap;
+  return s;
+}
+
+// CUDA graphs are how decode steps are launched in practice; prefill launches kernels.
+bool uses_cuda_graph(const Flags& f, const StepShape& s) {
+  return !f.no_cuda_graph && s.phase == Phase::kDecode;
+}
+
+}  // namespace
+
+void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const StepShape shape = step_shape_from(f);
+  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
+  const StepGraph graph = build_step_graph(m, shape);
+  const StepTiming timing = time_step(graph, g.cost());
+  const StepReport report{m, g.gpu(), g.cost(), graph, timing};
+  if (!f.trace.empty()) {
+    std::ofstream trace(f.trace);
+    if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");
+    trace << step_trace(report).dump() << "\n";
+  }
+  if (f.json) {
+    out << step_json(report).dump(2) << "\n";
+  } else {
+    print_tables(out, step_tables(report));
+    if (!f.trace.empty()) out << "trace written to " << f.trace << " (open in ui.perfetto.dev)\n";
+  }
+}
+
+void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const StepShape shape = step_shape_from(f);
+  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
+  std::vector<ModelAnalysis> models;
+  std::stringstream names(f.models);
+  for (std::string name; std::getline(names, name, ',');) models.push_back(load_model_named(catalog, name));
+  const LayerComparison comparison = compare_layers(models, g.cost(), shape);
+  if (f.json) {
+    out << comparison_json(comparison, g.gpu(), g.cost()).dump(2) << "\n";
+  } else {
+    print_tables(out, comparison_tables(comparison, g.gpu(), g.cost()));
+  }
+}
+
+}  // namespace v41sim::cli
