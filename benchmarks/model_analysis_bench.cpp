@@ -42,7 +42,8 @@ void BM_Step(benchmark::State& state, v41sim::Phase phase, int64_t batch) {
   const v41sim::ModelAnalysis model = v41sim::analyze_model(v41sim::load_model_file(kModel));
   const v41sim::GpuProfile gpu = v41sim::load_gpu_profile_file(kGpu);
   const v41sim::KernelCostModel cost(
-      gpu, v41sim::load_cost_params_file(v41sim::calibration_path_for(V41SIM_SOURCE_DIR, "h200")), true);
+      gpu, v41sim::load_calibration(v41sim::choose_calibration(V41SIM_SOURCE_DIR, "h200", gpu.architecture)),
+      true);
   v41sim::StepShape shape;
   shape.phase = phase;
   shape.batch = batch;

@@ -1,8 +1,13 @@
 #include "sim/cost/cost_params.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "sim/common/yaml_reader.h"
+#include "sim/hw/gpu_profile_loader.h"
 
 namespace v41sim {
 namespace {
@@ -35,11 +40,16 @@ LinkCost read_links(const YamlNode& node) {
 
 }  // namespace
 
-std::string CostParams::label() const { return status + " (" + file + ")"; }
+std::string CostParams::label() const {
+  std::string out = status;
+  if (!extrapolated_from.empty()) out += " on " + extrapolated_from + ", extrapolated (same architecture)";
+  if (held_out_mape_pct >= 0) out += fmt::format(", held-out MAPE up to {:.1f}%", held_out_mape_pct);
+  return out + " (" + file + ")";
+}
 
 CostParams load_cost_params_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only({"status", "source", "launch_overhead_us", "graph_replay_overhead_us",
+  root.expect_only({"status", "source", "held_out_mape_pct", "launch_overhead_us", "graph_replay_overhead_us",
                     "sm_bandwidth_multiple", "split_to_fill_sms", "links", "classes"});
   CostParams p;
   p.file = path;
@@ -48,6 +58,8 @@ CostParams load_cost_params_file(const std::string& path) {
     root.required("status").fail("expected uncalibrated or calibrated");
   }
   p.source = root.required("source").as_string();
+  if (p.status == "calibrated")
+    p.held_out_mape_pct = root.required("held_out_mape_pct").as_non_negative_double();
   p.launch_overhead_us = read_sourced_value(root.required("launch_overhead_us"));
   p.graph_replay_overhead_us = read_sourced_value(root.required("graph_replay_overhead_us"));
   p.sm_bandwidth_multiple = read_sourced_value(root.required("sm_bandwidth_multiple"));
@@ -68,11 +80,31 @@ CostParams load_cost_params_file(const std::string& path) {
   return p;
 }
 
-std::string calibration_path_for(const std::string& data_dir, const std::string& gpu_stem) {
+CalibrationChoice choose_calibration(const std::string& data_dir, const std::string& gpu_stem,
+                                     const std::string& architecture) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(data_dir) / "validation" / "calibration";
   const fs::path own = dir / (gpu_stem + ".yaml");
-  return fs::exists(own) ? own.string() : (dir / "defaults.yaml").string();
+  if (fs::exists(own)) return {own.string(), ""};
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".yaml" && entry.path().stem() != "defaults")
+      files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& file : files) {
+    const fs::path profile = fs::path(data_dir) / "hw_profiles" / file.filename();
+    if (fs::exists(profile) && load_gpu_profile_file(profile.string()).architecture == architecture) {
+      return {file.string(), file.stem().string()};
+    }
+  }
+  return {(dir / "defaults.yaml").string(), ""};
+}
+
+CostParams load_calibration(const CalibrationChoice& choice) {
+  CostParams params = load_cost_params_file(choice.path);
+  params.extrapolated_from = choice.extrapolated_from;
+  return params;
 }
 
 }  // namespace v41sim

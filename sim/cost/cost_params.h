@@ -38,6 +38,8 @@ struct CostParams {
   std::string file;
   std::string status;  // "uncalibrated" or "calibrated"
   std::string source;
+  double held_out_mape_pct = -1;  // calibrated files: the worst class's held-out MAPE
+  std::string extrapolated_from;  // set when another GPU's calibration is transferred
   SourcedValue launch_overhead_us;
   SourcedValue graph_replay_overhead_us;
   SourcedValue sm_bandwidth_multiple;
@@ -52,7 +54,15 @@ struct CostParams {
 };
 
 CostParams load_cost_params_file(const std::string& path);
-// <data_dir>/validation/calibration/<gpu_stem>.yaml if present, else defaults.yaml.
-std::string calibration_path_for(const std::string& data_dir, const std::string& gpu_stem);
+
+// Which calibration a GPU uses: its own file; else a calibrated GPU of the
+// same architecture (first by name; "extrapolated from" it); else the priors.
+struct CalibrationChoice {
+  std::string path;
+  std::string extrapolated_from;  // hw_profiles stem of the calibrated GPU, or ""
+};
+CalibrationChoice choose_calibration(const std::string& data_dir, const std::string& gpu_stem,
+                                     const std::string& architecture);
+CostParams load_calibration(const CalibrationChoice& choice);
 
 }  // namespace v41sim

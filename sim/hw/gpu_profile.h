@@ -18,6 +18,7 @@ struct TensorRates {
 struct GpuProfile {
   std::string name;
   std::string file;
+  std::string architecture;  // hopper | blackwell: calibrations transfer within one
   SourcedValue sm_count;
   SourcedValue boost_clock_ghz;
   SourcedValue hbm_bytes;

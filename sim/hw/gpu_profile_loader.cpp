@@ -3,13 +3,18 @@
 namespace v41sim {
 
 GpuProfile load_gpu_profile(const YamlNode& root) {
-  root.expect_only({"name", "notes", "sm_count", "boost_clock_ghz", "hbm_bytes", "hbm_bytes_per_s",
-                    "l2_bytes", "tensor_tflops", "fp32_vector_tflops", "nvlink_bytes_per_s",
-                    "nvlink_domain_gpus", "nic_bytes_per_s", "host_link_bytes_per_s",
+  root.expect_only({"name", "architecture", "notes", "sm_count", "boost_clock_ghz", "hbm_bytes",
+                    "hbm_bytes_per_s", "l2_bytes", "tensor_tflops", "fp32_vector_tflops",
+                    "nvlink_bytes_per_s", "nvlink_domain_gpus", "nic_bytes_per_s", "host_link_bytes_per_s",
                     "host_dram_bytes_per_node", "gpus_per_node", "power_watts", "price_usd_per_gpu_hour"});
   GpuProfile gpu;
   gpu.file = root.file();
   gpu.name = root.required("name").as_string();
+  const YamlNode architecture = root.required("architecture");
+  gpu.architecture = architecture.as_string();
+  if (gpu.architecture != "hopper" && gpu.architecture != "blackwell") {
+    architecture.fail("unknown architecture '" + gpu.architecture + "' (expected hopper or blackwell)");
+  }
   auto field = [&root](const char* key) { return read_sourced_value(root.required(key)); };
   gpu.sm_count = field("sm_count");
   gpu.boost_clock_ghz = field("boost_clock_ghz");

@@ -87,8 +87,9 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       shape.phase = phase;
       shape.ep = o.ep;
       shape.batch = phase == Phase::kDecode ? o.decode_batch : 1;
-      const KernelCostModel cost(gpu, load_cost_params_file(calibration_path_for(catalog.data_dir(), stem)),
-                                 phase == Phase::kDecode);
+      const KernelCostModel cost(
+          gpu, load_calibration(choose_calibration(catalog.data_dir(), stem, gpu.architecture)),
+          phase == Phase::kDecode);
       calibration = cost.params().label();
       for (int64_t context : o.step_contexts) {
         shape.context = context;

@@ -164,6 +164,9 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
                        f.held_out_mape_pct, f.held_out_worst_pct, f.held_out_bias_pct, f.held_out_rows);
   }
   out += "status: calibrated\n";
+  double worst_mape = 0;
+  for (const ClassFit& f : r.classes) worst_mape = std::max(worst_mape, f.held_out_mape_pct);
+  out += fmt::format("held_out_mape_pct: {:.3f}\n", worst_mape);
   out += fmt::format("source: \"fit to {} measurements on {}; uncalibrated classes keep the priors of {}\"\n",
                      m.rows.size(), r.gpu, std::filesystem::path(priors.file).filename().string());
   out += "launch_overhead_us: " + sourced(r.params.launch_overhead_us) + "\n";

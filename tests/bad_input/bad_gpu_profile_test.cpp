@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/hw/gpu_profile_loader.h"
 #include "tests/test_data.h"
 
@@ -27,7 +29,8 @@ TEST(BadGpuProfile, FigureWithoutSource) {
       load_error("sm_count: {value: 132, datasheet: \"GH100 as H100 SXM\"}", "sm_count: {value: 132}");
   EXPECT_EQ(e.where().field, "sm_count");
   EXPECT_NE(std::string(e.what()).find("needs its source"), std::string::npos);
-  EXPECT_EQ(e.where().line, 5);
+  const auto at = kGood.find("sm_count:");
+  EXPECT_EQ(e.where().line, 1 + std::count(kGood.begin(), kGood.begin() + static_cast<long>(at), '\n'));
 }
 
 TEST(BadGpuProfile, TwoSources) {
@@ -49,6 +52,12 @@ TEST(BadGpuProfile, UnknownFigureWithAValue) {
 TEST(BadGpuProfile, MissingField) {
   const InputError e = load_error("gpus_per_node: {value: 8, datasheet: \"HGX 8-GPU baseboard\"}\n", "");
   EXPECT_EQ(e.where().field, "gpus_per_node");
+}
+
+TEST(BadGpuProfile, UnknownArchitecture) {
+  const InputError e = load_error("architecture: hopper", "architecture: ampere");
+  EXPECT_EQ(e.where().field, "architecture");
+  EXPECT_NE(std::string(e.what()).find("expected hopper or blackwell"), std::string::npos);
 }
 
 TEST(BadGpuProfile, EveryBundledProfileLoads) {

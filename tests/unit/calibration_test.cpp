@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/graph/kernel_factory.h"
 #include "sim/hw/gpu_profile_loader.h"
@@ -112,6 +113,41 @@ TEST(Calibration, MalformedMeasurementsNameFileLineAndColumn) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().field, "gpu");  // the metadata header is required
   }
+}
+
+}  // namespace
+}  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// A calibration of one GPU is used, labelled "extrapolated", by the other
+// profiles of its architecture, and by no other.
+TEST(Calibration, TransfersWithinAnArchitectureOnly) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "v41sim_transfer";
+  fs::remove_all(root);
+  fs::create_directories(root / "validation" / "calibration");
+  fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / "hw_profiles", root / "hw_profiles");
+  fs::copy_file(kPriors, root / "validation" / "calibration" / "defaults.yaml");
+  const GpuProfile h200 = load_gpu_profile_file(testing::gpu_path("h200"));
+  const CostParams priors = load_cost_params_file(kPriors);
+  const MeasurementSet m = load_measurements(synthetic_measurements(h200, priors).string());
+  std::ofstream(root / "validation" / "calibration" / "h200.yaml")
+      << calibration_yaml(calibrate(m, h200, priors), m, priors);
+
+  const GpuCostModel own(root.string(), (root / "hw_profiles" / "h200.yaml").string(), false);
+  EXPECT_EQ(own.cost().params().status, "calibrated");
+  EXPECT_TRUE(own.cost().params().extrapolated_from.empty());
+  EXPECT_GE(own.cost().params().held_out_mape_pct, 0.0);
+
+  const GpuCostModel h20(root.string(), (root / "hw_profiles" / "h20.yaml").string(), false);
+  EXPECT_EQ(h20.cost().params().status, "calibrated");
+  EXPECT_EQ(h20.cost().params().extrapolated_from, "h200");
+  EXPECT_NE(h20.cost().params().label().find("extrapolated"), std::string::npos);
+
+  const GpuCostModel b200(root.string(), (root / "hw_profiles" / "b200.yaml").string(), false);
+  EXPECT_EQ(b200.cost().params().status, "uncalibrated");  // Blackwell keeps the priors
 }
 
 }  // namespace
