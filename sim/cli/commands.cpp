@@ -82,7 +82,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
     cmd->add_option("--context", flags->context, "prefill: prompt tokens each; decode: history tokens each")
         ->required();
     cmd->add_option("--ep", flags->ep, "expert-parallel size")->capture_default_str();
-    cmd->add_option("--mhc", flags->mhc, "mHC form: fused (single pass) or three-kernel")
+    cmd->add_option("--mhc", flags->mhc,
+                    "mHC form: model (as the model file says), fused (single pass) or three-kernel")
         ->capture_default_str();
     cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
                   "decode: launch kernels instead of replaying a CUDA graph");

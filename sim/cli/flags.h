@@ -29,7 +29,7 @@ struct Flags {
   // step / compare-layers
   std::string phase = "decode";
   int64_t batch = 1;
-  std::string mhc = "fused";
+  std::string mhc = "model";
   bool no_cuda_graph = false;
   bool no_draft = false;
   bool overlap = false;

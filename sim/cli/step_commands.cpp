@@ -21,13 +21,16 @@ StepShape step_shape_from(const Flags& f) {
   } else if (f.phase != "decode") {
     throw InputError({"", 0, "--phase"}, "unknown value '" + f.phase + "' (expected prefill or decode)");
   }
-  if (f.mhc != "fused" && f.mhc != "three-kernel") {
-    throw InputError({"", 0, "--mhc"}, "unknown value '" + f.mhc + "' (expected fused or three-kernel)");
+  if (f.mhc != "model" && f.mhc != "fused" && f.mhc != "three-kernel") {
+    throw InputError({"", 0, "--mhc"},
+                     "unknown value '" + f.mhc + "' (expected model, fused or three-kernel)");
   }
   s.batch = f.batch;
   s.context = f.context;
   s.ep = f.ep;
-  s.mhc_fused = f.mhc == "fused";
+  s.mhc_form = f.mhc == "model"   ? StepShape::MhcForm::kAsModel
+               : f.mhc == "fused" ? StepShape::MhcForm::kSinglePass
+                                  : StepShape::MhcForm::kThreeKernel;
   s.include_draft = !f.no_draft;
   s.overlap_communication = f.overlap;
   return s;

@@ -224,7 +224,10 @@ void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* bl
   }
   const double s = static_cast<double>(m.mhc->streams);
   const double ops = c.tokens * h * s * s * static_cast<double>(m.mhc->sinkhorn_iters > 0 ? 2 : 1);
-  if (c.step.mhc_fused) {
+  const bool single_pass = c.step.mhc_form == StepShape::MhcForm::kAsModel
+                               ? m.mhc->single_pass
+                               : c.step.mhc_form == StepShape::MhcForm::kSinglePass;
+  if (single_pass) {
     f.elementwise(prefix + "mhc_fused", c.tokens, s * h,
                   c.tokens * (2.0 * s + 2.0) * h * kBf16ActivationBytes, ops);
     return;

@@ -9,13 +9,15 @@ enum class Phase { kPrefill, kDecode };
 
 struct StepShape {
   Phase phase = Phase::kDecode;
-  int64_t batch = 1;          // sequences in the step (per GPU, data-parallel attention)
-  int64_t context = 1;        // prefill: prompt tokens each; decode: history tokens each
-  int64_t new_tokens = 0;     // prefill: tokens computed per sequence (the rest is a cached prefix); 0 = all
-  int64_t ep = 8;             // expert-parallel group size
-  int64_t ep_per_node = 8;    // ranks of the EP group inside one NVLink domain
-  bool mhc_fused = true;      // single-pass mHC (one kernel) vs the three-kernel form
-  bool include_draft = true;  // decode: run the speculative draft stages
+  int64_t batch = 1;        // sequences in the step (per GPU, data-parallel attention)
+  int64_t context = 1;      // prefill: prompt tokens each; decode: history tokens each
+  int64_t new_tokens = 0;   // prefill: tokens computed per sequence (the rest is a cached prefix); 0 = all
+  int64_t ep = 8;           // expert-parallel group size
+  int64_t ep_per_node = 8;  // ranks of the EP group inside one NVLink domain
+  // mHC form: as the model file says (single_pass), or forced either way.
+  enum class MhcForm { kAsModel, kSinglePass, kThreeKernel };
+  MhcForm mhc_form = MhcForm::kAsModel;
+  bool include_draft = true;               // decode: run the speculative draft stages
   int64_t decode_tokens_per_sequence = 1;  // decode: 1 + draft tokens verified per step
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes max(compute, communication), not the sum.

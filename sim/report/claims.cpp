@@ -108,10 +108,13 @@ Claim sessions_on_h200(const ClaimInputs& in) {
     const FitRequest r =
         node_request(context, m->spec.weights, DensePlacement::kReplicated, in.reserve_fraction);
     const FitResult f = fit_memory(*m, in.h200, r);
-    c.findings.push_back(fmt::format(
-        "{} with its released weights ({:.1f} GB/GPU, EP 8, attention "
-        "replicated) and {}: {} sessions of 2^20 tokens",
-        m->spec.name, f.weight_bytes_per_gpu / kGB, fmt::format("a {:.0f}% reserve ({})", 100 * r.reserve_fraction.value(), r.reserve_fraction.provenance().kind_name()), f.sessions));
+    c.findings.push_back(
+        fmt::format("{} with its released weights ({:.1f} GB/GPU, EP 8, attention "
+                    "replicated) and {}: {} sessions of 2^20 tokens",
+                    m->spec.name, f.weight_bytes_per_gpu / kGB,
+                    fmt::format("a {:.0f}% reserve ({})", 100 * r.reserve_fraction.value(),
+                                r.reserve_fraction.provenance().kind_name()),
+                    f.sessions));
   }
   const bool headline = near(v41_bin, 1200) || near(v41_dec, 1200);
   const bool baseline = near(v4_bin, 320) || near(v4_dec, 320);

@@ -70,7 +70,7 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
   if (any) {
     reuse.add_note(
         "our graph keeps norms, quantization and EP transfers as separate kernels; fusion level is "
-        "set with --mhc (fused | three-kernel)");
+        "set with --mhc (model | fused | three-kernel)");
     out.push_back(reuse);
   }
   return out;

@@ -86,8 +86,9 @@ std::vector<Table> step_tables(const StepReport& r) {
        fmt::format("{:.1f} / {:.1f} / {:.1f} us", t.compute_us, t.communication_us, t.host_copy_us)});
   summary.add_row({"kernels", std::to_string(t.kernel_count)});
   const double band = r.cost.params().held_out_mape_pct;
-  summary.add_row({"uncertainty", band >= 0 ? fmt::format("±{:.1f}% (worst held-out MAPE of the calibration)", band)
-                                            : std::string("unknown: kernel model not calibrated on measurements")});
+  summary.add_row({"uncertainty", band >= 0
+                                      ? fmt::format("±{:.1f}% (worst held-out MAPE of the calibration)", band)
+                                      : std::string("unknown: kernel model not calibrated on measurements")});
   summary.add_row(
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
