@@ -50,7 +50,8 @@ std::string CostParams::label() const {
 CostParams load_cost_params_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.expect_only({"status", "source", "held_out_mape_pct", "launch_overhead_us", "graph_replay_overhead_us",
-                    "sm_bandwidth_multiple", "split_to_fill_sms", "links", "classes"});
+                    "sm_bandwidth_multiple", "l2_bandwidth_multiple", "l2_resident_fraction",
+                    "split_to_fill_sms", "links", "classes"});
   CostParams p;
   p.file = path;
   p.status = root.required("status").as_string();
@@ -63,6 +64,8 @@ CostParams load_cost_params_file(const std::string& path) {
   p.launch_overhead_us = read_sourced_value(root.required("launch_overhead_us"));
   p.graph_replay_overhead_us = read_sourced_value(root.required("graph_replay_overhead_us"));
   p.sm_bandwidth_multiple = read_sourced_value(root.required("sm_bandwidth_multiple"));
+  p.l2_bandwidth_multiple = read_sourced_value(root.required("l2_bandwidth_multiple"));
+  p.l2_resident_fraction = read_sourced_value(root.required("l2_resident_fraction"));
   p.split_to_fill_sms = root.required("split_to_fill_sms").as_bool();
   p.links = read_links(root.required("links"));
   const YamlNode classes = root.required("classes");

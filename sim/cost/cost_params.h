@@ -43,6 +43,8 @@ struct CostParams {
   SourcedValue launch_overhead_us;
   SourcedValue graph_replay_overhead_us;
   SourcedValue sm_bandwidth_multiple;
+  SourcedValue l2_bandwidth_multiple;  // L2 read bandwidth over HBM bandwidth
+  SourcedValue l2_resident_fraction;   // share of L2 a re-read working set may occupy and still hit
   bool split_to_fill_sms = true;
   LinkCost links;
   std::array<ClassCost, kKernelClassCount> classes;

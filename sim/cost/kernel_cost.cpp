@@ -26,6 +26,7 @@ std::size_t hash_kernel(const Kernel& k) {
   mix(static_cast<uint64_t>(k.shape.batch));
   mix(std::bit_cast<uint64_t>(k.flops));
   mix(std::bit_cast<uint64_t>(k.hbm_bytes));
+  mix(std::bit_cast<uint64_t>(k.l2_reuse_bytes));
   mix(std::bit_cast<uint64_t>(k.link_bytes));
   mix(std::bit_cast<uint64_t>(k.off_node_fraction));
   return h;
@@ -54,7 +55,8 @@ KernelCostModel::KernelCostModel(const GpuProfile& gpu, CostParams params, bool 
       params_(std::move(params)),
       cuda_graph_(cuda_graph),
       sms_(gpu.sm_count.value()),
-      hbm_bytes_per_s_(gpu.hbm_bytes_per_s.value()) {}
+      hbm_bytes_per_s_(gpu.hbm_bytes_per_s.value()),
+      l2_bytes_(gpu.l2_bytes.value()) {}
 
 double KernelCostModel::tensor_rate(MathType math, bool* fallback) const {
   switch (math) {
@@ -99,8 +101,14 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const double rate = tensor_rate(k.math, &t.math_fallback) * cls.compute_efficiency.value();
   const double bandwidth = hbm_bytes_per_s_ * cls.memory_efficiency.value();
   const double per_sm_cap = bandwidth / sms_ * params_.sm_bandwidth_multiple.value();
+  // Re-reads whose working set fits in L2 move at L2 bandwidth: count them
+  // as fewer HBM-equivalent bytes.
+  double bytes = k.hbm_bytes;
+  if (k.l2_reuse_bytes > 0 && k.l2_reuse_bytes <= l2_bytes_ * params_.l2_resident_fraction.value()) {
+    bytes -= k.l2_reuse_bytes * (1.0 - 1.0 / params_.l2_bandwidth_multiple.value());
+  }
   const double tile_flops = k.flops / static_cast<double>(t.tiles);
-  const double tile_bytes = k.hbm_bytes / static_cast<double>(t.tiles);
+  const double tile_bytes = bytes / static_cast<double>(t.tiles);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
     return std::max(tile_flops / (rate / sms_), tile_bytes / share);
@@ -111,7 +119,7 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   if (remainder > 0) seconds += tile_seconds(remainder);
 
   const double compute_s = k.flops / rate;
-  const double memory_s = k.hbm_bytes / bandwidth;
+  const double memory_s = bytes / bandwidth;
   t.busy_us = seconds * 1e6 + (cls.fixed_overhead_us ? cls.fixed_overhead_us->value() : 0.0);
   t.roofline_us = std::max(compute_s, memory_s) * 1e6;
   t.overhead_us = (cuda_graph_ ? params_.graph_replay_overhead_us : params_.launch_overhead_us).value();

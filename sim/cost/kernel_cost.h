@@ -55,6 +55,7 @@ class KernelCostModel {
   bool cuda_graph_;
   double sms_;
   double hbm_bytes_per_s_;
+  double l2_bytes_;
   mutable std::unordered_map<std::size_t, KernelTiming> cache_;
 };
 

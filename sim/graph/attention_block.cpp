@@ -152,8 +152,9 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
   const AttentionDims dims = attention_dims(c);
   const double heads = static_cast<double>(a.num_heads);
   const double q = c.queries_per_sequence();
-  double pairs = 0;      // (query, key) pairs, all sequences
-  double key_bytes = 0;  // HBM bytes of keys read
+  double pairs = 0;        // (query, key) pairs, all sequences
+  double key_bytes = 0;    // HBM bytes of keys read
+  double reuse_bytes = 0;  // of those, re-reads another layer just made
   if (c.plan.kv_source) {
     const double ratio = static_cast<double>(c.plan.ratio);
     const bool sparse = c.plan.topk_source.has_value();
@@ -161,12 +162,15 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
     const double selected = c.batch() * sum_visible(q, c.query_end, ratio, cap);
     const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
     pairs += selected;
-    if (c.step.phase == Phase::kDecode) {
-      key_bytes += selected * entry;
-    } else {
-      const double tile_reads = c.batch() * sum_visible(q, c.query_end, ratio, kUncapped) / kQueryTile;
-      key_bytes += std::min(selected, tile_reads) * entry;
-    }
+    const double main_bytes =
+        c.step.phase == Phase::kDecode
+            ? selected * entry
+            : std::min(selected, c.batch() * sum_visible(q, c.query_end, ratio, kUncapped) / kQueryTile) *
+                  entry;
+    key_bytes += main_bytes;
+    // A Reuse layer gathers exactly the entries its source layer selected and
+    // gathered moments before (a Reindex layer selects its own).
+    if (c.plan.role == LayerRole::kReuse && c.plan.topk_source) reuse_bytes = main_bytes;
   }
   if (c.plan.has_window) {
     const double window = static_cast<double>(a.sliding_window);
@@ -185,6 +189,7 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
                 static_cast<int64_t>(dims.qk + dims.v), 1};
   attn.flops = 2.0 * heads * pairs * (dims.qk + dims.v);
   attn.hbm_bytes = key_bytes + c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;
+  attn.l2_reuse_bytes = reuse_bytes;
 
   if (a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kPrefill) {
     // Prefill up-projects every visible latent to per-head keys and values.

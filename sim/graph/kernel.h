@@ -42,7 +42,11 @@ struct Kernel {
   Stream stream = Stream::kCompute;
   KernelShape shape;
   double flops = 0;
-  double hbm_bytes = 0;          // DRAM traffic (reads + writes)
+  double hbm_bytes = 0;  // DRAM traffic (reads + writes)
+  // Of hbm_bytes, reads of data an earlier kernel of the step just read (a
+  // Reuse layer gathering the entries its source layer gathered): served from
+  // L2 when the working set fits, at the cost model's discretion.
+  double l2_reuse_bytes = 0;
   double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers
   double off_node_fraction = 0;  // share of link_bytes that leaves the NVLink domain
 };

@@ -172,6 +172,8 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   out += "launch_overhead_us: " + sourced(r.params.launch_overhead_us) + "\n";
   out += "graph_replay_overhead_us: " + sourced(r.params.graph_replay_overhead_us) + "\n";
   out += "sm_bandwidth_multiple: " + sourced(r.params.sm_bandwidth_multiple) + "\n";
+  out += "l2_bandwidth_multiple: " + sourced(r.params.l2_bandwidth_multiple) + "\n";
+  out += "l2_resident_fraction: " + sourced(r.params.l2_resident_fraction) + "\n";
   out += fmt::format("split_to_fill_sms: {}\n", r.params.split_to_fill_sms ? "true" : "false");
   const LinkCost& l = r.params.links;
   out += "links:\n";

@@ -194,3 +194,42 @@ TEST(StepCost, OverlapHidesCommunicationBehindCompute) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// A Reuse layer re-gathers the entries its source layer just gathered; a
+// memory-bound re-read that fits in L2 is cheaper than a first read, one that
+// does not fit is not. (V4.1's sparse decode itself is compute-bound: 64 heads
+// share each key, so there the saving does not show.)
+TEST(StepCost, ReuseLayersHitL2WhenTheGatherFits) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200");
+  const StepGraph graph = build_step_graph(m, shape(Phase::kDecode, 8, 131072));
+  const Kernel* reuse = nullptr;
+  for (const Kernel& k : graph.layers[25].kernels) {
+    if (k.name == "sparse_attention") reuse = &k;
+  }
+  ASSERT_NE(reuse, nullptr);
+  EXPECT_GT(reuse->l2_reuse_bytes, 0.0);
+  Kernel gather;
+  gather.kernel_class = KernelClass::kGather;
+  gather.shape = {4096, 4096, 1, 1};
+  gather.hbm_bytes = 8e6;
+  Kernel warm = gather;
+  warm.l2_reuse_bytes = 8e6;  // fits in half of the H200's 50 MB L2
+  EXPECT_LT(g.cost.time(warm).busy_us, 0.6 * g.cost.time(gather).busy_us);
+  Kernel too_big = gather;
+  too_big.hbm_bytes = too_big.l2_reuse_bytes = 400e6;
+  Kernel too_big_cold = too_big;
+  too_big_cold.l2_reuse_bytes = 0;
+  EXPECT_EQ(g.cost.time(too_big).busy_us, g.cost.time(too_big_cold).busy_us);
+  for (const Kernel& k : graph.layers[24].kernels) {  // Reindex selects its own entries
+    if (k.name == "sparse_attention") {
+      EXPECT_EQ(k.l2_reuse_bytes, 0.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
