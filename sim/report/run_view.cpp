@@ -67,6 +67,8 @@ std::vector<Table> run_tables(const RunReport& r) {
   breakdown.add_row({"KV transfer to decode", format_fixed(x.mean_transfer_ms, 2)});
   breakdown.add_row({"decode admission queue", format_fixed(x.decode_wait_ms.mean, 2)});
   breakdown.add_row({"decode", format_fixed(x.mean_decode_ms, 2)});
+  breakdown.add_row({"  of prefill + decode: EP communication not hidden by compute",
+                     format_fixed(x.mean_communication_ms, 2)});
 
   Table occupancy(
       "Occupancy over time (10 samples of 200)",
@@ -120,7 +122,8 @@ nlohmann::json run_json(const RunReport& r) {
             {"prefill", x.mean_prefill_ms},
             {"transfer", x.mean_transfer_ms},
             {"decode_queue", x.decode_wait_ms.mean},
-            {"decode", x.mean_decode_ms}}},
+            {"decode", x.mean_decode_ms},
+            {"communication", x.mean_communication_ms}}},
           {"throughput_tokens_per_s_per_gpu",
            {{"input", x.input_tokens_per_s_per_gpu}, {"output", x.output_tokens_per_s_per_gpu}}},
           {"goodput",

@@ -18,12 +18,13 @@ struct Request {
   int64_t output_tokens = 0;  // tokens to generate (>= 1; the first comes from prefill)
 
   // Filled in along the way.
-  int64_t cached_tokens = 0;  // prefix found in the KV tiers
-  int64_t replay_tokens = 0;  // window tokens replayed because the SWA state was gone
-  int64_t to_compute = 0;     // tokens the prefill must run
-  int64_t computed = 0;       // of to_compute, done so far
-  int64_t generated = 0;      // output tokens produced so far
-  double token_credit = 0;    // expected tokens not yet emitted (speculative decoding)
+  int64_t cached_tokens = 0;    // prefix found in the KV tiers
+  int64_t replay_tokens = 0;    // window tokens replayed because the SWA state was gone
+  int64_t to_compute = 0;       // tokens the prefill must run
+  int64_t computed = 0;         // of to_compute, done so far
+  int64_t generated = 0;        // output tokens produced so far
+  double token_credit = 0;      // expected tokens not yet emitted (speculative decoding)
+  double communication_us = 0;  // EP communication on the critical path of its steps
   int decode_instance = -1;
   int decode_rank = -1;
   double kv_reserved_bytes = 0;

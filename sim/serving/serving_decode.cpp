@@ -48,6 +48,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   // Ranks step together (EP synchronises them): the slowest sets the step.
   // Each rank verifies the number of draft tokens best for its own batch.
   double step_us = 0;
+  double step_communication_us = 0;
   int64_t batch = 0;
   std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
@@ -58,7 +59,10 @@ void ServingSimulation::try_start_decode(std::size_t index) {
     const auto n = static_cast<int64_t>(rank.active.size());
     const StepTimeCache::DecodeStep step =
         steps_.decode_step(n, static_cast<int64_t>(context / static_cast<double>(n)));
-    step_us = std::max(step_us, step.us);
+    if (step.us > step_us) {
+      step_us = step.us;
+      step_communication_us = step.communication_us;
+    }
     tokens_per_sequence[i] = step.tokens_per_sequence;
     batch += n;
   }
@@ -67,13 +71,14 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   ++result_.decode_steps;
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence] {
+  sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence, step_communication_us] {
     DecodeInstance& d = *decode_[index];
     d.engine->busy = false;
     for (std::size_t i = 0; i < d.ranks.size(); ++i) {
       DecodeRank& rank = d.ranks[i];
       std::vector<Request*> still;
       for (Request* r : rank.active) {
+        r->communication_us += step_communication_us;
         // Expected tokens accumulate; whole ones are emitted (deterministic).
         r->token_credit += tokens_per_sequence[i];
         const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);

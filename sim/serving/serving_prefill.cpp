@@ -34,6 +34,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   };
   std::vector<Chunk> chunks;
   double step_us = 0;
+  double step_communication_us = 0;
   std::size_t next = 0;
   for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
     int64_t budget = deployment_.prefill.max_tokens_per_step;
@@ -51,18 +52,23 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
       end_sum += static_cast<double>(r->context() - r->to_compute + r->computed + tokens);
     }
     const double dn = static_cast<double>(n);
-    step_us = std::max(step_us, steps_.prefill_us(n, static_cast<int64_t>(std::ceil(new_sum / dn)),
-                                                  static_cast<int64_t>(std::ceil(end_sum / dn))));
+    const StepTimeCache::StepCost cost = steps_.prefill_step(n, static_cast<int64_t>(std::ceil(new_sum / dn)),
+                                                             static_cast<int64_t>(std::ceil(end_sum / dn)));
+    if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
+      step_us = cost.us;
+      step_communication_us = cost.communication_us;
+    }
   }
   inst.engine->busy = true;
   ++result_.prefill_steps;
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks] {
+  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks, step_communication_us] {
     PrefillInstance& p = *prefill_[index];
     p.engine->busy = false;
     for (const Chunk& c : chunks) {
       Request& r = *c.request;
+      r.communication_us += step_communication_us;
       r.computed += c.tokens;
       result_.input_tokens_prefilled += c.tokens;
       if (r.computed < r.to_compute) continue;

@@ -56,7 +56,8 @@ struct ServingResult {
   double mean_ssd_read_ms = 0;
   double mean_prefill_ms = 0;  // prefill start to first token
   double mean_transfer_ms = 0;
-  double mean_decode_ms = 0;  // first decode step to last token
+  double mean_decode_ms = 0;         // first decode step to last token
+  double mean_communication_ms = 0;  // of prefill + decode: EP all-to-all compute did not hide
   // Rates.
   double input_tokens_per_s_per_gpu = 0;
   double output_tokens_per_s_per_gpu = 0;

@@ -261,7 +261,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.gpus = deployment_.total_gpus();
   out.in_flight = out.arrived - out.finished - out.rejected;
   std::vector<double> ttft, tpot, e2e, prefill_wait, decode_wait;
-  double ssd = 0, prefill = 0, transfer = 0, decode = 0, sojourn = 0;
+  double ssd = 0, prefill = 0, transfer = 0, decode = 0, sojourn = 0, communication = 0;
   int64_t good = 0;
   for (const Request& r : requests_) {
     if (r.generated < r.output_tokens) continue;  // in flight or rejected
@@ -279,6 +279,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
     transfer += r.transfer_us / 1e3;
     if (r.output_tokens > 1) decode += (r.finished - r.decode_started).ms();
     sojourn += (r.finished - r.arrival).s();
+    communication += r.communication_us / 1e3;
     good += ttft_ms <= deployment_.sla.ttft_ms && tpot_ms <= deployment_.sla.tpot_ms ? 1 : 0;
   }
   const double n = std::max<double>(1.0, static_cast<double>(e2e.size()));
@@ -291,6 +292,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.mean_prefill_ms = prefill / n;
   out.mean_transfer_ms = transfer / n;
   out.mean_decode_ms = decode / n;
+  out.mean_communication_ms = communication / n;
   out.mean_sojourn_s = sojourn / n;
   const double gpu_seconds = duration_s * static_cast<double>(out.gpus);
   out.input_tokens_per_s_per_gpu = static_cast<double>(out.input_tokens_prefilled) / gpu_seconds;

@@ -32,8 +32,8 @@ StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& 
   decode_template_.phase = Phase::kDecode;
 }
 
-double StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context,
-                              int64_t drafts) {
+StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens,
+                                               int64_t context, int64_t drafts) {
   const auto key = std::make_tuple(static_cast<int>(phase), batch, new_tokens, context, drafts);
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
@@ -43,12 +43,15 @@ double StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens, in
   shape.decode_tokens_per_sequence = 1 + drafts;
   shape.include_draft = drafts > 0;
   const KernelCostModel& cost = phase == Phase::kPrefill ? prefill_cost_ : decode_cost_;
-  const double us = time_step(build_step_graph(model_, shape), cost).total_us;
-  cache_.emplace(key, us);
-  return us;
+  const StepTiming timing = time_step(build_step_graph(model_, shape), cost);
+  double exposed = 0;  // communication time compute did not hide
+  for (const LayerTiming& layer : timing.layers) exposed += layer.critical_us - layer.compute_us;
+  const StepCost step{timing.total_us, std::max(0.0, exposed)};
+  cache_.emplace(key, step);
+  return step;
 }
 
-double StepTimeCache::prefill_us(int64_t batch, int64_t new_tokens, int64_t context) {
+StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_tokens, int64_t context) {
   const int64_t grid_context = round_up_to_grid(context);
   const int64_t grid_new = std::min(round_up_to_grid(new_tokens), grid_context);
   return compute(Phase::kPrefill, batch, grid_new, grid_context);
@@ -58,15 +61,17 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   const int64_t grid_context = round_up_to_grid(context);
   const auto key = std::make_pair(batch, grid_context);
   if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
-  DecodeStep best{compute(Phase::kDecode, batch, 0, grid_context, 0), 1.0, 0};
+  const StepCost plain = compute(Phase::kDecode, batch, 0, grid_context, 0);
+  DecodeStep best{plain.us, plain.communication_us, 1.0, 0};
   const std::optional<DraftSpec>& draft = model_.spec.draft;
   if (decode_template_.include_draft && draft && draft->acceptance && draft->routed_experts > 0) {
     const double p = draft->acceptance->value();
     for (int64_t k = 1; k <= draft->block_size; ++k) {
       // Tokens per step: the accepted run of drafts plus the verifier's own token.
       const double tokens = (1.0 - std::pow(p, static_cast<double>(k + 1))) / (1.0 - p);
-      const double us = compute(Phase::kDecode, batch, 0, grid_context, k);
-      if (tokens / us > best.tokens_per_sequence / best.us) best = {us, tokens, k};
+      const StepCost step = compute(Phase::kDecode, batch, 0, grid_context, k);
+      if (tokens / step.us > best.tokens_per_sequence / best.us)
+        best = {step.us, step.communication_us, tokens, k};
     }
   }
   decode_choice_.emplace(key, best);

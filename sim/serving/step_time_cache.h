@@ -20,9 +20,15 @@ class StepTimeCache {
   StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                 const KernelCostModel& decode_cost, StepShape prefill_template, StepShape decode_template);
 
+  // A step's length and how much of it is EP communication left on the
+  // critical path (all of it without overlap; what compute cannot hide with it).
+  struct StepCost {
+    double us = 0;
+    double communication_us = 0;
+  };
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
   // cached prefix, ending at `context`.
-  double prefill_us(int64_t batch, int64_t new_tokens, int64_t context);
+  StepCost prefill_step(int64_t batch, int64_t new_tokens, int64_t context);
   // One rank's decode step: `batch` sequences with `context` tokens of history on
   // average. With speculative decoding on (the decode template's include_draft)
   // the number of draft tokens verified per step is the one that gives the most
@@ -30,6 +36,7 @@ class StepTimeCache {
   // engine's throughput curve.
   struct DecodeStep {
     double us = 0;
+    double communication_us = 0;
     double tokens_per_sequence = 1;  // expected tokens each sequence emits
     int64_t drafts = 0;              // draft tokens verified per sequence
   };
@@ -37,14 +44,14 @@ class StepTimeCache {
   std::size_t size() const { return cache_.size(); }
 
  private:
-  double compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0);
+  StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0);
 
   const ModelAnalysis& model_;
   const KernelCostModel& prefill_cost_;
   const KernelCostModel& decode_cost_;
   StepShape prefill_template_;
   StepShape decode_template_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, double> cache_;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, StepCost> cache_;
   std::map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
 };
 

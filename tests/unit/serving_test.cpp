@@ -86,7 +86,7 @@ TEST(Serving, PrefillQueueMatchesMD1) {
   Fixture f = tiny_fixed();
   StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1, 1),
                       testing::shape(Phase::kDecode, 1, 1, 1));
-  const double service_s = steps.prefill_us(1, 2048, 2048) * 1e-6;
+  const double service_s = steps.prefill_step(1, 2048, 2048).us * 1e-6;
   const double rho = 0.5;
   f.workload.sessions_per_s = rho / service_s;
   const double seconds = 200000.0 / f.workload.sessions_per_s;  // about 200,000 requests
@@ -102,7 +102,7 @@ TEST(Serving, OverloadGrowsQueuesInsteadOfFailing) {
   Fixture f = tiny_fixed();
   StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1, 1),
                       testing::shape(Phase::kDecode, 1, 1, 1));
-  f.workload.sessions_per_s = 1.5 / (steps.prefill_us(1, 2048, 2048) * 1e-6);  // 150% load
+  f.workload.sessions_per_s = 1.5 / (steps.prefill_step(1, 2048, 2048).us * 1e-6);  // 150% load
   const ServingResult r = f.run(20);
   ASSERT_GE(r.occupancy.size(), 100u);
   const auto& mid = r.occupancy[r.occupancy.size() / 2];
@@ -287,6 +287,24 @@ TEST(Serving, PoolsMayUseDifferentGpus) {
   EXPECT_GT(r.finished, 0);
   // The H20's decode memory, not the H200's, bounds its KV.
   EXPECT_LT(r.decode_kv_bytes_per_gpu, 96e9);
+}
+
+}  // namespace
+}  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+TEST(Serving, CommunicationShareShrinksWithOverlap) {
+  Fixture serial = v41_agents();
+  serial.deployment.prefill.overlap_communication = false;
+  serial.deployment.decode.overlap_communication = false;
+  Fixture overlapped = v41_agents();
+  const ServingResult a = serial.run(200);
+  const ServingResult b = overlapped.run(200);
+  EXPECT_GT(a.mean_communication_ms, 0.0);
+  EXPECT_LT(b.mean_communication_ms, a.mean_communication_ms);
+  EXPECT_LT(a.mean_communication_ms, a.mean_prefill_ms + a.mean_decode_ms);
 }
 
 }  // namespace
