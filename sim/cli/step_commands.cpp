@@ -45,8 +45,9 @@ bool uses_cuda_graph(const Flags& f, const StepShape& s) {
 
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const StepShape shape = step_shape_from(f);
+  StepShape shape = step_shape_from(f);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
+  shape.ep_per_node = g.gpu().nvlink_domain();
   const StepGraph graph = build_step_graph(m, shape);
   const StepTiming timing = time_step(graph, g.cost());
   const StepReport report{m, g.gpu(), g.cost(), graph, timing};
@@ -64,8 +65,9 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
 }
 
 void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  const StepShape shape = step_shape_from(f);
+  StepShape shape = step_shape_from(f);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
+  shape.ep_per_node = g.gpu().nvlink_domain();
   std::vector<ModelAnalysis> models;
   std::stringstream names(f.models);
   for (std::string name; std::getline(names, name, ',');) models.push_back(load_model_named(catalog, name));

@@ -14,25 +14,22 @@ constexpr double kTailThreshold = 1.3;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-std::size_t hash_kernel(const Kernel& k) {
-  std::size_t h = std::hash<int>()(static_cast<int>(k.kernel_class));
-  auto mix = [&h](uint64_t v) {
-    h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
-  mix(static_cast<uint64_t>(k.math));
-  mix(static_cast<uint64_t>(k.shape.m));
-  mix(static_cast<uint64_t>(k.shape.n));
-  mix(static_cast<uint64_t>(k.shape.k));
-  mix(static_cast<uint64_t>(k.shape.batch));
-  mix(std::bit_cast<uint64_t>(k.flops));
-  mix(std::bit_cast<uint64_t>(k.hbm_bytes));
-  mix(std::bit_cast<uint64_t>(k.l2_reuse_bytes));
-  mix(std::bit_cast<uint64_t>(k.link_bytes));
-  mix(std::bit_cast<uint64_t>(k.off_node_fraction));
-  return h;
+}  // namespace
+
+KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
+  return {{static_cast<uint64_t>(k.kernel_class), static_cast<uint64_t>(k.math),
+           static_cast<uint64_t>(k.shape.m), static_cast<uint64_t>(k.shape.n),
+           static_cast<uint64_t>(k.shape.k), static_cast<uint64_t>(k.shape.batch),
+           std::bit_cast<uint64_t>(k.flops), std::bit_cast<uint64_t>(k.hbm_bytes),
+           std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.link_bytes),
+           std::bit_cast<uint64_t>(k.off_node_fraction)}};
 }
 
-}  // namespace
+std::size_t KernelCostModel::CacheKeyHash::operator()(const CacheKey& key) const {
+  std::size_t h = 0;
+  for (uint64_t v : key.fields) h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
 
 std::string_view bound_name(Bound bound) {
   switch (bound) {
@@ -75,7 +72,7 @@ double KernelCostModel::tensor_rate(MathType math, bool* fallback) const {
 }
 
 KernelTiming KernelCostModel::time(const Kernel& kernel) const {
-  const std::size_t key = hash_kernel(kernel);
+  const CacheKey key = key_of(kernel);
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   const bool is_transfer =
       kernel.kernel_class == KernelClass::kAllToAll || kernel.kernel_class == KernelClass::kHostCopy;

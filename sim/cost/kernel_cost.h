@@ -11,6 +11,7 @@
 // Transfers (EP all-to-all, host copies) are timed on their links instead.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
@@ -56,7 +57,16 @@ class KernelCostModel {
   double sms_;
   double hbm_bytes_per_s_;
   double l2_bytes_;
-  mutable std::unordered_map<std::size_t, KernelTiming> cache_;
+  // Everything the timing depends on, compared exactly (a hash alone could collide).
+  struct CacheKey {
+    std::array<uint64_t, 11> fields;
+    bool operator==(const CacheKey&) const = default;
+  };
+  struct CacheKeyHash {
+    std::size_t operator()(const CacheKey& key) const;
+  };
+  static CacheKey key_of(const Kernel& kernel);
+  mutable std::unordered_map<CacheKey, KernelTiming, CacheKeyHash> cache_;
 };
 
 }  // namespace v41sim

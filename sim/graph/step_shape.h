@@ -13,7 +13,7 @@ struct StepShape {
   int64_t context = 1;      // prefill: prompt tokens each; decode: history tokens each
   int64_t new_tokens = 0;   // prefill: tokens computed per sequence (the rest is a cached prefix); 0 = all
   int64_t ep = 8;           // expert-parallel group size
-  int64_t ep_per_node = 8;  // ranks of the EP group inside one NVLink domain
+  int64_t ep_per_node = 8;  // EP ranks in one NVLink domain: callers set the GPU's nvlink_domain()
   // mHC form: as the model file says (single_pass), or forced either way.
   enum class MhcForm { kAsModel, kSinglePass, kThreeKernel };
   MhcForm mhc_form = MhcForm::kAsModel;

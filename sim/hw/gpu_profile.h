@@ -3,6 +3,7 @@
 // from hw_profiles/*.yaml; the sources are in shared/reference/hardware.md.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "sim/common/sourced_value.h"
@@ -34,6 +35,9 @@ struct GpuProfile {
   SourcedValue gpus_per_node;
   SourcedValue power_watts;
   SourcedValue price_usd_per_gpu_hour;
+
+  // GPUs reachable over NVLink without leaving the domain (EP ranks per domain).
+  int64_t nvlink_domain() const { return static_cast<int64_t>(nvlink_domain_gpus.value()); }
 };
 
 }  // namespace v41sim

@@ -86,10 +86,10 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       StepShape shape;
       shape.phase = phase;
       shape.ep = o.ep;
+      shape.ep_per_node = gpu.nvlink_domain();
       shape.batch = phase == Phase::kDecode ? o.decode_batch : 1;
-      const KernelCostModel cost(
-          gpu, load_calibration(choose_calibration(catalog.data_dir(), stem, gpu.architecture)),
-          phase == Phase::kDecode);
+      const GpuCostModel model(catalog.data_dir(), catalog.resolve_gpu(stem), phase == Phase::kDecode);
+      const KernelCostModel& cost = model.cost();
       calibration = cost.params().label();
       for (int64_t context : o.step_contexts) {
         shape.context = context;

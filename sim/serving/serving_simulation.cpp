@@ -19,9 +19,10 @@ constexpr double kOccupancySamples = 200;
 
 // The step shape every step of a pool shares: its EP group, overlap and the
 // load imbalance its expert placement leaves.
-StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool) {
+StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, const GpuProfile& gpu) {
   StepShape s;
   s.ep = pool.ep;
+  s.ep_per_node = gpu.nvlink_domain();
   s.overlap_communication = pool.overlap_communication;
   s.include_draft = pool.speculative_decoding;
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
@@ -46,8 +47,9 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       sim_(seed),
       arrivals_rng_(sim_.random_stream("arrivals")),
       sessions_rng_(sim_.random_stream("sessions")),
-      steps_(model, prefill_cost, decode_cost, pool_step_template(model, deployment.prefill),
-             pool_step_template(model, deployment.decode)),
+      steps_(model, prefill_cost, decode_cost,
+             pool_step_template(model, deployment.prefill, prefill_cost.gpu()),
+             pool_step_template(model, deployment.decode, decode_cost.gpu())),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
   FitRequest fit{deployment.decode.gpus_per_instance,

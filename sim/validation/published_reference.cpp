@@ -103,6 +103,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, std::string*
   shape.context = 4096;
   shape.ep = as_int(p.at("ep"));
   shape.include_draft = false;
+  shape.ep_per_node = g.gpu().nvlink_domain();
   const StepGraph graph = build_step_graph(model, shape);
   const StepTiming timing = time_step(graph, g.cost());
   const int64_t layer = model.spec.dense_mlp.leading_layers;
