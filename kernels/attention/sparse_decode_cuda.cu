@@ -15,6 +15,7 @@
 
 #include "kernels/attention/sparse_decode_cuda.h"
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -144,14 +145,6 @@ __global__ void sparse_decode_combine_kernel(SparseDecodeDevice d) {
   d.out[(b * d.shape.heads + head) * kLatentDim + i] = acc / denominator;
 }
 
-template <typename T>
-T* upload(const std::vector<T>& host) {
-  T* ptr = nullptr;
-  CUDA_CHECK(cudaMalloc(&ptr, host.size() * sizeof(T) + 1));
-  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return ptr;
-}
-
 }  // namespace
 
 int sparse_decode_splits(const SparseDecodeShape& shape, int sms) {
@@ -185,40 +178,20 @@ std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in) {
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  SparseDecodeDevice d{};
-  d.shape = in.shape;
-  d.splits = sparse_decode_splits(in.shape, sms);
-  float* q = upload(in.q);
-  uint8_t* main_kv = upload(in.main_kv);
-  int32_t* topk = upload(in.topk);
-  uint8_t* window = upload(in.window);
-  int32_t* window_len = upload(in.window_len);
-  float* sink = upload(in.sink);
-  const std::size_t out_floats = static_cast<std::size_t>(in.shape.batch * in.shape.heads * kLatentDim);
-  float* out = nullptr;
-  float* workspace = nullptr;
-  CUDA_CHECK(cudaMalloc(&out, out_floats * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(
-      &workspace,
-      static_cast<std::size_t>(sparse_decode_workspace_floats(in.shape, d.splits)) * sizeof(float)));
-  d.q = q;
-  d.main_kv = main_kv;
-  d.topk = topk;
-  d.window = window;
-  d.window_len = window_len;
-  d.sink = sink;
-  d.out = out;
-  d.workspace = workspace;
-  launch_sparse_decode(d);
+  const DeviceBuffer<float> q(in.q);
+  const DeviceBuffer<uint8_t> main_kv(in.main_kv);
+  const DeviceBuffer<int32_t> topk(in.topk);
+  const DeviceBuffer<uint8_t> window(in.window);
+  const DeviceBuffer<int32_t> window_len(in.window_len);
+  const DeviceBuffer<float> sink(in.sink);
+  const int splits = sparse_decode_splits(in.shape, sms);
+  const DeviceBuffer<float> out(in.q.size());
+  const DeviceBuffer<float> workspace(
+      static_cast<std::size_t>(sparse_decode_workspace_floats(in.shape, splits)));
+  launch_sparse_decode({in.shape, q.get(), main_kv.get(), topk.get(), window.get(), window_len.get(),
+                        sink.get(), out.get(), workspace.get(), splits});
   CUDA_CHECK(cudaGetLastError());
-  std::vector<float> result(out_floats);
-  CUDA_CHECK(cudaMemcpy(result.data(), out, out_floats * sizeof(float), cudaMemcpyDeviceToHost));
-  for (void* p : {static_cast<void*>(q), static_cast<void*>(main_kv), static_cast<void*>(topk),
-                  static_cast<void*>(window), static_cast<void*>(window_len), static_cast<void*>(sink),
-                  static_cast<void*>(out), static_cast<void*>(workspace)}) {
-    cudaFree(p);
-  }
-  return result;
+  return out.download(in.q.size());
 }
 
 }  // namespace v41sim::kernels

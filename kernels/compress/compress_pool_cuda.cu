@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 #include "kernels/compress/compress_pool.h"
 
 namespace v41sim::kernels {
@@ -41,26 +42,13 @@ void launch_compress_ratio2(const float* kv, const float* score, const float* ap
 
 std::vector<uint8_t> compress_ratio2_cuda(const std::vector<float>& kv, const std::vector<float>& score,
                                           const std::vector<float>& ape, int64_t tokens) {
-  float *d_kv = nullptr, *d_score = nullptr, *d_ape = nullptr;
-  uint8_t* d_out = nullptr;
   const std::size_t out_bytes =
       static_cast<std::size_t>(tokens / kCompressRatio * mxfp4_entry_bytes_device(kDim));
-  CUDA_CHECK(cudaMalloc(&d_kv, kv.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_score, score.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_ape, ape.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_out, out_bytes));
-  CUDA_CHECK(cudaMemcpy(d_kv, kv.data(), kv.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d_score, score.data(), score.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d_ape, ape.data(), ape.size() * sizeof(float), cudaMemcpyHostToDevice));
-  launch_compress_ratio2(d_kv, d_score, d_ape, d_out, tokens);
+  const DeviceBuffer<float> d_kv(kv), d_score(score), d_ape(ape);
+  const DeviceBuffer<uint8_t> d_out(out_bytes);
+  launch_compress_ratio2(d_kv.get(), d_score.get(), d_ape.get(), d_out.get(), tokens);
   CUDA_CHECK(cudaGetLastError());
-  std::vector<uint8_t> out(out_bytes);
-  CUDA_CHECK(cudaMemcpy(out.data(), d_out, out_bytes, cudaMemcpyDeviceToHost));
-  cudaFree(d_kv);
-  cudaFree(d_score);
-  cudaFree(d_ape);
-  cudaFree(d_out);
-  return out;
+  return d_out.download(out_bytes);
 }
 
 }  // namespace v41sim::kernels

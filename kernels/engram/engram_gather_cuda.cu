@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 #include "kernels/engram/engram_gather.h"
 
 namespace v41sim::kernels {
@@ -39,17 +40,11 @@ std::vector<uint8_t> engram_gather_cuda(const std::vector<uint8_t>& table, const
   std::copy(table.begin(), table.end(), pinned);
   uint8_t* mapped = nullptr;
   CUDA_CHECK(cudaHostGetDevicePointer(&mapped, pinned, 0));
-  int64_t* d_rows = nullptr;
-  uint8_t* d_out = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_rows, rows.size() * sizeof(int64_t)));
-  CUDA_CHECK(cudaMalloc(&d_out, rows.size() * kEngramRowBytes));
-  CUDA_CHECK(cudaMemcpy(d_rows, rows.data(), rows.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
-  launch_engram_gather(mapped, d_rows, d_out, static_cast<int64_t>(rows.size()));
+  const DeviceBuffer<int64_t> d_rows(rows);
+  const DeviceBuffer<uint8_t> d_out(rows.size() * kEngramRowBytes);
+  launch_engram_gather(mapped, d_rows.get(), d_out.get(), static_cast<int64_t>(rows.size()));
   CUDA_CHECK(cudaGetLastError());
-  std::vector<uint8_t> out(rows.size() * kEngramRowBytes);
-  CUDA_CHECK(cudaMemcpy(out.data(), d_out, out.size(), cudaMemcpyDeviceToHost));
-  cudaFree(d_rows);
-  cudaFree(d_out);
+  std::vector<uint8_t> out = d_out.download(rows.size() * kEngramRowBytes);
   cudaFreeHost(pinned);
   return out;
 }

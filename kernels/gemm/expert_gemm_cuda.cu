@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/gemm/expert_gemm.h"
 
@@ -42,14 +43,6 @@ __global__ void widen_fp4_to_fp8_kernel(const uint8_t* __restrict__ packed,
       ldexpf(1.0f,
              static_cast<int>(scales[row * (k / kWeightScaleGroup) + col / kWeightScaleGroup]) - 127 - shift);
   out[flat] = encode_e4m3(value);
-}
-
-template <typename T>
-T* device_copy(const std::vector<T>& host) {
-  T* ptr = nullptr;
-  CUDA_CHECK(cudaMalloc(&ptr, host.size() * sizeof(T) + 16));
-  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return ptr;
 }
 
 }  // namespace
@@ -127,33 +120,20 @@ std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale
     throw std::invalid_argument("expert gemm: m, n, k must be multiples of 16");
   // Tensor scale: the largest group scale, so widened values stay <= 6 (within e4m3's 448).
   const int max_exponent = static_cast<int>(*std::max_element(w.scales.begin(), w.scales.end())) - 127;
-  const float w_scale = std::ldexp(1.0f, max_exponent);
-  uint8_t* d_packed = device_copy(w.packed);
-  uint8_t* d_scales = device_copy(w.scales);
-  uint8_t* d_a = device_copy(a);
-  uint8_t* d_w8 = nullptr;
-  float* d_d = nullptr;
-  float* d_a_scale = device_copy(std::vector<float>{a_scale});
-  float* d_w_scale = device_copy(std::vector<float>{w_scale});
-  CUDA_CHECK(cudaMalloc(&d_w8, static_cast<std::size_t>(w.n * w.k)));
-  CUDA_CHECK(cudaMalloc(&d_d, static_cast<std::size_t>(m * w.n) * sizeof(float)));
+  const DeviceBuffer<uint8_t> d_packed(w.packed), d_scales(w.scales), d_a(a);
+  const DeviceBuffer<float> d_a_scale(std::vector<float>{a_scale});
+  const DeviceBuffer<float> d_w_scale(std::vector<float>{std::ldexp(1.0f, max_exponent)});
+  const DeviceBuffer<uint8_t> d_w8(static_cast<std::size_t>(w.n * w.k));
+  const DeviceBuffer<float> d_d(static_cast<std::size_t>(m * w.n));
   widen_fp4_to_fp8_kernel<<<static_cast<unsigned>((w.n * w.k + kThreads - 1) / kThreads), kThreads>>>(
-      d_packed, d_scales, d_w8, w.n, w.k, max_exponent);
+      d_packed.get(), d_scales.get(), d_w8.get(), w.n, w.k, max_exponent);
   CUDA_CHECK(cudaGetLastError());
-
   {
-    const Fp8GemmPlan plan(d_w8, d_a, d_d, d_w_scale, d_a_scale, m, w.n, w.k);
+    const Fp8GemmPlan plan(d_w8.get(), d_a.get(), d_d.get(), d_w_scale.get(), d_a_scale.get(), m, w.n, w.k);
     plan.run();
   }
   CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> d(static_cast<std::size_t>(m * w.n));
-  CUDA_CHECK(cudaMemcpy(d.data(), d_d, d.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  for (void* p : {static_cast<void*>(d_packed), static_cast<void*>(d_scales), static_cast<void*>(d_a),
-                  static_cast<void*>(d_w8), static_cast<void*>(d_d), static_cast<void*>(d_a_scale),
-                  static_cast<void*>(d_w_scale)}) {
-    cudaFree(p);
-  }
-  return d;
+  return d_d.download(static_cast<std::size_t>(m * w.n));
 }
 
 }  // namespace v41sim::kernels

@@ -22,8 +22,11 @@
 #include <vector>
 
 #include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/checks/device_checks.h"
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 #include "kernels/common/gpu_timer.h"
+#include "kernels/common/v41_shapes.h"
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
 #include "kernels/gemm/expert_gemm.h"
@@ -44,7 +47,7 @@ namespace {
 
 constexpr int kWarmup = 5;
 constexpr int kRuns = 50;
-constexpr int64_t kDim = 512;  // V4.1 compressed KV latent
+constexpr int64_t kDim = kLatentDim;  // V4.1 compressed KV latent
 
 struct Device {
   cudaDeviceProp props{};
@@ -121,21 +124,9 @@ double measure_copy(std::ofstream& out, const Device& d) {
   return 2.0 * static_cast<double>(bytes) / t.median_us / 1e3;  // GB/s
 }
 
-bool quantize_matches_reference() {
-  const int64_t tokens = 4096;
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> kv(static_cast<std::size_t>(tokens * kDim));
-  for (float& v : kv) v = normal(rng);
-  const auto device = quantize_mxfp4_kv_cuda(kv, tokens, kDim);
-  const auto reference = quantize_mxfp4_kv_reference(kv, tokens, kDim);
-  return device == reference && dequantize_mxfp4_kv_cuda(device, tokens, kDim) ==
-                                    dequantize_mxfp4_kv_reference(reference, tokens, kDim);
-}
-
 void measure_mxfp4(std::ofstream& out, const Device& d, double copy_gbps, bool quick) {
-  if (!quantize_matches_reference()) {
-    std::fprintf(stderr, "mxfp4 kv: device output differs from the CPU reference; not timed\n");
+  if (const CheckResult check = check_mxfp4_kv(); !check.ok) {
+    std::fprintf(stderr, "mxfp4 kv: %s; not timed\n", check.detail.c_str());
     return;
   }
   const std::vector<int64_t> token_counts =
@@ -181,35 +172,14 @@ void measure_mxfp4(std::ofstream& out, const Device& d, double copy_gbps, bool q
   }
 }
 
-bool indexer_matches_reference() {
-  const int64_t queries = 2, heads = 32, positions = 5000, topk = 512;
-  std::mt19937 rng(21);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto draw = [&](std::size_t n) {
-    std::vector<float> v(n);
-    for (float& x : v) x = normal(rng);
-    return v;
-  };
-  const auto q = draw(static_cast<std::size_t>(queries * heads * kIndexDim));
-  const auto w = draw(static_cast<std::size_t>(queries * heads));
-  const auto keys =
-      quantize_index_keys_reference(draw(static_cast<std::size_t>(positions * kIndexDim)), positions);
-  const auto reference = indexer_logits_reference(q, w, keys, queries, heads, positions);
-  const auto device = indexer_logits_cuda(q, w, keys, queries, heads, positions);
-  for (std::size_t i = 0; i < device.size(); ++i) {
-    if (std::fabs(device[i] - reference[i]) > 1e-3f * std::fmax(1.0f, std::fabs(reference[i]))) return false;
-  }
-  return topk_cuda(device, queries, positions, topk) == topk_reference(device, queries, positions, topk);
-}
-
 // Decode-shaped indexer: a few queries against every visible compressed position.
 void measure_indexer(std::ofstream& out, const Device& d, bool quick) {
-  if (!indexer_matches_reference()) {
-    std::fprintf(stderr, "indexer: device output differs from the CPU reference; not timed\n");
+  if (const CheckResult check = check_indexer(); !check.ok) {
+    std::fprintf(stderr, "indexer: %s; not timed\n", check.detail.c_str());
     return;
   }
-  const int64_t heads = 32;
-  const int64_t topk = 512;
+  const int64_t heads = kV41IndexHeads;
+  const int64_t topk = kV41TopK;
   const std::vector<int64_t> position_counts =
       quick ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384, 65536, 262144, 524288};
   for (const int64_t queries : {1LL, 8LL, 32LL}) {
@@ -262,50 +232,26 @@ void measure_indexer(std::ofstream& out, const Device& d, bool quick) {
   }
 }
 
-bool sparse_decode_matches_reference() {
-  const SparseDecodeInputs in = make_sparse_decode_inputs({3, 64, 512, 4096}, 31);
-  const auto reference = sparse_decode_reference(in);
-  const auto device = sparse_decode_cuda(in);
-  for (std::size_t i = 0; i < device.size(); ++i) {
-    if (std::fabs(device[i] - reference[i]) > 2e-3f * std::fmax(1.0f, std::fabs(reference[i]))) return false;
-  }
-  return true;
-}
-
-template <typename T>
-T* upload(const std::vector<T>& host) {
-  T* ptr = nullptr;
-  CUDA_CHECK(cudaMalloc(&ptr, host.size() * sizeof(T) + 1));
-  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return ptr;
-}
-
 // Decode batches: each request gathers its top-512 compressed entries and its 128-token window.
 void measure_sparse_decode(std::ofstream& out, const Device& dev, double copy_gbps, bool quick) {
-  if (!sparse_decode_matches_reference()) {
-    std::fprintf(stderr, "sparse decode: device output differs from the CPU reference; not timed\n");
+  if (const CheckResult check = check_sparse_decode(); !check.ok) {
+    std::fprintf(stderr, "sparse decode: %s; not timed\n", check.detail.c_str());
     return;
   }
   const std::vector<int64_t> batches =
       quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 8, 32, 64, 128};
   for (const int64_t batch : batches) {
-    const SparseDecodeShape shape{batch, 64, 512, 262144};
+    const SparseDecodeShape shape{batch, kV41QueryHeads, kV41TopK, 262144};
     const SparseDecodeInputs in = make_sparse_decode_inputs(shape, 41);
-    SparseDecodeDevice d{};
-    d.shape = shape;
-    d.splits = sparse_decode_splits(shape, dev.sms);
-    d.q = upload(in.q);
-    d.main_kv = upload(in.main_kv);
-    d.topk = upload(in.topk);
-    d.window = upload(in.window);
-    d.window_len = upload(in.window_len);
-    d.sink = upload(in.sink);
-    float* out_buffer = nullptr;
-    float* workspace = nullptr;
-    CUDA_CHECK(cudaMalloc(&out_buffer, in.q.size() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&workspace, sparse_decode_workspace_floats(shape, d.splits) * sizeof(float)));
-    d.out = out_buffer;
-    d.workspace = workspace;
+    const int splits = sparse_decode_splits(shape, dev.sms);
+    const DeviceBuffer<float> q(in.q), sink(in.sink), out_buffer(in.q.size());
+    const DeviceBuffer<uint8_t> main_kv(in.main_kv), window(in.window);
+    const DeviceBuffer<int32_t> topk(in.topk), window_len(in.window_len);
+    const DeviceBuffer<float> workspace(
+        static_cast<std::size_t>(sparse_decode_workspace_floats(shape, splits)));
+    const SparseDecodeDevice d{
+        shape,      q.get(),          main_kv.get(),   topk.get(), window.get(), window_len.get(),
+        sink.get(), out_buffer.get(), workspace.get(), splits};
     const TimingStats t = time_kernel([&](int) { launch_sparse_decode(d); }, kWarmup, kRuns);
     CUDA_CHECK(cudaGetLastError());
     const double keys = static_cast<double>(shape.topk + kWindowTokens);
@@ -322,35 +268,14 @@ void measure_sparse_decode(std::ofstream& out, const Device& dev, double copy_gb
     std::printf("sparse decode batch %lld: %.1f us, %.0f GB/s (%.0f%% of copy)\n",
                 static_cast<long long>(batch), t.median_us, bytes / t.median_us / 1e3,
                 100.0 * bytes / t.median_us / 1e3 / copy_gbps);
-    for (const void* p : {static_cast<const void*>(d.q), static_cast<const void*>(d.main_kv),
-                          static_cast<const void*>(d.topk), static_cast<const void*>(d.window),
-                          static_cast<const void*>(d.window_len), static_cast<const void*>(d.sink),
-                          static_cast<const void*>(out_buffer), static_cast<const void*>(workspace)}) {
-      CUDA_CHECK(cudaFree(const_cast<void*>(p)));
-    }
   }
 }
 
 // Ratio-2 compressor: pool pairs of tokens and write MXFP4 entries.
 void measure_compress(std::ofstream& out, const Device& dev, double copy_gbps, bool quick) {
-  {
-    const int64_t tokens = 2048;
-    std::mt19937 rng(51);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> kv(tokens * kDim), score(tokens * kDim), ape(2 * kDim);
-    for (auto* v : {&kv, &score, &ape}) {
-      for (float& x : *v) x = normal(rng);
-    }
-    const auto a =
-        dequantize_mxfp4_kv_reference(compress_ratio2_cuda(kv, score, ape, tokens), tokens / 2, kDim);
-    const auto b =
-        dequantize_mxfp4_kv_reference(compress_ratio2_reference(kv, score, ape, tokens), tokens / 2, kDim);
-    int64_t differ = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
-    if (differ > static_cast<int64_t>(a.size() / 1000)) {
-      std::fprintf(stderr, "compress: device output differs from the CPU reference; not timed\n");
-      return;
-    }
+  if (const CheckResult check = check_compress(); !check.ok) {
+    std::fprintf(stderr, "compress: %s; not timed\n", check.detail.c_str());
+    return;
   }
   const std::vector<int64_t> token_counts =
       quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 65536, 524288};
@@ -384,15 +309,9 @@ void measure_compress(std::ofstream& out, const Device& dev, double copy_gbps, b
 
 // Engram rows gathered from mapped pinned host memory (the host link's rate for 264-byte rows).
 void measure_engram(std::ofstream& out, bool quick) {
-  {
-    std::vector<uint8_t> table(4096 * kEngramRowBytes);
-    for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(i * 13);
-    std::vector<int64_t> rows(1000);
-    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>((i * 2654435761ULL) % 4096);
-    if (engram_gather_cuda(table, rows) != engram_gather_reference(table, rows)) {
-      std::fprintf(stderr, "engram gather: device output differs from the CPU reference; not timed\n");
-      return;
-    }
+  if (const CheckResult check = check_engram(); !check.ok) {
+    std::fprintf(stderr, "engram gather: %s; not timed\n", check.detail.c_str());
+    return;
   }
   const int64_t table_rows = quick ? (1LL << 20) : (8LL << 20);  // 264 MB or 2.1 GB of pinned host memory
   uint8_t* pinned = nullptr;
@@ -425,23 +344,10 @@ void measure_engram(std::ofstream& out, bool quick) {
 // mHC: the three-kernel form against the single pass, same tokens, so the
 // traffic halving is measured rather than assumed.
 void measure_mhc(std::ofstream& out, double copy_gbps, bool quick) {
-  constexpr int64_t kHidden = 5120;  // V4.1 hidden size
-  {
-    const int64_t tokens = 16;
-    std::mt19937 rng(71);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> X(tokens * kStreams * kHidden), y(tokens * kHidden);
-    for (float& v : X) v = normal(rng);
-    for (float& v : y) v = normal(rng);
-    const auto c = mhc_coefficients_reference(X, tokens, kHidden);
-    const MhcFusedResult device = mhc_fused_cuda(X, y, c, tokens, kHidden);
-    const MhcFusedResult reference = mhc_fused_reference(X, y, c, tokens, kHidden);
-    for (std::size_t i = 0; i < device.next_input.size(); ++i) {
-      if (std::fabs(device.next_input[i] - reference.next_input[i]) > 1e-3f) {
-        std::fprintf(stderr, "mhc: device output differs from the CPU reference; not timed\n");
-        return;
-      }
-    }
+  constexpr int64_t kHidden = kV41Hidden;
+  if (const CheckResult check = check_mhc(); !check.ok) {
+    std::fprintf(stderr, "mhc: %s; not timed\n", check.detail.c_str());
+    return;
   }
   const std::vector<int64_t> token_counts =
       quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 8192, 32768};
@@ -487,23 +393,9 @@ void measure_mhc(std::ofstream& out, double copy_gbps, bool quick) {
 // Expert GEMMs (FP8 x widened FP4 on cuBLASLt) at V4.1's shapes, and a large
 // dense FP8 GEMM as the measured matmul ceiling.
 void measure_gemm(std::ofstream& out, bool quick) {
-  {
-    const int64_t m = 64, n = 256, k = 5120;
-    std::mt19937 rng(81);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> values(n * k);
-    for (float& v : values) v = normal(rng);
-    const ExpertWeights w = quantize_expert_weights(values, n, k);
-    std::vector<uint8_t> a(m * k);
-    for (auto& code : a) code = encode_e4m3(normal(rng));
-    const auto device = expert_gemm_cuda(a, 0.5f, m, w);
-    const auto reference = expert_gemm_reference(a, 0.5f, m, w);
-    for (std::size_t i = 0; i < device.size(); ++i) {
-      if (std::fabs(device[i] - reference[i]) > 1e-3f * std::fmax(1.0f, std::fabs(reference[i]))) {
-        std::fprintf(stderr, "expert gemm: device output differs from the CPU reference; not timed\n");
-        return;
-      }
-    }
+  if (const CheckResult check = check_expert_gemm(); !check.ok) {
+    std::fprintf(stderr, "expert gemm: %s; not timed\n", check.detail.c_str());
+    return;
   }
   struct Shape {
     const char* name;
@@ -514,8 +406,8 @@ void measure_gemm(std::ofstream& out, bool quick) {
   const std::vector<int64_t> tokens =
       quick ? std::vector<int64_t>{512} : std::vector<int64_t>{128, 512, 2048, 8192};
   for (const int64_t m : tokens) {
-    shapes.push_back({"expert_gate_up", "grouped_gemm", m, 2 * 2304, 5120});
-    shapes.push_back({"expert_down", "grouped_gemm", m, 5120, 2304});
+    shapes.push_back({"expert_gate_up", "grouped_gemm", m, 2 * kV41ExpertWidth, kV41Hidden});
+    shapes.push_back({"expert_down", "grouped_gemm", m, kV41Hidden, kV41ExpertWidth});
   }
   float* scales = nullptr;
   CUDA_CHECK(cudaMalloc(&scales, 2 * sizeof(float)));

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
 
@@ -126,15 +127,6 @@ __global__ void topk_kernel(const float* __restrict__ logits, int32_t* __restric
   }
 }
 
-template <typename T>
-struct DeviceBuffer {
-  explicit DeviceBuffer(std::size_t count) { CUDA_CHECK(cudaMalloc(&ptr, count * sizeof(T) + 1)); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  T* ptr = nullptr;
-};
-
 }  // namespace
 
 void launch_indexer_logits(const float* q, const float* weights, const uint8_t* keys, float* logits,
@@ -156,29 +148,20 @@ void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_
 std::vector<float> indexer_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                        int64_t positions) {
-  DeviceBuffer<float> d_q(q.size()), d_w(weights.size()),
-      d_logits(static_cast<std::size_t>(queries * positions));
-  DeviceBuffer<uint8_t> d_keys(keys.size());
-  CUDA_CHECK(cudaMemcpy(d_q.ptr, q.data(), q.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d_w.ptr, weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d_keys.ptr, keys.data(), keys.size(), cudaMemcpyHostToDevice));
-  launch_indexer_logits(d_q.ptr, d_w.ptr, d_keys.ptr, d_logits.ptr, queries, heads, positions);
+  const DeviceBuffer<float> d_q(q), d_w(weights), d_logits(static_cast<std::size_t>(queries * positions));
+  const DeviceBuffer<uint8_t> d_keys(keys);
+  launch_indexer_logits(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions);
   CUDA_CHECK(cudaGetLastError());
-  std::vector<float> logits(static_cast<std::size_t>(queries * positions));
-  CUDA_CHECK(cudaMemcpy(logits.data(), d_logits.ptr, logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  return logits;
+  return d_logits.download(static_cast<std::size_t>(queries * positions));
 }
 
 std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
                                int64_t topk) {
-  DeviceBuffer<float> d_logits(logits.size());
-  DeviceBuffer<int32_t> d_out(static_cast<std::size_t>(queries * topk));
-  CUDA_CHECK(cudaMemcpy(d_logits.ptr, logits.data(), logits.size() * sizeof(float), cudaMemcpyHostToDevice));
-  launch_topk(d_logits.ptr, d_out.ptr, queries, positions, topk);
+  const DeviceBuffer<float> d_logits(logits);
+  const DeviceBuffer<int32_t> d_out(static_cast<std::size_t>(queries * topk));
+  launch_topk(d_logits.get(), d_out.get(), queries, positions, topk);
   CUDA_CHECK(cudaGetLastError());
-  std::vector<int32_t> out(static_cast<std::size_t>(queries * topk));
-  CUDA_CHECK(cudaMemcpy(out.data(), d_out.ptr, out.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  return out;
+  return d_out.download(static_cast<std::size_t>(queries * topk));
 }
 
 }  // namespace v41sim::kernels

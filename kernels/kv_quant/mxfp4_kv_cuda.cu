@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 #include "kernels/kv_quant/mxfp4_kv_block.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
@@ -67,16 +68,6 @@ Mxfp4KvParams checked(int64_t tokens, int64_t dim) {
   return {tokens, dim};
 }
 
-// Device memory that frees itself.
-template <typename T>
-struct DeviceBuffer {
-  explicit DeviceBuffer(std::size_t count) { CUDA_CHECK(cudaMalloc(&ptr, count * sizeof(T))); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  T* ptr = nullptr;
-};
-
 }  // namespace
 
 void launch_quantize_mxfp4_kv(const float* kv, uint8_t* cache, int64_t tokens, int64_t dim) {
@@ -100,29 +91,21 @@ bool cuda_device_available(std::string* why) {
 }
 
 std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<float>& kv, int64_t tokens, int64_t dim) {
-  const Mxfp4KvParams p = checked(tokens, dim);
   const std::size_t cache_bytes = static_cast<std::size_t>(tokens * mxfp4_entry_bytes(dim));
-  DeviceBuffer<float> d_kv(kv.size());
-  DeviceBuffer<uint8_t> d_cache(cache_bytes);
-  CUDA_CHECK(cudaMemcpy(d_kv.ptr, kv.data(), kv.size() * sizeof(float), cudaMemcpyHostToDevice));
-  quantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(d_kv.ptr, d_cache.ptr, p);
+  const DeviceBuffer<float> d_kv(kv);
+  const DeviceBuffer<uint8_t> d_cache(cache_bytes);
+  launch_quantize_mxfp4_kv(d_kv.get(), d_cache.get(), tokens, dim);
   CUDA_CHECK(cudaGetLastError());
-  std::vector<uint8_t> cache(cache_bytes);
-  CUDA_CHECK(cudaMemcpy(cache.data(), d_cache.ptr, cache_bytes, cudaMemcpyDeviceToHost));
-  return cache;
+  return d_cache.download(cache_bytes);
 }
 
 std::vector<float> dequantize_mxfp4_kv_cuda(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim) {
-  const Mxfp4KvParams p = checked(tokens, dim);
   const std::size_t values = static_cast<std::size_t>(tokens * dim);
-  DeviceBuffer<uint8_t> d_cache(cache.size());
-  DeviceBuffer<float> d_kv(values);
-  CUDA_CHECK(cudaMemcpy(d_cache.ptr, cache.data(), cache.size(), cudaMemcpyHostToDevice));
-  dequantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(d_cache.ptr, d_kv.ptr, p);
+  const DeviceBuffer<uint8_t> d_cache(cache);
+  const DeviceBuffer<float> d_kv(values);
+  launch_dequantize_mxfp4_kv(d_cache.get(), d_kv.get(), tokens, dim);
   CUDA_CHECK(cudaGetLastError());
-  std::vector<float> kv(values);
-  CUDA_CHECK(cudaMemcpy(kv.data(), d_kv.ptr, values * sizeof(float), cudaMemcpyDeviceToHost));
-  return kv;
+  return d_kv.download(values);
 }
 
 }  // namespace v41sim::kernels

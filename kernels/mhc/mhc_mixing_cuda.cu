@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
 #include "kernels/mhc/mhc_mixing.h"
 
 namespace v41sim::kernels {
@@ -147,27 +148,11 @@ void launch_mhc_fused(const float* X, const float* y, const float* coeffs, float
 
 MhcFusedResult mhc_fused_cuda(const std::vector<float>& X, const std::vector<float>& y,
                               const std::vector<float>& coeffs, int64_t tokens, int64_t hidden) {
-  float *dX, *dy, *dc, *dXo, *dnext, *dnc;
-  CUDA_CHECK(cudaMalloc(&dX, X.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dy, y.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dc, coeffs.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dXo, X.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dnext, y.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dnc, coeffs.size() * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dy, y.data(), y.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dc, coeffs.data(), coeffs.size() * sizeof(float), cudaMemcpyHostToDevice));
-  launch_mhc_fused(dX, dy, dc, dXo, dnext, dnc, tokens, hidden);
+  const DeviceBuffer<float> dX(X), dy(y), dc(coeffs);
+  const DeviceBuffer<float> dXo(X.size()), dnext(y.size()), dnc(coeffs.size());
+  launch_mhc_fused(dX.get(), dy.get(), dc.get(), dXo.get(), dnext.get(), dnc.get(), tokens, hidden);
   CUDA_CHECK(cudaGetLastError());
-  MhcFusedResult r;
-  r.streams.resize(X.size());
-  r.next_input.resize(y.size());
-  r.next_coeffs.resize(coeffs.size());
-  CUDA_CHECK(cudaMemcpy(r.streams.data(), dXo, X.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(r.next_input.data(), dnext, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(r.next_coeffs.data(), dnc, coeffs.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  for (float* p : {dX, dy, dc, dXo, dnext, dnc}) cudaFree(p);
-  return r;
+  return {dXo.download(X.size()), dnext.download(y.size()), dnc.download(coeffs.size())};
 }
 
 }  // namespace v41sim::kernels

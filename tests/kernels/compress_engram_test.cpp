@@ -5,25 +5,19 @@
 #include <cmath>
 #include <random>
 
+#include "kernels/common/random_values.h"
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
 #include "tests/test_data.h"
 
 #ifdef V41SIM_HAVE_CUDA_KERNELS
+#include "kernels/checks/device_checks.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #endif
 
 namespace v41sim::kernels {
 namespace {
-
-std::vector<float> normal_values(std::size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 // Equal gates pool to the mean of the two tokens; a dominant gate picks its token.
 TEST(CompressRatio2, PoolsBySoftmaxOverTheGates) {
@@ -72,24 +66,10 @@ TEST(CompressAndEngramCuda, MatchTheReferences) {
 #else
   std::string why;
   if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const int64_t tokens = 4096;
-  const auto kv = normal_values(tokens * 512, 2);
-  const auto score = normal_values(tokens * 512, 3);
-  const auto ape = normal_values(2 * 512, 4);
-  const auto device = compress_ratio2_cuda(kv, score, ape, tokens);
-  const auto reference = compress_ratio2_reference(kv, score, ape, tokens);
-  // expf may differ by an ulp between host and device: allow a rare one-step difference.
-  const auto a = dequantize_mxfp4_kv_reference(device, tokens / 2, 512);
-  const auto b = dequantize_mxfp4_kv_reference(reference, tokens / 2, 512);
-  int64_t differ = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
-  EXPECT_LT(differ, static_cast<int64_t>(a.size() / 1000));
-  std::vector<uint8_t> table(100000 * kEngramRowBytes);
-  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(i * 13);
-  std::vector<int64_t> rows(20000);
-  std::mt19937_64 rng(5);
-  for (auto& r : rows) r = static_cast<int64_t>(rng() % 100000);
-  EXPECT_EQ(engram_gather_cuda(table, rows), engram_gather_reference(table, rows));
+  const CheckResult compress = check_compress();
+  EXPECT_TRUE(compress.ok) << compress.detail;
+  const CheckResult engram = check_engram();
+  EXPECT_TRUE(engram.ok) << engram.detail;
 #endif
 }
 

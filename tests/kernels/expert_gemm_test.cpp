@@ -11,6 +11,7 @@
 #include "tests/test_data.h"
 
 #ifdef V41SIM_HAVE_CUDA_KERNELS
+#include "kernels/checks/device_checks.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #endif
 
@@ -48,19 +49,8 @@ TEST(ExpertGemmCuda, MatchesTheReference) {
 #else
   std::string why;
   if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const int64_t m = 64, n = 256, k = 5120;
-  std::mt19937 rng(81);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(n * k);
-  for (float& v : values) v = normal(rng);
-  const ExpertWeights w = quantize_expert_weights(values, n, k);
-  std::vector<uint8_t> a(m * k);
-  for (auto& code : a) code = encode_e4m3(normal(rng));
-  const auto device = expert_gemm_cuda(a, 0.5f, m, w);
-  const auto reference = expert_gemm_reference(a, 0.5f, m, w);
-  for (std::size_t i = 0; i < device.size(); ++i) {
-    ASSERT_NEAR(device[i], reference[i], 1e-3f * std::max(1.0f, std::fabs(reference[i]))) << i;
-  }
+  const CheckResult expert_gemm = check_expert_gemm();
+  EXPECT_TRUE(expert_gemm.ok) << expert_gemm.detail;
 #endif
 }
 

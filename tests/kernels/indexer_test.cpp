@@ -7,25 +7,18 @@
 #include <random>
 #include <set>
 
+#include "kernels/common/random_values.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_reference.h"
 #include "tests/test_data.h"
 
 #ifdef V41SIM_HAVE_CUDA_KERNELS
-#include "kernels/indexer/indexer_cuda.h"
+#include "kernels/checks/device_checks.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #endif
 
 namespace v41sim::kernels {
 namespace {
-
-std::vector<float> normal_values(std::size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 TEST(IndexKey, EntrySizeMatchesTheModelFile) {
   const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
@@ -99,19 +92,8 @@ TEST(IndexerCuda, MatchesTheReference) {
 #else
   std::string why;
   if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const int64_t queries = 4, heads = 32, positions = 20000, topk = 512;
-  const auto q = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21);
-  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 22);
-  const auto keys = quantize_index_keys_reference(
-      normal_values(static_cast<std::size_t>(positions * kIndexDim), 23), positions);
-  const auto reference = indexer_logits_reference(q, w, keys, queries, heads, positions);
-  const auto device = indexer_logits_cuda(q, w, keys, queries, heads, positions);
-  ASSERT_EQ(device.size(), reference.size());
-  for (std::size_t i = 0; i < device.size(); ++i) {
-    ASSERT_NEAR(device[i], reference[i], 1e-3f * std::max(1.0f, std::fabs(reference[i]))) << i;
-  }
-  // Top-k of the same logits is exact.
-  EXPECT_EQ(topk_cuda(device, queries, positions, topk), topk_reference(device, queries, positions, topk));
+  const CheckResult indexer = check_indexer();
+  EXPECT_TRUE(indexer.ok) << indexer.detail;
 #endif
 }
 

@@ -6,23 +6,17 @@
 #include <random>
 
 #include "kernels/common/fp_codec.h"
+#include "kernels/common/random_values.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
 #include "tests/test_data.h"
 
 #ifdef V41SIM_HAVE_CUDA_KERNELS
+#include "kernels/checks/device_checks.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #endif
 
 namespace v41sim::kernels {
 namespace {
-
-std::vector<float> random_kv(int64_t tokens, int64_t dim, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> kv(static_cast<std::size_t>(tokens * dim));
-  for (float& v : kv) v = normal(rng);
-  return kv;
-}
 
 TEST(Fp4E2M1, DecodesTheOcpTable) {
   const float expected[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
@@ -67,7 +61,7 @@ TEST(Mxfp4KvReference, RepresentableValuesRoundTripExactly) {
 TEST(Mxfp4KvReference, ErrorIsBoundedByTheGroupMaximum) {
   const int64_t tokens = 64;
   const int64_t dim = 512;
-  const auto kv = random_kv(tokens, dim, 7);
+  const auto kv = normal_values(static_cast<std::size_t>(tokens * dim), 7);
   const auto back = dequantize_mxfp4_kv_reference(quantize_mxfp4_kv_reference(kv, tokens, dim), tokens, dim);
   for (int64_t g = 0; g < tokens * dim / 16; ++g) {
     float amax = 0.0f;
@@ -95,14 +89,8 @@ TEST(Mxfp4KvCuda, MatchesTheReferenceBitForBit) {
 #else
   std::string why;
   if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const int64_t tokens = 1000;
-  const int64_t dim = 512;
-  const auto kv = random_kv(tokens, dim, 11);
-  const auto reference = quantize_mxfp4_kv_reference(kv, tokens, dim);
-  const auto device = quantize_mxfp4_kv_cuda(kv, tokens, dim);
-  EXPECT_EQ(device, reference);
-  EXPECT_EQ(dequantize_mxfp4_kv_cuda(device, tokens, dim),
-            dequantize_mxfp4_kv_reference(reference, tokens, dim));
+  const CheckResult mxfp4_kv = check_mxfp4_kv();
+  EXPECT_TRUE(mxfp4_kv.ok) << mxfp4_kv.detail;
 #endif
 }
 

@@ -1,0 +1,115 @@
+#include <string>
+#include <vector>
+
+#include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/checks/device_checks.h"
+#include "kernels/common/compare.h"
+#include "kernels/common/fp_codec.h"
+#include "kernels/common/random_values.h"
+#include "kernels/compress/compress_pool.h"
+#include "kernels/engram/engram_gather.h"
+#include "kernels/gemm/expert_gemm.h"
+#include "kernels/indexer/index_key_block.h"
+#include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/indexer_reference.h"
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "kernels/mhc/mhc_mixing.h"
+
+namespace v41sim::kernels {
+namespace {
+
+CheckResult within(const char* what, const std::vector<float>& got, const std::vector<float>& want,
+                   float rel_tol) {
+  const int64_t at = first_mismatch(got, want, rel_tol);
+  if (at < 0) return {true, ""};
+  if (static_cast<std::size_t>(at) >= got.size() || got.size() != want.size())
+    return {false, std::string(what) + ": size differs"};
+  return {false, std::string(what) + ": element " + std::to_string(at) + " is " +
+                     std::to_string(got[static_cast<std::size_t>(at)]) + ", reference " +
+                     std::to_string(want[static_cast<std::size_t>(at)])};
+}
+
+template <typename T>
+CheckResult exact(const char* what, const std::vector<T>& got, const std::vector<T>& want) {
+  return got == want ? CheckResult{true, ""}
+                     : CheckResult{false, std::string(what) + ": differs from the reference"};
+}
+
+}  // namespace
+
+CheckResult check_mxfp4_kv() {
+  const int64_t tokens = 1000, dim = 512;
+  const auto kv = normal_values(static_cast<std::size_t>(tokens * dim), 11);
+  const auto reference = quantize_mxfp4_kv_reference(kv, tokens, dim);
+  const auto device = quantize_mxfp4_kv_cuda(kv, tokens, dim);
+  const CheckResult q = exact("mxfp4 quantize", device, reference);
+  if (!q.ok) return q;
+  return exact("mxfp4 dequantize", dequantize_mxfp4_kv_cuda(device, tokens, dim),
+               dequantize_mxfp4_kv_reference(reference, tokens, dim));
+}
+
+CheckResult check_indexer() {
+  const int64_t queries = 4, heads = 32, positions = 20000, topk = 512;
+  const auto q = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21);
+  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 22);
+  const auto keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(positions * kIndexDim), 23), positions);
+  const auto device = indexer_logits_cuda(q, w, keys, queries, heads, positions);
+  const CheckResult logits = within("indexer logits", device,
+                                    indexer_logits_reference(q, w, keys, queries, heads, positions), 1e-3f);
+  if (!logits.ok) return logits;
+  // Top-k of the same logits is exact.
+  return exact("top-k", topk_cuda(device, queries, positions, topk),
+               topk_reference(device, queries, positions, topk));
+}
+
+CheckResult check_sparse_decode() {
+  const SparseDecodeInputs in = make_sparse_decode_inputs({6, 64, 512, 20000}, 3);
+  return within("sparse decode", sparse_decode_cuda(in), sparse_decode_reference(in), 2e-3f);
+}
+
+CheckResult check_compress() {
+  const int64_t tokens = 4096;
+  const auto kv = normal_values(static_cast<std::size_t>(tokens * 512), 2);
+  const auto score = normal_values(static_cast<std::size_t>(tokens * 512), 3);
+  const auto ape = normal_values(2 * 512, 4);
+  const auto a = dequantize_mxfp4_kv_reference(compress_ratio2_cuda(kv, score, ape, tokens), tokens / 2, 512);
+  const auto b =
+      dequantize_mxfp4_kv_reference(compress_ratio2_reference(kv, score, ape, tokens), tokens / 2, 512);
+  // expf may differ by an ulp between host and device: allow a rare one-step difference.
+  int64_t differ = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+  if (differ < static_cast<int64_t>(a.size() / 1000)) return {true, ""};
+  return {false, "compress: " + std::to_string(differ) + " values differ from the reference"};
+}
+
+CheckResult check_engram() {
+  std::vector<uint8_t> table(100000 * kEngramRowBytes);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(i * 13);
+  std::vector<int64_t> rows(20000);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>((i * 2654435761ULL) % 100000);
+  return exact("engram gather", engram_gather_cuda(table, rows), engram_gather_reference(table, rows));
+}
+
+CheckResult check_mhc() {
+  const int64_t tokens = 64, hidden = 5120;
+  const auto X = normal_values(static_cast<std::size_t>(tokens * kStreams * hidden), 4);
+  const auto y = normal_values(static_cast<std::size_t>(tokens * hidden), 5);
+  const auto c = mhc_coefficients_reference(X, tokens, hidden);
+  const MhcFusedResult device = mhc_fused_cuda(X, y, c, tokens, hidden);
+  const MhcFusedResult reference = mhc_fused_reference(X, y, c, tokens, hidden);
+  const CheckResult streams = within("mhc streams", device.streams, reference.streams, 1e-4f);
+  if (!streams.ok) return streams;
+  return within("mhc next input", device.next_input, reference.next_input, 1e-3f);
+}
+
+CheckResult check_expert_gemm() {
+  const int64_t m = 64, n = 256, k = 5120;
+  const ExpertWeights w = quantize_expert_weights(normal_values(static_cast<std::size_t>(n * k), 81), n, k);
+  std::vector<uint8_t> a;
+  for (float v : normal_values(static_cast<std::size_t>(m * k), 82)) a.push_back(encode_e4m3(v));
+  return within("expert gemm", expert_gemm_cuda(a, 0.5f, m, w), expert_gemm_reference(a, 0.5f, m, w), 1e-3f);
+}
+
+}  // namespace v41sim::kernels

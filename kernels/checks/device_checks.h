@@ -1,0 +1,23 @@
+// Each CUDA kernel against its CPU reference on seeded inputs: one definition
+// of "the device output is right", used by the GPU tests and by the
+// measuring harness (which refuses to time a kernel that fails it).
+#pragma once
+
+#include <string>
+
+namespace v41sim::kernels {
+
+struct CheckResult {
+  bool ok = false;
+  std::string detail;  // what differed, when !ok
+};
+
+CheckResult check_mxfp4_kv();
+CheckResult check_indexer();
+CheckResult check_sparse_decode();
+CheckResult check_compress();
+CheckResult check_engram();
+CheckResult check_mhc();
+CheckResult check_expert_gemm();
+
+}  // namespace v41sim::kernels
