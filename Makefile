@@ -50,6 +50,6 @@ clean:
 GPU ?=
 measure:
 	@test -n "$(GPU)" || { echo "usage: make measure GPU=<hw_profiles stem, e.g. h200>"; exit 2; }
-	cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+	cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release -DV41SIM_CUDA_ARCHS=native $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 	cmake --build build-kernels -j $(JOBS)
 	./build-kernels/v41sim_measure --out validation/measurements/$(GPU)

@@ -6,6 +6,7 @@
 #include "kernels/common/compare.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/random_values.h"
+#include "kernels/common/v41_shapes.h"
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
 #include "kernels/gemm/expert_gemm.h"
@@ -62,6 +63,64 @@ CheckResult check_indexer() {
   // Top-k of the same logits is exact.
   return exact("top-k", topk_cuda(device, queries, positions, topk),
                topk_reference(device, queries, positions, topk));
+}
+
+// Per query, the CPU reference over that query's own keys (a decode batch:
+// each query is a different request).
+template <typename T, typename Fn>
+std::vector<T> per_query(int64_t queries, Fn&& one) {
+  std::vector<T> all;
+  for (int64_t t = 0; t < queries; ++t) {
+    const std::vector<T> part = one(t);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+template <typename T>
+std::vector<T> slice(const std::vector<T>& v, int64_t index, int64_t width) {
+  return std::vector<T>(v.begin() + index * width, v.begin() + (index + 1) * width);
+}
+
+// Layer 20 builds the pool (logits + block maxima, then the top blocks); a
+// Reindex layer scores only the pooled positions with its own query and takes
+// its top-512 there. A decode batch: each query has its own request's keys.
+// Each stage is checked on the device's own inputs, so a float rounding
+// difference upstream cannot flip a later exact comparison.
+CheckResult check_candidate_pool() {
+  const int64_t queries = 3, heads = kV41IndexHeads, topk = kV41TopK, block = kV41PoolBlockSize;
+  const int64_t positions = 40003;  // > 16,384 so the pool engages; a short last block
+  const int64_t blocks = (positions + block - 1) / block;
+  const auto keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(queries * positions * kIndexDim), 31), queries * positions);
+  const auto q = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 32);
+  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 33);
+  auto keys_of = [&](int64_t t) { return slice(keys, t, positions * kIndexKeyBytes); };
+  const LogitsWithBlockMax layer20 =
+      indexer_logits_with_block_max_cuda(q, w, keys, queries, heads, positions, true);
+  const CheckResult logits = within("pool-building logits", layer20.logits, per_query<float>(queries, [&](int64_t t) {
+    return indexer_logits_reference(slice(q, t, heads * kIndexDim), slice(w, t, heads), keys_of(t), 1, heads,
+                                    positions);
+  }), 1e-3f);
+  if (!logits.ok) return logits;
+  const CheckResult maxima = exact("block max", layer20.block_max,
+                                   block_max_reference(layer20.logits, queries, positions, block));
+  if (!maxima.ok) return maxima;
+  const auto pool = topk_cuda(layer20.block_max, queries, blocks, kV41PoolTopBlocks);
+  const CheckResult pool_ok = exact("candidate pool", pool,
+                                    candidate_pool_reference(layer20.block_max, queries, blocks, kV41PoolTopBlocks));
+  if (!pool_ok.ok) return pool_ok;
+  // A Reindex layer: its own query and head weights, layer 20's keys and pool.
+  const auto q2 = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 34);
+  const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 35);
+  const auto pooled = indexer_pool_logits_cuda(q2, w2, keys, pool, queries, heads, positions, true);
+  const CheckResult pooled_ok = within("pool logits", pooled, per_query<float>(queries, [&](int64_t t) {
+    return pool_logits_reference(slice(q2, t, heads * kIndexDim), slice(w2, t, heads), keys_of(t),
+                                 slice(pool, t, kV41PoolTopBlocks), 1, heads, positions, block);
+  }), 1e-3f);
+  if (!pooled_ok.ok) return pooled_ok;
+  return exact("reindex top-k", pool_topk_cuda(pooled, pool, queries, topk),
+               pool_topk_reference(pooled, pool, queries, block, topk));
 }
 
 CheckResult check_sparse_decode() {

@@ -14,6 +14,7 @@ struct CheckResult {
 
 CheckResult check_mxfp4_kv();
 CheckResult check_indexer();
+CheckResult check_candidate_pool();
 CheckResult check_sparse_decode();
 CheckResult check_compress();
 CheckResult check_engram();

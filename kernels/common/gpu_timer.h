@@ -10,14 +10,9 @@
 #include <vector>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/timing_stats.h"
 
 namespace v41sim::kernels {
-
-struct TimingStats {
-  double median_us = 0;
-  double min_us = 0;
-  double max_us = 0;
-};
 
 inline TimingStats time_kernel(const std::function<void(int)>& launch, int warmup, int runs) {
   for (int i = 0; i < warmup; ++i) launch(i);

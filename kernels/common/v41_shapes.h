@@ -12,5 +12,9 @@ inline constexpr int64_t kV41ExpertWidth = 2304;
 inline constexpr int64_t kV41QueryHeads = 64;
 inline constexpr int64_t kV41IndexHeads = 32;
 inline constexpr int64_t kV41TopK = 512;
+// Hierarchical candidate pool built at layer 20: the 2048 blocks of 8 positions
+// with the largest block-max logit (16,384 positions) bound Reindex scoring.
+inline constexpr int64_t kV41PoolBlockSize = 8;
+inline constexpr int64_t kV41PoolTopBlocks = 2048;
 
 }  // namespace v41sim::kernels

@@ -1,23 +1,26 @@
 // v41sim_measure: the measuring harness. Built with the CUDA toolkit and
 // CMake alone (the GPU machine reaches no package registry).
 //
-// For each kernel: run its correctness check against the CPU reference first
-// and refuse to time it if the check fails; then time it with CUDA events
-// after warm-up, rotating through buffers larger than L2, and write one CSV
-// row per shape (validation/measurements/README.md) with achieved GB/s and
-// the fraction of the measured copy bandwidth. The file opens with metadata:
-// GPU name, SMs, clocks, memory, driver, CUDA version, date, git commit.
+// First the device's own ceilings (streaming copy, dense FP8 GEMM, FP32 FMA
+// chains); then, group by group, each kernel: its correctness check against
+// the CPU reference (a kernel that fails is not timed), then CUDA-event
+// timings after warm-up (median, min, max of many runs) over the shapes the
+// simulator uses, on device-generated random inputs, rotating buffers larger
+// than L2 where a kernel would otherwise re-read from it. Every group runs in
+// its own child process (isolated_run.h), so one crash or hang costs one
+// group. Output: <out>/kernels.csv (validation/measurements/README.md).
 //
-//   v41sim_measure --out validation/measurements/h200 [--quick]
+//   v41sim_measure --out validation/measurements/h200 [--quick] [--only g1,g2] [--group-timeout S]
 #include <cuda_runtime.h>
 
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,10 +33,13 @@
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
 #include "kernels/gemm/expert_gemm.h"
+#include "kernels/harness/csv_rows.h"
 #include "kernels/harness/device_copy.cuh"
+#include "kernels/harness/device_fill.cuh"
+#include "kernels/harness/fp32_ceiling.cuh"
+#include "kernels/harness/isolated_run.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
-#include "kernels/indexer/indexer_reference.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
 #include "kernels/mhc/mhc_mixing.h"
@@ -78,241 +84,344 @@ std::string utc_now() {
   return text;
 }
 
-void write_metadata(std::ofstream& out, const Device& d) {
-  out << "# gpu: " << d.props.name << "\n";
-  out << "# sm_count: " << d.sms << "\n";
-  out << "# sm_clock_mhz: " << d.clock_khz / 1000 << "\n";
-  out << "# memory_clock_mhz: " << d.memory_clock_khz / 1000 << "\n";
-  out << "# memory_bytes: " << d.props.totalGlobalMem << "\n";
-  out << "# memory_bus_bits: " << d.props.memoryBusWidth << "\n";
-  out << "# l2_bytes: " << d.l2_bytes << "\n";
-  out << "# driver: " << d.driver << "\n";
-  out << "# cuda: " << d.runtime << "\n";
-  out << "# date: " << utc_now() << "\n";
-  out << "# git_commit: " << V41SIM_GIT_COMMIT << "\n";
-  out << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
+void write_metadata(const RowWriter& w, const Device& d) {
+  w.meta("gpu", d.props.name);
+  w.meta("sm_count", std::to_string(d.sms));
+  w.meta("sm_clock_mhz", std::to_string(d.clock_khz / 1000));
+  w.meta("memory_clock_mhz", std::to_string(d.memory_clock_khz / 1000));
+  w.meta("memory_bytes", std::to_string(d.props.totalGlobalMem));
+  w.meta("memory_bus_bits", std::to_string(d.props.memoryBusWidth));
+  w.meta("l2_bytes", std::to_string(d.l2_bytes));
+  w.meta("driver", std::to_string(d.driver));
+  w.meta("cuda", std::to_string(d.runtime));
+  w.meta("date", utc_now());
+  w.meta("git_commit", V41SIM_GIT_COMMIT);
 }
 
-void write_row(std::ofstream& out, const char* name, const char* cls, const char* math, int64_t m, int64_t n,
-               double flops, double bytes, const TimingStats& t) {
-  char line[512];
-  std::snprintf(line, sizeof line, "%s,%s,%s,%lld,%lld,1,1,%.0f,%.0f,%.3f,%.3f,%.3f\n", name, cls, math,
-                static_cast<long long>(m), static_cast<long long>(n), flops, bytes, t.median_us, t.min_us,
-                t.max_us);
-  out << line;
-}
-
-// Enough copies of a buffer that rotating through them defeats L2.
+// Enough copies of a working set that rotating through them defeats L2.
 int rotation_for(int64_t bytes, const Device& d) {
   const int64_t needed = 4LL * d.l2_bytes / std::max<int64_t>(bytes, 1) + 1;
   return static_cast<int>(std::min<int64_t>(needed, 64));
 }
 
-// HBM ceiling: a float4 streaming copy of 1 GiB.
-double measure_copy(std::ofstream& out, const Device& d) {
-  const int64_t bytes = 1LL << 30;
-  const int64_t count = bytes / static_cast<int64_t>(sizeof(float4));
-  float4 *in = nullptr, *dst = nullptr;
-  CUDA_CHECK(cudaMalloc(&in, bytes));
-  CUDA_CHECK(cudaMalloc(&dst, bytes));
-  CUDA_CHECK(cudaMemset(in, 1, bytes));
-  const TimingStats t = time_kernel([&](int) { launch_copy(in, dst, count, d.sms); }, kWarmup, kRuns);
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaFree(in));
-  CUDA_CHECK(cudaFree(dst));
-  write_row(out, "device_copy", "elementwise", "fp32", bytes / 4096, 4096, 0, 2.0 * bytes, t);
-  return 2.0 * static_cast<double>(bytes) / t.median_us / 1e3;  // GB/s
+template <typename T>
+std::vector<DeviceBuffer<T>> rotated(int copies, std::size_t count) {
+  std::vector<DeviceBuffer<T>> buffers;
+  buffers.reserve(static_cast<std::size_t>(copies));
+  for (int i = 0; i < copies; ++i) buffers.emplace_back(count);
+  return buffers;
 }
 
-void measure_mxfp4(std::ofstream& out, const Device& d, double copy_gbps, bool quick) {
-  if (const CheckResult check = check_mxfp4_kv(); !check.ok) {
-    std::fprintf(stderr, "mxfp4 kv: %s; not timed\n", check.detail.c_str());
-    return;
-  }
+template <typename T>
+T* pick(const std::vector<DeviceBuffer<T>>& buffers, int run) {
+  return buffers[static_cast<std::size_t>(run) % buffers.size()].get();
+}
+
+bool passes(const char* what, const CheckResult& check) {
+  if (check.ok) return true;
+  std::fprintf(stderr, "%s: %s; not timed\n", what, check.detail.c_str());
+  return false;
+}
+
+// ---- ceilings ------------------------------------------------------------
+
+// Runs first; writes the metadata and the three ceiling rows, and the
+// ceilings as metadata lines the parent hands to every later group.
+int measure_ceilings(int fd) {
+  const Device d = query_device();
+  RowWriter w(fd, {});
+  write_metadata(w, d);
+  Ceilings c;
+
+  const int64_t bytes = 1LL << 30;  // HBM: a float4 streaming copy of 1 GiB
+  const DeviceBuffer<float4> in(static_cast<std::size_t>(bytes / 16)), out(static_cast<std::size_t>(bytes / 16));
+  fill_uniform(reinterpret_cast<float*>(in.get()), bytes / 4, 1);
+  const TimingStats copy = time_kernel([&](int) { launch_copy(in.get(), out.get(), bytes / 16, d.sms); },
+                                       kWarmup, kRuns);
+  c.copy_gbps = 2.0 * static_cast<double>(bytes) / copy.median_us / 1e3;
+
+  const DeviceBuffer<float> sink(1);
+  const TimingStats fma = time_kernel([&](int) { launch_fma_chains(sink.get(), d.sms); }, kWarmup, kRuns);
+  c.fp32_fma_tflops = fma_chain_flops(d.sms) / fma.median_us / 1e6;
+
+  const int64_t n = 8192;  // dense FP8 GEMM on cuBLASLt, the tensor-core ceiling
+  const DeviceBuffer<uint8_t> a(static_cast<std::size_t>(n * n)), b(static_cast<std::size_t>(n * n));
+  const DeviceBuffer<float> dst(static_cast<std::size_t>(n * n)), scales(std::vector<float>{1.0f, 1.0f});
+  fill_e4m3(a.get(), n * n, 2);
+  fill_e4m3(b.get(), n * n, 3);
+  const Fp8GemmPlan plan(b.get(), a.get(), dst.get(), scales.get(), scales.get() + 1, n, n, n);
+  const TimingStats gemm = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+  const double gemm_flops = 2.0 * static_cast<double>(n * n) * static_cast<double>(n);
+  c.fp8_dense_tflops = gemm_flops / gemm.median_us / 1e6;
+  CUDA_CHECK(cudaGetLastError());
+
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f", c.copy_gbps);
+  w.meta("copy_gbps", text);
+  std::snprintf(text, sizeof text, "%.1f", c.fp8_dense_tflops);
+  w.meta("fp8_dense_tflops", text);
+  std::snprintf(text, sizeof text, "%.2f", c.fp32_fma_tflops);
+  w.meta("fp32_fma_tflops", text);
+  const RowWriter rows(fd, c);
+  rows.row({"device_copy", "elementwise", "fp32", bytes / 4096, 4096, 1, 1, 0, 0, 2.0 * bytes, copy});
+  rows.row({"fp32_fma_chains", "elementwise", "fp32", 1, 1, 1, 1, 0, fma_chain_flops(d.sms), 0, fma});
+  rows.row({"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops, 3.0 * static_cast<double>(n * n), gemm});
+  std::printf("%s: %d SMs; copy %.0f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s\n", d.props.name, d.sms,
+              c.copy_gbps, c.fp32_fma_tflops, c.fp8_dense_tflops);
+  return 0;
+}
+
+// ---- kernel groups ---------------------------------------------------------
+
+int measure_mxfp4(const RowWriter& w, const Device& d, bool quick) {
+  if (!passes("mxfp4 kv", check_mxfp4_kv())) return 1;
   const std::vector<int64_t> token_counts =
-      quick ? std::vector<int64_t>{4096, 262144}
-            : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144, 1048576};
+      quick ? std::vector<int64_t>{4096, 262144} : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144, 1048576};
   for (const int64_t tokens : token_counts) {
     const int64_t in_bytes = tokens * kDim * static_cast<int64_t>(sizeof(float));
     const int64_t out_bytes = tokens * mxfp4_entry_bytes(kDim);
-    const int rotation = rotation_for(in_bytes + out_bytes, d);
-    std::vector<float*> kv(static_cast<std::size_t>(rotation));
-    std::vector<uint8_t*> cache(static_cast<std::size_t>(rotation));
-    for (int i = 0; i < rotation; ++i) {
-      CUDA_CHECK(cudaMalloc(&kv[static_cast<std::size_t>(i)], in_bytes));
-      CUDA_CHECK(cudaMalloc(&cache[static_cast<std::size_t>(i)], out_bytes));
-      CUDA_CHECK(cudaMemset(kv[static_cast<std::size_t>(i)], 0, in_bytes));
-    }
+    const int copies = rotation_for(in_bytes + out_bytes, d);
+    const auto kv = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto cache = rotated<uint8_t>(copies, static_cast<std::size_t>(out_bytes));
+    for (int i = 0; i < copies; ++i) fill_uniform(pick(kv, i), tokens * kDim, 10 + static_cast<uint64_t>(i));
     const TimingStats q = time_kernel(
-        [&](int i) {
-          launch_quantize_mxfp4_kv(kv[static_cast<std::size_t>(i % rotation)],
-                                   cache[static_cast<std::size_t>(i % rotation)], tokens, kDim);
-        },
-        kWarmup, kRuns);
+        [&](int i) { launch_quantize_mxfp4_kv(pick(kv, i), pick(cache, i), tokens, kDim); }, kWarmup, kRuns);
     const TimingStats dq = time_kernel(
-        [&](int i) {
-          launch_dequantize_mxfp4_kv(cache[static_cast<std::size_t>(i % rotation)],
-                                     kv[static_cast<std::size_t>(i % rotation)], tokens, kDim);
-        },
-        kWarmup, kRuns);
+        [&](int i) { launch_dequantize_mxfp4_kv(pick(cache, i), pick(kv, i), tokens, kDim); }, kWarmup, kRuns);
     CUDA_CHECK(cudaGetLastError());
     const double bytes = static_cast<double>(in_bytes + out_bytes);
-    write_row(out, "mxfp4_kv_quantize", "elementwise", "fp32", tokens, kDim,
-              static_cast<double>(tokens * kDim) * 4.0, bytes, q);
-    write_row(out, "mxfp4_kv_dequantize", "elementwise", "fp32", tokens, kDim,
-              static_cast<double>(tokens * kDim) * 2.0, bytes, dq);
-    std::printf(
-        "mxfp4 kv %8lld tokens: quantize %.1f us (%.0f%% of copy), dequantize %.1f us (%.0f%% of copy)\n",
-        static_cast<long long>(tokens), q.median_us, 100.0 * bytes / q.median_us / 1e3 / copy_gbps,
-        dq.median_us, 100.0 * bytes / dq.median_us / 1e3 / copy_gbps);
-    for (int i = 0; i < rotation; ++i) {
-      CUDA_CHECK(cudaFree(kv[static_cast<std::size_t>(i)]));
-      CUDA_CHECK(cudaFree(cache[static_cast<std::size_t>(i)]));
-    }
+    const double values = static_cast<double>(tokens * kDim);
+    w.row({"mxfp4_kv_quantize", "elementwise", "fp32", tokens, kDim, 1, 1, 0, values * 4.0, bytes, q});
+    w.row({"mxfp4_kv_dequantize", "elementwise", "fp32", tokens, kDim, 1, 1, 0, values * 2.0, bytes, dq});
+    std::printf("mxfp4 kv %8lld tokens: quantize %.1f us (%.0f%% of copy), dequantize %.1f us (%.0f%%)\n",
+                static_cast<long long>(tokens), q.median_us,
+                100.0 * bytes / q.median_us / 1e3 / w.ceilings().copy_gbps, dq.median_us,
+                100.0 * bytes / dq.median_us / 1e3 / w.ceilings().copy_gbps);
   }
+  return 0;
 }
 
-// Decode-shaped indexer: a few queries against every visible compressed position.
-void measure_indexer(std::ofstream& out, const Device& d, bool quick) {
-  if (const CheckResult check = check_indexer(); !check.ok) {
-    std::fprintf(stderr, "indexer: %s; not timed\n", check.detail.c_str());
-    return;
+// Index keys and queries for `queries` queries over `positions` positions.
+// Decode: each query is its own request with its own keys; prefill: the
+// queries are one sequence's chunk and share its keys.
+struct IndexerInputs {
+  DeviceBuffer<uint8_t> keys;
+  DeviceBuffer<float> q, w;
+  IndexerInputs(int64_t key_sets, int64_t queries, int64_t positions, uint64_t seed)
+      : keys(static_cast<std::size_t>(key_sets * positions * kIndexKeyBytes)),
+        q(static_cast<std::size_t>(queries * kV41IndexHeads * kIndexDim)),
+        w(static_cast<std::size_t>(queries * kV41IndexHeads)) {
+    fill_index_keys(keys.get(), key_sets * positions, seed);
+    fill_uniform(q.get(), queries * kV41IndexHeads * kIndexDim, seed + 1);
+    fill_uniform(w.get(), queries * kV41IndexHeads, seed + 2);
   }
-  const int64_t heads = kV41IndexHeads;
-  const int64_t topk = kV41TopK;
-  const std::vector<int64_t> position_counts =
-      quick ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384, 65536, 262144, 524288};
-  for (const int64_t queries : {1LL, 8LL, 32LL}) {
-    for (const int64_t positions : position_counts) {
-      const int64_t key_bytes = positions * kIndexKeyBytes;
-      const int64_t logit_bytes = queries * positions * static_cast<int64_t>(sizeof(float));
-      const int rotation = rotation_for(key_bytes, d);
-      std::vector<uint8_t*> keys(static_cast<std::size_t>(rotation));
-      for (auto& k : keys) {
-        CUDA_CHECK(cudaMalloc(&k, key_bytes));
-        CUDA_CHECK(cudaMemset(k, 0x11, key_bytes));
-      }
-      float *q = nullptr, *w = nullptr, *logits = nullptr;
-      int32_t* selected = nullptr;
-      CUDA_CHECK(cudaMalloc(&q, queries * heads * kIndexDim * sizeof(float)));
-      CUDA_CHECK(cudaMalloc(&w, queries * heads * sizeof(float)));
-      CUDA_CHECK(cudaMalloc(&logits, logit_bytes));
-      CUDA_CHECK(cudaMalloc(&selected, queries * topk * sizeof(int32_t)));
-      CUDA_CHECK(cudaMemset(q, 0, queries * heads * kIndexDim * sizeof(float)));
-      CUDA_CHECK(cudaMemset(w, 0, queries * heads * sizeof(float)));
+};
+
+// Layer 20 in decode: logits over every position (and, past 16,384, the
+// block maxima that build the pool), its own top-512, the pool's top-2048
+// blocks; then a Reindex layer: logits of the 16,384 pooled positions and
+// its top-512 there. Rows carry the simulator's kernel names.
+int measure_indexer_decode(const RowWriter& w, bool quick) {
+  if (!passes("indexer", check_indexer()) || !passes("candidate pool", check_candidate_pool())) return 1;
+  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
+  const int64_t pool_blocks = kV41PoolTopBlocks, pool_slots = pool_blocks * kV41PoolBlockSize;
+  const std::vector<int64_t> batches = quick ? std::vector<int64_t>{8} : std::vector<int64_t>{1, 8, 32, 64};
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 16384, 65536, 262144, 1048576};
+  for (const int64_t batch : batches) {
+    for (const int64_t positions : contexts) {
+      const IndexerInputs in(batch, batch, positions, 7 + static_cast<uint64_t>(positions));
+      const int64_t blocks = (positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
+      const bool builds_pool = blocks > pool_blocks;
+      const DeviceBuffer<float> logits(static_cast<std::size_t>(batch * positions));
+      const DeviceBuffer<float> block_max(static_cast<std::size_t>(batch * blocks));
+      const DeviceBuffer<int32_t> selected(static_cast<std::size_t>(batch * kV41TopK));
       const TimingStats t = time_kernel(
-          [&](int i) {
-            launch_indexer_logits(q, w, keys[static_cast<std::size_t>(i % rotation)], logits, queries, heads,
-                                  positions);
+          [&](int) {
+            launch_indexer_logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch, heads, positions,
+                                  builds_pool ? block_max.get() : nullptr, true);
           },
           kWarmup, kRuns);
-      const TimingStats s =
-          time_kernel([&](int) { launch_topk(logits, selected, queries, positions, topk); }, kWarmup, kRuns);
+      const double pairs = static_cast<double>(batch * positions);
+      const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
+      w.row({"indexer_logits", "indexer", "fp32", batch, positions, dims, 1, positions, 2.0 * dims * pairs,
+             pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t});
+      const TimingStats s = time_kernel(
+          [&](int) { launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK); }, kWarmup, kRuns);
+      w.row({"topk_select", "topk", "fp32", batch, positions, 1, 1, positions, 2.0 * pairs,
+             pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, s});
+      std::printf("indexer decode batch %lld, %lld positions: logits %.1f us, top-512 %.1f us",
+                  static_cast<long long>(batch), static_cast<long long>(positions), t.median_us, s.median_us);
+      if (builds_pool) {
+        const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(batch * pool_blocks));
+        const TimingStats b = time_kernel(
+            [&](int) { launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks); }, kWarmup, kRuns);
+        w.row({"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1, positions,
+               2.0 * static_cast<double>(batch * blocks), block_bytes + static_cast<double>(batch * pool_blocks) * 4.0,
+               b});
+        const DeviceBuffer<float> pooled(static_cast<std::size_t>(batch * pool_slots));
+        const TimingStats r = time_kernel(
+            [&](int) {
+              launch_indexer_pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(), batch,
+                                         heads, positions, pool_blocks, true);
+            },
+            kWarmup, kRuns);
+        const double pooled_pairs = static_cast<double>(batch * pool_slots);
+        w.row({"indexer_logits_in_pool", "indexer", "fp32", batch, pool_slots, dims, 1, positions,
+               2.0 * dims * pooled_pairs,
+               pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0, r});
+        const TimingStats rs = time_kernel(
+            [&](int) { launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get()); },
+            kWarmup, kRuns);
+        w.row({"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
+               pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, rs});
+        std::printf("; pool %.1f us; reindex logits %.1f us, top-512 %.1f us", b.median_us, r.median_us,
+                    rs.median_us);
+      }
+      std::printf("\n");
       CUDA_CHECK(cudaGetLastError());
-      const double flops = 2.0 * static_cast<double>(heads * kIndexDim * queries * positions);
-      // k is the per-query work width (heads x dims), as the simulator's indexer kernels carry it.
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "indexer_logits,indexer,fp32,%lld,%lld,%lld,1,%.0f,%.0f,%.3f,%.3f,%.3f\n",
-                    static_cast<long long>(queries), static_cast<long long>(positions),
-                    static_cast<long long>(heads * kIndexDim), flops,
-                    static_cast<double>(queries * key_bytes + logit_bytes), t.median_us, t.min_us, t.max_us);
-      out << line;
-      write_row(out, "topk_select", "topk", "fp32", queries, positions,
-                33.0 * static_cast<double>(queries * positions), 33.0 * static_cast<double>(logit_bytes), s);
-      std::printf("indexer q=%lld positions=%lld: logits %.1f us, top-%lld %.1f us\n",
-                  static_cast<long long>(queries), static_cast<long long>(positions), t.median_us,
-                  static_cast<long long>(topk), s.median_us);
-      for (auto& k : keys) CUDA_CHECK(cudaFree(k));
-      CUDA_CHECK(cudaFree(q));
-      CUDA_CHECK(cudaFree(w));
-      CUDA_CHECK(cudaFree(logits));
-      CUDA_CHECK(cudaFree(selected));
     }
   }
+  return 0;
 }
 
-// Decode batches: each request gathers its top-512 compressed entries and its 128-token window.
-void measure_sparse_decode(std::ofstream& out, const Device& dev, double copy_gbps, bool quick) {
-  if (const CheckResult check = check_sparse_decode(); !check.ok) {
-    std::fprintf(stderr, "sparse decode: %s; not timed\n", check.detail.c_str());
-    return;
+// Prefill: a chunk of one sequence's queries against its keys. The kernel
+// model counts keys as read once per 64-query tile (DeepGEMM's mqa_logits);
+// this baseline re-reads them per query from L2, and the rows say what the
+// model counts, so the fit shows how far the baseline is from that.
+int measure_indexer_prefill(const RowWriter& w, bool quick) {
+  if (!passes("indexer", check_indexer())) return 1;
+  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
+  const std::vector<int64_t> chunks = quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 512};
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384, 65536};
+  for (const int64_t queries : chunks) {
+    for (const int64_t positions : contexts) {
+      const IndexerInputs in(1, queries, positions, 99 + static_cast<uint64_t>(positions));
+      const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
+      const TimingStats t = time_kernel(
+          [&](int) {
+            launch_indexer_logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries, heads, positions);
+          },
+          kWarmup, kRuns);
+      const double pairs = static_cast<double>(queries * positions);
+      w.row({"indexer_logits", "indexer", "fp32", queries, positions, dims, 1, positions, 2.0 * dims * pairs,
+             pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t});
+      std::printf("indexer prefill %lld queries, %lld positions: %.1f us, %.1f TFLOP/s\n",
+                  static_cast<long long>(queries), static_cast<long long>(positions), t.median_us,
+                  2.0 * dims * pairs / t.median_us / 1e6);
+      CUDA_CHECK(cudaGetLastError());
+    }
   }
+  return 0;
+}
+
+// Decode batches over contexts of 16K to 1M compressed positions: each
+// request gathers its top-512 entries (spread over its own context) and its
+// 128-token window. Index sets and windows rotate, so no run finds the
+// previous run's entries in L2. The main KV is at most ~16 GB: past that,
+// requests' contexts overlap (still far beyond L2).
+int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
+  if (!passes("sparse decode", check_sparse_decode())) return 1;
+  const int64_t max_entries = std::min<int64_t>((16LL << 30) / kMainEntryBytes,
+                                                static_cast<int64_t>(dev.props.totalGlobalMem / 4 / kMainEntryBytes));
   const std::vector<int64_t> batches =
       quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 8, 32, 64, 128};
-  for (const int64_t batch : batches) {
-    const SparseDecodeShape shape{batch, kV41QueryHeads, kV41TopK, 262144};
-    const SparseDecodeInputs in = make_sparse_decode_inputs(shape, 41);
-    const int splits = sparse_decode_splits(shape, dev.sms);
-    const DeviceBuffer<float> q(in.q), sink(in.sink), out_buffer(in.q.size());
-    const DeviceBuffer<uint8_t> main_kv(in.main_kv), window(in.window);
-    const DeviceBuffer<int32_t> topk(in.topk), window_len(in.window_len);
-    const DeviceBuffer<float> workspace(
-        static_cast<std::size_t>(sparse_decode_workspace_floats(shape, splits)));
-    const SparseDecodeDevice d{
-        shape,      q.get(),          main_kv.get(),   topk.get(), window.get(), window_len.get(),
-        sink.get(), out_buffer.get(), workspace.get(), splits};
-    const TimingStats t = time_kernel([&](int) { launch_sparse_decode(d); }, kWarmup, kRuns);
-    CUDA_CHECK(cudaGetLastError());
-    const double keys = static_cast<double>(shape.topk + kWindowTokens);
-    const double flops = 2.0 * static_cast<double>(batch * shape.heads) * keys * 2.0 * kLatentDim;
-    const double bytes =
-        static_cast<double>(batch) * (shape.topk * kMainEntryBytes + kWindowTokens * kWindowEntryBytes) +
-        2.0 * static_cast<double>(in.q.size() * sizeof(float));
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "sparse_attention_decode,attention,fp32,%lld,%lld,%d,1,%.0f,%.0f,%.3f,%.3f,%.3f\n",
-                  static_cast<long long>(batch * shape.heads), static_cast<long long>(keys), 2 * kLatentDim,
-                  flops, bytes, t.median_us, t.min_us, t.max_us);
-    out << line;
-    std::printf("sparse decode batch %lld: %.1f us, %.0f GB/s (%.0f%% of copy)\n",
-                static_cast<long long>(batch), t.median_us, bytes / t.median_us / 1e3,
-                100.0 * bytes / t.median_us / 1e3 / copy_gbps);
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{262144} : std::vector<int64_t>{16384, 65536, 262144, 1048576};
+  // One pool of real MXFP4 entries, quantized on the device chunk by chunk.
+  const DeviceBuffer<uint8_t> main_kv(static_cast<std::size_t>(max_entries * kMainEntryBytes));
+  {
+    const int64_t chunk = 65536;
+    const DeviceBuffer<float> latent(static_cast<std::size_t>(chunk * kDim));
+    for (int64_t first = 0; first < max_entries; first += chunk) {
+      const int64_t count = std::min(chunk, max_entries - first);
+      fill_uniform(latent.get(), count * kDim, 1000 + static_cast<uint64_t>(first));
+      launch_quantize_mxfp4_kv(latent.get(), main_kv.get() + first * kMainEntryBytes, count, kDim);
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
+  for (const int64_t batch : batches) {
+    // Queries, windows and sink from the reference's generator; its own main KV is unused (one entry).
+    const SparseDecodeInputs host = make_sparse_decode_inputs({batch, kV41QueryHeads, kV41TopK, 1}, 41);
+    const DeviceBuffer<float> q(host.q), sink(host.sink), out(host.q.size());
+    const DeviceBuffer<int32_t> window_len(host.window_len);
+    const int64_t gathered = batch * (kV41TopK * kMainEntryBytes + kWindowTokens * kWindowEntryBytes);
+    const int copies = rotation_for(gathered, dev);
+    std::vector<DeviceBuffer<uint8_t>> windows;
+    for (int i = 0; i < copies; ++i) windows.emplace_back(host.window);
+    for (const int64_t context : contexts) {
+      if (context > max_entries) continue;
+      const SparseDecodeShape shape{batch, kV41QueryHeads, kV41TopK, max_entries};
+      const int splits = sparse_decode_splits(shape, dev.sms);
+      const DeviceBuffer<float> workspace(static_cast<std::size_t>(sparse_decode_workspace_floats(shape, splits)));
+      std::mt19937 rng(static_cast<uint32_t>(context + batch));
+      std::vector<DeviceBuffer<int32_t>> index_sets;
+      for (int i = 0; i < copies; ++i) {
+        std::vector<int32_t> topk(static_cast<std::size_t>(batch * kV41TopK));
+        for (int64_t b = 0; b < batch; ++b) {
+          const int64_t base = (b * context) % (max_entries - context + 1);
+          std::uniform_int_distribution<int64_t> pick_entry(base, base + context - 1);
+          for (int64_t j = 0; j < kV41TopK; ++j) topk[static_cast<std::size_t>(b * kV41TopK + j)] =
+              static_cast<int32_t>(pick_entry(rng));
+        }
+        index_sets.emplace_back(topk);
+      }
+      const TimingStats t = time_kernel(
+          [&](int run) {
+            launch_sparse_decode({shape, q.get(), main_kv.get(), pick(index_sets, run), pick(windows, run),
+                                  window_len.get(), sink.get(), out.get(), workspace.get(), splits});
+          },
+          kWarmup, kRuns);
+      CUDA_CHECK(cudaGetLastError());
+      const double keys = static_cast<double>(kV41TopK + kWindowTokens);
+      const double flops = 2.0 * static_cast<double>(batch * kV41QueryHeads) * keys * 2.0 * kLatentDim;
+      const double bytes = static_cast<double>(gathered) + 2.0 * static_cast<double>(host.q.size() * sizeof(float));
+      w.row({"sparse_attention_decode", "attention", "fp32", batch * kV41QueryHeads, static_cast<int64_t>(keys),
+             2 * kLatentDim, 1, context, flops, bytes, t});
+      std::printf("sparse decode batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
+                  static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
+                  bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,
+                  flops / t.median_us / 1e6);
+    }
+  }
+  return 0;
 }
 
 // Ratio-2 compressor: pool pairs of tokens and write MXFP4 entries.
-void measure_compress(std::ofstream& out, const Device& dev, double copy_gbps, bool quick) {
-  if (const CheckResult check = check_compress(); !check.ok) {
-    std::fprintf(stderr, "compress: %s; not timed\n", check.detail.c_str());
-    return;
-  }
+int measure_compress(const RowWriter& w, const Device& d, bool quick) {
+  if (!passes("compress", check_compress())) return 1;
   const std::vector<int64_t> token_counts =
       quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 65536, 524288};
   for (const int64_t tokens : token_counts) {
     const int64_t in_bytes = 2 * tokens * kDim * static_cast<int64_t>(sizeof(float));
     const int64_t out_bytes = tokens / 2 * mxfp4_entry_bytes(kDim);
-    float *kv = nullptr, *score = nullptr, *ape = nullptr;
-    uint8_t* entries = nullptr;
-    CUDA_CHECK(cudaMalloc(&kv, in_bytes / 2));
-    CUDA_CHECK(cudaMalloc(&score, in_bytes / 2));
-    CUDA_CHECK(cudaMalloc(&ape, 2 * kDim * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&entries, out_bytes));
-    CUDA_CHECK(cudaMemset(kv, 0, in_bytes / 2));
-    CUDA_CHECK(cudaMemset(score, 0, in_bytes / 2));
-    CUDA_CHECK(cudaMemset(ape, 0, 2 * kDim * sizeof(float)));
-    const TimingStats t =
-        time_kernel([&](int) { launch_compress_ratio2(kv, score, ape, entries, tokens); }, kWarmup, kRuns);
+    const int copies = rotation_for(in_bytes + out_bytes, d);
+    const auto kv = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto score = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto entries = rotated<uint8_t>(copies, static_cast<std::size_t>(out_bytes));
+    const DeviceBuffer<float> ape(static_cast<std::size_t>(2 * kDim));
+    for (int i = 0; i < copies; ++i) {
+      fill_uniform(pick(kv, i), tokens * kDim, 20 + static_cast<uint64_t>(i));
+      fill_uniform(pick(score, i), tokens * kDim, 40 + static_cast<uint64_t>(i));
+    }
+    fill_uniform(ape.get(), 2 * kDim, 60);
+    const TimingStats t = time_kernel(
+        [&](int i) { launch_compress_ratio2(pick(kv, i), pick(score, i), ape.get(), pick(entries, i), tokens); },
+        kWarmup, kRuns);
     CUDA_CHECK(cudaGetLastError());
     const double bytes = static_cast<double>(in_bytes + out_bytes);
-    write_row(out, "compress_ratio2", "elementwise", "fp32", tokens / 2, kDim,
-              static_cast<double>(tokens * kDim) * 8.0, bytes, t);
+    w.row({"compress_ratio2", "elementwise", "fp32", tokens / 2, kDim, 1, 1, 0,
+           static_cast<double>(tokens * kDim) * 8.0, bytes, t});
     std::printf("compress ratio 2, %lld tokens: %.1f us (%.0f%% of copy)\n", static_cast<long long>(tokens),
-                t.median_us, 100.0 * bytes / t.median_us / 1e3 / copy_gbps);
-    for (void* p : {static_cast<void*>(kv), static_cast<void*>(score), static_cast<void*>(ape),
-                    static_cast<void*>(entries)}) {
-      CUDA_CHECK(cudaFree(p));
-    }
+                t.median_us, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps);
   }
-  (void)dev;
+  return 0;
 }
 
 // Engram rows gathered from mapped pinned host memory (the host link's rate for 264-byte rows).
-void measure_engram(std::ofstream& out, bool quick) {
-  if (const CheckResult check = check_engram(); !check.ok) {
-    std::fprintf(stderr, "engram gather: %s; not timed\n", check.detail.c_str());
-    return;
-  }
+int measure_engram(const RowWriter& w, bool quick) {
+  if (!passes("engram gather", check_engram())) return 1;
   const int64_t table_rows = quick ? (1LL << 20) : (8LL << 20);  // 264 MB or 2.1 GB of pinned host memory
   uint8_t* pinned = nullptr;
   CUDA_CHECK(cudaHostAlloc(&pinned, table_rows * kEngramRowBytes, cudaHostAllocMapped));
@@ -323,166 +432,216 @@ void measure_engram(std::ofstream& out, bool quick) {
     std::vector<int64_t> rows(static_cast<std::size_t>(count));
     std::mt19937_64 rng(61);
     for (auto& r : rows) r = static_cast<int64_t>(rng() % static_cast<uint64_t>(table_rows));
-    int64_t* d_rows = nullptr;
-    uint8_t* d_out = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_rows, count * sizeof(int64_t)));
-    CUDA_CHECK(cudaMalloc(&d_out, count * kEngramRowBytes));
-    CUDA_CHECK(cudaMemcpy(d_rows, rows.data(), count * sizeof(int64_t), cudaMemcpyHostToDevice));
+    const DeviceBuffer<int64_t> d_rows(rows);
+    const DeviceBuffer<uint8_t> d_out(static_cast<std::size_t>(count * kEngramRowBytes));
     const TimingStats t =
-        time_kernel([&](int) { launch_engram_gather(mapped, d_rows, d_out, count); }, 2, 10);
+        time_kernel([&](int) { launch_engram_gather(mapped, d_rows.get(), d_out.get(), count); }, 2, 10);
     CUDA_CHECK(cudaGetLastError());
     const double bytes = static_cast<double>(count * kEngramRowBytes);
-    write_row(out, "engram_host_gather", "host_copy", "fp32", count, kEngramRowBytes, 0, bytes, t);
-    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link\n",
-                static_cast<long long>(count), t.median_us, bytes / t.median_us / 1e3);
-    CUDA_CHECK(cudaFree(d_rows));
-    CUDA_CHECK(cudaFree(d_out));
+    w.row({"engram_host_gather", "host_copy", "fp32", count, kEngramRowBytes, 1, 1, 0, 0, bytes, t});
+    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link\n", static_cast<long long>(count),
+                t.median_us, bytes / t.median_us / 1e3);
   }
   CUDA_CHECK(cudaFreeHost(pinned));
+  return 0;
 }
 
 // mHC: the three-kernel form against the single pass, same tokens, so the
 // traffic halving is measured rather than assumed.
-void measure_mhc(std::ofstream& out, double copy_gbps, bool quick) {
+int measure_mhc(const RowWriter& w, bool quick) {
+  if (!passes("mhc", check_mhc())) return 1;
   constexpr int64_t kHidden = kV41Hidden;
-  if (const CheckResult check = check_mhc(); !check.ok) {
-    std::fprintf(stderr, "mhc: %s; not timed\n", check.detail.c_str());
-    return;
-  }
   const std::vector<int64_t> token_counts =
       quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 8192, 32768};
   for (const int64_t tokens : token_counts) {
-    const int64_t stream_floats = tokens * kStreams * kHidden;
-    const int64_t hidden_floats = tokens * kHidden;
-    float *X, *y, *c, *Xo, *x_in, *c_next;
-    CUDA_CHECK(cudaMalloc(&X, stream_floats * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&Xo, stream_floats * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&y, hidden_floats * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&x_in, hidden_floats * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&c, tokens * kCoefficients * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&c_next, tokens * kCoefficients * sizeof(float)));
-    CUDA_CHECK(cudaMemset(X, 0, stream_floats * sizeof(float)));
-    CUDA_CHECK(cudaMemset(y, 0, hidden_floats * sizeof(float)));
-    CUDA_CHECK(cudaMemset(c, 0, tokens * kCoefficients * sizeof(float)));
+    const auto streams = static_cast<std::size_t>(tokens * kStreams * kHidden);
+    const auto hidden = static_cast<std::size_t>(tokens * kHidden);
+    const auto coefficients = static_cast<std::size_t>(tokens * kCoefficients);
+    const DeviceBuffer<float> X(streams), Xo(streams), y(hidden), x_in(hidden), c(coefficients), c_next(coefficients);
+    fill_uniform(X.get(), static_cast<int64_t>(streams), 70);
+    fill_uniform(y.get(), static_cast<int64_t>(hidden), 71);
+    launch_mhc_coefficients(X.get(), c.get(), tokens, kHidden);  // coefficients as the model makes them
     const TimingStats three = time_kernel(
         [&](int) {
-          launch_mhc_coefficients(X, c_next, tokens, kHidden);
-          launch_mhc_pre_mix(X, c_next, x_in, tokens, kHidden);
-          launch_mhc_post_merge(X, y, c, Xo, tokens, kHidden);
+          launch_mhc_coefficients(X.get(), c_next.get(), tokens, kHidden);
+          launch_mhc_pre_mix(X.get(), c_next.get(), x_in.get(), tokens, kHidden);
+          launch_mhc_post_merge(X.get(), y.get(), c.get(), Xo.get(), tokens, kHidden);
         },
         kWarmup, kRuns);
     const TimingStats fused = time_kernel(
-        [&](int) { launch_mhc_fused(X, y, c, Xo, x_in, c_next, tokens, kHidden); }, kWarmup, kRuns);
+        [&](int) { launch_mhc_fused(X.get(), y.get(), c.get(), Xo.get(), x_in.get(), c_next.get(), tokens, kHidden); },
+        kWarmup, kRuns);
     CUDA_CHECK(cudaGetLastError());
-    const double h = static_cast<double>(hidden_floats) * sizeof(float);
+    const double h = static_cast<double>(hidden) * sizeof(float);
     const double three_bytes = (4.0 * kStreams + 2.0) * h;  // as the simulator counts the three-kernel form
     const double fused_bytes = (2.0 * kStreams + 2.0) * h;
-    write_row(out, "mhc_three_kernel", "elementwise", "fp32", tokens, kStreams * kHidden, 0, three_bytes,
-              three);
-    write_row(out, "mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 0, fused_bytes,
-              fused);
-    std::printf(
-        "mhc %lld tokens: three kernels %.1f us, single pass %.1f us (%.2fx; %.0f%% / %.0f%% of copy)\n",
-        static_cast<long long>(tokens), three.median_us, fused.median_us, three.median_us / fused.median_us,
-        100.0 * three_bytes / three.median_us / 1e3 / copy_gbps,
-        100.0 * fused_bytes / fused.median_us / 1e3 / copy_gbps);
-    for (float* p : {X, y, c, Xo, x_in, c_next}) CUDA_CHECK(cudaFree(p));
+    w.row({"mhc_three_kernel", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, three_bytes, three});
+    w.row({"mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, fused_bytes, fused});
+    std::printf("mhc %lld tokens: three kernels %.1f us, single pass %.1f us (%.2fx; %.0f%% / %.0f%% of copy)\n",
+                static_cast<long long>(tokens), three.median_us, fused.median_us, three.median_us / fused.median_us,
+                100.0 * three_bytes / three.median_us / 1e3 / w.ceilings().copy_gbps,
+                100.0 * fused_bytes / fused.median_us / 1e3 / w.ceilings().copy_gbps);
   }
+  return 0;
 }
 
-// Expert GEMMs (FP8 x widened FP4 on cuBLASLt) at V4.1's shapes, and a large
-// dense FP8 GEMM as the measured matmul ceiling.
-void measure_gemm(std::ofstream& out, bool quick) {
-  if (const CheckResult check = check_expert_gemm(); !check.ok) {
-    std::fprintf(stderr, "expert gemm: %s; not timed\n", check.detail.c_str());
-    return;
-  }
-  struct Shape {
-    const char* name;
-    const char* cls;
-    int64_t m, n, k;
-  };
-  std::vector<Shape> shapes{{"dense_fp8_gemm", "gemm", 8192, 8192, 8192}};
+// Expert GEMMs (FP8 activations x MXFP4 weights widened to FP8 at load, on
+// cuBLASLt) at V4.1's shapes, from decode-sized groups to prefill.
+int measure_gemm(const RowWriter& w, bool quick) {
+  if (!passes("expert gemm", check_expert_gemm())) return 1;
   const std::vector<int64_t> tokens =
-      quick ? std::vector<int64_t>{512} : std::vector<int64_t>{128, 512, 2048, 8192};
+      quick ? std::vector<int64_t>{512} : std::vector<int64_t>{16, 128, 512, 2048, 8192};
+  const DeviceBuffer<float> scales(std::vector<float>{1.0f, 1.0f});
   for (const int64_t m : tokens) {
-    shapes.push_back({"expert_gate_up", "grouped_gemm", m, 2 * kV41ExpertWidth, kV41Hidden});
-    shapes.push_back({"expert_down", "grouped_gemm", m, kV41Hidden, kV41ExpertWidth});
+    struct Shape {
+      const char* name;
+      int64_t n, k;
+    };
+    for (const Shape& s : {Shape{"expert_gate_up", 2 * kV41ExpertWidth, kV41Hidden},
+                           Shape{"expert_down", kV41Hidden, kV41ExpertWidth}}) {
+      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(s.n * s.k)), a(static_cast<std::size_t>(m * s.k));
+      const DeviceBuffer<float> d(static_cast<std::size_t>(m * s.n));
+      fill_e4m3(w8.get(), s.n * s.k, 80);
+      fill_e4m3(a.get(), m * s.k, 81);
+      const Fp8GemmPlan plan(w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1, m, s.n, s.k);
+      const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+      CUDA_CHECK(cudaGetLastError());
+      const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      const double bytes = static_cast<double>(s.n * s.k + m * s.k) + 4.0 * static_cast<double>(m * s.n);
+      w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, 1, 0, flops, bytes, t});
+      std::printf("%s %lldx%lldx%lld: %.1f us, %.0f TFLOP/s (%.0f%% of the dense FP8 ceiling)\n", s.name,
+                  static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), t.median_us,
+                  flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops);
+    }
   }
-  float* scales = nullptr;
-  CUDA_CHECK(cudaMalloc(&scales, 2 * sizeof(float)));
-  const float ones[2] = {1.0f, 1.0f};
-  CUDA_CHECK(cudaMemcpy(scales, ones, sizeof ones, cudaMemcpyHostToDevice));
-  for (const Shape& s : shapes) {
-    uint8_t *w8 = nullptr, *a = nullptr;
-    float* d = nullptr;
-    CUDA_CHECK(cudaMalloc(&w8, s.n * s.k));
-    CUDA_CHECK(cudaMalloc(&a, s.m * s.k));
-    CUDA_CHECK(cudaMalloc(&d, s.m * s.n * sizeof(float)));
-    CUDA_CHECK(cudaMemset(w8, 0x30, s.n * s.k));
-    CUDA_CHECK(cudaMemset(a, 0x30, s.m * s.k));
-    const Fp8GemmPlan plan(w8, a, d, scales, scales + 1, s.m, s.n, s.k);
-    const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
-    CUDA_CHECK(cudaGetLastError());
-    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-    const double bytes = static_cast<double>(s.n * s.k + s.m * s.k) + 4.0 * static_cast<double>(s.m * s.n);
-    char line[256];
-    std::snprintf(line, sizeof line, "%s,%s,fp8,%lld,%lld,%lld,1,%.0f,%.0f,%.3f,%.3f,%.3f\n", s.name, s.cls,
-                  static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  flops, bytes, t.median_us, t.min_us, t.max_us);
-    out << line;
-    std::printf("%s %lldx%lldx%lld: %.1f us, %.0f TFLOP/s\n", s.name, static_cast<long long>(s.m),
-                static_cast<long long>(s.n), static_cast<long long>(s.k), t.median_us,
-                flops / t.median_us / 1e6);
-    CUDA_CHECK(cudaFree(w8));
-    CUDA_CHECK(cudaFree(a));
-    CUDA_CHECK(cudaFree(d));
+  return 0;
+}
+
+// ---- driver ----------------------------------------------------------------
+
+struct Group {
+  const char* name;
+  int (*run)(const RowWriter&, const Device&, bool quick);
+};
+
+const std::vector<Group>& groups() {
+  static const std::vector<Group> all{
+      {"mxfp4_kv", [](const RowWriter& w, const Device& d, bool q) { return measure_mxfp4(w, d, q); }},
+      {"indexer_decode", [](const RowWriter& w, const Device&, bool q) { return measure_indexer_decode(w, q); }},
+      {"indexer_prefill", [](const RowWriter& w, const Device&, bool q) { return measure_indexer_prefill(w, q); }},
+      {"sparse_decode", [](const RowWriter& w, const Device& d, bool q) { return measure_sparse_decode(w, d, q); }},
+      {"compress", [](const RowWriter& w, const Device& d, bool q) { return measure_compress(w, d, q); }},
+      {"engram", [](const RowWriter& w, const Device&, bool q) { return measure_engram(w, q); }},
+      {"mhc", [](const RowWriter& w, const Device&, bool q) { return measure_mhc(w, q); }},
+      {"expert_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_gemm(w, q); }},
+  };
+  return all;
+}
+
+double metadata_number(const std::string& text, const std::string& key) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string prefix = "# " + key + ": ";
+    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size()));
   }
-  CUDA_CHECK(cudaFree(scales));
+  return 0;
+}
+
+struct Options {
+  std::string out_dir;
+  bool quick = false;
+  std::vector<std::string> only;
+  unsigned group_timeout_s = 300;
+};
+
+int usage() {
+  std::fprintf(stderr, "usage: v41sim_measure --out DIR [--quick] [--only GROUP[,GROUP...]] [--group-timeout S]\n"
+                       "groups:");
+  for (const Group& g : groups()) std::fprintf(stderr, " %s", g.name);
+  std::fprintf(stderr, "\n");
+  return 2;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--out" && i + 1 < argc) {
+      o.out_dir = argv[++i];
+    } else if (arg == "--quick") {
+      o.quick = true;
+    } else if (arg == "--only" && i + 1 < argc) {
+      std::stringstream names(argv[++i]);
+      for (std::string name; std::getline(names, name, ',');) {
+        const bool known = std::any_of(groups().begin(), groups().end(),
+                                       [&](const Group& g) { return name == g.name; });
+        if (!known) {
+          std::fprintf(stderr, "--only: unknown group '%s'\n", name.c_str());
+          return false;
+        }
+        o.only.push_back(name);
+      }
+    } else if (arg == "--group-timeout" && i + 1 < argc) {
+      const int seconds = std::atoi(argv[++i]);
+      if (seconds <= 0) {
+        std::fprintf(stderr, "--group-timeout: expected a positive number of seconds\n");
+        return false;
+      }
+      o.group_timeout_s = static_cast<unsigned>(seconds);
+    } else {
+      return false;
+    }
+  }
+  return !o.out_dir.empty();
+}
+
+int run(const Options& o) {
+  const GroupOutcome ceilings = run_isolated(
+      [](int fd) {
+        std::string why;
+        if (!cuda_device_available(&why)) {
+          std::fprintf(stderr, "no usable CUDA device: %s\n", why.c_str());
+          return 1;
+        }
+        return measure_ceilings(fd);
+      },
+      o.group_timeout_s);
+  if (!ceilings.ok) {
+    std::fprintf(stderr, "v41sim_measure: measuring the device's ceilings failed (%s); nothing written\n",
+                 ceilings.why.c_str());
+    return 1;
+  }
+  const Ceilings c{metadata_number(ceilings.text, "copy_gbps"), metadata_number(ceilings.text, "fp8_dense_tflops"),
+                   metadata_number(ceilings.text, "fp32_fma_tflops")};
+  std::string metadata, rows, failed;
+  auto split = [&](const std::string& text) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) (line.rfind('#', 0) == 0 ? metadata : rows) += line + "\n";
+  };
+  split(ceilings.text);
+  for (const Group& g : groups()) {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), g.name) == o.only.end()) continue;
+    std::printf("== %s\n", g.name);
+    const GroupOutcome outcome = run_isolated(
+        [&](int fd) { return g.run(RowWriter(fd, c), query_device(), o.quick); }, o.group_timeout_s);
+    split(outcome.text);  // rows finished before a failure are kept
+    if (!outcome.ok) {
+      std::fprintf(stderr, "group %s failed: %s\n", g.name, outcome.why.c_str());
+      failed += std::string(failed.empty() ? "" : "; ") + g.name + " (" + outcome.why + ")";
+    }
+  }
+  std::filesystem::create_directories(o.out_dir);
+  std::ofstream out(std::filesystem::path(o.out_dir) / "kernels.csv");
+  out << metadata << "# failed_groups: " << (failed.empty() ? "none" : failed) << "\n" << kCsvHeader << "\n" << rows;
+  std::printf("wrote %s%s\n", (std::filesystem::path(o.out_dir) / "kernels.csv").c_str(),
+              failed.empty() ? "" : (" without the failed groups: " + failed).c_str());
+  return failed.empty() ? 0 : 1;
 }
 
 }  // namespace
 }  // namespace v41sim::kernels
 
 int main(int argc, char** argv) {
-  std::string out_dir;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-      out_dir = argv[++i];
-    } else if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else {
-      std::fprintf(stderr, "usage: v41sim_measure --out DIR [--quick]\n");
-      return 2;
-    }
-  }
-  if (out_dir.empty()) {
-    std::fprintf(stderr, "usage: v41sim_measure --out DIR [--quick]\n");
-    return 2;
-  }
-  try {
-    std::string why;
-    if (!v41sim::kernels::cuda_device_available(&why)) {
-      std::fprintf(stderr, "no usable CUDA device: %s\n", why.c_str());
-      return 1;
-    }
-    const auto device = v41sim::kernels::query_device();
-    std::filesystem::create_directories(out_dir);
-    std::ofstream out(std::filesystem::path(out_dir) / "kernels.csv");
-    v41sim::kernels::write_metadata(out, device);
-    const double copy_gbps = v41sim::kernels::measure_copy(out, device);
-    std::printf("%s: %d SMs, copy %.0f GB/s (read + write)\n", device.props.name, device.sms, copy_gbps);
-    v41sim::kernels::measure_mxfp4(out, device, copy_gbps, quick);
-    v41sim::kernels::measure_indexer(out, device, quick);
-    v41sim::kernels::measure_sparse_decode(out, device, copy_gbps, quick);
-    v41sim::kernels::measure_compress(out, device, copy_gbps, quick);
-    v41sim::kernels::measure_engram(out, quick);
-    v41sim::kernels::measure_mhc(out, copy_gbps, quick);
-    v41sim::kernels::measure_gemm(out, quick);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "v41sim_measure: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  v41sim::kernels::Options options;
+  if (!v41sim::kernels::parse(argc, argv, options)) return v41sim::kernels::usage();
+  return v41sim::kernels::run(options);
 }

@@ -1,19 +1,26 @@
-// Lightning indexer on the GPU: a correctness-first baseline.
+// Lightning indexer on the GPU, with the hierarchical candidate pool.
 //
 // Logits: one CTA per (query, 128 positions); the query's heads and weights
 // sit in shared memory, each thread widens one 68-byte FP4 key into registers
 // and runs the head dot products on the FP32 units. (DeepGEMM's FP4 indexer
-// runs these on tensor cores; this kernel is the reference the harness times
-// first and the tensor-core version will be checked against.)
-// Top-k: one CTA per query finds the k-th largest logit by a bitwise binary
-// search over order-preserving keys (32 counting passes), then compacts the
-// selected positions in index order; ties go to the lower position.
+// runs these on tensor cores; this kernel is the correctness-first baseline
+// the harness times and a tensor-core version will be checked against.) When
+// layer 20 builds the candidate pool, the same pass writes each block's max
+// logit (8 lanes, three shuffles), so the pool never re-reads the logits.
+// Reindex layers score only the pooled positions, so their cost stops growing
+// once the context passes 16,384 compressed positions.
+//
+// Top-k: one CTA per row. A radix select over order-preserving keys (four
+// 8-bit digits, a shared histogram each) finds the k-th largest key; then each
+// warp compacts its contiguous span with ballots, so the output keeps index
+// order and ties go to the lower position. Reads stay coalesced in every pass.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/v41_shapes.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
 
@@ -23,136 +30,262 @@ namespace {
 constexpr int kKeysPerBlock = 128;
 constexpr int kMaxHeads = 64;
 constexpr int kTopkThreads = 1024;
+constexpr int kTopkWarps = kTopkThreads / 32;
+constexpr int kPoolBlock = static_cast<int>(kV41PoolBlockSize);
+constexpr unsigned kFullMask = 0xffffffffu;
+static_assert(kKeysPerBlock % kPoolBlock == 0 && 32 % kPoolBlock == 0, "pool blocks must not straddle warps");
 
 struct IndexerParams {
   int64_t queries;
   int64_t heads;
   int64_t positions;
+  int64_t key_stride;  // bytes between queries' key sets: 0 when they share one sequence's keys
 };
 
-__global__ void indexer_logits_kernel(const float* __restrict__ q, const float* __restrict__ weights,
-                                      const uint8_t* __restrict__ keys, float* __restrict__ logits,
-                                      IndexerParams p) {
-  __shared__ float q_smem[kMaxHeads * kIndexDim];
-  __shared__ float w_smem[kMaxHeads];
-  const int64_t query = blockIdx.y;
-  for (int64_t i = threadIdx.x; i < p.heads * kIndexDim; i += blockDim.x) {
-    q_smem[i] = q[query * p.heads * kIndexDim + i];
-  }
-  for (int64_t h = threadIdx.x; h < p.heads; h += blockDim.x) w_smem[h] = weights[query * p.heads + h];
+// The query's heads and head weights, staged once per CTA.
+struct QuerySmem {
+  float q[kMaxHeads * kIndexDim];
+  float w[kMaxHeads];
+};
+
+__device__ void stage_query(QuerySmem& s, const float* q, const float* weights, int64_t query, int64_t heads) {
+  for (int64_t i = threadIdx.x; i < heads * kIndexDim; i += blockDim.x) s.q[i] = q[query * heads * kIndexDim + i];
+  for (int64_t h = threadIdx.x; h < heads; h += blockDim.x) s.w[h] = weights[query * heads + h];
   __syncthreads();
-  const int64_t position = static_cast<int64_t>(blockIdx.x) * kKeysPerBlock + threadIdx.x;
-  if (position >= p.positions) return;
-  const uint8_t* entry = keys + position * kIndexKeyBytes;
+}
+
+// sum_h w[h] * ReLU(q_h . key) for one 68-byte key.
+__device__ float score_key(const QuerySmem& s, int64_t heads, const uint8_t* entry) {
   float key[kIndexDim];
 #pragma unroll
   for (int i = 0; i < kIndexDim; ++i) key[i] = index_key_value(entry, i);
   float logit = 0.0f;
-  for (int64_t h = 0; h < p.heads; ++h) {
-    const float* qh = q_smem + h * kIndexDim;
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = s.q + h * kIndexDim;
     float dot = 0.0f;
 #pragma unroll
     for (int i = 0; i < kIndexDim; ++i) dot += qh[i] * key[i];
-    logit += w_smem[h] * fmaxf(dot, 0.0f);
+    logit += s.w[h] * fmaxf(dot, 0.0f);
   }
-  logits[query * p.positions + position] = logit;
+  return logit;
 }
 
-__device__ int block_count(int local) {
-  __shared__ int total;
-  if (threadIdx.x == 0) total = 0;
-  __syncthreads();
-  atomicAdd(&total, local);
-  __syncthreads();
-  const int result = total;
-  __syncthreads();
-  return result;
+__global__ void indexer_logits_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+                                      const uint8_t* __restrict__ keys, float* __restrict__ logits,
+                                      float* __restrict__ block_max, IndexerParams p) {
+  __shared__ QuerySmem smem;
+  const int64_t query = blockIdx.y;
+  stage_query(smem, q, weights, query, p.heads);
+  const int64_t position = static_cast<int64_t>(blockIdx.x) * kKeysPerBlock + threadIdx.x;
+  float logit = -INFINITY;
+  if (position < p.positions) {
+    logit = score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes);
+    logits[query * p.positions + position] = logit;
+  }
+  if (block_max == nullptr) return;  // uniform across the grid
+  // Every lane reaches the shuffles; lanes past the end carry -inf.
+#pragma unroll
+  for (int offset = kPoolBlock / 2; offset > 0; offset /= 2) {
+    logit = fmaxf(logit, __shfl_xor_sync(kFullMask, logit, offset));
+  }
+  const int64_t blocks = (p.positions + kPoolBlock - 1) / kPoolBlock;
+  if (threadIdx.x % kPoolBlock == 0 && position < p.positions) {
+    block_max[query * blocks + position / kPoolBlock] = logit;
+  }
+}
+
+// Slot s of a query's pool stands for position pool[s / 8] * 8 + s % 8.
+__device__ int64_t pool_position(const int32_t* pool, int64_t query, int64_t pool_blocks, int64_t slot) {
+  return static_cast<int64_t>(pool[query * pool_blocks + slot / kPoolBlock]) * kPoolBlock + slot % kPoolBlock;
+}
+
+__global__ void indexer_pool_logits_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+                                           const uint8_t* __restrict__ keys, const int32_t* __restrict__ pool,
+                                           float* __restrict__ pool_logits, IndexerParams p,
+                                           int64_t pool_blocks) {
+  __shared__ QuerySmem smem;
+  const int64_t query = blockIdx.y;
+  stage_query(smem, q, weights, query, p.heads);
+  const int64_t slots = pool_blocks * kPoolBlock;
+  const int64_t slot = static_cast<int64_t>(blockIdx.x) * kKeysPerBlock + threadIdx.x;
+  if (slot >= slots) return;
+  const int64_t position = pool_position(pool, query, pool_blocks, slot);
+  pool_logits[query * slots + slot] =
+      position < p.positions ? score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes)
+                             : -INFINITY;
+}
+
+// The k-th largest order-preserving key of a row, and how many keys equal to
+// it the top-k takes (k minus the count strictly above it).
+struct Threshold {
+  uint32_t key;
+  int ties_needed;
+};
+
+__device__ Threshold radix_select(const float* row, int64_t positions, int64_t topk) {
+  __shared__ int histogram[256];
+  __shared__ uint32_t chosen_prefix;
+  __shared__ int chosen_remaining;
+  uint32_t prefix = 0;
+  uint32_t mask = 0;
+  int remaining = static_cast<int>(topk);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) histogram[i] = 0;
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < positions; i += blockDim.x) {
+      const uint32_t key = ordered_bits(row[i]);
+      if ((key & mask) == prefix) atomicAdd(&histogram[(key >> shift) & 0xFFu], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {  // the digit where the count from the top reaches what is left of k
+      int above = 0;
+      int digit = 255;
+      for (; digit > 0 && above + histogram[digit] < remaining; --digit) above += histogram[digit];
+      chosen_prefix = prefix | (static_cast<uint32_t>(digit) << shift);
+      chosen_remaining = remaining - above;
+    }
+    __syncthreads();
+    prefix = chosen_prefix;
+    remaining = chosen_remaining;
+    mask |= 0xFFu << shift;
+    __syncthreads();  // everyone has read the choice before the next pass overwrites it
+  }
+  return {prefix, remaining};
 }
 
 __global__ void topk_kernel(const float* __restrict__ logits, int32_t* __restrict__ selected,
-                            int64_t positions, int64_t topk) {
-  const float* row = logits + static_cast<int64_t>(blockIdx.x) * positions;
-  int32_t* out = selected + static_cast<int64_t>(blockIdx.x) * topk;
-  // The k-th largest key: the largest threshold with at least k keys at or above it.
-  uint32_t threshold = 0;
-  for (int bit = 31; bit >= 0; --bit) {
-    const uint32_t candidate = threshold | (1u << bit);
-    int local = 0;
-    for (int64_t i = threadIdx.x; i < positions; i += blockDim.x) local += ordered_bits(row[i]) >= candidate;
-    if (block_count(local) >= topk) threshold = candidate;
-  }
-  // Each thread owns a contiguous chunk, so the output keeps index order.
-  const int64_t chunk = (positions + blockDim.x - 1) / blockDim.x;
-  const int64_t begin = threadIdx.x * chunk;
-  const int64_t end = begin + chunk < positions ? begin + chunk : positions;
+                            const int32_t* __restrict__ pool, int64_t positions, int64_t topk) {
+  const int64_t query = blockIdx.x;
+  const float* row = logits + query * positions;
+  int32_t* out = selected + query * topk;
+  const Threshold t = radix_select(row, positions, topk);
+
+  // Each warp owns a contiguous span (a multiple of 32), so counting then
+  // writing span by span keeps index order.
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int64_t span = ((positions + kTopkWarps - 1) / kTopkWarps + 31) / 32 * 32;
+  const int64_t begin = warp * span;
+  const int64_t end = begin + span < positions ? begin + span : positions;
   int above = 0;
   int equal = 0;
-  for (int64_t i = begin; i < end; ++i) {
-    const uint32_t k = ordered_bits(row[i]);
-    above += k > threshold;
-    equal += k == threshold;
+  for (int64_t base = begin; base < end; base += 32) {
+    const int64_t i = base + lane;
+    const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
+    above += __popc(__ballot_sync(kFullMask, i < end && key > t.key));
+    equal += __popc(__ballot_sync(kFullMask, i < end && key == t.key));
   }
-  __shared__ int above_prefix[kTopkThreads];
-  __shared__ int equal_prefix[kTopkThreads];
-  __shared__ int total_above;
-  above_prefix[threadIdx.x] = above;
-  equal_prefix[threadIdx.x] = equal;
+  __shared__ int above_before[kTopkWarps];
+  __shared__ int equal_before[kTopkWarps];
+  if (lane == 0) {
+    above_before[warp] = above;
+    equal_before[warp] = equal;
+  }
   __syncthreads();
-  if (threadIdx.x == 0) {  // exclusive scans over the chunks; once per query
+  if (threadIdx.x == 0) {  // exclusive scans over 32 warps
     int a = 0;
     int e = 0;
-    for (int t = 0; t < static_cast<int>(blockDim.x); ++t) {
-      const int na = above_prefix[t];
-      const int ne = equal_prefix[t];
-      above_prefix[t] = a;
-      equal_prefix[t] = e;
+    for (int w = 0; w < kTopkWarps; ++w) {
+      const int na = above_before[w];
+      const int ne = equal_before[w];
+      above_before[w] = a;
+      equal_before[w] = e;
       a += na;
       e += ne;
     }
-    total_above = a;
   }
   __syncthreads();
-  // Ties at the threshold fill what is left of k, lowest positions first.
-  const int64_t ties_needed = topk - total_above;
-  int64_t ties_before = equal_prefix[threadIdx.x];
-  int64_t written = above_prefix[threadIdx.x] + (ties_before < ties_needed ? ties_before : ties_needed);
-  for (int64_t i = begin; i < end; ++i) {
-    const uint32_t k = ordered_bits(row[i]);
-    if (k > threshold) {
-      out[written++] = static_cast<int32_t>(i);
-    } else if (k == threshold && ties_before < ties_needed) {
-      out[written++] = static_cast<int32_t>(i);
-      ++ties_before;
+  const int64_t pool_blocks = positions / kPoolBlock;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  int ties_seen = equal_before[warp];
+  int written = above_before[warp] + min(ties_seen, t.ties_needed);
+  for (int64_t base = begin; base < end; base += 32) {
+    const int64_t i = base + lane;
+    const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
+    const bool tie = i < end && key == t.key;
+    const unsigned ties = __ballot_sync(kFullMask, tie);
+    const bool take = (i < end && key > t.key) || (tie && ties_seen + __popc(ties & lanes_below) < t.ties_needed);
+    const unsigned takes = __ballot_sync(kFullMask, take);
+    if (take) {
+      const int64_t position = pool != nullptr ? pool_position(pool, query, pool_blocks, i) : i;
+      out[written + __popc(takes & lanes_below)] = static_cast<int32_t>(position);
     }
+    written += __popc(takes);
+    ties_seen += __popc(ties);
   }
+}
+
+dim3 score_grid(int64_t columns, int64_t queries) {
+  return dim3(static_cast<unsigned>((columns + kKeysPerBlock - 1) / kKeysPerBlock), static_cast<unsigned>(queries));
+}
+
+IndexerParams scoring_params(int64_t queries, int64_t heads, int64_t positions, bool per_query_keys) {
+  if (heads <= 0 || heads > kMaxHeads || queries <= 0 || positions <= 0) {
+    throw std::invalid_argument("indexer logits: heads must be 1..64, queries and positions positive");
+  }
+  return {queries, heads, positions, per_query_keys ? positions * kIndexKeyBytes : 0};
 }
 
 }  // namespace
 
 void launch_indexer_logits(const float* q, const float* weights, const uint8_t* keys, float* logits,
-                           int64_t queries, int64_t heads, int64_t positions) {
-  if (heads <= 0 || heads > kMaxHeads || queries <= 0 || positions <= 0) {
-    throw std::invalid_argument("indexer logits: heads must be 1..64, queries and positions positive");
-  }
-  const dim3 grid(static_cast<unsigned>((positions + kKeysPerBlock - 1) / kKeysPerBlock),
-                  static_cast<unsigned>(queries));
-  indexer_logits_kernel<<<grid, kKeysPerBlock>>>(q, weights, keys, logits, {queries, heads, positions});
+                           int64_t queries, int64_t heads, int64_t positions, float* block_max,
+                           bool per_query_keys) {
+  const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
+  indexer_logits_kernel<<<score_grid(positions, queries), kKeysPerBlock>>>(q, weights, keys, logits, block_max, p);
 }
 
-void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk) {
-  if (topk <= 0 || topk > positions || queries <= 0)
-    throw std::invalid_argument("topk: need 0 < k <= positions");
-  topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(logits, selected, positions, topk);
+void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys, const int32_t* pool,
+                                float* pool_logits, int64_t queries, int64_t heads, int64_t positions,
+                                int64_t pool_blocks, bool per_query_keys) {
+  const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
+  if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");
+  indexer_pool_logits_kernel<<<score_grid(pool_blocks * kPoolBlock, queries), kKeysPerBlock>>>(
+      q, weights, keys, pool, pool_logits, p, pool_blocks);
+}
+
+void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
+                 const int32_t* pool) {
+  if (topk <= 0 || topk > positions || queries <= 0) throw std::invalid_argument("topk: need 0 < k <= positions");
+  if (pool != nullptr && positions % kPoolBlock != 0) {
+    throw std::invalid_argument("topk over a pool: the row must be whole pool blocks");
+  }
+  topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(logits, selected, pool, positions, topk);
 }
 
 std::vector<float> indexer_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                        int64_t positions) {
-  const DeviceBuffer<float> d_q(q), d_w(weights), d_logits(static_cast<std::size_t>(queries * positions));
+  return indexer_logits_with_block_max_cuda(q, weights, keys, queries, heads, positions, false).logits;
+}
+
+LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& q,
+                                                      const std::vector<float>& weights,
+                                                      const std::vector<uint8_t>& keys, int64_t queries,
+                                                      int64_t heads, int64_t positions, bool per_query_keys) {
+  const auto logit_count = static_cast<std::size_t>(queries * positions);
+  const auto block_count = static_cast<std::size_t>(queries * ((positions + kPoolBlock - 1) / kPoolBlock));
+  const DeviceBuffer<float> d_q(q), d_w(weights), d_logits(logit_count), d_block_max(block_count);
   const DeviceBuffer<uint8_t> d_keys(keys);
-  launch_indexer_logits(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions);
+  launch_indexer_logits(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions,
+                        d_block_max.get(), per_query_keys);
   CUDA_CHECK(cudaGetLastError());
-  return d_logits.download(static_cast<std::size_t>(queries * positions));
+  return {d_logits.download(logit_count), d_block_max.download(block_count)};
+}
+
+std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
+                                            const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
+                                            int64_t queries, int64_t heads, int64_t positions,
+                                            bool per_query_keys) {
+  const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
+  const auto slot_count = static_cast<std::size_t>(queries * pool_blocks * kPoolBlock);
+  const DeviceBuffer<float> d_q(q), d_w(weights), d_out(slot_count);
+  const DeviceBuffer<uint8_t> d_keys(keys);
+  const DeviceBuffer<int32_t> d_pool(pool);
+  launch_indexer_pool_logits(d_q.get(), d_w.get(), d_keys.get(), d_pool.get(), d_out.get(), queries, heads,
+                             positions, pool_blocks, per_query_keys);
+  CUDA_CHECK(cudaGetLastError());
+  return d_out.download(slot_count);
 }
 
 std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
@@ -160,6 +293,16 @@ std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries
   const DeviceBuffer<float> d_logits(logits);
   const DeviceBuffer<int32_t> d_out(static_cast<std::size_t>(queries * topk));
   launch_topk(d_logits.get(), d_out.get(), queries, positions, topk);
+  CUDA_CHECK(cudaGetLastError());
+  return d_out.download(static_cast<std::size_t>(queries * topk));
+}
+
+std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
+                                    int64_t queries, int64_t topk) {
+  const int64_t slots = static_cast<int64_t>(pool_logits.size()) / queries;
+  const DeviceBuffer<float> d_logits(pool_logits);
+  const DeviceBuffer<int32_t> d_pool(pool), d_out(static_cast<std::size_t>(queries * topk));
+  launch_topk(d_logits.get(), d_out.get(), queries, slots, topk, d_pool.get());
   CUDA_CHECK(cudaGetLastError());
   return d_out.download(static_cast<std::size_t>(queries * topk));
 }

@@ -13,9 +13,39 @@ std::vector<float> indexer_logits_cuda(const std::vector<float>& q, const std::v
 std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
                                int64_t topk);
 
+// Keys: one sequence's positions x 68 bytes shared by all queries (a prefill
+// chunk), or with per_query_keys one such set per query (a decode batch, each
+// query its own request).
+//
+// Hierarchical candidate pool (blocks of kV41PoolBlockSize positions). Layer 20
+// writes each block's max logit in the same pass as the logits; the pool is the
+// top-k of those maxima (topk_cuda); Reindex layers score pooled positions only.
+struct LogitsWithBlockMax {
+  std::vector<float> logits;     // queries x positions
+  std::vector<float> block_max;  // queries x ceil(positions / block)
+};
+LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& q,
+                                                      const std::vector<float>& weights,
+                                                      const std::vector<uint8_t>& keys, int64_t queries,
+                                                      int64_t heads, int64_t positions, bool per_query_keys);
+std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
+                                            const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
+                                            int64_t queries, int64_t heads, int64_t positions, bool per_query_keys);
+// Top-k of pool logits, written as positions (pool_topk_reference's result).
+std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
+                                    int64_t queries, int64_t topk);
+
 // Device-pointer launchers for the measuring harness (no copies, no sync).
+// block_max may be null (no pool built at this layer).
 void launch_indexer_logits(const float* q, const float* weights, const uint8_t* keys, float* logits,
-                           int64_t queries, int64_t heads, int64_t positions);
-void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk);
+                           int64_t queries, int64_t heads, int64_t positions, float* block_max = nullptr,
+                           bool per_query_keys = false);
+void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys, const int32_t* pool,
+                                float* pool_logits, int64_t queries, int64_t heads, int64_t positions,
+                                int64_t pool_blocks, bool per_query_keys);
+// With a pool (queries x positions / block ids), the row is pool slots and the
+// output holds the positions they stand for.
+void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
+                 const int32_t* pool = nullptr);
 
 }  // namespace v41sim::kernels

@@ -1,12 +1,32 @@
 #include "kernels/indexer/indexer_reference.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
 #include "kernels/indexer/index_key_block.h"
 
 namespace v41sim::kernels {
+namespace {
+
+void widen_key(const uint8_t* entry, float* key) {
+  for (int i = 0; i < kIndexDim; ++i) key[i] = index_key_value(entry, i);
+}
+
+// sum_h w[h] * ReLU(q_h . key) for one query.
+float score_key(const float* q, const float* weights, int64_t heads, const float* key) {
+  float logit = 0.0f;
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = q + h * kIndexDim;
+    float dot = 0.0f;
+    for (int i = 0; i < kIndexDim; ++i) dot += qh[i] * key[i];
+    logit += weights[h] * std::max(dot, 0.0f);
+  }
+  return logit;
+}
+
+}  // namespace
 
 std::vector<uint8_t> quantize_index_keys_reference(const std::vector<float>& values, int64_t keys) {
   if (static_cast<int64_t>(values.size()) != keys * kIndexDim)
@@ -28,17 +48,10 @@ std::vector<float> indexer_logits_reference(const std::vector<float>& q, const s
   std::vector<float> logits(static_cast<std::size_t>(queries * positions));
   std::vector<float> key(kIndexDim);
   for (int64_t j = 0; j < positions; ++j) {
-    for (int i = 0; i < kIndexDim; ++i)
-      key[static_cast<std::size_t>(i)] = index_key_value(keys.data() + j * kIndexKeyBytes, i);
+    widen_key(keys.data() + j * kIndexKeyBytes, key.data());
     for (int64_t t = 0; t < queries; ++t) {
-      float logit = 0.0f;
-      for (int64_t h = 0; h < heads; ++h) {
-        const float* qh = q.data() + (t * heads + h) * kIndexDim;
-        float dot = 0.0f;
-        for (int i = 0; i < kIndexDim; ++i) dot += qh[i] * key[static_cast<std::size_t>(i)];
-        logit += weights[static_cast<std::size_t>(t * heads + h)] * std::max(dot, 0.0f);
-      }
-      logits[static_cast<std::size_t>(t * positions + j)] = logit;
+      logits[static_cast<std::size_t>(t * positions + j)] =
+          score_key(q.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
     }
   }
   return logits;
@@ -64,6 +77,67 @@ std::vector<int32_t> topk_reference(const std::vector<float>& logits, int64_t qu
     out.insert(out.end(), order.begin(), order.begin() + topk);
   }
   return out;
+}
+
+std::vector<float> block_max_reference(const std::vector<float>& logits, int64_t queries, int64_t positions,
+                                       int64_t block_size) {
+  if (block_size <= 0 || static_cast<int64_t>(logits.size()) != queries * positions)
+    throw std::invalid_argument("block max: bad shape");
+  const int64_t blocks = (positions + block_size - 1) / block_size;
+  std::vector<float> out(static_cast<std::size_t>(queries * blocks), -std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < queries; ++t) {
+    for (int64_t j = 0; j < positions; ++j) {
+      float& m = out[static_cast<std::size_t>(t * blocks + j / block_size)];
+      m = std::max(m, logits[static_cast<std::size_t>(t * positions + j)]);
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_max, int64_t queries,
+                                              int64_t blocks, int64_t top_blocks) {
+  return topk_reference(block_max, queries, blocks, std::min(top_blocks, blocks));
+}
+
+std::vector<float> pool_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
+                                         const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
+                                         int64_t queries, int64_t heads, int64_t positions, int64_t block_size) {
+  if (queries <= 0 || pool.size() % static_cast<std::size_t>(queries) != 0 ||
+      static_cast<int64_t>(keys.size()) != positions * kIndexKeyBytes) {
+    throw std::invalid_argument("pool logits: bad shape");
+  }
+  const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
+  const int64_t slots = pool_blocks * block_size;
+  std::vector<float> out(static_cast<std::size_t>(queries * slots), -std::numeric_limits<float>::infinity());
+  std::vector<float> key(kIndexDim);
+  for (int64_t t = 0; t < queries; ++t) {
+    for (int64_t s = 0; s < slots; ++s) {
+      const int64_t position = int64_t{pool[static_cast<std::size_t>(t * pool_blocks + s / block_size)]} *
+                                   block_size +
+                               s % block_size;
+      if (position >= positions) continue;
+      widen_key(keys.data() + position * kIndexKeyBytes, key.data());
+      out[static_cast<std::size_t>(t * slots + s)] =
+          score_key(q.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> pool_topk_reference(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
+                                         int64_t queries, int64_t block_size, int64_t topk) {
+  const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
+  const int64_t slots = pool_blocks * block_size;
+  std::vector<int32_t> selected = topk_reference(pool_logits, queries, slots, topk);
+  // Pool blocks are ascending, so ascending slots map to ascending positions.
+  for (int64_t t = 0; t < queries; ++t) {
+    for (int64_t i = 0; i < topk; ++i) {
+      int32_t& s = selected[static_cast<std::size_t>(t * topk + i)];
+      s = static_cast<int32_t>(pool[static_cast<std::size_t>(t * pool_blocks + s / block_size)] * block_size +
+                               s % block_size);
+    }
+  }
+  return selected;
 }
 
 }  // namespace v41sim::kernels

@@ -21,4 +21,26 @@ std::vector<float> indexer_logits_reference(const std::vector<float>& q, const s
 std::vector<int32_t> topk_reference(const std::vector<float>& logits, int64_t queries, int64_t positions,
                                     int64_t topk);
 
+// Hierarchical candidate pool (built at layer 20, used by the Reindex layers).
+// block_max: the largest logit of each block of `block_size` positions
+// (queries x ceil(positions / block_size); a short last block counts what it has).
+std::vector<float> block_max_reference(const std::vector<float>& logits, int64_t queries, int64_t positions,
+                                       int64_t block_size);
+
+// The pool: per query, the `top_blocks` blocks with the largest maxima, block
+// ids ascending (ties to the lower block); every block when there are no more.
+std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_max, int64_t queries,
+                                              int64_t blocks, int64_t top_blocks);
+
+// Reindex scoring restricted to the pool: per query, slot s holds the logit of
+// position pool[s / block_size] * block_size + s % block_size (pool_blocks x
+// block_size slots; slots past the last position hold -infinity).
+std::vector<float> pool_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
+                                         const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
+                                         int64_t queries, int64_t heads, int64_t positions, int64_t block_size);
+
+// Top-k of the pool logits, returned as positions (ascending; ties to the lower position).
+std::vector<int32_t> pool_topk_reference(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
+                                         int64_t queries, int64_t block_size, int64_t topk);
+
 }  // namespace v41sim::kernels

@@ -122,17 +122,20 @@ void add_indexer(const LayerContext& c, KernelFactory& f) {
   logits.hbm_bytes = key_reads * key_bytes + c.tokens * heads * dim + logit_bytes;
 
   if (c.plan.builds_candidate_pool && a.candidate_pool && visible_at(c.query_end, ratio, kUncapped) > pool) {
+    // The logits pass also writes each block's max (kernels/indexer: a shuffle
+    // over 8 lanes), so the pool's top-k reads block maxima, not the logits.
+    const double block_size = static_cast<double>(a.candidate_pool->block_size);
+    const double block_max_bytes = scored / block_size * kFp32Bytes;
+    logits.hbm_bytes += block_max_bytes;
     Kernel& blocks = f.push({});
     blocks.name = "candidate_pool_block_max_topk";
     blocks.kernel_class = KernelClass::kTopK;
     blocks.math = MathType::kFp32;
     blocks.shape = {static_cast<int64_t>(std::ceil(c.tokens)),
-                    static_cast<int64_t>(visible_at(c.query_end, ratio, kUncapped) /
-                                         static_cast<double>(a.candidate_pool->block_size)),
-                    1, 1};
-    blocks.flops = scored * 2.0;
+                    static_cast<int64_t>(visible_at(c.query_end, ratio, kUncapped) / block_size), 1, 1};
+    blocks.flops = scored / block_size * 2.0;
     blocks.hbm_bytes =
-        logit_bytes + c.tokens * static_cast<double>(a.candidate_pool->top_blocks) * kFp32Bytes;
+        block_max_bytes + c.tokens * static_cast<double>(a.candidate_pool->top_blocks) * kFp32Bytes;
   }
   Kernel& topk = f.push({});
   topk.name = "topk_select";

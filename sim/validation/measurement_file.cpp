@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,8 +13,10 @@
 namespace v41sim {
 namespace {
 
-const std::vector<std::string> kColumns{"kernel", "class", "math",      "m",         "n",      "k",
-                                        "batch",  "flops", "hbm_bytes", "median_us", "min_us", "max_us"};
+const std::vector<std::string> kRequired{"kernel", "class", "math",      "m",         "n",      "k",
+                                         "batch",  "flops", "hbm_bytes", "median_us", "min_us", "max_us"};
+const std::vector<std::string> kOptional{"context", "achieved_gbps", "achieved_tflops", "fraction_of_copy",
+                                         "fraction_of_compute_ceiling"};
 const std::vector<std::string> kRequiredMetadata{"gpu", "sm_count", "driver", "cuda", "date", "git_commit"};
 
 KernelClass parse_class(const std::string& text, const InputLocation& at) {
@@ -49,6 +52,64 @@ std::string fnv1a(const std::string& bytes) {
   return fmt::format("{:016x}", h);
 }
 
+// Column name -> position; every required column present, nothing unknown.
+std::map<std::string, std::size_t> read_header(const std::vector<std::string>& cells, const InputLocation& at) {
+  std::map<std::string, std::size_t> columns;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const bool known = std::find(kRequired.begin(), kRequired.end(), cells[i]) != kRequired.end() ||
+                       std::find(kOptional.begin(), kOptional.end(), cells[i]) != kOptional.end();
+    if (!known || columns.count(cells[i])) {
+      throw InputError(at, fmt::format("column '{}' is {}; expected {} and optionally {}", cells[i],
+                                       known ? "repeated" : "unknown", fmt::join(kRequired, ","),
+                                       fmt::join(kOptional, ",")));
+    }
+    columns[cells[i]] = i;
+  }
+  for (const std::string& name : kRequired) {
+    if (!columns.count(name)) throw InputError(at, "the header has no '" + name + "' column");
+  }
+  return columns;
+}
+
+// A derived rate the harness wrote must match the row's own figures (to the
+// printed precision): a time edited by hand would leave it behind.
+void check_derived(const std::map<std::string, std::size_t>& columns, const std::vector<std::string>& cells,
+                   const std::string& name, double expected, const InputLocation& at) {
+  const auto column = columns.find(name);
+  if (column == columns.end()) return;
+  const double written = parse_number(cells[column->second], at);
+  if (std::abs(written - expected) > 0.002 * std::abs(expected) + 0.002) {
+    throw InputError(at, fmt::format("{} is {}, but the row's own figures give {:.4g}: the file was changed "
+                                     "after it was measured",
+                                     name, cells[column->second], expected));
+  }
+}
+
+Measurement read_row(const std::vector<std::string>& cells, const std::map<std::string, std::size_t>& columns,
+                     const std::string& path, int number) {
+  auto at = [&](const std::string& name) { return InputLocation{path, number, name}; };
+  auto text = [&](const std::string& name) -> const std::string& { return cells[columns.at(name)]; };
+  auto number_of = [&](const std::string& name) { return parse_number(text(name), at(name)); };
+  auto count_of = [&](const std::string& name) { return static_cast<int64_t>(number_of(name)); };
+  Measurement m;
+  m.file = path;
+  m.line = number;
+  m.kernel.name = text("kernel");
+  m.kernel.kernel_class = parse_class(text("class"), at("class"));
+  m.kernel.math = parse_math(text("math"), at("math"));
+  m.kernel.shape = {count_of("m"), count_of("n"), count_of("k"), count_of("batch")};
+  m.kernel.flops = number_of("flops");
+  m.kernel.hbm_bytes = number_of("hbm_bytes");
+  m.median_us = number_of("median_us");
+  m.min_us = number_of("min_us");
+  m.max_us = number_of("max_us");
+  if (m.median_us <= 0) throw InputError(at("median_us"), "a measured time must be positive");
+  if (columns.count("context")) m.context = count_of("context");
+  check_derived(columns, cells, "achieved_gbps", m.kernel.hbm_bytes / m.median_us / 1e3, at("achieved_gbps"));
+  check_derived(columns, cells, "achieved_tflops", m.kernel.flops / m.median_us / 1e6, at("achieved_tflops"));
+  return m;
+}
+
 void read_file(const std::string& path, MeasurementSet& set) {
   std::ifstream in(path);
   if (!in) throw InputError({path, 0, ""}, "cannot open file");
@@ -56,6 +117,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
   whole << in.rdbuf();
   set.file_hashes.push_back(fnv1a(whole.str()));
   std::map<std::string, std::string> metadata;
+  std::map<std::string, std::size_t> columns;
   bool header = false;
   std::string line;
   std::istringstream lines(whole.str());
@@ -76,10 +138,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
     std::stringstream fields(line);
     for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
     if (!header) {
-      if (cells != kColumns) {
-        throw InputError({path, number, ""},
-                         "expected the header " + fmt::format("{}", fmt::join(kColumns, ",")));
-      }
+      columns = read_header(cells, {path, number, ""});
       for (const std::string& key : kRequiredMetadata) {
         if (!metadata.count(key))
           throw InputError({path, number, key}, "metadata line '# " + key + ": ...' is missing");
@@ -87,28 +146,11 @@ void read_file(const std::string& path, MeasurementSet& set) {
       header = true;
       continue;
     }
-    if (cells.size() != kColumns.size()) {
+    if (cells.size() != columns.size()) {
       throw InputError({path, number, ""},
-                       fmt::format("expected {} columns, got {}", kColumns.size(), cells.size()));
+                       fmt::format("expected {} columns, got {}", columns.size(), cells.size()));
     }
-    auto at = [&](std::size_t c) { return InputLocation{path, number, kColumns[c]}; };
-    Measurement m;
-    m.file = path;
-    m.line = number;
-    m.kernel.name = cells[0];
-    m.kernel.kernel_class = parse_class(cells[1], at(1));
-    m.kernel.math = parse_math(cells[2], at(2));
-    m.kernel.shape = {static_cast<int64_t>(parse_number(cells[3], at(3))),
-                      static_cast<int64_t>(parse_number(cells[4], at(4))),
-                      static_cast<int64_t>(parse_number(cells[5], at(5))),
-                      static_cast<int64_t>(parse_number(cells[6], at(6)))};
-    m.kernel.flops = parse_number(cells[7], at(7));
-    m.kernel.hbm_bytes = parse_number(cells[8], at(8));
-    m.median_us = parse_number(cells[9], at(9));
-    m.min_us = parse_number(cells[10], at(10));
-    m.max_us = parse_number(cells[11], at(11));
-    if (m.median_us <= 0) throw InputError(at(9), "a measured time must be positive");
-    set.rows.push_back(m);
+    set.rows.push_back(read_row(cells, columns, path, number));
   }
   if (!header) throw InputError({path, 0, ""}, "no header line");
   if (set.metadata.empty()) {

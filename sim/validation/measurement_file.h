@@ -18,6 +18,7 @@ struct Measurement {
   double median_us = 0;
   double min_us = 0;
   double max_us = 0;
+  int64_t context = 0;  // visible compressed positions the kernel drew from (0: not applicable)
 };
 
 struct MeasurementSet {
@@ -27,8 +28,13 @@ struct MeasurementSet {
   std::vector<Measurement> rows;
 };
 
-// Reads every *.csv in `dir` (sorted by name). Throws InputError with file,
-// line and column on a malformed row or a missing metadata field.
+// Reads every *.csv in `dir` (sorted by name). Columns are found by the
+// header: the twelve the fit needs are required; `context` and the harness's
+// derived rates (achieved_gbps, achieved_tflops, fraction_of_copy,
+// fraction_of_compute_ceiling) are optional, and where present must agree with
+// the row's own bytes, FLOPs and time (a hand-edited time shows up here).
+// Throws InputError with file, line and column on a malformed row, an unknown
+// column or a missing metadata field.
 MeasurementSet load_measurements(const std::string& dir);
 
 }  // namespace v41sim

@@ -86,6 +86,66 @@ TEST(IndexerReference, TopkSelectsTheLargestAndBreaksTiesByPosition) {
   }
 }
 
+TEST(CandidatePoolReference, BlockMaximaAndTopBlocks) {
+  // 20 positions in blocks of 8: the last block is short (4 positions).
+  std::vector<float> row(20);
+  for (int j = 0; j < 20; ++j) row[j] = static_cast<float>(j % 7) - (j == 9 ? 10.0f : 0.0f);
+  row[18] = 9.0f;
+  const auto maxima = block_max_reference(row, 1, 20, 8);
+  EXPECT_EQ(maxima, (std::vector<float>{6.0f, 6.0f, 9.0f}));
+  EXPECT_EQ(candidate_pool_reference(maxima, 1, 3, 2), (std::vector<int32_t>{0, 2}));  // ties to the lower block
+  EXPECT_EQ(candidate_pool_reference(maxima, 1, 3, 2048), (std::vector<int32_t>{0, 1, 2}));
+}
+
+TEST(CandidatePoolReference, ReindexScoresOnlyThePoolAndSelectsInsideIt) {
+  const int64_t queries = 2, heads = 4, positions = 205, block = 8, top_blocks = 6, topk = 12;
+  const auto keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(positions * kIndexDim), 41), positions);
+  const auto q = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 42);
+  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 43);
+  const auto layer20 = indexer_logits_reference(q, w, keys, queries, heads, positions);
+  const int64_t blocks = (positions + block - 1) / block;
+  const auto pool = candidate_pool_reference(block_max_reference(layer20, queries, positions, block), queries,
+                                             blocks, top_blocks);
+  ASSERT_EQ(pool.size(), static_cast<std::size_t>(queries * top_blocks));
+  // A Reindex query: its full logits, masked to the pool, are what the pool path must reproduce.
+  const auto q2 = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 44);
+  const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 45);
+  const auto full = indexer_logits_reference(q2, w2, keys, queries, heads, positions);
+  const auto pooled = pool_logits_reference(q2, w2, keys, pool, queries, heads, positions, block);
+  std::vector<float> masked(full.size(), -INFINITY);
+  for (int64_t t = 0; t < queries; ++t) {
+    for (int64_t s = 0; s < top_blocks * block; ++s) {
+      const int64_t position = pool[t * top_blocks + s / block] * block + s % block;
+      const float got = pooled[t * top_blocks * block + s];
+      if (position >= positions) {
+        EXPECT_EQ(got, -INFINITY) << "slot past the last position";
+        continue;
+      }
+      EXPECT_EQ(got, full[t * positions + position]);
+      masked[t * positions + position] = full[t * positions + position];
+    }
+  }
+  EXPECT_EQ(pool_topk_reference(pooled, pool, queries, block, topk), topk_reference(masked, queries, positions, topk));
+  // When every block fits in the pool, pooled selection is plain selection.
+  const auto whole = candidate_pool_reference(block_max_reference(layer20, queries, positions, block), queries,
+                                              blocks, 2048);
+  EXPECT_EQ(pool_topk_reference(pool_logits_reference(q2, w2, keys, whole, queries, heads, positions, block), whole,
+                                queries, block, topk),
+            topk_reference(full, queries, positions, topk));
+}
+
+TEST(CandidatePoolCuda, MatchesTheReference) {
+#ifndef V41SIM_HAVE_CUDA_KERNELS
+  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
+#else
+  std::string why;
+  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  const CheckResult pool = check_candidate_pool();
+  EXPECT_TRUE(pool.ok) << pool.detail;
+#endif
+}
+
 TEST(IndexerCuda, MatchesTheReference) {
 #ifndef V41SIM_HAVE_CUDA_KERNELS
   GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";

@@ -77,6 +77,9 @@ TEST(V41Shapes, TheHarnessShapesAreTheModelFiles) {
   EXPECT_EQ(kV41QueryHeads, v41.spec.attention.num_heads);
   EXPECT_EQ(kV41IndexHeads, v41.spec.attention.indexer->heads);
   EXPECT_EQ(kV41TopK, v41.spec.attention.indexer->topk);
+  ASSERT_TRUE(v41.spec.attention.candidate_pool.has_value());
+  EXPECT_EQ(kV41PoolBlockSize, v41.spec.attention.candidate_pool->block_size);
+  EXPECT_EQ(kV41PoolTopBlocks, v41.spec.attention.candidate_pool->top_blocks);
   EXPECT_EQ(kLatentDim, v41.spec.attention.kv_heads * v41.spec.attention.head_dim);
 }
 

@@ -1,0 +1,84 @@
+// The harness's output: metadata lines and one CSV row per measured
+// (kernel, shape), with the achieved rates and their fractions of the
+// device's own measured ceilings (validation/measurements/README.md).
+// Rows go straight to a file descriptor, so a group measured in a child
+// process keeps every row it finished even if a later kernel crashes it.
+// Plain C++ (no CUDA), so a CPU test checks that the simulator reads what
+// this writes.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "kernels/common/timing_stats.h"
+
+namespace v41sim::kernels {
+
+inline constexpr const char* kCsvHeader =
+    "kernel,class,math,m,n,k,batch,context,flops,hbm_bytes,median_us,min_us,max_us,achieved_gbps,"
+    "achieved_tflops,fraction_of_copy,fraction_of_compute_ceiling";
+
+// Measured on this device before any kernel is timed.
+struct Ceilings {
+  double copy_gbps = 0;          // streaming copy, read + write bytes
+  double fp8_dense_tflops = 0;   // cuBLASLt FP8 GEMM, 8192^3
+  double fp32_fma_tflops = 0;    // FMA chains on the FP32 units
+  double for_math(const std::string& math) const {
+    return math == "fp32" ? fp32_fma_tflops : fp8_dense_tflops;  // FP4 operands run on the FP8 path here
+  }
+};
+
+// One measured (kernel, shape) in the kernel model's convention (sim/graph/kernel.h).
+struct Row {
+  std::string kernel;
+  std::string kernel_class;
+  std::string math;
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  int64_t context = 0;  // visible compressed positions drawn from; 0 where it does not apply
+  double flops = 0;
+  double hbm_bytes = 0;
+  TimingStats time;
+};
+
+class RowWriter {
+ public:
+  RowWriter(int fd, const Ceilings& ceilings) : fd_(fd), ceilings_(ceilings) {}
+
+  void meta(const std::string& key, const std::string& value) const { put("# " + key + ": " + value + "\n"); }
+  void header() const { put(std::string(kCsvHeader) + "\n"); }
+
+  void row(const Row& r) const {
+    const double gbps = r.hbm_bytes / r.time.median_us / 1e3;
+    const double tflops = r.flops / r.time.median_us / 1e6;
+    const double compute_ceiling = ceilings_.for_math(r.math);
+    char line[640];
+    std::snprintf(line, sizeof line,
+                  "%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f\n",
+                  r.kernel.c_str(), r.kernel_class.c_str(), r.math.c_str(), static_cast<long long>(r.m),
+                  static_cast<long long>(r.n), static_cast<long long>(r.k), static_cast<long long>(r.batch),
+                  static_cast<long long>(r.context), r.flops, r.hbm_bytes, r.time.median_us, r.time.min_us,
+                  r.time.max_us, gbps, tflops, ceilings_.copy_gbps > 0 ? gbps / ceilings_.copy_gbps : 0.0,
+                  compute_ceiling > 0 ? tflops / compute_ceiling : 0.0);
+    put(line);
+  }
+
+  const Ceilings& ceilings() const { return ceilings_; }
+
+ private:
+  void put(const std::string& text) const {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+      if (n <= 0) return;  // the parent went away; nothing useful left to do with the row
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+  int fd_;
+  Ceilings ceilings_;
+};
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,70 @@
+// Seeded pseudo-random inputs generated on the device, so the harness times
+// kernels on realistic values (never all zeros: top-k, softmax and the
+// tensor cores' power draw all depend on the data) without spending minutes
+// on host-side generation and copies for multi-gigabyte sweeps.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/indexer/index_key_block.h"
+
+namespace v41sim::kernels {
+
+__device__ inline uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [-1, 1): a sum of two such is close enough to the activations'
+// spread for timing, and the quantizers' scales adapt to any range.
+__device__ inline float uniform_value(uint64_t seed, int64_t i) {
+  return static_cast<float>(mix64(seed ^ static_cast<uint64_t>(i)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+__global__ void fill_uniform_kernel(float* out, int64_t count, uint64_t seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    out[i] = uniform_value(seed, i);
+  }
+}
+
+// Any byte is a valid pair of E2M1 codes; E8M0 scales stay near 1 (2^-3..2^3).
+__global__ void fill_index_keys_kernel(uint8_t* keys, int64_t count, uint64_t seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count * kIndexKeyBytes;
+       i += stride) {
+    const uint64_t r = mix64(seed ^ static_cast<uint64_t>(i));
+    keys[i] = (i % kIndexKeyBytes) < kIndexDim / 2 ? static_cast<uint8_t>(r) : static_cast<uint8_t>(124 + r % 7);
+  }
+}
+
+// FP8 E4M3 bytes of magnitude 2^-4..2^3 with either sign (never NaN).
+__global__ void fill_e4m3_kernel(uint8_t* out, int64_t count, uint64_t seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const uint64_t r = mix64(seed ^ static_cast<uint64_t>(i));
+    const unsigned exponent = 3 + static_cast<unsigned>(r % 8);  // biased: 2^-4 .. 2^3
+    out[i] = static_cast<uint8_t>(((r >> 8) & 0x80u) | (exponent << 3) | ((r >> 16) & 0x7u));
+  }
+}
+
+inline unsigned fill_grid(int64_t count) {
+  const int64_t blocks = (count + 255) / 256;
+  return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+}
+
+inline void fill_uniform(float* out, int64_t count, uint64_t seed) {
+  fill_uniform_kernel<<<fill_grid(count), 256>>>(out, count, seed);
+}
+inline void fill_index_keys(uint8_t* keys, int64_t count, uint64_t seed) {
+  fill_index_keys_kernel<<<fill_grid(count * kIndexKeyBytes), 256>>>(keys, count, seed);
+}
+inline void fill_e4m3(uint8_t* out, int64_t count, uint64_t seed) {
+  fill_e4m3_kernel<<<fill_grid(count), 256>>>(out, count, seed);
+}
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,100 @@
+// The simulator reads exactly what the measuring harness writes (the harness's
+// own row writer, not a copy of its format), and refuses rows whose derived
+// rates disagree with their times: the sign of a hand-edited measurement.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/harness/csv_rows.h"
+#include "sim/common/input_error.h"
+#include "sim/validation/measurement_file.h"
+
+namespace v41sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A small file written through the harness's RowWriter.
+void write_harness_file(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  const kernels::Ceilings ceilings{4000.0, 1200.0, 50.0};
+  const kernels::RowWriter w(fd, ceilings);
+  for (const char* key : {"gpu", "sm_count", "driver", "cuda", "date", "git_commit"}) w.meta(key, "x");
+  w.header();
+  w.row({"sparse_attention_decode", "attention", "fp32", 2048, 640, 1024, 1, 262144, 2.7e9, 1.4e7,
+         {350.5, 349.0, 360.25}});
+  w.row({"expert_down", "grouped_gemm", "fp8", 512, 5120, 2304, 1, 0, 1.2e10, 1.4e7, {20.125, 19.5, 21.0}});
+  ::close(fd);
+}
+
+TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
+  const fs::path dir = fresh_dir("v41sim_harness_rows");
+  write_harness_file(dir / "kernels.csv");
+  const MeasurementSet set = load_measurements(dir.string());
+  ASSERT_EQ(set.rows.size(), 2u);
+  const Measurement& decode = set.rows[0];
+  EXPECT_EQ(decode.kernel.name, "sparse_attention_decode");
+  EXPECT_EQ(decode.kernel.kernel_class, KernelClass::kAttention);
+  EXPECT_EQ(decode.kernel.shape.m, 2048);
+  EXPECT_EQ(decode.kernel.shape.k, 1024);
+  EXPECT_EQ(decode.context, 262144);
+  EXPECT_DOUBLE_EQ(decode.median_us, 350.5);
+  EXPECT_DOUBLE_EQ(decode.max_us, 360.25);
+  EXPECT_EQ(set.rows[1].kernel.math, MathType::kFp8);
+  EXPECT_EQ(set.rows[1].context, 0);
+}
+
+TEST(MeasurementFile, AnEditedTimeNoLongerMatchesItsRates) {
+  const fs::path dir = fresh_dir("v41sim_harness_edited");
+  write_harness_file(dir / "kernels.csv");
+  std::stringstream text;
+  text << std::ifstream(dir / "kernels.csv").rdbuf();
+  std::string edited = text.str();
+  const std::size_t at = edited.find(",350.500,");
+  ASSERT_NE(at, std::string::npos);
+  edited.replace(at, 9, ",300.500,");
+  std::ofstream(dir / "kernels.csv") << edited;
+  try {
+    load_measurements(dir.string());
+    FAIL() << "an edited median was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 8);
+    EXPECT_EQ(e.where().field, "achieved_gbps");
+  }
+}
+
+TEST(MeasurementFile, UnknownOrMissingColumnsAreNamed) {
+  const fs::path dir = fresh_dir("v41sim_harness_columns");
+  const std::string metadata = "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
+  std::ofstream(dir / "a.csv") << metadata
+                               << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,speed\n";
+  try {
+    load_measurements(dir.string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 7);
+    EXPECT_NE(std::string(e.what()).find("'speed' is unknown"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "a.csv") << metadata << "kernel,class,math,m,n,k,batch,flops,median_us,min_us,max_us\n";
+  try {
+    load_measurements(dir.string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no 'hbm_bytes' column"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
