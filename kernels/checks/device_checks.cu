@@ -98,26 +98,36 @@ CheckResult check_candidate_pool() {
   auto keys_of = [&](int64_t t) { return slice(keys, t, positions * kIndexKeyBytes); };
   const LogitsWithBlockMax layer20 =
       indexer_logits_with_block_max_cuda(q, w, keys, queries, heads, positions, true);
-  const CheckResult logits = within("pool-building logits", layer20.logits, per_query<float>(queries, [&](int64_t t) {
-    return indexer_logits_reference(slice(q, t, heads * kIndexDim), slice(w, t, heads), keys_of(t), 1, heads,
-                                    positions);
-  }), 1e-3f);
+  const CheckResult logits = within("pool-building logits", layer20.logits,
+                                    per_query<float>(queries,
+                                                     [&](int64_t t) {
+                                                       return indexer_logits_reference(
+                                                           slice(q, t, heads * kIndexDim), slice(w, t, heads),
+                                                           keys_of(t), 1, heads, positions);
+                                                     }),
+                                    1e-3f);
   if (!logits.ok) return logits;
-  const CheckResult maxima = exact("block max", layer20.block_max,
-                                   block_max_reference(layer20.logits, queries, positions, block));
+  const CheckResult maxima =
+      exact("block max", layer20.block_max, block_max_reference(layer20.logits, queries, positions, block));
   if (!maxima.ok) return maxima;
   const auto pool = topk_cuda(layer20.block_max, queries, blocks, kV41PoolTopBlocks);
-  const CheckResult pool_ok = exact("candidate pool", pool,
-                                    candidate_pool_reference(layer20.block_max, queries, blocks, kV41PoolTopBlocks));
+  const CheckResult pool_ok =
+      exact("candidate pool", pool,
+            candidate_pool_reference(layer20.block_max, queries, blocks, kV41PoolTopBlocks));
   if (!pool_ok.ok) return pool_ok;
   // A Reindex layer: its own query and head weights, layer 20's keys and pool.
   const auto q2 = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 34);
   const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 35);
   const auto pooled = indexer_pool_logits_cuda(q2, w2, keys, pool, queries, heads, positions, true);
-  const CheckResult pooled_ok = within("pool logits", pooled, per_query<float>(queries, [&](int64_t t) {
-    return pool_logits_reference(slice(q2, t, heads * kIndexDim), slice(w2, t, heads), keys_of(t),
-                                 slice(pool, t, kV41PoolTopBlocks), 1, heads, positions, block);
-  }), 1e-3f);
+  const CheckResult pooled_ok =
+      within("pool logits", pooled,
+             per_query<float>(queries,
+                              [&](int64_t t) {
+                                return pool_logits_reference(
+                                    slice(q2, t, heads * kIndexDim), slice(w2, t, heads), keys_of(t),
+                                    slice(pool, t, kV41PoolTopBlocks), 1, heads, positions, block);
+                              }),
+             1e-3f);
   if (!pooled_ok.ok) return pooled_ok;
   return exact("reindex top-k", pool_topk_cuda(pooled, pool, queries, topk),
                pool_topk_reference(pooled, pool, queries, block, topk));

@@ -38,7 +38,8 @@ __global__ void fill_index_keys_kernel(uint8_t* keys, int64_t count, uint64_t se
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count * kIndexKeyBytes;
        i += stride) {
     const uint64_t r = mix64(seed ^ static_cast<uint64_t>(i));
-    keys[i] = (i % kIndexKeyBytes) < kIndexDim / 2 ? static_cast<uint8_t>(r) : static_cast<uint8_t>(124 + r % 7);
+    keys[i] =
+        (i % kIndexKeyBytes) < kIndexDim / 2 ? static_cast<uint8_t>(r) : static_cast<uint8_t>(124 + r % 7);
   }
 }
 

@@ -54,7 +54,7 @@ inline GroupOutcome run_isolated(const std::function<int(int)>& body, unsigned t
     outcome.ok = true;
   } else if (WIFSIGNALED(status)) {
     outcome.why = WTERMSIG(status) == SIGALRM ? "timed out after " + std::to_string(timeout_s) + " s"
-                                                : "killed by signal " + std::to_string(WTERMSIG(status));
+                                              : "killed by signal " + std::to_string(WTERMSIG(status));
   } else {
     outcome.why = "exit status " + std::to_string(WEXITSTATUS(status));
   }

@@ -134,10 +134,11 @@ int measure_ceilings(int fd) {
   Ceilings c;
 
   const int64_t bytes = 1LL << 30;  // HBM: a float4 streaming copy of 1 GiB
-  const DeviceBuffer<float4> in(static_cast<std::size_t>(bytes / 16)), out(static_cast<std::size_t>(bytes / 16));
+  const DeviceBuffer<float4> in(static_cast<std::size_t>(bytes / 16)),
+      out(static_cast<std::size_t>(bytes / 16));
   fill_uniform(reinterpret_cast<float*>(in.get()), bytes / 4, 1);
-  const TimingStats copy = time_kernel([&](int) { launch_copy(in.get(), out.get(), bytes / 16, d.sms); },
-                                       kWarmup, kRuns);
+  const TimingStats copy =
+      time_kernel([&](int) { launch_copy(in.get(), out.get(), bytes / 16, d.sms); }, kWarmup, kRuns);
   c.copy_gbps = 2.0 * static_cast<double>(bytes) / copy.median_us / 1e3;
 
   const DeviceBuffer<float> sink(1);
@@ -165,9 +166,10 @@ int measure_ceilings(int fd) {
   const RowWriter rows(fd, c);
   rows.row({"device_copy", "elementwise", "fp32", bytes / 4096, 4096, 1, 1, 0, 0, 2.0 * bytes, copy});
   rows.row({"fp32_fma_chains", "elementwise", "fp32", 1, 1, 1, 1, 0, fma_chain_flops(d.sms), 0, fma});
-  rows.row({"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops, 3.0 * static_cast<double>(n * n), gemm});
-  std::printf("%s: %d SMs; copy %.0f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s\n", d.props.name, d.sms,
-              c.copy_gbps, c.fp32_fma_tflops, c.fp8_dense_tflops);
+  rows.row(
+      {"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops, 3.0 * static_cast<double>(n * n), gemm});
+  std::printf("%s: %d SMs; copy %.0f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s\n", d.props.name,
+              d.sms, c.copy_gbps, c.fp32_fma_tflops, c.fp8_dense_tflops);
   return 0;
 }
 
@@ -176,7 +178,8 @@ int measure_ceilings(int fd) {
 int measure_mxfp4(const RowWriter& w, const Device& d, bool quick) {
   if (!passes("mxfp4 kv", check_mxfp4_kv())) return 1;
   const std::vector<int64_t> token_counts =
-      quick ? std::vector<int64_t>{4096, 262144} : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144, 1048576};
+      quick ? std::vector<int64_t>{4096, 262144}
+            : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144, 1048576};
   for (const int64_t tokens : token_counts) {
     const int64_t in_bytes = tokens * kDim * static_cast<int64_t>(sizeof(float));
     const int64_t out_bytes = tokens * mxfp4_entry_bytes(kDim);
@@ -186,8 +189,9 @@ int measure_mxfp4(const RowWriter& w, const Device& d, bool quick) {
     for (int i = 0; i < copies; ++i) fill_uniform(pick(kv, i), tokens * kDim, 10 + static_cast<uint64_t>(i));
     const TimingStats q = time_kernel(
         [&](int i) { launch_quantize_mxfp4_kv(pick(kv, i), pick(cache, i), tokens, kDim); }, kWarmup, kRuns);
-    const TimingStats dq = time_kernel(
-        [&](int i) { launch_dequantize_mxfp4_kv(pick(cache, i), pick(kv, i), tokens, kDim); }, kWarmup, kRuns);
+    const TimingStats dq =
+        time_kernel([&](int i) { launch_dequantize_mxfp4_kv(pick(cache, i), pick(kv, i), tokens, kDim); },
+                    kWarmup, kRuns);
     CUDA_CHECK(cudaGetLastError());
     const double bytes = static_cast<double>(in_bytes + out_bytes);
     const double values = static_cast<double>(tokens * kDim);
@@ -238,32 +242,34 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
       const DeviceBuffer<int32_t> selected(static_cast<std::size_t>(batch * kV41TopK));
       const TimingStats t = time_kernel(
           [&](int) {
-            launch_indexer_logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch, heads, positions,
-                                  builds_pool ? block_max.get() : nullptr, true);
+            launch_indexer_logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch, heads,
+                                  positions, builds_pool ? block_max.get() : nullptr, true);
           },
           kWarmup, kRuns);
       const double pairs = static_cast<double>(batch * positions);
       const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
       w.row({"indexer_logits", "indexer", "fp32", batch, positions, dims, 1, positions, 2.0 * dims * pairs,
              pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t});
-      const TimingStats s = time_kernel(
-          [&](int) { launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK); }, kWarmup, kRuns);
+      const TimingStats s =
+          time_kernel([&](int) { launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK); },
+                      kWarmup, kRuns);
       w.row({"topk_select", "topk", "fp32", batch, positions, 1, 1, positions, 2.0 * pairs,
              pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, s});
       std::printf("indexer decode batch %lld, %lld positions: logits %.1f us, top-512 %.1f us",
                   static_cast<long long>(batch), static_cast<long long>(positions), t.median_us, s.median_us);
       if (builds_pool) {
         const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(batch * pool_blocks));
-        const TimingStats b = time_kernel(
-            [&](int) { launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks); }, kWarmup, kRuns);
+        const TimingStats b =
+            time_kernel([&](int) { launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks); },
+                        kWarmup, kRuns);
         w.row({"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1, positions,
-               2.0 * static_cast<double>(batch * blocks), block_bytes + static_cast<double>(batch * pool_blocks) * 4.0,
-               b});
+               2.0 * static_cast<double>(batch * blocks),
+               block_bytes + static_cast<double>(batch * pool_blocks) * 4.0, b});
         const DeviceBuffer<float> pooled(static_cast<std::size_t>(batch * pool_slots));
         const TimingStats r = time_kernel(
             [&](int) {
-              launch_indexer_pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(), batch,
-                                         heads, positions, pool_blocks, true);
+              launch_indexer_pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(),
+                                         batch, heads, positions, pool_blocks, true);
             },
             kWarmup, kRuns);
         const double pooled_pairs = static_cast<double>(batch * pool_slots);
@@ -301,7 +307,8 @@ int measure_indexer_prefill(const RowWriter& w, bool quick) {
       const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
       const TimingStats t = time_kernel(
           [&](int) {
-            launch_indexer_logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries, heads, positions);
+            launch_indexer_logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries, heads,
+                                  positions);
           },
           kWarmup, kRuns);
       const double pairs = static_cast<double>(queries * positions);
@@ -323,8 +330,8 @@ int measure_indexer_prefill(const RowWriter& w, bool quick) {
 // requests' contexts overlap (still far beyond L2).
 int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
   if (!passes("sparse decode", check_sparse_decode())) return 1;
-  const int64_t max_entries = std::min<int64_t>((16LL << 30) / kMainEntryBytes,
-                                                static_cast<int64_t>(dev.props.totalGlobalMem / 4 / kMainEntryBytes));
+  const int64_t max_entries = std::min<int64_t>(
+      (16LL << 30) / kMainEntryBytes, static_cast<int64_t>(dev.props.totalGlobalMem / 4 / kMainEntryBytes));
   const std::vector<int64_t> batches =
       quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 8, 32, 64, 128};
   const std::vector<int64_t> contexts =
@@ -354,7 +361,8 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
       if (context > max_entries) continue;
       const SparseDecodeShape shape{batch, kV41QueryHeads, kV41TopK, max_entries};
       const int splits = sparse_decode_splits(shape, dev.sms);
-      const DeviceBuffer<float> workspace(static_cast<std::size_t>(sparse_decode_workspace_floats(shape, splits)));
+      const DeviceBuffer<float> workspace(
+          static_cast<std::size_t>(sparse_decode_workspace_floats(shape, splits)));
       std::mt19937 rng(static_cast<uint32_t>(context + batch));
       std::vector<DeviceBuffer<int32_t>> index_sets;
       for (int i = 0; i < copies; ++i) {
@@ -362,8 +370,8 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
         for (int64_t b = 0; b < batch; ++b) {
           const int64_t base = (b * context) % (max_entries - context + 1);
           std::uniform_int_distribution<int64_t> pick_entry(base, base + context - 1);
-          for (int64_t j = 0; j < kV41TopK; ++j) topk[static_cast<std::size_t>(b * kV41TopK + j)] =
-              static_cast<int32_t>(pick_entry(rng));
+          for (int64_t j = 0; j < kV41TopK; ++j)
+            topk[static_cast<std::size_t>(b * kV41TopK + j)] = static_cast<int32_t>(pick_entry(rng));
         }
         index_sets.emplace_back(topk);
       }
@@ -376,13 +384,15 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
       CUDA_CHECK(cudaGetLastError());
       const double keys = static_cast<double>(kV41TopK + kWindowTokens);
       const double flops = 2.0 * static_cast<double>(batch * kV41QueryHeads) * keys * 2.0 * kLatentDim;
-      const double bytes = static_cast<double>(gathered) + 2.0 * static_cast<double>(host.q.size() * sizeof(float));
-      w.row({"sparse_attention_decode", "attention", "fp32", batch * kV41QueryHeads, static_cast<int64_t>(keys),
-             2 * kLatentDim, 1, context, flops, bytes, t});
-      std::printf("sparse decode batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
-                  static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
-                  bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,
-                  flops / t.median_us / 1e6);
+      const double bytes =
+          static_cast<double>(gathered) + 2.0 * static_cast<double>(host.q.size() * sizeof(float));
+      w.row({"sparse_attention_decode", "attention", "fp32", batch * kV41QueryHeads,
+             static_cast<int64_t>(keys), 2 * kLatentDim, 1, context, flops, bytes, t});
+      std::printf(
+          "sparse decode batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
+          static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
+          bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,
+          flops / t.median_us / 1e6);
     }
   }
   return 0;
@@ -407,7 +417,9 @@ int measure_compress(const RowWriter& w, const Device& d, bool quick) {
     }
     fill_uniform(ape.get(), 2 * kDim, 60);
     const TimingStats t = time_kernel(
-        [&](int i) { launch_compress_ratio2(pick(kv, i), pick(score, i), ape.get(), pick(entries, i), tokens); },
+        [&](int i) {
+          launch_compress_ratio2(pick(kv, i), pick(score, i), ape.get(), pick(entries, i), tokens);
+        },
         kWarmup, kRuns);
     CUDA_CHECK(cudaGetLastError());
     const double bytes = static_cast<double>(in_bytes + out_bytes);
@@ -439,8 +451,8 @@ int measure_engram(const RowWriter& w, bool quick) {
     CUDA_CHECK(cudaGetLastError());
     const double bytes = static_cast<double>(count * kEngramRowBytes);
     w.row({"engram_host_gather", "host_copy", "fp32", count, kEngramRowBytes, 1, 1, 0, 0, bytes, t});
-    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link\n", static_cast<long long>(count),
-                t.median_us, bytes / t.median_us / 1e3);
+    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link\n",
+                static_cast<long long>(count), t.median_us, bytes / t.median_us / 1e3);
   }
   CUDA_CHECK(cudaFreeHost(pinned));
   return 0;
@@ -457,7 +469,8 @@ int measure_mhc(const RowWriter& w, bool quick) {
     const auto streams = static_cast<std::size_t>(tokens * kStreams * kHidden);
     const auto hidden = static_cast<std::size_t>(tokens * kHidden);
     const auto coefficients = static_cast<std::size_t>(tokens * kCoefficients);
-    const DeviceBuffer<float> X(streams), Xo(streams), y(hidden), x_in(hidden), c(coefficients), c_next(coefficients);
+    const DeviceBuffer<float> X(streams), Xo(streams), y(hidden), x_in(hidden), c(coefficients),
+        c_next(coefficients);
     fill_uniform(X.get(), static_cast<int64_t>(streams), 70);
     fill_uniform(y.get(), static_cast<int64_t>(hidden), 71);
     launch_mhc_coefficients(X.get(), c.get(), tokens, kHidden);  // coefficients as the model makes them
@@ -469,18 +482,23 @@ int measure_mhc(const RowWriter& w, bool quick) {
         },
         kWarmup, kRuns);
     const TimingStats fused = time_kernel(
-        [&](int) { launch_mhc_fused(X.get(), y.get(), c.get(), Xo.get(), x_in.get(), c_next.get(), tokens, kHidden); },
+        [&](int) {
+          launch_mhc_fused(X.get(), y.get(), c.get(), Xo.get(), x_in.get(), c_next.get(), tokens, kHidden);
+        },
         kWarmup, kRuns);
     CUDA_CHECK(cudaGetLastError());
     const double h = static_cast<double>(hidden) * sizeof(float);
     const double three_bytes = (4.0 * kStreams + 2.0) * h;  // as the simulator counts the three-kernel form
     const double fused_bytes = (2.0 * kStreams + 2.0) * h;
-    w.row({"mhc_three_kernel", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, three_bytes, three});
-    w.row({"mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, fused_bytes, fused});
-    std::printf("mhc %lld tokens: three kernels %.1f us, single pass %.1f us (%.2fx; %.0f%% / %.0f%% of copy)\n",
-                static_cast<long long>(tokens), three.median_us, fused.median_us, three.median_us / fused.median_us,
-                100.0 * three_bytes / three.median_us / 1e3 / w.ceilings().copy_gbps,
-                100.0 * fused_bytes / fused.median_us / 1e3 / w.ceilings().copy_gbps);
+    w.row({"mhc_three_kernel", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, three_bytes,
+           three});
+    w.row({"mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, fused_bytes,
+           fused});
+    std::printf(
+        "mhc %lld tokens: three kernels %.1f us, single pass %.1f us (%.2fx; %.0f%% / %.0f%% of copy)\n",
+        static_cast<long long>(tokens), three.median_us, fused.median_us, three.median_us / fused.median_us,
+        100.0 * three_bytes / three.median_us / 1e3 / w.ceilings().copy_gbps,
+        100.0 * fused_bytes / fused.median_us / 1e3 / w.ceilings().copy_gbps);
   }
   return 0;
 }
@@ -499,7 +517,8 @@ int measure_gemm(const RowWriter& w, bool quick) {
     };
     for (const Shape& s : {Shape{"expert_gate_up", 2 * kV41ExpertWidth, kV41Hidden},
                            Shape{"expert_down", kV41Hidden, kV41ExpertWidth}}) {
-      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(s.n * s.k)), a(static_cast<std::size_t>(m * s.k));
+      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(s.n * s.k)),
+          a(static_cast<std::size_t>(m * s.k));
       const DeviceBuffer<float> d(static_cast<std::size_t>(m * s.n));
       fill_e4m3(w8.get(), s.n * s.k, 80);
       fill_e4m3(a.get(), m * s.k, 81);
@@ -510,8 +529,9 @@ int measure_gemm(const RowWriter& w, bool quick) {
       const double bytes = static_cast<double>(s.n * s.k + m * s.k) + 4.0 * static_cast<double>(m * s.n);
       w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, 1, 0, flops, bytes, t});
       std::printf("%s %lldx%lldx%lld: %.1f us, %.0f TFLOP/s (%.0f%% of the dense FP8 ceiling)\n", s.name,
-                  static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), t.median_us,
-                  flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops);
+                  static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+                  t.median_us, flops / t.median_us / 1e6,
+                  100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops);
     }
   }
   return 0;
@@ -527,9 +547,12 @@ struct Group {
 const std::vector<Group>& groups() {
   static const std::vector<Group> all{
       {"mxfp4_kv", [](const RowWriter& w, const Device& d, bool q) { return measure_mxfp4(w, d, q); }},
-      {"indexer_decode", [](const RowWriter& w, const Device&, bool q) { return measure_indexer_decode(w, q); }},
-      {"indexer_prefill", [](const RowWriter& w, const Device&, bool q) { return measure_indexer_prefill(w, q); }},
-      {"sparse_decode", [](const RowWriter& w, const Device& d, bool q) { return measure_sparse_decode(w, d, q); }},
+      {"indexer_decode",
+       [](const RowWriter& w, const Device&, bool q) { return measure_indexer_decode(w, q); }},
+      {"indexer_prefill",
+       [](const RowWriter& w, const Device&, bool q) { return measure_indexer_prefill(w, q); }},
+      {"sparse_decode",
+       [](const RowWriter& w, const Device& d, bool q) { return measure_sparse_decode(w, d, q); }},
       {"compress", [](const RowWriter& w, const Device& d, bool q) { return measure_compress(w, d, q); }},
       {"engram", [](const RowWriter& w, const Device&, bool q) { return measure_engram(w, q); }},
       {"mhc", [](const RowWriter& w, const Device&, bool q) { return measure_mhc(w, q); }},
@@ -555,8 +578,9 @@ struct Options {
 };
 
 int usage() {
-  std::fprintf(stderr, "usage: v41sim_measure --out DIR [--quick] [--only GROUP[,GROUP...]] [--group-timeout S]\n"
-                       "groups:");
+  std::fprintf(stderr,
+               "usage: v41sim_measure --out DIR [--quick] [--only GROUP[,GROUP...]] [--group-timeout S]\n"
+               "groups:");
   for (const Group& g : groups()) std::fprintf(stderr, " %s", g.name);
   std::fprintf(stderr, "\n");
   return 2;
@@ -572,8 +596,8 @@ bool parse(int argc, char** argv, Options& o) {
     } else if (arg == "--only" && i + 1 < argc) {
       std::stringstream names(argv[++i]);
       for (std::string name; std::getline(names, name, ',');) {
-        const bool known = std::any_of(groups().begin(), groups().end(),
-                                       [&](const Group& g) { return name == g.name; });
+        const bool known =
+            std::any_of(groups().begin(), groups().end(), [&](const Group& g) { return name == g.name; });
         if (!known) {
           std::fprintf(stderr, "--only: unknown group '%s'\n", name.c_str());
           return false;
@@ -610,12 +634,14 @@ int run(const Options& o) {
                  ceilings.why.c_str());
     return 1;
   }
-  const Ceilings c{metadata_number(ceilings.text, "copy_gbps"), metadata_number(ceilings.text, "fp8_dense_tflops"),
+  const Ceilings c{metadata_number(ceilings.text, "copy_gbps"),
+                   metadata_number(ceilings.text, "fp8_dense_tflops"),
                    metadata_number(ceilings.text, "fp32_fma_tflops")};
   std::string metadata, rows, failed;
   auto split = [&](const std::string& text) {
     std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) (line.rfind('#', 0) == 0 ? metadata : rows) += line + "\n";
+    for (std::string line; std::getline(lines, line);)
+      (line.rfind('#', 0) == 0 ? metadata : rows) += line + "\n";
   };
   split(ceilings.text);
   for (const Group& g : groups()) {
@@ -631,7 +657,9 @@ int run(const Options& o) {
   }
   std::filesystem::create_directories(o.out_dir);
   std::ofstream out(std::filesystem::path(o.out_dir) / "kernels.csv");
-  out << metadata << "# failed_groups: " << (failed.empty() ? "none" : failed) << "\n" << kCsvHeader << "\n" << rows;
+  out << metadata << "# failed_groups: " << (failed.empty() ? "none" : failed) << "\n"
+      << kCsvHeader << "\n"
+      << rows;
   std::printf("wrote %s%s\n", (std::filesystem::path(o.out_dir) / "kernels.csv").c_str(),
               failed.empty() ? "" : (" without the failed groups: " + failed).c_str());
   return failed.empty() ? 0 : 1;

@@ -48,8 +48,10 @@ struct QuerySmem {
   float w[kMaxHeads];
 };
 
-__device__ void stage_query(QuerySmem& s, const float* q, const float* weights, int64_t query, int64_t heads) {
-  for (int64_t i = threadIdx.x; i < heads * kIndexDim; i += blockDim.x) s.q[i] = q[query * heads * kIndexDim + i];
+__device__ void stage_query(QuerySmem& s, const float* q, const float* weights, int64_t query,
+                            int64_t heads) {
+  for (int64_t i = threadIdx.x; i < heads * kIndexDim; i += blockDim.x)
+    s.q[i] = q[query * heads * kIndexDim + i];
   for (int64_t h = threadIdx.x; h < heads; h += blockDim.x) s.w[h] = weights[query * heads + h];
   __syncthreads();
 }
@@ -83,7 +85,7 @@ __global__ void indexer_logits_kernel(const float* __restrict__ q, const float* 
     logits[query * p.positions + position] = logit;
   }
   if (block_max == nullptr) return;  // uniform across the grid
-  // Every lane reaches the shuffles; lanes past the end carry -inf.
+    // Every lane reaches the shuffles; lanes past the end carry -inf.
 #pragma unroll
   for (int offset = kPoolBlock / 2; offset > 0; offset /= 2) {
     logit = fmaxf(logit, __shfl_xor_sync(kFullMask, logit, offset));
@@ -111,8 +113,9 @@ __global__ void indexer_pool_logits_kernel(const float* __restrict__ q, const fl
   if (slot >= slots) return;
   const int64_t position = pool_position(pool, query, pool_blocks, slot);
   pool_logits[query * slots + slot] =
-      position < p.positions ? score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes)
-                             : -INFINITY;
+      position < p.positions
+          ? score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes)
+          : -INFINITY;
 }
 
 // The k-th largest order-preserving key of a row, and how many keys equal to
@@ -204,7 +207,8 @@ __global__ void topk_kernel(const float* __restrict__ logits, int32_t* __restric
     const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
     const bool tie = i < end && key == t.key;
     const unsigned ties = __ballot_sync(kFullMask, tie);
-    const bool take = (i < end && key > t.key) || (tie && ties_seen + __popc(ties & lanes_below) < t.ties_needed);
+    const bool take =
+        (i < end && key > t.key) || (tie && ties_seen + __popc(ties & lanes_below) < t.ties_needed);
     const unsigned takes = __ballot_sync(kFullMask, take);
     if (take) {
       const int64_t position = pool != nullptr ? pool_position(pool, query, pool_blocks, i) : i;
@@ -216,7 +220,8 @@ __global__ void topk_kernel(const float* __restrict__ logits, int32_t* __restric
 }
 
 dim3 score_grid(int64_t columns, int64_t queries) {
-  return dim3(static_cast<unsigned>((columns + kKeysPerBlock - 1) / kKeysPerBlock), static_cast<unsigned>(queries));
+  return dim3(static_cast<unsigned>((columns + kKeysPerBlock - 1) / kKeysPerBlock),
+              static_cast<unsigned>(queries));
 }
 
 IndexerParams scoring_params(int64_t queries, int64_t heads, int64_t positions, bool per_query_keys) {
@@ -232,12 +237,13 @@ void launch_indexer_logits(const float* q, const float* weights, const uint8_t* 
                            int64_t queries, int64_t heads, int64_t positions, float* block_max,
                            bool per_query_keys) {
   const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
-  indexer_logits_kernel<<<score_grid(positions, queries), kKeysPerBlock>>>(q, weights, keys, logits, block_max, p);
+  indexer_logits_kernel<<<score_grid(positions, queries), kKeysPerBlock>>>(q, weights, keys, logits,
+                                                                           block_max, p);
 }
 
-void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys, const int32_t* pool,
-                                float* pool_logits, int64_t queries, int64_t heads, int64_t positions,
-                                int64_t pool_blocks, bool per_query_keys) {
+void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys,
+                                const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
+                                int64_t positions, int64_t pool_blocks, bool per_query_keys) {
   const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
   if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");
   indexer_pool_logits_kernel<<<score_grid(pool_blocks * kPoolBlock, queries), kKeysPerBlock>>>(
@@ -246,7 +252,8 @@ void launch_indexer_pool_logits(const float* q, const float* weights, const uint
 
 void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
                  const int32_t* pool) {
-  if (topk <= 0 || topk > positions || queries <= 0) throw std::invalid_argument("topk: need 0 < k <= positions");
+  if (topk <= 0 || topk > positions || queries <= 0)
+    throw std::invalid_argument("topk: need 0 < k <= positions");
   if (pool != nullptr && positions % kPoolBlock != 0) {
     throw std::invalid_argument("topk over a pool: the row must be whole pool blocks");
   }
@@ -274,9 +281,9 @@ LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& 
 }
 
 std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
-                                            const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
-                                            int64_t queries, int64_t heads, int64_t positions,
-                                            bool per_query_keys) {
+                                            const std::vector<uint8_t>& keys,
+                                            const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
+                                            int64_t positions, bool per_query_keys) {
   const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
   const auto slot_count = static_cast<std::size_t>(queries * pool_blocks * kPoolBlock);
   const DeviceBuffer<float> d_q(q), d_w(weights), d_out(slot_count);

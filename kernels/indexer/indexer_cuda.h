@@ -29,8 +29,9 @@ LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& 
                                                       const std::vector<uint8_t>& keys, int64_t queries,
                                                       int64_t heads, int64_t positions, bool per_query_keys);
 std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
-                                            const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
-                                            int64_t queries, int64_t heads, int64_t positions, bool per_query_keys);
+                                            const std::vector<uint8_t>& keys,
+                                            const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
+                                            int64_t positions, bool per_query_keys);
 // Top-k of pool logits, written as positions (pool_topk_reference's result).
 std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
                                     int64_t queries, int64_t topk);
@@ -40,9 +41,9 @@ std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const
 void launch_indexer_logits(const float* q, const float* weights, const uint8_t* keys, float* logits,
                            int64_t queries, int64_t heads, int64_t positions, float* block_max = nullptr,
                            bool per_query_keys = false);
-void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys, const int32_t* pool,
-                                float* pool_logits, int64_t queries, int64_t heads, int64_t positions,
-                                int64_t pool_blocks, bool per_query_keys);
+void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys,
+                                const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
+                                int64_t positions, int64_t pool_blocks, bool per_query_keys);
 // With a pool (queries x positions / block ids), the row is pool slots and the
 // output holds the positions they stand for.
 void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,

@@ -101,7 +101,8 @@ std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_ma
 
 std::vector<float> pool_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
                                          const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
-                                         int64_t queries, int64_t heads, int64_t positions, int64_t block_size) {
+                                         int64_t queries, int64_t heads, int64_t positions,
+                                         int64_t block_size) {
   if (queries <= 0 || pool.size() % static_cast<std::size_t>(queries) != 0 ||
       static_cast<int64_t>(keys.size()) != positions * kIndexKeyBytes) {
     throw std::invalid_argument("pool logits: bad shape");
@@ -112,9 +113,9 @@ std::vector<float> pool_logits_reference(const std::vector<float>& q, const std:
   std::vector<float> key(kIndexDim);
   for (int64_t t = 0; t < queries; ++t) {
     for (int64_t s = 0; s < slots; ++s) {
-      const int64_t position = int64_t{pool[static_cast<std::size_t>(t * pool_blocks + s / block_size)]} *
-                                   block_size +
-                               s % block_size;
+      const int64_t position =
+          int64_t{pool[static_cast<std::size_t>(t * pool_blocks + s / block_size)]} * block_size +
+          s % block_size;
       if (position >= positions) continue;
       widen_key(keys.data() + position * kIndexKeyBytes, key.data());
       out[static_cast<std::size_t>(t * slots + s)] =
@@ -124,8 +125,9 @@ std::vector<float> pool_logits_reference(const std::vector<float>& q, const std:
   return out;
 }
 
-std::vector<int32_t> pool_topk_reference(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
-                                         int64_t queries, int64_t block_size, int64_t topk) {
+std::vector<int32_t> pool_topk_reference(const std::vector<float>& pool_logits,
+                                         const std::vector<int32_t>& pool, int64_t queries,
+                                         int64_t block_size, int64_t topk) {
   const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
   const int64_t slots = pool_blocks * block_size;
   std::vector<int32_t> selected = topk_reference(pool_logits, queries, slots, topk);

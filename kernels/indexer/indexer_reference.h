@@ -37,10 +37,12 @@ std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_ma
 // block_size slots; slots past the last position hold -infinity).
 std::vector<float> pool_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
                                          const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
-                                         int64_t queries, int64_t heads, int64_t positions, int64_t block_size);
+                                         int64_t queries, int64_t heads, int64_t positions,
+                                         int64_t block_size);
 
 // Top-k of the pool logits, returned as positions (ascending; ties to the lower position).
-std::vector<int32_t> pool_topk_reference(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
-                                         int64_t queries, int64_t block_size, int64_t topk);
+std::vector<int32_t> pool_topk_reference(const std::vector<float>& pool_logits,
+                                         const std::vector<int32_t>& pool, int64_t queries,
+                                         int64_t block_size, int64_t topk);
 
 }  // namespace v41sim::kernels

@@ -7,6 +7,10 @@
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/error_band.h"
+#include "sim/cost/kernel_cost.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/report/model_views.h"
 #include "sim/report/validation_view.h"
@@ -28,6 +32,36 @@ void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
 }
 
+namespace {
+
+// What the fitted class bands mean for whole steps of the model: a decode step
+// and a prefill, timed with the new calibration and its propagated band.
+struct StepBandRow {
+  std::string what;
+  double time_us = 0;
+  ErrorBand band;
+};
+
+std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile& gpu, const CostParams& params) {
+  std::vector<StepBandRow> rows;
+  for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
+    StepShape shape;
+    shape.phase = phase;
+    shape.batch = phase == Phase::kDecode ? 32 : 1;
+    shape.context = phase == Phase::kDecode ? 131072 : 8192;
+    shape.ep = 8;
+    shape.ep_per_node = gpu.nvlink_domain();
+    const KernelCostModel cost(gpu, params, phase == Phase::kDecode);
+    const StepGraph graph = build_step_graph(model, shape);
+    const StepTiming timing = time_step(graph, cost);
+    rows.push_back({phase == Phase::kDecode ? "decode step, batch 32, context 128K, EP 8" : "prefill of an 8K prompt, EP 8",
+                    timing.total_us, step_error_band(graph, timing, params)});
+  }
+  return rows;
+}
+
+}  // namespace
+
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const MeasurementSet measurements = load_measurements(f.measurements);
   const std::string stem = f.hw_given ? f.hw : std::filesystem::path(f.measurements).filename().string();
@@ -44,26 +78,41 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   std::ofstream(file) << calibration_yaml(result, measurements, priors);
   Table t(fmt::format("Calibration of {} from {} measurements", gpu.name, measurements.rows.size()),
           {"class", "train / held-out shapes", "compute eff.", "memory eff.", "fixed overhead (us)",
-           "held-out MAPE", "worst", "bias"});
+           "held-out MAPE", "worst", "bias", "90% band"});
   nlohmann::json classes = nlohmann::json::array();
   for (const ClassFit& c : result.classes) {
     t.add_row({std::string(class_key(c.kernel_class)), fmt::format("{} / {}", c.train_rows, c.held_out_rows),
                format_fixed(c.compute_efficiency, 3), format_fixed(c.memory_efficiency, 3),
                format_fixed(c.fixed_overhead_us, 2), fmt::format("{:.2f}%", c.held_out_mape_pct),
-               fmt::format("{:.2f}%", c.held_out_worst_pct), fmt::format("{:+.2f}%", c.held_out_bias_pct)});
+               fmt::format("{:.2f}%", c.held_out_worst_pct), fmt::format("{:+.2f}%", c.held_out_bias_pct),
+               fmt::format("±{:.2f}%", c.band_90_pct)});
     classes.push_back({{"class", std::string(class_key(c.kernel_class))},
                        {"compute_efficiency", c.compute_efficiency},
                        {"memory_efficiency", c.memory_efficiency},
                        {"fixed_overhead_us", c.fixed_overhead_us},
                        {"held_out_mape_pct", c.held_out_mape_pct},
                        {"held_out_worst_pct", c.held_out_worst_pct},
-                       {"held_out_bias_pct", c.held_out_bias_pct}});
+                       {"held_out_bias_pct", c.held_out_bias_pct},
+                       {"band_90_pct", c.band_90_pct}});
   }
   t.add_note("written to " + file);
+  const ModelAnalysis model = load_model_named(catalog, f.model);
+  Table steps(fmt::format("What the bands mean for {} steps on {}", model.spec.name, gpu.name),
+              {"step", "predicted", "band (90%)"});
+  nlohmann::json step_json = nlohmann::json::array();
+  for (const StepBandRow& r : step_bands(model, gpu, result.params)) {
+    steps.add_row({r.what, fmt::format("{:.1f} us", r.time_us), r.band.describe()});
+    step_json.push_back({{"step", r.what},
+                         {"predicted_us", r.time_us},
+                         {"band_pct_at_90", r.band.pct},
+                         {"band_covered_share", r.band.covered_share}});
+  }
+  steps.add_note(std::string("propagated from the class bands (no whole step was measured); ") + kErrorBandMethod);
   if (f.json) {
-    out << nlohmann::json{{"gpu", gpu.name}, {"file", file}, {"classes", classes}}.dump(2) << "\n";
+    out << nlohmann::json{{"gpu", gpu.name}, {"file", file}, {"classes", classes}, {"steps", step_json}}.dump(2)
+        << "\n";
   } else {
-    out << t.to_text();
+    out << t.to_text() << "\n" << steps.to_text();
   }
 }
 

@@ -52,7 +52,7 @@ double SourcedValue::value() const {
   return *value_;
 }
 
-SourcedValue read_sourced_value(const YamlNode& node) {
+SourcedValue read_sourced_value(const YamlNode& node, ValueRange range) {
   node.expect_only({"value", "datasheet", "published", "measured", "calibrated", "assumed", "derived",
                     "unknown", "unsupported"});
   const KindName* found = nullptr;
@@ -71,7 +71,9 @@ SourcedValue read_sourced_value(const YamlNode& node) {
     if (node.has("value")) node.fail(std::string("a figure marked '") + found->name + "' has no value");
     return SourcedValue(std::nullopt, provenance, node.location());
   }
-  return SourcedValue(node.required("value").as_positive_double(), provenance, node.location());
+  const YamlNode value = node.required("value");
+  return SourcedValue(range == ValueRange::kPositive ? value.as_positive_double() : value.as_non_negative_double(),
+                      provenance, node.location());
 }
 
 }  // namespace v41sim

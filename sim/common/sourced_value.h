@@ -55,6 +55,8 @@ class SourcedValue {
 
 // Reads {value: X, datasheet|published|measured|calibrated|assumed: "..."} or
 // {unknown: "..."} / {unsupported: "..."}.
-SourcedValue read_sourced_value(const YamlNode& node);
+// Most figures must be positive; an error band or a widening may be zero.
+enum class ValueRange { kPositive, kNonNegative };
+SourcedValue read_sourced_value(const YamlNode& node, ValueRange range = ValueRange::kPositive);
 
 }  // namespace v41sim

@@ -13,8 +13,8 @@ namespace v41sim {
 namespace {
 
 ClassCost read_class(const YamlNode& node) {
-  node.expect_only(
-      {"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency", "fixed_overhead_us"});
+  node.expect_only({"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency",
+                    "fixed_overhead_us", "error_band_pct"});
   ClassCost c;
   c.tile_m = node.required("tile_m").as_positive_int();
   c.tile_n = node.required("tile_n").as_positive_int();
@@ -23,6 +23,8 @@ ClassCost read_class(const YamlNode& node) {
   c.memory_efficiency = read_sourced_value(node.required("memory_efficiency"));
   if (const auto overhead = node.optional("fixed_overhead_us"))
     c.fixed_overhead_us = read_sourced_value(*overhead);
+  if (const auto band = node.optional("error_band_pct"))
+    c.error_band_pct = read_sourced_value(*band, ValueRange::kNonNegative);
   for (const SourcedValue* v : {&c.compute_efficiency, &c.memory_efficiency}) {
     if (v->value() > 1.0) throw InputError(v->where(), "an efficiency is a fraction of peak, at most 1");
   }
@@ -38,11 +40,36 @@ LinkCost read_links(const YamlNode& node) {
           field("all_to_all_latency_inter_us"), field("host_copy_latency_us")};
 }
 
+TransferRule read_transfer(const YamlNode& node) {
+  node.expect_only({"same_architecture_extra_pct", "cross_architecture_extra_pct"});
+  return {read_sourced_value(node.required("same_architecture_extra_pct"), ValueRange::kNonNegative),
+          read_sourced_value(node.required("cross_architecture_extra_pct"), ValueRange::kNonNegative)};
+}
+
 }  // namespace
+
+std::optional<double> CostParams::error_band_pct(KernelClass kernel_class) const {
+  const auto& band = of(kernel_class).error_band_pct;
+  if (!band) return std::nullopt;
+  switch (extrapolation) {
+    case Extrapolation::kNone:
+      return band->value();
+    case Extrapolation::kSameArchitecture:
+      return band->value() + transfer.same_architecture_extra_pct.value();
+    case Extrapolation::kCrossArchitecture:
+      return band->value() + transfer.cross_architecture_extra_pct.value();
+  }
+  return std::nullopt;
+}
 
 std::string CostParams::label() const {
   std::string out = status;
-  if (!extrapolated_from.empty()) out += " on " + extrapolated_from + ", extrapolated (same architecture)";
+  if (extrapolation == Extrapolation::kSameArchitecture) {
+    out += " on " + extrapolated_from + ", extrapolated (same architecture)";
+  } else if (extrapolation == Extrapolation::kCrossArchitecture) {
+    out += " on " + extrapolated_from + ", extrapolated across architectures (bands widened by " +
+           fmt::format("{:g}", transfer.cross_architecture_extra_pct.value()) + " points, assumed)";
+  }
   if (held_out_mape_pct >= 0) out += fmt::format(", held-out MAPE up to {:.1f}%", held_out_mape_pct);
   return out + " (" + file + ")";
 }
@@ -51,7 +78,7 @@ CostParams load_cost_params_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.expect_only({"status", "source", "held_out_mape_pct", "launch_overhead_us", "graph_replay_overhead_us",
                     "sm_bandwidth_multiple", "l2_bandwidth_multiple", "l2_resident_fraction",
-                    "split_to_fill_sms", "links", "classes"});
+                    "split_to_fill_sms", "links", "transfer", "classes"});
   CostParams p;
   p.file = path;
   p.status = root.required("status").as_string();
@@ -68,6 +95,7 @@ CostParams load_cost_params_file(const std::string& path) {
   p.l2_resident_fraction = read_sourced_value(root.required("l2_resident_fraction"));
   p.split_to_fill_sms = root.required("split_to_fill_sms").as_bool();
   p.links = read_links(root.required("links"));
+  p.transfer = read_transfer(root.required("transfer"));
   const YamlNode classes = root.required("classes");
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto kernel_class = static_cast<KernelClass>(i);
@@ -88,25 +116,31 @@ CalibrationChoice choose_calibration(const std::string& data_dir, const std::str
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(data_dir) / "validation" / "calibration";
   const fs::path own = dir / (gpu_stem + ".yaml");
-  if (fs::exists(own)) return {own.string(), ""};
+  if (fs::exists(own)) return {own.string(), "", Extrapolation::kNone};
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".yaml" && entry.path().stem() != "defaults")
       files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
+  std::optional<CalibrationChoice> other_architecture;
   for (const fs::path& file : files) {
     const fs::path profile = fs::path(data_dir) / "hw_profiles" / file.filename();
-    if (fs::exists(profile) && load_gpu_profile_file(profile.string()).architecture == architecture) {
-      return {file.string(), file.stem().string()};
+    if (!fs::exists(profile)) continue;
+    if (load_gpu_profile_file(profile.string()).architecture == architecture) {
+      return {file.string(), file.stem().string(), Extrapolation::kSameArchitecture};
     }
+    if (!other_architecture)
+      other_architecture = CalibrationChoice{file.string(), file.stem().string(), Extrapolation::kCrossArchitecture};
   }
-  return {(dir / "defaults.yaml").string(), ""};
+  if (other_architecture) return *other_architecture;
+  return {(dir / "defaults.yaml").string(), "", Extrapolation::kNone};
 }
 
 CostParams load_calibration(const CalibrationChoice& choice) {
   CostParams params = load_cost_params_file(choice.path);
   params.extrapolated_from = choice.extrapolated_from;
+  params.extrapolation = choice.extrapolation;
   return params;
 }
 

@@ -23,7 +23,19 @@ struct ClassCost {
   // Device-side start-up cost of one kernel (prologue, tail of the last wave's
   // epilogue), on top of launch or graph replay; fitted from measurements.
   std::optional<SourcedValue> fixed_overhead_us;
+  // 90th percentile of |relative error| on the held-out shapes of a fitted
+  // class (percent); absent for uncalibrated priors, whose error is unknown.
+  std::optional<SourcedValue> error_band_pct;
 };
+
+// How far a calibration carries to a GPU that was not measured: its class
+// bands widen by these (named assumptions in defaults.yaml).
+struct TransferRule {
+  SourcedValue same_architecture_extra_pct;   // e.g. H200 -> H20
+  SourcedValue cross_architecture_extra_pct;  // e.g. Hopper -> Blackwell
+};
+
+enum class Extrapolation { kNone, kSameArchitecture, kCrossArchitecture };
 
 struct LinkCost {
   SourcedValue nvlink_efficiency;
@@ -40,6 +52,8 @@ struct CostParams {
   std::string source;
   double held_out_mape_pct = -1;  // calibrated files: the worst class's held-out MAPE
   std::string extrapolated_from;  // set when another GPU's calibration is transferred
+  Extrapolation extrapolation = Extrapolation::kNone;
+  TransferRule transfer;
   SourcedValue launch_overhead_us;
   SourcedValue graph_replay_overhead_us;
   SourcedValue sm_bandwidth_multiple;
@@ -53,15 +67,21 @@ struct CostParams {
     return classes[static_cast<std::size_t>(kernel_class)];
   }
   std::string label() const;  // "uncalibrated (validation/calibration/defaults.yaml)"
+  // The class's error band at 90% (percent) on this GPU, the transfer's
+  // widening included; nullopt where the class is not calibrated.
+  std::optional<double> error_band_pct(KernelClass kernel_class) const;
 };
 
 CostParams load_cost_params_file(const std::string& path);
 
 // Which calibration a GPU uses: its own file; else a calibrated GPU of the
-// same architecture (first by name; "extrapolated from" it); else the priors.
+// same architecture (first by name; "extrapolated from" it); else a calibrated
+// GPU of another architecture (first by name, with the wider cross-architecture
+// band); else the priors.
 struct CalibrationChoice {
   std::string path;
   std::string extrapolated_from;  // hw_profiles stem of the calibrated GPU, or ""
+  Extrapolation extrapolation = Extrapolation::kNone;
 };
 CalibrationChoice choose_calibration(const std::string& data_dir, const std::string& gpu_stem,
                                      const std::string& architecture);

@@ -4,8 +4,18 @@
 
 #include <algorithm>
 
+#include "sim/cost/error_band.h"
+
 namespace v41sim {
 namespace {
+
+nlohmann::json error_band_json(const ErrorBand& band) {
+  if (band.covered_share <= 0) return {{"known", false}, {"note", band.describe()}};
+  return {{"known", true},
+          {"pct_at_90", band.pct},
+          {"covered_share", band.covered_share},
+          {"note", band.describe()}};
+}
 
 std::string title(const StepReport& r) {
   const StepShape& s = r.graph.shape;
@@ -85,15 +95,13 @@ std::vector<Table> step_tables(const StepReport& r) {
       {"compute / EP communication / host copy",
        fmt::format("{:.1f} / {:.1f} / {:.1f} us", t.compute_us, t.communication_us, t.host_copy_us)});
   summary.add_row({"kernels", std::to_string(t.kernel_count)});
-  const double band = r.cost.params().held_out_mape_pct;
-  summary.add_row({"uncertainty", band >= 0
-                                      ? fmt::format("±{:.1f}% (worst held-out MAPE of the calibration)", band)
-                                      : std::string("unknown: kernel model not calibrated on measurements")});
+  summary.add_row({"uncertainty", step_error_band(r.graph, t, r.cost.params()).describe()});
   summary.add_row(
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
+  summary.add_note(kErrorBandMethod);
   summary.add_note(
       r.graph.shape.overlap_communication
           ? "EP communication overlapped with compute (two micro-batches); host copies on their own engine"
@@ -174,6 +182,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"flops", t.flops},
           {"hbm_bytes", t.hbm_bytes},
           {"kernel_count", t.kernel_count},
+          {"error_band", error_band_json(step_error_band(r.graph, t, r.cost.params()))},
           {"time_by_mode", modes},
           {"layers", layers},
           {"provenance",

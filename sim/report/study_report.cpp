@@ -9,6 +9,7 @@
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/error_band.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
@@ -71,7 +72,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   for (const LayerPlanEntry& e : focus.plan) {
     if (std::find(modes.begin(), modes.end(), e.mode) == modes.end()) modes.push_back(e.mode);
   }
-  std::vector<std::string> headers{"GPU", "context", "phase", "time"};
+  std::vector<std::string> headers{"GPU", "context", "phase", "time", "band (90%)"};
   for (const std::string& mode : modes) headers.push_back(mode);
   headers.push_back("other (head, draft)");
   Table table(
@@ -79,7 +80,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
                   o.decode_batch),
       headers);
   json["steps"] = nlohmann::json::array();
-  std::string calibration;
+  std::vector<std::string> calibrations;
   for (const GpuProfile& gpu : gpus) {
     const std::string stem = fs::path(gpu.file).stem().string();
     for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
@@ -90,14 +91,25 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       shape.batch = phase == Phase::kDecode ? o.decode_batch : 1;
       const GpuCostModel model(catalog.data_dir(), catalog.resolve_gpu(stem), phase == Phase::kDecode);
       const KernelCostModel& cost = model.cost();
-      calibration = cost.params().label();
+      const std::string label = gpu.name + ": " + cost.params().label();
+      if (std::find(calibrations.begin(), calibrations.end(), label) == calibrations.end())
+        calibrations.push_back(label);
       for (int64_t context : o.step_contexts) {
         shape.context = context;
-        const StepTiming t = time_step(build_step_graph(focus, shape), cost);
+        const StepGraph graph = build_step_graph(focus, shape);
+        const StepTiming t = time_step(graph, cost);
+        const ErrorBand band = step_error_band(graph, t, cost.params());
+        const std::string band_text =
+            band.covered_share <= 0
+                ? "unknown"
+                : fmt::format("±{:.1f}%{}", band.pct,
+                              band.covered_share < 0.999
+                                  ? fmt::format(" of {:.0f}%", 100.0 * band.covered_share)
+                                  : "");
         // Prefill is reported per 1K prompt tokens so contexts compare.
         const double scale = phase == Phase::kPrefill ? 1000.0 / static_cast<double>(context) : 1.0;
         std::vector<std::string> row{gpu.name, std::to_string(context), phase_name(phase),
-                                     fmt::format("{:.1f} us", t.total_us * scale)};
+                                     fmt::format("{:.1f} us", t.total_us * scale), band_text};
         const std::vector<ModeTime> by_mode = time_by_mode(t);
         double other = t.total_us;
         for (const std::string& mode : modes) {
@@ -114,11 +126,16 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
                                  {"context", context},
                                  {"batch", shape.batch},
                                  {"total_time_us", t.total_us},
-                                 {"reported_us", t.total_us * scale}});
+                                 {"reported_us", t.total_us * scale},
+                                 {"band_pct_at_90", band.covered_share > 0 ? nlohmann::json(band.pct) : nlohmann::json()},
+                                 {"band_covered_share", band.covered_share}});
       }
     }
   }
-  table.add_note("kernel model " + calibration + ": efficiencies are published priors, not our measurements");
+  for (const std::string& label : calibrations) table.add_note("kernel model on " + label);
+  table.add_note(std::string(kErrorBandMethod) +
+                 "; \"of N%\": the share of the time covered; unknown: no class calibrated (the efficiencies "
+                 "are published priors, not our measurements)");
   table.add_note("decode uses CUDA-graph replay; EP communication is not overlapped with compute");
   return md + table.to_markdown();
 }

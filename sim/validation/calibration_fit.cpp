@@ -80,6 +80,15 @@ void summarize(const std::vector<double>& errors, double* mape, double* worst, d
   *bias *= 100.0 / n;
 }
 
+// The 90th percentile of |error| (an order statistic: no interpolation), in percent.
+double percentile_90_pct(std::vector<double> errors) {
+  if (errors.empty()) return 0;
+  for (double& e : errors) e = std::fabs(e);
+  std::sort(errors.begin(), errors.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(errors.size())));
+  return 100.0 * errors[std::max<std::size_t>(rank, 1) - 1];
+}
+
 ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const GpuProfile& gpu,
                    const CostParams& base) {
   // A fixed order, so the split and the fit do not depend on file order.
@@ -113,9 +122,11 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
   const CostParams fitted =
       with_class(base, cls, fit.compute_efficiency, fit.memory_efficiency, fit.fixed_overhead_us);
   double worst = 0, bias = 0;
-  summarize(relative_errors(train, gpu, fitted), &fit.train_mape_pct, &worst, &bias);
-  summarize(relative_errors(held_out, gpu, fitted), &fit.held_out_mape_pct, &fit.held_out_worst_pct,
-            &fit.held_out_bias_pct);
+  const std::vector<double> train_errors = relative_errors(train, gpu, fitted);
+  const std::vector<double> held_out_errors = relative_errors(held_out, gpu, fitted);
+  summarize(train_errors, &fit.train_mape_pct, &worst, &bias);
+  summarize(held_out_errors, &fit.held_out_mape_pct, &fit.held_out_worst_pct, &fit.held_out_bias_pct);
+  fit.band_90_pct = percentile_90_pct(held_out.empty() ? train_errors : held_out_errors);
   return fit;
 }
 
@@ -140,6 +151,13 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile
     c.compute_efficiency = SourcedValue(fit.compute_efficiency, {ProvenanceKind::kCalibrated, how});
     c.memory_efficiency = SourcedValue(fit.memory_efficiency, {ProvenanceKind::kCalibrated, how});
     c.fixed_overhead_us = SourcedValue(fit.fixed_overhead_us, {ProvenanceKind::kCalibrated, how});
+    c.error_band_pct = SourcedValue(
+        fit.band_90_pct,
+        {ProvenanceKind::kCalibrated,
+         fit.held_out_rows > 0
+             ? fmt::format("90th percentile of |error| over {} held-out shapes", fit.held_out_rows)
+             : fmt::format("90th percentile of |error| over the {} training shapes (too few to hold any out)",
+                           fit.train_rows)});
     result.classes.push_back(fit);
   }
   result.params.status = "calibrated";
@@ -158,10 +176,11 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
                        m.file_hashes[i]);
   }
   for (const auto& [key, value] : m.metadata) out += fmt::format("# {}: {}\n", key, value);
-  out += "# held-out error per class (MAPE / worst / bias):\n";
+  out += "# held-out error per class (MAPE / worst / bias / 90% band):\n";
   for (const ClassFit& f : r.classes) {
-    out += fmt::format("#   {}: {:.2f}% / {:.2f}% / {:+.2f}% over {} shapes\n", class_key(f.kernel_class),
-                       f.held_out_mape_pct, f.held_out_worst_pct, f.held_out_bias_pct, f.held_out_rows);
+    out += fmt::format("#   {}: {:.2f}% / {:.2f}% / {:+.2f}% / {:.2f}% over {} shapes\n", class_key(f.kernel_class),
+                       f.held_out_mape_pct, f.held_out_worst_pct, f.held_out_bias_pct, f.band_90_pct,
+                       f.held_out_rows);
   }
   out += "status: calibrated\n";
   double worst_mape = 0;
@@ -183,6 +202,9 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   out += "  all_to_all_latency_intra_us: " + sourced(l.all_to_all_latency_intra_us) + "\n";
   out += "  all_to_all_latency_inter_us: " + sourced(l.all_to_all_latency_inter_us) + "\n";
   out += "  host_copy_latency_us: " + sourced(l.host_copy_latency_us) + "\n";
+  out += "transfer:\n";
+  out += "  same_architecture_extra_pct: " + sourced(r.params.transfer.same_architecture_extra_pct) + "\n";
+  out += "  cross_architecture_extra_pct: " + sourced(r.params.transfer.cross_architecture_extra_pct) + "\n";
   out += "classes:\n";
   for (int i = 0; i < kKernelClassCount; ++i) {
     const ClassCost& c = r.params.classes[static_cast<std::size_t>(i)];
@@ -191,6 +213,7 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
     out += "    compute_efficiency: " + sourced(c.compute_efficiency) + "\n";
     out += "    memory_efficiency: " + sourced(c.memory_efficiency) + "\n";
     if (c.fixed_overhead_us) out += "    fixed_overhead_us: " + sourced(*c.fixed_overhead_us) + "\n";
+    if (c.error_band_pct) out += "    error_band_pct: " + sourced(*c.error_band_pct) + "\n";
   }
   return out;
 }

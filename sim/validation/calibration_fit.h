@@ -31,6 +31,7 @@ struct ClassFit {
   double held_out_mape_pct = 0;   // mean |error|
   double held_out_worst_pct = 0;  // largest |error|
   double held_out_bias_pct = 0;   // mean signed error (+: model slower than measured)
+  double band_90_pct = 0;         // 90th percentile of |error| on the held-out shapes (training, if none)
 };
 
 struct CalibrationResult {

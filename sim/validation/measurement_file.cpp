@@ -53,7 +53,8 @@ std::string fnv1a(const std::string& bytes) {
 }
 
 // Column name -> position; every required column present, nothing unknown.
-std::map<std::string, std::size_t> read_header(const std::vector<std::string>& cells, const InputLocation& at) {
+std::map<std::string, std::size_t> read_header(const std::vector<std::string>& cells,
+                                               const InputLocation& at) {
   std::map<std::string, std::size_t> columns;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const bool known = std::find(kRequired.begin(), kRequired.end(), cells[i]) != kRequired.end() ||

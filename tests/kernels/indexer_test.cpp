@@ -93,7 +93,8 @@ TEST(CandidatePoolReference, BlockMaximaAndTopBlocks) {
   row[18] = 9.0f;
   const auto maxima = block_max_reference(row, 1, 20, 8);
   EXPECT_EQ(maxima, (std::vector<float>{6.0f, 6.0f, 9.0f}));
-  EXPECT_EQ(candidate_pool_reference(maxima, 1, 3, 2), (std::vector<int32_t>{0, 2}));  // ties to the lower block
+  EXPECT_EQ(candidate_pool_reference(maxima, 1, 3, 2),
+            (std::vector<int32_t>{0, 2}));  // ties to the lower block
   EXPECT_EQ(candidate_pool_reference(maxima, 1, 3, 2048), (std::vector<int32_t>{0, 1, 2}));
 }
 
@@ -126,12 +127,13 @@ TEST(CandidatePoolReference, ReindexScoresOnlyThePoolAndSelectsInsideIt) {
       masked[t * positions + position] = full[t * positions + position];
     }
   }
-  EXPECT_EQ(pool_topk_reference(pooled, pool, queries, block, topk), topk_reference(masked, queries, positions, topk));
+  EXPECT_EQ(pool_topk_reference(pooled, pool, queries, block, topk),
+            topk_reference(masked, queries, positions, topk));
   // When every block fits in the pool, pooled selection is plain selection.
-  const auto whole = candidate_pool_reference(block_max_reference(layer20, queries, positions, block), queries,
-                                              blocks, 2048);
-  EXPECT_EQ(pool_topk_reference(pool_logits_reference(q2, w2, keys, whole, queries, heads, positions, block), whole,
-                                queries, block, topk),
+  const auto whole = candidate_pool_reference(block_max_reference(layer20, queries, positions, block),
+                                              queries, blocks, 2048);
+  EXPECT_EQ(pool_topk_reference(pool_logits_reference(q2, w2, keys, whole, queries, heads, positions, block),
+                                whole, queries, block, topk),
             topk_reference(full, queries, positions, topk));
 }
 

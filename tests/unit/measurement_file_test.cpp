@@ -1,6 +1,8 @@
 // The simulator reads exactly what the measuring harness writes (the harness's
 // own row writer, not a copy of its format), and refuses rows whose derived
 // rates disagree with their times: the sign of a hand-edited measurement.
+#include "sim/validation/measurement_file.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 
 #include "kernels/harness/csv_rows.h"
 #include "sim/common/input_error.h"
-#include "sim/validation/measurement_file.h"
 
 namespace v41sim {
 namespace {
@@ -33,7 +34,16 @@ void write_harness_file(const fs::path& file) {
   const kernels::RowWriter w(fd, ceilings);
   for (const char* key : {"gpu", "sm_count", "driver", "cuda", "date", "git_commit"}) w.meta(key, "x");
   w.header();
-  w.row({"sparse_attention_decode", "attention", "fp32", 2048, 640, 1024, 1, 262144, 2.7e9, 1.4e7,
+  w.row({"sparse_attention_decode",
+         "attention",
+         "fp32",
+         2048,
+         640,
+         1024,
+         1,
+         262144,
+         2.7e9,
+         1.4e7,
          {350.5, 349.0, 360.25}});
   w.row({"expert_down", "grouped_gemm", "fp8", 512, 5120, 2304, 1, 0, 1.2e10, 1.4e7, {20.125, 19.5, 21.0}});
   ::close(fd);
@@ -77,9 +87,10 @@ TEST(MeasurementFile, AnEditedTimeNoLongerMatchesItsRates) {
 
 TEST(MeasurementFile, UnknownOrMissingColumnsAreNamed) {
   const fs::path dir = fresh_dir("v41sim_harness_columns");
-  const std::string metadata = "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
-  std::ofstream(dir / "a.csv") << metadata
-                               << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,speed\n";
+  const std::string metadata =
+      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
+  std::ofstream(dir / "a.csv")
+      << metadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,speed\n";
   try {
     load_measurements(dir.string());
     FAIL();
