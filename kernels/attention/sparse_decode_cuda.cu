@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/attention/sparse_decode_split.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
 
@@ -37,17 +38,6 @@ struct SharedLayout {
   }
 };
 
-__device__ const uint8_t* key_entry(const SparseDecodeDevice& d, int64_t b, int64_t slot, bool* is_main) {
-  if (slot < d.shape.topk) {
-    const int32_t index = d.topk[b * d.shape.topk + slot];
-    *is_main = true;
-    return index < 0 ? nullptr : d.main_kv + static_cast<int64_t>(index) * kMainEntryBytes;
-  }
-  const int64_t w = slot - d.shape.topk;
-  *is_main = false;
-  return w < d.window_len[b] ? d.window + (b * kWindowTokens + w) * kWindowEntryBytes : nullptr;
-}
-
 __global__ void sparse_decode_split_kernel(SparseDecodeDevice d) {
   extern __shared__ float smem[];
   float* q_s = smem;
@@ -58,10 +48,7 @@ __global__ void sparse_decode_split_kernel(SparseDecodeDevice d) {
   const int64_t b = blockIdx.y;
   const int split = blockIdx.x;
   const int64_t heads = d.shape.heads;
-  const int64_t slots = d.shape.topk + kWindowTokens;
-  const int64_t per_split = (slots + d.splits - 1) / d.splits;
-  const int64_t begin = split * per_split;
-  const int64_t end = begin + per_split < slots ? begin + per_split : slots;
+  const auto [begin, end] = split_range(d, split);
   const float scale = rsqrtf(static_cast<float>(kLatentDim));
 
   for (int64_t i = threadIdx.x; i < heads * kLatentDim; i += kThreads)
@@ -118,7 +105,7 @@ __global__ void sparse_decode_split_kernel(SparseDecodeDevice d) {
   }
   if (!active) return;
   // Partial: [batch][split][head] of (512 outputs, max, sum).
-  float* partial = d.workspace + ((b * d.splits + split) * heads + head) * (kLatentDim + 2);
+  float* partial = partial_of(d, b, split, head);
 #pragma unroll
   for (int i = 0; i < kDimsPerThread; ++i) partial[part * kDimsPerThread + i] = o[i];
   if (part == 0) {
@@ -131,7 +118,7 @@ __global__ void sparse_decode_combine_kernel(SparseDecodeDevice d) {
   const int64_t b = blockIdx.y;
   const int64_t head = blockIdx.x;
   const int i = threadIdx.x;  // one output dim per thread
-  const float* base = d.workspace + (b * d.splits * d.shape.heads + head) * (kLatentDim + 2);
+  const float* base = partial_of(d, b, 0, head);
   const int64_t stride = d.shape.heads * (kLatentDim + 2);
   float max_all = d.sink[head];
   for (int s = 0; s < d.splits; ++s) max_all = fmaxf(max_all, base[s * stride + kLatentDim]);
@@ -146,6 +133,11 @@ __global__ void sparse_decode_combine_kernel(SparseDecodeDevice d) {
 }
 
 }  // namespace
+
+void launch_sparse_decode_combine(const SparseDecodeDevice& d) {
+  const dim3 grid(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch));
+  sparse_decode_combine_kernel<<<grid, kLatentDim>>>(d);
+}
 
 int sparse_decode_splits(const SparseDecodeShape& shape, int sms) {
   const int64_t slots = shape.topk + kWindowTokens;
@@ -170,11 +162,15 @@ void launch_sparse_decode(const SparseDecodeDevice& d) {
   }
   const dim3 split_grid(static_cast<unsigned>(d.splits), static_cast<unsigned>(d.shape.batch));
   sparse_decode_split_kernel<<<split_grid, kThreads, SharedLayout::bytes()>>>(d);
-  const dim3 combine_grid(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch));
-  sparse_decode_combine_kernel<<<combine_grid, kLatentDim>>>(d);
+  launch_sparse_decode_combine(d);
 }
 
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in) {
+  return run_sparse_decode(in, launch_sparse_decode);
+}
+
+std::vector<float> run_sparse_decode(const SparseDecodeInputs& in,
+                                     void (*launch)(const SparseDecodeDevice&)) {
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -188,8 +184,8 @@ std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in) {
   const DeviceBuffer<float> out(in.q.size());
   const DeviceBuffer<float> workspace(
       static_cast<std::size_t>(sparse_decode_workspace_floats(in.shape, splits)));
-  launch_sparse_decode({in.shape, q.get(), main_kv.get(), topk.get(), window.get(), window_len.get(),
-                        sink.get(), out.get(), workspace.get(), splits});
+  launch({in.shape, q.get(), main_kv.get(), topk.get(), window.get(), window_len.get(), sink.get(), out.get(),
+          workspace.get(), splits});
   CUDA_CHECK(cudaGetLastError());
   return out.download(in.q.size());
 }

@@ -8,7 +8,10 @@
 
 namespace v41sim::kernels {
 
+// The FP32-unit baseline and the tensor-core kernel (BF16 mma.sync); same
+// inputs, same results within BF16 rounding of Q and of the softmax weights.
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in);
+std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in);
 
 // Device buffers for the harness; `splits` 0 picks a split count that fills the SMs.
 struct SparseDecodeDevice {
@@ -26,5 +29,9 @@ struct SparseDecodeDevice {
 int sparse_decode_splits(const SparseDecodeShape& shape, int sms);
 int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int splits);
 void launch_sparse_decode(const SparseDecodeDevice& d);
+void launch_sparse_decode_mma(const SparseDecodeDevice& d);
+
+// Uploads the inputs, runs `launch` with splits that fill the SMs, downloads the output.
+std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch)(const SparseDecodeDevice&));
 
 }  // namespace v41sim::kernels

@@ -138,6 +138,13 @@ CheckResult check_sparse_decode() {
   return within("sparse decode", sparse_decode_cuda(in), sparse_decode_reference(in), 2e-3f);
 }
 
+// BF16 operands: Q and the softmax weights carry 2^-9 relative rounding (the
+// entries are exact in BF16), so outputs of magnitude <= 1 may move by ~1e-3.
+CheckResult check_sparse_decode_mma() {
+  const SparseDecodeInputs in = make_sparse_decode_inputs({6, 64, 512, 20000}, 3);
+  return within("sparse decode (mma)", sparse_decode_mma_cuda(in), sparse_decode_reference(in), 4e-3f);
+}
+
 CheckResult check_compress() {
   const int64_t tokens = 4096;
   const auto kv = normal_values(static_cast<std::size_t>(tokens * 512), 2);

@@ -16,6 +16,7 @@ CheckResult check_mxfp4_kv();
 CheckResult check_indexer();
 CheckResult check_candidate_pool();
 CheckResult check_sparse_decode();
+CheckResult check_sparse_decode_mma();
 CheckResult check_compress();
 CheckResult check_engram();
 CheckResult check_mhc();

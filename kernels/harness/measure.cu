@@ -248,7 +248,8 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
           kWarmup, kRuns);
       const double pairs = static_cast<double>(batch * positions);
       const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
-      w.row({"indexer_logits", "indexer", "fp32", batch, positions, dims, 1, positions, 2.0 * dims * pairs,
+      w.row({"indexer_logits_fp32_baseline", "indexer", "fp32", batch, positions, dims, 1, positions,
+             2.0 * dims * pairs,
              pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t});
       const TimingStats s =
           time_kernel([&](int) { launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK); },
@@ -273,8 +274,8 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
             },
             kWarmup, kRuns);
         const double pooled_pairs = static_cast<double>(batch * pool_slots);
-        w.row({"indexer_logits_in_pool", "indexer", "fp32", batch, pool_slots, dims, 1, positions,
-               2.0 * dims * pooled_pairs,
+        w.row({"indexer_logits_in_pool_fp32_baseline", "indexer", "fp32", batch, pool_slots, dims, 1,
+               positions, 2.0 * dims * pooled_pairs,
                pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0, r});
         const TimingStats rs = time_kernel(
             [&](int) { launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get()); },
@@ -312,8 +313,8 @@ int measure_indexer_prefill(const RowWriter& w, bool quick) {
           },
           kWarmup, kRuns);
       const double pairs = static_cast<double>(queries * positions);
-      w.row({"indexer_logits", "indexer", "fp32", queries, positions, dims, 1, positions, 2.0 * dims * pairs,
-             pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t});
+      w.row({"indexer_logits_fp32_baseline", "indexer", "fp32", queries, positions, dims, 1, positions,
+             2.0 * dims * pairs, pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t});
       std::printf("indexer prefill %lld queries, %lld positions: %.1f us, %.1f TFLOP/s\n",
                   static_cast<long long>(queries), static_cast<long long>(positions), t.median_us,
                   2.0 * dims * pairs / t.median_us / 1e6);
@@ -329,7 +330,9 @@ int measure_indexer_prefill(const RowWriter& w, bool quick) {
 // previous run's entries in L2. The main KV is at most ~16 GB: past that,
 // requests' contexts overlap (still far beyond L2).
 int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
-  if (!passes("sparse decode", check_sparse_decode())) return 1;
+  const bool baseline_ok = passes("sparse decode (fp32 baseline)", check_sparse_decode());
+  const bool mma_ok = passes("sparse decode (tensor cores)", check_sparse_decode_mma());
+  if (!baseline_ok && !mma_ok) return 1;
   const int64_t max_entries = std::min<int64_t>(
       (16LL << 30) / kMainEntryBytes, static_cast<int64_t>(dev.props.totalGlobalMem / 4 / kMainEntryBytes));
   const std::vector<int64_t> batches =
@@ -375,24 +378,34 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
         }
         index_sets.emplace_back(topk);
       }
-      const TimingStats t = time_kernel(
-          [&](int run) {
-            launch_sparse_decode({shape, q.get(), main_kv.get(), pick(index_sets, run), pick(windows, run),
-                                  window_len.get(), sink.get(), out.get(), workspace.get(), splits});
-          },
-          kWarmup, kRuns);
-      CUDA_CHECK(cudaGetLastError());
       const double keys = static_cast<double>(kV41TopK + kWindowTokens);
       const double flops = 2.0 * static_cast<double>(batch * kV41QueryHeads) * keys * 2.0 * kLatentDim;
       const double bytes =
           static_cast<double>(gathered) + 2.0 * static_cast<double>(host.q.size() * sizeof(float));
-      w.row({"sparse_attention_decode", "attention", "fp32", batch * kV41QueryHeads,
-             static_cast<int64_t>(keys), 2 * kLatentDim, 1, context, flops, bytes, t});
-      std::printf(
-          "sparse decode batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
-          static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
-          bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,
-          flops / t.median_us / 1e6);
+      struct Variant {
+        bool ok;
+        const char* name;
+        const char* math;
+        void (*launch)(const SparseDecodeDevice&);
+      };
+      for (const Variant& v :
+           {Variant{mma_ok, "sparse_attention_decode", "bf16", launch_sparse_decode_mma},
+            Variant{baseline_ok, "sparse_attention_decode_fp32_baseline", "fp32", launch_sparse_decode}}) {
+        if (!v.ok) continue;
+        const TimingStats t = time_kernel(
+            [&](int run) {
+              v.launch({shape, q.get(), main_kv.get(), pick(index_sets, run), pick(windows, run),
+                        window_len.get(), sink.get(), out.get(), workspace.get(), splits});
+            },
+            kWarmup, kRuns);
+        CUDA_CHECK(cudaGetLastError());
+        w.row({v.name, "attention", v.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
+               2 * kLatentDim, 1, context, flops, bytes, t});
+        std::printf("%s batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
+                    v.name, static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
+                    bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,
+                    flops / t.median_us / 1e6);
+      }
     }
   }
   return 0;

@@ -42,7 +42,8 @@ struct StepBandRow {
   ErrorBand band;
 };
 
-std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile& gpu, const CostParams& params) {
+std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile& gpu,
+                                    const CostParams& params) {
   std::vector<StepBandRow> rows;
   for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
     StepShape shape;
@@ -54,7 +55,8 @@ std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile
     const KernelCostModel cost(gpu, params, phase == Phase::kDecode);
     const StepGraph graph = build_step_graph(model, shape);
     const StepTiming timing = time_step(graph, cost);
-    rows.push_back({phase == Phase::kDecode ? "decode step, batch 32, context 128K, EP 8" : "prefill of an 8K prompt, EP 8",
+    rows.push_back({phase == Phase::kDecode ? "decode step, batch 32, context 128K, EP 8"
+                                            : "prefill of an 8K prompt, EP 8",
                     timing.total_us, step_error_band(graph, timing, params)});
   }
   return rows;
@@ -96,6 +98,10 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
                        {"band_90_pct", c.band_90_pct}});
   }
   t.add_note("written to " + file);
+  if (result.baseline_rows > 0) {
+    t.add_note(fmt::format("{} rows of baseline kernels (names ending in _baseline) recorded, not fitted",
+                           result.baseline_rows));
+  }
   const ModelAnalysis model = load_model_named(catalog, f.model);
   Table steps(fmt::format("What the bands mean for {} steps on {}", model.spec.name, gpu.name),
               {"step", "predicted", "band (90%)"});
@@ -107,9 +113,11 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
                          {"band_pct_at_90", r.band.pct},
                          {"band_covered_share", r.band.covered_share}});
   }
-  steps.add_note(std::string("propagated from the class bands (no whole step was measured); ") + kErrorBandMethod);
+  steps.add_note(std::string("propagated from the class bands (no whole step was measured); ") +
+                 kErrorBandMethod);
   if (f.json) {
-    out << nlohmann::json{{"gpu", gpu.name}, {"file", file}, {"classes", classes}, {"steps", step_json}}.dump(2)
+    out << nlohmann::json{{"gpu", gpu.name}, {"file", file}, {"classes", classes}, {"steps", step_json}}.dump(
+               2)
         << "\n";
   } else {
     out << t.to_text() << "\n" << steps.to_text();

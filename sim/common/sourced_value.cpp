@@ -72,8 +72,9 @@ SourcedValue read_sourced_value(const YamlNode& node, ValueRange range) {
     return SourcedValue(std::nullopt, provenance, node.location());
   }
   const YamlNode value = node.required("value");
-  return SourcedValue(range == ValueRange::kPositive ? value.as_positive_double() : value.as_non_negative_double(),
-                      provenance, node.location());
+  return SourcedValue(
+      range == ValueRange::kPositive ? value.as_positive_double() : value.as_non_negative_double(),
+      provenance, node.location());
 }
 
 }  // namespace v41sim

@@ -131,7 +131,8 @@ CalibrationChoice choose_calibration(const std::string& data_dir, const std::str
       return {file.string(), file.stem().string(), Extrapolation::kSameArchitecture};
     }
     if (!other_architecture)
-      other_architecture = CalibrationChoice{file.string(), file.stem().string(), Extrapolation::kCrossArchitecture};
+      other_architecture =
+          CalibrationChoice{file.string(), file.stem().string(), Extrapolation::kCrossArchitecture};
   }
   if (other_architecture) return *other_architecture;
   return {(dir / "defaults.yaml").string(), "", Extrapolation::kNone};

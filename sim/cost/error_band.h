@@ -20,8 +20,8 @@
 namespace v41sim {
 
 struct ErrorBand {
-  double pct = 0;            // +/- percent at 90%, over the covered time
-  double covered_share = 0;  // share of kernel time from classes with a band
+  double pct = 0;                // +/- percent at 90%, over the covered time
+  double covered_share = 0;      // share of kernel time from classes with a band
   std::string describe() const;  // "±4.2% at 90% on 35% of the time (no band on the rest)"
 };
 

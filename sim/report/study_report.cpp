@@ -100,12 +100,11 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         const StepTiming t = time_step(graph, cost);
         const ErrorBand band = step_error_band(graph, t, cost.params());
         const std::string band_text =
-            band.covered_share <= 0
-                ? "unknown"
-                : fmt::format("±{:.1f}%{}", band.pct,
-                              band.covered_share < 0.999
-                                  ? fmt::format(" of {:.0f}%", 100.0 * band.covered_share)
-                                  : "");
+            band.covered_share <= 0 ? "unknown"
+                                    : fmt::format("±{:.1f}%{}", band.pct,
+                                                  band.covered_share < 0.999
+                                                      ? fmt::format(" of {:.0f}%", 100.0 * band.covered_share)
+                                                      : "");
         // Prefill is reported per 1K prompt tokens so contexts compare.
         const double scale = phase == Phase::kPrefill ? 1000.0 / static_cast<double>(context) : 1.0;
         std::vector<std::string> row{gpu.name, std::to_string(context), phase_name(phase),
@@ -121,14 +120,15 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         }
         row.push_back(format_fixed(other * scale, 1));
         table.add_row(row);
-        json["steps"].push_back({{"gpu", gpu.name},
-                                 {"phase", phase_name(phase)},
-                                 {"context", context},
-                                 {"batch", shape.batch},
-                                 {"total_time_us", t.total_us},
-                                 {"reported_us", t.total_us * scale},
-                                 {"band_pct_at_90", band.covered_share > 0 ? nlohmann::json(band.pct) : nlohmann::json()},
-                                 {"band_covered_share", band.covered_share}});
+        json["steps"].push_back(
+            {{"gpu", gpu.name},
+             {"phase", phase_name(phase)},
+             {"context", context},
+             {"batch", shape.batch},
+             {"total_time_us", t.total_us},
+             {"reported_us", t.total_us * scale},
+             {"band_pct_at_90", band.covered_share > 0 ? nlohmann::json(band.pct) : nlohmann::json()},
+             {"band_covered_share", band.covered_share}});
       }
     }
   }

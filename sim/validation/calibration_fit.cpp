@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 #include <unsupported/Eigen/NonLinearOptimization>
 #include <unsupported/Eigen/NumericalDiff>
 
@@ -132,16 +133,23 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
 
 }  // namespace
 
+bool is_baseline_row(const Measurement& m) {
+  constexpr std::string_view kSuffix = "_baseline";
+  return m.kernel.name.size() >= kSuffix.size() &&
+         m.kernel.name.compare(m.kernel.name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
 CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile& gpu,
                             const CostParams& priors) {
   CalibrationResult result;
+  for (const Measurement& m : measurements.rows) result.baseline_rows += is_baseline_row(m);
   result.gpu = measurements.metadata.count("gpu") ? measurements.metadata.at("gpu") : gpu.name;
   result.params = priors;
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto cls = static_cast<KernelClass>(i);
     std::vector<const Measurement*> rows;
     for (const Measurement& m : measurements.rows) {
-      if (m.kernel.kernel_class == cls) rows.push_back(&m);
+      if (m.kernel.kernel_class == cls && !is_baseline_row(m)) rows.push_back(&m);
     }
     if (rows.empty()) continue;
     const ClassFit fit = fit_class(cls, rows, gpu, priors);
@@ -178,16 +186,19 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   for (const auto& [key, value] : m.metadata) out += fmt::format("# {}: {}\n", key, value);
   out += "# held-out error per class (MAPE / worst / bias / 90% band):\n";
   for (const ClassFit& f : r.classes) {
-    out += fmt::format("#   {}: {:.2f}% / {:.2f}% / {:+.2f}% / {:.2f}% over {} shapes\n", class_key(f.kernel_class),
-                       f.held_out_mape_pct, f.held_out_worst_pct, f.held_out_bias_pct, f.band_90_pct,
-                       f.held_out_rows);
+    out += fmt::format("#   {}: {:.2f}% / {:.2f}% / {:+.2f}% / {:.2f}% over {} shapes\n",
+                       class_key(f.kernel_class), f.held_out_mape_pct, f.held_out_worst_pct,
+                       f.held_out_bias_pct, f.band_90_pct, f.held_out_rows);
   }
   out += "status: calibrated\n";
   double worst_mape = 0;
   for (const ClassFit& f : r.classes) worst_mape = std::max(worst_mape, f.held_out_mape_pct);
   out += fmt::format("held_out_mape_pct: {:.3f}\n", worst_mape);
-  out += fmt::format("source: \"fit to {} measurements on {}; uncalibrated classes keep the priors of {}\"\n",
-                     m.rows.size(), r.gpu, std::filesystem::path(priors.file).filename().string());
+  out += fmt::format(
+      "source: \"fit to {} measurements on {} ({} baseline rows not fitted); uncalibrated classes keep the "
+      "priors of {}\"\n",
+      m.rows.size() - static_cast<std::size_t>(r.baseline_rows), r.gpu, r.baseline_rows,
+      std::filesystem::path(priors.file).filename().string());
   out += "launch_overhead_us: " + sourced(r.params.launch_overhead_us) + "\n";
   out += "graph_replay_overhead_us: " + sourced(r.params.graph_replay_overhead_us) + "\n";
   out += "sm_bandwidth_multiple: " + sourced(r.params.sm_bandwidth_multiple) + "\n";

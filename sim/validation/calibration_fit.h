@@ -34,8 +34,15 @@ struct ClassFit {
   double band_90_pct = 0;         // 90th percentile of |error| on the held-out shapes (training, if none)
 };
 
+// Rows whose kernel name ends in "_baseline" time a correctness-first
+// implementation (e.g. on FP32 units where the simulator models tensor cores):
+// recorded and reported, never fitted, so they cannot drag a class's
+// efficiencies toward a kernel the simulator does not model.
+bool is_baseline_row(const Measurement& m);
+
 struct CalibrationResult {
   std::string gpu;
+  int baseline_rows = 0;          // measured but not fitted (is_baseline_row)
   std::vector<ClassFit> classes;  // classes with measurements, in class order
   CostParams params;              // the priors with the fitted classes replaced
 };

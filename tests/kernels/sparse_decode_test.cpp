@@ -64,6 +64,17 @@ TEST(SparseDecodeCuda, MatchesTheReference) {
 #endif
 }
 
+TEST(SparseDecodeMmaCuda, MatchesTheReference) {
+#ifndef V41SIM_HAVE_CUDA_KERNELS
+  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
+#else
+  std::string why;
+  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  const CheckResult mma = check_sparse_decode_mma();
+  EXPECT_TRUE(mma.ok) << mma.detail;
+#endif
+}
+
 }  // namespace
 }  // namespace v41sim::kernels
 

@@ -34,7 +34,8 @@ std::vector<Kernel> sweep() {
 
 // Writes what a GPU with known efficiencies would measure; `noise` scatters
 // each time by up to that fraction (a fixed pattern, like run-to-run spread).
-std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostParams& truth, double noise = 0) {
+std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostParams& truth,
+                                             double noise = 0) {
   const auto dir = std::filesystem::temp_directory_path() / "v41sim_calibration" / "h200";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -156,14 +157,16 @@ TEST(Calibration, TransfersWithBandsWidenedByTheDistance) {
   EXPECT_EQ(h20.cost().params().extrapolated_from, "h200");
   EXPECT_NE(h20.cost().params().label().find("extrapolated (same architecture)"), std::string::npos);
   const CostParams& p = h20.cost().params();
-  EXPECT_DOUBLE_EQ(*p.error_band_pct(KernelClass::kGemm), gemm_band + p.transfer.same_architecture_extra_pct.value());
+  EXPECT_DOUBLE_EQ(*p.error_band_pct(KernelClass::kGemm),
+                   gemm_band + p.transfer.same_architecture_extra_pct.value());
 
   const GpuCostModel b200(root.string(), (root / "hw_profiles" / "b200.yaml").string(), false);
   EXPECT_EQ(b200.cost().params().extrapolation, Extrapolation::kCrossArchitecture);
   EXPECT_EQ(b200.cost().params().extrapolated_from, "h200");
   EXPECT_NE(b200.cost().params().label().find("across architectures"), std::string::npos);
   const CostParams& b = b200.cost().params();
-  EXPECT_DOUBLE_EQ(*b.error_band_pct(KernelClass::kGemm), gemm_band + b.transfer.cross_architecture_extra_pct.value());
+  EXPECT_DOUBLE_EQ(*b.error_band_pct(KernelClass::kGemm),
+                   gemm_band + b.transfer.cross_architecture_extra_pct.value());
   EXPECT_GT(b.transfer.cross_architecture_extra_pct.value(), p.transfer.same_architecture_extra_pct.value());
 
   // With no calibration file at all, every GPU keeps the priors and has no band.
@@ -196,7 +199,8 @@ TEST(ErrorBand, WeightsClassBandsByTimeAndNamesWhatItDoesNotCover) {
   EXPECT_NE(none.describe().find("unknown"), std::string::npos);
 
   CostParams banded = priors;
-  banded.classes[static_cast<std::size_t>(KernelClass::kGemm)].error_band_pct = SourcedValue::assumed(4.0, "t");
+  banded.classes[static_cast<std::size_t>(KernelClass::kGemm)].error_band_pct =
+      SourcedValue::assumed(4.0, "t");
   banded.classes[static_cast<std::size_t>(KernelClass::kGroupedGemm)].error_band_pct =
       SourcedValue::assumed(10.0, "t");
   const KernelCostModel cost(gpu, banded, true);
@@ -218,6 +222,32 @@ TEST(ErrorBand, WeightsClassBandsByTimeAndNamesWhatItDoesNotCover) {
   EXPECT_NEAR(band.covered_share, (gemm + grouped) / total, 1e-12);
   EXPECT_LT(band.covered_share, 1.0);  // attention, indexer, all-to-all... carry no band here
   EXPECT_NE(band.describe().find("no band on the rest"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// Rows of a correctness-first baseline are recorded but do not move the fit.
+TEST(Calibration, BaselineRowsAreNotFitted) {
+  const GpuProfile gpu = load_gpu_profile_file(testing::gpu_path("h200"));
+  const CostParams priors = load_cost_params_file(kPriors);
+  const auto dir = synthetic_measurements(gpu, priors);
+  const CalibrationResult clean = calibrate(load_measurements(dir.string()), gpu, priors);
+  // A far slower "baseline" GEMM next to the real ones.
+  std::ofstream(dir / "sweep.csv", std::ios::app)
+      << "gemm_fp32_baseline,gemm,fp8,4096,7168,5120,1,3e11,1e8,9000,9000,9000\n";
+  const MeasurementSet with_baseline = load_measurements(dir.string());
+  const CalibrationResult fit = calibrate(with_baseline, gpu, priors);
+  EXPECT_EQ(fit.baseline_rows, 1);
+  ASSERT_EQ(fit.classes.size(), clean.classes.size());
+  EXPECT_DOUBLE_EQ(fit.classes[0].compute_efficiency, clean.classes[0].compute_efficiency);
+  EXPECT_EQ(fit.classes[0].train_rows + fit.classes[0].held_out_rows,
+            clean.classes[0].train_rows + clean.classes[0].held_out_rows);
+  EXPECT_NE(calibration_yaml(fit, with_baseline, priors).find("1 baseline rows not fitted"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -28,15 +28,17 @@ bool has_csv(const fs::path& dir) {
 TEST(CommittedCalibration, RecalibratingTheMeasurementsGivesTheSameFiles) {
   const fs::path root(V41SIM_SOURCE_DIR);
   const fs::path measurements = root / "validation" / "measurements";
-  const CostParams priors = load_cost_params_file((root / "validation" / "calibration" / "defaults.yaml").string());
+  const CostParams priors =
+      load_cost_params_file((root / "validation" / "calibration" / "defaults.yaml").string());
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(measurements)) {
     if (!entry.is_directory() || !has_csv(entry.path())) continue;
     const std::string gpu_stem = entry.path().filename().string();
     SCOPED_TRACE(gpu_stem);
     const fs::path committed = root / "validation" / "calibration" / (gpu_stem + ".yaml");
-    ASSERT_TRUE(fs::exists(committed)) << "measurements without a calibration: run v41sim calibrate --measurements "
-                                       << entry.path().string();
+    ASSERT_TRUE(fs::exists(committed))
+        << "measurements without a calibration: run v41sim calibrate --measurements "
+        << entry.path().string();
     const MeasurementSet set = load_measurements(entry.path().string());
     const GpuProfile gpu = load_gpu_profile_file((root / "hw_profiles" / (gpu_stem + ".yaml")).string());
     std::stringstream text;

@@ -1,0 +1,253 @@
+// V4.1 sparse attention decode on tensor cores: mma.sync.m16n8k16 with BF16
+// operands and FP32 accumulators (sm_80 and later, so Hopper and Blackwell).
+//
+// Same grid, key list, splits and combine as the FP32 baseline
+// (sparse_decode_split.cuh). Per CTA (one request, one split), 8 warps:
+//   - the request's 64 query heads are staged once as BF16 (64 x 512);
+//   - per tile of 64 keys, the entries are widened to BF16 in shared memory.
+//     That is exact: an FP4 value times an E4M3 scale, or an FP8 value times
+//     a power of two, needs at most 5 significant bits, BF16 has 8. Only Q
+//     and the softmax weights P are rounded to BF16;
+//   - S = Q.K^T: each warp a 16-head x 32-key block over the 512 dims;
+//   - online softmax, 4 threads per head; P written as BF16;
+//   - O = O * correction + P.V: each warp owns 16 heads x 256 dims of O in
+//     registers (32 accumulator tiles), K doubling as V (MQA: K = V = latent).
+// 64 heads share every key, so the kernel does ~455 FLOP per byte of FP4
+// entry: it is bound by the tensor cores, not HBM (kernels/README.md).
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "kernels/attention/mma_fragments.h"
+#include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/attention/sparse_decode_split.cuh"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kHeads = 64;                              // query heads per CTA: all of V4.1's
+constexpr int kTile = 64;                               // keys per tile
+constexpr int kRowStride = kLatentDim + 8;              // BF16 per Q or K row; +8 spreads rows over banks
+constexpr int kScoreStride = kTile + 4;                 // floats per score row
+constexpr int kProbStride = kTile + 8;                  // BF16 per P row
+constexpr int kHeadBlocks = kHeads / mma::kM;           // 4 blocks of 16 heads
+constexpr int kHalves = kWarps / kHeadBlocks;           // each head block: 2 warps
+constexpr int kScoreTiles = kTile / kHalves / mma::kN;  // 4 n-tiles of 8 keys per warp
+constexpr int kOutputTiles = kLatentDim / kHalves / mma::kN;      // 32 n-tiles of 8 dims per warp
+constexpr int kDimsPerWidener = kLatentDim / (kThreads / kTile);  // 128: 4 threads widen one key
+static_assert(kHalves * kHeadBlocks == kWarps, "warps tile the heads");
+
+struct Smem {
+  static constexpr std::size_t q = 0;
+  static constexpr std::size_t k = q + sizeof(uint16_t) * kHeads * kRowStride;
+  static constexpr std::size_t s = k + sizeof(uint16_t) * kTile * kRowStride;
+  static constexpr std::size_t p = s + sizeof(float) * kHeads * kScoreStride;
+  static constexpr std::size_t m = p + sizeof(uint16_t) * kHeads * kProbStride;
+  static constexpr std::size_t l = m + sizeof(float) * kHeads;
+  static constexpr std::size_t correction = l + sizeof(float) * kHeads;
+  static constexpr std::size_t valid = correction + sizeof(float) * kHeads;
+  static constexpr std::size_t bytes = valid + sizeof(int) * kTile;
+};
+static_assert(Smem::k % 16 == 0 && Smem::s % 16 == 0 && Smem::p % 16 == 0 && Smem::m % 16 == 0,
+              "shared arrays stay 16-byte aligned");
+
+__device__ inline void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Widens the tile's entries into k_s (zero rows for padding) and marks which are real.
+__device__ void widen_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile, int64_t end, uint16_t* k_s,
+                           int* valid_s) {
+  const int key = threadIdx.x / (kThreads / kTile);
+  const int part = threadIdx.x % (kThreads / kTile);
+  bool is_main = false;
+  const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
+  uint16_t* row = k_s + key * kRowStride + part * kDimsPerWidener;
+  for (int i = 0; i < kDimsPerWidener; i += 2) {
+    const int c = part * kDimsPerWidener + i;
+    float v0 = 0.0f, v1 = 0.0f;
+    if (entry != nullptr) {
+      v0 = is_main ? main_entry_value(entry, c) : window_entry_value(entry, c);
+      v1 = is_main ? main_entry_value(entry, c + 1) : window_entry_value(entry, c + 1);
+    }
+    *reinterpret_cast<uint32_t*>(row + i) = mma::pack(mma::to_bf16(v0), mma::to_bf16(v1));
+  }
+  if (part == 0) valid_s[key] = entry != nullptr;
+}
+
+// S = Q.K^T for this warp's 16 heads x 32 keys, scaled; padding keys get -inf.
+__device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const int* valid_s, float* s_s,
+                           int head0, int key0, mma::Lane lane, float scale) {
+  float acc[kScoreTiles][4] = {};
+  for (int k0 = 0; k0 < kLatentDim; k0 += mma::kK) {
+    uint32_t a[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[r] = mma::load_a(q_s, kRowStride, head0, k0, lane, r);
+#pragma unroll
+    for (int t = 0; t < kScoreTiles; ++t) {
+      uint32_t bf[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        bf[r] = mma::load_b_n_major(k_s, kRowStride, key0 + t * mma::kN, k0, lane, r);
+      mma_bf16_16816(acc[t], a, bf);
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kScoreTiles; ++t) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = head0 + mma::c_row(lane, i);
+      const int col = key0 + t * mma::kN + mma::c_col(lane, i);
+      s_s[row * kScoreStride + col] = valid_s[col] ? acc[t][i] * scale : -INFINITY;
+    }
+  }
+}
+
+// Online softmax over the tile: 4 consecutive threads per head, 16 keys each.
+// Writes P (BF16) and, per head, the factor that rescales what O holds so far.
+__device__ void softmax_tile(const float* s_s, uint16_t* p_s, float* m_s, float* l_s, float* correction_s) {
+  constexpr int kPerThread = kTile / (kThreads / kHeads);  // 16
+  const int h = threadIdx.x / (kThreads / kHeads);
+  const int part = threadIdx.x % (kThreads / kHeads);
+  const float* s = s_s + h * kScoreStride + part * kPerThread;
+  float tile_max = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) tile_max = fmaxf(tile_max, s[j]);
+  tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+  tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+  const float m_old = m_s[h];
+  const float m_new = fmaxf(m_old, tile_max);
+  const bool any = m_new != -INFINITY;
+  uint16_t* p = p_s + h * kProbStride + part * kPerThread;
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const uint16_t weight = mma::to_bf16(any ? __expf(s[j] - m_new) : 0.0f);
+    p[j] = weight;
+    sum += mma::from_bf16(weight);  // the sum matches the weights P.V uses
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  if (part == 0) {  // after the shuffles: all four threads have read m_old
+    const float correction = any ? __expf(m_old - m_new) : 1.0f;
+    correction_s[h] = correction;
+    l_s[h] = l_s[h] * correction + sum;
+    m_s[h] = m_new;
+  }
+}
+
+// O = O * correction + P.V for this warp's 16 heads x 256 dims.
+__device__ void accumulate_tile(const uint16_t* p_s, const uint16_t* k_s, const float* correction_s,
+                                float (&o)[kOutputTiles][4], int head0, int dim0, mma::Lane lane) {
+  const float low = correction_s[head0 + mma::c_row(lane, 0)];
+  const float high = correction_s[head0 + mma::c_row(lane, 2)];
+#pragma unroll
+  for (int t = 0; t < kOutputTiles; ++t) {
+    o[t][0] *= low;
+    o[t][1] *= low;
+    o[t][2] *= high;
+    o[t][3] *= high;
+  }
+#pragma unroll
+  for (int k0 = 0; k0 < kTile; k0 += mma::kK) {
+    uint32_t a[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[r] = mma::load_a(p_s, kProbStride, head0, k0, lane, r);
+#pragma unroll
+    for (int t = 0; t < kOutputTiles; ++t) {
+      uint32_t bf[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        bf[r] = mma::load_b_k_major(k_s, kRowStride, k0, dim0 + t * mma::kN, lane, r);
+      mma_bf16_16816(o[t], a, bf);
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDecodeDevice d) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto* q_s = reinterpret_cast<uint16_t*>(smem + Smem::q);
+  auto* k_s = reinterpret_cast<uint16_t*>(smem + Smem::k);
+  auto* s_s = reinterpret_cast<float*>(smem + Smem::s);
+  auto* p_s = reinterpret_cast<uint16_t*>(smem + Smem::p);
+  auto* m_s = reinterpret_cast<float*>(smem + Smem::m);
+  auto* l_s = reinterpret_cast<float*>(smem + Smem::l);
+  auto* correction_s = reinterpret_cast<float*>(smem + Smem::correction);
+  auto* valid_s = reinterpret_cast<int*>(smem + Smem::valid);
+
+  const int64_t b = blockIdx.y;
+  const int split = blockIdx.x;
+  const int64_t heads = d.shape.heads;
+  const auto [begin, end] = split_range(d, split);
+  const int warp = threadIdx.x / 32;
+  const mma::Lane lane = mma::lane_of(threadIdx.x % 32);
+  const int head0 = (warp % kHeadBlocks) * mma::kM;
+  const int half = warp / kHeadBlocks;
+
+  for (int i = threadIdx.x; i < kHeads * kLatentDim; i += kThreads) {
+    const int h = i / kLatentDim;
+    const int c = i % kLatentDim;
+    q_s[h * kRowStride + c] = mma::to_bf16(h < heads ? d.q[(b * heads + h) * kLatentDim + c] : 0.0f);
+  }
+  for (int h = threadIdx.x; h < kHeads; h += kThreads) {
+    m_s[h] = -INFINITY;
+    l_s[h] = 0.0f;
+  }
+  float o[kOutputTiles][4] = {};
+  const float scale = rsqrtf(static_cast<float>(kLatentDim));
+  for (int64_t tile = begin; tile < end; tile += kTile) {
+    __syncthreads();  // the previous tile's P.V is done with k_s and p_s (and Q is staged)
+    widen_tile(d, b, tile, end, k_s, valid_s);
+    __syncthreads();
+    score_tile(q_s, k_s, valid_s, s_s, head0, half * (kTile / kHalves), lane, scale);
+    __syncthreads();
+    softmax_tile(s_s, p_s, m_s, l_s, correction_s);
+    __syncthreads();
+    accumulate_tile(p_s, k_s, correction_s, o, head0, half * (kLatentDim / kHalves), lane);
+  }
+  __syncthreads();
+  const int dim0 = half * (kLatentDim / kHalves);
+#pragma unroll
+  for (int t = 0; t < kOutputTiles; ++t) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int h = head0 + mma::c_row(lane, i);
+      if (h < heads) partial_of(d, b, split, h)[dim0 + t * mma::kN + mma::c_col(lane, i)] = o[t][i];
+    }
+  }
+  for (int h = threadIdx.x; h < heads; h += kThreads) {
+    partial_of(d, b, split, h)[kLatentDim] = m_s[h];
+    partial_of(d, b, split, h)[kLatentDim + 1] = l_s[h];
+  }
+}
+
+}  // namespace
+
+void launch_sparse_decode_mma(const SparseDecodeDevice& d) {
+  if (d.shape.heads <= 0 || d.shape.heads > kHeads || d.splits <= 0) {
+    throw std::invalid_argument("sparse decode (mma): heads must be 1..64 and splits positive");
+  }
+  static bool configured = false;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(sparse_decode_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(Smem::bytes)));
+    configured = true;
+  }
+  const dim3 grid(static_cast<unsigned>(d.splits), static_cast<unsigned>(d.shape.batch));
+  sparse_decode_mma_kernel<<<grid, kThreads, Smem::bytes>>>(d);
+  launch_sparse_decode_combine(d);
+}
+
+std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in) {
+  return run_sparse_decode(in, launch_sparse_decode_mma);
+}
+
+}  // namespace v41sim::kernels
