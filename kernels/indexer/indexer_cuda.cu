@@ -84,8 +84,9 @@ __global__ void indexer_logits_kernel(const float* __restrict__ q, const float* 
     logit = score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes);
     logits[query * p.positions + position] = logit;
   }
-  if (block_max == nullptr) return;  // uniform across the grid
-                                     // Every lane reaches the shuffles; lanes past the end carry -inf.
+  if (block_max == nullptr)
+    return;  // uniform across the grid
+             // Every lane reaches the shuffles; lanes past the end carry -inf.
 #pragma unroll
   for (int offset = kPoolBlock / 2; offset > 0; offset /= 2) {
     logit = fmaxf(logit, __shfl_xor_sync(kFullMask, logit, offset));

@@ -15,6 +15,7 @@
 #include "sim/report/model_views.h"
 #include "sim/report/validation_view.h"
 #include "sim/validation/calibration_fit.h"
+#include "sim/validation/held_out_validation.h"
 #include "sim/validation/measurement_file.h"
 #include "sim/validation/published_reference.h"
 
@@ -25,6 +26,7 @@ void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   for (const PublishedReference& reference : load_published_references(catalog)) {
     rows.push_back(validate_reference(reference, catalog));
   }
+  for (ValidationRow& row : validate_held_out_measurements(catalog)) rows.push_back(std::move(row));
   if (f.json) {
     out << validation_json(rows).dump(2) << "\n";
   } else {

@@ -26,6 +26,7 @@
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/serving/workload_spec.h"
+#include "sim/validation/held_out_validation.h"
 #include "sim/validation/published_reference.h"
 
 namespace v41sim {
@@ -186,9 +187,27 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
   for (const PublishedReference& reference : load_published_references(catalog)) {
     rows.push_back(validate_reference(reference, catalog));
   }
-  json["validation"] = validation_json(rows)["references"];
-  // One scatter per metric: the axes must share units.
-  std::string md = "## Validation against published kernel figures\n\n";
+  const std::vector<ValidationRow> held_out = validate_held_out_measurements(catalog);
+  std::string md = "## Validation against published kernel figures and our held-out measurements\n\n";
+  // Our measurements: one scatter per GPU (kernel times, held-out shapes only).
+  std::vector<std::string> measured_gpus;
+  for (const ValidationRow& r : held_out) {
+    if (std::find(measured_gpus.begin(), measured_gpus.end(), r.reference.gpu) == measured_gpus.end())
+      measured_gpus.push_back(r.reference.gpu);
+  }
+  for (const std::string& gpu : measured_gpus) {
+    std::vector<ScatterPoint> points;
+    for (const ValidationRow& r : held_out) {
+      if (r.reference.gpu == gpu)
+        points.push_back({r.reference.value, r.predicted, r.reference.name, r.within_tolerance});
+    }
+    const std::string file = fmt::format("validation_measured_{}.svg", gpu);
+    std::ofstream(fs::path(out_dir) / file)
+        << svg_scatter(fmt::format("{}: predicted vs measured kernel time (us), held-out shapes", gpu),
+                       points, kHeldOutTolerancePct);
+    md += fmt::format("![predicted vs measured on {}]({})\n\n", gpu, file);
+  }
+  // Published figures: one scatter per metric, so the axes share units.
   for (const char* metric : {"tflops", "gbps", "us"}) {
     std::vector<ScatterPoint> points;
     for (const ValidationRow& r : rows) {
@@ -202,6 +221,8 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
         << svg_scatter(fmt::format("predicted vs published ({})", metric), points, 10);
     md += fmt::format("![predicted vs published, {}]({})\n\n", metric, file);
   }
+  for (const ValidationRow& r : held_out) rows.push_back(r);
+  json["validation"] = validation_json(rows)["references"];
   return md + validation_table(rows).to_markdown();
 }
 

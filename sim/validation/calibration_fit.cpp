@@ -7,8 +7,10 @@
 #include <cmath>
 #include <filesystem>
 #include <string_view>
+#include <tuple>
 #include <unsupported/Eigen/NonLinearOptimization>
 #include <unsupported/Eigen/NumericalDiff>
+#include <utility>
 
 #include "sim/cost/kernel_cost.h"
 
@@ -38,7 +40,7 @@ std::vector<double> relative_errors(const std::vector<const Measurement*>& rows,
   const KernelCostModel model(gpu, params, /*cuda_graph=*/false);
   std::vector<double> errors;
   for (const Measurement* m : rows) {
-    const double predicted = model.time(m->kernel).busy_us;
+    const double predicted = predicted_device_us(model, *m);
     errors.push_back((predicted - m->median_us) / m->median_us);
   }
   return errors;
@@ -92,17 +94,7 @@ double percentile_90_pct(std::vector<double> errors) {
 
 ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const GpuProfile& gpu,
                    const CostParams& base) {
-  // A fixed order, so the split and the fit do not depend on file order.
-  std::sort(rows.begin(), rows.end(), [](const Measurement* a, const Measurement* b) {
-    return std::tie(a->kernel.name, a->kernel.shape.m, a->kernel.shape.n, a->kernel.shape.k,
-                    a->kernel.shape.batch) < std::tie(b->kernel.name, b->kernel.shape.m, b->kernel.shape.n,
-                                                      b->kernel.shape.k, b->kernel.shape.batch);
-  });
-  std::vector<const Measurement*> train, held_out;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    (rows.size() >= kHoldOutEvery && i % kHoldOutEvery == kHoldOutEvery - 1 ? held_out : train)
-        .push_back(rows[i]);
-  }
+  const auto [train, held_out] = split_rows(std::move(rows));
   const ClassCost& prior = base.of(cls);
   Eigen::VectorXd x(kParams);
   x << logit(std::clamp(prior.compute_efficiency.value(), 0.05, 0.95)),
@@ -132,6 +124,27 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
 }
 
 }  // namespace
+
+RowSplit split_rows(std::vector<const Measurement*> rows) {
+  // A fixed order (every field that tells shapes apart), so the split and the
+  // fit do not depend on file order.
+  std::sort(rows.begin(), rows.end(), [](const Measurement* a, const Measurement* b) {
+    return std::tie(a->kernel.name, a->kernel.shape.m, a->kernel.shape.n, a->kernel.shape.k,
+                    a->kernel.shape.batch, a->context, a->median_us) <
+           std::tie(b->kernel.name, b->kernel.shape.m, b->kernel.shape.n, b->kernel.shape.k,
+                    b->kernel.shape.batch, b->context, b->median_us);
+  });
+  RowSplit split;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    (rows.size() >= kHoldOutEvery && i % kHoldOutEvery == kHoldOutEvery - 1 ? split.held_out : split.train)
+        .push_back(rows[i]);
+  }
+  return split;
+}
+
+double predicted_device_us(const KernelCostModel& model, const Measurement& m) {
+  return model.time(m.kernel).busy_us;
+}
 
 bool is_baseline_row(const Measurement& m) {
   constexpr std::string_view kSuffix = "_baseline";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/cost/cost_params.h"
+#include "sim/cost/kernel_cost.h"
 #include "sim/hw/gpu_profile.h"
 #include "sim/validation/measurement_file.h"
 
@@ -39,6 +40,18 @@ struct ClassFit {
 // recorded and reported, never fitted, so they cannot drag a class's
 // efficiencies toward a kernel the simulator does not model.
 bool is_baseline_row(const Measurement& m);
+
+// The split the fit uses within a class: rows in a fixed order (by name and
+// shape), every fourth held out. validate reports the held-out rows.
+struct RowSplit {
+  std::vector<const Measurement*> train;
+  std::vector<const Measurement*> held_out;
+};
+RowSplit split_rows(std::vector<const Measurement*> rows);
+
+// What a measured row is compared with: the kernel model's device time (no
+// launch overhead: the harness times kernels on the device with CUDA events).
+double predicted_device_us(const KernelCostModel& model, const Measurement& m);
 
 struct CalibrationResult {
   std::string gpu;

@@ -252,3 +252,53 @@ TEST(Calibration, BaselineRowsAreNotFitted) {
 
 }  // namespace
 }  // namespace v41sim
+
+#include "sim/common/catalog.h"
+#include "sim/validation/held_out_validation.h"
+
+namespace v41sim {
+namespace {
+
+// validate's own-measurement references: exactly the shapes the fit held
+// out, each predicted with the GPU's committed calibration.
+TEST(HeldOutValidation, ReportsTheShapesTheFitHeldOut) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "v41sim_held_out";
+  fs::remove_all(root);
+  fs::create_directories(root / "validation" / "calibration");
+  fs::create_directories(root / "validation" / "measurements");
+  fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / "hw_profiles", root / "hw_profiles");
+  fs::copy_file(kPriors, root / "validation" / "calibration" / "defaults.yaml");
+  const Catalog catalog(root.string());
+  EXPECT_TRUE(validate_held_out_measurements(catalog).empty());  // nothing measured yet
+
+  const GpuProfile h200 = load_gpu_profile_file(testing::gpu_path("h200"));
+  const CostParams priors = load_cost_params_file(kPriors);
+  const fs::path measured = synthetic_measurements(h200, priors, 0.04);
+  fs::copy(measured, root / "validation" / "measurements" / "h200");
+  const MeasurementSet set = load_measurements((root / "validation" / "measurements" / "h200").string());
+  EXPECT_TRUE(validate_held_out_measurements(catalog).empty());  // measured, not yet fitted
+  const CalibrationResult fit = calibrate(set, h200, priors);
+  std::ofstream(root / "validation" / "calibration" / "h200.yaml") << calibration_yaml(fit, set, priors);
+
+  const std::vector<ValidationRow> rows = validate_held_out_measurements(catalog);
+  int held_out = 0;
+  for (const ClassFit& c : fit.classes) held_out += c.held_out_rows;
+  ASSERT_EQ(static_cast<int>(rows.size()), held_out);
+  double sum_abs = 0;
+  for (const ValidationRow& r : rows) {
+    EXPECT_EQ(r.reference.gpu, "h200");
+    EXPECT_EQ(r.reference.metric, "us");
+    EXPECT_EQ(r.reference.tolerance_pct, kHeldOutTolerancePct);
+    EXPECT_NEAR(r.error_pct, 100.0 * (r.predicted - r.reference.value) / r.reference.value, 1e-9);
+    EXPECT_EQ(r.within_tolerance, std::fabs(r.error_pct) <= kHeldOutTolerancePct);
+    sum_abs += std::fabs(r.error_pct);
+  }
+  // The same rows the fit scored: their mean |error| is the classes' held-out MAPE, weighted by rows.
+  double weighted_mape = 0;
+  for (const ClassFit& c : fit.classes) weighted_mape += c.held_out_mape_pct * c.held_out_rows;
+  EXPECT_NEAR(sum_abs / held_out, weighted_mape / held_out, 0.05);  // the file rounds to 6 digits
+}
+
+}  // namespace
+}  // namespace v41sim

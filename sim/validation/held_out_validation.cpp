@@ -1,0 +1,82 @@
+#include "sim/validation/held_out_validation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "sim/cost/cost_params.h"
+#include "sim/cost/kernel_cost.h"
+#include "sim/hw/gpu_profile_loader.h"
+#include "sim/validation/calibration_fit.h"
+#include "sim/validation/measurement_file.h"
+
+namespace v41sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool has_csv(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".csv") return true;
+  }
+  return false;
+}
+
+ValidationRow held_out_row(const Measurement& m, const std::string& gpu_stem, const KernelCostModel& model,
+                           const std::string& label) {
+  ValidationRow row;
+  PublishedReference& r = row.reference;
+  r.name = fmt::format("held-out {} {}x{}x{}{}", m.kernel.name, m.kernel.shape.m, m.kernel.shape.n,
+                       m.kernel.shape.k, m.context > 0 ? fmt::format(", context {}", m.context) : "");
+  r.source = fmt::format("our measurement, {}:{}", fs::path(m.file).filename().string(), m.line);
+  r.file = m.file;
+  r.line = m.line;
+  r.gpu = gpu_stem;
+  r.probe_kind = "held_out_measurement";
+  r.metric = "us";
+  r.value = m.median_us;
+  r.tolerance_pct = kHeldOutTolerancePct;
+  row.predicted = predicted_device_us(model, m);
+  row.error_pct = 100.0 * (row.predicted - m.median_us) / m.median_us;
+  row.within_tolerance = std::fabs(row.error_pct) <= r.tolerance_pct;
+  row.kernel_model = label;
+  return row;
+}
+
+}  // namespace
+
+std::vector<ValidationRow> validate_held_out_measurements(const Catalog& catalog) {
+  const fs::path root(catalog.data_dir());
+  const fs::path measurements = root / "validation" / "measurements";
+  std::vector<ValidationRow> rows;
+  if (!fs::is_directory(measurements)) return rows;
+  std::vector<fs::path> dirs;
+  for (const auto& entry : fs::directory_iterator(measurements)) {
+    if (entry.is_directory() && has_csv(entry.path())) dirs.push_back(entry.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const fs::path& dir : dirs) {
+    const std::string stem = dir.filename().string();
+    const fs::path calibration = root / "validation" / "calibration" / (stem + ".yaml");
+    if (!fs::exists(calibration)) continue;  // not fitted yet: nothing was held out
+    const MeasurementSet set = load_measurements(dir.string());
+    const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(stem));
+    const CostParams params = load_cost_params_file(calibration.string());
+    const KernelCostModel model(gpu, params, /*cuda_graph=*/false);
+    for (int i = 0; i < kKernelClassCount; ++i) {
+      std::vector<const Measurement*> of_class;
+      for (const Measurement& m : set.rows) {
+        if (m.kernel.kernel_class == static_cast<KernelClass>(i) && !is_baseline_row(m))
+          of_class.push_back(&m);
+      }
+      for (const Measurement* m : split_rows(of_class).held_out) {
+        rows.push_back(held_out_row(*m, stem, model, params.label()));
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace v41sim
