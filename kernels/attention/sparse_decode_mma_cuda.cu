@@ -18,11 +18,12 @@
 
 #include <stdexcept>
 
-#include "kernels/attention/mma_fragments.h"
 #include "kernels/attention/sparse_decode_cuda.h"
 #include "kernels/attention/sparse_decode_split.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/mma_fragments.h"
+#include "kernels/common/mma_sync.cuh"
 
 namespace v41sim::kernels {
 namespace {
@@ -54,14 +55,6 @@ struct Smem {
 };
 static_assert(Smem::k % 16 == 0 && Smem::s % 16 == 0 && Smem::p % 16 == 0 && Smem::m % 16 == 0,
               "shared arrays stay 16-byte aligned");
-
-__device__ inline void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // Widens the tile's entries into k_s (zero rows for padding) and marks which are real.
 __device__ void widen_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile, int64_t end, uint16_t* k_s,
@@ -97,7 +90,7 @@ __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const int* 
 #pragma unroll
       for (int r = 0; r < 2; ++r)
         bf[r] = mma::load_b_n_major(k_s, kRowStride, key0 + t * mma::kN, k0, lane, r);
-      mma_bf16_16816(acc[t], a, bf);
+      mma::mma_bf16_16816(acc[t], a, bf);
     }
   }
 #pragma unroll
@@ -167,7 +160,7 @@ __device__ void accumulate_tile(const uint16_t* p_s, const uint16_t* k_s, const 
 #pragma unroll
       for (int r = 0; r < 2; ++r)
         bf[r] = mma::load_b_k_major(k_s, kRowStride, k0, dim0 + t * mma::kN, lane, r);
-      mma_bf16_16816(o[t], a, bf);
+      mma::mma_bf16_16816(o[t], a, bf);
     }
   }
 }

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,29 @@ CheckResult within(const char* what, const std::vector<float>& got, const std::v
                      std::to_string(want[static_cast<std::size_t>(at)])};
 }
 
+// For BF16-operand kernels: every value within rel_tol of the largest
+// reference magnitude (rounding the operands moves values by a share of the
+// row's scale, not of each value: a logit near zero is a sum of large terms).
+CheckResult within_scale(const char* what, const std::vector<float>& got, const std::vector<float>& want,
+                         float rel_tol) {
+  float scale = 1.0f;
+  for (float v : want) {
+    if (std::isfinite(v)) scale = std::fmax(scale, std::fabs(v));
+  }
+  std::vector<float> scaled_got(got), scaled_want(want);
+  for (float& v : scaled_got) v /= scale;
+  for (float& v : scaled_want) v /= scale;
+  return within(what, scaled_got, scaled_want, rel_tol);
+}
+
+// The logits tolerance of each path: FP32 sums to float rounding; BF16
+// queries carry 2^-9 relative rounding into every head's dot product.
+CheckResult logits_match(const char* what, const std::vector<float>& got, const std::vector<float>& want,
+                         IndexerMath math) {
+  return math == IndexerMath::kTensorCores ? within_scale(what, got, want, 5e-3f)
+                                           : within(what, got, want, 1e-3f);
+}
+
 template <typename T>
 CheckResult exact(const char* what, const std::vector<T>& got, const std::vector<T>& want) {
   return got == want ? CheckResult{true, ""}
@@ -50,15 +74,15 @@ CheckResult check_mxfp4_kv() {
                dequantize_mxfp4_kv_reference(reference, tokens, dim));
 }
 
-CheckResult check_indexer() {
+CheckResult check_indexer(IndexerMath math) {
   const int64_t queries = 4, heads = 32, positions = 20000, topk = 512;
   const auto q = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21);
   const auto w = normal_values(static_cast<std::size_t>(queries * heads), 22);
   const auto keys = quantize_index_keys_reference(
       normal_values(static_cast<std::size_t>(positions * kIndexDim), 23), positions);
-  const auto device = indexer_logits_cuda(q, w, keys, queries, heads, positions);
-  const CheckResult logits = within("indexer logits", device,
-                                    indexer_logits_reference(q, w, keys, queries, heads, positions), 1e-3f);
+  const auto device = indexer_logits_cuda(q, w, keys, queries, heads, positions, math);
+  const CheckResult logits = logits_match(
+      "indexer logits", device, indexer_logits_reference(q, w, keys, queries, heads, positions), math);
   if (!logits.ok) return logits;
   // Top-k of the same logits is exact.
   return exact("top-k", topk_cuda(device, queries, positions, topk),
@@ -87,7 +111,7 @@ std::vector<T> slice(const std::vector<T>& v, int64_t index, int64_t width) {
 // its top-512 there. A decode batch: each query has its own request's keys.
 // Each stage is checked on the device's own inputs, so a float rounding
 // difference upstream cannot flip a later exact comparison.
-CheckResult check_candidate_pool() {
+CheckResult check_candidate_pool(IndexerMath math) {
   const int64_t queries = 3, heads = kV41IndexHeads, topk = kV41TopK, block = kV41PoolBlockSize;
   const int64_t positions = 40003;  // > 16,384 so the pool engages; a short last block
   const int64_t blocks = (positions + block - 1) / block;
@@ -97,15 +121,15 @@ CheckResult check_candidate_pool() {
   const auto w = normal_values(static_cast<std::size_t>(queries * heads), 33);
   auto keys_of = [&](int64_t t) { return slice(keys, t, positions * kIndexKeyBytes); };
   const LogitsWithBlockMax layer20 =
-      indexer_logits_with_block_max_cuda(q, w, keys, queries, heads, positions, true);
-  const CheckResult logits = within("pool-building logits", layer20.logits,
-                                    per_query<float>(queries,
-                                                     [&](int64_t t) {
-                                                       return indexer_logits_reference(
-                                                           slice(q, t, heads * kIndexDim), slice(w, t, heads),
-                                                           keys_of(t), 1, heads, positions);
-                                                     }),
-                                    1e-3f);
+      indexer_logits_with_block_max_cuda(q, w, keys, queries, heads, positions, true, math);
+  const CheckResult logits = logits_match(
+      "pool-building logits", layer20.logits,
+      per_query<float>(queries,
+                       [&](int64_t t) {
+                         return indexer_logits_reference(slice(q, t, heads * kIndexDim), slice(w, t, heads),
+                                                         keys_of(t), 1, heads, positions);
+                       }),
+      math);
   if (!logits.ok) return logits;
   const CheckResult maxima =
       exact("block max", layer20.block_max, block_max_reference(layer20.logits, queries, positions, block));
@@ -118,16 +142,16 @@ CheckResult check_candidate_pool() {
   // A Reindex layer: its own query and head weights, layer 20's keys and pool.
   const auto q2 = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 34);
   const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 35);
-  const auto pooled = indexer_pool_logits_cuda(q2, w2, keys, pool, queries, heads, positions, true);
+  const auto pooled = indexer_pool_logits_cuda(q2, w2, keys, pool, queries, heads, positions, true, math);
   const CheckResult pooled_ok =
-      within("pool logits", pooled,
-             per_query<float>(queries,
-                              [&](int64_t t) {
-                                return pool_logits_reference(
-                                    slice(q2, t, heads * kIndexDim), slice(w2, t, heads), keys_of(t),
-                                    slice(pool, t, kV41PoolTopBlocks), 1, heads, positions, block);
-                              }),
-             1e-3f);
+      logits_match("pool logits", pooled,
+                   per_query<float>(queries,
+                                    [&](int64_t t) {
+                                      return pool_logits_reference(
+                                          slice(q2, t, heads * kIndexDim), slice(w2, t, heads), keys_of(t),
+                                          slice(pool, t, kV41PoolTopBlocks), 1, heads, positions, block);
+                                    }),
+                   math);
   if (!pooled_ok.ok) return pooled_ok;
   return exact("reindex top-k", pool_topk_cuda(pooled, pool, queries, topk),
                pool_topk_reference(pooled, pool, queries, block, topk));

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "kernels/indexer/indexer_cuda.h"
+
 namespace v41sim::kernels {
 
 struct CheckResult {
@@ -13,8 +15,9 @@ struct CheckResult {
 };
 
 CheckResult check_mxfp4_kv();
-CheckResult check_indexer();
-CheckResult check_candidate_pool();
+// Indexer logits on either path (the top-k after them is exact on both).
+CheckResult check_indexer(IndexerMath math = IndexerMath::kFp32Units);
+CheckResult check_candidate_pool(IndexerMath math = IndexerMath::kFp32Units);
 CheckResult check_sparse_decode();
 CheckResult check_sparse_decode_mma();
 CheckResult check_compress();

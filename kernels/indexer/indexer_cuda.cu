@@ -263,20 +263,22 @@ void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_
 
 std::vector<float> indexer_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
-                                       int64_t positions) {
-  return indexer_logits_with_block_max_cuda(q, weights, keys, queries, heads, positions, false).logits;
+                                       int64_t positions, IndexerMath math) {
+  return indexer_logits_with_block_max_cuda(q, weights, keys, queries, heads, positions, false, math).logits;
 }
 
 LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& q,
                                                       const std::vector<float>& weights,
                                                       const std::vector<uint8_t>& keys, int64_t queries,
-                                                      int64_t heads, int64_t positions, bool per_query_keys) {
+                                                      int64_t heads, int64_t positions, bool per_query_keys,
+                                                      IndexerMath math) {
   const auto logit_count = static_cast<std::size_t>(queries * positions);
   const auto block_count = static_cast<std::size_t>(queries * ((positions + kPoolBlock - 1) / kPoolBlock));
   const DeviceBuffer<float> d_q(q), d_w(weights), d_logits(logit_count), d_block_max(block_count);
   const DeviceBuffer<uint8_t> d_keys(keys);
-  launch_indexer_logits(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions,
-                        d_block_max.get(), per_query_keys);
+  auto launch = math == IndexerMath::kTensorCores ? launch_indexer_logits_mma : launch_indexer_logits;
+  launch(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions, d_block_max.get(),
+         per_query_keys);
   CUDA_CHECK(cudaGetLastError());
   return {d_logits.download(logit_count), d_block_max.download(block_count)};
 }
@@ -284,14 +286,16 @@ LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& 
 std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys,
                                             const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
-                                            int64_t positions, bool per_query_keys) {
+                                            int64_t positions, bool per_query_keys, IndexerMath math) {
   const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
   const auto slot_count = static_cast<std::size_t>(queries * pool_blocks * kPoolBlock);
   const DeviceBuffer<float> d_q(q), d_w(weights), d_out(slot_count);
   const DeviceBuffer<uint8_t> d_keys(keys);
   const DeviceBuffer<int32_t> d_pool(pool);
-  launch_indexer_pool_logits(d_q.get(), d_w.get(), d_keys.get(), d_pool.get(), d_out.get(), queries, heads,
-                             positions, pool_blocks, per_query_keys);
+  auto launch =
+      math == IndexerMath::kTensorCores ? launch_indexer_pool_logits_mma : launch_indexer_pool_logits;
+  launch(d_q.get(), d_w.get(), d_keys.get(), d_pool.get(), d_out.get(), queries, heads, positions,
+         pool_blocks, per_query_keys);
   CUDA_CHECK(cudaGetLastError());
   return d_out.download(slot_count);
 }

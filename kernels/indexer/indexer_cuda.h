@@ -7,9 +7,13 @@
 
 namespace v41sim::kernels {
 
+// The logits run on the FP32 units (the correctness-first baseline) or on
+// tensor cores (BF16 mma.sync: keys widen exactly, queries round to BF16).
+enum class IndexerMath { kFp32Units, kTensorCores };
+
 std::vector<float> indexer_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
-                                       int64_t positions);
+                                       int64_t positions, IndexerMath math = IndexerMath::kFp32Units);
 std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
                                int64_t topk);
 
@@ -27,11 +31,12 @@ struct LogitsWithBlockMax {
 LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& q,
                                                       const std::vector<float>& weights,
                                                       const std::vector<uint8_t>& keys, int64_t queries,
-                                                      int64_t heads, int64_t positions, bool per_query_keys);
+                                                      int64_t heads, int64_t positions, bool per_query_keys,
+                                                      IndexerMath math);
 std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys,
                                             const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
-                                            int64_t positions, bool per_query_keys);
+                                            int64_t positions, bool per_query_keys, IndexerMath math);
 // Top-k of pool logits, written as positions (pool_topk_reference's result).
 std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
                                     int64_t queries, int64_t topk);
@@ -44,6 +49,13 @@ void launch_indexer_logits(const float* q, const float* weights, const uint8_t* 
 void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys,
                                 const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                 int64_t positions, int64_t pool_blocks, bool per_query_keys);
+// The same on tensor cores (heads 1..32).
+void launch_indexer_logits_mma(const float* q, const float* weights, const uint8_t* keys, float* logits,
+                               int64_t queries, int64_t heads, int64_t positions, float* block_max,
+                               bool per_query_keys);
+void launch_indexer_pool_logits_mma(const float* q, const float* weights, const uint8_t* keys,
+                                    const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
+                                    int64_t positions, int64_t pool_blocks, bool per_query_keys);
 // With a pool (queries x positions / block ids), the row is pool slots and the
 // output holds the positions they stand for.
 void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,

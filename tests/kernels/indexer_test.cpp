@@ -145,6 +145,8 @@ TEST(CandidatePoolCuda, MatchesTheReference) {
   if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
   const CheckResult pool = check_candidate_pool();
   EXPECT_TRUE(pool.ok) << pool.detail;
+  const CheckResult pool_mma = check_candidate_pool(IndexerMath::kTensorCores);
+  EXPECT_TRUE(pool_mma.ok) << "tensor cores: " << pool_mma.detail;
 #endif
 }
 
@@ -156,6 +158,8 @@ TEST(IndexerCuda, MatchesTheReference) {
   if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
   const CheckResult indexer = check_indexer();
   EXPECT_TRUE(indexer.ok) << indexer.detail;
+  const CheckResult indexer_mma = check_indexer(IndexerMath::kTensorCores);
+  EXPECT_TRUE(indexer_mma.ok) << "tensor cores: " << indexer_mma.detail;
 #endif
 }
 

@@ -2,7 +2,7 @@
 // lane's fragment loads (the same functions the kernel calls) fed to an
 // emulated mma.m16n8k16 reproduce plain matrix products, and the BF16
 // widening of cache entries is exact, as the kernel assumes.
-#include "kernels/attention/mma_fragments.h"
+#include "kernels/common/mma_fragments.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,179 @@
+// Lightning-indexer logits on tensor cores: mma.sync.m16n8k16, BF16 operands,
+// FP32 accumulators (the FP32-unit kernel in indexer_cuda.cu is the baseline).
+//
+// One CTA per (query, 128 positions or pool slots), 8 warps. The query's 32
+// heads x 128 dims are staged as BF16; the 128 keys are widened to BF16 in
+// shared memory, exactly (an E2M1 value times an E8M0 power of two fits
+// BF16). Each warp computes S = Q.K^T for 32 heads x 16 keys, then in
+// registers the logit sum_h w[h] * ReLU(S[h][key]): each lane sums its four
+// heads per key, and three shuffles sum over the eight lane groups. An n-tile
+// is 8 keys, which is one candidate-pool block, so the block max costs two
+// more shuffles and no extra pass.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "kernels/common/mma_fragments.h"
+#include "kernels/common/mma_sync.cuh"
+#include "kernels/common/v41_shapes.h"
+#include "kernels/indexer/index_key_block.h"
+#include "kernels/indexer/indexer_cuda.h"
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kKeys = 128;                             // positions (or pool slots) per CTA
+constexpr int kHeads = 32;                             // V4.1's indexer heads: two m-tiles
+constexpr int kRowStride = kIndexDim + 8;              // BF16 per Q or K row; +8 spreads rows over banks
+constexpr int kKeysPerWarp = kKeys / (kThreads / 32);  // 16: two n-tiles
+constexpr int kHeadTiles = kHeads / mma::kM;
+constexpr int kKeyTiles = kKeysPerWarp / mma::kN;
+constexpr int kPoolBlock = static_cast<int>(kV41PoolBlockSize);
+constexpr unsigned kFullMask = 0xffffffffu;
+static_assert(mma::kN == kPoolBlock, "one n-tile is one candidate-pool block");
+
+// Which position a CTA column stands for: the next 128 positions, or 128 pool slots.
+struct ColumnMap {
+  const int32_t* pool;  // null: plain positions
+  int64_t pool_blocks;
+  __device__ int64_t position(int64_t query, int64_t column) const {
+    if (pool == nullptr) return column;
+    return static_cast<int64_t>(pool[query * pool_blocks + column / kPoolBlock]) * kPoolBlock +
+           column % kPoolBlock;
+  }
+};
+
+struct Params {
+  int64_t heads;
+  int64_t positions;
+  int64_t columns;     // positions, or pool slots
+  int64_t key_stride;  // bytes between queries' key sets (0: shared)
+};
+
+__global__ void __launch_bounds__(kThreads)
+    indexer_logits_mma_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+                              const uint8_t* __restrict__ keys, float* __restrict__ logits,
+                              float* __restrict__ block_max, Params p, ColumnMap map) {
+  __shared__ __align__(16) uint16_t q_s[kHeads * kRowStride];
+  __shared__ __align__(16) uint16_t k_s[kKeys * kRowStride];
+  __shared__ float w_s[kHeads];
+  const int64_t query = blockIdx.y;
+  const int64_t column0 = static_cast<int64_t>(blockIdx.x) * kKeys;
+
+  for (int i = threadIdx.x; i < kHeads * kIndexDim; i += kThreads) {
+    const int h = i / kIndexDim;
+    q_s[h * kRowStride + i % kIndexDim] =
+        mma::to_bf16(h < p.heads ? q[(query * p.heads + h) * kIndexDim + i % kIndexDim] : 0.0f);
+  }
+  for (int h = threadIdx.x; h < kHeads; h += kThreads)
+    w_s[h] = h < p.heads ? weights[query * p.heads + h] : 0.0f;
+  {  // two threads widen each key, 64 dims apiece; missing keys are zero rows
+    const int key = threadIdx.x / 2;
+    const int half = threadIdx.x % 2;
+    const int64_t column = column0 + key;
+    const int64_t position = column < p.columns ? map.position(query, column) : p.positions;
+    const uint8_t* entry =
+        position < p.positions ? keys + query * p.key_stride + position * kIndexKeyBytes : nullptr;
+    uint16_t* row = k_s + key * kRowStride + half * (kIndexDim / 2);
+    for (int i = 0; i < kIndexDim / 2; i += 2) {
+      const int c = half * (kIndexDim / 2) + i;
+      const float v0 = entry != nullptr ? index_key_value(entry, c) : 0.0f;
+      const float v1 = entry != nullptr ? index_key_value(entry, c + 1) : 0.0f;
+      *reinterpret_cast<uint32_t*>(row + i) = mma::pack(mma::to_bf16(v0), mma::to_bf16(v1));
+    }
+  }
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32;
+  const mma::Lane lane = mma::lane_of(threadIdx.x % 32);
+  const int key0 = warp * kKeysPerWarp;
+  float acc[kHeadTiles][kKeyTiles][4] = {};
+#pragma unroll
+  for (int k0 = 0; k0 < kIndexDim; k0 += mma::kK) {
+    uint32_t a[kHeadTiles][4];
+#pragma unroll
+    for (int m = 0; m < kHeadTiles; ++m) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) a[m][r] = mma::load_a(q_s, kRowStride, m * mma::kM, k0, lane, r);
+    }
+#pragma unroll
+    for (int t = 0; t < kKeyTiles; ++t) {
+      uint32_t b[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        b[r] = mma::load_b_n_major(k_s, kRowStride, key0 + t * mma::kN, k0, lane, r);
+#pragma unroll
+      for (int m = 0; m < kHeadTiles; ++m) mma::mma_bf16_16816(acc[m][t], a[m], b);
+    }
+  }
+
+  // Per key column: sum over heads of w[h] * ReLU(S). A lane holds two columns
+  // per n-tile (values i and i + 2 share a column), rows g and g + 8 per m-tile.
+#pragma unroll
+  for (int t = 0; t < kKeyTiles; ++t) {
+    float column_sum[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float s = 0.0f;
+#pragma unroll
+      for (int m = 0; m < kHeadTiles; ++m) {
+        s += w_s[m * mma::kM + mma::c_row(lane, j)] * fmaxf(acc[m][t][j], 0.0f);
+        s += w_s[m * mma::kM + mma::c_row(lane, j + 2)] * fmaxf(acc[m][t][j + 2], 0.0f);
+      }
+      s += __shfl_xor_sync(kFullMask, s, 4);  // over the eight lane groups
+      s += __shfl_xor_sync(kFullMask, s, 8);
+      s += __shfl_xor_sync(kFullMask, s, 16);
+      column_sum[j] = s;
+    }
+    // Every lane now holds the sums of columns 2p and 2p + 1; lanes 0..3 write them.
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int64_t column = column0 + key0 + t * mma::kN + mma::c_col(lane, j);
+      const bool real = column < p.columns && map.position(query, column) < p.positions;
+      if (real) tile_max = fmaxf(tile_max, column_sum[j]);
+      if (lane.group == 0 && column < p.columns) {
+        logits[query * p.columns + column] = real ? column_sum[j] : -INFINITY;
+      }
+    }
+    if (block_max == nullptr) continue;  // uniform across the grid
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 2));
+    const int64_t first = column0 + key0 + t * mma::kN;  // a whole pool block: 8 columns
+    if (threadIdx.x % 32 == 0 && first < p.columns) {
+      block_max[query * ((p.columns + kPoolBlock - 1) / kPoolBlock) + first / kPoolBlock] = tile_max;
+    }
+  }
+}
+
+void launch(const float* q, const float* weights, const uint8_t* keys, float* out, float* block_max, Params p,
+            ColumnMap map, int64_t queries) {
+  if (p.heads <= 0 || p.heads > kHeads || queries <= 0 || p.positions <= 0 || p.columns <= 0) {
+    throw std::invalid_argument(
+        "indexer logits (tensor cores): heads must be 1..32, queries and positions positive");
+  }
+  const dim3 grid(static_cast<unsigned>((p.columns + kKeys - 1) / kKeys), static_cast<unsigned>(queries));
+  indexer_logits_mma_kernel<<<grid, kThreads>>>(q, weights, keys, out, block_max, p, map);
+}
+
+}  // namespace
+
+void launch_indexer_logits_mma(const float* q, const float* weights, const uint8_t* keys, float* logits,
+                               int64_t queries, int64_t heads, int64_t positions, float* block_max,
+                               bool per_query_keys) {
+  launch(q, weights, keys, logits, block_max,
+         {heads, positions, positions, per_query_keys ? positions * kIndexKeyBytes : 0}, {nullptr, 0},
+         queries);
+}
+
+void launch_indexer_pool_logits_mma(const float* q, const float* weights, const uint8_t* keys,
+                                    const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
+                                    int64_t positions, int64_t pool_blocks, bool per_query_keys) {
+  if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");
+  launch(q, weights, keys, pool_logits, nullptr,
+         {heads, positions, pool_blocks * kPoolBlock, per_query_keys ? positions * kIndexKeyBytes : 0},
+         {pool, pool_blocks}, queries);
+}
+
+}  // namespace v41sim::kernels
