@@ -33,4 +33,23 @@ inline constexpr const char* kErrorBandMethod =
 
 ErrorBand step_error_band(const StepGraph& graph, const StepTiming& timing, const CostParams& params);
 
+// Bands of many steps (a serving run's) combined the same way, by step time.
+class ErrorBandMix {
+ public:
+  void add(const ErrorBand& band, double time_us) {
+    time_ += time_us;
+    covered_ += time_us * band.covered_share;
+    weighted_ += time_us * band.covered_share * band.pct;
+  }
+  ErrorBand mixed() const {
+    ErrorBand out;
+    if (covered_ > 0) out.pct = weighted_ / covered_;
+    if (time_ > 0) out.covered_share = covered_ / time_;
+    return out;
+  }
+
+ private:
+  double time_ = 0, covered_ = 0, weighted_ = 0;
+};
+
 }  // namespace v41sim

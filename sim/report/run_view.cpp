@@ -48,8 +48,13 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_row({"cost", r.cost.provenance});
   }
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
+  head.add_row({"kernel-model band of prefill / decode steps",
+                x.prefill_band.describe() + " / " + x.decode_band.describe()});
   head.add_row({"events; step shapes costed", fmt::format("{}; {}", x.events, x.step_shapes_costed)});
   head.add_note("step times from the kernel model, " + r.kernel_model);
+  head.add_note(
+      "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
+      "share (queueing is the simulator's own)");
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   if (r.cost.known) head.add_note("GPU price " + r.cost.provenance);
 
@@ -144,6 +149,10 @@ nlohmann::json run_json(const RunReport& r) {
           {"decode_kv_bytes_per_gpu", x.decode_kv_bytes_per_gpu},
           {"cost", cost_json(r.cost)},
           {"steps", {{"prefill", x.prefill_steps}, {"decode", x.decode_steps}}},
+          {"error_band",
+           {{"prefill", {{"pct_at_90", x.prefill_band.pct}, {"covered_share", x.prefill_band.covered_share}}},
+            {"decode", {{"pct_at_90", x.decode_band.pct}, {"covered_share", x.decode_band.covered_share}}},
+            {"method", kErrorBandMethod}}},
           {"events", x.events},
           {"occupancy", occupancy},
           {"provenance",

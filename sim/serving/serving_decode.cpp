@@ -49,6 +49,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   // Each rank verifies the number of draft tokens best for its own batch.
   double step_us = 0;
   double step_communication_us = 0;
+  ErrorBand step_band;
   int64_t batch = 0;
   std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
@@ -59,9 +60,10 @@ void ServingSimulation::try_start_decode(std::size_t index) {
     const auto n = static_cast<int64_t>(rank.active.size());
     const StepTimeCache::DecodeStep step =
         steps_.decode_step(n, static_cast<int64_t>(context / static_cast<double>(n)));
-    if (step.us > step_us) {
+    if (step.us > step_us) {  // the slowest rank sets the step
       step_us = step.us;
       step_communication_us = step.communication_us;
+      step_band = step.band;
     }
     tokens_per_sequence[i] = step.tokens_per_sequence;
     batch += n;
@@ -69,6 +71,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   if (step_us == 0) return;
   inst.engine->busy = true;
   ++result_.decode_steps;
+  decode_band_.add(step_band, step_us);
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence, step_communication_us] {

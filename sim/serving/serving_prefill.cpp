@@ -35,6 +35,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   std::vector<Chunk> chunks;
   double step_us = 0;
   double step_communication_us = 0;
+  ErrorBand step_band;
   std::size_t next = 0;
   for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
     int64_t budget = deployment_.prefill.max_tokens_per_step;
@@ -57,10 +58,12 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
       step_us = cost.us;
       step_communication_us = cost.communication_us;
+      step_band = cost.band;
     }
   }
   inst.engine->busy = true;
   ++result_.prefill_steps;
+  prefill_band_.add(step_band, step_us);
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks, step_communication_us] {

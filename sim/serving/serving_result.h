@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/error_band.h"
 #include "sim/metrics/latency_summary.h"
 #include "sim/serving/kv_tiers.h"
 
@@ -71,6 +72,10 @@ struct ServingResult {
   double decode_kv_bytes_per_gpu = 0;
   int64_t prefill_steps = 0;
   int64_t decode_steps = 0;
+  // The kernel model's 90% band over the steps this run simulated, weighted by
+  // step time (sim/cost/error_band.h): what TTFT's compute and TPOT inherit.
+  ErrorBand prefill_band;
+  ErrorBand decode_band;
   uint64_t events = 0;
   std::size_t step_shapes_costed = 0;
   std::vector<OccupancySample> occupancy;

@@ -93,6 +93,7 @@ class ServingSimulation {
   std::vector<std::unique_ptr<PrefillInstance>> prefill_;
   std::vector<std::unique_ptr<DecodeInstance>> decode_;
   ServingResult result_;
+  ErrorBandMix prefill_band_, decode_band_;  // over the steps run, by step time
   int64_t in_system_ = 0;
   double in_system_area_ = 0;  // integral of requests in the system over time (request-seconds)
   SimTime last_change_;

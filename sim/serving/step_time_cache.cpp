@@ -43,10 +43,11 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.decode_tokens_per_sequence = 1 + drafts;
   shape.include_draft = drafts > 0;
   const KernelCostModel& cost = phase == Phase::kPrefill ? prefill_cost_ : decode_cost_;
-  const StepTiming timing = time_step(build_step_graph(model_, shape), cost);
+  const StepGraph graph = build_step_graph(model_, shape);
+  const StepTiming timing = time_step(graph, cost);
   double exposed = 0;  // communication time compute did not hide
   for (const LayerTiming& layer : timing.layers) exposed += layer.critical_us - layer.compute_us;
-  const StepCost step{timing.total_us, std::max(0.0, exposed)};
+  const StepCost step{timing.total_us, std::max(0.0, exposed), step_error_band(graph, timing, cost.params())};
   cache_.emplace(key, step);
   return step;
 }
@@ -62,7 +63,7 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   const auto key = std::make_pair(batch, grid_context);
   if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
   const StepCost plain = compute(Phase::kDecode, batch, 0, grid_context, 0);
-  DecodeStep best{plain.us, plain.communication_us, 1.0, 0};
+  DecodeStep best{plain.us, plain.communication_us, 1.0, 0, plain.band};
   const std::optional<DraftSpec>& draft = model_.spec.draft;
   if (decode_template_.include_draft && draft && draft->acceptance && draft->routed_experts > 0) {
     const double p = draft->acceptance->value();
@@ -71,7 +72,7 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
       const double tokens = (1.0 - std::pow(p, static_cast<double>(k + 1))) / (1.0 - p);
       const StepCost step = compute(Phase::kDecode, batch, 0, grid_context, k);
       if (tokens / step.us > best.tokens_per_sequence / best.us)
-        best = {step.us, step.communication_us, tokens, k};
+        best = {step.us, step.communication_us, tokens, k, step.band};
     }
   }
   decode_choice_.emplace(key, best);

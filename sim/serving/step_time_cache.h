@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "sim/cost/error_band.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/graph/step_shape.h"
 #include "sim/model/model_analysis.h"
@@ -25,6 +26,7 @@ class StepTimeCache {
   struct StepCost {
     double us = 0;
     double communication_us = 0;
+    ErrorBand band;  // the kernel model's 90% band for this step
   };
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
   // cached prefix, ending at `context`.
@@ -39,6 +41,7 @@ class StepTimeCache {
     double communication_us = 0;
     double tokens_per_sequence = 1;  // expected tokens each sequence emits
     int64_t drafts = 0;              // draft tokens verified per sequence
+    ErrorBand band;
   };
   DecodeStep decode_step(int64_t batch, int64_t context);
   std::size_t size() const { return cache_.size(); }

@@ -309,3 +309,37 @@ TEST(Serving, CommunicationShareShrinksWithOverlap) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// A run's band is its steps' bands weighted by step time: with one band on
+// every compute class, the run carries exactly it, over the compute share of
+// the step time (link transfers carry none); uncalibrated, none at all.
+TEST(Serving, RunsCarryTheKernelModelBandOfTheirSteps) {
+  Fixture f = v41_agents();
+  const ServingResult plain = f.run(60);
+  EXPECT_EQ(plain.decode_band.covered_share, 0.0);
+  EXPECT_NE(plain.decode_band.describe().find("unknown"), std::string::npos);
+
+  CostParams banded = f.decode.cost().params();
+  for (int i = 0; i < kKernelClassCount; ++i) {
+    const auto cls = static_cast<KernelClass>(i);
+    if (cls == KernelClass::kAllToAll || cls == KernelClass::kHostCopy) continue;
+    banded.classes[static_cast<std::size_t>(i)].error_band_pct = SourcedValue::assumed(7.0, "test");
+  }
+  const KernelCostModel prefill(f.prefill.gpu(), banded, false), decode(f.decode.gpu(), banded, true);
+  ServingSimulation sim(f.model, prefill, decode, f.deployment, f.workload, 1);
+  const ServingResult r = sim.run(60);
+  ASSERT_GT(r.decode_steps, 0);
+  EXPECT_NEAR(r.decode_band.pct, 7.0, 1e-9);
+  EXPECT_NEAR(r.prefill_band.pct, 7.0, 1e-9);
+  EXPECT_GT(r.decode_band.covered_share, 0.5);
+  EXPECT_LT(r.decode_band.covered_share, 1.0);  // EP all-to-all (64 GPUs, EP 8) carries no band
+  // The band does not change what is simulated.
+  EXPECT_EQ(r.finished, plain.finished);
+  EXPECT_EQ(r.ttft_ms.p50, plain.ttft_ms.p50);
+}
+
+}  // namespace
+}  // namespace v41sim
