@@ -209,7 +209,29 @@ CheckResult check_expert_gemm() {
   const ExpertWeights w = quantize_expert_weights(normal_values(static_cast<std::size_t>(n * k), 81), n, k);
   std::vector<uint8_t> a;
   for (float v : normal_values(static_cast<std::size_t>(m * k), 82)) a.push_back(encode_e4m3(v));
-  return within("expert gemm", expert_gemm_cuda(a, 0.5f, m, w), expert_gemm_reference(a, 0.5f, m, w), 1e-3f);
+  const CheckResult one =
+      within("expert gemm", expert_gemm_cuda(a, 0.5f, m, w), expert_gemm_reference(a, 0.5f, m, w), 1e-3f);
+  if (!one.ok) return one;
+  // Three experts in one batched launch, each against its own reference.
+  const int64_t groups = 3, rows = 32;
+  std::vector<ExpertWeights> experts;
+  for (int64_t g = 0; g < groups; ++g) {
+    experts.push_back(quantize_expert_weights(
+        normal_values(static_cast<std::size_t>(n * k), 90 + static_cast<uint32_t>(g)), n, k));
+  }
+  std::vector<uint8_t> activations;
+  for (float v : normal_values(static_cast<std::size_t>(groups * rows * k), 93))
+    activations.push_back(encode_e4m3(v));
+  std::vector<float> want;
+  for (int64_t g = 0; g < groups; ++g) {
+    const std::vector<uint8_t> slice(activations.begin() + g * rows * k,
+                                     activations.begin() + (g + 1) * rows * k);
+    const std::vector<float> part =
+        expert_gemm_reference(slice, 0.5f, rows, experts[static_cast<std::size_t>(g)]);
+    want.insert(want.end(), part.begin(), part.end());
+  }
+  return within("grouped expert gemm", expert_gemm_grouped_cuda(activations, 0.5f, rows, experts), want,
+                1e-3f);
 }
 
 }  // namespace v41sim::kernels

@@ -32,12 +32,20 @@ std::vector<float> expert_gemm_reference(const std::vector<uint8_t>& a, float a_
 std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                     const ExpertWeights& w);
 
+// A group of experts of one shape, m rows each (uniform routing), in one
+// batched cuBLASLt launch: a is G x m x k, the result G x m x n. One tensor
+// scale serves every expert (the largest group scale of all of them), so the
+// widening stays exact while all group scales lie within 2^8 of it.
+std::vector<float> expert_gemm_grouped_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                            const std::vector<ExpertWeights>& experts);
+
 // A planned cuBLASLt FP8 GEMM on device buffers, for the harness:
-// d (m x n, f32) = (a x a_scale) (m x k, e4m3) x (w8 x w_scale)^T (n x k, e4m3).
+// d (m x n, f32) = (a x a_scale) (m x k, e4m3) x (w8 x w_scale)^T (n x k, e4m3),
+// `groups` times over consecutive (strided) w8, a and d blocks in one launch.
 class Fp8GemmPlan {
  public:
   Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const float* w_scale, const float* a_scale,
-              int64_t m, int64_t n, int64_t k);
+              int64_t m, int64_t n, int64_t k, int64_t groups = 1);
   ~Fp8GemmPlan();
   Fp8GemmPlan(const Fp8GemmPlan&) = delete;
   Fp8GemmPlan& operator=(const Fp8GemmPlan&) = delete;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
@@ -59,10 +60,10 @@ struct Fp8GemmPlan::Impl {
 };
 
 Fp8GemmPlan::Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const float* w_scale,
-                         const float* a_scale, int64_t m, int64_t n, int64_t k)
+                         const float* a_scale, int64_t m, int64_t n, int64_t k, int64_t groups)
     : impl_(new Impl{}) {
-  if (m % 16 != 0 || n % 16 != 0 || k % 16 != 0)
-    throw std::invalid_argument("fp8 gemm: m, n, k must be multiples of 16");
+  if (m % 16 != 0 || n % 16 != 0 || k % 16 != 0 || groups <= 0)
+    throw std::invalid_argument("fp8 gemm: m, n, k must be multiples of 16 and groups positive");
   Impl& p = *impl_;
   p.w8 = w8;
   p.a = a;
@@ -85,6 +86,17 @@ Fp8GemmPlan::Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const fl
                                             static_cast<uint64_t>(m), k));
   CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_d, CUDA_R_32F, static_cast<uint64_t>(n),
                                             static_cast<uint64_t>(m), n));
+  if (groups > 1) {  // strided batch: group g's matrices follow group g-1's
+    const auto count = static_cast<int32_t>(groups);
+    const std::pair<cublasLtMatrixLayout_t, int64_t> strides[] = {
+        {p.layout_w, n * k}, {p.layout_a, m * k}, {p.layout_d, m * n}};
+    for (const auto& [layout, stride] : strides) {
+      CUBLASLT_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      CUBLASLT_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                      &stride, sizeof stride));
+    }
+  }
   cublasLtMatmulPreference_t preference;
   CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -116,24 +128,43 @@ void Fp8GemmPlan::run() const {
 
 std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                     const ExpertWeights& w) {
-  if (m % 16 != 0 || w.n % 16 != 0 || w.k % 16 != 0)
+  return expert_gemm_grouped_cuda(a, a_scale, m, {w});
+}
+
+std::vector<float> expert_gemm_grouped_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                            const std::vector<ExpertWeights>& experts) {
+  if (experts.empty()) throw std::invalid_argument("expert gemm: no experts");
+  const int64_t n = experts.front().n, k = experts.front().k;
+  const auto groups = static_cast<int64_t>(experts.size());
+  if (m % 16 != 0 || n % 16 != 0 || k % 16 != 0)
     throw std::invalid_argument("expert gemm: m, n, k must be multiples of 16");
   // Tensor scale: the largest group scale, so widened values stay <= 6 (within e4m3's 448).
-  const int max_exponent = static_cast<int>(*std::max_element(w.scales.begin(), w.scales.end())) - 127;
-  const DeviceBuffer<uint8_t> d_packed(w.packed), d_scales(w.scales), d_a(a);
+  int max_exponent = -127;
+  for (const ExpertWeights& w : experts) {
+    if (w.n != n || w.k != k) throw std::invalid_argument("expert gemm: a group's experts share one shape");
+    max_exponent =
+        std::max(max_exponent, static_cast<int>(*std::max_element(w.scales.begin(), w.scales.end())) - 127);
+  }
+  const DeviceBuffer<uint8_t> d_a(a);
   const DeviceBuffer<float> d_a_scale(std::vector<float>{a_scale});
   const DeviceBuffer<float> d_w_scale(std::vector<float>{std::ldexp(1.0f, max_exponent)});
-  const DeviceBuffer<uint8_t> d_w8(static_cast<std::size_t>(w.n * w.k));
-  const DeviceBuffer<float> d_d(static_cast<std::size_t>(m * w.n));
-  widen_fp4_to_fp8_kernel<<<static_cast<unsigned>((w.n * w.k + kThreads - 1) / kThreads), kThreads>>>(
-      d_packed.get(), d_scales.get(), d_w8.get(), w.n, w.k, max_exponent);
-  CUDA_CHECK(cudaGetLastError());
+  const DeviceBuffer<uint8_t> d_w8(static_cast<std::size_t>(groups * n * k));
+  const DeviceBuffer<float> d_d(static_cast<std::size_t>(groups * m * n));
+  for (int64_t g = 0; g < groups; ++g) {
+    const ExpertWeights& w = experts[static_cast<std::size_t>(g)];
+    const DeviceBuffer<uint8_t> d_packed(w.packed), d_scales(w.scales);
+    widen_fp4_to_fp8_kernel<<<static_cast<unsigned>((n * k + kThreads - 1) / kThreads), kThreads>>>(
+        d_packed.get(), d_scales.get(), d_w8.get() + g * n * k, n, k, max_exponent);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaDeviceSynchronize());  // before d_packed and d_scales go
+  }
   {
-    const Fp8GemmPlan plan(d_w8.get(), d_a.get(), d_d.get(), d_w_scale.get(), d_a_scale.get(), m, w.n, w.k);
+    const Fp8GemmPlan plan(d_w8.get(), d_a.get(), d_d.get(), d_w_scale.get(), d_a_scale.get(), m, n, k,
+                           groups);
     plan.run();
   }
   CUDA_CHECK(cudaDeviceSynchronize());
-  return d_d.download(static_cast<std::size_t>(m * w.n));
+  return d_d.download(static_cast<std::size_t>(groups * m * n));
 }
 
 }  // namespace v41sim::kernels

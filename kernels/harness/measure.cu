@@ -555,34 +555,45 @@ int measure_mhc(const RowWriter& w, bool quick) {
 }
 
 // Expert GEMMs (FP8 activations x MXFP4 weights widened to FP8 at load, on
-// cuBLASLt) at V4.1's shapes, from decode-sized groups to prefill.
+// cuBLASLt) at V4.1's shapes: a rank's experts as one batched launch with
+// uniform routing, as the simulator's grouped GEMM counts them (m rows per
+// expert, batch = experts). Decode: the 48 local experts of EP 8 with a few
+// rows each (padded to cuBLASLt's 16); prefill: fewer, fuller groups.
 int measure_gemm(const RowWriter& w, bool quick) {
   if (!passes("expert gemm", check_expert_gemm())) return 1;
-  const std::vector<int64_t> tokens =
-      quick ? std::vector<int64_t>{512} : std::vector<int64_t>{16, 128, 512, 2048, 8192};
+  struct Group {
+    int64_t experts, rows;
+  };
+  const std::vector<Group> groups =
+      quick ? std::vector<Group>{{48, 16}, {8, 512}}
+            : std::vector<Group>{{48, 16}, {48, 32}, {48, 64}, {48, 128}, {8, 512}, {8, 2048}, {1, 8192}};
   const DeviceBuffer<float> scales(std::vector<float>{1.0f, 1.0f});
-  for (const int64_t m : tokens) {
-    struct Shape {
-      const char* name;
-      int64_t n, k;
-    };
+  struct Shape {
+    const char* name;
+    int64_t n, k;
+  };
+  for (const Group& g : groups) {
     for (const Shape& s : {Shape{"expert_gate_up", 2 * kV41ExpertWidth, kV41Hidden},
                            Shape{"expert_down", kV41Hidden, kV41ExpertWidth}}) {
-      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(s.n * s.k)),
-          a(static_cast<std::size_t>(m * s.k));
-      const DeviceBuffer<float> d(static_cast<std::size_t>(m * s.n));
-      fill_e4m3(w8.get(), s.n * s.k, 80);
-      fill_e4m3(a.get(), m * s.k, 81);
-      const Fp8GemmPlan plan(w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1, m, s.n, s.k);
+      const int64_t e = g.experts, m = g.rows;
+      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(e * s.n * s.k)),
+          a(static_cast<std::size_t>(e * m * s.k));
+      const DeviceBuffer<float> d(static_cast<std::size_t>(e * m * s.n));
+      fill_e4m3(w8.get(), e * s.n * s.k, 80);
+      fill_e4m3(a.get(), e * m * s.k, 81);
+      const Fp8GemmPlan plan(w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1, m, s.n, s.k, e);
       const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
       CUDA_CHECK(cudaGetLastError());
-      const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-      const double bytes = static_cast<double>(s.n * s.k + m * s.k) + 4.0 * static_cast<double>(m * s.n);
-      w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, 1, 0, flops, bytes, t});
-      std::printf("%s %lldx%lldx%lld: %.1f us, %.0f TFLOP/s (%.0f%% of the dense FP8 ceiling)\n", s.name,
-                  static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  t.median_us, flops / t.median_us / 1e6,
-                  100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops);
+      const double flops =
+          2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      const double bytes =
+          static_cast<double>(e * (s.n * s.k + m * s.k)) + 4.0 * static_cast<double>(e * m * s.n);
+      w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t});
+      std::printf(
+          "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f GB/s\n",
+          s.name, static_cast<long long>(e), static_cast<long long>(m), static_cast<long long>(s.n),
+          static_cast<long long>(s.k), t.median_us, flops / t.median_us / 1e6,
+          100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops, bytes / t.median_us / 1e3);
     }
   }
   return 0;
