@@ -47,6 +47,23 @@ CheckResult within_scale(const char* what, const std::vector<float>& got, const 
   return within(what, scaled_got, scaled_want, rel_tol);
 }
 
+// ||got - want|| / ||want|| within rel_tol (NaN never passes): the measure for
+// BF16 operands, whose rounding spreads over every output a little.
+CheckResult within_norm(const char* what, const std::vector<float>& got, const std::vector<float>& want,
+                        double rel_tol) {
+  if (got.size() != want.size()) return {false, std::string(what) + ": size differs"};
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i]))
+      return {false, std::string(what) + ": element " + std::to_string(i) + " is not finite"};
+    diff += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
+    norm += double{want[i]} * want[i];
+  }
+  const double relative = std::sqrt(diff / std::max(norm, 1e-30));
+  if (relative <= rel_tol) return {true, ""};
+  return {false, std::string(what) + ": relative error " + std::to_string(relative) + " over the tolerance"};
+}
+
 // The logits tolerance of each path: FP32 sums to float rounding; BF16
 // queries carry 2^-9 relative rounding into every head's dot product.
 CheckResult logits_match(const char* what, const std::vector<float>& got, const std::vector<float>& want,
@@ -166,7 +183,10 @@ CheckResult check_sparse_decode() {
 // entries are exact in BF16), so outputs of magnitude <= 1 may move by ~1e-3.
 CheckResult check_sparse_decode_mma() {
   const SparseDecodeInputs in = make_sparse_decode_inputs({6, 64, 512, 20000}, 3);
-  return within("sparse decode (mma)", sparse_decode_mma_cuda(in), sparse_decode_reference(in), 4e-3f);
+  const std::vector<float> got = sparse_decode_mma_cuda(in), want = sparse_decode_reference(in);
+  const CheckResult overall = within_norm("sparse decode (mma)", got, want, 5e-3);
+  if (!overall.ok) return overall;
+  return within_scale("sparse decode (mma)", got, want, 2e-2f);  // and no value far off on its own
 }
 
 CheckResult check_compress() {
@@ -232,6 +252,23 @@ CheckResult check_expert_gemm() {
   }
   return within("grouped expert gemm", expert_gemm_grouped_cuda(activations, 0.5f, rows, experts), want,
                 1e-3f);
+}
+
+const std::vector<NamedCheck>& all_checks() {
+  static const std::vector<NamedCheck> checks{
+      {"mxfp4_kv", check_mxfp4_kv},
+      {"indexer_fp32", [] { return check_indexer(IndexerMath::kFp32Units); }},
+      {"indexer_tensor_cores", [] { return check_indexer(IndexerMath::kTensorCores); }},
+      {"candidate_pool_fp32", [] { return check_candidate_pool(IndexerMath::kFp32Units); }},
+      {"candidate_pool_tensor_cores", [] { return check_candidate_pool(IndexerMath::kTensorCores); }},
+      {"sparse_decode_fp32", check_sparse_decode},
+      {"sparse_decode_tensor_cores", check_sparse_decode_mma},
+      {"compress", check_compress},
+      {"engram", check_engram},
+      {"mhc", check_mhc},
+      {"expert_gemm", check_expert_gemm},
+  };
+  return checks;
 }
 
 }  // namespace v41sim::kernels

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/indexer/indexer_cuda.h"
 
@@ -24,5 +25,12 @@ CheckResult check_compress();
 CheckResult check_engram();
 CheckResult check_mhc();
 CheckResult check_expert_gemm();
+
+// Every check by name, in a fixed order (the harness's --checks runs them all).
+struct NamedCheck {
+  const char* name;
+  CheckResult (*run)();
+};
+const std::vector<NamedCheck>& all_checks();
 
 }  // namespace v41sim::kernels

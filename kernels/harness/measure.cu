@@ -634,6 +634,7 @@ double metadata_number(const std::string& text, const std::string& key) {
 
 struct Options {
   std::string out_dir;
+  bool checks_only = false;
   bool quick = false;
   std::vector<std::string> only;
   unsigned group_timeout_s = 300;
@@ -642,6 +643,7 @@ struct Options {
 int usage() {
   std::fprintf(stderr,
                "usage: v41sim_measure --out DIR [--quick] [--only GROUP[,GROUP...]] [--group-timeout S]\n"
+               "       v41sim_measure --checks    (every kernel against its CPU reference; no timing)\n"
                "groups:");
   for (const Group& g : groups()) std::fprintf(stderr, " %s", g.name);
   std::fprintf(stderr, "\n");
@@ -655,6 +657,8 @@ bool parse(int argc, char** argv, Options& o) {
       o.out_dir = argv[++i];
     } else if (arg == "--quick") {
       o.quick = true;
+    } else if (arg == "--checks") {
+      o.checks_only = true;
     } else if (arg == "--only" && i + 1 < argc) {
       std::stringstream names(argv[++i]);
       for (std::string name; std::getline(names, name, ',');) {
@@ -677,7 +681,33 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
-  return !o.out_dir.empty();
+  return o.checks_only || !o.out_dir.empty();
+}
+
+// Every correctness check, each in its own process: PASS or FAIL with what differed.
+int run_checks(const Options& o) {
+  int failed = 0;
+  for (const NamedCheck& check : all_checks()) {
+    const GroupOutcome outcome = run_isolated(
+        [&](int fd) {
+          std::string why;
+          if (!cuda_device_available(&why)) {
+            std::fprintf(stderr, "no usable CUDA device: %s\n", why.c_str());
+            return 1;
+          }
+          const CheckResult r = check.run();
+          const std::string line = r.ok ? "" : r.detail;
+          if (::write(fd, line.data(), line.size()) < 0) return 1;
+          return r.ok ? 0 : 1;
+        },
+        o.group_timeout_s);
+    const bool ok = outcome.ok;
+    failed += ok ? 0 : 1;
+    std::printf("%-28s %s%s%s\n", check.name, ok ? "PASS" : "FAIL", ok ? "" : ": ",
+                ok ? "" : (outcome.text.empty() ? outcome.why : outcome.text).c_str());
+  }
+  std::printf("%d of %zu checks failed\n", failed, all_checks().size());
+  return failed == 0 ? 0 : 1;
 }
 
 int run(const Options& o) {
@@ -733,5 +763,5 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   v41sim::kernels::Options options;
   if (!v41sim::kernels::parse(argc, argv, options)) return v41sim::kernels::usage();
-  return v41sim::kernels::run(options);
+  return options.checks_only ? v41sim::kernels::run_checks(options) : v41sim::kernels::run(options);
 }
