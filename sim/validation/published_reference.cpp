@@ -1,5 +1,6 @@
 #include "sim/validation/published_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -51,6 +52,22 @@ PublishedReference read_reference(const YamlNode& node) {
                                 "' (expected gemm, stream, moe_layer, all_to_all)");
   }
   for (const std::string& key : needed->second) probe.required(key);
+  // Optional keys: a fused kernel overlapping its transfers (moe_layer), and a
+  // bandwidth counted over every routed copy, local ones included, as DeepEP
+  // V2 reports its "logical" bandwidth (all_to_all).
+  static const std::map<std::string, std::vector<std::string>> kOptional{{"gemm", {"math"}},
+                                                                         {"stream", {}},
+                                                                         {"moe_layer", {"model", "overlap"}},
+                                                                         {"all_to_all", {"count_local"}}};
+  for (const auto& [key, value] : probe.entries()) {
+    if (key == "kind") continue;
+    const auto& required = needed->second;
+    const auto& optional = kOptional.at(r.probe_kind);
+    if (std::find(required.begin(), required.end(), key) == required.end() &&
+        std::find(optional.begin(), optional.end(), key) == optional.end()) {
+      value.fail("not a field of a '" + r.probe_kind + "' probe");
+    }
+  }
   if (r.probe_kind == "gemm") probe.required("math");
   if (r.probe_kind == "moe_layer") probe.required("model");
   const YamlNode reference = node.required("reference");
@@ -92,6 +109,9 @@ double predict(const PublishedReference& r, const Catalog& catalog, std::string*
                        as_int(p.at("ep")), as_int(p.at("ep_per_node")), 1.0});
     const double us = g.cost().time(k).time_us;
     if (r.metric == "us") return us;
+    if (p.count("count_local") && p.at("count_local") > 0) {
+      return p.at("tokens") * p.at("top_k") * p.at("hidden") * p.at("bytes_per_value") / us / 1e3;
+    }
     const double off = k.link_bytes * k.off_node_fraction;
     return (off > 0 ? off : k.link_bytes) / us / 1e3;
   }
