@@ -12,6 +12,11 @@ inline constexpr int64_t kV41ExpertWidth = 2304;
 inline constexpr int64_t kV41QueryHeads = 64;
 inline constexpr int64_t kV41IndexHeads = 32;
 inline constexpr int64_t kV41TopK = 512;
+inline constexpr int64_t kV41HeadDim = 512;     // K = V latent per head
+inline constexpr int64_t kV41QLoraRank = 1280;  // query down-projection rank
+inline constexpr int64_t kV41OutputGroups = 8;  // grouped low-rank output projection
+inline constexpr int64_t kV41OutputLoraRank = 1024;
+inline constexpr int64_t kV41IndexHeadDim = 128;
 // Hierarchical candidate pool built at layer 20: the 2048 blocks of 8 positions
 // with the largest block-max logit (16,384 positions) bound Reindex scoring.
 inline constexpr int64_t kV41PoolBlockSize = 8;

@@ -599,6 +599,56 @@ int measure_gemm(const RowWriter& w, bool quick) {
   return 0;
 }
 
+// The dense FP8 projections of a V4.1 layer (the simulator's gemm class, by
+// its kernel names), from decode batches to prefill chunks, on cuBLASLt.
+// The grouped output projection runs its 8 groups as one strided batch.
+int measure_dense_gemm(const RowWriter& w, bool quick) {
+  if (!passes("expert gemm (the same cuBLASLt FP8 path)", check_expert_gemm())) return 1;
+  struct Shape {
+    const char* name;
+    int64_t n, k, groups;
+  };
+  const int64_t heads_out = kV41QueryHeads * kV41HeadDim;
+  const std::vector<Shape> shapes{
+      {"q_down_proj", kV41QLoraRank, kV41Hidden, 1},
+      {"q_up_proj", heads_out, kV41QLoraRank, 1},
+      {"window_kv_proj", kV41HeadDim, kV41Hidden, 1},
+      {"kv_compress_proj", 2 * kV41HeadDim, kV41Hidden, 1},  // ratio 2: KV and gate
+      {"index_q_proj", kV41IndexHeads * kV41IndexHeadDim, kV41QLoraRank, 1},
+      {"out_group_proj", kV41OutputLoraRank, heads_out / kV41OutputGroups, kV41OutputGroups},
+      {"out_proj", kV41Hidden, kV41OutputGroups * kV41OutputLoraRank, 1},
+      {"shared_gate_up", 2 * kV41ExpertWidth, kV41Hidden, 1},
+      {"shared_down", kV41Hidden, kV41ExpertWidth, 1},
+  };
+  const std::vector<int64_t> tokens =
+      quick ? std::vector<int64_t>{32, 2048} : std::vector<int64_t>{32, 128, 512, 2048, 8192};
+  const DeviceBuffer<float> scales(std::vector<float>{1.0f, 1.0f});
+  for (const Shape& s : shapes) {
+    for (const int64_t m : tokens) {
+      const int64_t g = s.groups;
+      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(g * s.n * s.k)),
+          a(static_cast<std::size_t>(g * m * s.k));
+      const DeviceBuffer<float> d(static_cast<std::size_t>(g * m * s.n));
+      fill_e4m3(w8.get(), g * s.n * s.k, 82);
+      fill_e4m3(a.get(), g * m * s.k, 83);
+      const Fp8GemmPlan plan(w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1, m, s.n, s.k, g);
+      const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+      CUDA_CHECK(cudaGetLastError());
+      const double flops =
+          2.0 * static_cast<double>(g * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      const double bytes =
+          static_cast<double>(g * (s.n * s.k + m * s.k)) + 4.0 * static_cast<double>(g * m * s.n);
+      w.row({s.name, "gemm", "fp8", m, s.n, s.k, g, 0, flops, bytes, t});
+      std::printf("%s %lldx%lldx%lld%s: %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f GB/s\n", s.name,
+                  static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+                  g > 1 ? (" x" + std::to_string(g)).c_str() : "", t.median_us, flops / t.median_us / 1e6,
+                  100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops,
+                  bytes / t.median_us / 1e3);
+    }
+  }
+  return 0;
+}
+
 // ---- driver ----------------------------------------------------------------
 
 struct Group {
@@ -619,6 +669,7 @@ const std::vector<Group>& groups() {
       {"engram", [](const RowWriter& w, const Device&, bool q) { return measure_engram(w, q); }},
       {"mhc", [](const RowWriter& w, const Device&, bool q) { return measure_mhc(w, q); }},
       {"expert_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_gemm(w, q); }},
+      {"dense_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_dense_gemm(w, q); }},
   };
   return all;
 }

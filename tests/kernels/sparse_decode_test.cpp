@@ -88,6 +88,11 @@ TEST(V41Shapes, TheHarnessShapesAreTheModelFiles) {
   EXPECT_EQ(kV41QueryHeads, v41.spec.attention.num_heads);
   EXPECT_EQ(kV41IndexHeads, v41.spec.attention.indexer->heads);
   EXPECT_EQ(kV41TopK, v41.spec.attention.indexer->topk);
+  EXPECT_EQ(kV41HeadDim, v41.spec.attention.head_dim);
+  EXPECT_EQ(kV41QLoraRank, v41.spec.attention.q_lora_rank);
+  EXPECT_EQ(kV41OutputGroups, v41.spec.attention.output_groups);
+  EXPECT_EQ(kV41OutputLoraRank, v41.spec.attention.output_lora_rank);
+  EXPECT_EQ(kV41IndexHeadDim, v41.spec.attention.indexer->head_dim);
   ASSERT_TRUE(v41.spec.attention.candidate_pool.has_value());
   EXPECT_EQ(kV41PoolBlockSize, v41.spec.attention.candidate_pool->block_size);
   EXPECT_EQ(kV41PoolTopBlocks, v41.spec.attention.candidate_pool->top_blocks);
