@@ -16,8 +16,9 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const K
   LayerComparison c{shape, {}};
   for (const ModelAnalysis& m : models) {
     const StepGraph graph = build_step_graph(m, shape);
-    ModelStep step{m.spec.name, time_step(graph, cost), {}, 0, 0};
+    ModelStep step{m.spec.name, time_step(graph, cost), {}, 0, 0, {}};
     step.modes = time_by_mode(step.timing);
+    step.band = step_error_band(graph, step.timing, cost.params());
     for (std::size_t i = 0; i < m.plan.size(); ++i) {
       if (m.plan[i].role == LayerRole::kReuse) {
         step.reuse_layer_kernels = static_cast<int64_t>(graph.layers[i].kernels.size());
@@ -39,16 +40,17 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
       static_cast<double>(s.batch) * (s.phase == Phase::kPrefill ? static_cast<double>(s.context) : 1.0);
   Table totals(fmt::format("{} step on {}: batch {}, context {}, EP {}", phase_name(s.phase), gpu.name,
                            s.batch, s.context, s.ep),
-               {"model", "step (us)", "compute (us)", "EP comm (us)", "kernels",
+               {"model", "step (us)", "band (90%)", "compute (us)", "EP comm (us)", "kernels",
                 s.phase == Phase::kPrefill ? "us per 1K prompt tokens" : "us per token"});
   for (const ModelStep& m : c.models) {
     const double per =
         s.phase == Phase::kPrefill ? m.timing.total_us / tokens * 1000.0 : m.timing.total_us / tokens;
-    totals.add_row({m.model, format_fixed(m.timing.total_us, 1), format_fixed(m.timing.compute_us, 1),
-                    format_fixed(m.timing.communication_us, 1), std::to_string(m.timing.kernel_count),
-                    format_fixed(per, 2)});
+    totals.add_row({m.model, format_fixed(m.timing.total_us, 1), m.band.describe(),
+                    format_fixed(m.timing.compute_us, 1), format_fixed(m.timing.communication_us, 1),
+                    std::to_string(m.timing.kernel_count), format_fixed(per, 2)});
   }
   totals.add_note("kernel model: " + cost.params().label());
+  totals.add_note(kErrorBandMethod);
 
   Table modes("Time by layer mode", {"model", "mode", "layers", "time (us)", "share of step"});
   for (const ModelStep& m : c.models) {
@@ -85,6 +87,8 @@ nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, 
     }
     models.push_back({{"model", m.model},
                       {"total_time_us", m.timing.total_us},
+                      {"band_pct_at_90", m.band.pct},
+                      {"band_covered_share", m.band.covered_share},
                       {"compute_us", m.timing.compute_us},
                       {"communication_us", m.timing.communication_us},
                       {"kernel_count", m.timing.kernel_count},

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/error_band.h"
 #include "sim/cost/step_cost.h"
 #include "sim/report/step_view.h"
 
@@ -18,6 +19,7 @@ struct ModelStep {
   std::vector<ModeTime> modes;
   int64_t reuse_layer_kernels = 0;  // kernels of one Reuse-mode layer, 0 if the model has none
   double published_reuse_layer_kernels = 0;
+  ErrorBand band;  // the kernel model's 90% band for this step
 };
 
 struct LayerComparison {
