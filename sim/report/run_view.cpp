@@ -48,6 +48,11 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_row({"cost", r.cost.provenance});
   }
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
+  if (r.deployment.prefill.context_parallel_min_tokens > 0) {
+    head.add_row({fmt::format("  context-parallel prefill steps (prompts >= {} tokens)",
+                              r.deployment.prefill.context_parallel_min_tokens),
+                  std::to_string(x.context_parallel_steps)});
+  }
   head.add_row({"kernel-model band of prefill / decode steps",
                 x.prefill_band.describe() + " / " + x.decode_band.describe()});
   head.add_row({"events; step shapes costed", fmt::format("{}; {}", x.events, x.step_shapes_costed)});
@@ -148,7 +153,10 @@ nlohmann::json run_json(const RunReport& r) {
             {"swa_evictions", x.kv_tiers.swa_evictions}}},
           {"decode_kv_bytes_per_gpu", x.decode_kv_bytes_per_gpu},
           {"cost", cost_json(r.cost)},
-          {"steps", {{"prefill", x.prefill_steps}, {"decode", x.decode_steps}}},
+          {"steps",
+           {{"prefill", x.prefill_steps},
+            {"context_parallel_prefill", x.context_parallel_steps},
+            {"decode", x.decode_steps}}},
           {"error_band",
            {{"prefill", {{"pct_at_90", x.prefill_band.pct}, {"covered_share", x.prefill_band.covered_share}}},
             {"decode", {{"pct_at_90", x.decode_band.pct}, {"covered_share", x.decode_band.covered_share}}},

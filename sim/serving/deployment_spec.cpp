@@ -6,9 +6,14 @@ namespace v41sim {
 namespace {
 
 PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deployment_gpu) {
-  node.expect_only({"instances", "gpus_per_instance", "ep",
-                    prefill ? "max_tokens_per_step" : "max_batch_per_gpu", "routing_skew",
-                    "redundant_experts", "overlap_communication", "speculative_decoding", "gpu"});
+  if (prefill) {
+    node.expect_only({"instances", "gpus_per_instance", "ep", "max_tokens_per_step",
+                      "context_parallel_min_tokens", "routing_skew", "redundant_experts",
+                      "overlap_communication", "gpu"});
+  } else {
+    node.expect_only({"instances", "gpus_per_instance", "ep", "max_batch_per_gpu", "routing_skew",
+                      "redundant_experts", "overlap_communication", "speculative_decoding", "gpu"});
+  }
   PoolSpec p;
   p.gpu = node.has("gpu") ? node.required("gpu").as_string() : deployment_gpu;
   p.instances = node.required("instances").as_positive_int();
@@ -27,6 +32,12 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
   if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
   if (prefill) {
     p.max_tokens_per_step = node.required("max_tokens_per_step").as_positive_int();
+    if (const auto cp = node.optional("context_parallel_min_tokens")) {
+      p.context_parallel_min_tokens = cp->as_non_negative_int();
+      if (p.context_parallel_min_tokens > 0 && p.gpus_per_instance < 2) {
+        cp->fail("context parallelism needs an instance of at least 2 GPUs");
+      }
+    }
   } else {
     p.max_batch_per_gpu = node.required("max_batch_per_gpu").as_positive_int();
   }

@@ -15,7 +15,10 @@ struct PoolSpec {
   int64_t instances = 0;
   int64_t gpus_per_instance = 0;  // data-parallel attention ranks, one EP group
   int64_t ep = 0;
-  int64_t max_tokens_per_step = 0;     // prefill: chunk size per rank
+  int64_t max_tokens_per_step = 0;  // prefill: chunk size per rank
+  // prefill: a prompt with at least this many tokens left takes every rank of
+  // its instance for a step, each rank a slice of it (context parallelism); 0: off
+  int64_t context_parallel_min_tokens = 0;
   int64_t max_batch_per_gpu = 0;       // decode: sequences per rank
   double routing_skew = 0;             // Zipf exponent of expert popularity (0 = uniform)
   int64_t redundant_experts = 0;       // extra replicas of the hottest experts per EP group

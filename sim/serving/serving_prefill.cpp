@@ -27,12 +27,13 @@ void ServingSimulation::enqueue_prefill(Request& r) {
 void ServingSimulation::try_start_prefill(std::size_t index) {
   PrefillInstance& inst = *prefill_[index];
   if (inst.engine->busy || inst.queue.empty()) return;
+  const int64_t cp_min = deployment_.prefill.context_parallel_min_tokens;
+  if (Request& head = *inst.queue.front(); cp_min > 0 && head.to_compute - head.computed >= cp_min) {
+    start_context_parallel_step(index, head);
+    return;
+  }
   // Each rank packs queued requests (one chunk each) up to its token budget.
-  struct Chunk {
-    Request* request;
-    int64_t tokens;
-  };
-  std::vector<Chunk> chunks;
+  std::vector<PrefillChunk> chunks;
   double step_us = 0;
   double step_communication_us = 0;
   ErrorBand step_band;
@@ -61,17 +62,44 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
       step_band = cost.band;
     }
   }
+  run_prefill_step(index, std::move(chunks), step_us, step_communication_us, step_band);
+}
+
+// Every rank takes a consecutive slice of the prompt. Causal attention needs
+// the slices before it, so the ranks exchange this step's new KV over NVLink
+// (a ring all-gather: each receives the other ranks' slices; V4.1's
+// compressed KV is ~890 B per token, so this is small next to the compute).
+// The last slice attends to the longest context and sets the step.
+void ServingSimulation::start_context_parallel_step(std::size_t index, Request& r) {
+  const int64_t ranks = deployment_.prefill.gpus_per_instance;
+  const int64_t left = r.to_compute - r.computed;
+  const int64_t per_rank = std::min(deployment_.prefill.max_tokens_per_step, (left + ranks - 1) / ranks);
+  const int64_t tokens = std::min(left, per_rank * ranks);
+  if (r.computed == 0) r.prefill_started = sim_.now();
+  const int64_t end = r.context() - r.to_compute + r.computed + tokens;
+  const StepTimeCache::StepCost cost = steps_.prefill_step(1, per_rank, end);
+  const double exchange_bytes = model_.kv.global_bytes_per_token * static_cast<double>(tokens) *
+                                static_cast<double>(ranks - 1) / static_cast<double>(ranks);
+  const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;
+  ++result_.context_parallel_steps;
+  run_prefill_step(index, {{&r, tokens}}, cost.us + exchange_us, cost.communication_us + exchange_us,
+                   cost.band);
+}
+
+void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillChunk> chunks, double step_us,
+                                         double communication_us, const ErrorBand& band) {
+  PrefillInstance& inst = *prefill_[index];
   inst.engine->busy = true;
   ++result_.prefill_steps;
-  prefill_band_.add(step_band, step_us);
+  prefill_band_.add(band, step_us);
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks, step_communication_us] {
+  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks = std::move(chunks), communication_us] {
     PrefillInstance& p = *prefill_[index];
     p.engine->busy = false;
-    for (const Chunk& c : chunks) {
+    for (const PrefillChunk& c : chunks) {
       Request& r = *c.request;
-      r.communication_us += step_communication_us;
+      r.communication_us += communication_us;
       r.computed += c.tokens;
       result_.input_tokens_prefilled += c.tokens;
       if (r.computed < r.to_compute) continue;

@@ -71,6 +71,7 @@ struct ServingResult {
   KvTierCounters kv_tiers;
   double decode_kv_bytes_per_gpu = 0;
   int64_t prefill_steps = 0;
+  int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank
   int64_t decode_steps = 0;
   // The kernel model's 90% band over the steps this run simulated, weighted by
   // step time (sim/cost/error_band.h): what TTFT's compute and TPOT inherit.

@@ -41,6 +41,10 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
                                      const WorkloadSpec& workload, uint64_t seed)
     : model_(model),
       prefill_gpu_(prefill_cost.gpu()),
+      prefill_nvlink_bytes_per_s_(deployment.prefill.context_parallel_min_tokens > 0
+                                      ? prefill_cost.gpu().nvlink_bytes_per_s.value() *
+                                            prefill_cost.params().links.nvlink_efficiency.value()
+                                      : 0.0),
       decode_gpu_(decode_cost.gpu()),
       deployment_(deployment),
       workload_(workload),

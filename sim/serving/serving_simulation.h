@@ -63,6 +63,15 @@ class ServingSimulation {
   // Prefill.
   void enqueue_prefill(Request& r);
   void try_start_prefill(std::size_t instance);
+  struct PrefillChunk {
+    Request* request;
+    int64_t tokens;
+  };
+  // One prompt sliced over every rank of the instance (context parallelism).
+  void start_context_parallel_step(std::size_t instance, Request& r);
+  // Runs the step for `step_us`, then credits each chunk and hands finished prompts on.
+  void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks, double step_us,
+                        double communication_us, const ErrorBand& band);
   // Decode.
   // `instance`: where the KV already is (aggregated); otherwise the least loaded.
   void enqueue_decode(Request& r, std::optional<std::size_t> instance);
@@ -77,6 +86,7 @@ class ServingSimulation {
 
   const ModelAnalysis& model_;
   const GpuProfile& prefill_gpu_;
+  double prefill_nvlink_bytes_per_s_ = 0;  // achievable, per GPU and direction (context-parallel KV exchange)
   const GpuProfile& decode_gpu_;
   const DeploymentSpec& deployment_;
   const WorkloadSpec& workload_;

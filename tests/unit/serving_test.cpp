@@ -343,3 +343,33 @@ TEST(Serving, RunsCarryTheKernelModelBandOfTheirSteps) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// Context-parallel prefill: a ~1M-token prompt sliced over the 8 ranks of its
+// instance. Every token is still prefilled once, and TTFT falls by most of
+// the rank count (each slice's attention reaches further back, and the KV
+// slices are exchanged over NVLink).
+TEST(Serving, ContextParallelPrefillCutsLongPromptTtft) {
+  Fixture plain(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64.yaml"),
+                data("workloads/stress_1m.yaml"));
+  Fixture cp(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64_cp.yaml"),
+             data("workloads/stress_1m.yaml"));
+  ASSERT_EQ(cp.deployment.prefill.context_parallel_min_tokens, 65536);
+  const ServingResult a = plain.run(600, 1, true);
+  const ServingResult b = cp.run(600, 1, true);
+  EXPECT_EQ(a.context_parallel_steps, 0);
+  EXPECT_GT(b.context_parallel_steps, 0);
+  ASSERT_EQ(b.arrived, a.arrived);  // same traffic
+  EXPECT_EQ(b.input_tokens_prefilled, b.input_tokens_to_compute);
+  EXPECT_EQ(b.output_tokens_generated, b.output_tokens_of_finished);
+  const double speedup = a.ttft_ms.p50 / b.ttft_ms.p50;
+  EXPECT_GT(speedup, 4.0) << a.ttft_ms.p50 << " vs " << b.ttft_ms.p50;
+  EXPECT_LT(speedup, 8.0);  // never better than the rank count
+  // A CP step is one prompt's slices: fewer, longer steps than chunked prefill.
+  EXPECT_LT(b.prefill_steps, a.prefill_steps);
+}
+
+}  // namespace
+}  // namespace v41sim
