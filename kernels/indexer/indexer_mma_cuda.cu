@@ -1,10 +1,12 @@
 // Lightning-indexer logits on tensor cores: mma.sync.m16n8k16, BF16 operands,
 // FP32 accumulators (the FP32-unit kernel in indexer_cuda.cu is the baseline).
 //
-// One CTA per (query, 128 positions or pool slots), 8 warps. The query's 32
-// heads x 128 dims are staged as BF16; the 128 keys are widened to BF16 in
+// One CTA per (query, 128 positions or pool slots), 8 warps; queries that
+// share their keys (a prefill chunk) go four to a CTA, so a key tile is
+// widened once for 128 query-head rows. The queries' heads x 128 dims are
+// staged as BF16; the 128 keys are widened to BF16 in
 // shared memory, exactly (an E2M1 value times an E8M0 power of two fits
-// BF16). Each warp computes S = Q.K^T for 32 heads x 16 keys, then in
+// BF16). Each warp computes S = Q.K^T for each query's 32 heads x 16 keys, then in
 // registers the logit sum_h w[h] * ReLU(S[h][key]): each lane sums its four
 // heads per key, and three shuffles sum over the eight lane groups. An n-tile
 // is 8 keys, which is one candidate-pool block, so the block max costs two
@@ -13,6 +15,7 @@
 
 #include <stdexcept>
 
+#include "kernels/common/cuda_check.h"
 #include "kernels/common/mma_fragments.h"
 #include "kernels/common/mma_sync.cuh"
 #include "kernels/common/v41_shapes.h"
@@ -45,36 +48,58 @@ struct ColumnMap {
 };
 
 struct Params {
+  int64_t queries;
   int64_t heads;
   int64_t positions;
   int64_t columns;     // positions, or pool slots
   int64_t key_stride;  // bytes between queries' key sets (0: shared)
 };
 
+// Shared memory of a CTA that scores kQueries queries (all sharing the keys
+// when kQueries > 1: a prefill chunk) against 128 keys.
+template <int kQueries>
+struct Smem {
+  static constexpr int kRows = kQueries * kHeads;
+  static constexpr std::size_t q = 0;
+  static constexpr std::size_t k = q + sizeof(uint16_t) * kRows * kRowStride;
+  static constexpr std::size_t w = k + sizeof(uint16_t) * kKeys * kRowStride;
+  static constexpr std::size_t bytes = w + sizeof(float) * kRows;
+};
+
+template <int kQueries>
 __global__ void __launch_bounds__(kThreads)
     indexer_logits_mma_kernel(const float* __restrict__ q, const float* __restrict__ weights,
                               const uint8_t* __restrict__ keys, float* __restrict__ logits,
                               float* __restrict__ block_max, Params p, ColumnMap map) {
-  __shared__ __align__(16) uint16_t q_s[kHeads * kRowStride];
-  __shared__ __align__(16) uint16_t k_s[kKeys * kRowStride];
-  __shared__ float w_s[kHeads];
-  const int64_t query = blockIdx.y;
+  using Layout = Smem<kQueries>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto* q_s = reinterpret_cast<uint16_t*>(smem + Layout::q);
+  auto* k_s = reinterpret_cast<uint16_t*>(smem + Layout::k);
+  auto* w_s = reinterpret_cast<float*>(smem + Layout::w);
+  const int64_t query0 = static_cast<int64_t>(blockIdx.y) * kQueries;
   const int64_t column0 = static_cast<int64_t>(blockIdx.x) * kKeys;
 
-  for (int i = threadIdx.x; i < kHeads * kIndexDim; i += kThreads) {
-    const int h = i / kIndexDim;
-    q_s[h * kRowStride + i % kIndexDim] =
-        mma::to_bf16(h < p.heads ? q[(query * p.heads + h) * kIndexDim + i % kIndexDim] : 0.0f);
+  // Rows qi * 32 + h: query query0 + qi's head h (zero past the last query or head).
+  for (int i = threadIdx.x; i < Layout::kRows * kIndexDim; i += kThreads) {
+    const int row = i / kIndexDim;
+    const int64_t query = query0 + row / kHeads;
+    const int h = row % kHeads;
+    const bool real = query < p.queries && h < p.heads;
+    q_s[row * kRowStride + i % kIndexDim] =
+        mma::to_bf16(real ? q[(query * p.heads + h) * kIndexDim + i % kIndexDim] : 0.0f);
   }
-  for (int h = threadIdx.x; h < kHeads; h += kThreads)
-    w_s[h] = h < p.heads ? weights[query * p.heads + h] : 0.0f;
+  for (int row = threadIdx.x; row < Layout::kRows; row += kThreads) {
+    const int64_t query = query0 + row / kHeads;
+    const int h = row % kHeads;
+    w_s[row] = query < p.queries && h < p.heads ? weights[query * p.heads + h] : 0.0f;
+  }
   {  // two threads widen each key, 64 dims apiece; missing keys are zero rows
     const int key = threadIdx.x / 2;
     const int half = threadIdx.x % 2;
     const int64_t column = column0 + key;
-    const int64_t position = column < p.columns ? map.position(query, column) : p.positions;
+    const int64_t position = column < p.columns ? map.position(query0, column) : p.positions;
     const uint8_t* entry =
-        position < p.positions ? keys + query * p.key_stride + position * kIndexKeyBytes : nullptr;
+        position < p.positions ? keys + query0 * p.key_stride + position * kIndexKeyBytes : nullptr;
     uint16_t* row = k_s + key * kRowStride + half * (kIndexDim / 2);
     for (int i = 0; i < kIndexDim / 2; i += 2) {
       const int c = half * (kIndexDim / 2) + i;
@@ -85,15 +110,16 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
 
+  constexpr int kRowTiles = kQueries * kHeadTiles;
   const int warp = threadIdx.x / 32;
   const mma::Lane lane = mma::lane_of(threadIdx.x % 32);
   const int key0 = warp * kKeysPerWarp;
-  float acc[kHeadTiles][kKeyTiles][4] = {};
+  float acc[kRowTiles][kKeyTiles][4] = {};
 #pragma unroll
   for (int k0 = 0; k0 < kIndexDim; k0 += mma::kK) {
-    uint32_t a[kHeadTiles][4];
+    uint32_t a[kRowTiles][4];
 #pragma unroll
-    for (int m = 0; m < kHeadTiles; ++m) {
+    for (int m = 0; m < kRowTiles; ++m) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) a[m][r] = mma::load_a(q_s, kRowStride, m * mma::kM, k0, lane, r);
     }
@@ -104,57 +130,88 @@ __global__ void __launch_bounds__(kThreads)
       for (int r = 0; r < 2; ++r)
         b[r] = mma::load_b_n_major(k_s, kRowStride, key0 + t * mma::kN, k0, lane, r);
 #pragma unroll
-      for (int m = 0; m < kHeadTiles; ++m) mma::mma_bf16_16816(acc[m][t], a[m], b);
+      for (int m = 0; m < kRowTiles; ++m) mma::mma_bf16_16816(acc[m][t], a[m], b);
     }
   }
 
-  // Per key column: sum over heads of w[h] * ReLU(S). A lane holds two columns
-  // per n-tile (values i and i + 2 share a column), rows g and g + 8 per m-tile.
+  // Per query and key column: sum over heads of w[h] * ReLU(S). A lane holds
+  // two columns per n-tile (values i and i + 2 share a column), rows g and
+  // g + 8 per m-tile; a query's heads are its two m-tiles.
 #pragma unroll
-  for (int t = 0; t < kKeyTiles; ++t) {
-    float column_sum[2];
+  for (int qi = 0; qi < kQueries; ++qi) {
+    const int64_t query = query0 + qi;
+    const bool real_query = query < p.queries;  // uniform across the CTA
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      float s = 0.0f;
+    for (int t = 0; t < kKeyTiles; ++t) {
+      float column_sum[2];
 #pragma unroll
-      for (int m = 0; m < kHeadTiles; ++m) {
-        s += w_s[m * mma::kM + mma::c_row(lane, j)] * fmaxf(acc[m][t][j], 0.0f);
-        s += w_s[m * mma::kM + mma::c_row(lane, j + 2)] * fmaxf(acc[m][t][j + 2], 0.0f);
+      for (int j = 0; j < 2; ++j) {
+        float s = 0.0f;
+#pragma unroll
+        for (int m = qi * kHeadTiles; m < (qi + 1) * kHeadTiles; ++m) {
+          s += w_s[m * mma::kM + mma::c_row(lane, j)] * fmaxf(acc[m][t][j], 0.0f);
+          s += w_s[m * mma::kM + mma::c_row(lane, j + 2)] * fmaxf(acc[m][t][j + 2], 0.0f);
+        }
+        s += __shfl_xor_sync(kFullMask, s, 4);  // over the eight lane groups
+        s += __shfl_xor_sync(kFullMask, s, 8);
+        s += __shfl_xor_sync(kFullMask, s, 16);
+        column_sum[j] = s;
       }
-      s += __shfl_xor_sync(kFullMask, s, 4);  // over the eight lane groups
-      s += __shfl_xor_sync(kFullMask, s, 8);
-      s += __shfl_xor_sync(kFullMask, s, 16);
-      column_sum[j] = s;
-    }
-    // Every lane now holds the sums of columns 2p and 2p + 1; lanes 0..3 write them.
-    float tile_max = -INFINITY;
+      if (!real_query) continue;
+      // Every lane now holds the sums of columns 2p and 2p + 1; lanes 0..3 write them.
+      float tile_max = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int64_t column = column0 + key0 + t * mma::kN + mma::c_col(lane, j);
-      const bool real = column < p.columns && map.position(query, column) < p.positions;
-      if (real) tile_max = fmaxf(tile_max, column_sum[j]);
-      if (lane.group == 0 && column < p.columns) {
-        logits[query * p.columns + column] = real ? column_sum[j] : -INFINITY;
+      for (int j = 0; j < 2; ++j) {
+        const int64_t column = column0 + key0 + t * mma::kN + mma::c_col(lane, j);
+        const bool real = column < p.columns && map.position(query, column) < p.positions;
+        if (real) tile_max = fmaxf(tile_max, column_sum[j]);
+        if (lane.group == 0 && column < p.columns) {
+          logits[query * p.columns + column] = real ? column_sum[j] : -INFINITY;
+        }
       }
-    }
-    if (block_max == nullptr) continue;  // uniform across the grid
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 1));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 2));
-    const int64_t first = column0 + key0 + t * mma::kN;  // a whole pool block: 8 columns
-    if (threadIdx.x % 32 == 0 && first < p.columns) {
-      block_max[query * ((p.columns + kPoolBlock - 1) / kPoolBlock) + first / kPoolBlock] = tile_max;
+      if (block_max == nullptr) continue;  // uniform across the grid
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 2));
+      const int64_t first = column0 + key0 + t * mma::kN;  // a whole pool block: 8 columns
+      if (threadIdx.x % 32 == 0 && first < p.columns) {
+        block_max[query * ((p.columns + kPoolBlock - 1) / kPoolBlock) + first / kPoolBlock] = tile_max;
+      }
     }
   }
 }
 
-void launch(const float* q, const float* weights, const uint8_t* keys, float* out, float* block_max, Params p,
-            ColumnMap map, int64_t queries) {
-  if (p.heads <= 0 || p.heads > kHeads || queries <= 0 || p.positions <= 0 || p.columns <= 0) {
+template <int kQueries>
+void launch_tile(const float* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
+                 const Params& p, const ColumnMap& map) {
+  static bool configured = false;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(indexer_logits_mma_kernel<kQueries>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(Smem<kQueries>::bytes)));
+    configured = true;
+  }
+  const dim3 grid(static_cast<unsigned>((p.columns + kKeys - 1) / kKeys),
+                  static_cast<unsigned>((p.queries + kQueries - 1) / kQueries));
+  indexer_logits_mma_kernel<kQueries>
+      <<<grid, kThreads, Smem<kQueries>::bytes>>>(q, weights, keys, out, block_max, p, map);
+}
+
+// Queries that share their keys (a prefill chunk) go four to a CTA, so each
+// key tile is widened once for 128 rows; a decode batch (each query its own
+// keys, or its own pool) goes one query to a CTA.
+constexpr int kSharedKeyQueries = 4;
+
+void launch(const float* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
+            const Params& p, const ColumnMap& map) {
+  if (p.heads <= 0 || p.heads > kHeads || p.queries <= 0 || p.positions <= 0 || p.columns <= 0) {
     throw std::invalid_argument(
         "indexer logits (tensor cores): heads must be 1..32, queries and positions positive");
   }
-  const dim3 grid(static_cast<unsigned>((p.columns + kKeys - 1) / kKeys), static_cast<unsigned>(queries));
-  indexer_logits_mma_kernel<<<grid, kThreads>>>(q, weights, keys, out, block_max, p, map);
+  if (p.key_stride == 0 && map.pool == nullptr && p.queries >= kSharedKeyQueries) {
+    launch_tile<kSharedKeyQueries>(q, weights, keys, out, block_max, p, map);
+  } else {
+    launch_tile<1>(q, weights, keys, out, block_max, p, map);
+  }
 }
 
 }  // namespace
@@ -163,17 +220,18 @@ void launch_indexer_logits_mma(const float* q, const float* weights, const uint8
                                int64_t queries, int64_t heads, int64_t positions, float* block_max,
                                bool per_query_keys) {
   launch(q, weights, keys, logits, block_max,
-         {heads, positions, positions, per_query_keys ? positions * kIndexKeyBytes : 0}, {nullptr, 0},
-         queries);
+         {queries, heads, positions, positions, per_query_keys ? positions * kIndexKeyBytes : 0},
+         {nullptr, 0});
 }
 
 void launch_indexer_pool_logits_mma(const float* q, const float* weights, const uint8_t* keys,
                                     const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                     int64_t positions, int64_t pool_blocks, bool per_query_keys) {
   if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");
-  launch(q, weights, keys, pool_logits, nullptr,
-         {heads, positions, pool_blocks * kPoolBlock, per_query_keys ? positions * kIndexKeyBytes : 0},
-         {pool, pool_blocks}, queries);
+  launch(
+      q, weights, keys, pool_logits, nullptr,
+      {queries, heads, positions, pool_blocks * kPoolBlock, per_query_keys ? positions * kIndexKeyBytes : 0},
+      {pool, pool_blocks});
 }
 
 }  // namespace v41sim::kernels
