@@ -329,8 +329,9 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
 
 // Prefill: a chunk of one sequence's queries against its keys. The kernel
 // model counts keys as read once per 64-query tile (DeepGEMM's mqa_logits);
-// both paths here re-read them per query (from L2), and the rows say what the
-// model counts, so the fit shows how far these kernels are from that.
+// the tensor-core path reads each key tile once per 4 queries and the FP32
+// baseline once per query (the rest from L2); the rows say what the model
+// counts, so the fit shows how far these kernels are from that.
 int measure_indexer_prefill(const RowWriter& w, bool quick) {
   const std::vector<IndexerPath> paths = indexer_paths();
   if (paths.empty()) return 1;
