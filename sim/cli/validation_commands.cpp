@@ -81,16 +81,18 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
                         .string();
   std::ofstream(file) << calibration_yaml(result, measurements, priors);
   Table t(fmt::format("Calibration of {} from {} measurements", gpu.name, measurements.rows.size()),
-          {"class", "train / held-out shapes", "compute eff.", "memory eff.", "fixed overhead (us)",
+          {"class", "train / held-out shapes", "tile", "compute eff.", "memory eff.", "fixed overhead (us)",
            "held-out MAPE", "worst", "bias", "90% band"});
   nlohmann::json classes = nlohmann::json::array();
   for (const ClassFit& c : result.classes) {
     t.add_row({std::string(class_key(c.kernel_class)), fmt::format("{} / {}", c.train_rows, c.held_out_rows),
-               format_fixed(c.compute_efficiency, 3), format_fixed(c.memory_efficiency, 3),
-               format_fixed(c.fixed_overhead_us, 2), fmt::format("{:.2f}%", c.held_out_mape_pct),
-               fmt::format("{:.2f}%", c.held_out_worst_pct), fmt::format("{:+.2f}%", c.held_out_bias_pct),
-               fmt::format("±{:.2f}%", c.band_90_pct)});
+               fmt::format("{}x{}", c.tile_m, c.tile_n), format_fixed(c.compute_efficiency, 3),
+               format_fixed(c.memory_efficiency, 3), format_fixed(c.fixed_overhead_us, 2),
+               fmt::format("{:.2f}%", c.held_out_mape_pct), fmt::format("{:.2f}%", c.held_out_worst_pct),
+               fmt::format("{:+.2f}%", c.held_out_bias_pct), fmt::format("±{:.2f}%", c.band_90_pct)});
     classes.push_back({{"class", std::string(class_key(c.kernel_class))},
+                       {"tile_m", c.tile_m},
+                       {"tile_n", c.tile_n},
                        {"compute_efficiency", c.compute_efficiency},
                        {"memory_efficiency", c.memory_efficiency},
                        {"fixed_overhead_us", c.fixed_overhead_us},

@@ -19,6 +19,9 @@ namespace {
 
 constexpr int kHoldOutEvery = 4;  // every fourth shape is held out
 constexpr int kParams = 3;
+// A tile shape replaces the prior's only if it lowers the training rows' RMS
+// relative error by this much (0.2 percentage points): smaller gains are noise.
+constexpr double kTileGainRms = 0.002;
 
 double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double logit(double p) { return std::log(p / (1.0 - p)); }
@@ -92,9 +95,14 @@ double percentile_90_pct(std::vector<double> errors) {
   return 100.0 * errors[std::max<std::size_t>(rank, 1) - 1];
 }
 
-ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const GpuProfile& gpu,
-                   const CostParams& base) {
-  const auto [train, held_out] = split_rows(std::move(rows));
+// Levenberg-Marquardt over the three continuous parameters, for one tile shape.
+struct ContinuousFit {
+  Eigen::VectorXd x;
+  double squared_error = 0;  // sum over the training rows
+};
+
+ContinuousFit fit_continuous(const std::vector<const Measurement*>& train, const GpuProfile& gpu,
+                             const CostParams& base, KernelClass cls) {
   const ClassCost& prior = base.of(cls);
   Eigen::VectorXd x(kParams);
   x << logit(std::clamp(prior.compute_efficiency.value(), 0.05, 0.95)),
@@ -104,11 +112,52 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
   Eigen::LevenbergMarquardt<Eigen::NumericalDiff<FitFunctor>> lm(numeric);
   lm.parameters.maxfev = 2000;
   lm.minimize(x);
+  double squared = 0;
+  for (double e :
+       relative_errors(train, gpu, with_class(base, cls, logistic(x[0]), logistic(x[1]), std::exp(x[2]))))
+    squared += e * e;
+  return {x, squared};
+}
+
+// The tile shape is discrete: the prior's, and half or twice it in each
+// dimension. Each gets its own continuous fit; a candidate replaces the
+// prior's shape only if it lowers the training rows' RMS relative error by
+// kTileGainRms, so run-to-run noise does not pick a shape.
+CostParams with_tile(const CostParams& base, KernelClass cls, int64_t tile_m, int64_t tile_n) {
+  CostParams p = base;
+  p.classes[static_cast<std::size_t>(cls)].tile_m = tile_m;
+  p.classes[static_cast<std::size_t>(cls)].tile_n = tile_n;
+  return p;
+}
+
+ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const GpuProfile& gpu,
+                   const CostParams& priors) {
+  const auto [train, held_out] = split_rows(std::move(rows));
+  const ClassCost& prior = priors.of(cls);
+  int64_t tile_m = prior.tile_m, tile_n = prior.tile_n;
+  ContinuousFit best = fit_continuous(train, gpu, priors, cls);
+  for (const int64_t m : {prior.tile_m / 2, prior.tile_m, prior.tile_m * 2}) {
+    for (const int64_t n : {prior.tile_n / 2, prior.tile_n, prior.tile_n * 2}) {
+      if (m < 1 || n < 1 || (m == prior.tile_m && n == prior.tile_n)) continue;
+      const ContinuousFit candidate = fit_continuous(train, gpu, with_tile(priors, cls, m, n), cls);
+      const double n_train = static_cast<double>(std::max<std::size_t>(train.size(), 1));
+      if (std::sqrt(candidate.squared_error / n_train) <
+          std::sqrt(best.squared_error / n_train) - kTileGainRms) {
+        best = candidate;
+        tile_m = m;
+        tile_n = n;
+      }
+    }
+  }
+  const CostParams base = with_tile(priors, cls, tile_m, tile_n);
+  const Eigen::VectorXd& x = best.x;
 
   ClassFit fit;
   fit.kernel_class = cls;
   fit.train_rows = static_cast<int>(train.size());
   fit.held_out_rows = static_cast<int>(held_out.size());
+  fit.tile_m = tile_m;
+  fit.tile_n = tile_n;
   fit.compute_efficiency = logistic(x[0]);
   fit.memory_efficiency = logistic(x[1]);
   fit.fixed_overhead_us = std::exp(x[2]);
@@ -169,6 +218,8 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile
     const std::string how = fmt::format("fit to {} shapes; held-out MAPE {:.1f}% over {} shapes",
                                         fit.train_rows, fit.held_out_mape_pct, fit.held_out_rows);
     ClassCost& c = result.params.classes[static_cast<std::size_t>(i)];
+    c.tile_m = fit.tile_m;
+    c.tile_n = fit.tile_n;
     c.compute_efficiency = SourcedValue(fit.compute_efficiency, {ProvenanceKind::kCalibrated, how});
     c.memory_efficiency = SourcedValue(fit.memory_efficiency, {ProvenanceKind::kCalibrated, how});
     c.fixed_overhead_us = SourcedValue(fit.fixed_overhead_us, {ProvenanceKind::kCalibrated, how});
@@ -197,11 +248,11 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
                        m.file_hashes[i]);
   }
   for (const auto& [key, value] : m.metadata) out += fmt::format("# {}: {}\n", key, value);
-  out += "# held-out error per class (MAPE / worst / bias / 90% band):\n";
+  out += "# held-out error per class (MAPE / worst / bias / 90% band), and the fitted tile shape:\n";
   for (const ClassFit& f : r.classes) {
-    out += fmt::format("#   {}: {:.2f}% / {:.2f}% / {:+.2f}% / {:.2f}% over {} shapes\n",
+    out += fmt::format("#   {}: {:.2f}% / {:.2f}% / {:+.2f}% / {:.2f}% over {} shapes; tile {}x{}\n",
                        class_key(f.kernel_class), f.held_out_mape_pct, f.held_out_worst_pct,
-                       f.held_out_bias_pct, f.band_90_pct, f.held_out_rows);
+                       f.held_out_bias_pct, f.band_90_pct, f.held_out_rows, f.tile_m, f.tile_n);
   }
   out += "status: calibrated\n";
   double worst_mape = 0;

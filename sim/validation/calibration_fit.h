@@ -2,9 +2,10 @@
 // measured kernel times, and say how wrong the fitted model is on shapes it
 // did not see.
 //
-// Per class, three parameters: the achieved fraction of the tensor (or
-// vector) rate, the achieved fraction of HBM bandwidth, and a fixed
-// device-side overhead per kernel. They are fitted with Eigen's
+// Per class, three continuous parameters: the achieved fraction of the tensor
+// (or vector) rate, the achieved fraction of HBM bandwidth, and a fixed
+// device-side overhead per kernel; and one discrete one, the tile shape (the
+// prior's, or half or twice it per dimension: it sets the wave quantization). They are fitted with Eigen's
 // Levenberg-Marquardt on the relative error of the predicted kernel time
 // (the full tile-and-wave model, so wave quantization is in the fit), on a
 // training split: every fourth shape of a class, in a fixed order, is held
@@ -25,6 +26,8 @@ struct ClassFit {
   KernelClass kernel_class = KernelClass::kGemm;
   int train_rows = 0;
   int held_out_rows = 0;
+  int64_t tile_m = 0;  // tile shape chosen by the fit (the prior's, or half or twice it per dimension)
+  int64_t tile_n = 0;
   double compute_efficiency = 0;
   double memory_efficiency = 0;
   double fixed_overhead_us = 0;
