@@ -22,6 +22,9 @@ constexpr int kParams = 3;
 // A tile shape replaces the prior's only if it lowers the training rows' RMS
 // relative error by this much (0.2 percentage points): smaller gains are noise.
 constexpr double kTileGainRms = 0.002;
+// Fewer training shapes than this and the tile shape stays the prior's: a
+// handful of rows cannot tell wave quantization from noise.
+constexpr std::size_t kMinRowsForTile = 8;
 
 double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double logit(double p) { return std::log(p / (1.0 - p)); }
@@ -138,6 +141,7 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
   ContinuousFit best = fit_continuous(train, gpu, priors, cls);
   for (const int64_t m : {prior.tile_m / 2, prior.tile_m, prior.tile_m * 2}) {
     for (const int64_t n : {prior.tile_n / 2, prior.tile_n, prior.tile_n * 2}) {
+      if (train.size() < kMinRowsForTile) break;
       if (m < 1 || n < 1 || (m == prior.tile_m && n == prior.tile_n)) continue;
       const ContinuousFit candidate = fit_continuous(train, gpu, with_tile(priors, cls, m, n), cls);
       const double n_train = static_cast<double>(std::max<std::size_t>(train.size(), 1));

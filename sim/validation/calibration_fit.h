@@ -5,7 +5,8 @@
 // Per class, three continuous parameters: the achieved fraction of the tensor
 // (or vector) rate, the achieved fraction of HBM bandwidth, and a fixed
 // device-side overhead per kernel; and one discrete one, the tile shape (the
-// prior's, or half or twice it per dimension: it sets the wave quantization). They are fitted with Eigen's
+// prior's, or half or twice it per dimension: it sets the wave quantization;
+// fitted only with at least 8 training shapes). They are fitted with Eigen's
 // Levenberg-Marquardt on the relative error of the predicted kernel time
 // (the full tile-and-wave model, so wave quantization is in the fit), on a
 // training split: every fourth shape of a class, in a fixed order, is held
