@@ -6,6 +6,7 @@
 #include "kernels/checks/device_checks.h"
 #include "kernels/common/compare.h"
 #include "kernels/common/fp_codec.h"
+#include "kernels/common/mma_fragments.h"
 #include "kernels/common/random_values.h"
 #include "kernels/common/v41_shapes.h"
 #include "kernels/compress/compress_pool.h"
@@ -225,6 +226,25 @@ CheckResult check_mhc() {
   return within("mhc next input", device.next_input, reference.next_input, 1e-3f);
 }
 
+// BF16 projections on cuBLASLt against float64 dot products of the same BF16 values.
+CheckResult check_bf16_gemm() {
+  const int64_t m = 64, n = 384, k = 5120;  // V4.1's router shape
+  std::vector<uint16_t> a, w;
+  for (float v : normal_values(static_cast<std::size_t>(m * k), 95)) a.push_back(mma::to_bf16(v));
+  for (float v : normal_values(static_cast<std::size_t>(n * k), 96)) w.push_back(mma::to_bf16(v));
+  std::vector<float> want(static_cast<std::size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int64_t c = 0; c < k; ++c)
+        dot += double{mma::from_bf16(a[static_cast<std::size_t>(i * k + c)])} *
+               mma::from_bf16(w[static_cast<std::size_t>(j * k + c)]);
+      want[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot);
+    }
+  }
+  return within_norm("bf16 gemm", bf16_gemm_cuda(a, w, m, n, k), want, 1e-5);
+}
+
 CheckResult check_expert_gemm() {
   const int64_t m = 64, n = 256, k = 5120;
   const ExpertWeights w = quantize_expert_weights(normal_values(static_cast<std::size_t>(n * k), 81), n, k);
@@ -268,6 +288,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"engram", check_engram},
       {"mhc", check_mhc},
       {"expert_gemm", check_expert_gemm},
+      {"bf16_gemm", check_bf16_gemm},
   };
   return checks;
 }

@@ -17,6 +17,8 @@ inline constexpr int64_t kV41QLoraRank = 1280;  // query down-projection rank
 inline constexpr int64_t kV41OutputGroups = 8;  // grouped low-rank output projection
 inline constexpr int64_t kV41OutputLoraRank = 1024;
 inline constexpr int64_t kV41IndexHeadDim = 128;
+inline constexpr int64_t kV41RoutedExperts = 384;
+inline constexpr int64_t kV41Vocab = 129280;
 // Hierarchical candidate pool built at layer 20: the 2048 blocks of 8 positions
 // with the largest block-max logit (16,384 positions) bound Reindex scoring.
 inline constexpr int64_t kV41PoolBlockSize = 8;

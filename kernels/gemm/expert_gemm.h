@@ -39,16 +39,24 @@ std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale
 std::vector<float> expert_gemm_grouped_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                             const std::vector<ExpertWeights>& experts);
 
-// A planned cuBLASLt FP8 GEMM on device buffers, for the harness:
-// d (m x n, f32) = (a x a_scale) (m x k, e4m3) x (w8 x w_scale)^T (n x k, e4m3),
-// `groups` times over consecutive (strided) w8, a and d blocks in one launch.
-class Fp8GemmPlan {
+// d (m x n) = a (m x k) x w^T (n x k) with BF16 operands given as raw bits, on
+// cuBLASLt: the path of the BF16 projections (router, indexer head weights, LM head).
+std::vector<float> bf16_gemm_cuda(const std::vector<uint16_t>& a, const std::vector<uint16_t>& w, int64_t m,
+                                  int64_t n, int64_t k);
+
+// A planned cuBLASLt GEMM on device buffers ("TN": both operands K-major):
+// d (m x n, f32) = (a x a_scale) (m x k) x (w x w_scale)^T (n x k), `groups`
+// times over consecutive (strided) w, a and d blocks in one launch. FP8 E4M3
+// operands take per-tensor scales (device pointers); BF16 ones take none.
+enum class GemmOperands { kFp8E4M3, kBf16 };
+
+class GemmPlan {
  public:
-  Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const float* w_scale, const float* a_scale,
-              int64_t m, int64_t n, int64_t k, int64_t groups = 1);
-  ~Fp8GemmPlan();
-  Fp8GemmPlan(const Fp8GemmPlan&) = delete;
-  Fp8GemmPlan& operator=(const Fp8GemmPlan&) = delete;
+  GemmPlan(GemmOperands operands, const void* w, const void* a, float* d, const float* w_scale,
+           const float* a_scale, int64_t m, int64_t n, int64_t k, int64_t groups = 1);
+  ~GemmPlan();
+  GemmPlan(const GemmPlan&) = delete;
+  GemmPlan& operator=(const GemmPlan&) = delete;
   void run() const;
 
  private:

@@ -1,5 +1,5 @@
-// Expert GEMM on cuBLASLt's FP8 path. The FP4 weights are first widened to
-// FP8 e4m3 with one power-of-two tensor scale (exact while every group scale
+// Expert GEMM on cuBLASLt's FP8 path (and the plain BF16 GEMM of the dense projections that run in BF16). The
+// FP4 weights are first widened to FP8 e4m3 with one power-of-two tensor scale (exact while every group scale
 // lies within 2^8 of the largest), then D = A x W^T runs as cuBLASLt's "TN"
 // FP8 GEMM with FP32 accumulation and FP32 output.
 #include <cublasLt.h>
@@ -48,24 +48,26 @@ __global__ void widen_fp4_to_fp8_kernel(const uint8_t* __restrict__ packed,
 
 }  // namespace
 
-struct Fp8GemmPlan::Impl {
+struct GemmPlan::Impl {
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t layout_w = nullptr, layout_a = nullptr, layout_d = nullptr;
   cublasLtMatmulHeuristicResult_t heuristic{};
   void* workspace = nullptr;
-  const uint8_t* w8;
-  const uint8_t* a;
+  const void* w;
+  const void* a;
   float* d;
 };
 
-Fp8GemmPlan::Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const float* w_scale,
-                         const float* a_scale, int64_t m, int64_t n, int64_t k, int64_t groups)
+GemmPlan::GemmPlan(GemmOperands operands, const void* w, const void* a, float* d, const float* w_scale,
+                   const float* a_scale, int64_t m, int64_t n, int64_t k, int64_t groups)
     : impl_(new Impl{}) {
   if (m % 16 != 0 || n % 16 != 0 || k % 16 != 0 || groups <= 0)
-    throw std::invalid_argument("fp8 gemm: m, n, k must be multiples of 16 and groups positive");
+    throw std::invalid_argument("gemm: m, n, k must be multiples of 16 and groups positive");
+  const bool fp8 = operands == GemmOperands::kFp8E4M3;
+  const cudaDataType_t operand_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   Impl& p = *impl_;
-  p.w8 = w8;
+  p.w = w;
   p.a = a;
   p.d = d;
   CUDA_CHECK(cudaMalloc(&p.workspace, kWorkspaceBytes));
@@ -76,13 +78,15 @@ Fp8GemmPlan::Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const fl
       cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
   CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
   // cuBLASLt's A is the weights (k x n column-major, transposed: "TN"), its B the activations (k x m).
-  CUBLASLT_CHECK(
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof w_scale));
-  CUBLASLT_CHECK(
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale, sizeof a_scale));
-  CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_w, CUDA_R_8F_E4M3, static_cast<uint64_t>(k),
+  if (fp8) {
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+                                                  sizeof w_scale));
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale,
+                                                  sizeof a_scale));
+  }
+  CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_w, operand_type, static_cast<uint64_t>(k),
                                             static_cast<uint64_t>(n), k));
-  CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_8F_E4M3, static_cast<uint64_t>(k),
+  CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_a, operand_type, static_cast<uint64_t>(k),
                                             static_cast<uint64_t>(m), k));
   CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.layout_d, CUDA_R_32F, static_cast<uint64_t>(n),
                                             static_cast<uint64_t>(m), n));
@@ -105,10 +109,10 @@ Fp8GemmPlan::Fp8GemmPlan(const uint8_t* w8, const uint8_t* a, float* d, const fl
   CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(p.handle, p.desc, p.layout_w, p.layout_a, p.layout_d,
                                                 p.layout_d, preference, 1, &p.heuristic, &found));
   cublasLtMatmulPreferenceDestroy(preference);
-  if (found == 0) throw std::runtime_error("fp8 gemm: cuBLASLt has no FP8 algorithm for this shape");
+  if (found == 0) throw std::runtime_error("gemm: cuBLASLt has no algorithm for these operands and shape");
 }
 
-Fp8GemmPlan::~Fp8GemmPlan() {
+GemmPlan::~GemmPlan() {
   cublasLtMatrixLayoutDestroy(impl_->layout_w);
   cublasLtMatrixLayoutDestroy(impl_->layout_a);
   cublasLtMatrixLayoutDestroy(impl_->layout_d);
@@ -118,10 +122,10 @@ Fp8GemmPlan::~Fp8GemmPlan() {
   delete impl_;
 }
 
-void Fp8GemmPlan::run() const {
+void GemmPlan::run() const {
   const Impl& p = *impl_;
   const float alpha = 1.0f, beta = 0.0f;
-  CUBLASLT_CHECK(cublasLtMatmul(p.handle, p.desc, &alpha, p.w8, p.layout_w, p.a, p.layout_a, &beta, p.d,
+  CUBLASLT_CHECK(cublasLtMatmul(p.handle, p.desc, &alpha, p.w, p.layout_w, p.a, p.layout_a, &beta, p.d,
                                 p.layout_d, p.d, p.layout_d, &p.heuristic.algo, p.workspace, kWorkspaceBytes,
                                 nullptr));
 }
@@ -159,12 +163,24 @@ std::vector<float> expert_gemm_grouped_cuda(const std::vector<uint8_t>& a, float
     CUDA_CHECK(cudaDeviceSynchronize());  // before d_packed and d_scales go
   }
   {
-    const Fp8GemmPlan plan(d_w8.get(), d_a.get(), d_d.get(), d_w_scale.get(), d_a_scale.get(), m, n, k,
-                           groups);
+    const GemmPlan plan(GemmOperands::kFp8E4M3, d_w8.get(), d_a.get(), d_d.get(), d_w_scale.get(),
+                        d_a_scale.get(), m, n, k, groups);
     plan.run();
   }
   CUDA_CHECK(cudaDeviceSynchronize());
   return d_d.download(static_cast<std::size_t>(groups * m * n));
+}
+
+std::vector<float> bf16_gemm_cuda(const std::vector<uint16_t>& a, const std::vector<uint16_t>& w, int64_t m,
+                                  int64_t n, int64_t k) {
+  const DeviceBuffer<uint16_t> d_a(a), d_w(w);
+  const DeviceBuffer<float> d_d(static_cast<std::size_t>(m * n));
+  {
+    const GemmPlan plan(GemmOperands::kBf16, d_w.get(), d_a.get(), d_d.get(), nullptr, nullptr, m, n, k);
+    plan.run();
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return d_d.download(static_cast<std::size_t>(m * n));
 }
 
 }  // namespace v41sim::kernels

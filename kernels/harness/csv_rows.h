@@ -23,11 +23,14 @@ inline constexpr const char* kCsvHeader =
 
 // Measured on this device before any kernel is timed.
 struct Ceilings {
-  double copy_gbps = 0;         // streaming copy, read + write bytes
-  double fp8_dense_tflops = 0;  // cuBLASLt FP8 GEMM, 8192^3
-  double fp32_fma_tflops = 0;   // FMA chains on the FP32 units
+  double copy_gbps = 0;          // streaming copy, read + write bytes
+  double fp8_dense_tflops = 0;   // cuBLASLt FP8 GEMM, 8192^3
+  double bf16_dense_tflops = 0;  // cuBLASLt BF16 GEMM, 8192^3
+  double fp32_fma_tflops = 0;    // FMA chains on the FP32 units
   double for_math(const std::string& math) const {
-    return math == "fp32" ? fp32_fma_tflops : fp8_dense_tflops;  // FP4 operands run on the FP8 path here
+    if (math == "fp32") return fp32_fma_tflops;
+    if (math == "bf16") return bf16_dense_tflops;
+    return fp8_dense_tflops;  // FP8, and FP4 operands that run on the FP8 path here
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/mma_fragments.h"
 #include "kernels/indexer/index_key_block.h"
 
 namespace v41sim::kernels {
@@ -53,6 +54,14 @@ __global__ void fill_e4m3_kernel(uint8_t* out, int64_t count, uint64_t seed) {
   }
 }
 
+// BF16 bits of uniform values in [-1, 1).
+__global__ void fill_bf16_kernel(uint16_t* out, int64_t count, uint64_t seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    out[i] = mma::to_bf16(uniform_value(seed, i));
+  }
+}
+
 inline unsigned fill_grid(int64_t count) {
   const int64_t blocks = (count + 255) / 256;
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
@@ -66,6 +75,9 @@ inline void fill_index_keys(uint8_t* keys, int64_t count, uint64_t seed) {
 }
 inline void fill_e4m3(uint8_t* out, int64_t count, uint64_t seed) {
   fill_e4m3_kernel<<<fill_grid(count), 256>>>(out, count, seed);
+}
+inline void fill_bf16(uint16_t* out, int64_t count, uint64_t seed) {
+  fill_bf16_kernel<<<fill_grid(count), 256>>>(out, count, seed);
 }
 
 }  // namespace v41sim::kernels

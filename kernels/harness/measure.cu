@@ -150,10 +150,17 @@ int measure_ceilings(int fd) {
   const DeviceBuffer<float> dst(static_cast<std::size_t>(n * n)), scales(std::vector<float>{1.0f, 1.0f});
   fill_e4m3(a.get(), n * n, 2);
   fill_e4m3(b.get(), n * n, 3);
-  const Fp8GemmPlan plan(b.get(), a.get(), dst.get(), scales.get(), scales.get() + 1, n, n, n);
+  const GemmPlan plan(GemmOperands::kFp8E4M3, b.get(), a.get(), dst.get(), scales.get(), scales.get() + 1, n,
+                      n, n);
   const TimingStats gemm = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
   const double gemm_flops = 2.0 * static_cast<double>(n * n) * static_cast<double>(n);
   c.fp8_dense_tflops = gemm_flops / gemm.median_us / 1e6;
+  const DeviceBuffer<uint16_t> a16(static_cast<std::size_t>(n * n)), b16(static_cast<std::size_t>(n * n));
+  fill_bf16(a16.get(), n * n, 4);
+  fill_bf16(b16.get(), n * n, 5);
+  const GemmPlan plan16(GemmOperands::kBf16, b16.get(), a16.get(), dst.get(), nullptr, nullptr, n, n, n);
+  const TimingStats gemm16 = time_kernel([&](int) { plan16.run(); }, kWarmup, kRuns);
+  c.bf16_dense_tflops = gemm_flops / gemm16.median_us / 1e6;
   CUDA_CHECK(cudaGetLastError());
 
   char text[64];
@@ -161,6 +168,8 @@ int measure_ceilings(int fd) {
   w.meta("copy_gbps", text);
   std::snprintf(text, sizeof text, "%.1f", c.fp8_dense_tflops);
   w.meta("fp8_dense_tflops", text);
+  std::snprintf(text, sizeof text, "%.1f", c.bf16_dense_tflops);
+  w.meta("bf16_dense_tflops", text);
   std::snprintf(text, sizeof text, "%.2f", c.fp32_fma_tflops);
   w.meta("fp32_fma_tflops", text);
   const RowWriter rows(fd, c);
@@ -168,8 +177,11 @@ int measure_ceilings(int fd) {
   rows.row({"fp32_fma_chains", "elementwise", "fp32", 1, 1, 1, 1, 0, fma_chain_flops(d.sms), 0, fma});
   rows.row(
       {"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops, 3.0 * static_cast<double>(n * n), gemm});
-  std::printf("%s: %d SMs; copy %.0f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s\n", d.props.name,
-              d.sms, c.copy_gbps, c.fp32_fma_tflops, c.fp8_dense_tflops);
+  rows.row({"dense_bf16_gemm", "gemm", "bf16", n, n, n, 1, 0, gemm_flops, 4.0 * static_cast<double>(n * n),
+            gemm16});
+  std::printf(
+      "%s: %d SMs; copy %.0f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s, BF16 GEMM %.0f TFLOP/s\n",
+      d.props.name, d.sms, c.copy_gbps, c.fp32_fma_tflops, c.fp8_dense_tflops, c.bf16_dense_tflops);
   return 0;
 }
 
@@ -582,7 +594,8 @@ int measure_gemm(const RowWriter& w, bool quick) {
       const DeviceBuffer<float> d(static_cast<std::size_t>(e * m * s.n));
       fill_e4m3(w8.get(), e * s.n * s.k, 80);
       fill_e4m3(a.get(), e * m * s.k, 81);
-      const Fp8GemmPlan plan(w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1, m, s.n, s.k, e);
+      const GemmPlan plan(GemmOperands::kFp8E4M3, w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1,
+                          m, s.n, s.k, e);
       const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
       CUDA_CHECK(cudaGetLastError());
       const double flops =
@@ -604,47 +617,67 @@ int measure_gemm(const RowWriter& w, bool quick) {
 // its kernel names), from decode batches to prefill chunks, on cuBLASLt.
 // The grouped output projection runs its 8 groups as one strided batch.
 int measure_dense_gemm(const RowWriter& w, bool quick) {
-  if (!passes("expert gemm (the same cuBLASLt FP8 path)", check_expert_gemm())) return 1;
+  if (!passes("expert gemm (the same cuBLASLt FP8 path)", check_expert_gemm()) ||
+      !passes("bf16 gemm", check_bf16_gemm())) {
+    return 1;
+  }
   struct Shape {
     const char* name;
     int64_t n, k, groups;
+    GemmOperands operands;
+    int64_t max_tokens;  // the LM head sees a few tokens per sequence, not a prefill chunk
   };
+  constexpr auto kFp8 = GemmOperands::kFp8E4M3;
+  constexpr auto kBf16 = GemmOperands::kBf16;
   const int64_t heads_out = kV41QueryHeads * kV41HeadDim;
   const std::vector<Shape> shapes{
-      {"q_down_proj", kV41QLoraRank, kV41Hidden, 1},
-      {"q_up_proj", heads_out, kV41QLoraRank, 1},
-      {"window_kv_proj", kV41HeadDim, kV41Hidden, 1},
-      {"kv_compress_proj", 2 * kV41HeadDim, kV41Hidden, 1},  // ratio 2: KV and gate
-      {"index_q_proj", kV41IndexHeads * kV41IndexHeadDim, kV41QLoraRank, 1},
-      {"out_group_proj", kV41OutputLoraRank, heads_out / kV41OutputGroups, kV41OutputGroups},
-      {"out_proj", kV41Hidden, kV41OutputGroups * kV41OutputLoraRank, 1},
-      {"shared_gate_up", 2 * kV41ExpertWidth, kV41Hidden, 1},
-      {"shared_down", kV41Hidden, kV41ExpertWidth, 1},
+      {"q_down_proj", kV41QLoraRank, kV41Hidden, 1, kFp8, INT64_MAX},
+      {"q_up_proj", heads_out, kV41QLoraRank, 1, kFp8, INT64_MAX},
+      {"window_kv_proj", kV41HeadDim, kV41Hidden, 1, kFp8, INT64_MAX},
+      {"kv_compress_proj", 2 * kV41HeadDim, kV41Hidden, 1, kFp8, INT64_MAX},  // ratio 2: KV and gate
+      {"index_q_proj", kV41IndexHeads * kV41IndexHeadDim, kV41QLoraRank, 1, kFp8, INT64_MAX},
+      {"out_group_proj", kV41OutputLoraRank, heads_out / kV41OutputGroups, kV41OutputGroups, kFp8, INT64_MAX},
+      {"out_proj", kV41Hidden, kV41OutputGroups * kV41OutputLoraRank, 1, kFp8, INT64_MAX},
+      {"shared_gate_up", 2 * kV41ExpertWidth, kV41Hidden, 1, kFp8, INT64_MAX},
+      {"shared_down", kV41Hidden, kV41ExpertWidth, 1, kFp8, INT64_MAX},
+      {"router", kV41RoutedExperts, kV41Hidden, 1, kBf16, INT64_MAX},
+      {"index_head_weights", kV41IndexHeads, kV41Hidden, 1, kBf16, INT64_MAX},
+      {"lm_head", kV41Vocab, kV41Hidden, 1, kBf16, 512},
   };
   const std::vector<int64_t> tokens =
       quick ? std::vector<int64_t>{32, 2048} : std::vector<int64_t>{32, 128, 512, 2048, 8192};
   const DeviceBuffer<float> scales(std::vector<float>{1.0f, 1.0f});
   for (const Shape& s : shapes) {
+    const bool fp8 = s.operands == kFp8;
+    const int64_t element = fp8 ? 1 : 2;
     for (const int64_t m : tokens) {
+      if (m > s.max_tokens) continue;
       const int64_t g = s.groups;
-      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(g * s.n * s.k)),
-          a(static_cast<std::size_t>(g * m * s.k));
+      const DeviceBuffer<uint8_t> weights(static_cast<std::size_t>(g * s.n * s.k * element)),
+          a(static_cast<std::size_t>(g * m * s.k * element));
       const DeviceBuffer<float> d(static_cast<std::size_t>(g * m * s.n));
-      fill_e4m3(w8.get(), g * s.n * s.k, 82);
-      fill_e4m3(a.get(), g * m * s.k, 83);
-      const Fp8GemmPlan plan(w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1, m, s.n, s.k, g);
+      if (fp8) {
+        fill_e4m3(weights.get(), g * s.n * s.k, 82);
+        fill_e4m3(a.get(), g * m * s.k, 83);
+      } else {
+        fill_bf16(reinterpret_cast<uint16_t*>(weights.get()), g * s.n * s.k, 84);
+        fill_bf16(reinterpret_cast<uint16_t*>(a.get()), g * m * s.k, 85);
+      }
+      const GemmPlan plan(s.operands, weights.get(), a.get(), d.get(), fp8 ? scales.get() : nullptr,
+                          fp8 ? scales.get() + 1 : nullptr, m, s.n, s.k, g);
       const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
       CUDA_CHECK(cudaGetLastError());
       const double flops =
           2.0 * static_cast<double>(g * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
       const double bytes =
-          static_cast<double>(g * (s.n * s.k + m * s.k)) + 4.0 * static_cast<double>(g * m * s.n);
-      w.row({s.name, "gemm", "fp8", m, s.n, s.k, g, 0, flops, bytes, t});
-      std::printf("%s %lldx%lldx%lld%s: %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f GB/s\n", s.name,
+          static_cast<double>(g * (s.n * s.k + m * s.k) * element) + 4.0 * static_cast<double>(g * m * s.n);
+      const char* math = fp8 ? "fp8" : "bf16";
+      w.row({s.name, "gemm", math, m, s.n, s.k, g, 0, flops, bytes, t});
+      std::printf("%s %lldx%lldx%lld%s (%s): %.1f us, %.0f TFLOP/s (%.0f%% of dense %s), %.0f GB/s\n", s.name,
                   static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  g > 1 ? (" x" + std::to_string(g)).c_str() : "", t.median_us, flops / t.median_us / 1e6,
-                  100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops,
-                  bytes / t.median_us / 1e3);
+                  g > 1 ? (" x" + std::to_string(g)).c_str() : "", math, t.median_us,
+                  flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().for_math(math),
+                  math, bytes / t.median_us / 1e3);
     }
   }
   return 0;
@@ -778,9 +811,11 @@ int run(const Options& o) {
                  ceilings.why.c_str());
     return 1;
   }
-  const Ceilings c{metadata_number(ceilings.text, "copy_gbps"),
-                   metadata_number(ceilings.text, "fp8_dense_tflops"),
-                   metadata_number(ceilings.text, "fp32_fma_tflops")};
+  Ceilings c;
+  c.copy_gbps = metadata_number(ceilings.text, "copy_gbps");
+  c.fp8_dense_tflops = metadata_number(ceilings.text, "fp8_dense_tflops");
+  c.bf16_dense_tflops = metadata_number(ceilings.text, "bf16_dense_tflops");
+  c.fp32_fma_tflops = metadata_number(ceilings.text, "fp32_fma_tflops");
   std::string metadata, rows, failed;
   auto split = [&](const std::string& text) {
     std::istringstream lines(text);

@@ -93,6 +93,8 @@ TEST(V41Shapes, TheHarnessShapesAreTheModelFiles) {
   EXPECT_EQ(kV41OutputGroups, v41.spec.attention.output_groups);
   EXPECT_EQ(kV41OutputLoraRank, v41.spec.attention.output_lora_rank);
   EXPECT_EQ(kV41IndexHeadDim, v41.spec.attention.indexer->head_dim);
+  EXPECT_EQ(kV41RoutedExperts, v41.spec.moe->routed_experts);
+  EXPECT_EQ(kV41Vocab, v41.spec.vocab_size);
   ASSERT_TRUE(v41.spec.attention.candidate_pool.has_value());
   EXPECT_EQ(kV41PoolBlockSize, v41.spec.attention.candidate_pool->block_size);
   EXPECT_EQ(kV41PoolTopBlocks, v41.spec.attention.candidate_pool->top_blocks);

@@ -30,7 +30,7 @@ fs::path fresh_dir(const std::string& name) {
 void write_harness_file(const fs::path& file) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
-  const kernels::Ceilings ceilings{4000.0, 1200.0, 50.0};
+  const kernels::Ceilings ceilings{4000.0, 1200.0, 600.0, 50.0};
   const kernels::RowWriter w(fd, ceilings);
   for (const char* key : {"gpu", "sm_count", "driver", "cuda", "date", "git_commit"}) w.meta(key, "x");
   w.header();
