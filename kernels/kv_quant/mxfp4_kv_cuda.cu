@@ -80,16 +80,6 @@ void launch_dequantize_mxfp4_kv(const uint8_t* cache, float* kv, int64_t tokens,
   dequantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(cache, kv, p);
 }
 
-bool cuda_device_available(std::string* why) {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0) {
-    if (why != nullptr) *why = status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device";
-    return false;
-  }
-  return true;
-}
-
 std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<float>& kv, int64_t tokens, int64_t dim) {
   const std::size_t cache_bytes = static_cast<std::size_t>(tokens * mxfp4_entry_bytes(dim));
   const DeviceBuffer<float> d_kv(kv);

@@ -8,9 +8,6 @@
 
 namespace v41sim::kernels {
 
-// True when a CUDA device can be used; otherwise `why` says what is missing.
-bool cuda_device_available(std::string* why);
-
 std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<float>& kv, int64_t tokens, int64_t dim);
 std::vector<float> dequantize_mxfp4_kv_cuda(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim);
 

@@ -10,6 +10,7 @@
 
 #ifdef V41SIM_HAVE_CUDA_KERNELS
 #include "kernels/checks/device_checks.h"
+#include "kernels/common/cuda_device.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #endif
 

@@ -1,19 +1,16 @@
-// Seeded pseudo-random inputs generated on the device, so the harness times
-// kernels on realistic values (never all zeros: top-k, softmax and the
-// tensor cores' power draw all depend on the data) without spending minutes
-// on host-side generation and copies for multi-gigabyte sweeps.
-#pragma once
-
+// Device-side generators of the harness's random inputs (device_fill.h).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "kernels/common/mma_fragments.h"
+#include "kernels/harness/device_fill.h"
 #include "kernels/indexer/index_key_block.h"
 
 namespace v41sim::kernels {
+namespace {
 
-__device__ inline uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
+__device__ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -22,7 +19,7 @@ __device__ inline uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
 
 // Uniform in [-1, 1): a sum of two such is close enough to the activations'
 // spread for timing, and the quantizers' scales adapt to any range.
-__device__ inline float uniform_value(uint64_t seed, int64_t i) {
+__device__ float uniform_value(uint64_t seed, int64_t i) {
   return static_cast<float>(mix64(seed ^ static_cast<uint64_t>(i)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
@@ -62,21 +59,23 @@ __global__ void fill_bf16_kernel(uint16_t* out, int64_t count, uint64_t seed) {
   }
 }
 
-inline unsigned fill_grid(int64_t count) {
+unsigned fill_grid(int64_t count) {
   const int64_t blocks = (count + 255) / 256;
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
 }
 
-inline void fill_uniform(float* out, int64_t count, uint64_t seed) {
+}  // namespace
+
+void fill_uniform(float* out, int64_t count, uint64_t seed) {
   fill_uniform_kernel<<<fill_grid(count), 256>>>(out, count, seed);
 }
-inline void fill_index_keys(uint8_t* keys, int64_t count, uint64_t seed) {
+void fill_index_keys(uint8_t* keys, int64_t count, uint64_t seed) {
   fill_index_keys_kernel<<<fill_grid(count * kIndexKeyBytes), 256>>>(keys, count, seed);
 }
-inline void fill_e4m3(uint8_t* out, int64_t count, uint64_t seed) {
+void fill_e4m3(uint8_t* out, int64_t count, uint64_t seed) {
   fill_e4m3_kernel<<<fill_grid(count), 256>>>(out, count, seed);
 }
-inline void fill_bf16(uint16_t* out, int64_t count, uint64_t seed) {
+void fill_bf16(uint16_t* out, int64_t count, uint64_t seed) {
   fill_bf16_kernel<<<fill_grid(count), 256>>>(out, count, seed);
 }
 

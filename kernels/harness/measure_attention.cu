@@ -1,0 +1,111 @@
+// V4.1 sparse attention decode over batches and contexts, on tensor cores and
+// on the FP32 baseline.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/checks/device_checks.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/common/gpu_timer.h"
+#include "kernels/common/v41_shapes.h"
+#include "kernels/harness/device_fill.h"
+#include "kernels/harness/measure_groups.h"
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#include "kernels/kv_quant/mxfp4_kv_reference.h"
+
+namespace v41sim::kernels {
+
+// Decode batches over contexts of 16K to 1M compressed positions: each
+// request gathers its top-512 entries (spread over its own context) and its
+// 128-token window. Index sets and windows rotate, so no run finds the
+// previous run's entries in L2. The main KV is at most ~16 GB: past that,
+// requests' contexts overlap (still far beyond L2).
+int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
+  const bool baseline_ok = passes("sparse decode (fp32 baseline)", check_sparse_decode());
+  const bool mma_ok = passes("sparse decode (tensor cores)", check_sparse_decode_mma());
+  if (!baseline_ok && !mma_ok) return 1;
+  const int64_t max_entries = std::min<int64_t>(
+      (16LL << 30) / kMainEntryBytes, static_cast<int64_t>(dev.props.totalGlobalMem / 4 / kMainEntryBytes));
+  const std::vector<int64_t> batches =
+      quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 8, 32, 64, 128};
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{262144} : std::vector<int64_t>{16384, 65536, 262144, 1048576};
+  // One pool of real MXFP4 entries, quantized on the device chunk by chunk.
+  const DeviceBuffer<uint8_t> main_kv(static_cast<std::size_t>(max_entries * kMainEntryBytes));
+  {
+    const int64_t chunk = 65536;
+    const DeviceBuffer<float> latent(static_cast<std::size_t>(chunk * kDim));
+    for (int64_t first = 0; first < max_entries; first += chunk) {
+      const int64_t count = std::min(chunk, max_entries - first);
+      fill_uniform(latent.get(), count * kDim, 1000 + static_cast<uint64_t>(first));
+      launch_quantize_mxfp4_kv(latent.get(), main_kv.get() + first * kMainEntryBytes, count, kDim);
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  for (const int64_t batch : batches) {
+    // Queries, windows and sink from the reference's generator; its own main KV is unused (one entry).
+    const SparseDecodeInputs host = make_sparse_decode_inputs({batch, kV41QueryHeads, kV41TopK, 1}, 41);
+    const DeviceBuffer<float> q(host.q), sink(host.sink), out(host.q.size());
+    const DeviceBuffer<int32_t> window_len(host.window_len);
+    const int64_t gathered = batch * (kV41TopK * kMainEntryBytes + kWindowTokens * kWindowEntryBytes);
+    const int copies = rotation_for(gathered, dev);
+    std::vector<DeviceBuffer<uint8_t>> windows;
+    for (int i = 0; i < copies; ++i) windows.emplace_back(host.window);
+    for (const int64_t context : contexts) {
+      if (context > max_entries) continue;
+      const SparseDecodeShape shape{batch, kV41QueryHeads, kV41TopK, max_entries};
+      const int splits = sparse_decode_splits(shape, dev.sms);
+      const DeviceBuffer<float> workspace(
+          static_cast<std::size_t>(sparse_decode_workspace_floats(shape, splits)));
+      std::mt19937 rng(static_cast<uint32_t>(context + batch));
+      std::vector<DeviceBuffer<int32_t>> index_sets;
+      for (int i = 0; i < copies; ++i) {
+        std::vector<int32_t> topk(static_cast<std::size_t>(batch * kV41TopK));
+        for (int64_t b = 0; b < batch; ++b) {
+          const int64_t base = (b * context) % (max_entries - context + 1);
+          std::uniform_int_distribution<int64_t> pick_entry(base, base + context - 1);
+          for (int64_t j = 0; j < kV41TopK; ++j)
+            topk[static_cast<std::size_t>(b * kV41TopK + j)] = static_cast<int32_t>(pick_entry(rng));
+        }
+        index_sets.emplace_back(topk);
+      }
+      const double keys = static_cast<double>(kV41TopK + kWindowTokens);
+      const double flops = 2.0 * static_cast<double>(batch * kV41QueryHeads) * keys * 2.0 * kLatentDim;
+      const double bytes =
+          static_cast<double>(gathered) + 2.0 * static_cast<double>(host.q.size() * sizeof(float));
+      struct Variant {
+        bool ok;
+        const char* name;
+        const char* math;
+        void (*launch)(const SparseDecodeDevice&);
+      };
+      for (const Variant& v :
+           {Variant{mma_ok, "sparse_attention_decode", "bf16", launch_sparse_decode_mma},
+            Variant{baseline_ok, "sparse_attention_decode_fp32_baseline", "fp32", launch_sparse_decode}}) {
+        if (!v.ok) continue;
+        const TimingStats t = time_kernel(
+            [&](int run) {
+              v.launch({shape, q.get(), main_kv.get(), pick(index_sets, run), pick(windows, run),
+                        window_len.get(), sink.get(), out.get(), workspace.get(), splits});
+            },
+            kWarmup, kRuns);
+        CUDA_CHECK(cudaGetLastError());
+        w.row({v.name, "attention", v.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
+               2 * kLatentDim, 1, context, flops, bytes, t});
+        std::printf("%s batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
+                    v.name, static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
+                    bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,
+                    flops / t.median_us / 1e6);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace v41sim::kernels

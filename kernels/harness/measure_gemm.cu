@@ -1,0 +1,138 @@
+// GEMMs on cuBLASLt at V4.1's shapes: the experts of a rank as one batched
+// launch, and the dense FP8 and BF16 projections of a layer.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/checks/device_checks.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/common/gpu_timer.h"
+#include "kernels/common/v41_shapes.h"
+#include "kernels/gemm/expert_gemm.h"
+#include "kernels/harness/device_fill.h"
+#include "kernels/harness/measure_groups.h"
+
+namespace v41sim::kernels {
+
+// Expert GEMMs (FP8 activations x MXFP4 weights widened to FP8 at load, on
+// cuBLASLt) at V4.1's shapes: a rank's experts as one batched launch with
+// uniform routing, as the simulator's grouped GEMM counts them (m rows per
+// expert, batch = experts). Decode: the 48 local experts of EP 8 with a few
+// rows each (padded to cuBLASLt's 16); prefill: fewer, fuller groups.
+int measure_gemm(const RowWriter& w, bool quick) {
+  if (!passes("expert gemm", check_expert_gemm())) return 1;
+  struct Group {
+    int64_t experts, rows;
+  };
+  const std::vector<Group> groups =
+      quick ? std::vector<Group>{{48, 16}, {8, 512}}
+            : std::vector<Group>{{48, 16}, {48, 32}, {48, 64}, {48, 128}, {8, 512}, {8, 2048}, {1, 8192}};
+  const DeviceBuffer<float> scales(std::vector<float>{1.0f, 1.0f});
+  struct Shape {
+    const char* name;
+    int64_t n, k;
+  };
+  for (const Group& g : groups) {
+    for (const Shape& s : {Shape{"expert_gate_up", 2 * kV41ExpertWidth, kV41Hidden},
+                           Shape{"expert_down", kV41Hidden, kV41ExpertWidth}}) {
+      const int64_t e = g.experts, m = g.rows;
+      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(e * s.n * s.k)),
+          a(static_cast<std::size_t>(e * m * s.k));
+      const DeviceBuffer<float> d(static_cast<std::size_t>(e * m * s.n));
+      fill_e4m3(w8.get(), e * s.n * s.k, 80);
+      fill_e4m3(a.get(), e * m * s.k, 81);
+      const GemmPlan plan(GemmOperands::kFp8E4M3, w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1,
+                          m, s.n, s.k, e);
+      const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+      CUDA_CHECK(cudaGetLastError());
+      const double flops =
+          2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      const double bytes =
+          static_cast<double>(e * (s.n * s.k + m * s.k)) + 4.0 * static_cast<double>(e * m * s.n);
+      w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t});
+      std::printf(
+          "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f GB/s\n",
+          s.name, static_cast<long long>(e), static_cast<long long>(m), static_cast<long long>(s.n),
+          static_cast<long long>(s.k), t.median_us, flops / t.median_us / 1e6,
+          100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops, bytes / t.median_us / 1e3);
+    }
+  }
+  return 0;
+}
+
+// The dense FP8 projections of a V4.1 layer (the simulator's gemm class, by
+// its kernel names), from decode batches to prefill chunks, on cuBLASLt.
+// The grouped output projection runs its 8 groups as one strided batch.
+int measure_dense_gemm(const RowWriter& w, bool quick) {
+  if (!passes("expert gemm (the same cuBLASLt FP8 path)", check_expert_gemm()) ||
+      !passes("bf16 gemm", check_bf16_gemm())) {
+    return 1;
+  }
+  struct Shape {
+    const char* name;
+    int64_t n, k, groups;
+    GemmOperands operands;
+    int64_t max_tokens;  // the LM head sees a few tokens per sequence, not a prefill chunk
+  };
+  constexpr auto kFp8 = GemmOperands::kFp8E4M3;
+  constexpr auto kBf16 = GemmOperands::kBf16;
+  const int64_t heads_out = kV41QueryHeads * kV41HeadDim;
+  const std::vector<Shape> shapes{
+      {"q_down_proj", kV41QLoraRank, kV41Hidden, 1, kFp8, INT64_MAX},
+      {"q_up_proj", heads_out, kV41QLoraRank, 1, kFp8, INT64_MAX},
+      {"window_kv_proj", kV41HeadDim, kV41Hidden, 1, kFp8, INT64_MAX},
+      {"kv_compress_proj", 2 * kV41HeadDim, kV41Hidden, 1, kFp8, INT64_MAX},  // ratio 2: KV and gate
+      {"index_q_proj", kV41IndexHeads * kV41IndexHeadDim, kV41QLoraRank, 1, kFp8, INT64_MAX},
+      {"out_group_proj", kV41OutputLoraRank, heads_out / kV41OutputGroups, kV41OutputGroups, kFp8, INT64_MAX},
+      {"out_proj", kV41Hidden, kV41OutputGroups * kV41OutputLoraRank, 1, kFp8, INT64_MAX},
+      {"shared_gate_up", 2 * kV41ExpertWidth, kV41Hidden, 1, kFp8, INT64_MAX},
+      {"shared_down", kV41Hidden, kV41ExpertWidth, 1, kFp8, INT64_MAX},
+      {"router", kV41RoutedExperts, kV41Hidden, 1, kBf16, INT64_MAX},
+      {"index_head_weights", kV41IndexHeads, kV41Hidden, 1, kBf16, INT64_MAX},
+      {"lm_head", kV41Vocab, kV41Hidden, 1, kBf16, 512},
+  };
+  const std::vector<int64_t> tokens =
+      quick ? std::vector<int64_t>{32, 2048} : std::vector<int64_t>{32, 128, 512, 2048, 8192};
+  const DeviceBuffer<float> scales(std::vector<float>{1.0f, 1.0f});
+  for (const Shape& s : shapes) {
+    const bool fp8 = s.operands == kFp8;
+    const int64_t element = fp8 ? 1 : 2;
+    for (const int64_t m : tokens) {
+      if (m > s.max_tokens) continue;
+      const int64_t g = s.groups;
+      const DeviceBuffer<uint8_t> weights(static_cast<std::size_t>(g * s.n * s.k * element)),
+          a(static_cast<std::size_t>(g * m * s.k * element));
+      const DeviceBuffer<float> d(static_cast<std::size_t>(g * m * s.n));
+      if (fp8) {
+        fill_e4m3(weights.get(), g * s.n * s.k, 82);
+        fill_e4m3(a.get(), g * m * s.k, 83);
+      } else {
+        fill_bf16(reinterpret_cast<uint16_t*>(weights.get()), g * s.n * s.k, 84);
+        fill_bf16(reinterpret_cast<uint16_t*>(a.get()), g * m * s.k, 85);
+      }
+      const GemmPlan plan(s.operands, weights.get(), a.get(), d.get(), fp8 ? scales.get() : nullptr,
+                          fp8 ? scales.get() + 1 : nullptr, m, s.n, s.k, g);
+      const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+      CUDA_CHECK(cudaGetLastError());
+      const double flops =
+          2.0 * static_cast<double>(g * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      const double bytes =
+          static_cast<double>(g * (s.n * s.k + m * s.k) * element) + 4.0 * static_cast<double>(g * m * s.n);
+      const char* math = fp8 ? "fp8" : "bf16";
+      w.row({s.name, "gemm", math, m, s.n, s.k, g, 0, flops, bytes, t});
+      std::printf("%s %lldx%lldx%lld%s (%s): %.1f us, %.0f TFLOP/s (%.0f%% of dense %s), %.0f GB/s\n", s.name,
+                  static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+                  g > 1 ? (" x" + std::to_string(g)).c_str() : "", math, t.median_us,
+                  flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().for_math(math),
+                  math, bytes / t.median_us / 1e3);
+    }
+  }
+  return 0;
+}
+
+}  // namespace v41sim::kernels

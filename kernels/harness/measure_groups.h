@@ -1,0 +1,23 @@
+// The harness's measurement groups: each checks its kernels, times them over
+// the simulator's shapes and writes rows; each runs in its own process.
+#pragma once
+
+#include "kernels/harness/csv_rows.h"
+#include "kernels/harness/harness_support.h"
+
+namespace v41sim::kernels {
+
+// Metadata and the device's own ceilings (copy, FP8 and BF16 GEMM, FP32 FMA).
+int measure_ceilings(int fd);
+
+int measure_mxfp4(const RowWriter& w, const Device& d, bool quick);
+int measure_compress(const RowWriter& w, const Device& d, bool quick);
+int measure_engram(const RowWriter& w, bool quick);
+int measure_mhc(const RowWriter& w, bool quick);
+int measure_indexer_decode(const RowWriter& w, bool quick);
+int measure_indexer_prefill(const RowWriter& w, bool quick);
+int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick);
+int measure_gemm(const RowWriter& w, bool quick);
+int measure_dense_gemm(const RowWriter& w, bool quick);
+
+}  // namespace v41sim::kernels

@@ -1,0 +1,185 @@
+// The lightning indexer: decode (layer 20 with the candidate pool, Reindex
+// inside it, the top-k passes) and prefill chunks, on both logits paths.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/checks/device_checks.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/common/gpu_timer.h"
+#include "kernels/common/v41_shapes.h"
+#include "kernels/harness/device_fill.h"
+#include "kernels/harness/measure_groups.h"
+#include "kernels/indexer/index_key_block.h"
+#include "kernels/indexer/indexer_cuda.h"
+
+namespace v41sim::kernels {
+
+namespace {
+
+// Index keys and queries for `queries` queries over `positions` positions.
+// Decode: each query is its own request with its own keys; prefill: the
+// queries are one sequence's chunk and share its keys.
+struct IndexerInputs {
+  DeviceBuffer<uint8_t> keys;
+  DeviceBuffer<float> q, w;
+  IndexerInputs(int64_t key_sets, int64_t queries, int64_t positions, uint64_t seed)
+      : keys(static_cast<std::size_t>(key_sets * positions * kIndexKeyBytes)),
+        q(static_cast<std::size_t>(queries * kV41IndexHeads * kIndexDim)),
+        w(static_cast<std::size_t>(queries * kV41IndexHeads)) {
+    fill_index_keys(keys.get(), key_sets * positions, seed);
+    fill_uniform(q.get(), queries * kV41IndexHeads * kIndexDim, seed + 1);
+    fill_uniform(w.get(), queries * kV41IndexHeads, seed + 2);
+  }
+};
+
+// The indexer's logits paths: tensor cores (what the simulator models; fitted)
+// and the FP32-unit baseline (recorded, not fitted). Each is timed only if its
+// check passed.
+struct IndexerPath {
+  const char* logits_name;
+  const char* pool_logits_name;
+  const char* math;
+  void (*logits)(const float*, const float*, const uint8_t*, float*, int64_t, int64_t, int64_t, float*, bool);
+  void (*pool_logits)(const float*, const float*, const uint8_t*, const int32_t*, float*, int64_t, int64_t,
+                      int64_t, int64_t, bool);
+};
+
+std::vector<IndexerPath> indexer_paths() {
+  const bool mma = passes("indexer (tensor cores)", check_indexer(IndexerMath::kTensorCores)) &&
+                   passes("candidate pool (tensor cores)", check_candidate_pool(IndexerMath::kTensorCores));
+  const bool fp32 = passes("indexer (fp32 baseline)", check_indexer(IndexerMath::kFp32Units)) &&
+                    passes("candidate pool (fp32 baseline)", check_candidate_pool(IndexerMath::kFp32Units));
+  std::vector<IndexerPath> paths;
+  if (mma) {
+    paths.push_back({"indexer_logits", "indexer_logits_in_pool", "bf16", launch_indexer_logits_mma,
+                     launch_indexer_pool_logits_mma});
+  }
+  if (fp32) {
+    paths.push_back({"indexer_logits_fp32_baseline", "indexer_logits_in_pool_fp32_baseline", "fp32",
+                     launch_indexer_logits, launch_indexer_pool_logits});
+  }
+  return paths;
+}
+
+}  // namespace
+
+// Layer 20 in decode: logits over every position (and, past 16,384, the
+// block maxima that build the pool), its own top-512, the pool's top-2048
+// blocks; then a Reindex layer: logits of the 16,384 pooled positions and
+// its top-512 there. Rows carry the simulator's kernel names. The top-k
+// passes run on the first path's logits (tensor cores where they passed).
+int measure_indexer_decode(const RowWriter& w, bool quick) {
+  const std::vector<IndexerPath> paths = indexer_paths();
+  if (paths.empty()) return 1;
+  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
+  const int64_t pool_blocks = kV41PoolTopBlocks, pool_slots = pool_blocks * kV41PoolBlockSize;
+  const std::vector<int64_t> batches = quick ? std::vector<int64_t>{8} : std::vector<int64_t>{1, 8, 32, 64};
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 16384, 65536, 262144, 1048576};
+  for (const int64_t batch : batches) {
+    for (const int64_t positions : contexts) {
+      const IndexerInputs in(batch, batch, positions, 7 + static_cast<uint64_t>(positions));
+      const int64_t blocks = (positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
+      const bool builds_pool = blocks > pool_blocks;
+      const DeviceBuffer<float> logits(static_cast<std::size_t>(batch * positions));
+      const DeviceBuffer<float> block_max(static_cast<std::size_t>(batch * blocks));
+      const DeviceBuffer<int32_t> selected(static_cast<std::size_t>(batch * kV41TopK));
+      const double pairs = static_cast<double>(batch * positions);
+      const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
+      for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
+        const TimingStats t = time_kernel(
+            [&](int) {
+              it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch, heads, positions,
+                         builds_pool ? block_max.get() : nullptr, true);
+            },
+            kWarmup, kRuns);
+        w.row({it->logits_name, "indexer", it->math, batch, positions, dims, 1, positions, 2.0 * dims * pairs,
+               pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t});
+        std::printf("%s decode batch %lld, %lld positions: %.1f us, %.1f TFLOP/s\n", it->logits_name,
+                    static_cast<long long>(batch), static_cast<long long>(positions), t.median_us,
+                    2.0 * dims * pairs / t.median_us / 1e6);
+      }
+      const TimingStats s =
+          time_kernel([&](int) { launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK); },
+                      kWarmup, kRuns);
+      w.row({"topk_select", "topk", "fp32", batch, positions, 1, 1, positions, 2.0 * pairs,
+             pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, s});
+      std::printf("  top-512 over %lld positions: %.1f us\n", static_cast<long long>(positions), s.median_us);
+      if (builds_pool) {
+        const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(batch * pool_blocks));
+        const TimingStats b =
+            time_kernel([&](int) { launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks); },
+                        kWarmup, kRuns);
+        w.row({"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1, positions,
+               2.0 * static_cast<double>(batch * blocks),
+               block_bytes + static_cast<double>(batch * pool_blocks) * 4.0, b});
+        const DeviceBuffer<float> pooled(static_cast<std::size_t>(batch * pool_slots));
+        const double pooled_pairs = static_cast<double>(batch * pool_slots);
+        for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+          const TimingStats r = time_kernel(
+              [&](int) {
+                it->pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(), batch, heads,
+                                positions, pool_blocks, true);
+              },
+              kWarmup, kRuns);
+          w.row({it->pool_logits_name, "indexer", it->math, batch, pool_slots, dims, 1, positions,
+                 2.0 * dims * pooled_pairs,
+                 pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0, r});
+          std::printf("  %s: %.1f us\n", it->pool_logits_name, r.median_us);
+        }
+        const TimingStats rs = time_kernel(
+            [&](int) { launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get()); },
+            kWarmup, kRuns);
+        w.row({"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
+               pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, rs});
+        std::printf("  pool top-2048 blocks %.1f us; reindex top-512 %.1f us\n", b.median_us, rs.median_us);
+      }
+      CUDA_CHECK(cudaGetLastError());
+    }
+  }
+  return 0;
+}
+
+// Prefill: a chunk of one sequence's queries against its keys. The kernel
+// model counts keys as read once per 64-query tile (DeepGEMM's mqa_logits);
+// the tensor-core path reads each key tile once per 4 queries and the FP32
+// baseline once per query (the rest from L2); the rows say what the model
+// counts, so the fit shows how far these kernels are from that.
+int measure_indexer_prefill(const RowWriter& w, bool quick) {
+  const std::vector<IndexerPath> paths = indexer_paths();
+  if (paths.empty()) return 1;
+  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
+  const std::vector<int64_t> chunks = quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 512};
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384, 65536};
+  for (const int64_t queries : chunks) {
+    for (const int64_t positions : contexts) {
+      const IndexerInputs in(1, queries, positions, 99 + static_cast<uint64_t>(positions));
+      const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
+      const double pairs = static_cast<double>(queries * positions);
+      for (const IndexerPath& path : paths) {
+        const TimingStats t = time_kernel(
+            [&](int) {
+              path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries, heads, positions,
+                          nullptr, false);
+            },
+            kWarmup, kRuns);
+        w.row({path.logits_name, "indexer", path.math, queries, positions, dims, 1, positions,
+               2.0 * dims * pairs, pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t});
+        std::printf("%s prefill %lld queries, %lld positions: %.1f us, %.1f TFLOP/s\n", path.logits_name,
+                    static_cast<long long>(queries), static_cast<long long>(positions), t.median_us,
+                    2.0 * dims * pairs / t.median_us / 1e6);
+      }
+      CUDA_CHECK(cudaGetLastError());
+    }
+  }
+  return 0;
+}
+
+}  // namespace v41sim::kernels

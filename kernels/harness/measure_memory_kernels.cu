@@ -1,0 +1,161 @@
+// The memory-bound kernels: MXFP4 KV quantize and dequantize, the ratio-2
+// compressor, the Engram host gather and the two mHC forms.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/checks/device_checks.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/common/gpu_timer.h"
+#include "kernels/common/v41_shapes.h"
+#include "kernels/compress/compress_pool.h"
+#include "kernels/engram/engram_gather.h"
+#include "kernels/harness/device_fill.h"
+#include "kernels/harness/measure_groups.h"
+#include "kernels/kv_quant/mxfp4_kv_cuda.h"
+#include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "kernels/mhc/mhc_mixing.h"
+
+namespace v41sim::kernels {
+
+int measure_mxfp4(const RowWriter& w, const Device& d, bool quick) {
+  if (!passes("mxfp4 kv", check_mxfp4_kv())) return 1;
+  const std::vector<int64_t> token_counts =
+      quick ? std::vector<int64_t>{4096, 262144}
+            : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144, 1048576};
+  for (const int64_t tokens : token_counts) {
+    const int64_t in_bytes = tokens * kDim * static_cast<int64_t>(sizeof(float));
+    const int64_t out_bytes = tokens * mxfp4_entry_bytes(kDim);
+    const int copies = rotation_for(in_bytes + out_bytes, d);
+    const auto kv = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto cache = rotated<uint8_t>(copies, static_cast<std::size_t>(out_bytes));
+    for (int i = 0; i < copies; ++i) fill_uniform(pick(kv, i), tokens * kDim, 10 + static_cast<uint64_t>(i));
+    const TimingStats q = time_kernel(
+        [&](int i) { launch_quantize_mxfp4_kv(pick(kv, i), pick(cache, i), tokens, kDim); }, kWarmup, kRuns);
+    const TimingStats dq =
+        time_kernel([&](int i) { launch_dequantize_mxfp4_kv(pick(cache, i), pick(kv, i), tokens, kDim); },
+                    kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double bytes = static_cast<double>(in_bytes + out_bytes);
+    const double values = static_cast<double>(tokens * kDim);
+    w.row({"mxfp4_kv_quantize", "elementwise", "fp32", tokens, kDim, 1, 1, 0, values * 4.0, bytes, q});
+    w.row({"mxfp4_kv_dequantize", "elementwise", "fp32", tokens, kDim, 1, 1, 0, values * 2.0, bytes, dq});
+    std::printf("mxfp4 kv %8lld tokens: quantize %.1f us (%.0f%% of copy), dequantize %.1f us (%.0f%%)\n",
+                static_cast<long long>(tokens), q.median_us,
+                100.0 * bytes / q.median_us / 1e3 / w.ceilings().copy_gbps, dq.median_us,
+                100.0 * bytes / dq.median_us / 1e3 / w.ceilings().copy_gbps);
+  }
+  return 0;
+}
+
+// Ratio-2 compressor: pool pairs of tokens and write MXFP4 entries.
+int measure_compress(const RowWriter& w, const Device& d, bool quick) {
+  if (!passes("compress", check_compress())) return 1;
+  const std::vector<int64_t> token_counts =
+      quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 65536, 524288};
+  for (const int64_t tokens : token_counts) {
+    const int64_t in_bytes = 2 * tokens * kDim * static_cast<int64_t>(sizeof(float));
+    const int64_t out_bytes = tokens / 2 * mxfp4_entry_bytes(kDim);
+    const int copies = rotation_for(in_bytes + out_bytes, d);
+    const auto kv = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto score = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto entries = rotated<uint8_t>(copies, static_cast<std::size_t>(out_bytes));
+    const DeviceBuffer<float> ape(static_cast<std::size_t>(2 * kDim));
+    for (int i = 0; i < copies; ++i) {
+      fill_uniform(pick(kv, i), tokens * kDim, 20 + static_cast<uint64_t>(i));
+      fill_uniform(pick(score, i), tokens * kDim, 40 + static_cast<uint64_t>(i));
+    }
+    fill_uniform(ape.get(), 2 * kDim, 60);
+    const TimingStats t = time_kernel(
+        [&](int i) {
+          launch_compress_ratio2(pick(kv, i), pick(score, i), ape.get(), pick(entries, i), tokens);
+        },
+        kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double bytes = static_cast<double>(in_bytes + out_bytes);
+    w.row({"compress_ratio2", "elementwise", "fp32", tokens / 2, kDim, 1, 1, 0,
+           static_cast<double>(tokens * kDim) * 8.0, bytes, t});
+    std::printf("compress ratio 2, %lld tokens: %.1f us (%.0f%% of copy)\n", static_cast<long long>(tokens),
+                t.median_us, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps);
+  }
+  return 0;
+}
+
+// Engram rows gathered from mapped pinned host memory (the host link's rate for 264-byte rows).
+int measure_engram(const RowWriter& w, bool quick) {
+  if (!passes("engram gather", check_engram())) return 1;
+  const int64_t table_rows = quick ? (1LL << 20) : (8LL << 20);  // 264 MB or 2.1 GB of pinned host memory
+  uint8_t* pinned = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&pinned, table_rows * kEngramRowBytes, cudaHostAllocMapped));
+  std::memset(pinned, 0x5a, table_rows * kEngramRowBytes);
+  uint8_t* mapped = nullptr;
+  CUDA_CHECK(cudaHostGetDevicePointer(&mapped, pinned, 0));
+  for (const int64_t count : {4096LL, 65536LL, 1048576LL}) {
+    std::vector<int64_t> rows(static_cast<std::size_t>(count));
+    std::mt19937_64 rng(61);
+    for (auto& r : rows) r = static_cast<int64_t>(rng() % static_cast<uint64_t>(table_rows));
+    const DeviceBuffer<int64_t> d_rows(rows);
+    const DeviceBuffer<uint8_t> d_out(static_cast<std::size_t>(count * kEngramRowBytes));
+    const TimingStats t =
+        time_kernel([&](int) { launch_engram_gather(mapped, d_rows.get(), d_out.get(), count); }, 2, 10);
+    CUDA_CHECK(cudaGetLastError());
+    const double bytes = static_cast<double>(count * kEngramRowBytes);
+    w.row({"engram_host_gather", "host_copy", "fp32", count, kEngramRowBytes, 1, 1, 0, 0, bytes, t});
+    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link\n",
+                static_cast<long long>(count), t.median_us, bytes / t.median_us / 1e3);
+  }
+  CUDA_CHECK(cudaFreeHost(pinned));
+  return 0;
+}
+
+// mHC: the three-kernel form against the single pass, same tokens, so the
+// traffic halving is measured rather than assumed.
+int measure_mhc(const RowWriter& w, bool quick) {
+  if (!passes("mhc", check_mhc())) return 1;
+  constexpr int64_t kHidden = kV41Hidden;
+  const std::vector<int64_t> token_counts =
+      quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 8192, 32768};
+  for (const int64_t tokens : token_counts) {
+    const auto streams = static_cast<std::size_t>(tokens * kStreams * kHidden);
+    const auto hidden = static_cast<std::size_t>(tokens * kHidden);
+    const auto coefficients = static_cast<std::size_t>(tokens * kCoefficients);
+    const DeviceBuffer<float> X(streams), Xo(streams), y(hidden), x_in(hidden), c(coefficients),
+        c_next(coefficients);
+    fill_uniform(X.get(), static_cast<int64_t>(streams), 70);
+    fill_uniform(y.get(), static_cast<int64_t>(hidden), 71);
+    launch_mhc_coefficients(X.get(), c.get(), tokens, kHidden);  // coefficients as the model makes them
+    const TimingStats three = time_kernel(
+        [&](int) {
+          launch_mhc_coefficients(X.get(), c_next.get(), tokens, kHidden);
+          launch_mhc_pre_mix(X.get(), c_next.get(), x_in.get(), tokens, kHidden);
+          launch_mhc_post_merge(X.get(), y.get(), c.get(), Xo.get(), tokens, kHidden);
+        },
+        kWarmup, kRuns);
+    const TimingStats fused = time_kernel(
+        [&](int) {
+          launch_mhc_fused(X.get(), y.get(), c.get(), Xo.get(), x_in.get(), c_next.get(), tokens, kHidden);
+        },
+        kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    const double h = static_cast<double>(hidden) * sizeof(float);
+    const double three_bytes = (4.0 * kStreams + 2.0) * h;  // as the simulator counts the three-kernel form
+    const double fused_bytes = (2.0 * kStreams + 2.0) * h;
+    w.row({"mhc_three_kernel", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, three_bytes,
+           three});
+    w.row({"mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, fused_bytes,
+           fused});
+    std::printf(
+        "mhc %lld tokens: three kernels %.1f us, single pass %.1f us (%.2fx; %.0f%% / %.0f%% of copy)\n",
+        static_cast<long long>(tokens), three.median_us, fused.median_us, three.median_us / fused.median_us,
+        100.0 * three_bytes / three.median_us / 1e3 / w.ceilings().copy_gbps,
+        100.0 * fused_bytes / fused.median_us / 1e3 / w.ceilings().copy_gbps);
+  }
+  return 0;
+}
+
+}  // namespace v41sim::kernels
