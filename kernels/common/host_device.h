@@ -7,3 +7,30 @@
 #else
 #define V41_HD inline
 #endif
+
+#include <cstdint>
+
+namespace v41sim::kernels {
+
+// A float's bits and back, on host and device alike.
+V41_HD uint32_t float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  uint32_t bits = 0;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  return bits;
+#endif
+}
+
+V41_HD float bits_float(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float x = 0;
+  __builtin_memcpy(&x, &bits, sizeof x);
+  return x;
+#endif
+}
+
+}  // namespace v41sim::kernels

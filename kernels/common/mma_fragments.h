@@ -23,26 +23,12 @@ inline constexpr int kK = 16;
 
 // BF16 as raw bits: round to nearest even from float, and back.
 V41_HD uint16_t to_bf16(float x) {
-  uint32_t bits = 0;
-#if defined(__CUDA_ARCH__)
-  bits = __float_as_uint(x);
-#else
-  __builtin_memcpy(&bits, &x, sizeof bits);
-#endif
+  const uint32_t bits = float_bits(x);
   if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0) return 0x7FC0;  // NaN stays NaN
   return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
-V41_HD float from_bf16(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float x = 0;
-  __builtin_memcpy(&x, &bits, sizeof x);
-  return x;
-#endif
-}
+V41_HD float from_bf16(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
 struct Lane {
   int group;  // lane / 4

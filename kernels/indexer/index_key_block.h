@@ -35,12 +35,7 @@ V41_HD float index_key_value(const uint8_t* entry, int i) {
 
 // Order-preserving map of a float to an unsigned key (larger float, larger key).
 V41_HD uint32_t ordered_bits(float x) {
-  uint32_t bits = 0;
-#if defined(__CUDA_ARCH__)
-  bits = __float_as_uint(x);
-#else
-  __builtin_memcpy(&bits, &x, sizeof bits);
-#endif
+  const uint32_t bits = float_bits(x);
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 

@@ -17,13 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool has_csv(const fs::path& dir) {
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() == ".csv") return true;
-  }
-  return false;
-}
-
 ValidationRow held_out_row(const Measurement& m, const std::string& gpu_stem, const KernelCostModel& model,
                            const std::string& label) {
   ValidationRow row;
@@ -49,19 +42,12 @@ ValidationRow held_out_row(const Measurement& m, const std::string& gpu_stem, co
 
 std::vector<ValidationRow> validate_held_out_measurements(const Catalog& catalog) {
   const fs::path root(catalog.data_dir());
-  const fs::path measurements = root / "validation" / "measurements";
   std::vector<ValidationRow> rows;
-  if (!fs::is_directory(measurements)) return rows;
-  std::vector<fs::path> dirs;
-  for (const auto& entry : fs::directory_iterator(measurements)) {
-    if (entry.is_directory() && has_csv(entry.path())) dirs.push_back(entry.path());
-  }
-  std::sort(dirs.begin(), dirs.end());
-  for (const fs::path& dir : dirs) {
-    const std::string stem = dir.filename().string();
+  for (const std::string& dir : measured_gpu_dirs(catalog.data_dir())) {
+    const std::string stem = fs::path(dir).filename().string();
     const fs::path calibration = root / "validation" / "calibration" / (stem + ".yaml");
     if (!fs::exists(calibration)) continue;  // not fitted yet: nothing was held out
-    const MeasurementSet set = load_measurements(dir.string());
+    const MeasurementSet set = load_measurements(dir);
     const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(stem));
     const CostParams params = load_cost_params_file(calibration.string());
     const KernelCostModel model(gpu, params, /*cuda_graph=*/false);

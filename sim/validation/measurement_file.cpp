@@ -179,4 +179,22 @@ MeasurementSet load_measurements(const std::string& dir) {
   return set;
 }
 
+std::vector<std::string> measured_gpu_dirs(const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(data_dir) / "validation" / "measurements";
+  std::vector<std::string> dirs;
+  if (!fs::is_directory(root)) return dirs;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (!entry.is_directory()) continue;
+    for (const auto& file : fs::directory_iterator(entry.path())) {
+      if (file.path().extension() == ".csv") {
+        dirs.push_back(entry.path().string());
+        break;
+      }
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
 }  // namespace v41sim

@@ -37,4 +37,8 @@ struct MeasurementSet {
 // column or a missing metadata field.
 MeasurementSet load_measurements(const std::string& dir);
 
+// The committed measurement folders under <data_dir>/validation/measurements/
+// that hold at least one .csv (one per GPU), sorted; empty when none.
+std::vector<std::string> measured_gpu_dirs(const std::string& data_dir);
+
 }  // namespace v41sim

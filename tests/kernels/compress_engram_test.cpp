@@ -9,13 +9,8 @@
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
-
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-#include "kernels/checks/device_checks.h"
-#include "kernels/common/cuda_device.h"
-#include "kernels/kv_quant/mxfp4_kv_cuda.h"
-#endif
 
 namespace v41sim::kernels {
 namespace {
@@ -61,18 +56,7 @@ TEST(EngramGather, CopiesTheRowsAskedFor) {
   EXPECT_EQ(kEngramRowBytes, v41.spec.cache(v41.spec.engram->row_cache).bytes);
 }
 
-TEST(CompressAndEngramCuda, MatchTheReferences) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernels were not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult compress = check_compress();
-  EXPECT_TRUE(compress.ok) << compress.detail;
-  const CheckResult engram = check_engram();
-  EXPECT_TRUE(engram.ok) << engram.detail;
-#endif
-}
+TEST(CompressAndEngramCuda, MatchTheReferences) { expect_device_checks({"compress", "engram"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

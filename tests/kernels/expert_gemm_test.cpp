@@ -8,13 +8,8 @@
 #include <random>
 
 #include "kernels/common/fp_codec.h"
+#include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
-
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-#include "kernels/checks/device_checks.h"
-#include "kernels/common/cuda_device.h"
-#include "kernels/kv_quant/mxfp4_kv_cuda.h"
-#endif
 
 namespace v41sim::kernels {
 namespace {
@@ -44,16 +39,7 @@ TEST(ExpertGemm, ReferenceComputesTheProduct) {
   }
 }
 
-TEST(ExpertGemmCuda, MatchesTheReference) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult expert_gemm = check_expert_gemm();
-  EXPECT_TRUE(expert_gemm.ok) << expert_gemm.detail;
-#endif
-}
+TEST(ExpertGemmCuda, MatchesTheReference) { expect_device_checks({"expert_gemm", "bf16_gemm"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

@@ -10,13 +10,8 @@
 #include "kernels/common/random_values.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_reference.h"
+#include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
-
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-#include "kernels/checks/device_checks.h"
-#include "kernels/common/cuda_device.h"
-#include "kernels/kv_quant/mxfp4_kv_cuda.h"
-#endif
 
 namespace v41sim::kernels {
 namespace {
@@ -139,30 +134,10 @@ TEST(CandidatePoolReference, ReindexScoresOnlyThePoolAndSelectsInsideIt) {
 }
 
 TEST(CandidatePoolCuda, MatchesTheReference) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult pool = check_candidate_pool();
-  EXPECT_TRUE(pool.ok) << pool.detail;
-  const CheckResult pool_mma = check_candidate_pool(IndexerMath::kTensorCores);
-  EXPECT_TRUE(pool_mma.ok) << "tensor cores: " << pool_mma.detail;
-#endif
+  expect_device_checks({"candidate_pool_fp32", "candidate_pool_tensor_cores"});
 }
 
-TEST(IndexerCuda, MatchesTheReference) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult indexer = check_indexer();
-  EXPECT_TRUE(indexer.ok) << indexer.detail;
-  const CheckResult indexer_mma = check_indexer(IndexerMath::kTensorCores);
-  EXPECT_TRUE(indexer_mma.ok) << "tensor cores: " << indexer_mma.detail;
-#endif
-}
+TEST(IndexerCuda, MatchesTheReference) { expect_device_checks({"indexer_fp32", "indexer_tensor_cores"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

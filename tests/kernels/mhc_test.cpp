@@ -7,12 +7,7 @@
 
 #include "kernels/common/random_values.h"
 #include "kernels/mhc/mhc_mixing.h"
-
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-#include "kernels/checks/device_checks.h"
-#include "kernels/common/cuda_device.h"
-#include "kernels/kv_quant/mxfp4_kv_cuda.h"
-#endif
+#include "tests/kernels/device_check_support.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -54,16 +49,7 @@ TEST(Mhc, SinglePassEqualsTheThreeKernelsComposed) {
   EXPECT_EQ(fused.next_input, mhc_pre_mix_reference(merged, next_c, tokens, hidden));
 }
 
-TEST(MhcCuda, SinglePassMatchesTheReference) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult mhc = check_mhc();
-  EXPECT_TRUE(mhc.ok) << mhc.detail;
-#endif
-}
+TEST(MhcCuda, SinglePassMatchesTheReference) { expect_device_checks({"mhc"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

@@ -8,13 +8,8 @@
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/random_values.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
-
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-#include "kernels/checks/device_checks.h"
-#include "kernels/common/cuda_device.h"
-#include "kernels/kv_quant/mxfp4_kv_cuda.h"
-#endif
 
 namespace v41sim::kernels {
 namespace {
@@ -84,16 +79,7 @@ TEST(Mxfp4KvReference, RejectsBadShapes) {
   EXPECT_THROW(quantize_mxfp4_kv_reference(std::vector<float>(24), 1, 24), std::invalid_argument);
 }
 
-TEST(Mxfp4KvCuda, MatchesTheReferenceBitForBit) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult mxfp4_kv = check_mxfp4_kv();
-  EXPECT_TRUE(mxfp4_kv.ok) << mxfp4_kv.detail;
-#endif
-}
+TEST(Mxfp4KvCuda, MatchesTheReferenceBitForBit) { expect_device_checks({"mxfp4_kv"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

@@ -6,13 +6,8 @@
 
 #include "kernels/attention/sparse_decode_reference.h"
 #include "kernels/common/v41_shapes.h"
+#include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
-
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-#include "kernels/checks/device_checks.h"
-#include "kernels/common/cuda_device.h"
-#include "kernels/kv_quant/mxfp4_kv_cuda.h"
-#endif
 
 namespace v41sim::kernels {
 namespace {
@@ -54,27 +49,9 @@ TEST(SparseDecode, TheSinkTakesMassButAddsNoValue) {
   EXPECT_LT(sunk_norm, 1e-6 * base_norm + 1e-9);
 }
 
-TEST(SparseDecodeCuda, MatchesTheReference) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult sparse_decode = check_sparse_decode();
-  EXPECT_TRUE(sparse_decode.ok) << sparse_decode.detail;
-#endif
-}
+TEST(SparseDecodeCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_fp32"}); }
 
-TEST(SparseDecodeMmaCuda, MatchesTheReference) {
-#ifndef V41SIM_HAVE_CUDA_KERNELS
-  GTEST_SKIP() << "built without a CUDA compiler; the kernel was not compiled";
-#else
-  std::string why;
-  if (!cuda_device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const CheckResult mma = check_sparse_decode_mma();
-  EXPECT_TRUE(mma.ok) << mma.detail;
-#endif
-}
+TEST(SparseDecodeMmaCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_tensor_cores"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

@@ -18,28 +18,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool has_csv(const fs::path& dir) {
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() == ".csv") return true;
-  }
-  return false;
-}
-
 TEST(CommittedCalibration, RecalibratingTheMeasurementsGivesTheSameFiles) {
   const fs::path root(V41SIM_SOURCE_DIR);
   const fs::path measurements = root / "validation" / "measurements";
   const CostParams priors =
       load_cost_params_file((root / "validation" / "calibration" / "defaults.yaml").string());
   int checked = 0;
-  for (const auto& entry : fs::directory_iterator(measurements)) {
-    if (!entry.is_directory() || !has_csv(entry.path())) continue;
-    const std::string gpu_stem = entry.path().filename().string();
+  for (const std::string& dir : measured_gpu_dirs(root.string())) {
+    const std::string gpu_stem = fs::path(dir).filename().string();
     SCOPED_TRACE(gpu_stem);
     const fs::path committed = root / "validation" / "calibration" / (gpu_stem + ".yaml");
     ASSERT_TRUE(fs::exists(committed))
-        << "measurements without a calibration: run v41sim calibrate --measurements "
-        << entry.path().string();
-    const MeasurementSet set = load_measurements(entry.path().string());
+        << "measurements without a calibration: run v41sim calibrate --measurements " << dir;
+    const MeasurementSet set = load_measurements(dir);
     const GpuProfile gpu = load_gpu_profile_file((root / "hw_profiles" / (gpu_stem + ".yaml")).string());
     std::stringstream text;
     text << std::ifstream(committed).rdbuf();
