@@ -33,6 +33,19 @@ std::vector<Kernel> sweep() {
   return kernels;
 }
 
+// A data folder of its own (GPU profiles linked, the priors copied), so a
+// test can commit calibrations and measurements without touching the repository's.
+std::filesystem::path scratch_data_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / name;
+  fs::remove_all(root);
+  fs::create_directories(root / "validation" / "calibration");
+  fs::create_directories(root / "validation" / "measurements");
+  fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / "hw_profiles", root / "hw_profiles");
+  fs::copy_file(kPriors, root / "validation" / "calibration" / "defaults.yaml");
+  return root;
+}
+
 // Writes what a GPU with known efficiencies would measure; `noise` scatters
 // each time by up to that fraction (a fixed pattern, like run-to-run spread).
 std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostParams& truth,
@@ -131,11 +144,7 @@ namespace {
 // architectures (Hopper -> Blackwell) with the wider assumed band.
 TEST(Calibration, TransfersWithBandsWidenedByTheDistance) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / "v41sim_transfer";
-  fs::remove_all(root);
-  fs::create_directories(root / "validation" / "calibration");
-  fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / "hw_profiles", root / "hw_profiles");
-  fs::copy_file(kPriors, root / "validation" / "calibration" / "defaults.yaml");
+  const fs::path root = scratch_data_dir("v41sim_transfer");
   const GpuProfile h200 = load_gpu_profile_file(testing::gpu_path("h200"));
   const CostParams priors = load_cost_params_file(kPriors);
   // Times scattered by up to 4%: the fit cannot absorb that, so the bands are not zero.
@@ -264,12 +273,7 @@ namespace {
 // out, each predicted with the GPU's committed calibration.
 TEST(HeldOutValidation, ReportsTheShapesTheFitHeldOut) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / "v41sim_held_out";
-  fs::remove_all(root);
-  fs::create_directories(root / "validation" / "calibration");
-  fs::create_directories(root / "validation" / "measurements");
-  fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / "hw_profiles", root / "hw_profiles");
-  fs::copy_file(kPriors, root / "validation" / "calibration" / "defaults.yaml");
+  const fs::path root = scratch_data_dir("v41sim_held_out");
   const Catalog catalog(root.string());
   EXPECT_TRUE(validate_held_out_measurements(catalog).empty());  // nothing measured yet
 
