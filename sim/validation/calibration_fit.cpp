@@ -199,6 +199,10 @@ double predicted_device_us(const KernelCostModel& model, const Measurement& m) {
   return model.time(m.kernel).busy_us;
 }
 
+bool is_fitted_class(KernelClass cls) {
+  return cls != KernelClass::kAllToAll && cls != KernelClass::kHostCopy;
+}
+
 bool is_baseline_row(const Measurement& m) {
   constexpr std::string_view kSuffix = "_baseline";
   return m.kernel.name.size() >= kSuffix.size() &&
@@ -213,6 +217,7 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile
   result.params = priors;
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto cls = static_cast<KernelClass>(i);
+    if (!is_fitted_class(cls)) continue;
     std::vector<const Measurement*> rows;
     for (const Measurement& m : measurements.rows) {
       if (m.kernel.kernel_class == cls && !is_baseline_row(m)) rows.push_back(&m);

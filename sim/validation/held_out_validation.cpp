@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <utility>
 
 #include "sim/cost/cost_params.h"
 #include "sim/cost/kernel_cost.h"
@@ -57,9 +58,9 @@ std::vector<ValidationRow> validate_held_out_measurements(const Catalog& catalog
         if (m.kernel.kernel_class == static_cast<KernelClass>(i) && !is_baseline_row(m))
           of_class.push_back(&m);
       }
-      for (const Measurement* m : split_rows(of_class).held_out) {
-        rows.push_back(held_out_row(*m, stem, model, params.label()));
-      }
+      // Fitted classes: the shapes the fit held out; link-timed classes: every shape.
+      if (is_fitted_class(static_cast<KernelClass>(i))) of_class = split_rows(std::move(of_class)).held_out;
+      for (const Measurement* m : of_class) rows.push_back(held_out_row(*m, stem, model, params.label()));
     }
   }
   return rows;

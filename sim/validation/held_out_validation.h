@@ -1,8 +1,9 @@
 // Our own held-out measurements as validation references: for every GPU with
 // committed measurements (validation/measurements/<gpu>/) and its fitted
 // calibration (validation/calibration/<gpu>.yaml), each shape the fit held
-// out (calibration_fit.h's split), predicted with that calibration against
-// what was measured. The tolerance is the calibration target: 5% per shape.
+// out (calibration_fit.h's split), and every shape of the link-timed classes
+// the fit leaves alone, predicted with that calibration against what was
+// measured. The tolerance is the calibration target: 5% per shape.
 #pragma once
 
 #include <vector>

@@ -106,6 +106,11 @@ Measurement read_row(const std::vector<std::string>& cells, const std::map<std::
   m.max_us = number_of("max_us");
   if (m.median_us <= 0) throw InputError(at("median_us"), "a measured time must be positive");
   if (columns.count("context")) m.context = count_of("context");
+  // A host copy's bytes are the bytes that cross the host link (the model times it there).
+  if (m.kernel.kernel_class == KernelClass::kHostCopy) {
+    m.kernel.link_bytes = m.kernel.hbm_bytes;
+    m.kernel.stream = Stream::kHostCopy;
+  }
   check_derived(columns, cells, "achieved_gbps", m.kernel.hbm_bytes / m.median_us / 1e3, at("achieved_gbps"));
   check_derived(columns, cells, "achieved_tflops", m.kernel.flops / m.median_us / 1e6, at("achieved_tflops"));
   return m;
