@@ -21,7 +21,7 @@
 
 namespace v41sim::kernels {
 
-// Runs first; writes the metadata and the three ceiling rows, and the
+// Runs first; writes the metadata and the four ceiling rows, and the
 // ceilings as metadata lines the parent hands to every later group.
 int measure_ceilings(int fd) {
   const Device d = query_device();
