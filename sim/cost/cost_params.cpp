@@ -65,10 +65,11 @@ std::optional<double> CostParams::error_band_pct(KernelClass kernel_class) const
 std::string CostParams::label() const {
   std::string out = status;
   if (extrapolation == Extrapolation::kSameArchitecture) {
-    out += " on " + extrapolated_from + ", extrapolated (same architecture)";
+    out += fmt::format(" on {}, extrapolated within the architecture (bands widened by {:g} points, assumed)",
+                       extrapolated_from, transfer.same_architecture_extra_pct.value());
   } else if (extrapolation == Extrapolation::kCrossArchitecture) {
-    out += " on " + extrapolated_from + ", extrapolated across architectures (bands widened by " +
-           fmt::format("{:g}", transfer.cross_architecture_extra_pct.value()) + " points, assumed)";
+    out += fmt::format(" on {}, extrapolated across architectures (bands widened by {:g} points, assumed)",
+                       extrapolated_from, transfer.cross_architecture_extra_pct.value());
   }
   if (held_out_mape_pct >= 0) out += fmt::format(", held-out MAPE up to {:.1f}%", held_out_mape_pct);
   return out + " (" + file + ")";
