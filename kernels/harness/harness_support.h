@@ -95,4 +95,16 @@ inline bool passes(const char* what, const CheckResult& check) {
   return false;
 }
 
+// Runs one shape's measurement. A library's refusal (cuBLASLt has no
+// algorithm for a shape) skips that shape, said on stderr, instead of ending
+// the whole group.
+template <typename Measure>
+void measure_shape(const std::string& what, Measure&& measure) {
+  try {
+    measure();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s; shape skipped\n", what.c_str(), e.what());
+  }
+}
+
 }  // namespace v41sim::kernels

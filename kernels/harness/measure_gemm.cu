@@ -41,25 +41,28 @@ int measure_gemm(const RowWriter& w, bool quick) {
     for (const Shape& s : {Shape{"expert_gate_up", 2 * kV41ExpertWidth, kV41Hidden},
                            Shape{"expert_down", kV41Hidden, kV41ExpertWidth}}) {
       const int64_t e = g.experts, m = g.rows;
-      const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(e * s.n * s.k)),
-          a(static_cast<std::size_t>(e * m * s.k));
-      const DeviceBuffer<float> d(static_cast<std::size_t>(e * m * s.n));
-      fill_e4m3(w8.get(), e * s.n * s.k, 80);
-      fill_e4m3(a.get(), e * m * s.k, 81);
-      const GemmPlan plan(GemmOperands::kFp8E4M3, w8.get(), a.get(), d.get(), scales.get(), scales.get() + 1,
-                          m, s.n, s.k, e);
-      const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
-      CUDA_CHECK(cudaGetLastError());
-      const double flops =
-          2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-      const double bytes =
-          static_cast<double>(e * (s.n * s.k + m * s.k)) + 4.0 * static_cast<double>(e * m * s.n);
-      w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t});
-      std::printf(
-          "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f GB/s\n",
-          s.name, static_cast<long long>(e), static_cast<long long>(m), static_cast<long long>(s.n),
-          static_cast<long long>(s.k), t.median_us, flops / t.median_us / 1e6,
-          100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops, bytes / t.median_us / 1e3);
+      measure_shape(std::string(s.name) + " " + std::to_string(e) + " x " + std::to_string(m), [&] {
+        const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(e * s.n * s.k)),
+            a(static_cast<std::size_t>(e * m * s.k));
+        const DeviceBuffer<float> d(static_cast<std::size_t>(e * m * s.n));
+        fill_e4m3(w8.get(), e * s.n * s.k, 80);
+        fill_e4m3(a.get(), e * m * s.k, 81);
+        const GemmPlan plan(GemmOperands::kFp8E4M3, w8.get(), a.get(), d.get(), scales.get(),
+                            scales.get() + 1, m, s.n, s.k, e);
+        const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+        CUDA_CHECK(cudaGetLastError());
+        const double flops =
+            2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+        const double bytes =
+            static_cast<double>(e * (s.n * s.k + m * s.k)) + 4.0 * static_cast<double>(e * m * s.n);
+        w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t});
+        std::printf(
+            "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f "
+            "GB/s\n",
+            s.name, static_cast<long long>(e), static_cast<long long>(m), static_cast<long long>(s.n),
+            static_cast<long long>(s.k), t.median_us, flops / t.median_us / 1e6,
+            100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops, bytes / t.median_us / 1e3);
+      });
     }
   }
   return 0;
@@ -104,32 +107,34 @@ int measure_dense_gemm(const RowWriter& w, bool quick) {
     const int64_t element = fp8 ? 1 : 2;
     for (const int64_t m : tokens) {
       if (m > s.max_tokens) continue;
-      const int64_t g = s.groups;
-      const DeviceBuffer<uint8_t> weights(static_cast<std::size_t>(g * s.n * s.k * element)),
-          a(static_cast<std::size_t>(g * m * s.k * element));
-      const DeviceBuffer<float> d(static_cast<std::size_t>(g * m * s.n));
-      if (fp8) {
-        fill_e4m3(weights.get(), g * s.n * s.k, 82);
-        fill_e4m3(a.get(), g * m * s.k, 83);
-      } else {
-        fill_bf16(reinterpret_cast<uint16_t*>(weights.get()), g * s.n * s.k, 84);
-        fill_bf16(reinterpret_cast<uint16_t*>(a.get()), g * m * s.k, 85);
-      }
-      const GemmPlan plan(s.operands, weights.get(), a.get(), d.get(), fp8 ? scales.get() : nullptr,
-                          fp8 ? scales.get() + 1 : nullptr, m, s.n, s.k, g);
-      const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
-      CUDA_CHECK(cudaGetLastError());
-      const double flops =
-          2.0 * static_cast<double>(g * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-      const double bytes =
-          static_cast<double>(g * (s.n * s.k + m * s.k) * element) + 4.0 * static_cast<double>(g * m * s.n);
-      const char* math = fp8 ? "fp8" : "bf16";
-      w.row({s.name, "gemm", math, m, s.n, s.k, g, 0, flops, bytes, t});
-      std::printf("%s %lldx%lldx%lld%s (%s): %.1f us, %.0f TFLOP/s (%.0f%% of dense %s), %.0f GB/s\n", s.name,
-                  static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  g > 1 ? (" x" + std::to_string(g)).c_str() : "", math, t.median_us,
-                  flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().for_math(math),
-                  math, bytes / t.median_us / 1e3);
+      measure_shape(std::string(s.name) + " m=" + std::to_string(m), [&] {
+        const int64_t g = s.groups;
+        const DeviceBuffer<uint8_t> weights(static_cast<std::size_t>(g * s.n * s.k * element)),
+            a(static_cast<std::size_t>(g * m * s.k * element));
+        const DeviceBuffer<float> d(static_cast<std::size_t>(g * m * s.n));
+        if (fp8) {
+          fill_e4m3(weights.get(), g * s.n * s.k, 82);
+          fill_e4m3(a.get(), g * m * s.k, 83);
+        } else {
+          fill_bf16(reinterpret_cast<uint16_t*>(weights.get()), g * s.n * s.k, 84);
+          fill_bf16(reinterpret_cast<uint16_t*>(a.get()), g * m * s.k, 85);
+        }
+        const GemmPlan plan(s.operands, weights.get(), a.get(), d.get(), fp8 ? scales.get() : nullptr,
+                            fp8 ? scales.get() + 1 : nullptr, m, s.n, s.k, g);
+        const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
+        CUDA_CHECK(cudaGetLastError());
+        const double flops =
+            2.0 * static_cast<double>(g * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+        const double bytes =
+            static_cast<double>(g * (s.n * s.k + m * s.k) * element) + 4.0 * static_cast<double>(g * m * s.n);
+        const char* math = fp8 ? "fp8" : "bf16";
+        w.row({s.name, "gemm", math, m, s.n, s.k, g, 0, flops, bytes, t});
+        std::printf(
+            "%s %lldx%lldx%lld%s (%s): %.1f us, %.0f TFLOP/s (%.0f%% of dense %s), %.0f GB/s\n", s.name,
+            static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+            g > 1 ? (" x" + std::to_string(g)).c_str() : "", math, t.median_us, flops / t.median_us / 1e6,
+            100.0 * flops / t.median_us / 1e6 / w.ceilings().for_math(math), math, bytes / t.median_us / 1e3);
+      });
     }
   }
   return 0;
