@@ -141,16 +141,17 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   return md + table.to_markdown();
 }
 
-// A short serving run of each bundled deployment under the agent workload.
+// A short serving run of each bundled deployment under one workload.
 std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                            nlohmann::json& json) {
+                            const std::string& workload_name, nlohmann::json& runs) {
   std::string md = fmt::format("## Serving {} under the {} workload ({:.0f} simulated s, seed {})\n\n",
-                               focus.spec.name, o.serving_workload, o.serving_seconds, o.seed);
-  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
+                               focus.spec.name, workload_name, o.serving_seconds, o.seed);
+  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(workload_name));
   Table table("Latency, throughput and cost per deployment",
               {"deployment", "GPUs", "finished", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)",
                "tokens/s/GPU in / out", "goodput", "$ per 1M output tokens"});
-  json["serving"] = nlohmann::json::array();
+  runs = nlohmann::json::array();
+  std::vector<std::string> kernel_models;
   for (const std::string& file : catalog.deployment_files()) {
     const DeploymentSpec d = load_deployment_file(file);
     const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(d.prefill.gpu), false);
@@ -158,6 +159,10 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
     ServingSimulation sim(focus, prefill.cost(), decode.cost(), d, workload, o.seed);
     const ServingResult r = sim.run(o.serving_seconds);
     const ServingCost cost = serving_cost(r, d, prefill.gpu(), decode.gpu());
+    for (const std::string& label : {prefill.cost().params().label(), decode.cost().params().label()}) {
+      if (std::find(kernel_models.begin(), kernel_models.end(), label) == kernel_models.end())
+        kernel_models.push_back(label);
+    }
     table.add_row(
         {d.name, std::to_string(r.gpus), fmt::format("{} of {}", r.finished, r.arrived),
          fmt::format("{:.0f} / {:.0f}", r.ttft_ms.p50, r.ttft_ms.p99),
@@ -165,16 +170,16 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
          fmt::format("{:.0f} / {:.0f}", r.input_tokens_per_s_per_gpu, r.output_tokens_per_s_per_gpu),
          fmt::format("{:.1f}%", 100 * r.goodput_fraction),
          cost.known ? fmt::format("${:.2f}", cost.usd_per_million_output) : "unknown"});
-    json["serving"].push_back({{"deployment", d.name},
-                               {"ttft_ms_p50", r.ttft_ms.p50},
-                               {"ttft_ms_p99", r.ttft_ms.p99},
-                               {"tpot_ms_p50", r.tpot_ms.p50},
-                               {"tpot_ms_p99", r.tpot_ms.p99},
-                               {"finished", r.finished},
-                               {"cost", cost_json(cost)}});
+    runs.push_back({{"deployment", d.name},
+                    {"ttft_ms_p50", r.ttft_ms.p50},
+                    {"ttft_ms_p99", r.ttft_ms.p99},
+                    {"tpot_ms_p50", r.tpot_ms.p50},
+                    {"tpot_ms_p99", r.tpot_ms.p99},
+                    {"finished", r.finished},
+                    {"cost", cost_json(cost)}});
   }
-  table.add_note("step times from the uncalibrated kernel model; traffic '" + workload.name + "' (" +
-                 workload.source + ")");
+  table.add_note("traffic '" + workload.name + "' (" + workload.source + ")");
+  for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
   table.add_note(
       "$ per 1M output tokens charges the whole deployment's cost to output tokens; GPU prices from "
       "each profile (unknown where no public price exists)");
@@ -280,7 +285,8 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += summary.to_markdown() + details;
 
   md += step_times_section(catalog, focus, gpus, o, json);
-  md += serving_section(catalog, focus, o, json);
+  md += serving_section(catalog, focus, o, o.serving_workload, json["serving"]);
+  md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 

@@ -21,6 +21,8 @@ struct StudyOptions {
   int64_t decode_batch = 32;
   std::vector<int64_t> step_contexts{8192, 131072, 1048576};
   std::string serving_workload = "agent_coding";
+  std::string long_context_workload =
+      "stress_1m";  // ~1M-token prompts: where context-parallel prefill matters
   double serving_seconds = 600;
   uint64_t seed = 1;
   SourcedValue reserve_fraction;
