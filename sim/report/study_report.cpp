@@ -186,7 +186,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   return md + table.to_markdown();
 }
 
-// How far the uncalibrated kernel model is from published kernel figures.
+// How far the kernel model is from published kernel figures and from our held-out measurements.
 std::string validation_section(const Catalog& catalog, const std::string& out_dir, nlohmann::json& json) {
   std::vector<ValidationRow> rows;
   for (const PublishedReference& reference : load_published_references(catalog)) {
