@@ -29,8 +29,10 @@ EventId Simulator::schedule_at(SimTime when, EventAction action) {
     free_slots_.pop_back();
     actions_[slot] = std::move(action);
   }
+  if (slot > kSlotMask) throw std::length_error("Simulator: more than 16.7M events pending");
+  if (next_id_ >> (64 - kSlotBits) != 0) throw std::length_error("Simulator: event ids exhausted");
   const EventId id = next_id_++;
-  heap_.push_back({when, id, slot});
+  heap_.push_back({when, (id << kSlotBits) | slot});
   std::push_heap(heap_.begin(), heap_.end(), Later{});
   return id;
 }
@@ -44,11 +46,11 @@ void Simulator::run_until(SimTime until) {
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const Entry entry = heap_.back();
     heap_.pop_back();
-    EventAction action = std::move(actions_[entry.action]);
-    free_slots_.push_back(entry.action);
+    EventAction action = std::move(actions_[entry.action()]);
+    free_slots_.push_back(entry.action());
     if (!cancelled_.empty()) {
-      const auto it = std::lower_bound(cancelled_.begin(), cancelled_.end(), entry.id);
-      if (it != cancelled_.end() && *it == entry.id) {
+      const auto it = std::lower_bound(cancelled_.begin(), cancelled_.end(), entry.id());
+      if (it != cancelled_.end() && *it == entry.id()) {
         cancelled_.erase(it);
         continue;
       }
