@@ -57,9 +57,11 @@ std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile
     const KernelCostModel cost(gpu, params, phase == Phase::kDecode);
     const StepGraph graph = build_step_graph(model, shape);
     const StepTiming timing = time_step(graph, cost);
-    rows.push_back({phase == Phase::kDecode ? "decode step, batch 32, context 128K, EP 8"
-                                            : "prefill of an 8K prompt, EP 8",
-                    timing.total_us, step_error_band(graph, timing, params)});
+    const std::string what =
+        phase == Phase::kDecode
+            ? fmt::format("decode step, batch {}, context {}, EP {}", shape.batch, shape.context, shape.ep)
+            : fmt::format("prefill of one {}-token prompt, EP {}", shape.context, shape.ep);
+    rows.push_back({what, timing.total_us, step_error_band(graph, timing, params)});
   }
   return rows;
 }

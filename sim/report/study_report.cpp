@@ -100,16 +100,10 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         const StepGraph graph = build_step_graph(focus, shape);
         const StepTiming t = time_step(graph, cost);
         const ErrorBand band = step_error_band(graph, t, cost.params());
-        const std::string band_text =
-            band.covered_share <= 0 ? "unknown"
-                                    : fmt::format("±{:.1f}%{}", band.pct,
-                                                  band.covered_share < 0.999
-                                                      ? fmt::format(" of {:.0f}%", 100.0 * band.covered_share)
-                                                      : "");
         // Prefill is reported per 1K prompt tokens so contexts compare.
         const double scale = phase == Phase::kPrefill ? 1000.0 / static_cast<double>(context) : 1.0;
         std::vector<std::string> row{gpu.name, std::to_string(context), phase_name(phase),
-                                     fmt::format("{:.1f} us", t.total_us * scale), band_text};
+                                     fmt::format("{:.1f} us", t.total_us * scale), band.describe()};
         const std::vector<ModeTime> by_mode = time_by_mode(t);
         double other = t.total_us;
         for (const std::string& mode : modes) {
@@ -134,9 +128,9 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
     }
   }
   for (const std::string& label : calibrations) table.add_note("kernel model on " + label);
-  table.add_note(std::string(kErrorBandMethod) +
-                 "; \"of N%\": the share of the time covered; unknown: no class calibrated (the efficiencies "
-                 "are published priors, not our measurements)");
+  table.add_note(
+      std::string(kErrorBandMethod) +
+      "; unknown: no class calibrated (the efficiencies are published priors, not our measurements)");
   table.add_note("decode uses CUDA-graph replay; EP communication is not overlapped with compute");
   return md + table.to_markdown();
 }
