@@ -1,5 +1,6 @@
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention/sparse_decode_cuda.h"
@@ -275,6 +276,40 @@ CheckResult check_expert_gemm() {
                 1e-3f);
 }
 
+// Our W4A8 kernel on each of its tilings (m = 5, 20, 130 rows per expert, 130
+// spanning two m-tiles), two experts per launch, against each expert's
+// reference. The weights' group scales span 2^20, beyond any single FP8
+// tensor scale, so a scale applied to the wrong column or group shows.
+CheckResult check_expert_gemm_w4a8() {
+  const int64_t experts = 2, n = 128;
+  for (const auto [m, k] : {std::pair<int64_t, int64_t>{5, 128}, {5, 384}, {20, 384}, {130, 384}}) {
+    std::vector<ExpertWeights> weights;
+    for (int64_t e = 0; e < experts; ++e) {
+      std::vector<float> values =
+          normal_values(static_cast<std::size_t>(n * k), 110 + static_cast<uint32_t>(e));
+      for (int64_t i = 0; i < n * k; ++i) {
+        const int64_t row = i / k, group = (i % k) / kWeightScaleGroup;
+        values[static_cast<std::size_t>(i)] *=
+            std::ldexp(1.0f, static_cast<int>((row + 3 * group + e) % 21) - 10);
+      }
+      weights.push_back(quantize_expert_weights(values, n, k));
+    }
+    std::vector<uint8_t> a;
+    for (float v : normal_values(static_cast<std::size_t>(experts * m * k), 120)) a.push_back(encode_e4m3(v));
+    std::vector<float> want;
+    for (int64_t e = 0; e < experts; ++e) {
+      const std::vector<uint8_t> slice(a.begin() + e * m * k, a.begin() + (e + 1) * m * k);
+      const std::vector<float> part =
+          expert_gemm_reference(slice, 0.5f, m, weights[static_cast<std::size_t>(e)]);
+      want.insert(want.end(), part.begin(), part.end());
+    }
+    const std::string what = "w4a8 expert gemm, m " + std::to_string(m) + ", k " + std::to_string(k);
+    const CheckResult r = within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights), want, 1e-5);
+    if (!r.ok) return r;
+  }
+  return {true, ""};
+}
+
 const std::vector<NamedCheck>& all_checks() {
   static const std::vector<NamedCheck> checks{
       {"mxfp4_kv", check_mxfp4_kv},
@@ -288,6 +323,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"engram", check_engram},
       {"mhc", check_mhc},
       {"expert_gemm", check_expert_gemm},
+      {"expert_gemm_w4a8", check_expert_gemm_w4a8},
       {"bf16_gemm", check_bf16_gemm},
   };
   return checks;

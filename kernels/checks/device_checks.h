@@ -25,6 +25,7 @@ CheckResult check_compress();
 CheckResult check_engram();
 CheckResult check_mhc();
 CheckResult check_expert_gemm();
+CheckResult check_expert_gemm_w4a8();
 CheckResult check_bf16_gemm();
 
 // Every check by name, in a fixed order (the harness's --checks runs them all).

@@ -80,4 +80,43 @@ V41_HD uint8_t encode_e8m0_ceil(float x) {
   return static_cast<uint8_t>(exponent + 127);
 }
 
+// E8M0 to float by its bits (no ldexpf: the expert GEMM decodes one per
+// accumulator pair per 32 weights). Codes 1..254 are normal floats; code 0 is
+// 2^-127, a float subnormal; 255 is NaN.
+V41_HD float e8m0_value(uint8_t code) {
+  if (code == 0) return bits_float(0x00400000u);
+  if (code == 0xFF) return bits_float(0x7FC00000u);
+  return bits_float(static_cast<uint32_t>(code) << 23);
+}
+
+// Bytes of (hi:lo) picked by the low 3 bits of each selector nibble: CUDA's
+// __byte_perm on the device, the same selection written out on the host.
+V41_HD uint32_t byte_select(uint32_t lo, uint32_t hi, uint32_t selector) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(lo, hi, selector & 0x7777u);
+#else
+  const uint64_t bytes = (static_cast<uint64_t>(hi) << 32) | lo;
+  uint32_t out = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t pick = (selector >> (4 * i)) & 0x7u;
+    out |= static_cast<uint32_t>((bytes >> (8 * pick)) & 0xFFu) << (8 * i);
+  }
+  return out;
+#endif
+}
+
+// Four E2M1 codes (nibble i = element i, low nibble first) widened to four
+// E4M3 codes (byte i = element i). Exact: every E2M1 value is an E4M3 value.
+// The magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 as E4M3 bytes, by 3-bit code:
+// 0x00 0x30 0x38 0x3C | 0x40 0x44 0x48 0x4C; the sign bit moves from bit 3 of
+// each nibble to bit 7 of its byte.
+V41_HD uint32_t widen_e2m1x4_to_e4m3x4(uint16_t nibbles) {
+  constexpr uint32_t kLow = 0x3C383000u, kHigh = 0x4C484440u;
+  const uint32_t x = nibbles;
+  const uint32_t magnitudes = byte_select(kLow, kHigh, x & 0x7777u);
+  const uint32_t signs =
+      ((x & 0x8u) << 4) | ((x & 0x80u) << 8) | ((x & 0x800u) << 12) | ((x & 0x8000u) << 16);
+  return magnitudes | signs;
+}
+
 }  // namespace v41sim::kernels

@@ -2,9 +2,11 @@
 // per-tensor scale) times FP4 e2m1 weights with an e8m0 scale per 32 along K
 // (MXFP4, 18.8 MB per expert), accumulated in FP32.
 //   a: m x k FP8 codes; w: n x k/2 packed FP4 + n x k/32 e8m0 scales; d: m x n float
-// The CUDA path widens the weights to FP8 (exact while the group scales of a
-// matrix span <= 2^8) and runs cuBLASLt's FP8 GEMM: on Hopper there is no
-// FP4 MMA, so this is how the FP4 experts run there.
+// Two CUDA paths: our W4A8 kernel keeps the weights FP4 in memory and widens
+// them in registers (what the simulator's grouped GEMM models); the cuBLASLt
+// path widens them to FP8 in memory first (exact while the group scales of a
+// matrix span <= 2^8) and runs cuBLASLt's FP8 GEMM, recorded as a baseline.
+// Hopper has no FP4 MMA, so FP4 experts run on FP8 tensor cores either way.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,24 @@ float expert_weight_value(const ExpertWeights& w, int64_t row, int64_t col);
 // d = a x w^T with a = codes x a_scale.
 std::vector<float> expert_gemm_reference(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                          const ExpertWeights& w);
+
+// FP8 x FP4 on the tensor cores with the weights kept as FP4 in memory (our
+// kernel: cuBLASLt has no such path on Hopper), a rank's experts in one
+// launch, m rows each. Device pointers; scales per tensor (activations) and
+// per 32 weights along k (e8m0). n a multiple of 64, k of 128, any m > 0.
+struct ExpertGemmW4A8 {
+  const uint8_t* activations;     // experts x m x k, e4m3
+  const uint8_t* packed_weights;  // experts x n x k/2, e2m1, low nibble first
+  const uint8_t* weight_scales;   // experts x n x k/32, e8m0
+  float* out;                     // experts x m x n
+  float activation_scale;
+  int64_t experts, m, n, k;
+};
+void run_expert_gemm_w4a8(const ExpertGemmW4A8& gemm);  // launches on the default stream
+
+// The same from host vectors (a is experts x m x k), for the checks.
+std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                         const std::vector<ExpertWeights>& experts);
 
 // CUDA + cuBLASLt; m, n, k multiples of 16.
 std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,

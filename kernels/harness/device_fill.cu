@@ -51,6 +51,16 @@ __global__ void fill_e4m3_kernel(uint8_t* out, int64_t count, uint64_t seed) {
   }
 }
 
+// Random bytes (any byte is a valid pair of E2M1 codes), or, with `scales`,
+// E8M0 codes of weight-sized scales 2^-10..2^-4.
+__global__ void fill_fp4_kernel(uint8_t* out, int64_t count, uint64_t seed, bool scales) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const uint64_t r = mix64(seed ^ static_cast<uint64_t>(i));
+    out[i] = scales ? static_cast<uint8_t>(117 + r % 7) : static_cast<uint8_t>(r);
+  }
+}
+
 // BF16 bits of uniform values in [-1, 1).
 __global__ void fill_bf16_kernel(uint16_t* out, int64_t count, uint64_t seed) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -74,6 +84,10 @@ void fill_index_keys(uint8_t* keys, int64_t count, uint64_t seed) {
 }
 void fill_e4m3(uint8_t* out, int64_t count, uint64_t seed) {
   fill_e4m3_kernel<<<fill_grid(count), 256>>>(out, count, seed);
+}
+void fill_mxfp4_weights(uint8_t* packed, uint8_t* scales, int64_t values, uint64_t seed) {
+  fill_fp4_kernel<<<fill_grid(values / 2), 256>>>(packed, values / 2, seed, false);
+  fill_fp4_kernel<<<fill_grid(values / 32), 256>>>(scales, values / 32, seed + 1, true);
 }
 void fill_bf16(uint16_t* out, int64_t count, uint64_t seed) {
   fill_bf16_kernel<<<fill_grid(count), 256>>>(out, count, seed);

@@ -1,5 +1,6 @@
-// GEMMs on cuBLASLt at V4.1's shapes: the experts of a rank as one batched
-// launch, and the dense FP8 and BF16 projections of a layer.
+// GEMMs at V4.1's shapes: the experts of a rank as one launch (our W4A8
+// kernel, and cuBLASLt on weights widened to FP8), and the dense FP8 and BF16
+// projections of a layer on cuBLASLt.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,19 +20,25 @@
 
 namespace v41sim::kernels {
 
-// Expert GEMMs (FP8 activations x MXFP4 weights widened to FP8 at load, on
-// cuBLASLt) at V4.1's shapes: a rank's experts as one batched launch with
-// uniform routing, as the simulator's grouped GEMM counts them (m rows per
-// expert, batch = experts). Decode: the 48 local experts of EP 8 with a few
-// rows each (padded to cuBLASLt's 16); prefill: fewer, fuller groups.
+// Expert GEMMs at V4.1's shapes, a rank's experts as one launch with uniform
+// routing, as the simulator's grouped GEMM counts them (m rows per expert,
+// batch = experts). Decode: the 48 local experts of EP 8 with a few rows each
+// (4 rows is a batch of 32 per rank: 32 x 8 ranks x top-6 / 384 experts);
+// prefill: fewer, fuller groups. Two kernels per shape:
+//  - our W4A8 kernel, FP4 weights read as FP4 (the rows the grouped_gemm
+//    class is fitted on: what the simulator models);
+//  - cuBLASLt's FP8 GEMM on weights widened to FP8 beforehand (the widening
+//    not timed; m a multiple of 16), recorded as "*_fp8_widened_baseline".
 int measure_gemm(const RowWriter& w, bool quick) {
-  if (!passes("expert gemm", check_expert_gemm())) return 1;
+  if (!passes("expert gemm w4a8", check_expert_gemm_w4a8()) || !passes("expert gemm", check_expert_gemm()))
+    return 1;
   struct Group {
     int64_t experts, rows;
   };
   const std::vector<Group> groups =
       quick ? std::vector<Group>{{48, 16}, {8, 512}}
-            : std::vector<Group>{{48, 16}, {48, 32}, {48, 64}, {48, 128}, {8, 512}, {8, 2048}, {1, 8192}};
+            : std::vector<Group>{{48, 4},   {48, 8},  {48, 16},  {48, 32}, {48, 64},
+                                 {48, 128}, {8, 512}, {8, 2048}, {1, 8192}};
   const DeviceBuffer<float> scales(std::vector<float>{1.0f, 1.0f});
   struct Shape {
     const char* name;
@@ -41,7 +48,36 @@ int measure_gemm(const RowWriter& w, bool quick) {
     for (const Shape& s : {Shape{"expert_gate_up", 2 * kV41ExpertWidth, kV41Hidden},
                            Shape{"expert_down", kV41Hidden, kV41ExpertWidth}}) {
       const int64_t e = g.experts, m = g.rows;
-      measure_shape(std::string(s.name) + " " + std::to_string(e) + " x " + std::to_string(m), [&] {
+      const double flops =
+          2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      const double activation_and_output_bytes =
+          static_cast<double>(e * m * s.k) + 4.0 * static_cast<double>(e * m * s.n);
+      const auto report = [&](const std::string& kernel, double bytes, const TimingStats& t) {
+        w.row({kernel, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t});
+        std::printf(
+            "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f "
+            "GB/s\n",
+            kernel.c_str(), static_cast<long long>(e), static_cast<long long>(m), static_cast<long long>(s.n),
+            static_cast<long long>(s.k), t.median_us, flops / t.median_us / 1e6,
+            100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops, bytes / t.median_us / 1e3);
+      };
+      const std::string what = std::string(s.name) + " " + std::to_string(e) + " x " + std::to_string(m);
+      measure_shape(what + " (w4a8)", [&] {
+        const DeviceBuffer<uint8_t> packed(static_cast<std::size_t>(e * s.n * s.k / 2)),
+            weight_scales(static_cast<std::size_t>(e * s.n * s.k / kWeightScaleGroup)),
+            a(static_cast<std::size_t>(e * m * s.k));
+        const DeviceBuffer<float> d(static_cast<std::size_t>(e * m * s.n));
+        fill_mxfp4_weights(packed.get(), weight_scales.get(), e * s.n * s.k, 86);
+        fill_e4m3(a.get(), e * m * s.k, 87);
+        const ExpertGemmW4A8 gemm{a.get(), packed.get(), weight_scales.get(), d.get(), 1.0f, e, m, s.n, s.k};
+        const TimingStats t = time_kernel([&](int) { run_expert_gemm_w4a8(gemm); }, kWarmup, kRuns);
+        CUDA_CHECK(cudaGetLastError());
+        const double weight_bytes =
+            static_cast<double>(e * s.n * s.k / 2) + static_cast<double>(e * s.n * s.k / kWeightScaleGroup);
+        report(s.name, weight_bytes + activation_and_output_bytes, t);
+      });
+      if (m % 16 != 0) continue;
+      measure_shape(what + " (cuBLASLt, weights widened to FP8)", [&] {
         const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(e * s.n * s.k)),
             a(static_cast<std::size_t>(e * m * s.k));
         const DeviceBuffer<float> d(static_cast<std::size_t>(e * m * s.n));
@@ -51,17 +87,8 @@ int measure_gemm(const RowWriter& w, bool quick) {
                             scales.get() + 1, m, s.n, s.k, e);
         const TimingStats t = time_kernel([&](int) { plan.run(); }, kWarmup, kRuns);
         CUDA_CHECK(cudaGetLastError());
-        const double flops =
-            2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-        const double bytes =
-            static_cast<double>(e * (s.n * s.k + m * s.k)) + 4.0 * static_cast<double>(e * m * s.n);
-        w.row({s.name, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t});
-        std::printf(
-            "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f "
-            "GB/s\n",
-            s.name, static_cast<long long>(e), static_cast<long long>(m), static_cast<long long>(s.n),
-            static_cast<long long>(s.k), t.median_us, flops / t.median_us / 1e6,
-            100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops, bytes / t.median_us / 1e3);
+        report(std::string(s.name) + "_fp8_widened_baseline",
+               static_cast<double>(e * s.n * s.k) + activation_and_output_bytes, t);
       });
     }
   }

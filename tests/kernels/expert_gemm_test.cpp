@@ -39,7 +39,9 @@ TEST(ExpertGemm, ReferenceComputesTheProduct) {
   }
 }
 
-TEST(ExpertGemmCuda, MatchesTheReference) { expect_device_checks({"expert_gemm", "bf16_gemm"}); }
+TEST(ExpertGemmCuda, MatchesTheReference) {
+  expect_device_checks({"expert_gemm", "expert_gemm_w4a8", "bf16_gemm"});
+}
 
 }  // namespace
 }  // namespace v41sim::kernels

@@ -1,0 +1,217 @@
+// Expert GEMM with FP4 weights read as FP4: FP8 E4M3 activations x MXFP4
+// weights (E2M1 + an E8M0 scale per 32 along K) on mma.sync.m16n8k32 (FP8
+// E4M3 operands, FP32 accumulators; sm_89 and later). Our own kernel, since
+// cuBLASLt offers no FP8 x FP4 path on Hopper: the cuBLASLt route widens the
+// weights to FP8 in memory first, which doubles the weight bytes a decode
+// step streams.
+//
+// Per CTA: one expert, BM activation rows x 64 weight rows, K in blocks of
+// 128 (four scale groups) through a cp.async pipeline of 2-4 stages. The
+// weights stay packed in shared memory; each lane widens the four codes of a
+// fragment register to E4M3 in registers (exact: E2M1 values are E4M3
+// values). One m16n8k32 step spans exactly one scale group, so each step's
+// partial product is scaled by its columns' group scales and added to the
+// FP32 accumulators (the promotion DeepGEMM does per 128 on Hopper): exact
+// for any scales, where a single FP8 tensor scale is exact only while the
+// group scales of a matrix lie within 2^8 of each other.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/common/cp_async.cuh"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/common/mma_fragments_e4m3.h"
+#include "kernels/common/mma_sync.cuh"
+#include "kernels/gemm/expert_gemm.h"
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kBlockK = 128;  // K per pipeline stage: four scale groups of 32
+constexpr int kBlockN = 64;   // weight rows per CTA
+constexpr int kGroupsPerBlock = kBlockK / kWeightScaleGroup;
+static_assert(kGroupsPerBlock * mma::e4m3::kK == kBlockK, "one mma k-step per scale group");
+
+// Warp grid, mma tiles per warp and pipeline depth; strides padded so the
+// fragment loads of a warp hit 32 distinct banks (A rows 144 B, packed
+// weight rows 80 B) and stay 16-byte aligned for cp.async.
+template <int kWarpsM, int kWarpsN, int kTilesM, int kTilesN, int kStages, int kMinBlocksPerSm>
+struct Tiling {
+  static constexpr int warps_n = kWarpsN, tiles_m = kTilesM, tiles_n = kTilesN, stages = kStages,
+                       min_blocks_per_sm = kMinBlocksPerSm;
+  static constexpr int threads = 32 * kWarpsM * kWarpsN;
+  static constexpr int block_m = kWarpsM * kTilesM * mma::kM;
+  static constexpr int a_stride = kBlockK + 16;
+  static constexpr int w_stride = kBlockK / 2 + 16;
+  static constexpr int a_bytes = block_m * a_stride;
+  static constexpr int w_bytes = kBlockN * w_stride;
+  static constexpr int s_bytes = kBlockN * kGroupsPerBlock;
+  static constexpr int stage_bytes = a_bytes + w_bytes + s_bytes;
+  static_assert(kWarpsN * kTilesN * mma::kN == kBlockN, "warps tile the CTA's weight rows");
+  static_assert(a_bytes % 16 == 0 && w_bytes % 16 == 0 && stage_bytes % 16 == 0, "16-byte aligned arrays");
+  static_assert(stage_bytes * kStages <= 48 * 1024, "static shared memory");
+};
+// Decode: a few rows per expert, deep pipelines and several CTAs per SM to
+// keep weight bytes in flight; prefill: fuller tiles, fewer stages.
+using Rows16 = Tiling<1, 4, 1, 2, 4, 4>;
+using Rows64 = Tiling<2, 2, 2, 4, 3, 2>;
+using Rows128 = Tiling<2, 2, 4, 4, 2, 1>;
+
+// Issues the copies of k-block kb into one stage: activation rows past m are
+// zero-filled, never read.
+template <class T>
+__device__ void load_stage(const ExpertGemmW4A8& g, int64_t expert, int64_t row0, int64_t n0, int64_t kb,
+                           uint8_t* stage) {
+  uint8_t* a_s = stage;
+  uint8_t* w_s = stage + T::a_bytes;
+  uint8_t* s_s = w_s + T::w_bytes;
+  const uint8_t* a = g.activations + expert * g.m * g.k + kb * kBlockK;
+  for (int c = static_cast<int>(threadIdx.x); c < T::block_m * (kBlockK / 16); c += T::threads) {
+    const int r = c / (kBlockK / 16), col = (c % (kBlockK / 16)) * 16;
+    const bool valid = row0 + r < g.m;
+    cp_async_16(a_s + r * T::a_stride + col, a + (valid ? row0 + r : 0) * g.k + col, valid);
+  }
+  const uint8_t* w = g.packed_weights + (expert * g.n + n0) * (g.k / 2) + kb * (kBlockK / 2);
+  for (int c = static_cast<int>(threadIdx.x); c < kBlockN * (kBlockK / 32); c += T::threads) {
+    const int r = c / (kBlockK / 32), col = (c % (kBlockK / 32)) * 16;
+    cp_async_16(w_s + r * T::w_stride + col, w + r * (g.k / 2) + col, true);
+  }
+  const int64_t scale_row = g.k / kWeightScaleGroup;
+  const uint8_t* s = g.weight_scales + (expert * g.n + n0) * scale_row + kb * kGroupsPerBlock;
+  for (int r = static_cast<int>(threadIdx.x); r < kBlockN; r += T::threads)
+    cp_async_4(s_s + r * kGroupsPerBlock, s + r * scale_row);
+}
+
+// One stage's four k32 steps for a warp's tiles_m x tiles_n mma tiles, each
+// step's partial sums promoted into acc with their columns' group scales.
+template <class T>
+__device__ void compute_stage(const uint8_t* stage, int warp_m, int warp_n, mma::Lane l,
+                              float (&acc)[T::tiles_m][T::tiles_n][4]) {
+  const uint8_t* a_s = stage;
+  const uint8_t* w_s = stage + T::a_bytes;
+  const uint8_t* s_s = w_s + T::w_bytes;
+#pragma unroll
+  for (int group = 0; group < kGroupsPerBlock; ++group) {
+    const int k0 = group * mma::e4m3::kK;
+    uint32_t a[T::tiles_m][4];
+#pragma unroll
+    for (int mt = 0; mt < T::tiles_m; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        a[mt][r] = mma::e4m3::load_a(a_s, T::a_stride, (warp_m * T::tiles_m + mt) * mma::kM, k0, l, r);
+    }
+#pragma unroll
+    for (int nt = 0; nt < T::tiles_n; ++nt) {
+      const int n0 = (warp_n * T::tiles_n + nt) * mma::kN;
+      const uint32_t b[2] = {mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 0),
+                             mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 1)};
+      const float scale_even = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 0);
+      const float scale_odd = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 1);
+#pragma unroll
+      for (int mt = 0; mt < T::tiles_m; ++mt) {
+        float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        mma::mma_e4m3_16832(partial, a[mt], b);
+        acc[mt][nt][0] += partial[0] * scale_even;  // c_col(l, 0) and c_col(l, 2) are even columns
+        acc[mt][nt][1] += partial[1] * scale_odd;
+        acc[mt][nt][2] += partial[2] * scale_even;
+        acc[mt][nt][3] += partial[3] * scale_odd;
+      }
+    }
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(T::threads, T::min_blocks_per_sm)
+    expert_gemm_w4a8_kernel(ExpertGemmW4A8 g) {
+  __shared__ __align__(16) uint8_t smem[T::stages * T::stage_bytes];
+  const int64_t row0 =
+      static_cast<int64_t>(blockIdx.x) * T::block_m;  // m-tiles fastest: neighbours share weights in L2
+  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kBlockN;
+  const int64_t expert = blockIdx.z;
+  const int64_t blocks = g.k / kBlockK;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int warp_m = warp / T::warps_n, warp_n = warp % T::warps_n;
+  const mma::Lane l = mma::lane_of(static_cast<int>(threadIdx.x) % 32);
+
+  // Prologue: stages - 1 blocks in flight. Every iteration commits one group
+  // (empty past the end), so "at most stages - 2 pending" always means the
+  // block about to be used has landed.
+#pragma unroll
+  for (int s = 0; s < T::stages - 1; ++s) {
+    if (s < blocks) load_stage<T>(g, expert, row0, n0, s, smem + s * T::stage_bytes);
+    cp_async_commit();
+  }
+  float acc[T::tiles_m][T::tiles_n][4] = {};
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    cp_async_wait<T::stages - 2>();
+    __syncthreads();  // block kb visible to all; block kb - 1's stage free to overwrite
+    const int64_t next = kb + T::stages - 1;
+    if (next < blocks) load_stage<T>(g, expert, row0, n0, next, smem + (next % T::stages) * T::stage_bytes);
+    cp_async_commit();
+    compute_stage<T>(smem + (kb % T::stages) * T::stage_bytes, warp_m, warp_n, l, acc);
+  }
+
+  float* d = g.out + expert * g.m * g.n;
+#pragma unroll
+  for (int mt = 0; mt < T::tiles_m; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < T::tiles_n; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int64_t row = row0 + (warp_m * T::tiles_m + mt) * mma::kM + mma::c_row(l, i);
+        const int64_t col = n0 + (warp_n * T::tiles_n + nt) * mma::kN + mma::c_col(l, i);
+        if (row < g.m) d[row * g.n + col] = acc[mt][nt][i] * g.activation_scale;
+      }
+    }
+  }
+}
+
+template <class T>
+void launch(const ExpertGemmW4A8& g) {
+  const dim3 grid(static_cast<unsigned>((g.m + T::block_m - 1) / T::block_m),
+                  static_cast<unsigned>(g.n / kBlockN), static_cast<unsigned>(g.experts));
+  expert_gemm_w4a8_kernel<T><<<grid, T::threads>>>(g);
+}
+
+}  // namespace
+
+void run_expert_gemm_w4a8(const ExpertGemmW4A8& g) {
+  if (g.experts <= 0 || g.experts > 65535 || g.m <= 0 || g.n <= 0 || g.n % kBlockN != 0 || g.k <= 0 ||
+      g.k % kBlockK != 0 || g.n / kBlockN > 65535) {
+    throw std::invalid_argument(
+        "expert gemm w4a8: needs 1-65535 experts, m > 0, n a multiple of 64, k of 128");
+  }
+  if (g.m <= Rows16::block_m) {
+    launch<Rows16>(g);
+  } else if (g.m <= Rows64::block_m) {
+    launch<Rows64>(g);
+  } else {
+    launch<Rows128>(g);
+  }
+  CUDA_CHECK(cudaGetLastError());
+}
+
+std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                         const std::vector<ExpertWeights>& experts) {
+  if (experts.empty()) throw std::invalid_argument("expert gemm w4a8: no experts");
+  const int64_t n = experts.front().n, k = experts.front().k;
+  const auto count = static_cast<int64_t>(experts.size());
+  if (static_cast<int64_t>(a.size()) != count * m * k)
+    throw std::invalid_argument("expert gemm w4a8: activations are experts x m x k");
+  std::vector<uint8_t> packed, scales;
+  for (const ExpertWeights& w : experts) {
+    if (w.n != n || w.k != k)
+      throw std::invalid_argument("expert gemm w4a8: a group's experts share one shape");
+    packed.insert(packed.end(), w.packed.begin(), w.packed.end());
+    scales.insert(scales.end(), w.scales.begin(), w.scales.end());
+  }
+  const DeviceBuffer<uint8_t> d_a(a), d_packed(packed), d_scales(scales);
+  const DeviceBuffer<float> d_out(static_cast<std::size_t>(count * m * n));
+  run_expert_gemm_w4a8({d_a.get(), d_packed.get(), d_scales.get(), d_out.get(), a_scale, count, m, n, k});
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return d_out.download(static_cast<std::size_t>(count * m * n));
+}
+
+}  // namespace v41sim::kernels
