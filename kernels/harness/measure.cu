@@ -162,6 +162,7 @@ int run(const Options& o) {
   c.fp8_dense_tflops = metadata_number(ceilings.text, "fp8_dense_tflops");
   c.bf16_dense_tflops = metadata_number(ceilings.text, "bf16_dense_tflops");
   c.fp32_fma_tflops = metadata_number(ceilings.text, "fp32_fma_tflops");
+  c.host_to_device_gbps = metadata_number(ceilings.text, "host_to_device_gbps");
   std::string metadata, rows, failed;
   auto split = [&](const std::string& text) {
     std::istringstream lines(text);

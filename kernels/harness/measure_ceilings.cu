@@ -21,7 +21,7 @@
 
 namespace v41sim::kernels {
 
-// Runs first; writes the metadata and the four ceiling rows, and the
+// Runs first; writes the metadata and the five ceiling rows, and the
 // ceilings as metadata lines the parent hands to every later group.
 int measure_ceilings(int fd) {
   const Device d = query_device();
@@ -36,6 +36,19 @@ int measure_ceilings(int fd) {
   const TimingStats copy =
       time_kernel([&](int) { launch_copy(in.get(), out.get(), bytes / 16, d.sms); }, kWarmup, kRuns);
   c.copy_gbps = 2.0 * static_cast<double>(bytes) / copy.median_us / 1e3;
+
+  // The host link: one 1 GiB copy from pinned host memory (what Engram rows cross).
+  uint8_t* pinned = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&pinned, static_cast<std::size_t>(bytes), cudaHostAllocDefault));
+  std::memset(pinned, 0x5a, static_cast<std::size_t>(bytes));
+  const TimingStats host = time_kernel(
+      [&](int) {
+        CUDA_CHECK(
+            cudaMemcpyAsync(out.get(), pinned, static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice));
+      },
+      2, 10);
+  CUDA_CHECK(cudaFreeHost(pinned));
+  c.host_to_device_gbps = static_cast<double>(bytes) / host.median_us / 1e3;
 
   const DeviceBuffer<float> sink(1);
   const TimingStats fma = time_kernel([&](int) { launch_fma_chains(sink.get(), d.sms); }, kWarmup, kRuns);
@@ -68,16 +81,22 @@ int measure_ceilings(int fd) {
   w.meta("bf16_dense_tflops", text);
   std::snprintf(text, sizeof text, "%.2f", c.fp32_fma_tflops);
   w.meta("fp32_fma_tflops", text);
+  std::snprintf(text, sizeof text, "%.1f", c.host_to_device_gbps);
+  w.meta("host_to_device_gbps", text);
   const RowWriter rows(fd, c);
   rows.row({"device_copy", "elementwise", "fp32", bytes / 4096, 4096, 1, 1, 0, 0, 2.0 * bytes, copy});
+  rows.row({"host_to_device_copy", "host_copy", "fp32", bytes / 4096, 4096, 1, 1, 0, 0,
+            static_cast<double>(bytes), host});
   rows.row({"fp32_fma_chains", "elementwise", "fp32", 1, 1, 1, 1, 0, fma_chain_flops(d.sms), 0, fma});
   rows.row(
       {"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops, 3.0 * static_cast<double>(n * n), gemm});
   rows.row({"dense_bf16_gemm", "gemm", "bf16", n, n, n, 1, 0, gemm_flops, 4.0 * static_cast<double>(n * n),
             gemm16});
   std::printf(
-      "%s: %d SMs; copy %.0f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s, BF16 GEMM %.0f TFLOP/s\n",
-      d.props.name, d.sms, c.copy_gbps, c.fp32_fma_tflops, c.fp8_dense_tflops, c.bf16_dense_tflops);
+      "%s: %d SMs; copy %.0f GB/s, host to device %.1f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s, "
+      "BF16 GEMM %.0f TFLOP/s\n",
+      d.props.name, d.sms, c.copy_gbps, c.host_to_device_gbps, c.fp32_fma_tflops, c.fp8_dense_tflops,
+      c.bf16_dense_tflops);
   return 0;
 }
 

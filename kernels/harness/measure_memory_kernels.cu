@@ -106,8 +106,9 @@ int measure_engram(const RowWriter& w, bool quick) {
     CUDA_CHECK(cudaGetLastError());
     const double bytes = static_cast<double>(count * kEngramRowBytes);
     w.row({"engram_host_gather", "host_copy", "fp32", count, kEngramRowBytes, 1, 1, 0, 0, bytes, t});
-    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link\n",
-                static_cast<long long>(count), t.median_us, bytes / t.median_us / 1e3);
+    std::printf("engram gather %lld rows: %.1f us, %.1f GB/s over the host link (%.0f%% of a pinned copy)\n",
+                static_cast<long long>(count), t.median_us, bytes / t.median_us / 1e3,
+                100.0 * bytes / t.median_us / 1e3 / w.ceilings().host_to_device_gbps);
   }
   CUDA_CHECK(cudaFreeHost(pinned));
   return 0;
