@@ -41,9 +41,7 @@ BENCHMARK(BM_MemoryFit)->Unit(benchmark::kNanosecond);
 void BM_Step(benchmark::State& state, v41sim::Phase phase, int64_t batch) {
   const v41sim::ModelAnalysis model = v41sim::analyze_model(v41sim::load_model_file(kModel));
   const v41sim::GpuProfile gpu = v41sim::load_gpu_profile_file(kGpu);
-  const v41sim::KernelCostModel cost(
-      gpu, v41sim::load_calibration(v41sim::choose_calibration(V41SIM_SOURCE_DIR, "h200", gpu.architecture)),
-      true);
+  const v41sim::KernelCostModel cost(gpu, v41sim::load_calibration_for(V41SIM_SOURCE_DIR, gpu, "h200"), true);
   v41sim::StepShape shape;
   shape.phase = phase;
   shape.batch = batch;

@@ -62,6 +62,12 @@ std::optional<double> CostParams::error_band_pct(KernelClass kernel_class) const
   return std::nullopt;
 }
 
+double CostParams::compute_efficiency(KernelClass kernel_class, MathType math) const {
+  const double measured = of(kernel_class).compute_efficiency.value();
+  if (!per_sm_rate_ratio) return measured;
+  return transfer_compute_efficiency(measured, per_sm_rate_ratio->for_math(math));
+}
+
 std::string CostParams::label() const {
   std::string out = status;
   if (extrapolation == Extrapolation::kSameArchitecture) {
@@ -72,14 +78,20 @@ std::string CostParams::label() const {
                        extrapolated_from, transfer.cross_architecture_extra_pct.value());
   }
   if (held_out_mape_pct >= 0) out += fmt::format(", held-out MAPE up to {:.1f}%", held_out_mape_pct);
+  if (per_sm_rate_ratio) {
+    out += fmt::format(
+        ", compute efficiencies carried from {} at {:.2f}x its FP8 and {:.2f}x its BF16 tensor rate per SM "
+        "(assumed: non-tensor time per SM unchanged)",
+        per_sm_rate_ratio->reference_gpu, per_sm_rate_ratio->fp8, per_sm_rate_ratio->bf16);
+  }
   return out + " (" + file + ")";
 }
 
 CostParams load_cost_params_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only({"status", "source", "held_out_mape_pct", "launch_overhead_us", "graph_replay_overhead_us",
-                    "sm_bandwidth_multiple", "l2_bandwidth_multiple", "l2_resident_fraction",
-                    "split_to_fill_sms", "links", "transfer", "classes"});
+  root.expect_only({"status", "source", "efficiencies_measured_on", "held_out_mape_pct", "launch_overhead_us",
+                    "graph_replay_overhead_us", "sm_bandwidth_multiple", "l2_bandwidth_multiple",
+                    "l2_resident_fraction", "split_to_fill_sms", "links", "transfer", "classes"});
   CostParams p;
   p.file = path;
   p.status = root.required("status").as_string();
@@ -87,6 +99,10 @@ CostParams load_cost_params_file(const std::string& path) {
     root.required("status").fail("expected uncalibrated or calibrated");
   }
   p.source = root.required("source").as_string();
+  if (const auto on = root.optional("efficiencies_measured_on")) {
+    p.efficiencies_measured_on = on->as_string();
+    p.efficiencies_measured_on_at = on->location();
+  }
   if (p.status == "calibrated")
     p.held_out_mape_pct = root.required("held_out_mape_pct").as_non_negative_double();
   p.launch_overhead_us = read_sourced_value(root.required("launch_overhead_us"));
@@ -143,6 +159,26 @@ CostParams load_calibration(const CalibrationChoice& choice) {
   CostParams params = load_cost_params_file(choice.path);
   params.extrapolated_from = choice.extrapolated_from;
   params.extrapolation = choice.extrapolation;
+  return params;
+}
+
+CostParams load_calibration_for(const std::string& data_dir, const GpuProfile& gpu,
+                                const std::string& gpu_stem) {
+  namespace fs = std::filesystem;
+  const CalibrationChoice choice = choose_calibration(data_dir, gpu_stem, gpu.architecture);
+  CostParams params = load_calibration(choice);
+  const bool own = choice.extrapolation == Extrapolation::kNone && params.status == "calibrated";
+  const std::string reference =
+      own ? ""
+          : (choice.extrapolated_from.empty() ? params.efficiencies_measured_on : choice.extrapolated_from);
+  if (reference.empty() || reference == gpu_stem) return params;
+  const fs::path profile = fs::path(data_dir) / "hw_profiles" / (reference + ".yaml");
+  if (!fs::exists(profile)) {
+    throw InputError(
+        params.efficiencies_measured_on_at,
+        "efficiencies_measured_on names no GPU profile: expected a file stem under hw_profiles/");
+  }
+  params.per_sm_rate_ratio = per_sm_rate_ratio(gpu, load_gpu_profile_file(profile.string()), reference);
   return params;
 }
 

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "sim/common/sourced_value.h"
+#include "sim/cost/rate_transfer.h"
 #include "sim/graph/kernel.h"
+#include "sim/hw/gpu_profile.h"
 
 namespace v41sim {
 
@@ -53,6 +55,12 @@ struct CostParams {
   double held_out_mape_pct = -1;  // calibrated files: the worst class's held-out MAPE
   std::string extrapolated_from;  // set when another GPU's calibration is transferred
   Extrapolation extrapolation = Extrapolation::kNone;
+  // The GPU the priors' efficiencies were published on (defaults.yaml), and where that field is.
+  std::string efficiencies_measured_on;
+  InputLocation efficiencies_measured_on_at;
+  // Set where the efficiencies come from a GPU of this architecture with other
+  // per-SM tensor rates (rate_transfer.h): compute efficiencies are carried over.
+  std::optional<PerSmRateRatio> per_sm_rate_ratio;
   TransferRule transfer;
   SourcedValue launch_overhead_us;
   SourcedValue graph_replay_overhead_us;
@@ -66,6 +74,8 @@ struct CostParams {
   const ClassCost& of(KernelClass kernel_class) const {
     return classes[static_cast<std::size_t>(kernel_class)];
   }
+  // The class's achieved fraction of the tensor (or vector) rate for `math` on this GPU.
+  double compute_efficiency(KernelClass kernel_class, MathType math) const;
   std::string label() const;  // "uncalibrated (validation/calibration/defaults.yaml)"
   // The class's error band at 90% (percent) on this GPU, the transfer's
   // widening included; nullopt where the class is not calibrated.
@@ -86,5 +96,12 @@ struct CalibrationChoice {
 CalibrationChoice choose_calibration(const std::string& data_dir, const std::string& gpu_stem,
                                      const std::string& architecture);
 CostParams load_calibration(const CalibrationChoice& choice);
+
+// The calibration a GPU uses (choose_calibration, load_calibration), with its
+// compute efficiencies carried over by per-SM tensor rate where they were
+// measured on another GPU of the same architecture (the priors' reference GPU,
+// or the GPU a calibration is extrapolated from).
+CostParams load_calibration_for(const std::string& data_dir, const GpuProfile& gpu,
+                                const std::string& gpu_stem);
 
 }  // namespace v41sim

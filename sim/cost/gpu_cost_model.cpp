@@ -9,9 +9,7 @@ namespace v41sim {
 
 GpuCostModel::GpuCostModel(const std::string& data_dir, const std::string& gpu_file, bool cuda_graph)
     : gpu_(load_gpu_profile_file(gpu_file)),
-      cost_(gpu_,
-            load_calibration(choose_calibration(data_dir, std::filesystem::path(gpu_file).stem().string(),
-                                                gpu_.architecture)),
+      cost_(gpu_, load_calibration_for(data_dir, gpu_, std::filesystem::path(gpu_file).stem().string()),
             cuda_graph) {}
 
 }  // namespace v41sim

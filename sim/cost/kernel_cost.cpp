@@ -95,7 +95,8 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   t.tiles = std::max<int64_t>(1, tiles);
   t.waves = ceil_div(t.tiles, sms);
 
-  const double rate = tensor_rate(k.math, &t.math_fallback) * cls.compute_efficiency.value();
+  const double rate =
+      tensor_rate(k.math, &t.math_fallback) * params_.compute_efficiency(k.kernel_class, k.math);
   const double bandwidth = hbm_bytes_per_s_ * cls.memory_efficiency.value();
   const double per_sm_cap = bandwidth / sms_ * params_.sm_bandwidth_multiple.value();
   // Re-reads whose working set fits in L2 move at L2 bandwidth: count them

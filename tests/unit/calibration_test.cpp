@@ -187,11 +187,71 @@ TEST(Calibration, TransfersWithBandsWidenedByTheDistance) {
                    gemm_band + b.transfer.cross_architecture_extra_pct.value());
   EXPECT_GT(b.transfer.cross_architecture_extra_pct.value(), p.transfer.same_architecture_extra_pct.value());
 
+  // Within the architecture, compute efficiencies are carried by per-SM tensor
+  // rate: the H20's tensor cores are capped to a quarter of an H200's per SM.
+  ASSERT_TRUE(p.per_sm_rate_ratio.has_value());
+  EXPECT_EQ(p.per_sm_rate_ratio->reference_gpu, "h200");
+  EXPECT_FALSE(b.per_sm_rate_ratio.has_value());  // across architectures: the wider band instead
+
   // With no calibration file at all, every GPU keeps the priors and has no band.
   fs::remove(root / "validation" / "calibration" / "h200.yaml");
   const GpuCostModel bare(root.string(), (root / "hw_profiles" / "b200.yaml").string(), false);
   EXPECT_EQ(bare.cost().params().status, "uncalibrated");
   EXPECT_FALSE(bare.cost().params().error_band_pct(KernelClass::kGemm).has_value());
+}
+
+// The priors were published on H800s; the H20 (same silicon, tensor rate
+// capped by firmware) gets their compute efficiencies carried over by per-SM
+// tensor rate, the H100, H200 and Blackwell parts get them as they are.
+TEST(Calibration, CarriesComputeEfficienciesByPerSmTensorRate) {
+  namespace fs = std::filesystem;
+  const fs::path root = scratch_data_dir("v41sim_rate_transfer");
+  const auto profile = [&](const char* stem) {
+    return (root / "hw_profiles" / (std::string(stem) + ".yaml")).string();
+  };
+  const GpuCostModel h20(root.string(), profile("h20"), false);
+  const CostParams& p = h20.cost().params();
+  ASSERT_TRUE(p.per_sm_rate_ratio.has_value());
+  EXPECT_EQ(p.per_sm_rate_ratio->reference_gpu, "h800");
+  const GpuProfile h800 = load_gpu_profile_file(profile("h800"));
+  const GpuProfile& g = h20.gpu();
+  EXPECT_DOUBLE_EQ(p.per_sm_rate_ratio->bf16, (g.tensor.bf16_tflops.value() / g.sm_count.value()) /
+                                                  (h800.tensor.bf16_tflops.value() / h800.sm_count.value()));
+  EXPECT_LT(p.per_sm_rate_ratio->fp8, 0.5);  // capped
+  const double prior = p.of(KernelClass::kGemm).compute_efficiency.value();
+  const double carried = p.compute_efficiency(KernelClass::kGemm, MathType::kBf16);
+  EXPECT_DOUBLE_EQ(carried, transfer_compute_efficiency(prior, p.per_sm_rate_ratio->bf16));
+  EXPECT_GT(carried, prior);
+  EXPECT_LT(carried, 1.0);
+  EXPECT_DOUBLE_EQ(p.compute_efficiency(KernelClass::kElementwise, MathType::kFp32),
+                   p.of(KernelClass::kElementwise).compute_efficiency.value());  // FP32 units are not capped
+  EXPECT_NE(p.label().find("carried from h800"), std::string::npos);
+  for (const char* stem : {"h100_sxm", "h200", "h800", "b200", "gb200_nvl72"}) {
+    const GpuCostModel same(root.string(), profile(stem), false);
+    EXPECT_FALSE(same.cost().params().per_sm_rate_ratio.has_value()) << stem;
+    EXPECT_DOUBLE_EQ(same.cost().params().compute_efficiency(KernelClass::kGemm, MathType::kBf16), prior)
+        << stem;
+  }
+  // The rule itself: no change at the same rate, toward 1 as the cap tightens.
+  EXPECT_DOUBLE_EQ(transfer_compute_efficiency(0.7, 1.0), 0.7);
+  EXPECT_GT(transfer_compute_efficiency(0.7, 0.25), transfer_compute_efficiency(0.7, 0.5));
+  EXPECT_LT(transfer_compute_efficiency(0.7, 2.0), 0.7);
+
+  // A reference GPU with no profile is an error at its line in the priors.
+  const fs::path priors = root / "validation" / "calibration" / "defaults.yaml";
+  std::string text = testing::read_text(priors.string());
+  const std::string field = "efficiencies_measured_on: h800";
+  ASSERT_NE(text.find(field), std::string::npos);
+  text.replace(text.find(field), field.size(), "efficiencies_measured_on: h999");
+  std::ofstream(priors) << text;
+  try {
+    const GpuCostModel bad(root.string(), profile("h20"), false);
+    FAIL() << "a missing reference GPU was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "efficiencies_measured_on");
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(std::string(e.what()).find("hw_profiles"), std::string::npos);
+  }
 }
 
 }  // namespace
