@@ -5,10 +5,16 @@
 # return folder) as well as in validation/measurements/<gpu>/; commit the CSV
 # from there, then run `v41sim calibrate --measurements validation/measurements/<gpu>`.
 # Per-group timeouts keep one hung kernel from eating the device tool's
-# 10-minute call.
+# 10-minute call, and a deadline for the whole script (V41SIM_DEADLINE_S,
+# default 540 s: give the device call a little more) makes the harness stop
+# starting groups in time; its file, rewritten after every group, names what
+# it did not get to.
 #   kernels/measure_on_device.sh h200        # or h100_sxm
+#   V41SIM_DEADLINE_S=300 kernels/measure_on_device.sh h200
 set -uo pipefail
 gpu=${1:?usage: kernels/measure_on_device.sh <hw_profiles stem, e.g. h200>}
+deadline=${V41SIM_DEADLINE_S:-540}
+left() { echo $((deadline - SECONDS - 20)); }  # seconds left, keeping 20 for the copies
 out=${OUT:-/tmp/v41sim_device_out}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
@@ -18,8 +24,14 @@ if ! { cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release -DV41SIM_CUD
   tail -40 "$out/build.log"
   exit 1
 fi
-./build-kernels/v41sim_measure --checks --group-timeout 60 2>&1 | tee "$out/checks.log"
-./build-kernels/v41sim_measure --out "validation/measurements/$gpu" --group-timeout 120 >"$out/measure.log" 2>&1
+echo "built in ${SECONDS} s" >>"$out/build.log"
+./build-kernels/v41sim_measure --checks --group-timeout 60 --deadline "$(left)" 2>&1 | tee "$out/checks.log"
+if [ "$(left)" -lt 30 ]; then
+  echo "no time left to measure after the build and the checks (${SECONDS} s of ${deadline})" | tee "$out/measure.log"
+  exit 1
+fi
+./build-kernels/v41sim_measure --out "validation/measurements/$gpu" --group-timeout 120 --deadline "$(left)" \
+  >"$out/measure.log" 2>&1
 status=$?
 cp -r "validation/measurements/$gpu" "$out/" 2>/dev/null
 tail -60 "$out/measure.log"

@@ -10,7 +10,12 @@
 // its own child process (isolated_run.h), so one crash or hang costs one
 // group. Output: <out>/kernels.csv (validation/measurements/README.md).
 //
+// The file is rewritten after every group, naming the groups not run yet
+// under failed_groups, so a run stopped from outside leaves an honest file;
+// --deadline S stops starting groups (and checks) S seconds after the start.
+//
 //   v41sim_measure --out validation/measurements/h200 [--quick] [--only g1,g2] [--group-timeout S]
+//   [--deadline S]
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -27,6 +32,7 @@
 #include "kernels/common/cuda_device.h"
 #include "kernels/harness/isolated_run.h"
 #include "kernels/harness/measure_groups.h"
+#include "kernels/harness/run_deadline.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -69,13 +75,17 @@ struct Options {
   bool quick = false;
   std::vector<std::string> only;
   unsigned group_timeout_s = 300;
+  double deadline_s = 0;  // 0: none
 };
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: v41sim_measure --out DIR [--quick] [--only GROUP[,GROUP...]] [--group-timeout S]\n"
-               "       v41sim_measure --checks    (every kernel against its CPU reference; no timing)\n"
-               "groups:");
+  std::fprintf(
+      stderr,
+      "usage: v41sim_measure --out DIR [--quick] [--only GROUP[,GROUP...]] [--group-timeout S] [--deadline "
+      "S]\n"
+      "       v41sim_measure --checks [--group-timeout S] [--deadline S]   (every kernel against its CPU "
+      "reference; no timing)\n"
+      "groups:");
   for (const Group& g : groups()) std::fprintf(stderr, " %s", g.name);
   std::fprintf(stderr, "\n");
   return 2;
@@ -108,6 +118,12 @@ bool parse(int argc, char** argv, Options& o) {
         return false;
       }
       o.group_timeout_s = static_cast<unsigned>(seconds);
+    } else if (arg == "--deadline" && i + 1 < argc) {
+      o.deadline_s = std::atof(argv[++i]);
+      if (o.deadline_s <= 0) {
+        std::fprintf(stderr, "--deadline: expected a positive number of seconds\n");
+        return false;
+      }
     } else {
       return false;
     }
@@ -117,8 +133,15 @@ bool parse(int argc, char** argv, Options& o) {
 
 // Every correctness check, each in its own process: PASS or FAIL with what differed.
 int run_checks(const Options& o) {
+  const RunDeadline deadline(o.deadline_s);
   int failed = 0;
   for (const NamedCheck& check : all_checks()) {
+    const unsigned timeout_s = deadline.timeout_for(o.group_timeout_s);
+    if (timeout_s == 0) {
+      ++failed;
+      std::printf("%-28s NOT RUN: deadline\n", check.name);
+      continue;
+    }
     const GroupOutcome outcome = run_isolated(
         [&](int fd) {
           std::string why;
@@ -131,7 +154,7 @@ int run_checks(const Options& o) {
           if (::write(fd, line.data(), line.size()) < 0) return 1;
           return r.ok ? 0 : 1;
         },
-        o.group_timeout_s);
+        timeout_s);
     const bool ok = outcome.ok;
     failed += ok ? 0 : 1;
     std::printf("%-28s %s%s%s\n", check.name, ok ? "PASS" : "FAIL", ok ? "" : ": ",
@@ -141,7 +164,33 @@ int run_checks(const Options& o) {
   return failed == 0 ? 0 : 1;
 }
 
+std::string joined(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
+  return text;
+}
+
+// Writes <out>/kernels.csv whole (a temporary file renamed over it, so a
+// run stopped mid-write never leaves half a file); `failed` names the groups
+// without rows, those not run yet included.
+void write_csv(const std::string& out_dir, const std::string& metadata, const std::string& rows,
+               const std::vector<std::string>& failed) {
+  namespace fs = std::filesystem;
+  fs::create_directories(out_dir);
+  const std::string failed_text = joined(failed);
+  const fs::path file = fs::path(out_dir) / "kernels.csv",
+                 partial = fs::path(out_dir) / "kernels.csv.partial";
+  {
+    std::ofstream out(partial);
+    out << metadata << "# failed_groups: " << (failed_text.empty() ? "none" : failed_text) << "\n"
+        << kCsvHeader << "\n"
+        << rows;
+  }
+  fs::rename(partial, file);
+}
+
 int run(const Options& o) {
+  const RunDeadline deadline(o.deadline_s);
   const GroupOutcome ceilings = run_isolated(
       [](int fd) {
         std::string why;
@@ -151,7 +200,7 @@ int run(const Options& o) {
         }
         return measure_ceilings(fd);
       },
-      o.group_timeout_s);
+      std::max(1u, deadline.timeout_for(o.group_timeout_s)));
   if (!ceilings.ok) {
     std::fprintf(stderr, "v41sim_measure: measuring the device's ceilings failed (%s); nothing written\n",
                  ceilings.why.c_str());
@@ -163,31 +212,48 @@ int run(const Options& o) {
   c.bf16_dense_tflops = metadata_number(ceilings.text, "bf16_dense_tflops");
   c.fp32_fma_tflops = metadata_number(ceilings.text, "fp32_fma_tflops");
   c.host_to_device_gbps = metadata_number(ceilings.text, "host_to_device_gbps");
-  std::string metadata, rows, failed;
+  std::string metadata, rows;
   auto split = [&](const std::string& text) {
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);)
       (line.rfind('#', 0) == 0 ? metadata : rows) += line + "\n";
   };
   split(ceilings.text);
+  std::vector<const Group*> selected;
   for (const Group& g : groups()) {
-    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), g.name) == o.only.end()) continue;
+    if (o.only.empty() || std::find(o.only.begin(), o.only.end(), g.name) != o.only.end())
+      selected.push_back(&g);
+  }
+  std::vector<std::string> failed;
+  // The file as it stands after `done` groups: the rest named as not run yet.
+  const auto write = [&](std::size_t done) {
+    std::vector<std::string> named = failed;
+    for (std::size_t i = done; i < selected.size(); ++i)
+      named.push_back(std::string(selected[i]->name) + " (not run)");
+    write_csv(o.out_dir, metadata, rows, named);
+  };
+  write(0);
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    const Group& g = *selected[i];
+    const unsigned timeout_s = deadline.timeout_for(o.group_timeout_s);
+    if (timeout_s == 0) {
+      std::fprintf(stderr, "group %s not run: the deadline is near\n", g.name);
+      failed.push_back(std::string(g.name) + " (not run: deadline)");
+      write(i + 1);
+      continue;
+    }
     std::printf("== %s\n", g.name);
-    const GroupOutcome outcome = run_isolated(
-        [&](int fd) { return g.run(RowWriter(fd, c), query_device(), o.quick); }, o.group_timeout_s);
+    const GroupOutcome outcome =
+        run_isolated([&](int fd) { return g.run(RowWriter(fd, c), query_device(), o.quick); }, timeout_s);
     split(outcome.text);  // rows finished before a failure are kept
     if (!outcome.ok) {
       std::fprintf(stderr, "group %s failed: %s\n", g.name, outcome.why.c_str());
-      failed += std::string(failed.empty() ? "" : "; ") + g.name + " (" + outcome.why + ")";
+      failed.push_back(std::string(g.name) + " (" + outcome.why + ")");
     }
+    write(i + 1);
   }
-  std::filesystem::create_directories(o.out_dir);
-  std::ofstream out(std::filesystem::path(o.out_dir) / "kernels.csv");
-  out << metadata << "# failed_groups: " << (failed.empty() ? "none" : failed) << "\n"
-      << kCsvHeader << "\n"
-      << rows;
   std::printf("wrote %s%s\n", (std::filesystem::path(o.out_dir) / "kernels.csv").c_str(),
-              failed.empty() ? "" : (" without the failed groups: " + failed).c_str());
+              failed.empty() ? "" : (" without the failed groups: " + joined(failed)).c_str());
   return failed.empty() ? 0 : 1;
 }
 
