@@ -48,6 +48,12 @@ void run_expert_gemm_w4a8(const ExpertGemmW4A8& gemm);  // launches on the defau
 std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                          const std::vector<ExpertWeights>& experts);
 
+// Device weights widened to FP8 E4M3 in memory: out (rows x k) = value /
+// 2^scale_exponent, exact while every group scale lies within 2^8 below
+// 2^scale_exponent (pass the largest). Launches on the default stream.
+void widen_expert_weights_to_fp8(const uint8_t* packed, const uint8_t* scales, uint8_t* out, int64_t rows,
+                                 int64_t k, int scale_exponent);
+
 // CUDA + cuBLASLt; m, n, k multiples of 16.
 std::vector<float> expert_gemm_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                     const ExpertWeights& w);

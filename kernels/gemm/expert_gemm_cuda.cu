@@ -48,6 +48,13 @@ __global__ void widen_fp4_to_fp8_kernel(const uint8_t* __restrict__ packed,
 
 }  // namespace
 
+void widen_expert_weights_to_fp8(const uint8_t* packed, const uint8_t* scales, uint8_t* out, int64_t rows,
+                                 int64_t k, int scale_exponent) {
+  widen_fp4_to_fp8_kernel<<<static_cast<unsigned>((rows * k + kThreads - 1) / kThreads), kThreads>>>(
+      packed, scales, out, rows, k, scale_exponent);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 struct GemmPlan::Impl {
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulDesc_t desc = nullptr;
@@ -157,9 +164,7 @@ std::vector<float> expert_gemm_grouped_cuda(const std::vector<uint8_t>& a, float
   for (int64_t g = 0; g < groups; ++g) {
     const ExpertWeights& w = experts[static_cast<std::size_t>(g)];
     const DeviceBuffer<uint8_t> d_packed(w.packed), d_scales(w.scales);
-    widen_fp4_to_fp8_kernel<<<static_cast<unsigned>((n * k + kThreads - 1) / kThreads), kThreads>>>(
-        d_packed.get(), d_scales.get(), d_w8.get() + g * n * k, n, k, max_exponent);
-    CUDA_CHECK(cudaGetLastError());
+    widen_expert_weights_to_fp8(d_packed.get(), d_scales.get(), d_w8.get() + g * n * k, n, k, max_exponent);
     CUDA_CHECK(cudaDeviceSynchronize());  // before d_packed and d_scales go
   }
   {
