@@ -37,6 +37,16 @@ V41_HD float main_entry_value(const uint8_t* entry, int i) {
   return decode_e2m1((i & 1) ? (byte >> 4) : (byte & 0xF)) * scale;
 }
 
+// Two values of a main-KV entry (the E2M1 codes of one byte, low nibble
+// first) times their group's decoded E4M3 scale, as two BF16 values packed
+// low first: the codes widened by bit operations (widen_e2m1x2_to_bf16x2),
+// one multiply each. Exact: 2 significant bits times 4 fit BF16's 8.
+V41_HD uint32_t main_entry_pair_bf16x2(uint8_t codes, float scale) {
+  const uint32_t unit = widen_e2m1x2_to_bf16x2(codes, 127);  // scale 1: the E2M1 values themselves
+  return static_cast<uint32_t>(bf16_bits(bits_float(unit << 16) * scale)) |
+         (static_cast<uint32_t>(bf16_bits(bits_float(unit & 0xFFFF0000u) * scale)) << 16);
+}
+
 // Value i of a window entry (FP8 e4m3, e8m0 scale per 32).
 V41_HD float window_entry_value(const uint8_t* entry, int i) {
   return decode_e4m3(entry[i]) * decode_e8m0(entry[kLatentDim + i / kWindowScaleGroup]);

@@ -80,6 +80,13 @@ V41_HD uint8_t encode_e8m0_ceil(float x) {
   return static_cast<uint8_t>(exponent + 127);
 }
 
+// BF16 as raw bits, rounded to nearest even from float (NaN stays NaN).
+V41_HD uint16_t bf16_bits(float x) {
+  const uint32_t bits = float_bits(x);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0) return 0x7FC0;
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
 // E8M0 to float by its bits (no ldexpf: the expert GEMM decodes one per
 // accumulator pair per 32 weights). Codes 1..254 are normal floats; code 0 is
 // 2^-127, a float subnormal; 255 is NaN.
@@ -117,6 +124,30 @@ V41_HD uint32_t widen_e2m1x4_to_e4m3x4(uint16_t nibbles) {
   const uint32_t signs =
       ((x & 0x8u) << 4) | ((x & 0x80u) << 8) | ((x & 0x800u) << 12) | ((x & 0x8000u) << 16);
   return magnitudes | signs;
+}
+
+// Two E2M1 codes (low nibble first) times an E8M0 scale 2^(scale_code - 127),
+// as two BF16 values packed low first, without float math: the BF16 bits of
+// the E2M1 magnitude (0, 0.5, 1, 1.5, 2, 3, 4, 6) with the scale's exponent
+// added. Exact, as the float product rounded to BF16 would be: an E2M1 value
+// has 2 significant bits, BF16 8. Scale codes outside 2..252 (where a product
+// could leave BF16's normal range, and 255, NaN) take the float path.
+V41_HD uint32_t widen_e2m1x2_to_bf16x2(uint8_t codes, uint8_t scale_code) {
+  if (scale_code < 2 || scale_code > 252) {
+    const float scale = decode_e8m0(scale_code);
+    return static_cast<uint32_t>(bf16_bits(decode_e2m1(codes & 0xF) * scale)) |
+           (static_cast<uint32_t>(bf16_bits(decode_e2m1(codes >> 4) * scale)) << 16);
+  }
+  constexpr uint64_t kMagnitudes0to3 = 0x3FC03F803F000000ull, kMagnitudes4to7 = 0x40C0408040404000ull;
+  const int exponent_shift = (static_cast<int>(scale_code) - 127) << 7;  // BF16 exponent field: bits 7..14
+  const auto widen = [exponent_shift](uint32_t code) {
+    const uint32_t magnitude = code & 0x7u;
+    if (magnitude == 0) return (code & 0x8u) << 12;  // +-0: no exponent to shift
+    const uint64_t table = magnitude < 4 ? kMagnitudes0to3 : kMagnitudes4to7;
+    const int bits = static_cast<int>((table >> (16 * (magnitude & 0x3u))) & 0xFFFFu) + exponent_shift;
+    return static_cast<uint32_t>(bits) | ((code & 0x8u) << 12);
+  };
+  return widen(codes & 0xFu) | (widen(static_cast<uint32_t>(codes) >> 4) << 16);
 }
 
 }  // namespace v41sim::kernels

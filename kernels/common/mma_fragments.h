@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/fp_codec.h"
 #include "kernels/common/host_device.h"
 
 namespace v41sim::kernels::mma {
@@ -21,12 +22,8 @@ inline constexpr int kM = 16;
 inline constexpr int kN = 8;
 inline constexpr int kK = 16;
 
-// BF16 as raw bits: round to nearest even from float, and back.
-V41_HD uint16_t to_bf16(float x) {
-  const uint32_t bits = float_bits(x);
-  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0) return 0x7FC0;  // NaN stays NaN
-  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-}
+// BF16 as raw bits: round to nearest even from float (fp_codec.h), and back.
+V41_HD uint16_t to_bf16(float x) { return bf16_bits(x); }
 
 V41_HD float from_bf16(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 

@@ -1,16 +1,16 @@
 // Lightning-indexer logits on tensor cores: mma.sync.m16n8k16, BF16 operands,
 // FP32 accumulators (the FP32-unit kernel in indexer_cuda.cu is the baseline).
 //
-// One CTA per (query, 128 positions or pool slots), 8 warps; queries that
-// share their keys (a prefill chunk) go four to a CTA, so a key tile is
-// widened once for 128 query-head rows. The queries' heads x 128 dims are
-// staged as BF16; the 128 keys are widened to BF16 in
-// shared memory, exactly (an E2M1 value times an E8M0 power of two fits
-// BF16). Each warp computes S = Q.K^T for each query's 32 heads x 16 keys, then in
-// registers the logit sum_h w[h] * ReLU(S[h][key]): each lane sums its four
-// heads per key, and three shuffles sum over the eight lane groups. An n-tile
-// is 8 keys, which is one candidate-pool block, so the block max costs two
-// more shuffles and no extra pass.
+// One CTA per (query, 512 positions or pool slots: four tiles of 128), 8
+// warps; queries that share their keys (a prefill chunk) go four to a CTA, so
+// a key tile is widened once for 128 query-head rows. The queries' heads x
+// 128 dims are staged as BF16 once per CTA; each tile's 128 keys are widened
+// to BF16 in shared memory, exactly (an E2M1 value times an E8M0 power of
+// two fits BF16), by bit operations on two codes at a time
+// (widen_e2m1x2_to_bf16x2) rather than float math per value. Each warp computes S = Q.K^T for each query's 32
+// heads x 16 keys, then in registers the logit sum_h w[h] * ReLU(S[h][key]): each lane sums its four heads
+// per key, and three shuffles sum over the eight lane groups. An n-tile is 8 keys, which is one
+// candidate-pool block, so the block max costs two more shuffles and no extra pass.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -26,7 +26,8 @@ namespace v41sim::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kKeys = 128;                             // positions (or pool slots) per CTA
+constexpr int kKeys = 128;                             // positions (or pool slots) per tile
+constexpr int kTilesPerCta = 4;                        // the staged queries serve four key tiles
 constexpr int kHeads = 32;                             // V4.1's indexer heads: two m-tiles
 constexpr int kRowStride = kIndexDim + 8;              // BF16 per Q or K row; +8 spreads rows over banks
 constexpr int kKeysPerWarp = kKeys / (kThreads / 32);  // 16: two n-tiles
@@ -66,54 +67,46 @@ struct Smem {
   static constexpr std::size_t bytes = w + sizeof(float) * kRows;
 };
 
-template <int kQueries>
-__global__ void __launch_bounds__(kThreads)
-    indexer_logits_mma_kernel(const float* __restrict__ q, const float* __restrict__ weights,
-                              const uint8_t* __restrict__ keys, float* __restrict__ logits,
-                              float* __restrict__ block_max, Params p, ColumnMap map) {
-  using Layout = Smem<kQueries>;
-  extern __shared__ __align__(16) unsigned char smem[];
-  auto* q_s = reinterpret_cast<uint16_t*>(smem + Layout::q);
-  auto* k_s = reinterpret_cast<uint16_t*>(smem + Layout::k);
-  auto* w_s = reinterpret_cast<float*>(smem + Layout::w);
-  const int64_t query0 = static_cast<int64_t>(blockIdx.y) * kQueries;
-  const int64_t column0 = static_cast<int64_t>(blockIdx.x) * kKeys;
-
-  // Rows qi * 32 + h: query query0 + qi's head h (zero past the last query or head).
-  for (int i = threadIdx.x; i < Layout::kRows * kIndexDim; i += kThreads) {
-    const int row = i / kIndexDim;
-    const int64_t query = query0 + row / kHeads;
-    const int h = row % kHeads;
-    const bool real = query < p.queries && h < p.heads;
-    q_s[row * kRowStride + i % kIndexDim] =
-        mma::to_bf16(real ? q[(query * p.heads + h) * kIndexDim + i % kIndexDim] : 0.0f);
-  }
-  for (int row = threadIdx.x; row < Layout::kRows; row += kThreads) {
-    const int64_t query = query0 + row / kHeads;
-    const int h = row % kHeads;
-    w_s[row] = query < p.queries && h < p.heads ? weights[query * p.heads + h] : 0.0f;
-  }
-  {  // two threads widen each key, 64 dims apiece; missing keys are zero rows
-    const int key = threadIdx.x / 2;
-    const int half = threadIdx.x % 2;
-    const int64_t column = column0 + key;
-    const int64_t position = column < p.columns ? map.position(query0, column) : p.positions;
-    const uint8_t* entry =
-        position < p.positions ? keys + query0 * p.key_stride + position * kIndexKeyBytes : nullptr;
-    uint16_t* row = k_s + key * kRowStride + half * (kIndexDim / 2);
-    for (int i = 0; i < kIndexDim / 2; i += 2) {
-      const int c = half * (kIndexDim / 2) + i;
-      const float v0 = entry != nullptr ? index_key_value(entry, c) : 0.0f;
-      const float v1 = entry != nullptr ? index_key_value(entry, c + 1) : 0.0f;
-      *reinterpret_cast<uint32_t*>(row + i) = mma::pack(mma::to_bf16(v0), mma::to_bf16(v1));
+// Widens a tile's 128 keys into k_s as BF16 rows, two threads per key (64
+// dims, two scale groups apiece, read as 32-bit words: a 68-byte key is
+// 4-byte aligned); missing keys are zero rows.
+__device__ void widen_key_tile(const uint8_t* __restrict__ keys, const Params& p, const ColumnMap& map,
+                               int64_t query0, int64_t column0, uint16_t* k_s) {
+  const int key = static_cast<int>(threadIdx.x) / 2;
+  const int half = static_cast<int>(threadIdx.x) % 2;
+  const int64_t column = column0 + key;
+  const int64_t position = column < p.columns ? map.position(query0, column) : p.positions;
+  const uint8_t* entry =
+      position < p.positions ? keys + query0 * p.key_stride + position * kIndexKeyBytes : nullptr;
+  auto* row = reinterpret_cast<uint32_t*>(k_s + key * kRowStride + half * (kIndexDim / 2));
+  constexpr int kGroupsPerHalf = kIndexDim / 2 / kIndexScaleGroup;  // 2
+  constexpr int kWordsPerGroup = kIndexScaleGroup / 8;              // 4 words of 8 codes
+#pragma unroll
+  for (int g = 0; g < kGroupsPerHalf; ++g) {
+    const int group = half * kGroupsPerHalf + g;
+    const uint8_t scale = entry != nullptr ? entry[kIndexDim / 2 + group] : 0;
+#pragma unroll
+    for (int w = 0; w < kWordsPerGroup; ++w) {
+      const uint32_t word =
+          entry != nullptr
+              ? *reinterpret_cast<const uint32_t*>(entry + group * (kIndexScaleGroup / 2) + 4 * w)
+              : 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        row[g * (kIndexScaleGroup / 2) + 4 * w + b] =
+            entry != nullptr ? widen_e2m1x2_to_bf16x2(static_cast<uint8_t>(word >> (8 * b)), scale) : 0u;
+      }
     }
   }
-  __syncthreads();
+}
 
+// One tile: S = Q.K^T on the tensor cores for each query's 32 heads x this
+// warp's 16 keys, then the logits (and pool-block maxima) of those keys.
+template <int kQueries>
+__device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const float* w_s,
+                           float* __restrict__ logits, float* __restrict__ block_max, const Params& p,
+                           const ColumnMap& map, int64_t query0, int64_t column0, int key0, mma::Lane lane) {
   constexpr int kRowTiles = kQueries * kHeadTiles;
-  const int warp = threadIdx.x / 32;
-  const mma::Lane lane = mma::lane_of(threadIdx.x % 32);
-  const int key0 = warp * kKeysPerWarp;
   float acc[kRowTiles][kKeyTiles][4] = {};
 #pragma unroll
   for (int k0 = 0; k0 < kIndexDim; k0 += mma::kK) {
@@ -181,6 +174,45 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int kQueries>
+__global__ void __launch_bounds__(kThreads)
+    indexer_logits_mma_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+                              const uint8_t* __restrict__ keys, float* __restrict__ logits,
+                              float* __restrict__ block_max, Params p, ColumnMap map) {
+  using Layout = Smem<kQueries>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto* q_s = reinterpret_cast<uint16_t*>(smem + Layout::q);
+  auto* k_s = reinterpret_cast<uint16_t*>(smem + Layout::k);
+  auto* w_s = reinterpret_cast<float*>(smem + Layout::w);
+  const int64_t query0 = static_cast<int64_t>(blockIdx.y) * kQueries;
+
+  // Rows qi * 32 + h: query query0 + qi's head h (zero past the last query or head).
+  for (int i = threadIdx.x; i < Layout::kRows * kIndexDim; i += kThreads) {
+    const int row = i / kIndexDim;
+    const int64_t query = query0 + row / kHeads;
+    const int h = row % kHeads;
+    const bool real = query < p.queries && h < p.heads;
+    q_s[row * kRowStride + i % kIndexDim] =
+        mma::to_bf16(real ? q[(query * p.heads + h) * kIndexDim + i % kIndexDim] : 0.0f);
+  }
+  for (int row = threadIdx.x; row < Layout::kRows; row += kThreads) {
+    const int64_t query = query0 + row / kHeads;
+    const int h = row % kHeads;
+    w_s[row] = query < p.queries && h < p.heads ? weights[query * p.heads + h] : 0.0f;
+  }
+  const int warp = threadIdx.x / 32;
+  const mma::Lane lane = mma::lane_of(threadIdx.x % 32);
+  const int key0 = warp * kKeysPerWarp;
+  for (int tile = 0; tile < kTilesPerCta; ++tile) {
+    const int64_t column0 = (static_cast<int64_t>(blockIdx.x) * kTilesPerCta + tile) * kKeys;
+    if (column0 >= p.columns) break;  // uniform across the CTA
+    if (tile > 0) __syncthreads();    // every warp is done with the previous tile's keys
+    widen_key_tile(keys, p, map, query0, column0, k_s);
+    __syncthreads();
+    score_tile<kQueries>(q_s, k_s, w_s, logits, block_max, p, map, query0, column0, key0, lane);
+  }
+}
+
+template <int kQueries>
 void launch_tile(const float* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
                  const Params& p, const ColumnMap& map) {
   static bool configured = false;
@@ -190,7 +222,7 @@ void launch_tile(const float* q, const float* weights, const uint8_t* keys, floa
                                     static_cast<int>(Smem<kQueries>::bytes)));
     configured = true;
   }
-  const dim3 grid(static_cast<unsigned>((p.columns + kKeys - 1) / kKeys),
+  const dim3 grid(static_cast<unsigned>((p.columns + kKeys * kTilesPerCta - 1) / (kKeys * kTilesPerCta)),
                   static_cast<unsigned>((p.queries + kQueries - 1) / kQueries));
   indexer_logits_mma_kernel<kQueries>
       <<<grid, kThreads, Smem<kQueries>::bytes>>>(q, weights, keys, out, block_max, p, map);

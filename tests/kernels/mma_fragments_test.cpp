@@ -97,6 +97,45 @@ TEST(MmaFragments, Bf16RoundsToNearestEvenAndWidensCacheEntriesExactly) {
   }
 }
 
+// The indexer's key widening: two FP4 codes times an E8M0 scale straight to
+// BF16 bits, for every byte and every scale code, equal to the float product
+// rounded to BF16 (exact on the fast path: the scale only moves the exponent).
+TEST(MmaFragments, WideningIndexKeysToBf16MatchesTheFloatProduct) {
+  for (int scale = 0; scale < 256; ++scale) {
+    for (int byte = 0; byte < 256; ++byte) {
+      const uint32_t pair = widen_e2m1x2_to_bf16x2(static_cast<uint8_t>(byte), static_cast<uint8_t>(scale));
+      for (int i = 0; i < 2; ++i) {
+        const float product = decode_e2m1(static_cast<uint8_t>((byte >> (4 * i)) & 0xF)) *
+                              decode_e8m0(static_cast<uint8_t>(scale));
+        const auto got = static_cast<uint16_t>(pair >> (16 * i));
+        ASSERT_EQ(got, mma::to_bf16(product)) << "byte " << byte << " scale " << scale << " element " << i;
+        if (scale >= 2 && scale <= 252) {
+          ASSERT_EQ(mma::from_bf16(got), product) << "not exact";
+        }
+      }
+    }
+  }
+}
+
+// The sparse decode's widening of main-KV entries: every byte of E2M1 codes
+// times every finite E4M3 scale, equal to the per-value decode rounded to BF16.
+TEST(MmaFragments, WideningMainEntriesToBf16MatchesThePerValueDecode) {
+  uint8_t entry[kMainEntryBytes] = {};
+  for (int scale = 0; scale < 256; ++scale) {
+    const float s = decode_e4m3(static_cast<uint8_t>(scale));
+    if (!std::isfinite(s)) continue;
+    entry[kLatentDim / 2] = static_cast<uint8_t>(scale);
+    for (int byte = 0; byte < 256; ++byte) {
+      entry[0] = static_cast<uint8_t>(byte);
+      const uint32_t pair = main_entry_pair_bf16x2(static_cast<uint8_t>(byte), s);
+      ASSERT_EQ(pair & 0xFFFF, mma::to_bf16(main_entry_value(entry, 0)))
+          << "byte " << byte << " scale " << scale;
+      ASSERT_EQ(pair >> 16, mma::to_bf16(main_entry_value(entry, 1)))
+          << "byte " << byte << " scale " << scale;
+    }
+  }
+}
+
 // The kernel's S = Q.K^T block of one warp: 16 heads from head0 x 32 keys from key0, over 512 dims.
 TEST(MmaFragments, ScoreTileLoadsReproduceQTimesKTransposed) {
   constexpr int kStride = kLatentDim + 8, kHeads = 64, kKeys = 64;
