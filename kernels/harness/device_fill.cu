@@ -52,12 +52,13 @@ __global__ void fill_e4m3_kernel(uint8_t* out, int64_t count, uint64_t seed) {
 }
 
 // Random bytes (any byte is a valid pair of E2M1 codes), or, with `scales`,
-// E8M0 codes of weight-sized scales 2^-10..2^-4.
+// E8M0 codes of weight-sized scales (device_fill.h).
 __global__ void fill_fp4_kernel(uint8_t* out, int64_t count, uint64_t seed, bool scales) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     const uint64_t r = mix64(seed ^ static_cast<uint64_t>(i));
-    out[i] = scales ? static_cast<uint8_t>(117 + r % 7) : static_cast<uint8_t>(r);
+    constexpr uint64_t kScaleCodes = kWeightScaleCodeMax - kWeightScaleCodeMin + 1;
+    out[i] = scales ? static_cast<uint8_t>(kWeightScaleCodeMin + r % kScaleCodes) : static_cast<uint8_t>(r);
   }
 }
 

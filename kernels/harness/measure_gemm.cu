@@ -45,7 +45,7 @@ int measure_gemm(const RowWriter& w, bool quick) {
             : std::vector<Group>{{48, 4},   {48, 8},  {48, 16},  {48, 32}, {48, 64},
                                  {48, 128}, {8, 512}, {8, 2048}, {1, 8192}};
   constexpr uint64_t kScaleSeed = 86;
-  constexpr int kLargestScaleExponent = 123 - 127;  // fill_mxfp4_weights: scales 2^-10..2^-4
+  constexpr int kLargestScaleExponent = kWeightScaleCodeMax - 127;  // the widened path's tensor scale
   struct Shape {
     const char* name;
     int64_t n, k;
