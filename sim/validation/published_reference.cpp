@@ -34,6 +34,9 @@ PublishedReference read_reference(const YamlNode& node) {
     if (key == "kind") continue;
     if (key == "model") {
       r.probe_model = value.as_string();
+    } else if (key == "phase") {
+      r.probe_phase = value.as_string();
+      if (r.probe_phase != "decode" && r.probe_phase != "prefill") value.fail("expected decode or prefill");
     } else if (key == "math") {
       r.probe_math = value.as_string();
       if (r.probe_math != "fp8" && r.probe_math != "bf16") value.fail("expected fp8 or bf16");
@@ -45,20 +48,23 @@ PublishedReference read_reference(const YamlNode& node) {
       {"gemm", {"m", "n", "k"}},
       {"stream", {"bytes"}},
       {"moe_layer", {"ep", "tokens_per_rank"}},
-      {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}}};
+      {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
+      {"attention", {"model", "phase", "batch", "context"}}};
   const auto needed = kRequired.find(r.probe_kind);
   if (needed == kRequired.end()) {
     probe.required("kind").fail("unknown probe '" + r.probe_kind +
-                                "' (expected gemm, stream, moe_layer, all_to_all)");
+                                "' (expected gemm, stream, moe_layer, all_to_all, attention)");
   }
   for (const std::string& key : needed->second) probe.required(key);
-  // Optional keys: a fused kernel overlapping its transfers (moe_layer), and a
+  // Optional keys: a fused kernel overlapping its transfers (moe_layer), a
   // bandwidth counted over every routed copy, local ones included, as DeepEP
-  // V2 reports its "logical" bandwidth (all_to_all).
+  // V2 reports its "logical" bandwidth (all_to_all), and the query heads one
+  // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8).
   static const std::map<std::string, std::vector<std::string>> kOptional{{"gemm", {"math"}},
                                                                          {"stream", {}},
                                                                          {"moe_layer", {"model", "overlap"}},
-                                                                         {"all_to_all", {"count_local"}}};
+                                                                         {"all_to_all", {"count_local"}},
+                                                                         {"attention", {"heads"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -82,6 +88,43 @@ PublishedReference read_reference(const YamlNode& node) {
 }
 
 int64_t as_int(double value) { return static_cast<int64_t>(std::llround(value)); }
+
+// attention: the first attention kernel of a step of the model (as FlashMLA's
+// benchmarks time one call), in TFLOP/s or GB/s of its own FLOPs and bytes
+// over its device time. `heads` stands for tensor parallelism: the query
+// heads one GPU holds.
+double predict_attention(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
+  const auto& p = r.probe;
+  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model));
+  if (p.count("heads")) {
+    const int64_t heads = as_int(p.at("heads"));
+    if (heads > spec.attention.num_heads) {
+      throw InputError({r.file, r.line, "probe.heads"}, "more query heads than the model has (" +
+                                                            std::to_string(spec.attention.num_heads) + ")");
+    }
+    spec.attention.num_heads = heads;
+  }
+  const ModelAnalysis model = analyze_model(spec);
+  StepShape shape;
+  shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
+  shape.batch = as_int(p.at("batch"));
+  shape.context = as_int(p.at("context"));
+  shape.include_draft = false;
+  shape.ep_per_node = g.gpu().nvlink_domain();
+  const StepGraph graph = build_step_graph(model, shape);
+  const StepTiming timing = time_step(graph, g.cost());
+  for (std::size_t l = 0; l < graph.layers.size(); ++l) {
+    const auto& kernels = graph.layers[l].kernels;
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      if (kernels[i].kernel_class != KernelClass::kAttention) continue;
+      const double us = timing.layers[l].kernels[i].busy_us;
+      if (r.metric == "tflops") return kernels[i].flops / us / 1e6;
+      if (r.metric == "gbps") return kernels[i].hbm_bytes / us / 1e3;
+      return us;
+    }
+  }
+  throw InputError({r.file, r.line, "probe.model"}, "the model's step has no attention kernel");
+}
 
 // What the model says, in the reference's metric.
 double predict(const PublishedReference& r, const Catalog& catalog, std::string* kernel_model) {
@@ -115,6 +158,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, std::string*
     const double off = k.link_bytes * k.off_node_fraction;
     return (off > 0 ? off : k.link_bytes) / us / 1e3;
   }
+  if (r.probe_kind == "attention") return predict_attention(r, g, catalog);
   // moe_layer: a decode step's MoE kernels in the first MoE layer.
   const ModelAnalysis model = analyze_model(load_model_file(catalog.resolve_model(r.probe_model)));
   StepShape shape;

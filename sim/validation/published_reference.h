@@ -21,9 +21,10 @@ struct PublishedReference {
   std::string file;
   int line = 0;
   std::string gpu;
-  std::string probe_kind;  // gemm | stream | moe_layer | all_to_all
+  std::string probe_kind;  // gemm | stream | moe_layer | all_to_all | attention
   std::map<std::string, double> probe;
-  std::string probe_model;  // moe_layer: the model file stem
+  std::string probe_model;  // moe_layer, attention: the model file stem
+  std::string probe_phase;  // attention: decode | prefill
   std::string probe_math;   // gemm: fp8 | bf16
   std::string metric;       // tflops | gbps | us
   double value = 0;

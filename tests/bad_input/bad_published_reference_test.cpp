@@ -1,5 +1,6 @@
-// A published reference with a probe field its kind does not have is refused
-// with file, line and field, not silently ignored.
+// Published references: a probe field its kind does not have is refused with
+// file, line and field, not silently ignored; the attention probe's fields are
+// checked, and it times the model's own attention kernel.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 
 #include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
+#include "sim/cost/gpu_cost_model.h"
 #include "sim/validation/published_reference.h"
 
 namespace v41sim {
@@ -34,6 +36,72 @@ TEST(BadPublishedReference, UnknownProbeFieldIsNamed) {
     EXPECT_NE(e.where().field.find("overlap"), std::string::npos) << e.where().field;
     EXPECT_NE(std::string(e.what()).find("not a field of a 'all_to_all' probe"), std::string::npos)
         << e.what();
+  }
+}
+
+// A data folder with the bundled models and GPU profiles and one reference file.
+Catalog catalog_with(const std::string& name, const std::string& references) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / name;
+  fs::remove_all(root);
+  fs::create_directories(root / "validation" / "published");
+  for (const char* dir : {"models", "hw_profiles"})
+    fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / dir, root / dir);
+  fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / "validation" / "calibration",
+                               root / "validation" / "calibration");
+  std::ofstream(root / "validation" / "published" / "refs.yaml") << "references:\n" << references;
+  return Catalog(root.string());
+}
+
+std::string attention_reference(const std::string& probe, const std::string& metric) {
+  return "  - name: attention\n    source: \"test\"\n    gpu: h800\n    probe: {kind: attention, " + probe +
+         "}\n    reference: {metric: " + metric + ", value: 1}\n    tolerance_pct: 10\n";
+}
+
+// The attention probe times the first attention kernel of the model's step:
+// V3's dense MLA decode with 16 heads per GPU is bound by HBM, with all 128
+// by the tensor cores, each at most its class's efficiency of the peak.
+TEST(PublishedReference, AttentionProbeTimesTheModelsAttentionKernel) {
+  const Catalog catalog = catalog_with(
+      "v41sim_attention_reference",
+      attention_reference("model: deepseek_v3, phase: decode, batch: 128, context: 8192, heads: 16", "gbps") +
+          attention_reference("model: deepseek_v3, phase: decode, batch: 128, context: 8192", "tflops"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 2u);
+  const GpuCostModel h800(catalog.data_dir(), catalog.resolve_gpu("h800"), false);
+  const ClassCost& attention = h800.cost().params().of(KernelClass::kAttention);
+  const double bandwidth_gbps =
+      h800.gpu().hbm_bytes_per_s.value() / 1e9 * attention.memory_efficiency.value();
+  const double memory_bound = validate_reference(refs[0], catalog).predicted;
+  EXPECT_LE(memory_bound, bandwidth_gbps * 1.0001);
+  EXPECT_GT(memory_bound, 0.8 * bandwidth_gbps);
+  const double rate_tflops = h800.gpu().tensor.bf16_tflops.value() * attention.compute_efficiency.value();
+  const double compute_bound = validate_reference(refs[1], catalog).predicted;
+  EXPECT_LE(compute_bound, rate_tflops * 1.0001);
+  EXPECT_GT(compute_bound, 0.8 * rate_tflops);
+}
+
+TEST(BadPublishedReference, AttentionProbeFieldsAreChecked) {
+  const Catalog too_many =
+      catalog_with("v41sim_bad_attention_heads",
+                   attention_reference(
+                       "model: deepseek_v3, phase: decode, batch: 1, context: 8192, heads: 256", "tflops"));
+  try {
+    validate_reference(load_published_references(too_many).front(), too_many);
+    FAIL() << "more heads than the model has were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "probe.heads");
+    EXPECT_NE(std::string(e.what()).find("128"), std::string::npos) << e.what();
+  }
+  const Catalog bad_phase = catalog_with(
+      "v41sim_bad_attention_phase",
+      attention_reference("model: deepseek_v3, phase: verify, batch: 1, context: 8192", "tflops"));
+  try {
+    load_published_references(bad_phase);
+    FAIL() << "an unknown phase was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("phase"), std::string::npos) << e.where().field;
+    EXPECT_NE(std::string(e.what()).find("decode or prefill"), std::string::npos) << e.what();
   }
 }
 
