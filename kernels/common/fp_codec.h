@@ -23,19 +23,16 @@ V41_HD float decode_e2m1(uint8_t nibble) {
   return (nibble & 0x8) ? -magnitude : magnitude;
 }
 
+// Nearest E2M1 magnitude, ties to the even code, by counting the midpoints
+// between neighbouring magnitudes that |x| passes (a midpoint itself counts
+// where the code above it is even): seven compares, no search, as the KV
+// quantizer does it per value. Saturates at 6; NaN and values that round to
+// zero give +0.
 V41_HD uint8_t encode_e2m1(float x) {
   const float a = fabsf(x);
-  uint8_t best = 0;
-  float best_error = a;
-  for (uint8_t code = 1; code < 8; ++code) {
-    const float error = fabsf(a - e2m1_magnitude(code));
-    // Strictly better wins; a tie goes to the even code.
-    if (error < best_error || (error == best_error && (code & 1) == 0)) {
-      best = code;
-      best_error = error;
-    }
-  }
-  return static_cast<uint8_t>((x < 0.0f && best != 0 ? 0x8 : 0x0) | best);
+  const int code =
+      (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+  return static_cast<uint8_t>((x < 0.0f && code != 0 ? 0x8 : 0x0) | code);
 }
 
 V41_HD float decode_e4m3(uint8_t code) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/random_values.h"
@@ -24,6 +25,35 @@ TEST(Fp4E2M1, DecodesTheOcpTable) {
   EXPECT_EQ(encode_e2m1(100.0f), 0x7);  // saturates at 6
   EXPECT_EQ(encode_e2m1(2.5f), 0x4);    // tie between 2 and 3 goes to the even code (2)
   EXPECT_EQ(encode_e2m1(-0.2f), 0x0);   // rounds to zero, no negative zero
+}
+
+// The midpoint-counting encoder against a search for the nearest magnitude
+// (ties to the even code) on a grid finer than every midpoint, and just
+// either side of each midpoint.
+TEST(Fp4E2M1, EncodesToTheNearestValueTiesToEven) {
+  const auto nearest = [](float x) {
+    const float a = std::fabs(x);
+    int best = a > 6.0f ? 7 : 0;  // beyond 6: saturate (a search would tie in float precision)
+    for (int code = 1; code < 8 && best != 7; ++code) {
+      const float error = std::fabs(a - decode_e2m1(static_cast<uint8_t>(code)));
+      const float best_error = std::fabs(a - decode_e2m1(static_cast<uint8_t>(best)));
+      if (error < best_error || (error == best_error && code % 2 == 0)) best = code;
+    }
+    return static_cast<uint8_t>((x < 0.0f && best != 0 ? 0x8 : 0x0) | best);
+  };
+  std::vector<float> values;
+  for (int i = 0; i <= 8 * 4096; ++i) values.push_back(static_cast<float>(i) / 4096.0f);
+  for (float midpoint : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f}) {
+    values.push_back(std::nextafter(midpoint, 0.0f));
+    values.push_back(std::nextafter(midpoint, 10.0f));
+  }
+  values.push_back(1e30f);
+  values.push_back(INFINITY);
+  for (float v : values) {
+    ASSERT_EQ(encode_e2m1(v), nearest(v)) << v;
+    ASSERT_EQ(encode_e2m1(-v), nearest(-v)) << -v;
+  }
+  EXPECT_EQ(encode_e2m1(NAN), 0);
 }
 
 TEST(Fp8E4M3, EveryFiniteCodeRoundTrips) {
