@@ -25,71 +25,36 @@
 #include "kernels/common/mma_fragments_e4m3.h"
 #include "kernels/common/mma_sync.cuh"
 #include "kernels/gemm/expert_gemm.h"
+#include "kernels/gemm/expert_gemm_w4a8_tiling.h"
 
 namespace v41sim::kernels {
 namespace {
 
-constexpr int kBlockK = 128;  // K per pipeline stage: four scale groups of 32
-constexpr int kBlockN = 64;   // weight rows per CTA
-constexpr int kGroupsPerBlock = kBlockK / kWeightScaleGroup;
-static_assert(kGroupsPerBlock * mma::e4m3::kK == kBlockK, "one mma k-step per scale group");
+using namespace w4a8;
 
-// Warp grid, mma tiles per warp and pipeline depth; strides padded so the
-// fragment loads of a warp hit 32 distinct banks (A rows 144 B, packed
-// weight rows 80 B) and stay 16-byte aligned for cp.async.
-template <int kWarpsM, int kWarpsN, int kTilesM, int kTilesN, int kStages, int kMinBlocksPerSm>
-struct Tiling {
-  static constexpr int warps_n = kWarpsN, tiles_m = kTilesM, tiles_n = kTilesN, stages = kStages,
-                       min_blocks_per_sm = kMinBlocksPerSm;
-  static constexpr int threads = 32 * kWarpsM * kWarpsN;
-  static constexpr int block_m = kWarpsM * kTilesM * mma::kM;
-  static constexpr int a_stride = kBlockK + 16;
-  static constexpr int w_stride = kBlockK / 2 + 16;
-  static constexpr int a_bytes = block_m * a_stride;
-  static constexpr int w_bytes = kBlockN * w_stride;
-  static constexpr int s_bytes = kBlockN * kGroupsPerBlock;
-  static constexpr int stage_bytes = a_bytes + w_bytes + s_bytes;
-  static_assert(kWarpsN * kTilesN * mma::kN == kBlockN, "warps tile the CTA's weight rows");
-  static_assert(a_bytes % 16 == 0 && w_bytes % 16 == 0 && stage_bytes % 16 == 0, "16-byte aligned arrays");
-  static_assert(stage_bytes * kStages <= 48 * 1024, "static shared memory");
-};
-// Decode: a few rows per expert, deep pipelines and several CTAs per SM to
-// keep weight bytes in flight; prefill: fuller tiles, fewer stages.
-using Rows16 = Tiling<1, 4, 1, 2, 4, 4>;
-using Rows64 = Tiling<2, 2, 2, 4, 3, 2>;
-using Rows128 = Tiling<2, 2, 4, 4, 2, 1>;
-
-// Issues the copies of k-block kb into one stage: activation rows past m are
-// zero-filled, never read.
+// Issues the copies of k-block kb into one stage (expert_gemm_w4a8_tiling.h).
 template <class T>
-__device__ void load_stage(const ExpertGemmW4A8& g, int64_t expert, int64_t row0, int64_t n0, int64_t kb,
+__device__ void load_stage(const ExpertGemmW4A8& g, const Problem& p, const CtaOrigin& o, int64_t kb,
                            uint8_t* stage) {
-  uint8_t* a_s = stage;
-  uint8_t* w_s = stage + T::a_bytes;
-  uint8_t* s_s = w_s + T::w_bytes;
-  const uint8_t* a = g.activations + expert * g.m * g.k + kb * kBlockK;
-  for (int c = static_cast<int>(threadIdx.x); c < T::block_m * (kBlockK / 16); c += T::threads) {
-    const int r = c / (kBlockK / 16), col = (c % (kBlockK / 16)) * 16;
-    const bool valid = row0 + r < g.m;
-    cp_async_16(a_s + r * T::a_stride + col, a + (valid ? row0 + r : 0) * g.k + col, valid);
+  for (int c = static_cast<int>(threadIdx.x); c < T::a_chunks; c += T::threads) {
+    const Copy copy = activation_copy<T>(c, p, o, kb);
+    cp_async_16(stage + copy.smem, g.activations + copy.global, copy.valid);
   }
-  const uint8_t* w = g.packed_weights + (expert * g.n + n0) * (g.k / 2) + kb * (kBlockK / 2);
-  for (int c = static_cast<int>(threadIdx.x); c < kBlockN * (kBlockK / 32); c += T::threads) {
-    const int r = c / (kBlockK / 32), col = (c % (kBlockK / 32)) * 16;
-    cp_async_16(w_s + r * T::w_stride + col, w + r * (g.k / 2) + col, true);
+  for (int c = static_cast<int>(threadIdx.x); c < T::w_chunks; c += T::threads) {
+    const Copy copy = weight_copy<T>(c, p, o, kb);
+    cp_async_16(stage + copy.smem, g.packed_weights + copy.global, true);
   }
-  const int64_t scale_row = g.k / kWeightScaleGroup;
-  const uint8_t* s = g.weight_scales + (expert * g.n + n0) * scale_row + kb * kGroupsPerBlock;
-  for (int r = static_cast<int>(threadIdx.x); r < kBlockN; r += T::threads)
-    cp_async_4(s_s + r * kGroupsPerBlock, s + r * scale_row);
+  for (int c = static_cast<int>(threadIdx.x); c < T::s_chunks; c += T::threads) {
+    const Copy copy = scale_copy<T>(c, p, o, kb);
+    cp_async_4(stage + copy.smem, g.weight_scales + copy.global);
+  }
 }
 
 // One stage's four k32 steps for a warp's tiles_m x tiles_n mma tiles, each
 // step's partial sums promoted into acc with their columns' group scales.
 template <class T>
-__device__ void compute_stage(const uint8_t* stage, int warp_m, int warp_n, mma::Lane l,
+__device__ void compute_stage(const uint8_t* stage, int warp, mma::Lane l,
                               float (&acc)[T::tiles_m][T::tiles_n][4]) {
-  const uint8_t* a_s = stage;
   const uint8_t* w_s = stage + T::a_bytes;
   const uint8_t* s_s = w_s + T::w_bytes;
 #pragma unroll
@@ -100,11 +65,11 @@ __device__ void compute_stage(const uint8_t* stage, int warp_m, int warp_n, mma:
     for (int mt = 0; mt < T::tiles_m; ++mt) {
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        a[mt][r] = mma::e4m3::load_a(a_s, T::a_stride, (warp_m * T::tiles_m + mt) * mma::kM, k0, l, r);
+        a[mt][r] = mma::e4m3::load_a(stage, T::a_stride, tile_row<T>(warp, mt), k0, l, r);
     }
 #pragma unroll
     for (int nt = 0; nt < T::tiles_n; ++nt) {
-      const int n0 = (warp_n * T::tiles_n + nt) * mma::kN;
+      const int n0 = tile_col<T>(warp, nt);
       const uint32_t b[2] = {mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 0),
                              mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 1)};
       const float scale_even = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 0);
@@ -126,13 +91,12 @@ template <class T>
 __global__ void __launch_bounds__(T::threads, T::min_blocks_per_sm)
     expert_gemm_w4a8_kernel(ExpertGemmW4A8 g) {
   __shared__ __align__(16) uint8_t smem[T::stages * T::stage_bytes];
-  const int64_t row0 =
-      static_cast<int64_t>(blockIdx.x) * T::block_m;  // m-tiles fastest: neighbours share weights in L2
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kBlockN;
-  const int64_t expert = blockIdx.z;
+  const Problem p{g.experts, g.m, g.n, g.k};
+  // m-tiles fastest: neighbouring CTAs read the same weights, from L2.
+  const CtaOrigin o{blockIdx.z, static_cast<int64_t>(blockIdx.x) * T::block_m,
+                    static_cast<int64_t>(blockIdx.y) * kBlockN};
   const int64_t blocks = g.k / kBlockK;
   const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int warp_m = warp / T::warps_n, warp_n = warp % T::warps_n;
   const mma::Lane l = mma::lane_of(static_cast<int>(threadIdx.x) % 32);
 
   // Prologue: stages - 1 blocks in flight. Every iteration commits one group
@@ -140,7 +104,7 @@ __global__ void __launch_bounds__(T::threads, T::min_blocks_per_sm)
   // block about to be used has landed.
 #pragma unroll
   for (int s = 0; s < T::stages - 1; ++s) {
-    if (s < blocks) load_stage<T>(g, expert, row0, n0, s, smem + s * T::stage_bytes);
+    if (s < blocks) load_stage<T>(g, p, o, s, smem + s * T::stage_bytes);
     cp_async_commit();
   }
   float acc[T::tiles_m][T::tiles_n][4] = {};
@@ -148,20 +112,20 @@ __global__ void __launch_bounds__(T::threads, T::min_blocks_per_sm)
     cp_async_wait<T::stages - 2>();
     __syncthreads();  // block kb visible to all; block kb - 1's stage free to overwrite
     const int64_t next = kb + T::stages - 1;
-    if (next < blocks) load_stage<T>(g, expert, row0, n0, next, smem + (next % T::stages) * T::stage_bytes);
+    if (next < blocks) load_stage<T>(g, p, o, next, smem + (next % T::stages) * T::stage_bytes);
     cp_async_commit();
-    compute_stage<T>(smem + (kb % T::stages) * T::stage_bytes, warp_m, warp_n, l, acc);
+    compute_stage<T>(smem + (kb % T::stages) * T::stage_bytes, warp, l, acc);
   }
 
-  float* d = g.out + expert * g.m * g.n;
+  float* d = g.out + o.expert * g.m * g.n;
 #pragma unroll
   for (int mt = 0; mt < T::tiles_m; ++mt) {
 #pragma unroll
     for (int nt = 0; nt < T::tiles_n; ++nt) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int64_t row = row0 + (warp_m * T::tiles_m + mt) * mma::kM + mma::c_row(l, i);
-        const int64_t col = n0 + (warp_n * T::tiles_n + nt) * mma::kN + mma::c_col(l, i);
+        const int64_t row = o.row0 + tile_row<T>(warp, mt) + mma::c_row(l, i);
+        const int64_t col = o.n0 + tile_col<T>(warp, nt) + mma::c_col(l, i);
         if (row < g.m) d[row * g.n + col] = acc[mt][nt][i] * g.activation_scale;
       }
     }

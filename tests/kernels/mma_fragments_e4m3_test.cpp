@@ -15,36 +15,15 @@
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/random_values.h"
 #include "kernels/gemm/expert_gemm.h"
+#include "tests/kernels/mma_e4m3_emulation.h"
 
 namespace v41sim::kernels {
 namespace {
 
 using mma::Lane;
 using mma::lane_of;
-
-float byte_value(uint32_t reg, int i) { return decode_e4m3(static_cast<uint8_t>((reg >> (8 * i)) & 0xFF)); }
-
-// One mma.m16n8k32 of a warp (E4M3 operands): the 32 lanes' registers in, fresh accumulators out.
-void emulate_mma(float (&d)[32][4], const uint32_t (&a)[32][4], const uint32_t (&b)[32][2]) {
-  float A[16][32] = {}, B[32][8] = {};
-  for (int lane = 0; lane < 32; ++lane) {
-    const Lane l = lane_of(lane);
-    for (int r = 0; r < 4; ++r) {
-      for (int i = 0; i < 4; ++i)
-        A[mma::e4m3::a_row(l, r)][mma::e4m3::a_k(l, r) + i] = byte_value(a[lane][r], i);
-    }
-    for (int r = 0; r < 2; ++r) {
-      for (int i = 0; i < 4; ++i) B[mma::e4m3::b_k(l, r) + i][mma::e4m3::b_n(l)] = byte_value(b[lane][r], i);
-    }
-  }
-  for (int lane = 0; lane < 32; ++lane) {
-    const Lane l = lane_of(lane);
-    for (int i = 0; i < 4; ++i) {
-      d[lane][i] = 0;
-      for (int k = 0; k < 32; ++k) d[lane][i] += A[mma::c_row(l, i)][k] * B[k][mma::c_col(l, i)];
-    }
-  }
-}
+using testing::byte_value;
+using testing::emulate_mma_e4m3;
 
 TEST(MmaFragmentsE4m3, WideningFourFp4CodesIsExact) {
   for (uint32_t nibbles = 0; nibbles < 0x10000; ++nibbles) {
@@ -121,7 +100,7 @@ TEST(MmaFragmentsE4m3, PromotedStepsReproduceTheExpertGemm) {
           fb[lane][r] = mma::e4m3::load_b_e2m1(w_tile.data(), kWStride, n0, k0, lane_of(lane), r);
       }
       float partial[32][4];
-      emulate_mma(partial, fa, fb);
+      emulate_mma_e4m3(partial, fa, fb);
       for (int lane = 0; lane < 32; ++lane) {
         for (int i = 0; i < 4; ++i)
           acc[lane][i] +=

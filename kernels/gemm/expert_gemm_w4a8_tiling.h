@@ -1,0 +1,104 @@
+// The W4A8 expert GEMM's tiling and index arithmetic (expert_gemm_w4a8_cuda.cu)
+// as plain host-and-device functions: which bytes each copy chunk moves into a
+// stage of shared memory, where each warp's mma tiles sit, and where each
+// accumulator lands in the output. The CUDA kernel issues them as cp.async
+// copies and mma.sync steps; a CPU test runs the same functions CTA by CTA
+// with an emulated mma and checks the result against the reference.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/host_device.h"
+#include "kernels/common/mma_fragments_e4m3.h"
+#include "kernels/gemm/expert_gemm.h"
+
+namespace v41sim::kernels::w4a8 {
+
+inline constexpr int kBlockK = 128;  // K per pipeline stage: four scale groups of 32
+inline constexpr int kBlockN = 64;   // weight rows per CTA
+inline constexpr int kGroupsPerBlock = kBlockK / kWeightScaleGroup;
+inline constexpr int kChunkBytes = 16;  // one cp.async of activations or packed weights
+static_assert(kGroupsPerBlock * mma::e4m3::kK == kBlockK, "one mma k-step per scale group");
+
+// Warp grid, mma tiles per warp and pipeline depth; strides padded so the
+// fragment loads of a warp hit 32 distinct banks (A rows 144 B, packed
+// weight rows 80 B) and stay 16-byte aligned for cp.async.
+template <int kWarpsM, int kWarpsN, int kTilesM, int kTilesN, int kStages, int kMinBlocksPerSm>
+struct Tiling {
+  static constexpr int warps_n = kWarpsN, tiles_m = kTilesM, tiles_n = kTilesN, stages = kStages,
+                       min_blocks_per_sm = kMinBlocksPerSm;
+  static constexpr int warps = kWarpsM * kWarpsN;
+  static constexpr int threads = 32 * warps;
+  static constexpr int block_m = kWarpsM * kTilesM * mma::kM;
+  static constexpr int a_stride = kBlockK + 16;
+  static constexpr int w_stride = kBlockK / 2 + 16;
+  static constexpr int a_bytes = block_m * a_stride;
+  static constexpr int w_bytes = kBlockN * w_stride;
+  static constexpr int s_bytes = kBlockN * kGroupsPerBlock;
+  static constexpr int stage_bytes = a_bytes + w_bytes + s_bytes;
+  static constexpr int a_chunks = block_m * (kBlockK / kChunkBytes);
+  static constexpr int w_chunks = kBlockN * (kBlockK / 2 / kChunkBytes);
+  static constexpr int s_chunks = kBlockN;  // 4 scale codes of a weight row, one 4-byte copy
+  static_assert(kWarpsN * kTilesN * mma::kN == kBlockN, "warps tile the CTA's weight rows");
+  static_assert(a_bytes % 16 == 0 && w_bytes % 16 == 0 && stage_bytes % 16 == 0, "16-byte aligned arrays");
+  static_assert(stage_bytes * kStages <= 48 * 1024, "static shared memory");
+};
+// Decode: a few rows per expert, deep pipelines and several CTAs per SM to
+// keep weight bytes in flight; prefill: fuller tiles, fewer stages.
+using Rows16 = Tiling<1, 4, 1, 2, 4, 4>;
+using Rows64 = Tiling<2, 2, 2, 4, 3, 2>;
+using Rows128 = Tiling<2, 2, 4, 4, 2, 1>;
+
+struct Problem {
+  int64_t experts, m, n, k;
+};
+
+// Where a CTA works: its expert, first activation row and first weight row.
+struct CtaOrigin {
+  int64_t expert, row0, n0;
+};
+
+// One copy: bytes at `global` (an offset into the activations, packed weights
+// or scales) to `smem` (an offset into the stage); zeros where !valid.
+struct Copy {
+  int smem;
+  int64_t global;
+  bool valid;
+};
+
+// Activation chunk c of k-block kb: 16 bytes of a row; rows past m are zero-filled.
+template <class T>
+V41_HD Copy activation_copy(int c, const Problem& p, const CtaOrigin& o, int64_t kb) {
+  const int r = c / (kBlockK / kChunkBytes), col = (c % (kBlockK / kChunkBytes)) * kChunkBytes;
+  const bool valid = o.row0 + r < p.m;
+  return {r * T::a_stride + col, (o.expert * p.m + (valid ? o.row0 + r : 0)) * p.k + kb * kBlockK + col,
+          valid};
+}
+
+// Packed-weight chunk c: 16 bytes (32 codes) of one of the CTA's weight rows.
+template <class T>
+V41_HD Copy weight_copy(int c, const Problem& p, const CtaOrigin& o, int64_t kb) {
+  const int r = c / (kBlockK / 2 / kChunkBytes), col = (c % (kBlockK / 2 / kChunkBytes)) * kChunkBytes;
+  return {T::a_bytes + r * T::w_stride + col,
+          (o.expert * p.n + o.n0 + r) * (p.k / 2) + kb * (kBlockK / 2) + col, true};
+}
+
+// Scale chunk r: the 4 E8M0 codes of weight row r for this k-block (4-byte aligned: k/32 is a multiple of 4).
+template <class T>
+V41_HD Copy scale_copy(int r, const Problem& p, const CtaOrigin& o, int64_t kb) {
+  const int64_t per_row = p.k / kWeightScaleGroup;
+  return {T::a_bytes + T::w_bytes + r * kGroupsPerBlock,
+          (o.expert * p.n + o.n0 + r) * per_row + kb * kGroupsPerBlock, true};
+}
+
+// A warp's mma tiles within the CTA: first activation row of m-tile mt, first weight row of n-tile nt.
+template <class T>
+V41_HD int tile_row(int warp, int mt) {
+  return ((warp / T::warps_n) * T::tiles_m + mt) * mma::kM;
+}
+template <class T>
+V41_HD int tile_col(int warp, int nt) {
+  return ((warp % T::warps_n) * T::tiles_n + nt) * mma::kN;
+}
+
+}  // namespace v41sim::kernels::w4a8
