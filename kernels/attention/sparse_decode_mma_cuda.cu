@@ -64,19 +64,8 @@ __device__ void widen_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile,
   bool is_main = false;
   const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
   uint16_t* row = k_s + key * kRowStride + part * kDimsPerWidener;
-  if (entry != nullptr && is_main) {  // 8 scale groups of 16; a 288-byte entry is 4-byte aligned
-    const int first = part * kDimsPerWidener;
-    for (int g = 0; g < kDimsPerWidener / kMxfp4GroupSize; ++g) {
-      const int c = first + g * kMxfp4GroupSize;
-      const float scale = decode_e4m3(entry[kLatentDim / 2 + c / kMxfp4GroupSize]);
-      for (int w = 0; w < kMxfp4GroupSize / 8; ++w) {  // 32-bit words of 8 codes
-        const uint32_t word = *reinterpret_cast<const uint32_t*>(entry + c / 2 + 4 * w);
-        for (int b = 0; b < 4; ++b) {
-          *reinterpret_cast<uint32_t*>(row + g * kMxfp4GroupSize + 8 * w + 2 * b) =
-              main_entry_pair_bf16x2(static_cast<uint8_t>(word >> (8 * b)), scale);
-        }
-      }
-    }
+  if (entry != nullptr && is_main) {
+    widen_main_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, reinterpret_cast<uint32_t*>(row));
   } else {
     for (int i = 0; i < kDimsPerWidener; i += 2) {
       const int c = part * kDimsPerWidener + i;

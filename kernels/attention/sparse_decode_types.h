@@ -47,6 +47,25 @@ V41_HD uint32_t main_entry_pair_bf16x2(uint8_t codes, float scale) {
          (static_cast<uint32_t>(bf16_bits(bits_float(unit & 0xFFFF0000u) * scale)) << 16);
 }
 
+// Dims [first, first + count) of a main-KV entry widened to BF16 pairs in
+// `row` (count / 2 words, values low first), scales decoded once per group of
+// 16, codes read as words: how the tensor-core kernel's threads widen their
+// part of an entry (first and count multiples of 16; a 288-byte entry is
+// 4-byte aligned).
+V41_HD void widen_main_entry_part(const uint8_t* entry, int first, int count, uint32_t* row) {
+  for (int g = 0; g < count / kMxfp4GroupSize; ++g) {
+    const int c = first + g * kMxfp4GroupSize;
+    const float scale = decode_e4m3(entry[kLatentDim / 2 + c / kMxfp4GroupSize]);
+    for (int w = 0; w < kMxfp4GroupSize / 8; ++w) {  // words of 8 codes
+      const uint32_t word = load_word(entry + c / 2 + 4 * w);
+      for (int b = 0; b < 4; ++b) {
+        row[g * (kMxfp4GroupSize / 2) + 4 * w + b] =
+            main_entry_pair_bf16x2(static_cast<uint8_t>(word >> (8 * b)), scale);
+      }
+    }
+  }
+}
+
 // Value i of a window entry (FP8 e4m3, e8m0 scale per 32).
 V41_HD float window_entry_value(const uint8_t* entry, int i) {
   return decode_e4m3(entry[i]) * decode_e8m0(entry[kLatentDim + i / kWindowScaleGroup]);

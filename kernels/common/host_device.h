@@ -33,4 +33,14 @@ V41_HD float bits_float(uint32_t bits) {
 #endif
 }
 
+// Four bytes as a little-endian word (4-byte aligned on the device).
+V41_HD uint32_t load_word(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint32_t*>(p);
+#else
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+#endif
+}
+
 }  // namespace v41sim::kernels

@@ -31,16 +31,6 @@ V41_HD int a_k(Lane l, int reg) { return l.pair * 4 + (reg >> 1) * 16; }
 V41_HD int b_k(Lane l, int reg) { return l.pair * 4 + reg * 16; }
 V41_HD int b_n(Lane l) { return l.group; }
 
-// Four bytes adjacent in memory (4-byte aligned: k a multiple of 4, stride of 4).
-V41_HD uint32_t load_quad(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-  return *reinterpret_cast<const uint32_t*>(p);
-#else
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
-#endif
-}
-
 // Two bytes adjacent in memory (2-byte aligned).
 V41_HD uint16_t load_pair_bytes(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
@@ -50,9 +40,10 @@ V41_HD uint16_t load_pair_bytes(const uint8_t* p) {
 #endif
 }
 
-// A from a row-major (rows x k) E4M3 tile, the 16 x 32 block at (row0, k0).
+// A from a row-major (rows x k) E4M3 tile, the 16 x 32 block at (row0, k0)
+// (4-byte aligned: k0 and a_k are multiples of 4, the stride too).
 V41_HD uint32_t load_a(const uint8_t* tile, int stride, int row0, int k0, Lane l, int reg) {
-  return load_quad(tile + (row0 + e4m3::a_row(l, reg)) * stride + k0 + e4m3::a_k(l, reg));
+  return load_word(tile + (row0 + e4m3::a_row(l, reg)) * stride + k0 + e4m3::a_k(l, reg));
 }
 
 // B (k x n) from packed E2M1 weights stored n-major (n rows of k/2 bytes, low

@@ -33,6 +33,26 @@ V41_HD float index_key_value(const uint8_t* entry, int i) {
   return decode_e2m1((i & 1) ? (byte >> 4) : (byte & 0xF)) * scale;
 }
 
+// Half of an index key (64 dims, two scale groups) widened to BF16 in `row`:
+// 32 words of two values each, low first, as one of the two kernel threads
+// per key does it (the key's bytes read as words: a 68-byte key is 4-byte
+// aligned). A missing key (entry null) is zeros.
+V41_HD void widen_index_key_half(const uint8_t* entry, int half, uint32_t* row) {
+  constexpr int kGroupsPerHalf = kIndexDim / 2 / kIndexScaleGroup;  // 2
+  constexpr int kWordsPerGroup = kIndexScaleGroup / 8;              // 4 words of 8 codes
+  for (int g = 0; g < kGroupsPerHalf; ++g) {
+    const int group = half * kGroupsPerHalf + g;
+    const uint8_t scale = entry != nullptr ? entry[kIndexDim / 2 + group] : 0;
+    for (int w = 0; w < kWordsPerGroup; ++w) {
+      const uint32_t word = entry != nullptr ? load_word(entry + group * (kIndexScaleGroup / 2) + 4 * w) : 0;
+      for (int b = 0; b < 4; ++b) {
+        row[g * (kIndexScaleGroup / 2) + 4 * w + b] =
+            entry != nullptr ? widen_e2m1x2_to_bf16x2(static_cast<uint8_t>(word >> (8 * b)), scale) : 0u;
+      }
+    }
+  }
+}
+
 // Order-preserving map of a float to an unsigned key (larger float, larger key).
 V41_HD uint32_t ordered_bits(float x) {
   const uint32_t bits = float_bits(x);

@@ -67,9 +67,8 @@ struct Smem {
   static constexpr std::size_t bytes = w + sizeof(float) * kRows;
 };
 
-// Widens a tile's 128 keys into k_s as BF16 rows, two threads per key (64
-// dims, two scale groups apiece, read as 32-bit words: a 68-byte key is
-// 4-byte aligned); missing keys are zero rows.
+// Widens a tile's 128 keys into k_s as BF16 rows, two threads per key
+// (widen_index_key_half); missing keys are zero rows.
 __device__ void widen_key_tile(const uint8_t* __restrict__ keys, const Params& p, const ColumnMap& map,
                                int64_t query0, int64_t column0, uint16_t* k_s) {
   const int key = static_cast<int>(threadIdx.x) / 2;
@@ -78,26 +77,8 @@ __device__ void widen_key_tile(const uint8_t* __restrict__ keys, const Params& p
   const int64_t position = column < p.columns ? map.position(query0, column) : p.positions;
   const uint8_t* entry =
       position < p.positions ? keys + query0 * p.key_stride + position * kIndexKeyBytes : nullptr;
-  auto* row = reinterpret_cast<uint32_t*>(k_s + key * kRowStride + half * (kIndexDim / 2));
-  constexpr int kGroupsPerHalf = kIndexDim / 2 / kIndexScaleGroup;  // 2
-  constexpr int kWordsPerGroup = kIndexScaleGroup / 8;              // 4 words of 8 codes
-#pragma unroll
-  for (int g = 0; g < kGroupsPerHalf; ++g) {
-    const int group = half * kGroupsPerHalf + g;
-    const uint8_t scale = entry != nullptr ? entry[kIndexDim / 2 + group] : 0;
-#pragma unroll
-    for (int w = 0; w < kWordsPerGroup; ++w) {
-      const uint32_t word =
-          entry != nullptr
-              ? *reinterpret_cast<const uint32_t*>(entry + group * (kIndexScaleGroup / 2) + 4 * w)
-              : 0;
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        row[g * (kIndexScaleGroup / 2) + 4 * w + b] =
-            entry != nullptr ? widen_e2m1x2_to_bf16x2(static_cast<uint8_t>(word >> (8 * b)), scale) : 0u;
-      }
-    }
-  }
+  widen_index_key_half(entry, half,
+                       reinterpret_cast<uint32_t*>(k_s + key * kRowStride + half * (kIndexDim / 2)));
 }
 
 // One tile: S = Q.K^T on the tensor cores for each query's 32 heads x this

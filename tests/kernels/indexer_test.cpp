@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "kernels/common/mma_fragments.h"
 #include "kernels/common/random_values.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_reference.h"
@@ -38,6 +39,27 @@ TEST(IndexKey, QuantizationErrorIsBounded) {
       }
     }
   }
+}
+
+// The tensor-core kernel's widening of index keys, two halves per key as its
+// two threads per key do it: each value the per-value decode rounded to BF16
+// (keys of spread magnitudes, so scales range widely); a missing key is zeros.
+TEST(IndexKey, WidenedHalvesMatchTheValues) {
+  auto values = normal_values(kIndexDim * 64, 9);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] *= std::ldexp(1.0f, static_cast<int>(i / 32 % 41) - 20);
+  const auto keys = quantize_index_keys_reference(values, 64);
+  uint32_t row[kIndexDim / 2];
+  for (int64_t j = 0; j < 64; ++j) {
+    const uint8_t* entry = keys.data() + j * kIndexKeyBytes;
+    for (int half = 0; half < 2; ++half) widen_index_key_half(entry, half, row + half * kIndexDim / 4);
+    for (int i = 0; i < kIndexDim; ++i) {
+      const auto got = static_cast<uint16_t>(row[i / 2] >> (16 * (i % 2)));
+      ASSERT_EQ(got, mma::to_bf16(index_key_value(entry, i))) << "key " << j << " dim " << i;
+    }
+  }
+  widen_index_key_half(nullptr, 1, row);
+  for (int w = 0; w < kIndexDim / 4; ++w) EXPECT_EQ(row[w], 0u);
 }
 
 TEST(IndexerReference, LogitsFollowTheDefinition) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/attention/sparse_decode_reference.h"
+#include "kernels/common/mma_fragments.h"
 #include "kernels/common/v41_shapes.h"
 #include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
@@ -47,6 +48,21 @@ TEST(SparseDecode, TheSinkTakesMassButAddsNoValue) {
     sunk_norm += std::fabs(sunk[i]);
   }
   EXPECT_LT(sunk_norm, 1e-6 * base_norm + 1e-9);
+}
+
+// The tensor-core kernel's widening of main entries, four parts of 128 dims
+// per entry as its threads do it: each value the per-value decode rounded to BF16.
+TEST(SparseDecode, WidenedEntryPartsMatchTheValues) {
+  const SparseDecodeInputs in = make_sparse_decode_inputs({1, 2, 4, 16}, 3);
+  for (int64_t e = 0; e < 16; ++e) {
+    const uint8_t* entry = in.main_kv.data() + e * kMainEntryBytes;
+    uint32_t row[kLatentDim / 2];
+    for (int part = 0; part < 4; ++part) widen_main_entry_part(entry, part * 128, 128, row + part * 64);
+    for (int i = 0; i < kLatentDim; ++i) {
+      const auto got = static_cast<uint16_t>(row[i / 2] >> (16 * (i % 2)));
+      ASSERT_EQ(got, mma::to_bf16(main_entry_value(entry, i))) << "entry " << e << " dim " << i;
+    }
+  }
 }
 
 TEST(SparseDecodeCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_fp32"}); }
