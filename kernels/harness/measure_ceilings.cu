@@ -88,10 +88,12 @@ int measure_ceilings(int fd) {
   rows.row({"host_to_device_copy", "host_copy", "fp32", bytes / 4096, 4096, 1, 1, 0, 0,
             static_cast<double>(bytes), host});
   rows.row({"fp32_fma_chains", "elementwise", "fp32", 1, 1, 1, 1, 0, fma_chain_flops(d.sms), 0, fma});
-  rows.row(
-      {"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops, 3.0 * static_cast<double>(n * n), gemm});
-  rows.row({"dense_bf16_gemm", "gemm", "bf16", n, n, n, 1, 0, gemm_flops, 4.0 * static_cast<double>(n * n),
-            gemm16});
+  // Bytes: both operands and the FP32 output (the epilogue's share).
+  const double output_bytes = 4.0 * static_cast<double>(n * n);
+  rows.row({"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops,
+            2.0 * static_cast<double>(n * n) + output_bytes, gemm, output_bytes});
+  rows.row({"dense_bf16_gemm", "gemm", "bf16", n, n, n, 1, 0, gemm_flops,
+            4.0 * static_cast<double>(n * n) + output_bytes, gemm16, output_bytes});
   std::printf(
       "%s: %d SMs; copy %.0f GB/s, host to device %.1f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s, "
       "BF16 GEMM %.0f TFLOP/s\n",

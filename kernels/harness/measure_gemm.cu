@@ -85,11 +85,12 @@ int measure_gemm(const RowWriter& w, bool quick) {
         }
         const double flops =
             2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+        const double output_bytes = 4.0 * static_cast<double>(e * m * s.n);  // FP32
         const double bytes = static_cast<double>(e * s.n * s.k / 2 + e * s.n * s.k / kWeightScaleGroup) +
-                             static_cast<double>(e * m * s.k) + 4.0 * static_cast<double>(e * m * s.n);
+                             static_cast<double>(e * m * s.k) + output_bytes;
         const bool widened_wins = widened && widened->median_us < w4a8.median_us;
         const auto report = [&](const std::string& kernel, const TimingStats& t) {
-          w.row({kernel, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t});
+          w.row({kernel, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t, output_bytes});
           std::printf(
               "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f "
               "GB/s "
@@ -169,7 +170,8 @@ int measure_dense_gemm(const RowWriter& w, bool quick) {
         const double bytes =
             static_cast<double>(g * (s.n * s.k + m * s.k) * element) + 4.0 * static_cast<double>(g * m * s.n);
         const char* math = fp8 ? "fp8" : "bf16";
-        w.row({s.name, "gemm", math, m, s.n, s.k, g, 0, flops, bytes, t});
+        w.row({s.name, "gemm", math, m, s.n, s.k, g, 0, flops, bytes, t,
+               4.0 * static_cast<double>(g * m * s.n)});
         std::printf(
             "%s %lldx%lldx%lld%s (%s): %.1f us, %.0f TFLOP/s (%.0f%% of dense %s), %.0f GB/s\n", s.name,
             static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),

@@ -14,7 +14,7 @@ namespace {
 
 ClassCost read_class(const YamlNode& node) {
   node.expect_only({"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency",
-                    "fixed_overhead_us", "error_band_pct"});
+                    "fixed_overhead_us", "epilogue_overlap", "error_band_pct"});
   ClassCost c;
   c.tile_m = node.required("tile_m").as_positive_int();
   c.tile_n = node.required("tile_n").as_positive_int();
@@ -23,6 +23,10 @@ ClassCost read_class(const YamlNode& node) {
   c.memory_efficiency = read_sourced_value(node.required("memory_efficiency"));
   if (const auto overhead = node.optional("fixed_overhead_us"))
     c.fixed_overhead_us = read_sourced_value(*overhead);
+  if (const auto overlap = node.optional("epilogue_overlap")) {
+    c.epilogue_overlap = read_sourced_value(*overlap, ValueRange::kNonNegative);
+    if (c.epilogue_overlap->value() > 1.0) overlap->fail("a share of the epilogue, at most 1");
+  }
   if (const auto band = node.optional("error_band_pct"))
     c.error_band_pct = read_sourced_value(*band, ValueRange::kNonNegative);
   for (const SourcedValue* v : {&c.compute_efficiency, &c.memory_efficiency}) {

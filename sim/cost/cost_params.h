@@ -25,6 +25,9 @@ struct ClassCost {
   // Device-side start-up cost of one kernel (prologue, tail of the last wave's
   // epilogue), on top of launch or graph replay; fitted from measurements.
   std::optional<SourcedValue> fixed_overhead_us;
+  // Share of a GEMM epilogue's output write hidden under the main loop (a
+  // persistent kernel storing one tile while computing the next); absent: all.
+  std::optional<SourcedValue> epilogue_overlap;
   // 90th percentile of |relative error| on the held-out shapes of a fitted
   // class (percent); absent for uncalibrated priors, whose error is unknown.
   std::optional<SourcedValue> error_band_pct;

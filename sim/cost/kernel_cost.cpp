@@ -21,8 +21,8 @@ KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
            static_cast<uint64_t>(k.shape.m), static_cast<uint64_t>(k.shape.n),
            static_cast<uint64_t>(k.shape.k), static_cast<uint64_t>(k.shape.batch),
            std::bit_cast<uint64_t>(k.flops), std::bit_cast<uint64_t>(k.hbm_bytes),
-           std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.link_bytes),
-           std::bit_cast<uint64_t>(k.off_node_fraction)}};
+           std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.epilogue_bytes),
+           std::bit_cast<uint64_t>(k.link_bytes), std::bit_cast<uint64_t>(k.off_node_fraction)}};
 }
 
 std::size_t KernelCostModel::CacheKeyHash::operator()(const CacheKey& key) const {
@@ -105,11 +105,16 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   if (k.l2_reuse_bytes > 0 && k.l2_reuse_bytes <= l2_bytes_ * params_.l2_resident_fraction.value()) {
     bytes -= k.l2_reuse_bytes * (1.0 - 1.0 / params_.l2_bandwidth_multiple.value());
   }
+  // A tile's main loop overlaps its math with its reads; the part of its
+  // output write the kernel does not hide comes after.
+  const double overlap = cls.epilogue_overlap ? cls.epilogue_overlap->value() : 1.0;
+  const double serial_bytes = std::min(bytes, k.epilogue_bytes * (1.0 - overlap));
   const double tile_flops = k.flops / static_cast<double>(t.tiles);
-  const double tile_bytes = bytes / static_cast<double>(t.tiles);
+  const double tile_bytes = (bytes - serial_bytes) / static_cast<double>(t.tiles);
+  const double tile_serial_bytes = serial_bytes / static_cast<double>(t.tiles);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
-    return std::max(tile_flops / (rate / sms_), tile_bytes / share);
+    return std::max(tile_flops / (rate / sms_), tile_bytes / share) + tile_serial_bytes / share;
   };
   const int64_t full_waves = t.tiles / sms;
   const int64_t remainder = t.tiles % sms;

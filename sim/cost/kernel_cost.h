@@ -59,7 +59,7 @@ class KernelCostModel {
   double l2_bytes_;
   // Everything the timing depends on, compared exactly (a hash alone could collide).
   struct CacheKey {
-    std::array<uint64_t, 11> fields;
+    std::array<uint64_t, 12> fields;
     bool operator==(const CacheKey&) const = default;
   };
   struct CacheKeyHash {

@@ -47,6 +47,9 @@ struct Kernel {
   // Reuse layer gathering the entries its source layer gathered): served from
   // L2 when the working set fits, at the cost model's discretion.
   double l2_reuse_bytes = 0;
+  // Of hbm_bytes, the output written by a GEMM's epilogue, tile by tile after
+  // its main loop (how much of it overlaps the main loop is the cost model's call).
+  double epilogue_bytes = 0;
   double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers
   double off_node_fraction = 0;  // share of link_bytes that leaves the NVLink domain
 };

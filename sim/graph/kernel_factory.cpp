@@ -29,6 +29,7 @@ Kernel& KernelFactory::gemm(std::string name, double tokens, double n, double k,
   kernel.flops = 2.0 * tokens * n * k * groups;
   kernel.hbm_bytes = groups * (n * k * weights.bytes_per_value() + tokens * k * input_bytes(math) +
                                tokens * n * kBf16ActivationBytes);
+  kernel.epilogue_bytes = groups * tokens * n * kBf16ActivationBytes;
   return push(std::move(kernel));
 }
 
@@ -43,6 +44,7 @@ Kernel& KernelFactory::grouped_gemm(std::string name, double tokens, double expe
   kernel.flops = 2.0 * tokens * n * k;
   kernel.hbm_bytes = experts_touched * n * k * weights.bytes_per_value() + tokens * k * kFp8ActivationBytes +
                      tokens * n * kBf16ActivationBytes;
+  kernel.epilogue_bytes = tokens * n * kBf16ActivationBytes;
   return push(std::move(kernel));
 }
 

@@ -297,6 +297,7 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
     out += "    compute_efficiency: " + sourced(c.compute_efficiency) + "\n";
     out += "    memory_efficiency: " + sourced(c.memory_efficiency) + "\n";
     if (c.fixed_overhead_us) out += "    fixed_overhead_us: " + sourced(*c.fixed_overhead_us) + "\n";
+    if (c.epilogue_overlap) out += "    epilogue_overlap: " + sourced(*c.epilogue_overlap) + "\n";
     if (c.error_band_pct) out += "    error_band_pct: " + sourced(*c.error_band_pct) + "\n";
   }
   return out;

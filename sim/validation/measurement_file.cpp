@@ -9,14 +9,16 @@
 #include <sstream>
 
 #include "sim/common/input_error.h"
+#include "sim/graph/kernel_factory.h"
 
 namespace v41sim {
 namespace {
 
 const std::vector<std::string> kRequired{"kernel", "class", "math",      "m",         "n",      "k",
                                          "batch",  "flops", "hbm_bytes", "median_us", "min_us", "max_us"};
-const std::vector<std::string> kOptional{"context", "achieved_gbps", "achieved_tflops", "fraction_of_copy",
-                                         "fraction_of_compute_ceiling"};
+const std::vector<std::string> kOptional{
+    "context",       "achieved_gbps", "achieved_tflops", "fraction_of_copy", "fraction_of_compute_ceiling",
+    "epilogue_bytes"};
 const std::vector<std::string> kRequiredMetadata{"gpu", "sm_count", "driver", "cuda", "date", "git_commit"};
 
 KernelClass parse_class(const std::string& text, const InputLocation& at) {
@@ -106,6 +108,19 @@ Measurement read_row(const std::vector<std::string>& cells, const std::map<std::
   m.max_us = number_of("max_us");
   if (m.median_us <= 0) throw InputError(at("median_us"), "a measured time must be positive");
   if (columns.count("context")) m.context = count_of("context");
+  // The output a GEMM's epilogue writes: as the harness counted it, or else the
+  // simulator's convention (BF16 outputs, m x n per group).
+  if (columns.count("epilogue_bytes")) {
+    m.kernel.epilogue_bytes = number_of("epilogue_bytes");
+  } else if (m.kernel.kernel_class == KernelClass::kGemm ||
+             m.kernel.kernel_class == KernelClass::kGroupedGemm) {
+    const KernelShape& s = m.kernel.shape;
+    m.kernel.epilogue_bytes = static_cast<double>(s.m) * static_cast<double>(s.n) *
+                              static_cast<double>(s.batch) * kBf16ActivationBytes;
+  }
+  if (m.kernel.epilogue_bytes > m.kernel.hbm_bytes) {
+    throw InputError(at("epilogue_bytes"), "the epilogue's output is part of hbm_bytes: at most that");
+  }
   // A host copy's bytes are the bytes that cross the host link (the model times it there).
   if (m.kernel.kernel_class == KernelClass::kHostCopy) {
     m.kernel.link_bytes = m.kernel.hbm_bytes;

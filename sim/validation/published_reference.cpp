@@ -46,6 +46,7 @@ PublishedReference read_reference(const YamlNode& node) {
   }
   static const std::map<std::string, std::vector<std::string>> kRequired{
       {"gemm", {"m", "n", "k"}},
+      {"grouped_gemm", {"groups", "m", "n", "k"}},
       {"stream", {"bytes"}},
       {"moe_layer", {"ep", "tokens_per_rank"}},
       {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
@@ -53,7 +54,7 @@ PublishedReference read_reference(const YamlNode& node) {
   const auto needed = kRequired.find(r.probe_kind);
   if (needed == kRequired.end()) {
     probe.required("kind").fail("unknown probe '" + r.probe_kind +
-                                "' (expected gemm, stream, moe_layer, all_to_all, attention)");
+                                "' (expected gemm, grouped_gemm, stream, moe_layer, all_to_all, attention)");
   }
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: a fused kernel overlapping its transfers (moe_layer), a
@@ -61,6 +62,7 @@ PublishedReference read_reference(const YamlNode& node) {
   // V2 reports its "logical" bandwidth (all_to_all), and the query heads one
   // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8).
   static const std::map<std::string, std::vector<std::string>> kOptional{{"gemm", {"math"}},
+                                                                         {"grouped_gemm", {}},
                                                                          {"stream", {}},
                                                                          {"moe_layer", {"model", "overlap"}},
                                                                          {"all_to_all", {"count_local"}},
@@ -88,6 +90,14 @@ PublishedReference read_reference(const YamlNode& node) {
 }
 
 int64_t as_int(double value) { return static_cast<int64_t>(std::llround(value)); }
+
+// A kernel's figure in the reference's metric: its own FLOPs or bytes over
+// its device time (launch overhead excluded, as kernel benchmarks time it), or the time.
+double in_metric(const Kernel& k, double busy_us, const std::string& metric) {
+  if (metric == "tflops") return k.flops / busy_us / 1e6;
+  if (metric == "gbps") return k.hbm_bytes / busy_us / 1e3;
+  return busy_us;
+}
 
 // attention: the first attention kernel of a step of the model (as FlashMLA's
 // benchmarks time one call), in TFLOP/s or GB/s of its own FLOPs and bytes
@@ -117,10 +127,7 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
     const auto& kernels = graph.layers[l].kernels;
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       if (kernels[i].kernel_class != KernelClass::kAttention) continue;
-      const double us = timing.layers[l].kernels[i].busy_us;
-      if (r.metric == "tflops") return kernels[i].flops / us / 1e6;
-      if (r.metric == "gbps") return kernels[i].hbm_bytes / us / 1e3;
-      return us;
+      return in_metric(kernels[i], timing.layers[l].kernels[i].busy_us, r.metric);
     }
   }
   throw InputError({r.file, r.line, "probe.model"}, "the model's step has no attention kernel");
@@ -138,13 +145,20 @@ double predict(const PublishedReference& r, const Catalog& catalog, std::string*
     const BlockScaledFormat weights{fp8 ? ElementFormat::kFp8E4M3 : ElementFormat::kBf16, std::nullopt, 0};
     const Kernel& k = KernelFactory(kernels).gemm("gemm", p.at("m"), p.at("n"), p.at("k"), weights,
                                                   fp8 ? MathType::kFp8 : MathType::kBf16);
-    return k.flops / g.cost().time(k).busy_us / 1e6;
+    return in_metric(k, g.cost().time(k).busy_us, r.metric);
+  }
+  if (r.probe_kind == "grouped_gemm") {  // FP8 x FP8 groups of m rows each, every group's weights read
+    std::vector<Kernel> kernels;
+    const BlockScaledFormat weights{ElementFormat::kFp8E4M3, std::nullopt, 0};
+    const Kernel& k = KernelFactory(kernels).grouped_gemm("grouped_gemm", p.at("groups") * p.at("m"),
+                                                          p.at("groups"), p.at("n"), p.at("k"), weights);
+    return in_metric(k, g.cost().time(k).busy_us, r.metric);
   }
   if (r.probe_kind == "stream") {
     std::vector<Kernel> kernels;
     const Kernel& k =
         KernelFactory(kernels).elementwise("stream", p.at("bytes") / 4096.0, 4096.0, p.at("bytes"));
-    return k.hbm_bytes / g.cost().time(k).busy_us / 1e3;
+    return in_metric(k, g.cost().time(k).busy_us, r.metric);
   }
   if (r.probe_kind == "all_to_all") {
     const Kernel k = make_all_to_all(

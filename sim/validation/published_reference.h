@@ -21,7 +21,7 @@ struct PublishedReference {
   std::string file;
   int line = 0;
   std::string gpu;
-  std::string probe_kind;  // gemm | stream | moe_layer | all_to_all | attention
+  std::string probe_kind;  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention
   std::map<std::string, double> probe;
   std::string probe_model;  // moe_layer, attention: the model file stem
   std::string probe_phase;  // attention: decode | prefill

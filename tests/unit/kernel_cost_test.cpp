@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <map>
+#include <vector>
 
+#include "sim/graph/kernel_factory.h"
 #include "tests/step_test_support.h"
 
 namespace v41sim {
@@ -40,6 +42,25 @@ TEST(KernelCost, OneTileMoreThanTheSmsCostsASecondWave) {
     EXPECT_EQ(full.bound, Bound::kCompute) << stem;
     EXPECT_EQ(over.bound, Bound::kTail) << stem;
   }
+}
+
+// A GEMM tile writes its output after its main loop where the kernel does not
+// hide the write (the priors' epilogue_overlap): a small-K GEMM then takes its
+// main loop plus the output at the class's bandwidth, not the longer of the two.
+TEST(KernelCost, GemmOutputWriteFollowsTheMainLoop) {
+  GpuUnderTest g("h800", /*cuda_graph=*/false);
+  const ClassCost& gemm = g.cost.params().of(KernelClass::kGemm);
+  ASSERT_TRUE(gemm.epilogue_overlap.has_value());
+  std::vector<Kernel> kernels;
+  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
+  Kernel with_output = KernelFactory(kernels).gemm("gemm", 4096, 32768, 512, fp8, MathType::kFp8);
+  Kernel hidden = with_output;
+  hidden.epilogue_bytes = 0;
+  const double serial = with_output.epilogue_bytes * (1.0 - gemm.epilogue_overlap->value());
+  const double bandwidth = g.cost.gpu().hbm_bytes_per_s.value() * gemm.memory_efficiency.value();
+  const double extra_us = g.cost.time(with_output).busy_us - g.cost.time(hidden).busy_us;
+  EXPECT_GT(extra_us, 0.5 * serial / bandwidth * 1e6);  // the write is not hidden
+  EXPECT_NEAR(extra_us, serial / bandwidth * 1e6, 0.3 * serial / bandwidth * 1e6);
 }
 
 TEST(KernelCost, StreamingKernelReachesTheMemoryEfficiency) {

@@ -45,7 +45,18 @@ void write_harness_file(const fs::path& file) {
          2.7e9,
          1.4e7,
          {350.5, 349.0, 360.25}});
-  w.row({"expert_down", "grouped_gemm", "fp8", 512, 5120, 2304, 1, 0, 1.2e10, 1.4e7, {20.125, 19.5, 21.0}});
+  w.row({"expert_down",
+         "grouped_gemm",
+         "fp8",
+         512,
+         5120,
+         2304,
+         1,
+         0,
+         1.2e10,
+         1.4e7,
+         {20.125, 19.5, 21.0},
+         1.05e7});
   ::close(fd);
 }
 
@@ -64,6 +75,32 @@ TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
   EXPECT_DOUBLE_EQ(decode.max_us, 360.25);
   EXPECT_EQ(set.rows[1].kernel.math, MathType::kFp8);
   EXPECT_EQ(set.rows[1].context, 0);
+  EXPECT_DOUBLE_EQ(decode.kernel.epilogue_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(set.rows[1].kernel.epilogue_bytes, 1.05e7);  // as the harness counted it
+}
+
+// Without the column, GEMM rows take the simulator's convention (BF16 output,
+// m x n per group); an epilogue larger than the row's bytes is refused.
+TEST(MeasurementFile, EpilogueBytesAreReadOrDerivedAndChecked) {
+  const fs::path dir = fresh_dir("v41sim_harness_epilogue");
+  const std::string metadata =
+      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
+  std::ofstream(dir / "a.csv")
+      << metadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n"
+      << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5\ns,elementwise,fp32,64,128,1,1,0,1e6,5,5,5\n";
+  const MeasurementSet set = load_measurements(dir.string());
+  EXPECT_DOUBLE_EQ(set.rows[0].kernel.epilogue_bytes, 64.0 * 128.0 * 2.0 * 2.0);
+  EXPECT_DOUBLE_EQ(set.rows[1].kernel.epilogue_bytes, 0.0);
+  std::ofstream(dir / "a.csv")
+      << metadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,epilogue_bytes\n"
+      << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5,2e6\n";
+  try {
+    load_measurements(dir.string());
+    FAIL() << "an epilogue larger than the row's bytes was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 8);
+    EXPECT_EQ(e.where().field, "epilogue_bytes");
+  }
 }
 
 TEST(MeasurementFile, AnEditedTimeNoLongerMatchesItsRates) {
