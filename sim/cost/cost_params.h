@@ -27,6 +27,7 @@ struct ClassCost {
   std::optional<SourcedValue> fixed_overhead_us;
   // Share of a GEMM epilogue's output write hidden under the main loop (a
   // persistent kernel storing one tile while computing the next); absent: all.
+  // Fitted with the efficiencies where the priors give a class one.
   std::optional<SourcedValue> epilogue_overlap;
   // 90th percentile of |relative error| on the held-out shapes of a fitted
   // class (percent); absent for uncalibrated priors, whose error is unknown.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <unsupported/Eigen/NonLinearOptimization>
@@ -18,7 +19,6 @@ namespace v41sim {
 namespace {
 
 constexpr int kHoldOutEvery = 4;  // every fourth shape is held out
-constexpr int kParams = 3;
 // A tile shape replaces the prior's only if it lowers the training rows' RMS
 // relative error by this much (0.2 percentage points): smaller gains are noise.
 constexpr double kTileGainRms = 0.002;
@@ -29,13 +29,40 @@ constexpr std::size_t kMinRowsForTile = 8;
 double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double logit(double p) { return std::log(p / (1.0 - p)); }
 
-// The priors with one class's efficiencies and overhead replaced.
-CostParams with_class(const CostParams& base, KernelClass cls, double ce, double me, double overhead_us) {
+// The continuous parameters of one class: both efficiencies, the fixed
+// overhead, and, where the class has one (GEMMs), the share of the epilogue
+// write hidden under the main loop. The optimizer moves them unconstrained:
+// logits of the fractions, the log of the overhead.
+struct Continuous {
+  double compute_efficiency = 0;
+  double memory_efficiency = 0;
+  double fixed_overhead_us = 0;
+  std::optional<double> epilogue_overlap;
+};
+
+Continuous from_vector(const Eigen::VectorXd& x) {
+  Continuous v{logistic(x[0]), logistic(x[1]), std::exp(x[2]), std::nullopt};
+  if (x.size() > 3) v.epilogue_overlap = logistic(x[3]);
+  return v;
+}
+
+Eigen::VectorXd start_vector(const ClassCost& prior) {
+  Eigen::VectorXd x(prior.epilogue_overlap ? 4 : 3);
+  x[0] = logit(std::clamp(prior.compute_efficiency.value(), 0.05, 0.95));
+  x[1] = logit(std::clamp(prior.memory_efficiency.value(), 0.05, 0.95));
+  x[2] = std::log(1.0);
+  if (prior.epilogue_overlap) x[3] = logit(std::clamp(prior.epilogue_overlap->value(), 0.05, 0.95));
+  return x;
+}
+
+// The priors with one class's continuous parameters replaced.
+CostParams with_class(const CostParams& base, KernelClass cls, const Continuous& v) {
   CostParams p = base;
   ClassCost& c = p.classes[static_cast<std::size_t>(cls)];
-  c.compute_efficiency = SourcedValue::assumed(ce, "fit in progress");
-  c.memory_efficiency = SourcedValue::assumed(me, "fit in progress");
-  c.fixed_overhead_us = SourcedValue::assumed(overhead_us, "fit in progress");
+  c.compute_efficiency = SourcedValue::assumed(v.compute_efficiency, "fit in progress");
+  c.memory_efficiency = SourcedValue::assumed(v.memory_efficiency, "fit in progress");
+  c.fixed_overhead_us = SourcedValue::assumed(v.fixed_overhead_us, "fit in progress");
+  if (v.epilogue_overlap) c.epilogue_overlap = SourcedValue::assumed(*v.epilogue_overlap, "fit in progress");
   return p;
 }
 
@@ -63,12 +90,13 @@ struct FitFunctor {
   const GpuProfile* gpu;
   const CostParams* base;
   KernelClass cls;
+  int params;
 
-  int inputs() const { return kParams; }
-  int values() const { return std::max<int>(kParams, static_cast<int>(rows->size())); }
+  int inputs() const { return params; }
+  int values() const { return std::max<int>(params, static_cast<int>(rows->size())); }
 
   int operator()(const Eigen::VectorXd& x, Eigen::VectorXd& residuals) const {
-    const CostParams p = with_class(*base, cls, logistic(x[0]), logistic(x[1]), std::exp(x[2]));
+    const CostParams p = with_class(*base, cls, from_vector(x));
     const std::vector<double> errors = relative_errors(*rows, *gpu, p);
     residuals.setZero(values());
     for (std::size_t i = 0; i < errors.size(); ++i) residuals[static_cast<Eigen::Index>(i)] = errors[i];
@@ -98,7 +126,7 @@ double percentile_90_pct(std::vector<double> errors) {
   return 100.0 * errors[std::max<std::size_t>(rank, 1) - 1];
 }
 
-// Levenberg-Marquardt over the three continuous parameters, for one tile shape.
+// Levenberg-Marquardt over the continuous parameters, for one tile shape.
 struct ContinuousFit {
   Eigen::VectorXd x;
   double squared_error = 0;  // sum over the training rows
@@ -106,19 +134,14 @@ struct ContinuousFit {
 
 ContinuousFit fit_continuous(const std::vector<const Measurement*>& train, const GpuProfile& gpu,
                              const CostParams& base, KernelClass cls) {
-  const ClassCost& prior = base.of(cls);
-  Eigen::VectorXd x(kParams);
-  x << logit(std::clamp(prior.compute_efficiency.value(), 0.05, 0.95)),
-      logit(std::clamp(prior.memory_efficiency.value(), 0.05, 0.95)), std::log(1.0);
-  FitFunctor functor{&train, &gpu, &base, cls};
+  Eigen::VectorXd x = start_vector(base.of(cls));
+  FitFunctor functor{&train, &gpu, &base, cls, static_cast<int>(x.size())};
   Eigen::NumericalDiff<FitFunctor> numeric(functor);
   Eigen::LevenbergMarquardt<Eigen::NumericalDiff<FitFunctor>> lm(numeric);
   lm.parameters.maxfev = 2000;
   lm.minimize(x);
   double squared = 0;
-  for (double e :
-       relative_errors(train, gpu, with_class(base, cls, logistic(x[0]), logistic(x[1]), std::exp(x[2]))))
-    squared += e * e;
+  for (double e : relative_errors(train, gpu, with_class(base, cls, from_vector(x)))) squared += e * e;
   return {x, squared};
 }
 
@@ -162,11 +185,12 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
   fit.held_out_rows = static_cast<int>(held_out.size());
   fit.tile_m = tile_m;
   fit.tile_n = tile_n;
-  fit.compute_efficiency = logistic(x[0]);
-  fit.memory_efficiency = logistic(x[1]);
-  fit.fixed_overhead_us = std::exp(x[2]);
-  const CostParams fitted =
-      with_class(base, cls, fit.compute_efficiency, fit.memory_efficiency, fit.fixed_overhead_us);
+  const Continuous v = from_vector(x);
+  fit.compute_efficiency = v.compute_efficiency;
+  fit.memory_efficiency = v.memory_efficiency;
+  fit.fixed_overhead_us = v.fixed_overhead_us;
+  fit.epilogue_overlap = v.epilogue_overlap;
+  const CostParams fitted = with_class(base, cls, v);
   double worst = 0, bias = 0;
   const std::vector<double> train_errors = relative_errors(train, gpu, fitted);
   const std::vector<double> held_out_errors = relative_errors(held_out, gpu, fitted);
@@ -232,6 +256,8 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile
     c.compute_efficiency = SourcedValue(fit.compute_efficiency, {ProvenanceKind::kCalibrated, how});
     c.memory_efficiency = SourcedValue(fit.memory_efficiency, {ProvenanceKind::kCalibrated, how});
     c.fixed_overhead_us = SourcedValue(fit.fixed_overhead_us, {ProvenanceKind::kCalibrated, how});
+    if (fit.epilogue_overlap)
+      c.epilogue_overlap = SourcedValue(*fit.epilogue_overlap, {ProvenanceKind::kCalibrated, how});
     c.error_band_pct = SourcedValue(
         fit.band_90_pct,
         {ProvenanceKind::kCalibrated,

@@ -13,6 +13,7 @@
 // out and only used to report the error.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct ClassFit {
   double compute_efficiency = 0;
   double memory_efficiency = 0;
   double fixed_overhead_us = 0;
+  std::optional<double>
+      epilogue_overlap;  // GEMM classes: share of the output write hidden under the main loop
   double train_mape_pct = 0;
   double held_out_mape_pct = 0;   // mean |error|
   double held_out_worst_pct = 0;  // largest |error|

@@ -29,6 +29,8 @@ std::vector<Kernel> sweep() {
   for (double m : {1.0, 16.0, 64.0, 256.0, 640.0, 1024.0, 1664.0, 4096.0, 16384.0}) {
     for (double n : {2048.0, 7168.0}) f.gemm("gemm", m, n, 5120, fp8, MathType::kFp8);
   }
+  // Small K: the output write is a large share of these, so the epilogue's overlap shows.
+  for (double m : {2048.0, 8192.0, 16384.0}) f.gemm("gemm_small_k", m, 16384, 512, fp8, MathType::kFp8);
   for (double bytes : {1e5, 1e6, 1e7, 1e8, 1e9, 4e9}) f.elementwise("stream", bytes / 4096, 4096, bytes);
   for (double rows : {4096.0, 65536.0, 1048576.0}) {  // Engram rows over the host link
     Kernel& copy = f.push({});
@@ -86,6 +88,8 @@ TEST(Calibration, RecoversKnownParameters) {
     c.memory_efficiency = SourcedValue::assumed(cls == KernelClass::kGemm ? 0.7 : 0.9, "truth");
     c.fixed_overhead_us = SourcedValue::assumed(3.0, "truth");
   }
+  truth.classes[static_cast<std::size_t>(KernelClass::kGemm)].epilogue_overlap =
+      SourcedValue::assumed(0.5, "truth");
   const MeasurementSet m = load_measurements(synthetic_measurements(gpu, truth).string());
   const CalibrationResult r = calibrate(m, gpu, priors);
   ASSERT_EQ(r.classes.size(), 2u);
@@ -94,8 +98,11 @@ TEST(Calibration, RecoversKnownParameters) {
   EXPECT_NEAR(gemm.compute_efficiency, 0.55, 0.01);
   EXPECT_NEAR(gemm.memory_efficiency, 0.7, 0.01);
   EXPECT_NEAR(gemm.fixed_overhead_us, 3.0, 0.1);
+  ASSERT_TRUE(gemm.epilogue_overlap.has_value());  // the priors give GEMMs one to fit
+  EXPECT_NEAR(*gemm.epilogue_overlap, 0.5, 0.05);
   EXPECT_LT(gemm.held_out_mape_pct, 1.0);
   const ClassFit& stream = r.classes[1];
+  EXPECT_FALSE(stream.epilogue_overlap.has_value());  // no epilogue to hide
   EXPECT_NEAR(stream.memory_efficiency, 0.9, 0.01);
   EXPECT_LT(stream.held_out_mape_pct, 1.0);
   EXPECT_GT(gemm.held_out_rows, 0);
