@@ -27,6 +27,9 @@ struct PublishedReference {
   std::string probe_phase;  // attention: decode | prefill
   std::string probe_math;   // gemm: fp8 | bf16
   std::string metric;       // tflops | gbps | us
+  // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
+  // empty when it set none: an out-of-sample test of the uncalibrated model.
+  std::string sets_prior;
   double value = 0;
   double tolerance_pct = 0;
 };

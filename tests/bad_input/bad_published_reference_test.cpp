@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
+#include "sim/common/yaml_reader.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/validation/published_reference.h"
 
@@ -79,6 +81,28 @@ TEST(PublishedReference, AttentionProbeTimesTheModelsAttentionKernel) {
   const double compute_bound = validate_reference(refs[1], catalog).predicted;
   EXPECT_LE(compute_bound, rate_tflops * 1.0001);
   EXPECT_GT(compute_bound, 0.8 * rate_tflops);
+}
+
+// Each prior a bundled reference says it set is a field the priors have.
+TEST(PublishedReference, NamedPriorsExist) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const YamlNode priors =
+      YamlNode::load_file(std::string(V41SIM_SOURCE_DIR) + "/validation/calibration/defaults.yaml");
+  int named = 0;
+  for (const PublishedReference& r : load_published_references(catalog)) {
+    std::stringstream list(r.sets_prior);
+    for (std::string item; std::getline(list, item, ',');) {
+      item.erase(0, item.find_first_not_of(' '));
+      const std::size_t dot = item.find('.');
+      ASSERT_NE(dot, std::string::npos) << r.name << ": " << item;
+      const std::string group = item.substr(0, dot), field = item.substr(dot + 1);
+      const YamlNode owner =
+          group == "links" ? priors.required("links") : priors.required("classes").required(group);
+      EXPECT_TRUE(owner.optional(field).has_value()) << r.name << ": " << item;
+      ++named;
+    }
+  }
+  EXPECT_GT(named, 0);
 }
 
 TEST(BadPublishedReference, AttentionProbeFieldsAreChecked) {

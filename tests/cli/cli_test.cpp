@@ -142,15 +142,20 @@ TEST(Cli, RunTraceHasStepsAndRequests) {
 TEST(Cli, ValidateReportsEveryReference) {
   const auto v = run_json("validate");
   ASSERT_GE(v["references"].size(), 10u);
+  int in_sample = 0;
   for (const auto& r : v["references"]) {
-    for (const char* key : {"predicted", "reference", "error_pct", "within_tolerance"}) {
+    for (const char* key : {"predicted", "reference", "error_pct", "within_tolerance", "sets_prior"}) {
       EXPECT_TRUE(r.contains(key)) << key;
     }
+    in_sample += r["sets_prior"].get<std::string>().empty() ? 0 : 1;
     EXPECT_GT(r["predicted"].get<double>(), 0);
     const double error =
         100 * (r["predicted"].get<double>() - r["reference"].get<double>()) / r["reference"].get<double>();
     EXPECT_NEAR(r["error_pct"].get<double>(), error, 1e-9);
   }
+  // Figures the priors were read off are named, and some references are out of sample.
+  EXPECT_GT(in_sample, 0);
+  EXPECT_LT(in_sample, static_cast<int>(v["references"].size()));
 }
 
 struct BadRun {
