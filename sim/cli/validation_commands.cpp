@@ -84,24 +84,27 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   std::ofstream(file) << calibration_yaml(result, measurements, priors);
   Table t(fmt::format("Calibration of {} from {} measurements", gpu.name, measurements.rows.size()),
           {"class", "train / held-out shapes", "tile", "compute eff.", "memory eff.", "fixed overhead (us)",
-           "held-out MAPE", "worst", "bias", "90% band"});
+           "epilogue hidden", "held-out MAPE", "worst", "bias", "90% band"});
   nlohmann::json classes = nlohmann::json::array();
   for (const ClassFit& c : result.classes) {
     t.add_row({std::string(class_key(c.kernel_class)), fmt::format("{} / {}", c.train_rows, c.held_out_rows),
                fmt::format("{}x{}", c.tile_m, c.tile_n), format_fixed(c.compute_efficiency, 3),
                format_fixed(c.memory_efficiency, 3), format_fixed(c.fixed_overhead_us, 2),
+               c.epilogue_overlap ? format_fixed(*c.epilogue_overlap, 2) : std::string("-"),
                fmt::format("{:.2f}%", c.held_out_mape_pct), fmt::format("{:.2f}%", c.held_out_worst_pct),
                fmt::format("{:+.2f}%", c.held_out_bias_pct), fmt::format("±{:.2f}%", c.band_90_pct)});
-    classes.push_back({{"class", std::string(class_key(c.kernel_class))},
-                       {"tile_m", c.tile_m},
-                       {"tile_n", c.tile_n},
-                       {"compute_efficiency", c.compute_efficiency},
-                       {"memory_efficiency", c.memory_efficiency},
-                       {"fixed_overhead_us", c.fixed_overhead_us},
-                       {"held_out_mape_pct", c.held_out_mape_pct},
-                       {"held_out_worst_pct", c.held_out_worst_pct},
-                       {"held_out_bias_pct", c.held_out_bias_pct},
-                       {"band_90_pct", c.band_90_pct}});
+    classes.push_back(
+        {{"class", std::string(class_key(c.kernel_class))},
+         {"tile_m", c.tile_m},
+         {"tile_n", c.tile_n},
+         {"compute_efficiency", c.compute_efficiency},
+         {"memory_efficiency", c.memory_efficiency},
+         {"fixed_overhead_us", c.fixed_overhead_us},
+         {"epilogue_overlap", c.epilogue_overlap ? nlohmann::json(*c.epilogue_overlap) : nlohmann::json()},
+         {"held_out_mape_pct", c.held_out_mape_pct},
+         {"held_out_worst_pct", c.held_out_worst_pct},
+         {"held_out_bias_pct", c.held_out_bias_pct},
+         {"band_90_pct", c.band_90_pct}});
   }
   t.add_note("written to " + file);
   if (result.baseline_rows > 0) {
