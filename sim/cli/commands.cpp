@@ -28,6 +28,7 @@ using cli::run_params;
 using cli::run_report;
 using cli::run_serving;
 using cli::run_step;
+using cli::run_targets;
 using cli::run_validate;
 
 void register_commands(CLI::App& app, const GlobalOptions& global, std::function<void()>& run,
@@ -126,6 +127,15 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   calib->add_option("--out", flags->out_dir, "calibration file (default validation/calibration/<gpu>.yaml)")
       ->each([flags](const std::string&) { flags->out_given = true; });
   bind(calib, run_calibrate);
+
+  CLI::App* targets =
+      app.add_subcommand("targets", "our CUDA kernels' measured rows against their performance targets");
+  targets
+      ->add_option("--measurements", flags->measurements,
+                   "folder of measurement CSVs (validation/measurements/<gpu>)")
+      ->required();
+  add_model(targets);
+  bind(targets, run_targets);
 
   CLI::App* validate = app.add_subcommand("validate", "the kernel model against published kernel figures");
   bind(validate, run_validate);

@@ -64,5 +64,6 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out);
 // validation_commands.cpp
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_targets(const Catalog& catalog, const Flags& f, std::ostream& out);
 
 }  // namespace v41sim::cli

@@ -1,5 +1,6 @@
 // v41sim validate and calibrate: how wrong the kernel model is, and fitting it.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "sim/report/validation_view.h"
 #include "sim/validation/calibration_fit.h"
 #include "sim/validation/held_out_validation.h"
+#include "sim/validation/kernel_targets.h"
 #include "sim/validation/measurement_file.h"
 #include "sim/validation/published_reference.h"
 
@@ -67,6 +69,41 @@ std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile
 }
 
 }  // namespace
+
+void run_targets(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const MeasurementSet measurements = load_measurements(f.measurements);
+  const ModelAnalysis model = load_model_named(catalog, f.model);
+  const std::vector<TargetResult> results =
+      evaluate_kernel_targets(measurements, model.spec.attention.num_heads);
+  const std::string gpu = measurements.metadata.count("gpu") ? measurements.metadata.at("gpu") : "?";
+  if (f.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const TargetResult& r : results) {
+      rows.push_back({{"target", r.target},
+                      {"measure", r.measure},
+                      {"threshold", r.threshold},
+                      {"at_least", r.at_least},
+                      {"rows", r.rows},
+                      {"worst", r.worst},
+                      {"best", r.best},
+                      {"worst_row", r.worst_row},
+                      {"met", r.met}});
+    }
+    out << nlohmann::json{{"gpu", gpu}, {"files", measurements.files}, {"targets", rows}}.dump(2) << "\n";
+    return;
+  }
+  Table t("Kernel targets on " + gpu + " (measured)",
+          {"target", "measure", "rows", "worst", "best", "needed", "met", "worst row"});
+  for (const TargetResult& r : results) {
+    t.add_row({r.target, r.measure, std::to_string(r.rows), r.rows > 0 ? format_fixed(r.worst, 3) : "-",
+               r.rows > 0 ? format_fixed(r.best, 3) : "-",
+               fmt::format("{} {:.2f}", r.at_least ? ">=" : "<=", r.threshold),
+               r.rows == 0 ? "not measured" : (r.met ? "yes" : "no"), r.worst_row});
+  }
+  t.add_note("measured: " + fmt::format("{}", fmt::join(measurements.files, ", ")) +
+             "; ceilings (copy, host-to-device copy, dense FP8) from the same file's metadata");
+  out << t.to_text();
+}
 
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const MeasurementSet measurements = load_measurements(f.measurements);

@@ -1,0 +1,35 @@
+// The performance targets our ground-truth kernels are held to (the CUDA
+// kernels issue), checked against a measured file: the memory-bound kernels'
+// share of the device's measured copy bandwidth, the expert GEMM's share of
+// the measured dense FP8 rate at prefill shapes, and the fused mHC pass moving
+// about half the bytes of the three-kernel form and being faster by a
+// matching margin. Every figure comes from the file: the rows and the
+// ceilings the harness measured on the same GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/validation/measurement_file.h"
+
+namespace v41sim {
+
+struct TargetResult {
+  std::string target;    // what is asked, in words
+  std::string measure;   // what is compared, e.g. "share of the copy ceiling"
+  double threshold = 0;  // the bound the measure must reach (see `at_least`)
+  bool at_least = true;  // true: measure >= threshold; false: measure <= threshold
+  int rows = 0;          // rows the target applies to (0: not measured)
+  double worst = 0;      // the least favourable row's measure
+  double best = 0;
+  std::string worst_row;  // "kernel m x n x k x batch, context" of the worst row
+  bool met = false;       // every row meets the threshold (false when no rows)
+};
+
+// Throws InputError naming the file and the metadata field when a ceiling the
+// targets need is missing.
+// `query_heads`: the model's attention heads (a decode row's m is batch x heads).
+std::vector<TargetResult> evaluate_kernel_targets(const MeasurementSet& measurements, int64_t query_heads);
+
+}  // namespace v41sim

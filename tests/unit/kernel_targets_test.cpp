@@ -1,0 +1,123 @@
+// The kernels' performance targets read off a measured file: each target over
+// the rows it covers, against the ceilings the same file carries.
+#include "sim/validation/kernel_targets.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "kernels/harness/csv_rows.h"
+#include "sim/common/input_error.h"
+
+namespace v41sim {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int64_t kHeads = 64;
+
+// A file written through the harness's own writer: ceilings of 4000 GB/s
+// (copy), 50 GB/s (host link) and 1000 TFLOP/s (dense FP8) unless dropped.
+fs::path write_file(const std::string& name, bool with_host_ceiling = true) {
+  const fs::path dir = fs::temp_directory_path() / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int fd = ::open((dir / "kernels.csv").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const kernels::RowWriter w(fd, {4000.0, 1000.0, 500.0, 50.0, 50.0});
+  for (const char* key : {"gpu", "sm_count", "driver", "cuda", "date", "git_commit"}) w.meta(key, "x");
+  w.meta("copy_gbps", "4000");
+  w.meta("fp8_dense_tflops", "1000");
+  if (with_host_ceiling) w.meta("host_to_device_gbps", "50");
+  w.header();
+  // Bytes over microseconds x 1e-3 is GB/s: 1e8 B in 33.3 us is 3000 GB/s (75% of copy).
+  w.row({"mxfp4_kv_quantize", "elementwise", "fp32", 1, 1, 1, 1, 0, 0, 1e8, {100.0 / 3.0, 30, 40}});
+  w.row({"mxfp4_kv_quantize", "elementwise", "fp32", 2, 1, 1, 1, 0, 0, 1e8, {50.0, 50, 50}});  // 50%
+  w.row({"mxfp4_kv_quantize", "elementwise", "fp32", 3, 1, 1, 1, 0, 0, 1e6, {10.0, 10, 10}});  // too small to
+                                                                                               // count
+  w.row({"sparse_attention_decode",
+         "attention",
+         "bf16",
+         32 * kHeads,
+         640,
+         1024,
+         1,
+         65536,
+         1e9,
+         1e8,
+         {62.5, 60, 70}});
+  w.row({"sparse_attention_decode",
+         "attention",
+         "bf16",
+         16 * kHeads,
+         640,
+         1024,
+         1,
+         65536,
+         1e9,
+         1e8,
+         {25.0, 25, 25}});
+  w.row(
+      {"engram_host_gather", "host_copy", "fp32", 65536, 264, 1, 1, 0, 0, 4e7, {1000.0, 990, 1010}});  // 40
+                                                                                                       // GB/s
+  // 2 x 8 x 512 x 4608 x 5120 FLOP in 300 us: 644 TFLOP/s, 64% of dense FP8.
+  const double flops = 2.0 * 8 * 512 * 4608 * 5120;
+  w.row({"expert_gate_up", "grouped_gemm", "fp8", 512, 4608, 5120, 8, 0, flops, 1e8, {300.0, 290, 310}, 1e7});
+  w.row({"expert_gate_up_fp8_widened_baseline",
+         "grouped_gemm",
+         "fp8",
+         512,
+         4608,
+         5120,
+         8,
+         0,
+         flops,
+         2e8,
+         {3000.0, 2900, 3100},
+         1e7});
+  w.row({"expert_gate_up", "grouped_gemm", "fp8", 16, 4608, 5120, 48, 0, 1e10, 6e8, {200.0, 190, 210}, 1e6});
+  w.row({"mhc_three_kernel", "elementwise", "fp32", 4096, 20480, 1, 1, 0, 0, 2e8, {100.0, 99, 101}});
+  w.row({"mhc_single_pass", "elementwise", "fp32", 4096, 20480, 1, 1, 0, 0, 1e8, {55.0, 54, 56}});
+  ::close(fd);
+  return dir;
+}
+
+TEST(KernelTargets, EachTargetOverTheRowsItCovers) {
+  const auto results =
+      evaluate_kernel_targets(load_measurements(write_file("v41sim_targets").string()), kHeads);
+  ASSERT_EQ(results.size(), 6u);
+  const TargetResult& quantize = results[0];
+  EXPECT_EQ(quantize.rows, 2);  // the 1 MB launch is not a streaming row
+  EXPECT_NEAR(quantize.best, 0.75, 1e-3);
+  EXPECT_NEAR(quantize.worst, 0.5, 1e-3);
+  EXPECT_FALSE(quantize.met);
+  EXPECT_NE(quantize.worst_row.find("mxfp4_kv_quantize 2x"), std::string::npos) << quantize.worst_row;
+  const TargetResult& decode = results[1];
+  EXPECT_EQ(decode.rows, 1);  // batch 16 is below the target's batch 32
+  EXPECT_NEAR(decode.worst, 0.4, 1e-3);
+  EXPECT_FALSE(decode.met);
+  EXPECT_NEAR(results[2].worst, 0.8, 1e-3);  // Engram against the host link, not HBM
+  EXPECT_TRUE(results[2].met);
+  const TargetResult& experts = results[3];
+  EXPECT_EQ(experts.rows, 1);  // not the baseline, not the decode shape
+  EXPECT_NEAR(experts.worst, 2.0 * 8 * 512 * 4608 * 5120 / 300.0 / 1e6 / 1000.0, 1e-6);
+  EXPECT_TRUE(experts.met);
+  EXPECT_NEAR(results[4].worst, 0.5, 1e-9);  // half the bytes
+  EXPECT_TRUE(results[4].met);
+  EXPECT_NEAR(results[5].worst, 1.1, 1e-9);  // 55% of the time for 50% of the bytes
+  EXPECT_TRUE(results[5].met);
+}
+
+TEST(KernelTargets, AMissingCeilingIsNamed) {
+  try {
+    evaluate_kernel_targets(load_measurements(write_file("v41sim_targets_no_host", false).string()), kHeads);
+    FAIL() << "a file without the host-link ceiling was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "host_to_device_gbps");
+    EXPECT_NE(e.where().file.find("kernels.csv"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
