@@ -27,9 +27,9 @@ Kernel& KernelFactory::gemm(std::string name, double tokens, double n, double k,
   kernel.math = math;
   kernel.shape = {rounded(tokens), rounded(n), rounded(k), rounded(groups)};
   kernel.flops = 2.0 * tokens * n * k * groups;
-  kernel.hbm_bytes = groups * (n * k * weights.bytes_per_value() + tokens * k * input_bytes(math) +
-                               tokens * n * kBf16ActivationBytes);
-  kernel.epilogue_bytes = groups * tokens * n * kBf16ActivationBytes;
+  kernel.epilogue_bytes = gemm_epilogue_bytes(tokens, n, groups);
+  kernel.hbm_bytes =
+      groups * (n * k * weights.bytes_per_value() + tokens * k * input_bytes(math)) + kernel.epilogue_bytes;
   return push(std::move(kernel));
 }
 
@@ -42,9 +42,9 @@ Kernel& KernelFactory::grouped_gemm(std::string name, double tokens, double expe
   const double per_expert = experts_touched > 0 ? tokens / experts_touched : 0;
   kernel.shape = {rounded(per_expert), rounded(n), rounded(k), rounded(experts_touched)};
   kernel.flops = 2.0 * tokens * n * k;
+  kernel.epilogue_bytes = gemm_epilogue_bytes(tokens, n);
   kernel.hbm_bytes = experts_touched * n * k * weights.bytes_per_value() + tokens * k * kFp8ActivationBytes +
-                     tokens * n * kBf16ActivationBytes;
-  kernel.epilogue_bytes = tokens * n * kBf16ActivationBytes;
+                     kernel.epilogue_bytes;
   return push(std::move(kernel));
 }
 

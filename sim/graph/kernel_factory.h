@@ -15,6 +15,13 @@ inline constexpr double kFp8ActivationBytes = 1.0;
 inline constexpr double kBf16ActivationBytes = 2.0;
 inline constexpr double kFp32Bytes = 4.0;
 
+// The output a GEMM's epilogue writes, by the simulator's convention: BF16
+// activations, rows x n per group. A measured row without its own count
+// takes this too (measurement_file.cpp).
+inline double gemm_epilogue_bytes(double rows, double n, double groups = 1) {
+  return rows * n * groups * kBf16ActivationBytes;
+}
+
 class KernelFactory {
  public:
   explicit KernelFactory(std::vector<Kernel>& out) : out_(out) {}

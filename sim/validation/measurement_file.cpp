@@ -115,8 +115,8 @@ Measurement read_row(const std::vector<std::string>& cells, const std::map<std::
   } else if (m.kernel.kernel_class == KernelClass::kGemm ||
              m.kernel.kernel_class == KernelClass::kGroupedGemm) {
     const KernelShape& s = m.kernel.shape;
-    m.kernel.epilogue_bytes = static_cast<double>(s.m) * static_cast<double>(s.n) *
-                              static_cast<double>(s.batch) * kBf16ActivationBytes;
+    m.kernel.epilogue_bytes =
+        gemm_epilogue_bytes(static_cast<double>(s.m), static_cast<double>(s.n), static_cast<double>(s.batch));
   }
   if (m.kernel.epilogue_bytes > m.kernel.hbm_bytes) {
     throw InputError(at("epilogue_bytes"), "the epilogue's output is part of hbm_bytes: at most that");
