@@ -109,17 +109,40 @@ V41_HD uint32_t byte_select(uint32_t lo, uint32_t hi, uint32_t selector) {
 #endif
 }
 
+// PTX prmt in its default mode: each selector nibble picks a byte of (hi:lo)
+// by its low 3 bits, and its bit 3 asks for that byte's sign bit replicated
+// over the whole output byte instead (0x00 or 0xFF).
+V41_HD uint32_t byte_permute(uint32_t lo, uint32_t hi, uint32_t selector) {
+#if defined(__CUDA_ARCH__)
+  uint32_t out;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(out) : "r"(lo), "r"(hi), "r"(selector));
+  return out;
+#else
+  const uint64_t bytes = (static_cast<uint64_t>(hi) << 32) | lo;
+  uint32_t out = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t nibble = (selector >> (4 * i)) & 0xFu;
+    uint32_t byte = static_cast<uint32_t>((bytes >> (8 * (nibble & 0x7u))) & 0xFFu);
+    if (nibble & 0x8u) byte = (byte & 0x80u) ? 0xFFu : 0x00u;
+    out |= byte << (8 * i);
+  }
+  return out;
+#endif
+}
+
 // Four E2M1 codes (nibble i = element i, low nibble first) widened to four
 // E4M3 codes (byte i = element i). Exact: every E2M1 value is an E4M3 value.
 // The magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 as E4M3 bytes, by 3-bit code:
-// 0x00 0x30 0x38 0x3C | 0x40 0x44 0x48 0x4C; the sign bit moves from bit 3 of
-// each nibble to bit 7 of its byte.
+// 0x00 0x30 0x38 0x3C | 0x40 0x44 0x48 0x4C, one byte permute. The sign of
+// code i is bit 4i+3: the top bits of bytes 0 and 1 of (x << 4) are the signs
+// of codes 0 and 2, those of x the signs of codes 1 and 3, so a second permute
+// in sign-replicate mode spreads them to bytes 0..3. Five integer operations
+// for four values (the simulator's widening cost is counted from this).
 V41_HD uint32_t widen_e2m1x4_to_e4m3x4(uint16_t nibbles) {
   constexpr uint32_t kLow = 0x3C383000u, kHigh = 0x4C484440u;
   const uint32_t x = nibbles;
   const uint32_t magnitudes = byte_select(kLow, kHigh, x & 0x7777u);
-  const uint32_t signs =
-      ((x & 0x8u) << 4) | ((x & 0x80u) << 8) | ((x & 0x800u) << 12) | ((x & 0x8000u) << 16);
+  const uint32_t signs = byte_permute(x << 4, x, 0xD9C8u) & 0x80808080u;
   return magnitudes | signs;
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 ClassCost read_class(const YamlNode& node) {
   node.expect_only({"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency",
-                    "fixed_overhead_us", "epilogue_overlap", "error_band_pct"});
+                    "fixed_overhead_us", "epilogue_overlap", "widening_overlap", "error_band_pct"});
   ClassCost c;
   c.tile_m = node.required("tile_m").as_positive_int();
   c.tile_n = node.required("tile_n").as_positive_int();
@@ -26,6 +26,10 @@ ClassCost read_class(const YamlNode& node) {
   if (const auto overlap = node.optional("epilogue_overlap")) {
     c.epilogue_overlap = read_sourced_value(*overlap, ValueRange::kNonNegative);
     if (c.epilogue_overlap->value() > 1.0) overlap->fail("a share of the epilogue, at most 1");
+  }
+  if (const auto overlap = node.optional("widening_overlap")) {
+    c.widening_overlap = read_sourced_value(*overlap, ValueRange::kNonNegative);
+    if (c.widening_overlap->value() > 1.0) overlap->fail("a share of the widening, at most 1");
   }
   if (const auto band = node.optional("error_band_pct"))
     c.error_band_pct = read_sourced_value(*band, ValueRange::kNonNegative);
@@ -42,6 +46,12 @@ LinkCost read_links(const YamlNode& node) {
   return {field("nvlink_efficiency"),           field("nic_efficiency"),
           field("host_link_efficiency"),        field("all_to_all_latency_intra_us"),
           field("all_to_all_latency_inter_us"), field("host_copy_latency_us")};
+}
+
+WideningCost read_widening(const YamlNode& node) {
+  node.expect_only({"fp32_lanes_per_sm", "fp8_to_bf16_cycles", "fp4_to_fp8_cycles"});
+  auto field = [&node](const char* key) { return read_sourced_value(node.required(key)); };
+  return {field("fp32_lanes_per_sm"), field("fp8_to_bf16_cycles"), field("fp4_to_fp8_cycles")};
 }
 
 TransferRule read_transfer(const YamlNode& node) {
@@ -95,7 +105,7 @@ CostParams load_cost_params_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.expect_only({"status", "source", "efficiencies_measured_on", "held_out_mape_pct", "launch_overhead_us",
                     "graph_replay_overhead_us", "sm_bandwidth_multiple", "l2_bandwidth_multiple",
-                    "l2_resident_fraction", "split_to_fill_sms", "links", "transfer", "classes"});
+                    "l2_resident_fraction", "split_to_fill_sms", "widening", "links", "transfer", "classes"});
   CostParams p;
   p.file = path;
   p.status = root.required("status").as_string();
@@ -115,6 +125,7 @@ CostParams load_cost_params_file(const std::string& path) {
   p.l2_bandwidth_multiple = read_sourced_value(root.required("l2_bandwidth_multiple"));
   p.l2_resident_fraction = read_sourced_value(root.required("l2_resident_fraction"));
   p.split_to_fill_sms = root.required("split_to_fill_sms").as_bool();
+  p.widening = read_widening(root.required("widening"));
   p.links = read_links(root.required("links"));
   p.transfer = read_transfer(root.required("transfer"));
   const YamlNode classes = root.required("classes");

@@ -29,6 +29,10 @@ struct ClassCost {
   // persistent kernel storing one tile while computing the next); absent: all.
   // Fitted with the efficiencies where the priors give a class one.
   std::optional<SourcedValue> epilogue_overlap;
+  // Share of the CUDA-core widening of narrow operands (NarrowValues) hidden
+  // under the tensor math: 1 takes the longer of the two, 0 their sum (the
+  // warps that widen a tile also wait for it before their MMAs); absent: 1.
+  std::optional<SourcedValue> widening_overlap;
   // 90th percentile of |relative error| on the held-out shapes of a fitted
   // class (percent); absent for uncalibrated priors, whose error is unknown.
   std::optional<SourcedValue> error_band_pct;
@@ -42,6 +46,17 @@ struct TransferRule {
 };
 
 enum class Extrapolation { kNone, kSameArchitecture, kCrossArchitecture };
+
+// What widening a narrow value on the CUDA cores costs, in SM cycles per
+// value at the instruction throughputs of the architecture; the SM clock is
+// the FP32 vector rate over 2 FLOPs x fp32_lanes_per_sm.
+struct WideningCost {
+  SourcedValue fp32_lanes_per_sm;
+  SourcedValue fp8_to_bf16_cycles;  // e4m3 -> BF16, block scale applied
+  SourcedValue fp4_to_fp8_cycles;   // e2m1 -> e4m3 for FP8 tensor math
+  // FP4 into BF16 math: widened to FP8, then as FP8.
+  double fp4_to_bf16_cycles() const { return fp4_to_fp8_cycles.value() + fp8_to_bf16_cycles.value(); }
+};
 
 struct LinkCost {
   SourcedValue nvlink_efficiency;
@@ -72,6 +87,7 @@ struct CostParams {
   SourcedValue l2_bandwidth_multiple;  // L2 read bandwidth over HBM bandwidth
   SourcedValue l2_resident_fraction;   // share of L2 a re-read working set may occupy and still hit
   bool split_to_fill_sms = true;
+  WideningCost widening;
   LinkCost links;
   std::array<ClassCost, kKernelClassCount> classes;
 

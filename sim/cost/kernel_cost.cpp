@@ -22,7 +22,8 @@ KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
            static_cast<uint64_t>(k.shape.k), static_cast<uint64_t>(k.shape.batch),
            std::bit_cast<uint64_t>(k.flops), std::bit_cast<uint64_t>(k.hbm_bytes),
            std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.epilogue_bytes),
-           std::bit_cast<uint64_t>(k.link_bytes), std::bit_cast<uint64_t>(k.off_node_fraction)}};
+           std::bit_cast<uint64_t>(k.link_bytes), std::bit_cast<uint64_t>(k.off_node_fraction),
+           std::bit_cast<uint64_t>(k.narrow.fp8), std::bit_cast<uint64_t>(k.narrow.fp4)}};
 }
 
 std::size_t KernelCostModel::CacheKeyHash::operator()(const CacheKey& key) const {
@@ -37,6 +38,8 @@ std::string_view bound_name(Bound bound) {
       return "compute";
     case Bound::kMemory:
       return "memory";
+    case Bound::kWidening:
+      return "widening";
     case Bound::kLaunch:
       return "launch";
     case Bound::kTail:
@@ -53,7 +56,9 @@ KernelCostModel::KernelCostModel(const GpuProfile& gpu, CostParams params, bool 
       cuda_graph_(cuda_graph),
       sms_(gpu.sm_count.value()),
       hbm_bytes_per_s_(gpu.hbm_bytes_per_s.value()),
-      l2_bytes_(gpu.l2_bytes.value()) {}
+      l2_bytes_(gpu.l2_bytes.value()),
+      sm_cycles_per_s_(gpu.fp32_vector_tflops.value() * 1e12 /
+                       (2.0 * params_.widening.fp32_lanes_per_sm.value() * sms_)) {}
 
 double KernelCostModel::tensor_rate(MathType math, bool* fallback) const {
   switch (math) {
@@ -71,6 +76,25 @@ double KernelCostModel::tensor_rate(MathType math, bool* fallback) const {
   return 0;
 }
 
+double KernelCostModel::widening_cycles(const Kernel& k) const {
+  const WideningCost& w = params_.widening;
+  // FP4 operands go to FP8 or FP4 math as stored where the tensor cores take
+  // FP4 (Blackwell, mixed FP8 x FP4 included), and are widened to FP8 where not.
+  const bool fp4_native = gpu_.tensor.fp4_tflops.known();
+  double cycles = 0;
+  switch (k.math) {
+    case MathType::kBf16:
+    case MathType::kFp32:
+      cycles = k.narrow.fp8 * w.fp8_to_bf16_cycles.value() + k.narrow.fp4 * w.fp4_to_bf16_cycles();
+      break;
+    case MathType::kFp8:
+    case MathType::kFp4:
+      cycles = fp4_native ? 0.0 : k.narrow.fp4 * w.fp4_to_fp8_cycles.value();
+      break;
+  }
+  return cycles;
+}
+
 KernelTiming KernelCostModel::time(const Kernel& kernel) const {
   const CacheKey key = key_of(kernel);
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -81,7 +105,34 @@ KernelTiming KernelCostModel::time(const Kernel& kernel) const {
   return timing;
 }
 
+// A GEMM whose weights need widening either widens them in every M tile, or,
+// when M spans many tiles, once in a pass of its own ahead of a plain FP8
+// GEMM (which then reads FP8 weights): whichever is faster, as a library
+// picking between the two would (the harness times both).
 KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
+  const double cycles = widening_cycles(k);
+  const bool gemm = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
+  const int64_t m_tiles = gemm ? ceil_div(k.shape.m, params_.of(k.kernel_class).tile_m) : 1;
+  KernelTiming in_tiles = tiled(k, cycles * static_cast<double>(m_tiles));
+  if (!gemm || cycles == 0 || m_tiles == 1 || k.narrow.fp4 == 0) return in_tiles;
+
+  const ClassCost& cls = params_.of(k.kernel_class);
+  const double fp4_bytes = bits_of(ElementFormat::kFp4E2M1) / 8.0;
+  const double fp8_bytes = bits_of(ElementFormat::kFp8E4M3) / 8.0;
+  Kernel plain = k;
+  plain.hbm_bytes += k.narrow.fp4 * (fp8_bytes - fp4_bytes);
+  KernelTiming ahead = tiled(plain, 0.0);
+  const double pass_s =
+      std::max(cycles / (sm_cycles_per_s_ * cls.compute_efficiency.value() * sms_),
+               k.narrow.fp4 * (fp4_bytes + fp8_bytes) / (hbm_bytes_per_s_ * cls.memory_efficiency.value()));
+  ahead.widening_us = pass_s * 1e6;
+  ahead.busy_us += pass_s * 1e6;
+  ahead.time_us += pass_s * 1e6 + ahead.overhead_us;  // the pass is a kernel of its own
+  ahead.widened_ahead = true;
+  return ahead.time_us < in_tiles.time_us ? ahead : in_tiles;
+}
+
+KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const {
   const ClassCost& cls = params_.of(k.kernel_class);
   KernelTiming t;
   const int64_t sms = static_cast<int64_t>(sms_);
@@ -112,17 +163,28 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const double tile_flops = k.flops / static_cast<double>(t.tiles);
   const double tile_bytes = (bytes - serial_bytes) / static_cast<double>(t.tiles);
   const double tile_serial_bytes = serial_bytes / static_cast<double>(t.tiles);
+  // Widening runs at the class's achieved share of the CUDA cores' issue rate
+  // (not carried by the per-SM tensor-rate rule: that cap is on tensor cores).
+  const double widen_rate = sm_cycles_per_s_ * cls.compute_efficiency.value();
+  const double tile_widen_s = widen_cycles / static_cast<double>(t.tiles) / widen_rate;
+  const double widen_overlap = cls.widening_overlap ? cls.widening_overlap->value() : 1.0;
+  const double tile_math_s = tile_flops / (rate / sms_);
+  const double tile_compute_s =
+      std::max(tile_math_s, tile_widen_s) + (1.0 - widen_overlap) * std::min(tile_math_s, tile_widen_s);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
-    return std::max(tile_flops / (rate / sms_), tile_bytes / share) + tile_serial_bytes / share;
+    return std::max(tile_compute_s, tile_bytes / share) + tile_serial_bytes / share;
   };
   const int64_t full_waves = t.tiles / sms;
   const int64_t remainder = t.tiles % sms;
   double seconds = static_cast<double>(full_waves) * (full_waves > 0 ? tile_seconds(sms) : 0.0);
   if (remainder > 0) seconds += tile_seconds(remainder);
 
-  const double compute_s = k.flops / rate;
+  const double math_s = k.flops / rate;
+  const double widen_s = widen_cycles / (widen_rate * sms_);
+  const double compute_s = std::max(math_s, widen_s) + (1.0 - widen_overlap) * std::min(math_s, widen_s);
   const double memory_s = bytes / bandwidth;
+  t.widening_us = widen_s * 1e6;
   t.busy_us = seconds * 1e6 + (cls.fixed_overhead_us ? cls.fixed_overhead_us->value() : 0.0);
   t.roofline_us = std::max(compute_s, memory_s) * 1e6;
   t.overhead_us = (cuda_graph_ ? params_.graph_replay_overhead_us : params_.launch_overhead_us).value();
@@ -132,7 +194,7 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   } else if (t.busy_us > kTailThreshold * t.roofline_us) {
     t.bound = Bound::kTail;
   } else {
-    t.bound = compute_s >= memory_s ? Bound::kCompute : Bound::kMemory;
+    t.bound = compute_s < memory_s ? Bound::kMemory : (widen_s > math_s ? Bound::kWidening : Bound::kCompute);
   }
   return t;
 }

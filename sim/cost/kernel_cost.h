@@ -8,6 +8,10 @@
 // draw. So a 133-tile GEMM on 132 SMs takes two waves, and a decode GEMM with
 // four tiles cannot use the whole memory system. Add the launch overhead (or
 // CUDA-graph replay) and the kernel's bound is whichever term dominated.
+// Narrow operands the tensor cores cannot take as stored (FP8 or FP4 cache
+// entries into BF16 math; FP4 weights on Hopper) are widened on the CUDA
+// cores first, at the architecture's instruction throughput: that time
+// overlaps the tile's tensor math as far as the class says.
 // Transfers (EP all-to-all, host copies) are timed on their links instead.
 #pragma once
 
@@ -22,7 +26,9 @@
 
 namespace v41sim {
 
-enum class Bound { kCompute, kMemory, kLaunch, kTail, kLink };
+// kWidening: the CUDA cores widening narrow operands for the tensor cores
+// took longer than the tensor math and the memory traffic.
+enum class Bound { kCompute, kMemory, kWidening, kLaunch, kTail, kLink };
 std::string_view bound_name(Bound bound);
 
 struct KernelTiming {
@@ -30,10 +36,12 @@ struct KernelTiming {
   double busy_us = 0;      // tiles (or transfer) only
   double overhead_us = 0;  // launch or graph replay
   double roofline_us = 0;  // ideal time with perfect division over the SMs
+  double widening_us = 0;  // CUDA-core widening of narrow operands, all SMs together
   int64_t tiles = 0;
   int64_t waves = 0;
   Bound bound = Bound::kMemory;
   bool math_fallback = false;  // FP4 math ran at the FP8 rate (no FP4 tensor cores)
+  bool widened_ahead = false;  // GEMM: weights widened by a pass of their own first
 };
 
 class KernelCostModel {
@@ -48,8 +56,13 @@ class KernelCostModel {
 
  private:
   KernelTiming compute_kernel(const Kernel& kernel) const;
+  // The tile/wave timing with `widen_cycles` of CUDA-core widening spread over the tiles.
+  KernelTiming tiled(const Kernel& kernel, double widen_cycles) const;
   KernelTiming transfer(const Kernel& kernel) const;
   double tensor_rate(MathType math, bool* fallback) const;
+  // SM cycles, all SMs together, to widen what the kernel's math cannot take
+  // as stored, for one pass over its narrow operands.
+  double widening_cycles(const Kernel& kernel) const;
 
   const GpuProfile& gpu_;
   CostParams params_;
@@ -57,9 +70,10 @@ class KernelCostModel {
   double sms_;
   double hbm_bytes_per_s_;
   double l2_bytes_;
+  double sm_cycles_per_s_;  // the SM clock, from the FP32 vector rate
   // Everything the timing depends on, compared exactly (a hash alone could collide).
   struct CacheKey {
-    std::array<uint64_t, 12> fields;
+    std::array<uint64_t, 14> fields;
     bool operator==(const CacheKey&) const = default;
   };
   struct CacheKeyHash {

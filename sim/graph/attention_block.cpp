@@ -28,6 +28,13 @@ AttentionDims attention_dims(const LayerContext& c) {
   return {static_cast<double>(a.head_dim), static_cast<double>(a.v_head_dim)};
 }
 
+// The values of `reads` cache entries, by storage format, for the kernel
+// that feeds them to its tensor math.
+void add_entry_values(NarrowValues& narrow, const CacheEntryFormat& entry, double reads) {
+  for (const CacheEntryPart& part : entry.parts)
+    narrow.add(part.format.values, static_cast<double>(part.count) * reads);
+}
+
 MathType key_math(const ModelSpec& m, const std::string& cache) {
   const ElementFormat values = m.cache(cache).parts.front().format.values;
   return values == ElementFormat::kFp4E2M1 ? MathType::kFp4 : MathType::kFp8;
@@ -120,6 +127,7 @@ void add_indexer(const LayerContext& c, KernelFactory& f) {
   // Decode writes the logits for the top-k pass; prefill streams them into it.
   const double logit_bytes = c.step.phase == Phase::kDecode ? scored * kFp32Bytes : 0;
   logits.hbm_bytes = key_reads * key_bytes + c.tokens * heads * dim + logit_bytes;
+  add_entry_values(logits.narrow, m.cache(idx.key_cache), key_reads);
 
   if (c.plan.builds_candidate_pool && a.candidate_pool && visible_at(c.query_end, ratio, kUncapped) > pool) {
     // The logits pass also writes each block's max (kernels/indexer: a shuffle
@@ -158,6 +166,7 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
   double pairs = 0;        // (query, key) pairs, all sequences
   double key_bytes = 0;    // HBM bytes of keys read
   double reuse_bytes = 0;  // of those, re-reads another layer just made
+  NarrowValues narrow;     // values of the entries read, by storage format
   if (c.plan.kv_source) {
     const double ratio = static_cast<double>(c.plan.ratio);
     const bool sparse = c.plan.topk_source.has_value();
@@ -165,12 +174,13 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
     const double selected = c.batch() * sum_visible(q, c.query_end, ratio, cap);
     const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
     pairs += selected;
-    const double main_bytes =
+    const double main_reads =
         c.step.phase == Phase::kDecode
-            ? selected * entry
-            : std::min(selected, c.batch() * sum_visible(q, c.query_end, ratio, kUncapped) / kQueryTile) *
-                  entry;
+            ? selected
+            : std::min(selected, c.batch() * sum_visible(q, c.query_end, ratio, kUncapped) / kQueryTile);
+    const double main_bytes = main_reads * entry;
     key_bytes += main_bytes;
+    add_entry_values(narrow, m.cache(a.main_cache), main_reads);
     // A Reuse layer gathers exactly the entries its source layer selected and
     // gathered moments before (a Reindex layer selects its own).
     if (c.plan.role == LayerRole::kReuse && c.plan.topk_source) reuse_bytes = main_bytes;
@@ -180,7 +190,10 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
     const double selected = c.batch() * sum_visible(q, c.query_end, 1.0, window);
     const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
     pairs += selected;
-    key_bytes += (c.step.phase == Phase::kDecode ? selected : c.tokens * (1.0 + window / kQueryTile)) * entry;
+    const double window_reads =
+        c.step.phase == Phase::kDecode ? selected : c.tokens * (1.0 + window / kQueryTile);
+    key_bytes += window_reads * entry;
+    add_entry_values(narrow, m.cache(a.window_cache), window_reads);
   }
   Kernel& attn = f.push({});
   attn.name = c.plan.topk_source ? "sparse_attention" : "attention";
@@ -193,6 +206,9 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
   attn.flops = 2.0 * heads * pairs * (dims.qk + dims.v);
   attn.hbm_bytes = key_bytes + c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;
   attn.l2_reuse_bytes = reuse_bytes;
+  // MLA prefill attends over up-projected BF16 keys (kv_up_proj below), not the cache.
+  const bool reads_cache_values = !(a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kPrefill);
+  if (reads_cache_values) attn.narrow = narrow;
 
   if (a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kPrefill) {
     // Prefill up-projects every visible latent to per-head keys and values.

@@ -26,6 +26,11 @@ std::string_view class_key(KernelClass kernel_class) {
   return "?";
 }
 
+void NarrowValues::add(ElementFormat format, double count) {
+  if (format == ElementFormat::kFp8E4M3 || format == ElementFormat::kFp8E5M2) fp8 += count;
+  if (format == ElementFormat::kFp4E2M1) fp4 += count;
+}
+
 std::string_view math_name(MathType math) {
   switch (math) {
     case MathType::kBf16:

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "sim/model/element_format.h"
+
 namespace v41sim {
 
 // Kernel classes share a tile shape and efficiencies in the calibration file.
@@ -35,6 +37,19 @@ struct KernelShape {
   int64_t batch = 1;
 };
 
+// Values the kernel's tensor math takes from a narrower storage format (FP8
+// or FP4 cache entries, FP4 weights), counted once per pass over them: per
+// read for gathered cache entries; once per weight for GEMMs, whose M tiles
+// each make their own pass (the cost model multiplies). Whether a value must
+// be widened on the CUDA cores first depends on the GPU's tensor cores, so
+// that is the cost model's call.
+struct NarrowValues {
+  double fp8 = 0;  // e4m3 / e5m2
+  double fp4 = 0;  // e2m1
+  void add(ElementFormat format, double count);
+  bool operator==(const NarrowValues&) const = default;
+};
+
 struct Kernel {
   std::string name;
   KernelClass kernel_class = KernelClass::kElementwise;
@@ -50,6 +65,7 @@ struct Kernel {
   // Of hbm_bytes, the output written by a GEMM's epilogue, tile by tile after
   // its main loop (how much of it overlaps the main loop is the cost model's call).
   double epilogue_bytes = 0;
+  NarrowValues narrow;
   double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers
   double off_node_fraction = 0;  // share of link_bytes that leaves the NVLink domain
 };

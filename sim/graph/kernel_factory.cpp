@@ -30,6 +30,7 @@ Kernel& KernelFactory::gemm(std::string name, double tokens, double n, double k,
   kernel.epilogue_bytes = gemm_epilogue_bytes(tokens, n, groups);
   kernel.hbm_bytes =
       groups * (n * k * weights.bytes_per_value() + tokens * k * input_bytes(math)) + kernel.epilogue_bytes;
+  kernel.narrow.add(weights.values, groups * n * k);
   return push(std::move(kernel));
 }
 
@@ -45,6 +46,7 @@ Kernel& KernelFactory::grouped_gemm(std::string name, double tokens, double expe
   kernel.epilogue_bytes = gemm_epilogue_bytes(tokens, n);
   kernel.hbm_bytes = experts_touched * n * k * weights.bytes_per_value() + tokens * k * kFp8ActivationBytes +
                      kernel.epilogue_bytes;
+  kernel.narrow.add(weights.values, experts_touched * n * k);
   return push(std::move(kernel));
 }
 

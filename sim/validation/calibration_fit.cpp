@@ -304,6 +304,11 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   out += "l2_bandwidth_multiple: " + sourced(r.params.l2_bandwidth_multiple) + "\n";
   out += "l2_resident_fraction: " + sourced(r.params.l2_resident_fraction) + "\n";
   out += fmt::format("split_to_fill_sms: {}\n", r.params.split_to_fill_sms ? "true" : "false");
+  const WideningCost& w = r.params.widening;
+  out += "widening:\n";
+  out += "  fp32_lanes_per_sm: " + sourced(w.fp32_lanes_per_sm) + "\n";
+  out += "  fp8_to_bf16_cycles: " + sourced(w.fp8_to_bf16_cycles) + "\n";
+  out += "  fp4_to_fp8_cycles: " + sourced(w.fp4_to_fp8_cycles) + "\n";
   const LinkCost& l = r.params.links;
   out += "links:\n";
   out += "  nvlink_efficiency: " + sourced(l.nvlink_efficiency) + "\n";
@@ -324,6 +329,7 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
     out += "    memory_efficiency: " + sourced(c.memory_efficiency) + "\n";
     if (c.fixed_overhead_us) out += "    fixed_overhead_us: " + sourced(*c.fixed_overhead_us) + "\n";
     if (c.epilogue_overlap) out += "    epilogue_overlap: " + sourced(*c.epilogue_overlap) + "\n";
+    if (c.widening_overlap) out += "    widening_overlap: " + sourced(*c.widening_overlap) + "\n";
     if (c.error_band_pct) out += "    error_band_pct: " + sourced(*c.error_band_pct) + "\n";
   }
   return out;

@@ -42,6 +42,15 @@ TEST(MmaFragmentsE4m3, ByteSelectPicksBytesByNibble) {
   EXPECT_EQ(byte_select(0x33221100u, 0x77665544u, 0x4040u), 0x44004400u);
 }
 
+// PTX prmt's default mode: bit 3 of a selector nibble replicates the picked
+// byte's sign bit; without it the byte is copied as byte_select does.
+TEST(MmaFragmentsE4m3, BytePermuteReplicatesSignsWhereAsked) {
+  EXPECT_EQ(byte_permute(0x33221100u, 0x77665544u, 0x7654u), 0x77665544u);
+  EXPECT_EQ(byte_permute(0x80FF7F01u, 0x00000000u, 0xBA98u), 0xFFFF0000u);
+  EXPECT_EQ(byte_permute(0x80FF7F01u, 0x00000000u, 0x3210u), 0x80FF7F01u);
+  EXPECT_EQ(byte_permute(0x00000000u, 0x000080FFu, 0x4C5Du), 0xFFFF80FFu);
+}
+
 TEST(MmaFragmentsE4m3, E8m0ValueMatchesTheCodec) {
   for (int code = 0; code < 255; ++code) {
     EXPECT_EQ(e8m0_value(static_cast<uint8_t>(code)), decode_e8m0(static_cast<uint8_t>(code))) << code;

@@ -441,3 +441,44 @@ TEST(Calibration, RecoversTheTileShape) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// The priors file with one text replaced, written to a temporary file.
+std::string priors_with(const std::string& name, const std::string& from, const std::string& to) {
+  std::ifstream in(kPriors);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  const auto path = std::filesystem::temp_directory_path() / (name + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// The widening costs are required, and a class's widening overlap is a share.
+TEST(Calibration, WideningFieldsAreChecked) {
+  const std::string over =
+      priors_with("v41sim_widening_over", "widening_overlap: {value: 0,", "widening_overlap: {value: 1.5,");
+  try {
+    load_cost_params_file(over);
+    FAIL() << "an overlap above 1 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, over);
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(e.where().field.find("widening_overlap"), std::string::npos) << e.where().field;
+    EXPECT_NE(std::string(e.what()).find("at most 1"), std::string::npos) << e.what();
+  }
+  const std::string missing =
+      priors_with("v41sim_widening_missing", "  fp4_to_fp8_cycles:", "  fp4_to_fp6_cycles:");
+  try {
+    load_cost_params_file(missing);
+    FAIL() << "a misspelt widening cost was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("fp4_to_f"), std::string::npos) << e.where().field;
+  }
+}
+
+}  // namespace
+}  // namespace v41sim

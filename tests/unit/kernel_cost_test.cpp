@@ -97,6 +97,107 @@ TEST(KernelCost, Fp4MathFallsBackToFp8OnHopperOnly) {
   EXPECT_FALSE(GpuUnderTest("b200").cost.time(k).math_fallback);
 }
 
+// An attention-like kernel on every SM, with `fp8_values` FP8 entries widened into BF16 math.
+Kernel widening_kernel(const KernelCostModel& cost, double flops, double fp8_values) {
+  Kernel k;
+  k.name = "synthetic_attention";
+  k.kernel_class = KernelClass::kAttention;
+  k.math = MathType::kBf16;
+  const ClassCost& cls = cost.params().of(KernelClass::kAttention);
+  k.shape = {cls.tile_m * static_cast<int64_t>(cost.sm_count()), cls.tile_n, 1088, 1};  // one wave
+  k.flops = flops;
+  k.hbm_bytes = 1e3;
+  k.narrow.fp8 = fp8_values;
+  return k;
+}
+
+// The widening of FP8 values into BF16 math costs fp8_to_bf16 SM cycles per
+// value at the SM clock the FP32 rate implies (128 lanes x 2 FLOPs), at the
+// class's efficiency; with no overlap it adds to the tensor math, with full
+// overlap the longer of the two sets the time.
+TEST(KernelCost, WideningAddsToTheMathOrHidesUnderIt) {
+  GpuUnderTest g("h800", /*cuda_graph=*/false);
+  const CostParams& priors = g.cost.params();
+  const double eff = priors.of(KernelClass::kAttention).compute_efficiency.value();
+  const double clock = 67e12 / (2.0 * 128.0 * 132.0);  // H800: 67 TF FP32 over 132 SMs
+  const double values = 1e9;
+  const double widen_us = values * priors.widening.fp8_to_bf16_cycles.value() / (clock * eff * 132.0) * 1e6;
+  const double math_flops = 0.5 * widen_us * 1e-6 * 989e12 * eff;  // tensor math takes half as long
+
+  CostParams serial = priors, hidden = priors;
+  serial.classes[static_cast<std::size_t>(KernelClass::kAttention)].widening_overlap =
+      SourcedValue::assumed(0.0, "test");
+  hidden.classes[static_cast<std::size_t>(KernelClass::kAttention)].widening_overlap =
+      SourcedValue::assumed(1.0, "test");
+  const KernelCostModel serial_model(g.cost.gpu(), serial, false), hidden_model(g.cost.gpu(), hidden, false);
+  const Kernel plain = widening_kernel(g.cost, math_flops, 0);
+  const Kernel narrow = widening_kernel(g.cost, math_flops, values);
+
+  const KernelTiming s = serial_model.time(narrow);
+  EXPECT_NEAR(s.widening_us, widen_us, 1e-6 * widen_us);
+  EXPECT_NEAR(s.busy_us - serial_model.time(plain).busy_us, widen_us, 0.01 * widen_us);
+  EXPECT_EQ(s.bound, Bound::kWidening);
+  const KernelTiming h = hidden_model.time(narrow);
+  EXPECT_NEAR(h.busy_us, widen_us, 0.01 * widen_us);  // the longer of the two
+  EXPECT_EQ(h.bound, Bound::kWidening);
+  // Widening shorter than the math hides entirely under full overlap.
+  const Kernel light = widening_kernel(g.cost, math_flops, values / 4);
+  EXPECT_NEAR(hidden_model.time(light).busy_us, hidden_model.time(plain).busy_us, 1e-9);
+  EXPECT_EQ(hidden_model.time(light).bound, Bound::kCompute);
+}
+
+// FP4 values into FP8 math are widened where the tensor cores have no FP4
+// (Hopper) and taken as stored where they do (Blackwell); FP8 into FP8 is free.
+TEST(KernelCost, Fp4IsWidenedOnlyWithoutFp4TensorCores) {
+  Kernel k;
+  k.kernel_class = KernelClass::kIndexer;
+  k.math = MathType::kFp4;
+  k.shape = {64, 65536, 4096, 1};
+  k.flops = 1e9;
+  k.hbm_bytes = 1e6;
+  k.narrow.fp4 = 1e9;
+  EXPECT_GT(GpuUnderTest("h200").cost.time(k).widening_us, 0.0);
+  EXPECT_GT(GpuUnderTest("h20").cost.time(k).widening_us, 0.0);
+  EXPECT_EQ(GpuUnderTest("b200").cost.time(k).widening_us, 0.0);
+  k.math = MathType::kFp8;
+  k.narrow = {1e9, 0};
+  EXPECT_EQ(GpuUnderTest("h200").cost.time(k).widening_us, 0.0);
+}
+
+// A GEMM over FP4 weights on Hopper widens them in every M tile, or once in a
+// pass of its own when M spans many tiles: never slower than the first, and
+// with one M tile always in the tiles.
+TEST(KernelCost, ManyRowTilesWidenTheWeightsOnceAhead) {
+  GpuUnderTest g("h200", /*cuda_graph=*/false);
+  std::vector<Kernel> kernels;
+  const BlockScaledFormat mxfp4{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
+  KernelFactory f(kernels);
+  const Kernel decode = f.grouped_gemm("experts", 8 * 32, 32, 4096, 5120, mxfp4);
+  const Kernel prefill = f.grouped_gemm("experts", 4096 * 32, 32, 4096, 5120, mxfp4);
+  EXPECT_DOUBLE_EQ(decode.narrow.fp4, 32.0 * 4096 * 5120);
+  const KernelTiming d = g.cost.time(decode);
+  EXPECT_FALSE(d.widened_ahead);
+  EXPECT_GT(d.widening_us, 0.0);
+  const KernelTiming p = g.cost.time(prefill);
+  EXPECT_TRUE(p.widened_ahead);
+  // Ahead: a plain FP8 GEMM reading FP8 weights, plus the pass (a kernel of its own).
+  Kernel plain = prefill;
+  plain.narrow = {};
+  plain.hbm_bytes += prefill.narrow.fp4 * 0.5;
+  const KernelTiming fp8 = g.cost.time(plain);
+  EXPECT_NEAR(p.time_us, fp8.time_us + p.widening_us + fp8.overhead_us, 1e-6 * p.time_us);
+  // In the tiles, the widening alone (a lower bound of that path) would take longer.
+  const CostParams& params = g.cost.params();
+  const ClassCost& grouped = params.of(KernelClass::kGroupedGemm);
+  const double m_tiles =
+      std::ceil(static_cast<double>(prefill.shape.m) / static_cast<double>(grouped.tile_m));
+  const double clock = 67e12 / (2.0 * 128.0 * 132.0);
+  const double in_tiles_widening_us = m_tiles * prefill.narrow.fp4 *
+                                      params.widening.fp4_to_fp8_cycles.value() /
+                                      (clock * grouped.compute_efficiency.value() * 132.0) * 1e6;
+  EXPECT_LT(p.time_us, in_tiles_widening_us);
+}
+
 double time_with_bound(const StepTiming& t, Bound bound) {
   double total = 0;
   for (const LayerTiming& l : t.layers) {

@@ -36,6 +36,36 @@ const Kernel* find_kernel(const LayerKernels& layer, const std::string& name) {
   return nullptr;
 }
 
+// What the tensor math takes from narrow storage, per read: V4.1 decode at
+// 64K gathers top-512 compressed entries (512 FP4 values each) and the
+// 128-entry FP8 window (512 values each) per token; its indexer reads every
+// visible index key (128 FP4 values). V3.2 gathers top-2048 FP8 entries
+// (512 FP8 values + 64 BF16 RoPE dims); V3's MLA prefill attends over
+// up-projected BF16 keys and widens nothing.
+TEST(StepGraph, NarrowValuesAreCountedPerRead) {
+  const int64_t batch = 4;
+  const StepGraph v41 = build_step_graph(analyze("deepseek_v4_1_flash"), shape(Phase::kDecode, batch, 65536));
+  const Kernel* attention = find_kernel(v41.layers[2], "sparse_attention");
+  ASSERT_NE(attention, nullptr);
+  EXPECT_DOUBLE_EQ(attention->narrow.fp4, batch * 512.0 * 512.0);
+  EXPECT_DOUBLE_EQ(attention->narrow.fp8, batch * 128.0 * 512.0);
+  const Kernel* logits = find_kernel(v41.layers[2], "indexer_logits");
+  ASSERT_NE(logits, nullptr);
+  EXPECT_NEAR(logits->narrow.fp4, batch * (65536.0 / 2.0) * 128.0, batch * 128.0);  // within one entry
+  EXPECT_DOUBLE_EQ(logits->narrow.fp8, 0.0);
+
+  const StepGraph v32 = build_step_graph(analyze("deepseek_v3_2"), shape(Phase::kDecode, batch, 65536));
+  const Kernel* v32_attention = find_kernel(v32.layers[10], "sparse_attention");
+  ASSERT_NE(v32_attention, nullptr);
+  EXPECT_DOUBLE_EQ(v32_attention->narrow.fp8, batch * 2048.0 * 512.0);
+  EXPECT_DOUBLE_EQ(v32_attention->narrow.fp4, 0.0);
+
+  const StepGraph v3 = build_step_graph(analyze("deepseek_v3"), shape(Phase::kPrefill, 1, 4096));
+  const Kernel* prefill = find_kernel(v3.layers[10], "attention");
+  ASSERT_NE(prefill, nullptr);
+  EXPECT_EQ(prefill->narrow, NarrowValues{});
+}
+
 TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   const StepGraph g = build_step_graph(m, shape(Phase::kDecode, 4, 65536));
