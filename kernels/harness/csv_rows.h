@@ -19,7 +19,8 @@ namespace v41sim::kernels {
 
 inline constexpr const char* kCsvHeader =
     "kernel,class,math,m,n,k,batch,context,flops,hbm_bytes,median_us,min_us,max_us,achieved_gbps,"
-    "achieved_tflops,fraction_of_copy,fraction_of_compute_ceiling,epilogue_bytes";
+    "achieved_tflops,fraction_of_copy,fraction_of_compute_ceiling,epilogue_bytes,narrow_fp8_values,"
+    "narrow_fp4_values";
 
 // Measured on this device before any kernel is timed.
 struct Ceilings {
@@ -51,6 +52,10 @@ struct Row {
   double hbm_bytes = 0;
   TimingStats time;
   double epilogue_bytes = 0;  // of hbm_bytes, the output a GEMM's epilogue writes
+  // Values the kernel's math takes from FP8 / FP4 storage, per pass, as the
+  // simulator counts them (sim/graph/kernel.h NarrowValues).
+  double narrow_fp8_values = 0;
+  double narrow_fp4_values = 0;
 };
 
 class RowWriter {
@@ -66,13 +71,15 @@ class RowWriter {
     const double compute_ceiling = ceilings_.for_math(r.math);
     const double copy_ceiling = ceilings_.copy_for_class(r.kernel_class);
     char line[640];
-    std::snprintf(line, sizeof line,
-                  "%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%.0f\n",
-                  r.kernel.c_str(), r.kernel_class.c_str(), r.math.c_str(), static_cast<long long>(r.m),
-                  static_cast<long long>(r.n), static_cast<long long>(r.k), static_cast<long long>(r.batch),
-                  static_cast<long long>(r.context), r.flops, r.hbm_bytes, r.time.median_us, r.time.min_us,
-                  r.time.max_us, gbps, tflops, copy_ceiling > 0 ? gbps / copy_ceiling : 0.0,
-                  compute_ceiling > 0 ? tflops / compute_ceiling : 0.0, r.epilogue_bytes);
+    std::snprintf(
+        line, sizeof line,
+        "%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f\n",
+        r.kernel.c_str(), r.kernel_class.c_str(), r.math.c_str(), static_cast<long long>(r.m),
+        static_cast<long long>(r.n), static_cast<long long>(r.k), static_cast<long long>(r.batch),
+        static_cast<long long>(r.context), r.flops, r.hbm_bytes, r.time.median_us, r.time.min_us,
+        r.time.max_us, gbps, tflops, copy_ceiling > 0 ? gbps / copy_ceiling : 0.0,
+        compute_ceiling > 0 ? tflops / compute_ceiling : 0.0, r.epilogue_bytes, r.narrow_fp8_values,
+        r.narrow_fp4_values);
     put(line);
   }
 

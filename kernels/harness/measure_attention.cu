@@ -96,8 +96,11 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
             },
             kWarmup, kRuns);
         CUDA_CHECK(cudaGetLastError());
+        // FP4 compressed entries and FP8 window entries, widened to BF16 in registers.
         w.row({v.name, "attention", v.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
-               2 * kLatentDim, 1, context, flops, bytes, t});
+               2 * kLatentDim, 1, context, flops, bytes, t, 0.0,
+               static_cast<double>(batch * kWindowTokens * kLatentDim),
+               static_cast<double>(batch * kV41TopK * kLatentDim)});
         std::printf("%s batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
                     v.name, static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
                     bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,

@@ -90,7 +90,8 @@ int measure_gemm(const RowWriter& w, bool quick) {
                              static_cast<double>(e * m * s.k) + output_bytes;
         const bool widened_wins = widened && widened->median_us < w4a8.median_us;
         const auto report = [&](const std::string& kernel, const TimingStats& t) {
-          w.row({kernel, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t, output_bytes});
+          w.row({kernel, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t, output_bytes, 0.0,
+                 static_cast<double>(e * s.n * s.k)});
           std::printf(
               "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f "
               "GB/s "

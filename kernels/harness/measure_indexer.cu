@@ -100,7 +100,8 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
             },
             kWarmup, kRuns);
         w.row({it->logits_name, "indexer", it->math, batch, positions, dims, 1, positions, 2.0 * dims * pairs,
-               pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t});
+               pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t, 0.0,
+               0.0, pairs * kIndexDim});
         std::printf("%s decode batch %lld, %lld positions: %.1f us, %.1f TFLOP/s\n", it->logits_name,
                     static_cast<long long>(batch), static_cast<long long>(positions), t.median_us,
                     2.0 * dims * pairs / t.median_us / 1e6);
@@ -130,7 +131,8 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
               kWarmup, kRuns);
           w.row({it->pool_logits_name, "indexer", it->math, batch, pool_slots, dims, 1, positions,
                  2.0 * dims * pooled_pairs,
-                 pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0, r});
+                 pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0, r,
+                 0.0, 0.0, pooled_pairs * kIndexDim});
           std::printf("  %s: %.1f us\n", it->pool_logits_name, r.median_us);
         }
         const TimingStats rs = time_kernel(
@@ -171,7 +173,8 @@ int measure_indexer_prefill(const RowWriter& w, bool quick) {
             },
             kWarmup, kRuns);
         w.row({path.logits_name, "indexer", path.math, queries, positions, dims, 1, positions,
-               2.0 * dims * pairs, pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t});
+               2.0 * dims * pairs, pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t,
+               0.0, 0.0, pairs / 64.0 * kIndexDim});
         std::printf("%s prefill %lld queries, %lld positions: %.1f us, %.1f TFLOP/s\n", path.logits_name,
                     static_cast<long long>(queries), static_cast<long long>(positions), t.median_us,
                     2.0 * dims * pairs / t.median_us / 1e6);

@@ -16,9 +16,14 @@ namespace {
 
 const std::vector<std::string> kRequired{"kernel", "class", "math",      "m",         "n",      "k",
                                          "batch",  "flops", "hbm_bytes", "median_us", "min_us", "max_us"};
-const std::vector<std::string> kOptional{
-    "context",       "achieved_gbps", "achieved_tflops", "fraction_of_copy", "fraction_of_compute_ceiling",
-    "epilogue_bytes"};
+const std::vector<std::string> kOptional{"context",
+                                         "achieved_gbps",
+                                         "achieved_tflops",
+                                         "fraction_of_copy",
+                                         "fraction_of_compute_ceiling",
+                                         "epilogue_bytes",
+                                         "narrow_fp8_values",
+                                         "narrow_fp4_values"};
 const std::vector<std::string> kRequiredMetadata{"gpu", "sm_count", "driver", "cuda", "date", "git_commit"};
 
 KernelClass parse_class(const std::string& text, const InputLocation& at) {
@@ -120,6 +125,14 @@ Measurement read_row(const std::vector<std::string>& cells, const std::map<std::
   }
   if (m.kernel.epilogue_bytes > m.kernel.hbm_bytes) {
     throw InputError(at("epilogue_bytes"), "the epilogue's output is part of hbm_bytes: at most that");
+  }
+  // Values taken from FP8 / FP4 storage (the cost model's widening); files
+  // written before the harness counted them widen nothing.
+  if (columns.count("narrow_fp8_values")) m.kernel.narrow.fp8 = number_of("narrow_fp8_values");
+  if (columns.count("narrow_fp4_values")) m.kernel.narrow.fp4 = number_of("narrow_fp4_values");
+  if (m.kernel.narrow.fp8 < 0 || m.kernel.narrow.fp4 < 0) {
+    throw InputError(at(m.kernel.narrow.fp8 < 0 ? "narrow_fp8_values" : "narrow_fp4_values"),
+                     "a count of values: expected zero or more");
   }
   // A host copy's bytes are the bytes that cross the host link (the model times it there).
   if (m.kernel.kernel_class == KernelClass::kHostCopy) {

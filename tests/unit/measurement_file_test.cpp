@@ -56,7 +56,9 @@ void write_harness_file(const fs::path& file) {
          1.2e10,
          1.4e7,
          {20.125, 19.5, 21.0},
-         1.05e7});
+         1.05e7,
+         0.0,
+         1.18e7});
   ::close(fd);
 }
 
@@ -77,6 +79,26 @@ TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
   EXPECT_EQ(set.rows[1].context, 0);
   EXPECT_DOUBLE_EQ(decode.kernel.epilogue_bytes, 0.0);
   EXPECT_DOUBLE_EQ(set.rows[1].kernel.epilogue_bytes, 1.05e7);  // as the harness counted it
+  EXPECT_EQ(decode.kernel.narrow, NarrowValues{});
+  EXPECT_DOUBLE_EQ(set.rows[1].kernel.narrow.fp4, 1.18e7);  // FP4 weights, widened for FP8 math
+  EXPECT_DOUBLE_EQ(set.rows[1].kernel.narrow.fp8, 0.0);
+}
+
+// A negative count of narrow values is refused at its line and column.
+TEST(MeasurementFile, NarrowValueCountsAreChecked) {
+  const fs::path dir = fresh_dir("v41sim_harness_narrow");
+  std::ofstream(dir / "a.csv")
+      << "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n"
+      << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,"
+         "narrow_fp8_values,narrow_fp4_values\n"
+      << "a,attention,bf16,64,640,1024,1,1e9,1e6,5,5,5,10,-1\n";
+  try {
+    load_measurements(dir.string());
+    FAIL() << "a negative count was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 8);
+    EXPECT_EQ(e.where().field, "narrow_fp4_values");
+  }
 }
 
 // Without the column, GEMM rows take the simulator's convention (BF16 output,
