@@ -37,31 +37,22 @@ V41_HD float main_entry_value(const uint8_t* entry, int i) {
   return decode_e2m1((i & 1) ? (byte >> 4) : (byte & 0xF)) * scale;
 }
 
-// Two values of a main-KV entry (the E2M1 codes of one byte, low nibble
-// first) times their group's decoded E4M3 scale, as two BF16 values packed
-// low first: the codes widened by bit operations (widen_e2m1x2_to_bf16x2),
-// one multiply each. Exact: 2 significant bits times 4 fit BF16's 8.
-V41_HD uint32_t main_entry_pair_bf16x2(uint8_t codes, float scale) {
-  const uint32_t unit = widen_e2m1x2_to_bf16x2(codes, 127);  // scale 1: the E2M1 values themselves
-  return static_cast<uint32_t>(bf16_bits(bits_float(unit << 16) * scale)) |
-         (static_cast<uint32_t>(bf16_bits(bits_float(unit & 0xFFFF0000u) * scale)) << 16);
-}
-
 // Dims [first, first + count) of a main-KV entry widened to BF16 pairs in
-// `row` (count / 2 words, values low first), scales decoded once per group of
-// 16, codes read as words: how the tensor-core kernel's threads widen their
+// `row` (count / 2 words, values low first): each group's E4M3 scale decoded
+// once into a BF16 pair, codes read as words of 8 and widened 4 at a time
+// (widen_e2m1x4_to_bf16x4): how the tensor-core kernel's threads widen their
 // part of an entry (first and count multiples of 16; a 288-byte entry is
 // 4-byte aligned).
 V41_HD void widen_main_entry_part(const uint8_t* entry, int first, int count, uint32_t* row) {
   for (int g = 0; g < count / kMxfp4GroupSize; ++g) {
     const int c = first + g * kMxfp4GroupSize;
-    const float scale = decode_e4m3(entry[kLatentDim / 2 + c / kMxfp4GroupSize]);
+    const uint32_t scale = bf16_bits(decode_e4m3(entry[kLatentDim / 2 + c / kMxfp4GroupSize]));
+    const uint32_t scale_pair = scale | (scale << 16);
     for (int w = 0; w < kMxfp4GroupSize / 8; ++w) {  // words of 8 codes
       const uint32_t word = load_word(entry + c / 2 + 4 * w);
-      for (int b = 0; b < 4; ++b) {
-        row[g * (kMxfp4GroupSize / 2) + 4 * w + b] =
-            main_entry_pair_bf16x2(static_cast<uint8_t>(word >> (8 * b)), scale);
-      }
+      uint32_t* out = row + g * (kMxfp4GroupSize / 2) + 4 * w;
+      widen_e2m1x4_to_bf16x4(static_cast<uint16_t>(word), scale_pair, out);
+      widen_e2m1x4_to_bf16x4(static_cast<uint16_t>(word >> 16), scale_pair, out + 2);
     }
   }
 }

@@ -146,6 +146,42 @@ V41_HD uint32_t widen_e2m1x4_to_e4m3x4(uint16_t nibbles) {
   return magnitudes | signs;
 }
 
+// Two BF16 products, rounded to nearest even: the device's mul.rn.bf16x2; on
+// the host the float products rounded to BF16.
+V41_HD uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  uint32_t out;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(out) : "r"(a), "r"(b));
+  return out;
+#else
+  const auto half = [](uint32_t x, int i) { return bits_float(((x >> (16 * i)) & 0xFFFFu) << 16); };
+  return static_cast<uint32_t>(bf16_bits(half(a, 0) * half(b, 0))) |
+         (static_cast<uint32_t>(bf16_bits(half(a, 1) * half(b, 1))) << 16);
+#endif
+}
+
+// Four E2M1 codes (nibble i = value i, low nibble first) times a BF16 scale
+// pair (the same scale in both halves), as four BF16 values in two words
+// (values 0 and 1, then 2 and 3; low half first). The BF16 bits of the
+// magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 are 0x0000 0x3F00 0x3F80 0x3FC0 |
+// 0x4000 0x4040 0x4080 0x40C0: one byte permute picks the four high bytes,
+// one the four low bytes, the signs join the high bytes as in
+// widen_e2m1x4_to_e4m3x4, two permutes interleave low and high bytes, and
+// two BF16x2 multiplies apply the scale. Exact for an E4M3 scale: 2
+// significant bits times 4 fit BF16's 8. Eight integer operations and two
+// multiplies for four values (the simulator's widening cost is counted from this).
+V41_HD void widen_e2m1x4_to_bf16x4(uint16_t nibbles, uint32_t scale_bf16x2, uint32_t* out) {
+  constexpr uint32_t kHighBytesLo = 0x3F3F3F00u, kHighBytesHi = 0x40404040u;
+  constexpr uint32_t kLowBytesLo = 0xC0800000u, kLowBytesHi = 0xC0804000u;
+  const uint32_t x = nibbles;
+  const uint32_t selector = x & 0x7777u;
+  const uint32_t signs = byte_permute(x << 4, x, 0xD9C8u);
+  const uint32_t high = byte_select(kHighBytesLo, kHighBytesHi, selector) | (signs & 0x80808080u);
+  const uint32_t low = byte_select(kLowBytesLo, kLowBytesHi, selector);
+  out[0] = mul_bf16x2(byte_select(low, high, 0x5140u), scale_bf16x2);
+  out[1] = mul_bf16x2(byte_select(low, high, 0x7362u), scale_bf16x2);
+}
+
 // Two E2M1 codes (low nibble first) times an E8M0 scale 2^(scale_code - 127),
 // as two BF16 values packed low first, without float math: the BF16 bits of
 // the E2M1 magnitude (0, 0.5, 1, 1.5, 2, 3, 4, 6) with the scale's exponent

@@ -49,9 +49,10 @@ LinkCost read_links(const YamlNode& node) {
 }
 
 WideningCost read_widening(const YamlNode& node) {
-  node.expect_only({"fp32_lanes_per_sm", "fp8_to_bf16_cycles", "fp4_to_fp8_cycles"});
+  node.expect_only({"fp32_lanes_per_sm", "fp8_to_bf16_cycles", "fp4_to_fp8_cycles", "fp4_to_bf16_cycles"});
   auto field = [&node](const char* key) { return read_sourced_value(node.required(key)); };
-  return {field("fp32_lanes_per_sm"), field("fp8_to_bf16_cycles"), field("fp4_to_fp8_cycles")};
+  return {field("fp32_lanes_per_sm"), field("fp8_to_bf16_cycles"), field("fp4_to_fp8_cycles"),
+          field("fp4_to_bf16_cycles")};
 }
 
 TransferRule read_transfer(const YamlNode& node) {

@@ -54,8 +54,7 @@ struct WideningCost {
   SourcedValue fp32_lanes_per_sm;
   SourcedValue fp8_to_bf16_cycles;  // e4m3 -> BF16, block scale applied
   SourcedValue fp4_to_fp8_cycles;   // e2m1 -> e4m3 for FP8 tensor math
-  // FP4 into BF16 math: widened to FP8, then as FP8.
-  double fp4_to_bf16_cycles() const { return fp4_to_fp8_cycles.value() + fp8_to_bf16_cycles.value(); }
+  SourcedValue fp4_to_bf16_cycles;  // e2m1 -> BF16, block scale applied
 };
 
 struct LinkCost {

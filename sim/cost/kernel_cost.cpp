@@ -85,7 +85,7 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
   switch (k.math) {
     case MathType::kBf16:
     case MathType::kFp32:
-      cycles = k.narrow.fp8 * w.fp8_to_bf16_cycles.value() + k.narrow.fp4 * w.fp4_to_bf16_cycles();
+      cycles = k.narrow.fp8 * w.fp8_to_bf16_cycles.value() + k.narrow.fp4 * w.fp4_to_bf16_cycles.value();
       break;
     case MathType::kFp8:
     case MathType::kFp4:
@@ -114,17 +114,25 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const bool gemm = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
   const int64_t m_tiles = gemm ? ceil_div(k.shape.m, params_.of(k.kernel_class).tile_m) : 1;
   KernelTiming in_tiles = tiled(k, cycles * static_cast<double>(m_tiles));
-  if (!gemm || cycles == 0 || m_tiles == 1 || k.narrow.fp4 == 0) return in_tiles;
+  if (!gemm || cycles == 0 || m_tiles == 1) return in_tiles;
 
+  // The pass reads the values as stored and writes them in the math's format,
+  // which the GEMM then reads instead. (Values the math takes as stored stay.)
   const ClassCost& cls = params_.of(k.kernel_class);
   const double fp4_bytes = bits_of(ElementFormat::kFp4E2M1) / 8.0;
   const double fp8_bytes = bits_of(ElementFormat::kFp8E4M3) / 8.0;
+  const bool to_bf16 = k.math == MathType::kBf16 || k.math == MathType::kFp32;
+  const double math_bytes = to_bf16 ? bits_of(ElementFormat::kBf16) / 8.0 : fp8_bytes;
+  const double widened_fp8 = to_bf16 ? k.narrow.fp8 : 0.0;
+  const double widened_fp4 = k.narrow.fp4;
+  const double stored = widened_fp8 * fp8_bytes + widened_fp4 * fp4_bytes;
+  const double written = (widened_fp8 + widened_fp4) * math_bytes;
   Kernel plain = k;
-  plain.hbm_bytes += k.narrow.fp4 * (fp8_bytes - fp4_bytes);
+  plain.narrow = {};
+  plain.hbm_bytes += written - stored;
   KernelTiming ahead = tiled(plain, 0.0);
-  const double pass_s =
-      std::max(cycles / (sm_cycles_per_s_ * cls.compute_efficiency.value() * sms_),
-               k.narrow.fp4 * (fp4_bytes + fp8_bytes) / (hbm_bytes_per_s_ * cls.memory_efficiency.value()));
+  const double pass_s = std::max(cycles / (sm_cycles_per_s_ * cls.compute_efficiency.value() * sms_),
+                                 (stored + written) / (hbm_bytes_per_s_ * cls.memory_efficiency.value()));
   ahead.widening_us = pass_s * 1e6;
   ahead.busy_us += pass_s * 1e6;
   ahead.time_us += pass_s * 1e6 + ahead.overhead_us;  // the pass is a kernel of its own

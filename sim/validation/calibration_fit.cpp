@@ -309,6 +309,7 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   out += "  fp32_lanes_per_sm: " + sourced(w.fp32_lanes_per_sm) + "\n";
   out += "  fp8_to_bf16_cycles: " + sourced(w.fp8_to_bf16_cycles) + "\n";
   out += "  fp4_to_fp8_cycles: " + sourced(w.fp4_to_fp8_cycles) + "\n";
+  out += "  fp4_to_bf16_cycles: " + sourced(w.fp4_to_bf16_cycles) + "\n";
   const LinkCost& l = r.params.links;
   out += "links:\n";
   out += "  nvlink_efficiency: " + sourced(l.nvlink_efficiency) + "\n";

@@ -117,21 +117,25 @@ TEST(MmaFragments, WideningIndexKeysToBf16MatchesTheFloatProduct) {
   }
 }
 
-// The sparse decode's widening of main-KV entries: every byte of E2M1 codes
-// times every finite E4M3 scale, equal to the per-value decode rounded to BF16.
+// The sparse decode's widening of main-KV entries: every 16 bits of E2M1
+// codes times every finite E4M3 scale, equal to the per-value decode rounded
+// to BF16 (signed zeros included).
 TEST(MmaFragments, WideningMainEntriesToBf16MatchesThePerValueDecode) {
   uint8_t entry[kMainEntryBytes] = {};
   for (int scale = 0; scale < 256; ++scale) {
     const float s = decode_e4m3(static_cast<uint8_t>(scale));
     if (!std::isfinite(s)) continue;
     entry[kLatentDim / 2] = static_cast<uint8_t>(scale);
-    for (int byte = 0; byte < 256; ++byte) {
-      entry[0] = static_cast<uint8_t>(byte);
-      const uint32_t pair = main_entry_pair_bf16x2(static_cast<uint8_t>(byte), s);
-      ASSERT_EQ(pair & 0xFFFF, mma::to_bf16(main_entry_value(entry, 0)))
-          << "byte " << byte << " scale " << scale;
-      ASSERT_EQ(pair >> 16, mma::to_bf16(main_entry_value(entry, 1)))
-          << "byte " << byte << " scale " << scale;
+    const uint32_t scale_pair = bf16_bits(s) * 0x10001u;
+    for (uint32_t nibbles = 0; nibbles < 0x10000; ++nibbles) {
+      entry[0] = static_cast<uint8_t>(nibbles);
+      entry[1] = static_cast<uint8_t>(nibbles >> 8);
+      uint32_t pairs[2];
+      widen_e2m1x4_to_bf16x4(static_cast<uint16_t>(nibbles), scale_pair, pairs);
+      for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ((pairs[i / 2] >> (16 * (i % 2))) & 0xFFFFu, mma::to_bf16(main_entry_value(entry, i)))
+            << "nibbles " << nibbles << " value " << i << " scale " << scale;
+      }
     }
   }
 }
