@@ -69,7 +69,27 @@ nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_
           {"achieved_tflops", tflops(k.flops, t.time_us)},
           {"achieved_gbps", gbps(k.hbm_bytes, t.time_us)},
           {"bound", std::string(bound_name(t.bound))},
+          {"widening_us", t.widening_us},
+          {"widened_ahead", t.widened_ahead},
           {"fp4_at_fp8_rate", t.math_fallback}};
+}
+
+// CUDA-core widening of narrow operands over the step: the work itself, and
+// the time of the kernels it bounds.
+struct WideningShare {
+  double work_us = 0;
+  double bound_us = 0;
+};
+
+WideningShare widening_share(const StepTiming& t) {
+  WideningShare w;
+  for (const LayerTiming& l : t.layers) {
+    for (const KernelTiming& k : l.kernels) {
+      w.work_us += k.widening_us;
+      if (k.bound == Bound::kWidening) w.bound_us += k.time_us;
+    }
+  }
+  return w;
 }
 
 }  // namespace
@@ -95,6 +115,12 @@ std::vector<Table> step_tables(const StepReport& r) {
       {"compute / EP communication / host copy",
        fmt::format("{:.1f} / {:.1f} / {:.1f} us", t.compute_us, t.communication_us, t.host_copy_us)});
   summary.add_row({"kernels", std::to_string(t.kernel_count)});
+  const WideningShare widening = widening_share(t);
+  summary.add_row(
+      {"widening narrow operands (CUDA cores)",
+       fmt::format(
+           "{:.1f} us if alone (hidden where memory or math take longer); {:.1f} us in kernels it bounds",
+           widening.work_us, widening.bound_us)});
   summary.add_row({"uncertainty", step_error_band(r.graph, t, r.cost.params()).describe()});
   summary.add_row(
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
@@ -182,6 +208,8 @@ nlohmann::json step_json(const StepReport& r) {
           {"flops", t.flops},
           {"hbm_bytes", t.hbm_bytes},
           {"kernel_count", t.kernel_count},
+          {"widening_us", widening_share(t).work_us},
+          {"widening_bound_us", widening_share(t).bound_us},
           {"error_band", error_band_json(step_error_band(r.graph, t, r.cost.params()))},
           {"time_by_mode", modes},
           {"layers", layers},

@@ -92,6 +92,18 @@ TEST(Cli, StepJsonAndTrace) {
   ASSERT_EQ(step["layers"].size(), 44u);  // 40 layers, head, 3 draft stages
   EXPECT_EQ(step["layers"][24]["mode"], "Reindex");
   EXPECT_FALSE(step["layers"][24]["kernels"].empty());
+  // The widening of FP4/FP8 operands: the step's total is its kernels' sum, and
+  // the kernels it bounds are the ones whose bound says so.
+  double widening = 0, bound = 0;
+  for (const auto& layer : step["layers"]) {
+    for (const auto& k : layer["kernels"]) {
+      widening += k["widening_us"].get<double>();
+      if (k["bound"] == "widening") bound += k["time_us"].get<double>();
+    }
+  }
+  EXPECT_GT(widening, 0.0);  // H200: FP4 entries, index keys and expert weights are widened
+  EXPECT_NEAR(step["widening_us"].get<double>(), widening, 1e-6 * widening);
+  EXPECT_NEAR(step["widening_bound_us"].get<double>(), bound, 1e-6 * (bound + 1));
   const auto events = nlohmann::json::parse(testing::read_text(trace))["traceEvents"];
   ASSERT_GT(events.size(), 100u);
   int complete = 0;
