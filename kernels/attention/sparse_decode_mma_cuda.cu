@@ -64,15 +64,13 @@ __device__ void widen_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile,
   bool is_main = false;
   const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
   uint16_t* row = k_s + key * kRowStride + part * kDimsPerWidener;
-  if (entry != nullptr && is_main) {
-    widen_main_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, reinterpret_cast<uint32_t*>(row));
+  uint32_t* words = reinterpret_cast<uint32_t*>(row);
+  if (entry == nullptr) {
+    for (int i = 0; i < kDimsPerWidener / 2; ++i) words[i] = 0;
+  } else if (is_main) {
+    widen_main_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, words);
   } else {
-    for (int i = 0; i < kDimsPerWidener; i += 2) {
-      const int c = part * kDimsPerWidener + i;
-      const float v0 = entry != nullptr ? window_entry_value(entry, c) : 0.0f;
-      const float v1 = entry != nullptr ? window_entry_value(entry, c + 1) : 0.0f;
-      *reinterpret_cast<uint32_t*>(row + i) = mma::pack(mma::to_bf16(v0), mma::to_bf16(v1));
-    }
+    widen_window_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, words);
   }
   if (part == 0) valid_s[key] = entry != nullptr;
 }

@@ -62,6 +62,32 @@ V41_HD float window_entry_value(const uint8_t* entry, int i) {
   return decode_e4m3(entry[i]) * decode_e8m0(entry[kLatentDim + i / kWindowScaleGroup]);
 }
 
+// Dims [first, first + count) of a window entry widened to BF16 pairs in
+// `row` (count / 2 words, values low first): each group's E8M0 scale turned
+// into a multiplier once, values read as words of 4 and widened by bit
+// operations (widen_e4m3x4_to_bf16x4); a scale outside the exact range takes
+// the per-value float path (first and count multiples of 32; a 528-byte entry
+// is 4-byte aligned).
+V41_HD void widen_window_entry_part(const uint8_t* entry, int first, int count, uint32_t* row) {
+  for (int g = 0; g < count / kWindowScaleGroup; ++g) {
+    const int c = first + g * kWindowScaleGroup;
+    const uint8_t scale_code = entry[kLatentDim + c / kWindowScaleGroup];
+    const uint32_t multiplier = window_widening_multiplier(scale_code);
+    uint32_t* out = row + g * (kWindowScaleGroup / 2);
+    for (int w = 0; w < kWindowScaleGroup / 4; ++w) {
+      if (multiplier != 0) {
+        widen_e4m3x4_to_bf16x4(load_word(entry + c + 4 * w), multiplier, out + 2 * w);
+        continue;
+      }
+      for (int i = 0; i < 4; i += 2) {
+        out[2 * w + i / 2] =
+            static_cast<uint32_t>(bf16_bits(window_entry_value(entry, c + 4 * w + i))) |
+            (static_cast<uint32_t>(bf16_bits(window_entry_value(entry, c + 4 * w + i + 1))) << 16);
+      }
+    }
+  }
+}
+
 V41_HD void quantize_window_entry(const float* values, uint8_t* entry) {
   for (int g = 0; g < kLatentDim / kWindowScaleGroup; ++g) {
     float amax = 0.0f;

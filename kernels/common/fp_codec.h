@@ -182,6 +182,33 @@ V41_HD void widen_e2m1x4_to_bf16x4(uint16_t nibbles, uint32_t scale_bf16x2, uint
   out[1] = mul_bf16x2(byte_select(low, high, 0x7362u), scale_bf16x2);
 }
 
+// Four E4M3 values (byte i = value i) as four BF16 values in two words
+// (values 0 and 1, then 2 and 3; low half first), times a BF16 multiplier
+// pair. A byte moved to the high byte of a BF16 half keeps its sign at bit 15;
+// its exponent and mantissa shifted down 4 bits land in BF16's exponent and
+// mantissa fields as the value times 2^-120 (the bias differs by 120; E4M3
+// subnormals become BF16 subnormals, scaled the same). The multiplier puts
+// back 2^120 and the block scale (window_widening_multiplier). Per 4 values:
+// two byte permutes, two shifts and four logic operations, and two BF16x2
+// multiplies.
+V41_HD void widen_e4m3x4_to_bf16x4(uint32_t bytes, uint32_t multiplier_bf16x2, uint32_t* out) {
+  const uint32_t high01 = byte_select(0u, bytes, 0x5040u);  // b0 << 8 | b1 << 24
+  const uint32_t high23 = byte_select(0u, bytes, 0x7060u);  // b2 << 8 | b3 << 24
+  const auto place = [](uint32_t high) { return (high & 0x80008000u) | ((high >> 4) & 0x07F007F0u); };
+  out[0] = mul_bf16x2(place(high01), multiplier_bf16x2);
+  out[1] = mul_bf16x2(place(high23), multiplier_bf16x2);
+}
+
+// The BF16 multiplier pair for widen_e4m3x4_to_bf16x4 under an E8M0 scale
+// 2^(code - 127): 2^(code - 7), or 0 where the widening would not be exact
+// (codes below 3: products below BF16's subnormal step; above 134: the
+// multiplier itself leaves BF16's range), so callers take the float path.
+V41_HD uint32_t window_widening_multiplier(uint8_t scale_code) {
+  if (scale_code < 3 || scale_code > 134) return 0;
+  const uint32_t bits = (static_cast<uint32_t>(scale_code) + 120u) << 7;
+  return bits | (bits << 16);
+}
+
 // Two E2M1 codes (low nibble first) times an E8M0 scale 2^(scale_code - 127),
 // as two BF16 values packed low first, without float math: the BF16 bits of
 // the E2M1 magnitude (0, 0.5, 1, 1.5, 2, 3, 4, 6) with the scale's exponent

@@ -65,6 +65,28 @@ TEST(SparseDecode, WidenedEntryPartsMatchTheValues) {
   }
 }
 
+// The window's widening: every E4M3 byte in every position of a word, with
+// every E8M0 scale (inside the exact range by bit operations, outside it by
+// the float path), equal to the per-value decode rounded to BF16.
+TEST(SparseDecode, WidenedWindowPartsMatchTheValues) {
+  uint8_t entry[kWindowEntryBytes] = {};
+  uint32_t row[kWindowScaleGroup / 2];
+  for (int scale = 0; scale < 255; ++scale) {
+    entry[kLatentDim] = static_cast<uint8_t>(scale);
+    for (int byte = 0; byte < 256; ++byte) {
+      for (int i = 0; i < kWindowScaleGroup; ++i) entry[i] = static_cast<uint8_t>(byte + 37 * i);
+      widen_window_entry_part(entry, 0, kWindowScaleGroup, row);
+      for (int i = 0; i < kWindowScaleGroup; ++i) {
+        const auto got = static_cast<uint16_t>(row[i / 2] >> (16 * (i % 2)));
+        ASSERT_EQ(got, mma::to_bf16(window_entry_value(entry, i)))
+            << "byte " << int(entry[i]) << " at " << i << " scale " << scale;
+      }
+    }
+  }
+  EXPECT_NE(window_widening_multiplier(127), 0u);  // typical scales take the bit path
+  EXPECT_EQ(window_widening_multiplier(2), 0u);
+}
+
 TEST(SparseDecodeCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_fp32"}); }
 
 TEST(SparseDecodeMmaCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_tensor_cores"}); }
