@@ -60,6 +60,18 @@ TEST(IndexKey, WidenedHalvesMatchTheValues) {
   }
   widen_index_key_half(nullptr, 1, row);
   for (int w = 0; w < kIndexDim / 4; ++w) EXPECT_EQ(row[w], 0u);
+  // Every scale code, the byte-permute path (2..252) and the float path (the rest) alike.
+  uint8_t key[kIndexKeyBytes] = {};
+  for (int i = 0; i < kIndexDim / 2; ++i) key[i] = static_cast<uint8_t>(17 * i + 3);
+  for (int scale = 0; scale < 255; ++scale) {
+    for (int g = 0; g < kIndexDim / kIndexScaleGroup; ++g)
+      key[kIndexDim / 2 + g] = static_cast<uint8_t>(scale);
+    for (int half = 0; half < 2; ++half) widen_index_key_half(key, half, row + half * kIndexDim / 4);
+    for (int i = 0; i < kIndexDim; ++i) {
+      ASSERT_EQ(static_cast<uint16_t>(row[i / 2] >> (16 * (i % 2))), mma::to_bf16(index_key_value(key, i)))
+          << "scale " << scale << " dim " << i;
+    }
+  }
 }
 
 TEST(IndexerReference, LogitsFollowTheDefinition) {
