@@ -59,6 +59,7 @@ struct WideningCost {
 
 struct LinkCost {
   SourcedValue nvlink_efficiency;
+  SourcedValue nvlink_efficiency_low_latency;  // decode's low-latency EP kernels
   SourcedValue nic_efficiency;
   SourcedValue host_link_efficiency;
   SourcedValue all_to_all_latency_intra_us;

@@ -23,7 +23,8 @@ KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
            std::bit_cast<uint64_t>(k.flops), std::bit_cast<uint64_t>(k.hbm_bytes),
            std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.epilogue_bytes),
            std::bit_cast<uint64_t>(k.link_bytes), std::bit_cast<uint64_t>(k.off_node_fraction),
-           std::bit_cast<uint64_t>(k.narrow.fp8), std::bit_cast<uint64_t>(k.narrow.fp4)}};
+           std::bit_cast<uint64_t>(k.narrow.fp8), std::bit_cast<uint64_t>(k.narrow.fp4),
+           static_cast<uint64_t>(k.low_latency)}};
 }
 
 std::size_t KernelCostModel::CacheKeyHash::operator()(const CacheKey& key) const {
@@ -221,7 +222,9 @@ KernelTiming KernelCostModel::transfer(const Kernel& k) const {
   } else {
     const double off = k.link_bytes * k.off_node_fraction;
     const double on = k.link_bytes - off;
-    const double nvlink = on / (gpu_.nvlink_bytes_per_s.value() * links.nvlink_efficiency.value());
+    const SourcedValue& efficiency =
+        k.low_latency ? links.nvlink_efficiency_low_latency : links.nvlink_efficiency;
+    const double nvlink = on / (gpu_.nvlink_bytes_per_s.value() * efficiency.value());
     const double nic = off > 0 ? off / (gpu_.nic_bytes_per_s.value() * links.nic_efficiency.value()) : 0.0;
     seconds = std::max(nvlink, nic);
     latency_us = (off > 0 ? links.all_to_all_latency_inter_us : links.all_to_all_latency_intra_us).value();

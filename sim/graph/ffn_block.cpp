@@ -12,8 +12,9 @@ namespace {
 constexpr double kGateUp = 2.0;
 
 Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value) {
-  return f.push(make_all_to_all(name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value,
-                                       c.step.ep, c.step.ep_per_node, c.step.ep_load_imbalance}));
+  return f.push(
+      make_all_to_all(name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value, c.step.ep,
+                             c.step.ep_per_node, c.step.ep_load_imbalance, c.step.phase == Phase::kDecode}));
 }
 
 void add_moe(const LayerContext& c, KernelFactory& f) {
@@ -73,6 +74,7 @@ Kernel make_all_to_all(std::string name, const AllToAllShape& s) {
                  (ep - 1.0) / ep * s.load_imbalance;
   k.off_node_fraction = ep > per_node ? (ep - per_node) / (ep - 1.0) : 0.0;
   k.hbm_bytes = 2.0 * k.link_bytes;  // read on send, write on receive
+  k.low_latency = s.low_latency;
   return k;
 }
 

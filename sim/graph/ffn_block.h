@@ -19,6 +19,7 @@ struct AllToAllShape {
   int64_t ep = 1;
   int64_t ep_per_node = 1;  // ranks of the group inside one NVLink domain
   double load_imbalance = 1;
+  bool low_latency = false;  // decode: the low-latency kernels (a message per routed copy, few SMs)
 };
 Kernel make_all_to_all(std::string name, const AllToAllShape& shape);
 void add_engram_lookup(const LayerContext& c, KernelFactory& f);

@@ -68,6 +68,9 @@ struct Kernel {
   NarrowValues narrow;
   double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers
   double off_node_fraction = 0;  // share of link_bytes that leaves the NVLink domain
+  // EP transfer by the low-latency kernels decode uses (DeepEP's LL mode: a
+  // message per routed copy from a few SMs), which reach less of NVLink.
+  bool low_latency = false;
 };
 
 std::string_view class_key(KernelClass kernel_class);  // "gemm", "grouped_gemm", ...

@@ -60,14 +60,16 @@ PublishedReference read_reference(const YamlNode& node) {
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: a fused kernel overlapping its transfers (moe_layer), a
   // bandwidth counted over every routed copy, local ones included, as DeepEP
-  // V2 reports its "logical" bandwidth (all_to_all), and the query heads one
+  // V2 reports its "logical" bandwidth, or timed as the low-latency kernels
+  // decode uses (all_to_all), and the query heads one
   // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8).
-  static const std::map<std::string, std::vector<std::string>> kOptional{{"gemm", {"math"}},
-                                                                         {"grouped_gemm", {}},
-                                                                         {"stream", {}},
-                                                                         {"moe_layer", {"model", "overlap"}},
-                                                                         {"all_to_all", {"count_local"}},
-                                                                         {"attention", {"heads"}}};
+  static const std::map<std::string, std::vector<std::string>> kOptional{
+      {"gemm", {"math"}},
+      {"grouped_gemm", {}},
+      {"stream", {}},
+      {"moe_layer", {"model", "overlap"}},
+      {"all_to_all", {"count_local", "low_latency"}},
+      {"attention", {"heads"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -164,7 +166,8 @@ double predict(const PublishedReference& r, const Catalog& catalog, std::string*
   if (r.probe_kind == "all_to_all") {
     const Kernel k = make_all_to_all(
         "all_to_all", {p.at("tokens"), as_int(p.at("top_k")), as_int(p.at("hidden")), p.at("bytes_per_value"),
-                       as_int(p.at("ep")), as_int(p.at("ep_per_node")), 1.0});
+                       as_int(p.at("ep")), as_int(p.at("ep_per_node")), 1.0,
+                       p.count("low_latency") > 0 && p.at("low_latency") > 0});
     const double us = g.cost().time(k).time_us;
     if (r.metric == "us") return us;
     if (p.count("count_local") && p.at("count_local") > 0) {

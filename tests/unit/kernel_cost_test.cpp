@@ -6,7 +6,9 @@
 #include <map>
 #include <vector>
 
+#include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
+#include "sim/graph/step_graph.h"
 #include "tests/step_test_support.h"
 
 namespace v41sim {
@@ -196,6 +198,35 @@ TEST(KernelCost, ManyRowTilesWidenTheWeightsOnceAhead) {
                                       params.widening.fp4_to_fp8_cycles.value() /
                                       (clock * grouped.compute_efficiency.value() * 132.0) * 1e6;
   EXPECT_LT(p.time_us, in_tiles_widening_us);
+}
+
+// Decode's EP transfers go through the low-latency kernels, which reach less
+// of NVLink (their own efficiency); the NIC part and prefill's transfers do not change.
+TEST(KernelCost, LowLatencyTransfersUseTheirNvlinkEfficiency) {
+  GpuUnderTest g("h800", /*cuda_graph=*/false);
+  const LinkCost& links = g.cost.params().links;
+  AllToAllShape transfer{128, 8, 7168, 1.0, 8, 8, 1.0, false};
+  const Kernel normal = make_all_to_all("dispatch", transfer);
+  transfer.low_latency = true;
+  const Kernel low_latency = make_all_to_all("dispatch", transfer);
+  const double wire_us = normal.link_bytes / 200e9 * 1e6;  // H800: 200 GB/s per direction
+  EXPECT_NEAR(g.cost.time(normal).busy_us, wire_us / links.nvlink_efficiency.value(), 1e-9);
+  EXPECT_NEAR(g.cost.time(low_latency).busy_us, wire_us / links.nvlink_efficiency_low_latency.value(), 1e-9);
+  EXPECT_GT(g.cost.time(low_latency).time_us, g.cost.time(normal).time_us);
+
+  const StepGraph decode = build_step_graph(analyze("deepseek_v4_1_flash"), shape(Phase::kDecode, 8, 8192));
+  const StepGraph prefill = build_step_graph(analyze("deepseek_v4_1_flash"), shape(Phase::kPrefill, 1, 8192));
+  for (const auto& [graph, expected] : {std::pair{&decode, true}, std::pair{&prefill, false}}) {
+    int transfers = 0;
+    for (const LayerKernels& layer : graph->layers) {
+      for (const Kernel& k : layer.kernels) {
+        if (k.kernel_class != KernelClass::kAllToAll) continue;
+        EXPECT_EQ(k.low_latency, expected) << k.name;
+        ++transfers;
+      }
+    }
+    EXPECT_GT(transfers, 0);
+  }
 }
 
 double time_with_bound(const StepTiming& t, Bound bound) {
