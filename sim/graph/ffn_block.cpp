@@ -12,9 +12,9 @@ namespace {
 constexpr double kGateUp = 2.0;
 
 Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value) {
-  return f.push(
-      make_all_to_all(name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value, c.step.ep,
-                             c.step.ep_per_node, c.step.ep_load_imbalance, c.step.phase == Phase::kDecode}));
+  return f.push(make_all_to_all(
+      name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value, c.step.ep, c.step.ep_per_node,
+             c.step.ep_load_imbalance, c.step.phase == Phase::kDecode, c.routed_experts}));
 }
 
 void add_moe(const LayerContext& c, KernelFactory& f) {
@@ -59,6 +59,16 @@ void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
 
 }  // namespace
 
+double expected_remote_nodes(int64_t nodes, int64_t experts, int64_t top_k) {
+  if (nodes <= 1) return 0.0;
+  // P(a node holds none of the token's experts), drawn without replacement.
+  const double elsewhere = static_cast<double>(experts - experts / nodes);
+  double none = 1.0;
+  for (int64_t i = 0; i < top_k; ++i)
+    none *= std::max(0.0, elsewhere - static_cast<double>(i)) / static_cast<double>(experts - i);
+  return static_cast<double>(nodes - 1) * (1.0 - none);
+}
+
 Kernel make_all_to_all(std::string name, const AllToAllShape& s) {
   const double ep = static_cast<double>(s.ep);
   const double per_node = static_cast<double>(std::min(s.ep, s.ep_per_node));
@@ -70,9 +80,21 @@ Kernel make_all_to_all(std::string name, const AllToAllShape& s) {
   k.shape = {static_cast<int64_t>(std::ceil(s.tokens)), s.hidden, s.top_k, s.ep};
   // Each routed copy of a token leaves this rank unless its expert is local;
   // the busiest rank (the one that sets the step) receives the most.
-  k.link_bytes = s.tokens * static_cast<double>(s.top_k) * static_cast<double>(s.hidden) * s.bytes_per_value *
-                 (ep - 1.0) / ep * s.load_imbalance;
-  k.off_node_fraction = ep > per_node ? (ep - per_node) / (ep - 1.0) : 0.0;
+  const double token_bytes = s.tokens * static_cast<double>(s.hidden) * s.bytes_per_value * s.load_imbalance;
+  const double copies = token_bytes * static_cast<double>(s.top_k) * (ep - 1.0) / ep;
+  const double off_share = ep > per_node ? (ep - per_node) / (ep - 1.0) : 0.0;
+  double on = copies * (1.0 - off_share);
+  double off = copies * off_share;
+  const int64_t nodes = static_cast<int64_t>(std::ceil(ep / per_node));
+  if (!s.low_latency && off > 0 && s.experts >= s.top_k && s.experts % nodes == 0) {
+    // The normal kernels (DeepEP's) send a token once to each node that holds
+    // one of its experts, and that node's receiving GPU forwards the copies
+    // over NVLink; the low-latency kernels send every copy on its own.
+    on += off * (per_node - 1.0) / per_node;
+    off = token_bytes * expected_remote_nodes(nodes, s.experts, s.top_k);
+  }
+  k.link_bytes = on + off;
+  k.off_node_fraction = k.link_bytes > 0 ? off / k.link_bytes : 0.0;
   k.hbm_bytes = 2.0 * k.link_bytes;  // read on send, write on receive
   k.low_latency = s.low_latency;
   return k;

@@ -60,15 +60,16 @@ PublishedReference read_reference(const YamlNode& node) {
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: a fused kernel overlapping its transfers (moe_layer), a
   // bandwidth counted over every routed copy, local ones included, as DeepEP
-  // V2 reports its "logical" bandwidth, or timed as the low-latency kernels
-  // decode uses (all_to_all), and the query heads one
+  // V2 reports its "logical" bandwidth, or per node reached, own node included
+  // (DeepEP's internode test), timed as the low-latency kernels decode uses,
+  // with the experts a token's copies are deduplicated over (all_to_all), and the query heads one
   // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
       {"grouped_gemm", {}},
       {"stream", {}},
       {"moe_layer", {"model", "overlap"}},
-      {"all_to_all", {"count_local", "low_latency"}},
+      {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
@@ -167,13 +168,19 @@ double predict(const PublishedReference& r, const Catalog& catalog, std::string*
     const Kernel k = make_all_to_all(
         "all_to_all", {p.at("tokens"), as_int(p.at("top_k")), as_int(p.at("hidden")), p.at("bytes_per_value"),
                        as_int(p.at("ep")), as_int(p.at("ep_per_node")), 1.0,
-                       p.count("low_latency") > 0 && p.at("low_latency") > 0});
+                       p.count("low_latency") > 0 && p.at("low_latency") > 0,
+                       p.count("experts") > 0 ? as_int(p.at("experts")) : 0});
     const double us = g.cost().time(k).time_us;
     if (r.metric == "us") return us;
     if (p.count("count_local") && p.at("count_local") > 0) {
       return p.at("tokens") * p.at("top_k") * p.at("hidden") * p.at("bytes_per_value") / us / 1e3;
     }
     const double off = k.link_bytes * k.off_node_fraction;
+    if (p.count("count_local_node") && p.at("count_local_node") > 0 && off > 0) {
+      // DeepEP's internode test counts a token once per node it reaches, its own included.
+      const double nodes = std::ceil(p.at("ep") / p.at("ep_per_node"));
+      return off * nodes / (nodes - 1.0) / us / 1e3;
+    }
     return (off > 0 ? off : k.link_bytes) / us / 1e3;
   }
   if (r.probe_kind == "attention") return predict_attention(r, g, catalog);

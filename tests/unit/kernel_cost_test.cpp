@@ -229,6 +229,29 @@ TEST(KernelCost, LowLatencyTransfersUseTheirNvlinkEfficiency) {
   }
 }
 
+// A token reaches a node when one of its experts lives there: never from one
+// node, (nodes - 1) / nodes with one expert, almost every other node with many.
+TEST(AllToAll, RemoteNodesAreCountedOncePerToken) {
+  EXPECT_EQ(expected_remote_nodes(1, 256, 8), 0.0);
+  EXPECT_NEAR(expected_remote_nodes(4, 256, 1), 3.0 / 4.0, 1e-12);
+  EXPECT_NEAR(expected_remote_nodes(2, 4, 2), 1.0 - (2.0 / 4.0) * (1.0 / 3.0), 1e-12);  // by hand
+  EXPECT_LT(expected_remote_nodes(4, 256, 8), 3.0);
+  EXPECT_GT(expected_remote_nodes(4, 256, 8), expected_remote_nodes(4, 256, 4));
+  // The normal kernels send a token once per remote node; the low-latency ones every copy.
+  AllToAllShape s{4096, 8, 7168, 1.0, 32, 8, 1.0, false, 256};
+  const Kernel normal = make_all_to_all("dispatch", s);
+  s.low_latency = true;
+  const Kernel per_copy = make_all_to_all("dispatch", s);
+  const double token_bytes = 4096.0 * 7168.0;
+  EXPECT_NEAR(normal.link_bytes * normal.off_node_fraction, token_bytes * expected_remote_nodes(4, 256, 8),
+              1e-6 * token_bytes);
+  EXPECT_NEAR(per_copy.link_bytes * per_copy.off_node_fraction, token_bytes * 8.0 * 24.0 / 32.0,
+              1e-6 * token_bytes);
+  // Inside one node nothing is deduplicated.
+  s = {4096, 8, 7168, 1.0, 8, 8, 1.0, false, 256};
+  EXPECT_NEAR(make_all_to_all("dispatch", s).link_bytes, token_bytes * 8.0 * 7.0 / 8.0, 1e-6 * token_bytes);
+}
+
 double time_with_bound(const StepTiming& t, Bound bound) {
   double total = 0;
   for (const LayerTiming& l : t.layers) {
