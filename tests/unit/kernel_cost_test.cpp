@@ -88,13 +88,19 @@ TEST(KernelCost, TinyKernelIsLaunchBound) {
   EXPECT_DOUBLE_EQ(t.overhead_us, g.cost.params().launch_overhead_us.value());
 }
 
-TEST(KernelCost, Fp4MathFallsBackToFp8OnHopperOnly) {
+// An indexer-like kernel with FP4 math.
+Kernel fp4_indexer(double flops) {
   Kernel k;
   k.kernel_class = KernelClass::kIndexer;
   k.math = MathType::kFp4;
   k.shape = {64, 65536, 4096, 1};
-  k.flops = 1e12;
+  k.flops = flops;
   k.hbm_bytes = 1e6;
+  return k;
+}
+
+TEST(KernelCost, Fp4MathFallsBackToFp8OnHopperOnly) {
+  const Kernel k = fp4_indexer(1e12);
   EXPECT_TRUE(GpuUnderTest("h200").cost.time(k).math_fallback);
   EXPECT_FALSE(GpuUnderTest("b200").cost.time(k).math_fallback);
 }
@@ -151,12 +157,7 @@ TEST(KernelCost, WideningAddsToTheMathOrHidesUnderIt) {
 // FP4 values into FP8 math are widened where the tensor cores have no FP4
 // (Hopper) and taken as stored where they do (Blackwell); FP8 into FP8 is free.
 TEST(KernelCost, Fp4IsWidenedOnlyWithoutFp4TensorCores) {
-  Kernel k;
-  k.kernel_class = KernelClass::kIndexer;
-  k.math = MathType::kFp4;
-  k.shape = {64, 65536, 4096, 1};
-  k.flops = 1e9;
-  k.hbm_bytes = 1e6;
+  Kernel k = fp4_indexer(1e9);
   k.narrow.fp4 = 1e9;
   EXPECT_GT(GpuUnderTest("h200").cost.time(k).widening_us, 0.0);
   EXPECT_GT(GpuUnderTest("h20").cost.time(k).widening_us, 0.0);
