@@ -61,8 +61,9 @@ void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
 
 double expected_remote_nodes(int64_t nodes, int64_t experts, int64_t top_k) {
   if (nodes <= 1) return 0.0;
-  // P(a node holds none of the token's experts), drawn without replacement.
-  const double elsewhere = static_cast<double>(experts - experts / nodes);
+  // P(a node holds none of the token's experts), drawn without replacement
+  // (a node's share of the experts need not be whole: the nodes average it).
+  const double elsewhere = static_cast<double>(experts) * (1.0 - 1.0 / static_cast<double>(nodes));
   double none = 1.0;
   for (int64_t i = 0; i < top_k; ++i)
     none *= std::max(0.0, elsewhere - static_cast<double>(i)) / static_cast<double>(experts - i);
@@ -86,7 +87,7 @@ Kernel make_all_to_all(std::string name, const AllToAllShape& s) {
   double on = copies * (1.0 - off_share);
   double off = copies * off_share;
   const int64_t nodes = static_cast<int64_t>(std::ceil(ep / per_node));
-  if (!s.low_latency && off > 0 && s.experts >= s.top_k && s.experts % nodes == 0) {
+  if (!s.low_latency && off > 0 && s.experts >= s.top_k) {
     // The normal kernels (DeepEP's) send a token once to each node that holds
     // one of its experts, and that node's receiving GPU forwards the copies
     // over NVLink; the low-latency kernels send every copy on its own.
