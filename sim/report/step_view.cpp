@@ -74,12 +74,7 @@ nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_
           {"fp4_at_fp8_rate", t.math_fallback}};
 }
 
-// CUDA-core widening of narrow operands over the step: the work itself, and
-// the time of the kernels it bounds.
-struct WideningShare {
-  double work_us = 0;
-  double bound_us = 0;
-};
+}  // namespace
 
 WideningShare widening_share(const StepTiming& t) {
   WideningShare w;
@@ -91,8 +86,6 @@ WideningShare widening_share(const StepTiming& t) {
   }
   return w;
 }
-
-}  // namespace
 
 std::string phase_name(Phase phase) { return phase == Phase::kPrefill ? "prefill" : "decode"; }
 

@@ -36,4 +36,12 @@ struct ModeTime {
 };
 std::vector<ModeTime> time_by_mode(const StepTiming& timing);
 
+// CUDA-core widening of narrow operands over a step: the work itself (as if
+// alone), and the time of the kernels whose bound it is.
+struct WideningShare {
+  double work_us = 0;
+  double bound_us = 0;
+};
+WideningShare widening_share(const StepTiming& timing);
+
 }  // namespace v41sim

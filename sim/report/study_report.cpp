@@ -76,6 +76,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   std::vector<std::string> headers{"GPU", "context", "phase", "time", "band (90%)"};
   for (const std::string& mode : modes) headers.push_back(mode);
   headers.push_back("other (head, draft)");
+  headers.push_back("in widening-bound kernels");
   Table table(
       fmt::format("Decode step (batch {}) and prefill per 1K prompt tokens (one prompt), time by layer mode",
                   o.decode_batch),
@@ -114,6 +115,8 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
           row.push_back(format_fixed(us * scale, 1));
         }
         row.push_back(format_fixed(other * scale, 1));
+        const WideningShare widening = widening_share(t);
+        row.push_back(format_fixed(widening.bound_us * scale, 1));
         table.add_row(row);
         json["steps"].push_back(
             {{"gpu", gpu.name},
@@ -123,7 +126,9 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
              {"total_time_us", t.total_us},
              {"reported_us", t.total_us * scale},
              {"band_pct_at_90", band.covered_share > 0 ? nlohmann::json(band.pct) : nlohmann::json()},
-             {"band_covered_share", band.covered_share}});
+             {"band_covered_share", band.covered_share},
+             {"widening_bound_us", widening.bound_us},
+             {"widening_work_us", widening.work_us}});
       }
     }
   }
@@ -132,6 +137,10 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       std::string(kErrorBandMethod) +
       "; unknown: no class calibrated (the efficiencies are published priors, not our measurements)");
   table.add_note("decode uses CUDA-graph replay; EP communication is not overlapped with compute");
+  table.add_note(
+      "in widening-bound kernels: time of the kernels whose CUDA-core widening of FP8/FP4 operands (cache "
+      "entries into BF16 attention math; FP4 keys and weights on Hopper) outlasts their math and memory "
+      "traffic");
   return md + table.to_markdown();
 }
 
