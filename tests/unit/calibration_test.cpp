@@ -56,11 +56,17 @@ std::filesystem::path scratch_data_dir(const std::string& name) {
   return root;
 }
 
+// A scratch folder of the running test's own: ctest runs tests in parallel.
+std::filesystem::path test_scratch(const std::string& leaf) {
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return std::filesystem::temp_directory_path() / ("v41sim_calibration_" + test) / leaf;
+}
+
 // Writes what a GPU with known efficiencies would measure; `noise` scatters
 // each time by up to that fraction (a fixed pattern, like run-to-run spread).
 std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostParams& truth,
                                              double noise = 0) {
-  const auto dir = std::filesystem::temp_directory_path() / "v41sim_calibration" / "h200";
+  const auto dir = test_scratch("h200");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream out(dir / "sweep.csv");
@@ -115,7 +121,7 @@ TEST(Calibration, SameInputsSameFileAndTheFileLoads) {
   const std::string a = calibration_yaml(calibrate(m, gpu, priors), m, priors);
   const std::string b = calibration_yaml(calibrate(m, gpu, priors), m, priors);
   EXPECT_EQ(a, b);
-  const auto file = std::filesystem::temp_directory_path() / "v41sim_calibration" / "fitted.yaml";
+  const auto file = test_scratch("fitted.yaml");
   std::ofstream(file) << a;
   const CostParams loaded = load_cost_params_file(file.string());
   EXPECT_EQ(loaded.status, "calibrated");
