@@ -96,9 +96,11 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
             },
             kWarmup, kRuns);
         CUDA_CHECK(cudaGetLastError());
-        // FP4 compressed entries and FP8 window entries, widened to BF16 in registers.
+        // Outside the main loop: the queries in and the outputs out. FP4
+        // compressed entries and FP8 window entries, widened to BF16 in registers.
+        const double edge_bytes = 2.0 * static_cast<double>(host.q.size() * sizeof(float));
         w.row({v.name, "attention", v.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
-               2 * kLatentDim, 1, context, flops, bytes, t, 0.0,
+               2 * kLatentDim, 1, context, flops, bytes, t, edge_bytes,
                static_cast<double>(batch * kWindowTokens * kLatentDim),
                static_cast<double>(batch * kV41TopK * kLatentDim)});
         std::printf("%s batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",

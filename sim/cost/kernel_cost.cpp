@@ -146,10 +146,14 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   KernelTiming t;
   const int64_t sms = static_cast<int64_t>(sms_);
   int64_t tiles = k.shape.batch * ceil_div(k.shape.m, cls.tile_m) * ceil_div(k.shape.n, cls.tile_n);
-  const bool splits_k = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
-  if (params_.split_to_fill_sms && splits_k && tiles < sms) {
-    const int64_t split =
-        std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, k.shape.k / cls.split_min));
+  // Too few tiles to fill the SMs: GEMMs split their reduction (split-K),
+  // attention its keys (split-KV), down to split_min per slice.
+  const bool gemm = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
+  const bool attention = k.kernel_class == KernelClass::kAttention;
+  int64_t split = 1;
+  if (params_.split_to_fill_sms && (gemm || attention) && tiles < sms) {
+    const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, cls.tile_n));
+    split = std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));
     tiles *= split;
   }
   t.tiles = std::max<int64_t>(1, tiles);
@@ -165,10 +169,13 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   if (k.l2_reuse_bytes > 0 && k.l2_reuse_bytes <= l2_bytes_ * params_.l2_resident_fraction.value()) {
     bytes -= k.l2_reuse_bytes * (1.0 - 1.0 / params_.l2_bandwidth_multiple.value());
   }
-  // A tile's main loop overlaps its math with its reads; the part of its
-  // output write the kernel does not hide comes after.
+  // A tile's main loop overlaps its math with its reads; what it moves
+  // outside that loop (the output write; attention's query load too) and the
+  // kernel does not hide comes before or after. Every split slice moves its own.
   const double overlap = cls.epilogue_overlap ? cls.epilogue_overlap->value() : 1.0;
-  const double serial_bytes = std::min(bytes, k.epilogue_bytes * (1.0 - overlap));
+  bytes += k.epilogue_bytes * static_cast<double>(split - 1);  // the slices' partial results
+  const double serial_bytes =
+      std::min(bytes, k.epilogue_bytes * static_cast<double>(split) * (1.0 - overlap));
   const double tile_flops = k.flops / static_cast<double>(t.tiles);
   const double tile_bytes = (bytes - serial_bytes) / static_cast<double>(t.tiles);
   const double tile_serial_bytes = serial_bytes / static_cast<double>(t.tiles);

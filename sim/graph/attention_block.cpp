@@ -205,6 +205,7 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
                 static_cast<int64_t>(dims.qk + dims.v), 1};
   attn.flops = 2.0 * heads * pairs * (dims.qk + dims.v);
   attn.hbm_bytes = key_bytes + c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;
+  attn.epilogue_bytes = c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;  // Q in, O out
   attn.l2_reuse_bytes = reuse_bytes;
   // MLA prefill attends over up-projected BF16 keys (kv_up_proj below), not the cache.
   const bool reads_cache_values = !(a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kPrefill);

@@ -62,8 +62,9 @@ struct Kernel {
   // Reuse layer gathering the entries its source layer gathered): served from
   // L2 when the working set fits, at the cost model's discretion.
   double l2_reuse_bytes = 0;
-  // Of hbm_bytes, the output written by a GEMM's epilogue, tile by tile after
-  // its main loop (how much of it overlaps the main loop is the cost model's call).
+  // Of hbm_bytes, what tiles move outside their main loop: the output a GEMM's
+  // epilogue writes; attention's query rows loaded before and outputs written
+  // after (how much of it overlaps the main loop is the cost model's call).
   double epilogue_bytes = 0;
   NarrowValues narrow;
   double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers

@@ -70,7 +70,7 @@ PublishedReference read_reference(const YamlNode& node) {
       {"stream", {}},
       {"moe_layer", {"model", "overlap"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
-      {"attention", {"heads"}}};
+      {"attention", {"heads", "topk"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -106,7 +106,7 @@ double in_metric(const Kernel& k, double busy_us, const std::string& metric) {
 // attention: the first attention kernel of a step of the model (as FlashMLA's
 // benchmarks time one call), in TFLOP/s or GB/s of its own FLOPs and bytes
 // over its device time. `heads` stands for tensor parallelism: the query
-// heads one GPU holds.
+// heads one GPU holds; `topk` for a benchmark's own top-k (sparse models).
 double predict_attention(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const auto& p = r.probe;
   ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model));
@@ -117,6 +117,12 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
                                                             std::to_string(spec.attention.num_heads) + ")");
     }
     spec.attention.num_heads = heads;
+  }
+  if (p.count("topk")) {
+    if (!spec.attention.indexer) {
+      throw InputError({r.file, r.line, "probe.topk"}, "the model has no indexer to select a top-k");
+    }
+    spec.attention.indexer->topk = as_int(p.at("topk"));
   }
   const ModelAnalysis model = analyze_model(spec);
   StepShape shape;

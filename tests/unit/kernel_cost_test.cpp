@@ -65,6 +65,25 @@ TEST(KernelCost, GemmOutputWriteFollowsTheMainLoop) {
   EXPECT_NEAR(extra_us, serial / bandwidth * 1e6, 0.3 * serial / bandwidth * 1e6);
 }
 
+// A decode GEMM that splits K to fill the SMs writes one partial output per
+// slice: its output costs the slices' writes, not one.
+TEST(KernelCost, SplitKSlicesEachWriteTheirOutput) {
+  GpuUnderTest g("h800", /*cuda_graph=*/false);
+  std::vector<Kernel> kernels;
+  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
+  Kernel split = KernelFactory(kernels).gemm("gemm", 64, 2112, 7168, fp8, MathType::kFp8);
+  Kernel no_output = split;
+  no_output.hbm_bytes -= split.epilogue_bytes;
+  no_output.epilogue_bytes = 0;
+  const KernelTiming t = g.cost.time(split);
+  const int64_t slices = t.tiles / ((2112 + 127) / 128);  // 17 tiles of 128 columns, split
+  ASSERT_GT(slices, 1);
+  const ClassCost& gemm = g.cost.params().of(KernelClass::kGemm);
+  const double bandwidth = g.cost.gpu().hbm_bytes_per_s.value() * gemm.memory_efficiency.value();
+  const double extra_us = t.busy_us - g.cost.time(no_output).busy_us;
+  EXPECT_GT(extra_us, 0.9 * static_cast<double>(slices) * split.epilogue_bytes / bandwidth * 1e6);
+}
+
 TEST(KernelCost, StreamingKernelReachesTheMemoryEfficiency) {
   GpuUnderTest g("h200");
   Kernel k;
@@ -152,6 +171,39 @@ TEST(KernelCost, WideningAddsToTheMathOrHidesUnderIt) {
   const Kernel light = widening_kernel(g.cost, math_flops, values / 4);
   EXPECT_NEAR(hidden_model.time(light).busy_us, hidden_model.time(plain).busy_us, 1e-9);
   EXPECT_EQ(hidden_model.time(light).bound, Bound::kCompute);
+}
+
+// Attention tiles run all keys of their query rows, and split the keys only
+// to fill the SMs; what a tile loads before and writes after its main loop
+// (query rows in, output out) is not hidden (FlashMLA: top-2048 runs at 410
+// TFLOPS, top-32768 at 460), so fewer keys per tile cost more per FLOP.
+TEST(KernelCost, AttentionTilesSplitKeysOnlyToFillTheSmsAndPayTheirEdges) {
+  GpuUnderTest g("h800", /*cuda_graph=*/false);
+  const ClassCost& attention = g.cost.params().of(KernelClass::kAttention);
+  ASSERT_TRUE(attention.epilogue_overlap.has_value());
+  ASSERT_EQ(attention.epilogue_overlap->value(), 0.0);
+  auto kernel = [](int64_t rows, int64_t keys) {
+    Kernel k;
+    k.kernel_class = KernelClass::kAttention;
+    k.math = MathType::kBf16;
+    k.shape = {rows, keys, 1088, 1};
+    k.flops = 2.0 * static_cast<double>(rows * keys) * 1088;
+    k.epilogue_bytes = static_cast<double>(rows) * 1088 * 2;  // Q in, O out
+    k.hbm_bytes = static_cast<double>(keys) * 656 * static_cast<double>(rows) / 128 + k.epilogue_bytes;
+    return k;
+  };
+  const auto sms = static_cast<int64_t>(g.cost.sm_count());
+  // Two query tiles, many keys: split to fill the SMs.
+  const KernelTiming few = g.cost.time(kernel(2 * attention.tile_m, 65536));
+  EXPECT_EQ(few.tiles, 2 * (sms / 2));
+  // Many query tiles: no split, one tile per query tile.
+  const KernelTiming many = g.cost.time(kernel(1024 * attention.tile_m, 2048));
+  EXPECT_EQ(many.tiles, 1024);
+  // The same FLOPs over fewer keys per tile (16x the tiles) run slower per FLOP.
+  const Kernel long_keys = kernel(64 * attention.tile_m, 32768);
+  const Kernel short_keys = kernel(1024 * attention.tile_m, 2048);
+  ASSERT_DOUBLE_EQ(long_keys.flops, short_keys.flops);
+  EXPECT_GT(g.cost.time(short_keys).busy_us, 1.03 * g.cost.time(long_keys).busy_us);
 }
 
 // FP4 values into FP8 math are widened where the tensor cores have no FP4
