@@ -201,6 +201,9 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const double compute_s = std::max(math_s, widen_s) + (1.0 - widen_overlap) * std::min(math_s, widen_s);
   const double memory_s = bytes / bandwidth;
   t.widening_us = widen_s * 1e6;
+  t.math_us = math_s * 1e6;
+  t.memory_us = memory_s * 1e6;
+  t.edge_us = serial_bytes / bandwidth * 1e6;
   t.busy_us = seconds * 1e6 + (cls.fixed_overhead_us ? cls.fixed_overhead_us->value() : 0.0);
   t.roofline_us = std::max(compute_s, memory_s) * 1e6;
   t.overhead_us = (cuda_graph_ ? params_.graph_replay_overhead_us : params_.launch_overhead_us).value();

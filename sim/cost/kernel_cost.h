@@ -36,7 +36,13 @@ struct KernelTiming {
   double busy_us = 0;      // tiles (or transfer) only
   double overhead_us = 0;  // launch or graph replay
   double roofline_us = 0;  // ideal time with perfect division over the SMs
-  double widening_us = 0;  // CUDA-core widening of narrow operands, all SMs together
+  // The terms, each as if alone over the whole GPU (at the class's
+  // efficiencies): tensor (or vector) math, HBM traffic, the part of that
+  // traffic outside the tiles' main loops, and CUDA-core widening.
+  double math_us = 0;
+  double memory_us = 0;
+  double edge_us = 0;
+  double widening_us = 0;
   int64_t tiles = 0;
   int64_t waves = 0;
   Bound bound = Bound::kMemory;

@@ -69,6 +69,9 @@ nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_
           {"achieved_tflops", tflops(k.flops, t.time_us)},
           {"achieved_gbps", gbps(k.hbm_bytes, t.time_us)},
           {"bound", std::string(bound_name(t.bound))},
+          {"math_us", t.math_us},
+          {"memory_us", t.memory_us},
+          {"edge_us", t.edge_us},
           {"widening_us", t.widening_us},
           {"widened_ahead", t.widened_ahead},
           {"fp4_at_fp8_rate", t.math_fallback}};

@@ -99,6 +99,10 @@ TEST(Cli, StepJsonAndTrace) {
     for (const auto& k : layer["kernels"]) {
       widening += k["widening_us"].get<double>();
       if (k["bound"] == "widening") bound += k["time_us"].get<double>();
+      // No term, each as if alone over the whole GPU, outlasts the kernel's busy time.
+      const double longest = std::max({k["math_us"].get<double>(), k["memory_us"].get<double>(),
+                                       k["widening_us"].get<double>(), k["edge_us"].get<double>()});
+      EXPECT_GE(k["busy_us"].get<double>() * (1 + 1e-9), longest) << k["name"];
     }
   }
   EXPECT_GT(widening, 0.0);  // H200: FP4 entries, index keys and expert weights are widened
