@@ -117,6 +117,17 @@ TEST(BadPublishedReference, AttentionProbeFieldsAreChecked) {
     EXPECT_EQ(e.where().field, "probe.heads");
     EXPECT_NE(std::string(e.what()).find("128"), std::string::npos) << e.what();
   }
+  const Catalog no_indexer =
+      catalog_with("v41sim_bad_attention_topk",
+                   attention_reference(
+                       "model: deepseek_v3, phase: decode, batch: 1, context: 8192, topk: 2048", "tflops"));
+  try {
+    validate_reference(load_published_references(no_indexer).front(), no_indexer);
+    FAIL() << "a top-k for a model without an indexer was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "probe.topk");
+    EXPECT_NE(std::string(e.what()).find("no indexer"), std::string::npos) << e.what();
+  }
   const Catalog bad_phase = catalog_with(
       "v41sim_bad_attention_phase",
       attention_reference("model: deepseek_v3, phase: verify, batch: 1, context: 8192", "tflops"));
