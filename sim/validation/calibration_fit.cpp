@@ -46,12 +46,26 @@ Continuous from_vector(const Eigen::VectorXd& x) {
   return v;
 }
 
-Eigen::VectorXd start_vector(const ClassCost& prior) {
-  Eigen::VectorXd x(prior.epilogue_overlap ? 4 : 3);
+// The epilogue overlap can be told apart from the efficiencies only where the
+// rows' share of bytes outside the main loop varies (small-K GEMMs beside
+// large ones); a class whose rows all carry the same share (our sparse decode:
+// fixed top-k) keeps the prior's overlap.
+bool epilogue_identifiable(const std::vector<const Measurement*>& rows) {
+  double low = 1, high = 0;
+  for (const Measurement* m : rows) {
+    const double share = m->kernel.hbm_bytes > 0 ? m->kernel.epilogue_bytes / m->kernel.hbm_bytes : 0;
+    low = std::min(low, share);
+    high = std::max(high, share);
+  }
+  return high >= 0.05 && high >= 2 * low;
+}
+
+Eigen::VectorXd start_vector(const ClassCost& prior, bool fit_epilogue) {
+  Eigen::VectorXd x(prior.epilogue_overlap && fit_epilogue ? 4 : 3);
   x[0] = logit(std::clamp(prior.compute_efficiency.value(), 0.05, 0.95));
   x[1] = logit(std::clamp(prior.memory_efficiency.value(), 0.05, 0.95));
   x[2] = std::log(1.0);
-  if (prior.epilogue_overlap) x[3] = logit(std::clamp(prior.epilogue_overlap->value(), 0.05, 0.95));
+  if (x.size() > 3) x[3] = logit(std::clamp(prior.epilogue_overlap->value(), 0.05, 0.95));
   return x;
 }
 
@@ -134,7 +148,7 @@ struct ContinuousFit {
 
 ContinuousFit fit_continuous(const std::vector<const Measurement*>& train, const GpuProfile& gpu,
                              const CostParams& base, KernelClass cls) {
-  Eigen::VectorXd x = start_vector(base.of(cls));
+  Eigen::VectorXd x = start_vector(base.of(cls), epilogue_identifiable(train));
   FitFunctor functor{&train, &gpu, &base, cls, static_cast<int>(x.size())};
   Eigen::NumericalDiff<FitFunctor> numeric(functor);
   Eigen::LevenbergMarquardt<Eigen::NumericalDiff<FitFunctor>> lm(numeric);

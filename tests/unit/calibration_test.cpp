@@ -488,3 +488,50 @@ TEST(Calibration, WideningFieldsAreChecked) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// Attention rows that all carry the same share of bytes outside the main loop
+// (as our sparse decode at its fixed top-k) cannot tell the epilogue overlap
+// from the efficiencies: the fit keeps the prior's, and still finds the efficiency.
+TEST(Calibration, AnEpilogueOverlapTheRowsCannotShowKeepsThePrior) {
+  const GpuProfile gpu = load_gpu_profile_file(testing::gpu_path("h200"));
+  const CostParams priors = load_cost_params_file(kPriors);
+  ASSERT_TRUE(priors.of(KernelClass::kAttention).epilogue_overlap.has_value());
+  CostParams truth = priors;
+  truth.classes[static_cast<std::size_t>(KernelClass::kAttention)].compute_efficiency =
+      SourcedValue::assumed(0.5, "truth");
+  const KernelCostModel model(gpu, truth, false);
+  MeasurementSet set;
+  set.metadata = {{"gpu", "synthetic H200"}};
+  int line = 0;
+  for (int64_t batch : {1, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
+    for (int64_t keys : {640}) {  // top-512 + the 128-token window, every row
+      Kernel k;
+      k.name = "sparse_attention_decode";
+      k.kernel_class = KernelClass::kAttention;
+      k.math = MathType::kBf16;
+      const double rows = static_cast<double>(batch * 64), per_row = 2.0 * 1024;
+      k.shape = {batch * 64, keys, 1024, 1};
+      k.flops = rows * static_cast<double>(keys) * per_row;
+      k.epilogue_bytes = rows * 1024 * 2;
+      k.hbm_bytes = static_cast<double>(batch * keys) * 288 + k.epilogue_bytes;
+      Measurement m;
+      m.file = "synthetic.csv";
+      m.line = ++line;
+      m.kernel = k;
+      m.median_us = m.min_us = m.max_us = model.time(k).busy_us;
+      set.rows.push_back(m);
+    }
+  }
+  const CalibrationResult r = calibrate(set, gpu, priors);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_FALSE(r.classes[0].epilogue_overlap.has_value());
+  EXPECT_NEAR(r.classes[0].compute_efficiency, 0.5, 0.02);
+  EXPECT_EQ(r.params.of(KernelClass::kAttention).epilogue_overlap->value(),
+            priors.of(KernelClass::kAttention).epilogue_overlap->value());
+}
+
+}  // namespace
+}  // namespace v41sim
