@@ -116,9 +116,13 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const int64_t m_tiles = gemm ? ceil_div(k.shape.m, params_.of(k.kernel_class).tile_m) : 1;
   KernelTiming in_tiles = tiled(k, cycles * static_cast<double>(m_tiles));
   if (!gemm || cycles == 0 || m_tiles == 1) return in_tiles;
+  const KernelTiming ahead = widened_ahead(k, cycles);
+  return ahead.time_us < in_tiles.time_us ? ahead : in_tiles;
+}
 
-  // The pass reads the values as stored and writes them in the math's format,
-  // which the GEMM then reads instead. (Values the math takes as stored stay.)
+// The pass reads the values as stored and writes them in the math's format,
+// which the GEMM then reads instead. (Values the math takes as stored stay.)
+KernelTiming KernelCostModel::widened_ahead(const Kernel& k, double cycles) const {
   const ClassCost& cls = params_.of(k.kernel_class);
   const double fp4_bytes = bits_of(ElementFormat::kFp4E2M1) / 8.0;
   const double fp8_bytes = bits_of(ElementFormat::kFp8E4M3) / 8.0;
@@ -138,7 +142,7 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   ahead.busy_us += pass_s * 1e6;
   ahead.time_us += pass_s * 1e6 + ahead.overhead_us;  // the pass is a kernel of its own
   ahead.widened_ahead = true;
-  return ahead.time_us < in_tiles.time_us ? ahead : in_tiles;
+  return ahead;
 }
 
 KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const {

@@ -64,6 +64,8 @@ class KernelCostModel {
   KernelTiming compute_kernel(const Kernel& kernel) const;
   // The tile/wave timing with `widen_cycles` of CUDA-core widening spread over the tiles.
   KernelTiming tiled(const Kernel& kernel, double widen_cycles) const;
+  // A GEMM after a pass of its own that widens its weights (`cycles` for one pass).
+  KernelTiming widened_ahead(const Kernel& kernel, double cycles) const;
   KernelTiming transfer(const Kernel& kernel) const;
   double tensor_rate(MathType math, bool* fallback) const;
   // SM cycles, all SMs together, to widen what the kernel's math cannot take
