@@ -223,26 +223,31 @@ TEST(KernelCost, Fp4IsWidenedOnlyWithoutFp4TensorCores) {
 // pass of its own when M spans many tiles: never slower than the first, and
 // with one M tile always in the tiles.
 TEST(KernelCost, ManyRowTilesWidenTheWeightsOnceAhead) {
-  GpuUnderTest g("h200", /*cuda_graph=*/false);
+  // Widening made four times dearer than the priors' so that, in the tiles,
+  // it outlasts the FP8 math it feeds.
+  GpuUnderTest priors("h200", /*cuda_graph=*/false);
+  CostParams params = priors.cost.params();
+  params.widening.fp4_to_fp8_cycles =
+      SourcedValue::assumed(4.0 * params.widening.fp4_to_fp8_cycles.value(), "test");
+  const KernelCostModel cost(priors.cost.gpu(), params, false);
   std::vector<Kernel> kernels;
   const BlockScaledFormat mxfp4{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
   KernelFactory f(kernels);
   const Kernel decode = f.grouped_gemm("experts", 8 * 32, 32, 4096, 5120, mxfp4);
   const Kernel prefill = f.grouped_gemm("experts", 4096 * 32, 32, 4096, 5120, mxfp4);
   EXPECT_DOUBLE_EQ(decode.narrow.fp4, 32.0 * 4096 * 5120);
-  const KernelTiming d = g.cost.time(decode);
+  const KernelTiming d = cost.time(decode);
   EXPECT_FALSE(d.widened_ahead);
   EXPECT_GT(d.widening_us, 0.0);
-  const KernelTiming p = g.cost.time(prefill);
+  const KernelTiming p = cost.time(prefill);
   EXPECT_TRUE(p.widened_ahead);
   // Ahead: a plain FP8 GEMM reading FP8 weights, plus the pass (a kernel of its own).
   Kernel plain = prefill;
   plain.narrow = {};
   plain.hbm_bytes += prefill.narrow.fp4 * 0.5;
-  const KernelTiming fp8 = g.cost.time(plain);
+  const KernelTiming fp8 = cost.time(plain);
   EXPECT_NEAR(p.time_us, fp8.time_us + p.widening_us + fp8.overhead_us, 1e-6 * p.time_us);
   // In the tiles, the widening alone (a lower bound of that path) would take longer.
-  const CostParams& params = g.cost.params();
   const ClassCost& grouped = params.of(KernelClass::kGroupedGemm);
   const double m_tiles =
       std::ceil(static_cast<double>(prefill.shape.m) / static_cast<double>(grouped.tile_m));
