@@ -54,10 +54,13 @@ LinkCost read_links(const YamlNode& node) {
 }
 
 WideningCost read_widening(const YamlNode& node) {
-  node.expect_only({"fp32_lanes_per_sm", "fp8_to_bf16_cycles", "fp4_to_fp8_cycles", "fp4_to_bf16_cycles"});
+  node.expect_only({"fp32_lanes_per_sm", "integer_ops_per_clock", "bf16x2_ops_per_clock",
+                    "fp8_to_bf16_cycles", "fp4_to_fp8_integer_ops", "fp4_to_bf16_integer_ops",
+                    "fp4_to_bf16_multiplies"});
   auto field = [&node](const char* key) { return read_sourced_value(node.required(key)); };
-  return {field("fp32_lanes_per_sm"), field("fp8_to_bf16_cycles"), field("fp4_to_fp8_cycles"),
-          field("fp4_to_bf16_cycles")};
+  return {field("fp32_lanes_per_sm"),     field("integer_ops_per_clock"),  field("bf16x2_ops_per_clock"),
+          field("fp8_to_bf16_cycles"),    field("fp4_to_fp8_integer_ops"), field("fp4_to_bf16_integer_ops"),
+          field("fp4_to_bf16_multiplies")};
 }
 
 TransferRule read_transfer(const YamlNode& node) {

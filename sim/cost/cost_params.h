@@ -48,13 +48,26 @@ struct TransferRule {
 enum class Extrapolation { kNone, kSameArchitecture, kCrossArchitecture };
 
 // What widening a narrow value on the CUDA cores costs, in SM cycles per
-// value at the instruction throughputs of the architecture; the SM clock is
-// the FP32 vector rate over 2 FLOPs x fp32_lanes_per_sm.
+// value: FP8 -> BF16 as published; the FP4 widenings from our kernels'
+// instruction counts over the architecture's instruction throughputs. The SM
+// clock is the FP32 vector rate over 2 FLOPs x fp32_lanes_per_sm.
 struct WideningCost {
   SourcedValue fp32_lanes_per_sm;
-  SourcedValue fp8_to_bf16_cycles;  // e4m3 -> BF16, block scale applied
-  SourcedValue fp4_to_fp8_cycles;   // e2m1 -> e4m3 for FP8 tensor math
-  SourcedValue fp4_to_bf16_cycles;  // e2m1 -> BF16, block scale applied
+  SourcedValue integer_ops_per_clock;    // 32-bit integer / logic / byte-permute instructions per SM
+  SourcedValue bf16x2_ops_per_clock;     // BF16x2 multiply instructions per SM
+  SourcedValue fp8_to_bf16_cycles;       // e4m3 -> BF16, block scale applied
+  SourcedValue fp4_to_fp8_integer_ops;   // per 4 values, e2m1 -> e4m3 for FP8 tensor math
+  SourcedValue fp4_to_bf16_integer_ops;  // per 4 values, e2m1 -> BF16 ...
+  SourcedValue fp4_to_bf16_multiplies;   // ... and its BF16x2 scale multiplies per 4 values
+
+  double fp4_to_fp8_cycles() const {
+    return fp4_to_fp8_integer_ops.value() / 4.0 / integer_ops_per_clock.value();
+  }
+  double fp4_to_bf16_cycles() const {
+    return (fp4_to_bf16_integer_ops.value() / integer_ops_per_clock.value() +
+            fp4_to_bf16_multiplies.value() / bf16x2_ops_per_clock.value()) /
+           4.0;
+  }
 };
 
 struct LinkCost {

@@ -86,11 +86,11 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
   switch (k.math) {
     case MathType::kBf16:
     case MathType::kFp32:
-      cycles = k.narrow.fp8 * w.fp8_to_bf16_cycles.value() + k.narrow.fp4 * w.fp4_to_bf16_cycles.value();
+      cycles = k.narrow.fp8 * w.fp8_to_bf16_cycles.value() + k.narrow.fp4 * w.fp4_to_bf16_cycles();
       break;
     case MathType::kFp8:
     case MathType::kFp4:
-      cycles = fp4_native ? 0.0 : k.narrow.fp4 * w.fp4_to_fp8_cycles.value();
+      cycles = fp4_native ? 0.0 : k.narrow.fp4 * w.fp4_to_fp8_cycles();
       break;
   }
   return cycles;

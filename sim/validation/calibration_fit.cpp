@@ -321,9 +321,14 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   const WideningCost& w = r.params.widening;
   out += "widening:\n";
   out += "  fp32_lanes_per_sm: " + sourced(w.fp32_lanes_per_sm) + "\n";
-  out += "  fp8_to_bf16_cycles: " + sourced(w.fp8_to_bf16_cycles) + "\n";
-  out += "  fp4_to_fp8_cycles: " + sourced(w.fp4_to_fp8_cycles) + "\n";
-  out += "  fp4_to_bf16_cycles: " + sourced(w.fp4_to_bf16_cycles) + "\n";
+  for (const auto& [key, value] : {std::pair{"integer_ops_per_clock", &w.integer_ops_per_clock},
+                                   std::pair{"bf16x2_ops_per_clock", &w.bf16x2_ops_per_clock},
+                                   std::pair{"fp8_to_bf16_cycles", &w.fp8_to_bf16_cycles},
+                                   std::pair{"fp4_to_fp8_integer_ops", &w.fp4_to_fp8_integer_ops},
+                                   std::pair{"fp4_to_bf16_integer_ops", &w.fp4_to_bf16_integer_ops},
+                                   std::pair{"fp4_to_bf16_multiplies", &w.fp4_to_bf16_multiplies}}) {
+    out += fmt::format("  {}: {}\n", key, sourced(*value));
+  }
   const LinkCost& l = r.params.links;
   out += "links:\n";
   out += "  nvlink_efficiency: " + sourced(l.nvlink_efficiency) + "\n";

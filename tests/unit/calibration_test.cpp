@@ -477,7 +477,7 @@ TEST(Calibration, WideningFieldsAreChecked) {
     EXPECT_NE(std::string(e.what()).find("at most 1"), std::string::npos) << e.what();
   }
   const std::string missing =
-      priors_with("v41sim_widening_missing", "  fp4_to_fp8_cycles:", "  fp4_to_fp6_cycles:");
+      priors_with("v41sim_widening_missing", "  fp4_to_fp8_integer_ops:", "  fp4_to_fp6_integer_ops:");
   try {
     load_cost_params_file(missing);
     FAIL() << "a misspelt widening cost was accepted";

@@ -206,6 +206,20 @@ TEST(KernelCost, AttentionTilesSplitKeysOnlyToFillTheSmsAndPayTheirEdges) {
   EXPECT_GT(g.cost.time(short_keys).busy_us, 1.03 * g.cost.time(long_keys).busy_us);
 }
 
+// The FP4 widening costs are the kernels' instruction counts per 4 values
+// over the instruction throughputs: 5 integer ops at 64 per clock is 5/256
+// cycles per value; 8 integer ops and 2 BF16x2 multiplies at 128, (8/64 + 2/128) / 4.
+TEST(KernelCost, Fp4WideningCyclesComeFromInstructionCounts) {
+  WideningCost w;
+  w.integer_ops_per_clock = SourcedValue::assumed(64, "test");
+  w.bf16x2_ops_per_clock = SourcedValue::assumed(128, "test");
+  w.fp4_to_fp8_integer_ops = SourcedValue::assumed(5, "test");
+  w.fp4_to_bf16_integer_ops = SourcedValue::assumed(8, "test");
+  w.fp4_to_bf16_multiplies = SourcedValue::assumed(2, "test");
+  EXPECT_DOUBLE_EQ(w.fp4_to_fp8_cycles(), 5.0 / 256.0);
+  EXPECT_DOUBLE_EQ(w.fp4_to_bf16_cycles(), (8.0 / 64.0 + 2.0 / 128.0) / 4.0);
+}
+
 // FP4 values into FP8 math are widened where the tensor cores have no FP4
 // (Hopper) and taken as stored where they do (Blackwell); FP8 into FP8 is free.
 TEST(KernelCost, Fp4IsWidenedOnlyWithoutFp4TensorCores) {
@@ -227,8 +241,8 @@ TEST(KernelCost, ManyRowTilesWidenTheWeightsOnceAhead) {
   // it outlasts the FP8 math it feeds.
   GpuUnderTest priors("h200", /*cuda_graph=*/false);
   CostParams params = priors.cost.params();
-  params.widening.fp4_to_fp8_cycles =
-      SourcedValue::assumed(4.0 * params.widening.fp4_to_fp8_cycles.value(), "test");
+  params.widening.fp4_to_fp8_integer_ops =
+      SourcedValue::assumed(4.0 * params.widening.fp4_to_fp8_integer_ops.value(), "test");
   const KernelCostModel cost(priors.cost.gpu(), params, false);
   std::vector<Kernel> kernels;
   const BlockScaledFormat mxfp4{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
@@ -252,8 +266,7 @@ TEST(KernelCost, ManyRowTilesWidenTheWeightsOnceAhead) {
   const double m_tiles =
       std::ceil(static_cast<double>(prefill.shape.m) / static_cast<double>(grouped.tile_m));
   const double clock = 67e12 / (2.0 * 128.0 * 132.0);
-  const double in_tiles_widening_us = m_tiles * prefill.narrow.fp4 *
-                                      params.widening.fp4_to_fp8_cycles.value() /
+  const double in_tiles_widening_us = m_tiles * prefill.narrow.fp4 * params.widening.fp4_to_fp8_cycles() /
                                       (clock * grouped.compute_efficiency.value() * 132.0) * 1e6;
   EXPECT_LT(p.time_us, in_tiles_widening_us);
 }
