@@ -72,11 +72,12 @@ struct WideningCost {
 
 struct LinkCost {
   SourcedValue nvlink_efficiency;
-  SourcedValue nvlink_efficiency_low_latency;  // decode's low-latency EP kernels
+
   SourcedValue nic_efficiency;
   SourcedValue host_link_efficiency;
   SourcedValue all_to_all_latency_intra_us;
   SourcedValue all_to_all_latency_inter_us;
+  SourcedValue all_to_all_latency_low_latency_us;  // decode's low-latency EP kernels, any span
   SourcedValue host_copy_latency_us;
 };
 

@@ -236,12 +236,14 @@ KernelTiming KernelCostModel::transfer(const Kernel& k) const {
   } else {
     const double off = k.link_bytes * k.off_node_fraction;
     const double on = k.link_bytes - off;
-    const SourcedValue& efficiency =
-        k.low_latency ? links.nvlink_efficiency_low_latency : links.nvlink_efficiency;
-    const double nvlink = on / (gpu_.nvlink_bytes_per_s.value() * efficiency.value());
+    const double nvlink = on / (gpu_.nvlink_bytes_per_s.value() * links.nvlink_efficiency.value());
     const double nic = off > 0 ? off / (gpu_.nic_bytes_per_s.value() * links.nic_efficiency.value()) : 0.0;
     seconds = std::max(nvlink, nic);
-    latency_us = (off > 0 ? links.all_to_all_latency_inter_us : links.all_to_all_latency_intra_us).value();
+    // The low-latency kernels pay the same fixed cost inside a node as across nodes.
+    const SourcedValue& fixed = k.low_latency ? links.all_to_all_latency_low_latency_us
+                                : off > 0     ? links.all_to_all_latency_inter_us
+                                              : links.all_to_all_latency_intra_us;
+    latency_us = fixed.value();
   }
   t.busy_us = seconds * 1e6;
   t.roofline_us = t.busy_us;

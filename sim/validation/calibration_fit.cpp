@@ -332,11 +332,11 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   const LinkCost& l = r.params.links;
   out += "links:\n";
   out += "  nvlink_efficiency: " + sourced(l.nvlink_efficiency) + "\n";
-  out += "  nvlink_efficiency_low_latency: " + sourced(l.nvlink_efficiency_low_latency) + "\n";
   out += "  nic_efficiency: " + sourced(l.nic_efficiency) + "\n";
   out += "  host_link_efficiency: " + sourced(l.host_link_efficiency) + "\n";
   out += "  all_to_all_latency_intra_us: " + sourced(l.all_to_all_latency_intra_us) + "\n";
   out += "  all_to_all_latency_inter_us: " + sourced(l.all_to_all_latency_inter_us) + "\n";
+  out += "  all_to_all_latency_low_latency_us: " + sourced(l.all_to_all_latency_low_latency_us) + "\n";
   out += "  host_copy_latency_us: " + sourced(l.host_copy_latency_us) + "\n";
   out += "transfer:\n";
   out += "  same_architecture_extra_pct: " + sourced(r.params.transfer.same_architecture_extra_pct) + "\n";

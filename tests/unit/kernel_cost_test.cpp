@@ -271,9 +271,10 @@ TEST(KernelCost, ManyRowTilesWidenTheWeightsOnceAhead) {
   EXPECT_LT(p.time_us, in_tiles_widening_us);
 }
 
-// Decode's EP transfers go through the low-latency kernels, which reach less
-// of NVLink (their own efficiency); the NIC part and prefill's transfers do not change.
-TEST(KernelCost, LowLatencyTransfersUseTheirNvlinkEfficiency) {
+// Decode's EP transfers go through the low-latency kernels: the same link
+// time as the normal kernels' (prefill), and their own fixed cost, the same
+// inside a node as across nodes.
+TEST(KernelCost, LowLatencyTransfersPayTheirFixedCost) {
   GpuUnderTest g("h800", /*cuda_graph=*/false);
   const LinkCost& links = g.cost.params().links;
   AllToAllShape transfer{128, 8, 7168, 1.0, 8, 8, 1.0, false};
@@ -282,8 +283,12 @@ TEST(KernelCost, LowLatencyTransfersUseTheirNvlinkEfficiency) {
   const Kernel low_latency = make_all_to_all("dispatch", transfer);
   const double wire_us = normal.link_bytes / 200e9 * 1e6;  // H800: 200 GB/s per direction
   EXPECT_NEAR(g.cost.time(normal).busy_us, wire_us / links.nvlink_efficiency.value(), 1e-9);
-  EXPECT_NEAR(g.cost.time(low_latency).busy_us, wire_us / links.nvlink_efficiency_low_latency.value(), 1e-9);
-  EXPECT_GT(g.cost.time(low_latency).time_us, g.cost.time(normal).time_us);
+  EXPECT_NEAR(g.cost.time(low_latency).busy_us, g.cost.time(normal).busy_us, 1e-9);
+  EXPECT_DOUBLE_EQ(g.cost.time(normal).overhead_us, links.all_to_all_latency_intra_us.value());
+  EXPECT_DOUBLE_EQ(g.cost.time(low_latency).overhead_us, links.all_to_all_latency_low_latency_us.value());
+  transfer.ep = 32;  // across nodes too
+  EXPECT_DOUBLE_EQ(g.cost.time(make_all_to_all("dispatch", transfer)).overhead_us,
+                   links.all_to_all_latency_low_latency_us.value());
 
   const StepGraph decode = build_step_graph(analyze("deepseek_v4_1_flash"), shape(Phase::kDecode, 8, 8192));
   const StepGraph prefill = build_step_graph(analyze("deepseek_v4_1_flash"), shape(Phase::kPrefill, 1, 8192));
