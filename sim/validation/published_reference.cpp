@@ -70,7 +70,7 @@ PublishedReference read_reference(const YamlNode& node) {
       {"stream", {}},
       {"moe_layer", {"model", "overlap"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
-      {"attention", {"heads", "topk"}}};
+      {"attention", {"heads", "topk", "widened_per_head_tile"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -106,7 +106,9 @@ double in_metric(const Kernel& k, double busy_us, const std::string& metric) {
 // attention: the first attention kernel of a step of the model (as FlashMLA's
 // benchmarks time one call), in TFLOP/s or GB/s of its own FLOPs and bytes
 // over its device time. `heads` stands for tensor parallelism: the query
-// heads one GPU holds; `topk` for a benchmark's own top-k (sparse models).
+// heads one GPU holds; `topk` for a benchmark's own top-k (sparse models);
+// `widened_per_head_tile` for a kernel that does not share its widened entries
+// between the CTAs of one token's head tiles.
 double predict_attention(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const auto& p = r.probe;
   ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model));
@@ -137,7 +139,17 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
     const auto& kernels = graph.layers[l].kernels;
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       if (kernels[i].kernel_class != KernelClass::kAttention) continue;
-      return in_metric(kernels[i], timing.layers[l].kernels[i].busy_us, r.metric);
+      if (!p.count("widened_per_head_tile"))
+        return in_metric(kernels[i], timing.layers[l].kernels[i].busy_us, r.metric);
+      // A kernel whose CTAs for one token's head tiles each widen every
+      // entry themselves (FlashMLA's FP8 decode before its "crossover").
+      Kernel k = kernels[i];
+      const double tiles =
+          std::ceil(static_cast<double>(spec.attention.num_heads) /
+                    static_cast<double>(g.cost().params().of(KernelClass::kAttention).tile_m));
+      k.narrow.fp8 *= tiles;
+      k.narrow.fp4 *= tiles;
+      return in_metric(k, g.cost().time(k).busy_us, r.metric);
     }
   }
   throw InputError({r.file, r.line, "probe.model"}, "the model's step has no attention kernel");

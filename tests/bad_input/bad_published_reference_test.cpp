@@ -83,6 +83,26 @@ TEST(PublishedReference, AttentionProbeTimesTheModelsAttentionKernel) {
   EXPECT_GT(compute_bound, 0.8 * rate_tflops);
 }
 
+// V3.2's FP8 decode: a kernel whose two 64-head tiles per token each widen
+// every entry runs slower than one that shares the widened entries, by at most
+// the widening's share of its time; a larger top-k per tile runs faster.
+TEST(PublishedReference, AttentionProbeSharesOrRepeatsTheWidening) {
+  const std::string shape = "model: deepseek_v3_2, phase: decode, batch: 128, context: 32768";
+  const Catalog catalog = catalog_with(
+      "v41sim_attention_widening",
+      attention_reference(shape, "tflops") +
+          attention_reference(shape + ", widened_per_head_tile: 1", "tflops") +
+          attention_reference("model: deepseek_v3_2, phase: decode, batch: 128, context: 65536, topk: 32768",
+                              "tflops"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 3u);
+  const double shared = validate_reference(refs[0], catalog).predicted;
+  const double repeated = validate_reference(refs[1], catalog).predicted;
+  EXPECT_LT(repeated, 0.8 * shared);
+  EXPECT_GT(repeated, 0.4 * shared);
+  EXPECT_GT(validate_reference(refs[2], catalog).predicted, shared);
+}
+
 // Each prior a bundled reference says it set is a field the priors have.
 TEST(PublishedReference, NamedPriorsExist) {
   const Catalog catalog(V41SIM_SOURCE_DIR);
