@@ -14,6 +14,13 @@ constexpr double kTailThreshold = 1.3;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+bool is_gemm(KernelClass c) { return c == KernelClass::kGemm || c == KernelClass::kGroupedGemm; }
+
+// Two pieces of work on one SM, `overlap` of the shorter hidden under the longer.
+double overlapped(double a, double b, double overlap) {
+  return std::max(a, b) + (1.0 - overlap) * std::min(a, b);
+}
+
 }  // namespace
 
 KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
@@ -77,6 +84,12 @@ double KernelCostModel::tensor_rate(MathType math, bool* fallback) const {
   return 0;
 }
 
+// Widening runs at the class's achieved share of the CUDA cores' issue rate
+// (not carried by the per-SM tensor-rate rule: that cap is on tensor cores).
+double KernelCostModel::widening_rate(const ClassCost& cls) const {
+  return sm_cycles_per_s_ * cls.compute_efficiency.value();
+}
+
 double KernelCostModel::widening_cycles(const Kernel& k) const {
   const WideningCost& w = params_.widening;
   // FP4 operands go to FP8 or FP4 math as stored where the tensor cores take
@@ -112,7 +125,7 @@ KernelTiming KernelCostModel::time(const Kernel& kernel) const {
 // picking between the two would (the harness times both).
 KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const double cycles = widening_cycles(k);
-  const bool gemm = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
+  const bool gemm = is_gemm(k.kernel_class);
   const int64_t m_tiles = gemm ? ceil_div(k.shape.m, params_.of(k.kernel_class).tile_m) : 1;
   KernelTiming in_tiles = tiled(k, cycles * static_cast<double>(m_tiles));
   if (!gemm || cycles == 0 || m_tiles == 1) return in_tiles;
@@ -136,7 +149,7 @@ KernelTiming KernelCostModel::widened_ahead(const Kernel& k, double cycles) cons
   plain.narrow = {};
   plain.hbm_bytes += written - stored;
   KernelTiming ahead = tiled(plain, 0.0);
-  const double pass_s = std::max(cycles / (sm_cycles_per_s_ * cls.compute_efficiency.value() * sms_),
+  const double pass_s = std::max(cycles / (widening_rate(cls) * sms_),
                                  (stored + written) / (hbm_bytes_per_s_ * cls.memory_efficiency.value()));
   ahead.widening_us = pass_s * 1e6;
   ahead.busy_us += pass_s * 1e6;
@@ -152,7 +165,7 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   int64_t tiles = k.shape.batch * ceil_div(k.shape.m, cls.tile_m) * ceil_div(k.shape.n, cls.tile_n);
   // Too few tiles to fill the SMs: GEMMs split their reduction (split-K),
   // attention its keys (split-KV), down to split_min per slice.
-  const bool gemm = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
+  const bool gemm = is_gemm(k.kernel_class);
   const bool attention = k.kernel_class == KernelClass::kAttention;
   int64_t split = 1;
   if (params_.split_to_fill_sms && (gemm || attention) && tiles < sms) {
@@ -183,14 +196,11 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const double tile_flops = k.flops / static_cast<double>(t.tiles);
   const double tile_bytes = (bytes - serial_bytes) / static_cast<double>(t.tiles);
   const double tile_serial_bytes = serial_bytes / static_cast<double>(t.tiles);
-  // Widening runs at the class's achieved share of the CUDA cores' issue rate
-  // (not carried by the per-SM tensor-rate rule: that cap is on tensor cores).
-  const double widen_rate = sm_cycles_per_s_ * cls.compute_efficiency.value();
+  const double widen_rate = widening_rate(cls);
   const double tile_widen_s = widen_cycles / static_cast<double>(t.tiles) / widen_rate;
   const double widen_overlap = cls.widening_overlap ? cls.widening_overlap->value() : 1.0;
   const double tile_math_s = tile_flops / (rate / sms_);
-  const double tile_compute_s =
-      std::max(tile_math_s, tile_widen_s) + (1.0 - widen_overlap) * std::min(tile_math_s, tile_widen_s);
+  const double tile_compute_s = overlapped(tile_math_s, tile_widen_s, widen_overlap);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
     return std::max(tile_compute_s, tile_bytes / share) + tile_serial_bytes / share;
@@ -202,7 +212,7 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
 
   const double math_s = k.flops / rate;
   const double widen_s = widen_cycles / (widen_rate * sms_);
-  const double compute_s = std::max(math_s, widen_s) + (1.0 - widen_overlap) * std::min(math_s, widen_s);
+  const double compute_s = overlapped(math_s, widen_s, widen_overlap);
   const double memory_s = bytes / bandwidth;
   t.widening_us = widen_s * 1e6;
   t.math_us = math_s * 1e6;

@@ -71,6 +71,8 @@ class KernelCostModel {
   // SM cycles, all SMs together, to widen what the kernel's math cannot take
   // as stored, for one pass over its narrow operands.
   double widening_cycles(const Kernel& kernel) const;
+  // SM cycles per second one SM spends widening for this class.
+  double widening_rate(const ClassCost& cls) const;
 
   const GpuProfile& gpu_;
   CostParams params_;

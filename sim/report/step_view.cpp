@@ -191,6 +191,7 @@ nlohmann::json step_json(const StepReport& r) {
   for (const ModeTime& m : time_by_mode(t))
     modes.push_back({{"mode", m.mode}, {"layers", m.layers}, {"time_us", m.time_us}});
   const StepShape& s = r.graph.shape;
+  const WideningShare widening = widening_share(t);
   return {{"model", r.model.spec.name},
           {"gpu", r.gpu.name},
           {"phase", phase_name(s.phase)},
@@ -204,8 +205,8 @@ nlohmann::json step_json(const StepReport& r) {
           {"flops", t.flops},
           {"hbm_bytes", t.hbm_bytes},
           {"kernel_count", t.kernel_count},
-          {"widening_us", widening_share(t).work_us},
-          {"widening_bound_us", widening_share(t).bound_us},
+          {"widening_us", widening.work_us},
+          {"widening_bound_us", widening.bound_us},
           {"error_band", error_band_json(step_error_band(r.graph, t, r.cost.params()))},
           {"time_by_mode", modes},
           {"layers", layers},
