@@ -12,13 +12,32 @@
 namespace v41sim {
 namespace {
 
+TileNarrowing read_narrowing(const YamlNode& node, const ClassCost& c) {
+  node.expect_only({"tile_m_min", "tile_n_min", "tile_n_step"});
+  TileNarrowing t{node.required("tile_m_min").as_positive_int(),
+                  node.required("tile_n_min").as_positive_int(),
+                  node.required("tile_n_step").as_positive_int()};
+  if (t.tile_m_min > c.tile_m) node.required("tile_m_min").fail("at most the class's tile_m");
+  if (t.tile_n_min > c.tile_n) node.required("tile_n_min").fail("at most the class's tile_n");
+  return t;
+}
+
+LoadPipeline read_pipeline(const YamlNode& node) {
+  node.expect_only({"stages", "shared_memory_bytes", "k_block_bytes"});
+  return {node.required("stages").as_positive_int(), node.required("shared_memory_bytes").as_positive_int(),
+          node.required("k_block_bytes").as_positive_int()};
+}
+
 ClassCost read_class(const YamlNode& node) {
-  node.expect_only({"tile_m", "tile_n", "split_min", "compute_efficiency", "memory_efficiency",
-                    "fixed_overhead_us", "epilogue_overlap", "widening_overlap", "error_band_pct"});
+  node.expect_only({"tile_m", "tile_n", "split_min", "narrowing", "pipeline", "compute_efficiency",
+                    "memory_efficiency", "fixed_overhead_us", "epilogue_overlap", "widening_overlap",
+                    "error_band_pct"});
   ClassCost c;
   c.tile_m = node.required("tile_m").as_positive_int();
   c.tile_n = node.required("tile_n").as_positive_int();
   c.split_min = node.required("split_min").as_positive_int();
+  if (const auto narrowing = node.optional("narrowing")) c.narrowing = read_narrowing(*narrowing, c);
+  if (const auto pipeline = node.optional("pipeline")) c.pipeline = read_pipeline(*pipeline);
   c.compute_efficiency = read_sourced_value(node.required("compute_efficiency"));
   c.memory_efficiency = read_sourced_value(node.required("memory_efficiency"));
   if (const auto overhead = node.optional("fixed_overhead_us"))
@@ -111,7 +130,8 @@ CostParams load_cost_params_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.expect_only({"status", "source", "efficiencies_measured_on", "held_out_mape_pct", "launch_overhead_us",
                     "graph_replay_overhead_us", "sm_bandwidth_multiple", "l2_bandwidth_multiple",
-                    "l2_resident_fraction", "split_to_fill_sms", "widening", "links", "transfer", "classes"});
+                    "l2_resident_fraction", "memory_latency_us", "split_to_fill_sms", "widening", "links",
+                    "transfer", "classes"});
   CostParams p;
   p.file = path;
   p.status = root.required("status").as_string();
@@ -130,6 +150,7 @@ CostParams load_cost_params_file(const std::string& path) {
   p.sm_bandwidth_multiple = read_sourced_value(root.required("sm_bandwidth_multiple"));
   p.l2_bandwidth_multiple = read_sourced_value(root.required("l2_bandwidth_multiple"));
   p.l2_resident_fraction = read_sourced_value(root.required("l2_resident_fraction"));
+  p.memory_latency_us = read_sourced_value(root.required("memory_latency_us"));
   p.split_to_fill_sms = root.required("split_to_fill_sms").as_bool();
   p.widening = read_widening(root.required("widening"));
   p.links = read_links(root.required("links"));

@@ -16,10 +16,33 @@
 
 namespace v41sim {
 
+// A class that fills the SMs by narrowing its tiles rather than splitting the
+// reduction (DeepGEMM): rows tile_m_min where the GEMM has no more, else
+// tile_m; columns from tile_n_min to tile_n in steps of tile_n_step, the
+// fewest waves first, then the fullest last wave, then the narrowest.
+struct TileNarrowing {
+  int64_t tile_m_min = 1;
+  int64_t tile_n_min = 1;
+  int64_t tile_n_step = 1;
+};
+
+// A GEMM tile streams its operands through a ring of shared-memory stages:
+// each holds k_block_bytes of every row-operand row (and as many K values of
+// every weight row) and is refilled a memory latency after it is freed, so one
+// SM draws at most the bytes of its stages per latency (Little's law), and the
+// first stage arrives a latency after the kernel starts.
+struct LoadPipeline {
+  int64_t stages = 1;
+  int64_t shared_memory_bytes = 1;  // what the stages may use at most
+  int64_t k_block_bytes = 1;
+};
+
 struct ClassCost {
   int64_t tile_m = 1;
   int64_t tile_n = 1;
-  int64_t split_min = 1;  // smallest slice of the reduction dimension per split
+  int64_t split_min = 1;                   // smallest slice of the reduction dimension per split
+  std::optional<TileNarrowing> narrowing;  // absent: split to fill the SMs
+  std::optional<LoadPipeline> pipeline;    // absent: bandwidth shares alone
   SourcedValue compute_efficiency;
   SourcedValue memory_efficiency;
   // Device-side start-up cost of one kernel (prologue, tail of the last wave's
@@ -100,6 +123,7 @@ struct CostParams {
   SourcedValue sm_bandwidth_multiple;
   SourcedValue l2_bandwidth_multiple;  // L2 read bandwidth over HBM bandwidth
   SourcedValue l2_resident_fraction;   // share of L2 a re-read working set may occupy and still hit
+  SourcedValue memory_latency_us;      // a load's round trip under load (LoadPipeline)
   bool split_to_fill_sms = true;
   WideningCost widening;
   LinkCost links;

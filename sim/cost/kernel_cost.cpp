@@ -16,6 +16,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool is_gemm(KernelClass c) { return c == KernelClass::kGemm || c == KernelClass::kGroupedGemm; }
 
+// A class's narrowing is DeepGEMM's, whose kernels take FP8 operands (FP4
+// weights widened to FP8); BF16 and FP32 GEMMs run on cuBLAS, which splits K.
+bool narrows(const Kernel& k, const ClassCost& cls) {
+  return cls.narrowing && is_gemm(k.kernel_class) && (k.math == MathType::kFp8 || k.math == MathType::kFp4);
+}
+
 // Two pieces of work on one SM, `overlap` of the shorter hidden under the longer.
 double overlapped(double a, double b, double overlap) {
   return std::max(a, b) + (1.0 - overlap) * std::min(a, b);
@@ -31,6 +37,7 @@ KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
            std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.epilogue_bytes),
            std::bit_cast<uint64_t>(k.link_bytes), std::bit_cast<uint64_t>(k.off_node_fraction),
            std::bit_cast<uint64_t>(k.narrow.fp8), std::bit_cast<uint64_t>(k.narrow.fp4),
+           std::bit_cast<uint64_t>(k.operands.row_bytes), std::bit_cast<uint64_t>(k.operands.column_bytes),
            static_cast<uint64_t>(k.low_latency)}};
 }
 
@@ -48,6 +55,8 @@ std::string_view bound_name(Bound bound) {
       return "memory";
     case Bound::kWidening:
       return "widening";
+    case Bound::kLatency:
+      return "latency";
     case Bound::kLaunch:
       return "launch";
     case Bound::kTail:
@@ -126,7 +135,7 @@ KernelTiming KernelCostModel::time(const Kernel& kernel) const {
 KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const double cycles = widening_cycles(k);
   const bool gemm = is_gemm(k.kernel_class);
-  const int64_t m_tiles = gemm ? ceil_div(k.shape.m, params_.of(k.kernel_class).tile_m) : 1;
+  const int64_t m_tiles = gemm ? ceil_div(k.shape.m, tile_shape(k, params_.of(k.kernel_class)).m) : 1;
   KernelTiming in_tiles = tiled(k, cycles * static_cast<double>(m_tiles));
   if (!gemm || cycles == 0 || m_tiles == 1) return in_tiles;
   const KernelTiming ahead = widened_ahead(k, cycles);
@@ -158,23 +167,68 @@ KernelTiming KernelCostModel::widened_ahead(const Kernel& k, double cycles) cons
   return ahead;
 }
 
+// DeepGEMM's rule where the class narrows its tiles: the fewest waves, then
+// the fullest last wave, then the narrowest tile.
+KernelCostModel::TileShape KernelCostModel::tile_shape(const Kernel& k, const ClassCost& cls) const {
+  if (!narrows(k, cls)) return {cls.tile_m, cls.tile_n};
+  const TileNarrowing& w = *cls.narrowing;
+  const int64_t sms = static_cast<int64_t>(sms_);
+  const int64_t tile_m = k.shape.m <= w.tile_m_min ? w.tile_m_min : cls.tile_m;
+  TileShape best{tile_m, cls.tile_n};
+  int64_t best_waves = 0, best_last = 0;
+  for (int64_t n = w.tile_n_min; n <= cls.tile_n; n += w.tile_n_step) {
+    const int64_t tiles = k.shape.batch * ceil_div(k.shape.m, tile_m) * ceil_div(k.shape.n, n);
+    const int64_t waves = ceil_div(tiles, sms);
+    const int64_t last = tiles % sms == 0 ? sms : tiles % sms;
+    if (best_waves == 0 || waves < best_waves || (waves == best_waves && last > best_last)) {
+      best = {tile_m, n};
+      best_waves = waves;
+      best_last = last;
+    }
+  }
+  return best;
+}
+
+// Seconds for one tile's load pipeline to bring `k_slice` of its operands:
+// a memory latency per ring of stages (LoadPipeline); zero where the class
+// models no pipeline or the kernel is not a GEMM.
+double KernelCostModel::pipeline_seconds(const Kernel& k, const ClassCost& cls, TileShape tile,
+                                         int64_t k_slice) const {
+  if (!cls.pipeline || k.operands.row_bytes <= 0) return 0.0;
+  const LoadPipeline& p = *cls.pipeline;
+  const double rows = static_cast<double>(std::min(tile.m, k.shape.m));
+  const double columns = static_cast<double>(std::min(tile.n, k.shape.n));
+  const double k_block = static_cast<double>(p.k_block_bytes) / k.operands.row_bytes;
+  const double stage_bytes = k_block * (rows * k.operands.row_bytes + columns * k.operands.column_bytes);
+  const double k_blocks = std::ceil(static_cast<double>(k_slice) / k_block);
+  const double fit = std::floor(static_cast<double>(p.shared_memory_bytes) / stage_bytes);
+  const double stages = std::max(1.0, std::min({static_cast<double>(p.stages), fit, k_blocks}));
+  return k_blocks / stages * params_.memory_latency_us.value() * 1e-6;
+}
+
 KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const {
   const ClassCost& cls = params_.of(k.kernel_class);
   KernelTiming t;
   const int64_t sms = static_cast<int64_t>(sms_);
-  int64_t tiles = k.shape.batch * ceil_div(k.shape.m, cls.tile_m) * ceil_div(k.shape.n, cls.tile_n);
+  const TileShape tile = tile_shape(k, cls);
+  t.tile_m = tile.m;
+  t.tile_n = tile.n;
+  int64_t tiles = k.shape.batch * ceil_div(k.shape.m, tile.m) * ceil_div(k.shape.n, tile.n);
   // Too few tiles to fill the SMs: GEMMs split their reduction (split-K),
-  // attention its keys (split-KV), down to split_min per slice.
+  // attention its keys (split-KV), down to split_min per slice; a class that
+  // narrows its tiles instead does not split.
   const bool gemm = is_gemm(k.kernel_class);
   const bool attention = k.kernel_class == KernelClass::kAttention;
   int64_t split = 1;
-  if (params_.split_to_fill_sms && (gemm || attention) && tiles < sms) {
-    const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, cls.tile_n));
+  if (params_.split_to_fill_sms && !narrows(k, cls) && (gemm || attention) && tiles < sms) {
+    const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, tile.n));
     split = std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));
     tiles *= split;
   }
   t.tiles = std::max<int64_t>(1, tiles);
   t.waves = ceil_div(t.tiles, sms);
+  const double tile_stream_s = pipeline_seconds(k, cls, tile, ceil_div(k.shape.k, split));
+  const double fill_s = tile_stream_s > 0 ? params_.memory_latency_us.value() * 1e-6 : 0.0;
 
   const double rate =
       tensor_rate(k.math, &t.math_fallback) * params_.compute_efficiency(k.kernel_class, k.math);
@@ -203,12 +257,16 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const double tile_compute_s = overlapped(tile_math_s, tile_widen_s, widen_overlap);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
-    return std::max(tile_compute_s, tile_bytes / share) + tile_serial_bytes / share;
+    return std::max({tile_compute_s, tile_bytes / share, tile_stream_s}) + tile_serial_bytes / share;
   };
   const int64_t full_waves = t.tiles / sms;
   const int64_t remainder = t.tiles % sms;
   double seconds = static_cast<double>(full_waves) * (full_waves > 0 ? tile_seconds(sms) : 0.0);
   if (remainder > 0) seconds += tile_seconds(remainder);
+  seconds += fill_s;  // the first stage arrives a latency after the start
+  const int64_t busiest = std::min(t.tiles, sms);
+  const double busiest_share = std::min(bandwidth / static_cast<double>(busiest), per_sm_cap);
+  const bool stream_bound = tile_stream_s > std::max(tile_compute_s, tile_bytes / busiest_share);
 
   const double math_s = k.flops / rate;
   const double widen_s = widen_cycles / (widen_rate * sms_);
@@ -218,12 +276,15 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   t.math_us = math_s * 1e6;
   t.memory_us = memory_s * 1e6;
   t.edge_us = serial_bytes / bandwidth * 1e6;
+  t.pipeline_us = (tile_stream_s * static_cast<double>(t.waves) + fill_s) * 1e6;
   t.busy_us = seconds * 1e6 + (cls.fixed_overhead_us ? cls.fixed_overhead_us->value() : 0.0);
   t.roofline_us = std::max(compute_s, memory_s) * 1e6;
   t.overhead_us = (cuda_graph_ ? params_.graph_replay_overhead_us : params_.launch_overhead_us).value();
   t.time_us = t.busy_us + t.overhead_us;
   if (t.overhead_us >= t.busy_us) {
     t.bound = Bound::kLaunch;
+  } else if (stream_bound) {
+    t.bound = Bound::kLatency;
   } else if (t.busy_us > kTailThreshold * t.roofline_us) {
     t.bound = Bound::kTail;
   } else {

@@ -1,12 +1,15 @@
 // KernelCostModel: the cycle-approximate time of one kernel on one GPU.
 //
 // Not a bare roofline. A kernel is cut into CTA tiles (tile shape per kernel
-// class; small GEMMs split their K dimension to fill the SMs), the tiles are
+// class; small GEMMs split their K dimension to fill the SMs, or, in a class
+// that narrows its tiles as DeepGEMM does, take narrower tiles), the tiles are
 // dealt in waves over the SMs, and each tile takes the longer of its FLOPs on
 // one SM's share of the tensor (or vector) rate and its bytes on its share of
 // HBM bandwidth: the share grows when few tiles run, up to what one SM can
 // draw. So a 133-tile GEMM on 132 SMs takes two waves, and a decode GEMM with
-// four tiles cannot use the whole memory system. Add the launch overhead (or
+// four tiles cannot use the whole memory system. A GEMM tile also waits on
+// its load pipeline: its shared-memory stages are refilled once per memory
+// latency, which bounds narrow tiles that re-read their activations. Add the launch overhead (or
 // CUDA-graph replay) and the kernel's bound is whichever term dominated.
 // Narrow operands the tensor cores cannot take as stored (FP8 or FP4 cache
 // entries into BF16 math; FP4 weights on Hopper) are widened on the CUDA
@@ -27,8 +30,9 @@
 namespace v41sim {
 
 // kWidening: the CUDA cores widening narrow operands for the tensor cores
-// took longer than the tensor math and the memory traffic.
-enum class Bound { kCompute, kMemory, kWidening, kLaunch, kTail, kLink };
+// took longer than the tensor math and the memory traffic. kLatency: a tile's
+// load pipeline (its stages per memory latency) took longer than both.
+enum class Bound { kCompute, kMemory, kWidening, kLatency, kLaunch, kTail, kLink };
 std::string_view bound_name(Bound bound);
 
 struct KernelTiming {
@@ -43,6 +47,11 @@ struct KernelTiming {
   double memory_us = 0;
   double edge_us = 0;
   double widening_us = 0;
+  // GEMM tiles' load pipelines: a latency per ring of stages per wave, and
+  // the first fill (LoadPipeline); zero where the class models none.
+  double pipeline_us = 0;
+  int64_t tile_m = 0;  // the tile shape used (a narrowing class picks it per kernel)
+  int64_t tile_n = 0;
   int64_t tiles = 0;
   int64_t waves = 0;
   Bound bound = Bound::kMemory;
@@ -61,6 +70,12 @@ class KernelCostModel {
   double sm_count() const { return sms_; }
 
  private:
+  struct TileShape {
+    int64_t m;
+    int64_t n;
+  };
+  TileShape tile_shape(const Kernel& kernel, const ClassCost& cls) const;
+  double pipeline_seconds(const Kernel& kernel, const ClassCost& cls, TileShape tile, int64_t k_slice) const;
   KernelTiming compute_kernel(const Kernel& kernel) const;
   // The tile/wave timing with `widen_cycles` of CUDA-core widening spread over the tiles.
   KernelTiming tiled(const Kernel& kernel, double widen_cycles) const;
@@ -83,7 +98,7 @@ class KernelCostModel {
   double sm_cycles_per_s_;  // the SM clock, from the FP32 vector rate
   // Everything the timing depends on, compared exactly (a hash alone could collide).
   struct CacheKey {
-    std::array<uint64_t, 15> fields;
+    std::array<uint64_t, 17> fields;
     bool operator==(const CacheKey&) const = default;
   };
   struct CacheKeyHash {

@@ -50,6 +50,15 @@ struct NarrowValues {
   bool operator==(const NarrowValues&) const = default;
 };
 
+// The two operands of a GEMM as its tiles load them: bytes per value of the
+// m x k row operand (activations) and the n x k column operand (weights,
+// block scales included). Zero for kernels that are not GEMMs.
+struct GemmOperands {
+  double row_bytes = 0;
+  double column_bytes = 0;
+  bool operator==(const GemmOperands&) const = default;
+};
+
 struct Kernel {
   std::string name;
   KernelClass kernel_class = KernelClass::kElementwise;
@@ -67,6 +76,7 @@ struct Kernel {
   // after (how much of it overlaps the main loop is the cost model's call).
   double epilogue_bytes = 0;
   NarrowValues narrow;
+  GemmOperands operands;
   double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers
   double off_node_fraction = 0;  // share of link_bytes that leaves the NVLink domain
   // EP transfer by the low-latency kernels decode uses (DeepEP's LL mode: a

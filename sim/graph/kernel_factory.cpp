@@ -8,10 +8,6 @@ namespace {
 
 int64_t rounded(double value) { return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(value))); }
 
-double input_bytes(MathType math) {
-  return math == MathType::kBf16 || math == MathType::kFp32 ? kBf16ActivationBytes : kFp8ActivationBytes;
-}
-
 }  // namespace
 
 Kernel& KernelFactory::push(Kernel kernel) {
@@ -29,8 +25,10 @@ Kernel& KernelFactory::gemm(std::string name, double tokens, double n, double k,
   kernel.flops = 2.0 * tokens * n * k * groups;
   kernel.epilogue_bytes = gemm_epilogue_bytes(tokens, n, groups);
   kernel.hbm_bytes =
-      groups * (n * k * weights.bytes_per_value() + tokens * k * input_bytes(math)) + kernel.epilogue_bytes;
+      groups * (n * k * weights.bytes_per_value() + tokens * k * gemm_row_operand_bytes(math)) +
+      kernel.epilogue_bytes;
   kernel.narrow.add(weights.values, groups * n * k);
+  kernel.operands = {gemm_row_operand_bytes(math), weights.bytes_per_value()};
   return push(std::move(kernel));
 }
 
@@ -47,6 +45,7 @@ Kernel& KernelFactory::grouped_gemm(std::string name, double tokens, double expe
   kernel.hbm_bytes = experts_touched * n * k * weights.bytes_per_value() + tokens * k * kFp8ActivationBytes +
                      kernel.epilogue_bytes;
   kernel.narrow.add(weights.values, experts_touched * n * k);
+  kernel.operands = {kFp8ActivationBytes, weights.bytes_per_value()};
   return push(std::move(kernel));
 }
 

@@ -22,6 +22,12 @@ inline double gemm_epilogue_bytes(double rows, double n, double groups = 1) {
   return rows * n * groups * kBf16ActivationBytes;
 }
 
+// What a GEMM's row operand (activations) takes per value: FP8 into FP8
+// math, BF16 into BF16 (and FP32) math.
+inline double gemm_row_operand_bytes(MathType math) {
+  return math == MathType::kBf16 || math == MathType::kFp32 ? kBf16ActivationBytes : kFp8ActivationBytes;
+}
+
 class KernelFactory {
  public:
   explicit KernelFactory(std::vector<Kernel>& out) : out_(out) {}

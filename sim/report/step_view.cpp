@@ -52,41 +52,50 @@ std::vector<LayerGroup> group_layers(const StepTiming& t) {
 }
 
 nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_us) {
-  return {{"name", k.name},
-          {"class", std::string(class_key(k.kernel_class))},
-          {"math", std::string(math_name(k.math))},
-          {"shape", {k.shape.m, k.shape.n, k.shape.k, k.shape.batch}},
-          {"start_us", start_us},
-          {"time_us", t.time_us},
-          {"busy_us", t.busy_us},
-          {"overhead_us", t.overhead_us},
-          {"roofline_us", t.roofline_us},
-          {"tiles", t.tiles},
-          {"waves", t.waves},
-          {"flops", k.flops},
-          {"hbm_bytes", k.hbm_bytes},
-          {"link_bytes", k.link_bytes},
-          {"achieved_tflops", tflops(k.flops, t.time_us)},
-          {"achieved_gbps", gbps(k.hbm_bytes, t.time_us)},
-          {"bound", std::string(bound_name(t.bound))},
-          {"math_us", t.math_us},
-          {"memory_us", t.memory_us},
-          {"edge_us", t.edge_us},
-          {"widening_us", t.widening_us},
-          {"widened_ahead", t.widened_ahead},
-          {"fp4_at_fp8_rate", t.math_fallback}};
+  nlohmann::json j = {{"name", k.name},
+                      {"class", std::string(class_key(k.kernel_class))},
+                      {"math", std::string(math_name(k.math))},
+                      {"shape", {k.shape.m, k.shape.n, k.shape.k, k.shape.batch}},
+                      {"start_us", start_us},
+                      {"time_us", t.time_us},
+                      {"busy_us", t.busy_us},
+                      {"overhead_us", t.overhead_us},
+                      {"roofline_us", t.roofline_us},
+                      {"tiles", t.tiles},
+                      {"waves", t.waves},
+                      {"flops", k.flops},
+                      {"hbm_bytes", k.hbm_bytes},
+                      {"link_bytes", k.link_bytes},
+                      {"achieved_tflops", tflops(k.flops, t.time_us)},
+                      {"achieved_gbps", gbps(k.hbm_bytes, t.time_us)},
+                      {"bound", std::string(bound_name(t.bound))},
+                      {"math_us", t.math_us},
+                      {"memory_us", t.memory_us},
+                      {"edge_us", t.edge_us},
+                      {"widening_us", t.widening_us},
+                      {"pipeline_us", t.pipeline_us},
+                      {"widened_ahead", t.widened_ahead},
+                      {"fp4_at_fp8_rate", t.math_fallback}};
+  if (t.tile_m > 0) j["tile"] = fmt::format("{}x{}", t.tile_m, t.tile_n);  // transfers have none
+  return j;
 }
 
 }  // namespace
 
+double time_bound_by(const StepTiming& t, Bound bound) {
+  double total = 0;
+  for (const LayerTiming& l : t.layers) {
+    for (const KernelTiming& k : l.kernels) total += k.bound == bound ? k.time_us : 0.0;
+  }
+  return total;
+}
+
 WideningShare widening_share(const StepTiming& t) {
   WideningShare w;
   for (const LayerTiming& l : t.layers) {
-    for (const KernelTiming& k : l.kernels) {
-      w.work_us += k.widening_us;
-      if (k.bound == Bound::kWidening) w.bound_us += k.time_us;
-    }
+    for (const KernelTiming& k : l.kernels) w.work_us += k.widening_us;
   }
+  w.bound_us = time_bound_by(t, Bound::kWidening);
   return w;
 }
 
@@ -117,6 +126,10 @@ std::vector<Table> step_tables(const StepReport& r) {
        fmt::format(
            "{:.1f} us if alone (hidden where memory or math take longer); {:.1f} us in kernels it bounds",
            widening.work_us, widening.bound_us)});
+  summary.add_row({"GEMMs waiting on their load pipelines",
+                   fmt::format("{:.1f} us in kernels it bounds (narrow tiles: stages refilled once per "
+                               "memory latency)",
+                               time_bound_by(t, Bound::kLatency))});
   summary.add_row({"uncertainty", step_error_band(r.graph, t, r.cost.params()).describe()});
   summary.add_row(
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
@@ -207,6 +220,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"kernel_count", t.kernel_count},
           {"widening_us", widening.work_us},
           {"widening_bound_us", widening.bound_us},
+          {"latency_bound_us", time_bound_by(t, Bound::kLatency)},
           {"error_band", error_band_json(step_error_band(r.graph, t, r.cost.params()))},
           {"time_by_mode", modes},
           {"layers", layers},

@@ -44,4 +44,7 @@ struct WideningShare {
 };
 WideningShare widening_share(const StepTiming& timing);
 
+// Time of a step's kernels whose bound is `bound`.
+double time_bound_by(const StepTiming& timing, Bound bound);
+
 }  // namespace v41sim

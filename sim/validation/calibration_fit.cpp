@@ -180,6 +180,7 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
     for (const int64_t n : {prior.tile_n / 2, prior.tile_n, prior.tile_n * 2}) {
       if (train.size() < kMinRowsForTile) break;
       if (m < 1 || n < 1 || (m == prior.tile_m && n == prior.tile_n)) continue;
+      if (prior.narrowing && (m < prior.narrowing->tile_m_min || n < prior.narrowing->tile_n_min)) continue;
       const ContinuousFit candidate = fit_continuous(train, gpu, with_tile(priors, cls, m, n), cls);
       const double n_train = static_cast<double>(std::max<std::size_t>(train.size(), 1));
       if (std::sqrt(candidate.squared_error / n_train) <
@@ -317,6 +318,7 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   out += "sm_bandwidth_multiple: " + sourced(r.params.sm_bandwidth_multiple) + "\n";
   out += "l2_bandwidth_multiple: " + sourced(r.params.l2_bandwidth_multiple) + "\n";
   out += "l2_resident_fraction: " + sourced(r.params.l2_resident_fraction) + "\n";
+  out += "memory_latency_us: " + sourced(r.params.memory_latency_us) + "\n";
   out += fmt::format("split_to_fill_sms: {}\n", r.params.split_to_fill_sms ? "true" : "false");
   const WideningCost& w = r.params.widening;
   out += "widening:\n";
@@ -346,6 +348,14 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
     const ClassCost& c = r.params.classes[static_cast<std::size_t>(i)];
     out += fmt::format("  {}:\n    tile_m: {}\n    tile_n: {}\n    split_min: {}\n",
                        class_key(static_cast<KernelClass>(i)), c.tile_m, c.tile_n, c.split_min);
+    if (c.narrowing) {
+      out += fmt::format("    narrowing: {{tile_m_min: {}, tile_n_min: {}, tile_n_step: {}}}\n",
+                         c.narrowing->tile_m_min, c.narrowing->tile_n_min, c.narrowing->tile_n_step);
+    }
+    if (c.pipeline) {
+      out += fmt::format("    pipeline: {{stages: {}, shared_memory_bytes: {}, k_block_bytes: {}}}\n",
+                         c.pipeline->stages, c.pipeline->shared_memory_bytes, c.pipeline->k_block_bytes);
+    }
     out += "    compute_efficiency: " + sourced(c.compute_efficiency) + "\n";
     out += "    memory_efficiency: " + sourced(c.memory_efficiency) + "\n";
     if (c.fixed_overhead_us) out += "    fixed_overhead_us: " + sourced(*c.fixed_overhead_us) + "\n";

@@ -93,6 +93,25 @@ void check_derived(const std::map<std::string, std::size_t>& columns, const std:
   }
 }
 
+// A GEMM row's operands as its tiles load them: the row operand in the math's
+// input format; the weights' bytes per value (scales included) are what is
+// left of hbm_bytes after the activations and the output, as the harness counts them.
+GemmOperands gemm_operands_of(const Kernel& k, const InputLocation& where) {
+  const auto& s = k.shape;
+  const double row_bytes = gemm_row_operand_bytes(k.math);
+  const double groups = static_cast<double>(s.batch);
+  const double weights = static_cast<double>(s.n) * static_cast<double>(s.k) * groups;
+  const double activations = static_cast<double>(s.m) * static_cast<double>(s.k) * groups * row_bytes;
+  const double left = k.hbm_bytes - k.epilogue_bytes - activations;
+  if (left <= 0) {
+    throw InputError(where,
+                     fmt::format("a GEMM's bytes hold its activations ({:.0f} B) and output ({:.0f} B) "
+                                 "and its weights: expected more than {:.0f}",
+                                 activations, k.epilogue_bytes, activations + k.epilogue_bytes));
+  }
+  return {row_bytes, left / weights};
+}
+
 Measurement read_row(const std::vector<std::string>& cells, const std::map<std::string, std::size_t>& columns,
                      const std::string& path, int number) {
   auto at = [&](const std::string& name) { return InputLocation{path, number, name}; };
@@ -125,6 +144,9 @@ Measurement read_row(const std::vector<std::string>& cells, const std::map<std::
   }
   if (m.kernel.epilogue_bytes > m.kernel.hbm_bytes) {
     throw InputError(at("epilogue_bytes"), "the epilogue's output is part of hbm_bytes: at most that");
+  }
+  if (m.kernel.kernel_class == KernelClass::kGemm || m.kernel.kernel_class == KernelClass::kGroupedGemm) {
+    m.kernel.operands = gemm_operands_of(m.kernel, at("hbm_bytes"));
   }
   // Values taken from FP8 / FP4 storage (the cost model's widening); files
   // written before the harness counted them widen nothing.

@@ -533,5 +533,35 @@ TEST(Calibration, AnEpilogueOverlapTheRowsCannotShowKeepsThePrior) {
             priors.of(KernelClass::kAttention).epilogue_overlap->value());
 }
 
+// Tile narrowing and the load pipeline are checked where they are read.
+TEST(Calibration, NarrowingAndPipelineAreChecked) {
+  const std::string wide = priors_with("v41sim_narrowing_wide", "narrowing: {tile_m_min: 64, tile_n_min: 16,",
+                                       "narrowing: {tile_m_min: 64, tile_n_min: 256,");
+  try {
+    load_cost_params_file(wide);
+    FAIL() << "a narrowest tile wider than the class's tile was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, wide);
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(e.where().field.find("tile_n_min"), std::string::npos) << e.where().field;
+    EXPECT_NE(std::string(e.what()).find("at most the class's tile_n"), std::string::npos) << e.what();
+  }
+  const std::string zero =
+      priors_with("v41sim_pipeline_zero", "pipeline: {stages: 8,", "pipeline: {stages: 0,");
+  try {
+    load_cost_params_file(zero);
+    FAIL() << "a pipeline of no stages was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("stages"), std::string::npos) << e.where().field;
+  }
+  const std::string no_latency = priors_with("v41sim_no_latency", "memory_latency_us:", "memory_latency:");
+  try {
+    load_cost_params_file(no_latency);
+    FAIL() << "a file without the memory latency was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("memory_latency"), std::string::npos) << e.where().field;
+  }
+}
+
 }  // namespace
 }  // namespace v41sim

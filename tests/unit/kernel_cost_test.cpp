@@ -9,6 +9,7 @@
 #include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
 #include "sim/graph/step_graph.h"
+#include "sim/report/step_view.h"
 #include "tests/step_test_support.h"
 
 namespace v41sim {
@@ -65,13 +66,14 @@ TEST(KernelCost, GemmOutputWriteFollowsTheMainLoop) {
   EXPECT_NEAR(extra_us, serial / bandwidth * 1e6, 0.3 * serial / bandwidth * 1e6);
 }
 
-// A decode GEMM that splits K to fill the SMs writes one partial output per
-// slice: its output costs the slices' writes, not one.
+// A decode GEMM that splits K to fill the SMs (a BF16 one: cuBLAS splits,
+// DeepGEMM's FP8 kernels narrow their tiles instead) writes one partial output
+// per slice: its output costs the slices' writes, not one.
 TEST(KernelCost, SplitKSlicesEachWriteTheirOutput) {
   GpuUnderTest g("h800", /*cuda_graph=*/false);
   std::vector<Kernel> kernels;
-  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
-  Kernel split = KernelFactory(kernels).gemm("gemm", 64, 2112, 7168, fp8, MathType::kFp8);
+  const BlockScaledFormat bf16{ElementFormat::kBf16, std::nullopt, 0};
+  Kernel split = KernelFactory(kernels).gemm("gemm", 64, 2112, 7168, bf16, MathType::kBf16);
   Kernel no_output = split;
   no_output.hbm_bytes -= split.epilogue_bytes;
   no_output.epilogue_bytes = 0;
@@ -82,6 +84,50 @@ TEST(KernelCost, SplitKSlicesEachWriteTheirOutput) {
   const double bandwidth = g.cost.gpu().hbm_bytes_per_s.value() * gemm.memory_efficiency.value();
   const double extra_us = t.busy_us - g.cost.time(no_output).busy_us;
   EXPECT_GT(extra_us, 0.9 * static_cast<double>(slices) * split.epilogue_bytes / bandwidth * 1e6);
+}
+
+// FP8 GEMMs take DeepGEMM's tiles: block N narrowed to fill the SMs in the
+// fewest waves, K never split; a BF16 GEMM of the same shape splits K.
+TEST(KernelCost, Fp8GemmsNarrowTheirTilesInsteadOfSplittingK) {
+  GpuUnderTest g("h800");
+  std::vector<Kernel> kernels;
+  KernelFactory f(kernels);
+  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
+  const BlockScaledFormat bf16{ElementFormat::kBf16, std::nullopt, 0};
+  const KernelTiming narrow = g.cost.time(f.gemm("a", 64, 2112, 7168, fp8, MathType::kFp8));
+  EXPECT_EQ(narrow.tile_m, 64);
+  EXPECT_EQ(narrow.tile_n, 16);  // 2112 / 16 = 132 tiles: one full wave
+  EXPECT_EQ(narrow.tiles, 132);
+  const KernelTiming wider = g.cost.time(f.gemm("b", 128, 7168, 2048, fp8, MathType::kFp8));
+  EXPECT_EQ(wider.tile_m, 128);
+  EXPECT_EQ(wider.tile_n, 56);  // the narrowest tile that takes one wave: 128 tiles
+  EXPECT_EQ(wider.tiles, 128);
+  const KernelTiming split = g.cost.time(f.gemm("c", 64, 2112, 7168, bf16, MathType::kBf16));
+  EXPECT_EQ(split.tile_n, 128);
+  EXPECT_GT(split.tiles, 17);  // 17 column tiles, each split along K
+}
+
+// A narrow tile streams more operand bytes than its share of HBM traffic:
+// its pipeline refills its stages once per memory latency (Little's law), so
+// the 64x2112x7168 decode GEMM takes 56 K blocks / 8 stages = 7 latencies,
+// plus the first fill.
+TEST(KernelCost, NarrowTilesWaitOnTheirLoadPipeline) {
+  GpuUnderTest g("h800");
+  std::vector<Kernel> kernels;
+  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
+  const Kernel k = KernelFactory(kernels).gemm("a", 64, 2112, 7168, fp8, MathType::kFp8);
+  const KernelTiming t = g.cost.time(k);
+  const double latency_us = g.cost.params().memory_latency_us.value();
+  EXPECT_EQ(t.bound, Bound::kLatency);
+  EXPECT_NEAR(t.pipeline_us, 8.0 * latency_us, 1e-9);
+  EXPECT_GE(t.busy_us, 8.0 * latency_us);
+  EXPECT_LT(t.busy_us, 8.0 * latency_us + t.edge_us + 1.0);
+  // Without the pipeline term the same tiles would stream at their HBM share.
+  CostParams no_pipeline = g.cost.params();
+  no_pipeline.classes[static_cast<std::size_t>(KernelClass::kGemm)].pipeline.reset();
+  const KernelCostModel unbounded(g.cost.gpu(), no_pipeline, true);
+  EXPECT_LT(unbounded.time(k).busy_us, 0.7 * t.busy_us);
+  EXPECT_EQ(unbounded.time(k).pipeline_us, 0.0);
 }
 
 TEST(KernelCost, StreamingKernelReachesTheMemoryEfficiency) {
@@ -328,21 +374,15 @@ TEST(AllToAll, RemoteNodesAreCountedOncePerToken) {
   EXPECT_NEAR(make_all_to_all("dispatch", s).link_bytes, token_bytes * 8.0 * 7.0 / 8.0, 1e-6 * token_bytes);
 }
 
-double time_with_bound(const StepTiming& t, Bound bound) {
-  double total = 0;
-  for (const LayerTiming& l : t.layers) {
-    for (const KernelTiming& k : l.kernels) total += k.bound == bound ? k.time_us : 0.0;
-  }
-  return total;
-}
-
 TEST(StepCost, SmallBatchDecodeIsMemoryBoundEverywhere) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   for (const char* stem : kAllGpus) {
     GpuUnderTest g(stem);
     const StepTiming t = timed(m, g.cost, shape(Phase::kDecode, 1, 8192));
-    EXPECT_LT(time_with_bound(t, Bound::kCompute), 0.05 * t.compute_us) << stem;
-    EXPECT_GT(time_with_bound(t, Bound::kMemory), 0.5 * t.compute_us) << stem;
+    EXPECT_LT(time_bound_by(t, Bound::kCompute), 0.05 * t.compute_us) << stem;
+    // Memory-side: HBM bandwidth, or the load pipelines' latency (small tiles).
+    EXPECT_GT(time_bound_by(t, Bound::kMemory) + time_bound_by(t, Bound::kLatency), 0.5 * t.compute_us)
+        << stem;
   }
 }
 
@@ -351,7 +391,7 @@ TEST(StepCost, LongPrefillIsComputeBoundOnHopper) {
   for (const char* stem : {"h100_sxm", "h200"}) {
     GpuUnderTest g(stem, false);
     const StepTiming t = timed(m, g.cost, shape(Phase::kPrefill, 1, 65536));
-    EXPECT_GT(time_with_bound(t, Bound::kCompute), 0.5 * t.compute_us) << stem;
+    EXPECT_GT(time_bound_by(t, Bound::kCompute), 0.5 * t.compute_us) << stem;
   }
 }
 

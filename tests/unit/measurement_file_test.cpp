@@ -4,6 +4,7 @@
 #include "sim/validation/measurement_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -122,6 +123,35 @@ TEST(MeasurementFile, EpilogueBytesAreReadOrDerivedAndChecked) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().line, 8);
     EXPECT_EQ(e.where().field, "epilogue_bytes");
+  }
+}
+
+// A GEMM row's operands as its tiles load them: activations in the math's
+// format, the weights' bytes per value what the row's bytes leave for them;
+// a row whose bytes do not cover activations, output and weights is refused.
+TEST(MeasurementFile, GemmOperandsAreDerivedFromTheRowsBytes) {
+  const fs::path dir = fresh_dir("v41sim_harness_operands");
+  const std::string metadata =
+      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
+  const std::string header = "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
+  // 2 groups: activations 2 x 64 x 256 B, output 2 x 64 x 128 x 2 B, FP4 weights 2 x 128 x 256 x 0.5 B.
+  const double activations = 2.0 * 64 * 256, output = 2.0 * 64 * 128 * 2, weights = 2.0 * 128 * 256 * 0.5;
+  std::ofstream(dir / "a.csv") << metadata << header
+                               << fmt::format("g,grouped_gemm,fp8,64,128,256,2,1e7,{},5,5,5\n",
+                                              activations + output + weights);
+  const MeasurementSet set = load_measurements(dir.string());
+  EXPECT_DOUBLE_EQ(set.rows[0].kernel.operands.row_bytes, 1.0);
+  EXPECT_DOUBLE_EQ(set.rows[0].kernel.operands.column_bytes, 0.5);
+  std::ofstream(dir / "a.csv") << metadata << header
+                               << fmt::format("g,gemm,bf16,64,128,256,2,1e7,{},5,5,5\n",
+                                              activations + output);
+  try {
+    load_measurements(dir.string());
+    FAIL() << "a GEMM row with no bytes left for its weights was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 8);
+    EXPECT_EQ(e.where().field, "hbm_bytes");
+    EXPECT_NE(std::string(e.what()).find("expected more than"), std::string::npos) << e.what();
   }
 }
 
