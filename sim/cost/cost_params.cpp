@@ -31,7 +31,7 @@ LoadPipeline read_pipeline(const YamlNode& node) {
 ClassCost read_class(const YamlNode& node) {
   node.expect_only({"tile_m", "tile_n", "split_min", "narrowing", "pipeline", "compute_efficiency",
                     "memory_efficiency", "fixed_overhead_us", "epilogue_overlap", "widening_overlap",
-                    "error_band_pct"});
+                    "balance_exponent", "error_band_pct"});
   ClassCost c;
   c.tile_m = node.required("tile_m").as_positive_int();
   c.tile_n = node.required("tile_n").as_positive_int();
@@ -49,6 +49,10 @@ ClassCost read_class(const YamlNode& node) {
   if (const auto overlap = node.optional("widening_overlap")) {
     c.widening_overlap = read_sourced_value(*overlap, ValueRange::kNonNegative);
     if (c.widening_overlap->value() > 1.0) overlap->fail("a share of the widening, at most 1");
+  }
+  if (const auto exponent = node.optional("balance_exponent")) {
+    c.balance_exponent = read_sourced_value(*exponent);
+    if (c.balance_exponent->value() < 1.0) exponent->fail("a p-norm's exponent: at least 1");
   }
   if (const auto band = node.optional("error_band_pct"))
     c.error_band_pct = read_sourced_value(*band, ValueRange::kNonNegative);

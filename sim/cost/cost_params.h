@@ -56,6 +56,9 @@ struct ClassCost {
   // under the tensor math: 1 takes the longer of the two, 0 their sum (the
   // warps that widen a tile also wait for it before their MMAs); absent: 1.
   std::optional<SourcedValue> widening_overlap;
+  // How a tile combines its math and its loads: absent, the longer of the
+  // two; p, their p-norm (kernel_cost.cpp balanced()). At least 1.
+  std::optional<SourcedValue> balance_exponent;
   // 90th percentile of |relative error| on the held-out shapes of a fitted
   // class (percent); absent for uncalibrated priors, whose error is unknown.
   std::optional<SourcedValue> error_band_pct;

@@ -27,6 +27,17 @@ double overlapped(double a, double b, double overlap) {
   return std::max(a, b) + (1.0 - overlap) * std::min(a, b);
 }
 
+// A tile's math and loads: the longer of the two where the class has no
+// balance exponent; else their p-norm, which stays near the longer one while
+// the other is small and adds to it as the two approach each other (a tile
+// near the balance point stalls on one, then the other).
+double balanced(double math, double loads, const std::optional<SourcedValue>& exponent) {
+  const double longer = std::max(math, loads);
+  if (!exponent || longer <= 0) return longer;
+  const double p = exponent->value();
+  return longer * std::pow(1.0 + std::pow(std::min(math, loads) / longer, p), 1.0 / p);
+}
+
 }  // namespace
 
 KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
@@ -257,7 +268,8 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const double tile_compute_s = overlapped(tile_math_s, tile_widen_s, widen_overlap);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
-    return std::max({tile_compute_s, tile_bytes / share, tile_stream_s}) + tile_serial_bytes / share;
+    const double loads = std::max(tile_bytes / share, tile_stream_s);
+    return balanced(tile_compute_s, loads, cls.balance_exponent) + tile_serial_bytes / share;
   };
   const int64_t full_waves = t.tiles / sms;
   const int64_t remainder = t.tiles % sms;

@@ -554,6 +554,15 @@ TEST(Calibration, NarrowingAndPipelineAreChecked) {
   } catch (const InputError& e) {
     EXPECT_NE(e.where().field.find("stages"), std::string::npos) << e.where().field;
   }
+  const std::string sub_linear = priors_with("v41sim_balance_below_one", "balance_exponent: {value: 3,",
+                                             "balance_exponent: {value: 0.5,");
+  try {
+    load_cost_params_file(sub_linear);
+    FAIL() << "a balance exponent below 1 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("balance_exponent"), std::string::npos) << e.where().field;
+    EXPECT_NE(std::string(e.what()).find("at least 1"), std::string::npos) << e.what();
+  }
   const std::string no_latency = priors_with("v41sim_no_latency", "memory_latency_us:", "memory_latency:");
   try {
     load_cost_params_file(no_latency);

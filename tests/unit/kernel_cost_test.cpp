@@ -130,6 +130,26 @@ TEST(KernelCost, NarrowTilesWaitOnTheirLoadPipeline) {
   EXPECT_EQ(unbounded.time(k).pipeline_us, 0.0);
 }
 
+// Near the balance point a GEMM tile stalls on its loads and then on its
+// math: the p-norm of the two adds to the longer (up to 2^(1/p) when equal),
+// while a tile far from balance keeps the longer of the two.
+TEST(KernelCost, BalancedTilesTakeLongerThanTheLongerTerm) {
+  GpuUnderTest g("h800");
+  std::vector<Kernel> kernels;
+  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
+  // DeepGEMM's masked 4 x 256-row groups, 4096 x 7168: weights and math within 15%.
+  const Kernel near = KernelFactory(kernels).grouped_gemm("near", 1024, 4, 4096, 7168, fp8);
+  const Kernel far = compute_heavy_gemm(static_cast<int64_t>(g.cost.sm_count()));
+  CostParams longer = g.cost.params();
+  for (ClassCost& c : longer.classes) c.balance_exponent.reset();
+  const KernelCostModel max_model(g.cost.gpu(), longer, true);
+  const double p = g.cost.params().of(KernelClass::kGroupedGemm).balance_exponent->value();
+  const double ratio = g.cost.time(near).busy_us / max_model.time(near).busy_us;
+  EXPECT_GT(ratio, 1.1);
+  EXPECT_LE(ratio, std::pow(2.0, 1.0 / p) + 1e-9);
+  EXPECT_NEAR(g.cost.time(far).busy_us / max_model.time(far).busy_us, 1.0, 1e-3);
+}
+
 TEST(KernelCost, StreamingKernelReachesTheMemoryEfficiency) {
   GpuUnderTest g("h200");
   Kernel k;
