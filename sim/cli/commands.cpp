@@ -90,6 +90,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                   "decode: launch kernels instead of replaying a CUDA graph");
     cmd->add_flag("--no-draft", flags->no_draft, "decode: leave out the speculative draft stages");
     cmd->add_flag("--overlap", flags->overlap, "overlap EP all-to-all with compute (two micro-batches)");
+    cmd->add_flag(
+        "--separate-projections", flags->separate_projections,
+        "run each projection of one input as its own GEMM (default: one GEMM, weights concatenated)");
   };
 
   CLI::App* step = app.add_subcommand("step", "one forward step: kernels, times, bounds, trace");

@@ -33,6 +33,7 @@ struct Flags {
   bool no_cuda_graph = false;
   bool no_draft = false;
   bool overlap = false;
+  bool separate_projections = false;
   std::string trace;
   std::string models = "deepseek_v4_1_flash,deepseek_v4_flash,deepseek_v3_2";
   // run

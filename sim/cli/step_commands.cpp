@@ -33,6 +33,7 @@ StepShape step_shape_from(const Flags& f) {
                                   : StepShape::MhcForm::kThreeKernel;
   s.include_draft = !f.no_draft;
   s.overlap_communication = f.overlap;
+  s.fuse_input_projections = !f.separate_projections;
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "sim/graph/projection_fusion.h"
 #include "sim/graph/visibility.h"
 
 namespace v41sim {
@@ -12,6 +13,11 @@ namespace {
 // Attention kernels work on tiles of this many queries; in prefill a tile
 // reads the keys it needs once (FlashMLA / FlashAttention style).
 constexpr double kQueryTile = 64;
+
+// The inputs the block's projections read (projection_fusion.h): the mixed
+// residual stream, and the normalized query latent.
+constexpr const char* kBlockInput = "attn_input";
+constexpr const char* kQueryLatent = "q_latent";
 
 struct AttentionDims {
   double qk = 0;  // dims of one query-key dot product
@@ -47,11 +53,11 @@ void add_query_projection(const LayerContext& c, KernelFactory& f) {
   const double q_out = static_cast<double>(a.num_heads * a.head_dim);
   if (a.q_lora_rank > 0) {
     const double rank = static_cast<double>(a.q_lora_rank);
-    f.gemm("q_down_proj", c.tokens, rank, h, m.weights.dense, MathType::kFp8);
+    f.gemm("q_down_proj", c.tokens, rank, h, m.weights.dense, MathType::kFp8).input = kBlockInput;
     f.elementwise("q_norm", c.tokens, rank, c.tokens * rank * (kBf16ActivationBytes + kFp8ActivationBytes));
-    f.gemm("q_up_proj", c.tokens, q_out, rank, m.weights.dense, MathType::kFp8);
+    f.gemm("q_up_proj", c.tokens, q_out, rank, m.weights.dense, MathType::kFp8).input = kQueryLatent;
   } else {
-    f.gemm("q_proj", c.tokens, q_out, h, m.weights.dense, MathType::kFp8);
+    f.gemm("q_proj", c.tokens, q_out, h, m.weights.dense, MathType::kFp8).input = kBlockInput;
   }
 }
 
@@ -64,7 +70,7 @@ void add_kv_projection(const LayerContext& c, KernelFactory& f) {
   if (a.kv_projection == KvProjection::kSharedLatent) {
     if (!c.plan.has_window) return;
     const double latent = static_cast<double>(a.kv_heads * a.head_dim);
-    f.gemm("window_kv_proj", c.tokens, latent, h, m.weights.dense, MathType::kFp8);
+    f.gemm("window_kv_proj", c.tokens, latent, h, m.weights.dense, MathType::kFp8).input = kBlockInput;
     const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
     f.elementwise("window_kv_norm_rope_quant_write", c.tokens, latent,
                   c.tokens * (latent * kBf16ActivationBytes + entry));
@@ -74,7 +80,7 @@ void add_kv_projection(const LayerContext& c, KernelFactory& f) {
   const double out = a.kv_projection == KvProjection::kMla
                          ? static_cast<double>(a.kv_lora_rank + a.rope_dim)
                          : static_cast<double>(a.kv_heads * (a.head_dim + a.v_head_dim));
-  f.gemm("kv_proj", c.kv_tokens, out, h, m.weights.dense, MathType::kFp8);
+  f.gemm("kv_proj", c.kv_tokens, out, h, m.weights.dense, MathType::kFp8).input = kBlockInput;
   const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
   f.elementwise("kv_norm_rope_cache_write", c.kv_tokens, out,
                 c.kv_tokens * (out * kBf16ActivationBytes + entry));
@@ -88,7 +94,7 @@ void add_compressor(const LayerContext& c, KernelFactory& f, const std::string& 
   const double ratio = static_cast<double>(c.plan.ratio);
   const double overlap = static_cast<double>(m.attention.compressor.overlap(c.plan.ratio));
   const double out = c.plan.ratio > 1 ? 2.0 * overlap * dim : dim;  // KV and gate when pooling
-  f.gemm(what + "_compress_proj", c.kv_tokens, out, h, m.weights.dense, MathType::kFp8);
+  f.gemm(what + "_compress_proj", c.kv_tokens, out, h, m.weights.dense, MathType::kFp8).input = kBlockInput;
   const double entries = c.kv_tokens / ratio;
   const double entry = static_cast<double>(m.cache(cache).bytes);
   f.elementwise(what + (c.plan.ratio > 1 ? "_pool_rope_quant_write" : "_rope_quant_write"), entries, dim,
@@ -104,8 +110,9 @@ void add_indexer(const LayerContext& c, KernelFactory& f) {
   const double heads = static_cast<double>(idx.heads);
   const double dim = static_cast<double>(idx.head_dim);
   const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : h;
-  f.gemm("index_q_proj", c.tokens, heads * dim, q_in, m.weights.dense, MathType::kFp8);
-  f.gemm("index_head_weights", c.tokens, heads, h, m.weights.dense, MathType::kBf16);
+  f.gemm("index_q_proj", c.tokens, heads * dim, q_in, m.weights.dense, MathType::kFp8).input =
+      a.q_lora_rank > 0 ? kQueryLatent : kBlockInput;
+  f.gemm("index_head_weights", c.tokens, heads, h, m.weights.dense, MathType::kBf16).input = kBlockInput;
   if (c.plan.owns_index_keys()) add_compressor(c, f, "index_key", dim, idx.key_cache);
 
   const double ratio = static_cast<double>(c.plan.ratio);
@@ -268,6 +275,7 @@ void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* bl
 void add_attention_block(const LayerContext& c, KernelFactory& f) {
   const AttentionSpec& a = c.model.spec.attention;
   add_residual_mixing(c, f, "attn");
+  const std::size_t first = f.kernels().size();
   add_query_projection(c, f);
   add_kv_projection(c, f);
   if (c.plan.owns_kv() && a.kv_projection == KvProjection::kSharedLatent) {
@@ -276,6 +284,7 @@ void add_attention_block(const LayerContext& c, KernelFactory& f) {
   if (c.plan.selects_topk()) add_indexer(c, f);
   add_attention_kernel(c, f);
   add_output_projection(c, f);
+  if (c.step.fuse_input_projections) fuse_same_input_gemms(f.kernels(), first);
 }
 
 }  // namespace v41sim

@@ -77,6 +77,9 @@ struct Kernel {
   double epilogue_bytes = 0;
   NarrowValues narrow;
   GemmOperands operands;
+  // What a GEMM's row operand is ("attn_input", "q_latent"): GEMMs of one
+  // input may run as one (projection_fusion.h). Empty: never fused.
+  std::string input;
   double link_bytes = 0;         // bytes over NVLink / NIC / host link, for transfers
   double off_node_fraction = 0;  // share of link_bytes that leaves the NVLink domain
   // EP transfer by the low-latency kernels decode uses (DeepEP's LL mode: a

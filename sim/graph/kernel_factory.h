@@ -41,6 +41,7 @@ class KernelFactory {
   // A memory-streaming kernel: `rows` x `width` items, `bytes` of traffic, `ops` vector ops.
   Kernel& elementwise(std::string name, double rows, double width, double bytes, double ops = 0);
   Kernel& push(Kernel kernel);
+  std::vector<Kernel>& kernels() { return out_; }
 
  private:
   std::vector<Kernel>& out_;

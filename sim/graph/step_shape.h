@@ -17,6 +17,8 @@ struct StepShape {
   // mHC form: as the model file says (single_pass), or forced either way.
   enum class MhcForm { kAsModel, kSinglePass, kThreeKernel };
   MhcForm mhc_form = MhcForm::kAsModel;
+  // GEMMs of one block that read the same input run as one (projection_fusion.h).
+  bool fuse_input_projections = true;
   bool include_draft = true;               // decode: run the speculative draft stages
   int64_t decode_tokens_per_sequence = 1;  // decode: 1 + draft tokens verified per step
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the

@@ -136,6 +136,11 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
+  summary.add_note(
+      r.graph.shape.fuse_input_projections
+          ? "projections of one input run as one GEMM, weights concatenated along N (as DeepSeek's "
+            "V3 serving runs q_a and kv_a); --separate-projections runs each alone"
+          : "each projection runs as its own GEMM (--separate-projections)");
   summary.add_note(kErrorBandMethod);
   summary.add_note(
       r.graph.shape.overlap_communication
@@ -211,6 +216,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"batch", s.batch},
           {"context", s.context},
           {"ep", s.ep},
+          {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"total_time_us", t.total_us},
           {"compute_us", t.compute_us},
           {"communication_us", t.communication_us},

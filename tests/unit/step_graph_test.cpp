@@ -68,7 +68,9 @@ TEST(StepGraph, NarrowValuesAreCountedPerRead) {
 
 TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
-  const StepGraph g = build_step_graph(m, shape(Phase::kDecode, 4, 65536));
+  StepShape s = shape(Phase::kDecode, 4, 65536);
+  s.fuse_input_projections = false;  // each projection under its own name
+  const StepGraph g = build_step_graph(m, s);
   const auto full = kernel_names(g.layers[20]);
   const auto reindex = kernel_names(g.layers[24]);
   const auto reuse = kernel_names(g.layers[25]);
@@ -80,6 +82,42 @@ TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
     EXPECT_FALSE(reuse.count(absent)) << absent;
   }
   EXPECT_TRUE(reuse.count("sparse_attention"));
+}
+
+// Projections of one input run as one GEMM: the same FLOPs and weights, the
+// input read once, fewer kernels; projections of other inputs or other row
+// counts (CED's layer 20 writes KV for every prompt token) stay apart.
+TEST(StepGraph, SameInputProjectionsRunAsOneGemm) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kDecode, 32, 65536);
+  const StepGraph fused = build_step_graph(m, s);
+  s.fuse_input_projections = false;
+  const StepGraph separate = build_step_graph(m, s);
+  const LayerKernels& full = fused.layers[20];
+  const Kernel* input = find_kernel(full, "q_down+window_kv+kv_compress+index_key_compress_proj");
+  ASSERT_NE(input, nullptr);
+  const char* members[] = {"q_down_proj", "window_kv_proj", "kv_compress_proj", "index_key_compress_proj"};
+  double n = 0, flops = 0, bytes = 0;
+  for (const char* name : members) {
+    const Kernel* k = find_kernel(separate.layers[20], name);
+    ASSERT_NE(k, nullptr) << name;
+    EXPECT_EQ(find_kernel(full, name), nullptr) << name;
+    n += static_cast<double>(k->shape.n);
+    flops += k->flops;
+    bytes += k->hbm_bytes;
+  }
+  const double input_bytes = static_cast<double>(input->shape.m * input->shape.k) * input->operands.row_bytes;
+  EXPECT_DOUBLE_EQ(static_cast<double>(input->shape.n), n);
+  EXPECT_DOUBLE_EQ(input->flops, flops);
+  EXPECT_DOUBLE_EQ(input->hbm_bytes, bytes - 3.0 * input_bytes);  // read once, not four times
+  EXPECT_NE(find_kernel(full, "q_up+index_q_proj"), nullptr);     // both read the query latent
+  EXPECT_NE(find_kernel(full, "index_head_weights"), nullptr);    // BF16: another GEMM
+  EXPECT_EQ(flops_of(fused), flops_of(separate));
+  EXPECT_LT(fused.layers[20].kernels.size(), separate.layers[20].kernels.size());
+  // CED prefill: layer 20 compresses every prompt token but projects queries for the tail.
+  const StepGraph prefill = build_step_graph(m, shape(Phase::kPrefill, 2, 100000));
+  EXPECT_NE(find_kernel(prefill.layers[20], "kv_compress+index_key_compress_proj"), nullptr);
+  EXPECT_NE(find_kernel(prefill.layers[20], "q_down+window_kv_proj"), nullptr);
 }
 
 // Ratio of V4.1's prefill FLOPs to the same model run without CED (all 40
@@ -124,7 +162,9 @@ TEST(StepGraph, CedPrefillRunsTheDecoderOnTheKeptTail) {
   EXPECT_DOUBLE_EQ(g.layers[19].tokens, 200000);
   EXPECT_DOUBLE_EQ(g.layers[21].tokens, 280);
   // Layer 20 still writes global KV for every prompt token.
-  EXPECT_EQ(find_kernel(g.layers[20], "kv_compress_proj")->shape.m, 200000);
+  const Kernel* compress = find_kernel(g.layers[20], "kv_compress+index_key_compress_proj");
+  ASSERT_NE(compress, nullptr);
+  EXPECT_EQ(compress->shape.m, 200000);
 }
 
 TEST(StepGraph, DecodeWeightBytesMatchTheParameterCount) {
