@@ -147,12 +147,15 @@ void run_expert_gemm_w4a8(const ExpertGemmW4A8& g) {
     throw std::invalid_argument(
         "expert gemm w4a8: needs 1-65535 experts, m > 0, n a multiple of 64, k of 128");
   }
-  if (g.m <= Rows16::block_m) {
-    launch<Rows16>(g);
-  } else if (g.m <= Rows64::block_m) {
-    launch<Rows64>(g);
-  } else {
-    launch<Rows128>(g);
+  switch (block_rows(g.m)) {
+    case Rows16::block_m:
+      launch<Rows16>(g);
+      break;
+    case Rows64::block_m:
+      launch<Rows64>(g);
+      break;
+    default:
+      launch<Rows128>(g);
   }
   CUDA_CHECK(cudaGetLastError());
 }

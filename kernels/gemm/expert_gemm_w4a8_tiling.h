@@ -49,6 +49,12 @@ using Rows16 = Tiling<1, 4, 1, 2, 4, 4>;
 using Rows64 = Tiling<2, 2, 2, 4, 3, 2>;
 using Rows128 = Tiling<2, 2, 4, 4, 2, 1>;
 
+// The CTA's activation rows for an expert of m rows: the smallest tiling that
+// holds them, up to 128 (the launch picks the tiling by this).
+inline int block_rows(int64_t m) {
+  return m <= Rows16::block_m ? Rows16::block_m : m <= Rows64::block_m ? Rows64::block_m : Rows128::block_m;
+}
+
 struct Problem {
   int64_t experts, m, n, k;
 };

@@ -90,10 +90,33 @@ int measure_ceilings(int fd) {
   rows.row({"fp32_fma_chains", "elementwise", "fp32", 1, 1, 1, 1, 0, fma_chain_flops(d.sms), 0, fma});
   // Bytes: both operands and the FP32 output (the epilogue's share).
   const double output_bytes = 4.0 * static_cast<double>(n * n);
-  rows.row({"dense_fp8_gemm", "gemm", "fp8", n, n, n, 1, 0, gemm_flops,
-            2.0 * static_cast<double>(n * n) + output_bytes, gemm, output_bytes});
-  rows.row({"dense_bf16_gemm", "gemm", "bf16", n, n, n, 1, 0, gemm_flops,
-            4.0 * static_cast<double>(n * n) + output_bytes, gemm16, output_bytes});
+  Row fp8{"dense_fp8_gemm",
+          "gemm",
+          "fp8",
+          n,
+          n,
+          n,
+          1,
+          0,
+          gemm_flops,
+          2.0 * static_cast<double>(n * n) + output_bytes,
+          gemm,
+          output_bytes};
+  Row bf16{"dense_bf16_gemm",
+           "gemm",
+           "bf16",
+           n,
+           n,
+           n,
+           1,
+           0,
+           gemm_flops,
+           4.0 * static_cast<double>(n * n) + output_bytes,
+           gemm16,
+           output_bytes};
+  fp8.tiling = bf16.tiling = "split";  // cuBLASLt
+  rows.row(fp8);
+  rows.row(bf16);
   std::printf(
       "%s: %d SMs; copy %.0f GB/s, host to device %.1f GB/s, FP32 FMA %.1f TFLOP/s, FP8 GEMM %.0f TFLOP/s, "
       "BF16 GEMM %.0f TFLOP/s\n",

@@ -18,6 +18,7 @@
 #include "kernels/common/gpu_timer.h"
 #include "kernels/common/v41_shapes.h"
 #include "kernels/gemm/expert_gemm.h"
+#include "kernels/gemm/expert_gemm_w4a8_tiling.h"
 #include "kernels/harness/device_fill.h"
 #include "kernels/harness/measure_groups.h"
 
@@ -89,9 +90,14 @@ int measure_gemm(const RowWriter& w, bool quick) {
         const double bytes = static_cast<double>(e * s.n * s.k / 2 + e * s.n * s.k / kWeightScaleGroup) +
                              static_cast<double>(e * m * s.k) + output_bytes;
         const bool widened_wins = widened && widened->median_us < w4a8.median_us;
-        const auto report = [&](const std::string& kernel, const TimingStats& t) {
-          w.row({kernel, "grouped_gemm", "fp8", m, s.n, s.k, e, 0, flops, bytes, t, output_bytes, 0.0,
-                 static_cast<double>(e * s.n * s.k)});
+        // Our kernel's fixed tiles; the widened path's GEMM is cuBLASLt's, which splits K.
+        const std::string w4a8_tiles =
+            std::to_string(w4a8::block_rows(m)) + "x" + std::to_string(w4a8::kBlockN);
+        const auto report = [&](const std::string& kernel, const TimingStats& t, const std::string& tiling) {
+          Row row{kernel, "grouped_gemm", "fp8", m, s.n,          s.k, e,
+                  0,      flops,          bytes, t, output_bytes, 0.0, static_cast<double>(e * s.n * s.k)};
+          row.tiling = tiling;
+          w.row(row);
           std::printf(
               "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f "
               "GB/s "
@@ -101,10 +107,10 @@ int measure_gemm(const RowWriter& w, bool quick) {
               flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops,
               bytes / t.median_us / 1e3);
         };
-        report(widened_wins ? std::string(s.name) + "_w4a8_baseline" : std::string(s.name), w4a8);
+        report(widened_wins ? std::string(s.name) + "_w4a8_baseline" : std::string(s.name), w4a8, w4a8_tiles);
         if (widened)
-          report(widened_wins ? std::string(s.name) : std::string(s.name) + "_fp8_widened_baseline",
-                 *widened);
+          report(widened_wins ? std::string(s.name) : std::string(s.name) + "_fp8_widened_baseline", *widened,
+                 "split");
       });
     }
   }
@@ -171,8 +177,10 @@ int measure_dense_gemm(const RowWriter& w, bool quick) {
         const double bytes =
             static_cast<double>(g * (s.n * s.k + m * s.k) * element) + 4.0 * static_cast<double>(g * m * s.n);
         const char* math = fp8 ? "fp8" : "bf16";
-        w.row({s.name, "gemm", math, m, s.n, s.k, g, 0, flops, bytes, t,
-               4.0 * static_cast<double>(g * m * s.n)});
+        Row row{s.name, "gemm", math,  m,     s.n, s.k,
+                g,      0,      flops, bytes, t,   4.0 * static_cast<double>(g * m * s.n)};
+        row.tiling = "split";  // cuBLASLt
+        w.row(row);
         std::printf(
             "%s %lldx%lldx%lld%s (%s): %.1f us, %.0f TFLOP/s (%.0f%% of dense %s), %.0f GB/s\n", s.name,
             static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k),

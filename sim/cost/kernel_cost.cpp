@@ -19,7 +19,8 @@ bool is_gemm(KernelClass c) { return c == KernelClass::kGemm || c == KernelClass
 // A class's narrowing is DeepGEMM's, whose kernels take FP8 operands (FP4
 // weights widened to FP8); BF16 and FP32 GEMMs run on cuBLAS, which splits K.
 bool narrows(const Kernel& k, const ClassCost& cls) {
-  return cls.narrowing && is_gemm(k.kernel_class) && (k.math == MathType::kFp8 || k.math == MathType::kFp4);
+  return cls.narrowing && k.tiling.rule == Tiling::Rule::kClass && is_gemm(k.kernel_class) &&
+         (k.math == MathType::kFp8 || k.math == MathType::kFp4);
 }
 
 // Two pieces of work on one SM, `overlap` of the shorter hidden under the longer.
@@ -41,14 +42,25 @@ double balanced(double math, double loads, const std::optional<SourcedValue>& ex
 }  // namespace
 
 KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
-  return {{static_cast<uint64_t>(k.kernel_class), static_cast<uint64_t>(k.math),
-           static_cast<uint64_t>(k.shape.m), static_cast<uint64_t>(k.shape.n),
-           static_cast<uint64_t>(k.shape.k), static_cast<uint64_t>(k.shape.batch),
-           std::bit_cast<uint64_t>(k.flops), std::bit_cast<uint64_t>(k.hbm_bytes),
-           std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.epilogue_bytes),
-           std::bit_cast<uint64_t>(k.link_bytes), std::bit_cast<uint64_t>(k.off_node_fraction),
-           std::bit_cast<uint64_t>(k.narrow.fp8), std::bit_cast<uint64_t>(k.narrow.fp4),
-           std::bit_cast<uint64_t>(k.operands.row_bytes), std::bit_cast<uint64_t>(k.operands.column_bytes),
+  return {{static_cast<uint64_t>(k.kernel_class),
+           static_cast<uint64_t>(k.math),
+           static_cast<uint64_t>(k.shape.m),
+           static_cast<uint64_t>(k.shape.n),
+           static_cast<uint64_t>(k.shape.k),
+           static_cast<uint64_t>(k.shape.batch),
+           std::bit_cast<uint64_t>(k.flops),
+           std::bit_cast<uint64_t>(k.hbm_bytes),
+           std::bit_cast<uint64_t>(k.l2_reuse_bytes),
+           std::bit_cast<uint64_t>(k.epilogue_bytes),
+           std::bit_cast<uint64_t>(k.link_bytes),
+           std::bit_cast<uint64_t>(k.off_node_fraction),
+           std::bit_cast<uint64_t>(k.narrow.fp8),
+           std::bit_cast<uint64_t>(k.narrow.fp4),
+           std::bit_cast<uint64_t>(k.operands.row_bytes),
+           std::bit_cast<uint64_t>(k.operands.column_bytes),
+           static_cast<uint64_t>(k.tiling.rule),
+           static_cast<uint64_t>(k.tiling.m),
+           static_cast<uint64_t>(k.tiling.n),
            static_cast<uint64_t>(k.low_latency)}};
 }
 
@@ -181,6 +193,7 @@ KernelTiming KernelCostModel::widened_ahead(const Kernel& k, double cycles) cons
 // DeepGEMM's rule where the class narrows its tiles: the fewest waves, then
 // the fullest last wave, then the narrowest tile.
 KernelCostModel::TileShape KernelCostModel::tile_shape(const Kernel& k, const ClassCost& cls) const {
+  if (k.tiling.rule == Tiling::Rule::kFixed) return {k.tiling.m, k.tiling.n};
   if (!narrows(k, cls)) return {cls.tile_m, cls.tile_n};
   const TileNarrowing& w = *cls.narrowing;
   const int64_t sms = static_cast<int64_t>(sms_);
@@ -231,7 +244,8 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const bool gemm = is_gemm(k.kernel_class);
   const bool attention = k.kernel_class == KernelClass::kAttention;
   int64_t split = 1;
-  if (params_.split_to_fill_sms && !narrows(k, cls) && (gemm || attention) && tiles < sms) {
+  const bool may_split = !narrows(k, cls) && k.tiling.rule != Tiling::Rule::kFixed;
+  if (params_.split_to_fill_sms && may_split && (gemm || attention) && tiles < sms) {
     const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, tile.n));
     split = std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));
     tiles *= split;

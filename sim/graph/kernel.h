@@ -59,6 +59,17 @@ struct GemmOperands {
   bool operator==(const GemmOperands&) const = default;
 };
 
+// How a kernel cuts its work into CTA tiles: by its class's rule (the
+// graph's kernels), by splitting K to fill the SMs (cuBLAS), or in fixed
+// tiles it never splits (a measured kernel of our own).
+struct Tiling {
+  enum class Rule { kClass, kSplit, kFixed };
+  Rule rule = Rule::kClass;
+  int64_t m = 0;  // kFixed
+  int64_t n = 0;
+  bool operator==(const Tiling&) const = default;
+};
+
 struct Kernel {
   std::string name;
   KernelClass kernel_class = KernelClass::kElementwise;
@@ -77,6 +88,7 @@ struct Kernel {
   double epilogue_bytes = 0;
   NarrowValues narrow;
   GemmOperands operands;
+  Tiling tiling;
   // What a GEMM's row operand is ("attn_input", "q_latent"): GEMMs of one
   // input may run as one (projection_fusion.h). Empty: never fused.
   std::string input;

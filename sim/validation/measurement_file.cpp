@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,7 +25,8 @@ const std::vector<std::string> kOptional{"context",
                                          "fraction_of_compute_ceiling",
                                          "epilogue_bytes",
                                          "narrow_fp8_values",
-                                         "narrow_fp4_values"};
+                                         "narrow_fp4_values",
+                                         "tiling"};
 const std::vector<std::string> kRequiredMetadata{"gpu", "sm_count", "driver", "cuda", "date", "git_commit"};
 
 KernelClass parse_class(const std::string& text, const InputLocation& at) {
@@ -93,6 +96,19 @@ void check_derived(const std::map<std::string, std::size_t>& columns, const std:
   }
 }
 
+// "class", "split" or "MxN" (fixed tiles), as the harness writes them (csv_rows.h).
+Tiling parse_tiling(const std::string& text, const InputLocation& where) {
+  if (text == "class") return {};
+  if (text == "split") return {Tiling::Rule::kSplit, 0, 0};
+  int64_t m = 0, n = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%" SCNd64 "%c%" SCNd64 "%c", &m, &x, &n, &extra) == 3 && x == 'x' && m > 0 &&
+      n > 0) {
+    return {Tiling::Rule::kFixed, m, n};
+  }
+  throw InputError(where, "unknown tiling '" + text + "' (expected class, split or a tile like 64x128)");
+}
+
 // A GEMM row's operands as its tiles load them: the row operand in the math's
 // input format; the weights' bytes per value (scales included) are what is
 // left of hbm_bytes after the activations and the output, as the harness counts them.
@@ -148,6 +164,8 @@ Measurement read_row(const std::vector<std::string>& cells, const std::map<std::
   if (m.kernel.kernel_class == KernelClass::kGemm || m.kernel.kernel_class == KernelClass::kGroupedGemm) {
     m.kernel.operands = gemm_operands_of(m.kernel, at("hbm_bytes"));
   }
+  // The tiles the kernel ran, where the harness knows them; files without the column take the class's rule.
+  if (columns.count("tiling")) m.kernel.tiling = parse_tiling(text("tiling"), at("tiling"));
   // Values taken from FP8 / FP4 storage (the cost model's widening); files
   // written before the harness counted them widen nothing.
   if (columns.count("narrow_fp8_values")) m.kernel.narrow.fp8 = number_of("narrow_fp8_values");

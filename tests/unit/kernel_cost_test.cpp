@@ -105,6 +105,15 @@ TEST(KernelCost, Fp8GemmsNarrowTheirTilesInsteadOfSplittingK) {
   const KernelTiming split = g.cost.time(f.gemm("c", 64, 2112, 7168, bf16, MathType::kBf16));
   EXPECT_EQ(split.tile_n, 128);
   EXPECT_GT(split.tiles, 17);  // 17 column tiles, each split along K
+  // A measured row says how its kernel tiled: cuBLASLt splits K, our own kernels run fixed tiles.
+  Kernel cublas = f.gemm("d", 64, 2112, 7168, fp8, MathType::kFp8);
+  cublas.tiling = {Tiling::Rule::kSplit, 0, 0};
+  EXPECT_EQ(g.cost.time(cublas).tiles, split.tiles);
+  Kernel own = cublas;
+  own.tiling = {Tiling::Rule::kFixed, 16, 64};
+  const KernelTiming fixed = g.cost.time(own);
+  EXPECT_EQ(fixed.tile_m, 16);
+  EXPECT_EQ(fixed.tiles, 4 * 33);  // 64 / 16 rows x 2112 / 64 columns, never split
 }
 
 // A narrow tile streams more operand bytes than its share of HBM traffic:

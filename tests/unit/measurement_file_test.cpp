@@ -59,7 +59,8 @@ void write_harness_file(const fs::path& file) {
          {20.125, 19.5, 21.0},
          1.05e7,
          0.0,
-         1.18e7});
+         1.18e7,
+         "128x64"});
   ::close(fd);
 }
 
@@ -78,6 +79,8 @@ TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
   EXPECT_DOUBLE_EQ(decode.max_us, 360.25);
   EXPECT_EQ(set.rows[1].kernel.math, MathType::kFp8);
   EXPECT_EQ(set.rows[1].context, 0);
+  EXPECT_EQ(decode.kernel.tiling, Tiling{});  // the class's rule
+  EXPECT_EQ(set.rows[1].kernel.tiling, (Tiling{Tiling::Rule::kFixed, 128, 64}));
   EXPECT_DOUBLE_EQ(decode.kernel.epilogue_bytes, 0.0);
   EXPECT_DOUBLE_EQ(set.rows[1].kernel.epilogue_bytes, 1.05e7);  // as the harness counted it
   EXPECT_EQ(decode.kernel.narrow, NarrowValues{});
@@ -152,6 +155,31 @@ TEST(MeasurementFile, GemmOperandsAreDerivedFromTheRowsBytes) {
     EXPECT_EQ(e.where().line, 8);
     EXPECT_EQ(e.where().field, "hbm_bytes");
     EXPECT_NE(std::string(e.what()).find("expected more than"), std::string::npos) << e.what();
+  }
+}
+
+// A row's tiling: the class's rule, cuBLASLt's split, or fixed tiles; anything
+// else is refused at its line.
+TEST(MeasurementFile, TilingIsReadAndChecked) {
+  const fs::path dir = fresh_dir("v41sim_harness_tiling");
+  const std::string metadata =
+      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
+  const std::string header = "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,tiling\n";
+  std::ofstream(dir / "a.csv") << metadata << header << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5,split\n"
+                               << "h,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5,16x64\n";
+  const MeasurementSet set = load_measurements(dir.string());
+  EXPECT_EQ(set.rows[0].kernel.tiling.rule, Tiling::Rule::kSplit);
+  EXPECT_EQ(set.rows[1].kernel.tiling, (Tiling{Tiling::Rule::kFixed, 16, 64}));
+  for (const char* bad : {"16x", "x64", "0x64", "16x64x2", "narrow"}) {
+    std::ofstream(dir / "a.csv") << metadata << header << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5," << bad
+                                 << "\n";
+    try {
+      load_measurements(dir.string());
+      FAIL() << "tiling '" << bad << "' was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().line, 8) << bad;
+      EXPECT_EQ(e.where().field, "tiling") << bad;
+    }
   }
 }
 
