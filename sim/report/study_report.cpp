@@ -77,6 +77,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   for (const std::string& mode : modes) headers.push_back(mode);
   headers.push_back("other (head, draft)");
   headers.push_back("in widening-bound kernels");
+  headers.push_back("in latency-bound GEMMs");
   Table table(
       fmt::format("Decode step (batch {}) and prefill per 1K prompt tokens (one prompt), time by layer mode",
                   o.decode_batch),
@@ -117,6 +118,8 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         row.push_back(format_fixed(other * scale, 1));
         const WideningShare widening = widening_share(t);
         row.push_back(format_fixed(widening.bound_us * scale, 1));
+        const double latency_bound_us = time_bound_by(t, Bound::kLatency);
+        row.push_back(format_fixed(latency_bound_us * scale, 1));
         table.add_row(row);
         json["steps"].push_back(
             {{"gpu", gpu.name},
@@ -128,7 +131,8 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
              {"band_pct_at_90", band.covered_share > 0 ? nlohmann::json(band.pct) : nlohmann::json()},
              {"band_covered_share", band.covered_share},
              {"widening_bound_us", widening.bound_us},
-             {"widening_work_us", widening.work_us}});
+             {"widening_work_us", widening.work_us},
+             {"latency_bound_us", latency_bound_us}});
       }
     }
   }
@@ -141,6 +145,10 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       "in widening-bound kernels: time of the kernels whose CUDA-core widening of FP8/FP4 operands (cache "
       "entries into BF16 attention math; FP4 keys and weights on Hopper) outlasts their math and memory "
       "traffic");
+  table.add_note(
+      "in latency-bound GEMMs: time of the GEMMs whose load pipelines (shared-memory stages refilled once "
+      "per "
+      "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
   return md + table.to_markdown();
 }
 
