@@ -282,6 +282,9 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const double tile_compute_s = overlapped(tile_math_s, tile_widen_s, widen_overlap);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
+    // Loads: the HBM share or the pipeline's refills, whichever is slower; both
+    // stall the math near balance (balancing the HBM share alone, with the
+    // pipeline a separate maximum, fits DeepGEMM's 4096 x 2112 x 7168 at +14.5%, not +9.7%).
     const double loads = std::max(tile_bytes / share, tile_stream_s);
     return balanced(tile_compute_s, loads, cls.balance_exponent) + tile_serial_bytes / share;
   };
