@@ -114,6 +114,12 @@ TEST(StepGraph, SameInputProjectionsRunAsOneGemm) {
   EXPECT_NE(find_kernel(full, "index_head_weights"), nullptr);    // BF16: another GEMM
   EXPECT_EQ(flops_of(fused), flops_of(separate));
   EXPECT_LT(fused.layers[20].kernels.size(), separate.layers[20].kernels.size());
+  // V3's fused q_a + kv_a is the 2112 x 7168 GEMM of DeepGEMM's published table.
+  const StepGraph v3 = build_step_graph(analyze("deepseek_v3"), shape(Phase::kDecode, 64, 4096));
+  const Kernel* q_kv = find_kernel(v3.layers[5], "q_down+kv_proj");
+  ASSERT_NE(q_kv, nullptr);
+  EXPECT_EQ(q_kv->shape.n, 2112);
+  EXPECT_EQ(q_kv->shape.k, 7168);
   // CED prefill: layer 20 compresses every prompt token but projects queries for the tail.
   const StepGraph prefill = build_step_graph(m, shape(Phase::kPrefill, 2, 100000));
   EXPECT_NE(find_kernel(prefill.layers[20], "kv_compress+index_key_compress_proj"), nullptr);
