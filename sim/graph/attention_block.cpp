@@ -206,10 +206,14 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
   attn.name = c.plan.topk_source ? "sparse_attention" : "attention";
   attn.kernel_class = KernelClass::kAttention;
   attn.math = MathType::kBf16;
-  // Tile rows are (query, head) pairs, as FlashMLA packs a query's heads into one tile.
-  attn.shape = {static_cast<int64_t>(std::ceil(c.tokens * heads)),
+  // Tile rows are (query, head) pairs, as FlashMLA packs a query's heads into
+  // one tile. A decode tile holds one sequence's rows (sequences attend to
+  // keys of their own), so decode counts its rows per sequence, batch = sequences.
+  const bool per_sequence = c.step.phase == Phase::kDecode;
+  const double problems = per_sequence ? c.batch() : 1.0;
+  attn.shape = {static_cast<int64_t>(std::ceil(c.tokens * heads / problems)),
                 std::max<int64_t>(1, static_cast<int64_t>(pairs / c.tokens)),
-                static_cast<int64_t>(dims.qk + dims.v), 1};
+                static_cast<int64_t>(dims.qk + dims.v), static_cast<int64_t>(problems)};
   attn.flops = 2.0 * heads * pairs * (dims.qk + dims.v);
   attn.hbm_bytes = key_bytes + c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;
   attn.epilogue_bytes = c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;  // Q in, O out

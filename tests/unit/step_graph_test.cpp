@@ -84,6 +84,21 @@ TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
   EXPECT_TRUE(reuse.count("sparse_attention"));
 }
 
+// A decode attention tile holds one sequence's (query, head) rows: sequences
+// attend to keys of their own, so 16 heads (V3 at TP 8) fill a quarter of a
+// 64-row tile rather than four sequences sharing one.
+TEST(StepGraph, DecodeAttentionTilesHoldOneSequence) {
+  ModelSpec spec = analyze("deepseek_v3").spec;
+  spec.attention.num_heads = 16;
+  const StepGraph g = build_step_graph(analyze_model(spec), shape(Phase::kDecode, 128, 8192));
+  const Kernel* attention = find_kernel(g.layers[10], "attention");
+  ASSERT_NE(attention, nullptr);
+  EXPECT_EQ(attention->shape.batch, 128);
+  EXPECT_EQ(attention->shape.m, 16);
+  const StepGraph prefill = build_step_graph(analyze_model(spec), shape(Phase::kPrefill, 1, 4096));
+  EXPECT_EQ(find_kernel(prefill.layers[10], "attention")->shape.batch, 1);  // one prompt's queries share keys
+}
+
 // Projections of one input run as one GEMM: the same FLOPs and weights, the
 // input read once, fewer kernels; projections of other inputs or other row
 // counts (CED's layer 20 writes KV for every prompt token) stay apart.
