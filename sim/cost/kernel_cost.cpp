@@ -235,8 +235,8 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   KernelTiming t;
   const int64_t sms = static_cast<int64_t>(sms_);
   const TileShape tile = tile_shape(k, cls);
-  t.tile_m = tile.m;
-  t.tile_n = tile.n;
+  t.tile_m = std::min(tile.m, k.shape.m);  // the tile's extent over this kernel
+  t.tile_n = std::min(tile.n, k.shape.n);
   int64_t tiles = k.shape.batch * ceil_div(k.shape.m, tile.m) * ceil_div(k.shape.n, tile.n);
   // Too few tiles to fill the SMs: GEMMs split their reduction (split-K),
   // attention its keys (split-KV), down to split_min per slice; a class that

@@ -50,7 +50,7 @@ struct KernelTiming {
   // GEMM tiles' load pipelines: a latency per ring of stages per wave, and
   // the first fill (LoadPipeline); zero where the class models none.
   double pipeline_us = 0;
-  int64_t tile_m = 0;  // the tile shape used (a narrowing class picks it per kernel)
+  int64_t tile_m = 0;  // the tile used (a narrowing class picks it per kernel), clipped to the shape
   int64_t tile_n = 0;
   int64_t tiles = 0;
   int64_t waves = 0;

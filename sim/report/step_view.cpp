@@ -163,14 +163,15 @@ std::vector<Table> step_tables(const StepReport& r) {
     const LayerKernels& lk = r.graph.layers[g.first];
     const LayerTiming& l = t.layers[g.first];
     Table kernels(fmt::format("Kernels of layer {} ({})", format_ranges(g.layers), l.mode),
-                  {"kernel", "class", "math", "tiles", "waves", "time (us)", "FLOPs", "bytes", "TFLOP/s",
-                   "GB/s", "bound"});
+                  {"kernel", "class", "math", "tile", "tiles", "waves", "time (us)", "FLOPs", "bytes",
+                   "TFLOP/s", "GB/s", "bound"});
     for (std::size_t i = 0; i < lk.kernels.size(); ++i) {
       const Kernel& k = lk.kernels[i];
       const KernelTiming& kt = l.kernels[i];
       const double bytes = k.link_bytes > 0 ? k.link_bytes : k.hbm_bytes;
       kernels.add_row({k.name, std::string(class_key(k.kernel_class)),
                        std::string(math_name(k.math)) + (kt.math_fallback ? "*" : ""),
+                       kt.tile_m > 0 ? fmt::format("{}x{}", kt.tile_m, kt.tile_n) : "-",
                        std::to_string(kt.tiles), std::to_string(kt.waves), format_fixed(kt.time_us, 2),
                        format_count(k.flops), format_bytes(bytes),
                        format_fixed(tflops(k.flops, kt.time_us), 1), format_fixed(gbps(bytes, kt.time_us), 0),
