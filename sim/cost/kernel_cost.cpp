@@ -230,6 +230,20 @@ double KernelCostModel::pipeline_seconds(const Kernel& k, const ClassCost& cls, 
   return k_blocks / stages * params_.memory_latency_us.value() * 1e-6;
 }
 
+// Too few tiles to fill the SMs: GEMMs split their reduction (split-K),
+// attention its keys (split-KV), down to split_min per slice; a class that
+// narrows its tiles, or a kernel with fixed tiles, does not split.
+int64_t KernelCostModel::split_count(const Kernel& k, const ClassCost& cls, TileShape tile,
+                                     int64_t tiles) const {
+  const int64_t sms = static_cast<int64_t>(sms_);
+  const bool gemm = is_gemm(k.kernel_class);
+  const bool splits = gemm || k.kernel_class == KernelClass::kAttention;
+  const bool may_split = !narrows(k, cls) && k.tiling.rule != Tiling::Rule::kFixed;
+  if (!params_.split_to_fill_sms || !may_split || !splits || tiles >= sms) return 1;
+  const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, tile.n));
+  return std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));
+}
+
 KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const {
   const ClassCost& cls = params_.of(k.kernel_class);
   KernelTiming t;
@@ -237,20 +251,9 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const TileShape tile = tile_shape(k, cls);
   t.tile_m = std::min(tile.m, k.shape.m);  // the tile's extent over this kernel
   t.tile_n = std::min(tile.n, k.shape.n);
-  int64_t tiles = k.shape.batch * ceil_div(k.shape.m, tile.m) * ceil_div(k.shape.n, tile.n);
-  // Too few tiles to fill the SMs: GEMMs split their reduction (split-K),
-  // attention its keys (split-KV), down to split_min per slice; a class that
-  // narrows its tiles instead does not split.
-  const bool gemm = is_gemm(k.kernel_class);
-  const bool attention = k.kernel_class == KernelClass::kAttention;
-  int64_t split = 1;
-  const bool may_split = !narrows(k, cls) && k.tiling.rule != Tiling::Rule::kFixed;
-  if (params_.split_to_fill_sms && may_split && (gemm || attention) && tiles < sms) {
-    const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, tile.n));
-    split = std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));
-    tiles *= split;
-  }
-  t.tiles = std::max<int64_t>(1, tiles);
+  const int64_t unsplit = k.shape.batch * ceil_div(k.shape.m, tile.m) * ceil_div(k.shape.n, tile.n);
+  const int64_t split = split_count(k, cls, tile, unsplit);
+  t.tiles = std::max<int64_t>(1, unsplit * split);
   t.waves = ceil_div(t.tiles, sms);
   const double tile_stream_s = pipeline_seconds(k, cls, tile, ceil_div(k.shape.k, split));
   const double fill_s = tile_stream_s > 0 ? params_.memory_latency_us.value() * 1e-6 : 0.0;
@@ -296,7 +299,6 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   const int64_t busiest = std::min(t.tiles, sms);
   const double busiest_share = std::min(bandwidth / static_cast<double>(busiest), per_sm_cap);
   const bool stream_bound = tile_stream_s > std::max(tile_compute_s, tile_bytes / busiest_share);
-
   const double math_s = k.flops / rate;
   const double widen_s = widen_cycles / (widen_rate * sms_);
   const double compute_s = overlapped(math_s, widen_s, widen_overlap);
@@ -310,16 +312,18 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const 
   t.roofline_us = std::max(compute_s, memory_s) * 1e6;
   t.overhead_us = (cuda_graph_ ? params_.graph_replay_overhead_us : params_.launch_overhead_us).value();
   t.time_us = t.busy_us + t.overhead_us;
-  if (t.overhead_us >= t.busy_us) {
-    t.bound = Bound::kLaunch;
-  } else if (stream_bound) {
-    t.bound = Bound::kLatency;
-  } else if (t.busy_us > kTailThreshold * t.roofline_us) {
-    t.bound = Bound::kTail;
-  } else {
-    t.bound = compute_s < memory_s ? Bound::kMemory : (widen_s > math_s ? Bound::kWidening : Bound::kCompute);
-  }
+  t.bound = bound_of(t, stream_bound, compute_s < memory_s);
   return t;
+}
+
+// Whichever term dominated: launch, the load pipeline, an under-filled last
+// wave, or else the roofline's side (widening where it outlasts the math).
+Bound KernelCostModel::bound_of(const KernelTiming& t, bool stream_bound, bool memory_side) {
+  if (t.overhead_us >= t.busy_us) return Bound::kLaunch;
+  if (stream_bound) return Bound::kLatency;
+  if (t.busy_us > kTailThreshold * t.roofline_us) return Bound::kTail;
+  if (memory_side) return Bound::kMemory;
+  return t.widening_us > t.math_us ? Bound::kWidening : Bound::kCompute;
 }
 
 KernelTiming KernelCostModel::transfer(const Kernel& k) const {

@@ -75,6 +75,9 @@ class KernelCostModel {
     int64_t n;
   };
   TileShape tile_shape(const Kernel& kernel, const ClassCost& cls) const;
+  // Slices of the reduction each tile is cut into to fill the SMs (1: none).
+  int64_t split_count(const Kernel& kernel, const ClassCost& cls, TileShape tile, int64_t tiles) const;
+  static Bound bound_of(const KernelTiming& timing, bool stream_bound, bool memory_side);
   double pipeline_seconds(const Kernel& kernel, const ClassCost& cls, TileShape tile, int64_t k_slice) const;
   KernelTiming compute_kernel(const Kernel& kernel) const;
   // The tile/wave timing with `widen_cycles` of CUDA-core widening spread over the tiles.
