@@ -23,9 +23,10 @@ TileNarrowing read_narrowing(const YamlNode& node, const ClassCost& c) {
 }
 
 LoadPipeline read_pipeline(const YamlNode& node) {
-  node.expect_only({"stages", "shared_memory_bytes", "k_block_bytes"});
-  return {node.required("stages").as_positive_int(), node.required("shared_memory_bytes").as_positive_int(),
-          node.required("k_block_bytes").as_positive_int()};
+  node.expect_only({"stages", "shared_memory_bytes", "k_block_bytes", "scale_block_n", "straddling_stages"});
+  auto field = [&node](const char* key) { return node.required(key).as_positive_int(); };
+  return {field("stages"), field("shared_memory_bytes"), field("k_block_bytes"), field("scale_block_n"),
+          field("straddling_stages")};
 }
 
 ClassCost read_class(const YamlNode& node) {

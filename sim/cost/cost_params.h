@@ -35,6 +35,11 @@ struct LoadPipeline {
   int64_t stages = 1;
   int64_t shared_memory_bytes = 1;  // what the stages may use at most
   int64_t k_block_bytes = 1;
+  // A tile whose columns straddle two weight-scale blocks of scale_block_n
+  // columns (block N does not divide it) keeps more scales per stage and
+  // runs straddling_stages instead.
+  int64_t scale_block_n = 1;
+  int64_t straddling_stages = 1;
 };
 
 struct ClassCost {

@@ -226,7 +226,8 @@ double KernelCostModel::pipeline_seconds(const Kernel& k, const ClassCost& cls, 
   const double stage_bytes = k_block * (rows * k.operands.row_bytes + columns * k.operands.column_bytes);
   const double k_blocks = std::ceil(static_cast<double>(k_slice) / k_block);
   const double fit = std::floor(static_cast<double>(p.shared_memory_bytes) / stage_bytes);
-  const double stages = std::max(1.0, std::min({static_cast<double>(p.stages), fit, k_blocks}));
+  const int64_t ring = p.scale_block_n % tile.n == 0 ? p.stages : p.straddling_stages;
+  const double stages = std::max(1.0, std::min({static_cast<double>(ring), fit, k_blocks}));
   return k_blocks / stages * params_.memory_latency_us.value() * 1e-6;
 }
 

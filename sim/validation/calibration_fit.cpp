@@ -353,8 +353,11 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
                          c.narrowing->tile_m_min, c.narrowing->tile_n_min, c.narrowing->tile_n_step);
     }
     if (c.pipeline) {
-      out += fmt::format("    pipeline: {{stages: {}, shared_memory_bytes: {}, k_block_bytes: {}}}\n",
-                         c.pipeline->stages, c.pipeline->shared_memory_bytes, c.pipeline->k_block_bytes);
+      out += fmt::format(
+          "    pipeline: {{stages: {}, shared_memory_bytes: {}, k_block_bytes: {}, scale_block_n: {}, "
+          "straddling_stages: {}}}\n",
+          c.pipeline->stages, c.pipeline->shared_memory_bytes, c.pipeline->k_block_bytes,
+          c.pipeline->scale_block_n, c.pipeline->straddling_stages);
     }
     out += "    compute_efficiency: " + sourced(c.compute_efficiency) + "\n";
     out += "    memory_efficiency: " + sourced(c.memory_efficiency) + "\n";

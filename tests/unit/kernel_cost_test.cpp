@@ -102,6 +102,10 @@ TEST(KernelCost, Fp8GemmsNarrowTheirTilesInsteadOfSplittingK) {
   EXPECT_EQ(wider.tile_m, 128);
   EXPECT_EQ(wider.tile_n, 56);  // the narrowest tile that takes one wave: 128 tiles
   EXPECT_EQ(wider.tiles, 128);
+  // 56 columns straddle two 128-column weight-scale blocks: 6 stages, not 8,
+  // for its 16 K blocks, plus the first fill.
+  const double latency_us = g.cost.params().memory_latency_us.value();
+  EXPECT_NEAR(wider.pipeline_us, (16.0 / 6.0 + 1.0) * latency_us, 1e-9);
   const KernelTiming split = g.cost.time(f.gemm("c", 64, 2112, 7168, bf16, MathType::kBf16));
   EXPECT_EQ(split.tile_n, 128);
   EXPECT_GT(split.tiles, 17);  // 17 column tiles, each split along K
