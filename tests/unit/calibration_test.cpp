@@ -182,6 +182,15 @@ TEST(Calibration, TransfersWithBandsWidenedByTheDistance) {
   EXPECT_LT(gemm_band, 8.0);
   EXPECT_NEAR(gemm_band, fit.classes[0].band_90_pct, 1e-5 * gemm_band);  // as written, to 6 digits
   EXPECT_FALSE(own.cost().params().error_band_pct(KernelClass::kAttention).has_value());  // not measured
+  // The priors' structure the fit does not touch is written back as read.
+  const ClassCost& written = own.cost().params().of(KernelClass::kGemm);
+  const ClassCost& prior = priors.of(KernelClass::kGemm);
+  ASSERT_TRUE(written.narrowing && written.pipeline && written.balance_exponent);
+  EXPECT_EQ(written.narrowing->tile_n_min, prior.narrowing->tile_n_min);
+  EXPECT_EQ(written.pipeline->stages, prior.pipeline->stages);
+  EXPECT_EQ(written.pipeline->straddling_stages, prior.pipeline->straddling_stages);
+  EXPECT_DOUBLE_EQ(written.balance_exponent->value(), prior.balance_exponent->value());
+  EXPECT_DOUBLE_EQ(own.cost().params().memory_latency_us.value(), priors.memory_latency_us.value());
 
   const GpuCostModel h20(root.string(), (root / "hw_profiles" / "h20.yaml").string(), false);
   EXPECT_EQ(h20.cost().params().status, "calibrated");
