@@ -32,7 +32,7 @@ void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   if (f.json) {
     out << validation_json(rows).dump(2) << "\n";
   } else {
-    out << validation_table(rows).to_text();
+    out << validation_table(rows).to_text() << "\n" << validation_summary_table(rows).to_text();
   }
 }
 

@@ -238,8 +238,10 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
     md += fmt::format("![predicted vs published, {}]({})\n\n", metric, file);
   }
   for (const ValidationRow& r : held_out) rows.push_back(r);
-  json["validation"] = validation_json(rows)["references"];
-  return md + validation_table(rows).to_markdown();
+  const nlohmann::json validation = validation_json(rows);
+  json["validation"] = validation["references"];
+  json["validation_by_probe"] = validation["by_probe"];
+  return md + validation_table(rows).to_markdown() + "\n" + validation_summary_table(rows).to_markdown();
 }
 
 }  // namespace

@@ -10,6 +10,10 @@
 namespace v41sim {
 
 Table validation_table(const std::vector<ValidationRow>& rows);
+// Per probe kind (what the reference exercises: gemm, attention, all_to_all,
+// ...): MAPE, worst error, bias and the 90th percentile of |error|, over all
+// and over the out-of-sample references alone.
+Table validation_summary_table(const std::vector<ValidationRow>& rows);
 nlohmann::json validation_json(const std::vector<ValidationRow>& rows);
 
 }  // namespace v41sim

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "sim/cost/kernel_cost.h"
+#include "sim/validation/error_stats.h"
 
 namespace v41sim {
 namespace {
@@ -118,28 +119,6 @@ struct FitFunctor {
   }
 };
 
-void summarize(const std::vector<double>& errors, double* mape, double* worst, double* bias) {
-  *mape = *worst = *bias = 0;
-  for (double e : errors) {
-    *mape += std::fabs(e);
-    *worst = std::max(*worst, std::fabs(e));
-    *bias += e;
-  }
-  const double n = std::max<double>(1.0, static_cast<double>(errors.size()));
-  *mape *= 100.0 / n;
-  *worst *= 100.0;
-  *bias *= 100.0 / n;
-}
-
-// The 90th percentile of |error| (an order statistic: no interpolation), in percent.
-double percentile_90_pct(std::vector<double> errors) {
-  if (errors.empty()) return 0;
-  for (double& e : errors) e = std::fabs(e);
-  std::sort(errors.begin(), errors.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(errors.size())));
-  return 100.0 * errors[std::max<std::size_t>(rank, 1) - 1];
-}
-
 // Levenberg-Marquardt over the continuous parameters, for one tile shape.
 struct ContinuousFit {
   Eigen::VectorXd x;
@@ -206,12 +185,13 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
   fit.fixed_overhead_us = v.fixed_overhead_us;
   fit.epilogue_overlap = v.epilogue_overlap;
   const CostParams fitted = with_class(base, cls, v);
-  double worst = 0, bias = 0;
-  const std::vector<double> train_errors = relative_errors(train, gpu, fitted);
-  const std::vector<double> held_out_errors = relative_errors(held_out, gpu, fitted);
-  summarize(train_errors, &fit.train_mape_pct, &worst, &bias);
-  summarize(held_out_errors, &fit.held_out_mape_pct, &fit.held_out_worst_pct, &fit.held_out_bias_pct);
-  fit.band_90_pct = percentile_90_pct(held_out.empty() ? train_errors : held_out_errors);
+  const ErrorStats train_stats = error_stats(relative_errors(train, gpu, fitted));
+  const ErrorStats held_out_stats = error_stats(relative_errors(held_out, gpu, fitted));
+  fit.train_mape_pct = train_stats.mape_pct;
+  fit.held_out_mape_pct = held_out_stats.mape_pct;
+  fit.held_out_worst_pct = held_out_stats.worst_pct;
+  fit.held_out_bias_pct = held_out_stats.bias_pct;
+  fit.band_90_pct = held_out.empty() ? train_stats.band_90_pct : held_out_stats.band_90_pct;
   return fit;
 }
 

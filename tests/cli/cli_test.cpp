@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -172,6 +173,19 @@ TEST(Cli, ValidateReportsEveryReference) {
   // Figures the priors were read off are named, and some references are out of sample.
   EXPECT_GT(in_sample, 0);
   EXPECT_LT(in_sample, static_cast<int>(v["references"].size()));
+  // The summary by probe covers every reference once, its statistics within its rows'.
+  std::size_t counted = 0, out_of_sample = 0;
+  for (const auto& p : v["by_probe"]) {
+    const auto& all = p["all"];
+    counted += all["count"].get<std::size_t>();
+    out_of_sample += p["out_of_sample"]["count"].get<std::size_t>();
+    EXPECT_LE(all["mape_pct"].get<double>(), all["worst_pct"].get<double>() + 1e-9);
+    EXPECT_LE(all["band_90_pct"].get<double>(), all["worst_pct"].get<double>() + 1e-9);
+    EXPECT_LE(std::fabs(all["bias_pct"].get<double>()), all["mape_pct"].get<double>() + 1e-9);
+    EXPECT_LE(p["within_tolerance"].get<int>(), all["count"].get<int>());
+  }
+  EXPECT_EQ(counted, v["references"].size());
+  EXPECT_EQ(out_of_sample, v["references"].size() - static_cast<std::size_t>(in_sample));
 }
 
 struct BadRun {
