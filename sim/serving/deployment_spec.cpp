@@ -9,10 +9,11 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
   if (prefill) {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_tokens_per_step",
                       "context_parallel_min_tokens", "routing_skew", "redundant_experts",
-                      "overlap_communication", "gpu"});
+                      "overlap_communication", "fuse_input_projections", "gpu"});
   } else {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_batch_per_gpu", "routing_skew",
-                      "redundant_experts", "overlap_communication", "speculative_decoding", "gpu"});
+                      "redundant_experts", "overlap_communication", "fuse_input_projections",
+                      "speculative_decoding", "gpu"});
   }
   PoolSpec p;
   p.gpu = node.has("gpu") ? node.required("gpu").as_string() : deployment_gpu;
@@ -29,6 +30,7 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
     node.required("redundant_experts").fail("redundant experts must spread evenly: a multiple of ep");
   }
   p.overlap_communication = node.required("overlap_communication").as_bool();
+  if (const auto fuse = node.optional("fuse_input_projections")) p.fuse_input_projections = fuse->as_bool();
   if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
   if (prefill) {
     p.max_tokens_per_step = node.required("max_tokens_per_step").as_positive_int();

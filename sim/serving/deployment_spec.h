@@ -23,7 +23,10 @@ struct PoolSpec {
   double routing_skew = 0;             // Zipf exponent of expert popularity (0 = uniform)
   int64_t redundant_experts = 0;       // extra replicas of the hottest experts per EP group
   bool overlap_communication = false;  // two micro-batches hide EP all-to-all behind compute
-  bool speculative_decoding = false;   // decode: verify draft tokens (needs a draft block in the model)
+  // Projections of one input run as one GEMM (projection_fusion.h); a file
+  // may say false for an engine that runs them apart. Absent: true.
+  bool fuse_input_projections = true;
+  bool speculative_decoding = false;  // decode: verify draft tokens (needs a draft block in the model)
 };
 
 struct KvTierSpec {

@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <string>
 
+#include "sim/common/input_error.h"
 #include "sim/serving/serving_simulation.h"
 #include "tests/step_test_support.h"
 
@@ -158,6 +161,35 @@ TEST(Serving, SpeculativeDecodingShortensTheInterTokenTime) {
   const ServingResult a = with.run(300);
   const ServingResult b = without.run(300);
   EXPECT_LT(a.tpot_ms.mean, 0.8 * b.tpot_ms.mean);
+}
+
+// An engine that runs each projection of one input alone (a deployment's
+// fuse_input_projections: false) decodes more slowly: narrow GEMMs wait on
+// their load pipelines. The key is read, and a bad value is refused.
+TEST(Serving, SeparateProjectionsSlowDecode) {
+  Fixture fused = v41_agents();
+  Fixture separate = v41_agents();
+  separate.deployment.decode.fuse_input_projections = false;
+  EXPECT_GT(separate.run(200).tpot_ms.mean, fused.run(200).tpot_ms.mean);
+
+  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "speculative_decoding: true";
+  ASSERT_NE(text.find(key), std::string::npos);
+  const auto path = std::filesystem::temp_directory_path() / "v41sim_fuse_projections.yaml";
+  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                   key + ", fuse_input_projections: false");
+  EXPECT_FALSE(load_deployment_file(path.string()).decode.fuse_input_projections);
+  EXPECT_TRUE(load_deployment_file(path.string()).prefill.fuse_input_projections);
+  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                   key + ", fuse_input_projections: maybe");
+  try {
+    load_deployment_file(path.string());
+    FAIL() << "fuse_input_projections: maybe was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("fuse_input_projections"), std::string::npos) << e.where().field;
+    EXPECT_GT(e.where().line, 0);
+  }
 }
 
 TEST(Serving, DecodeStepPicksTheVerifyLengthWithTheBestThroughput) {
