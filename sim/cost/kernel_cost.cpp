@@ -158,16 +158,17 @@ KernelTiming KernelCostModel::time(const Kernel& kernel) const {
 KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const double cycles = widening_cycles(k);
   const bool gemm = is_gemm(k.kernel_class);
-  const int64_t m_tiles = gemm ? ceil_div(k.shape.m, tile_shape(k, params_.of(k.kernel_class)).m) : 1;
-  KernelTiming in_tiles = tiled(k, cycles * static_cast<double>(m_tiles));
+  const TileShape tile = tile_shape(k, params_.of(k.kernel_class));
+  const int64_t m_tiles = gemm ? ceil_div(k.shape.m, tile.m) : 1;
+  KernelTiming in_tiles = tiled(k, tile, cycles * static_cast<double>(m_tiles));
   if (!gemm || cycles == 0 || m_tiles == 1) return in_tiles;
-  const KernelTiming ahead = widened_ahead(k, cycles);
+  const KernelTiming ahead = widened_ahead(k, tile, cycles);
   return ahead.time_us < in_tiles.time_us ? ahead : in_tiles;
 }
 
 // The pass reads the values as stored and writes them in the math's format,
 // which the GEMM then reads instead. (Values the math takes as stored stay.)
-KernelTiming KernelCostModel::widened_ahead(const Kernel& k, double cycles) const {
+KernelTiming KernelCostModel::widened_ahead(const Kernel& k, TileShape tile, double cycles) const {
   const ClassCost& cls = params_.of(k.kernel_class);
   const double fp4_bytes = bits_of(ElementFormat::kFp4E2M1) / 8.0;
   const double fp8_bytes = bits_of(ElementFormat::kFp8E4M3) / 8.0;
@@ -180,7 +181,7 @@ KernelTiming KernelCostModel::widened_ahead(const Kernel& k, double cycles) cons
   Kernel plain = k;
   plain.narrow = {};
   plain.hbm_bytes += written - stored;
-  KernelTiming ahead = tiled(plain, 0.0);
+  KernelTiming ahead = tiled(plain, tile, 0.0);
   const double pass_s = std::max(cycles / (widening_rate(cls) * sms_),
                                  (stored + written) / (hbm_bytes_per_s_ * cls.memory_efficiency.value()));
   ahead.widening_us = pass_s * 1e6;
@@ -220,8 +221,9 @@ double KernelCostModel::pipeline_seconds(const Kernel& k, const ClassCost& cls, 
                                          int64_t k_slice) const {
   if (!cls.pipeline || k.operands.row_bytes <= 0) return 0.0;
   const LoadPipeline& p = *cls.pipeline;
-  const double rows = static_cast<double>(std::min(tile.m, k.shape.m));
-  const double columns = static_cast<double>(std::min(tile.n, k.shape.n));
+  const TileShape extent = tile.over(k.shape);
+  const double rows = static_cast<double>(extent.m);
+  const double columns = static_cast<double>(extent.n);
   const double k_block = static_cast<double>(p.k_block_bytes) / k.operands.row_bytes;
   const double stage_bytes = k_block * (rows * k.operands.row_bytes + columns * k.operands.column_bytes);
   const double k_blocks = std::ceil(static_cast<double>(k_slice) / k_block);
@@ -245,13 +247,13 @@ int64_t KernelCostModel::split_count(const Kernel& k, const ClassCost& cls, Tile
   return std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));
 }
 
-KernelTiming KernelCostModel::tiled(const Kernel& k, double widen_cycles) const {
+KernelTiming KernelCostModel::tiled(const Kernel& k, TileShape tile, double widen_cycles) const {
   const ClassCost& cls = params_.of(k.kernel_class);
   KernelTiming t;
   const int64_t sms = static_cast<int64_t>(sms_);
-  const TileShape tile = tile_shape(k, cls);
-  t.tile_m = std::min(tile.m, k.shape.m);  // the tile's extent over this kernel
-  t.tile_n = std::min(tile.n, k.shape.n);
+  const TileShape extent = tile.over(k.shape);
+  t.tile_m = extent.m;
+  t.tile_n = extent.n;
   const int64_t unsplit = k.shape.batch * ceil_div(k.shape.m, tile.m) * ceil_div(k.shape.n, tile.n);
   const int64_t split = split_count(k, cls, tile, unsplit);
   t.tiles = std::max<int64_t>(1, unsplit * split);

@@ -18,6 +18,7 @@
 // Transfers (EP all-to-all, host copies) are timed on their links instead.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -73,6 +74,8 @@ class KernelCostModel {
   struct TileShape {
     int64_t m;
     int64_t n;
+    // The part of the tile a kernel of this shape fills.
+    TileShape over(const KernelShape& s) const { return {std::min(m, s.m), std::min(n, s.n)}; }
   };
   TileShape tile_shape(const Kernel& kernel, const ClassCost& cls) const;
   // Slices of the reduction each tile is cut into to fill the SMs (1: none).
@@ -81,9 +84,9 @@ class KernelCostModel {
   double pipeline_seconds(const Kernel& kernel, const ClassCost& cls, TileShape tile, int64_t k_slice) const;
   KernelTiming compute_kernel(const Kernel& kernel) const;
   // The tile/wave timing with `widen_cycles` of CUDA-core widening spread over the tiles.
-  KernelTiming tiled(const Kernel& kernel, double widen_cycles) const;
+  KernelTiming tiled(const Kernel& kernel, TileShape tile, double widen_cycles) const;
   // A GEMM after a pass of its own that widens its weights (`cycles` for one pass).
-  KernelTiming widened_ahead(const Kernel& kernel, double cycles) const;
+  KernelTiming widened_ahead(const Kernel& kernel, TileShape tile, double cycles) const;
   KernelTiming transfer(const Kernel& kernel) const;
   double tensor_rate(MathType math, bool* fallback) const;
   // SM cycles, all SMs together, to widen what the kernel's math cannot take

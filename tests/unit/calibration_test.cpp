@@ -472,27 +472,28 @@ std::string priors_with(const std::string& name, const std::string& from, const 
   return path.string();
 }
 
+// Loading `path` is refused at its file and line, at a field naming `field`,
+// with `message` in the text.
+void expect_refused(const std::string& path, const std::string& field, const std::string& message = "") {
+  try {
+    load_cost_params_file(path);
+    ADD_FAILURE() << path << " was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, path);
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(e.where().field.find(field), std::string::npos) << e.where().field;
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
 // The widening costs are required, and a class's widening overlap is a share.
 TEST(Calibration, WideningFieldsAreChecked) {
-  const std::string over =
-      priors_with("v41sim_widening_over", "widening_overlap: {value: 0,", "widening_overlap: {value: 1.5,");
-  try {
-    load_cost_params_file(over);
-    FAIL() << "an overlap above 1 was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().file, over);
-    EXPECT_GT(e.where().line, 0);
-    EXPECT_NE(e.where().field.find("widening_overlap"), std::string::npos) << e.where().field;
-    EXPECT_NE(std::string(e.what()).find("at most 1"), std::string::npos) << e.what();
-  }
-  const std::string missing =
-      priors_with("v41sim_widening_missing", "  fp4_to_fp8_integer_ops:", "  fp4_to_fp6_integer_ops:");
-  try {
-    load_cost_params_file(missing);
-    FAIL() << "a misspelt widening cost was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(e.where().field.find("fp4_to_f"), std::string::npos) << e.where().field;
-  }
+  expect_refused(
+      priors_with("v41sim_widening_over", "widening_overlap: {value: 0,", "widening_overlap: {value: 1.5,"),
+      "widening_overlap", "at most 1");
+  expect_refused(
+      priors_with("v41sim_widening_missing", "  fp4_to_fp8_integer_ops:", "  fp4_to_fp6_integer_ops:"),
+      "fp4_to_f");
 }
 
 }  // namespace
@@ -544,41 +545,15 @@ TEST(Calibration, AnEpilogueOverlapTheRowsCannotShowKeepsThePrior) {
 
 // Tile narrowing and the load pipeline are checked where they are read.
 TEST(Calibration, NarrowingAndPipelineAreChecked) {
-  const std::string wide = priors_with("v41sim_narrowing_wide", "narrowing: {tile_m_min: 64, tile_n_min: 16,",
-                                       "narrowing: {tile_m_min: 64, tile_n_min: 256,");
-  try {
-    load_cost_params_file(wide);
-    FAIL() << "a narrowest tile wider than the class's tile was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().file, wide);
-    EXPECT_GT(e.where().line, 0);
-    EXPECT_NE(e.where().field.find("tile_n_min"), std::string::npos) << e.where().field;
-    EXPECT_NE(std::string(e.what()).find("at most the class's tile_n"), std::string::npos) << e.what();
-  }
-  const std::string zero =
-      priors_with("v41sim_pipeline_zero", "pipeline: {stages: 8,", "pipeline: {stages: 0,");
-  try {
-    load_cost_params_file(zero);
-    FAIL() << "a pipeline of no stages was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(e.where().field.find("stages"), std::string::npos) << e.where().field;
-  }
-  const std::string sub_linear = priors_with("v41sim_balance_below_one", "balance_exponent: {value: 3,",
-                                             "balance_exponent: {value: 0.5,");
-  try {
-    load_cost_params_file(sub_linear);
-    FAIL() << "a balance exponent below 1 was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(e.where().field.find("balance_exponent"), std::string::npos) << e.where().field;
-    EXPECT_NE(std::string(e.what()).find("at least 1"), std::string::npos) << e.what();
-  }
-  const std::string no_latency = priors_with("v41sim_no_latency", "memory_latency_us:", "memory_latency:");
-  try {
-    load_cost_params_file(no_latency);
-    FAIL() << "a file without the memory latency was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(e.where().field.find("memory_latency"), std::string::npos) << e.where().field;
-  }
+  expect_refused(priors_with("v41sim_narrowing_wide", "narrowing: {tile_m_min: 64, tile_n_min: 16,",
+                             "narrowing: {tile_m_min: 64, tile_n_min: 256,"),
+                 "tile_n_min", "at most the class's tile_n");
+  expect_refused(priors_with("v41sim_pipeline_zero", "pipeline: {stages: 8,", "pipeline: {stages: 0,"),
+                 "stages");
+  expect_refused(priors_with("v41sim_balance_below_one", "balance_exponent: {value: 3,",
+                             "balance_exponent: {value: 0.5,"),
+                 "balance_exponent", "at least 1");
+  expect_refused(priors_with("v41sim_no_latency", "memory_latency_us:", "memory_latency:"), "memory_latency");
 }
 
 }  // namespace

@@ -27,6 +27,20 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
+// The metadata lines every measurement file needs.
+const std::string kMetadata = "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
+
+// The error loading `dir` raises; the test fails if `what` is accepted.
+InputError load_error(const fs::path& dir, const std::string& what) {
+  try {
+    load_measurements(dir.string());
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << what << " was accepted";
+  return InputError({"", 0, ""}, "accepted");
+}
+
 // A small file written through the harness's RowWriter.
 void write_harness_file(const fs::path& file) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -91,42 +105,31 @@ TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
 // A negative count of narrow values is refused at its line and column.
 TEST(MeasurementFile, NarrowValueCountsAreChecked) {
   const fs::path dir = fresh_dir("v41sim_harness_narrow");
-  std::ofstream(dir / "a.csv")
-      << "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n"
-      << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,"
-         "narrow_fp8_values,narrow_fp4_values\n"
-      << "a,attention,bf16,64,640,1024,1,1e9,1e6,5,5,5,10,-1\n";
-  try {
-    load_measurements(dir.string());
-    FAIL() << "a negative count was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().line, 8);
-    EXPECT_EQ(e.where().field, "narrow_fp4_values");
-  }
+  std::ofstream(dir / "a.csv") << kMetadata
+                               << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,"
+                                  "narrow_fp8_values,narrow_fp4_values\n"
+                               << "a,attention,bf16,64,640,1024,1,1e9,1e6,5,5,5,10,-1\n";
+  const InputError e = load_error(dir, "a negative count");
+  EXPECT_EQ(e.where().line, 8);
+  EXPECT_EQ(e.where().field, "narrow_fp4_values");
 }
 
 // Without the column, GEMM rows take the simulator's convention (BF16 output,
 // m x n per group); an epilogue larger than the row's bytes is refused.
 TEST(MeasurementFile, EpilogueBytesAreReadOrDerivedAndChecked) {
   const fs::path dir = fresh_dir("v41sim_harness_epilogue");
-  const std::string metadata =
-      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
   std::ofstream(dir / "a.csv")
-      << metadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n"
+      << kMetadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n"
       << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5\ns,elementwise,fp32,64,128,1,1,0,1e6,5,5,5\n";
   const MeasurementSet set = load_measurements(dir.string());
   EXPECT_DOUBLE_EQ(set.rows[0].kernel.epilogue_bytes, 64.0 * 128.0 * 2.0 * 2.0);
   EXPECT_DOUBLE_EQ(set.rows[1].kernel.epilogue_bytes, 0.0);
   std::ofstream(dir / "a.csv")
-      << metadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,epilogue_bytes\n"
+      << kMetadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,epilogue_bytes\n"
       << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5,2e6\n";
-  try {
-    load_measurements(dir.string());
-    FAIL() << "an epilogue larger than the row's bytes was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().line, 8);
-    EXPECT_EQ(e.where().field, "epilogue_bytes");
-  }
+  const InputError e = load_error(dir, "an epilogue larger than the row's bytes");
+  EXPECT_EQ(e.where().line, 8);
+  EXPECT_EQ(e.where().field, "epilogue_bytes");
 }
 
 // A GEMM row's operands as its tiles load them: activations in the math's
@@ -134,52 +137,40 @@ TEST(MeasurementFile, EpilogueBytesAreReadOrDerivedAndChecked) {
 // a row whose bytes do not cover activations, output and weights is refused.
 TEST(MeasurementFile, GemmOperandsAreDerivedFromTheRowsBytes) {
   const fs::path dir = fresh_dir("v41sim_harness_operands");
-  const std::string metadata =
-      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
   const std::string header = "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
   // 2 groups: activations 2 x 64 x 256 B, output 2 x 64 x 128 x 2 B, FP4 weights 2 x 128 x 256 x 0.5 B.
   const double activations = 2.0 * 64 * 256, output = 2.0 * 64 * 128 * 2, weights = 2.0 * 128 * 256 * 0.5;
-  std::ofstream(dir / "a.csv") << metadata << header
+  std::ofstream(dir / "a.csv") << kMetadata << header
                                << fmt::format("g,grouped_gemm,fp8,64,128,256,2,1e7,{},5,5,5\n",
                                               activations + output + weights);
   const MeasurementSet set = load_measurements(dir.string());
   EXPECT_DOUBLE_EQ(set.rows[0].kernel.operands.row_bytes, 1.0);
   EXPECT_DOUBLE_EQ(set.rows[0].kernel.operands.column_bytes, 0.5);
-  std::ofstream(dir / "a.csv") << metadata << header
+  std::ofstream(dir / "a.csv") << kMetadata << header
                                << fmt::format("g,gemm,bf16,64,128,256,2,1e7,{},5,5,5\n",
                                               activations + output);
-  try {
-    load_measurements(dir.string());
-    FAIL() << "a GEMM row with no bytes left for its weights was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().line, 8);
-    EXPECT_EQ(e.where().field, "hbm_bytes");
-    EXPECT_NE(std::string(e.what()).find("expected more than"), std::string::npos) << e.what();
-  }
+  const InputError e = load_error(dir, "a GEMM row with no bytes left for its weights");
+  EXPECT_EQ(e.where().line, 8);
+  EXPECT_EQ(e.where().field, "hbm_bytes");
+  EXPECT_NE(std::string(e.what()).find("expected more than"), std::string::npos) << e.what();
 }
 
 // A row's tiling: the class's rule, cuBLASLt's split, or fixed tiles; anything
 // else is refused at its line.
 TEST(MeasurementFile, TilingIsReadAndChecked) {
   const fs::path dir = fresh_dir("v41sim_harness_tiling");
-  const std::string metadata =
-      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
   const std::string header = "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,tiling\n";
-  std::ofstream(dir / "a.csv") << metadata << header << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5,split\n"
+  std::ofstream(dir / "a.csv") << kMetadata << header << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5,split\n"
                                << "h,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5,16x64\n";
   const MeasurementSet set = load_measurements(dir.string());
   EXPECT_EQ(set.rows[0].kernel.tiling.rule, Tiling::Rule::kSplit);
   EXPECT_EQ(set.rows[1].kernel.tiling, (Tiling{Tiling::Rule::kFixed, 16, 64}));
   for (const char* bad : {"16x", "x64", "0x64", "16x64x2", "narrow"}) {
-    std::ofstream(dir / "a.csv") << metadata << header << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5," << bad
+    std::ofstream(dir / "a.csv") << kMetadata << header << "g,gemm,fp8,64,128,256,2,1e7,1e6,5,5,5," << bad
                                  << "\n";
-    try {
-      load_measurements(dir.string());
-      FAIL() << "tiling '" << bad << "' was accepted";
-    } catch (const InputError& e) {
-      EXPECT_EQ(e.where().line, 8) << bad;
-      EXPECT_EQ(e.where().field, "tiling") << bad;
-    }
+    const InputError e = load_error(dir, std::string("tiling '") + bad + "'");
+    EXPECT_EQ(e.where().line, 8) << bad;
+    EXPECT_EQ(e.where().field, "tiling") << bad;
   }
 }
 
@@ -193,33 +184,24 @@ TEST(MeasurementFile, AnEditedTimeNoLongerMatchesItsRates) {
   ASSERT_NE(at, std::string::npos);
   edited.replace(at, 9, ",300.500,");
   std::ofstream(dir / "kernels.csv") << edited;
-  try {
-    load_measurements(dir.string());
-    FAIL() << "an edited median was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().line, 8);
-    EXPECT_EQ(e.where().field, "achieved_gbps");
-  }
+  const InputError e = load_error(dir, "an edited median");
+  EXPECT_EQ(e.where().line, 8);
+  EXPECT_EQ(e.where().field, "achieved_gbps");
 }
 
 TEST(MeasurementFile, UnknownOrMissingColumnsAreNamed) {
   const fs::path dir = fresh_dir("v41sim_harness_columns");
-  const std::string metadata =
-      "# gpu: x\n# sm_count: 1\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n";
   std::ofstream(dir / "a.csv")
-      << metadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,speed\n";
-  try {
-    load_measurements(dir.string());
-    FAIL();
-  } catch (const InputError& e) {
+      << kMetadata << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,speed\n";
+  {
+    const InputError e = load_error(dir, "an unknown column");
     EXPECT_EQ(e.where().line, 7);
     EXPECT_NE(std::string(e.what()).find("'speed' is unknown"), std::string::npos) << e.what();
   }
-  std::ofstream(dir / "a.csv") << metadata << "kernel,class,math,m,n,k,batch,flops,median_us,min_us,max_us\n";
-  try {
-    load_measurements(dir.string());
-    FAIL();
-  } catch (const InputError& e) {
+  std::ofstream(dir / "a.csv") << kMetadata
+                               << "kernel,class,math,m,n,k,batch,flops,median_us,min_us,max_us\n";
+  {
+    const InputError e = load_error(dir, "a file without hbm_bytes");
     EXPECT_NE(std::string(e.what()).find("no 'hbm_bytes' column"), std::string::npos) << e.what();
   }
 }
