@@ -16,19 +16,26 @@ namespace v41sim::kernels {
 
 inline constexpr int kCompressRatio = 2;
 
-// Pools the 16 values of scale group `group` of entry `entry` into `pooled`.
-V41_HD void pool_ratio2_group(const float* kv, const float* score, const float* ape, int64_t entry, int group,
-                              float* pooled) {
-  constexpr int kDim = 512;
+inline constexpr int kCompressDim = 512;
+
+// Where scale group `group` of entry `entry` starts: its first token's row
+// (the second token's is one row of kCompressDim later) and its first dim.
+V41_HD int64_t ratio2_group_offset(int64_t entry, int group) {
+  return entry * kCompressRatio * kCompressDim + group * kMxfp4GroupSize;
+}
+
+// Pools one scale group's 16 dims of two tokens: kv0/kv1 and score0/score1
+// are the tokens' values and gate scores, ape0/ape1 the position biases of
+// the two slots, each 16 values.
+V41_HD void pool_ratio2_values(const float* kv0, const float* kv1, const float* score0, const float* score1,
+                               const float* ape0, const float* ape1, float* pooled) {
   for (int i = 0; i < kMxfp4GroupSize; ++i) {
-    const int d = group * kMxfp4GroupSize + i;
-    const int64_t t0 = entry * kCompressRatio;
-    const float s0 = score[t0 * kDim + d] + ape[d];
-    const float s1 = score[(t0 + 1) * kDim + d] + ape[kDim + d];
+    const float s0 = score0[i] + ape0[i];
+    const float s1 = score1[i] + ape1[i];
     const float m = fmaxf(s0, s1);
     const float e0 = expf(s0 - m);
     const float e1 = expf(s1 - m);
-    pooled[i] = (e0 * kv[t0 * kDim + d] + e1 * kv[(t0 + 1) * kDim + d]) / (e0 + e1);
+    pooled[i] = (e0 * kv0[i] + e1 * kv1[i]) / (e0 + e1);
   }
 }
 

@@ -1,19 +1,21 @@
 // Ratio-2 compressor: one thread per (entry, scale group): pool 16 dims of
 // two tokens, then quantize them into the entry (memory-bound: reads 2 x 2 x
-// 16 floats, writes 9 bytes).
+// 16 floats, writes 9 bytes), with 16-byte loads and one 8-byte store of the
+// packed values (vector_access.cuh says why).
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/vector_access.cuh"
 #include "kernels/compress/compress_pool.h"
 
 namespace v41sim::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kDim = 512;
+constexpr int kDim = kCompressDim;
 constexpr int kGroups = kDim / kMxfp4GroupSize;
 
 __global__ void compress_ratio2_kernel(const float* __restrict__ kv, const float* __restrict__ score,
@@ -23,10 +25,22 @@ __global__ void compress_ratio2_kernel(const float* __restrict__ kv, const float
   if (flat >= entries * kGroups) return;
   const int64_t entry = flat / kGroups;
   const int group = static_cast<int>(flat % kGroups);
+  const int64_t at = ratio2_group_offset(entry, group);
+  const int d = group * kMxfp4GroupSize;
+  float kv0[kMxfp4GroupSize], kv1[kMxfp4GroupSize], s0[kMxfp4GroupSize], s1[kMxfp4GroupSize];
+  float ape0[kMxfp4GroupSize], ape1[kMxfp4GroupSize];
+  load_floats16(kv + at, kv0);
+  load_floats16(kv + at + kDim, kv1);
+  load_floats16(score + at, s0);
+  load_floats16(score + at + kDim, s1);
+  load_floats16(ape + d, ape0);
+  load_floats16(ape + kDim + d, ape1);
   float pooled[kMxfp4GroupSize];
-  pool_ratio2_group(kv, score, ape, entry, group, pooled);
+  pool_ratio2_values(kv0, kv1, s0, s1, ape0, ape1, pooled);
   uint8_t* e = out + entry * mxfp4_entry_bytes_device(kDim);
-  quantize_mxfp4_group(pooled, e + group * (kMxfp4GroupSize / 2), e + kDim / 2 + group);
+  uint8_t packed[kMxfp4GroupSize / 2];
+  quantize_mxfp4_group(pooled, packed, e + kDim / 2 + group);
+  store_bytes8(e + group * (kMxfp4GroupSize / 2), packed);
 }
 
 }  // namespace
@@ -35,6 +49,8 @@ void launch_compress_ratio2(const float* kv, const float* score, const float* ap
                             int64_t tokens) {
   if (tokens <= 0 || tokens % kCompressRatio != 0)
     throw std::invalid_argument("compress ratio 2: tokens must be even");
+  if (!aligned_to(kv, 16) || !aligned_to(score, 16) || !aligned_to(ape, 16) || !aligned_to(out, 8))
+    throw std::invalid_argument("compress ratio 2: inputs must be 16-byte and entries 8-byte aligned");
   const int64_t work = tokens / kCompressRatio * kGroups;
   compress_ratio2_kernel<<<static_cast<unsigned>((work + kThreads - 1) / kThreads), kThreads>>>(
       kv, score, ape, out, tokens / kCompressRatio);

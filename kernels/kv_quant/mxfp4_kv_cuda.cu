@@ -1,12 +1,15 @@
 // MXFP4 KV cache write (quantize) and read (dequantize) for V4.1's compressed
 // main KV: one thread per 16-value scale group, so a 512-dim entry is 32
-// threads (one warp) and a CTA of 256 threads covers 8 tokens.
+// threads (one warp) and a CTA of 256 threads covers 8 tokens. Each thread
+// moves its group's floats as four 16-byte accesses and its packed values as
+// one 8-byte access (vector_access.cuh says why).
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/vector_access.cuh"
 #include "kernels/kv_quant/mxfp4_kv_block.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
@@ -41,8 +44,11 @@ __global__ void quantize_mxfp4_kv_kernel(const float* __restrict__ kv, uint8_t* 
   const int64_t token = at.token;
   const int64_t g = at.group;
   uint8_t* entry = cache + token * mxfp4_entry_bytes_device(p.dim);
-  quantize_mxfp4_group(kv + token * p.dim + g * kMxfp4GroupSize, entry + g * (kMxfp4GroupSize / 2),
-                       entry + p.dim / 2 + g);
+  float values[kMxfp4GroupSize];
+  load_floats16(kv + token * p.dim + g * kMxfp4GroupSize, values);
+  uint8_t packed[kMxfp4GroupSize / 2];
+  quantize_mxfp4_group(values, packed, entry + p.dim / 2 + g);
+  store_bytes8(entry + g * (kMxfp4GroupSize / 2), packed);
 }
 
 __global__ void dequantize_mxfp4_kv_kernel(const uint8_t* __restrict__ cache, float* __restrict__ kv,
@@ -52,8 +58,11 @@ __global__ void dequantize_mxfp4_kv_kernel(const uint8_t* __restrict__ cache, fl
   const int64_t token = at.token;
   const int64_t g = at.group;
   const uint8_t* entry = cache + token * mxfp4_entry_bytes_device(p.dim);
-  dequantize_mxfp4_group(entry + g * (kMxfp4GroupSize / 2), entry[p.dim / 2 + g],
-                         kv + token * p.dim + g * kMxfp4GroupSize);
+  uint8_t packed[kMxfp4GroupSize / 2];
+  load_bytes8(entry + g * (kMxfp4GroupSize / 2), packed);
+  float values[kMxfp4GroupSize];
+  dequantize_mxfp4_group(packed, entry[p.dim / 2 + g], values);
+  store_floats16(kv + token * p.dim + g * kMxfp4GroupSize, values);
 }
 
 unsigned grid_for(const Mxfp4KvParams& p) {
@@ -61,9 +70,15 @@ unsigned grid_for(const Mxfp4KvParams& p) {
   return static_cast<unsigned>((groups + kThreadsPerBlock - 1) / kThreadsPerBlock);
 }
 
-Mxfp4KvParams checked(int64_t tokens, int64_t dim) {
-  if (tokens <= 0 || dim <= 0 || dim % kMxfp4GroupSize != 0) {
-    throw std::invalid_argument("mxfp4 kv kernel: dim must be a positive multiple of 16");
+// The wide accesses need 16-byte-aligned rows of floats and 8-byte-aligned
+// packed values: an entry of dim/2 + dim/16 bytes is a multiple of 8 when dim
+// is a multiple of 128 (V4.1: 512 dims, 288 bytes).
+Mxfp4KvParams checked(int64_t tokens, int64_t dim, const float* kv, const uint8_t* cache) {
+  if (tokens <= 0 || dim <= 0 || dim % 128 != 0) {
+    throw std::invalid_argument("mxfp4 kv kernel: dim must be a positive multiple of 128");
+  }
+  if (!aligned_to(kv, 16) || !aligned_to(cache, 8)) {
+    throw std::invalid_argument("mxfp4 kv kernel: values must be 16-byte and entries 8-byte aligned");
   }
   return {tokens, dim};
 }
@@ -71,12 +86,12 @@ Mxfp4KvParams checked(int64_t tokens, int64_t dim) {
 }  // namespace
 
 void launch_quantize_mxfp4_kv(const float* kv, uint8_t* cache, int64_t tokens, int64_t dim) {
-  const Mxfp4KvParams p = checked(tokens, dim);
+  const Mxfp4KvParams p = checked(tokens, dim, kv, cache);
   quantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(kv, cache, p);
 }
 
 void launch_dequantize_mxfp4_kv(const uint8_t* cache, float* kv, int64_t tokens, int64_t dim) {
-  const Mxfp4KvParams p = checked(tokens, dim);
+  const Mxfp4KvParams p = checked(tokens, dim, kv, cache);
   dequantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(cache, kv, p);
 }
 

@@ -14,7 +14,7 @@ namespace v41sim::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxPerThread = 32;  // hidden <= 8192 for the single pass
+constexpr int kMaxPerThread = 32;  // hidden <= 8192 for the single pass (a multiple of 4)
 
 // Sums of the 4 streams over the block; every thread gets them.
 __device__ void block_stream_sums(float (&local)[kStreams], float (&total)[kStreams]) {
@@ -77,10 +77,15 @@ __global__ void post_merge_kernel(const float* __restrict__ X, const float* __re
   }
 }
 
-__global__ void fused_kernel(const float* __restrict__ X, const float* __restrict__ y,
-                             const float* __restrict__ coeffs, float* __restrict__ X_out,
-                             float* __restrict__ next_input, float* __restrict__ next_coeffs,
-                             int64_t hidden) {
+// The merged streams stay in registers between the two halves, so the
+// element loops are unrolled over a compile-time count per thread: with a
+// runtime count, ptxas keeps them in a local-memory array (a 512-byte stack
+// frame per thread) whose traffic would eat the saving being measured.
+template <int kPerThread>
+__global__ void __launch_bounds__(kThreads)
+    fused_kernel(const float* __restrict__ X, const float* __restrict__ y, const float* __restrict__ coeffs,
+                 float* __restrict__ X_out, float* __restrict__ next_input, float* __restrict__ next_coeffs,
+                 int64_t hidden) {
   const int64_t t = blockIdx.x;
   __shared__ float c[kCoefficients];
   __shared__ float next[kCoefficients];
@@ -88,15 +93,20 @@ __global__ void fused_kernel(const float* __restrict__ X, const float* __restric
   __syncthreads();
   const float* B = c + kStreams;
   const float* b = B + kStreams * kStreams;
-  float merged[kMaxPerThread][kStreams];
+  float merged[kPerThread][kStreams];
   float local[kStreams] = {0, 0, 0, 0};
-  int n = 0;
-  for (int64_t i = threadIdx.x; i < hidden; i += kThreads, ++n) {
+#pragma unroll
+  for (int n = 0; n < kPerThread; ++n) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(n) * kThreads;
+    if (i >= hidden) break;
     float x[kStreams];
+#pragma unroll
     for (int u = 0; u < kStreams; ++u) x[u] = X[(t * kStreams + u) * hidden + i];
     const float yi = y[t * hidden + i];
+#pragma unroll
     for (int s = 0; s < kStreams; ++s) {
       float acc = b[s] * yi;
+#pragma unroll
       for (int u = 0; u < kStreams; ++u) acc += B[s * kStreams + u] * x[u];
       merged[n][s] = acc;
       X_out[(t * kStreams + s) * hidden + i] = acc;
@@ -111,12 +121,31 @@ __global__ void fused_kernel(const float* __restrict__ X, const float* __restric
     for (int k = 0; k < kCoefficients; ++k) next_coeffs[t * kCoefficients + k] = next[k];
   }
   __syncthreads();
-  n = 0;
-  for (int64_t i = threadIdx.x; i < hidden; i += kThreads, ++n) {
+#pragma unroll
+  for (int n = 0; n < kPerThread; ++n) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(n) * kThreads;
+    if (i >= hidden) break;
     float acc = 0;
+#pragma unroll
     for (int s = 0; s < kStreams; ++s) acc += next[s] * merged[n][s];
     next_input[t * hidden + i] = acc;
   }
+}
+
+// The single pass for up to kPerThread elements per thread, or the next
+// wider instantiation (steps of 4 elements: hidden up to 1024 per step).
+template <int kPerThread>
+void launch_fused_for(int64_t per_thread, const float* X, const float* y, const float* coeffs, float* X_out,
+                      float* next_input, float* next_coeffs, int64_t tokens, int64_t hidden) {
+  if constexpr (kPerThread < kMaxPerThread) {
+    if (per_thread > kPerThread) {
+      launch_fused_for<kPerThread + 4>(per_thread, X, y, coeffs, X_out, next_input, next_coeffs, tokens,
+                                       hidden);
+      return;
+    }
+  }
+  fused_kernel<kPerThread>
+      <<<static_cast<unsigned>(tokens), kThreads>>>(X, y, coeffs, X_out, next_input, next_coeffs, hidden);
 }
 
 unsigned elementwise_blocks(int64_t tokens, int64_t hidden) {
@@ -142,8 +171,8 @@ void launch_mhc_fused(const float* X, const float* y, const float* coeffs, float
                       float* next_coeffs, int64_t tokens, int64_t hidden) {
   if (hidden > static_cast<int64_t>(kThreads) * kMaxPerThread)
     throw std::invalid_argument("mhc fused: hidden > 8192");
-  fused_kernel<<<static_cast<unsigned>(tokens), kThreads>>>(X, y, coeffs, X_out, next_input, next_coeffs,
-                                                            hidden);
+  const int64_t per_thread = (hidden + kThreads - 1) / kThreads;
+  launch_fused_for<4>(per_thread, X, y, coeffs, X_out, next_input, next_coeffs, tokens, hidden);
 }
 
 MhcFusedResult mhc_fused_cuda(const std::vector<float>& X, const std::vector<float>& y,

@@ -38,6 +38,22 @@ TEST(CompressRatio2, PoolsBySoftmaxOverTheGates) {
   EXPECT_THROW(compress_ratio2_reference(kv, score, ape, 3), std::invalid_argument);
 }
 
+// The position bias of the second slot, large enough, makes every entry take
+// its second token, whatever the gates say.
+TEST(CompressRatio2, AddsEachSlotsPositionBias) {
+  const int64_t tokens = 6;
+  const auto kv = normal_values(tokens * 512, 2);
+  const auto score = normal_values(tokens * 512, 3);
+  std::vector<float> ape(2 * 512, 0.0f);
+  for (int d = 0; d < 512; ++d) ape[512 + d] = 200.0f;
+  const auto pooled =
+      dequantize_mxfp4_kv_reference(compress_ratio2_reference(kv, score, ape, tokens), 3, 512);
+  std::vector<float> seconds;
+  for (int64_t e = 0; e < 3; ++e)
+    seconds.insert(seconds.end(), kv.begin() + (2 * e + 1) * 512, kv.begin() + (2 * e + 2) * 512);
+  EXPECT_EQ(pooled, dequantize_mxfp4_kv_reference(quantize_mxfp4_kv_reference(seconds, 3, 512), 3, 512));
+}
+
 TEST(EngramGather, CopiesTheRowsAskedFor) {
   const int64_t rows = 1000;
   std::vector<uint8_t> table(rows * kEngramRowBytes);

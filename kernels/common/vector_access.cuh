@@ -1,0 +1,59 @@
+// Wide loads and stores for kernels where one thread owns a 16-value scale
+// group. Sixteen scalar 4-byte loads per thread at a 64-byte stride make each
+// warp instruction touch 16 cache lines for 128 useful bytes, so the L1 tag
+// lookups, not HBM, would set the rate; four 16-byte loads move the same
+// bytes in a quarter of the lookups. Callers guarantee the alignment (each
+// launcher checks it).
+#pragma once
+
+#include <cstdint>
+
+namespace v41sim::kernels {
+
+// 16 floats from a 16-byte-aligned address.
+__device__ inline void load_floats16(const float* __restrict__ p, float (&v)[16]) {
+  const auto* q = reinterpret_cast<const float4*>(p);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float4 f = q[j];
+    v[4 * j] = f.x;
+    v[4 * j + 1] = f.y;
+    v[4 * j + 2] = f.z;
+    v[4 * j + 3] = f.w;
+  }
+}
+
+// 16 floats to a 16-byte-aligned address.
+__device__ inline void store_floats16(float* __restrict__ p, const float (&v)[16]) {
+  auto* q = reinterpret_cast<float4*>(p);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) q[j] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+}
+
+// 8 bytes (byte i at address p + i) from an 8-byte-aligned address.
+__device__ inline void load_bytes8(const uint8_t* __restrict__ p, uint8_t (&b)[8]) {
+  const uint2 w = *reinterpret_cast<const uint2*>(p);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    b[i] = static_cast<uint8_t>(w.x >> (8 * i));
+    b[4 + i] = static_cast<uint8_t>(w.y >> (8 * i));
+  }
+}
+
+// 8 bytes to an 8-byte-aligned address, as one store.
+__device__ inline void store_bytes8(uint8_t* __restrict__ p, const uint8_t (&b)[8]) {
+  uint2 w{0u, 0u};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    w.x |= static_cast<uint32_t>(b[i]) << (8 * i);
+    w.y |= static_cast<uint32_t>(b[4 + i]) << (8 * i);
+  }
+  *reinterpret_cast<uint2*>(p) = w;
+}
+
+// Whether p sits on a multiple of `bytes`.
+inline bool aligned_to(const void* p, std::uintptr_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+}  // namespace v41sim::kernels
