@@ -79,29 +79,36 @@ void run_targets(const Catalog& catalog, const Flags& f, std::ostream& out) {
   if (f.json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const TargetResult& r : results) {
-      rows.push_back({{"target", r.target},
-                      {"measure", r.measure},
-                      {"threshold", r.threshold},
-                      {"at_least", r.at_least},
-                      {"rows", r.rows},
-                      {"worst", r.worst},
-                      {"best", r.best},
-                      {"worst_row", r.worst_row},
-                      {"met", r.met}});
+      rows.push_back(
+          {{"target", r.target},
+           {"measure", r.measure},
+           {"threshold", r.threshold},
+           {"at_least", r.at_least},
+           {"rows", r.rows},
+           {"worst", r.worst},
+           {"best", r.best},
+           {"worst_row", r.worst_row},
+           {"worst_row_roofline", r.worst_roofline ? nlohmann::json(*r.worst_roofline) : nlohmann::json()},
+           {"met", r.met}});
     }
     out << nlohmann::json{{"gpu", gpu}, {"files", measurements.files}, {"targets", rows}}.dump(2) << "\n";
     return;
   }
   Table t("Kernel targets on " + gpu + " (measured)",
-          {"target", "measure", "rows", "worst", "best", "needed", "met", "worst row"});
+          {"target", "measure", "rows", "worst", "best", "needed", "met", "worst row", "its roofline"});
   for (const TargetResult& r : results) {
     t.add_row({r.target, r.measure, std::to_string(r.rows), r.rows > 0 ? format_fixed(r.worst, 3) : "-",
                r.rows > 0 ? format_fixed(r.best, 3) : "-",
                fmt::format("{} {:.2f}", r.at_least ? ">=" : "<=", r.threshold),
-               r.rows == 0 ? "not measured" : (r.met ? "yes" : "no"), r.worst_row});
+               r.rows == 0 ? "not measured" : (r.met ? "yes" : "no"), r.worst_row,
+               r.worst_roofline ? format_fixed(*r.worst_roofline, 3) : "-"});
   }
   t.add_note("measured: " + fmt::format("{}", fmt::join(measurements.files, ", ")) +
-             "; ceilings (copy, host-to-device copy, dense FP8) from the same file's metadata");
+             "; ceilings (copy, host-to-device copy, dense FP8 and BF16) from the same file's metadata");
+  t.add_note(
+      "its roofline: the most the worst row's FLOPs per byte allow, in the target's measure, with the other "
+      "resource at its ceiling (sparse decode: the dense BF16 rate; expert GEMM: the copy bandwidth); a "
+      "roofline below the threshold means no kernel could meet the target at that shape");
   out << t.to_text();
 }
 

@@ -52,10 +52,13 @@ std::string describe(const Measurement& m) {
                      m.context > 0 ? fmt::format(", context {}", m.context) : "");
 }
 
-// One target over the rows `applies` picks, each row's measure against the threshold.
+using RowMeasure = std::function<double(const Measurement&)>;
+
+// One target over the rows `applies` picks, each row's measure against the
+// threshold; `roofline`, where given, is recorded for the worst row.
 TargetResult over_rows(TargetResult t, const MeasurementSet& set,
-                       const std::function<bool(const Measurement&)>& applies,
-                       const std::function<double(const Measurement&)>& measure) {
+                       const std::function<bool(const Measurement&)>& applies, const RowMeasure& measure,
+                       const RowMeasure& roofline = nullptr) {
   t.met = true;
   for (const Measurement& m : set.rows) {
     if (!applies(m)) continue;
@@ -64,6 +67,7 @@ TargetResult over_rows(TargetResult t, const MeasurementSet& set,
     if (better_than_worst) {
       t.worst = v;
       t.worst_row = describe(m);
+      if (roofline) t.worst_roofline = roofline(m);
     }
     t.best = t.rows == 0 ? v : (t.at_least ? std::max(t.best, v) : std::min(t.best, v));
     t.met = t.met && (t.at_least ? v >= t.threshold : v <= t.threshold);
@@ -92,7 +96,16 @@ std::vector<TargetResult> evaluate_kernel_targets(const MeasurementSet& set, int
   const double copy = ceiling(set, "copy_gbps");
   const double host = ceiling(set, "host_to_device_gbps");
   const double fp8 = ceiling(set, "fp8_dense_tflops");
+  const double bf16 = ceiling(set, "bf16_dense_tflops");
   const auto share_of_copy = [copy](const Measurement& m) { return gbps(m) / copy; };
+  // FLOPs per byte: at `tflops`, a row can draw at most tflops / intensity TB/s.
+  const auto intensity = [](const Measurement& m) { return m.kernel.flops / m.kernel.hbm_bytes; };
+  const auto copy_share_at_bf16 = [=](const Measurement& m) {
+    return std::min(1.0, bf16 * 1e3 / intensity(m) / copy);
+  };
+  const auto dense_share_at_copy = [=](const Measurement& m) {
+    return std::min(1.0, copy * intensity(m) / 1e3 / fp8);
+  };
   std::vector<TargetResult> out;
   out.push_back(over_rows(
       target("MXFP4 KV quantize streams at >= 70% of the copy bandwidth", "share of copy GB/s",
@@ -110,7 +123,7 @@ std::vector<TargetResult> evaluate_kernel_targets(const MeasurementSet& set, int
         return m.kernel.name == "sparse_attention_decode" && m.kernel.shape.m / query_heads >= kDecodeBatch &&
                m.context >= kDecodeContext;
       },
-      share_of_copy));
+      share_of_copy, copy_share_at_bf16));
   out.push_back(over_rows(
       target("Engram gather at >= 70% of the host link's copy bandwidth", "share of host-to-device GB/s",
              kMemoryBoundShareOfCopy),
@@ -124,7 +137,7 @@ std::vector<TargetResult> evaluate_kernel_targets(const MeasurementSet& set, int
              "share of dense FP8 TFLOP/s", kExpertGemmShareOfDense),
       set,
       [](const Measurement& m) { return is_expert_gemm(m) && m.kernel.shape.m >= kPrefillRowsPerExpert; },
-      [fp8](const Measurement& m) { return tflops(m) / fp8; }));
+      [fp8](const Measurement& m) { return tflops(m) / fp8; }, dense_share_at_copy));
   // mHC: the fused pass against the three-kernel form at the same token count.
   std::map<int64_t, const Measurement*> three;
   for (const Measurement& m : set.rows) {

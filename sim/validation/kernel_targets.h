@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,14 @@ struct TargetResult {
   double worst = 0;      // the least favourable row's measure
   double best = 0;
   std::string worst_row;  // "kernel m x n x k x batch, context" of the worst row
-  bool met = false;       // every row meets the threshold (false when no rows)
+  // The worst row's roofline: the highest measure its FLOPs per byte allow
+  // when the other resource runs at the file's ceiling (sparse decode: the
+  // dense BF16 rate, as its math is BF16 on tensor cores; expert GEMM: the
+  // copy bandwidth). Below the threshold, the target cannot be met at that
+  // shape by any kernel, which says whether a miss is the kernel's or the
+  // target's. Absent for targets where one resource alone sets the rate.
+  std::optional<double> worst_roofline;
+  bool met = false;  // every row meets the threshold (false when no rows)
 };
 
 // Throws InputError naming the file and the metadata field when a ceiling the

@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 constexpr int64_t kHeads = 64;
 
 // A file written through the harness's own writer: ceilings of 4000 GB/s
-// (copy), 50 GB/s (host link) and 1000 TFLOP/s (dense FP8) unless dropped.
+// (copy), 50 GB/s (host link), 1000 TFLOP/s (dense FP8) and 500 TFLOP/s
+// (dense BF16) unless dropped.
 fs::path write_file(const std::string& name, bool with_host_ceiling = true) {
   const fs::path dir = fs::temp_directory_path() / name;
   fs::remove_all(dir);
@@ -29,6 +30,7 @@ fs::path write_file(const std::string& name, bool with_host_ceiling = true) {
   for (const char* key : {"gpu", "sm_count", "driver", "cuda", "date", "git_commit"}) w.meta(key, "x");
   w.meta("copy_gbps", "4000");
   w.meta("fp8_dense_tflops", "1000");
+  w.meta("bf16_dense_tflops", "500");
   if (with_host_ceiling) w.meta("host_to_device_gbps", "50");
   w.header();
   // Bytes over microseconds x 1e-3 is GB/s: 1e8 B in 33.3 us is 3000 GB/s (75% of copy).
@@ -44,7 +46,7 @@ fs::path write_file(const std::string& name, bool with_host_ceiling = true) {
          1024,
          1,
          65536,
-         1e9,
+         2.5e10,  // 250 FLOP per byte
          1e8,
          {62.5, 60, 70}});
   w.row({"sparse_attention_decode",
@@ -97,12 +99,19 @@ TEST(KernelTargets, EachTargetOverTheRowsItCovers) {
   EXPECT_EQ(decode.rows, 1);  // batch 16 is below the target's batch 32
   EXPECT_NEAR(decode.worst, 0.4, 1e-3);
   EXPECT_FALSE(decode.met);
+  // 250 FLOP per byte at 500 TFLOP/s draw at most 2000 GB/s, half the copy bandwidth.
+  ASSERT_TRUE(decode.worst_roofline.has_value());
+  EXPECT_NEAR(*decode.worst_roofline, 0.5, 1e-9);
   EXPECT_NEAR(results[2].worst, 0.8, 1e-3);  // Engram against the host link, not HBM
   EXPECT_TRUE(results[2].met);
   const TargetResult& experts = results[3];
   EXPECT_EQ(experts.rows, 1);  // not the baseline, not the decode shape
   EXPECT_NEAR(experts.worst, 2.0 * 8 * 512 * 4608 * 5120 / 300.0 / 1e6 / 1000.0, 1e-6);
   EXPECT_TRUE(experts.met);
+  // ~1900 FLOP per byte: at 4000 GB/s the bytes would allow far more than the dense rate.
+  ASSERT_TRUE(experts.worst_roofline.has_value());
+  EXPECT_DOUBLE_EQ(*experts.worst_roofline, 1.0);
+  EXPECT_FALSE(quantize.worst_roofline.has_value());
   EXPECT_NEAR(results[4].worst, 0.5, 1e-9);  // half the bytes
   EXPECT_TRUE(results[4].met);
   EXPECT_NEAR(results[5].worst, 1.1, 1e-9);  // 55% of the time for 50% of the bytes
