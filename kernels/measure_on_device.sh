@@ -19,6 +19,7 @@ out=${OUT:-/tmp/v41sim_device_out}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+{ nvcc --version; cmake --version; } >"$out/toolchain.txt" 2>&1
 if ! { cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release -DV41SIM_CUDA_ARCHS=native \
   -DV41SIM_CUDA_LOCAL_MEMORY_IS_ERROR=OFF &&
   cmake --build build-kernels -j "$(nproc)"; } >"$out/build.log" 2>&1; then
