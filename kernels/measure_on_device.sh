@@ -18,6 +18,8 @@ left() { echo $((deadline - SECONDS - 20)); }  # seconds left, keeping 20 for th
 out=${OUT:-/tmp/v41sim_device_out}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
+# CMake finds nvcc on PATH; the toolkit's usual home where it is not there.
+command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
 { nvcc --version; cmake --version; } >"$out/toolchain.txt" 2>&1
 if ! { cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release -DV41SIM_CUDA_ARCHS=native \
