@@ -12,6 +12,8 @@ std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<float>& kv, int64_
 std::vector<float> dequantize_mxfp4_kv_cuda(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim);
 
 // Device-pointer launchers for the measuring harness (no copies, no sync).
+// dim a multiple of 128; kv 16-byte and cache 8-byte aligned (cudaMalloc'd
+// buffers, entries at whole-entry offsets); otherwise std::invalid_argument.
 void launch_quantize_mxfp4_kv(const float* kv, uint8_t* cache, int64_t tokens, int64_t dim);
 void launch_dequantize_mxfp4_kv(const uint8_t* cache, float* kv, int64_t tokens, int64_t dim);
 
