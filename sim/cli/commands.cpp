@@ -25,6 +25,7 @@ using cli::run_compare_layers;
 using cli::run_fit;
 using cli::run_kv;
 using cli::run_params;
+using cli::run_plan;
 using cli::run_report;
 using cli::run_serving;
 using cli::run_step;
@@ -119,6 +120,35 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
       ->capture_default_str();
   bind(serve, run_serving);
+
+  CLI::App* plan = app.add_subcommand(
+      "plan",
+      "the cheapest variant of a deployment (GPU, EP size, instances) that serves a workload within its SLA");
+  add_model(plan);
+  plan->add_option("--deployment", flags->deployment, "base deployment (workloads/deployments/) name or path")
+      ->capture_default_str();
+  plan->add_option("--workload", flags->workload, "workload (workloads/) name or path")
+      ->capture_default_str();
+  plan->add_option("--hw", flags->plan_gpus,
+                   "GPU profiles to try for both pools, comma-separated (default: the base's)")
+      ->delimiter(',');
+  plan->add_option("--ep", flags->plan_eps, "EP sizes to try (= GPUs per instance), comma-separated")
+      ->delimiter(',');
+  plan->add_option("--prefill-instances", flags->plan_prefill_instances,
+                   "prefill instance counts to try (disaggregated deployments), comma-separated")
+      ->delimiter(',');
+  plan->add_option("--decode-instances", flags->plan_decode_instances,
+                   "decode instance counts to try, comma-separated")
+      ->delimiter(',');
+  plan->add_option("--min-within-sla", flags->min_within_sla,
+                   "share of the arrived requests that must finish within the base deployment's SLA")
+      ->capture_default_str();
+  plan->add_option("--duration", flags->duration_s,
+                   "simulated seconds of arrivals (then each variant drains)")
+      ->capture_default_str();
+  plan->add_option("--seed", flags->seed, "random seed (the same arrivals for every variant)")
+      ->capture_default_str();
+  bind(plan, run_plan);
 
   CLI::App* calib = app.add_subcommand("calibrate", "fit the kernel model to measured kernel times");
   calib

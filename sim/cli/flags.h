@@ -41,6 +41,12 @@ struct Flags {
   std::string workload = "agent_coding";
   double duration_s = 600;
   double trace_seconds = 60;
+  // plan (empty lists: the base deployment's value)
+  std::vector<std::string> plan_gpus;
+  std::vector<int64_t> plan_eps;
+  std::vector<int64_t> plan_prefill_instances;
+  std::vector<int64_t> plan_decode_instances;
+  double min_within_sla = 0.99;
   // calibrate
   std::string measurements;
   bool hw_given = false;
@@ -62,6 +68,7 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& out);
 // serving_commands.cpp
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out);
 // validation_commands.cpp
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out);

@@ -13,7 +13,7 @@
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
-#include "sim/costing/serving_cost.h"
+#include "sim/costing/served_run.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
@@ -24,7 +24,6 @@
 #include "sim/report/svg_scatter.h"
 #include "sim/report/validation_view.h"
 #include "sim/serving/deployment_spec.h"
-#include "sim/serving/serving_simulation.h"
 #include "sim/serving/workload_spec.h"
 #include "sim/validation/held_out_validation.h"
 #include "sim/validation/published_reference.h"
@@ -165,12 +164,13 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   std::vector<std::string> kernel_models;
   for (const std::string& file : catalog.deployment_files()) {
     const DeploymentSpec d = load_deployment_file(file);
-    const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(d.prefill.gpu), false);
-    const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(d.decode.gpu), true);
-    ServingSimulation sim(focus, prefill.cost(), decode.cost(), d, workload, o.seed);
-    const ServingResult r = sim.run(o.serving_seconds);
-    const ServingCost cost = serving_cost(r, d, prefill.gpu(), decode.gpu());
-    for (const std::string& label : {prefill.cost().params().label(), decode.cost().params().label()}) {
+    ServeOptions options;
+    options.duration_s = o.serving_seconds;
+    options.seed = o.seed;
+    const ServedRun run = serve_deployment(catalog, focus, d, workload, options);
+    const ServingResult& r = run.result;
+    const ServingCost& cost = run.cost;
+    for (const std::string& label : {run.prefill_kernel_model, run.decode_kernel_model}) {
       if (std::find(kernel_models.begin(), kernel_models.end(), label) == kernel_models.end())
         kernel_models.push_back(label);
     }

@@ -137,6 +137,20 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
             run("run --duration 120 --seed 3 --json").output);
 }
 
+TEST(Cli, PlanJsonRanksEveryVariant) {
+  const std::string args = "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --duration 60";
+  const auto p = run_json(args);
+  ASSERT_EQ(p["rows"].size(), 4u);
+  for (const auto& row : p["rows"]) {
+    for (const char* key : {"deployment", "gpus", "within_sla", "meets_sla", "ttft_ms", "tpot_ms", "cost"}) {
+      EXPECT_TRUE(row.contains(key)) << key;
+    }
+    EXPECT_EQ(row["requests"]["arrived"].get<int64_t>(),
+              row["requests"]["finished"].get<int64_t>() + row["requests"]["rejected"].get<int64_t>());
+  }
+  EXPECT_EQ(run(args + " --json").output, run(args + " --json").output);
+}
+
 TEST(Cli, RunTraceHasStepsAndRequests) {
   const auto dir = temp_dir("run_trace");
   const std::string trace = (dir / "run.json").string();
@@ -219,6 +233,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
         BadRun{"run --duration 0", "--duration"},
+        BadRun{"plan --ep 8,0", "field '--ep': expected positive integers, got 0"},
+        BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
+        BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
+        BadRun{"plan --min-within-sla 0", "--min-within-sla"},
+        BadRun{"plan --decode-instances two", "--decode-instances"},
         BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/cp_one_gpu.yaml",

@@ -1,0 +1,117 @@
+#include "sim/costing/deployment_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/common/input_error.h"
+
+namespace v41sim {
+namespace {
+
+template <typename T>
+std::vector<T> or_base(const std::vector<T>& values, T base) {
+  return values.empty() ? std::vector<T>{base} : values;
+}
+
+void require_positive(const std::vector<int64_t>& values, const char* flag) {
+  for (const int64_t v : values) {
+    if (v <= 0) throw InputError({"", 0, flag}, fmt::format("expected positive integers, got {}", v));
+  }
+}
+
+// One pool at EP size `ep`: one EP group per instance, the base's redundant
+// experts per rank.
+void set_ep(PoolSpec& pool, int64_t ep) {
+  const int64_t redundant_per_rank = pool.redundant_experts / pool.ep;
+  pool.ep = ep;
+  pool.gpus_per_instance = ep;
+  pool.redundant_experts = redundant_per_rank * ep;
+}
+
+std::string variant_name(const DeploymentSpec& d) {
+  const std::string decode = fmt::format("{} x {} GPUs", d.decode.instances, d.decode.gpus_per_instance);
+  if (!d.disaggregated) return fmt::format("{}: {}, aggregated, EP {}", d.decode.gpu, decode, d.decode.ep);
+  return fmt::format("{}: prefill {} x {} GPUs, decode {}, EP {}", d.decode.gpu, d.prefill.instances,
+                     d.prefill.gpus_per_instance, decode, d.decode.ep);
+}
+
+// Meeting rows first, by known price then cost; the rest by share within the SLA.
+bool ranks_before(const PlanRow& a, const PlanRow& b) {
+  if (a.meets_sla != b.meets_sla) return a.meets_sla;
+  if (a.meets_sla) {
+    if (a.run.cost.known != b.run.cost.known) return a.run.cost.known;
+    return a.run.cost.known && a.run.cost.usd_per_million_output < b.run.cost.usd_per_million_output;
+  }
+  return a.within_sla > b.within_sla;
+}
+
+}  // namespace
+
+std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid) {
+  require_positive(grid.eps, "--ep");
+  require_positive(grid.prefill_instances, "--prefill-instances");
+  require_positive(grid.decode_instances, "--decode-instances");
+  if (!base.disaggregated && !grid.prefill_instances.empty()) {
+    throw InputError({base.file, 0, "--prefill-instances"},
+                     "the deployment is aggregated: prefill runs on the decode instances");
+  }
+  std::vector<DeploymentSpec> out;
+  for (const std::string& gpu : or_base(grid.gpus, std::string())) {
+    for (const int64_t ep : or_base(grid.eps, base.decode.ep)) {
+      for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
+        for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
+          DeploymentSpec d = base;
+          if (!gpu.empty()) d.gpu = d.prefill.gpu = d.decode.gpu = gpu;
+          set_ep(d.decode, ep);
+          d.decode.instances = decode;
+          if (d.disaggregated) {
+            set_ep(d.prefill, ep);
+            d.prefill.instances = prefill;
+          } else {  // one pool: prefill mirrors decode
+            d.prefill.instances = d.decode.instances;
+            d.prefill.gpus_per_instance = d.decode.gpus_per_instance;
+            d.prefill.ep = d.decode.ep;
+            d.prefill.redundant_experts = d.decode.redundant_experts;
+          }
+          d.name = variant_name(d);
+          out.push_back(std::move(d));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model, const DeploymentSpec& base,
+                              const PlanGrid& grid, const WorkloadSpec& workload, const ServeOptions& options,
+                              double min_within_sla) {
+  if (!(min_within_sla > 0 && min_within_sla <= 1)) {
+    throw InputError({"", 0, "--min-within-sla"},
+                     fmt::format("expected a share in (0, 1], got {}", min_within_sla));
+  }
+  for (const std::string& gpu : grid.gpus) catalog.resolve_gpu(gpu);  // an unknown name is the user's error
+  ServeOptions drained = options;
+  drained.drain = true;
+  std::vector<PlanRow> rows;
+  for (DeploymentSpec& d : plan_variants(base, grid)) {
+    PlanRow row;
+    row.deployment = std::move(d);
+    try {
+      row.run = serve_deployment(catalog, model, row.deployment, workload, drained);
+    } catch (const InputError& e) {  // this variant cannot run (e.g. the model does not fit); the others can
+      row.not_run = e.what();
+      rows.push_back(std::move(row));
+      continue;
+    }
+    const ServingResult& r = row.run.result;
+    const double good = r.goodput_fraction * static_cast<double>(r.finished);
+    row.within_sla = r.arrived > 0 ? good / static_cast<double>(r.arrived) : 0.0;
+    row.meets_sla = r.arrived > 0 && row.within_sla >= min_within_sla;
+    rows.push_back(std::move(row));
+  }
+  std::stable_sort(rows.begin(), rows.end(), ranks_before);
+  return rows;
+}
+
+}  // namespace v41sim

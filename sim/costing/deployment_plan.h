@@ -1,0 +1,51 @@
+// DeploymentPlan: which variant of a deployment serves a workload within its
+// SLA for the least money. The variants change a base deployment's GPU, EP
+// size (one EP group per instance) and instance counts; each serves the same
+// traffic (same seed) and then drains, so every request that arrived ends
+// finished or rejected. A variant meets the SLA when at least
+// `min_within_sla` of the requests that arrived finished within the base
+// deployment's TTFT and TPOT limits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/common/catalog.h"
+#include "sim/costing/served_run.h"
+#include "sim/model/model_analysis.h"
+#include "sim/serving/deployment_spec.h"
+#include "sim/serving/workload_spec.h"
+
+namespace v41sim {
+
+// What to vary; an empty list keeps the base deployment's value.
+struct PlanGrid {
+  std::vector<std::string> gpus;           // GPU profiles, for both pools
+  std::vector<int64_t> eps;                // EP size = GPUs per instance, both pools
+  std::vector<int64_t> prefill_instances;  // disaggregated deployments only
+  std::vector<int64_t> decode_instances;
+};
+
+// The cross product of the grid over the base, in a fixed order (GPU, EP,
+// prefill instances, decode instances). Redundant experts keep the base's
+// count per rank. Throws InputError naming the flag for a value that is not
+// positive, or prefill instances for an aggregated deployment.
+std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);
+
+struct PlanRow {
+  DeploymentSpec deployment;
+  std::string not_run;  // why the variant could not run (e.g. the model does not fit); empty if it ran
+  ServedRun run;
+  double within_sla = 0;  // requests finished within the SLA, of those that arrived
+  bool meets_sla = false;
+};
+
+// Every variant, served; rows that meet the SLA first, cheapest per output
+// token first (unknown prices after known ones), then the others by their
+// share within the SLA. Ties keep the variants' order.
+std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model, const DeploymentSpec& base,
+                              const PlanGrid& grid, const WorkloadSpec& workload, const ServeOptions& options,
+                              double min_within_sla);
+
+}  // namespace v41sim

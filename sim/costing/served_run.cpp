@@ -1,0 +1,24 @@
+#include "sim/costing/served_run.h"
+
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/serving/serving_simulation.h"
+
+namespace v41sim {
+
+ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
+                           const DeploymentSpec& deployment, const WorkloadSpec& workload,
+                           const ServeOptions& options) {
+  // Prefill launches its kernels; decode replays a CUDA graph.
+  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
+  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);
+  ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, options.seed);
+  if (options.trace_until_s > 0) simulation.enable_trace(options.trace_until_s);
+  ServedRun run;
+  run.result = simulation.run(options.duration_s, options.drain);
+  run.cost = serving_cost(run.result, deployment, prefill.gpu(), decode.gpu());
+  run.prefill_kernel_model = prefill.cost().params().label();
+  run.decode_kernel_model = decode.cost().params().label();
+  return run;
+}
+
+}  // namespace v41sim

@@ -1,0 +1,92 @@
+#include "sim/report/plan_view.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace v41sim {
+namespace {
+
+std::string price(const ServingCost& c) {
+  return c.known ? fmt::format("${:.2f}", c.usd_per_million_output) : "unknown";
+}
+
+// The distinct kernel-model labels of the rows that ran, in order.
+std::vector<std::string> kernel_models(const std::vector<PlanRow>& rows) {
+  std::vector<std::string> out;
+  for (const PlanRow& r : rows) {
+    if (!r.not_run.empty()) continue;
+    for (const std::string& label : {r.run.prefill_kernel_model, r.run.decode_kernel_model}) {
+      if (std::find(out.begin(), out.end(), label) == out.end()) out.push_back(label);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Table plan_table(const PlanReport& p) {
+  const SlaSpec& sla = p.base.sla;
+  Table t(
+      fmt::format("{} under '{}': deployments by cost, those within the SLA first", p.model, p.workload.name),
+      {"rank", "deployment", "GPUs", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
+       "$ per 1M output tokens", "meets SLA"});
+  int rank = 0;
+  for (const PlanRow& row : p.rows) {
+    ++rank;
+    if (!row.not_run.empty()) {
+      t.add_row({std::to_string(rank), row.deployment.name, std::to_string(row.deployment.total_gpus()), "-",
+                 "-", "-", "-", "-", "cannot run: " + row.not_run});
+      continue;
+    }
+    const ServingResult& r = row.run.result;
+    t.add_row({std::to_string(rank), row.deployment.name, std::to_string(r.gpus),
+               fmt::format("{:.1f}%", 100 * row.within_sla), fmt::format("{:.0f}", r.ttft_ms.p99),
+               fmt::format("{:.1f}", r.tpot_ms.p99), fmt::format("{:.0f}", r.output_tokens_per_s_per_gpu),
+               price(row.run.cost), row.meets_sla ? "yes" : "no"});
+  }
+  t.add_note(fmt::format(
+      "SLA of {}: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; every "
+      "variant serves the same arrivals ({:.0f} simulated s, seed {}), then drains",
+      p.base.file, sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, p.options.duration_s, p.options.seed));
+  t.add_note("traffic '" + p.workload.name + "' (" + p.workload.source + ")");
+  for (const std::string& label : kernel_models(p.rows))
+    t.add_note("step times from the kernel model, " + label);
+  t.add_note(
+      "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens; "
+      "GPU "
+      "prices from each profile (unknown where no public price exists)");
+  return t;
+}
+
+nlohmann::json plan_json(const PlanReport& p) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PlanRow& row : p.rows) {
+    nlohmann::json j{{"deployment", row.deployment.name}, {"gpus", row.deployment.total_gpus()}};
+    if (!row.not_run.empty()) {
+      j["not_run"] = row.not_run;
+      rows.push_back(j);
+      continue;
+    }
+    const ServingResult& r = row.run.result;
+    j["within_sla"] = row.within_sla;
+    j["meets_sla"] = row.meets_sla;
+    j["requests"] = {{"arrived", r.arrived}, {"finished", r.finished}, {"rejected", r.rejected}};
+    j["ttft_ms"] = {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}};
+    j["tpot_ms"] = {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}};
+    j["throughput_tokens_per_s_per_gpu"] = {{"input", r.input_tokens_per_s_per_gpu},
+                                            {"output", r.output_tokens_per_s_per_gpu}};
+    j["cost"] = cost_json(row.run.cost);
+    rows.push_back(j);
+  }
+  return {{"model", p.model},
+          {"base_deployment", p.base.file},
+          {"workload", p.workload.name},
+          {"duration_s", p.options.duration_s},
+          {"seed", p.options.seed},
+          {"min_within_sla", p.min_within_sla},
+          {"kernel_models", kernel_models(p.rows)},
+          {"rows", rows}};
+}
+
+}  // namespace v41sim

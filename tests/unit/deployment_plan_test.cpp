@@ -1,0 +1,135 @@
+// plan: the variants of a deployment, each served on the same traffic and
+// ranked by cost among those that meet the SLA.
+#include "sim/costing/deployment_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/common/input_error.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+DeploymentSpec deployment(const std::string& stem) {
+  return load_deployment_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/deployments/" + stem + ".yaml");
+}
+
+std::string flag_of_error(const DeploymentSpec& base, const PlanGrid& grid) {
+  try {
+    plan_variants(base, grid);
+  } catch (const InputError& e) {
+    return e.where().field;
+  }
+  return "";
+}
+
+TEST(DeploymentPlan, VariantsAreTheGridsCrossProduct) {
+  const DeploymentSpec base = deployment("h200_pd_64");
+  const PlanGrid grid{{"h200", "b200"}, {8, 16}, {1}, {2, 3}};
+  const std::vector<DeploymentSpec> variants = plan_variants(base, grid);
+  ASSERT_EQ(variants.size(), 8u);
+  // GPU outermost, then EP, prefill and decode instances.
+  EXPECT_EQ(variants[0].decode.gpu, "h200");
+  EXPECT_EQ(variants[0].decode.instances, 2);
+  EXPECT_EQ(variants[1].decode.instances, 3);
+  EXPECT_EQ(variants[2].decode.ep, 16);
+  EXPECT_EQ(variants[4].decode.gpu, "b200");
+  for (const DeploymentSpec& d : variants) {
+    EXPECT_EQ(d.prefill.gpu, d.decode.gpu);
+    EXPECT_EQ(d.prefill.instances, 1);
+    for (const PoolSpec* pool : {&d.prefill, &d.decode}) {
+      EXPECT_EQ(pool->gpus_per_instance, pool->ep);  // one EP group per instance
+      // The base's redundant experts per rank, kept.
+      EXPECT_EQ(pool->redundant_experts * base.decode.ep, base.decode.redundant_experts * pool->ep);
+    }
+    EXPECT_EQ(d.total_gpus(), (d.prefill.instances + d.decode.instances) * d.decode.ep);
+    EXPECT_EQ(d.sla.ttft_ms, base.sla.ttft_ms);
+  }
+  EXPECT_EQ(variants[7].name, "b200: prefill 1 x 16 GPUs, decode 3 x 16 GPUs, EP 16");
+}
+
+TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
+  const DeploymentSpec base = deployment("h200_prefill_h20_decode");
+  const std::vector<DeploymentSpec> variants = plan_variants(base, {});
+  ASSERT_EQ(variants.size(), 1u);
+  EXPECT_EQ(variants[0].prefill.gpu, base.prefill.gpu);  // each pool keeps its own GPU
+  EXPECT_EQ(variants[0].decode.gpu, base.decode.gpu);
+  EXPECT_NE(variants[0].prefill.gpu, variants[0].decode.gpu);
+  EXPECT_EQ(variants[0].total_gpus(), base.total_gpus());
+}
+
+TEST(DeploymentPlan, AggregatedVariantsKeepOnePool) {
+  const DeploymentSpec base = deployment("h200_agg_8");
+  const std::vector<DeploymentSpec> variants = plan_variants(base, {{}, {16}, {}, {2}});
+  ASSERT_EQ(variants.size(), 1u);
+  const DeploymentSpec& d = variants[0];
+  EXPECT_FALSE(d.disaggregated);
+  EXPECT_EQ(d.prefill.instances, 2);
+  EXPECT_EQ(d.prefill.gpus_per_instance, 16);
+  EXPECT_EQ(d.prefill.ep, d.decode.ep);
+  EXPECT_EQ(d.total_gpus(), 32);
+}
+
+TEST(DeploymentPlan, BadValuesNameTheirFlag) {
+  const DeploymentSpec base = deployment("h200_pd_64");
+  EXPECT_EQ(flag_of_error(base, {{}, {0}, {}, {}}), "--ep");
+  EXPECT_EQ(flag_of_error(base, {{}, {}, {-1}, {}}), "--prefill-instances");
+  EXPECT_EQ(flag_of_error(base, {{}, {}, {}, {0}}), "--decode-instances");
+  EXPECT_EQ(flag_of_error(deployment("h200_agg_8"), {{}, {}, {2}, {}}), "--prefill-instances");
+}
+
+// One aggregated instance of H20s (no public price) or H200s, at EP 8 or at
+// an EP size that does not divide the experts: the H200 meets the SLA and
+// ranks first; the EP 7 variants cannot run and say why; every request of a
+// variant that ran ended (drained).
+TEST(DeploymentPlan, RanksTheVariantsThatMeetTheSlaByCost) {
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const WorkloadSpec workload =
+      load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/agent_coding.yaml");
+  ServeOptions options;
+  options.duration_s = 120;
+  const std::vector<PlanRow> rows = run_plan(catalog, model, deployment("h200_agg_8"),
+                                             {{"h20", "h200"}, {7, 8}, {}, {1}}, workload, options, 0.99);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].deployment.decode.gpu, "h200");
+  EXPECT_TRUE(rows[0].meets_sla);
+  EXPECT_TRUE(rows[0].run.cost.known);
+  int not_run = 0;
+  bool seen_failing = false;
+  for (const PlanRow& row : rows) {
+    if (!row.not_run.empty()) {
+      ++not_run;
+      EXPECT_EQ(row.deployment.decode.ep, 7);
+      EXPECT_NE(row.not_run.find("does not divide"), std::string::npos) << row.not_run;
+      continue;
+    }
+    const ServingResult& r = row.run.result;
+    EXPECT_EQ(r.arrived, r.finished + r.rejected);
+    EXPECT_EQ(row.meets_sla, row.within_sla >= 0.99);
+    EXPECT_FALSE(row.meets_sla && seen_failing) << "a variant within the SLA ranked after one outside it";
+    seen_failing = seen_failing || !row.meets_sla;
+  }
+  EXPECT_EQ(not_run, 2);
+  // The H20 instance falls behind this traffic: it runs, misses the SLA and ranks after the H200.
+  EXPECT_EQ(rows[1].deployment.decode.gpu, "h20");
+  EXPECT_TRUE(rows[1].not_run.empty());
+  EXPECT_FALSE(rows[1].meets_sla);
+}
+
+TEST(DeploymentPlan, AShareOutsideZeroToOneIsRefused) {
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const WorkloadSpec workload = load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/chat.yaml");
+  for (const double share : {0.0, 1.5}) {
+    try {
+      run_plan(catalog, model, deployment("h200_agg_8"), {}, workload, ServeOptions{}, share);
+      ADD_FAILURE() << share << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, "--min-within-sla");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
