@@ -115,6 +115,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   serve->add_option("--workload", flags->workload, "workload (workloads/) name or path")
       ->capture_default_str();
   serve->add_option("--duration", flags->duration_s, "simulated seconds")->capture_default_str();
+  serve->add_option("--sessions-per-s", flags->sessions_per_s,
+                    "arrival rate of sessions, replacing the workload's (Poisson and bursty workloads)");
   serve->add_option("--seed", flags->seed, "random seed")->capture_default_str();
   serve->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the run to this file");
   serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
@@ -143,6 +145,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the base deployment's SLA")
       ->capture_default_str();
+  plan->add_option("--sessions-per-s", flags->sessions_per_s,
+                   "arrival rate of sessions, replacing the workload's (Poisson and bursty workloads)");
   plan->add_option("--duration", flags->duration_s,
                    "simulated seconds of arrivals (then each variant drains)")
       ->capture_default_str();

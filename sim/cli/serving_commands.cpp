@@ -25,13 +25,30 @@ void require_positive_duration(const Flags& f) {
   }
 }
 
+// The workload file, at the arrival rate --sessions-per-s asks for, if any
+// (named in the workload's name, so every output says which load it ran).
+WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
+  WorkloadSpec w = load_workload_file(catalog.resolve_workload(f.workload));
+  if (f.sessions_per_s == 0) return w;
+  if (!(f.sessions_per_s > 0)) {
+    throw InputError({"", 0, "--sessions-per-s"},
+                     fmt::format("expected a positive arrival rate, got {}", f.sessions_per_s));
+  }
+  if (w.arrival == WorkloadSpec::Arrival::kTrace) {
+    throw InputError({w.file, 0, "--sessions-per-s"}, "a trace workload sets its own arrival times");
+  }
+  w.name += fmt::format(" at {} sessions/s (the file says {})", f.sessions_per_s, w.sessions_per_s);
+  w.sessions_per_s = f.sessions_per_s;
+  return w;
+}
+
 }  // namespace
 
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_positive_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
-  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(f.workload));
+  const WorkloadSpec workload = load_workload(catalog, f);
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;
@@ -55,7 +72,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_positive_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.deployment));
-  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(f.workload));
+  const WorkloadSpec workload = load_workload(catalog, f);
   const PlanGrid grid{f.plan_gpus, f.plan_eps, f.plan_prefill_instances, f.plan_decode_instances};
   ServeOptions options;
   options.duration_s = f.duration_s;

@@ -137,6 +137,18 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
             run("run --duration 120 --seed 3 --json").output);
 }
 
+TEST(Cli, SessionsPerSecondReplacesTheWorkloadsRate) {
+  const auto file_rate = run_json("run --deployment h200_pd_64 --workload chat --duration 120");
+  const auto quarter =
+      run_json("run --deployment h200_pd_64 --workload chat --duration 120 --sessions-per-s 5");
+  // chat.yaml says 20 sessions/s; a quarter of the sessions bring about a quarter of the requests
+  // (64 GPUs keep up with either, so turns are not held back by queues).
+  const double ratio =
+      quarter["requests"]["arrived"].get<double>() / file_rate["requests"]["arrived"].get<double>();
+  EXPECT_GT(ratio, 0.15);
+  EXPECT_LT(ratio, 0.35);
+}
+
 TEST(Cli, PlanJsonRanksEveryVariant) {
   const std::string args = "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --duration 60";
   const auto p = run_json(args);
@@ -233,6 +245,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
         BadRun{"run --duration 0", "--duration"},
+        BadRun{"run --sessions-per-s -1", "field '--sessions-per-s': expected a positive arrival rate"},
+        BadRun{"run --workload agent_trace --sessions-per-s 2",
+               "a trace workload sets its own arrival times"},
         BadRun{"plan --ep 8,0", "field '--ep': expected positive integers, got 0"},
         BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
