@@ -13,6 +13,7 @@
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
+#include "sim/costing/deployment_plan.h"
 #include "sim/costing/served_run.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
@@ -20,6 +21,7 @@
 #include "sim/report/claims.h"
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
+#include "sim/report/plan_view.h"
 #include "sim/report/step_view.h"
 #include "sim/report/svg_scatter.h"
 #include "sim/report/validation_view.h"
@@ -197,6 +199,27 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   return md + table.to_markdown();
 }
 
+// Which GPU, and how many, serve the workload within the SLA for the least
+// money: one base deployment varied over every GPU profile (plan).
+std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                         nlohmann::json& json) {
+  const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(o.plan_deployment));
+  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
+  PlanGrid grid;
+  for (const std::string& file : catalog.gpu_files()) grid.gpus.push_back(fs::path(file).stem().string());
+  grid.decode_instances = o.plan_decode_instances;
+  ServeOptions options;
+  options.duration_s = o.serving_seconds;
+  options.seed = o.seed;
+  constexpr double kWithinSla = 0.99;
+  const std::vector<PlanRow> rows = run_plan(catalog, focus, base, grid, workload, options, kWithinSla);
+  const PlanReport report{focus.spec.name, base, workload, options, kWithinSla, rows};
+  json = plan_json(report);
+  return fmt::format("## The cheapest deployment within the SLA ({} on every GPU profile)\n\n",
+                     o.plan_deployment) +
+         plan_table(report).to_markdown();
+}
+
 // How far the kernel model is from published kernel figures and from our held-out measurements.
 std::string validation_section(const Catalog& catalog, const std::string& out_dir, nlohmann::json& json) {
   std::vector<ValidationRow> rows;
@@ -300,6 +323,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += step_times_section(catalog, focus, gpus, o, json);
   md += serving_section(catalog, focus, o, o.serving_workload, json["serving"]);
   md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
+  md += "\n\n" + plan_section(catalog, focus, o, json["plan"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 

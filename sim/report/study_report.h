@@ -1,6 +1,7 @@
 // The main job's report (make run): KV of every bundled model, the claims
-// check, the memory fit of V4.1-Flash on every GPU profile, and its decode
-// and prefill step times by layer mode.
+// check, the memory fit of V4.1-Flash on every GPU profile, its decode and
+// prefill step times by layer mode, serving runs of the bundled deployments,
+// the cheapest deployment within an SLA, and the kernel model's validation.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,10 @@ struct StudyOptions {
   std::string long_context_workload =
       "stress_1m";  // ~1M-token prompts: where context-parallel prefill matters
   double serving_seconds = 600;
+  // The cheapest-deployment question: this base varied over every GPU profile
+  // and these decode instance counts, under the serving workload.
+  std::string plan_deployment = "h200_agg_8";
+  std::vector<int64_t> plan_decode_instances{1, 2};
   uint64_t seed = 1;
   SourcedValue reserve_fraction;
 };

@@ -292,6 +292,10 @@ TEST(Cli, ReportIsByteIdenticalAcrossRuns) {
   for (const char* gpu : {"H20", "H100", "H200", "B200", "GB200"})
     EXPECT_NE(md.find(gpu), std::string::npos) << gpu;
   EXPECT_NE(md.find("holds only if"), std::string::npos);
+  // The cheapest-deployment section ranks one variant per GPU profile and instance count.
+  EXPECT_NE(md.find("## The cheapest deployment within the SLA"), std::string::npos);
+  const auto json = nlohmann::json::parse(testing::read_text((a / "report.json").string()));
+  EXPECT_EQ(json["plan"]["rows"].size(), 12u);  // 6 GPU profiles x 1 or 2 instances
 }
 
 }  // namespace
