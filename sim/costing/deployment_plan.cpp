@@ -74,6 +74,11 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
             d.prefill.ep = d.decode.ep;
             d.prefill.redundant_experts = d.decode.redundant_experts;
           }
+          if (d.prefill.context_parallel_min_tokens > 0 && d.prefill.gpus_per_instance < 2) {
+            throw InputError(
+                {base.file, 0, "--ep"},
+                "the deployment's prefill uses context parallelism, which needs EP of at least 2");
+          }
           d.name = variant_name(d);
           out.push_back(std::move(d));
         }

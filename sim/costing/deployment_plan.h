@@ -30,7 +30,8 @@ struct PlanGrid {
 // The cross product of the grid over the base, in a fixed order (GPU, EP,
 // prefill instances, decode instances). Redundant experts keep the base's
 // count per rank. Throws InputError naming the flag for a value that is not
-// positive, or prefill instances for an aggregated deployment.
+// positive, prefill instances for an aggregated deployment, or an EP of 1
+// where the base's prefill is context-parallel.
 std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);
 
 struct PlanRow {

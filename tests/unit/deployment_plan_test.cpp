@@ -76,6 +76,9 @@ TEST(DeploymentPlan, BadValuesNameTheirFlag) {
   EXPECT_EQ(flag_of_error(base, {{}, {}, {-1}, {}}), "--prefill-instances");
   EXPECT_EQ(flag_of_error(base, {{}, {}, {}, {0}}), "--decode-instances");
   EXPECT_EQ(flag_of_error(deployment("h200_agg_8"), {{}, {}, {2}, {}}), "--prefill-instances");
+  // Context-parallel prefill spreads a prompt over an instance's GPUs: one GPU cannot.
+  EXPECT_EQ(flag_of_error(deployment("h200_pd_64_cp"), {{}, {1}, {}, {}}), "--ep");
+  EXPECT_EQ(flag_of_error(deployment("h200_pd_64"), {{}, {1}, {}, {}}), "");
 }
 
 // One aggregated instance of H20s (no public price) or H200s, at EP 8 or at
