@@ -62,7 +62,13 @@ Table plan_table(const PlanReport& p) {
 nlohmann::json plan_json(const PlanReport& p) {
   nlohmann::json rows = nlohmann::json::array();
   for (const PlanRow& row : p.rows) {
-    nlohmann::json j{{"deployment", row.deployment.name}, {"gpus", row.deployment.total_gpus()}};
+    const DeploymentSpec& d = row.deployment;
+    nlohmann::json j{
+        {"deployment", d.name},
+        {"gpus", d.total_gpus()},
+        {"prefill", {{"gpu", d.prefill.gpu}, {"instances", d.prefill.instances}, {"ep", d.prefill.ep}}},
+        {"decode", {{"gpu", d.decode.gpu}, {"instances", d.decode.instances}, {"ep", d.decode.ep}}},
+        {"disaggregated", d.disaggregated}};
     if (!row.not_run.empty()) {
       j["not_run"] = row.not_run;
       rows.push_back(j);

@@ -154,7 +154,8 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
   const auto p = run_json(args);
   ASSERT_EQ(p["rows"].size(), 4u);
   for (const auto& row : p["rows"]) {
-    for (const char* key : {"deployment", "gpus", "within_sla", "meets_sla", "ttft_ms", "tpot_ms", "cost"}) {
+    for (const char* key : {"deployment", "gpus", "prefill", "decode", "within_sla", "meets_sla", "ttft_ms",
+                            "tpot_ms", "cost"}) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
     EXPECT_EQ(row["requests"]["arrived"].get<int64_t>(),
