@@ -134,6 +134,12 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option("--hw", flags->plan_gpus,
                    "GPU profiles to try for both pools, comma-separated (default: the base's)")
       ->delimiter(',');
+  plan->add_option("--prefill-hw", flags->plan_prefill_gpus,
+                   "GPU profiles to try for the prefill pool only (disaggregated), comma-separated")
+      ->delimiter(',');
+  plan->add_option("--decode-hw", flags->plan_decode_gpus,
+                   "GPU profiles to try for the decode pool only (disaggregated), comma-separated")
+      ->delimiter(',');
   plan->add_option("--ep", flags->plan_eps, "EP sizes to try (= GPUs per instance), comma-separated")
       ->delimiter(',');
   plan->add_option("--prefill-instances", flags->plan_prefill_instances,

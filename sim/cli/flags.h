@@ -44,6 +44,8 @@ struct Flags {
   double sessions_per_s = 0;  // run / plan: > 0 replaces the workload's arrival rate
   // plan (empty lists: the base deployment's value)
   std::vector<std::string> plan_gpus;
+  std::vector<std::string> plan_prefill_gpus;
+  std::vector<std::string> plan_decode_gpus;
   std::vector<int64_t> plan_eps;
   std::vector<int64_t> plan_prefill_instances;
   std::vector<int64_t> plan_decode_instances;

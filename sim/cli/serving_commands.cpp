@@ -73,7 +73,12 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.deployment));
   const WorkloadSpec workload = load_workload(catalog, f);
-  const PlanGrid grid{f.plan_gpus, f.plan_eps, f.plan_prefill_instances, f.plan_decode_instances};
+  const PlanGrid grid{.gpus = f.plan_gpus,
+                      .prefill_gpus = f.plan_prefill_gpus,
+                      .decode_gpus = f.plan_decode_gpus,
+                      .eps = f.plan_eps,
+                      .prefill_instances = f.plan_prefill_instances,
+                      .decode_instances = f.plan_decode_instances};
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;

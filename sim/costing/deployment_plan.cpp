@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/common/input_error.h"
 
@@ -29,11 +30,37 @@ void set_ep(PoolSpec& pool, int64_t ep) {
   pool.redundant_experts = redundant_per_rank * ep;
 }
 
+std::string pool_name(const PoolSpec& p) {
+  return fmt::format("{} x {} {}", p.instances, p.gpus_per_instance, p.gpu);
+}
+
 std::string variant_name(const DeploymentSpec& d) {
-  const std::string decode = fmt::format("{} x {} GPUs", d.decode.instances, d.decode.gpus_per_instance);
-  if (!d.disaggregated) return fmt::format("{}: {}, aggregated, EP {}", d.decode.gpu, decode, d.decode.ep);
-  return fmt::format("{}: prefill {} x {} GPUs, decode {}, EP {}", d.decode.gpu, d.prefill.instances,
-                     d.prefill.gpus_per_instance, decode, d.decode.ep);
+  if (!d.disaggregated) return fmt::format("{}, aggregated, EP {}", pool_name(d.decode), d.decode.ep);
+  return fmt::format("prefill {}, decode {}, EP {}", pool_name(d.prefill), pool_name(d.decode), d.decode.ep);
+}
+
+// The (prefill, decode) GPU pairs to try; empty names keep each pool's own.
+std::vector<std::pair<std::string, std::string>> gpu_pairs(const DeploymentSpec& base, const PlanGrid& grid) {
+  const bool per_pool = !grid.prefill_gpus.empty() || !grid.decode_gpus.empty();
+  const char* per_pool_flag = grid.prefill_gpus.empty() ? "--decode-hw" : "--prefill-hw";
+  if (per_pool && !grid.gpus.empty()) {
+    throw InputError({"", 0, per_pool_flag},
+                     "give --hw for both pools or --prefill-hw / --decode-hw, not both");
+  }
+  if (per_pool && !base.disaggregated) {
+    throw InputError({base.file, 0, per_pool_flag},
+                     "the deployment is aggregated: one pool, whose GPU --hw sets");
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!per_pool) {
+    for (const std::string& gpu : or_base(grid.gpus, std::string())) out.emplace_back(gpu, gpu);
+    return out;
+  }
+  for (const std::string& prefill : or_base(grid.prefill_gpus, base.prefill.gpu)) {
+    for (const std::string& decode : or_base(grid.decode_gpus, base.decode.gpu))
+      out.emplace_back(prefill, decode);
+  }
+  return out;
 }
 
 // Meeting rows first, by known price then cost; the rest by share within the SLA.
@@ -57,12 +84,13 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
                      "the deployment is aggregated: prefill runs on the decode instances");
   }
   std::vector<DeploymentSpec> out;
-  for (const std::string& gpu : or_base(grid.gpus, std::string())) {
+  for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
     for (const int64_t ep : or_base(grid.eps, base.decode.ep)) {
       for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
         for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
           DeploymentSpec d = base;
-          if (!gpu.empty()) d.gpu = d.prefill.gpu = d.decode.gpu = gpu;
+          if (!prefill_gpu.empty()) d.prefill.gpu = prefill_gpu;
+          if (!decode_gpu.empty()) d.gpu = d.decode.gpu = decode_gpu;
           set_ep(d.decode, ep);
           d.decode.instances = decode;
           if (d.disaggregated) {
@@ -95,7 +123,9 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
     throw InputError({"", 0, "--min-within-sla"},
                      fmt::format("expected a share in (0, 1], got {}", min_within_sla));
   }
-  for (const std::string& gpu : grid.gpus) catalog.resolve_gpu(gpu);  // an unknown name is the user's error
+  for (const auto* gpus : {&grid.gpus, &grid.prefill_gpus, &grid.decode_gpus}) {
+    for (const std::string& gpu : *gpus) catalog.resolve_gpu(gpu);  // an unknown name is the user's error
+  }
   ServeOptions drained = options;
   drained.drain = true;
   std::vector<PlanRow> rows;

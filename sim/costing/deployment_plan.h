@@ -21,17 +21,20 @@ namespace v41sim {
 
 // What to vary; an empty list keeps the base deployment's value.
 struct PlanGrid {
-  std::vector<std::string> gpus;           // GPU profiles, for both pools
-  std::vector<int64_t> eps;                // EP size = GPUs per instance, both pools
-  std::vector<int64_t> prefill_instances;  // disaggregated deployments only
-  std::vector<int64_t> decode_instances;
+  std::vector<std::string> gpus{};          // GPU profiles, for both pools
+  std::vector<std::string> prefill_gpus{};  // or for each pool (disaggregated deployments only)
+  std::vector<std::string> decode_gpus{};
+  std::vector<int64_t> eps{};                // EP size = GPUs per instance, both pools
+  std::vector<int64_t> prefill_instances{};  // disaggregated deployments only
+  std::vector<int64_t> decode_instances{};
 };
 
-// The cross product of the grid over the base, in a fixed order (GPU, EP,
+// The cross product of the grid over the base, in a fixed order (GPUs, EP,
 // prefill instances, decode instances). Redundant experts keep the base's
 // count per rank. Throws InputError naming the flag for a value that is not
-// positive, prefill instances for an aggregated deployment, or an EP of 1
-// where the base's prefill is context-parallel.
+// positive, per-pool GPUs or prefill instances for an aggregated deployment,
+// GPUs for both pools and for one at once, or an EP of 1 where the base's
+// prefill is context-parallel.
 std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);
 
 struct PlanRow {

@@ -25,7 +25,8 @@ std::string flag_of_error(const DeploymentSpec& base, const PlanGrid& grid) {
 
 TEST(DeploymentPlan, VariantsAreTheGridsCrossProduct) {
   const DeploymentSpec base = deployment("h200_pd_64");
-  const PlanGrid grid{{"h200", "b200"}, {8, 16}, {1}, {2, 3}};
+  const PlanGrid grid{
+      .gpus = {"h200", "b200"}, .eps = {8, 16}, .prefill_instances = {1}, .decode_instances = {2, 3}};
   const std::vector<DeploymentSpec> variants = plan_variants(base, grid);
   ASSERT_EQ(variants.size(), 8u);
   // GPU outermost, then EP, prefill and decode instances.
@@ -45,7 +46,7 @@ TEST(DeploymentPlan, VariantsAreTheGridsCrossProduct) {
     EXPECT_EQ(d.total_gpus(), (d.prefill.instances + d.decode.instances) * d.decode.ep);
     EXPECT_EQ(d.sla.ttft_ms, base.sla.ttft_ms);
   }
-  EXPECT_EQ(variants[7].name, "b200: prefill 1 x 16 GPUs, decode 3 x 16 GPUs, EP 16");
+  EXPECT_EQ(variants[7].name, "prefill 1 x 16 b200, decode 3 x 16 b200, EP 16");
 }
 
 TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
@@ -60,7 +61,7 @@ TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
 
 TEST(DeploymentPlan, AggregatedVariantsKeepOnePool) {
   const DeploymentSpec base = deployment("h200_agg_8");
-  const std::vector<DeploymentSpec> variants = plan_variants(base, {{}, {16}, {}, {2}});
+  const std::vector<DeploymentSpec> variants = plan_variants(base, {.eps = {16}, .decode_instances = {2}});
   ASSERT_EQ(variants.size(), 1u);
   const DeploymentSpec& d = variants[0];
   EXPECT_FALSE(d.disaggregated);
@@ -72,13 +73,28 @@ TEST(DeploymentPlan, AggregatedVariantsKeepOnePool) {
 
 TEST(DeploymentPlan, BadValuesNameTheirFlag) {
   const DeploymentSpec base = deployment("h200_pd_64");
-  EXPECT_EQ(flag_of_error(base, {{}, {0}, {}, {}}), "--ep");
-  EXPECT_EQ(flag_of_error(base, {{}, {}, {-1}, {}}), "--prefill-instances");
-  EXPECT_EQ(flag_of_error(base, {{}, {}, {}, {0}}), "--decode-instances");
-  EXPECT_EQ(flag_of_error(deployment("h200_agg_8"), {{}, {}, {2}, {}}), "--prefill-instances");
+  EXPECT_EQ(flag_of_error(base, {.eps = {0}}), "--ep");
+  EXPECT_EQ(flag_of_error(base, {.prefill_instances = {-1}}), "--prefill-instances");
+  EXPECT_EQ(flag_of_error(base, {.decode_instances = {0}}), "--decode-instances");
+  EXPECT_EQ(flag_of_error(deployment("h200_agg_8"), {.prefill_instances = {2}}), "--prefill-instances");
   // Context-parallel prefill spreads a prompt over an instance's GPUs: one GPU cannot.
-  EXPECT_EQ(flag_of_error(deployment("h200_pd_64_cp"), {{}, {1}, {}, {}}), "--ep");
-  EXPECT_EQ(flag_of_error(deployment("h200_pd_64"), {{}, {1}, {}, {}}), "");
+  EXPECT_EQ(flag_of_error(deployment("h200_pd_64_cp"), {.eps = {1}}), "--ep");
+  EXPECT_EQ(flag_of_error(deployment("h200_pd_64"), {.eps = {1}}), "");
+  // GPUs for both pools, or per pool; per pool only where there are two pools.
+  EXPECT_EQ(flag_of_error(base, {.gpus = {"h200"}, .decode_gpus = {"h20"}}), "--decode-hw");
+  EXPECT_EQ(flag_of_error(deployment("h200_agg_8"), {.prefill_gpus = {"h200"}}), "--prefill-hw");
+}
+
+// Prefill on one GPU, decode on another: each pool its own, in the grid's order.
+TEST(DeploymentPlan, EachPoolCanTakeItsOwnGpus) {
+  const DeploymentSpec base = deployment("h200_pd_64");
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(base, {.decode_gpus = {"h200", "h20"}, .decode_instances = {4}});
+  ASSERT_EQ(variants.size(), 2u);
+  EXPECT_EQ(variants[0].prefill.gpu, base.prefill.gpu);
+  EXPECT_EQ(variants[1].prefill.gpu, base.prefill.gpu);
+  EXPECT_EQ(variants[1].decode.gpu, "h20");
+  EXPECT_EQ(variants[1].name, "prefill 2 x 8 h200, decode 4 x 8 h20, EP 8");
 }
 
 // One aggregated instance of H20s (no public price) or H200s, at EP 8 or at
@@ -92,8 +108,9 @@ TEST(DeploymentPlan, RanksTheVariantsThatMeetTheSlaByCost) {
       load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/agent_coding.yaml");
   ServeOptions options;
   options.duration_s = 120;
-  const std::vector<PlanRow> rows = run_plan(catalog, model, deployment("h200_agg_8"),
-                                             {{"h20", "h200"}, {7, 8}, {}, {1}}, workload, options, 0.99);
+  const std::vector<PlanRow> rows =
+      run_plan(catalog, model, deployment("h200_agg_8"),
+               {.gpus = {"h20", "h200"}, .eps = {7, 8}, .decode_instances = {1}}, workload, options, 0.99);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].deployment.decode.gpu, "h200");
   EXPECT_TRUE(rows[0].meets_sla);
