@@ -148,6 +148,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option("--decode-instances", flags->plan_decode_instances,
                    "decode instance counts to try, comma-separated")
       ->delimiter(',');
+  plan->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the base deployment's)");
+  plan->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the base deployment's)");
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the base deployment's SLA")
       ->capture_default_str();

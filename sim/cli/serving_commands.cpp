@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <tuple>
 
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
@@ -71,7 +72,12 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_positive_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.deployment));
+  DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.deployment));
+  for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &base.sla.ttft_ms},
+                                           std::tuple{"--tpot-ms", f.sla_tpot_ms, &base.sla.tpot_ms}}) {
+    if (value < 0) throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
+    if (value > 0) *limit = value;
+  }
   const WorkloadSpec workload = load_workload(catalog, f);
   const PlanGrid grid{.gpus = f.plan_gpus,
                       .prefill_gpus = f.plan_prefill_gpus,

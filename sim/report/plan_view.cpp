@@ -46,9 +46,10 @@ Table plan_table(const PlanReport& p) {
                price(row.run.cost), row.meets_sla ? "yes" : "no"});
   }
   t.add_note(fmt::format(
-      "SLA of {}: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; every "
-      "variant serves the same arrivals ({:.0f} simulated s, seed {}), then drains",
-      p.base.file, sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, p.options.duration_s, p.options.seed));
+      "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; variants of "
+      "{}, "
+      "each serving the same arrivals ({:.0f} simulated s, seed {}), then draining",
+      sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, p.base.file, p.options.duration_s, p.options.seed));
   t.add_note("traffic '" + p.workload.name + "' (" + p.workload.source + ")");
   for (const std::string& label : kernel_models(p.rows))
     t.add_note("step times from the kernel model, " + label);

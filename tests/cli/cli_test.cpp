@@ -162,6 +162,9 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
               row["requests"]["finished"].get<int64_t>() + row["requests"]["rejected"].get<int64_t>());
   }
   EXPECT_EQ(run(args + " --json").output, run(args + " --json").output);
+  // A TPOT limit no variant can reach: every row ran, none meets it.
+  const auto strict = run_json(args + " --tpot-ms 0.5");
+  for (const auto& row : strict["rows"]) EXPECT_FALSE(row["meets_sla"].get<bool>()) << row["deployment"];
 }
 
 TEST(Cli, RunTraceHasStepsAndRequests) {
@@ -252,7 +255,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --ep 8,0", "field '--ep': expected positive integers, got 0"},
         BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
-        BadRun{"plan --min-within-sla 0", "--min-within-sla"},
+        BadRun{"plan --min-within-sla 0", "--min-within-sla"}, BadRun{"plan --tpot-ms -5", "--tpot-ms"},
         BadRun{"plan --decode-instances two", "--decode-instances"},
         BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
