@@ -7,6 +7,16 @@
 namespace v41sim {
 namespace {
 
+// A band in a table cell: "+-4.2% (on 80%)", or "none" where no kernel class was calibrated.
+std::string band_cell(const ErrorBand& b) {
+  if (b.covered_share <= 0) return "none";
+  return fmt::format("±{:.1f}% (on {:.0f}%)", b.pct, 100 * b.covered_share);
+}
+
+nlohmann::json band_json(const ErrorBand& b) {
+  return {{"pct_at_90", b.pct}, {"covered_share", b.covered_share}};
+}
+
 std::string price(const ServingCost& c) {
   return c.known ? fmt::format("${:.2f}", c.usd_per_million_output) : "unknown";
 }
@@ -30,20 +40,21 @@ Table plan_table(const PlanReport& p) {
   Table t(
       fmt::format("{} under '{}': deployments by cost, those within the SLA first", p.model, p.workload.name),
       {"rank", "deployment", "GPUs", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
-       "$ per 1M output tokens", "meets SLA"});
+       "$ per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"});
   int rank = 0;
   for (const PlanRow& row : p.rows) {
     ++rank;
     if (!row.not_run.empty()) {
       t.add_row({std::to_string(rank), row.deployment.name, std::to_string(row.deployment.total_gpus()), "-",
-                 "-", "-", "-", "-", "cannot run: " + row.not_run});
+                 "-", "-", "-", "-", "cannot run: " + row.not_run, "-"});
       continue;
     }
     const ServingResult& r = row.run.result;
     t.add_row({std::to_string(rank), row.deployment.name, std::to_string(r.gpus),
                fmt::format("{:.1f}%", 100 * row.within_sla), fmt::format("{:.0f}", r.ttft_ms.p99),
                fmt::format("{:.1f}", r.tpot_ms.p99), fmt::format("{:.0f}", r.output_tokens_per_s_per_gpu),
-               price(row.run.cost), row.meets_sla ? "yes" : "no"});
+               price(row.run.cost), row.meets_sla ? "yes" : "no",
+               band_cell(r.prefill_band) + " / " + band_cell(r.decode_band)});
   }
   t.add_note(fmt::format(
       "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; variants of "
@@ -51,6 +62,9 @@ Table plan_table(const PlanReport& p) {
       "each serving the same arrivals ({:.0f} simulated s, seed {}), then draining",
       sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, p.base.file, p.options.duration_s, p.options.seed));
   t.add_note("traffic '" + p.workload.name + "' (" + p.workload.source + ")");
+  t.add_note(std::string("step band: over the steps each variant ran; ") + kErrorBandMethod +
+             "; none: no kernel class of that GPU is calibrated on measurements yet, so its latencies carry "
+             "no band");
   for (const std::string& label : kernel_models(p.rows))
     t.add_note("step times from the kernel model, " + label);
   t.add_note(
@@ -84,6 +98,7 @@ nlohmann::json plan_json(const PlanReport& p) {
     j["throughput_tokens_per_s_per_gpu"] = {{"input", r.input_tokens_per_s_per_gpu},
                                             {"output", r.output_tokens_per_s_per_gpu}};
     j["cost"] = cost_json(row.run.cost);
+    j["error_band"] = {{"prefill", band_json(r.prefill_band)}, {"decode", band_json(r.decode_band)}};
     rows.push_back(j);
   }
   return {{"model", p.model},

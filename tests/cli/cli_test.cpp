@@ -155,7 +155,7 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
   ASSERT_EQ(p["rows"].size(), 4u);
   for (const auto& row : p["rows"]) {
     for (const char* key : {"deployment", "gpus", "prefill", "decode", "within_sla", "meets_sla", "ttft_ms",
-                            "tpot_ms", "cost"}) {
+                            "tpot_ms", "cost", "error_band"}) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
     EXPECT_EQ(row["requests"]["arrived"].get<int64_t>(),
