@@ -108,16 +108,22 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   compare->add_option("--models", flags->models, "comma-separated models")->capture_default_str();
   bind(compare, run_compare_layers);
 
-  CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");
-  add_model(serve);
-  serve->add_option("--deployment", flags->deployment, "deployment (workloads/deployments/) name or path")
-      ->capture_default_str();
-  serve->add_option("--workload", flags->workload, "workload (workloads/) name or path")
-      ->capture_default_str();
-  serve->add_option("--duration", flags->duration_s, "simulated seconds")->capture_default_str();
-  serve->add_option("--sessions-per-s", flags->sessions_per_s,
+  // A deployment serving a workload: what run and plan both take.
+  auto add_serving_flags = [flags, &add_model](CLI::App* cmd, const char* deployment, const char* duration,
+                                               const char* seed) {
+    add_model(cmd);
+    cmd->add_option("--deployment", flags->deployment, deployment)->capture_default_str();
+    cmd->add_option("--workload", flags->workload, "workload (workloads/) name or path")
+        ->capture_default_str();
+    cmd->add_option("--sessions-per-s", flags->sessions_per_s,
                     "arrival rate of sessions, replacing the workload's (Poisson and bursty workloads)");
-  serve->add_option("--seed", flags->seed, "random seed")->capture_default_str();
+    cmd->add_option("--duration", flags->duration_s, duration)->capture_default_str();
+    cmd->add_option("--seed", flags->seed, seed)->capture_default_str();
+  };
+
+  CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");
+  add_serving_flags(serve, "deployment (workloads/deployments/) name or path", "simulated seconds",
+                    "random seed");
   serve->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the run to this file");
   serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
       ->capture_default_str();
@@ -126,11 +132,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   CLI::App* plan = app.add_subcommand(
       "plan",
       "the cheapest variant of a deployment (GPU, EP size, instances) that serves a workload within its SLA");
-  add_model(plan);
-  plan->add_option("--deployment", flags->deployment, "base deployment (workloads/deployments/) name or path")
-      ->capture_default_str();
-  plan->add_option("--workload", flags->workload, "workload (workloads/) name or path")
-      ->capture_default_str();
+  add_serving_flags(plan, "base deployment (workloads/deployments/) name or path",
+                    "simulated seconds of arrivals (then each variant drains)",
+                    "random seed (the same arrivals for every variant)");
   plan->add_option("--hw", flags->plan_gpus,
                    "GPU profiles to try for both pools, comma-separated (default: the base's)")
       ->delimiter(',');
@@ -151,14 +155,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the base deployment's)");
   plan->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the base deployment's)");
   plan->add_option("--min-within-sla", flags->min_within_sla,
-                   "share of the arrived requests that must finish within the base deployment's SLA")
-      ->capture_default_str();
-  plan->add_option("--sessions-per-s", flags->sessions_per_s,
-                   "arrival rate of sessions, replacing the workload's (Poisson and bursty workloads)");
-  plan->add_option("--duration", flags->duration_s,
-                   "simulated seconds of arrivals (then each variant drains)")
-      ->capture_default_str();
-  plan->add_option("--seed", flags->seed, "random seed (the same arrivals for every variant)")
+                   "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
   bind(plan, run_plan);
 
