@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <utility>
 
 #include "sim/common/input_error.h"
@@ -61,6 +64,22 @@ std::vector<std::pair<std::string, std::string>> gpu_pairs(const DeploymentSpec&
       out.emplace_back(prefill, decode);
   }
   return out;
+}
+
+// Serves one variant into its row; a variant the model cannot run (it does
+// not fit, its EP size does not divide the experts) keeps the reason instead.
+void serve_variant(const Catalog& catalog, const ModelAnalysis& model, const WorkloadSpec& workload,
+                   const ServeOptions& options, double min_within_sla, PlanRow& row) {
+  try {
+    row.run = serve_deployment(catalog, model, row.deployment, workload, options);
+  } catch (const InputError& e) {
+    row.not_run = e.what();
+    return;
+  }
+  const ServingResult& r = row.run.result;
+  const double good = r.goodput_fraction * static_cast<double>(r.finished);
+  row.within_sla = r.arrived > 0 ? good / static_cast<double>(r.arrived) : 0.0;
+  row.meets_sla = r.arrived > 0 && row.within_sla >= min_within_sla;
 }
 
 // Meeting rows first, by known price then cost; the rest by share within the SLA.
@@ -132,18 +151,30 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
   for (DeploymentSpec& d : plan_variants(base, grid)) {
     PlanRow row;
     row.deployment = std::move(d);
-    try {
-      row.run = serve_deployment(catalog, model, row.deployment, workload, drained);
-    } catch (const InputError& e) {  // this variant cannot run (e.g. the model does not fit); the others can
-      row.not_run = e.what();
-      rows.push_back(std::move(row));
-      continue;
-    }
-    const ServingResult& r = row.run.result;
-    const double good = r.goodput_fraction * static_cast<double>(r.finished);
-    row.within_sla = r.arrived > 0 ? good / static_cast<double>(r.arrived) : 0.0;
-    row.meets_sla = r.arrived > 0 && row.within_sla >= min_within_sla;
     rows.push_back(std::move(row));
+  }
+  // Variants are independent simulations (each with its own cost models and
+  // caches), so they run on all cores; each writes only its own row, and the
+  // rows keep the variants' order, so the result does not depend on timing.
+  std::vector<std::exception_ptr> failures(rows.size());
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < rows.size(); i = next++) {
+      try {
+        serve_variant(catalog, model, workload, drained, min_within_sla, rows[i]);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t workers =
+      std::min<std::size_t>(rows.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& failure : failures) {
+    if (failure) std::rethrow_exception(failure);  // the first variant's, in the variants' order
   }
   std::stable_sort(rows.begin(), rows.end(), ranks_before);
   return rows;

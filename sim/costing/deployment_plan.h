@@ -45,7 +45,8 @@ struct PlanRow {
   bool meets_sla = false;
 };
 
-// Every variant, served; rows that meet the SLA first, cheapest per output
+// Every variant, served (on all cores: the rows do not depend on how the
+// runs interleave); rows that meet the SLA first, cheapest per output
 // token first (unknown prices after known ones), then the others by their
 // share within the SLA. Ties keep the variants' order.
 std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model, const DeploymentSpec& base,
