@@ -4,7 +4,9 @@
 
 #include <string>
 
+#include "sim/common/catalog.h"
 #include "sim/cost/gpu_cost_model.h"
+#include "sim/costing/deployment_plan.h"
 #include "sim/des/simulator.h"
 #include "sim/model/model_loader.h"
 #include "sim/serving/serving_simulation.h"
@@ -89,6 +91,32 @@ void BM_ServingScale(benchmark::State& state) {
   state.counters["events"] = static_cast<double>(result.events);
 }
 BENCHMARK(BM_ServingScale)->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// plan: the report's question, h200_agg_8 over every GPU profile x 1 or 2
+// instances (12 variants, each 600 s of agent traffic then drained), on all
+// cores.
+void BM_Plan(benchmark::State& state) {
+  const v41sim::Catalog catalog(kRoot);
+  const v41sim::ModelAnalysis model =
+      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
+  const v41sim::DeploymentSpec base =
+      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_agg_8.yaml");
+  const v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  v41sim::PlanGrid grid;
+  for (const std::string& file : catalog.gpu_files()) grid.gpus.push_back(file);
+  grid.decode_instances = {1, 2};
+  v41sim::ServeOptions options;
+  options.duration_s = 600;
+  std::size_t variants = 0;
+  for (auto _ : state) {
+    const std::vector<v41sim::PlanRow> rows =
+        v41sim::run_plan(catalog, model, base, grid, workload, options, 0.99);
+    variants = rows.size();
+    benchmark::DoNotOptimize(rows);
+  }
+  state.counters["variants"] = static_cast<double>(variants);
+}
+BENCHMARK(BM_Plan)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 
