@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <thread>
 #include <utility>
 
 #include "sim/common/input_error.h"
+#include "sim/common/parallel_for.h"
 
 namespace v41sim {
 namespace {
@@ -153,29 +151,10 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
     row.deployment = std::move(d);
     rows.push_back(std::move(row));
   }
-  // Variants are independent simulations (each with its own cost models and
-  // caches), so they run on all cores; each writes only its own row, and the
-  // rows keep the variants' order, so the result does not depend on timing.
-  std::vector<std::exception_ptr> failures(rows.size());
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i = next++; i < rows.size(); i = next++) {
-      try {
-        serve_variant(catalog, model, workload, drained, min_within_sla, rows[i]);
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-    }
-  };
-  const std::size_t workers =
-      std::min<std::size_t>(rows.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& failure : failures) {
-    if (failure) std::rethrow_exception(failure);  // the first variant's, in the variants' order
-  }
+  // Variants are independent simulations, each with its own cost models and caches.
+  parallel_for(rows.size(), [&](std::size_t i) {
+    serve_variant(catalog, model, workload, drained, min_within_sla, rows[i]);
+  });
   std::stable_sort(rows.begin(), rows.end(), ranks_before);
   return rows;
 }

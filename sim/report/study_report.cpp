@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/capacity/memory_fit.h"
+#include "sim/common/parallel_for.h"
 #include "sim/cost/cost_params.h"
 #include "sim/cost/error_band.h"
 #include "sim/cost/gpu_cost_model.h"
@@ -164,12 +165,19 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                "tokens/s/GPU in / out", "goodput", "$ per 1M output tokens"});
   runs = nlohmann::json::array();
   std::vector<std::string> kernel_models;
-  for (const std::string& file : catalog.deployment_files()) {
-    const DeploymentSpec d = load_deployment_file(file);
-    ServeOptions options;
-    options.duration_s = o.serving_seconds;
-    options.seed = o.seed;
-    const ServedRun run = serve_deployment(catalog, focus, d, workload, options);
+  std::vector<DeploymentSpec> deployments;
+  for (const std::string& file : catalog.deployment_files())
+    deployments.push_back(load_deployment_file(file));
+  ServeOptions options;
+  options.duration_s = o.serving_seconds;
+  options.seed = o.seed;
+  std::vector<ServedRun> served(deployments.size());
+  parallel_for(deployments.size(), [&](std::size_t i) {
+    served[i] = serve_deployment(catalog, focus, deployments[i], workload, options);
+  });
+  for (std::size_t i = 0; i < deployments.size(); ++i) {
+    const DeploymentSpec& d = deployments[i];
+    const ServedRun& run = served[i];
     const ServingResult& r = run.result;
     const ServingCost& cost = run.cost;
     for (const std::string& label : {run.prefill_kernel_model, run.decode_kernel_model}) {
