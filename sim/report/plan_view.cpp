@@ -33,6 +33,17 @@ std::vector<std::string> kernel_models(const std::vector<PlanRow>& rows) {
   return out;
 }
 
+// The answer in one line: the first row, if it meets the SLA.
+std::string verdict(const std::vector<PlanRow>& rows) {
+  if (rows.empty() || !rows.front().meets_sla) return "no variant meets the SLA";
+  const PlanRow& best = rows.front();
+  if (!best.run.cost.known) {
+    return "within the SLA: " + best.deployment.name + ", but no variant within it has a known GPU price";
+  }
+  return fmt::format("cheapest within the SLA: {} (${:.2f} per 1M output tokens)", best.deployment.name,
+                     best.run.cost.usd_per_million_output);
+}
+
 }  // namespace
 
 Table plan_table(const PlanReport& p) {
@@ -56,6 +67,7 @@ Table plan_table(const PlanReport& p) {
                price(row.run.cost), row.meets_sla ? "yes" : "no",
                band_cell(r.prefill_band) + " / " + band_cell(r.decode_band)});
   }
+  t.add_note(verdict(p.rows));
   t.add_note(fmt::format(
       "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; variants of "
       "{}, "

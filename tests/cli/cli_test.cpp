@@ -165,6 +165,12 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
   // A TPOT limit no variant can reach: every row ran, none meets it.
   const auto strict = run_json(args + " --tpot-ms 0.5");
   for (const auto& row : strict["rows"]) EXPECT_FALSE(row["meets_sla"].get<bool>()) << row["deployment"];
+  // The table says the answer in one line.
+  EXPECT_NE(run(args + " --tpot-ms 0.5").output.find("no variant meets the SLA"), std::string::npos);
+  const std::string answer = run(args).output;
+  EXPECT_NE(answer.find("cheapest within the SLA: " + p["rows"][0]["deployment"].get<std::string>()),
+            std::string::npos)
+      << answer;
 }
 
 TEST(Cli, RunTraceHasStepsAndRequests) {
