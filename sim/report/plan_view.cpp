@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include "sim/report/run_view.h"
 
 namespace v41sim {
 namespace {
@@ -17,18 +17,11 @@ nlohmann::json band_json(const ErrorBand& b) {
   return {{"pct_at_90", b.pct}, {"covered_share", b.covered_share}};
 }
 
-std::string price(const ServingCost& c) {
-  return c.known ? fmt::format("${:.2f}", c.usd_per_million_output) : "unknown";
-}
-
 // The distinct kernel-model labels of the rows that ran, in order.
 std::vector<std::string> kernel_models(const std::vector<PlanRow>& rows) {
   std::vector<std::string> out;
   for (const PlanRow& r : rows) {
-    if (!r.not_run.empty()) continue;
-    for (const std::string& label : {r.run.prefill_kernel_model, r.run.decode_kernel_model}) {
-      if (std::find(out.begin(), out.end(), label) == out.end()) out.push_back(label);
-    }
+    if (r.not_run.empty()) collect_kernel_models(r.run, out);
   }
   return out;
 }
@@ -40,8 +33,8 @@ std::string verdict(const std::vector<PlanRow>& rows) {
   if (!best.run.cost.known) {
     return "within the SLA: " + best.deployment.name + ", but no variant within it has a known GPU price";
   }
-  return fmt::format("cheapest within the SLA: {} (${:.2f} per 1M output tokens)", best.deployment.name,
-                     best.run.cost.usd_per_million_output);
+  return fmt::format("cheapest within the SLA: {} ({} per 1M output tokens)", best.deployment.name,
+                     output_token_price(best.run.cost));
 }
 
 }  // namespace
@@ -64,7 +57,7 @@ Table plan_table(const PlanReport& p) {
     t.add_row({std::to_string(rank), row.deployment.name, std::to_string(r.gpus),
                fmt::format("{:.1f}%", 100 * row.within_sla), fmt::format("{:.0f}", r.ttft_ms.p99),
                fmt::format("{:.1f}", r.tpot_ms.p99), fmt::format("{:.0f}", r.output_tokens_per_s_per_gpu),
-               price(row.run.cost), row.meets_sla ? "yes" : "no",
+               output_token_price(row.run.cost), row.meets_sla ? "yes" : "no",
                band_cell(r.prefill_band) + " / " + band_cell(r.decode_band)});
   }
   t.add_note(verdict(p.rows));
@@ -77,12 +70,7 @@ Table plan_table(const PlanReport& p) {
   t.add_note(std::string("step band: over the steps each variant ran; ") + kErrorBandMethod +
              "; none: no kernel class of that GPU is calibrated on measurements yet, so its latencies carry "
              "no band");
-  for (const std::string& label : kernel_models(p.rows))
-    t.add_note("step times from the kernel model, " + label);
-  t.add_note(
-      "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens; "
-      "GPU "
-      "prices from each profile (unknown where no public price exists)");
+  add_served_run_notes(t, kernel_models(p.rows));
   return t;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace v41sim {
 namespace {
 
@@ -166,6 +168,23 @@ nlohmann::json run_json(const RunReport& r) {
           {"provenance",
            {{"step_times", r.kernel_model},
             {"output_lengths", r.workload.effort_output_multiplier.provenance().label()}}}};
+}
+
+std::string output_token_price(const ServingCost& cost) {
+  return cost.known ? fmt::format("${:.2f}", cost.usd_per_million_output) : "unknown";
+}
+
+void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels) {
+  for (const std::string& label : {run.prefill_kernel_model, run.decode_kernel_model}) {
+    if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+  }
+}
+
+void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {
+  for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
+  table.add_note(
+      "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens; "
+      "GPU prices from each profile (unknown where no public price exists)");
 }
 
 }  // namespace v41sim

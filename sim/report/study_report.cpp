@@ -23,6 +23,7 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/plan_view.h"
+#include "sim/report/run_view.h"
 #include "sim/report/step_view.h"
 #include "sim/report/svg_scatter.h"
 #include "sim/report/validation_view.h"
@@ -180,17 +181,13 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
     const ServedRun& run = served[i];
     const ServingResult& r = run.result;
     const ServingCost& cost = run.cost;
-    for (const std::string& label : {run.prefill_kernel_model, run.decode_kernel_model}) {
-      if (std::find(kernel_models.begin(), kernel_models.end(), label) == kernel_models.end())
-        kernel_models.push_back(label);
-    }
+    collect_kernel_models(run, kernel_models);
     table.add_row(
         {d.name, std::to_string(r.gpus), fmt::format("{} of {}", r.finished, r.arrived),
          fmt::format("{:.0f} / {:.0f}", r.ttft_ms.p50, r.ttft_ms.p99),
          fmt::format("{:.1f} / {:.1f}", r.tpot_ms.p50, r.tpot_ms.p99),
          fmt::format("{:.0f} / {:.0f}", r.input_tokens_per_s_per_gpu, r.output_tokens_per_s_per_gpu),
-         fmt::format("{:.1f}%", 100 * r.goodput_fraction),
-         cost.known ? fmt::format("${:.2f}", cost.usd_per_million_output) : "unknown"});
+         fmt::format("{:.1f}%", 100 * r.goodput_fraction), output_token_price(cost)});
     runs.push_back({{"deployment", d.name},
                     {"ttft_ms_p50", r.ttft_ms.p50},
                     {"ttft_ms_p99", r.ttft_ms.p99},
@@ -200,10 +197,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                     {"cost", cost_json(cost)}});
   }
   table.add_note("traffic '" + workload.name + "' (" + workload.source + ")");
-  for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
-  table.add_note(
-      "$ per 1M output tokens charges the whole deployment's cost to output tokens; GPU prices from "
-      "each profile (unknown where no public price exists)");
+  add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }
 
