@@ -180,6 +180,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   bind(targets, run_targets);
 
   CLI::App* validate = app.add_subcommand("validate", "the kernel model against published kernel figures");
+  validate->add_flag(
+      "--write-published-bands", flags->write_published_bands,
+      "write the priors' error per kernel class to validation/calibration/published_bands.yaml");
   bind(validate, run_validate);
 
   CLI::App* claims = app.add_subcommand("claims", "check the seed article's quantitative claims");

@@ -52,6 +52,8 @@ struct Flags {
   double min_within_sla = 0.99;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit
+  // validate
+  bool write_published_bands = false;
   // calibrate
   std::string measurements;
   bool hw_given = false;

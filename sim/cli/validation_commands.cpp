@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
@@ -13,15 +14,39 @@
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
+#include "sim/report/error_band_view.h"
 #include "sim/report/model_views.h"
+#include "sim/report/published_bands_view.h"
 #include "sim/report/validation_view.h"
 #include "sim/validation/calibration_fit.h"
 #include "sim/validation/held_out_validation.h"
 #include "sim/validation/kernel_targets.h"
 #include "sim/validation/measurement_file.h"
+#include "sim/validation/published_band_derivation.h"
 #include "sim/validation/published_reference.h"
 
 namespace v41sim::cli {
+
+namespace {
+
+// Writes the published bands file when asked; else says whether the committed
+// one still matches what the priors and the published figures give.
+std::string sync_published_bands(const Catalog& catalog, const PublishedBandDerivation& derivation,
+                                 bool write) {
+  const std::string file = published_bands_path(catalog.data_dir());
+  const std::string text = published_bands_yaml(derivation);
+  if (write) {
+    std::ofstream(file) << text;
+    return "written to " + file;
+  }
+  std::stringstream committed;
+  committed << std::ifstream(file).rdbuf();
+  if (committed.str() == text) return file + " matches";
+  return file + (std::filesystem::exists(file) ? " is out of date" : " is missing") +
+         ": run v41sim validate --write-published-bands";
+}
+
+}  // namespace
 
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   std::vector<ValidationRow> rows;
@@ -29,10 +54,19 @@ void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
     rows.push_back(validate_reference(reference, catalog));
   }
   for (ValidationRow& row : validate_held_out_measurements(catalog)) rows.push_back(std::move(row));
+  const PublishedBandDerivation bands = derive_published_bands(catalog);
+  const std::string bands_file = sync_published_bands(catalog, bands, f.write_published_bands);
   if (f.json) {
-    out << validation_json(rows).dump(2) << "\n";
+    nlohmann::json json = validation_json(rows);
+    json["published_bands"] = published_bands_json(bands);
+    json["published_bands"]["file"] = bands_file;
+    out << json.dump(2) << "\n";
   } else {
-    out << validation_table(rows).to_text() << "\n" << validation_summary_table(rows).to_text();
+    Table bands_table = published_bands_table(bands);
+    bands_table.add_note(bands_file);
+    out << validation_table(rows).to_text() << "\n"
+        << validation_summary_table(rows).to_text() << "\n"
+        << bands_table.to_text();
   }
 }
 
@@ -161,10 +195,8 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   nlohmann::json step_json = nlohmann::json::array();
   for (const StepBandRow& r : step_bands(model, gpu, result.params)) {
     steps.add_row({r.what, fmt::format("{:.1f} us", r.time_us), r.band.describe()});
-    step_json.push_back({{"step", r.what},
-                         {"predicted_us", r.time_us},
-                         {"band_pct_at_90", r.band.pct},
-                         {"band_covered_share", r.band.covered_share}});
+    step_json.push_back(
+        {{"step", r.what}, {"predicted_us", r.time_us}, {"error_band", error_band_json(r.band)}});
   }
   steps.add_note(std::string("propagated from the class bands (no whole step was measured); ") +
                  kErrorBandMethod);

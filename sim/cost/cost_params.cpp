@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/common/yaml_reader.h"
+#include "sim/cost/published_bands.h"
 #include "sim/hw/gpu_profile_loader.h"
 
 namespace v41sim {
@@ -95,6 +96,7 @@ TransferRule read_transfer(const YamlNode& node) {
 std::optional<double> CostParams::error_band_pct(KernelClass kernel_class) const {
   const auto& band = of(kernel_class).error_band_pct;
   if (!band) return std::nullopt;
+  if (of(kernel_class).error_band_from_published) return band->value();
   switch (extrapolation) {
     case Extrapolation::kNone:
       return band->value();
@@ -183,7 +185,8 @@ CalibrationChoice choose_calibration(const std::string& data_dir, const std::str
   if (fs::exists(own)) return {own.string(), "", Extrapolation::kNone};
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() == ".yaml" && entry.path().stem() != "defaults")
+    const std::string stem = entry.path().stem().string();
+    if (entry.path().extension() == ".yaml" && stem != "defaults" && stem != "published_bands")
       files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
@@ -210,10 +213,14 @@ CostParams load_calibration(const CalibrationChoice& choice) {
 }
 
 CostParams load_calibration_for(const std::string& data_dir, const GpuProfile& gpu,
-                                const std::string& gpu_stem) {
+                                const std::string& gpu_stem, bool priors_only) {
   namespace fs = std::filesystem;
-  const CalibrationChoice choice = choose_calibration(data_dir, gpu_stem, gpu.architecture);
+  const fs::path priors = fs::path(data_dir) / "validation" / "calibration" / "defaults.yaml";
+  const CalibrationChoice choice = priors_only ? CalibrationChoice{priors.string(), "", Extrapolation::kNone}
+                                               : choose_calibration(data_dir, gpu_stem, gpu.architecture);
   CostParams params = load_calibration(choice);
+  const std::string bands = published_bands_path(data_dir);
+  if (fs::exists(bands)) attach_published_bands(params, load_published_bands_file(bands), gpu, gpu_stem);
   const bool own = choice.extrapolation == Extrapolation::kNone && params.status == "calibrated";
   const std::string reference =
       own ? ""

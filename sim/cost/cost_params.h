@@ -65,8 +65,12 @@ struct ClassCost {
   // two; p, their p-norm (kernel_cost.cpp balanced()). At least 1.
   std::optional<SourcedValue> balance_exponent;
   // 90th percentile of |relative error| on the held-out shapes of a fitted
-  // class (percent); absent for uncalibrated priors, whose error is unknown.
+  // class (percent); for a class no measurement calibrated, the priors' error
+  // on published figures (published_bands.h) where enough exist; else absent.
   std::optional<SourcedValue> error_band_pct;
+  // The band is the priors' error on published figures, already widened for
+  // this GPU (published_bands.h), not a fit to our measurements.
+  bool error_band_from_published = false;
 };
 
 // How far a calibration carries to a GPU that was not measured: its class
@@ -144,7 +148,7 @@ struct CostParams {
   double compute_efficiency(KernelClass kernel_class, MathType math) const;
   std::string label() const;  // "uncalibrated (validation/calibration/defaults.yaml)"
   // The class's error band at 90% (percent) on this GPU, the transfer's
-  // widening included; nullopt where the class is not calibrated.
+  // widening included; nullopt where the class has none.
   std::optional<double> error_band_pct(KernelClass kernel_class) const;
 };
 
@@ -167,7 +171,11 @@ CostParams load_calibration(const CalibrationChoice& choice);
 // compute efficiencies carried over by per-SM tensor rate where they were
 // measured on another GPU of the same architecture (the priors' reference GPU,
 // or the GPU a calibration is extrapolated from).
+// Classes it leaves without a band get the priors' published band
+// (published_bands.h) where the data directory has that file. With
+// priors_only, the priors are used whatever calibrations exist (as the
+// published bands are derived).
 CostParams load_calibration_for(const std::string& data_dir, const GpuProfile& gpu,
-                                const std::string& gpu_stem);
+                                const std::string& gpu_stem, bool priors_only = false);
 
 }  // namespace v41sim

@@ -7,9 +7,12 @@
 
 namespace v41sim {
 
-GpuCostModel::GpuCostModel(const std::string& data_dir, const std::string& gpu_file, bool cuda_graph)
+GpuCostModel::GpuCostModel(const std::string& data_dir, const std::string& gpu_file, bool cuda_graph,
+                           bool priors_only)
     : gpu_(load_gpu_profile_file(gpu_file)),
-      cost_(gpu_, load_calibration_for(data_dir, gpu_, std::filesystem::path(gpu_file).stem().string()),
-            cuda_graph) {}
+      cost_(
+          gpu_,
+          load_calibration_for(data_dir, gpu_, std::filesystem::path(gpu_file).stem().string(), priors_only),
+          cuda_graph) {}
 
 }  // namespace v41sim

@@ -11,7 +11,9 @@ namespace v41sim {
 
 class GpuCostModel {
  public:
-  GpuCostModel(const std::string& data_dir, const std::string& gpu_file, bool cuda_graph);
+  // priors_only: the published priors, whatever calibrations exist (load_calibration_for).
+  GpuCostModel(const std::string& data_dir, const std::string& gpu_file, bool cuda_graph,
+               bool priors_only = false);
   GpuCostModel(const GpuCostModel&) = delete;
   GpuCostModel& operator=(const GpuCostModel&) = delete;
 

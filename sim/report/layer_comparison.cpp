@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/report/error_band_view.h"
+
 namespace v41sim {
 namespace {
 
@@ -87,8 +89,7 @@ nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, 
     }
     models.push_back({{"model", m.model},
                       {"total_time_us", m.timing.total_us},
-                      {"band_pct_at_90", m.band.pct},
-                      {"band_covered_share", m.band.covered_share},
+                      {"error_band", error_band_json(m.band)},
                       {"compute_us", m.timing.compute_us},
                       {"communication_us", m.timing.communication_us},
                       {"kernel_count", m.timing.kernel_count},

@@ -2,20 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "sim/report/error_band_view.h"
 #include "sim/report/run_view.h"
 
 namespace v41sim {
 namespace {
-
-// A band in a table cell: "+-4.2% (on 80%)", or "none" where no kernel class was calibrated.
-std::string band_cell(const ErrorBand& b) {
-  if (b.covered_share <= 0) return "none";
-  return fmt::format("±{:.1f}% (on {:.0f}%)", b.pct, 100 * b.covered_share);
-}
-
-nlohmann::json band_json(const ErrorBand& b) {
-  return {{"pct_at_90", b.pct}, {"covered_share", b.covered_share}};
-}
 
 // The distinct kernel-model labels of the rows that ran, in order.
 std::vector<std::string> kernel_models(const std::vector<PlanRow>& rows) {
@@ -58,7 +49,7 @@ Table plan_table(const PlanReport& p) {
                fmt::format("{:.1f}%", 100 * row.within_sla), fmt::format("{:.0f}", r.ttft_ms.p99),
                fmt::format("{:.1f}", r.tpot_ms.p99), fmt::format("{:.0f}", r.output_tokens_per_s_per_gpu),
                output_token_price(row.run.cost), row.meets_sla ? "yes" : "no",
-               band_cell(r.prefill_band) + " / " + band_cell(r.decode_band)});
+               error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)});
   }
   t.add_note(verdict(p.rows));
   t.add_note(fmt::format(
@@ -67,9 +58,11 @@ Table plan_table(const PlanReport& p) {
       "each serving the same arrivals ({:.0f} simulated s, seed {}), then draining",
       sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, p.base.file, p.options.duration_s, p.options.seed));
   t.add_note("traffic '" + p.workload.name + "' (" + p.workload.source + ")");
-  t.add_note(std::string("step band: over the steps each variant ran; ") + kErrorBandMethod +
-             "; none: no kernel class of that GPU is calibrated on measurements yet, so its latencies carry "
-             "no band");
+  t.add_note(
+      std::string("step band: over the steps each variant ran, on the share of their time it covers; ") +
+      kErrorBandMethod +
+      "; published: the band is the priors' error on published kernel figures, not a fit to our "
+      "measurements; none: no kernel class of that GPU has a band");
   add_served_run_notes(t, kernel_models(p.rows));
   return t;
 }
@@ -98,7 +91,8 @@ nlohmann::json plan_json(const PlanReport& p) {
     j["throughput_tokens_per_s_per_gpu"] = {{"input", r.input_tokens_per_s_per_gpu},
                                             {"output", r.output_tokens_per_s_per_gpu}};
     j["cost"] = cost_json(row.run.cost);
-    j["error_band"] = {{"prefill", band_json(r.prefill_band)}, {"decode", band_json(r.decode_band)}};
+    j["error_band"] = {{"prefill", error_band_json(r.prefill_band)},
+                       {"decode", error_band_json(r.decode_band)}};
     rows.push_back(j);
   }
   return {{"model", p.model},

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "sim/report/error_band_view.h"
+
 namespace v41sim {
 namespace {
 
@@ -160,8 +162,8 @@ nlohmann::json run_json(const RunReport& r) {
             {"context_parallel_prefill", x.context_parallel_steps},
             {"decode", x.decode_steps}}},
           {"error_band",
-           {{"prefill", {{"pct_at_90", x.prefill_band.pct}, {"covered_share", x.prefill_band.covered_share}}},
-            {"decode", {{"pct_at_90", x.decode_band.pct}, {"covered_share", x.decode_band.covered_share}}},
+           {{"prefill", error_band_json(x.prefill_band)},
+            {"decode", error_band_json(x.decode_band)},
             {"method", kErrorBandMethod}}},
           {"events", x.events},
           {"occupancy", occupancy},

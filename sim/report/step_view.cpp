@@ -5,17 +5,10 @@
 #include <algorithm>
 
 #include "sim/cost/error_band.h"
+#include "sim/report/error_band_view.h"
 
 namespace v41sim {
 namespace {
-
-nlohmann::json error_band_json(const ErrorBand& band) {
-  if (band.covered_share <= 0) return {{"known", false}, {"note", band.describe()}};
-  return {{"known", true},
-          {"pct_at_90", band.pct},
-          {"covered_share", band.covered_share},
-          {"note", band.describe()}};
-}
 
 std::string title(const StepReport& r) {
   const StepShape& s = r.graph.shape;

@@ -20,6 +20,7 @@
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
 #include "sim/report/claims.h"
+#include "sim/report/error_band_view.h"
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/plan_view.h"
@@ -124,25 +125,24 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         const double latency_bound_us = time_bound_by(t, Bound::kLatency);
         row.push_back(format_fixed(latency_bound_us * scale, 1));
         table.add_row(row);
-        json["steps"].push_back(
-            {{"gpu", gpu.name},
-             {"phase", phase_name(phase)},
-             {"context", context},
-             {"batch", shape.batch},
-             {"total_time_us", t.total_us},
-             {"reported_us", t.total_us * scale},
-             {"band_pct_at_90", band.covered_share > 0 ? nlohmann::json(band.pct) : nlohmann::json()},
-             {"band_covered_share", band.covered_share},
-             {"widening_bound_us", widening.bound_us},
-             {"widening_work_us", widening.work_us},
-             {"latency_bound_us", latency_bound_us}});
+        json["steps"].push_back({{"gpu", gpu.name},
+                                 {"phase", phase_name(phase)},
+                                 {"context", context},
+                                 {"batch", shape.batch},
+                                 {"total_time_us", t.total_us},
+                                 {"reported_us", t.total_us * scale},
+                                 {"error_band", error_band_json(band)},
+                                 {"widening_bound_us", widening.bound_us},
+                                 {"widening_work_us", widening.work_us},
+                                 {"latency_bound_us", latency_bound_us}});
       }
     }
   }
   for (const std::string& label : calibrations) table.add_note("kernel model on " + label);
   table.add_note(
       std::string(kErrorBandMethod) +
-      "; unknown: no class calibrated (the efficiencies are published priors, not our measurements)");
+      "; until our measurements calibrate a GPU, its bands are the priors' error on published kernel figures "
+      "(validate: the priors' error by kernel class), mostly the figures the priors were read off");
   table.add_note("decode uses CUDA-graph replay; EP communication is not overlapped with compute");
   table.add_note(
       "in widening-bound kernels: time of the kernels whose CUDA-core widening of FP8/FP4 operands (cache "

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/common/content_hash.h"
 #include "sim/common/input_error.h"
 #include "sim/graph/kernel_factory.h"
 
@@ -51,15 +52,6 @@ double parse_number(const std::string& text, const InputLocation& at) {
   } catch (const std::exception&) {
   }
   throw InputError(at, "expected a non-negative number, got '" + text + "'");
-}
-
-std::string fnv1a(const std::string& bytes) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return fmt::format("{:016x}", h);
 }
 
 // Column name -> position; every required column present, nothing unknown.
@@ -189,7 +181,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
   if (!in) throw InputError({path, 0, ""}, "cannot open file");
   std::stringstream whole;
   whole << in.rdbuf();
-  set.file_hashes.push_back(fnv1a(whole.str()));
+  set.file_hashes.push_back(fnv1a_hex(whole.str()));
   std::map<std::string, std::string> metadata;
   std::map<std::string, std::size_t> columns;
   bool header = false;

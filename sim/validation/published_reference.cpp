@@ -156,9 +156,10 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
 }
 
 // What the model says, in the reference's metric.
-double predict(const PublishedReference& r, const Catalog& catalog, std::string* kernel_model) {
+double predict(const PublishedReference& r, const Catalog& catalog, bool priors_only,
+               std::string* kernel_model) {
   const bool in_graph = r.probe_kind == "moe_layer";
-  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(r.gpu), in_graph);
+  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(r.gpu), in_graph, priors_only);
   *kernel_model = g.cost().params().label();
   const auto& p = r.probe;
   if (r.probe_kind == "gemm") {
@@ -248,10 +249,11 @@ std::vector<PublishedReference> load_published_references(const Catalog& catalog
   return out;
 }
 
-ValidationRow validate_reference(const PublishedReference& reference, const Catalog& catalog) {
+ValidationRow validate_reference(const PublishedReference& reference, const Catalog& catalog,
+                                 bool priors_only) {
   ValidationRow row;
   row.reference = reference;
-  row.predicted = predict(reference, catalog, &row.kernel_model);
+  row.predicted = predict(reference, catalog, priors_only, &row.kernel_model);
   row.error_pct = 100.0 * (row.predicted - reference.value) / reference.value;
   row.within_tolerance = std::fabs(row.error_pct) <= reference.tolerance_pct;
   return row;

@@ -43,6 +43,9 @@ struct ValidationRow {
 };
 
 std::vector<PublishedReference> load_published_references(const Catalog& catalog);
-ValidationRow validate_reference(const PublishedReference& reference, const Catalog& catalog);
+// With priors_only, the GPU's kernel model uses the published priors whatever
+// calibrations exist (for the priors' own error, published_band_derivation.h).
+ValidationRow validate_reference(const PublishedReference& reference, const Catalog& catalog,
+                                 bool priors_only = false);
 
 }  // namespace v41sim

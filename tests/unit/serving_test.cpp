@@ -347,18 +347,23 @@ namespace {
 
 // A run's band is its steps' bands weighted by step time: with one band on
 // every compute class, the run carries exactly it, over the compute share of
-// the step time (link transfers carry none); uncalibrated, none at all.
+// the step time (link transfers here carry none); uncalibrated, the priors'
+// published bands, and it says so.
 TEST(Serving, RunsCarryTheKernelModelBandOfTheirSteps) {
   Fixture f = v41_agents();
   const ServingResult plain = f.run(60);
-  EXPECT_EQ(plain.decode_band.covered_share, 0.0);
-  EXPECT_NE(plain.decode_band.describe().find("unknown"), std::string::npos);
+  EXPECT_GT(plain.decode_band.covered_share, 0.0);
+  EXPECT_NEAR(plain.decode_band.published_share, 1.0, 1e-12);
+  EXPECT_NE(plain.decode_band.describe().find("the priors' error on published figures"), std::string::npos);
 
   CostParams banded = f.decode.cost().params();
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto cls = static_cast<KernelClass>(i);
+    ClassCost& c = banded.classes[static_cast<std::size_t>(i)];
+    c.error_band_from_published = false;
+    c.error_band_pct.reset();
     if (cls == KernelClass::kAllToAll || cls == KernelClass::kHostCopy) continue;
-    banded.classes[static_cast<std::size_t>(i)].error_band_pct = SourcedValue::assumed(7.0, "test");
+    c.error_band_pct = SourcedValue::assumed(7.0, "test");
   }
   const KernelCostModel prefill(f.prefill.gpu(), banded, false), decode(f.decode.gpu(), banded, true);
   ServingSimulation sim(f.model, prefill, decode, f.deployment, f.workload, 1);
@@ -366,6 +371,7 @@ TEST(Serving, RunsCarryTheKernelModelBandOfTheirSteps) {
   ASSERT_GT(r.decode_steps, 0);
   EXPECT_NEAR(r.decode_band.pct, 7.0, 1e-9);
   EXPECT_NEAR(r.prefill_band.pct, 7.0, 1e-9);
+  EXPECT_EQ(r.decode_band.published_share, 0.0);
   EXPECT_GT(r.decode_band.covered_share, 0.5);
   EXPECT_LT(r.decode_band.covered_share, 1.0);  // EP all-to-all (64 GPUs, EP 8) carries no band
   // The band does not change what is simulated.
