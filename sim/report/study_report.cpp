@@ -24,6 +24,7 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/plan_view.h"
+#include "sim/report/published_bands_view.h"
 #include "sim/report/run_view.h"
 #include "sim/report/step_view.h"
 #include "sim/report/svg_scatter.h"
@@ -31,6 +32,7 @@
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/workload_spec.h"
 #include "sim/validation/held_out_validation.h"
+#include "sim/validation/published_band_derivation.h"
 #include "sim/validation/published_reference.h"
 
 namespace v41sim {
@@ -266,7 +268,10 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
   const nlohmann::json validation = validation_json(rows);
   json["validation"] = validation["references"];
   json["validation_by_probe"] = validation["by_probe"];
-  return md + validation_table(rows).to_markdown() + "\n" + validation_summary_table(rows).to_markdown();
+  const PublishedBandDerivation bands = derive_published_bands(catalog);
+  json["published_bands"] = published_bands_json(bands);
+  return md + validation_table(rows).to_markdown() + "\n" + validation_summary_table(rows).to_markdown() + "\n" +
+         published_bands_table(bands).to_markdown();
 }
 
 }  // namespace
