@@ -116,12 +116,16 @@ double CostParams::compute_efficiency(KernelClass kernel_class, MathType math) c
 
 std::string CostParams::label() const {
   std::string out = status;
+  // The priors were published on a GPU too: say which, and how far they are carried.
+  if (status == "uncalibrated" && !efficiencies_measured_on.empty())
+    out += ": published priors from " + efficiencies_measured_on;
+  const std::string from = status == "uncalibrated" ? "" : " on " + extrapolated_from;
   if (extrapolation == Extrapolation::kSameArchitecture) {
-    out += fmt::format(" on {}, extrapolated within the architecture (bands widened by {:g} points, assumed)",
-                       extrapolated_from, transfer.same_architecture_extra_pct.value());
+    out += fmt::format("{}, extrapolated within the architecture (bands widened by {:g} points, assumed)",
+                       from, transfer.same_architecture_extra_pct.value());
   } else if (extrapolation == Extrapolation::kCrossArchitecture) {
-    out += fmt::format(" on {}, extrapolated across architectures (bands widened by {:g} points, assumed)",
-                       extrapolated_from, transfer.cross_architecture_extra_pct.value());
+    out += fmt::format("{}, extrapolated across architectures (bands widened by {:g} points, assumed)", from,
+                       transfer.cross_architecture_extra_pct.value());
   }
   if (held_out_mape_pct >= 0) out += fmt::format(", held-out MAPE up to {:.1f}%", held_out_mape_pct);
   if (per_sm_rate_ratio) {
@@ -232,7 +236,13 @@ CostParams load_calibration_for(const std::string& data_dir, const GpuProfile& g
         params.efficiencies_measured_on_at,
         "efficiencies_measured_on names no GPU profile: expected a file stem under hw_profiles/");
   }
-  params.per_sm_rate_ratio = per_sm_rate_ratio(gpu, load_gpu_profile_file(profile.string()), reference);
+  const GpuProfile reference_gpu = load_gpu_profile_file(profile.string());
+  if (params.status == "uncalibrated") {  // the priors, carried from the GPU they were published on
+    params.extrapolated_from = reference;
+    params.extrapolation = reference_gpu.architecture == gpu.architecture ? Extrapolation::kSameArchitecture
+                                                                          : Extrapolation::kCrossArchitecture;
+  }
+  params.per_sm_rate_ratio = per_sm_rate_ratio(gpu, reference_gpu, reference);
   return params;
 }
 

@@ -121,7 +121,8 @@ struct CostParams {
   std::string status;  // "uncalibrated" or "calibrated"
   std::string source;
   double held_out_mape_pct = -1;  // calibrated files: the worst class's held-out MAPE
-  std::string extrapolated_from;  // set when another GPU's calibration is transferred
+  // The GPU this file was calibrated on (or, for the priors, published on) when it is not this one.
+  std::string extrapolated_from;
   Extrapolation extrapolation = Extrapolation::kNone;
   // The GPU the priors' efficiencies were published on (defaults.yaml), and where that field is.
   std::string efficiencies_measured_on;

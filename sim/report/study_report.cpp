@@ -270,8 +270,8 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
   json["validation_by_probe"] = validation["by_probe"];
   const PublishedBandDerivation bands = derive_published_bands(catalog);
   json["published_bands"] = published_bands_json(bands);
-  return md + validation_table(rows).to_markdown() + "\n" + validation_summary_table(rows).to_markdown() + "\n" +
-         published_bands_table(bands).to_markdown();
+  return md + validation_table(rows).to_markdown() + "\n" + validation_summary_table(rows).to_markdown() +
+         "\n" + published_bands_table(bands).to_markdown();
 }
 
 }  // namespace

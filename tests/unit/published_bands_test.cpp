@@ -115,6 +115,11 @@ TEST(PublishedBands, CarriedToEachGpuWidenedByItsDistance) {
                    gemm->band_90_pct + p.transfer.cross_architecture_extra_pct.value());
   EXPECT_NE(b200.cost().params().of(KernelClass::kGemm).error_band_pct->provenance().note.find("another"),
             std::string::npos);
+  // The label says where the priors come from and how far they are carried.
+  EXPECT_NE(p.label().find("published priors from h800"), std::string::npos) << p.label();
+  EXPECT_EQ(p.label().find("extrapolated"), std::string::npos) << p.label();
+  EXPECT_NE(h200.cost().params().label().find("extrapolated within the architecture"), std::string::npos);
+  EXPECT_NE(b200.cost().params().label().find("extrapolated across architectures"), std::string::npos);
   // Classes without enough figures stay without a band.
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto kernel_class = static_cast<KernelClass>(i);
