@@ -110,7 +110,7 @@ void BM_Plan(benchmark::State& state) {
   std::size_t variants = 0;
   for (auto _ : state) {
     const std::vector<v41sim::PlanRow> rows =
-        v41sim::run_plan(catalog, model, base, grid, workload, options, 0.99);
+        v41sim::run_plan(catalog, model, {base}, grid, workload, options, 0.99);
     variants = rows.size();
     benchmark::DoNotOptimize(rows);
   }

@@ -129,10 +129,13 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   bind(serve, run_serving);
 
-  CLI::App* plan = app.add_subcommand(
-      "plan",
-      "the cheapest variant of a deployment (GPU, EP size, instances) that serves a workload within its SLA");
-  add_serving_flags(plan, "base deployment (workloads/deployments/) name or path",
+  CLI::App* plan = app.add_subcommand("plan",
+                                      "the cheapest variant of one or more deployments (GPU, EP size, "
+                                      "instances) that serves a workload within "
+                                      "their SLA");
+  add_serving_flags(plan,
+                    "base deployments (workloads/deployments/) names or paths, comma-separated (e.g. an "
+                    "aggregated and a disaggregated layout, ranked together)",
                     "simulated seconds of arrivals (then each variant drains)",
                     "random seed (the same arrivals for every variant)");
   plan->add_option("--hw", flags->plan_gpus,

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
@@ -23,6 +25,19 @@ void require_positive_duration(const Flags& f) {
   if (f.duration_s <= 0) {
     throw InputError({"", 0, "--duration"},
                      fmt::format("expected a positive number of seconds, got {}", f.duration_s));
+  }
+}
+
+// "a,b" -> {"a", "b"}; an empty name (",", "a,,b") is the user's error.
+std::vector<std::string> comma_separated(const std::string& text, const char* flag) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (out.back().empty()) throw InputError({"", 0, flag}, "expected names separated by single commas");
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
   }
 }
 
@@ -72,11 +87,16 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_positive_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.deployment));
-  for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &base.sla.ttft_ms},
-                                           std::tuple{"--tpot-ms", f.sla_tpot_ms, &base.sla.tpot_ms}}) {
-    if (value < 0) throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
-    if (value > 0) *limit = value;
+  std::vector<DeploymentSpec> bases;
+  for (const std::string& name : comma_separated(f.deployment, "--deployment"))
+    bases.push_back(load_deployment_file(catalog.resolve_deployment(name)));
+  for (DeploymentSpec& base : bases) {
+    for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &base.sla.ttft_ms},
+                                             std::tuple{"--tpot-ms", f.sla_tpot_ms, &base.sla.tpot_ms}}) {
+      if (value < 0)
+        throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
+      if (value > 0) *limit = value;
+    }
   }
   const WorkloadSpec workload = load_workload(catalog, f);
   const PlanGrid grid{.gpus = f.plan_gpus,
@@ -88,8 +108,8 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;
-  const std::vector<PlanRow> rows = run_plan(catalog, m, base, grid, workload, options, f.min_within_sla);
-  const PlanReport report{m.spec.name, base, workload, options, f.min_within_sla, rows};
+  const std::vector<PlanRow> rows = run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla);
+  const PlanReport report{m.spec.name, bases, workload, options, f.min_within_sla, rows};
   if (f.json) {
     out << plan_json(report).dump(2) << "\n";
   } else {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "sim/common/input_error.h"
@@ -133,8 +134,38 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   return out;
 }
 
-std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model, const DeploymentSpec& base,
-                              const PlanGrid& grid, const WorkloadSpec& workload, const ServeOptions& options,
+std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bases, const PlanGrid& grid) {
+  if (bases.empty()) throw InputError({"", 0, "--deployment"}, "expected at least one base deployment");
+  for (const DeploymentSpec& base : bases) {
+    if (base.sla.ttft_ms != bases.front().sla.ttft_ms || base.sla.tpot_ms != bases.front().sla.tpot_ms) {
+      throw InputError({base.file, 0, "sla"},
+                       fmt::format("TTFT {} ms / TPOT {} ms differs from {}'s {} / {} ms: give --ttft-ms and "
+                                   "--tpot-ms to rank the bases against one SLA",
+                                   base.sla.ttft_ms, base.sla.tpot_ms, bases.front().file,
+                                   bases.front().sla.ttft_ms, bases.front().sla.tpot_ms));
+    }
+  }
+  const bool any_disaggregated =
+      std::any_of(bases.begin(), bases.end(), [](const DeploymentSpec& b) { return b.disaggregated; });
+  std::vector<DeploymentSpec> out;
+  for (const DeploymentSpec& base : bases) {
+    PlanGrid own = grid;
+    if (bases.size() > 1 && any_disaggregated && !base.disaggregated) {  // one pool: nothing per pool to vary
+      own.prefill_gpus.clear();
+      own.decode_gpus.clear();
+      own.prefill_instances.clear();
+    }
+    for (DeploymentSpec& d : plan_variants(base, own)) {
+      if (bases.size() > 1) d.name = std::filesystem::path(base.file).stem().string() + ": " + d.name;
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model,
+                              const std::vector<DeploymentSpec>& bases, const PlanGrid& grid,
+                              const WorkloadSpec& workload, const ServeOptions& options,
                               double min_within_sla) {
   if (!(min_within_sla > 0 && min_within_sla <= 1)) {
     throw InputError({"", 0, "--min-within-sla"},
@@ -146,7 +177,7 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
   ServeOptions drained = options;
   drained.drain = true;
   std::vector<PlanRow> rows;
-  for (DeploymentSpec& d : plan_variants(base, grid)) {
+  for (DeploymentSpec& d : plan_variants(bases, grid)) {
     PlanRow row;
     row.deployment = std::move(d);
     rows.push_back(std::move(row));

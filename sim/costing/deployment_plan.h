@@ -1,10 +1,12 @@
-// DeploymentPlan: which variant of a deployment serves a workload within its
-// SLA for the least money. The variants change a base deployment's GPU, EP
-// size (one EP group per instance) and instance counts; each serves the same
-// traffic (same seed) and then drains, so every request that arrived ends
-// finished or rejected. A variant meets the SLA when at least
-// `min_within_sla` of the requests that arrived finished within the base
-// deployment's TTFT and TPOT limits.
+// DeploymentPlan: which variant of one or more deployments serves a workload
+// within their SLA for the least money. The variants change each base
+// deployment's GPU, EP size (one EP group per instance) and instance counts;
+// each serves the same traffic (same seed) and then drains, so every request
+// that arrived ends finished or rejected. A variant meets the SLA when at
+// least `min_within_sla` of the requests that arrived finished within the
+// bases' TTFT and TPOT limits (several bases must share them). Several bases
+// put layouts side by side: aggregated against disaggregated, or different
+// prefill/decode splits.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,13 @@ struct PlanGrid {
 // prefill is context-parallel.
 std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);
 
+// The variants of each base in turn. With several bases, what only a
+// disaggregated deployment has (per-pool GPUs, prefill instances) varies the
+// disaggregated bases and leaves the aggregated ones as they are; it is an
+// error where no base is disaggregated. No bases, or bases whose SLAs differ,
+// are an InputError (the SLA flags make them agree).
+std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bases, const PlanGrid& grid);
+
 struct PlanRow {
   DeploymentSpec deployment;
   std::string not_run;  // why the variant could not run (e.g. the model does not fit); empty if it ran
@@ -49,8 +58,9 @@ struct PlanRow {
 // runs interleave); rows that meet the SLA first, cheapest per output
 // token first (unknown prices after known ones), then the others by their
 // share within the SLA. Ties keep the variants' order.
-std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model, const DeploymentSpec& base,
-                              const PlanGrid& grid, const WorkloadSpec& workload, const ServeOptions& options,
+std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model,
+                              const std::vector<DeploymentSpec>& bases, const PlanGrid& grid,
+                              const WorkloadSpec& workload, const ServeOptions& options,
                               double min_within_sla);
 
 }  // namespace v41sim

@@ -1,6 +1,7 @@
 #include "sim/report/plan_view.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/report/error_band_view.h"
 #include "sim/report/run_view.h"
@@ -31,7 +32,9 @@ std::string verdict(const std::vector<PlanRow>& rows) {
 }  // namespace
 
 Table plan_table(const PlanReport& p) {
-  const SlaSpec& sla = p.base.sla;
+  const SlaSpec& sla = p.bases.front().sla;
+  std::vector<std::string> base_files;
+  for (const DeploymentSpec& base : p.bases) base_files.push_back(base.file);
   Table t(
       fmt::format("{} under '{}': deployments by cost, those within the SLA first", p.model, p.workload.name),
       {"rank", "deployment", "GPUs", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
@@ -56,7 +59,13 @@ Table plan_table(const PlanReport& p) {
       "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; variants of "
       "{}, "
       "each serving the same arrivals ({:.0f} simulated s, seed {}), then draining",
-      sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, p.base.file, p.options.duration_s, p.options.seed));
+      sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, fmt::join(base_files, " and "), p.options.duration_s,
+      p.options.seed));
+  if (p.bases.size() > 1) {
+    t.add_note(
+        "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "
+        "disaggregated bases only");
+  }
   t.add_note("traffic '" + p.workload.name + "' (" + p.workload.source + ")");
   t.add_note(
       std::string("step band: over the steps each variant ran, on the share of their time it covers; ") +
@@ -95,8 +104,10 @@ nlohmann::json plan_json(const PlanReport& p) {
                        {"decode", error_band_json(r.decode_band)}};
     rows.push_back(j);
   }
+  nlohmann::json bases = nlohmann::json::array();
+  for (const DeploymentSpec& base : p.bases) bases.push_back(base.file);
   return {{"model", p.model},
-          {"base_deployment", p.base.file},
+          {"base_deployments", bases},
           {"workload", p.workload.name},
           {"duration_s", p.options.duration_s},
           {"seed", p.options.seed},

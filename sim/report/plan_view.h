@@ -12,7 +12,7 @@ namespace v41sim {
 
 struct PlanReport {
   const std::string& model;
-  const DeploymentSpec& base;
+  const std::vector<DeploymentSpec>& bases;  // at least one; they share their SLA
   const WorkloadSpec& workload;
   const ServeOptions& options;
   double min_within_sla;

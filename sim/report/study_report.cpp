@@ -216,8 +216,9 @@ std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, con
   options.duration_s = o.serving_seconds;
   options.seed = o.seed;
   constexpr double kWithinSla = 0.99;
-  const std::vector<PlanRow> rows = run_plan(catalog, focus, base, grid, workload, options, kWithinSla);
-  const PlanReport report{focus.spec.name, base, workload, options, kWithinSla, rows};
+  const std::vector<DeploymentSpec> bases{base};
+  const std::vector<PlanRow> rows = run_plan(catalog, focus, bases, grid, workload, options, kWithinSla);
+  const PlanReport report{focus.spec.name, bases, workload, options, kWithinSla, rows};
   json = plan_json(report);
   return fmt::format("## The cheapest deployment within the SLA ({} on every GPU profile)\n\n",
                      o.plan_deployment) +

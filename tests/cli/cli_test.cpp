@@ -262,6 +262,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
         BadRun{"plan --min-within-sla 0", "--min-within-sla"}, BadRun{"plan --tpot-ms -5", "--tpot-ms"},
+        BadRun{"plan --deployment h200_agg_8,,h200_pd_64", "field '--deployment': expected names separated"},
+        BadRun{"plan --deployment h200_agg_8,no_such_deployment", "unknown name 'no_such_deployment'"},
         BadRun{"plan --decode-instances two", "--decode-instances"},
         BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},

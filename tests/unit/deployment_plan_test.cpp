@@ -97,6 +97,53 @@ TEST(DeploymentPlan, EachPoolCanTakeItsOwnGpus) {
   EXPECT_EQ(variants[1].name, "prefill 2 x 8 h200, decode 4 x 8 h20, EP 8");
 }
 
+// Aggregated and disaggregated side by side: each base varied in turn, named
+// after it; what only two pools have varies the disaggregated base alone.
+TEST(DeploymentPlan, SeveralBasesAreVariedInTurn) {
+  const std::vector<DeploymentSpec> bases{deployment("h200_agg_8"), deployment("h200_pd_64")};
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(bases, {.eps = {8}, .prefill_instances = {1, 2}, .decode_instances = {1}});
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_FALSE(variants[0].disaggregated);
+  EXPECT_EQ(variants[0].name, "h200_agg_8: 1 x 8 h200, aggregated, EP 8");
+  EXPECT_EQ(variants[0].total_gpus(), 8);
+  EXPECT_TRUE(variants[1].disaggregated);
+  EXPECT_EQ(variants[1].prefill.instances, 1);
+  EXPECT_EQ(variants[2].prefill.instances, 2);
+  EXPECT_EQ(variants[2].name, "h200_pd_64: prefill 2 x 8 h200, decode 1 x 8 h200, EP 8");
+  // One base: the names and the variants as before.
+  const std::vector<DeploymentSpec> one = plan_variants(std::vector<DeploymentSpec>{bases[1]}, {});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].name.find("h200_pd_64:"), std::string::npos);
+}
+
+TEST(DeploymentPlan, SeveralBasesMustShareTheirSla) {
+  const DeploymentSpec agg = deployment("h200_agg_8");
+  DeploymentSpec strict = deployment("h200_pd_64");
+  strict.sla.tpot_ms /= 2;
+  try {
+    plan_variants(std::vector<DeploymentSpec>{agg, strict}, {});
+    FAIL() << "bases with different SLAs were ranked together";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "sla");
+    EXPECT_EQ(e.where().file, strict.file);
+    EXPECT_NE(std::string(e.what()).find("--tpot-ms"), std::string::npos) << e.what();
+  }
+  // What only a disaggregated base has is refused where none is.
+  try {
+    plan_variants(std::vector<DeploymentSpec>{agg, agg}, {.prefill_instances = {2}});
+    FAIL() << "prefill instances were accepted without a disaggregated base";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "--prefill-instances");
+  }
+  try {
+    plan_variants(std::vector<DeploymentSpec>{}, {});
+    FAIL() << "no base was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "--deployment");
+  }
+}
+
 // One aggregated instance of H20s (no public price) or H200s, at EP 8 or at
 // an EP size that does not divide the experts: the H200 meets the SLA and
 // ranks first; the EP 7 variants cannot run and say why; every request of a
@@ -109,7 +156,7 @@ TEST(DeploymentPlan, RanksTheVariantsThatMeetTheSlaByCost) {
   ServeOptions options;
   options.duration_s = 120;
   const std::vector<PlanRow> rows =
-      run_plan(catalog, model, deployment("h200_agg_8"),
+      run_plan(catalog, model, {deployment("h200_agg_8")},
                {.gpus = {"h20", "h200"}, .eps = {7, 8}, .decode_instances = {1}}, workload, options, 0.99);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].deployment.decode.gpu, "h200");
@@ -143,7 +190,7 @@ TEST(DeploymentPlan, AShareOutsideZeroToOneIsRefused) {
   const WorkloadSpec workload = load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/chat.yaml");
   for (const double share : {0.0, 1.5}) {
     try {
-      run_plan(catalog, model, deployment("h200_agg_8"), {}, workload, ServeOptions{}, share);
+      run_plan(catalog, model, {deployment("h200_agg_8")}, {}, workload, ServeOptions{}, share);
       ADD_FAILURE() << share << " was accepted";
     } catch (const InputError& e) {
       EXPECT_EQ(e.where().field, "--min-within-sla");
