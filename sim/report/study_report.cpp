@@ -1,6 +1,7 @@
 #include "sim/report/study_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -203,26 +204,49 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   return md + table.to_markdown();
 }
 
-// Which GPU, and how many, serve the workload within the SLA for the least
-// money: one base deployment varied over every GPU profile (plan).
+// The bases varied over the grid under the serving workload, ranked (plan).
 std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                         nlohmann::json& json) {
-  const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(o.plan_deployment));
+                         const std::vector<std::string>& base_names, const PlanGrid& grid,
+                         const std::string& heading, nlohmann::json& json) {
+  std::vector<DeploymentSpec> bases;
+  for (const std::string& name : base_names)
+    bases.push_back(load_deployment_file(catalog.resolve_deployment(name)));
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
-  PlanGrid grid;
-  for (const std::string& file : catalog.gpu_files()) grid.gpus.push_back(fs::path(file).stem().string());
-  grid.decode_instances = o.plan_decode_instances;
   ServeOptions options;
   options.duration_s = o.serving_seconds;
   options.seed = o.seed;
   constexpr double kWithinSla = 0.99;
-  const std::vector<DeploymentSpec> bases{base};
   const std::vector<PlanRow> rows = run_plan(catalog, focus, bases, grid, workload, options, kWithinSla);
   const PlanReport report{focus.spec.name, bases, workload, options, kWithinSla, rows};
   json = plan_json(report);
-  return fmt::format("## The cheapest deployment within the SLA ({} on every GPU profile)\n\n",
-                     o.plan_deployment) +
-         plan_table(report).to_markdown();
+  return "## " + heading + "\n\n" + plan_table(report).to_markdown();
+}
+
+// Which GPU, and how many, serve the workload within the SLA for the least
+// money: one base deployment varied over every GPU profile.
+std::string cheapest_gpu_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                                 nlohmann::json& json) {
+  PlanGrid grid;
+  for (const std::string& file : catalog.gpu_files()) grid.gpus.push_back(fs::path(file).stem().string());
+  grid.decode_instances = o.plan_decode_instances;
+  return plan_section(
+      catalog, focus, o, {o.plan_deployment}, grid,
+      fmt::format("The cheapest deployment within the SLA ({} on every GPU profile)", o.plan_deployment),
+      json);
+}
+
+// One pool for prefill and decode, or a pool each: the same arrivals and SLA
+// on both layouts, on the same GPUs.
+std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                           nlohmann::json& json) {
+  const PlanGrid grid{.gpus = o.layout_gpus,
+                      .eps = {o.ep},
+                      .prefill_instances = {1},
+                      .decode_instances = o.plan_decode_instances};
+  return plan_section(catalog, focus, o, o.layout_deployments, grid,
+                      fmt::format("Aggregated or disaggregated ({}, EP {}, one prefill instance)",
+                                  fmt::join(o.layout_deployments, " against "), o.ep),
+                      json);
 }
 
 // How far the kernel model is from published kernel figures and from our held-out measurements.
@@ -331,7 +355,8 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += step_times_section(catalog, focus, gpus, o, json);
   md += serving_section(catalog, focus, o, o.serving_workload, json["serving"]);
   md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
-  md += "\n\n" + plan_section(catalog, focus, o, json["plan"]);
+  md += "\n\n" + cheapest_gpu_section(catalog, focus, o, json["plan"]);
+  md += "\n\n" + layout_section(catalog, focus, o, json["plan_layouts"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 

@@ -29,6 +29,11 @@ struct StudyOptions {
   // and these decode instance counts, under the serving workload.
   std::string plan_deployment = "h200_agg_8";
   std::vector<int64_t> plan_decode_instances{1, 2};
+  // The layout question: one aggregated pool against prefill/decode split
+  // into pools (one prefill instance, these decode instance counts) on these
+  // GPUs at the base EP size, ranked together.
+  std::vector<std::string> layout_deployments{"h200_agg_8", "h200_pd_64"};
+  std::vector<std::string> layout_gpus{"h200", "b200"};
   uint64_t seed = 1;
   SourcedValue reserve_fraction;
 };
