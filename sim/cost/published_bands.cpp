@@ -41,7 +41,7 @@ PublishedBands load_published_bands_file(const std::string& path) {
   root.expect_only({"source", "measured_on", "architecture", "min_references", "inputs", "classes"});
   PublishedBands bands;
   bands.file = path;
-  root.required("source").as_string();
+  root.required("source").as_string();  // provenance for readers: present and well-formed, not used
   root.required("inputs").elements();
   bands.measured_on = root.required("measured_on").as_string();
   bands.architecture = root.required("architecture").as_string();
@@ -57,7 +57,7 @@ PublishedBands load_published_bands_file(const std::string& path) {
 void attach_published_bands(CostParams& params, const PublishedBands& bands, const GpuProfile& gpu,
                             const std::string& gpu_stem) {
   double widening_pct = 0;
-  std::string widening = "";
+  std::string widening;
   if (gpu_stem != bands.measured_on) {
     const bool same = gpu.architecture == bands.architecture;
     const SourcedValue& extra =

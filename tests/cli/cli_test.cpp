@@ -222,6 +222,14 @@ TEST(Cli, ValidateReportsEveryReference) {
   }
   EXPECT_EQ(counted, v["references"].size());
   EXPECT_EQ(out_of_sample, v["references"].size() - static_cast<std::size_t>(in_sample));
+  // The priors' error by kernel class, and whether the committed bands file still matches it.
+  const auto& bands = v["published_bands"];
+  ASSERT_FALSE(bands["classes"].empty());
+  for (const auto& c : bands["classes"]) {
+    EXPECT_LE(c["set_priors"].get<int>(), c["figures"].get<int>());
+    EXPECT_EQ(c["band_90_pct"].is_null(), c["figures"].get<int>() < bands["min_references"].get<int>());
+  }
+  EXPECT_NE(bands["file"].get<std::string>().find("matches"), std::string::npos) << bands["file"];
 }
 
 struct BadRun {
