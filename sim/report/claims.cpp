@@ -219,6 +219,7 @@ nlohmann::json claims_json(const std::vector<Claim>& claims) {
     out.push_back({{"id", c.id},
                    {"statement", c.statement},
                    {"verdict", verdict},
+                   {"verdict_text", verdict_text(c)},
                    {"condition", c.condition},
                    {"findings", c.findings}});
   }

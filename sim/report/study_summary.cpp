@@ -1,0 +1,142 @@
+#include "sim/report/study_summary.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace v41sim {
+namespace {
+
+using nlohmann::json;
+
+// "NVIDIA H200 SXM 141GB" -> "H200": the first word after the vendor.
+std::string short_gpu(const std::string& name) {
+  const std::size_t start = name.rfind("NVIDIA ", 0) == 0 ? 7 : 0;
+  const std::size_t end = name.find(' ', start);
+  return name.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+int64_t largest(const json& rows, const char* key) {
+  int64_t most = 0;
+  for (const json& r : rows) most = std::max(most, r.at(key).get<int64_t>());
+  return most;
+}
+
+void add_claims(Table& t, const json& claims) {
+  for (const json& c : claims) {
+    t.add_row({c.at("statement").get<std::string>(), c.at("verdict_text").get<std::string>(),
+               "Claims of the seed article"});
+  }
+}
+
+void add_sessions(Table& t, const json& fits) {
+  const int64_t context = largest(fits, "context_tokens");
+  std::vector<std::string> parts;
+  int64_t gpus = 0, ep = 0;
+  for (const json& f : fits) {
+    if (f.at("context_tokens").get<int64_t>() != context) continue;
+    gpus = f.at("gpus").get<int64_t>();
+    ep = f.at("ep").get<int64_t>();
+    parts.push_back(
+        fmt::format("{} {}", short_gpu(f.at("gpu").get<std::string>()), f.at("sessions").get<int64_t>()));
+  }
+  t.add_row({fmt::format("{}-token sessions that {} GPUs hold (EP {}, released weights)", context, gpus, ep),
+             fmt::format("{}", fmt::join(parts, ", ")), "Memory fit"});
+}
+
+void add_decode_steps(Table& t, const json& steps) {
+  json decode = json::array();
+  for (const json& s : steps) {
+    if (s.at("phase") == "decode") decode.push_back(s);
+  }
+  if (decode.empty()) return;
+  const int64_t context = largest(decode, "context");
+  std::vector<std::string> parts;
+  int64_t batch = 0;
+  for (const json& s : decode) {
+    if (s.at("context").get<int64_t>() != context) continue;
+    batch = s.at("batch").get<int64_t>();
+    const json& band = s.at("error_band");
+    parts.push_back(fmt::format("{} {:.1f} ms{}", short_gpu(s.at("gpu").get<std::string>()),
+                                s.at("total_time_us").get<double>() / 1e3,
+                                band.at("known").get<bool>()
+                                    ? fmt::format(" ±{:.0f}%", band.at("pct_at_90").get<double>())
+                                    : std::string()));
+  }
+  t.add_row({fmt::format("decode step, batch {}, context {} (kernel model; band at 90%)", batch, context),
+             fmt::format("{}", fmt::join(parts, ", ")), "Step times"});
+}
+
+std::string served(const json& row) {
+  const json& cost = row.at("cost");
+  const std::string price = cost.at("known").get<bool>()
+                                ? fmt::format("${:.2f} per 1M output tokens",
+                                              cost.at("usd_per_million_output_tokens").get<double>())
+                                : "no public GPU price";
+  return fmt::format("{} ({}, TPOT p99 {:.1f} ms)", row.at("deployment").get<std::string>(), price,
+                     row.at("tpot_ms").at("p99").get<double>());
+}
+
+// The first row that meets the SLA (plan ranks them first, cheapest first).
+const json* cheapest_within(const json& plan, bool disaggregated_only) {
+  for (const json& row : plan.at("rows")) {
+    if (!row.contains("meets_sla") || !row.at("meets_sla").get<bool>()) continue;
+    if (disaggregated_only && !row.at("disaggregated").get<bool>()) continue;
+    return &row;
+  }
+  return nullptr;
+}
+
+void add_plans(Table& t, const json& report) {
+  const json& plan = report.at("plan");
+  const json* best = cheapest_within(plan, false);
+  t.add_row(
+      {fmt::format("cheapest deployment within the SLA under '{}'", plan.at("workload").get<std::string>()),
+       best ? served(*best) : "no variant meets the SLA", "The cheapest deployment within the SLA"});
+  const json& layouts = report.at("plan_layouts");
+  const json* any = cheapest_within(layouts, false);
+  const json* split = cheapest_within(layouts, true);
+  std::string answer = any ? served(*any) : "no variant meets the SLA";
+  if (any && split && split != any) answer += "; cheapest disaggregated: " + served(*split);
+  t.add_row(
+      {"one pool or prefill/decode split (same GPUs, same SLA)", answer, "Aggregated or disaggregated"});
+}
+
+void add_validation(Table& t, const json& validation) {
+  int published = 0, within = 0, held_out = 0;
+  for (const json& r : validation) {
+    if (r.at("kind") == "published") {
+      ++published;
+      within += r.at("within_tolerance").get<bool>() ? 1 : 0;
+    } else {
+      ++held_out;
+    }
+  }
+  t.add_row({"kernel model against published kernel figures",
+             fmt::format("{} of {} within tolerance; {}", within, published,
+                         held_out > 0 ? fmt::format("{} held-out measurements of ours", held_out)
+                                      : std::string("no GPU of ours measured yet (uncalibrated)")),
+             "Validation"});
+}
+
+}  // namespace
+
+Table study_summary(const json& report) {
+  Table t(
+      "What the sections below find (each figure is computed in the section named; its sources are there)",
+      {"question", "answer", "section"});
+  add_claims(t, report.at("claims"));
+  add_sessions(t, report.at("fits"));
+  add_decode_steps(t, report.at("steps"));
+  add_plans(t, report);
+  add_validation(t, report.at("validation"));
+  t.add_note(
+      "step times and served latencies come from the kernel model; until our measurements calibrate it, its "
+      "bands are the priors' error on published kernel figures");
+  return t;
+}
+
+}  // namespace v41sim

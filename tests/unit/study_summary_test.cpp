@@ -1,0 +1,76 @@
+// The report's answers in brief are read off its own JSON: the largest
+// context's figures, the first variant that meets the SLA (and the first
+// disaggregated one), and the published figures within tolerance.
+#include "sim/report/study_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace v41sim {
+namespace {
+
+using nlohmann::json;
+
+json fit(int64_t context, const std::string& gpu, int64_t sessions) {
+  return {{"context_tokens", context}, {"gpu", gpu}, {"gpus", 8}, {"ep", 8}, {"sessions", sessions}};
+}
+
+json step(const std::string& phase, int64_t context, double us, bool known) {
+  return {{"phase", phase},      {"context", context},
+          {"batch", 32},         {"gpu", "NVIDIA H200 SXM 141GB"},
+          {"total_time_us", us}, {"error_band", {{"known", known}, {"pct_at_90", 12.0}}}};
+}
+
+json row(const std::string& name, bool meets, bool disaggregated, double usd) {
+  return {{"deployment", name},
+          {"meets_sla", meets},
+          {"disaggregated", disaggregated},
+          {"tpot_ms", {{"p99", 7.5}}},
+          {"cost", {{"known", true}, {"usd_per_million_output_tokens", usd}}}};
+}
+
+TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
+  const json report{
+      {"claims", {{{"statement", "a claim"}, {"verdict_text", "holds only if a condition"}}}},
+      {"fits", {fit(131072, "NVIDIA H200 SXM 141GB", 5000), fit(1048576, "NVIDIA H200 SXM 141GB", 696)}},
+      {"steps",
+       {step("decode", 131072, 9000, true), step("decode", 1048576, 22700, true),
+        step("prefill", 4194304, 1e6, true)}},
+      {"plan",
+       {{"workload", "agent coding"},
+        {"rows",
+         {row("too slow", false, false, 0.1), row("fits", true, false, 0.5), {{"deployment", "x"}}}}}},
+      {"plan_layouts", {{"rows", {row("one pool", true, false, 0.5), row("two pools", true, true, 0.7)}}}},
+      {"validation",
+       {{{"kind", "published"}, {"within_tolerance", true}},
+        {{"kind", "published"}, {"within_tolerance", false}},
+        {{"kind", "published"}, {"within_tolerance", true}}}}};
+  const std::string text = study_summary(report).to_text();
+  EXPECT_NE(text.find("holds only if a condition"), std::string::npos) << text;
+  EXPECT_NE(text.find("1048576-token sessions that 8 GPUs hold"), std::string::npos) << text;
+  EXPECT_NE(text.find("H200 696"), std::string::npos) << text;
+  EXPECT_EQ(text.find("H200 5000"), std::string::npos) << text;
+  EXPECT_NE(text.find("H200 22.7 ms ±12%"), std::string::npos) << text;  // decode at the largest context
+  EXPECT_NE(text.find("fits ($0.50 per 1M output tokens, TPOT p99 7.5 ms)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("too slow"), std::string::npos) << text;
+  EXPECT_NE(text.find("one pool ($0.50"), std::string::npos) << text;
+  EXPECT_NE(text.find("cheapest disaggregated: two pools ($0.70"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
+}
+
+TEST(StudySummary, SaysWhenNoVariantMeetsTheSla) {
+  const json report{{"claims", json::array()},
+                    {"fits", {fit(1048576, "NVIDIA H20", 344)}},
+                    {"steps", {step("decode", 1048576, 29600, false)}},
+                    {"plan", {{"workload", "chat"}, {"rows", {row("slow", false, false, 0.1)}}}},
+                    {"plan_layouts", {{"rows", json::array()}}},
+                    {"validation", json::array()}};
+  const std::string text = study_summary(report).to_text();
+  EXPECT_NE(text.find("H200 29.6 ms"), std::string::npos) << text;
+  EXPECT_EQ(text.find("±"), std::string::npos) << text;  // no band known
+  EXPECT_NE(text.find("no variant meets the SLA"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace v41sim
