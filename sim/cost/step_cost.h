@@ -1,8 +1,12 @@
 // StepTiming: a step graph laid out in time on one GPU.
 //
 // Compute kernels and EP transfers run one after another, unless the step
-// overlaps them (two micro-batches), in which case each runs on its own track
-// from the start of the layer and the layer lasts as long as the longer one.
+// overlaps them with two micro-batches (StepGraph::micro_batches): then each
+// micro-batch's compute and transfers take turns, one micro-batch's transfers
+// running while the other computes, so a layer lasts as long as the busier of
+// the two tracks over both micro-batches: max(2 x compute, 2 x transfers) of
+// one micro-batch (the start-up of the first micro-batch is not charged).
+// Per-kernel times are one micro-batch's; layer and step totals count both.
 // Host copies (Engram prefetch) run on their own copy engine from the start
 // of their layer. Per-layer and per-kernel times, FLOPs and bytes are kept for
 // the tables and the trace.
@@ -43,5 +47,14 @@ struct StepTiming {
 };
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost);
+
+// What time_step gives for a step of `micro_batches` overlapped micro-batches,
+// from one micro-batch's timing laid out alone (its graph built without
+// overlap): the same critical path, without rebuilding or retiming kernels.
+struct OverlappedSpan {
+  double total_us = 0;
+  double exposed_communication_us = 0;  // what compute did not hide
+};
+OverlappedSpan overlapped_span(const StepTiming& one_micro_batch, int64_t micro_batches);
 
 }  // namespace v41sim

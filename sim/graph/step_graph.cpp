@@ -123,9 +123,31 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
   }
 }
 
-StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& s) {
-  validate_step_shape(model, s);
-  StepGraph graph{s, {}};
+// Half the sequences (the larger half), or, for a single prompt, half its new
+// tokens, taken over the whole context (an approximation: the first half
+// attends to a shorter span). A single decode sequence does not split.
+StepShape micro_batch_of(const StepShape& s, int64_t* micro_batches) {
+  *micro_batches = 1;
+  if (!s.overlap_communication) return s;
+  StepShape half = s;
+  half.overlap_communication = false;
+  if (s.batch >= 2) {
+    half.batch = (s.batch + 1) / 2;
+  } else if (s.phase == Phase::kPrefill) {
+    const int64_t fresh = s.new_tokens > 0 ? s.new_tokens : s.context;
+    if (fresh < 2) return s;
+    half.new_tokens = (fresh + 1) / 2;
+  } else {
+    return s;
+  }
+  *micro_batches = 2;
+  return half;
+}
+
+StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& whole) {
+  validate_step_shape(model, whole);
+  StepGraph graph{whole, {}, 1};
+  const StepShape s = micro_batch_of(whole, &graph.micro_batches);
   for (const LayerPlanEntry& plan : model.plan) graph.layers.push_back(backbone_layer(model, s, plan));
   // Prefill: the last prompt token only; decode: every verified position.
   const double head_tokens =

@@ -5,6 +5,13 @@
 // (V4.1), where layers past the encoder run on the last `decoder_keep_tokens`
 // only and the decoder's KV-source layers still project the whole prompt.
 // After the backbone come the output head and, in decode, the draft stages.
+//
+// Two-micro-batch overlap (StepShape::overlap_communication) splits the step
+// in two halves that take turns on the SMs and on the links: the graph then
+// holds one micro-batch's kernels (half the sequences, or half of a single
+// prompt's new tokens) and says it runs `micro_batches` of them. A kernel
+// whose time does not shrink with its tokens (weight reads at small batch, a
+// transfer's fixed cost) is paid twice; step_cost.h lays the halves out.
 #pragma once
 
 #include <string>
@@ -24,9 +31,15 @@ struct LayerKernels {
 };
 
 struct StepGraph {
-  StepShape shape;
-  std::vector<LayerKernels> layers;
+  StepShape shape;                   // the whole step's, as asked
+  std::vector<LayerKernels> layers;  // one micro-batch's kernels
+  int64_t micro_batches = 1;         // 2 when the step overlaps and its batch splits
 };
+
+// One micro-batch of a step that overlaps (its shape, without overlap) and
+// how many of them the step runs: 2, or 1 where the batch does not split
+// (or the step does not overlap; then the shape is returned as it is).
+StepShape micro_batch_of(const StepShape& shape, int64_t* micro_batches);
 
 // Throws InputError naming the flag for a batch, context or EP size that cannot be.
 void validate_step_shape(const ModelAnalysis& model, const StepShape& shape);

@@ -10,6 +10,22 @@
 namespace v41sim {
 namespace {
 
+std::string overlap_note(const StepGraph& g) {
+  if (g.micro_batches > 1) {
+    return fmt::format(
+        "two-micro-batch overlap: {} micro-batches take turns, one's EP transfers running while the other "
+        "computes; a layer lasts max(compute, transfers) over both, and kernels whose time does not shrink "
+        "with their tokens (weight reads at small batch, a transfer's fixed cost) run once per micro-batch; "
+        "per-kernel rows are one micro-batch's; host copies on their own engine",
+        g.micro_batches);
+  }
+  if (g.shape.overlap_communication) {
+    return "overlap asked, but a single decode sequence does not split into micro-batches: EP communication "
+           "runs after compute; host copies on their own engine";
+  }
+  return "EP communication is not overlapped with compute; host copies run on their own engine";
+}
+
 std::string title(const StepReport& r) {
   const StepShape& s = r.graph.shape;
   return fmt::format("{} on {}: {} step, batch {}, context {}, EP {}", r.model.spec.name, r.gpu.name,
@@ -135,17 +151,15 @@ std::vector<Table> step_tables(const StepReport& r) {
             "V3 serving runs q_a and kv_a); --separate-projections runs each alone"
           : "each projection runs as its own GEMM (--separate-projections)");
   summary.add_note(kErrorBandMethod);
-  summary.add_note(
-      r.graph.shape.overlap_communication
-          ? "EP communication overlapped with compute (two micro-batches); host copies on their own engine"
-          : "EP communication is not overlapped with compute; host copies run on their own engine");
+  summary.add_note(overlap_note(r.graph));
 
   Table layers("Per layer",
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});
   for (const LayerGroup& g : group_layers(t)) {
     const LayerTiming& l = t.layers[g.first];
     layers.add_row({format_ranges(g.layers), l.mode, format_fixed(l.tokens, 0),
-                    std::to_string(l.kernels.size()), format_fixed(l.critical_us, 1),
+                    std::to_string(l.kernels.size() * static_cast<std::size_t>(r.graph.micro_batches)),
+                    format_fixed(l.critical_us, 1),
                     format_fixed(l.critical_us * static_cast<double>(g.layers.size()), 1),
                     format_fixed(tflops(l.flops, l.critical_us), 1),
                     format_fixed(gbps(l.hbm_bytes, l.critical_us), 0)});
@@ -155,7 +169,10 @@ std::vector<Table> step_tables(const StepReport& r) {
   for (const LayerGroup& g : group_layers(t)) {
     const LayerKernels& lk = r.graph.layers[g.first];
     const LayerTiming& l = t.layers[g.first];
-    Table kernels(fmt::format("Kernels of layer {} ({})", format_ranges(g.layers), l.mode),
+    Table kernels(fmt::format("Kernels of layer {} ({}){}", format_ranges(g.layers), l.mode,
+                              r.graph.micro_batches > 1
+                                  ? fmt::format(", one of {} micro-batches", r.graph.micro_batches)
+                                  : std::string()),
                   {"kernel", "class", "math", "tile", "tiles", "waves", "time (us)", "FLOPs", "bytes",
                    "TFLOP/s", "GB/s", "bound"});
     for (std::size_t i = 0; i < lk.kernels.size(); ++i) {
@@ -218,6 +235,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"flops", t.flops},
           {"hbm_bytes", t.hbm_bytes},
           {"kernel_count", t.kernel_count},
+          {"micro_batches", r.graph.micro_batches},
           {"widening_us", widening.work_us},
           {"widening_bound_us", widening.bound_us},
           {"latency_bound_us", time_bound_by(t, Bound::kLatency)},

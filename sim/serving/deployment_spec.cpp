@@ -29,7 +29,15 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
   if (p.redundant_experts % p.ep != 0) {
     node.required("redundant_experts").fail("redundant experts must spread evenly: a multiple of ep");
   }
-  p.overlap_communication = node.required("overlap_communication").as_bool();
+  const YamlNode overlap = node.required("overlap_communication");
+  const std::string policy = overlap.as_string();
+  if (policy == "when_faster") {
+    p.overlap = PoolSpec::Overlap::kWhenFaster;
+  } else if (policy == "true" || policy == "false") {
+    p.overlap = overlap.as_bool() ? PoolSpec::Overlap::kOn : PoolSpec::Overlap::kOff;
+  } else {
+    overlap.fail("expected true, false or when_faster");
+  }
   if (const auto fuse = node.optional("fuse_input_projections")) p.fuse_input_projections = fuse->as_bool();
   if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
   if (prefill) {

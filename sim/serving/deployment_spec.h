@@ -19,10 +19,14 @@ struct PoolSpec {
   // prefill: a prompt with at least this many tokens left takes every rank of
   // its instance for a step, each rank a slice of it (context parallelism); 0: off
   int64_t context_parallel_min_tokens = 0;
-  int64_t max_batch_per_gpu = 0;       // decode: sequences per rank
-  double routing_skew = 0;             // Zipf exponent of expert popularity (0 = uniform)
-  int64_t redundant_experts = 0;       // extra replicas of the hottest experts per EP group
-  bool overlap_communication = false;  // two micro-batches hide EP all-to-all behind compute
+  int64_t max_batch_per_gpu = 0;  // decode: sequences per rank
+  double routing_skew = 0;        // Zipf exponent of expert popularity (0 = uniform)
+  int64_t redundant_experts = 0;  // extra replicas of the hottest experts per EP group
+  // Two micro-batches hiding EP all-to-all behind compute (step_graph.h):
+  // never, on every step whose batch splits, or per step shape whichever of
+  // the two is faster (an engine that splits only when it pays).
+  enum class Overlap { kOff, kOn, kWhenFaster };
+  Overlap overlap = Overlap::kOff;
   // Projections of one input run as one GEMM (projection_fusion.h); a file
   // may say false for an engine that runs them apart. Absent: true.
   bool fuse_input_projections = true;

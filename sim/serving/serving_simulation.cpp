@@ -23,7 +23,7 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
   StepShape s;
   s.ep = pool.ep;
   s.ep_per_node = gpu.nvlink_domain();
-  s.overlap_communication = pool.overlap_communication;
+  s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;
   s.include_draft = pool.speculative_decoding;
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
@@ -54,7 +54,9 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       sessions_rng_(sim_.random_stream("sessions")),
       steps_(model, prefill_cost, decode_cost,
              pool_step_template(model, deployment.prefill, prefill_cost.gpu()),
-             pool_step_template(model, deployment.decode, decode_cost.gpu())),
+             pool_step_template(model, deployment.decode, decode_cost.gpu()),
+             deployment.prefill.overlap == PoolSpec::Overlap::kWhenFaster,
+             deployment.decode.overlap == PoolSpec::Overlap::kWhenFaster),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
   FitRequest fit{deployment.decode.gpus_per_instance,

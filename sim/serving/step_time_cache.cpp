@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
@@ -22,12 +23,15 @@ int64_t round_up_to_grid(int64_t tokens) {
 
 StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                              const KernelCostModel& decode_cost, StepShape prefill_template,
-                             StepShape decode_template)
+                             StepShape decode_template, bool prefill_overlap_optional,
+                             bool decode_overlap_optional)
     : model_(model),
       prefill_cost_(prefill_cost),
       decode_cost_(decode_cost),
       prefill_template_(prefill_template),
-      decode_template_(decode_template) {
+      decode_template_(decode_template),
+      prefill_overlap_optional_(prefill_overlap_optional),
+      decode_overlap_optional_(decode_overlap_optional) {
   prefill_template_.phase = Phase::kPrefill;
   decode_template_.phase = Phase::kDecode;
 }
@@ -42,14 +46,46 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.new_tokens = phase == Phase::kPrefill ? std::min(new_tokens, shape.context) : 0;
   shape.decode_tokens_per_sequence = 1 + drafts;
   shape.include_draft = drafts > 0;
-  const KernelCostModel& cost = phase == Phase::kPrefill ? prefill_cost_ : decode_cost_;
+  // Two micro-batches: the half shape's one-batch timing, overlapped (its
+  // kernels are the micro-batch's; its band is theirs).
+  int64_t micro_batches = 1;
+  const StepShape half = micro_batch_of(shape, &micro_batches);
+  const bool optional = phase == Phase::kPrefill ? prefill_overlap_optional_ : decode_overlap_optional_;
+  std::optional<StepCost> split;
+  if (micro_batches > 1) {
+    const OneBatch& micro = one_batch(half);
+    const OverlappedSpan span = overlapped_span(micro.timing, micro_batches);
+    split = StepCost{span.total_us, span.exposed_communication_us, micro.cost.band};
+  }
+  StepCost step;
+  if (split && !optional) {
+    step = *split;
+  } else {
+    shape.overlap_communication = false;
+    step = one_batch(shape).cost;
+    if (split && split->us < step.us) step = *split;
+  }
+  cache_.emplace(key, step);
+  return step;
+}
+
+const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) {
+  const auto key = std::make_tuple(static_cast<int>(shape.phase), shape.batch, shape.new_tokens,
+                                   shape.context, shape.decode_tokens_per_sequence);
+  if (const auto it = one_batch_.find(key); it != one_batch_.end()) return it->second;
+  const KernelCostModel& cost = shape.phase == Phase::kPrefill ? prefill_cost_ : decode_cost_;
   const StepGraph graph = build_step_graph(model_, shape);
-  const StepTiming timing = time_step(graph, cost);
+  StepTiming timing = time_step(graph, cost);
   double exposed = 0;  // communication time compute did not hide
   for (const LayerTiming& layer : timing.layers) exposed += layer.critical_us - layer.compute_us;
   const StepCost step{timing.total_us, std::max(0.0, exposed), step_error_band(graph, timing, cost.params())};
-  cache_.emplace(key, step);
-  return step;
+  for (LayerTiming& layer : timing.layers) {  // keep the layers' totals only: the cache lives for a whole run
+    layer.kernels.clear();
+    layer.kernels.shrink_to_fit();
+    layer.kernel_start_us.clear();
+    layer.kernel_start_us.shrink_to_fit();
+  }
+  return one_batch_.emplace(key, OneBatch{step, std::move(timing)}).first->second;
 }
 
 StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_tokens, int64_t context) {

@@ -10,6 +10,7 @@
 
 #include "sim/cost/error_band.h"
 #include "sim/cost/kernel_cost.h"
+#include "sim/cost/step_cost.h"
 #include "sim/graph/step_shape.h"
 #include "sim/model/model_analysis.h"
 
@@ -17,9 +18,12 @@ namespace v41sim {
 
 class StepTimeCache {
  public:
-  // The templates carry each pool's EP size, overlap and load imbalance.
+  // The templates carry each pool's EP size, overlap and load imbalance. A
+  // pool whose overlap is optional runs each step shape with or without two
+  // micro-batches, whichever is faster.
   StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
-                const KernelCostModel& decode_cost, StepShape prefill_template, StepShape decode_template);
+                const KernelCostModel& decode_cost, StepShape prefill_template, StepShape decode_template,
+                bool prefill_overlap_optional = false, bool decode_overlap_optional = false);
 
   // A step's length and how much of it is EP communication left on the
   // critical path (all of it without overlap; what compute cannot hide with it).
@@ -48,13 +52,23 @@ class StepTimeCache {
 
  private:
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0);
+  // A step shape run as one batch (no overlap): its cost and its layers'
+  // timing, from which the same shape's two-micro-batch step is laid out.
+  struct OneBatch {
+    StepCost cost;
+    StepTiming timing;
+  };
+  const OneBatch& one_batch(const StepShape& shape);
 
   const ModelAnalysis& model_;
   const KernelCostModel& prefill_cost_;
   const KernelCostModel& decode_cost_;
   StepShape prefill_template_;
   StepShape decode_template_;
+  bool prefill_overlap_optional_;
+  bool decode_overlap_optional_;
   std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, StepCost> cache_;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, OneBatch> one_batch_;
   std::map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
 };
 

@@ -505,16 +505,54 @@ TEST(StepCost, SameInputsSameTimes) {
 namespace v41sim {
 namespace {
 
+// A 16K-token prompt splits into two halves whose math halves too: the
+// overlap hides most transfers, and splitting costs the compute a little.
 TEST(StepCost, OverlapHidesCommunicationBehindCompute) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   GpuUnderTest g("h200", false);
   StepShape s = shape(Phase::kPrefill, 1, 16384);
   const StepTiming serial = timed(m, g.cost, s);
   s.overlap_communication = true;
+  EXPECT_EQ(build_step_graph(m, s).micro_batches, 2);
   const StepTiming overlapped = timed(m, g.cost, s);
   EXPECT_LT(overlapped.total_us, serial.total_us);
   EXPECT_GE(overlapped.total_us, std::max(serial.compute_us, serial.communication_us));
-  EXPECT_DOUBLE_EQ(overlapped.compute_us, serial.compute_us);
+  EXPECT_GE(overlapped.compute_us, serial.compute_us);
+  EXPECT_LT(overlapped.compute_us, 1.2 * serial.compute_us);
+  EXPECT_GE(overlapped.flops, serial.flops);  // both halves counted
+}
+
+// Decode splits its sequences: each micro-batch is the half-batch step, run
+// twice, so what does not shrink with the batch (the weights each reads, the
+// transfers' fixed cost) is paid twice; a layer lasts the busier track.
+TEST(StepCost, TwoMicroBatchesPayTheirBatchIndependentWorkTwice) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200");
+  StepShape s = shape(Phase::kDecode, 32, 131072);
+  s.overlap_communication = true;
+  const StepTiming overlapped = timed(m, g.cost, s);
+  const StepTiming half = timed(m, g.cost, shape(Phase::kDecode, 16, 131072));
+  EXPECT_NEAR(overlapped.compute_us, 2 * half.compute_us, 1e-6 * half.compute_us);
+  EXPECT_NEAR(overlapped.communication_us, 2 * half.communication_us, 1e-6 * half.communication_us);
+  EXPECT_EQ(overlapped.kernel_count, 2 * half.kernel_count);
+  double critical = 0;
+  for (const LayerTiming& l : overlapped.layers) critical += std::max(l.compute_us, l.communication_us);
+  EXPECT_NEAR(overlapped.total_us, critical, 1e-6 * critical);
+  // The same span from the half step timed alone (what the serving cache does).
+  const OverlappedSpan span = overlapped_span(half, 2);
+  EXPECT_DOUBLE_EQ(span.total_us, overlapped.total_us);
+  double exposed = 0;
+  for (const LayerTiming& l : overlapped.layers) exposed += l.critical_us - l.compute_us;
+  EXPECT_NEAR(span.exposed_communication_us, exposed, 1e-9 * overlapped.total_us);
+  // At 32 sequences V4.1's decode reads mostly weights: two halves cost more than one batch.
+  const StepTiming serial = timed(m, g.cost, shape(Phase::kDecode, 32, 131072));
+  EXPECT_GT(overlapped.total_us, serial.total_us);
+  // One sequence does not split: overlap changes nothing.
+  StepShape one = shape(Phase::kDecode, 1, 131072);
+  const double alone = timed(m, g.cost, one).total_us;
+  one.overlap_communication = true;
+  EXPECT_EQ(build_step_graph(m, one).micro_batches, 1);
+  EXPECT_DOUBLE_EQ(timed(m, g.cost, one).total_us, alone);
 }
 
 }  // namespace

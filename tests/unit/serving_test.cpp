@@ -192,6 +192,57 @@ TEST(Serving, SeparateProjectionsSlowDecode) {
   }
 }
 
+// when_faster: each step shape runs as one batch or as two micro-batches,
+// whichever is faster; the file's words are checked.
+TEST(Serving, OverlapWhenFasterTakesTheFasterOfTheTwo) {
+  Fixture f = v41_agents();
+  StepShape off = testing::shape(Phase::kDecode, 1, 1, 8);
+  off.include_draft = false;  // one verify length: the step times compare directly
+  StepShape on = off;
+  on.overlap_communication = true;
+  StepShape prefill_off = testing::shape(Phase::kPrefill, 1, 1, 8);
+  StepShape prefill_on = prefill_off;
+  prefill_on.overlap_communication = true;
+  StepTimeCache never(f.model, f.prefill.cost(), f.decode.cost(), prefill_off, off);
+  StepTimeCache always(f.model, f.prefill.cost(), f.decode.cost(), prefill_on, on);
+  StepTimeCache either(f.model, f.prefill.cost(), f.decode.cost(), prefill_on, on, true, true);
+  for (const int64_t batch : {2, 32, 512}) {
+    const double a = never.decode_step(batch, 131072).us, b = always.decode_step(batch, 131072).us;
+    EXPECT_DOUBLE_EQ(either.decode_step(batch, 131072).us, std::min(a, b)) << batch;
+  }
+  // Decoding 32 sequences reads mostly weights: two micro-batches read them twice and lose.
+  EXPECT_LT(never.decode_step(32, 131072).us, always.decode_step(32, 131072).us);
+  // A 16K-token prompt halves its math: two micro-batches hide its transfers and win.
+  const double one = never.prefill_step(1, 16384, 16384).us, two = always.prefill_step(1, 16384, 16384).us;
+  EXPECT_LT(two, one);
+  EXPECT_DOUBLE_EQ(either.prefill_step(1, 16384, 16384).us, two);
+
+  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(load_deployment_file(data("workloads/deployments/h200_pd_64.yaml")).decode.overlap,
+            PoolSpec::Overlap::kWhenFaster);
+  const std::string key = "overlap_communication: when_faster,";
+  ASSERT_NE(text.find(key), std::string::npos);
+  const auto path = std::filesystem::temp_directory_path() / "v41sim_overlap_policy.yaml";
+  for (const auto& [word, policy] :
+       {std::pair{"true", PoolSpec::Overlap::kOn}, std::pair{"false", PoolSpec::Overlap::kOff}}) {
+    std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                     std::string("overlap_communication: ") + word + ",");
+    EXPECT_EQ(load_deployment_file(path.string()).decode.overlap, policy) << word;
+  }
+  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                   "overlap_communication: often,");
+  try {
+    load_deployment_file(path.string());
+    FAIL() << "overlap_communication: often was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("overlap_communication"), std::string::npos) << e.where().field;
+    EXPECT_NE(std::string(e.what()).find("expected true, false or when_faster"), std::string::npos)
+        << e.what();
+    EXPECT_GT(e.where().line, 0);
+  }
+}
+
 TEST(Serving, DecodeStepPicksTheVerifyLengthWithTheBestThroughput) {
   Fixture f = v41_agents();
   StepShape decode = testing::shape(Phase::kDecode, 1, 1, 8);
@@ -329,8 +380,8 @@ namespace {
 
 TEST(Serving, CommunicationShareShrinksWithOverlap) {
   Fixture serial = v41_agents();
-  serial.deployment.prefill.overlap_communication = false;
-  serial.deployment.decode.overlap_communication = false;
+  serial.deployment.prefill.overlap = PoolSpec::Overlap::kOff;
+  serial.deployment.decode.overlap = PoolSpec::Overlap::kOff;
   Fixture overlapped = v41_agents();
   const ServingResult a = serial.run(200);
   const ServingResult b = overlapped.run(200);
