@@ -67,12 +67,12 @@ ClassCost read_class(const YamlNode& node) {
 LinkCost read_links(const YamlNode& node) {
   node.expect_only({"nvlink_efficiency", "nic_efficiency", "host_link_efficiency",
                     "all_to_all_latency_intra_us", "all_to_all_latency_inter_us",
-                    "all_to_all_latency_low_latency_us", "host_copy_latency_us"});
+                    "all_to_all_latency_low_latency_us", "host_copy_latency_us", "normal_transfer_sms"});
   auto field = [&node](const char* key) { return read_sourced_value(node.required(key)); };
   return {field("nvlink_efficiency"),           field("nic_efficiency"),
           field("host_link_efficiency"),        field("all_to_all_latency_intra_us"),
           field("all_to_all_latency_inter_us"), field("all_to_all_latency_low_latency_us"),
-          field("host_copy_latency_us")};
+          field("host_copy_latency_us"),        field("normal_transfer_sms")};
 }
 
 WideningCost read_widening(const YamlNode& node) {

@@ -114,6 +114,7 @@ struct LinkCost {
   SourcedValue all_to_all_latency_inter_us;
   SourcedValue all_to_all_latency_low_latency_us;  // decode's low-latency EP kernels, any span
   SourcedValue host_copy_latency_us;
+  SourcedValue normal_transfer_sms;  // SMs a normal-mode EP transfer holds while it runs
 };
 
 struct CostParams {

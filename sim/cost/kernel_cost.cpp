@@ -1,5 +1,7 @@
 #include "sim/cost/kernel_cost.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -98,7 +100,13 @@ KernelCostModel::KernelCostModel(const GpuProfile& gpu, CostParams params, bool 
       hbm_bytes_per_s_(gpu.hbm_bytes_per_s.value()),
       l2_bytes_(gpu.l2_bytes.value()),
       sm_cycles_per_s_(gpu.fp32_vector_tflops.value() * 1e12 /
-                       (2.0 * params_.widening.fp32_lanes_per_sm.value() * sms_)) {}
+                       (2.0 * params_.widening.fp32_lanes_per_sm.value() * sms_)) {
+  const SourcedValue& transfer_sms = params_.links.normal_transfer_sms;
+  if (transfer_sms.value() >= sms_) {
+    throw InputError(transfer_sms.where(),
+                     fmt::format("expected fewer SMs than {}'s {:g}: compute needs some", gpu.name, sms_));
+  }
+}
 
 double KernelCostModel::tensor_rate(MathType math, bool* fallback) const {
   switch (math) {

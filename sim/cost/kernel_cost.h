@@ -69,6 +69,8 @@ class KernelCostModel {
   const CostParams& params() const { return params_; }
   const GpuProfile& gpu() const { return gpu_; }
   double sm_count() const { return sms_; }
+  // The share of this GPU's SMs a normal-mode EP transfer holds while it runs.
+  double normal_transfer_sm_share() const { return params_.links.normal_transfer_sms.value() / sms_; }
 
  private:
   struct TileShape {

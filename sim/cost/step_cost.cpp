@@ -12,10 +12,17 @@ class Timeline {
  public:
   explicit Timeline(bool overlap) : overlap_(overlap) {}
 
-  // Adds a layer (its tracks' totals over every micro-batch); returns its span.
-  double add(double compute_us, double communication_us, double host_copy_us) {
+  // Adds a layer (its tracks' totals over every micro-batch; `holding_us` of
+  // the transfers hold `sm_share` of the SMs); returns its span.
+  double add(double compute_us, double communication_us, double host_copy_us, double holding_us,
+             double sm_share) {
     copy_us_ = std::max(copy_us_, main_us_) + host_copy_us;
-    const double span = overlap_ ? std::max(compute_us, communication_us) : compute_us + communication_us;
+    double span = compute_us + communication_us;
+    if (overlap_) {
+      const double squeezed = compute_us / (1.0 - sm_share);  // compute on the SMs the transfers leave
+      const double compute_track = squeezed <= holding_us ? squeezed : compute_us + holding_us * sm_share;
+      span = std::max(compute_track, communication_us);
+    }
     main_us_ += span;
     return span;
   }
@@ -33,6 +40,7 @@ class Timeline {
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
   StepTiming step;
+  step.transfer_sm_share = cost.normal_transfer_sm_share();
   const bool overlap = graph.micro_batches > 1;
   const double runs = static_cast<double>(graph.micro_batches);
   Timeline timeline(overlap);
@@ -55,6 +63,7 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
         lt.host_copy_us += t.time_us * runs;
       } else if (k.stream == Stream::kCommunication) {
         lt.communication_us += t.time_us * runs;
+        if (!k.low_latency) lt.sm_holding_communication_us += t.time_us * runs;
         if (overlap) track = &comm_at;
       } else {
         lt.compute_us += t.time_us * runs;
@@ -63,7 +72,8 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
       *track += t.time_us;
       lt.kernels.push_back(t);
     }
-    lt.critical_us = timeline.add(lt.compute_us, lt.communication_us, lt.host_copy_us);
+    lt.critical_us = timeline.add(lt.compute_us, lt.communication_us, lt.host_copy_us,
+                                  lt.sm_holding_communication_us, step.transfer_sm_share);
     step.compute_us += lt.compute_us;
     step.communication_us += lt.communication_us;
     step.host_copy_us += lt.host_copy_us;
@@ -83,7 +93,9 @@ OverlappedSpan overlapped_span(const StepTiming& one_micro_batch, int64_t micro_
   for (const LayerTiming& l : one_micro_batch.layers) {
     const double compute = l.compute_us * runs;
     out.exposed_communication_us +=
-        timeline.add(compute, l.communication_us * runs, l.host_copy_us * runs) - compute;
+        timeline.add(compute, l.communication_us * runs, l.host_copy_us * runs,
+                     l.sm_holding_communication_us * runs, one_micro_batch.transfer_sm_share) -
+        compute;
   }
   out.total_us = timeline.total_us();
   return out;

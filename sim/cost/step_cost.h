@@ -7,6 +7,10 @@
 // the two tracks over both micro-batches: max(2 x compute, 2 x transfers) of
 // one micro-batch (the start-up of the first micro-batch is not charged).
 // Per-kernel times are one micro-batch's; layer and step totals count both.
+// While a normal-mode transfer runs it holds some SMs (LinkCost::
+// normal_transfer_sms), so an overlapped layer's compute runs on the rest
+// meanwhile: it finishes at C / (1 - s) if the transfers outlast that, else at
+// C + M s (C compute alone, M the transfers holding SMs, s their SM share).
 // Host copies (Engram prefetch) run on their own copy engine from the start
 // of their layer. Per-layer and per-kernel times, FLOPs and bytes are kept for
 // the tables and the trace.
@@ -33,6 +37,9 @@ struct LayerTiming {
   std::vector<KernelTiming> kernels;  // parallel to the graph's kernels
   std::vector<double> kernel_start_us;
   double critical_us = 0;  // the layer's length on the step's critical path
+  // Of communication_us, the normal-mode transfers, which hold SMs while they
+  // run (an overlapped layer's compute slows meanwhile; step_cost.cpp).
+  double sm_holding_communication_us = 0;
 };
 
 struct StepTiming {
@@ -44,6 +51,7 @@ struct StepTiming {
   double flops = 0;
   double hbm_bytes = 0;
   int64_t kernel_count = 0;
+  double transfer_sm_share = 0;  // SMs a normal-mode transfer holds, over the GPU's
 };
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost);

@@ -320,6 +320,7 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   out += "  all_to_all_latency_inter_us: " + sourced(l.all_to_all_latency_inter_us) + "\n";
   out += "  all_to_all_latency_low_latency_us: " + sourced(l.all_to_all_latency_low_latency_us) + "\n";
   out += "  host_copy_latency_us: " + sourced(l.host_copy_latency_us) + "\n";
+  out += "  normal_transfer_sms: " + sourced(l.normal_transfer_sms) + "\n";
   out += "transfer:\n";
   out += "  same_architecture_extra_pct: " + sourced(r.params.transfer.same_architecture_extra_pct) + "\n";
   out += "  cross_architecture_extra_pct: " + sourced(r.params.transfer.cross_architecture_extra_pct) + "\n";

@@ -522,6 +522,39 @@ TEST(StepCost, OverlapHidesCommunicationBehindCompute) {
   EXPECT_GE(overlapped.flops, serial.flops);  // both halves counted
 }
 
+// While a normal-mode transfer (prefill) runs, it holds SMs: the other
+// micro-batch computes on the rest. The low-latency transfers of decode hold none.
+TEST(StepCost, NormalTransfersHoldSmsWhileTheyOverlapCompute) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200", false);
+  StepShape s = shape(Phase::kPrefill, 1, 16384);
+  s.overlap_communication = true;
+  const StepTiming held = timed(m, g.cost, s);
+  CostParams free_params = g.cost.params();
+  free_params.links.normal_transfer_sms = SourcedValue::assumed(1e-9, "test: transfers hold no SM");
+  const KernelCostModel free_cost(g.model.gpu(), free_params, false);
+  const StepTiming free = timed(m, free_cost, s);
+  const double share = g.cost.normal_transfer_sm_share();
+  ASSERT_GT(share, 0.1);
+  double lower = 0, upper = 0;
+  for (const LayerTiming& l : held.layers) {
+    EXPECT_LE(l.sm_holding_communication_us, l.communication_us);
+    lower += std::max(l.compute_us, l.communication_us);
+    upper += std::max(l.compute_us / (1 - share), l.communication_us);
+  }
+  EXPECT_NEAR(free.total_us, lower, 1e-6 * lower);
+  EXPECT_GT(held.total_us, free.total_us);
+  EXPECT_LE(held.total_us, upper * (1 + 1e-9));
+  // Decode's low-latency transfers hold no SM: the share changes nothing there.
+  StepShape d = shape(Phase::kDecode, 64, 131072);
+  d.overlap_communication = true;
+  EXPECT_DOUBLE_EQ(timed(m, g.cost, d).total_us, timed(m, free_cost, d).total_us);
+  // A share of every SM leaves compute none: refused, naming the field.
+  CostParams all = g.cost.params();
+  all.links.normal_transfer_sms = SourcedValue::assumed(132, "test");
+  EXPECT_THROW(KernelCostModel(g.model.gpu(), all, false), InputError);
+}
+
 // Decode splits its sequences: each micro-batch is the half-batch step, run
 // twice, so what does not shrink with the batch (the weights each reads, the
 // transfers' fixed cost) is paid twice; a layer lasts the busier track.
