@@ -52,6 +52,8 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_row({"cost", r.cost.provenance});
   }
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
+  head.add_row({"  of them run as two overlapped micro-batches",
+                fmt::format("{} / {}", x.prefill_steps_split, x.decode_steps_split)});
   if (r.deployment.prefill.context_parallel_min_tokens > 0) {
     head.add_row({fmt::format("  context-parallel prefill steps (prompts >= {} tokens)",
                               r.deployment.prefill.context_parallel_min_tokens),
@@ -160,7 +162,9 @@ nlohmann::json run_json(const RunReport& r) {
           {"steps",
            {{"prefill", x.prefill_steps},
             {"context_parallel_prefill", x.context_parallel_steps},
-            {"decode", x.decode_steps}}},
+            {"decode", x.decode_steps},
+            {"prefill_two_micro_batches", x.prefill_steps_split},
+            {"decode_two_micro_batches", x.decode_steps_split}}},
           {"error_band",
            {{"prefill", error_band_json(x.prefill_band)},
             {"decode", error_band_json(x.decode_band)},

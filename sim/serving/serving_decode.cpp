@@ -50,6 +50,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   double step_us = 0;
   double step_communication_us = 0;
   ErrorBand step_band;
+  int64_t step_micro_batches = 1;
   int64_t batch = 0;
   std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
@@ -64,6 +65,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
       step_us = step.us;
       step_communication_us = step.communication_us;
       step_band = step.band;
+      step_micro_batches = step.micro_batches;
     }
     tokens_per_sequence[i] = step.tokens_per_sequence;
     batch += n;
@@ -71,6 +73,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   if (step_us == 0) return;
   inst.engine->busy = true;
   ++result_.decode_steps;
+  if (step_micro_batches > 1) ++result_.decode_steps_split;
   decode_band_.add(step_band, step_us);
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);

@@ -37,6 +37,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   double step_us = 0;
   double step_communication_us = 0;
   ErrorBand step_band;
+  int64_t step_micro_batches = 1;
   std::size_t next = 0;
   for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
     int64_t budget = deployment_.prefill.max_tokens_per_step;
@@ -60,9 +61,10 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
       step_us = cost.us;
       step_communication_us = cost.communication_us;
       step_band = cost.band;
+      step_micro_batches = cost.micro_batches;
     }
   }
-  run_prefill_step(index, std::move(chunks), step_us, step_communication_us, step_band);
+  run_prefill_step(index, std::move(chunks), step_us, step_communication_us, step_band, step_micro_batches);
 }
 
 // Every rank takes a consecutive slice of the prompt. Causal attention needs
@@ -83,14 +85,16 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
   const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;
   ++result_.context_parallel_steps;
   run_prefill_step(index, {{&r, tokens}}, cost.us + exchange_us, cost.communication_us + exchange_us,
-                   cost.band);
+                   cost.band, cost.micro_batches);
 }
 
 void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillChunk> chunks, double step_us,
-                                         double communication_us, const ErrorBand& band) {
+                                         double communication_us, const ErrorBand& band,
+                                         int64_t micro_batches) {
   PrefillInstance& inst = *prefill_[index];
   inst.engine->busy = true;
   ++result_.prefill_steps;
+  if (micro_batches > 1) ++result_.prefill_steps_split;
   prefill_band_.add(band, step_us);
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));

@@ -73,6 +73,9 @@ struct ServingResult {
   int64_t prefill_steps = 0;
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank
   int64_t decode_steps = 0;
+  // Steps run as two overlapped micro-batches (the slowest rank's choice).
+  int64_t prefill_steps_split = 0;
+  int64_t decode_steps_split = 0;
   // The kernel model's 90% band over the steps this run simulated, weighted by
   // step time (sim/cost/error_band.h): what TTFT's compute and TPOT inherit.
   ErrorBand prefill_band;

@@ -71,7 +71,7 @@ class ServingSimulation {
   void start_context_parallel_step(std::size_t instance, Request& r);
   // Runs the step for `step_us`, then credits each chunk and hands finished prompts on.
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks, double step_us,
-                        double communication_us, const ErrorBand& band);
+                        double communication_us, const ErrorBand& band, int64_t micro_batches);
   // Decode.
   // `instance`: where the KV already is (aggregated); otherwise the least loaded.
   void enqueue_decode(Request& r, std::optional<std::size_t> instance);

@@ -55,7 +55,7 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   if (micro_batches > 1) {
     const OneBatch& micro = one_batch(half);
     const OverlappedSpan span = overlapped_span(micro.timing, micro_batches);
-    split = StepCost{span.total_us, span.exposed_communication_us, micro.cost.band};
+    split = StepCost{span.total_us, span.exposed_communication_us, micro.cost.band, micro_batches};
   }
   StepCost step;
   if (split && !optional) {
@@ -99,7 +99,7 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   const auto key = std::make_pair(batch, grid_context);
   if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
   const StepCost plain = compute(Phase::kDecode, batch, 0, grid_context, 0);
-  DecodeStep best{plain.us, plain.communication_us, 1.0, 0, plain.band};
+  DecodeStep best{plain.us, plain.communication_us, 1.0, 0, plain.band, plain.micro_batches};
   const std::optional<DraftSpec>& draft = model_.spec.draft;
   if (decode_template_.include_draft && draft && draft->acceptance && draft->routed_experts > 0) {
     const double p = draft->acceptance->value();
@@ -108,7 +108,7 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
       const double tokens = (1.0 - std::pow(p, static_cast<double>(k + 1))) / (1.0 - p);
       const StepCost step = compute(Phase::kDecode, batch, 0, grid_context, k);
       if (tokens / step.us > best.tokens_per_sequence / best.us)
-        best = {step.us, step.communication_us, tokens, k, step.band};
+        best = {step.us, step.communication_us, tokens, k, step.band, step.micro_batches};
     }
   }
   decode_choice_.emplace(key, best);

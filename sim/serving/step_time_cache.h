@@ -30,7 +30,8 @@ class StepTimeCache {
   struct StepCost {
     double us = 0;
     double communication_us = 0;
-    ErrorBand band;  // the kernel model's 90% band for this step
+    ErrorBand band;             // the kernel model's 90% band for this step
+    int64_t micro_batches = 1;  // 2: run as two overlapped micro-batches
   };
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
   // cached prefix, ending at `context`.
@@ -46,6 +47,7 @@ class StepTimeCache {
     double tokens_per_sequence = 1;  // expected tokens each sequence emits
     int64_t drafts = 0;              // draft tokens verified per sequence
     ErrorBand band;
+    int64_t micro_batches = 1;
   };
   DecodeStep decode_step(int64_t batch, int64_t context);
   std::size_t size() const { return cache_.size(); }

@@ -387,6 +387,12 @@ TEST(Serving, CommunicationShareShrinksWithOverlap) {
   const ServingResult b = overlapped.run(200);
   EXPECT_GT(a.mean_communication_ms, 0.0);
   EXPECT_LT(b.mean_communication_ms, a.mean_communication_ms);
+  // Which steps ran as two micro-batches: none without overlap; with
+  // when_faster, long prefill chunks do.
+  EXPECT_EQ(a.prefill_steps_split + a.decode_steps_split, 0);
+  EXPECT_GT(b.prefill_steps_split, 0);
+  EXPECT_LE(b.prefill_steps_split, b.prefill_steps);
+  EXPECT_LE(b.decode_steps_split, b.decode_steps);
   EXPECT_LT(a.mean_communication_ms, a.mean_prefill_ms + a.mean_decode_ms);
 }
 
