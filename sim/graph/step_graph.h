@@ -36,9 +36,9 @@ struct StepGraph {
   int64_t micro_batches = 1;         // 2 when the step overlaps and its batch splits
 };
 
-// One micro-batch of a step that overlaps (its shape, without overlap) and
-// how many of them the step runs: 2, or 1 where the batch does not split
-// (or the step does not overlap; then the shape is returned as it is).
+// One micro-batch of a step that overlaps (its shape, with overlap off) and
+// how many of them the step runs: 2; or, where the step does not overlap or
+// its batch does not split, 1 and the shape as it is.
 StepShape micro_batch_of(const StepShape& shape, int64_t* micro_batches);
 
 // Throws InputError naming the flag for a batch, context or EP size that cannot be.
