@@ -70,6 +70,34 @@ void add_decode_steps(Table& t, const json& steps) {
              fmt::format("{}", fmt::join(parts, ", ")), "Step times"});
 }
 
+// Whether splitting a step into two overlapped micro-batches pays, per phase,
+// at the largest context: on how many GPU profiles it is faster.
+void add_overlap(Table& t, const json& steps) {
+  std::vector<std::string> parts;
+  for (const char* phase : {"decode", "prefill"}) {
+    json rows = json::array();
+    for (const json& s : steps) {
+      if (s.at("phase") == phase) rows.push_back(s);
+    }
+    if (rows.empty()) continue;
+    const int64_t context = largest(rows, "context");
+    int faster = 0, profiles = 0;
+    double ratio_sum = 0;
+    for (const json& s : rows) {
+      if (s.at("context").get<int64_t>() != context) continue;
+      const double ratio = s.at("two_micro_batches_us").get<double>() / s.at("total_time_us").get<double>();
+      ++profiles;
+      faster += ratio < 1.0 ? 1 : 0;
+      ratio_sum += ratio;
+    }
+    parts.push_back(
+        fmt::format("{} at {} tokens: faster on {} of {} GPU profiles (mean {:.2f}x the one-batch time)",
+                    phase, context, faster, profiles, ratio_sum / profiles));
+  }
+  t.add_row({"two overlapped micro-batches instead of one batch", fmt::format("{}", fmt::join(parts, "; ")),
+             "Step times"});
+}
+
 std::string served(const json& row) {
   const json& cost = row.at("cost");
   const std::string price = cost.at("known").get<bool>()
@@ -131,6 +159,7 @@ Table study_summary(const json& report) {
   add_claims(t, report.at("claims"));
   add_sessions(t, report.at("fits"));
   add_decode_steps(t, report.at("steps"));
+  add_overlap(t, report.at("steps"));
   add_plans(t, report);
   add_validation(t, report.at("validation"));
   t.add_note(

@@ -16,10 +16,15 @@ json fit(int64_t context, const std::string& gpu, int64_t sessions) {
   return {{"context_tokens", context}, {"gpu", gpu}, {"gpus", 8}, {"ep", 8}, {"sessions", sessions}};
 }
 
-json step(const std::string& phase, int64_t context, double us, bool known) {
-  return {{"phase", phase},      {"context", context},
-          {"batch", 32},         {"gpu", "NVIDIA H200 SXM 141GB"},
-          {"total_time_us", us}, {"error_band", {{"known", known}, {"pct_at_90", 12.0}}}};
+// A step as the report's JSON has it; split_us: its time as two micro-batches (default 1.5x).
+json step(const std::string& phase, int64_t context, double us, bool known, double split_us = 0) {
+  return {{"phase", phase},
+          {"context", context},
+          {"batch", 32},
+          {"gpu", "NVIDIA H200 SXM 141GB"},
+          {"total_time_us", us},
+          {"two_micro_batches_us", split_us > 0 ? split_us : 1.5 * us},
+          {"error_band", {{"known", known}, {"pct_at_90", 12.0}}}};
 }
 
 json row(const std::string& name, bool meets, bool disaggregated, double usd) {
@@ -36,7 +41,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       {"fits", {fit(131072, "NVIDIA H200 SXM 141GB", 5000), fit(1048576, "NVIDIA H200 SXM 141GB", 696)}},
       {"steps",
        {step("decode", 131072, 9000, true), step("decode", 1048576, 22700, true),
-        step("prefill", 4194304, 1e6, true)}},
+        step("prefill", 4194304, 1e6, true, 0.9e6)}},
       {"plan",
        {{"workload", "agent coding"},
         {"rows",
@@ -57,6 +62,12 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_NE(text.find("one pool ($0.50"), std::string::npos) << text;
   EXPECT_NE(text.find("cheapest disaggregated: two pools ($0.70"), std::string::npos) << text;
   EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("decode at 1048576 tokens: faster on 0 of 1 GPU profiles (mean 1.50x"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("prefill at 4194304 tokens: faster on 1 of 1 GPU profiles (mean 0.90x"),
+            std::string::npos)
+      << text;
 }
 
 TEST(StudySummary, SaysWhenNoVariantMeetsTheSla) {
