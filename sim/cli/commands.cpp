@@ -138,23 +138,19 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                     "aggregated and a disaggregated layout, ranked together)",
                     "simulated seconds of arrivals (then each variant drains)",
                     "random seed (the same arrivals for every variant)");
-  plan->add_option("--hw", flags->plan_gpus,
-                   "GPU profiles to try for both pools, comma-separated (default: the base's)")
-      ->delimiter(',');
-  plan->add_option("--prefill-hw", flags->plan_prefill_gpus,
-                   "GPU profiles to try for the prefill pool only (disaggregated), comma-separated")
-      ->delimiter(',');
-  plan->add_option("--decode-hw", flags->plan_decode_gpus,
-                   "GPU profiles to try for the decode pool only (disaggregated), comma-separated")
-      ->delimiter(',');
-  plan->add_option("--ep", flags->plan_eps, "EP sizes to try (= GPUs per instance), comma-separated")
-      ->delimiter(',');
-  plan->add_option("--prefill-instances", flags->plan_prefill_instances,
-                   "prefill instance counts to try (disaggregated deployments), comma-separated")
-      ->delimiter(',');
-  plan->add_option("--decode-instances", flags->plan_decode_instances,
-                   "decode instance counts to try, comma-separated")
-      ->delimiter(',');
+  // The grid's dimensions: each a comma-separated list; empty keeps the base's.
+  const auto add_list = [plan](const char* flag, auto& values, const std::string& help) {
+    plan->add_option(flag, values, help + ", comma-separated")->delimiter(',');
+  };
+  add_list("--hw", flags->plan_gpus, "GPU profiles to try for both pools (default: the base's)");
+  add_list("--prefill-hw", flags->plan_prefill_gpus,
+           "GPU profiles to try for the prefill pool only (disaggregated)");
+  add_list("--decode-hw", flags->plan_decode_gpus,
+           "GPU profiles to try for the decode pool only (disaggregated)");
+  add_list("--ep", flags->plan_eps, "EP sizes to try (= GPUs per instance)");
+  add_list("--prefill-instances", flags->plan_prefill_instances,
+           "prefill instance counts to try (disaggregated deployments)");
+  add_list("--decode-instances", flags->plan_decode_instances, "decode instance counts to try");
   plan->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the base deployment's)");
   plan->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the base deployment's)");
   plan->add_option("--min-within-sla", flags->min_within_sla,

@@ -12,6 +12,7 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/validation/published_reference.h"
+#include "tests/test_data.h"
 
 namespace v41sim {
 namespace {
@@ -44,13 +45,8 @@ TEST(BadPublishedReference, UnknownProbeFieldIsNamed) {
 // A data folder with the bundled models and GPU profiles and one reference file.
 Catalog catalog_with(const std::string& name, const std::string& references) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / name;
-  fs::remove_all(root);
+  const fs::path root = testing::scratch_data_dir(name, {"models", "hw_profiles", "validation/calibration"});
   fs::create_directories(root / "validation" / "published");
-  for (const char* dir : {"models", "hw_profiles"})
-    fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / dir, root / dir);
-  fs::create_directory_symlink(fs::path(V41SIM_SOURCE_DIR) / "validation" / "calibration",
-                               root / "validation" / "calibration");
   std::ofstream(root / "validation" / "published" / "refs.yaml") << "references:\n" << references;
   return Catalog(root.string());
 }

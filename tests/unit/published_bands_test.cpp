@@ -66,13 +66,9 @@ TEST(PublishedBandDerivation, BandsOnlyClassesWithEnoughFiguresOfThePriorsArchit
 // A data folder whose h800 has a calibration that moves the latency-bound
 // GEMMs: validate uses it, the band derivation does not.
 TEST(PublishedBandDerivation, UsesThePriorsWhateverCalibrationsExist) {
-  const fs::path root = fs::temp_directory_path() / "v41sim_published_bands_priors";
-  fs::remove_all(root);
+  const fs::path root = testing::scratch_data_dir("v41sim_published_bands_priors",
+                                                  {"models", "hw_profiles", "validation/published"});
   fs::create_directories(root / "validation" / "calibration");
-  for (const char* dir : {"models", "hw_profiles"})
-    fs::create_directory_symlink(fs::path(kSource) / dir, root / dir);
-  fs::create_directory_symlink(fs::path(kSource) / "validation" / "published",
-                               root / "validation" / "published");
   const std::string priors = testing::read_text(kSource + "/validation/calibration/defaults.yaml");
   std::ofstream(root / "validation" / "calibration" / "defaults.yaml") << priors;
   std::string calibrated = priors;
