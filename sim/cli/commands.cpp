@@ -22,6 +22,7 @@ using cli::Flags;
 using cli::run_calibrate;
 using cli::run_claims;
 using cli::run_compare_layers;
+using cli::run_context;
 using cli::run_fit;
 using cli::run_kv;
 using cli::run_params;
@@ -157,6 +158,30 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
   bind(plan, run_plan);
+
+  CLI::App* context = app.add_subcommand(
+      "context",
+      "one deployment with sessions from 8K to 1M tokens: sessions that fit, first token, decode "
+      "batch within TPOT, $ per output token");
+  add_model(context);
+  context
+      ->add_option("--deployment", flags->context_deployment,
+                   "deployment (workloads/deployments/) name or path")
+      ->capture_default_str();
+  context
+      ->add_option("--hw", flags->plan_gpus,
+                   "GPU profiles for both pools, comma-separated (default: the deployment's)")
+      ->delimiter(',');
+  context->add_option("--contexts", flags->contexts, "tokens per session (prompt + output), comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  context->add_option("--output-tokens", flags->output_tokens, "output tokens of every session (assumed)")
+      ->capture_default_str();
+  context->add_option("--tpot-ms", flags->sla_tpot_ms,
+                      "TPOT limit of the decode batch (default: the deployment's SLA)");
+  context->add_option("--max-batch-per-gpu", flags->max_batch_per_gpu,
+                      "decode batch limit per GPU (default: the deployment's; 0: KV memory alone)");
+  bind(context, run_context);
 
   CLI::App* calib = app.add_subcommand("calibrate", "fit the kernel model to measured kernel times");
   calib

@@ -52,6 +52,11 @@ struct Flags {
   double min_within_sla = 0.99;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit
+  // context (--hw and --tpot-ms: plan_gpus and sla_tpot_ms)
+  std::string context_deployment = "h200_agg_8";
+  std::vector<int64_t> contexts{8192, 32768, 131072, 524288, 1048576};
+  int64_t output_tokens = 2000;
+  int64_t max_batch_per_gpu = -1;  // < 0: the deployment's decode limit; 0: memory alone
   // validate
   bool write_published_bands = false;
   // calibrate
@@ -76,6 +81,7 @@ void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& ou
 // serving_commands.cpp
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_context(const Catalog& catalog, const Flags& f, std::ostream& out);
 // validation_commands.cpp
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out);

@@ -9,8 +9,10 @@
 
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
+#include "sim/costing/context_sweep.h"
 #include "sim/costing/deployment_plan.h"
 #include "sim/costing/served_run.h"
+#include "sim/report/context_view.h"
 #include "sim/report/plan_view.h"
 #include "sim/report/run_trace.h"
 #include "sim/report/run_view.h"
@@ -114,6 +116,30 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
     out << plan_json(report).dump(2) << "\n";
   } else {
     out << plan_table(report).to_text();
+  }
+}
+
+void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
+  ContextSweepOptions options{f.contexts, f.output_tokens,
+                              f.sla_tpot_ms > 0 ? f.sla_tpot_ms : base.sla.tpot_ms,
+                              f.max_batch_per_gpu < 0 ? base.decode.max_batch_per_gpu : f.max_batch_per_gpu};
+  if (f.sla_tpot_ms < 0) options.tpot_ms = f.sla_tpot_ms;  // refused by sweep_contexts, naming the flag
+  nlohmann::json sweeps = nlohmann::json::array();
+  std::vector<Table> tables;
+  for (const DeploymentSpec& d : plan_variants(base, PlanGrid{.gpus = f.plan_gpus})) {
+    const ContextSweep sweep = sweep_contexts(catalog, m, d, options);
+    if (f.json) {
+      sweeps.push_back(context_json(m.spec.name, sweep));
+    } else {
+      tables.push_back(context_table(m.spec.name, sweep));
+    }
+  }
+  if (f.json) {
+    out << nlohmann::json{{"sweeps", sweeps}}.dump(2) << "\n";
+  } else {
+    print_tables(out, tables);
   }
 }
 

@@ -6,9 +6,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/capacity/memory_fit.h"
 #include "sim/des/random.h"
-#include "sim/graph/expert_load.h"
+#include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_entities.h"
 
 namespace v41sim {
@@ -16,20 +15,6 @@ namespace {
 
 // Occupancy is sampled this many times over a run.
 constexpr double kOccupancySamples = 200;
-
-// The step shape every step of a pool shares: its EP group, overlap and the
-// load imbalance its expert placement leaves.
-StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, const GpuProfile& gpu) {
-  StepShape s;
-  s.ep = pool.ep;
-  s.ep_per_node = gpu.nvlink_domain();
-  s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
-  s.fuse_input_projections = pool.fuse_input_projections;
-  s.include_draft = pool.speculative_decoding;
-  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
-  s.ep_load_imbalance = ep_load_imbalance(experts, pool.ep, pool.routing_skew, pool.redundant_experts);
-  return s;
-}
 
 int64_t draw_tokens(const Distribution& d, std::mt19937_64& rng, double scale = 1.0) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(d.sample(rng) * scale)));
@@ -52,21 +37,10 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       sim_(seed),
       arrivals_rng_(sim_.random_stream("arrivals")),
       sessions_rng_(sim_.random_stream("sessions")),
-      steps_(model, prefill_cost, decode_cost,
-             pool_step_template(model, deployment.prefill, prefill_cost.gpu()),
-             pool_step_template(model, deployment.decode, decode_cost.gpu()),
-             deployment.prefill.overlap == PoolSpec::Overlap::kWhenFaster,
-             deployment.decode.overlap == PoolSpec::Overlap::kWhenFaster),
+      steps_(deployment_step_times(model, prefill_cost, decode_cost, deployment)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
-  FitRequest fit{deployment.decode.gpus_per_instance,
-                 deployment.decode.ep,
-                 1,
-                 model.spec.weights,
-                 DensePlacement::kReplicated,
-                 SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
-                 deployment.decode.redundant_experts};
-  decode_kv_bytes_per_gpu_ = fit_memory(model, decode_gpu_, fit).kv_bytes_per_gpu;
+  decode_kv_bytes_per_gpu_ = decode_kv_bytes_per_gpu(model, deployment, decode_gpu_);
   // The SWA pool: a share of every node's DRAM, counted in sessions' window state.
   const double decode_nodes =
       static_cast<double>(deployment.decode.instances * deployment.decode.gpus_per_instance) /

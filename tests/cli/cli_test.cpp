@@ -173,6 +173,25 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
       << answer;
 }
 
+TEST(Cli, ContextJsonSweepsEachGpu) {
+  const std::string args = "context --hw h200,b200 --contexts 8192,1048576 --json";
+  const auto j = run_json(args);
+  ASSERT_EQ(j["sweeps"].size(), 2u);
+  EXPECT_EQ(j["sweeps"][1]["decode_gpu"], "b200");
+  for (const auto& sweep : j["sweeps"]) {
+    EXPECT_EQ(sweep["tpot_limit_ms"].get<double>(), 60);  // h200_agg_8's SLA
+    EXPECT_EQ(sweep["max_batch_per_gpu"].get<int64_t>(), 64);
+    ASSERT_EQ(sweep["points"].size(), 2u);
+    for (const auto& p : sweep["points"]) {
+      for (const char* key : {"context", "session_bytes", "sessions_per_decode_gpu", "lone_ttft_ms", "decode",
+                              "prefill", "cost"}) {
+        EXPECT_TRUE(p.contains(key)) << key;
+      }
+    }
+  }
+  EXPECT_EQ(run(args).exit_code, 0);
+}
+
 TEST(Cli, RunTraceHasStepsAndRequests) {
   const auto dir = temp_dir("run_trace");
   const std::string trace = (dir / "run.json").string();
@@ -273,6 +292,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --deployment h200_agg_8,,h200_pd_64", "field '--deployment': expected names separated"},
         BadRun{"plan --deployment h200_agg_8,no_such_deployment", "unknown name 'no_such_deployment'"},
         BadRun{"plan --decode-instances two", "--decode-instances"},
+        BadRun{"context --contexts 8192,1000", "field '--contexts': expected contexts longer than the 2000"},
+        BadRun{"context --output-tokens 0", "field '--output-tokens'"},
+        BadRun{"context --tpot-ms -3", "field '--tpot-ms'"}, BadRun{"context --contexts 8k", "--contexts"},
+        BadRun{"context --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/cp_one_gpu.yaml",

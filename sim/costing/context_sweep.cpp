@@ -1,0 +1,176 @@
+#include "sim/costing/context_sweep.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/common/input_error.h"
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/serving/pool_setup.h"
+#include "sim/serving/serving_simulation.h"
+
+namespace v41sim {
+namespace {
+
+void check_options(const ContextSweepOptions& o) {
+  if (o.contexts.empty()) throw InputError({"", 0, "--contexts"}, "expected at least one context length");
+  if (o.output_tokens <= 0) {
+    throw InputError({"", 0, "--output-tokens"},
+                     fmt::format("expected a positive number of tokens, got {}", o.output_tokens));
+  }
+  for (const int64_t context : o.contexts) {
+    if (context <= o.output_tokens) {
+      throw InputError({"", 0, "--contexts"},
+                       fmt::format("expected contexts longer than the {} output tokens, got {}",
+                                   o.output_tokens, context));
+    }
+  }
+  if (!(o.tpot_ms > 0)) {
+    throw InputError({"", 0, "--tpot-ms"}, fmt::format("expected a positive latency, got {}", o.tpot_ms));
+  }
+  if (o.max_batch_per_gpu < 0) {
+    throw InputError(
+        {"", 0, "--max-batch-per-gpu"},
+        fmt::format("expected a positive batch (or 0: memory alone), got {}", o.max_batch_per_gpu));
+  }
+}
+
+// One session alone: its prompt arrives at time 0 on an idle deployment.
+void serve_alone(const ModelAnalysis& model, const GpuCostModel& prefill, const GpuCostModel& decode,
+                 const DeploymentSpec& deployment, int64_t prompt, int64_t output, ContextPoint& p) {
+  WorkloadSpec one;
+  one.name = "one session alone";
+  one.arrival = WorkloadSpec::Arrival::kTrace;
+  one.trace = {{0.0, 0, prompt, output}};
+  ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, one, 1);
+  const ServingResult r = simulation.run(1.0, true);
+  if (r.finished == 0) {
+    p.lone_not_served = r.rejected_by_reason.empty() ? "not finished" : r.rejected_by_reason.begin()->first;
+    return;
+  }
+  p.lone_ttft_ms = r.ttft_ms.p50;
+  p.lone_context_parallel = r.context_parallel_steps > 0;
+  if (p.lone_context_parallel) {
+    // A context-parallel prompt holds every rank of its instance while it runs.
+    p.prefill_gpu_s = r.mean_prefill_ms / 1e3 * static_cast<double>(deployment.prefill.gpus_per_instance);
+    p.prefill_band = r.prefill_band;
+  }
+}
+
+// Prefill GPU-seconds of one prompt with each rank busy with prompts of its
+// own: short prompts packed several to a rank's chunk budget, long ones in
+// chunks on top of their own growing prefix. (A prompt the deployment runs
+// context-parallel is priced by serve_alone instead.)
+void price_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, ContextPoint& p) {
+  ErrorBandMix band;
+  if (prompt <= budget) {
+    const int64_t packed = budget / prompt;
+    const StepTimeCache::StepCost step = steps.prefill_step(packed, prompt, prompt);
+    p.prefill_gpu_s = step.us / 1e6 / static_cast<double>(packed);
+    band.add(step.band, step.us);
+  } else {
+    for (int64_t done = 0; done < prompt;) {
+      const int64_t tokens = std::min(budget, prompt - done);
+      done += tokens;
+      const StepTimeCache::StepCost step = steps.prefill_step(1, tokens, done);
+      p.prefill_gpu_s += step.us / 1e6;
+      band.add(step.band, step.us);
+    }
+  }
+  p.prefill_band = band.mixed();
+}
+
+double tpot_ms(const StepTimeCache::DecodeStep& step) { return step.us / 1e3 / step.tokens_per_sequence; }
+
+// The largest batch per GPU within the TPOT limit, up to `limit`, by
+// bisection (a decode step only grows with its batch).
+void size_decode_batch(StepTimeCache& steps, int64_t limit, double tpot_limit_ms, int64_t context,
+                       ContextPoint& p) {
+  int64_t good = 0;
+  int64_t bad = limit + 1;
+  if (tpot_ms(steps.decode_step(limit, context)) <= tpot_limit_ms) {
+    good = limit;
+  } else {
+    while (bad - good > 1) {
+      const int64_t mid = good + (bad - good) / 2;
+      (tpot_ms(steps.decode_step(mid, context)) <= tpot_limit_ms ? good : bad) = mid;
+    }
+  }
+  if (good == 0) p.bound = ContextPoint::Bound::kTpotMissed;
+  p.batch_per_gpu = std::max<int64_t>(1, good);
+  const StepTimeCache::DecodeStep step = steps.decode_step(p.batch_per_gpu, context);
+  p.tpot_ms = tpot_ms(step);
+  p.drafts = step.drafts;
+  p.decode_band = step.band;
+  p.output_tokens_per_s_per_gpu =
+      static_cast<double>(p.batch_per_gpu) * step.tokens_per_sequence / (step.us / 1e6);
+}
+
+}  // namespace
+
+const char* bound_name(ContextPoint::Bound bound) {
+  switch (bound) {
+    case ContextPoint::Bound::kMemory:
+      return "KV memory";
+    case ContextPoint::Bound::kBatchLimit:
+      return "batch limit";
+    case ContextPoint::Bound::kTpot:
+      return "TPOT";
+    case ContextPoint::Bound::kTpotMissed:
+      return "TPOT missed at batch 1";
+  }
+  return "";
+}
+
+ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
+                            const DeploymentSpec& deployment, const ContextSweepOptions& options) {
+  check_options(options);
+  // Prefill launches its kernels; decode replays a CUDA graph (as serve_deployment).
+  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
+  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);
+  StepTimeCache steps = deployment_step_times(model, prefill.cost(), decode.cost(), deployment);
+  const double kv_room = decode_kv_bytes_per_gpu(model, deployment, decode.gpu());
+  const SourcedValue& prefill_price = prefill.gpu().price_usd_per_gpu_hour;
+  const SourcedValue& decode_price = decode.gpu().price_usd_per_gpu_hour;
+
+  ContextSweep sweep{deployment,
+                     options,
+                     prefill.cost().params().label(),
+                     decode.cost().params().label(),
+                     decode_price.provenance().label(),
+                     {}};
+  if (deployment.disaggregated && deployment.prefill.gpu != deployment.decode.gpu) {
+    sweep.price_provenance =
+        "prefill " + prefill_price.provenance().label() + "; decode " + sweep.price_provenance;
+  }
+  for (const int64_t context : options.contexts) {
+    ContextPoint& p = sweep.points.emplace_back();
+    p.context = context;
+    p.session_bytes = model.kv.session_bytes(context);
+    p.sessions_per_gpu = static_cast<int64_t>(std::floor(kv_room / p.session_bytes));
+    const int64_t prompt = context - options.output_tokens;
+    serve_alone(model, prefill, decode, deployment, prompt, options.output_tokens, p);
+    if (p.sessions_per_gpu < 1) continue;  // not one session fits: nothing to decode
+    p.bound = ContextPoint::Bound::kMemory;
+    int64_t limit = p.sessions_per_gpu;
+    if (options.max_batch_per_gpu > 0 && options.max_batch_per_gpu < limit) {
+      limit = options.max_batch_per_gpu;
+      p.bound = ContextPoint::Bound::kBatchLimit;
+    }
+    size_decode_batch(steps, limit, options.tpot_ms, context, p);
+    if (p.bound != ContextPoint::Bound::kTpotMissed && p.batch_per_gpu < limit)
+      p.bound = ContextPoint::Bound::kTpot;
+    if (!p.lone_context_parallel) price_prompt(steps, deployment.prefill.max_tokens_per_step, prompt, p);
+    p.cost_known = prefill_price.known() && decode_price.known();
+    if (!p.cost_known) continue;
+    const double decode_usd_per_token = decode_price.value() / 3600.0 / p.output_tokens_per_s_per_gpu;
+    const double prompt_usd = prefill_price.value() / 3600.0 * p.prefill_gpu_s;
+    p.usd_per_million_output_decode_only = decode_usd_per_token * 1e6;
+    p.usd_per_million_output_with_prompt =
+        (prompt_usd / static_cast<double>(options.output_tokens) + decode_usd_per_token) * 1e6;
+  }
+  return sweep;
+}
+
+}  // namespace v41sim

@@ -1,0 +1,120 @@
+#include "sim/report/context_view.h"
+
+#include <fmt/format.h>
+
+#include "sim/report/error_band_view.h"
+
+namespace v41sim {
+namespace {
+
+std::string dollars(const ContextPoint& p, double usd) {
+  return p.cost_known ? fmt::format("${:.2f}", usd) : "unknown";
+}
+
+std::string first_token(const ContextPoint& p) {
+  if (!p.lone_not_served.empty()) return "not served: " + p.lone_not_served;
+  return fmt::format("{:.2f} s{}", p.lone_ttft_ms / 1e3,
+                     p.lone_context_parallel ? " (context-parallel)" : "");
+}
+
+}  // namespace
+
+Table context_table(const std::string& model, const ContextSweep& s) {
+  const DeploymentSpec& d = s.deployment;
+  Table t(fmt::format("{} on {}: sessions from {} to {} tokens, {} output tokens each", model, d.name,
+                      s.options.contexts.front(), s.options.contexts.back(), s.options.output_tokens),
+          {"context", "KV per session", "sessions per decode GPU", "first token, one prompt alone",
+           "decode batch per GPU (bound)", "TPOT (ms)", "output tokens/s per GPU", "decode band (90%)",
+           "prefill per prompt (GPU-s)", "$ per 1M output, decode only", "$ per 1M output, prompt included"});
+  for (const ContextPoint& p : s.points) {
+    if (p.sessions_per_gpu < 1) {
+      t.add_row({std::to_string(p.context), format_bytes(p.session_bytes), "0", first_token(p),
+                 "none: one session does not fit", "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    t.add_row({std::to_string(p.context), format_bytes(p.session_bytes), std::to_string(p.sessions_per_gpu),
+               first_token(p), fmt::format("{} ({})", p.batch_per_gpu, bound_name(p.bound)),
+               fmt::format("{:.1f}", p.tpot_ms), fmt::format("{:.0f}", p.output_tokens_per_s_per_gpu),
+               error_band_cell(p.decode_band), fmt::format("{:.2f}", p.prefill_gpu_s),
+               dollars(p, p.usd_per_million_output_decode_only),
+               dollars(p, p.usd_per_million_output_with_prompt)});
+  }
+  t.add_note(fmt::format(
+      "context: a session's tokens at its end (prompt + {} output); the deployment {} ({}); KV per session: "
+      "global KV at that context plus the window and compressor state (derived)",
+      s.options.output_tokens, d.file, d.disaggregated ? "prefill and decode pools" : "one pool for both"));
+  t.add_note(
+      "first token: the serving simulation's TTFT for one session arriving at an idle deployment (its "
+      "prefill "
+      "steps and, where disaggregated, the KV transfer); under traffic it queues (run, plan)");
+  t.add_note(fmt::format(
+      "decode batch: the largest per GPU whose step, every session at this context, keeps TPOT <= {} ms, "
+      "capped by KV memory{}; steady state: every decode rank at that batch, prefill interleaving not "
+      "counted; speculative decoding verifies the draft length the engine would pick",
+      s.options.tpot_ms,
+      s.options.max_batch_per_gpu > 0 ? fmt::format(" and a batch limit of {}", s.options.max_batch_per_gpu)
+                                      : std::string()));
+  t.add_note(
+      "prefill per prompt: GPU-seconds of the prompt's prefill with every rank busy with prompts of its own "
+      "(short ones packed to the chunk budget, long ones chunked over their growing prefix); a "
+      "context-parallel prompt: its prefill time alone times its instance's GPUs; no prefix-cache hit");
+  t.add_note(
+      "$ per 1M output: GPU price per second over the decode rate (decode only: as if every prompt's prefix "
+      "were cached); prompt included adds the prompt's prefill GPU-seconds spread over its output; each pool "
+      "taken as kept busy; prices: " +
+      s.price_provenance);
+  t.add_note(std::string("decode band: the step's; ") + kErrorBandMethod);
+  if (s.decode_kernel_model == s.prefill_kernel_model) {
+    t.add_note("step times from the kernel model, " + s.decode_kernel_model);
+  } else {
+    t.add_note("prefill step times from the kernel model, " + s.prefill_kernel_model);
+    t.add_note("decode step times from the kernel model, " + s.decode_kernel_model);
+  }
+  return t;
+}
+
+nlohmann::json context_json(const std::string& model, const ContextSweep& s) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const ContextPoint& p : s.points) {
+    nlohmann::json j{{"context", p.context},
+                     {"session_bytes", p.session_bytes},
+                     {"sessions_per_decode_gpu", p.sessions_per_gpu}};
+    if (p.lone_not_served.empty()) {
+      j["lone_ttft_ms"] = p.lone_ttft_ms;
+      j["lone_context_parallel"] = p.lone_context_parallel;
+    } else {
+      j["lone_not_served"] = p.lone_not_served;
+    }
+    if (p.sessions_per_gpu >= 1) {
+      j["decode"] = {{"batch_per_gpu", p.batch_per_gpu},
+                     {"bound", bound_name(p.bound)},
+                     {"tpot_ms", p.tpot_ms},
+                     {"drafts", p.drafts},
+                     {"output_tokens_per_s_per_gpu", p.output_tokens_per_s_per_gpu},
+                     {"error_band", error_band_json(p.decode_band)}};
+      j["prefill"] = {{"gpu_s_per_prompt", p.prefill_gpu_s}, {"error_band", error_band_json(p.prefill_band)}};
+      j["cost"] =
+          p.cost_known
+              ? nlohmann::json{{"known", true},
+                               {"usd_per_million_output_decode_only", p.usd_per_million_output_decode_only},
+                               {"usd_per_million_output_prompt_included",
+                                p.usd_per_million_output_with_prompt}}
+              : nlohmann::json{{"known", false}};
+    }
+    points.push_back(j);
+  }
+  const DeploymentSpec& d = s.deployment;
+  return {{"model", model},
+          {"deployment", d.name},
+          {"deployment_file", d.file},
+          {"prefill_gpu", d.prefill.gpu},
+          {"decode_gpu", d.decode.gpu},
+          {"output_tokens", s.options.output_tokens},
+          {"tpot_limit_ms", s.options.tpot_ms},
+          {"max_batch_per_gpu", s.options.max_batch_per_gpu},
+          {"kernel_models", {{"prefill", s.prefill_kernel_model}, {"decode", s.decode_kernel_model}}},
+          {"price_provenance", s.price_provenance},
+          {"points", points}};
+}
+
+}  // namespace v41sim

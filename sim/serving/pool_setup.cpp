@@ -1,0 +1,42 @@
+#include "sim/serving/pool_setup.h"
+
+#include "sim/capacity/memory_fit.h"
+#include "sim/graph/expert_load.h"
+
+namespace v41sim {
+
+StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, const GpuProfile& gpu) {
+  StepShape s;
+  s.ep = pool.ep;
+  s.ep_per_node = gpu.nvlink_domain();
+  s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
+  s.fuse_input_projections = pool.fuse_input_projections;
+  s.include_draft = pool.speculative_decoding;
+  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
+  s.ep_load_imbalance = ep_load_imbalance(experts, pool.ep, pool.routing_skew, pool.redundant_experts);
+  return s;
+}
+
+StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
+                                    const KernelCostModel& decode_cost, const DeploymentSpec& deployment) {
+  return StepTimeCache(model, prefill_cost, decode_cost,
+                       pool_step_template(model, deployment.prefill, prefill_cost.gpu()),
+                       pool_step_template(model, deployment.decode, decode_cost.gpu()),
+                       deployment.prefill.overlap == PoolSpec::Overlap::kWhenFaster,
+                       deployment.decode.overlap == PoolSpec::Overlap::kWhenFaster);
+}
+
+double decode_kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                               const GpuProfile& decode_gpu) {
+  const FitRequest fit{
+      deployment.decode.gpus_per_instance,
+      deployment.decode.ep,
+      1,
+      model.spec.weights,
+      DensePlacement::kReplicated,
+      SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
+      deployment.decode.redundant_experts};
+  return fit_memory(model, decode_gpu, fit).kv_bytes_per_gpu;
+}
+
+}  // namespace v41sim

@@ -1,0 +1,29 @@
+// What a deployment's pools fix before any request arrives: the step shape
+// every step of a pool shares, and the KV room of a decode GPU. The serving
+// simulation and the context sweep (sim/costing/context_sweep.h) both start
+// from these, so a sweep's steady state and a run's steps agree.
+#pragma once
+
+#include "sim/graph/step_shape.h"
+#include "sim/hw/gpu_profile.h"
+#include "sim/model/model_analysis.h"
+#include "sim/serving/deployment_spec.h"
+#include "sim/serving/step_time_cache.h"
+
+namespace v41sim {
+
+// The step shape of a pool: its EP group, overlap, fused projections, draft
+// stages and the load imbalance its expert placement leaves.
+StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, const GpuProfile& gpu);
+
+// The step-time cache of a deployment: each pool's template, and two
+// micro-batches optional where the pool says `when_faster`.
+StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
+                                    const KernelCostModel& decode_cost, const DeploymentSpec& deployment);
+
+// Bytes of KV a decode GPU holds: what the memory fit leaves after the
+// weights (EP group, redundant experts) and the deployment's reserve.
+double decode_kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                               const GpuProfile& decode_gpu);
+
+}  // namespace v41sim
