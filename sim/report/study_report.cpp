@@ -15,12 +15,14 @@
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
+#include "sim/costing/context_sweep.h"
 #include "sim/costing/deployment_plan.h"
 #include "sim/costing/served_run.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
 #include "sim/report/claims.h"
+#include "sim/report/context_view.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/fit_view.h"
 #include "sim/report/model_views.h"
@@ -167,6 +169,26 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       "per "
       "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
   return md + table.to_markdown();
+}
+
+// What changes from 8K to 1M tokens: one deployment swept over session
+// lengths on a few GPUs (context_sweep.h).
+std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                            nlohmann::json& json) {
+  const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(o.context_deployment));
+  const ContextSweepOptions options{o.context_sweep, o.context_output_tokens, base.sla.tpot_ms, 0};
+  std::string md = fmt::format("## From {} to {} tokens of context ({} on {})\n\n", o.context_sweep.front(),
+                               o.context_sweep.back(), o.context_deployment, fmt::join(o.context_gpus, ", "));
+  json = nlohmann::json::array();
+  const std::vector<DeploymentSpec> variants = plan_variants(base, PlanGrid{.gpus = o.context_gpus});
+  std::vector<ContextSweep> sweeps(variants.size());
+  parallel_for(variants.size(),
+               [&](std::size_t i) { sweeps[i] = sweep_contexts(catalog, focus, variants[i], options); });
+  for (const ContextSweep& sweep : sweeps) {
+    md += context_table(focus.spec.name, sweep).to_markdown();
+    json.push_back(context_json(focus.spec.name, sweep));
+  }
+  return md;
 }
 
 // A short serving run of each bundled deployment under one workload.
@@ -361,6 +383,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += summary.to_markdown() + details;
 
   md += step_times_section(catalog, focus, gpus, o, json);
+  md += context_section(catalog, focus, o, json["context_sweeps"]);
   md += serving_section(catalog, focus, o, o.serving_workload, json["serving"]);
   md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, json["plan"]);

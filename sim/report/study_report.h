@@ -1,6 +1,6 @@
 // The main job's report (make run): KV of every bundled model, the claims
 // check, the memory fit of V4.1-Flash on every GPU profile, its decode and
-// prefill step times by layer mode, serving runs of the bundled deployments,
+// prefill step times by layer mode, sessions from 8K to 1M tokens, serving runs of the bundled deployments,
 // the cheapest deployment within an SLA, and the kernel model's validation.
 #pragma once
 
@@ -34,6 +34,13 @@ struct StudyOptions {
   // GPUs at the base EP size, ranked together.
   std::vector<std::string> layout_deployments{"h200_agg_8", "h200_pd_64"};
   std::vector<std::string> layout_gpus{"h200", "b200"};
+  // The context question: this deployment on these GPUs with sessions of
+  // these lengths (prompt + output), the decode batch limited by KV memory
+  // and the deployment's TPOT limit alone.
+  std::string context_deployment = "h200_agg_8";
+  std::vector<std::string> context_gpus{"h200", "b200", "h100_sxm"};
+  std::vector<int64_t> context_sweep{8192, 32768, 131072, 524288, 1048576};
+  int64_t context_output_tokens = 2000;  // assumed: about the bundled workloads' mean output
   uint64_t seed = 1;
   SourcedValue reserve_fraction;
 };

@@ -98,6 +98,47 @@ void add_overlap(Table& t, const json& steps) {
              "Step times"});
 }
 
+// The first context sweep (the first GPU's) from its shortest session to its
+// longest: what changes with context.
+void add_context(Table& t, const json& sweeps) {
+  if (sweeps.empty()) return;
+  const json& sweep = sweeps.front();
+  const json& first = sweep.at("points").front();
+  const json& last = sweep.at("points").back();
+  const auto both = [&](const auto& format) { return fmt::format("{} -> {}", format(first), format(last)); };
+  std::vector<std::string> parts{
+      "sessions per decode GPU " +
+          both([](const json& p) { return std::to_string(p.at("sessions_per_decode_gpu").get<int64_t>()); }),
+      "first token of one prompt alone " + both([](const json& p) {
+        return p.contains("lone_ttft_ms") ? fmt::format("{:.2f} s", p.at("lone_ttft_ms").get<double>() / 1e3)
+                                          : std::string("not served");
+      })};
+  if (first.contains("decode") && last.contains("decode")) {
+    parts.push_back(
+        fmt::format("decode batch per GPU within TPOT {} ms ", sweep.at("tpot_limit_ms").get<double>()) +
+        both([](const json& p) {
+          const json& d = p.at("decode");
+          return fmt::format("{} ({})", d.at("batch_per_gpu").get<int64_t>(),
+                             d.at("bound").get<std::string>());
+        }));
+  }
+  if (first.contains("cost") && last.contains("cost") && first.at("cost").at("known").get<bool>() &&
+      last.at("cost").at("known").get<bool>()) {
+    const auto dollars = [](const char* key) {
+      return [key](const json& p) { return fmt::format("${:.2f}", p.at("cost").at(key).get<double>()); };
+    };
+    parts.push_back("$ per 1M output tokens " + both(dollars("usd_per_million_output_decode_only")) +
+                    " with every prefix cached, " + both(dollars("usd_per_million_output_prompt_included")) +
+                    " with every prompt prefilled");
+  }
+  const int64_t shortest = first.at("context").get<int64_t>();
+  const int64_t longest = last.at("context").get<int64_t>();
+  t.add_row({fmt::format("sessions of {} to {} tokens on {} ({} output tokens each)", shortest, longest,
+                         sweep.at("deployment").get<std::string>(), sweep.at("output_tokens").get<int64_t>()),
+             fmt::format("{}", fmt::join(parts, "; ")),
+             fmt::format("From {} to {} tokens of context", shortest, longest)});
+}
+
 std::string served(const json& row) {
   const json& cost = row.at("cost");
   const std::string price = cost.at("known").get<bool>()
@@ -160,6 +201,7 @@ Table study_summary(const json& report) {
   add_sessions(t, report.at("fits"));
   add_decode_steps(t, report.at("steps"));
   add_overlap(t, report.at("steps"));
+  if (report.contains("context_sweeps")) add_context(t, report.at("context_sweeps"));
   add_plans(t, report);
   add_validation(t, report.at("validation"));
   t.add_note(

@@ -35,8 +35,29 @@ json row(const std::string& name, bool meets, bool disaggregated, double usd) {
           {"cost", {{"known", true}, {"usd_per_million_output_tokens", usd}}}};
 }
 
+// A context sweep's point as the report's JSON has it.
+json point(int64_t context, int64_t sessions, double ttft_ms, int64_t batch, const std::string& bound,
+           double decode_only, double with_prompt) {
+  return {{"context", context},
+          {"sessions_per_decode_gpu", sessions},
+          {"lone_ttft_ms", ttft_ms},
+          {"decode", {{"batch_per_gpu", batch}, {"bound", bound}}},
+          {"cost",
+           {{"known", true},
+            {"usd_per_million_output_decode_only", decode_only},
+            {"usd_per_million_output_prompt_included", with_prompt}}}};
+}
+
 TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   const json report{
+      {"context_sweeps",
+       {{{"deployment", "1 x 8 h200"},
+         {"output_tokens", 2000},
+         {"tpot_limit_ms", 60.0},
+         {"points",
+          {point(8192, 7832, 140, 1056, "TPOT", 0.02, 0.05), point(65536, 900, 900, 500, "TPOT", 0.03, 0.3),
+           point(1048576, 83, 28800, 83, "KV memory", 0.08, 5.72)}}},
+        {{"deployment", "1 x 8 b200"}, {"points", json::array()}}}},
       {"claims", {{{"statement", "a claim"}, {"verdict_text", "holds only if a condition"}}}},
       {"fits", {fit(131072, "NVIDIA H200 SXM 141GB", 5000), fit(1048576, "NVIDIA H200 SXM 141GB", 696)}},
       {"steps",
@@ -62,6 +83,18 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_NE(text.find("one pool ($0.50"), std::string::npos) << text;
   EXPECT_NE(text.find("cheapest disaggregated: two pools ($0.70"), std::string::npos) << text;
   EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
+  // The first sweep, from its shortest session to its longest.
+  EXPECT_NE(text.find("sessions of 8192 to 1048576 tokens on 1 x 8 h200 (2000 output tokens each)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("sessions per decode GPU 7832 -> 83; first token of one prompt alone 0.14 s -> 28.80 s; "
+                "decode batch per GPU within TPOT 60 ms 1056 (TPOT) -> 83 (KV memory); $ per 1M output "
+                "tokens $0.02 -> $0.08 with every prefix cached, $0.05 -> $5.72 with every prompt "
+                "prefilled"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("b200"), std::string::npos) << text;
   EXPECT_NE(text.find("decode at 1048576 tokens: faster on 0 of 1 GPU profiles (mean 1.50x"),
             std::string::npos)
       << text;
