@@ -95,4 +95,12 @@ std::string Catalog::resolve_deployment(const std::string& name_or_path) const {
   return resolve("workloads/deployments", name_or_path, "--deployment");
 }
 
+std::string path_in_data_dir(const std::string& path, const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  const fs::path inside =
+      fs::path(path).lexically_normal().lexically_relative(fs::path(data_dir).lexically_normal());
+  if (inside.empty() || *inside.begin() == "..") return path;
+  return inside.string();
+}
+
 }  // namespace v41sim

@@ -32,4 +32,8 @@ class Catalog {
   std::string data_dir_;
 };
 
+// `path` relative to `data_dir` where it lies inside it, else as given: what
+// outputs print, so a report says the same wherever the data folder sits.
+std::string path_in_data_dir(const std::string& path, const std::string& data_dir);
+
 }  // namespace v41sim

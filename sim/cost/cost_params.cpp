@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "sim/common/catalog.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/cost/published_bands.h"
 #include "sim/hw/gpu_profile_loader.h"
@@ -223,6 +224,7 @@ CostParams load_calibration_for(const std::string& data_dir, const GpuProfile& g
   const CalibrationChoice choice = priors_only ? CalibrationChoice{priors.string(), "", Extrapolation::kNone}
                                                : choose_calibration(data_dir, gpu_stem, gpu.architecture);
   CostParams params = load_calibration(choice);
+  params.file = path_in_data_dir(params.file, data_dir);  // labels read the same wherever the data sits
   const std::string bands = published_bands_path(data_dir);
   if (fs::exists(bands)) attach_published_bands(params, load_published_bands_file(bands), gpu, gpu_stem);
   const bool own = choice.extrapolation == Extrapolation::kNone && params.status == "calibrated";

@@ -44,7 +44,13 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string relative(const std::string& path, const Catalog& catalog) {
-  return fs::relative(path, catalog.data_dir()).string();
+  return path_in_data_dir(path, catalog.data_dir());
+}
+
+DeploymentSpec load_deployment(const std::string& name, const Catalog& catalog) {
+  DeploymentSpec d = load_deployment_file(catalog.resolve_deployment(name));
+  d.file = relative(d.file, catalog);
+  return d;
 }
 
 ModelAnalysis load(const std::string& path, const Catalog& catalog) {
@@ -175,7 +181,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
 // lengths on a few GPUs (context_sweep.h).
 std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                             nlohmann::json& json) {
-  const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(o.context_deployment));
+  const DeploymentSpec base = load_deployment(o.context_deployment, catalog);
   const ContextSweepOptions options{o.context_sweep, o.context_output_tokens, base.sla.tpot_ms, 0};
   std::string md = fmt::format("## From {} to {} tokens of context ({} on {})\n\n", o.context_sweep.front(),
                                o.context_sweep.back(), o.context_deployment, fmt::join(o.context_gpus, ", "));
@@ -204,7 +210,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   std::vector<std::string> kernel_models;
   std::vector<DeploymentSpec> deployments;
   for (const std::string& file : catalog.deployment_files())
-    deployments.push_back(load_deployment_file(file));
+    deployments.push_back(load_deployment(file, catalog));
   ServeOptions options;
   options.duration_s = o.serving_seconds;
   options.seed = o.seed;
@@ -242,8 +248,7 @@ std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, con
                          const std::vector<std::string>& base_names, const PlanGrid& grid,
                          const std::string& heading, nlohmann::json& json) {
   std::vector<DeploymentSpec> bases;
-  for (const std::string& name : base_names)
-    bases.push_back(load_deployment_file(catalog.resolve_deployment(name)));
+  for (const std::string& name : base_names) bases.push_back(load_deployment(name, catalog));
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
   ServeOptions options;
   options.duration_s = o.serving_seconds;

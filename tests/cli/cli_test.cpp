@@ -22,9 +22,9 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-RunResult run(const std::string& args) {
-  const std::string command =
-      std::string(V41SIM_BINARY) + " --data-dir " + V41SIM_SOURCE_DIR + " " + args + " 2>&1";
+// The binary on the bundled data, or on the data folder given.
+RunResult run(const std::string& args, const std::string& data_dir = V41SIM_SOURCE_DIR) {
+  const std::string command = std::string(V41SIM_BINARY) + " --data-dir " + data_dir + " " + args + " 2>&1";
   RunResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -321,11 +321,14 @@ TEST(Cli, BadModelFileNamesFileAndLine) {
       << r.output;
 }
 
-TEST(Cli, ReportIsByteIdenticalAcrossRuns) {
+TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   const auto a = temp_dir("report_a");
   const auto b = temp_dir("report_b");
   ASSERT_EQ(run("report --out " + a.string()).exit_code, 0);
-  ASSERT_EQ(run("report --out " + b.string()).exit_code, 0);
+  // The same files seen from another folder: the report names them relative to it.
+  const auto elsewhere = testing::scratch_data_dir("v41sim_report_elsewhere",
+                                                   {"models", "hw_profiles", "workloads", "validation"});
+  ASSERT_EQ(run("report --out " + b.string(), elsewhere.string()).exit_code, 0);
   for (const char* file : {"report.md", "report.json", "validation_us.svg", "validation_tflops.svg"}) {
     const std::string first = testing::read_text((a / file).string());
     EXPECT_FALSE(first.empty());
