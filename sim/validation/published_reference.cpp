@@ -21,13 +21,15 @@ const std::set<std::string> kMoeKernels{"ep_dispatch", "experts_gate_up", "exper
                                         "experts_down", "ep_combine"};
 
 PublishedReference read_reference(const YamlNode& node) {
-  node.expect_only({"name", "source", "sets_prior", "gpu", "probe", "reference", "tolerance_pct"});
+  node.expect_only(
+      {"name", "source", "sets_prior", "model_lacks", "gpu", "probe", "reference", "tolerance_pct"});
   PublishedReference r;
   r.file = node.file();
   r.line = node.line();
   r.name = node.required("name").as_string();
   r.source = node.required("source").as_string();
   if (const auto prior = node.optional("sets_prior")) r.sets_prior = prior->as_string();
+  if (const auto lacks = node.optional("model_lacks")) r.model_lacks = lacks->as_string();
   r.gpu = node.required("gpu").as_string();
   const YamlNode probe = node.required("probe");
   r.probe_kind = probe.required("kind").as_string();

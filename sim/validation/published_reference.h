@@ -30,6 +30,10 @@ struct PublishedReference {
   // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
   // empty when it set none: an out-of-sample test of the uncalibrated model.
   std::string sets_prior;
+  // What the model does not represent that bears on this figure, where it is
+  // known: printed where the figure misses its tolerance (the issue's "where a
+  // class misses, say why"), never used to correct a prediction.
+  std::string model_lacks;
   double value = 0;
   double tolerance_pct = 0;
 };

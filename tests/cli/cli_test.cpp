@@ -1,5 +1,6 @@
 // The v41sim binary as a user runs it: exit codes, one-line errors, JSON keys,
 // byte-identical reports.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -214,17 +215,25 @@ TEST(Cli, RunTraceHasStepsAndRequests) {
 TEST(Cli, ValidateReportsEveryReference) {
   const auto v = run_json("validate");
   ASSERT_GE(v["references"].size(), 10u);
-  int in_sample = 0;
+  int in_sample = 0, misses = 0, explained = 0;
   for (const auto& r : v["references"]) {
-    for (const char* key : {"predicted", "reference", "error_pct", "within_tolerance", "sets_prior"}) {
+    for (const char* key :
+         {"predicted", "reference", "error_pct", "within_tolerance", "sets_prior", "model_lacks"}) {
       EXPECT_TRUE(r.contains(key)) << key;
     }
     in_sample += r["sets_prior"].get<std::string>().empty() ? 0 : 1;
+    misses += r["within_tolerance"].get<bool>() ? 0 : 1;
+    explained += !r["within_tolerance"].get<bool>() && !r["model_lacks"].get<std::string>().empty() ? 1 : 0;
     EXPECT_GT(r["predicted"].get<double>(), 0);
     const double error =
         100 * (r["predicted"].get<double>() - r["reference"].get<double>()) / r["reference"].get<double>();
     EXPECT_NEAR(r["error_pct"].get<double>(), error, 1e-9);
   }
+  // Each miss says what the model lacks there, or is counted as not explained.
+  EXPECT_NE(run("validate")
+                .output.find(fmt::format("misses: {} with what the model lacks there, {} not explained",
+                                         explained, misses - explained)),
+            std::string::npos);
   // Figures the priors were read off are named, and some references are out of sample.
   EXPECT_GT(in_sample, 0);
   EXPECT_LT(in_sample, static_cast<int>(v["references"].size()));
