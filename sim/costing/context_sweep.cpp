@@ -13,13 +13,17 @@
 namespace v41sim {
 namespace {
 
-void check_options(const ContextSweepOptions& o) {
+void check_options(const ContextSweepOptions& o, const ModelAnalysis& model) {
   if (o.contexts.empty()) throw InputError({"", 0, "--contexts"}, "expected at least one context length");
   if (o.output_tokens <= 0) {
     throw InputError({"", 0, "--output-tokens"},
                      fmt::format("expected a positive number of tokens, got {}", o.output_tokens));
   }
   for (const int64_t context : o.contexts) {
+    if (context > model.spec.max_context) {
+      throw InputError({"", 0, "--contexts"}, fmt::format("{} tokens exceed {}'s max_context of {}", context,
+                                                          model.spec.name, model.spec.max_context));
+    }
     if (context <= o.output_tokens) {
       throw InputError({"", 0, "--contexts"},
                        fmt::format("expected contexts longer than the {} output tokens, got {}",
@@ -125,7 +129,7 @@ const char* bound_name(ContextPoint::Bound bound) {
 
 ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
                             const DeploymentSpec& deployment, const ContextSweepOptions& options) {
-  check_options(options);
+  check_options(options, model);
   // Prefill launches its kernels; decode replays a CUDA graph (as serve_deployment).
   const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
   const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);

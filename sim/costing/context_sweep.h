@@ -66,7 +66,8 @@ struct ContextSweep {
 };
 
 // Throws InputError naming the flag for no contexts, a context not above the
-// output length, a non-positive output length or TPOT limit.
+// output length or beyond the model's max_context, a non-positive output
+// length or TPOT limit.
 ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
                             const DeploymentSpec& deployment, const ContextSweepOptions& options);
 

@@ -140,6 +140,7 @@ std::string flag_of_error(const ContextSweepOptions& options) {
 TEST(ContextSweep, BadOptionsNameTheirFlag) {
   EXPECT_EQ(flag_of_error({{}, 2000, 60, 0}), "--contexts");
   EXPECT_EQ(flag_of_error({{8192, 2000}, 2000, 60, 0}), "--contexts");
+  EXPECT_EQ(flag_of_error({{8192, 4 * 1048576}, 2000, 60, 0}), "--contexts");  // past max_context
   EXPECT_EQ(flag_of_error({{8192}, 0, 60, 0}), "--output-tokens");
   EXPECT_EQ(flag_of_error({{8192}, 2000, -1, 0}), "--tpot-ms");
   EXPECT_EQ(flag_of_error({{8192}, 2000, 60, -2}), "--max-batch-per-gpu");
