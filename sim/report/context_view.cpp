@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/report/error_band_view.h"
+#include "sim/report/svg_lines.h"
 
 namespace v41sim {
 namespace {
@@ -17,7 +18,54 @@ std::string first_token(const ContextPoint& p) {
                      p.lone_context_parallel ? " (context-parallel)" : "");
 }
 
+// The sweep's deployment in a legend: its decode GPU, or both pools' GPUs.
+std::string legend_name(const ContextSweep& s) {
+  const DeploymentSpec& d = s.deployment;
+  return d.prefill.gpu == d.decode.gpu ? d.decode.gpu : d.prefill.gpu + " + " + d.decode.gpu;
+}
+
+// One series per sweep of `value` over the points that have it (value > 0).
+std::vector<LineSeries> series_of(const std::vector<ContextSweep>& sweeps, const std::string& what,
+                                  bool dashed, double (*value)(const ContextPoint&)) {
+  std::vector<LineSeries> out;
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    LineSeries line{legend_name(sweeps[i]) + ", " + what, {}, dashed, static_cast<int>(i)};
+    for (const ContextPoint& p : sweeps[i].points) {
+      if (value(p) > 0) line.points.emplace_back(static_cast<double>(p.context), value(p));
+    }
+    if (!line.points.empty()) out.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::vector<LineSeries> joined(std::vector<LineSeries> a, const std::vector<LineSeries>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 }  // namespace
+
+std::string context_cost_svg(const std::string& model, const std::vector<ContextSweep>& sweeps) {
+  const auto with_prompt = [](const ContextPoint& p) {
+    return p.cost_known ? p.usd_per_million_output_with_prompt : 0.0;
+  };
+  const auto decode_only = [](const ContextPoint& p) {
+    return p.cost_known ? p.usd_per_million_output_decode_only : 0.0;
+  };
+  return svg_lines({model + ": $ per 1M output tokens by session length", "tokens per session",
+                    "$ per 1M output tokens", true},
+                   joined(series_of(sweeps, "prompt prefilled", false, with_prompt),
+                          series_of(sweeps, "prefix cached", true, decode_only)));
+}
+
+std::string context_capacity_svg(const std::string& model, const std::vector<ContextSweep>& sweeps) {
+  const auto sessions = [](const ContextPoint& p) { return static_cast<double>(p.sessions_per_gpu); };
+  const auto batch = [](const ContextPoint& p) { return static_cast<double>(p.batch_per_gpu); };
+  return svg_lines({model + ": sessions per decode GPU and decode batch within TPOT", "tokens per session",
+                    "sessions per GPU", true},
+                   joined(series_of(sweeps, "sessions that fit", false, sessions),
+                          series_of(sweeps, "decode batch", true, batch)));
+}
 
 Table context_table(const std::string& model, const ContextSweep& s) {
   const DeploymentSpec& d = s.deployment;

@@ -180,7 +180,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
 // What changes from 8K to 1M tokens: one deployment swept over session
 // lengths on a few GPUs (context_sweep.h).
 std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                            nlohmann::json& json) {
+                            const std::string& out_dir, nlohmann::json& json) {
   const DeploymentSpec base = load_deployment(o.context_deployment, catalog);
   const ContextSweepOptions options{o.context_sweep, o.context_output_tokens, base.sla.tpot_ms, 0};
   std::string md = fmt::format("## From {} to {} tokens of context ({} on {})\n\n", o.context_sweep.front(),
@@ -190,6 +190,11 @@ std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, 
   std::vector<ContextSweep> sweeps(variants.size());
   parallel_for(variants.size(),
                [&](std::size_t i) { sweeps[i] = sweep_contexts(catalog, focus, variants[i], options); });
+  std::ofstream(fs::path(out_dir) / "context_cost.svg") << context_cost_svg(focus.spec.name, sweeps);
+  std::ofstream(fs::path(out_dir) / "context_capacity.svg") << context_capacity_svg(focus.spec.name, sweeps);
+  md +=
+      "![$ per 1M output tokens by session length](context_cost.svg)\n\n"
+      "![sessions per decode GPU and decode batch by session length](context_capacity.svg)\n\n";
   for (const ContextSweep& sweep : sweeps) {
     md += context_table(focus.spec.name, sweep).to_markdown();
     json.push_back(context_json(focus.spec.name, sweep));
@@ -388,7 +393,8 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += summary.to_markdown() + details;
 
   md += step_times_section(catalog, focus, gpus, o, json);
-  md += context_section(catalog, focus, o, json["context_sweeps"]);
+  fs::create_directories(o.out_dir);
+  md += context_section(catalog, focus, o, o.out_dir, json["context_sweeps"]);
   md += serving_section(catalog, focus, o, o.serving_workload, json["serving"]);
   md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, json["plan"]);

@@ -338,7 +338,8 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   const auto elsewhere = testing::scratch_data_dir("v41sim_report_elsewhere",
                                                    {"models", "hw_profiles", "workloads", "validation"});
   ASSERT_EQ(run("report --out " + b.string(), elsewhere.string()).exit_code, 0);
-  for (const char* file : {"report.md", "report.json", "validation_us.svg", "validation_tflops.svg"}) {
+  for (const char* file : {"report.md", "report.json", "validation_us.svg", "validation_tflops.svg",
+                           "context_cost.svg", "context_capacity.svg"}) {
     const std::string first = testing::read_text((a / file).string());
     EXPECT_FALSE(first.empty());
     EXPECT_EQ(first, testing::read_text((b / file).string())) << file;
