@@ -89,8 +89,11 @@ Table context_table(const std::string& model, const ContextSweep& s) {
   }
   t.add_note(fmt::format(
       "context: a session's tokens at its end (prompt + {} output); the deployment {} ({}); KV per session: "
-      "global KV at that context plus the window and compressor state (derived)",
-      s.options.output_tokens, d.file, d.disaggregated ? "prefill and decode pools" : "one pool for both"));
+      "global KV at that context plus the window and compressor state (derived); sessions per decode GPU: "
+      "what its HBM holds after the weights as the deployment places them (EP {}, {} redundant experts per "
+      "group) and its reserve of {:g}",
+      s.options.output_tokens, d.file, d.disaggregated ? "prefill and decode pools" : "one pool for both",
+      d.decode.ep, d.decode.redundant_experts, d.reserve_fraction));
   t.add_note(
       "first token: the serving simulation's TTFT for one session arriving at an idle deployment (its "
       "prefill "
