@@ -202,6 +202,12 @@ std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, 
   return md;
 }
 
+// "62.5%", or "-" where nothing was counted.
+std::string percent_of(int64_t part, int64_t whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole))
+                   : std::string("-");
+}
+
 // A short serving run of each bundled deployment under one workload.
 std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                             const std::string& workload_name, nlohmann::json& runs) {
@@ -210,7 +216,8 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(workload_name));
   Table table("Latency, throughput and cost per deployment",
               {"deployment", "GPUs", "finished", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)",
-               "tokens/s/GPU in / out", "goodput", "$ per 1M output tokens"});
+               "tokens/s/GPU in / out", "goodput", "input from the KV tiers", "window state found",
+               "$ per 1M output tokens"});
   runs = nlohmann::json::array();
   std::vector<std::string> kernel_models;
   std::vector<DeploymentSpec> deployments;
@@ -228,22 +235,36 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
     const ServedRun& run = served[i];
     const ServingResult& r = run.result;
     const ServingCost& cost = run.cost;
+    const int64_t input_tokens = r.input_tokens_cached + r.input_tokens_prefilled - r.input_tokens_replayed;
     collect_kernel_models(run, kernel_models);
     table.add_row(
         {d.name, std::to_string(r.gpus), fmt::format("{} of {}", r.finished, r.arrived),
          fmt::format("{:.0f} / {:.0f}", r.ttft_ms.p50, r.ttft_ms.p99),
          fmt::format("{:.1f} / {:.1f}", r.tpot_ms.p50, r.tpot_ms.p99),
          fmt::format("{:.0f} / {:.0f}", r.input_tokens_per_s_per_gpu, r.output_tokens_per_s_per_gpu),
-         fmt::format("{:.1f}%", 100 * r.goodput_fraction), output_token_price(cost)});
+         fmt::format("{:.1f}%", 100 * r.goodput_fraction), percent_of(r.input_tokens_cached, input_tokens),
+         percent_of(r.kv_tiers.swa_hits, r.kv_tiers.swa_hits + r.kv_tiers.swa_misses),
+         output_token_price(cost)});
     runs.push_back({{"deployment", d.name},
                     {"ttft_ms_p50", r.ttft_ms.p50},
                     {"ttft_ms_p99", r.ttft_ms.p99},
                     {"tpot_ms_p50", r.tpot_ms.p50},
                     {"tpot_ms_p99", r.tpot_ms.p99},
                     {"finished", r.finished},
+                    {"input_tokens_cached", r.input_tokens_cached},
+                    {"input_tokens_prefilled", r.input_tokens_prefilled},
+                    {"kv_tiers",
+                     {{"global_hits", r.kv_tiers.global_hits},
+                      {"global_misses", r.kv_tiers.global_misses},
+                      {"swa_hits", r.kv_tiers.swa_hits},
+                      {"swa_misses", r.kv_tiers.swa_misses}}},
                     {"cost", cost_json(cost)}});
   }
   table.add_note("traffic '" + workload.name + "' (" + workload.source + ")");
+  table.add_note(
+      "input from the KV tiers: prompt tokens whose global KV a returning turn found in the SSD tier, of all "
+      "prompt tokens (window replays not counted); window state found: returning turns whose SWA state was "
+      "still in the host-DRAM pool (else a bounded replay of the window)");
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }
