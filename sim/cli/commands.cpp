@@ -152,6 +152,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_list("--prefill-instances", flags->plan_prefill_instances,
            "prefill instance counts to try (disaggregated deployments)");
   add_list("--decode-instances", flags->plan_decode_instances, "decode instance counts to try");
+  add_list("--kv-retention-h", flags->plan_kv_retentions_h,
+           "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
+  add_list("--swa-pool-fraction", flags->plan_swa_pool_fractions,
+           "shares of each node's DRAM that park window state, to try (0: none)");
   plan->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the base deployment's)");
   plan->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the base deployment's)");
   plan->add_option("--min-within-sla", flags->min_within_sla,

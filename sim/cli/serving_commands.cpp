@@ -106,7 +106,9 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
                       .decode_gpus = f.plan_decode_gpus,
                       .eps = f.plan_eps,
                       .prefill_instances = f.plan_prefill_instances,
-                      .decode_instances = f.plan_decode_instances};
+                      .decode_instances = f.plan_decode_instances,
+                      .kv_retentions_h = f.plan_kv_retentions_h,
+                      .swa_pool_fractions = f.plan_swa_pool_fractions};
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <utility>
 
@@ -30,6 +31,29 @@ void set_ep(PoolSpec& pool, int64_t ep) {
   pool.ep = ep;
   pool.gpus_per_instance = ep;
   pool.redundant_experts = redundant_per_rank * ep;
+}
+
+void require_in(const std::vector<double>& values, double lo, double below, const char* flag,
+                const char* expected) {
+  for (const double v : values) {
+    if (!(v >= lo && v < below))
+      throw InputError({"", 0, flag}, fmt::format("expected {}, got {}", expected, v));
+  }
+}
+
+// What the grid changed in the KV tiers, for the variant's name.
+std::string kv_tiers_name(const DeploymentSpec& d, const PlanGrid& grid) {
+  std::string out;
+  if (!grid.kv_retentions_h.empty()) {
+    out += d.kv.retention_s > 0 ? fmt::format(", global KV kept {:g} h", d.kv.retention_s / 3600)
+                                : std::string(", no persistent KV tier");
+  }
+  if (!grid.swa_pool_fractions.empty()) {
+    out += d.kv.host_pool_fraction > 0
+               ? fmt::format(", window state in {:g}% of host DRAM", 100 * d.kv.host_pool_fraction)
+               : std::string(", no window-state pool");
+  }
+  return out;
 }
 
 std::string pool_name(const PoolSpec& p) {
@@ -81,6 +105,45 @@ void serve_variant(const Catalog& catalog, const ModelAnalysis& model, const Wor
   row.meets_sla = r.arrived > 0 && row.within_sla >= min_within_sla;
 }
 
+// The base laid out on other GPUs, EP size and instance counts.
+DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu,
+                      const std::string& decode_gpu, int64_t ep, int64_t prefill_instances,
+                      int64_t decode_instances) {
+  DeploymentSpec d = base;
+  if (!prefill_gpu.empty()) d.prefill.gpu = prefill_gpu;
+  if (!decode_gpu.empty()) d.gpu = d.decode.gpu = decode_gpu;
+  set_ep(d.decode, ep);
+  d.decode.instances = decode_instances;
+  if (d.disaggregated) {
+    set_ep(d.prefill, ep);
+    d.prefill.instances = prefill_instances;
+  } else {  // one pool: prefill mirrors decode
+    d.prefill.instances = d.decode.instances;
+    d.prefill.gpus_per_instance = d.decode.gpus_per_instance;
+    d.prefill.ep = d.decode.ep;
+    d.prefill.redundant_experts = d.decode.redundant_experts;
+  }
+  if (d.prefill.context_parallel_min_tokens > 0 && d.prefill.gpus_per_instance < 2) {
+    throw InputError({base.file, 0, "--ep"},
+                     "the deployment's prefill uses context parallelism, which needs EP of at least 2");
+  }
+  return d;
+}
+
+// Every layout of the grid: GPUs, then EP, prefill and decode instances.
+std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& grid) {
+  std::vector<DeploymentSpec> out;
+  for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
+    for (const int64_t ep : or_base(grid.eps, base.decode.ep)) {
+      for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
+        for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances))
+          out.push_back(layout(base, prefill_gpu, decode_gpu, ep, prefill, decode));
+      }
+    }
+  }
+  return out;
+}
+
 // Meeting rows first, by known price then cost; the rest by share within the SLA.
 bool ranks_before(const PlanRow& a, const PlanRow& b) {
   if (a.meets_sla != b.meets_sla) return a.meets_sla;
@@ -97,37 +160,22 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   require_positive(grid.eps, "--ep");
   require_positive(grid.prefill_instances, "--prefill-instances");
   require_positive(grid.decode_instances, "--decode-instances");
+  require_in(grid.kv_retentions_h, 0, INFINITY, "--kv-retention-h", "hours >= 0");
+  require_in(grid.swa_pool_fractions, 0, 1, "--swa-pool-fraction", "a share in [0, 1)");
   if (!base.disaggregated && !grid.prefill_instances.empty()) {
     throw InputError({base.file, 0, "--prefill-instances"},
                      "the deployment is aggregated: prefill runs on the decode instances");
   }
   std::vector<DeploymentSpec> out;
-  for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
-    for (const int64_t ep : or_base(grid.eps, base.decode.ep)) {
-      for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
-        for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
-          DeploymentSpec d = base;
-          if (!prefill_gpu.empty()) d.prefill.gpu = prefill_gpu;
-          if (!decode_gpu.empty()) d.gpu = d.decode.gpu = decode_gpu;
-          set_ep(d.decode, ep);
-          d.decode.instances = decode;
-          if (d.disaggregated) {
-            set_ep(d.prefill, ep);
-            d.prefill.instances = prefill;
-          } else {  // one pool: prefill mirrors decode
-            d.prefill.instances = d.decode.instances;
-            d.prefill.gpus_per_instance = d.decode.gpus_per_instance;
-            d.prefill.ep = d.decode.ep;
-            d.prefill.redundant_experts = d.decode.redundant_experts;
-          }
-          if (d.prefill.context_parallel_min_tokens > 0 && d.prefill.gpus_per_instance < 2) {
-            throw InputError(
-                {base.file, 0, "--ep"},
-                "the deployment's prefill uses context parallelism, which needs EP of at least 2");
-          }
-          d.name = variant_name(d);
-          out.push_back(std::move(d));
-        }
+  for (const DeploymentSpec& layout : layouts(base, grid)) {
+    // -1: the grid leaves the base's value.
+    for (const double retention_h : or_base(grid.kv_retentions_h, -1.0)) {
+      for (const double pool : or_base(grid.swa_pool_fractions, -1.0)) {
+        DeploymentSpec d = layout;
+        if (retention_h >= 0) d.kv.retention_s = retention_h * 3600;
+        if (pool >= 0) d.kv.host_pool_fraction = pool;
+        d.name = variant_name(d) + kv_tiers_name(d, grid);
+        out.push_back(std::move(d));
       }
     }
   }

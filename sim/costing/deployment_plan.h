@@ -29,12 +29,18 @@ struct PlanGrid {
   std::vector<int64_t> eps{};                // EP size = GPUs per instance, both pools
   std::vector<int64_t> prefill_instances{};  // disaggregated deployments only
   std::vector<int64_t> decode_instances{};
+  // KV tiers: how long the SSD tier keeps a session's global KV (hours; 0:
+  // no persistent tier) and the share of each node's DRAM that parks window
+  // state (0: none, every returning turn replays its window).
+  std::vector<double> kv_retentions_h{};
+  std::vector<double> swa_pool_fractions{};
 };
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
-// prefill instances, decode instances). Redundant experts keep the base's
+// prefill instances, decode instances, KV retention, window-state pool). Redundant experts keep the base's
 // count per rank. Throws InputError naming the flag for a value that is not
-// positive, per-pool GPUs or prefill instances for an aggregated deployment,
+// positive (a retention below 0, a pool share outside [0, 1)), per-pool GPUs
+// or prefill instances for an aggregated deployment,
 // GPUs for both pools and for one at once, or an EP of 1 where the base's
 // prefill is context-parallel.
 std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);

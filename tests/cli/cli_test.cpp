@@ -301,6 +301,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --deployment h200_agg_8,,h200_pd_64", "field '--deployment': expected names separated"},
         BadRun{"plan --deployment h200_agg_8,no_such_deployment", "unknown name 'no_such_deployment'"},
         BadRun{"plan --decode-instances two", "--decode-instances"},
+        BadRun{"plan --kv-retention-h 72,-1", "field '--kv-retention-h': expected hours >= 0, got -1"},
+        BadRun{"plan --swa-pool-fraction 1.5", "field '--swa-pool-fraction': expected a share in [0, 1)"},
         BadRun{"context --contexts 8192,1000", "field '--contexts': expected contexts longer than the 2000"},
         BadRun{"context --output-tokens 0", "field '--output-tokens'"},
         BadRun{"context --tpot-ms -3", "field '--tpot-ms'"}, BadRun{"context --contexts 8k", "--contexts"},

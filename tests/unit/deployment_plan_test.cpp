@@ -59,6 +59,55 @@ TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
   EXPECT_EQ(variants[0].total_gpus(), base.total_gpus());
 }
 
+TEST(DeploymentPlan, KvTierVariantsChangeOnlyTheTiers) {
+  const DeploymentSpec base = deployment("h200_agg_8");
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(base, {.kv_retentions_h = {0, 24}, .swa_pool_fractions = {0, 0.05}});
+  ASSERT_EQ(variants.size(), 4u);
+  // Retention outer, pool inner; each named after what it changed.
+  EXPECT_EQ(variants[0].kv.retention_s, 0);
+  EXPECT_EQ(variants[0].kv.host_pool_fraction, 0);
+  EXPECT_EQ(variants[3].kv.retention_s, 24 * 3600);
+  EXPECT_EQ(variants[3].kv.host_pool_fraction, 0.05);
+  EXPECT_EQ(variants[0].name, "1 x 8 h200, aggregated, EP 8, no persistent KV tier, no window-state pool");
+  EXPECT_EQ(variants[3].name,
+            "1 x 8 h200, aggregated, EP 8, global KV kept 24 h, window state in 5% of host DRAM");
+  for (const DeploymentSpec& d : variants) {
+    EXPECT_EQ(d.decode.gpu, base.decode.gpu);
+    EXPECT_EQ(d.kv.host_ttl_s, base.kv.host_ttl_s);
+    EXPECT_EQ(d.kv.ssd_read_bytes_per_s.value(), base.kv.ssd_read_bytes_per_s.value());
+  }
+  // Without those dimensions the tiers, and the names, are the base's.
+  const DeploymentSpec same = plan_variants(base, {}).at(0);
+  EXPECT_EQ(same.kv.retention_s, base.kv.retention_s);
+  EXPECT_EQ(same.kv.host_pool_fraction, base.kv.host_pool_fraction);
+  EXPECT_EQ(same.name.find("KV"), std::string::npos);
+  EXPECT_EQ(flag_of_error(base, {.kv_retentions_h = {-1}}), "--kv-retention-h");
+  EXPECT_EQ(flag_of_error(base, {.swa_pool_fractions = {1}}), "--swa-pool-fraction");
+}
+
+TEST(DeploymentPlan, KeepingSessionsKvServesAgentTrafficCheaper) {
+  // Agent sessions return to a long prefix: without the SSD tier every turn
+  // prefills it again, which costs TTFT, TPOT (aggregated) and money.
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  const WorkloadSpec workload =
+      load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/agent_coding.yaml");
+  ServeOptions options;
+  options.duration_s = 120;
+  const std::vector<PlanRow> rows = run_plan(catalog, model, {deployment("h200_agg_8")},
+                                             {.kv_retentions_h = {0, 72}}, workload, options, 0.99);
+  ASSERT_EQ(rows.size(), 2u);
+  const PlanRow& kept = rows[0].deployment.kv.retention_s > 0 ? rows[0] : rows[1];
+  const PlanRow& none = rows[0].deployment.kv.retention_s > 0 ? rows[1] : rows[0];
+  EXPECT_GT(kept.run.result.input_tokens_cached, 0);
+  EXPECT_EQ(none.run.result.input_tokens_cached, 0);
+  // Most of a returning turn's prompt is its session's cached prefix.
+  const ServingResult& k = kept.run.result;
+  EXPECT_GT(k.input_tokens_cached, k.input_tokens_prefilled) << k.input_tokens_prefilled;
+  EXPECT_GT(none.run.cost.usd_per_million_output, kept.run.cost.usd_per_million_output);
+}
+
 TEST(DeploymentPlan, AggregatedVariantsKeepOnePool) {
   const DeploymentSpec base = deployment("h200_agg_8");
   const std::vector<DeploymentSpec> variants = plan_variants(base, {.eps = {16}, .decode_instances = {2}});
