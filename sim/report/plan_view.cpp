@@ -85,7 +85,9 @@ nlohmann::json plan_json(const PlanReport& p) {
         {"gpus", d.total_gpus()},
         {"prefill", {{"gpu", d.prefill.gpu}, {"instances", d.prefill.instances}, {"ep", d.prefill.ep}}},
         {"decode", {{"gpu", d.decode.gpu}, {"instances", d.decode.instances}, {"ep", d.decode.ep}}},
-        {"disaggregated", d.disaggregated}};
+        {"disaggregated", d.disaggregated},
+        {"kv_tiers",
+         {{"retention_h", d.kv.retention_s / 3600}, {"swa_pool_fraction", d.kv.host_pool_fraction}}}};
     if (!row.not_run.empty()) {
       j["not_run"] = row.not_run;
       rows.push_back(j);

@@ -313,6 +313,15 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
                       json);
 }
 
+// What the KV tiers are worth: the plan deployment with its SSD tier and its
+// window-state pool each on or off, on the same arrivals.
+std::string kv_tiers_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                             nlohmann::json& json) {
+  const PlanGrid grid{.kv_retentions_h = o.kv_retentions_h, .swa_pool_fractions = o.swa_pool_fractions};
+  return plan_section(catalog, focus, o, {o.plan_deployment}, grid,
+                      fmt::format("What the KV tiers are worth ({})", o.plan_deployment), json);
+}
+
 // How far the kernel model is from published kernel figures and from our held-out measurements.
 std::string validation_section(const Catalog& catalog, const std::string& out_dir, nlohmann::json& json) {
   std::vector<ValidationRow> rows;
@@ -420,6 +429,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, json["plan"]);
   md += "\n\n" + layout_section(catalog, focus, o, json["plan_layouts"]);
+  md += "\n\n" + kv_tiers_section(catalog, focus, o, json["plan_kv_tiers"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 

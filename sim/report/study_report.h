@@ -34,6 +34,11 @@ struct StudyOptions {
   // GPUs at the base EP size, ranked together.
   std::vector<std::string> layout_deployments{"h200_agg_8", "h200_pd_64"};
   std::vector<std::string> layout_gpus{"h200", "b200"};
+  // The KV-tier question: the plan deployment under the serving workload with
+  // the SSD tier's retention (hours) and the window-state pool's DRAM share
+  // varied (0: the tier is off).
+  std::vector<double> kv_retentions_h{0, 72};
+  std::vector<double> swa_pool_fractions{0, 0.10};
   // The context question: this deployment on these GPUs with sessions of
   // these lengths (prompt + output), the decode batch limited by KV memory
   // and the deployment's TPOT limit alone.

@@ -174,6 +174,38 @@ void add_plans(Table& t, const json& report) {
       {"one pool or prefill/decode split (same GPUs, same SLA)", answer, "Aggregated or disaggregated"});
 }
 
+// "workloads/deployments/h200_agg_8.yaml" -> "h200_agg_8".
+std::string file_stem(const std::string& path) {
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  return name.substr(0, name.rfind('.'));
+}
+
+// Each KV-tier setting the report ran, cheapest within the SLA first.
+void add_kv_tiers(Table& t, const json& plan) {
+  std::vector<std::string> parts;
+  std::string layout;
+  for (const json& row : plan.at("rows")) {
+    if (!row.contains("kv_tiers") || !row.contains("within_sla")) continue;
+    const json& kv = row.at("kv_tiers");
+    const double hours = kv.at("retention_h").get<double>();
+    const double pool = kv.at("swa_pool_fraction").get<double>();
+    const json& cost = row.at("cost");
+    parts.push_back(fmt::format(
+        "{}, {}: {}, {:.1f}% within the SLA",
+        hours > 0 ? fmt::format("SSD tier {:g} h", hours) : std::string("no SSD tier"),
+        pool > 0 ? fmt::format("window pool {:g}% of DRAM", 100 * pool) : std::string("no window pool"),
+        cost.at("known").get<bool>() ? fmt::format("${:.2f} per 1M output tokens",
+                                                   cost.at("usd_per_million_output_tokens").get<double>())
+                                     : std::string("no public GPU price"),
+        100 * row.at("within_sla").get<double>()));
+  }
+  if (parts.empty()) return;
+  t.add_row(
+      {fmt::format("what the KV tiers are worth under '{}' ({})", plan.at("workload").get<std::string>(),
+                   file_stem(plan.at("base_deployments").at(0).get<std::string>())),
+       fmt::format("{}", fmt::join(parts, "; ")), "What the KV tiers are worth"});
+}
+
 void add_validation(Table& t, const json& validation) {
   int published = 0, within = 0, held_out = 0;
   for (const json& r : validation) {
@@ -203,6 +235,7 @@ Table study_summary(const json& report) {
   add_overlap(t, report.at("steps"));
   if (report.contains("context_sweeps")) add_context(t, report.at("context_sweeps"));
   add_plans(t, report);
+  if (report.contains("plan_kv_tiers")) add_kv_tiers(t, report.at("plan_kv_tiers"));
   add_validation(t, report.at("validation"));
   t.add_note(
       "step times and served latencies come from the kernel model; until our measurements calibrate it, its "

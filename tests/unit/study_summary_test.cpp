@@ -48,6 +48,13 @@ json point(int64_t context, int64_t sessions, double ttft_ms, int64_t batch, con
             {"usd_per_million_output_prompt_included", with_prompt}}}};
 }
 
+// A plan row with the KV tiers it ran and its share within the SLA.
+json tiers(json plan_row, double retention_h, double pool, double within) {
+  plan_row["kv_tiers"] = {{"retention_h", retention_h}, {"swa_pool_fraction", pool}};
+  plan_row["within_sla"] = within;
+  return plan_row;
+}
+
 TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   const json report{
       {"context_sweeps",
@@ -68,6 +75,12 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
         {"rows",
          {row("too slow", false, false, 0.1), row("fits", true, false, 0.5), {{"deployment", "x"}}}}}},
       {"plan_layouts", {{"rows", {row("one pool", true, false, 0.5), row("two pools", true, true, 0.7)}}}},
+      {"plan_kv_tiers",
+       {{"workload", "agent coding"},
+        {"base_deployments", {"workloads/deployments/h200_agg_8.yaml"}},
+        {"rows",
+         {tiers(row("both", true, false, 0.66), 72, 0.1, 0.997),
+          tiers(row("none", false, false, 1.57), 0, 0, 0.349)}}}},
       {"validation",
        {{{"kind", "published"}, {"within_tolerance", true}},
         {{"kind", "published"}, {"within_tolerance", false}},
@@ -95,6 +108,12 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       std::string::npos)
       << text;
   EXPECT_EQ(text.find("b200"), std::string::npos) << text;
+  EXPECT_NE(text.find("what the KV tiers are worth under 'agent coding' (h200_agg_8)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("SSD tier 72 h, window pool 10% of DRAM: $0.66 per 1M output tokens, 99.7% within the "
+                      "SLA; no SSD tier, no window pool: $1.57 per 1M output tokens, 34.9% within the SLA"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("decode at 1048576 tokens: faster on 0 of 1 GPU profiles (mean 1.50x"),
             std::string::npos)
       << text;
