@@ -117,16 +117,17 @@ double CostParams::compute_efficiency(KernelClass kernel_class, MathType math) c
 
 std::string CostParams::label() const {
   std::string out = status;
-  // The priors were published on a GPU too: say which, and how far they are carried.
+  const bool carried = extrapolation != Extrapolation::kNone;
+  // The priors were published on a GPU too: say which, unless carried from it (said next).
   if (status == "uncalibrated" && !efficiencies_measured_on.empty())
-    out += ": published priors from " + efficiencies_measured_on;
-  const std::string from = status == "uncalibrated" ? "" : " on " + extrapolated_from;
+    out += carried ? ": published priors" : ": published priors from " + efficiencies_measured_on;
   if (extrapolation == Extrapolation::kSameArchitecture) {
-    out += fmt::format("{}, extrapolated within the architecture (bands widened by {:g} points, assumed)",
-                       from, transfer.same_architecture_extra_pct.value());
+    out +=
+        fmt::format(", extrapolated from {} within the architecture (bands widened by {:g} points, assumed)",
+                    extrapolated_from, transfer.same_architecture_extra_pct.value());
   } else if (extrapolation == Extrapolation::kCrossArchitecture) {
-    out += fmt::format("{}, extrapolated across architectures (bands widened by {:g} points, assumed)", from,
-                       transfer.cross_architecture_extra_pct.value());
+    out += fmt::format(", extrapolated from {} across architectures (bands widened by {:g} points, assumed)",
+                       extrapolated_from, transfer.cross_architecture_extra_pct.value());
   }
   if (held_out_mape_pct >= 0) out += fmt::format(", held-out MAPE up to {:.1f}%", held_out_mape_pct);
   if (per_sm_rate_ratio) {

@@ -195,7 +195,8 @@ TEST(Calibration, TransfersWithBandsWidenedByTheDistance) {
   const GpuCostModel h20(root.string(), (root / "hw_profiles" / "h20.yaml").string(), false);
   EXPECT_EQ(h20.cost().params().status, "calibrated");
   EXPECT_EQ(h20.cost().params().extrapolated_from, "h200");
-  EXPECT_NE(h20.cost().params().label().find("extrapolated within the architecture"), std::string::npos);
+  EXPECT_NE(h20.cost().params().label().find("extrapolated from h200 within the architecture"),
+            std::string::npos);
   const CostParams& p = h20.cost().params();
   EXPECT_DOUBLE_EQ(*p.error_band_pct(KernelClass::kGemm),
                    gemm_band + p.transfer.same_architecture_extra_pct.value());

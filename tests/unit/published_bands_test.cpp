@@ -114,8 +114,10 @@ TEST(PublishedBands, CarriedToEachGpuWidenedByItsDistance) {
   // The label says where the priors come from and how far they are carried.
   EXPECT_NE(p.label().find("published priors from h800"), std::string::npos) << p.label();
   EXPECT_EQ(p.label().find("extrapolated"), std::string::npos) << p.label();
-  EXPECT_NE(h200.cost().params().label().find("extrapolated within the architecture"), std::string::npos);
-  EXPECT_NE(b200.cost().params().label().find("extrapolated across architectures"), std::string::npos);
+  EXPECT_NE(h200.cost().params().label().find("extrapolated from h800 within the architecture"),
+            std::string::npos);
+  EXPECT_NE(b200.cost().params().label().find("extrapolated from h800 across architectures"),
+            std::string::npos);
   // Classes without enough figures stay without a band.
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto kernel_class = static_cast<KernelClass>(i);
