@@ -6,6 +6,7 @@
 
 #include "sim/common/catalog.h"
 #include "sim/cost/gpu_cost_model.h"
+#include "sim/costing/context_sweep.h"
 #include "sim/costing/deployment_plan.h"
 #include "sim/des/simulator.h"
 #include "sim/model/model_loader.h"
@@ -117,6 +118,20 @@ void BM_Plan(benchmark::State& state) {
   state.counters["variants"] = static_cast<double>(variants);
 }
 BENCHMARK(BM_Plan)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+// context: h200_agg_8 swept over the report's five session lengths, 8K to
+// 1M tokens (a lone request served for each, a bisection for the batch).
+void BM_ContextSweep(benchmark::State& state) {
+  const v41sim::Catalog catalog(kRoot);
+  const v41sim::ModelAnalysis model =
+      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
+  const v41sim::DeploymentSpec base =
+      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_agg_8.yaml");
+  const v41sim::ContextSweepOptions options{
+      {8192, 32768, 131072, 524288, 1048576}, 2000, base.sla.tpot_ms, 0};
+  for (auto _ : state) benchmark::DoNotOptimize(v41sim::sweep_contexts(catalog, model, base, options));
+}
+BENCHMARK(BM_ContextSweep)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
