@@ -55,34 +55,21 @@ void serve_alone(const ModelAnalysis& model, const GpuCostModel& prefill, const 
   }
   p.lone_ttft_ms = r.ttft_ms.p50;
   p.lone_context_parallel = r.context_parallel_steps > 0;
-  if (p.lone_context_parallel) {
-    // A context-parallel prompt holds every rank of its instance while it runs.
-    p.prefill_gpu_s = r.mean_prefill_ms / 1e3 * static_cast<double>(deployment.prefill.gpus_per_instance);
-    p.prefill_band = r.prefill_band;
-  }
+  // Alone, a prompt runs its chunks on one rank, as it would with the other
+  // ranks busy with prompts of their own; a context-parallel one holds every
+  // rank of its instance while it runs.
+  const int64_t ranks = p.lone_context_parallel ? deployment.prefill.gpus_per_instance : 1;
+  p.prefill_gpu_s = r.mean_prefill_ms / 1e3 * static_cast<double>(ranks);
+  p.prefill_band = r.prefill_band;
 }
 
-// Prefill GPU-seconds of one prompt with each rank busy with prompts of its
-// own: short prompts packed several to a rank's chunk budget, long ones in
-// chunks on top of their own growing prefix. (A prompt the deployment runs
-// context-parallel is priced by serve_alone instead.)
-void price_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, ContextPoint& p) {
-  ErrorBandMix band;
-  if (prompt <= budget) {
-    const int64_t packed = budget / prompt;
-    const StepTimeCache::StepCost step = steps.prefill_step(packed, prompt, prompt);
-    p.prefill_gpu_s = step.us / 1e6 / static_cast<double>(packed);
-    band.add(step.band, step.us);
-  } else {
-    for (int64_t done = 0; done < prompt;) {
-      const int64_t tokens = std::min(budget, prompt - done);
-      done += tokens;
-      const StepTimeCache::StepCost step = steps.prefill_step(1, tokens, done);
-      p.prefill_gpu_s += step.us / 1e6;
-      band.add(step.band, step.us);
-    }
-  }
-  p.prefill_band = band.mixed();
+// A prompt within a rank's chunk budget shares its step with as many such
+// prompts as the budget holds: each pays its share of the step.
+void price_packed_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, ContextPoint& p) {
+  const int64_t packed = budget / prompt;
+  const StepTimeCache::StepCost step = steps.prefill_step(packed, prompt, prompt);
+  p.prefill_gpu_s = step.us / 1e6 / static_cast<double>(packed);
+  p.prefill_band = step.band;
 }
 
 double tpot_ms(const StepTimeCache::DecodeStep& step) { return step.us / 1e3 / step.tokens_per_sequence; }
@@ -165,7 +152,8 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
     size_decode_batch(steps, limit, options.tpot_ms, context, p);
     if (p.bound != ContextPoint::Bound::kTpotMissed && p.batch_per_gpu < limit)
       p.bound = ContextPoint::Bound::kTpot;
-    if (!p.lone_context_parallel) price_prompt(steps, deployment.prefill.max_tokens_per_step, prompt, p);
+    const int64_t budget = deployment.prefill.max_tokens_per_step;
+    if (!p.lone_context_parallel && prompt <= budget) price_packed_prompt(steps, budget, prompt, p);
     p.cost_known = prefill_price.known() && decode_price.known();
     if (!p.cost_known) continue;
     const double decode_usd_per_token = decode_price.value() / 3600.0 / p.output_tokens_per_s_per_gpu;
