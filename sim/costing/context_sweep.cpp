@@ -74,10 +74,10 @@ void price_packed_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, C
 
 double tpot_ms(const StepTimeCache::DecodeStep& step) { return step.us / 1e3 / step.tokens_per_sequence; }
 
-// The largest batch per GPU within the TPOT limit, up to `limit`, by
-// bisection (a decode step only grows with its batch).
-void size_decode_batch(StepTimeCache& steps, int64_t limit, double tpot_limit_ms, int64_t context,
-                       ContextPoint& p) {
+// The largest batch per GPU within the TPOT limit, up to `limit` (what
+// `limit_bound` names), by bisection (a decode step only grows with its batch).
+void size_decode_batch(StepTimeCache& steps, int64_t limit, ContextPoint::Bound limit_bound,
+                       double tpot_limit_ms, int64_t context, ContextPoint& p) {
   int64_t good = 0;
   int64_t bad = limit + 1;
   if (tpot_ms(steps.decode_step(limit, context)) <= tpot_limit_ms) {
@@ -88,7 +88,9 @@ void size_decode_batch(StepTimeCache& steps, int64_t limit, double tpot_limit_ms
       (tpot_ms(steps.decode_step(mid, context)) <= tpot_limit_ms ? good : bad) = mid;
     }
   }
-  if (good == 0) p.bound = ContextPoint::Bound::kTpotMissed;
+  p.bound = good == limit ? limit_bound
+            : good == 0   ? ContextPoint::Bound::kTpotMissed
+                          : ContextPoint::Bound::kTpot;
   p.batch_per_gpu = std::max<int64_t>(1, good);
   const StepTimeCache::DecodeStep step = steps.decode_step(p.batch_per_gpu, context);
   p.tpot_ms = tpot_ms(step);
@@ -96,6 +98,19 @@ void size_decode_batch(StepTimeCache& steps, int64_t limit, double tpot_limit_ms
   p.decode_band = step.band;
   p.output_tokens_per_s_per_gpu =
       static_cast<double>(p.batch_per_gpu) * step.tokens_per_sequence / (step.us / 1e6);
+}
+
+// $ per 1M output tokens at the point's decode rate, without and with its
+// prompt's prefill spread over its output.
+void price_output(const SourcedValue& prefill_price, const SourcedValue& decode_price, int64_t output_tokens,
+                  ContextPoint& p) {
+  p.cost_known = prefill_price.known() && decode_price.known();
+  if (!p.cost_known) return;
+  const double decode_usd_per_token = decode_price.value() / 3600.0 / p.output_tokens_per_s_per_gpu;
+  const double prompt_usd = prefill_price.value() / 3600.0 * p.prefill_gpu_s;
+  p.usd_per_million_output_decode_only = decode_usd_per_token * 1e6;
+  p.usd_per_million_output_with_prompt =
+      (prompt_usd / static_cast<double>(output_tokens) + decode_usd_per_token) * 1e6;
 }
 
 }  // namespace
@@ -143,24 +158,14 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
     const int64_t prompt = context - options.output_tokens;
     serve_alone(model, prefill, decode, deployment, prompt, options.output_tokens, p);
     if (p.sessions_per_gpu < 1) continue;  // not one session fits: nothing to decode
-    p.bound = ContextPoint::Bound::kMemory;
-    int64_t limit = p.sessions_per_gpu;
-    if (options.max_batch_per_gpu > 0 && options.max_batch_per_gpu < limit) {
-      limit = options.max_batch_per_gpu;
-      p.bound = ContextPoint::Bound::kBatchLimit;
-    }
-    size_decode_batch(steps, limit, options.tpot_ms, context, p);
-    if (p.bound != ContextPoint::Bound::kTpotMissed && p.batch_per_gpu < limit)
-      p.bound = ContextPoint::Bound::kTpot;
+    const bool batch_limited =
+        options.max_batch_per_gpu > 0 && options.max_batch_per_gpu < p.sessions_per_gpu;
+    size_decode_batch(steps, batch_limited ? options.max_batch_per_gpu : p.sessions_per_gpu,
+                      batch_limited ? ContextPoint::Bound::kBatchLimit : ContextPoint::Bound::kMemory,
+                      options.tpot_ms, context, p);
     const int64_t budget = deployment.prefill.max_tokens_per_step;
     if (!p.lone_context_parallel && prompt <= budget) price_packed_prompt(steps, budget, prompt, p);
-    p.cost_known = prefill_price.known() && decode_price.known();
-    if (!p.cost_known) continue;
-    const double decode_usd_per_token = decode_price.value() / 3600.0 / p.output_tokens_per_s_per_gpu;
-    const double prompt_usd = prefill_price.value() / 3600.0 * p.prefill_gpu_s;
-    p.usd_per_million_output_decode_only = decode_usd_per_token * 1e6;
-    p.usd_per_million_output_with_prompt =
-        (prompt_usd / static_cast<double>(options.output_tokens) + decode_usd_per_token) * 1e6;
+    price_output(prefill_price, decode_price, options.output_tokens, p);
   }
   return sweep;
 }
