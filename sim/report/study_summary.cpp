@@ -139,13 +139,16 @@ void add_context(Table& t, const json& sweeps) {
              fmt::format("From {} to {} tokens of context", shortest, longest)});
 }
 
-std::string served(const json& row) {
+// A plan row's price: "$0.66 per 1M output tokens", or why there is none.
+std::string price(const json& row) {
   const json& cost = row.at("cost");
-  const std::string price = cost.at("known").get<bool>()
-                                ? fmt::format("${:.2f} per 1M output tokens",
-                                              cost.at("usd_per_million_output_tokens").get<double>())
-                                : "no public GPU price";
-  return fmt::format("{} ({}, TPOT p99 {:.1f} ms)", row.at("deployment").get<std::string>(), price,
+  return cost.at("known").get<bool>() ? fmt::format("${:.2f} per 1M output tokens",
+                                                    cost.at("usd_per_million_output_tokens").get<double>())
+                                      : "no public GPU price";
+}
+
+std::string served(const json& row) {
+  return fmt::format("{} ({}, TPOT p99 {:.1f} ms)", row.at("deployment").get<std::string>(), price(row),
                      row.at("tpot_ms").at("p99").get<double>());
 }
 
@@ -183,21 +186,16 @@ std::string file_stem(const std::string& path) {
 // Each KV-tier setting the report ran, cheapest within the SLA first.
 void add_kv_tiers(Table& t, const json& plan) {
   std::vector<std::string> parts;
-  std::string layout;
   for (const json& row : plan.at("rows")) {
     if (!row.contains("kv_tiers") || !row.contains("within_sla")) continue;
     const json& kv = row.at("kv_tiers");
     const double hours = kv.at("retention_h").get<double>();
     const double pool = kv.at("swa_pool_fraction").get<double>();
-    const json& cost = row.at("cost");
     parts.push_back(fmt::format(
         "{}, {}: {}, {:.1f}% within the SLA",
         hours > 0 ? fmt::format("SSD tier {:g} h", hours) : std::string("no SSD tier"),
         pool > 0 ? fmt::format("window pool {:g}% of DRAM", 100 * pool) : std::string("no window pool"),
-        cost.at("known").get<bool>() ? fmt::format("${:.2f} per 1M output tokens",
-                                                   cost.at("usd_per_million_output_tokens").get<double>())
-                                     : std::string("no public GPU price"),
-        100 * row.at("within_sla").get<double>()));
+        price(row), 100 * row.at("within_sla").get<double>()));
   }
   if (parts.empty()) return;
   t.add_row(
