@@ -151,12 +151,7 @@ nlohmann::json run_json(const RunReport& r) {
            {{"mean_in_system", x.mean_in_system},
             {"arrival_rate_per_s", x.arrival_rate_per_s},
             {"mean_sojourn_s", x.mean_sojourn_s}}},
-          {"kv_tiers",
-           {{"global_hits", x.kv_tiers.global_hits},
-            {"global_misses", x.kv_tiers.global_misses},
-            {"swa_hits", x.kv_tiers.swa_hits},
-            {"swa_misses", x.kv_tiers.swa_misses},
-            {"swa_evictions", x.kv_tiers.swa_evictions}}},
+          {"kv_tiers", kv_tiers_json(x.kv_tiers)},
           {"decode_kv_bytes_per_gpu", x.decode_kv_bytes_per_gpu},
           {"cost", cost_json(r.cost)},
           {"steps",
@@ -191,6 +186,14 @@ void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_m
   table.add_note(
       "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens; "
       "GPU prices from each profile (unknown where no public price exists)");
+}
+
+nlohmann::json kv_tiers_json(const KvTierCounters& c) {
+  return {{"global_hits", c.global_hits},
+          {"global_misses", c.global_misses},
+          {"swa_hits", c.swa_hits},
+          {"swa_misses", c.swa_misses},
+          {"swa_evictions", c.swa_evictions}};
 }
 
 }  // namespace v41sim

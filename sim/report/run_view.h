@@ -33,5 +33,7 @@ nlohmann::json run_json(const RunReport& r);
 std::string output_token_price(const ServingCost& cost);
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);
+// What the KV tiers found over a run (hits, misses, window-state evictions).
+nlohmann::json kv_tiers_json(const KvTierCounters& counters);
 
 }  // namespace v41sim

@@ -253,11 +253,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                     {"finished", r.finished},
                     {"input_tokens_cached", r.input_tokens_cached},
                     {"input_tokens_prefilled", r.input_tokens_prefilled},
-                    {"kv_tiers",
-                     {{"global_hits", r.kv_tiers.global_hits},
-                      {"global_misses", r.kv_tiers.global_misses},
-                      {"swa_hits", r.kv_tiers.swa_hits},
-                      {"swa_misses", r.kv_tiers.swa_misses}}},
+                    {"kv_tiers", kv_tiers_json(r.kv_tiers)},
                     {"cost", cost_json(cost)}});
   }
   table.add_note("traffic '" + workload.name + "' (" + workload.source + ")");
