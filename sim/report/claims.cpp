@@ -6,6 +6,9 @@
 #include <cmath>
 
 #include "sim/capacity/memory_fit.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
+#include "sim/report/step_view.h"
 
 namespace v41sim {
 namespace {
@@ -181,10 +184,92 @@ Claim active_params(const ClaimInputs& in) {
   return c;
 }
 
+// V4.1-Flash's decode step at EP 8 on one GPU's cost model.
+StepTiming decode_step(const ModelAnalysis& m, const KernelCostModel& cost, int64_t batch, int64_t context) {
+  StepShape shape;
+  shape.phase = Phase::kDecode;
+  shape.batch = batch;
+  shape.context = context;
+  shape.ep = 8;
+  shape.ep_per_node = cost.gpu().nvlink_domain();
+  return time_step(build_step_graph(m, shape), cost);
+}
+
+// "H20 at batch 1: 20% of the step bound by HBM bandwidth, ...": what a
+// step's time is bound by, largest share first.
+std::string bound_shares(const StepTiming& t, int64_t batch) {
+  const std::pair<Bound, const char*> kinds[] = {
+      {Bound::kMemory, "HBM bandwidth"},        {Bound::kCompute, "tensor math"},
+      {Bound::kWidening, "CUDA-core widening"}, {Bound::kLink, "EP transfers"},
+      {Bound::kLatency, "GEMM load pipelines"}, {Bound::kLaunch, "launch or graph replay"},
+      {Bound::kTail, "under-filled waves"}};
+  std::vector<std::pair<double, const char*>> shares;
+  for (const auto& [bound, name] : kinds) shares.emplace_back(time_bound_by(t, bound) / t.total_us, name);
+  std::stable_sort(shares.begin(), shares.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = fmt::format("H20 at batch {}, time by what binds it:", batch);
+  for (const auto& [share, name] : shares) {
+    if (share >= 0.005) out += fmt::format(" {} {:.0f}%,", name, 100 * share);
+  }
+  out.pop_back();
+  return out;
+}
+
+Claim h20_decode(const ClaimInputs& in) {
+  Claim c{"h20_decode",
+          "H20 is the best GPU for decode: decode is bound by HBM bandwidth, where its 4.0 TB/s beats H100's "
+          "3.35 TB/s, and the compute it lacks would sit idle",
+          {},
+          {},
+          {}};
+  constexpr int64_t kContext = 131072;
+  int64_t faster_up_to = 0;  // the largest batch up to which the H20's step is the shorter at every batch
+  bool still_faster = true;
+  std::string steps;
+  double last_ratio = 1;
+  int64_t last_batch = 0;
+  double best_margin = 0;  // the H20's largest lead, as a share of the H100's step
+  for (const int64_t batch : {1, 4, 16, 32, 64, 128}) {
+    const StepTiming h20 = decode_step(in.v41_flash, in.h20_decode, batch, kContext);
+    const StepTiming h100 = decode_step(in.v41_flash, in.h100_decode, batch, kContext);
+    still_faster = still_faster && h20.total_us < h100.total_us;
+    if (still_faster) faster_up_to = batch;
+    best_margin = std::max(best_margin, 1 - h20.total_us / h100.total_us);
+    steps += fmt::format("{}batch {}: {:.1f} / {:.1f} ms", steps.empty() ? "" : "; ", batch,
+                         h20.total_us / 1e3, h100.total_us / 1e3);
+    last_ratio = h20.total_us / h100.total_us;
+    last_batch = batch;
+    if (batch == 1 || batch == 64) c.findings.push_back(bound_shares(h20, batch));
+  }
+  c.findings.insert(c.findings.begin(),
+                    fmt::format("decode step, {}-token context, EP 8, H20 / H100 (kernel model, uncalibrated "
+                                "priors; speculative drafts included): {}",
+                                kContext, steps));
+  c.findings.push_back(fmt::format(
+      "HBM: H20 {:.2f} TB/s, H100 {:.2f} TB/s ({}); per-token cost not checked: no public H20 price",
+      in.h20_decode.gpu().hbm_bytes_per_s.value() / 1e12, in.h100_decode.gpu().hbm_bytes_per_s.value() / 1e12,
+      in.h20_decode.gpu().hbm_bytes_per_s.provenance().kind_name()));
+  if (faster_up_to == 0) {
+    c.verdict = Verdict::kDoesNotHold;
+    return c;
+  }
+  c.verdict = Verdict::kHoldsOnlyIf;
+  c.condition =
+      still_faster
+          ? "judged on step time alone (no public H20 price)"
+          : fmt::format(
+                "decode batches stay at or below {} sequences per GPU (at {} tokens, EP 8), where its "
+                "step is at most {:.1f}% shorter; above that the H20's capped tensor rate binds (its "
+                "step {:.0f}% longer at batch {}); judged on step time alone (no public H20 price)",
+                faster_up_to, kContext, 100 * best_margin, 100 * (last_ratio - 1), last_batch);
+  return c;
+}
+
 }  // namespace
 
 std::vector<Claim> check_claims(const ClaimInputs& in) {
-  return {kv_per_token(in), session_size(in), sessions_on_h200(in), h100_weights(in), active_params(in)};
+  return {kv_per_token(in), session_size(in),  sessions_on_h200(in),
+          h100_weights(in), active_params(in), h20_decode(in)};
 }
 
 std::string verdict_text(const Claim& c) {

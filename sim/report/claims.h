@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/common/sourced_value.h"
+#include "sim/cost/kernel_cost.h"
 #include "sim/hw/gpu_profile.h"
 #include "sim/model/model_analysis.h"
 #include "sim/report/table.h"
@@ -29,6 +30,10 @@ struct ClaimInputs {
   const GpuProfile& h100;
   const GpuProfile& h200;
   SourcedValue reserve_fraction;  // used where the claim is re-done with weights
+  // Decode (CUDA-graph replay) on the H20 and the H100, for the claim that
+  // the H20 is the better decode GPU.
+  const KernelCostModel& h20_decode;
+  const KernelCostModel& h100_decode;
 };
 
 std::vector<Claim> check_claims(const ClaimInputs& inputs);

@@ -395,7 +395,10 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   const ModelAnalysis v4_flash = find_model("deepseek_v4_flash");
   const GpuProfile h100 = find_gpu("h100_sxm");
   const GpuProfile h200 = find_gpu("h200");
-  const auto claims = check_claims({focus, v4_flash, h100, h200, o.reserve_fraction});
+  const GpuCostModel h20_decode(catalog.data_dir(), catalog.resolve_gpu("h20"), true);
+  const GpuCostModel h100_decode(catalog.data_dir(), catalog.resolve_gpu("h100_sxm"), true);
+  const auto claims =
+      check_claims({focus, v4_flash, h100, h200, o.reserve_fraction, h20_decode.cost(), h100_decode.cost()});
   md += claims_table(claims).to_markdown();
   json["claims"] = claims_json(claims)["claims"];
 

@@ -79,8 +79,9 @@ TEST(Cli, FitJsonKeys) {
 
 TEST(Cli, ClaimsJson) {
   const auto c = run_json("claims");
-  ASSERT_EQ(c["claims"].size(), 5u);
+  ASSERT_EQ(c["claims"].size(), 6u);
   EXPECT_EQ(c["claims"][0]["verdict"], "holds");
+  EXPECT_EQ(c["claims"][5]["id"], "h20_decode");
 }
 
 TEST(Cli, StepJsonAndTrace) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/capacity/memory_fit.h"
+#include "sim/cost/gpu_cost_model.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "tests/test_data.h"
 
@@ -18,9 +19,16 @@ class ClaimsTest : public ::testing::Test {
   ModelAnalysis v4_ = analyze("deepseek_v4_flash");
   GpuProfile h100_ = load_gpu_profile_file(gpu_path("h100_sxm"));
   GpuProfile h200_ = load_gpu_profile_file(gpu_path("h200"));
+  GpuCostModel h20_decode_{V41SIM_SOURCE_DIR, gpu_path("h20"), true};
+  GpuCostModel h100_decode_{V41SIM_SOURCE_DIR, gpu_path("h100_sxm"), true};
+
+  // The decode GPUs the H20 claim compares, as "H20" and "H100" (swappable).
+  const GpuCostModel* h20_as_ = &h20_decode_;
+  const GpuCostModel* h100_as_ = &h100_decode_;
 
   Claim find(const std::string& id) {
-    for (const Claim& c : check_claims({v41_, v4_, h100_, h200_, default_reserve_fraction()})) {
+    for (const Claim& c : check_claims(
+             {v41_, v4_, h100_, h200_, default_reserve_fraction(), h20_as_->cost(), h100_as_->cost()})) {
       if (c.id == id) return c;
     }
     ADD_FAILURE() << "no claim " << id;
@@ -41,6 +49,24 @@ TEST_F(ClaimsTest, AVerdictFollowsTheModelFile) {
   v41_.spec.cache_formats["main_kv_mxfp4"].bytes = 528;
   v41_ = analyze_model(v41_.spec);
   EXPECT_EQ(find("kv_bytes_per_token").verdict, Verdict::kDoesNotHold);
+}
+
+TEST_F(ClaimsTest, TheH20DecodeClaimFollowsTheStepTimes) {
+  // The kernel model: the H20 leads at small batches only, where EP
+  // transfers and load latencies, not HBM bandwidth, take most of the step.
+  const Claim as_is = find("h20_decode");
+  ASSERT_EQ(as_is.verdict, Verdict::kHoldsOnlyIf);
+  EXPECT_NE(as_is.condition.find("decode batches stay at or below"), std::string::npos) << as_is.condition;
+  EXPECT_NE(as_is.condition.find("no public H20 price"), std::string::npos);
+  // A GPU slower at batch 1 as "the H20": the claim fails.
+  std::swap(h20_as_, h100_as_);
+  EXPECT_EQ(find("h20_decode").verdict, Verdict::kDoesNotHold);
+  // One faster at every batch: it holds, on step time alone.
+  const GpuCostModel h200_decode(V41SIM_SOURCE_DIR, gpu_path("h200"), true);
+  h20_as_ = &h200_decode;
+  const Claim faster = find("h20_decode");
+  EXPECT_EQ(faster.verdict, Verdict::kHoldsOnlyIf);
+  EXPECT_EQ(faster.condition, "judged on step time alone (no public H20 price)");
 }
 
 TEST_F(ClaimsTest, HoldsOnlyIfNamesTheAssumption) {
