@@ -241,10 +241,11 @@ Claim h20_decode(const ClaimInputs& in) {
     last_batch = batch;
     if (batch == 1 || batch == 64) c.findings.push_back(bound_shares(h20, batch));
   }
-  c.findings.insert(c.findings.begin(),
-                    fmt::format("decode step, {}-token context, EP 8, H20 / H100 (kernel model, uncalibrated "
-                                "priors; speculative drafts included): {}",
-                                kContext, steps));
+  c.findings.insert(
+      c.findings.begin(),
+      fmt::format("decode step, {}-token context, EP 8, H20 / H100 (kernel model, H20 {}, H100 {}; "
+                  "speculative drafts included): {}",
+                  kContext, in.h20_decode.params().status, in.h100_decode.params().status, steps));
   c.findings.push_back(fmt::format(
       "HBM: H20 {:.2f} TB/s, H100 {:.2f} TB/s ({}); per-token cost not checked: no public H20 price",
       in.h20_decode.gpu().hbm_bytes_per_s.value() / 1e12, in.h100_decode.gpu().hbm_bytes_per_s.value() / 1e12,
