@@ -79,9 +79,9 @@ TEST(Cli, FitJsonKeys) {
 
 TEST(Cli, ClaimsJson) {
   const auto c = run_json("claims");
-  ASSERT_EQ(c["claims"].size(), 6u);
+  ASSERT_EQ(c["claims"].size(), 7u);
   EXPECT_EQ(c["claims"][0]["verdict"], "holds");
-  EXPECT_EQ(c["claims"][5]["id"], "h20_decode");
+  EXPECT_EQ(c["claims"][6]["id"], "h20_decode");
 }
 
 TEST(Cli, StepJsonAndTrace) {

@@ -42,6 +42,13 @@ TEST_F(ClaimsTest, Verdicts) {
   EXPECT_EQ(find("h200_sessions").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("h100_ep8_weights").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("active_params").verdict, Verdict::kHolds);
+  EXPECT_EQ(find("mhc_single_pass").verdict, Verdict::kHolds);
+}
+
+TEST_F(ClaimsTest, NoMhcNoTrafficClaim) {
+  v41_.spec.mhc.reset();  // a plain residual: nothing to halve
+  v41_ = analyze_model(v41_.spec);
+  EXPECT_EQ(find("mhc_single_pass").verdict, Verdict::kDoesNotHold);
 }
 
 TEST_F(ClaimsTest, AVerdictFollowsTheModelFile) {
