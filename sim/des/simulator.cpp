@@ -16,6 +16,42 @@ uint64_t stable_hash(std::string_view text) {
   return h;
 }
 
+// The queue is a 4-ary min-heap on (time, key): half the levels of a binary
+// heap, and a node's children share a cache line (4 x 16 bytes), so a pop
+// touches fewer lines. Events leave it in (time, scheduling order) order.
+constexpr std::size_t kArity = 4;
+
+template <typename Entry, typename Later>
+void sift_up(std::vector<Entry>& heap, std::size_t i, Later later) {
+  const Entry moving = heap[i];
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / kArity;
+    if (!later(heap[parent], moving)) break;
+    heap[i] = heap[parent];
+    i = parent;
+  }
+  heap[i] = moving;
+}
+
+template <typename Entry, typename Later>
+void sift_down(std::vector<Entry>& heap, std::size_t i, Later later) {
+  const std::size_t n = heap.size();
+  const Entry moving = heap[i];
+  while (true) {
+    const std::size_t first = i * kArity + 1;
+    if (first >= n) break;
+    std::size_t best = first;
+    const std::size_t end = std::min(first + kArity, n);
+    for (std::size_t c = first + 1; c < end; ++c) {
+      if (later(heap[best], heap[c])) best = c;
+    }
+    if (!later(moving, heap[best])) break;
+    heap[i] = heap[best];
+    i = best;
+  }
+  heap[i] = moving;
+}
+
 }  // namespace
 
 EventId Simulator::schedule_at(SimTime when, EventAction action) {
@@ -33,7 +69,7 @@ EventId Simulator::schedule_at(SimTime when, EventAction action) {
   if (next_id_ >> (64 - kSlotBits) != 0) throw std::length_error("Simulator: event ids exhausted");
   const EventId id = next_id_++;
   heap_.push_back({when, (id << kSlotBits) | slot});
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  sift_up(heap_, heap_.size() - 1, Later{});
   return id;
 }
 
@@ -43,9 +79,10 @@ void Simulator::cancel(EventId id) {
 
 void Simulator::run_until(SimTime until) {
   while (!heap_.empty() && heap_.front().when <= until) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    const Entry entry = heap_.back();
+    const Entry entry = heap_.front();
+    heap_.front() = heap_.back();
     heap_.pop_back();
+    if (!heap_.empty()) sift_down(heap_, 0, Later{});
     EventAction action = std::move(actions_[entry.action()]);
     free_slots_.push_back(entry.action());
     if (!cancelled_.empty()) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -20,6 +23,27 @@ TEST(Simulator, RunsEventsInTimeThenSchedulingOrder) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(sim.now(), SimTime::from_ns(100));
   EXPECT_EQ(sim.events_processed(), 3u);
+}
+
+TEST(Simulator, ManyEventsRunInTimeThenSchedulingOrder) {
+  // Thousands of events at few distinct times, some scheduled while others
+  // run: each runs after every event of an earlier time, and after those of
+  // its own time scheduled before it.
+  Simulator sim(1);
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<int64_t, int>> ran;  // (time, scheduling order)
+  int scheduled = 0;
+  std::function<void(int64_t)> add = [&](int64_t ns) {
+    const int order = scheduled++;
+    sim.schedule_at(SimTime::from_ns(ns), [&, ns, order] {
+      ran.emplace_back(ns, order);
+      if (order % 3 == 0 && scheduled < 6000) add(ns + static_cast<int64_t>(rng() % 5));
+    });
+  };
+  for (int i = 0; i < 3000; ++i) add(static_cast<int64_t>(rng() % 50));
+  sim.run_until(SimTime::max());
+  ASSERT_EQ(ran.size(), static_cast<std::size_t>(scheduled));
+  EXPECT_TRUE(std::is_sorted(ran.begin(), ran.end()));
 }
 
 TEST(Simulator, CancelledEventsDoNotRun) {
