@@ -9,7 +9,10 @@
 # default 540 s: give the device call a little more) makes the harness stop
 # starting groups in time; its file, rewritten after every group, names what
 # it did not get to.
-#   kernels/measure_on_device.sh h200        # or h100_sxm
+# The lent machine gets a copy of the tree without .git: name the commit, so
+# the CSV's metadata carries it (else it says "unknown"). Its compilers may
+# warn where ours do not, so warnings do not fail the build there.
+#   V41SIM_GIT_COMMIT=<sha of HEAD> kernels/measure_on_device.sh h200   # or h100_sxm
 #   V41SIM_DEADLINE_S=300 kernels/measure_on_device.sh h200
 set -uo pipefail
 gpu=${1:?usage: kernels/measure_on_device.sh <hw_profiles stem, e.g. h200>}
@@ -23,7 +26,7 @@ command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
 { nvcc --version; cmake --version; } >"$out/toolchain.txt" 2>&1
 if ! { cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release -DV41SIM_CUDA_ARCHS=native \
-  -DV41SIM_CUDA_LOCAL_MEMORY_IS_ERROR=OFF &&
+  -DV41SIM_CUDA_LOCAL_MEMORY_IS_ERROR=OFF -DV41SIM_WARNINGS_AS_ERRORS=OFF &&
   cmake --build build-kernels -j "$(nproc)"; } >"$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   exit 1
