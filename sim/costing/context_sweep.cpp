@@ -140,8 +140,12 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
   const SourcedValue& prefill_price = prefill.gpu().price_usd_per_gpu_hour;
   const SourcedValue& decode_price = decode.gpu().price_usd_per_gpu_hour;
 
+  // A sweep runs from the shortest session to the longest, each once.
+  ContextSweepOptions sorted = options;
+  std::sort(sorted.contexts.begin(), sorted.contexts.end());
+  sorted.contexts.erase(std::unique(sorted.contexts.begin(), sorted.contexts.end()), sorted.contexts.end());
   ContextSweep sweep{deployment,
-                     options,
+                     sorted,
                      prefill.cost().params().label(),
                      decode.cost().params().label(),
                      decode_price.provenance().label(),
@@ -150,7 +154,7 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
     sweep.price_provenance =
         "prefill " + prefill_price.provenance().label() + "; decode " + sweep.price_provenance;
   }
-  for (const int64_t context : options.contexts) {
+  for (const int64_t context : sorted.contexts) {
     ContextPoint& p = sweep.points.emplace_back();
     p.context = context;
     p.session_bytes = model.kv.session_bytes(context);

@@ -25,7 +25,7 @@
 namespace v41sim {
 
 struct ContextSweepOptions {
-  std::vector<int64_t> contexts;  // tokens per session: prompt + output
+  std::vector<int64_t> contexts;  // tokens per session: prompt + output (swept shortest first, once each)
   int64_t output_tokens = 0;      // of every session
   double tpot_ms = 0;             // the decode batch's limit
   int64_t max_batch_per_gpu = 0;  // the decode batch's other limit (0: memory alone)

@@ -137,6 +137,16 @@ std::string flag_of_error(const ContextSweepOptions& options) {
   return "";
 }
 
+TEST(ContextSweep, SweepsShortestFirstOnce) {
+  Sweep s;
+  const ContextSweep sweep =
+      sweep_contexts(s.catalog, s.model, deployment("h200_agg_8"), {{131072, 8192, 131072}, 2000, 60, 0});
+  ASSERT_EQ(sweep.points.size(), 2u);
+  EXPECT_EQ(sweep.points[0].context, 8192);
+  EXPECT_EQ(sweep.points[1].context, 131072);
+  EXPECT_EQ(sweep.options.contexts, (std::vector<int64_t>{8192, 131072}));
+}
+
 TEST(ContextSweep, BadOptionsNameTheirFlag) {
   EXPECT_EQ(flag_of_error({{}, 2000, 60, 0}), "--contexts");
   EXPECT_EQ(flag_of_error({{8192, 2000}, 2000, 60, 0}), "--contexts");
