@@ -24,6 +24,7 @@ using cli::run_claims;
 using cli::run_compare_layers;
 using cli::run_context;
 using cli::run_fit;
+using cli::run_frontier;
 using cli::run_kv;
 using cli::run_params;
 using cli::run_plan;
@@ -186,6 +187,25 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   context->add_option("--max-batch-per-gpu", flags->max_batch_per_gpu,
                       "decode batch limit per GPU (default: the deployment's; 0: KV memory alone)");
   bind(context, run_context);
+
+  CLI::App* frontier = app.add_subcommand(
+      "frontier",
+      "decode tokens/s per user against tokens/s per GPU, batch by batch, with the Pareto points");
+  add_model(frontier);
+  frontier
+      ->add_option("--deployment", flags->context_deployment,
+                   "deployment (workloads/deployments/) name or path")
+      ->capture_default_str();
+  frontier
+      ->add_option("--hw", flags->plan_gpus,
+                   "GPU profiles for both pools, comma-separated (default: the deployment's)")
+      ->delimiter(',');
+  frontier->add_option("--ep", flags->plan_eps, "EP sizes, comma-separated (default: the deployment's)")
+      ->delimiter(',');
+  frontier->add_option("--context", flags->frontier_context, "tokens of history per session")
+      ->capture_default_str();
+  frontier->add_option("--svg", flags->trace, "also write the chart (SVG) to this file");
+  bind(frontier, run_frontier);
 
   CLI::App* calib = app.add_subcommand("calibrate", "fit the kernel model to measured kernel times");
   calib

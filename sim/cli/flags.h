@@ -59,6 +59,8 @@ struct Flags {
   std::vector<int64_t> contexts{8192, 32768, 131072, 524288, 1048576};
   int64_t output_tokens = 2000;
   int64_t max_batch_per_gpu = -1;  // < 0: the deployment's decode limit; 0: memory alone
+  // frontier (--deployment, --hw and --ep: context_deployment, plan_gpus and plan_eps)
+  int64_t frontier_context = 131072;
   // validate
   bool write_published_bands = false;
   // calibrate
@@ -84,6 +86,7 @@ void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& ou
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out);
 // validation_commands.cpp
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out);

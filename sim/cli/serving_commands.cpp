@@ -10,9 +10,11 @@
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
 #include "sim/costing/context_sweep.h"
+#include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
 #include "sim/costing/served_run.h"
 #include "sim/report/context_view.h"
+#include "sim/report/frontier_view.h"
 #include "sim/report/plan_view.h"
 #include "sim/report/run_trace.h"
 #include "sim/report/run_view.h"
@@ -142,6 +144,25 @@ void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
     out << nlohmann::json{{"sweeps", sweeps}}.dump(2) << "\n";
   } else {
     print_tables(out, tables);
+  }
+}
+
+void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
+  std::vector<DecodeFrontier> frontiers;
+  for (const DeploymentSpec& d : plan_variants(base, PlanGrid{.gpus = f.plan_gpus, .eps = f.plan_eps}))
+    frontiers.push_back(decode_frontier(catalog, m, d, f.frontier_context));
+  mark_pareto(frontiers);
+  if (!f.trace.empty()) {
+    std::ofstream svg(f.trace);
+    if (!svg) throw InputError({f.trace, 0, "--svg"}, "cannot write the chart file");
+    svg << frontier_svg(m.spec.name, frontiers);
+  }
+  if (f.json) {
+    out << frontier_json(m.spec.name, frontiers).dump(2) << "\n";
+  } else {
+    out << frontier_table(m.spec.name, frontiers).to_text();
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "sim/common/input_error.h"
 #include "sim/cost/gpu_cost_model.h"
+#include "sim/costing/decode_rate.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 
@@ -72,32 +73,32 @@ void price_packed_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, C
   p.prefill_band = step.band;
 }
 
-double tpot_ms(const StepTimeCache::DecodeStep& step) { return step.us / 1e3 / step.tokens_per_sequence; }
-
 // The largest batch per GPU within the TPOT limit, up to `limit` (what
 // `limit_bound` names), by bisection (a decode step only grows with its batch).
 void size_decode_batch(StepTimeCache& steps, int64_t limit, ContextPoint::Bound limit_bound,
                        double tpot_limit_ms, int64_t context, ContextPoint& p) {
+  const auto within = [&](int64_t batch) {
+    return decode_rate(steps, batch, context).tpot_ms <= tpot_limit_ms;
+  };
   int64_t good = 0;
   int64_t bad = limit + 1;
-  if (tpot_ms(steps.decode_step(limit, context)) <= tpot_limit_ms) {
+  if (within(limit)) {
     good = limit;
   } else {
     while (bad - good > 1) {
       const int64_t mid = good + (bad - good) / 2;
-      (tpot_ms(steps.decode_step(mid, context)) <= tpot_limit_ms ? good : bad) = mid;
+      (within(mid) ? good : bad) = mid;
     }
   }
   p.bound = good == limit ? limit_bound
             : good == 0   ? ContextPoint::Bound::kTpotMissed
                           : ContextPoint::Bound::kTpot;
   p.batch_per_gpu = std::max<int64_t>(1, good);
-  const StepTimeCache::DecodeStep step = steps.decode_step(p.batch_per_gpu, context);
-  p.tpot_ms = tpot_ms(step);
-  p.drafts = step.drafts;
-  p.decode_band = step.band;
-  p.output_tokens_per_s_per_gpu =
-      static_cast<double>(p.batch_per_gpu) * step.tokens_per_sequence / (step.us / 1e6);
+  const DecodeRate rate = decode_rate(steps, p.batch_per_gpu, context);
+  p.tpot_ms = rate.tpot_ms;
+  p.drafts = rate.drafts;
+  p.decode_band = rate.band;
+  p.output_tokens_per_s_per_gpu = rate.tokens_per_s_per_gpu;
 }
 
 // $ per 1M output tokens at the point's decode rate, without and with its

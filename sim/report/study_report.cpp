@@ -16,6 +16,7 @@
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
 #include "sim/costing/context_sweep.h"
+#include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
 #include "sim/costing/served_run.h"
 #include "sim/graph/step_graph.h"
@@ -25,6 +26,7 @@
 #include "sim/report/context_view.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/fit_view.h"
+#include "sim/report/frontier_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/plan_view.h"
 #include "sim/report/published_bands_view.h"
@@ -200,6 +202,25 @@ std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, 
     json.push_back(context_json(focus.spec.name, sweep));
   }
   return md;
+}
+
+// Decode batch by batch on a few GPUs: tokens/s per user against per GPU,
+// and the Pareto points by user speed and $ per output token.
+std::string frontier_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                             const std::string& out_dir, nlohmann::json& json) {
+  const DeploymentSpec base = load_deployment(o.context_deployment, catalog);
+  const std::vector<DeploymentSpec> variants = plan_variants(base, PlanGrid{.gpus = o.frontier_gpus});
+  std::vector<DecodeFrontier> frontiers(variants.size());
+  parallel_for(variants.size(), [&](std::size_t i) {
+    frontiers[i] = decode_frontier(catalog, focus, variants[i], o.frontier_context);
+  });
+  mark_pareto(frontiers);
+  std::ofstream(fs::path(out_dir) / "decode_frontier.svg") << frontier_svg(focus.spec.name, frontiers);
+  json = frontier_json(focus.spec.name, frontiers);
+  return fmt::format("## Decode frontier at {} tokens ({} on {})\n\n", o.frontier_context,
+                     o.context_deployment, fmt::join(o.frontier_gpus, ", ")) +
+         "![tokens/s per GPU against tokens/s per user](decode_frontier.svg)\n\n" +
+         frontier_table(focus.spec.name, frontiers).to_markdown();
 }
 
 // "62.5%", or "-" where nothing was counted.
@@ -424,6 +445,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += step_times_section(catalog, focus, gpus, o, json);
   fs::create_directories(o.out_dir);
   md += context_section(catalog, focus, o, o.out_dir, json["context_sweeps"]);
+  md += frontier_section(catalog, focus, o, o.out_dir, json["decode_frontier"]);
   md += serving_section(catalog, focus, o, o.serving_workload, json["serving"]);
   md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, json["plan"]);

@@ -39,6 +39,10 @@ struct StudyOptions {
   // varied (0: the tier is off).
   std::vector<double> kv_retentions_h{0, 72};
   std::vector<double> swa_pool_fractions{0, 0.10};
+  // The decode frontier: the context deployment on these GPUs, sessions at
+  // this context, batch by batch.
+  std::vector<std::string> frontier_gpus{"h200", "b200", "h100_sxm", "h20"};
+  int64_t frontier_context = 131072;
   // The context question: this deployment on these GPUs with sessions of
   // these lengths (prompt + output), the decode batch limited by KV memory
   // and the deployment's TPOT limit alone.

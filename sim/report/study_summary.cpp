@@ -147,6 +147,47 @@ std::string price(const json& row) {
                                       : "no public GPU price";
 }
 
+// The decode frontier's Pareto points: which deployments hold them (their
+// batches), and the cheapest per output token among them.
+void add_frontier(Table& t, const json& report) {
+  std::vector<std::string> holders, unpriced;
+  std::string cheapest;
+  double cheapest_usd = 0;
+  int64_t context = 0;
+  for (const json& f : report.at("frontiers")) {
+    context = f.at("context").get<int64_t>();
+    std::vector<std::string> batches;
+    for (const json& p : f.at("points")) {
+      const json& usd = p.at("usd_per_million_output_tokens");
+      if (usd.is_null()) {  // ranked against its own GPU only: not a buyer's frontier point
+        const std::string gpu = f.at("decode_gpu").get<std::string>();
+        if (std::find(unpriced.begin(), unpriced.end(), gpu) == unpriced.end()) unpriced.push_back(gpu);
+        continue;
+      }
+      if (!p.at("pareto").get<bool>()) continue;
+      batches.push_back(std::to_string(p.at("batch_per_gpu").get<int64_t>()));
+      if (!cheapest.empty() && usd.get<double>() >= cheapest_usd) continue;
+      cheapest_usd = usd.get<double>();
+      cheapest = fmt::format("{} at batch {} (${:.3f} per 1M output tokens, {:.0f} tokens/s per user)",
+                             f.at("deployment").get<std::string>(), p.at("batch_per_gpu").get<int64_t>(),
+                             cheapest_usd, p.at("tokens_per_s_per_user").get<double>());
+    }
+    if (!batches.empty()) {
+      holders.push_back(
+          fmt::format("{} (batch {})", f.at("deployment").get<std::string>(), fmt::join(batches, ", ")));
+    }
+  }
+  if (holders.empty()) return;
+  t.add_row(
+      {fmt::format("decode frontier at {} tokens: the points no other beats on user speed and $ per token",
+                   context),
+       fmt::format("{}; cheapest of them: {}{}", fmt::join(holders, "; "), cheapest,
+                   unpriced.empty()
+                       ? std::string()
+                       : fmt::format("; not ranked (no public price): {}", fmt::join(unpriced, ", "))),
+       fmt::format("Decode frontier at {} tokens", context)});
+}
+
 std::string served(const json& row) {
   return fmt::format("{} ({}, TPOT p99 {:.1f} ms)", row.at("deployment").get<std::string>(), price(row),
                      row.at("tpot_ms").at("p99").get<double>());
@@ -232,6 +273,7 @@ Table study_summary(const json& report) {
   add_decode_steps(t, report.at("steps"));
   add_overlap(t, report.at("steps"));
   if (report.contains("context_sweeps")) add_context(t, report.at("context_sweeps"));
+  if (report.contains("decode_frontier")) add_frontier(t, report.at("decode_frontier"));
   add_plans(t, report);
   if (report.contains("plan_kv_tiers")) add_kv_tiers(t, report.at("plan_kv_tiers"));
   add_validation(t, report.at("validation"));

@@ -308,6 +308,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"context --output-tokens 0", "field '--output-tokens'"},
         BadRun{"context --tpot-ms -3", "field '--tpot-ms'"}, BadRun{"context --contexts 8k", "--contexts"},
         BadRun{"context --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
+        BadRun{"frontier --context 0", "field '--context'"}, BadRun{"frontier --ep 8,7", "does not divide"},
+        BadRun{"frontier --svg /nonexistent/dir/f.svg", "cannot write the chart file"},
         BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/cp_one_gpu.yaml",
@@ -342,7 +344,7 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
                                                    {"models", "hw_profiles", "workloads", "validation"});
   ASSERT_EQ(run("report --out " + b.string(), elsewhere.string()).exit_code, 0);
   for (const char* file : {"report.md", "report.json", "validation_us.svg", "validation_tflops.svg",
-                           "context_cost.svg", "context_capacity.svg"}) {
+                           "context_cost.svg", "context_capacity.svg", "decode_frontier.svg"}) {
     const std::string first = testing::read_text((a / file).string());
     EXPECT_FALSE(first.empty());
     EXPECT_EQ(first, testing::read_text((b / file).string())) << file;

@@ -75,6 +75,36 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
         {"rows",
          {row("too slow", false, false, 0.1), row("fits", true, false, 0.5), {{"deployment", "x"}}}}}},
       {"plan_layouts", {{"rows", {row("one pool", true, false, 0.5), row("two pools", true, true, 0.7)}}}},
+      {"decode_frontier",
+       {{"frontiers",
+         {{{"deployment", "fast"},
+           {"decode_gpu", "b200"},
+           {"context", 131072},
+           {"points",
+            {{{"batch_per_gpu", 1},
+              {"pareto", true},
+              {"usd_per_million_output_tokens", 1.6},
+              {"tokens_per_s_per_user", 330.0}},
+             {{"batch_per_gpu", 951},
+              {"pareto", true},
+              {"usd_per_million_output_tokens", 0.02},
+              {"tokens_per_s_per_user", 28.0}}}}},
+          {{"deployment", "slow"},
+           {"decode_gpu", "h100_sxm"},
+           {"context", 131072},
+           {"points",
+            {{{"batch_per_gpu", 1},
+              {"pareto", false},
+              {"usd_per_million_output_tokens", 1.7},
+              {"tokens_per_s_per_user", 214.0}}}}},
+          {{"deployment", "unpriced"},
+           {"decode_gpu", "h20"},
+           {"context", 131072},
+           {"points",
+            {{{"batch_per_gpu", 1},
+              {"pareto", true},
+              {"usd_per_million_output_tokens", nullptr},
+              {"tokens_per_s_per_user", 200.0}}}}}}}}},
       {"plan_kv_tiers",
        {{"workload", "agent coding"},
         {"base_deployments", {"workloads/deployments/h200_agg_8.yaml"}},
@@ -108,6 +138,12 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       std::string::npos)
       << text;
   EXPECT_EQ(text.find("b200"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("fast (batch 1, 951); cheapest of them: fast at batch 951 ($0.020 per 1M output tokens, 28 "
+                "tokens/s per user); not ranked (no public price): h20"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("slow (batch"), std::string::npos) << text;
   EXPECT_NE(text.find("what the KV tiers are worth under 'agent coding' (h200_agg_8)"), std::string::npos)
       << text;
   EXPECT_NE(text.find("SSD tier 72 h, window pool 10% of DRAM: $0.66 per 1M output tokens, 99.7% within the "

@@ -1,0 +1,82 @@
+#include "sim/costing/decode_frontier.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "sim/common/input_error.h"
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/serving/pool_setup.h"
+
+namespace v41sim {
+namespace {
+
+// Batches 1, 2, 4, ... and the largest that fits.
+std::vector<int64_t> batches_up_to(int64_t largest) {
+  std::vector<int64_t> out;
+  for (int64_t b = 1; b < largest; b *= 2) out.push_back(b);
+  out.push_back(largest);
+  return out;
+}
+
+// q beats p: as fast for users or faster, and cheaper per output token or as
+// cheap, one of the two strictly. Without both prices, only a point of the
+// same GPU can beat p, by tokens/s per GPU instead.
+bool dominates(const FrontierPoint& q, const FrontierPoint& p, bool same_gpu) {
+  const double q_user = q.rate.tokens_per_s_per_user, p_user = p.rate.tokens_per_s_per_user;
+  if (q.cost_known && p.cost_known) {
+    return q_user >= p_user && q.usd_per_million_output <= p.usd_per_million_output &&
+           (q_user > p_user || q.usd_per_million_output < p.usd_per_million_output);
+  }
+  const double q_gpu = q.rate.tokens_per_s_per_gpu, p_gpu = p.rate.tokens_per_s_per_gpu;
+  return same_gpu && q_user >= p_user && q_gpu >= p_gpu && (q_user > p_user || q_gpu > p_gpu);
+}
+
+}  // namespace
+
+DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& model,
+                               const DeploymentSpec& deployment, int64_t context) {
+  if (context <= 0 || context > model.spec.max_context) {
+    throw InputError({"", 0, "--context"},
+                     fmt::format("expected tokens in (0, {}] ({}'s max_context), got {}",
+                                 model.spec.max_context, model.spec.name, context));
+  }
+  // Prefill launches its kernels; decode replays a CUDA graph (as serve_deployment).
+  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
+  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);
+  StepTimeCache steps = deployment_step_times(model, prefill.cost(), decode.cost(), deployment);
+  DecodeFrontier f{deployment,
+                   context,
+                   0,
+                   decode.cost().params().label(),
+                   decode.gpu().price_usd_per_gpu_hour.provenance().label(),
+                   {}};
+  f.sessions_per_gpu = static_cast<int64_t>(
+      std::floor(decode_kv_bytes_per_gpu(model, deployment, decode.gpu()) / model.kv.session_bytes(context)));
+  if (f.sessions_per_gpu < 1) {
+    throw InputError({deployment.file, 0, "--context"},
+                     fmt::format("not one {}-token session fits in a decode GPU's KV memory", context));
+  }
+  const SourcedValue& price = decode.gpu().price_usd_per_gpu_hour;
+  for (const int64_t batch : batches_up_to(f.sessions_per_gpu)) {
+    FrontierPoint& p = f.points.emplace_back();
+    p.rate = decode_rate(steps, batch, context);
+    p.cost_known = price.known();
+    if (p.cost_known) p.usd_per_million_output = price.value() / 3600.0 / p.rate.tokens_per_s_per_gpu * 1e6;
+  }
+  return f;
+}
+
+void mark_pareto(std::vector<DecodeFrontier>& frontiers) {
+  for (DecodeFrontier& f : frontiers) {
+    for (FrontierPoint& p : f.points) {
+      p.pareto = true;
+      for (const DecodeFrontier& g : frontiers) {
+        const bool same_gpu = g.deployment.decode.gpu == f.deployment.decode.gpu;
+        for (const FrontierPoint& q : g.points) p.pareto = p.pareto && !dominates(q, p, same_gpu);
+      }
+    }
+  }
+}
+
+}  // namespace v41sim

@@ -1,0 +1,46 @@
+// DecodeFrontier: the trade a decode deployment offers between the speed one
+// user sees (output tokens per second per user) and what a GPU delivers
+// (output tokens per second per GPU): every decode rank at batch 1, 2, 4, ...
+// up to what KV memory holds, sessions at one context. Over several
+// deployments (GPUs, EP sizes), the points no other point beats on both
+// speeds at once form the Pareto frontier: the configurations worth deploying.
+// A steady-state reading of the serving simulation's decode steps (as the
+// context sweep's): no prefill interleaving, no queueing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/common/catalog.h"
+#include "sim/costing/decode_rate.h"
+#include "sim/model/model_analysis.h"
+#include "sim/serving/deployment_spec.h"
+
+namespace v41sim {
+
+struct FrontierPoint {
+  DecodeRate rate;
+  bool cost_known = false;
+  double usd_per_million_output = 0;  // the decode GPU's price over its output rate
+  bool pareto = false;                // no point of any sweep is faster for users and GPUs alike
+};
+
+struct DecodeFrontier {
+  DeploymentSpec deployment;
+  int64_t context = 0;
+  int64_t sessions_per_gpu = 0;  // the largest batch: what one decode GPU's KV memory holds
+  std::string kernel_model;      // the decode GPU's calibration label
+  std::string price_provenance;
+  std::vector<FrontierPoint> points;  // by batch, ascending
+};
+
+// One deployment's points; throws InputError naming --context for a context
+// outside (0, max_context] and for one at which not one session fits.
+DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& model,
+                               const DeploymentSpec& deployment, int64_t context);
+
+// Marks the points of all frontiers that no other point dominates.
+void mark_pareto(std::vector<DecodeFrontier>& frontiers);
+
+}  // namespace v41sim

@@ -1,0 +1,27 @@
+// DecodeRate: what one decode rank delivers at a batch and context, read off
+// the serving simulation's step-time cache: the step, the time per output
+// token a user sees (TPOT; speculative decoding emits several tokens a step)
+// and the tokens the GPU emits per second. The context sweep and the decode
+// frontier both read decode this way.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/cost/error_band.h"
+#include "sim/serving/step_time_cache.h"
+
+namespace v41sim {
+
+struct DecodeRate {
+  int64_t batch_per_gpu = 0;
+  double step_us = 0;
+  double tpot_ms = 0;
+  double tokens_per_s_per_user = 0;
+  double tokens_per_s_per_gpu = 0;
+  int64_t drafts = 0;  // draft tokens verified per sequence and step
+  ErrorBand band;
+};
+
+DecodeRate decode_rate(StepTimeCache& steps, int64_t batch_per_gpu, int64_t context);
+
+}  // namespace v41sim

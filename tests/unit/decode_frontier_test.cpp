@@ -1,0 +1,92 @@
+// frontier: decode batch by batch, read off the serving simulation's step
+// times, and the Pareto points over several deployments.
+#include "sim/costing/decode_frontier.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/common/input_error.h"
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/costing/deployment_plan.h"
+#include "sim/report/frontier_view.h"
+#include "sim/serving/pool_setup.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+DeploymentSpec deployment(const std::string& stem) {
+  return load_deployment_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/deployments/" + stem + ".yaml");
+}
+
+TEST(DecodeFrontier, BatchesDoubleUpToWhatMemoryHolds) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  const DeploymentSpec d = deployment("h200_agg_8");
+  const DecodeFrontier f = decode_frontier(catalog, model, d, 1048576);
+  ASSERT_GE(f.points.size(), 2u);
+  EXPECT_EQ(f.points.front().rate.batch_per_gpu, 1);
+  EXPECT_EQ(f.points.back().rate.batch_per_gpu, f.sessions_per_gpu);
+  // Each point is the serving simulation's decode step at that batch.
+  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(d.prefill.gpu), false);
+  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(d.decode.gpu), true);
+  StepTimeCache steps = deployment_step_times(model, prefill.cost(), decode.cost(), d);
+  for (std::size_t i = 0; i < f.points.size(); ++i) {
+    const DecodeRate& r = f.points[i].rate;
+    if (i + 1 < f.points.size()) {
+      EXPECT_EQ(r.batch_per_gpu, int64_t{1} << i);
+    }
+    const StepTimeCache::DecodeStep step = steps.decode_step(r.batch_per_gpu, 1048576);
+    EXPECT_NEAR(r.tokens_per_s_per_gpu,
+                static_cast<double>(r.batch_per_gpu) * step.tokens_per_sequence / step.us * 1e6, 1e-6);
+    EXPECT_NEAR(r.tpot_ms * r.tokens_per_s_per_user, 1e3, 1e-9);
+  }
+  // Larger batches: users slower, GPUs busier.
+  EXPECT_LT(f.points.back().rate.tokens_per_s_per_user, f.points.front().rate.tokens_per_s_per_user);
+  EXPECT_GT(f.points.back().rate.tokens_per_s_per_gpu, f.points.front().rate.tokens_per_s_per_gpu);
+}
+
+TEST(DecodeFrontier, ParetoPointsAreNotBeatenOnSpeedAndCost) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  std::vector<DecodeFrontier> frontiers;
+  for (const DeploymentSpec& d :
+       plan_variants(deployment("h200_agg_8"), {.gpus = {"h200", "h100_sxm", "b200"}}))
+    frontiers.push_back(decode_frontier(catalog, model, d, 131072));
+  mark_pareto(frontiers);
+  int pareto = 0;
+  for (const DecodeFrontier& f : frontiers) {
+    for (const FrontierPoint& p : f.points) {
+      ASSERT_TRUE(p.cost_known);
+      bool beaten = false;
+      for (const DecodeFrontier& g : frontiers) {
+        for (const FrontierPoint& q : g.points) {
+          beaten = beaten || (q.rate.tokens_per_s_per_user >= p.rate.tokens_per_s_per_user &&
+                              q.usd_per_million_output <= p.usd_per_million_output &&
+                              (q.rate.tokens_per_s_per_user > p.rate.tokens_per_s_per_user ||
+                               q.usd_per_million_output < p.usd_per_million_output));
+        }
+      }
+      EXPECT_EQ(p.pareto, !beaten) << f.deployment.name << " batch " << p.rate.batch_per_gpu;
+      pareto += p.pareto ? 1 : 0;
+    }
+  }
+  EXPECT_GT(pareto, 0);
+  const std::string json = frontier_json("m", frontiers).dump();
+  EXPECT_NE(json.find("\"pareto\":true"), std::string::npos);
+}
+
+TEST(DecodeFrontier, AContextOutsideTheModelOrMemoryIsRefused) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  for (const int64_t context : {int64_t{0}, int64_t{4} << 20}) {
+    try {
+      decode_frontier(catalog, model, deployment("h200_agg_8"), context);
+      ADD_FAILURE() << context;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, "--context");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
