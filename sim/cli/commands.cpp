@@ -164,19 +164,23 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   bind(plan, run_plan);
 
+  // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what
+  // context and frontier both take.
+  auto add_deployment_on_gpus = [flags, &add_model](CLI::App* cmd) {
+    add_model(cmd);
+    cmd->add_option("--deployment", flags->context_deployment,
+                    "deployment (workloads/deployments/) name or path")
+        ->capture_default_str();
+    cmd->add_option("--hw", flags->plan_gpus,
+                    "GPU profiles for both pools, comma-separated (default: the deployment's)")
+        ->delimiter(',');
+  };
+
   CLI::App* context = app.add_subcommand(
       "context",
       "one deployment with sessions from 8K to 1M tokens: sessions that fit, first token, decode "
       "batch within TPOT, $ per output token");
-  add_model(context);
-  context
-      ->add_option("--deployment", flags->context_deployment,
-                   "deployment (workloads/deployments/) name or path")
-      ->capture_default_str();
-  context
-      ->add_option("--hw", flags->plan_gpus,
-                   "GPU profiles for both pools, comma-separated (default: the deployment's)")
-      ->delimiter(',');
+  add_deployment_on_gpus(context);
   context->add_option("--contexts", flags->contexts, "tokens per session (prompt + output), comma-separated")
       ->delimiter(',')
       ->capture_default_str();
@@ -191,15 +195,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   CLI::App* frontier = app.add_subcommand(
       "frontier",
       "decode tokens/s per user against tokens/s per GPU, batch by batch, with the Pareto points");
-  add_model(frontier);
-  frontier
-      ->add_option("--deployment", flags->context_deployment,
-                   "deployment (workloads/deployments/) name or path")
-      ->capture_default_str();
-  frontier
-      ->add_option("--hw", flags->plan_gpus,
-                   "GPU profiles for both pools, comma-separated (default: the deployment's)")
-      ->delimiter(',');
+  add_deployment_on_gpus(frontier);
   frontier->add_option("--ep", flags->plan_eps, "EP sizes, comma-separated (default: the deployment's)")
       ->delimiter(',');
   frontier->add_option("--context", flags->frontier_context, "tokens of history per session")
