@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "sim/common/input_error.h"
-#include "sim/cost/gpu_cost_model.h"
 #include "sim/costing/decode_rate.h"
+#include "sim/costing/deployment_cost_models.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 
@@ -133,11 +133,10 @@ const char* bound_name(ContextPoint::Bound bound) {
 ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
                             const DeploymentSpec& deployment, const ContextSweepOptions& options) {
   check_options(options, model);
-  // Prefill launches its kernels; decode replays a CUDA graph (as serve_deployment).
-  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
-  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);
+  const DeploymentCostModels gpus(catalog, deployment);
+  const GpuCostModel& prefill = gpus.prefill;
+  const GpuCostModel& decode = gpus.decode;
   StepTimeCache steps = deployment_step_times(model, prefill.cost(), decode.cost(), deployment);
-  const double kv_room = decode_kv_bytes_per_gpu(model, deployment, decode.gpu());
   const SourcedValue& prefill_price = prefill.gpu().price_usd_per_gpu_hour;
   const SourcedValue& decode_price = decode.gpu().price_usd_per_gpu_hour;
 
@@ -159,7 +158,7 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
     ContextPoint& p = sweep.points.emplace_back();
     p.context = context;
     p.session_bytes = model.kv.session_bytes(context);
-    p.sessions_per_gpu = static_cast<int64_t>(std::floor(kv_room / p.session_bytes));
+    p.sessions_per_gpu = sessions_per_decode_gpu(model, deployment, decode.gpu(), context);
     const int64_t prompt = context - options.output_tokens;
     serve_alone(model, prefill, decode, deployment, prompt, options.output_tokens, p);
     if (p.sessions_per_gpu < 1) continue;  // not one session fits: nothing to decode

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "sim/common/input_error.h"
-#include "sim/cost/gpu_cost_model.h"
+#include "sim/costing/deployment_cost_models.h"
 #include "sim/serving/pool_setup.h"
 
 namespace v41sim {
@@ -41,18 +41,16 @@ DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& mode
                      fmt::format("expected tokens in (0, {}] ({}'s max_context), got {}",
                                  model.spec.max_context, model.spec.name, context));
   }
-  // Prefill launches its kernels; decode replays a CUDA graph (as serve_deployment).
-  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
-  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);
-  StepTimeCache steps = deployment_step_times(model, prefill.cost(), decode.cost(), deployment);
+  const DeploymentCostModels gpus(catalog, deployment);
+  const GpuCostModel& decode = gpus.decode;
+  StepTimeCache steps = deployment_step_times(model, gpus.prefill.cost(), decode.cost(), deployment);
   DecodeFrontier f{deployment,
                    context,
                    0,
                    decode.cost().params().label(),
                    decode.gpu().price_usd_per_gpu_hour.provenance().label(),
                    {}};
-  f.sessions_per_gpu = static_cast<int64_t>(
-      std::floor(decode_kv_bytes_per_gpu(model, deployment, decode.gpu()) / model.kv.session_bytes(context)));
+  f.sessions_per_gpu = sessions_per_decode_gpu(model, deployment, decode.gpu(), context);
   if (f.sessions_per_gpu < 1) {
     throw InputError({deployment.file, 0, "--context"},
                      fmt::format("not one {}-token session fits in a decode GPU's KV memory", context));

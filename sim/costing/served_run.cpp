@@ -1,6 +1,6 @@
 #include "sim/costing/served_run.h"
 
-#include "sim/cost/gpu_cost_model.h"
+#include "sim/costing/deployment_cost_models.h"
 #include "sim/serving/serving_simulation.h"
 
 namespace v41sim {
@@ -8,9 +8,9 @@ namespace v41sim {
 ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
                            const DeploymentSpec& deployment, const WorkloadSpec& workload,
                            const ServeOptions& options) {
-  // Prefill launches its kernels; decode replays a CUDA graph.
-  const GpuCostModel prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false);
-  const GpuCostModel decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true);
+  const DeploymentCostModels gpus(catalog, deployment);
+  const GpuCostModel& prefill = gpus.prefill;
+  const GpuCostModel& decode = gpus.decode;
   ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, options.seed);
   if (options.trace_until_s > 0) simulation.enable_trace(options.trace_until_s);
   ServedRun run;

@@ -1,5 +1,7 @@
 #include "sim/serving/pool_setup.h"
 
+#include <cmath>
+
 #include "sim/capacity/memory_fit.h"
 #include "sim/graph/expert_load.h"
 
@@ -37,6 +39,12 @@ double decode_kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec&
       SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
       deployment.decode.redundant_experts};
   return fit_memory(model, decode_gpu, fit).kv_bytes_per_gpu;
+}
+
+int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                const GpuProfile& decode_gpu, int64_t context) {
+  return static_cast<int64_t>(
+      std::floor(decode_kv_bytes_per_gpu(model, deployment, decode_gpu) / model.kv.session_bytes(context)));
 }
 
 }  // namespace v41sim

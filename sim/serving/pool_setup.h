@@ -26,4 +26,9 @@ StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCost
 double decode_kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
                                const GpuProfile& decode_gpu);
 
+// Sessions of `context` tokens (global KV + window and compressor state) that
+// one decode GPU's KV room holds.
+int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                const GpuProfile& decode_gpu, int64_t context);
+
 }  // namespace v41sim
