@@ -110,7 +110,8 @@ void run_report(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.out_dir = f.out_dir;
   options.reserve_fraction = reserve_from(f);
   const StudyOutput written = write_study_report(catalog, options);
-  out << "report written to " << written.markdown_path << " (and " << written.json_path << ")\n";
+  out << "report written to " << written.markdown_path << " (and " << written.json_path << ", "
+      << written.html_path << ")\n";
 }
 
 }  // namespace v41sim::cli

@@ -57,6 +57,7 @@ struct StudyOptions {
 struct StudyOutput {
   std::string markdown_path;
   std::string json_path;
+  std::string html_path;  // the Markdown as one page, charts inline
 };
 
 StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& options);

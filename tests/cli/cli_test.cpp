@@ -343,8 +343,9 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   const auto elsewhere = testing::scratch_data_dir("v41sim_report_elsewhere",
                                                    {"models", "hw_profiles", "workloads", "validation"});
   ASSERT_EQ(run("report --out " + b.string(), elsewhere.string()).exit_code, 0);
-  for (const char* file : {"report.md", "report.json", "validation_us.svg", "validation_tflops.svg",
-                           "context_cost.svg", "context_capacity.svg", "decode_frontier.svg"}) {
+  for (const char* file :
+       {"report.md", "report.json", "report.html", "validation_us.svg", "validation_tflops.svg",
+        "context_cost.svg", "context_capacity.svg", "decode_frontier.svg"}) {
     const std::string first = testing::read_text((a / file).string());
     EXPECT_FALSE(first.empty());
     EXPECT_EQ(first, testing::read_text((b / file).string())) << file;
@@ -355,6 +356,17 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   EXPECT_NE(md.find("holds only if"), std::string::npos);
   // The cheapest-deployment section ranks one variant per GPU profile and instance count.
   EXPECT_NE(md.find("## The cheapest deployment within the SLA"), std::string::npos);
+  // The HTML page carries every chart the Markdown links, drawn inline.
+  const std::string html = testing::read_text((a / "report.html").string());
+  const auto occurrences = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(occurrences(html, "<svg "), occurrences(md, ".svg)"));
+  EXPECT_GE(occurrences(html, "<svg "), 6u);
+  EXPECT_EQ(occurrences(html, "<img "), 0u);
+  EXPECT_EQ(occurrences(html, "<table>"), occurrences(md, "\n| --- |"));
   const auto json = nlohmann::json::parse(testing::read_text((a / "report.json").string()));
   EXPECT_EQ(json["plan"]["rows"].size(), 12u);  // 6 GPU profiles x 1 or 2 instances
 }
