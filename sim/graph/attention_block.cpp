@@ -26,9 +26,9 @@ struct AttentionDims {
 
 // MLA runs "absorbed" in decode (attend over the 576-dim latent), and as
 // plain multi-head attention over up-projected keys in prefill.
-AttentionDims attention_dims(const LayerContext& c) {
+AttentionDims attention_dims(const LayerContext& c, const SequenceGroup& g) {
   const AttentionSpec& a = c.model.spec.attention;
-  if (a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kDecode) {
+  if (a.kv_projection == KvProjection::kMla && g.phase == Phase::kDecode) {
     return {static_cast<double>(a.kv_lora_rank + a.rope_dim), static_cast<double>(a.kv_lora_rank)};
   }
   return {static_cast<double>(a.head_dim), static_cast<double>(a.v_head_dim)};
@@ -114,62 +114,72 @@ void add_indexer(const LayerContext& c, KernelFactory& f) {
       a.q_lora_rank > 0 ? kQueryLatent : kBlockInput;
   f.gemm("index_head_weights", c.tokens, heads, h, m.weights.dense, MathType::kBf16).input = kBlockInput;
   if (c.plan.owns_index_keys()) add_compressor(c, f, "index_key", dim, idx.key_cache);
+}
 
+// The indexer's logits of every visible (or pooled) position for one group's
+// queries, then its top-k.
+void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const AttentionSpec& a = m.attention;
+  const IndexerSpec& idx = *a.indexer;
+  const double heads = static_cast<double>(idx.heads);
+  const double dim = static_cast<double>(idx.head_dim);
   const double ratio = static_cast<double>(c.plan.ratio);
   const double pool = a.candidate_pool ? static_cast<double>(a.candidate_pool->positions()) : kUncapped;
   const double cap = c.plan.scores_in_candidate_pool ? pool : kUncapped;
-  const double q = c.queries_per_sequence();
-  const double scored = c.batch() * sum_visible(q, c.query_end, ratio, cap);  // (query, position) pairs
+  const double q = g.queries_per_sequence();
+  const double scored = g.sequences * sum_visible(q, g.query_end, ratio, cap);  // (query, position) pairs
   const double key_bytes = static_cast<double>(m.cache(idx.key_cache).bytes);
-  const double key_reads = c.step.phase == Phase::kDecode ? scored : scored / kQueryTile;
+  const double key_reads = g.phase == Phase::kDecode ? scored : scored / kQueryTile;
   Kernel& logits = f.push({});
-  logits.name = c.plan.scores_in_candidate_pool ? "indexer_logits_in_pool" : "indexer_logits";
+  logits.name =
+      (c.plan.scores_in_candidate_pool ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;
   logits.kernel_class = KernelClass::kIndexer;
   logits.math = key_math(m, idx.key_cache);
   // All heads of a query share one tile (DeepGEMM mqa_logits); tiles run over queries x positions.
-  logits.shape = {static_cast<int64_t>(std::ceil(c.tokens)),
-                  std::max<int64_t>(1, static_cast<int64_t>(visible_at(c.query_end, ratio, cap))),
+  logits.shape = {static_cast<int64_t>(std::ceil(g.tokens)),
+                  std::max<int64_t>(1, static_cast<int64_t>(visible_at(g.query_end, ratio, cap))),
                   static_cast<int64_t>(dim * heads), 1};
   logits.flops = 2.0 * heads * dim * scored;
   // Decode writes the logits for the top-k pass; prefill streams them into it.
-  const double logit_bytes = c.step.phase == Phase::kDecode ? scored * kFp32Bytes : 0;
-  logits.hbm_bytes = key_reads * key_bytes + c.tokens * heads * dim + logit_bytes;
+  const double logit_bytes = g.phase == Phase::kDecode ? scored * kFp32Bytes : 0;
+  logits.hbm_bytes = key_reads * key_bytes + g.tokens * heads * dim + logit_bytes;
   add_entry_values(logits.narrow, m.cache(idx.key_cache), key_reads);
 
-  if (c.plan.builds_candidate_pool && a.candidate_pool && visible_at(c.query_end, ratio, kUncapped) > pool) {
+  if (c.plan.builds_candidate_pool && a.candidate_pool && visible_at(g.query_end, ratio, kUncapped) > pool) {
     // The logits pass also writes each block's max (kernels/indexer: a shuffle
     // over 8 lanes), so the pool's top-k reads block maxima, not the logits.
     const double block_size = static_cast<double>(a.candidate_pool->block_size);
     const double block_max_bytes = scored / block_size * kFp32Bytes;
     logits.hbm_bytes += block_max_bytes;
     Kernel& blocks = f.push({});
-    blocks.name = "candidate_pool_block_max_topk";
+    blocks.name = "candidate_pool_block_max_topk" + g.name_suffix;
     blocks.kernel_class = KernelClass::kTopK;
     blocks.math = MathType::kFp32;
-    blocks.shape = {static_cast<int64_t>(std::ceil(c.tokens)),
-                    static_cast<int64_t>(visible_at(c.query_end, ratio, kUncapped) / block_size), 1, 1};
+    blocks.shape = {static_cast<int64_t>(std::ceil(g.tokens)),
+                    static_cast<int64_t>(visible_at(g.query_end, ratio, kUncapped) / block_size), 1, 1};
     blocks.flops = scored / block_size * 2.0;
     blocks.hbm_bytes =
-        block_max_bytes + c.tokens * static_cast<double>(a.candidate_pool->top_blocks) * kFp32Bytes;
+        block_max_bytes + g.tokens * static_cast<double>(a.candidate_pool->top_blocks) * kFp32Bytes;
   }
   Kernel& topk = f.push({});
-  topk.name = "topk_select";
+  topk.name = "topk_select" + g.name_suffix;
   topk.kernel_class = KernelClass::kTopK;
   topk.math = MathType::kFp32;
   topk.shape = logits.shape;
   topk.shape.k = 1;
   topk.shape.batch = 1;
   topk.flops = scored * 2.0;
-  topk.hbm_bytes = logit_bytes + c.tokens * static_cast<double>(idx.topk) * kFp32Bytes;
+  topk.hbm_bytes = logit_bytes + g.tokens * static_cast<double>(idx.topk) * kFp32Bytes;
 }
 
-// Attention over the selected (or all) compressed entries plus the window.
-void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
+// One group's attention over the selected (or all) compressed entries plus the window.
+void add_attention_kernel(const LayerContext& c, const SequenceGroup& g, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const AttentionSpec& a = m.attention;
-  const AttentionDims dims = attention_dims(c);
+  const AttentionDims dims = attention_dims(c, g);
   const double heads = static_cast<double>(a.num_heads);
-  const double q = c.queries_per_sequence();
+  const double q = g.queries_per_sequence();
   double pairs = 0;        // (query, key) pairs, all sequences
   double key_bytes = 0;    // HBM bytes of keys read
   double reuse_bytes = 0;  // of those, re-reads another layer just made
@@ -178,13 +188,13 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
     const double ratio = static_cast<double>(c.plan.ratio);
     const bool sparse = c.plan.topk_source.has_value();
     const double cap = sparse ? static_cast<double>(a.indexer->topk) : kUncapped;
-    const double selected = c.batch() * sum_visible(q, c.query_end, ratio, cap);
+    const double selected = g.sequences * sum_visible(q, g.query_end, ratio, cap);
     const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
     pairs += selected;
     const double main_reads =
-        c.step.phase == Phase::kDecode
+        g.phase == Phase::kDecode
             ? selected
-            : std::min(selected, c.batch() * sum_visible(q, c.query_end, ratio, kUncapped) / kQueryTile);
+            : std::min(selected, g.sequences * sum_visible(q, g.query_end, ratio, kUncapped) / kQueryTile);
     const double main_bytes = main_reads * entry;
     key_bytes += main_bytes;
     add_entry_values(narrow, m.cache(a.main_cache), main_reads);
@@ -194,39 +204,39 @@ void add_attention_kernel(const LayerContext& c, KernelFactory& f) {
   }
   if (c.plan.has_window) {
     const double window = static_cast<double>(a.sliding_window);
-    const double selected = c.batch() * sum_visible(q, c.query_end, 1.0, window);
+    const double selected = g.sequences * sum_visible(q, g.query_end, 1.0, window);
     const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
     pairs += selected;
-    const double window_reads =
-        c.step.phase == Phase::kDecode ? selected : c.tokens * (1.0 + window / kQueryTile);
+    const double window_reads = g.phase == Phase::kDecode ? selected : g.tokens * (1.0 + window / kQueryTile);
     key_bytes += window_reads * entry;
     add_entry_values(narrow, m.cache(a.window_cache), window_reads);
   }
   Kernel& attn = f.push({});
-  attn.name = c.plan.topk_source ? "sparse_attention" : "attention";
+  attn.name = (c.plan.topk_source ? "sparse_attention" : "attention") + g.name_suffix;
   attn.kernel_class = KernelClass::kAttention;
   attn.math = MathType::kBf16;
   // Tile rows are (query, head) pairs, as FlashMLA packs a query's heads into
   // one tile. A decode tile holds one sequence's rows (sequences attend to
   // keys of their own), so decode counts its rows per sequence, batch = sequences.
-  const bool per_sequence = c.step.phase == Phase::kDecode;
-  const double problems = per_sequence ? c.batch() : 1.0;
-  attn.shape = {static_cast<int64_t>(std::ceil(c.tokens * heads / problems)),
-                std::max<int64_t>(1, static_cast<int64_t>(pairs / c.tokens)),
+  const bool per_sequence = g.phase == Phase::kDecode;
+  const double problems = per_sequence ? g.sequences : 1.0;
+  attn.shape = {static_cast<int64_t>(std::ceil(g.tokens * heads / problems)),
+                std::max<int64_t>(1, static_cast<int64_t>(pairs / g.tokens)),
                 static_cast<int64_t>(dims.qk + dims.v), static_cast<int64_t>(problems)};
   attn.flops = 2.0 * heads * pairs * (dims.qk + dims.v);
-  attn.hbm_bytes = key_bytes + c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;
-  attn.epilogue_bytes = c.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;  // Q in, O out
+  attn.hbm_bytes = key_bytes + g.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;
+  attn.epilogue_bytes = g.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;  // Q in, O out
   attn.l2_reuse_bytes = reuse_bytes;
   // MLA prefill attends over up-projected BF16 keys (kv_up_proj below), not the cache.
-  const bool reads_cache_values = !(a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kPrefill);
+  const bool reads_cache_values = !(a.kv_projection == KvProjection::kMla && g.phase == Phase::kPrefill);
   if (reads_cache_values) attn.narrow = narrow;
 
-  if (a.kv_projection == KvProjection::kMla && c.step.phase == Phase::kPrefill) {
+  if (a.kv_projection == KvProjection::kMla && g.phase == Phase::kPrefill) {
     // Prefill up-projects every visible latent to per-head keys and values.
     const double rank = static_cast<double>(a.kv_lora_rank);
     const double out = heads * static_cast<double>(a.head_dim - a.rope_dim + a.v_head_dim);
-    f.gemm("kv_up_proj", c.batch() * c.query_end, out, rank, m.weights.dense, MathType::kFp8);
+    f.gemm("kv_up_proj" + g.name_suffix, g.sequences * g.query_end, out, rank, m.weights.dense,
+           MathType::kFp8);
   }
 }
 
@@ -286,7 +296,10 @@ void add_attention_block(const LayerContext& c, KernelFactory& f) {
     add_compressor(c, f, "kv", static_cast<double>(a.kv_heads * a.head_dim), a.main_cache);
   }
   if (c.plan.selects_topk()) add_indexer(c, f);
-  add_attention_kernel(c, f);
+  for (const SequenceGroup& g : c.groups) {
+    if (c.plan.selects_topk()) add_index_scoring(c, g, f);
+    add_attention_kernel(c, g, f);
+  }
   add_output_projection(c, f);
   if (c.step.fuse_input_projections) fuse_same_input_gemms(f.kernels(), first);
 }

@@ -11,10 +11,16 @@ namespace {
 // Gate and up projections are one GEMM of twice the width.
 constexpr double kGateUp = 2.0;
 
+// Decode moves its few tokens with the low-latency kernels; prefill, and a
+// decode step that carries prompt chunks, with the normal (high-throughput)
+// ones, as SGLang's DeepEP "auto" mode picks them (normal for any batch with
+// prompt tokens).
+bool low_latency_transfers(const StepShape& s) { return s.phase == Phase::kDecode && !s.is_mixed(); }
+
 Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value) {
   return f.push(make_all_to_all(
       name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value, c.step.ep, c.step.ep_per_node,
-             c.step.ep_load_imbalance, c.step.phase == Phase::kDecode, c.routed_experts}));
+             c.step.ep_load_imbalance, low_latency_transfers(c.step), c.routed_experts}));
 }
 
 void add_moe(const LayerContext& c, KernelFactory& f) {

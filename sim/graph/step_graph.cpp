@@ -17,23 +17,37 @@ bool is_engram_layer(const ModelSpec& m, int64_t layer) {
          std::find(m.engram->layers.begin(), m.engram->layers.end(), layer) != m.engram->layers.end();
 }
 
+// A group of prompts computing their last `fresh` tokens (a cached prefix is
+// only read). Under CED the decoder layers run on the last few tokens only.
+SequenceGroup prompt_group(const ModelSpec& m, const LayerPlanEntry& plan, double sequences, double fresh,
+                           double context, double* kv_tokens) {
+  const bool decoder_layer = m.ced && plan.layer >= m.ced->encoder_layers;
+  const double run = decoder_layer ? std::min(fresh, static_cast<double>(m.ced->decoder_keep_tokens)) : fresh;
+  *kv_tokens += sequences * fresh;
+  return {Phase::kPrefill, sequences, sequences * run, context, ""};
+}
+
 LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, const LayerPlanEntry& plan) {
   const ModelSpec& m = model.spec;
   const double batch = static_cast<double>(s.batch);
   const double context = static_cast<double>(s.context);
   LayerContext c{model, s, plan};
-  c.query_end = context;
   if (s.phase == Phase::kDecode) {
-    c.tokens = c.kv_tokens = batch * static_cast<double>(s.decode_tokens_per_sequence);
+    const double tokens = batch * static_cast<double>(s.decode_tokens_per_sequence);
+    c.groups.push_back({Phase::kDecode, batch, tokens, context, ""});
+    c.kv_tokens = tokens;
+    if (s.is_mixed()) {
+      const StepShape::PrefillChunks& p = s.mixed_prefill;
+      c.groups.push_back(prompt_group(m, plan, static_cast<double>(p.batch),
+                                      static_cast<double>(p.new_tokens), static_cast<double>(p.context),
+                                      &c.kv_tokens));
+      c.groups.back().name_suffix = "_prompt_chunks";
+    }
   } else {
-    // Prefill computes the last `fresh` tokens of each prompt; a cached prefix is only read.
     const double fresh = s.new_tokens > 0 ? std::min(static_cast<double>(s.new_tokens), context) : context;
-    const bool decoder_layer = m.ced && plan.layer >= m.ced->encoder_layers;
-    const double run =
-        decoder_layer ? std::min(fresh, static_cast<double>(m.ced->decoder_keep_tokens)) : fresh;
-    c.tokens = batch * run;
-    c.kv_tokens = batch * fresh;
+    c.groups.push_back(prompt_group(m, plan, batch, fresh, context, &c.kv_tokens));
   }
+  for (const SequenceGroup& g : c.groups) c.tokens += g.tokens;
   c.moe = m.is_moe_layer(plan.layer);
   if (c.moe) {
     c.routed_experts = m.moe->routed_experts;
@@ -79,7 +93,8 @@ LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s, int64_t
   plan.has_window = m.attention.sliding_window > 0;
   LayerContext c{model, s, plan};
   c.tokens = c.kv_tokens = static_cast<double>(s.batch * d.block_size);
-  c.query_end = static_cast<double>(s.context);
+  c.groups.push_back(
+      {Phase::kDecode, static_cast<double>(s.batch), c.tokens, static_cast<double>(s.context), ""});
   c.moe = d.routed_experts > 0;
   c.routed_experts = d.routed_experts;
   c.top_k = d.top_k;
@@ -115,6 +130,22 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
     throw InputError({"", 0, "decode_tokens_per_sequence"},
                      fmt::format("expected at least 1, got {}", s.decode_tokens_per_sequence));
   }
+  if (s.mixed_prefill.batch < 0 || (s.mixed_prefill.batch > 0 && s.phase != Phase::kDecode)) {
+    throw InputError(
+        {"", 0, "mixed_prefill"},
+        fmt::format("expected prompt chunks only in a decode step, got {}", s.mixed_prefill.batch));
+  }
+  if (s.is_mixed()) {
+    const StepShape::PrefillChunks& p = s.mixed_prefill;
+    if (p.context <= 0 || p.context > model.spec.max_context || p.new_tokens <= 0 ||
+        p.new_tokens > p.context) {
+      throw InputError(
+          {"", 0, "mixed_prefill"},
+          fmt::format("expected prompt chunks of 1..context tokens ending within {}'s max_context of "
+                      "{}, got {} tokens ending at {}",
+                      model.spec.name, model.spec.max_context, p.new_tokens, p.context));
+    }
+  }
   if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
   if (experts % s.ep != 0) {
@@ -128,7 +159,7 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
 // attends to a shorter span). A single decode sequence does not split.
 StepShape micro_batch_of(const StepShape& s, int64_t* micro_batches) {
   *micro_batches = 1;
-  if (!s.overlap_communication) return s;
+  if (!s.overlap_communication || s.is_mixed()) return s;
   StepShape half = s;
   half.overlap_communication = false;
   if (s.batch >= 2) {
@@ -149,9 +180,11 @@ StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& whole) {
   StepGraph graph{whole, {}, 1};
   const StepShape s = micro_batch_of(whole, &graph.micro_batches);
   for (const LayerPlanEntry& plan : model.plan) graph.layers.push_back(backbone_layer(model, s, plan));
-  // Prefill: the last prompt token only; decode: every verified position.
+  // Prefill: the last prompt token only; decode: every verified position (and
+  // in a mixed step each prompt's last chunk token).
   const double head_tokens =
-      static_cast<double>(s.batch * (s.phase == Phase::kDecode ? s.decode_tokens_per_sequence : 1));
+      static_cast<double>(s.batch * (s.phase == Phase::kDecode ? s.decode_tokens_per_sequence : 1) +
+                          (s.is_mixed() ? s.mixed_prefill.batch : 0));
   graph.layers.push_back(output_head(model, head_tokens));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft &&
       model.spec.draft->routed_experts > 0) {

@@ -26,6 +26,18 @@ struct StepShape {
   bool overlap_communication = false;
   // Busiest EP rank's routed tokens over the mean (>= 1); see expert_load.h.
   double ep_load_imbalance = 1.0;
+  // A decode step that also carries prompt chunks (an aggregated engine that
+  // mixes them in, as vLLM's chunked prefill and SGLang's mixed chunks do):
+  // `batch` prompts each compute `new_tokens` ending at `context`. Their
+  // tokens share every GEMM with the decode tokens (weights read once);
+  // attention and the indexer run per group. 0 prompts: a plain step.
+  struct PrefillChunks {
+    int64_t batch = 0;
+    int64_t new_tokens = 0;
+    int64_t context = 0;
+  };
+  PrefillChunks mixed_prefill;
+  bool is_mixed() const { return phase == Phase::kDecode && mixed_prefill.batch > 0; }
 };
 
 }  // namespace v41sim

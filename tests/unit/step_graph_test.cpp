@@ -241,6 +241,58 @@ TEST(StepGraph, BadShapesAreInputErrors) {
   EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 0)), InputError);
   EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 2000000)), InputError);
   EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 1, 100, 7)), InputError);
+  StepShape mixed = shape(Phase::kDecode, 4, 8192);
+  mixed.mixed_prefill = {1, 4096, 2048};  // more new tokens than the prompt has
+  EXPECT_THROW(build_step_graph(m, mixed), InputError);
+  mixed.mixed_prefill = {1, 2048, 2000000};  // past max_context
+  EXPECT_THROW(build_step_graph(m, mixed), InputError);
+  StepShape prefill = shape(Phase::kPrefill, 1, 8192);
+  prefill.mixed_prefill = {1, 1024, 8192};  // chunks ride on decode steps only
+  EXPECT_THROW(build_step_graph(m, prefill), InputError);
+}
+
+// A decode step carrying prompt chunks does the work of both steps, FLOP for
+// FLOP, but reads each weight once: its GEMMs take both groups' tokens, while
+// attention and the indexer run per group, and its EP transfers use the
+// normal kernels (the batch holds prompt tokens).
+TEST(StepGraph, MixedStepSharesTheWeightsAndKeepsAttentionPerGroup) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  StepShape decode = shape(Phase::kDecode, 32, 65536);
+  decode.decode_tokens_per_sequence = 3;
+  decode.include_draft = true;
+  StepShape prefill = shape(Phase::kPrefill, 2, 16384);
+  prefill.new_tokens = 4096;
+  StepShape mixed = decode;
+  mixed.mixed_prefill = {2, 4096, 16384};
+  const StepGraph d = build_step_graph(m, decode);
+  const StepGraph p = build_step_graph(m, prefill);
+  const StepGraph x = build_step_graph(m, mixed);
+  EXPECT_NEAR(flops_of(x), flops_of(d) + flops_of(p), 1e-9 * flops_of(x));
+  const auto bytes_of = [](const StepGraph& g) {
+    double total = 0;
+    for (const LayerKernels& l : g.layers)
+      for (const Kernel& k : l.kernels) total += k.hbm_bytes;
+    return total;
+  };
+  // At least the backbone's dense weights are read once instead of twice.
+  EXPECT_LT(bytes_of(x), bytes_of(d) + bytes_of(p) - 0.9 * m.weights.dense);
+  const LayerKernels& full = x.layers[20];
+  for (const char* name : {"sparse_attention", "sparse_attention_prompt_chunks", "indexer_logits",
+                           "indexer_logits_prompt_chunks", "topk_select_prompt_chunks"}) {
+    EXPECT_NE(find_kernel(full, name), nullptr) << name;
+  }
+  EXPECT_DOUBLE_EQ(find_kernel(full, "sparse_attention_prompt_chunks")->flops,
+                   find_kernel(p.layers[20], "sparse_attention")->flops);
+  EXPECT_DOUBLE_EQ(find_kernel(full, "sparse_attention")->flops,
+                   find_kernel(d.layers[20], "sparse_attention")->flops);
+  // Under CED the decoder layers run the prompts' kept tail next to the decode tokens.
+  EXPECT_DOUBLE_EQ(full.tokens, 32.0 * 3.0 + 2.0 * 140.0);
+  EXPECT_DOUBLE_EQ(x.layers[5].tokens, 32.0 * 3.0 + 2.0 * 4096.0);
+  EXPECT_TRUE(find_kernel(d.layers[5], "ep_dispatch")->low_latency);
+  EXPECT_FALSE(find_kernel(x.layers[5], "ep_dispatch")->low_latency);
+  // A mixed step runs as one batch even where the pool overlaps.
+  mixed.overlap_communication = true;
+  EXPECT_EQ(build_step_graph(m, mixed).micro_batches, 1);
 }
 
 }  // namespace
