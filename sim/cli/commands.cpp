@@ -157,6 +157,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
            "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
   add_list("--swa-pool-fraction", flags->plan_swa_pool_fractions,
            "shares of each node's DRAM that park window state, to try (0: none)");
+  add_list("--aggregated-steps", flags->plan_aggregated_steps,
+           "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
+           "(chunks inside decode steps)");
   plan->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the base deployment's)");
   plan->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the base deployment's)");
   plan->add_option("--min-within-sla", flags->min_within_sla,

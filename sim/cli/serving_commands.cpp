@@ -103,6 +103,15 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
     }
   }
   const WorkloadSpec workload = load_workload(catalog, f);
+  std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps;
+  for (const std::string& text : f.plan_aggregated_steps) {
+    const auto steps = parse_aggregated_steps(text);
+    if (!steps) {
+      throw InputError({"", 0, "--aggregated-steps"},
+                       fmt::format("expected prefill_first or mixed, got '{}'", text));
+    }
+    aggregated_steps.push_back(*steps);
+  }
   const PlanGrid grid{.gpus = f.plan_gpus,
                       .prefill_gpus = f.plan_prefill_gpus,
                       .decode_gpus = f.plan_decode_gpus,
@@ -110,7 +119,8 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
                       .prefill_instances = f.plan_prefill_instances,
                       .decode_instances = f.plan_decode_instances,
                       .kv_retentions_h = f.plan_kv_retentions_h,
-                      .swa_pool_fractions = f.plan_swa_pool_fractions};
+                      .swa_pool_fractions = f.plan_swa_pool_fractions,
+                      .aggregated_steps = aggregated_steps};
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;

@@ -136,12 +136,24 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
   for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
     for (const int64_t ep : or_base(grid.eps, base.decode.ep)) {
       for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
-        for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances))
-          out.push_back(layout(base, prefill_gpu, decode_gpu, ep, prefill, decode));
+        for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
+          for (const auto steps : or_base(grid.aggregated_steps, base.aggregated_steps)) {
+            out.push_back(layout(base, prefill_gpu, decode_gpu, ep, prefill, decode));
+            out.back().aggregated_steps = steps;
+          }
+        }
       }
     }
   }
   return out;
+}
+
+// How an aggregated variant schedules prompts, where the grid varies it or it mixes.
+std::string steps_name(const DeploymentSpec& d, const PlanGrid& grid) {
+  if (d.disaggregated) return "";
+  if (d.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed)
+    return ", prompts mixed into decode steps";
+  return grid.aggregated_steps.empty() ? "" : ", prompts in steps of their own";
 }
 
 // Meeting rows first, by known price then cost; the rest by share within the SLA.
@@ -166,6 +178,10 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
     throw InputError({base.file, 0, "--prefill-instances"},
                      "the deployment is aggregated: prefill runs on the decode instances");
   }
+  if (base.disaggregated && !grid.aggregated_steps.empty()) {
+    throw InputError({base.file, 0, "--aggregated-steps"},
+                     "the deployment is disaggregated: its prefill and decode never share a step");
+  }
   std::vector<DeploymentSpec> out;
   for (const DeploymentSpec& layout : layouts(base, grid)) {
     // -1: the grid leaves the base's value.
@@ -174,7 +190,7 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
         DeploymentSpec d = layout;
         if (retention_h >= 0) d.kv.retention_s = retention_h * 3600;
         if (pool >= 0) d.kv.host_pool_fraction = pool;
-        d.name = variant_name(d) + kv_tiers_name(d, grid);
+        d.name = variant_name(d) + steps_name(d, grid) + kv_tiers_name(d, grid);
         out.push_back(std::move(d));
       }
     }
@@ -195,6 +211,8 @@ std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bas
   }
   const bool any_disaggregated =
       std::any_of(bases.begin(), bases.end(), [](const DeploymentSpec& b) { return b.disaggregated; });
+  const bool any_aggregated =
+      std::any_of(bases.begin(), bases.end(), [](const DeploymentSpec& b) { return !b.disaggregated; });
   std::vector<DeploymentSpec> out;
   for (const DeploymentSpec& base : bases) {
     PlanGrid own = grid;
@@ -203,6 +221,7 @@ std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bas
       own.decode_gpus.clear();
       own.prefill_instances.clear();
     }
+    if (bases.size() > 1 && any_aggregated && base.disaggregated) own.aggregated_steps.clear();
     for (DeploymentSpec& d : plan_variants(base, own)) {
       if (bases.size() > 1) d.name = std::filesystem::path(base.file).stem().string() + ": " + d.name;
       out.push_back(std::move(d));

@@ -34,22 +34,26 @@ struct PlanGrid {
   // state (0: none, every returning turn replays its window).
   std::vector<double> kv_retentions_h{};
   std::vector<double> swa_pool_fractions{};
+  // Aggregated deployments only: prompts in steps of their own, or mixed into decode steps.
+  std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps{};
 };
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
-// prefill instances, decode instances, KV retention, window-state pool). Redundant experts keep the base's
+// prefill instances, decode instances, aggregated steps, KV retention,
+// window-state pool). Redundant experts keep the base's
 // count per rank. Throws InputError naming the flag for a value that is not
 // positive (a retention below 0, a pool share outside [0, 1)), per-pool GPUs
-// or prefill instances for an aggregated deployment,
+// or prefill instances for an aggregated deployment, aggregated steps for a
+// disaggregated one,
 // GPUs for both pools and for one at once, or an EP of 1 where the base's
 // prefill is context-parallel.
 std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);
 
 // The variants of each base in turn. With several bases, what only a
 // disaggregated deployment has (per-pool GPUs, prefill instances) varies the
-// disaggregated bases and leaves the aggregated ones as they are; it is an
-// error where no base is disaggregated. No bases, or bases whose SLAs differ,
-// are an InputError (the SLA flags make them agree).
+// disaggregated bases and leaves the aggregated ones as they are, and the
+// aggregated steps the other way round; it is an error where no base has it. No bases, or bases whose SLAs
+// differ, are an InputError (the SLA flags make them agree).
 std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bases, const PlanGrid& grid);
 
 struct PlanRow {

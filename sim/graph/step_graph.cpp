@@ -159,9 +159,25 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
 // attends to a shorter span). A single decode sequence does not split.
 StepShape micro_batch_of(const StepShape& s, int64_t* micro_batches) {
   *micro_batches = 1;
-  if (!s.overlap_communication || s.is_mixed()) return s;
+  if (!s.overlap_communication) return s;
   StepShape half = s;
   half.overlap_communication = false;
+  if (s.is_mixed()) {
+    // The larger half of each group: of the decode sequences (a lone one
+    // counts in both halves, overcosting the step slightly) and of the prompt
+    // chunks, or of a single chunk's tokens.
+    StepShape::PrefillChunks& chunks = half.mixed_prefill;
+    if (chunks.batch >= 2) {
+      chunks.batch = (chunks.batch + 1) / 2;
+    } else if (chunks.new_tokens >= 2) {
+      chunks.new_tokens = (chunks.new_tokens + 1) / 2;
+    } else {
+      return s;
+    }
+    half.batch = (s.batch + 1) / 2;
+    *micro_batches = 2;
+    return half;
+  }
   if (s.batch >= 2) {
     half.batch = (s.batch + 1) / 2;
   } else if (s.phase == Phase::kPrefill) {

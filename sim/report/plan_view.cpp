@@ -64,7 +64,7 @@ Table plan_table(const PlanReport& p) {
   if (p.bases.size() > 1) {
     t.add_note(
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "
-        "disaggregated bases only");
+        "disaggregated bases only, aggregated steps the aggregated ones");
   }
   t.add_note("traffic '" + p.workload.name + "' (" + p.workload.source + ")");
   t.add_note(
@@ -86,6 +86,8 @@ nlohmann::json plan_json(const PlanReport& p) {
         {"prefill", {{"gpu", d.prefill.gpu}, {"instances", d.prefill.instances}, {"ep", d.prefill.ep}}},
         {"decode", {{"gpu", d.decode.gpu}, {"instances", d.decode.instances}, {"ep", d.decode.ep}}},
         {"disaggregated", d.disaggregated},
+        {"aggregated_steps", d.disaggregated ? nlohmann::json(nullptr)
+                                             : nlohmann::json(aggregated_steps_name(d.aggregated_steps))},
         {"kv_tiers",
          {{"retention_h", d.kv.retention_s / 3600}, {"swa_pool_fraction", d.kv.host_pool_fraction}}}};
     if (!row.not_run.empty()) {

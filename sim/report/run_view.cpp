@@ -54,6 +54,10 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"  of them run as two overlapped micro-batches",
                 fmt::format("{} / {}", x.prefill_steps_split, x.decode_steps_split)});
+  if (!r.deployment.disaggregated &&
+      r.deployment.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed) {
+    head.add_row({"  decode steps carrying prompt chunks", std::to_string(x.mixed_steps)});
+  }
   if (r.deployment.prefill.context_parallel_min_tokens > 0) {
     head.add_row({fmt::format("  context-parallel prefill steps (prompts >= {} tokens)",
                               r.deployment.prefill.context_parallel_min_tokens),
@@ -158,6 +162,7 @@ nlohmann::json run_json(const RunReport& r) {
            {{"prefill", x.prefill_steps},
             {"context_parallel_prefill", x.context_parallel_steps},
             {"decode", x.decode_steps},
+            {"decode_with_prompt_chunks", x.mixed_steps},
             {"prefill_two_micro_batches", x.prefill_steps_split},
             {"decode_two_micro_batches", x.decode_steps_split}}},
           {"error_band",

@@ -327,11 +327,14 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
   const PlanGrid grid{.gpus = o.layout_gpus,
                       .eps = {o.ep},
                       .prefill_instances = {1},
-                      .decode_instances = o.plan_decode_instances};
-  return plan_section(catalog, focus, o, o.layout_deployments, grid,
-                      fmt::format("Aggregated or disaggregated ({}, EP {}, one prefill instance)",
-                                  fmt::join(o.layout_deployments, " against "), o.ep),
-                      json);
+                      .decode_instances = o.plan_decode_instances,
+                      .aggregated_steps = o.layout_aggregated_steps};
+  return plan_section(
+      catalog, focus, o, o.layout_deployments, grid,
+      fmt::format("Aggregated or disaggregated ({}, EP {}, one prefill instance; the aggregated "
+                  "pool with prompts in steps of their own or mixed into decode steps)",
+                  fmt::join(o.layout_deployments, " against "), o.ep),
+      json);
 }
 
 // What the KV tiers are worth: the plan deployment with its SSD tier and its

@@ -10,6 +10,7 @@
 
 #include "sim/common/catalog.h"
 #include "sim/common/sourced_value.h"
+#include "sim/serving/deployment_spec.h"
 
 namespace v41sim {
 
@@ -31,9 +32,12 @@ struct StudyOptions {
   std::vector<int64_t> plan_decode_instances{1, 2};
   // The layout question: one aggregated pool against prefill/decode split
   // into pools (one prefill instance, these decode instance counts) on these
-  // GPUs at the base EP size, ranked together.
+  // GPUs at the base EP size, ranked together; the aggregated pool serving
+  // prompts in steps of their own and mixed into decode steps.
   std::vector<std::string> layout_deployments{"h200_agg_8", "h200_pd_64"};
   std::vector<std::string> layout_gpus{"h200", "b200"};
+  std::vector<DeploymentSpec::AggregatedSteps> layout_aggregated_steps{
+      DeploymentSpec::AggregatedSteps::kPrefillFirst, DeploymentSpec::AggregatedSteps::kMixed};
   // The KV-tier question: the plan deployment under the serving workload with
   // the SSD tier's retention (hours) and the window-state pool's DRAM share
   // varied (0: the tier is off).

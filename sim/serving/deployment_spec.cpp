@@ -58,8 +58,8 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
 
 DeploymentSpec load_deployment_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only(
-      {"name", "source", "gpu", "disaggregated", "prefill", "decode", "kv_tiers", "sla", "reserve_fraction"});
+  root.expect_only({"name", "source", "gpu", "disaggregated", "aggregated_steps", "prefill", "decode",
+                    "kv_tiers", "sla", "reserve_fraction"});
   DeploymentSpec d;
   d.file = path;
   d.name = root.required("name").as_string();
@@ -79,6 +79,13 @@ DeploymentSpec load_deployment_file(const std::string& path) {
           "aggregated serving runs prefill on the decode instances: instances, gpus_per_instance and ep must "
           "match the decode block");
     }
+    const YamlNode steps = root.required("aggregated_steps");
+    const auto schedule = parse_aggregated_steps(steps.as_string());
+    if (!schedule) steps.fail("expected prefill_first or mixed");
+    d.aggregated_steps = *schedule;
+  } else if (const auto steps = root.optional("aggregated_steps")) {
+    steps->fail(
+        "only an aggregated deployment (disaggregated: false) shares its steps between prefill and decode");
   }
   const YamlNode kv = root.required("kv_tiers");
   kv.expect_only(
@@ -97,6 +104,16 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.reserve_fraction = reserve.as_non_negative_double();
   if (d.reserve_fraction >= 1) reserve.fail("expected a fraction below 1");
   return d;
+}
+
+std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {
+  if (text == "prefill_first") return DeploymentSpec::AggregatedSteps::kPrefillFirst;
+  if (text == "mixed") return DeploymentSpec::AggregatedSteps::kMixed;
+  return std::nullopt;
+}
+
+std::string_view aggregated_steps_name(DeploymentSpec::AggregatedSteps steps) {
+  return steps == DeploymentSpec::AggregatedSteps::kMixed ? "mixed" : "prefill_first";
 }
 
 }  // namespace v41sim

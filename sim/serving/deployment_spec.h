@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "sim/common/sourced_value.h"
 
@@ -51,6 +53,13 @@ struct DeploymentSpec {
   std::string file;
   std::string gpu;            // hw_profiles stem or name, for pools that do not name their own
   bool disaggregated = true;  // false: prefill and decode share the decode instances
+  // Aggregated only: how the shared engine serves waiting prompts. Prefill
+  // first runs their chunks as steps of their own between decode steps
+  // (SGLang's default); mixed puts them into the decode steps, each rank up to
+  // the prefill block's token budget less its decode tokens (vLLM's chunked
+  // prefill, SGLang's --enable-mixed-chunk).
+  enum class AggregatedSteps { kPrefillFirst, kMixed };
+  AggregatedSteps aggregated_steps = AggregatedSteps::kPrefillFirst;
   PoolSpec prefill;
   PoolSpec decode;
   KvTierSpec kv;
@@ -63,5 +72,9 @@ struct DeploymentSpec {
 };
 
 DeploymentSpec load_deployment_file(const std::string& path);
+
+// "prefill_first" / "mixed", as deployment files and `plan --aggregated-steps` spell them.
+std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text);
+std::string_view aggregated_steps_name(DeploymentSpec::AggregatedSteps steps);
 
 }  // namespace v41sim

@@ -21,7 +21,11 @@ void ServingSimulation::enqueue_decode(Request& r, std::optional<std::size_t> in
   }
   decode_[best]->queue.push_back(&r);
   try_admit(best);
-  try_start_decode(best);
+  if (mixes_steps()) {
+    try_start_mixed_step(best);
+  } else {
+    try_start_decode(best);
+  }
 }
 
 void ServingSimulation::try_admit(std::size_t index) {
@@ -78,28 +82,8 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence, step_communication_us] {
-    DecodeInstance& d = *decode_[index];
-    d.engine->busy = false;
-    for (std::size_t i = 0; i < d.ranks.size(); ++i) {
-      DecodeRank& rank = d.ranks[i];
-      std::vector<Request*> still;
-      for (Request* r : rank.active) {
-        r->communication_us += step_communication_us;
-        // Expected tokens accumulate; whole ones are emitted (deterministic).
-        r->token_credit += tokens_per_sequence[i];
-        const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);
-        r->token_credit -= static_cast<double>(emitted);
-        r->generated += emitted;
-        result_.output_tokens_generated += emitted;
-        if (r->generated < r->output_tokens) {
-          still.push_back(r);
-          continue;
-        }
-        rank.kv_used -= r->kv_reserved_bytes;
-        finish(*r);
-      }
-      rank.active = std::move(still);
-    }
+    decode_[index]->engine->busy = false;
+    emit_decode_tokens(index, tokens_per_sequence, step_communication_us);
     try_admit(index);
     if (deployment_.disaggregated) {
       try_start_decode(index);
@@ -109,11 +93,114 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   });
 }
 
+void ServingSimulation::emit_decode_tokens(std::size_t index, const std::vector<double>& tokens_per_sequence,
+                                           double communication_us) {
+  DecodeInstance& d = *decode_[index];
+  for (std::size_t i = 0; i < d.ranks.size(); ++i) {
+    DecodeRank& rank = d.ranks[i];
+    std::vector<Request*> still;
+    for (Request* r : rank.active) {
+      r->communication_us += communication_us;
+      // Expected tokens accumulate; whole ones are emitted (deterministic).
+      r->token_credit += tokens_per_sequence[i];
+      const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);
+      r->token_credit -= static_cast<double>(emitted);
+      r->generated += emitted;
+      result_.output_tokens_generated += emitted;
+      if (r->generated < r->output_tokens) {
+        still.push_back(r);
+        continue;
+      }
+      rank.kv_used -= r->kv_reserved_bytes;
+      finish(*r);
+    }
+    rank.active = std::move(still);
+  }
+}
+
 // Aggregated deployments: after any step the shared engine serves waiting
-// prefill first (new requests' TTFT), then decode.
+// prefill first (new requests' TTFT), then decode; or, mixing them, runs one
+// decode step that carries the waiting prompts' chunks.
 void ServingSimulation::next_step(std::size_t index) {
+  if (mixes_steps()) {
+    try_start_mixed_step(index);
+    return;
+  }
   try_start_prefill(index);
   try_start_decode(index);
+}
+
+bool ServingSimulation::mixes_steps() const {
+  return !deployment_.disaggregated &&
+         deployment_.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed;
+}
+
+// Each rank's decode batch takes queued prompts' chunks up to the prefill
+// block's token budget less its own decode tokens (vLLM's token budget); the
+// slowest rank sets the step. With nothing decoding, or nothing waiting, the
+// step is a plain one; a prompt long enough for context parallelism still
+// takes every rank for a step of its own.
+void ServingSimulation::try_start_mixed_step(std::size_t index) {
+  PrefillInstance& prompts = *prefill_[index];
+  DecodeInstance& inst = *decode_[index];
+  if (inst.engine->busy) return;
+  const bool decoding = std::any_of(inst.ranks.begin(), inst.ranks.end(),
+                                    [](const DecodeRank& r) { return !r.active.empty(); });
+  const int64_t cp_min = deployment_.prefill.context_parallel_min_tokens;
+  const bool needs_whole_instance =
+      !prompts.queue.empty() && cp_min > 0 &&
+      prompts.queue.front()->to_compute - prompts.queue.front()->computed >= cp_min;
+  if (!decoding || prompts.queue.empty() || needs_whole_instance) {
+    try_start_prefill(index);
+    try_start_decode(index);
+    return;
+  }
+  std::vector<PrefillChunk> chunks;
+  std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
+  StepTimeCache::DecodeStep slowest;
+  slowest.us = 0;
+  int64_t batch = 0;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
+    const DecodeRank& rank = inst.ranks[i];
+    const auto n = static_cast<int64_t>(rank.active.size());
+    double context = 0;
+    for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
+    const int64_t mean_context = n > 0 ? static_cast<int64_t>(context / static_cast<double>(n)) : 0;
+    const StepTimeCache::DecodeStep plain =
+        n > 0 ? steps_.decode_step(n, mean_context) : StepTimeCache::DecodeStep{};
+    const int64_t decode_tokens = n * (1 + plain.drafts);
+    const RankChunks packed =
+        pack_chunks(prompts, &next, deployment_.prefill.max_tokens_per_step - decode_tokens, &chunks);
+    StepTimeCache::DecodeStep step = plain;
+    if (packed.prompts > 0 && n > 0) {
+      step = steps_.mixed_step(n, mean_context, packed.prompts, packed.mean_new_tokens, packed.mean_context);
+    } else if (packed.prompts > 0) {
+      const StepTimeCache::StepCost cost =
+          steps_.prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
+      step = {cost.us, cost.communication_us, 1.0, 0, cost.band, cost.micro_batches};
+    }
+    if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step
+    tokens_per_sequence[i] = plain.tokens_per_sequence;
+    batch += n;
+  }
+  inst.engine->busy = true;
+  ++result_.decode_steps;
+  if (!chunks.empty()) ++result_.mixed_steps;
+  if (slowest.micro_batches > 1) ++result_.decode_steps_split;
+  decode_band_.add(slowest.band, slowest.us);
+  trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
+             sim_.now() + SimTime::from_us(slowest.us), batch);
+  sim_.schedule_after(SimTime::from_us(slowest.us),
+                      [this, index, tokens_per_sequence, chunks = std::move(chunks),
+                       communication_us = slowest.communication_us] {
+                        // Both halves are credited before the engine takes its next step.
+                        emit_decode_tokens(index, tokens_per_sequence, communication_us);
+                        complete_prefill_chunks(index, chunks, communication_us);
+                        decode_[index]->engine->busy = false;
+                        try_admit(index);
+                        next_step(index);
+                      });
 }
 
 void ServingSimulation::finish(Request& r) {

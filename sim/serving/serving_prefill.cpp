@@ -21,7 +21,11 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     }
   }
   prefill_[best]->queue.push_back(&r);
-  try_start_prefill(best);
+  if (mixes_steps()) {
+    try_start_mixed_step(best);
+  } else {
+    try_start_prefill(best);
+  }
 }
 
 void ServingSimulation::try_start_prefill(std::size_t index) {
@@ -40,23 +44,9 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   int64_t step_micro_batches = 1;
   std::size_t next = 0;
   for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
-    int64_t budget = deployment_.prefill.max_tokens_per_step;
-    int64_t n = 0;
-    double new_sum = 0;
-    double end_sum = 0;
-    while (budget > 0 && next < inst.queue.size()) {
-      Request* r = inst.queue[next++];
-      const int64_t tokens = std::min(budget, r->to_compute - r->computed);
-      if (r->computed == 0) r->prefill_started = sim_.now();
-      budget -= tokens;
-      chunks.push_back({r, tokens});
-      ++n;
-      new_sum += static_cast<double>(tokens);
-      end_sum += static_cast<double>(r->context() - r->to_compute + r->computed + tokens);
-    }
-    const double dn = static_cast<double>(n);
-    const StepTimeCache::StepCost cost = steps_.prefill_step(n, static_cast<int64_t>(std::ceil(new_sum / dn)),
-                                                             static_cast<int64_t>(std::ceil(end_sum / dn)));
+    const RankChunks packed = pack_chunks(inst, &next, deployment_.prefill.max_tokens_per_step, &chunks);
+    const StepTimeCache::StepCost cost =
+        steps_.prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
     if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
       step_us = cost.us;
       step_communication_us = cost.communication_us;
@@ -65,6 +55,27 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     }
   }
   run_prefill_step(index, std::move(chunks), step_us, step_communication_us, step_band, step_micro_batches);
+}
+
+ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& inst, std::size_t* next,
+                                                             int64_t budget,
+                                                             std::vector<PrefillChunk>* chunks) {
+  int64_t n = 0;
+  double new_sum = 0;
+  double end_sum = 0;
+  while (budget > 0 && *next < inst.queue.size()) {
+    Request* r = inst.queue[(*next)++];
+    const int64_t tokens = std::min(budget, r->to_compute - r->computed);
+    if (r->computed == 0) r->prefill_started = sim_.now();
+    budget -= tokens;
+    chunks->push_back({r, tokens});
+    ++n;
+    new_sum += static_cast<double>(tokens);
+    end_sum += static_cast<double>(r->context() - r->to_compute + r->computed + tokens);
+  }
+  if (n == 0) return {};
+  const double dn = static_cast<double>(n);
+  return {n, static_cast<int64_t>(std::ceil(new_sum / dn)), static_cast<int64_t>(std::ceil(end_sum / dn))};
 }
 
 // Every rank takes a consecutive slice of the prompt. Causal attention needs
@@ -99,40 +110,44 @@ void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillC
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks = std::move(chunks), communication_us] {
-    PrefillInstance& p = *prefill_[index];
-    p.engine->busy = false;
-    for (const PrefillChunk& c : chunks) {
-      Request& r = *c.request;
-      r.communication_us += communication_us;
-      r.computed += c.tokens;
-      result_.input_tokens_prefilled += c.tokens;
-      if (r.computed < r.to_compute) continue;
-      p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
-      r.first_token = sim_.now();
-      r.generated = 1;
-      ++result_.output_tokens_generated;
-      if (r.generated == r.output_tokens) {
-        finish(r);
-        continue;
-      }
-      if (!deployment_.disaggregated) {
-        enqueue_decode(r, index);  // the KV is already where it decodes
-        continue;
-      }
-      // Ship the KV over the instance's NICs, in the order requests finish prefill.
-      const double nic_bandwidth =
-          prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
-      const SimTime sent =
-          queue_for(nic_free_at_[index], model_.kv.session_bytes(r.context()) / nic_bandwidth);
-      r.transfer_us = (sent - sim_.now()).us();
-      sim_.schedule_at(sent, [this, &r] { enqueue_decode(r, std::nullopt); });
-    }
+    prefill_[index]->engine->busy = false;
+    complete_prefill_chunks(index, chunks, communication_us);
     if (deployment_.disaggregated) {
       try_start_prefill(index);
     } else {
       next_step(index);
     }
   });
+}
+
+void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::vector<PrefillChunk>& chunks,
+                                                double communication_us) {
+  PrefillInstance& p = *prefill_[index];
+  for (const PrefillChunk& c : chunks) {
+    Request& r = *c.request;
+    r.communication_us += communication_us;
+    r.computed += c.tokens;
+    result_.input_tokens_prefilled += c.tokens;
+    if (r.computed < r.to_compute) continue;
+    p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
+    r.first_token = sim_.now();
+    r.generated = 1;
+    ++result_.output_tokens_generated;
+    if (r.generated == r.output_tokens) {
+      finish(r);
+      continue;
+    }
+    if (!deployment_.disaggregated) {
+      enqueue_decode(r, index);  // the KV is already where it decodes
+      continue;
+    }
+    // Ship the KV over the instance's NICs, in the order requests finish prefill.
+    const double nic_bandwidth =
+        prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
+    const SimTime sent = queue_for(nic_free_at_[index], model_.kv.session_bytes(r.context()) / nic_bandwidth);
+    r.transfer_us = (sent - sim_.now()).us();
+    sim_.schedule_at(sent, [this, &r] { enqueue_decode(r, std::nullopt); });
+  }
 }
 
 }  // namespace v41sim

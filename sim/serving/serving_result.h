@@ -73,6 +73,7 @@ struct ServingResult {
   int64_t prefill_steps = 0;
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank
   int64_t decode_steps = 0;
+  int64_t mixed_steps = 0;  // of decode_steps: carrying prompt chunks (aggregated_steps: mixed)
   // Steps run as two overlapped micro-batches (the slowest rank's choice).
   int64_t prefill_steps_split = 0;
   int64_t decode_steps_split = 0;

@@ -1,4 +1,4 @@
-// ServingSimulation: a disaggregated deployment under a workload, event by event.
+// ServingSimulation: a deployment under a workload, event by event.
 //
 // Request lifecycle: session turn arrives -> KV-tier lookup (global KV in the
 // SSD tier, SWA state in the host pool) and SSD read -> prefill queue ->
@@ -8,6 +8,8 @@
 // waits until a rank has a batch slot and KV room for its final context) ->
 // continuous-batching decode steps -> finish -> the session's next turn after
 // its think time. Step times come from the kernel model via StepTimeCache.
+// An aggregated deployment prefills on its decode instances (no KV transfer),
+// in steps of their own or mixed into decode steps (DeploymentSpec::aggregated_steps).
 #pragma once
 
 #include <cstdint>
@@ -67,6 +69,19 @@ class ServingSimulation {
     Request* request;
     int64_t tokens;
   };
+  // One rank's share of a step's prompts: queued requests from `*next` on,
+  // one chunk each, up to `budget` tokens. The mean chunk and the mean
+  // context it ends at give the step's shape.
+  struct RankChunks {
+    int64_t prompts = 0;
+    int64_t mean_new_tokens = 0;
+    int64_t mean_context = 0;
+  };
+  RankChunks pack_chunks(PrefillInstance& instance, std::size_t* next, int64_t budget,
+                         std::vector<PrefillChunk>* chunks);
+  // Credits each chunk; a prompt done emits its first token and goes to decode.
+  void complete_prefill_chunks(std::size_t instance, const std::vector<PrefillChunk>& chunks,
+                               double communication_us);
   // One prompt sliced over every rank of the instance (context parallelism).
   void start_context_parallel_step(std::size_t instance, Request& r);
   // Runs the step for `step_us`, then credits each chunk and hands finished prompts on.
@@ -78,6 +93,12 @@ class ServingSimulation {
   void next_step(std::size_t instance);  // aggregated only
   void try_admit(std::size_t instance);
   void try_start_decode(std::size_t instance);
+  // Credits each active sequence with the tokens its rank's step emitted.
+  void emit_decode_tokens(std::size_t instance, const std::vector<double>& tokens_per_sequence,
+                          double communication_us);
+  // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
+  bool mixes_steps() const;
+  void try_start_mixed_step(std::size_t instance);
   void finish(Request& r);
   // Bookkeeping.
   void change_in_system(int delta);

@@ -46,34 +46,36 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.new_tokens = phase == Phase::kPrefill ? std::min(new_tokens, shape.context) : 0;
   shape.decode_tokens_per_sequence = 1 + drafts;
   shape.include_draft = drafts > 0;
+  const StepCost step =
+      cost_of(shape, phase == Phase::kPrefill ? prefill_overlap_optional_ : decode_overlap_optional_);
+  cache_.emplace(key, step);
+  return step;
+}
+
+StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_optional) {
   // Two micro-batches: the half shape's one-batch timing, overlapped (its
   // kernels are the micro-batch's; its band is theirs).
   int64_t micro_batches = 1;
   const StepShape half = micro_batch_of(shape, &micro_batches);
-  const bool optional = phase == Phase::kPrefill ? prefill_overlap_optional_ : decode_overlap_optional_;
   std::optional<StepCost> split;
   if (micro_batches > 1) {
     const OneBatch& micro = one_batch(half);
     const OverlappedSpan span = overlapped_span(micro.timing, micro_batches);
     split = StepCost{span.total_us, span.exposed_communication_us, micro.cost.band, micro_batches};
   }
-  StepCost step;
-  if (split && !optional) {
-    step = *split;
-  } else {
-    shape.overlap_communication = false;
-    step = one_batch(shape).cost;
-    if (split && split->us < step.us) step = *split;
-  }
-  cache_.emplace(key, step);
-  return step;
+  if (split && !overlap_optional) return *split;
+  shape.overlap_communication = false;
+  const StepCost whole = one_batch(shape).cost;
+  return split && split->us < whole.us ? *split : whole;
 }
 
 const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) {
-  const auto key = std::make_tuple(static_cast<int>(shape.phase), shape.batch, shape.new_tokens,
-                                   shape.context, shape.decode_tokens_per_sequence);
+  const StepShape::PrefillChunks& chunks = shape.mixed_prefill;
+  const ShapeKey key{static_cast<int>(shape.phase),    shape.batch,  shape.new_tokens,  shape.context,
+                     shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context};
   if (const auto it = one_batch_.find(key); it != one_batch_.end()) return it->second;
-  const KernelCostModel& cost = shape.phase == Phase::kPrefill ? prefill_cost_ : decode_cost_;
+  const KernelCostModel& cost =
+      shape.phase == Phase::kPrefill || shape.is_mixed() ? prefill_cost_ : decode_cost_;
   const StepGraph graph = build_step_graph(model_, shape);
   StepTiming timing = time_step(graph, cost);
   double exposed = 0;  // communication time compute did not hide
@@ -113,6 +115,32 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   }
   decode_choice_.emplace(key, best);
   return best;
+}
+
+StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t context, int64_t prompts,
+                                                    int64_t prompt_new_tokens, int64_t prompt_context) {
+  const DecodeStep plain = decode_step(batch, context);
+  StepShape shape = decode_template_;
+  shape.batch = batch;
+  shape.context = std::min(round_up_to_grid(context), model_.spec.max_context);
+  shape.decode_tokens_per_sequence = 1 + plain.drafts;
+  shape.include_draft = plain.drafts > 0;
+  const int64_t grid_prompt_context = std::min(round_up_to_grid(prompt_context), model_.spec.max_context);
+  shape.mixed_prefill = {prompts, std::min(round_up_to_grid(prompt_new_tokens), grid_prompt_context),
+                         grid_prompt_context};
+  const ShapeKey key{static_cast<int>(shape.phase),
+                     shape.batch,
+                     0,
+                     shape.context,
+                     shape.decode_tokens_per_sequence,
+                     shape.mixed_prefill.batch,
+                     shape.mixed_prefill.new_tokens,
+                     shape.mixed_prefill.context};
+  auto it = mixed_.find(key);
+  if (it == mixed_.end()) it = mixed_.emplace(key, cost_of(shape, decode_overlap_optional_)).first;
+  const StepCost& step = it->second;
+  return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
+          step.band, step.micro_batches};
 }
 
 }  // namespace v41sim

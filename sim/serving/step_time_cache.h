@@ -50,10 +50,20 @@ class StepTimeCache {
     int64_t micro_batches = 1;
   };
   DecodeStep decode_step(int64_t batch, int64_t context);
-  std::size_t size() const { return cache_.size(); }
+  // One rank's decode step that also computes `prompts` prompt chunks of
+  // `prompt_new_tokens` each, ending at `prompt_context` (an aggregated engine
+  // that mixes them in). The decode sequences verify as many drafts as their
+  // plain step would. Timed as launched kernels: engines replay
+  // CUDA graphs for decode-only batches only; split as the decode pool says.
+  DecodeStep mixed_step(int64_t batch, int64_t context, int64_t prompts, int64_t prompt_new_tokens,
+                        int64_t prompt_context);
+  std::size_t size() const { return cache_.size() + mixed_.size(); }
 
  private:
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0);
+  // A shape as one batch, or as two overlapped micro-batches where its pool
+  // always splits, or where splitting is optional and faster.
+  StepCost cost_of(StepShape shape, bool overlap_optional);
   // A step shape run as one batch (no overlap): its cost and its layers'
   // timing, from which the same shape's two-micro-batch step is laid out.
   struct OneBatch {
@@ -70,7 +80,10 @@ class StepTimeCache {
   bool prefill_overlap_optional_;
   bool decode_overlap_optional_;
   std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, StepCost> cache_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, OneBatch> one_batch_;
+  // phase, batch, new tokens, context, tokens per decode sequence, and the prompt chunks of a mixed step
+  using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::map<ShapeKey, OneBatch> one_batch_;
+  std::map<ShapeKey, StepCost> mixed_;
   std::map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
 };
 

@@ -166,6 +166,28 @@ TEST(DeploymentPlan, SeveralBasesAreVariedInTurn) {
   EXPECT_EQ(one[0].name.find("h200_pd_64:"), std::string::npos);
 }
 
+// How an aggregated pool serves prompts is a dimension of its own: it varies
+// the aggregated bases only, and a disaggregated base alone refuses it.
+TEST(DeploymentPlan, AggregatedStepsVaryTheAggregatedBasesOnly) {
+  using Steps = DeploymentSpec::AggregatedSteps;
+  const std::vector<DeploymentSpec> bases{deployment("h200_agg_8"), deployment("h200_pd_64")};
+  const std::vector<DeploymentSpec> variants = plan_variants(
+      bases, {.decode_instances = {1}, .aggregated_steps = {Steps::kPrefillFirst, Steps::kMixed}});
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_EQ(variants[0].aggregated_steps, Steps::kPrefillFirst);
+  EXPECT_EQ(variants[0].name, "h200_agg_8: 1 x 8 h200, aggregated, EP 8, prompts in steps of their own");
+  EXPECT_EQ(variants[1].aggregated_steps, Steps::kMixed);
+  EXPECT_EQ(variants[1].name, "h200_agg_8: 1 x 8 h200, aggregated, EP 8, prompts mixed into decode steps");
+  EXPECT_TRUE(variants[2].disaggregated);
+  EXPECT_EQ(variants[2].name, "h200_pd_64: prefill 2 x 8 h200, decode 1 x 8 h200, EP 8");
+  try {
+    plan_variants(bases[1], {.aggregated_steps = {Steps::kMixed}});
+    FAIL() << "a disaggregated deployment took aggregated steps";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "--aggregated-steps");
+  }
+}
+
 TEST(DeploymentPlan, SeveralBasesMustShareTheirSla) {
   const DeploymentSpec agg = deployment("h200_agg_8");
   DeploymentSpec strict = deployment("h200_pd_64");

@@ -360,6 +360,38 @@ TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {
 namespace v41sim {
 namespace {
 
+// Mixing prompt chunks into decode steps: every token is still accounted for,
+// the engine still runs one step at a time, decode steps carry the chunks
+// (a prompt-only step runs only when nothing decodes), and decode, no longer
+// stalled behind whole prefill steps and sharing their weight reads, gets
+// faster per token than under prefill-first scheduling.
+TEST(Serving, MixedStepsCarryPromptChunksInsideDecodeSteps) {
+  Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_agg_8.yaml"),
+            data("workloads/agent_coding.yaml"));
+  ASSERT_EQ(f.deployment.aggregated_steps, DeploymentSpec::AggregatedSteps::kPrefillFirst);
+  const ServingResult first = f.run(180, 1, true);
+  f.deployment.aggregated_steps = DeploymentSpec::AggregatedSteps::kMixed;
+  const ServingResult mixed = f.run(180, 1, true);
+  EXPECT_EQ(first.mixed_steps, 0);
+  EXPECT_GT(mixed.mixed_steps, 0);
+  EXPECT_LT(mixed.prefill_steps, mixed.mixed_steps / 10);
+  EXPECT_EQ(mixed.in_flight, 0);
+  EXPECT_EQ(mixed.input_tokens_prefilled, mixed.input_tokens_to_compute);
+  EXPECT_EQ(mixed.output_tokens_generated, mixed.output_tokens_of_finished);
+  EXPECT_LT(mixed.tpot_ms.mean, first.tpot_ms.mean);
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_trace(60);
+  std::vector<std::pair<double, double>> steps;
+  for (const TraceSpan& s : sim.run(60).trace) {
+    if (s.kind == TraceSpan::Kind::kPrefillStep || s.kind == TraceSpan::Kind::kDecodeStep) {
+      steps.emplace_back(s.start_us, s.start_us + s.duration_us);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_GT(steps.size(), 10u);
+  for (std::size_t i = 1; i < steps.size(); ++i) EXPECT_GE(steps[i].first, steps[i - 1].second - 1e-6) << i;
+}
+
 TEST(Serving, PoolsMayUseDifferentGpus) {
   Fixture f(testing::model_path("deepseek_v4_1_flash"),
             data("workloads/deployments/h200_prefill_h20_decode.yaml"), data("workloads/agent_coding.yaml"));

@@ -290,9 +290,11 @@ TEST(StepGraph, MixedStepSharesTheWeightsAndKeepsAttentionPerGroup) {
   EXPECT_DOUBLE_EQ(x.layers[5].tokens, 32.0 * 3.0 + 2.0 * 4096.0);
   EXPECT_TRUE(find_kernel(d.layers[5], "ep_dispatch")->low_latency);
   EXPECT_FALSE(find_kernel(x.layers[5], "ep_dispatch")->low_latency);
-  // A mixed step runs as one batch even where the pool overlaps.
+  // Two micro-batches take half of each group.
   mixed.overlap_communication = true;
-  EXPECT_EQ(build_step_graph(m, mixed).micro_batches, 1);
+  const StepGraph halves = build_step_graph(m, mixed);
+  EXPECT_EQ(halves.micro_batches, 2);
+  EXPECT_DOUBLE_EQ(halves.layers[5].tokens, 16.0 * 3.0 + 1.0 * 4096.0);
 }
 
 }  // namespace
