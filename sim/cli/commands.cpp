@@ -101,6 +101,12 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   CLI::App* step = app.add_subcommand("step", "one forward step: kernels, times, bounds, trace");
   add_model(step);
   add_step_flags(step);
+  step->add_option("--prompt-chunks", flags->prompt_chunks,
+                   "decode: prompts whose chunks ride on the step (an aggregated engine mixing them in)");
+  step->add_option("--chunk-tokens", flags->chunk_tokens, "with --prompt-chunks: new tokens of each chunk");
+  step->add_option(
+      "--chunk-context", flags->chunk_context,
+      "with --prompt-chunks: tokens of each prompt up to the chunk's end (default: --chunk-tokens)");
   step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
   bind(step, run_step);
 

@@ -34,6 +34,10 @@ struct Flags {
   bool no_draft = false;
   bool overlap = false;
   bool separate_projections = false;
+  // step: prompt chunks a decode step carries (an aggregated engine mixing them in)
+  int64_t prompt_chunks = 0;
+  int64_t chunk_tokens = 0;
+  int64_t chunk_context = 0;  // 0: the chunk is a whole fresh prompt
   std::string trace;
   std::string models = "deepseek_v4_1_flash,deepseek_v4_flash,deepseek_v3_2";
   // run

@@ -1,5 +1,7 @@
 // v41sim step and compare-layers: the kernel model on one forward step.
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -37,9 +39,28 @@ StepShape step_shape_from(const Flags& f) {
   return s;
 }
 
-// CUDA graphs are how decode steps are launched in practice; prefill launches kernels.
+// The prompt chunks a decode step carries (step only; compare-layers has no such flags).
+void add_prompt_chunks(const Flags& f, StepShape* s) {
+  if (f.prompt_chunks == 0 && f.chunk_tokens == 0 && f.chunk_context == 0) return;
+  if (f.prompt_chunks <= 0) {
+    throw InputError({"", 0, "--prompt-chunks"},
+                     fmt::format("expected a positive number of prompts, got {}", f.prompt_chunks));
+  }
+  if (s->phase != Phase::kDecode) {
+    throw InputError({"", 0, "--prompt-chunks"}, "prompt chunks ride on decode steps: give --phase decode");
+  }
+  const int64_t context = f.chunk_context > 0 ? f.chunk_context : f.chunk_tokens;
+  if (f.chunk_tokens <= 0 || f.chunk_tokens > context) {
+    throw InputError({"", 0, "--chunk-tokens"},
+                     fmt::format("expected 1..{} new tokens per chunk, got {}", context, f.chunk_tokens));
+  }
+  s->mixed_prefill = {f.prompt_chunks, f.chunk_tokens, context};
+}
+
+// CUDA graphs are how decode-only steps are launched in practice; prefill, and
+// a decode step carrying prompt chunks, launch kernels.
 bool uses_cuda_graph(const Flags& f, const StepShape& s) {
-  return !f.no_cuda_graph && s.phase == Phase::kDecode;
+  return !f.no_cuda_graph && s.phase == Phase::kDecode && !s.is_mixed();
 }
 
 }  // namespace
@@ -47,6 +68,7 @@ bool uses_cuda_graph(const Flags& f, const StepShape& s) {
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
+  add_prompt_chunks(f, &shape);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   shape.ep_per_node = g.gpu().nvlink_domain();
   const StepGraph graph = build_step_graph(m, shape);

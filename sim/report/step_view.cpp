@@ -28,8 +28,13 @@ std::string overlap_note(const StepGraph& g) {
 
 std::string title(const StepReport& r) {
   const StepShape& s = r.graph.shape;
-  return fmt::format("{} on {}: {} step, batch {}, context {}, EP {}", r.model.spec.name, r.gpu.name,
-                     phase_name(s.phase), s.batch, s.context, s.ep);
+  std::string out = fmt::format("{} on {}: {} step, batch {}, context {}, EP {}", r.model.spec.name,
+                                r.gpu.name, phase_name(s.phase), s.batch, s.context, s.ep);
+  if (s.is_mixed()) {
+    out += fmt::format(", with {} prompt chunks of {} tokens ending at {}", s.mixed_prefill.batch,
+                       s.mixed_prefill.new_tokens, s.mixed_prefill.context);
+  }
+  return out;
 }
 
 double tflops(double flops, double us) { return us > 0 ? flops / us / 1e6 : 0; }
@@ -226,6 +231,10 @@ nlohmann::json step_json(const StepReport& r) {
           {"phase", phase_name(s.phase)},
           {"batch", s.batch},
           {"context", s.context},
+          {"prompt_chunks",
+           {{"prompts", s.mixed_prefill.batch},
+            {"new_tokens", s.mixed_prefill.new_tokens},
+            {"context", s.mixed_prefill.context}}},
           {"ep", s.ep},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"total_time_us", t.total_us},

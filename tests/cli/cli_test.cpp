@@ -118,6 +118,29 @@ TEST(Cli, StepJsonAndTrace) {
   EXPECT_EQ(complete, step["kernel_count"].get<int>());
 }
 
+// A decode step carrying prompt chunks costs less than the two steps apart
+// (the weights are read once) and more than either alone.
+TEST(Cli, StepWithPromptChunks) {
+  const std::string base = "step --model deepseek_v4_1_flash --hw h200 --batch 32 --context 65536 --no-draft";
+  const auto decode = run_json(base + " --no-cuda-graph");
+  const auto prefill =
+      run_json("step --model deepseek_v4_1_flash --hw h200 --phase prefill --batch 2 --context 8192");
+  const auto mixed = run_json(base + " --prompt-chunks 2 --chunk-tokens 8192");
+  EXPECT_EQ(mixed["prompt_chunks"]["prompts"], 2);
+  EXPECT_EQ(mixed["prompt_chunks"]["context"], 8192);
+  const double d = decode["total_time_us"].get<double>();
+  const double p = prefill["total_time_us"].get<double>();
+  const double x = mixed["total_time_us"].get<double>();
+  EXPECT_LT(x, d + p);
+  EXPECT_GT(x, std::max(d, p));
+  EXPECT_NEAR(mixed["flops"].get<double>(), decode["flops"].get<double>() + prefill["flops"].get<double>(),
+              1e-9 * mixed["flops"].get<double>());
+  EXPECT_LT(mixed["hbm_bytes"].get<double>(),
+            decode["hbm_bytes"].get<double>() + prefill["hbm_bytes"].get<double>());
+  const RunResult text = run(base + " --prompt-chunks 2 --chunk-tokens 8192");
+  EXPECT_NE(text.output.find("with 2 prompt chunks of 8192 tokens ending at 8192"), std::string::npos);
+}
+
 TEST(Cli, CompareLayersJson) {
   const auto c = run_json("compare-layers --hw h200 --phase prefill --context 65536");
   ASSERT_EQ(c["models"].size(), 3u);
@@ -290,6 +313,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 4096 --batch 0", "--batch"},
         BadRun{"step --context 4096 --mhc two-pass", "--mhc"},
         BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
+        BadRun{"step --context 4096 --phase prefill --prompt-chunks 2 --chunk-tokens 512",
+               "give --phase decode"},
+        BadRun{"step --context 4096 --prompt-chunks 2 --chunk-tokens 512 --chunk-context 256",
+               "field '--chunk-tokens': expected 1..256 new tokens per chunk, got 512"},
+        BadRun{"step --context 4096 --chunk-tokens 512",
+               "field '--prompt-chunks': expected a positive number"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
         BadRun{"run --duration 0", "--duration"},
         BadRun{"run --sessions-per-s -1", "field '--sessions-per-s': expected a positive arrival rate"},
