@@ -10,7 +10,7 @@ DEBIAN_PACKAGES := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libcl
 NVCC := $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: all deps configure build run test bench format clean measure
+.PHONY: all deps configure build run test bench format clean measure showcase
 all: build
 
 deps:
@@ -34,6 +34,13 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The committed example the README links to: the study's Markdown and charts
+# (the JSON and HTML are left out to keep the repository small).
+showcase: build
+	rm -rf reports/showcase
+	./$(BUILD)/sim/v41sim report --out reports/showcase
+	rm reports/showcase/report.json reports/showcase/report.html
 
 bench: build
 	./$(BUILD)/benchmarks/v41sim_bench
