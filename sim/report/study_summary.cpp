@@ -224,6 +224,35 @@ std::string file_stem(const std::string& path) {
   return name.substr(0, name.rfind('.'));
 }
 
+// The layout plan's aggregated rows: on each GPU the cheapest that mixes
+// prompt chunks into decode steps (rows come cheapest first), against the
+// same pool running prompts in steps of their own.
+void add_aggregated_steps(Table& t, const json& layouts) {
+  const auto same_pool = [](const json& a, const json& b) { return a.at("decode") == b.at("decode"); };
+  std::vector<std::string> parts;
+  std::vector<std::string> gpus_done;
+  for (const json& mixed : layouts.at("rows")) {
+    if (!mixed.contains("aggregated_steps") || mixed.at("aggregated_steps") != "mixed") continue;
+    if (!mixed.contains("cost")) continue;  // not run
+    const std::string gpu = mixed.at("decode").at("gpu").get<std::string>();
+    if (std::find(gpus_done.begin(), gpus_done.end(), gpu) != gpus_done.end()) continue;
+    for (const json& own : layouts.at("rows")) {
+      if (!own.contains("aggregated_steps") || own.at("aggregated_steps") != "prefill_first") continue;
+      if (!own.contains("cost") || !same_pool(mixed, own)) continue;
+      const json& pool = mixed.at("decode");
+      parts.push_back(fmt::format("{} x {} {}: mixed {} (TPOT p99 {:.1f} ms), own steps {} ({:.1f} ms)",
+                                  pool.at("instances").get<int64_t>(), pool.at("ep").get<int64_t>(), gpu,
+                                  price(mixed), mixed.at("tpot_ms").at("p99").get<double>(), price(own),
+                                  own.at("tpot_ms").at("p99").get<double>()));
+      gpus_done.push_back(gpu);
+      break;
+    }
+  }
+  if (parts.empty()) return;
+  t.add_row({"one pool: prompt chunks mixed into decode steps, or prompts in steps of their own",
+             fmt::format("{}", fmt::join(parts, "; ")), "Aggregated or disaggregated"});
+}
+
 // Each KV-tier setting the report ran, cheapest within the SLA first.
 void add_kv_tiers(Table& t, const json& plan) {
   std::vector<std::string> parts;
@@ -275,6 +304,7 @@ Table study_summary(const json& report) {
   if (report.contains("context_sweeps")) add_context(t, report.at("context_sweeps"));
   if (report.contains("decode_frontier")) add_frontier(t, report.at("decode_frontier"));
   add_plans(t, report);
+  add_aggregated_steps(t, report.at("plan_layouts"));
   if (report.contains("plan_kv_tiers")) add_kv_tiers(t, report.at("plan_kv_tiers"));
   add_validation(t, report.at("validation"));
   t.add_note(

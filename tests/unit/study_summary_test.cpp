@@ -35,6 +35,15 @@ json row(const std::string& name, bool meets, bool disaggregated, double usd) {
           {"cost", {{"known", true}, {"usd_per_million_output_tokens", usd}}}};
 }
 
+// An aggregated plan row: how it ran prompts, on which decode pool, its TPOT p99.
+json steps(json plan_row, const std::string& schedule, const std::string& gpu, int64_t instances,
+           double p99) {
+  plan_row["aggregated_steps"] = schedule;
+  plan_row["decode"] = {{"gpu", gpu}, {"instances", instances}, {"ep", 8}};
+  plan_row["tpot_ms"]["p99"] = p99;
+  return plan_row;
+}
+
 // A context sweep's point as the report's JSON has it.
 json point(int64_t context, int64_t sessions, double ttft_ms, int64_t batch, const std::string& bound,
            double decode_only, double with_prompt) {
@@ -74,7 +83,13 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
        {{"workload", "agent coding"},
         {"rows",
          {row("too slow", false, false, 0.1), row("fits", true, false, 0.5), {{"deployment", "x"}}}}}},
-      {"plan_layouts", {{"rows", {row("one pool", true, false, 0.5), row("two pools", true, true, 0.7)}}}},
+      {"plan_layouts",
+       {{"rows",
+         {steps(row("one pool", true, false, 0.5), "mixed", "h100_sxm", 1, 18.3),
+          steps(row("own steps", true, false, 0.59), "prefill_first", "h100_sxm", 1, 23.4),
+          row("two pools", true, true, 0.7),
+          steps(row("two", true, false, 0.9), "mixed", "h100_sxm", 2, 11.0),
+          steps(row("no pair", true, false, 0.62), "mixed", "h200", 1, 44.7)}}}},
       {"decode_frontier",
        {{"frontiers",
          {{{"deployment", "fast"},
@@ -126,6 +141,14 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_NE(text.find("one pool ($0.50"), std::string::npos) << text;
   EXPECT_NE(text.find("cheapest disaggregated: two pools ($0.70"), std::string::npos) << text;
   EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
+  // Mixed against own steps on the same pool; a GPU without the pair is left out.
+  EXPECT_NE(
+      text.find("1 x 8 h100_sxm: mixed $0.50 per 1M output tokens (TPOT p99 18.3 ms), own steps $0.59 per 1M "
+                "output tokens (23.4 ms)"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("2 x 8 h100_sxm: mixed"), std::string::npos) << text;
+  EXPECT_EQ(text.find("h200: mixed"), std::string::npos) << text;
   // The first sweep, from its shortest session to its longest.
   EXPECT_NE(text.find("sessions of 8192 to 1048576 tokens on 1 x 8 h200 (2000 output tokens each)"),
             std::string::npos)
