@@ -39,6 +39,22 @@ struct Fixture {
   GpuCostModel decode;
 };
 
+// An aggregated instance's engine runs one step at a time: traced over
+// `seconds`, its prefill and decode steps never overlap.
+void expect_one_step_at_a_time(Fixture& f, double seconds) {
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_trace(seconds);
+  std::vector<std::pair<double, double>> steps;
+  for (const TraceSpan& s : sim.run(seconds).trace) {
+    if (s.kind == TraceSpan::Kind::kPrefillStep || s.kind == TraceSpan::Kind::kDecodeStep) {
+      steps.emplace_back(s.start_us, s.start_us + s.duration_us);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_GT(steps.size(), 10u);
+  for (std::size_t i = 1; i < steps.size(); ++i) EXPECT_GE(steps[i].first, steps[i - 1].second - 1e-6) << i;
+}
+
 Fixture v41_agents() {
   return Fixture(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64.yaml"),
                  data("workloads/agent_coding.yaml"));
@@ -341,17 +357,7 @@ TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {
   EXPECT_GT(r.decode_steps, 0);
   EXPECT_EQ(r.output_tokens_generated, r.output_tokens_of_finished);
   // One engine: prefill and decode steps never overlap in time.
-  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
-  sim.enable_trace(120);
-  std::vector<std::pair<double, double>> steps;
-  for (const TraceSpan& s : sim.run(120).trace) {
-    if (s.kind == TraceSpan::Kind::kPrefillStep || s.kind == TraceSpan::Kind::kDecodeStep) {
-      steps.emplace_back(s.start_us, s.start_us + s.duration_us);
-    }
-  }
-  std::sort(steps.begin(), steps.end());
-  ASSERT_GT(steps.size(), 10u);
-  for (std::size_t i = 1; i < steps.size(); ++i) EXPECT_GE(steps[i].first, steps[i - 1].second - 1e-6) << i;
+  expect_one_step_at_a_time(f, 120);
 }
 
 }  // namespace
@@ -379,17 +385,7 @@ TEST(Serving, MixedStepsCarryPromptChunksInsideDecodeSteps) {
   EXPECT_EQ(mixed.input_tokens_prefilled, mixed.input_tokens_to_compute);
   EXPECT_EQ(mixed.output_tokens_generated, mixed.output_tokens_of_finished);
   EXPECT_LT(mixed.tpot_ms.mean, first.tpot_ms.mean);
-  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
-  sim.enable_trace(60);
-  std::vector<std::pair<double, double>> steps;
-  for (const TraceSpan& s : sim.run(60).trace) {
-    if (s.kind == TraceSpan::Kind::kPrefillStep || s.kind == TraceSpan::Kind::kDecodeStep) {
-      steps.emplace_back(s.start_us, s.start_us + s.duration_us);
-    }
-  }
-  std::sort(steps.begin(), steps.end());
-  ASSERT_GT(steps.size(), 10u);
-  for (std::size_t i = 1; i < steps.size(); ++i) EXPECT_GE(steps[i].first, steps[i - 1].second - 1e-6) << i;
+  expect_one_step_at_a_time(f, 60);
 }
 
 TEST(Serving, PoolsMayUseDifferentGpus) {
