@@ -20,6 +20,7 @@ void print_tables(std::ostream& out, const std::vector<Table>& tables) {
 
 using cli::Flags;
 using cli::run_calibrate;
+using cli::run_capacity;
 using cli::run_claims;
 using cli::run_compare_layers;
 using cli::run_context;
@@ -173,6 +174,28 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   bind(plan, run_plan);
 
+  CLI::App* capacity = app.add_subcommand(
+      "capacity", "the largest arrival rate one deployment serves within its SLA, and every rate tried");
+  add_serving_flags(capacity, "deployment (workloads/deployments/) name or path",
+                    "simulated seconds of arrivals at each rate (then each drains)",
+                    "random seed (the same sessions at every rate)");
+  capacity
+      ->add_option("--rate-factors", flags->rate_factors,
+                   "multiples of the workload's arrival rate (or --sessions-per-s) to sweep, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  capacity
+      ->add_option("--precision", flags->precision,
+                   "search until the bracket's ends are within this ratio less one")
+      ->capture_default_str();
+  capacity->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the deployment's)");
+  capacity->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the deployment's)");
+  capacity
+      ->add_option("--min-within-sla", flags->min_within_sla,
+                   "share of the arrived requests that must finish within the SLA")
+      ->capture_default_str();
+  bind(capacity, run_capacity);
+
   // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what
   // context and frontier both take.
   auto add_deployment_on_gpus = [flags, &add_model](CLI::App* cmd) {
@@ -242,7 +265,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_reserve(claims);
   bind(claims, run_claims);
 
-  CLI::App* report = app.add_subcommand("report", "write the main study report (Markdown + JSON)");
+  CLI::App* report = app.add_subcommand(
+      "report", "write the main study report (Markdown, JSON, and one HTML page with its SVG charts)");
   add_reserve(report);
   report->add_option("--out", flags->out_dir, "output directory")->capture_default_str();
   bind(report, run_report);

@@ -59,6 +59,9 @@ struct Flags {
   double min_within_sla = 0.99;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit
+  // capacity (--min-within-sla, --ttft-ms and --tpot-ms as plan's)
+  std::vector<double> rate_factors{0.25, 0.5, 1, 2, 4, 8};
+  double precision = 0.05;
   // context (--hw and --tpot-ms: plan_gpus and sla_tpot_ms)
   std::string context_deployment = "h200_agg_8";
   std::vector<int64_t> contexts{8192, 32768, 131072, 524288, 1048576};
@@ -92,6 +95,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out);
 // validation_commands.cpp
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out);

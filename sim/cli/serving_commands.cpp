@@ -1,5 +1,6 @@
-// v41sim run and plan: a deployment serving a workload over time, and the
-// cheapest variant of one that meets its SLA.
+// v41sim run, plan and capacity: a deployment serving a workload over time,
+// the cheapest variant of one that meets its SLA, and the most traffic one
+// serves within it.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -12,9 +13,11 @@
 #include "sim/costing/context_sweep.h"
 #include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
+#include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/report/context_view.h"
 #include "sim/report/frontier_view.h"
+#include "sim/report/load_capacity_view.h"
 #include "sim/report/plan_view.h"
 #include "sim/report/run_trace.h"
 #include "sim/report/run_view.h"
@@ -42,6 +45,15 @@ std::vector<std::string> comma_separated(const std::string& text, const char* fl
     if (out.back().empty()) throw InputError({"", 0, flag}, "expected names separated by single commas");
     if (comma == std::string::npos) return out;
     start = comma + 1;
+  }
+}
+
+// --ttft-ms and --tpot-ms, where given, replace the deployment's SLA limits.
+void apply_sla_flags(const Flags& f, DeploymentSpec& d) {
+  for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &d.sla.ttft_ms},
+                                           std::tuple{"--tpot-ms", f.sla_tpot_ms, &d.sla.tpot_ms}}) {
+    if (value < 0) throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
+    if (value > 0) *limit = value;
   }
 }
 
@@ -94,14 +106,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   std::vector<DeploymentSpec> bases;
   for (const std::string& name : comma_separated(f.deployment, "--deployment"))
     bases.push_back(load_deployment_file(catalog.resolve_deployment(name)));
-  for (DeploymentSpec& base : bases) {
-    for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &base.sla.ttft_ms},
-                                             std::tuple{"--tpot-ms", f.sla_tpot_ms, &base.sla.tpot_ms}}) {
-      if (value < 0)
-        throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
-      if (value > 0) *limit = value;
-    }
-  }
+  for (DeploymentSpec& base : bases) apply_sla_flags(f, base);
   const WorkloadSpec workload = load_workload(catalog, f);
   std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps;
   for (const std::string& text : f.plan_aggregated_steps) {
@@ -173,6 +178,27 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
     out << frontier_json(m.spec.name, frontiers).dump(2) << "\n";
   } else {
     out << frontier_table(m.spec.name, frontiers).to_text();
+  }
+}
+
+void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  require_positive_duration(f);
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
+  apply_sla_flags(f, deployment);
+  const WorkloadSpec workload = load_workload(catalog, f);
+  LoadOptions options;
+  options.serve.duration_s = f.duration_s;
+  options.serve.seed = f.seed;
+  options.min_within_sla = f.min_within_sla;
+  options.rate_factors = f.rate_factors;
+  options.precision = f.precision;
+  const LoadCapacity capacity = find_load_capacity(catalog, m, deployment, workload, options);
+  const CapacityReport report{m.spec.name, deployment, workload, options, capacity};
+  if (f.json) {
+    out << capacity_json(report).dump(2) << "\n";
+  } else {
+    out << capacity_table(report).to_text();
   }
 }
 

@@ -99,10 +99,8 @@ void serve_variant(const Catalog& catalog, const ModelAnalysis& model, const Wor
     row.not_run = e.what();
     return;
   }
-  const ServingResult& r = row.run.result;
-  const double good = r.goodput_fraction * static_cast<double>(r.finished);
-  row.within_sla = r.arrived > 0 ? good / static_cast<double>(r.arrived) : 0.0;
-  row.meets_sla = r.arrived > 0 && row.within_sla >= min_within_sla;
+  row.within_sla = share_within_sla(row.run.result);
+  row.meets_sla = row.run.result.arrived > 0 && row.within_sla >= min_within_sla;
 }
 
 // The base laid out on other GPUs, EP size and instance counts.

@@ -5,6 +5,11 @@
 
 namespace v41sim {
 
+double share_within_sla(const ServingResult& r) {
+  if (r.arrived == 0) return 0.0;
+  return r.goodput_fraction * static_cast<double>(r.finished) / static_cast<double>(r.arrived);
+}
+
 ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
                            const DeploymentSpec& deployment, const WorkloadSpec& workload,
                            const ServeOptions& options) {

@@ -29,6 +29,10 @@ struct ServeOptions {
   double trace_until_s = 0;  // > 0: record spans that start before this time, for the trace
 };
 
+// Requests that finished within the deployment's TTFT and TPOT limits, of
+// those that arrived (0 when none arrived): the share an SLA is judged on.
+double share_within_sla(const ServingResult& result);
+
 ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
                            const DeploymentSpec& deployment, const WorkloadSpec& workload,
                            const ServeOptions& options);

@@ -18,6 +18,7 @@
 #include "sim/costing/context_sweep.h"
 #include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
+#include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
@@ -28,6 +29,7 @@
 #include "sim/report/fit_view.h"
 #include "sim/report/frontier_view.h"
 #include "sim/report/html_page.h"
+#include "sim/report/load_capacity_view.h"
 #include "sim/report/model_views.h"
 #include "sim/report/plan_view.h"
 #include "sim/report/published_bands_view.h"
@@ -337,6 +339,25 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
       json);
 }
 
+// How much traffic one deployment serves within its SLA: the serving
+// workload's rate swept and bisected (capacity).
+std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                                  nlohmann::json& json) {
+  const DeploymentSpec deployment = load_deployment(o.capacity_deployment, catalog);
+  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
+  LoadOptions options;
+  options.serve.duration_s = o.capacity_seconds;
+  options.serve.seed = o.seed;
+  options.rate_factors = o.capacity_rate_factors;
+  options.precision = o.capacity_precision;
+  const LoadCapacity capacity = find_load_capacity(catalog, focus, deployment, workload, options);
+  const CapacityReport report{focus.spec.name, deployment, workload, options, capacity};
+  json = capacity_json(report);
+  return fmt::format("## How much traffic {} serves within the SLA ({})\n\n", deployment.name,
+                     o.capacity_deployment) +
+         capacity_table(report).to_markdown();
+}
+
 // What the KV tiers are worth: the plan deployment with its SSD tier and its
 // window-state pool each on or off, on the same arrivals.
 std::string kv_tiers_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
@@ -458,6 +479,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, json["plan"]);
   md += "\n\n" + layout_section(catalog, focus, o, json["plan_layouts"]);
   md += "\n\n" + kv_tiers_section(catalog, focus, o, json["plan_kv_tiers"]);
+  md += "\n\n" + load_capacity_section(catalog, focus, o, json["capacity"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 

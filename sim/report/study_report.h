@@ -43,6 +43,12 @@ struct StudyOptions {
   // varied (0: the tier is off).
   std::vector<double> kv_retentions_h{0, 72};
   std::vector<double> swa_pool_fractions{0, 0.10};
+  // The capacity question: the largest rate of the serving workload this
+  // deployment serves within its SLA, each rate run this long.
+  std::string capacity_deployment = "h200_agg_8";
+  double capacity_seconds = 300;
+  std::vector<double> capacity_rate_factors{0.5, 1, 2};  // the sweep around the workload's rate
+  double capacity_precision = 0.1;                       // then cut down to within 10%
   // The decode frontier: the context deployment on these GPUs, sessions at
   // this context, batch by batch.
   std::vector<std::string> frontier_gpus{"h200", "b200", "h100_sxm", "h20"};

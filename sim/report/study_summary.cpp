@@ -253,6 +253,14 @@ void add_aggregated_steps(Table& t, const json& layouts) {
              fmt::format("{}", fmt::join(parts, "; ")), "Aggregated or disaggregated"});
 }
 
+// The capacity section's verdict, as it says it.
+void add_capacity(Table& t, const json& capacity) {
+  t.add_row(
+      {fmt::format("traffic {} serves within the SLA under '{}'",
+                   capacity.at("deployment").get<std::string>(), capacity.at("workload").get<std::string>()),
+       capacity.at("verdict").get<std::string>(), "How much traffic"});
+}
+
 // Each KV-tier setting the report ran, cheapest within the SLA first.
 void add_kv_tiers(Table& t, const json& plan) {
   std::vector<std::string> parts;
@@ -306,6 +314,7 @@ Table study_summary(const json& report) {
   add_plans(t, report);
   add_aggregated_steps(t, report.at("plan_layouts"));
   if (report.contains("plan_kv_tiers")) add_kv_tiers(t, report.at("plan_kv_tiers"));
+  if (report.contains("capacity")) add_capacity(t, report.at("capacity"));
   add_validation(t, report.at("validation"));
   t.add_note(
       "step times and served latencies come from the kernel model; until our measurements calibrate it, its "

@@ -141,6 +141,24 @@ TEST(Cli, StepWithPromptChunks) {
   EXPECT_NE(text.output.find("with 2 prompt chunks of 8192 tokens ending at 8192"), std::string::npos);
 }
 
+TEST(Cli, CapacityJsonBracketsTheLargestRate) {
+  const auto c = run_json(
+      "capacity --model " V41SIM_SOURCE_DIR "/tests/data/tiny_gqa.yaml --deployment " V41SIM_SOURCE_DIR
+      "/tests/data/one_gpu.yaml --workload " V41SIM_SOURCE_DIR
+      "/tests/data/fixed_prompts.yaml --duration 60 --rate-factors 16,256 --precision 0.1");
+  const double lo = c["largest_meeting_sessions_per_s"].get<double>();
+  const double hi = c["smallest_failing_sessions_per_s"].get<double>();
+  EXPECT_GT(hi, lo);
+  EXPECT_LE(hi / lo, 1.1);
+  EXPECT_GT(c["points"].size(), 2u);
+  for (const auto& p : c["points"]) {
+    EXPECT_EQ(p["meets_sla"].get<bool>(), p["sessions_per_s"].get<double>() <= lo) << p["sessions_per_s"];
+    for (const char* key : {"within_sla", "requests_per_s", "ttft_ms", "tpot_ms", "cost"})
+      EXPECT_TRUE(p.contains(key)) << key;
+  }
+  EXPECT_NE(c["verdict"].get<std::string>().find("within the SLA up to"), std::string::npos);
+}
+
 TEST(Cli, CompareLayersJson) {
   const auto c = run_json("compare-layers --hw h200 --phase prefill --context 65536");
   ASSERT_EQ(c["models"].size(), 3u);
@@ -321,6 +339,10 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--prompt-chunks': expected a positive number"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
         BadRun{"run --duration 0", "--duration"},
+        BadRun{"capacity --workload agent_trace",
+               "field 'arrival': a trace workload sets its own arrival times"},
+        BadRun{"capacity --precision 0", "field '--precision': expected a ratio above 0"},
+        BadRun{"capacity --rate-factors 1,0", "field '--rate-factors': expected factors above 0, got 0"},
         BadRun{"run --sessions-per-s -1", "field '--sessions-per-s': expected a positive arrival rate"},
         BadRun{"run --workload agent_trace --sessions-per-s 2",
                "a trace workload sets its own arrival times"},

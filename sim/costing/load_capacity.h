@@ -1,0 +1,57 @@
+// LoadCapacity: how much traffic one deployment serves within its SLA, the
+// capacity engineer's question ("how many sessions per second do 8 x H200
+// take before TTFT or TPOT break?"). The workload's arrival rate is scaled
+// (its sessions, turns and think times stay as the file draws them, with the
+// same seed at every rate), each rate is served and drained, and a rate
+// meets the SLA when at least `min_within_sla` of the requests that arrived
+// finished within its TTFT and TPOT limits. A geometric sweep brackets the
+// largest such rate; the bracket is then cut in three (in log space, two runs
+// at a time: a fixed schedule, so the answer does not depend on the cores)
+// until its ends are within `precision` of each other.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "sim/common/catalog.h"
+#include "sim/costing/served_run.h"
+#include "sim/model/model_analysis.h"
+#include "sim/serving/deployment_spec.h"
+#include "sim/serving/workload_spec.h"
+
+namespace v41sim {
+
+struct LoadOptions {
+  ServeOptions serve;  // duration and seed of each rate's run (drained)
+  double min_within_sla = 0.99;
+  // The sweep: these multiples of the workload's own rate, then the search
+  // until the bracket's ends are within this ratio less one.
+  std::vector<double> rate_factors{0.25, 0.5, 1, 2, 4, 8};
+  double precision = 0.05;
+};
+
+struct LoadPoint {
+  double sessions_per_s = 0;
+  ServedRun run;
+  double within_sla = 0;
+  bool meets_sla = false;
+};
+
+struct LoadCapacity {
+  std::vector<LoadPoint> points;  // every rate served, slowest first
+  // The largest rate that met the SLA and the smallest above it that did
+  // not: the capacity lies between them. Empty where no rate met it (below
+  // the sweep) or every rate did (above it).
+  std::optional<std::size_t> largest_meeting;
+  std::optional<std::size_t> smallest_failing_above;
+};
+
+// Throws InputError for a trace workload (its arrival times are its own), a
+// share outside (0, 1], a precision not above 0 or factors that are not
+// positive.
+LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& model,
+                                const DeploymentSpec& deployment, const WorkloadSpec& workload,
+                                const LoadOptions& options);
+
+}  // namespace v41sim

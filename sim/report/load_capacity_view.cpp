@@ -1,0 +1,119 @@
+#include "sim/report/load_capacity_view.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+#include "sim/report/error_band_view.h"
+#include "sim/report/run_view.h"
+
+namespace v41sim {
+namespace {
+
+const LoadPoint* point_at(const LoadCapacity& c, const std::optional<std::size_t>& index) {
+  return index ? &c.points[*index] : nullptr;
+}
+
+std::string rate(double sessions_per_s) { return fmt::format("{:.3g}", sessions_per_s); }
+
+// Rates below the largest meeting one that missed the SLA (run-to-run spread near the limit).
+std::string missed_below(const LoadCapacity& c) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; c.largest_meeting && i < *c.largest_meeting; ++i) {
+    if (!c.points[i].meets_sla) out.push_back(rate(c.points[i].sessions_per_s));
+  }
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+nlohmann::json point_json(const LoadPoint& p) {
+  const ServingResult& r = p.run.result;
+  return {{"sessions_per_s", p.sessions_per_s},
+          {"requests_per_s", r.arrival_rate_per_s},
+          {"within_sla", p.within_sla},
+          {"meets_sla", p.meets_sla},
+          {"requests", {{"arrived", r.arrived}, {"finished", r.finished}, {"rejected", r.rejected}}},
+          {"ttft_ms", {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}}},
+          {"tpot_ms", {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}}},
+          {"throughput_tokens_per_s_per_gpu",
+           {{"input", r.input_tokens_per_s_per_gpu}, {"output", r.output_tokens_per_s_per_gpu}}},
+          {"cost", cost_json(p.run.cost)},
+          {"error_band",
+           {{"prefill", error_band_json(r.prefill_band)}, {"decode", error_band_json(r.decode_band)}}}};
+}
+
+}  // namespace
+
+std::string capacity_verdict(const CapacityReport& r) {
+  const LoadCapacity& c = r.capacity;
+  const LoadPoint* best = point_at(c, c.largest_meeting);
+  const LoadPoint* over = point_at(c, c.smallest_failing_above);
+  if (!best) {
+    return fmt::format("no rate tried meets the SLA: the capacity is below {} sessions/s",
+                       rate(c.points.front().sessions_per_s));
+  }
+  const std::string at = fmt::format(
+      "{} sessions/s ({:.2f} requests/s, {:.0f} output tokens/s per GPU, {} per 1M output tokens)",
+      rate(best->sessions_per_s), best->run.result.arrival_rate_per_s,
+      best->run.result.output_tokens_per_s_per_gpu, output_token_price(best->run.cost));
+  if (!over) return "every rate tried meets the SLA: the capacity is above " + at;
+  return fmt::format("within the SLA up to {}; {} sessions/s misses it", at, rate(over->sessions_per_s));
+}
+
+Table capacity_table(const CapacityReport& r) {
+  Table t(fmt::format("{} on {} under '{}': arrival rates served, slowest first", r.model, r.deployment.name,
+                      r.workload.name),
+          {"sessions/s", "requests/s", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
+           "$ per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"});
+  std::vector<std::string> kernel_models;
+  for (const LoadPoint& p : r.capacity.points) {
+    const ServingResult& x = p.run.result;
+    t.add_row({rate(p.sessions_per_s), fmt::format("{:.2f}", x.arrival_rate_per_s),
+               fmt::format("{:.1f}%", 100 * p.within_sla), fmt::format("{:.0f}", x.ttft_ms.p99),
+               fmt::format("{:.1f}", x.tpot_ms.p99), fmt::format("{:.0f}", x.output_tokens_per_s_per_gpu),
+               output_token_price(p.run.cost), p.meets_sla ? "yes" : "no",
+               error_band_cell(x.prefill_band) + " / " + error_band_cell(x.decode_band)});
+    collect_kernel_models(p.run, kernel_models);
+  }
+  t.add_note(capacity_verdict(r));
+  if (const std::string below = missed_below(r.capacity); !below.empty()) {
+    t.add_note("missed the SLA below that rate: " + below +
+               " sessions/s; near its limit the share within the SLA moves from run to run with the "
+               "sessions drawn, so the capacity is known to about that spread (longer runs narrow it)");
+  }
+  t.add_note(fmt::format(
+      "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; the "
+      "workload's "
+      "{} sessions/s times {}, then the bracket cut in three until its ends are within {:.0f}%; each rate "
+      "serves {:.0f} simulated s of arrivals (seed {}, the same sessions drawn at every rate), then drains",
+      r.deployment.sla.ttft_ms, r.deployment.sla.tpot_ms, 100 * r.options.min_within_sla,
+      rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
+      r.options.serve.duration_s, r.options.serve.seed));
+  t.add_note("traffic '" + r.workload.name + "' (" + r.workload.source + ")");
+  add_served_run_notes(t, kernel_models);
+  return t;
+}
+
+nlohmann::json capacity_json(const CapacityReport& r) {
+  const LoadCapacity& c = r.capacity;
+  nlohmann::json points = nlohmann::json::array();
+  for (const LoadPoint& p : c.points) points.push_back(point_json(p));
+  const auto rate_or_null = [&](const std::optional<std::size_t>& i) {
+    return i ? nlohmann::json(c.points[*i].sessions_per_s) : nlohmann::json(nullptr);
+  };
+  return {{"model", r.model},
+          {"deployment", r.deployment.name},
+          {"deployment_file", r.deployment.file},
+          {"workload", r.workload.name},
+          {"workload_sessions_per_s", r.workload.sessions_per_s},
+          {"duration_s", r.options.serve.duration_s},
+          {"seed", r.options.serve.seed},
+          {"min_within_sla", r.options.min_within_sla},
+          {"sla", {{"ttft_ms", r.deployment.sla.ttft_ms}, {"tpot_ms", r.deployment.sla.tpot_ms}}},
+          {"largest_meeting_sessions_per_s", rate_or_null(c.largest_meeting)},
+          {"smallest_failing_sessions_per_s", rate_or_null(c.smallest_failing_above)},
+          {"verdict", capacity_verdict(r)},
+          {"points", points}};
+}
+
+}  // namespace v41sim

@@ -1,0 +1,26 @@
+// Views of `v41sim capacity`: every arrival rate served, slowest first, and
+// the largest one within the SLA (bracketed), as a table or one JSON object.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/costing/load_capacity.h"
+#include "sim/report/table.h"
+
+namespace v41sim {
+
+struct CapacityReport {
+  const std::string& model;
+  const DeploymentSpec& deployment;
+  const WorkloadSpec& workload;
+  const LoadOptions& options;
+  const LoadCapacity& capacity;
+};
+
+Table capacity_table(const CapacityReport& r);
+nlohmann::json capacity_json(const CapacityReport& r);
+// The answer in one line ("... sessions/s: between X and Y ...").
+std::string capacity_verdict(const CapacityReport& r);
+
+}  // namespace v41sim

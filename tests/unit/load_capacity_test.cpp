@@ -1,0 +1,90 @@
+// capacity: the largest arrival rate a deployment serves within its SLA,
+// bracketed by runs on either side and cut down to the precision asked.
+#include "sim/costing/load_capacity.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/common/input_error.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+std::string data(const std::string& file) { return std::string(V41SIM_SOURCE_DIR) + "/" + file; }
+
+// One prefill GPU serving single-turn 2048-token prompts (an M/D/1 queue at
+// the prefill GPU) on the tiny GQA model: quick, and its limit is known.
+struct Queue {
+  Catalog catalog{V41SIM_SOURCE_DIR};
+  ModelAnalysis model = analyze_model(load_model_file(data("tests/data/tiny_gqa.yaml")));
+  DeploymentSpec deployment = load_deployment_file(data("tests/data/one_gpu.yaml"));
+  WorkloadSpec workload = load_workload_file(data("tests/data/fixed_prompts.yaml"));
+  LoadOptions options;
+  Queue() { options.serve.duration_s = 120; }
+  LoadCapacity find() const { return find_load_capacity(catalog, model, deployment, workload, options); }
+};
+
+TEST(LoadCapacity, BracketsTheLargestRateWithinTheSla) {
+  Queue q;
+  q.options.rate_factors = {1, 16, 64, 256};
+  const LoadCapacity c = q.find();
+  ASSERT_TRUE(c.largest_meeting.has_value());
+  ASSERT_TRUE(c.smallest_failing_above.has_value());
+  // Points come slowest first; the bracket's ends are neighbours, within 5%.
+  for (std::size_t i = 1; i < c.points.size(); ++i)
+    EXPECT_LT(c.points[i - 1].sessions_per_s, c.points[i].sessions_per_s);
+  EXPECT_EQ(*c.smallest_failing_above, *c.largest_meeting + 1);
+  const LoadPoint& best = c.points[*c.largest_meeting];
+  const LoadPoint& over = c.points[*c.smallest_failing_above];
+  EXPECT_LE(over.sessions_per_s / best.sessions_per_s, 1.05);
+  EXPECT_GE(best.within_sla, 0.99);
+  EXPECT_LT(over.within_sla, 0.99);
+  // A queue past its service rate never meets a TTFT limit; one at half of
+  // it waits a few service times, well inside the 1 s limit.
+  const double service_s = best.run.result.mean_prefill_ms / 1e3;
+  ASSERT_GT(service_s, 0);
+  EXPECT_LT(best.sessions_per_s, 1.0 / service_s);
+  EXPECT_GT(best.sessions_per_s, 0.5 / service_s);
+  // The same inputs give the same answer.
+  const LoadCapacity again = q.find();
+  ASSERT_EQ(again.points.size(), c.points.size());
+  EXPECT_EQ(again.points[*again.largest_meeting].sessions_per_s, best.sessions_per_s);
+}
+
+TEST(LoadCapacity, SaysWhenTheSweepDoesNotBracketIt) {
+  Queue q;
+  q.options.rate_factors = {0.1, 0.2};
+  const LoadCapacity light = q.find();
+  EXPECT_TRUE(light.largest_meeting.has_value());
+  EXPECT_FALSE(light.smallest_failing_above.has_value());  // above the sweep
+  EXPECT_EQ(light.points.size(), 2u);
+  q.deployment.sla.ttft_ms = 1e-3;  // no prefill is that fast
+  const LoadCapacity none = q.find();
+  EXPECT_FALSE(none.largest_meeting.has_value());  // below the sweep
+}
+
+TEST(LoadCapacity, BadOptionsAreInputErrors) {
+  Queue q;
+  const auto field_of = [&q]() -> std::string {
+    try {
+      q.find();
+    } catch (const InputError& e) {
+      return e.where().field;
+    }
+    return "";
+  };
+  q.options.precision = 0;
+  EXPECT_EQ(field_of(), "--precision");
+  q.options.precision = 0.05;
+  q.options.rate_factors = {1, -2};
+  EXPECT_EQ(field_of(), "--rate-factors");
+  q.options.rate_factors = {1};
+  q.options.min_within_sla = 1.5;
+  EXPECT_EQ(field_of(), "--min-within-sla");
+  q.options.min_within_sla = 0.99;
+  q.workload = load_workload_file(data("workloads/agent_trace.yaml"));
+  EXPECT_EQ(field_of(), "arrival");
+}
+
+}  // namespace
+}  // namespace v41sim
