@@ -151,12 +151,15 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
 
 KernelTiming KernelCostModel::time(const Kernel& kernel) const {
   const CacheKey key = key_of(kernel);
-  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  {
+    const std::lock_guard<std::mutex> hold(*cache_lock_);
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  }
   const bool is_transfer =
       kernel.kernel_class == KernelClass::kAllToAll || kernel.kernel_class == KernelClass::kHostCopy;
   const KernelTiming timing = is_transfer ? transfer(kernel) : compute_kernel(kernel);
-  cache_.emplace(key, timing);
-  return timing;
+  const std::lock_guard<std::mutex> hold(*cache_lock_);
+  return cache_.emplace(key, timing).first->second;
 }
 
 // A GEMM whose weights need widening either widens them in every M tile, or,

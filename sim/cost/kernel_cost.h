@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
 
@@ -113,7 +115,11 @@ class KernelCostModel {
     std::size_t operator()(const CacheKey& key) const;
   };
   static CacheKey key_of(const Kernel& kernel);
+  // Runs that share a cost model may time kernels from several threads: the
+  // lock covers lookups and inserts, not the timing (a kernel timed twice at
+  // once gets the same figures; the first insert stays).
   mutable std::unordered_map<CacheKey, KernelTiming, CacheKeyHash> cache_;
+  mutable std::unique_ptr<std::mutex> cache_lock_ = std::make_unique<std::mutex>();
 };
 
 }  // namespace v41sim

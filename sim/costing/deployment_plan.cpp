@@ -9,6 +9,7 @@
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
+#include "sim/costing/shared_step_times.h"
 
 namespace v41sim {
 namespace {
@@ -91,10 +92,10 @@ std::vector<std::pair<std::string, std::string>> gpu_pairs(const DeploymentSpec&
 
 // Serves one variant into its row; a variant the model cannot run (it does
 // not fit, its EP size does not divide the experts) keeps the reason instead.
-void serve_variant(const Catalog& catalog, const ModelAnalysis& model, const WorkloadSpec& workload,
+void serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model, const WorkloadSpec& workload,
                    const ServeOptions& options, double min_within_sla, PlanRow& row) {
   try {
-    row.run = serve_deployment(catalog, model, row.deployment, workload, options);
+    row.run = serve_deployment(shared.gpus, shared.steps, model, row.deployment, workload, options);
   } catch (const InputError& e) {
     row.not_run = e.what();
     return;
@@ -247,9 +248,19 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
     row.deployment = std::move(d);
     rows.push_back(std::move(row));
   }
-  // Variants are independent simulations, each with its own cost models and caches.
+  // Variants are independent simulations; those that time steps alike share
+  // their cost models and step times (loaded here, before the runs start).
+  SharedStepTimes shared(catalog, model);
+  std::vector<const DeploymentSteps*> steps(rows.size(), nullptr);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    try {
+      steps[i] = &shared.of(rows[i].deployment);
+    } catch (const InputError& e) {
+      rows[i].not_run = e.what();
+    }
+  }
   parallel_for(rows.size(), [&](std::size_t i) {
-    serve_variant(catalog, model, workload, drained, min_within_sla, rows[i]);
+    if (steps[i] != nullptr) serve_variant(*steps[i], model, workload, drained, min_within_sla, rows[i]);
   });
   std::stable_sort(rows.begin(), rows.end(), ranks_before);
   return rows;

@@ -1,6 +1,6 @@
 #include "sim/costing/served_run.h"
 
-#include "sim/costing/deployment_cost_models.h"
+#include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 
 namespace v41sim {
@@ -14,9 +14,18 @@ ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
                            const DeploymentSpec& deployment, const WorkloadSpec& workload,
                            const ServeOptions& options) {
   const DeploymentCostModels gpus(catalog, deployment);
+  const auto steps = std::make_shared<StepTimeCache>(
+      deployment_step_times(model, gpus.prefill.cost(), gpus.decode.cost(), deployment));
+  return serve_deployment(gpus, steps, model, deployment, workload, options);
+}
+
+ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_ptr<StepTimeCache>& steps,
+                           const ModelAnalysis& model, const DeploymentSpec& deployment,
+                           const WorkloadSpec& workload, const ServeOptions& options) {
   const GpuCostModel& prefill = gpus.prefill;
   const GpuCostModel& decode = gpus.decode;
-  ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, options.seed);
+  ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, options.seed,
+                               steps);
   if (options.trace_until_s > 0) simulation.enable_trace(options.trace_until_s);
   ServedRun run;
   run.result = simulation.run(options.duration_s, options.drain);

@@ -4,13 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "sim/common/catalog.h"
+#include "sim/costing/deployment_cost_models.h"
 #include "sim/costing/serving_cost.h"
 #include "sim/model/model_analysis.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/serving_result.h"
+#include "sim/serving/step_time_cache.h"
 #include "sim/serving/workload_spec.h"
 
 namespace v41sim {
@@ -36,5 +39,10 @@ double share_within_sla(const ServingResult& result);
 ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
                            const DeploymentSpec& deployment, const WorkloadSpec& workload,
                            const ServeOptions& options);
+// The same over cost models and step times loaded once for several runs of
+// the deployment (`steps` built by deployment_step_times over `gpus`).
+ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_ptr<StepTimeCache>& steps,
+                           const ModelAnalysis& model, const DeploymentSpec& deployment,
+                           const WorkloadSpec& workload, const ServeOptions& options);
 
 }  // namespace v41sim

@@ -64,7 +64,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
     for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
     const auto n = static_cast<int64_t>(rank.active.size());
     const StepTimeCache::DecodeStep step =
-        steps_.decode_step(n, static_cast<int64_t>(context / static_cast<double>(n)));
+        steps_->decode_step(n, static_cast<int64_t>(context / static_cast<double>(n)));
     if (step.us > step_us) {  // the slowest rank sets the step
       step_us = step.us;
       step_communication_us = step.communication_us;
@@ -168,16 +168,16 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
     const int64_t mean_context = n > 0 ? static_cast<int64_t>(context / static_cast<double>(n)) : 0;
     const StepTimeCache::DecodeStep plain =
-        n > 0 ? steps_.decode_step(n, mean_context) : StepTimeCache::DecodeStep{};
+        n > 0 ? steps_->decode_step(n, mean_context) : StepTimeCache::DecodeStep{};
     const int64_t decode_tokens = n * (1 + plain.drafts);
     const RankChunks packed =
         pack_chunks(prompts, &next, deployment_.prefill.max_tokens_per_step - decode_tokens, &chunks);
     StepTimeCache::DecodeStep step = plain;
     if (packed.prompts > 0 && n > 0) {
-      step = steps_.mixed_step(n, mean_context, packed.prompts, packed.mean_new_tokens, packed.mean_context);
+      step = steps_->mixed_step(n, mean_context, packed.prompts, packed.mean_new_tokens, packed.mean_context);
     } else if (packed.prompts > 0) {
       const StepTimeCache::StepCost cost =
-          steps_.prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
+          steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
       step = {cost.us, cost.communication_us, 1.0, 0, cost.band, cost.micro_batches};
     }
     if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step

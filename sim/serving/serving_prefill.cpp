@@ -46,7 +46,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
     const RankChunks packed = pack_chunks(inst, &next, deployment_.prefill.max_tokens_per_step, &chunks);
     const StepTimeCache::StepCost cost =
-        steps_.prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
+        steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
     if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
       step_us = cost.us;
       step_communication_us = cost.communication_us;
@@ -90,7 +90,7 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
   const int64_t tokens = std::min(left, per_rank * ranks);
   if (r.computed == 0) r.prefill_started = sim_.now();
   const int64_t end = r.context() - r.to_compute + r.computed + tokens;
-  const StepTimeCache::StepCost cost = steps_.prefill_step(1, per_rank, end);
+  const StepTimeCache::StepCost cost = steps_->prefill_step(1, per_rank, end);
   const double exchange_bytes = model_.kv.global_bytes_per_token * static_cast<double>(tokens) *
                                 static_cast<double>(ranks - 1) / static_cast<double>(ranks);
   const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;

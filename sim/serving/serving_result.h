@@ -82,7 +82,7 @@ struct ServingResult {
   ErrorBand prefill_band;
   ErrorBand decode_band;
   uint64_t events = 0;
-  std::size_t step_shapes_costed = 0;
+  std::size_t step_shapes_costed = 0;  // with step times shared by several runs: by all of them so far
   std::vector<OccupancySample> occupancy;
   std::vector<TraceSpan> trace;  // filled only when tracing is on
 };

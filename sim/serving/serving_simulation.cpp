@@ -25,6 +25,14 @@ int64_t draw_tokens(const Distribution& d, std::mt19937_64& rng, double scale = 
 ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                                      const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
                                      const WorkloadSpec& workload, uint64_t seed)
+    : ServingSimulation(model, prefill_cost, decode_cost, deployment, workload, seed,
+                        std::make_shared<StepTimeCache>(
+                            deployment_step_times(model, prefill_cost, decode_cost, deployment))) {}
+
+ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
+                                     const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
+                                     const WorkloadSpec& workload, uint64_t seed,
+                                     std::shared_ptr<StepTimeCache> steps)
     : model_(model),
       prefill_gpu_(prefill_cost.gpu()),
       prefill_nvlink_bytes_per_s_(deployment.prefill.context_parallel_min_tokens > 0
@@ -37,7 +45,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       sim_(seed),
       arrivals_rng_(sim_.random_stream("arrivals")),
       sessions_rng_(sim_.random_stream("sessions")),
-      steps_(deployment_step_times(model, prefill_cost, decode_cost, deployment)),
+      steps_(std::move(steps)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
   decode_kv_bytes_per_gpu_ = decode_kv_bytes_per_gpu(model, deployment, decode_gpu_);
@@ -289,7 +297,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.kv_tiers = tiers_.counters();
   out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
   out.events = sim_.events_processed();
-  out.step_shapes_costed = steps_.size();
+  out.step_shapes_costed = steps_->size();
   return out;
 }
 

@@ -39,6 +39,11 @@ class ServingSimulation {
   ServingSimulation(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                     const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
                     const WorkloadSpec& workload, uint64_t seed);
+  // Runs of one deployment may share its step times (deployment_step_times
+  // over the same cost models): a shape costed by one is not costed again.
+  ServingSimulation(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
+                    const KernelCostModel& decode_cost, const DeploymentSpec& deployment,
+                    const WorkloadSpec& workload, uint64_t seed, std::shared_ptr<StepTimeCache> steps);
   ~ServingSimulation();
 
   // Simulates `duration_s` seconds of arrivals. With `drain`, no session starts
@@ -114,7 +119,7 @@ class ServingSimulation {
   Simulator sim_;
   std::mt19937_64 arrivals_rng_;
   std::mt19937_64 sessions_rng_;
-  StepTimeCache steps_;
+  std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double decode_kv_bytes_per_gpu_ = 0;
   std::deque<Request> requests_;  // stable addresses

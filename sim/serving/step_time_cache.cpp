@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <optional>
 
 #include "sim/cost/step_cost.h"
@@ -39,7 +40,10 @@ StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& 
 StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens,
                                                int64_t context, int64_t drafts) {
   const auto key = std::make_tuple(static_cast<int>(phase), batch, new_tokens, context, drafts);
-  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  {
+    const std::lock_guard<std::mutex> hold(*lock_);
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  }
   StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
   shape.batch = batch;
   shape.context = std::min(context, model_.spec.max_context);
@@ -48,8 +52,8 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.include_draft = drafts > 0;
   const StepCost step =
       cost_of(shape, phase == Phase::kPrefill ? prefill_overlap_optional_ : decode_overlap_optional_);
-  cache_.emplace(key, step);
-  return step;
+  const std::lock_guard<std::mutex> hold(*lock_);
+  return cache_.emplace(key, step).first->second;
 }
 
 StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_optional) {
@@ -73,7 +77,10 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
   const StepShape::PrefillChunks& chunks = shape.mixed_prefill;
   const ShapeKey key{static_cast<int>(shape.phase),    shape.batch,  shape.new_tokens,  shape.context,
                      shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context};
-  if (const auto it = one_batch_.find(key); it != one_batch_.end()) return it->second;
+  {
+    const std::lock_guard<std::mutex> hold(*lock_);
+    if (const auto it = one_batch_.find(key); it != one_batch_.end()) return it->second;
+  }
   const KernelCostModel& cost =
       shape.phase == Phase::kPrefill || shape.is_mixed() ? prefill_cost_ : decode_cost_;
   const StepGraph graph = build_step_graph(model_, shape);
@@ -87,6 +94,7 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
     layer.kernel_start_us.clear();
     layer.kernel_start_us.shrink_to_fit();
   }
+  const std::lock_guard<std::mutex> hold(*lock_);
   return one_batch_.emplace(key, OneBatch{step, std::move(timing)}).first->second;
 }
 
@@ -99,7 +107,10 @@ StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_t
 StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context) {
   const int64_t grid_context = round_up_to_grid(context);
   const auto key = std::make_pair(batch, grid_context);
-  if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
+  {
+    const std::lock_guard<std::mutex> hold(*lock_);
+    if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
+  }
   const StepCost plain = compute(Phase::kDecode, batch, 0, grid_context, 0);
   DecodeStep best{plain.us, plain.communication_us, 1.0, 0, plain.band, plain.micro_batches};
   const std::optional<DraftSpec>& draft = model_.spec.draft;
@@ -113,8 +124,8 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
         best = {step.us, step.communication_us, tokens, k, step.band, step.micro_batches};
     }
   }
-  decode_choice_.emplace(key, best);
-  return best;
+  const std::lock_guard<std::mutex> hold(*lock_);
+  return decode_choice_.emplace(key, best).first->second;
 }
 
 StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t context, int64_t prompts,
@@ -136,11 +147,24 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
                      shape.mixed_prefill.batch,
                      shape.mixed_prefill.new_tokens,
                      shape.mixed_prefill.context};
-  auto it = mixed_.find(key);
-  if (it == mixed_.end()) it = mixed_.emplace(key, cost_of(shape, decode_overlap_optional_)).first;
-  const StepCost& step = it->second;
+  const StepCost step = mixed_cost(key, shape);
   return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
           step.band, step.micro_batches};
+}
+
+StepTimeCache::StepCost StepTimeCache::mixed_cost(const ShapeKey& key, const StepShape& shape) {
+  {
+    const std::lock_guard<std::mutex> hold(*lock_);
+    if (const auto it = mixed_.find(key); it != mixed_.end()) return it->second;
+  }
+  const StepCost step = cost_of(shape, decode_overlap_optional_);
+  const std::lock_guard<std::mutex> hold(*lock_);
+  return mixed_.emplace(key, step).first->second;
+}
+
+std::size_t StepTimeCache::size() const {
+  const std::lock_guard<std::mutex> hold(*lock_);
+  return cache_.size() + mixed_.size();
 }
 
 }  // namespace v41sim

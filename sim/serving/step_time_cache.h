@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <tuple>
 
 #include "sim/cost/error_band.h"
@@ -57,7 +59,7 @@ class StepTimeCache {
   // CUDA graphs for decode-only batches only; split as the decode pool says.
   DecodeStep mixed_step(int64_t batch, int64_t context, int64_t prompts, int64_t prompt_new_tokens,
                         int64_t prompt_context);
-  std::size_t size() const { return cache_.size() + mixed_.size(); }
+  std::size_t size() const;  // step shapes costed
 
  private:
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0);
@@ -84,6 +86,12 @@ class StepTimeCache {
   using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
   std::map<ShapeKey, OneBatch> one_batch_;
   std::map<ShapeKey, StepCost> mixed_;
+  StepCost mixed_cost(const ShapeKey& key, const StepShape& shape);
+  // Runs of one deployment may share the cache from several threads (the
+  // rates of `capacity`): the lock covers lookups and inserts, not costing; a
+  // shape costed twice at once gets the same figures and the first insert
+  // stays, so sharing never changes a result. Entries never change once in.
+  std::unique_ptr<std::mutex> lock_ = std::make_unique<std::mutex>();
   std::map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
 };
 

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "sim/common/input_error.h"
+#include "sim/common/parallel_for.h"
+#include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 #include "tests/step_test_support.h"
 
@@ -386,6 +388,39 @@ TEST(Serving, MixedStepsCarryPromptChunksInsideDecodeSteps) {
   EXPECT_EQ(mixed.output_tokens_generated, mixed.output_tokens_of_finished);
   EXPECT_LT(mixed.tpot_ms.mean, first.tpot_ms.mean);
   expect_one_step_at_a_time(f, 60);
+}
+
+// Runs that share one deployment's step times (capacity's rates, plan's
+// variants), even at the same time on two threads, give the figures each
+// gives alone: a step time depends on its shape only.
+TEST(Serving, SharedStepTimesChangeNoFigure) {
+  Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_agg_8.yaml"),
+            data("workloads/agent_coding.yaml"));
+  f.deployment.aggregated_steps = DeploymentSpec::AggregatedSteps::kMixed;
+  const std::vector<double> rates{0.3, 0.9};
+  std::vector<ServingResult> alone;
+  for (const double rate : rates) {
+    f.workload.sessions_per_s = rate;
+    alone.push_back(f.run(120, 1, true));
+  }
+  const auto steps = std::make_shared<StepTimeCache>(
+      deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment));
+  std::vector<ServingResult> shared(rates.size());
+  parallel_for(rates.size(), [&](std::size_t i) {
+    WorkloadSpec w = f.workload;
+    w.sessions_per_s = rates[i];
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, w, 1, steps);
+    shared[i] = sim.run(120, true);
+  });
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    EXPECT_EQ(shared[i].events, alone[i].events) << i;
+    EXPECT_EQ(shared[i].ttft_ms.p99, alone[i].ttft_ms.p99) << i;
+    EXPECT_EQ(shared[i].tpot_ms.mean, alone[i].tpot_ms.mean) << i;
+    EXPECT_EQ(shared[i].output_tokens_generated, alone[i].output_tokens_generated) << i;
+    EXPECT_EQ(shared[i].decode_band.pct, alone[i].decode_band.pct) << i;
+  }
+  // The two runs' shapes overlap: the shared cache holds fewer than both apart.
+  EXPECT_LT(steps->size(), alone[0].step_shapes_costed + alone[1].step_shapes_costed);
 }
 
 TEST(Serving, PoolsMayUseDifferentGpus) {
