@@ -60,11 +60,8 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
     const DecodeRank& rank = inst.ranks[i];
     if (rank.active.empty()) continue;
-    double context = 0;
-    for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
     const auto n = static_cast<int64_t>(rank.active.size());
-    const StepTimeCache::DecodeStep step =
-        steps_->decode_step(n, static_cast<int64_t>(context / static_cast<double>(n)));
+    const StepTimeCache::DecodeStep step = steps_->decode_step(n, rank.mean_history());
     if (step.us > step_us) {  // the slowest rank sets the step
       step_us = step.us;
       step_communication_us = step.communication_us;
@@ -135,6 +132,28 @@ bool ServingSimulation::mixes_steps() const {
          deployment_.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed;
 }
 
+// One rank's share of a mixed step: its decode batch (drafts as its plain
+// step would verify) and the chunks it takes from the queue, from `*next` on.
+StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(PrefillInstance& prompts, const DecodeRank& rank,
+                                                             std::size_t* next,
+                                                             std::vector<PrefillChunk>* chunks,
+                                                             double* tokens_per_sequence) {
+  const auto n = static_cast<int64_t>(rank.active.size());
+  const StepTimeCache::DecodeStep plain =
+      n > 0 ? steps_->decode_step(n, rank.mean_history()) : StepTimeCache::DecodeStep{};
+  *tokens_per_sequence = plain.tokens_per_sequence;
+  const int64_t budget = deployment_.prefill.max_tokens_per_step - n * (1 + plain.drafts);
+  const RankChunks packed = pack_chunks(prompts, next, budget, chunks);
+  if (packed.prompts == 0) return plain;
+  if (n > 0) {
+    return steps_->mixed_step(n, rank.mean_history(), packed.prompts, packed.mean_new_tokens,
+                              packed.mean_context);
+  }
+  const StepTimeCache::StepCost cost =
+      steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
+  return {cost.us, cost.communication_us, 1.0, 0, cost.band, cost.micro_batches};
+}
+
 // Each rank's decode batch takes queued prompts' chunks up to the prefill
 // block's token budget less its own decode tokens (vLLM's token budget); the
 // slowest rank sets the step. With nothing decoding, or nothing waiting, the
@@ -162,27 +181,10 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
   int64_t batch = 0;
   std::size_t next = 0;
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    const DecodeRank& rank = inst.ranks[i];
-    const auto n = static_cast<int64_t>(rank.active.size());
-    double context = 0;
-    for (const Request* r : rank.active) context += static_cast<double>(r->context() + r->generated);
-    const int64_t mean_context = n > 0 ? static_cast<int64_t>(context / static_cast<double>(n)) : 0;
-    const StepTimeCache::DecodeStep plain =
-        n > 0 ? steps_->decode_step(n, mean_context) : StepTimeCache::DecodeStep{};
-    const int64_t decode_tokens = n * (1 + plain.drafts);
-    const RankChunks packed =
-        pack_chunks(prompts, &next, deployment_.prefill.max_tokens_per_step - decode_tokens, &chunks);
-    StepTimeCache::DecodeStep step = plain;
-    if (packed.prompts > 0 && n > 0) {
-      step = steps_->mixed_step(n, mean_context, packed.prompts, packed.mean_new_tokens, packed.mean_context);
-    } else if (packed.prompts > 0) {
-      const StepTimeCache::StepCost cost =
-          steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
-      step = {cost.us, cost.communication_us, 1.0, 0, cost.band, cost.micro_batches};
-    }
+    const StepTimeCache::DecodeStep step =
+        rank_mixed_step(prompts, inst.ranks[i], &next, &chunks, &tokens_per_sequence[i]);
     if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step
-    tokens_per_sequence[i] = plain.tokens_per_sequence;
-    batch += n;
+    batch += static_cast<int64_t>(inst.ranks[i].active.size());
   }
   inst.engine->busy = true;
   ++result_.decode_steps;

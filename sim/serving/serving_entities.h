@@ -31,6 +31,13 @@ struct ServingSimulation::PrefillInstance {
 struct ServingSimulation::DecodeRank {
   std::vector<Request*> active;
   double kv_used = 0;
+  // Mean tokens of history over the active sequences (0 when none).
+  int64_t mean_history() const {
+    if (active.empty()) return 0;
+    double sum = 0;
+    for (const Request* r : active) sum += static_cast<double>(r->context() + r->generated);
+    return static_cast<int64_t>(sum / static_cast<double>(active.size()));
+  }
 };
 
 struct ServingSimulation::DecodeInstance {

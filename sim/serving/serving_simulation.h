@@ -104,6 +104,9 @@ class ServingSimulation {
   // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
   bool mixes_steps() const;
   void try_start_mixed_step(std::size_t instance);
+  StepTimeCache::DecodeStep rank_mixed_step(PrefillInstance& prompts, const DecodeRank& rank,
+                                            std::size_t* next, std::vector<PrefillChunk>* chunks,
+                                            double* tokens_per_sequence);
   void finish(Request& r);
   // Bookkeeping.
   void change_in_system(int delta);
