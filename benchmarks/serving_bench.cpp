@@ -8,6 +8,7 @@
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/costing/context_sweep.h"
 #include "sim/costing/deployment_plan.h"
+#include "sim/costing/load_capacity.h"
 #include "sim/des/simulator.h"
 #include "sim/model/model_loader.h"
 #include "sim/serving/serving_simulation.h"
@@ -132,6 +133,28 @@ void BM_ContextSweep(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(v41sim::sweep_contexts(catalog, model, base, options));
 }
 BENCHMARK(BM_ContextSweep)->Unit(benchmark::kMillisecond);
+
+// capacity: the largest rate of agent traffic h200_agg_8 serves within its
+// SLA (the default sweep, 0.25x to 8x the workload's rate, then to within
+// 5%; 300 s of arrivals per rate, drained), every rate sharing step times.
+void BM_LoadCapacity(benchmark::State& state) {
+  const v41sim::Catalog catalog(kRoot);
+  const v41sim::ModelAnalysis model =
+      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
+  const v41sim::DeploymentSpec deployment =
+      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_agg_8.yaml");
+  const v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  v41sim::LoadOptions options;
+  options.serve.duration_s = 300;
+  std::size_t rates = 0;
+  for (auto _ : state) {
+    const v41sim::LoadCapacity c = v41sim::find_load_capacity(catalog, model, deployment, workload, options);
+    rates = c.points.size();
+    benchmark::DoNotOptimize(c);
+  }
+  state.counters["rates"] = static_cast<double>(rates);
+}
+BENCHMARK(BM_LoadCapacity)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 
