@@ -20,7 +20,6 @@
 #include "sim/costing/deployment_plan.h"
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
-#include "sim/costing/shared_step_times.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
@@ -238,7 +237,7 @@ std::string percent_of(int64_t part, int64_t whole) {
 
 // A short serving run of each bundled deployment under one workload.
 std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                            SharedStepTimes& steps, const std::string& workload_name, nlohmann::json& runs) {
+                            const std::string& workload_name, nlohmann::json& runs) {
   std::string md = fmt::format("## Serving {} under the {} workload ({:.0f} simulated s, seed {})\n\n",
                                focus.spec.name, workload_name, o.serving_seconds, o.seed);
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(workload_name));
@@ -254,11 +253,9 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
   ServeOptions options;
   options.duration_s = o.serving_seconds;
   options.seed = o.seed;
-  std::vector<const DeploymentSteps*> shared;
-  for (const DeploymentSpec& d : deployments) shared.push_back(&steps.of(d));
   std::vector<ServedRun> served(deployments.size());
   parallel_for(deployments.size(), [&](std::size_t i) {
-    served[i] = serve_deployment(shared[i]->gpus, shared[i]->steps, focus, deployments[i], workload, options);
+    served[i] = serve_deployment(catalog, focus, deployments[i], workload, options);
   });
   for (std::size_t i = 0; i < deployments.size(); ++i) {
     const DeploymentSpec& d = deployments[i];
@@ -297,8 +294,8 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
 
 // The bases varied over the grid under the serving workload, ranked (plan).
 std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                         SharedStepTimes& steps, const std::vector<std::string>& base_names,
-                         const PlanGrid& grid, const std::string& heading, nlohmann::json& json) {
+                         const std::vector<std::string>& base_names, const PlanGrid& grid,
+                         const std::string& heading, nlohmann::json& json) {
   std::vector<DeploymentSpec> bases;
   for (const std::string& name : base_names) bases.push_back(load_deployment(name, catalog));
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
@@ -306,8 +303,7 @@ std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, con
   options.duration_s = o.serving_seconds;
   options.seed = o.seed;
   constexpr double kWithinSla = 0.99;
-  const std::vector<PlanRow> rows =
-      run_plan(catalog, focus, bases, grid, workload, options, kWithinSla, &steps);
+  const std::vector<PlanRow> rows = run_plan(catalog, focus, bases, grid, workload, options, kWithinSla);
   const PlanReport report{focus.spec.name, bases, workload, options, kWithinSla, rows};
   json = plan_json(report);
   return "## " + heading + "\n\n" + plan_table(report).to_markdown();
@@ -316,12 +312,12 @@ std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, con
 // Which GPU, and how many, serve the workload within the SLA for the least
 // money: one base deployment varied over every GPU profile.
 std::string cheapest_gpu_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                                 SharedStepTimes& steps, nlohmann::json& json) {
+                                 nlohmann::json& json) {
   PlanGrid grid;
   for (const std::string& file : catalog.gpu_files()) grid.gpus.push_back(fs::path(file).stem().string());
   grid.decode_instances = o.plan_decode_instances;
   return plan_section(
-      catalog, focus, o, steps, {o.plan_deployment}, grid,
+      catalog, focus, o, {o.plan_deployment}, grid,
       fmt::format("The cheapest deployment within the SLA ({} on every GPU profile)", o.plan_deployment),
       json);
 }
@@ -329,14 +325,14 @@ std::string cheapest_gpu_section(const Catalog& catalog, const ModelAnalysis& fo
 // One pool for prefill and decode, or a pool each: the same arrivals and SLA
 // on both layouts, on the same GPUs.
 std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                           SharedStepTimes& steps, nlohmann::json& json) {
+                           nlohmann::json& json) {
   const PlanGrid grid{.gpus = o.layout_gpus,
                       .eps = {o.ep},
                       .prefill_instances = {1},
                       .decode_instances = o.plan_decode_instances,
                       .aggregated_steps = o.layout_aggregated_steps};
   return plan_section(
-      catalog, focus, o, steps, o.layout_deployments, grid,
+      catalog, focus, o, o.layout_deployments, grid,
       fmt::format("Aggregated or disaggregated ({}, EP {}, one prefill instance; the aggregated "
                   "pool with prompts in steps of their own or mixed into decode steps)",
                   fmt::join(o.layout_deployments, " against "), o.ep),
@@ -346,7 +342,7 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
 // How much traffic one deployment serves within its SLA: the serving
 // workload's rate swept and bisected (capacity).
 std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                                  SharedStepTimes& steps, nlohmann::json& json) {
+                                  nlohmann::json& json) {
   const DeploymentSpec deployment = load_deployment(o.capacity_deployment, catalog);
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
   LoadOptions options;
@@ -354,7 +350,7 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   options.serve.seed = o.seed;
   options.rate_factors = o.capacity_rate_factors;
   options.precision = o.capacity_precision;
-  const LoadCapacity capacity = find_load_capacity(catalog, focus, deployment, workload, options, &steps);
+  const LoadCapacity capacity = find_load_capacity(catalog, focus, deployment, workload, options);
   const CapacityReport report{focus.spec.name, deployment, workload, options, capacity};
   json = capacity_json(report);
   return fmt::format("## How much traffic {} serves within the SLA ({})\n\n", deployment.name,
@@ -365,9 +361,9 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
 // What the KV tiers are worth: the plan deployment with its SSD tier and its
 // window-state pool each on or off, on the same arrivals.
 std::string kv_tiers_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                             SharedStepTimes& steps, nlohmann::json& json) {
+                             nlohmann::json& json) {
   const PlanGrid grid{.kv_retentions_h = o.kv_retentions_h, .swa_pool_fractions = o.swa_pool_fractions};
-  return plan_section(catalog, focus, o, steps, {o.plan_deployment}, grid,
+  return plan_section(catalog, focus, o, {o.plan_deployment}, grid,
                       fmt::format("What the KV tiers are worth ({})", o.plan_deployment), json);
 }
 
@@ -478,15 +474,12 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   fs::create_directories(o.out_dir);
   md += context_section(catalog, focus, o, o.out_dir, json["context_sweeps"]);
   md += frontier_section(catalog, focus, o, o.out_dir, json["decode_frontier"]);
-  // The served runs below share step times wherever their pools time steps alike.
-  SharedStepTimes steps(catalog, focus);
-  md += serving_section(catalog, focus, o, steps, o.serving_workload, json["serving"]);
-  md += "\n\n" +
-        serving_section(catalog, focus, o, steps, o.long_context_workload, json["serving_long_context"]);
-  md += "\n\n" + cheapest_gpu_section(catalog, focus, o, steps, json["plan"]);
-  md += "\n\n" + layout_section(catalog, focus, o, steps, json["plan_layouts"]);
-  md += "\n\n" + kv_tiers_section(catalog, focus, o, steps, json["plan_kv_tiers"]);
-  md += "\n\n" + load_capacity_section(catalog, focus, o, steps, json["capacity"]);
+  md += serving_section(catalog, focus, o, o.serving_workload, json["serving"]);
+  md += "\n\n" + serving_section(catalog, focus, o, o.long_context_workload, json["serving_long_context"]);
+  md += "\n\n" + cheapest_gpu_section(catalog, focus, o, json["plan"]);
+  md += "\n\n" + layout_section(catalog, focus, o, json["plan_layouts"]);
+  md += "\n\n" + kv_tiers_section(catalog, focus, o, json["plan_kv_tiers"]);
+  md += "\n\n" + load_capacity_section(catalog, focus, o, json["capacity"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 
