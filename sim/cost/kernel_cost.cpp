@@ -152,13 +152,13 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
 KernelTiming KernelCostModel::time(const Kernel& kernel) const {
   const CacheKey key = key_of(kernel);
   {
-    const std::lock_guard<std::mutex> hold(*cache_lock_);
+    const std::shared_lock<std::shared_mutex> look(*cache_lock_);
     if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   }
   const bool is_transfer =
       kernel.kernel_class == KernelClass::kAllToAll || kernel.kernel_class == KernelClass::kHostCopy;
   const KernelTiming timing = is_transfer ? transfer(kernel) : compute_kernel(kernel);
-  const std::lock_guard<std::mutex> hold(*cache_lock_);
+  const std::lock_guard<std::shared_mutex> hold(*cache_lock_);
   return cache_.emplace(key, timing).first->second;
 }
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string_view>
 #include <unordered_map>
 
@@ -119,7 +120,7 @@ class KernelCostModel {
   // lock covers lookups and inserts, not the timing (a kernel timed twice at
   // once gets the same figures; the first insert stays).
   mutable std::unordered_map<CacheKey, KernelTiming, CacheKeyHash> cache_;
-  mutable std::unique_ptr<std::mutex> cache_lock_ = std::make_unique<std::mutex>();
+  mutable std::unique_ptr<std::shared_mutex> cache_lock_ = std::make_unique<std::shared_mutex>();
 };
 
 }  // namespace v41sim

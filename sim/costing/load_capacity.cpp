@@ -34,7 +34,7 @@ void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
 
 // Serves each rate (in parallel: each run has its own simulation, the step
 // times are shared) and adds the points.
-void serve_rates(const DeploymentSteps& shared, const ModelAnalysis& model, const DeploymentSpec& deployment,
+void serve_rates(const DeploymentSteps& steps, const ModelAnalysis& model, const DeploymentSpec& deployment,
                  const WorkloadSpec& workload, const LoadOptions& o, const std::vector<double>& rates,
                  std::vector<LoadPoint>& points) {
   std::vector<LoadPoint> added(rates.size());
@@ -45,7 +45,7 @@ void serve_rates(const DeploymentSteps& shared, const ModelAnalysis& model, cons
     scaled.sessions_per_s = rates[i];
     LoadPoint& p = added[i];
     p.sessions_per_s = rates[i];
-    p.run = serve_deployment(shared.gpus, shared.steps, model, deployment, scaled, drained);
+    p.run = serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, drained);
     p.within_sla = share_within_sla(p.run.result);
     p.meets_sla = p.run.result.arrived > 0 && p.within_sla >= o.min_within_sla;
   });
@@ -75,20 +75,21 @@ void bracket(LoadCapacity& c) {
 
 LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& model,
                                 const DeploymentSpec& deployment, const WorkloadSpec& workload,
-                                const LoadOptions& options) {
+                                const LoadOptions& options, SharedStepTimes* shared) {
   require_valid(workload, options);
-  const DeploymentSteps shared(catalog, model, deployment);  // one deployment: every rate shares its steps
+  SharedStepTimes own(catalog, model);
+  const DeploymentSteps& steps = (shared != nullptr ? *shared : own).of(deployment);
   LoadCapacity c;
   std::vector<double> sweep;
   for (const double f : options.rate_factors) sweep.push_back(workload.sessions_per_s * f);
-  serve_rates(shared, model, deployment, workload, options, sweep, c.points);
+  serve_rates(steps, model, deployment, workload, options, sweep, c.points);
   bracket(c);
   while (c.largest_meeting && c.smallest_failing_above) {
     const double lo = c.points[*c.largest_meeting].sessions_per_s;
     const double hi = c.points[*c.smallest_failing_above].sessions_per_s;
     if (hi / lo <= 1.0 + options.precision) break;
     const double third = std::cbrt(hi / lo);
-    serve_rates(shared, model, deployment, workload, options, {lo * third, lo * third * third}, c.points);
+    serve_rates(steps, model, deployment, workload, options, {lo * third, lo * third * third}, c.points);
     bracket(c);
   }
   return c;

@@ -16,6 +16,7 @@
 
 #include "sim/common/catalog.h"
 #include "sim/costing/served_run.h"
+#include "sim/costing/shared_step_times.h"
 #include "sim/model/model_analysis.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/workload_spec.h"
@@ -50,8 +51,11 @@ struct LoadCapacity {
 // Throws InputError for a trace workload (its arrival times are its own), a
 // share outside (0, 1], a precision not above 0 or factors that are not
 // positive.
+// Every rate shares the deployment's step times: in `shared` where given (a
+// caller asking about several deployments that time steps alike), else in
+// the search's own.
 LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& model,
                                 const DeploymentSpec& deployment, const WorkloadSpec& workload,
-                                const LoadOptions& options);
+                                const LoadOptions& options, SharedStepTimes* shared = nullptr);
 
 }  // namespace v41sim

@@ -104,6 +104,9 @@ nlohmann::json capacity_json(const CapacityReport& r) {
   return {{"model", r.model},
           {"deployment", r.deployment.name},
           {"deployment_file", r.deployment.file},
+          {"aggregated_steps", r.deployment.disaggregated
+                                   ? nlohmann::json(nullptr)
+                                   : nlohmann::json(aggregated_steps_name(r.deployment.aggregated_steps))},
           {"workload", r.workload.name},
           {"workload_sessions_per_s", r.workload.sessions_per_s},
           {"duration_s", r.options.serve.duration_s},

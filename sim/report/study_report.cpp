@@ -343,19 +343,36 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
 // workload's rate swept and bisected (capacity).
 std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                                   nlohmann::json& json) {
-  const DeploymentSpec deployment = load_deployment(o.capacity_deployment, catalog);
+  const DeploymentSpec base = load_deployment(o.capacity_deployment, catalog);
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
   LoadOptions options;
   options.serve.duration_s = o.capacity_seconds;
   options.serve.seed = o.seed;
   options.rate_factors = o.capacity_rate_factors;
   options.precision = o.capacity_precision;
-  const LoadCapacity capacity = find_load_capacity(catalog, focus, deployment, workload, options);
-  const CapacityReport report{focus.spec.name, deployment, workload, options, capacity};
-  json = capacity_json(report);
-  return fmt::format("## How much traffic {} serves within the SLA ({})\n\n", deployment.name,
-                     o.capacity_deployment) +
-         capacity_table(report).to_markdown();
+  // An aggregated pool is asked with each way of scheduling its prompts.
+  std::vector<DeploymentSpec> deployments;
+  for (const auto schedule :
+       base.disaggregated ? std::vector{base.aggregated_steps} : o.layout_aggregated_steps) {
+    DeploymentSpec d = base;
+    d.aggregated_steps = schedule;
+    if (!d.disaggregated) {
+      d.name += schedule == DeploymentSpec::AggregatedSteps::kMixed ? ", prompts mixed into decode steps"
+                                                                    : ", prompts in steps of their own";
+    }
+    deployments.push_back(std::move(d));
+  }
+  std::string md =
+      fmt::format("## How much traffic {} serves within the SLA ({})\n\n", base.name, o.capacity_deployment);
+  json = nlohmann::json::array();
+  SharedStepTimes steps(catalog, focus);  // the schedules time steps alike; freed with the section
+  for (const DeploymentSpec& d : deployments) {
+    const LoadCapacity capacity = find_load_capacity(catalog, focus, d, workload, options, &steps);
+    const CapacityReport report{focus.spec.name, d, workload, options, capacity};
+    json.push_back(capacity_json(report));
+    md += capacity_table(report).to_markdown();
+  }
+  return md;
 }
 
 // What the KV tiers are worth: the plan deployment with its SSD tier and its

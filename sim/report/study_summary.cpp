@@ -253,12 +253,17 @@ void add_aggregated_steps(Table& t, const json& layouts) {
              fmt::format("{}", fmt::join(parts, "; ")), "Aggregated or disaggregated"});
 }
 
-// The capacity section's verdict, as it says it.
-void add_capacity(Table& t, const json& capacity) {
-  t.add_row(
-      {fmt::format("traffic {} serves within the SLA under '{}'",
-                   capacity.at("deployment").get<std::string>(), capacity.at("workload").get<std::string>()),
-       capacity.at("verdict").get<std::string>(), "How much traffic"});
+// The capacity section's verdicts, one per deployment it asked.
+void add_capacity(Table& t, const json& capacities) {
+  if (capacities.empty()) return;
+  std::vector<std::string> parts;
+  for (const json& c : capacities) {
+    parts.push_back(
+        fmt::format("{}: {}", c.at("deployment").get<std::string>(), c.at("verdict").get<std::string>()));
+  }
+  t.add_row({fmt::format("traffic served within the SLA under '{}'",
+                         capacities.front().at("workload").get<std::string>()),
+             fmt::format("{}", fmt::join(parts, "; ")), "How much traffic"});
 }
 
 // Each KV-tier setting the report ran, cheapest within the SLA first.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
@@ -41,7 +42,7 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
                                                int64_t context, int64_t drafts) {
   const auto key = std::make_tuple(static_cast<int>(phase), batch, new_tokens, context, drafts);
   {
-    const std::lock_guard<std::mutex> hold(*lock_);
+    const std::shared_lock<std::shared_mutex> look(*lock_);
     if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   }
   StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
@@ -52,7 +53,7 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.include_draft = drafts > 0;
   const StepCost step =
       cost_of(shape, phase == Phase::kPrefill ? prefill_overlap_optional_ : decode_overlap_optional_);
-  const std::lock_guard<std::mutex> hold(*lock_);
+  const std::lock_guard<std::shared_mutex> hold(*lock_);
   return cache_.emplace(key, step).first->second;
 }
 
@@ -78,7 +79,7 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
   const ShapeKey key{static_cast<int>(shape.phase),    shape.batch,  shape.new_tokens,  shape.context,
                      shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context};
   {
-    const std::lock_guard<std::mutex> hold(*lock_);
+    const std::shared_lock<std::shared_mutex> look(*lock_);
     if (const auto it = one_batch_.find(key); it != one_batch_.end()) return it->second;
   }
   const KernelCostModel& cost =
@@ -94,7 +95,7 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
     layer.kernel_start_us.clear();
     layer.kernel_start_us.shrink_to_fit();
   }
-  const std::lock_guard<std::mutex> hold(*lock_);
+  const std::lock_guard<std::shared_mutex> hold(*lock_);
   return one_batch_.emplace(key, OneBatch{step, std::move(timing)}).first->second;
 }
 
@@ -108,7 +109,7 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   const int64_t grid_context = round_up_to_grid(context);
   const auto key = std::make_pair(batch, grid_context);
   {
-    const std::lock_guard<std::mutex> hold(*lock_);
+    const std::shared_lock<std::shared_mutex> look(*lock_);
     if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
   }
   const StepCost plain = compute(Phase::kDecode, batch, 0, grid_context, 0);
@@ -124,7 +125,7 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
         best = {step.us, step.communication_us, tokens, k, step.band, step.micro_batches};
     }
   }
-  const std::lock_guard<std::mutex> hold(*lock_);
+  const std::lock_guard<std::shared_mutex> hold(*lock_);
   return decode_choice_.emplace(key, best).first->second;
 }
 
@@ -154,16 +155,16 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
 
 StepTimeCache::StepCost StepTimeCache::mixed_cost(const ShapeKey& key, const StepShape& shape) {
   {
-    const std::lock_guard<std::mutex> hold(*lock_);
+    const std::shared_lock<std::shared_mutex> look(*lock_);
     if (const auto it = mixed_.find(key); it != mixed_.end()) return it->second;
   }
   const StepCost step = cost_of(shape, decode_overlap_optional_);
-  const std::lock_guard<std::mutex> hold(*lock_);
+  const std::lock_guard<std::shared_mutex> hold(*lock_);
   return mixed_.emplace(key, step).first->second;
 }
 
 std::size_t StepTimeCache::size() const {
-  const std::lock_guard<std::mutex> hold(*lock_);
+  const std::shared_lock<std::shared_mutex> look(*lock_);
   return cache_.size() + mixed_.size();
 }
 

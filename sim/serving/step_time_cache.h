@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <tuple>
 
 #include "sim/cost/error_band.h"
@@ -91,7 +92,7 @@ class StepTimeCache {
   // rates of `capacity`): the lock covers lookups and inserts, not costing; a
   // shape costed twice at once gets the same figures and the first insert
   // stays, so sharing never changes a result. Entries never change once in.
-  std::unique_ptr<std::mutex> lock_ = std::make_unique<std::mutex>();
+  std::unique_ptr<std::shared_mutex> lock_ = std::make_unique<std::shared_mutex>();
   std::map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
 };
 
