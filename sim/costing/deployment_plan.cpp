@@ -232,7 +232,7 @@ std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bas
 std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model,
                               const std::vector<DeploymentSpec>& bases, const PlanGrid& grid,
                               const WorkloadSpec& workload, const ServeOptions& options,
-                              double min_within_sla) {
+                              double min_within_sla, SharedStepTimes* shared) {
   if (!(min_within_sla > 0 && min_within_sla <= 1)) {
     throw InputError({"", 0, "--min-within-sla"},
                      fmt::format("expected a share in (0, 1], got {}", min_within_sla));
@@ -250,11 +250,12 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
   }
   // Variants are independent simulations; those that time steps alike share
   // their cost models and step times (loaded here, before the runs start).
-  SharedStepTimes shared(catalog, model);
+  SharedStepTimes own(catalog, model);
+  SharedStepTimes& sharing = shared != nullptr ? *shared : own;
   std::vector<const DeploymentSteps*> steps(rows.size(), nullptr);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     try {
-      steps[i] = &shared.of(rows[i].deployment);
+      steps[i] = &sharing.of(rows[i].deployment);
     } catch (const InputError& e) {
       rows[i].not_run = e.what();
     }

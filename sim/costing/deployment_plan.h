@@ -15,6 +15,7 @@
 
 #include "sim/common/catalog.h"
 #include "sim/costing/served_run.h"
+#include "sim/costing/shared_step_times.h"
 #include "sim/model/model_analysis.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/workload_spec.h"
@@ -67,10 +68,12 @@ struct PlanRow {
 // Every variant, served (on all cores: the rows do not depend on how the
 // runs interleave); rows that meet the SLA first, cheapest per output
 // token first (unknown prices after known ones), then the others by their
-// share within the SLA. Ties keep the variants' order.
+// share within the SLA. Ties keep the variants' order. Variants that time
+// steps alike share their step times: in `shared` where given (a caller's,
+// such as the study report's), else in the plan's own.
 std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model,
                               const std::vector<DeploymentSpec>& bases, const PlanGrid& grid,
                               const WorkloadSpec& workload, const ServeOptions& options,
-                              double min_within_sla);
+                              double min_within_sla, SharedStepTimes* shared = nullptr);
 
 }  // namespace v41sim

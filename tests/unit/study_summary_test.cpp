@@ -126,6 +126,13 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
         {"rows",
          {tiers(row("both", true, false, 0.66), 72, 0.1, 0.997),
           tiers(row("none", false, false, 1.57), 0, 0, 0.349)}}}},
+      {"capacity",
+       {{{"deployment", "8 x H200, own steps"},
+         {"workload", "agent coding"},
+         {"verdict", "up to 0.794 sessions/s"}},
+        {{"deployment", "8 x H200, mixed"},
+         {"workload", "agent coding"},
+         {"verdict", "up to 0.857 sessions/s"}}}},
       {"validation",
        {{{"kind", "published"}, {"within_tolerance", true}},
         {{"kind", "published"}, {"within_tolerance", false}},
@@ -141,6 +148,10 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_NE(text.find("one pool ($0.50"), std::string::npos) << text;
   EXPECT_NE(text.find("cheapest disaggregated: two pools ($0.70"), std::string::npos) << text;
   EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("traffic served within the SLA under 'agent coding'"), std::string::npos) << text;
+  EXPECT_NE(text.find("8 x H200, own steps: up to 0.794 sessions/s; 8 x H200, mixed: up to 0.857 sessions/s"),
+            std::string::npos)
+      << text;
   // Mixed against own steps on the same pool; a GPU without the pair is left out.
   EXPECT_NE(
       text.find("1 x 8 h100_sxm: mixed $0.50 per 1M output tokens (TPOT p99 18.3 ms), own steps $0.59 per 1M "
