@@ -23,6 +23,13 @@
 
 namespace v41sim {
 
+// How a decode step carrying prompt chunks is modelled, for outputs that show one.
+inline constexpr const char* kMixedStepAssumption =
+    "a decode step carrying prompt chunks runs its GEMMs, experts and norms on both groups' tokens (each "
+    "weight read once) and attention, the indexer and top-k per group; its EP transfers use the normal "
+    "kernels and it is timed as launched kernels, no CUDA-graph replay (assumed, as SGLang and vLLM run "
+    "mixed batches)";
+
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head and draft stages follow num_layers
   std::string mode;   // the layer plan's mode, or "Head" / "Draft"

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "sim/graph/step_graph.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/run_view.h"
 
@@ -90,6 +91,8 @@ Table capacity_table(const CapacityReport& r) {
       rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
       r.options.serve.duration_s, r.options.serve.seed));
   t.add_note("traffic '" + r.workload.name + "' (" + r.workload.source + ")");
+  if (!r.deployment.disaggregated && r.deployment.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed)
+    t.add_note(kMixedStepAssumption);
   add_served_run_notes(t, kernel_models);
   return t;
 }

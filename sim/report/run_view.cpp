@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sim/graph/step_graph.h"
 #include "sim/report/error_band_view.h"
 
 namespace v41sim {
@@ -72,6 +73,8 @@ std::vector<Table> run_tables(const RunReport& r) {
       "share (queueing is the simulator's own)");
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   if (r.cost.known) head.add_note("GPU price " + r.cost.provenance);
+  if (!r.deployment.disaggregated && r.deployment.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed)
+    head.add_note(kMixedStepAssumption);
 
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
   latency.add_row(latency_row("TTFT", x.ttft_ms));

@@ -157,6 +157,7 @@ std::vector<Table> step_tables(const StepReport& r) {
           : "each projection runs as its own GEMM (--separate-projections)");
   summary.add_note(kErrorBandMethod);
   summary.add_note(overlap_note(r.graph));
+  if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
 
   Table layers("Per layer",
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});

@@ -139,6 +139,7 @@ TEST(Cli, StepWithPromptChunks) {
             decode["hbm_bytes"].get<double>() + prefill["hbm_bytes"].get<double>());
   const RunResult text = run(base + " --prompt-chunks 2 --chunk-tokens 8192");
   EXPECT_NE(text.output.find("with 2 prompt chunks of 8192 tokens ending at 8192"), std::string::npos);
+  EXPECT_NE(text.output.find("no CUDA-graph replay (assumed"), std::string::npos);  // the assumption named
 }
 
 TEST(Cli, CapacityJsonBracketsTheLargestRate) {
