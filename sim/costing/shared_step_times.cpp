@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/hw/gpu_profile_loader.h"
 #include "sim/serving/pool_setup.h"
 
 namespace v41sim {
@@ -9,13 +10,12 @@ namespace {
 
 // What a pool's step times depend on: its GPU's cost model (by file) and its
 // step template, doubles written exactly.
-std::string pool_key(const Catalog& catalog, const ModelAnalysis& model, const PoolSpec& pool,
-                     const GpuProfile& gpu) {
-  const StepShape t = pool_step_template(model, pool, gpu);
-  return fmt::format("{}|ep {} of {}|overlap {} {}|fused {}|draft {}|imbalance {:a}",
-                     catalog.resolve_gpu(pool.gpu), t.ep, t.ep_per_node, t.overlap_communication,
-                     static_cast<int>(pool.overlap), t.fuse_input_projections, t.include_draft,
-                     t.ep_load_imbalance);
+std::string pool_key(const Catalog& catalog, const ModelAnalysis& model, const PoolSpec& pool) {
+  const std::string file = catalog.resolve_gpu(pool.gpu);
+  const StepShape t = pool_step_template(model, pool, load_gpu_profile_file(file));
+  return fmt::format("{}|ep {} of {}|overlap {} {}|fused {}|draft {}|imbalance {:a}", file, t.ep,
+                     t.ep_per_node, t.overlap_communication, static_cast<int>(pool.overlap),
+                     t.fuse_input_projections, t.include_draft, t.ep_load_imbalance);
 }
 
 }  // namespace
@@ -27,12 +27,11 @@ DeploymentSteps::DeploymentSteps(const Catalog& catalog, const ModelAnalysis& mo
           deployment_step_times(model, gpus.prefill.cost(), gpus.decode.cost(), deployment))) {}
 
 const DeploymentSteps& SharedStepTimes::of(const DeploymentSpec& d) {
-  auto loaded = std::make_unique<DeploymentSteps>(catalog_, model_, d);
-  const std::string key = pool_key(catalog_, model_, d.prefill, loaded->gpus.prefill.gpu()) + " / " +
-                          pool_key(catalog_, model_, d.decode, loaded->gpus.decode.gpu());
-  auto [it, inserted] = by_key_.try_emplace(key, nullptr);
-  if (inserted) it->second = std::move(loaded);
-  return *it->second;
+  const std::string key =
+      pool_key(catalog_, model_, d.prefill) + " / " + pool_key(catalog_, model_, d.decode);
+  std::unique_ptr<DeploymentSteps>& steps = by_key_[key];
+  if (!steps) steps = std::make_unique<DeploymentSteps>(catalog_, model_, d);
+  return *steps;
 }
 
 }  // namespace v41sim
