@@ -17,6 +17,17 @@ namespace {
 
 const std::string kRoot = V41SIM_SOURCE_DIR;
 
+// The bundled V4.1-Flash model, a bundled deployment and workload, by file stem.
+v41sim::ModelAnalysis v41_flash() {
+  return v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
+}
+v41sim::DeploymentSpec bundled_deployment(const std::string& stem) {
+  return v41sim::load_deployment_file(kRoot + "/workloads/deployments/" + stem + ".yaml");
+}
+v41sim::WorkloadSpec bundled_workload(const std::string& stem) {
+  return v41sim::load_workload_file(kRoot + "/workloads/" + stem + ".yaml");
+}
+
 // A ring of self-rescheduling events, as steps and arrivals behave in a run.
 // Each event captures two pointers, like the serving simulation's
 // ([this, &request]), which std::function stores without allocating.
@@ -45,11 +56,9 @@ BENCHMARK(BM_EventCore)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond);
 // Simulated seconds of the agent workload on 64 x H200; scale the load with the
 // second argument (sessions per second x10) to see how cost grows with requests.
 void BM_ServingRun(benchmark::State& state) {
-  const v41sim::ModelAnalysis model =
-      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
-  const v41sim::DeploymentSpec deployment =
-      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_pd_64.yaml");
-  v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  const v41sim::ModelAnalysis model = v41_flash();
+  const v41sim::DeploymentSpec deployment = bundled_deployment("h200_pd_64");
+  v41sim::WorkloadSpec workload = bundled_workload("agent_coding");
   workload.sessions_per_s = static_cast<double>(state.range(1)) / 10.0;
   const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
   const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
@@ -73,13 +82,11 @@ BENCHMARK(BM_ServingRun)
 // 8 H200s under k x 0.25 agent sessions/s, 600 simulated seconds.
 void BM_ServingScale(benchmark::State& state) {
   const int64_t k = state.range(0);
-  const v41sim::ModelAnalysis model =
-      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
-  v41sim::DeploymentSpec deployment =
-      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_pd_64.yaml");
+  const v41sim::ModelAnalysis model = v41_flash();
+  v41sim::DeploymentSpec deployment = bundled_deployment("h200_pd_64");
   deployment.prefill.instances = k;
   deployment.decode.instances = 3 * k;
-  v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  v41sim::WorkloadSpec workload = bundled_workload("agent_coding");
   workload.sessions_per_s = 0.25 * static_cast<double>(k);
   const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
   const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
@@ -99,11 +106,9 @@ BENCHMARK(BM_ServingScale)->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecon
 // cores.
 void BM_Plan(benchmark::State& state) {
   const v41sim::Catalog catalog(kRoot);
-  const v41sim::ModelAnalysis model =
-      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
-  const v41sim::DeploymentSpec base =
-      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_agg_8.yaml");
-  const v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  const v41sim::ModelAnalysis model = v41_flash();
+  const v41sim::DeploymentSpec base = bundled_deployment("h200_agg_8");
+  const v41sim::WorkloadSpec workload = bundled_workload("agent_coding");
   v41sim::PlanGrid grid;
   for (const std::string& file : catalog.gpu_files()) grid.gpus.push_back(file);
   grid.decode_instances = {1, 2};
@@ -124,10 +129,8 @@ BENCHMARK(BM_Plan)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 // 1M tokens (a lone request served for each, a bisection for the batch).
 void BM_ContextSweep(benchmark::State& state) {
   const v41sim::Catalog catalog(kRoot);
-  const v41sim::ModelAnalysis model =
-      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
-  const v41sim::DeploymentSpec base =
-      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_agg_8.yaml");
+  const v41sim::ModelAnalysis model = v41_flash();
+  const v41sim::DeploymentSpec base = bundled_deployment("h200_agg_8");
   const v41sim::ContextSweepOptions options{
       {8192, 32768, 131072, 524288, 1048576}, 2000, base.sla.tpot_ms, 0};
   for (auto _ : state) benchmark::DoNotOptimize(v41sim::sweep_contexts(catalog, model, base, options));
@@ -139,11 +142,9 @@ BENCHMARK(BM_ContextSweep)->Unit(benchmark::kMillisecond);
 // 5%; 300 s of arrivals per rate, drained), every rate sharing step times.
 void BM_LoadCapacity(benchmark::State& state) {
   const v41sim::Catalog catalog(kRoot);
-  const v41sim::ModelAnalysis model =
-      v41sim::analyze_model(v41sim::load_model_file(kRoot + "/models/deepseek_v4_1_flash.yaml"));
-  const v41sim::DeploymentSpec deployment =
-      v41sim::load_deployment_file(kRoot + "/workloads/deployments/h200_agg_8.yaml");
-  const v41sim::WorkloadSpec workload = v41sim::load_workload_file(kRoot + "/workloads/agent_coding.yaml");
+  const v41sim::ModelAnalysis model = v41_flash();
+  const v41sim::DeploymentSpec deployment = bundled_deployment("h200_agg_8");
+  const v41sim::WorkloadSpec workload = bundled_workload("agent_coding");
   v41sim::LoadOptions options;
   options.serve.duration_s = 300;
   std::size_t rates = 0;
