@@ -130,6 +130,30 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
     cmd->add_option("--seed", flags->seed, seed)->capture_default_str();
   };
 
+  // What plan varies (each a comma-separated list; empty keeps the base's),
+  // and capacity asks about variant by variant.
+  auto add_grid_flags = [flags](CLI::App* cmd) {
+    const auto add_list = [cmd](const char* flag, auto& values, const std::string& help) {
+      cmd->add_option(flag, values, help + ", comma-separated")->delimiter(',');
+    };
+    add_list("--hw", flags->plan_gpus, "GPU profiles to try for both pools (default: the base's)");
+    add_list("--prefill-hw", flags->plan_prefill_gpus,
+             "GPU profiles to try for the prefill pool only (disaggregated)");
+    add_list("--decode-hw", flags->plan_decode_gpus,
+             "GPU profiles to try for the decode pool only (disaggregated)");
+    add_list("--ep", flags->plan_eps, "EP sizes to try (= GPUs per instance)");
+    add_list("--prefill-instances", flags->plan_prefill_instances,
+             "prefill instance counts to try (disaggregated deployments)");
+    add_list("--decode-instances", flags->plan_decode_instances, "decode instance counts to try");
+    add_list("--kv-retention-h", flags->plan_kv_retentions_h,
+             "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
+    add_list("--swa-pool-fraction", flags->plan_swa_pool_fractions,
+             "shares of each node's DRAM that park window state, to try (0: none)");
+    add_list("--aggregated-steps", flags->plan_aggregated_steps,
+             "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
+             "(chunks inside decode steps)");
+  };
+
   CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");
   add_serving_flags(serve, "deployment (workloads/deployments/) name or path", "simulated seconds",
                     "random seed");
@@ -147,26 +171,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                     "aggregated and a disaggregated layout, ranked together)",
                     "simulated seconds of arrivals (then each variant drains)",
                     "random seed (the same arrivals for every variant)");
-  // The grid's dimensions: each a comma-separated list; empty keeps the base's.
-  const auto add_list = [plan](const char* flag, auto& values, const std::string& help) {
-    plan->add_option(flag, values, help + ", comma-separated")->delimiter(',');
-  };
-  add_list("--hw", flags->plan_gpus, "GPU profiles to try for both pools (default: the base's)");
-  add_list("--prefill-hw", flags->plan_prefill_gpus,
-           "GPU profiles to try for the prefill pool only (disaggregated)");
-  add_list("--decode-hw", flags->plan_decode_gpus,
-           "GPU profiles to try for the decode pool only (disaggregated)");
-  add_list("--ep", flags->plan_eps, "EP sizes to try (= GPUs per instance)");
-  add_list("--prefill-instances", flags->plan_prefill_instances,
-           "prefill instance counts to try (disaggregated deployments)");
-  add_list("--decode-instances", flags->plan_decode_instances, "decode instance counts to try");
-  add_list("--kv-retention-h", flags->plan_kv_retentions_h,
-           "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
-  add_list("--swa-pool-fraction", flags->plan_swa_pool_fractions,
-           "shares of each node's DRAM that park window state, to try (0: none)");
-  add_list("--aggregated-steps", flags->plan_aggregated_steps,
-           "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
-           "(chunks inside decode steps)");
+  add_grid_flags(plan);
   plan->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the base deployment's)");
   plan->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the base deployment's)");
   plan->add_option("--min-within-sla", flags->min_within_sla,
@@ -175,10 +180,15 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   bind(plan, run_plan);
 
   CLI::App* capacity = app.add_subcommand(
-      "capacity", "the largest arrival rate one deployment serves within its SLA, and every rate tried");
-  add_serving_flags(capacity, "deployment (workloads/deployments/) name or path",
-                    "simulated seconds of arrivals at each rate (then each drains)",
-                    "random seed (the same sessions at every rate)");
+      "capacity",
+      "the largest arrival rate each deployment (or variant) serves within its SLA, and every rate tried");
+  add_serving_flags(
+      capacity,
+      "deployments (workloads/deployments/) names or paths, comma-separated; with the grid flags, "
+      "each variant is asked in turn",
+      "simulated seconds of arrivals at each rate (then each drains)",
+      "random seed (the same sessions at every rate)");
+  add_grid_flags(capacity);
   capacity
       ->add_option("--rate-factors", flags->rate_factors,
                    "multiples of the workload's arrival rate (or --sessions-per-s) to sweep, comma-separated")

@@ -15,6 +15,7 @@
 #include "sim/costing/deployment_plan.h"
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
+#include "sim/costing/shared_step_times.h"
 #include "sim/report/context_view.h"
 #include "sim/report/frontier_view.h"
 #include "sim/report/load_capacity_view.h"
@@ -100,14 +101,17 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
 }
 
-void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  require_positive_duration(f);
-  const ModelAnalysis m = load_model_named(catalog, f.model);
+// The bases --deployment names (comma-separated), with the SLA flags applied.
+std::vector<DeploymentSpec> load_bases(const Catalog& catalog, const Flags& f) {
   std::vector<DeploymentSpec> bases;
   for (const std::string& name : comma_separated(f.deployment, "--deployment"))
     bases.push_back(load_deployment_file(catalog.resolve_deployment(name)));
   for (DeploymentSpec& base : bases) apply_sla_flags(f, base);
-  const WorkloadSpec workload = load_workload(catalog, f);
+  return bases;
+}
+
+// What plan and capacity vary, from their shared flags.
+PlanGrid grid_from_flags(const Flags& f) {
   std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps;
   for (const std::string& text : f.plan_aggregated_steps) {
     const auto steps = parse_aggregated_steps(text);
@@ -117,15 +121,23 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
     }
     aggregated_steps.push_back(*steps);
   }
-  const PlanGrid grid{.gpus = f.plan_gpus,
-                      .prefill_gpus = f.plan_prefill_gpus,
-                      .decode_gpus = f.plan_decode_gpus,
-                      .eps = f.plan_eps,
-                      .prefill_instances = f.plan_prefill_instances,
-                      .decode_instances = f.plan_decode_instances,
-                      .kv_retentions_h = f.plan_kv_retentions_h,
-                      .swa_pool_fractions = f.plan_swa_pool_fractions,
-                      .aggregated_steps = aggregated_steps};
+  return {.gpus = f.plan_gpus,
+          .prefill_gpus = f.plan_prefill_gpus,
+          .decode_gpus = f.plan_decode_gpus,
+          .eps = f.plan_eps,
+          .prefill_instances = f.plan_prefill_instances,
+          .decode_instances = f.plan_decode_instances,
+          .kv_retentions_h = f.plan_kv_retentions_h,
+          .swa_pool_fractions = f.plan_swa_pool_fractions,
+          .aggregated_steps = aggregated_steps};
+}
+
+void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  require_positive_duration(f);
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
+  const WorkloadSpec workload = load_workload(catalog, f);
+  const PlanGrid grid = grid_from_flags(f);
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;
@@ -184,8 +196,7 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_positive_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
-  apply_sla_flags(f, deployment);
+  const std::vector<DeploymentSpec> variants = plan_variants(load_bases(catalog, f), grid_from_flags(f));
   const WorkloadSpec workload = load_workload(catalog, f);
   LoadOptions options;
   options.serve.duration_s = f.duration_s;
@@ -193,13 +204,23 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.min_within_sla = f.min_within_sla;
   options.rate_factors = f.rate_factors;
   options.precision = f.precision;
-  const LoadCapacity capacity = find_load_capacity(catalog, m, deployment, workload, options);
-  const CapacityReport report{m.spec.name, deployment, workload, options, capacity};
+  SharedStepTimes steps(catalog, m);  // variants that time steps alike share them
+  std::vector<LoadCapacity> capacities;
+  for (const DeploymentSpec& d : variants)
+    capacities.push_back(find_load_capacity(catalog, m, d, workload, options, &steps));
+  std::vector<CapacityReport> reports;
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    reports.push_back({m.spec.name, variants[i], workload, options, capacities[i]});
   if (f.json) {
-    out << capacity_json(report).dump(2) << "\n";
-  } else {
-    out << capacity_table(report).to_text();
+    nlohmann::json json{{"variants", nlohmann::json::array()}};
+    for (const CapacityReport& r : reports) json["variants"].push_back(capacity_json(r));
+    out << json.dump(2) << "\n";
+    return;
   }
+  std::vector<Table> tables;
+  for (const CapacityReport& r : reports) tables.push_back(capacity_table(r));
+  if (reports.size() > 1) tables.push_back(capacity_summary_table(reports));
+  print_tables(out, tables);
 }
 
 }  // namespace v41sim::cli

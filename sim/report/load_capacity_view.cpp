@@ -61,6 +61,30 @@ std::string capacity_verdict(const CapacityReport& r) {
   return fmt::format("within the SLA up to {}; {} sessions/s misses it", at, rate(over->sessions_per_s));
 }
 
+Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
+  Table t(
+      fmt::format("The largest rate each serves within the SLA under '{}'", reports.front().workload.name),
+      {"deployment", "GPUs", "sessions/s within SLA", "first rate that misses", "requests/s",
+       "tokens/s/GPU out", "$ per 1M output tokens"});
+  for (const CapacityReport& r : reports) {
+    const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
+    const LoadPoint* over = point_at(r.capacity, r.capacity.smallest_failing_above);
+    const std::string missing = over ? rate(over->sessions_per_s) : "none tried";
+    if (!best) {
+      t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()),
+                 "below " + rate(r.capacity.points.front().sessions_per_s), missing, "-", "-", "-"});
+      continue;
+    }
+    const ServingResult& x = best->run.result;
+    t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()), rate(best->sessions_per_s),
+               missing, fmt::format("{:.2f}", x.arrival_rate_per_s),
+               fmt::format("{:.0f}", x.output_tokens_per_s_per_gpu), output_token_price(best->run.cost)});
+  }
+  t.add_note(
+      "each deployment's own table above gives every rate it ran, its SLA and the notes on its figures");
+  return t;
+}
+
 Table capacity_table(const CapacityReport& r) {
   Table t(fmt::format("{} on {} under '{}': arrival rates served, slowest first", r.model, r.deployment.name,
                       r.workload.name),

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "sim/costing/load_capacity.h"
 #include "sim/report/table.h"
@@ -22,5 +23,8 @@ Table capacity_table(const CapacityReport& r);
 nlohmann::json capacity_json(const CapacityReport& r);
 // The answer in one line ("... sessions/s: between X and Y ...").
 std::string capacity_verdict(const CapacityReport& r);
+// Several deployments side by side: each one's largest rate within its SLA
+// and what it delivers there (throughput per GPU, $ per output token).
+Table capacity_summary_table(const std::vector<CapacityReport>& reports);
 
 }  // namespace v41sim

@@ -143,10 +143,12 @@ TEST(Cli, StepWithPromptChunks) {
 }
 
 TEST(Cli, CapacityJsonBracketsTheLargestRate) {
-  const auto c = run_json(
+  const auto json = run_json(
       "capacity --model " V41SIM_SOURCE_DIR "/tests/data/tiny_gqa.yaml --deployment " V41SIM_SOURCE_DIR
       "/tests/data/one_gpu.yaml --workload " V41SIM_SOURCE_DIR
       "/tests/data/fixed_prompts.yaml --duration 60 --rate-factors 16,256 --precision 0.1");
+  ASSERT_EQ(json["variants"].size(), 1u);
+  const auto& c = json["variants"][0];
   const double lo = c["largest_meeting_sessions_per_s"].get<double>();
   const double hi = c["smallest_failing_sessions_per_s"].get<double>();
   EXPECT_GT(hi, lo);
@@ -158,6 +160,25 @@ TEST(Cli, CapacityJsonBracketsTheLargestRate) {
       EXPECT_TRUE(p.contains(key)) << key;
   }
   EXPECT_NE(c["verdict"].get<std::string>().find("within the SLA up to"), std::string::npos);
+}
+
+// Several variants (here an aggregated pool's two schedules) are asked in
+// turn, then set side by side.
+TEST(Cli, CapacityOfSeveralVariants) {
+  const std::string args =
+      "capacity --model " V41SIM_SOURCE_DIR "/tests/data/tiny_gqa.yaml --deployment " V41SIM_SOURCE_DIR
+      "/tests/data/aggregated.yaml --workload " V41SIM_SOURCE_DIR
+      "/tests/data/fixed_prompts.yaml --duration 30 --rate-factors 16,256 --precision 0.2 "
+      "--aggregated-steps prefill_first,mixed";
+  const auto json = run_json(args);
+  ASSERT_EQ(json["variants"].size(), 2u);
+  EXPECT_EQ(json["variants"][0]["aggregated_steps"], "prefill_first");
+  EXPECT_EQ(json["variants"][1]["aggregated_steps"], "mixed");
+  const RunResult text = run(args);
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.output.find("The largest rate each serves within the SLA"), std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find("prompts mixed into decode steps"), std::string::npos);
 }
 
 TEST(Cli, CompareLayersJson) {
