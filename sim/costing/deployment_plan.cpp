@@ -149,10 +149,8 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
 
 // How an aggregated variant schedules prompts, where the grid varies it or it mixes.
 std::string steps_name(const DeploymentSpec& d, const PlanGrid& grid) {
-  if (d.disaggregated) return "";
-  if (d.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed)
-    return ", prompts mixed into decode steps";
-  return grid.aggregated_steps.empty() ? "" : ", prompts in steps of their own";
+  if (d.disaggregated || (!d.mixes_prompt_chunks() && grid.aggregated_steps.empty())) return "";
+  return fmt::format(", {}", aggregated_steps_phrase(d.aggregated_steps));
 }
 
 // Meeting rows first, by known price then cost; the rest by share within the SLA.

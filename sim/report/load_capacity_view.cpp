@@ -115,8 +115,7 @@ Table capacity_table(const CapacityReport& r) {
       rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
       r.options.serve.duration_s, r.options.serve.seed));
   t.add_note("traffic '" + r.workload.name + "' (" + r.workload.source + ")");
-  if (!r.deployment.disaggregated && r.deployment.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed)
-    t.add_note(kMixedStepAssumption);
+  if (r.deployment.mixes_prompt_chunks()) t.add_note(kMixedStepAssumption);
   add_served_run_notes(t, kernel_models);
   return t;
 }

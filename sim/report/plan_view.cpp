@@ -75,10 +75,8 @@ Table plan_table(const PlanReport& p) {
       kErrorBandMethod +
       "; published: the band is the priors' error on published kernel figures, not a fit to our "
       "measurements; none: no kernel class of that GPU has a band");
-  const bool any_mixed = std::any_of(p.rows.begin(), p.rows.end(), [](const PlanRow& row) {
-    return !row.deployment.disaggregated &&
-           row.deployment.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed;
-  });
+  const bool any_mixed = std::any_of(p.rows.begin(), p.rows.end(),
+                                     [](const PlanRow& row) { return row.deployment.mixes_prompt_chunks(); });
   if (any_mixed) t.add_note(kMixedStepAssumption);
   add_served_run_notes(t, kernel_models(p.rows));
   return t;

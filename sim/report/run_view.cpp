@@ -55,8 +55,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"  of them run as two overlapped micro-batches",
                 fmt::format("{} / {}", x.prefill_steps_split, x.decode_steps_split)});
-  if (!r.deployment.disaggregated &&
-      r.deployment.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed) {
+  if (r.deployment.mixes_prompt_chunks()) {
     head.add_row({"  decode steps carrying prompt chunks", std::to_string(x.mixed_steps)});
   }
   if (r.deployment.prefill.context_parallel_min_tokens > 0) {
@@ -73,8 +72,7 @@ std::vector<Table> run_tables(const RunReport& r) {
       "share (queueing is the simulator's own)");
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   if (r.cost.known) head.add_note("GPU price " + r.cost.provenance);
-  if (!r.deployment.disaggregated && r.deployment.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed)
-    head.add_note(kMixedStepAssumption);
+  if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
 
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
   latency.add_row(latency_row("TTFT", x.ttft_ms));

@@ -360,10 +360,7 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
        base.disaggregated ? std::vector{base.aggregated_steps} : o.layout_aggregated_steps) {
     DeploymentSpec d = base;
     d.aggregated_steps = schedule;
-    if (!d.disaggregated) {
-      d.name += schedule == DeploymentSpec::AggregatedSteps::kMixed ? ", prompts mixed into decode steps"
-                                                                    : ", prompts in steps of their own";
-    }
+    if (!d.disaggregated) d.name += fmt::format(", {}", aggregated_steps_phrase(schedule));
     deployments.push_back(std::move(d));
   }
   std::string md =

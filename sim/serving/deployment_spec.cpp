@@ -112,6 +112,11 @@ std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::strin
   return std::nullopt;
 }
 
+std::string_view aggregated_steps_phrase(DeploymentSpec::AggregatedSteps steps) {
+  return steps == DeploymentSpec::AggregatedSteps::kMixed ? "prompts mixed into decode steps"
+                                                          : "prompts in steps of their own";
+}
+
 std::string_view aggregated_steps_name(DeploymentSpec::AggregatedSteps steps) {
   return steps == DeploymentSpec::AggregatedSteps::kMixed ? "mixed" : "prefill_first";
 }

@@ -65,6 +65,8 @@ struct DeploymentSpec {
   KvTierSpec kv;
   SlaSpec sla;
   double reserve_fraction = 0;  // HBM held back for activations and workspace
+  // An aggregated pool that puts prompt chunks into its decode steps.
+  bool mixes_prompt_chunks() const { return !disaggregated && aggregated_steps == AggregatedSteps::kMixed; }
   int64_t total_gpus() const {
     const int64_t decode_gpus = decode.instances * decode.gpus_per_instance;
     return disaggregated ? prefill.instances * prefill.gpus_per_instance + decode_gpus : decode_gpus;
@@ -76,5 +78,7 @@ DeploymentSpec load_deployment_file(const std::string& path);
 // "prefill_first" / "mixed", as deployment files and `plan --aggregated-steps` spell them.
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text);
 std::string_view aggregated_steps_name(DeploymentSpec::AggregatedSteps steps);
+// The same in words, for variant names: "prompts mixed into decode steps" / "prompts in steps of their own".
+std::string_view aggregated_steps_phrase(DeploymentSpec::AggregatedSteps steps);
 
 }  // namespace v41sim

@@ -21,7 +21,7 @@ void ServingSimulation::enqueue_decode(Request& r, std::optional<std::size_t> in
   }
   decode_[best]->queue.push_back(&r);
   try_admit(best);
-  if (mixes_steps()) {
+  if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(best);
   } else {
     try_start_decode(best);
@@ -119,17 +119,12 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const std::vector<
 // prefill first (new requests' TTFT), then decode; or, mixing them, runs one
 // decode step that carries the waiting prompts' chunks.
 void ServingSimulation::next_step(std::size_t index) {
-  if (mixes_steps()) {
+  if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(index);
     return;
   }
   try_start_prefill(index);
   try_start_decode(index);
-}
-
-bool ServingSimulation::mixes_steps() const {
-  return !deployment_.disaggregated &&
-         deployment_.aggregated_steps == DeploymentSpec::AggregatedSteps::kMixed;
 }
 
 // One rank's share of a mixed step: its decode batch (drafts as its plain

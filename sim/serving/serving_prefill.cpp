@@ -21,7 +21,7 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     }
   }
   prefill_[best]->queue.push_back(&r);
-  if (mixes_steps()) {
+  if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(best);
   } else {
     try_start_prefill(best);

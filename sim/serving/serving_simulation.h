@@ -102,7 +102,6 @@ class ServingSimulation {
   void emit_decode_tokens(std::size_t instance, const std::vector<double>& tokens_per_sequence,
                           double communication_us);
   // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
-  bool mixes_steps() const;
   void try_start_mixed_step(std::size_t instance);
   StepTimeCache::DecodeStep rank_mixed_step(PrefillInstance& prompts, const DecodeRank& rank,
                                             std::size_t* next, std::vector<PrefillChunk>* chunks,
