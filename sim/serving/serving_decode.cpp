@@ -7,25 +7,16 @@
 
 namespace v41sim {
 
-void ServingSimulation::enqueue_decode(Request& r, std::optional<std::size_t> instance) {
+void ServingSimulation::enqueue_decode(Request& r) {
   r.decode_queued = sim_.now();
-  r.kv_reserved_bytes = model_.kv.session_bytes(r.final_context());
-  if (r.kv_reserved_bytes > decode_kv_bytes_per_gpu_) {
-    reject(r, "final context does not fit in one decode GPU's KV memory");
-    return;
-  }
-  // The instance with the least KV in use, unless the KV already sits on one.
-  std::size_t best = instance.value_or(0);
-  for (std::size_t i = 1; !instance && i < decode_.size(); ++i) {
+  // The instance with the least KV in use.
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < decode_.size(); ++i) {
     if (decode_[i]->kv_used() < decode_[best]->kv_used()) best = i;
   }
   decode_[best]->queue.push_back(&r);
   try_admit(best);
-  if (deployment_.mixes_prompt_chunks()) {
-    try_start_mixed_step(best);
-  } else {
-    try_start_decode(best);
-  }
+  try_start_decode(best);
 }
 
 void ServingSimulation::try_admit(std::size_t index) {
@@ -34,9 +25,10 @@ void ServingSimulation::try_admit(std::size_t index) {
     Request& r = *inst.queue.front();
     DecodeRank* best = nullptr;
     for (DecodeRank& rank : inst.ranks) {
-      const bool slot = static_cast<int64_t>(rank.active.size()) < deployment_.decode.max_batch_per_gpu;
-      const bool room = decode_kv_bytes_per_gpu_ - rank.kv_used >= r.kv_reserved_bytes;
-      if (slot && room && (best == nullptr || rank.kv_used < best->kv_used)) best = &rank;
+      if (rank.has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu) &&
+          (best == nullptr || rank.kv_used < best->kv_used)) {
+        best = &rank;
+      }
     }
     if (best == nullptr) return;  // first come, first served: the head waits for room
     inst.queue.pop_front();
@@ -195,7 +187,6 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
                         emit_decode_tokens(index, tokens_per_sequence, communication_us);
                         complete_prefill_chunks(index, chunks, communication_us);
                         decode_[index]->engine->busy = false;
-                        try_admit(index);
                         next_step(index);
                       });
 }

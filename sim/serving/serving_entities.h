@@ -26,11 +26,19 @@ struct ServingSimulation::Engine {
 struct ServingSimulation::PrefillInstance {
   std::deque<Request*> queue;
   Engine* engine = nullptr;
+  // Aggregated: the decode instance on the same GPUs, where a prompt's KV is
+  // held from its first chunk on (null when disaggregated).
+  DecodeInstance* colocated = nullptr;
 };
 
 struct ServingSimulation::DecodeRank {
   std::vector<Request*> active;
+  int64_t prompts_held = 0;  // aggregated: prompts in prefill that hold KV and a batch slot here
   double kv_used = 0;
+  bool has_room_for(const Request& r, double kv_bytes_per_gpu, int64_t max_batch) const {
+    return static_cast<int64_t>(active.size()) + prompts_held < max_batch &&
+           kv_bytes_per_gpu - kv_used >= r.kv_reserved_bytes;
+  }
   // Mean tokens of history over the active sequences (0 when none).
   int64_t mean_history() const {
     if (active.empty()) return 0;

@@ -9,6 +9,13 @@ namespace v41sim {
 
 void ServingSimulation::enqueue_prefill(Request& r) {
   r.prefill_queued = sim_.now();
+  // A rank holds the KV of its sequences' whole final context; one that no
+  // rank could ever hold is turned away before any prefill is spent on it.
+  r.kv_reserved_bytes = model_.kv.session_bytes(r.final_context());
+  if (r.kv_reserved_bytes > decode_kv_bytes_per_gpu_) {
+    reject(r, "final context does not fit in one decode GPU's KV memory");
+    return;
+  }
   // Least outstanding prefill tokens; ties to the lowest index.
   std::size_t best = 0;
   int64_t best_load = INT64_MAX;
@@ -33,7 +40,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   if (inst.engine->busy || inst.queue.empty()) return;
   const int64_t cp_min = deployment_.prefill.context_parallel_min_tokens;
   if (Request& head = *inst.queue.front(); cp_min > 0 && head.to_compute - head.computed >= cp_min) {
-    start_context_parallel_step(index, head);
+    if (hold_kv(inst, head)) start_context_parallel_step(index, head);
     return;
   }
   // Each rank packs queued requests (one chunk each) up to its token budget.
@@ -45,6 +52,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   std::size_t next = 0;
   for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
     const RankChunks packed = pack_chunks(inst, &next, deployment_.prefill.max_tokens_per_step, &chunks);
+    if (packed.prompts == 0) break;  // the head waits for KV room
     const StepTimeCache::StepCost cost =
         steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
     if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
@@ -54,7 +62,36 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
       step_micro_batches = cost.micro_batches;
     }
   }
+  if (chunks.empty()) return;
   run_prefill_step(index, std::move(chunks), step_us, step_communication_us, step_band, step_micro_batches);
+}
+
+bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
+  if (inst.colocated == nullptr || r.decode_rank >= 0) return true;
+  DecodeRank* best = nullptr;
+  for (DecodeRank& rank : inst.colocated->ranks) {
+    if (rank.has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu) &&
+        (best == nullptr || rank.kv_used < best->kv_used)) {
+      best = &rank;
+    }
+  }
+  if (best == nullptr) return false;
+  ++best->prompts_held;
+  best->kv_used += r.kv_reserved_bytes;
+  r.decode_rank = static_cast<int>(best - inst.colocated->ranks.data());
+  return true;
+}
+
+void ServingSimulation::start_decoding_held(DecodeInstance& inst, Request& r) {
+  DecodeRank& rank = inst.ranks[static_cast<std::size_t>(r.decode_rank)];
+  --rank.prompts_held;
+  if (r.generated == r.output_tokens) {  // nothing to decode: the KV is given back
+    rank.kv_used -= r.kv_reserved_bytes;
+    return;
+  }
+  r.decode_queued = sim_.now();
+  r.decode_started = sim_.now();
+  rank.active.push_back(&r);
 }
 
 ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& inst, std::size_t* next,
@@ -64,7 +101,9 @@ ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& in
   double new_sum = 0;
   double end_sum = 0;
   while (budget > 0 && *next < inst.queue.size()) {
-    Request* r = inst.queue[(*next)++];
+    Request* r = inst.queue[*next];
+    if (!hold_kv(inst, *r)) break;  // first come, first served: the head waits for KV room
+    ++*next;
     const int64_t tokens = std::min(budget, r->to_compute - r->computed);
     if (r->computed == 0) r->prefill_started = sim_.now();
     budget -= tokens;
@@ -133,20 +172,18 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     r.first_token = sim_.now();
     r.generated = 1;
     ++result_.output_tokens_generated;
+    if (p.colocated != nullptr) start_decoding_held(*p.colocated, r);  // the KV is already where it decodes
     if (r.generated == r.output_tokens) {
       finish(r);
       continue;
     }
-    if (!deployment_.disaggregated) {
-      enqueue_decode(r, index);  // the KV is already where it decodes
-      continue;
-    }
+    if (p.colocated != nullptr) continue;
     // Ship the KV over the instance's NICs, in the order requests finish prefill.
     const double nic_bandwidth =
         prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
     const SimTime sent = queue_for(nic_free_at_[index], model_.kv.session_bytes(r.context()) / nic_bandwidth);
     r.transfer_us = (sent - sim_.now()).us();
-    sim_.schedule_at(sent, [this, &r] { enqueue_decode(r, std::nullopt); });
+    sim_.schedule_at(sent, [this, &r] { enqueue_decode(r); });
   }
 }
 

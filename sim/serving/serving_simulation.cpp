@@ -74,8 +74,13 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     auto instance = std::make_unique<DecodeInstance>();
     instance->ranks.resize(static_cast<std::size_t>(deployment.decode.gpus_per_instance));
     if (deployment.disaggregated) engines_.push_back(std::make_unique<Engine>());
-    instance->engine =
-        deployment.disaggregated ? engines_.back().get() : prefill_[static_cast<std::size_t>(i)]->engine;
+    if (!deployment.disaggregated) {
+      PrefillInstance& same_gpus = *prefill_[static_cast<std::size_t>(i)];
+      instance->engine = same_gpus.engine;
+      same_gpus.colocated = instance.get();
+    } else {
+      instance->engine = engines_.back().get();
+    }
     decode_.push_back(std::move(instance));
   }
 }

@@ -5,7 +5,8 @@
 // chunked prefill steps on a prefill instance (each rank packs requests up to
 // its token budget; the slowest rank sets the step, as EP synchronises them)
 // -> first token -> KV transfer over the NIC -> decode admission (a request
-// waits until a rank has a batch slot and KV room for its final context) ->
+// waits until a rank has a batch slot and KV room for its final context; an
+// aggregated deployment takes both before the prompt's first chunk) ->
 // continuous-batching decode steps -> finish -> the session's next turn after
 // its think time. Step times come from the kernel model via StepTimeCache.
 // An aggregated deployment prefills on its decode instances (no KV transfer),
@@ -15,7 +16,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <optional>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -84,6 +84,16 @@ class ServingSimulation {
   };
   RankChunks pack_chunks(PrefillInstance& instance, std::size_t* next, int64_t budget,
                          std::vector<PrefillChunk>* chunks);
+  // Aggregated: a prompt holds KV room and a batch slot for its final context
+  // on a rank of the colocated decode instance from its first chunk on (the
+  // rank with the least KV in use); false when no rank has both. Always true
+  // when disaggregated (the decode pool admits it after the transfer) or once
+  // held. The rank that holds it may differ from the one whose step packs its
+  // chunks: ranks are timed alike, so only the memory is placed.
+  bool hold_kv(PrefillInstance& instance, Request& r);
+  // Aggregated: a prompt done with prefill takes its held slot in the batch
+  // (or, with nothing left to generate, gives its KV back).
+  void start_decoding_held(DecodeInstance& instance, Request& r);
   // Credits each chunk; a prompt done emits its first token and goes to decode.
   void complete_prefill_chunks(std::size_t instance, const std::vector<PrefillChunk>& chunks,
                                double communication_us);
@@ -93,8 +103,8 @@ class ServingSimulation {
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks, double step_us,
                         double communication_us, const ErrorBand& band, int64_t micro_batches);
   // Decode.
-  // `instance`: where the KV already is (aggregated); otherwise the least loaded.
-  void enqueue_decode(Request& r, std::optional<std::size_t> instance);
+  // Disaggregated: after the KV transfer, to the instance with the least KV in use.
+  void enqueue_decode(Request& r);
   void next_step(std::size_t instance);  // aggregated only
   void try_admit(std::size_t instance);
   void try_start_decode(std::size_t instance);
