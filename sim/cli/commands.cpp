@@ -128,6 +128,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                     "arrival rate of sessions, replacing the workload's (Poisson and bursty workloads)");
     cmd->add_option("--duration", flags->duration_s, duration)->capture_default_str();
     cmd->add_option("--seed", flags->seed, seed)->capture_default_str();
+    cmd->add_option("--seeds", flags->seeds,
+                    "runs with seeds seed, seed + 1, ...: figures as their mean (least-most), SLA verdicts "
+                    "on their requests pooled")
+        ->capture_default_str();
   };
 
   // What plan varies (each a comma-separated list; empty keeps the base's),

@@ -76,6 +76,7 @@ struct Flags {
   bool hw_given = false;
   bool out_given = false;
   uint64_t seed = 1;
+  int64_t seeds = 1;  // run, plan, capacity: replications with seeds seed, seed + 1, ...
 };
 
 ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name);

@@ -85,6 +85,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;
+  options.seeds = f.seeds;
   options.trace_until_s = f.trace.empty() ? 0.0 : f.trace_seconds;
   const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
   if (!f.trace.empty()) {
@@ -92,8 +93,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");
     trace << run_trace(run.result, deployment).dump() << "\n";
   }
-  const RunReport report{m.spec.name, deployment, workload, run.decode_kernel_model,
-                         f.seed,      run.result, run.cost};
+  const RunReport report{m.spec.name, deployment, workload, f.seed, run};
   if (f.json) {
     out << run_json(report).dump(2) << "\n";
   } else {
@@ -141,6 +141,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;
+  options.seeds = f.seeds;
   const std::vector<PlanRow> rows = run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla);
   const PlanReport report{m.spec.name, bases, workload, options, f.min_within_sla, rows};
   if (f.json) {
@@ -201,6 +202,7 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   LoadOptions options;
   options.serve.duration_s = f.duration_s;
   options.serve.seed = f.seed;
+  options.serve.seeds = f.seeds;
   options.min_within_sla = f.min_within_sla;
   options.rate_factors = f.rate_factors;
   options.precision = f.precision;

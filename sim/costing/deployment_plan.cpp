@@ -100,8 +100,8 @@ void serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model, co
     row.not_run = e.what();
     return;
   }
-  row.within_sla = share_within_sla(row.run.result);
-  row.meets_sla = row.run.result.arrived > 0 && row.within_sla >= min_within_sla;
+  row.within_sla = row.run.within_sla();
+  row.meets_sla = row.run.meets_sla(min_within_sla);
 }
 
 // The base laid out on other GPUs, EP size and instance counts.
@@ -158,7 +158,8 @@ bool ranks_before(const PlanRow& a, const PlanRow& b) {
   if (a.meets_sla != b.meets_sla) return a.meets_sla;
   if (a.meets_sla) {
     if (a.run.cost.known != b.run.cost.known) return a.run.cost.known;
-    return a.run.cost.known && a.run.cost.usd_per_million_output < b.run.cost.usd_per_million_output;
+    const auto price = &SeedOutcome::usd_per_million_output;
+    return a.run.cost.known && a.run.spread(price).mean < b.run.spread(price).mean;
   }
   return a.within_sla > b.within_sla;
 }

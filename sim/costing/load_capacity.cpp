@@ -46,8 +46,8 @@ void serve_rates(const DeploymentSteps& steps, const ModelAnalysis& model, const
     LoadPoint& p = added[i];
     p.sessions_per_s = rates[i];
     p.run = serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, drained);
-    p.within_sla = share_within_sla(p.run.result);
-    p.meets_sla = p.run.result.arrived > 0 && p.within_sla >= o.min_within_sla;
+    p.within_sla = p.run.within_sla();
+    p.meets_sla = p.run.meets_sla(o.min_within_sla);
   });
   for (LoadPoint& p : added) points.push_back(std::move(p));
   std::stable_sort(points.begin(), points.end(), [](const LoadPoint& a, const LoadPoint& b) {

@@ -1,5 +1,11 @@
 #include "sim/costing/served_run.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/common/input_error.h"
+#include "sim/common/parallel_for.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 
@@ -22,17 +28,64 @@ ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
 ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_ptr<StepTimeCache>& steps,
                            const ModelAnalysis& model, const DeploymentSpec& deployment,
                            const WorkloadSpec& workload, const ServeOptions& options) {
+  if (options.seeds < 1) {
+    throw InputError({"", 0, "--seeds"}, fmt::format("expected at least one seed, got {}", options.seeds));
+  }
   const GpuCostModel& prefill = gpus.prefill;
   const GpuCostModel& decode = gpus.decode;
-  ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, options.seed,
-                               steps);
-  if (options.trace_until_s > 0) simulation.enable_trace(options.trace_until_s);
-  ServedRun run;
-  run.result = simulation.run(options.duration_s, options.drain);
-  run.cost = serving_cost(run.result, deployment, prefill.gpu(), decode.gpu());
+  const auto n = static_cast<std::size_t>(options.seeds);
+  std::vector<ServedRun> runs(n);
+  // Seeds run on all cores; each writes its own slot, so the order they end in changes nothing.
+  parallel_for(n, [&](std::size_t i) {
+    const uint64_t seed = options.seed + i;
+    ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, seed, steps);
+    if (i == 0 && options.trace_until_s > 0) simulation.enable_trace(options.trace_until_s);
+    runs[i].result = simulation.run(options.duration_s, options.drain);
+    runs[i].cost = serving_cost(runs[i].result, deployment, prefill.gpu(), decode.gpu());
+  });
+  ServedRun run = std::move(runs.front());
   run.prefill_kernel_model = prefill.cost().params().label();
   run.decode_kernel_model = decode.cost().params().label();
+  for (std::size_t i = 0; i < n; ++i) {
+    const ServedRun& r = i == 0 ? run : runs[i];
+    run.seeds.push_back({options.seed + i, r.result.arrived, share_within_sla(r.result), r.result.ttft_ms.p99,
+                         r.result.tpot_ms.p99, r.result.output_tokens_per_s_per_gpu,
+                         r.cost.known ? r.cost.usd_per_million_output : 0.0});
+  }
   return run;
+}
+
+double ServedRun::within_sla() const {
+  double within = 0;
+  double arrived = 0;
+  for (const SeedOutcome& s : seeds) {
+    within += s.within_sla * static_cast<double>(s.arrived);
+    arrived += static_cast<double>(s.arrived);
+  }
+  return arrived > 0 ? within / arrived : 0.0;
+}
+
+bool ServedRun::meets_sla(double min_within_sla) const {
+  const bool any =
+      std::any_of(seeds.begin(), seeds.end(), [](const SeedOutcome& s) { return s.arrived > 0; });
+  return any && within_sla() >= min_within_sla;
+}
+
+SeedSpread spread_of(const std::vector<double>& values) {
+  if (values.empty()) return {};
+  SeedSpread out{0, values.front(), values.front()};
+  for (const double v : values) {
+    out.mean += v / static_cast<double>(values.size());
+    out.min = std::min(out.min, v);
+    out.max = std::max(out.max, v);
+  }
+  return out;
+}
+
+SeedSpread ServedRun::spread(double SeedOutcome::*figure) const {
+  std::vector<double> values;
+  for (const SeedOutcome& s : seeds) values.push_back(s.*figure);
+  return spread_of(values);
 }
 
 }  // namespace v41sim

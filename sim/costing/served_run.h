@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/common/catalog.h"
 #include "sim/costing/deployment_cost_models.h"
@@ -18,18 +19,50 @@
 
 namespace v41sim {
 
+// The headline figures of one seed's run. Arrivals, prompt and output
+// lengths and think times are random, so one run's p99 or SLA verdict is a
+// sample; runs with other seeds say how far it moves.
+struct SeedOutcome {
+  uint64_t seed = 0;
+  int64_t arrived = 0;
+  double within_sla = 0;  // share_within_sla of the run
+  double ttft_p99_ms = 0;
+  double tpot_p99_ms = 0;
+  double output_tokens_per_s_per_gpu = 0;
+  double usd_per_million_output = 0;  // 0 when the GPU price is unknown
+};
+
+// The mean, least and most of one figure over the seeds run.
+struct SeedSpread {
+  double mean = 0;
+  double min = 0;
+  double max = 0;
+};
+SeedSpread spread_of(const std::vector<double>& values);  // all zero when empty
+
 struct ServedRun {
-  ServingResult result;
-  ServingCost cost;
+  ServingResult result;              // the first seed's run, in full
+  ServingCost cost;                  // of the first seed's run
   std::string prefill_kernel_model;  // calibration labels of each pool's GPU
   std::string decode_kernel_model;
+  std::vector<SeedOutcome> seeds;  // every seed run, the first included
+
+  // Requests within the SLA of those that arrived, pooled over the seeds:
+  // what an SLA verdict is judged on.
+  double within_sla() const;
+  // Some request arrived and at least `min_within_sla` of them were within the SLA, pooled.
+  bool meets_sla(double min_within_sla) const;
+  SeedSpread spread(double SeedOutcome::*figure) const;
 };
 
 struct ServeOptions {
   double duration_s = 600;
   uint64_t seed = 1;
+  // Runs with seeds seed, seed + 1, ...: the first in full, the others for
+  // their headline figures (SeedOutcome); verdicts pool them.
+  int64_t seeds = 1;
   bool drain = false;        // after duration_s, no new turns; run until every request is done
-  double trace_until_s = 0;  // > 0: record spans that start before this time, for the trace
+  double trace_until_s = 0;  // > 0: record spans of the first seed that start before this time, for the trace
 };
 
 // Requests that finished within the deployment's TTFT and TPOT limits, of

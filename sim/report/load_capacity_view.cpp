@@ -28,19 +28,9 @@ std::string missed_below(const LoadCapacity& c) {
 }
 
 nlohmann::json point_json(const LoadPoint& p) {
-  const ServingResult& r = p.run.result;
-  return {{"sessions_per_s", p.sessions_per_s},
-          {"requests_per_s", r.arrival_rate_per_s},
-          {"within_sla", p.within_sla},
-          {"meets_sla", p.meets_sla},
-          {"requests", {{"arrived", r.arrived}, {"finished", r.finished}, {"rejected", r.rejected}}},
-          {"ttft_ms", {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}}},
-          {"tpot_ms", {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}}},
-          {"throughput_tokens_per_s_per_gpu",
-           {{"input", r.input_tokens_per_s_per_gpu}, {"output", r.output_tokens_per_s_per_gpu}}},
-          {"cost", cost_json(p.run.cost)},
-          {"error_band",
-           {{"prefill", error_band_json(r.prefill_band)}, {"decode", error_band_json(r.decode_band)}}}};
+  nlohmann::json j{{"sessions_per_s", p.sessions_per_s}, {"requests_per_s", p.run.result.arrival_rate_per_s}};
+  j.update(served_run_json(p.run, p.meets_sla));
+  return j;
 }
 
 }  // namespace
@@ -56,7 +46,7 @@ std::string capacity_verdict(const CapacityReport& r) {
   const std::string at = fmt::format(
       "{} sessions/s ({:.2f} requests/s, {:.0f} output tokens/s per GPU, {} per 1M output tokens)",
       rate(best->sessions_per_s), best->run.result.arrival_rate_per_s,
-      best->run.result.output_tokens_per_s_per_gpu, output_token_price(best->run.cost));
+      best->run.spread(&SeedOutcome::output_tokens_per_s_per_gpu).mean, output_token_price(best->run));
   if (!over) return "every rate tried meets the SLA: the capacity is above " + at;
   return fmt::format("within the SLA up to {}; {} sessions/s misses it", at, rate(over->sessions_per_s));
 }
@@ -78,7 +68,8 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
     const ServingResult& x = best->run.result;
     t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()), rate(best->sessions_per_s),
                missing, fmt::format("{:.2f}", x.arrival_rate_per_s),
-               fmt::format("{:.0f}", x.output_tokens_per_s_per_gpu), output_token_price(best->run.cost)});
+               fmt::format("{:.0f}", best->run.spread(&SeedOutcome::output_tokens_per_s_per_gpu).mean),
+               output_token_price(best->run)});
   }
   t.add_note(
       "each deployment's own table above gives every rate it ran, its SLA and the notes on its figures");
@@ -88,16 +79,13 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
 Table capacity_table(const CapacityReport& r) {
   Table t(fmt::format("{} on {} under '{}': arrival rates served, slowest first", r.model, r.deployment.name,
                       r.workload.name),
-          {"sessions/s", "requests/s", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
-           "$ per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"});
+          with_served_run_columns({"sessions/s", "requests/s"}));
   std::vector<std::string> kernel_models;
   for (const LoadPoint& p : r.capacity.points) {
-    const ServingResult& x = p.run.result;
-    t.add_row({rate(p.sessions_per_s), fmt::format("{:.2f}", x.arrival_rate_per_s),
-               fmt::format("{:.1f}%", 100 * p.within_sla), fmt::format("{:.0f}", x.ttft_ms.p99),
-               fmt::format("{:.1f}", x.tpot_ms.p99), fmt::format("{:.0f}", x.output_tokens_per_s_per_gpu),
-               output_token_price(p.run.cost), p.meets_sla ? "yes" : "no",
-               error_band_cell(x.prefill_band) + " / " + error_band_cell(x.decode_band)});
+    std::vector<std::string> cells{rate(p.sessions_per_s),
+                                   fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};
+    for (std::string& cell : served_run_cells(p.run, p.meets_sla)) cells.push_back(std::move(cell));
+    t.add_row(std::move(cells));
     collect_kernel_models(p.run, kernel_models);
   }
   t.add_note(capacity_verdict(r));
@@ -110,10 +98,10 @@ Table capacity_table(const CapacityReport& r) {
       "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; the "
       "workload's "
       "{} sessions/s times {}, then the bracket cut in three until its ends are within {:.0f}%; each rate "
-      "serves {:.0f} simulated s of arrivals (seed {}, the same sessions drawn at every rate), then drains",
+      "serves {:.0f} simulated s of arrivals ({}, the same sessions drawn at every rate), then drains",
       r.deployment.sla.ttft_ms, r.deployment.sla.tpot_ms, 100 * r.options.min_within_sla,
       rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
-      r.options.serve.duration_s, r.options.serve.seed));
+      r.options.serve.duration_s, seeds_phrase(r.options.serve)));
   t.add_note("traffic '" + r.workload.name + "' (" + r.workload.source + ")");
   if (r.deployment.mixes_prompt_chunks()) t.add_note(kMixedStepAssumption);
   add_served_run_notes(t, kernel_models);
@@ -137,6 +125,7 @@ nlohmann::json capacity_json(const CapacityReport& r) {
           {"workload_sessions_per_s", r.workload.sessions_per_s},
           {"duration_s", r.options.serve.duration_s},
           {"seed", r.options.serve.seed},
+          {"seeds", r.options.serve.seeds},
           {"min_within_sla", r.options.min_within_sla},
           {"sla", {{"ttft_ms", r.deployment.sla.ttft_ms}, {"tpot_ms", r.deployment.sla.tpot_ms}}},
           {"largest_meeting_sessions_per_s", rate_or_null(c.largest_meeting)},

@@ -29,7 +29,7 @@ std::string verdict(const std::vector<PlanRow>& rows) {
     return "within the SLA: " + best.deployment.name + ", but no variant within it has a known GPU price";
   }
   return fmt::format("cheapest within the SLA: {} ({} per 1M output tokens)", best.deployment.name,
-                     output_token_price(best.run.cost));
+                     output_token_price(best.run));
 }
 
 }  // namespace
@@ -40,8 +40,7 @@ Table plan_table(const PlanReport& p) {
   for (const DeploymentSpec& base : p.bases) base_files.push_back(base.file);
   Table t(
       fmt::format("{} under '{}': deployments by cost, those within the SLA first", p.model, p.workload.name),
-      {"rank", "deployment", "GPUs", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
-       "$ per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"});
+      with_served_run_columns({"rank", "deployment", "GPUs"}));
   int rank = 0;
   for (const PlanRow& row : p.rows) {
     ++rank;
@@ -50,20 +49,18 @@ Table plan_table(const PlanReport& p) {
                  "-", "-", "-", "-", "cannot run: " + row.not_run, "-"});
       continue;
     }
-    const ServingResult& r = row.run.result;
-    t.add_row({std::to_string(rank), row.deployment.name, std::to_string(r.gpus),
-               fmt::format("{:.1f}%", 100 * row.within_sla), fmt::format("{:.0f}", r.ttft_ms.p99),
-               fmt::format("{:.1f}", r.tpot_ms.p99), fmt::format("{:.0f}", r.output_tokens_per_s_per_gpu),
-               output_token_price(row.run.cost), row.meets_sla ? "yes" : "no",
-               error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)});
+    std::vector<std::string> cells{std::to_string(rank), row.deployment.name,
+                                   std::to_string(row.run.result.gpus)};
+    for (std::string& cell : served_run_cells(row.run, row.meets_sla)) cells.push_back(std::move(cell));
+    t.add_row(std::move(cells));
   }
   t.add_note(verdict(p.rows));
   t.add_note(fmt::format(
       "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; variants of "
       "{}, "
-      "each serving the same arrivals ({:.0f} simulated s, seed {}), then draining",
+      "each serving the same arrivals ({:.0f} simulated s, {}), then draining",
       sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, fmt::join(base_files, " and "), p.options.duration_s,
-      p.options.seed));
+      seeds_phrase(p.options)));
   if (p.bases.size() > 1) {
     t.add_note(
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "
@@ -101,17 +98,7 @@ nlohmann::json plan_json(const PlanReport& p) {
       rows.push_back(j);
       continue;
     }
-    const ServingResult& r = row.run.result;
-    j["within_sla"] = row.within_sla;
-    j["meets_sla"] = row.meets_sla;
-    j["requests"] = {{"arrived", r.arrived}, {"finished", r.finished}, {"rejected", r.rejected}};
-    j["ttft_ms"] = {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}};
-    j["tpot_ms"] = {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}};
-    j["throughput_tokens_per_s_per_gpu"] = {{"input", r.input_tokens_per_s_per_gpu},
-                                            {"output", r.output_tokens_per_s_per_gpu}};
-    j["cost"] = cost_json(row.run.cost);
-    j["error_band"] = {{"prefill", error_band_json(r.prefill_band)},
-                       {"decode", error_band_json(r.decode_band)}};
+    j.update(served_run_json(row.run, row.meets_sla));
     rows.push_back(j);
   }
   nlohmann::json bases = nlohmann::json::array();
@@ -121,6 +108,7 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"workload", p.workload.name},
           {"duration_s", p.options.duration_s},
           {"seed", p.options.seed},
+          {"seeds", p.options.seeds},
           {"min_within_sla", p.min_within_sla},
           {"kernel_models", kernel_models(p.rows)},
           {"rows", rows}};

@@ -20,10 +20,70 @@ std::vector<std::string> latency_row(const char* name, const LatencySummary& s) 
           format_fixed(s.p99, 1)};
 }
 
+// Each seed's headline figures (price null where the GPU has none).
+nlohmann::json seeds_json(const ServedRun& run) {
+  nlohmann::json seeds = nlohmann::json::array();
+  for (const SeedOutcome& s : run.seeds) {
+    seeds.push_back({{"seed", s.seed},
+                     {"arrived", s.arrived},
+                     {"within_sla", s.within_sla},
+                     {"ttft_p99_ms", s.ttft_p99_ms},
+                     {"tpot_p99_ms", s.tpot_p99_ms},
+                     {"output_tokens_per_s_per_gpu", s.output_tokens_per_s_per_gpu},
+                     {"usd_per_million_output",
+                      run.cost.known ? nlohmann::json(s.usd_per_million_output) : nlohmann::json(nullptr)}});
+  }
+  return seeds;
+}
+
+// The headline figures as mean, least and most over the seeds.
+nlohmann::json over_seeds_json(const ServedRun& run) {
+  const auto spread = [&run](double SeedOutcome::*figure) {
+    const SeedSpread s = run.spread(figure);
+    return nlohmann::json{{"mean", s.mean}, {"min", s.min}, {"max", s.max}};
+  };
+  return {{"count", run.seeds.size()},
+          {"ttft_p99_ms", spread(&SeedOutcome::ttft_p99_ms)},
+          {"tpot_p99_ms", spread(&SeedOutcome::tpot_p99_ms)},
+          {"output_tokens_per_s_per_gpu", spread(&SeedOutcome::output_tokens_per_s_per_gpu)},
+          {"usd_per_million_output",
+           run.cost.known ? spread(&SeedOutcome::usd_per_million_output) : nlohmann::json(nullptr)}};
+}
+
+// The run repeated with the next seeds: how far its headline figures move.
+Table seeds_table(const RunReport& r) {
+  Table t(fmt::format("The same run with {} seeds", r.run.seeds.size()),
+          {"seed", "requests arrived", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
+           "$ per 1M output tokens"});
+  const auto price = [&r](double usd) { return r.run.cost.known ? fmt::format("${:.3f}", usd) : "unknown"; };
+  for (const SeedOutcome& s : r.run.seeds) {
+    t.add_row({std::to_string(s.seed), std::to_string(s.arrived), fmt::format("{:.1f}%", 100 * s.within_sla),
+               format_fixed(s.ttft_p99_ms, 0), format_fixed(s.tpot_p99_ms, 1),
+               format_fixed(s.output_tokens_per_s_per_gpu, 0), price(s.usd_per_million_output)});
+  }
+  const ServedRun& all = r.run;
+  std::vector<double> arrived;
+  for (const SeedOutcome& s : r.run.seeds) arrived.push_back(static_cast<double>(s.arrived));
+  for (const auto& [name, pick] : {std::pair{"mean", &SeedSpread::mean}, std::pair{"least", &SeedSpread::min},
+                                   std::pair{"most", &SeedSpread::max}}) {
+    const auto at = [&all, pick](double SeedOutcome::*figure) { return all.spread(figure).*pick; };
+    t.add_row({name, format_fixed(spread_of(arrived).*pick, 0),
+               fmt::format("{:.1f}%", 100 * at(&SeedOutcome::within_sla)),
+               format_fixed(at(&SeedOutcome::ttft_p99_ms), 0), format_fixed(at(&SeedOutcome::tpot_p99_ms), 1),
+               format_fixed(at(&SeedOutcome::output_tokens_per_s_per_gpu), 0),
+               price(at(&SeedOutcome::usd_per_million_output))});
+  }
+  t.add_note(fmt::format(
+      "the tables above are seed {}'s run; each seed draws other arrivals, prompt and output lengths and "
+      "think times; requests within the SLA pooled over every seed: {:.2f}%",
+      r.seed, 100 * all.within_sla()));
+  return t;
+}
+
 }  // namespace
 
 std::vector<Table> run_tables(const RunReport& r) {
-  const ServingResult& x = r.result;
+  const ServingResult& x = r.run.result;
   Table head(fmt::format("{} on {} ({} GPUs), workload {}, {:.0f} s simulated, seed {}", r.model,
                          r.deployment.name, x.gpus, r.workload.name, x.duration_s, r.seed),
              {"quantity", "value"});
@@ -45,12 +105,12 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{} / {}; {} / {} / {}", x.kv_tiers.global_hits, x.kv_tiers.global_misses,
                             x.kv_tiers.swa_hits, x.kv_tiers.swa_misses, x.kv_tiers.swa_evictions)});
   head.add_row({"decode KV per GPU", format_bytes(x.decode_kv_bytes_per_gpu)});
-  if (r.cost.known) {
+  if (r.run.cost.known) {
     head.add_row({"cost per hour; per 1M input / output tokens (whole cost each)",
-                  fmt::format("${:.2f}; ${:.3f} / ${:.3f}", r.cost.usd_per_hour, r.cost.usd_per_million_input,
-                              r.cost.usd_per_million_output)});
+                  fmt::format("${:.2f}; ${:.3f} / ${:.3f}", r.run.cost.usd_per_hour,
+                              r.run.cost.usd_per_million_input, r.run.cost.usd_per_million_output)});
   } else {
-    head.add_row({"cost", r.cost.provenance});
+    head.add_row({"cost", r.run.cost.provenance});
   }
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"  of them run as two overlapped micro-batches",
@@ -66,12 +126,12 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row({"kernel-model band of prefill / decode steps",
                 x.prefill_band.describe() + " / " + x.decode_band.describe()});
   head.add_row({"events; step shapes costed", fmt::format("{}; {}", x.events, x.step_shapes_costed)});
-  head.add_note("step times from the kernel model, " + r.kernel_model);
+  head.add_note("step times from the kernel model, " + r.run.decode_kernel_model);
   head.add_note(
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
       "share (queueing is the simulator's own)");
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
-  if (r.cost.known) head.add_note("GPU price " + r.cost.provenance);
+  if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
   if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
 
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
@@ -100,11 +160,12 @@ std::vector<Table> run_tables(const RunReport& r) {
                        std::to_string(o.prefill_queue), std::to_string(o.decode_queue),
                        std::to_string(o.decoding), std::to_string(o.host_pool_sessions)});
   }
-  return {head, latency, breakdown, occupancy};
+  if (r.run.seeds.size() < 2) return {head, latency, breakdown, occupancy};
+  return {head, latency, breakdown, occupancy, seeds_table(r)};
 }
 
 nlohmann::json run_json(const RunReport& r) {
-  const ServingResult& x = r.result;
+  const ServingResult& x = r.run.result;
   nlohmann::json occupancy = nlohmann::json::array();
   for (const OccupancySample& o : x.occupancy) {
     occupancy.push_back({{"time_s", o.time_s},
@@ -158,7 +219,7 @@ nlohmann::json run_json(const RunReport& r) {
             {"mean_sojourn_s", x.mean_sojourn_s}}},
           {"kv_tiers", kv_tiers_json(x.kv_tiers)},
           {"decode_kv_bytes_per_gpu", x.decode_kv_bytes_per_gpu},
-          {"cost", cost_json(r.cost)},
+          {"cost", cost_json(r.run.cost)},
           {"steps",
            {{"prefill", x.prefill_steps},
             {"context_parallel_prefill", x.context_parallel_steps},
@@ -172,13 +233,75 @@ nlohmann::json run_json(const RunReport& r) {
             {"method", kErrorBandMethod}}},
           {"events", x.events},
           {"occupancy", occupancy},
+          {"seeds", seeds_json(r.run)},
           {"provenance",
-           {{"step_times", r.kernel_model},
+           {{"step_times", r.run.decode_kernel_model},
             {"output_lengths", r.workload.effort_output_multiplier.provenance().label()}}}};
 }
 
 std::string output_token_price(const ServingCost& cost) {
   return cost.known ? fmt::format("${:.2f}", cost.usd_per_million_output) : "unknown";
+}
+
+std::string output_token_price(const ServedRun& run) {
+  return run.cost.known ? fmt::format("${:.2f}", run.spread(&SeedOutcome::usd_per_million_output).mean)
+                        : "unknown";
+}
+
+std::vector<std::string> with_served_run_columns(std::vector<std::string> leading) {
+  for (const char* column : {"within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
+                             "$ per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"}) {
+    leading.emplace_back(column);
+  }
+  return leading;
+}
+
+std::vector<std::string> served_run_cells(const ServedRun& run, bool meets_sla) {
+  const ServingResult& r = run.result;
+  // One seed: its figure; several: the mean, and the least and most in brackets.
+  const auto cell = [&run](double SeedOutcome::*figure, const char* format) {
+    const SeedSpread s = run.spread(figure);
+    const std::string mean = fmt::format(fmt::runtime(format), s.mean);
+    if (run.seeds.size() < 2) return mean;
+    return fmt::format("{} ({}-{})", mean, fmt::format(fmt::runtime(format), s.min),
+                       fmt::format(fmt::runtime(format), s.max));
+  };
+  std::string within = fmt::format("{:.1f}%", 100 * run.within_sla());
+  if (run.seeds.size() > 1) {
+    const SeedSpread s = run.spread(&SeedOutcome::within_sla);
+    within += fmt::format(" ({:.1f}-{:.1f})", 100 * s.min, 100 * s.max);
+  }
+  return {within,
+          cell(&SeedOutcome::ttft_p99_ms, "{:.0f}"),
+          cell(&SeedOutcome::tpot_p99_ms, "{:.1f}"),
+          cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
+          run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
+          meets_sla ? "yes" : "no",
+          error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)};
+}
+
+nlohmann::json served_run_json(const ServedRun& run, bool meets_sla) {
+  const ServingResult& r = run.result;
+  return {{"within_sla", run.within_sla()},
+          {"meets_sla", meets_sla},
+          {"requests", {{"arrived", r.arrived}, {"finished", r.finished}, {"rejected", r.rejected}}},
+          {"ttft_ms", {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}}},
+          {"tpot_ms", {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}}},
+          {"throughput_tokens_per_s_per_gpu",
+           {{"input", r.input_tokens_per_s_per_gpu}, {"output", r.output_tokens_per_s_per_gpu}}},
+          {"cost", cost_json(run.cost)},
+          {"error_band",
+           {{"prefill", error_band_json(r.prefill_band)}, {"decode", error_band_json(r.decode_band)}}},
+          {"seeds", seeds_json(run)},
+          {"over_seeds", over_seeds_json(run)}};
+}
+
+std::string seeds_phrase(const ServeOptions& options) {
+  if (options.seeds < 2) return fmt::format("seed {}", options.seed);
+  return fmt::format(
+      "seeds {}-{} (each figure the mean over them, least-most in brackets; within SLA pooled over their "
+      "requests; the other figures are seed {}'s)",
+      options.seed, options.seed + static_cast<uint64_t>(options.seeds) - 1, options.seed);
 }
 
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels) {

@@ -17,10 +17,8 @@ struct RunReport {
   const std::string& model;
   const DeploymentSpec& deployment;
   const WorkloadSpec& workload;
-  const std::string& kernel_model;  // calibration label
-  uint64_t seed;
-  const ServingResult& result;
-  const ServingCost& cost;
+  uint64_t seed;  // the first seed's; the run's figures are its
+  const ServedRun& run;
 };
 
 std::vector<Table> run_tables(const RunReport& r);
@@ -31,6 +29,21 @@ nlohmann::json run_json(const RunReport& r);
 // run's kernel-model labels added to `labels` unless already there; and the
 // notes naming those kernel models and how the $ figure is charged.
 std::string output_token_price(const ServingCost& cost);
+// The same over a run's seeds: their mean.
+std::string output_token_price(const ServedRun& run);
+// Tables that rank served runs (plan's variants, capacity's rates) share
+// these cells, in this order: within SLA (pooled over the seeds), TTFT p99,
+// TPOT p99, output tokens/s per GPU, $ per 1M output tokens (each the mean
+// over the seeds, least-most in brackets where more than one ran), whether
+// it meets the SLA, and the kernel-model band of its steps.
+// `leading` columns, then those.
+std::vector<std::string> with_served_run_columns(std::vector<std::string> leading);
+std::vector<std::string> served_run_cells(const ServedRun& run, bool meets_sla);
+// The same figures for JSON, with each seed's.
+nlohmann::json served_run_json(const ServedRun& run, bool meets_sla);
+// What the seeds column and notes say: "seed 1", or "seeds 1-5 (figures: mean (least-most); within SLA
+// pooled)".
+std::string seeds_phrase(const ServeOptions& options);
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);
 // What the KV tiers found over a run (hits, misses, window-state evictions).

@@ -305,6 +305,7 @@ std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, con
   ServeOptions options;
   options.duration_s = o.serving_seconds;
   options.seed = o.seed;
+  options.seeds = o.plan_seeds;
   constexpr double kWithinSla = 0.99;
   const std::vector<PlanRow> rows =
       run_plan(catalog, focus, bases, grid, workload, options, kWithinSla, &steps);
@@ -333,11 +334,11 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
   const PlanGrid grid{.gpus = o.layout_gpus,
                       .eps = {o.ep},
                       .prefill_instances = {1},
-                      .decode_instances = o.plan_decode_instances,
+                      .decode_instances = {1},
                       .aggregated_steps = o.layout_aggregated_steps};
   return plan_section(
       catalog, focus, o, steps, o.layout_deployments, grid,
-      fmt::format("Aggregated or disaggregated ({}, EP {}, one prefill instance; the aggregated "
+      fmt::format("Aggregated or disaggregated ({}, EP {}, one instance of each pool; the aggregated "
                   "pool with prompts in steps of their own or mixed into decode steps)",
                   fmt::join(o.layout_deployments, " against "), o.ep),
       json);

@@ -139,12 +139,37 @@ void add_context(Table& t, const json& sweeps) {
              fmt::format("From {} to {} tokens of context", shortest, longest)});
 }
 
-// A plan row's price: "$0.66 per 1M output tokens", or why there is none.
+// A plan row ran with more than one seed: its figures are their means.
+bool over_seeds(const json& row) {
+  return row.contains("over_seeds") && row.at("over_seeds").at("count").get<int64_t>() > 1;
+}
+
+// " [least-most over n seeds]" where the row ran several, else nothing.
+std::string seed_range(const json& row, const char* figure, const char* format) {
+  if (!over_seeds(row)) return "";
+  const json& s = row.at("over_seeds").at(figure);
+  return fmt::format(" [{}-{} over {} seeds]", fmt::format(fmt::runtime(format), s.at("min").get<double>()),
+                     fmt::format(fmt::runtime(format), s.at("max").get<double>()),
+                     row.at("over_seeds").at("count").get<int64_t>());
+}
+
+// A plan row's price: "$0.66 per 1M output tokens" (the mean over its seeds,
+// with their range), or why there is none.
 std::string price(const json& row) {
   const json& cost = row.at("cost");
-  return cost.at("known").get<bool>() ? fmt::format("${:.2f} per 1M output tokens",
-                                                    cost.at("usd_per_million_output_tokens").get<double>())
-                                      : "no public GPU price";
+  if (!cost.at("known").get<bool>()) return "no public GPU price";
+  const double usd = over_seeds(row)
+                         ? row.at("over_seeds").at("usd_per_million_output").at("mean").get<double>()
+                         : cost.at("usd_per_million_output_tokens").get<double>();
+  return fmt::format("${:.2f} per 1M output tokens{}", usd,
+                     seed_range(row, "usd_per_million_output", "${:.2f}"));
+}
+
+// A plan row's TPOT p99 in ms (the mean over its seeds, with their range).
+std::string tpot_p99(const json& row) {
+  const double ms = over_seeds(row) ? row.at("over_seeds").at("tpot_p99_ms").at("mean").get<double>()
+                                    : row.at("tpot_ms").at("p99").get<double>();
+  return fmt::format("{:.1f} ms{}", ms, seed_range(row, "tpot_p99_ms", "{:.1f}"));
 }
 
 // The decode frontier's Pareto points: which deployments hold them (their
@@ -189,8 +214,8 @@ void add_frontier(Table& t, const json& report) {
 }
 
 std::string served(const json& row) {
-  return fmt::format("{} ({}, TPOT p99 {:.1f} ms)", row.at("deployment").get<std::string>(), price(row),
-                     row.at("tpot_ms").at("p99").get<double>());
+  return fmt::format("{} ({}, TPOT p99 {})", row.at("deployment").get<std::string>(), price(row),
+                     tpot_p99(row));
 }
 
 // The first row that meets the SLA (plan ranks them first, cheapest first).
@@ -240,10 +265,9 @@ void add_aggregated_steps(Table& t, const json& layouts) {
       if (!own.contains("aggregated_steps") || own.at("aggregated_steps") != "prefill_first") continue;
       if (!own.contains("cost") || !same_pool(mixed, own)) continue;
       const json& pool = mixed.at("decode");
-      parts.push_back(fmt::format("{} x {} {}: mixed {} (TPOT p99 {:.1f} ms), own steps {} ({:.1f} ms)",
+      parts.push_back(fmt::format("{} x {} {}: mixed {} (TPOT p99 {}), own steps {} (TPOT p99 {})",
                                   pool.at("instances").get<int64_t>(), pool.at("ep").get<int64_t>(), gpu,
-                                  price(mixed), mixed.at("tpot_ms").at("p99").get<double>(), price(own),
-                                  own.at("tpot_ms").at("p99").get<double>()));
+                                  price(mixed), tpot_p99(mixed), price(own), tpot_p99(own)));
       gpus_done.push_back(gpu);
       break;
     }

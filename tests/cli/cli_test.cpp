@@ -202,6 +202,24 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
             run("run --duration 120 --seed 3 --json").output);
 }
 
+// --seeds repeats a run with the next seeds: the JSON lists each seed's
+// figures (the first is the run shown), and plan's table gives each figure's
+// spread and says which seeds ran.
+TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
+  const auto r = run_json("run --deployment h200_agg_8 --workload chat --duration 30 --seed 2 --seeds 3");
+  ASSERT_EQ(r["seeds"].size(), 3u);
+  EXPECT_EQ(r["seeds"][0]["seed"].get<int64_t>(), 2);
+  EXPECT_EQ(r["seeds"][2]["seed"].get<int64_t>(), 4);
+  EXPECT_EQ(r["seeds"][0]["tpot_p99_ms"].get<double>(), r["tpot_ms"]["p99"].get<double>());
+  const std::string args = "plan --deployment h200_agg_8 --workload chat --duration 30 --seeds 2";
+  const std::string table = run(args).output;
+  EXPECT_NE(table.find("seeds 1-2"), std::string::npos) << table;
+  EXPECT_EQ(run_json(args)["rows"][0]["seeds"].size(), 2u);
+  const RunResult zero = run("run --duration 30 --seeds 0");
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("--seeds"), std::string::npos) << zero.output;
+}
+
 TEST(Cli, SessionsPerSecondReplacesTheWorkloadsRate) {
   const auto file_rate = run_json("run --deployment h200_pd_64 --workload chat --duration 120");
   const auto quarter =

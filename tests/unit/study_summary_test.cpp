@@ -58,6 +58,16 @@ json point(int64_t context, int64_t sessions, double ttft_ms, int64_t batch, con
 }
 
 // A plan row with the KV tiers it ran and its share within the SLA.
+// A plan row run with three seeds: its price and TPOT p99 as mean, least and most.
+json over_three_seeds(json plan_row, double usd_mean, double tpot_mean) {
+  const auto spread = [](double mean) {
+    return json{{"mean", mean}, {"min", mean - 0.5}, {"max", mean + 0.5}};
+  };
+  plan_row["over_seeds"] = {
+      {"count", 3}, {"usd_per_million_output", spread(usd_mean)}, {"tpot_p99_ms", spread(tpot_mean)}};
+  return plan_row;
+}
+
 json tiers(json plan_row, double retention_h, double pool, double within) {
   plan_row["kv_tiers"] = {{"retention_h", retention_h}, {"swa_pool_fraction", pool}};
   plan_row["within_sla"] = within;
@@ -87,7 +97,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
        {{"rows",
          {steps(row("one pool", true, false, 0.5), "mixed", "h100_sxm", 1, 18.3),
           steps(row("own steps", true, false, 0.59), "prefill_first", "h100_sxm", 1, 23.4),
-          row("two pools", true, true, 0.7),
+          over_three_seeds(row("two pools", true, true, 0.7), 1.5, 8.0),
           steps(row("two", true, false, 0.9), "mixed", "h100_sxm", 2, 11.0),
           steps(row("no pair", true, false, 0.62), "mixed", "h200", 1, 44.7)}}}},
       {"decode_frontier",
@@ -146,7 +156,12 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_NE(text.find("fits ($0.50 per 1M output tokens, TPOT p99 7.5 ms)"), std::string::npos) << text;
   EXPECT_EQ(text.find("too slow"), std::string::npos) << text;
   EXPECT_NE(text.find("one pool ($0.50"), std::string::npos) << text;
-  EXPECT_NE(text.find("cheapest disaggregated: two pools ($0.70"), std::string::npos) << text;
+  // A row run with several seeds gives their means (not the first seed's figures) and their range.
+  EXPECT_NE(
+      text.find("cheapest disaggregated: two pools ($1.50 per 1M output tokens [$1.00-$2.00 over 3 seeds], "
+                "TPOT p99 8.0 ms [7.5-8.5 over 3 seeds])"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
   EXPECT_NE(text.find("traffic served within the SLA under 'agent coding'"), std::string::npos) << text;
   EXPECT_NE(text.find("8 x H200, own steps: up to 0.794 sessions/s; 8 x H200, mixed: up to 0.857 sessions/s"),
@@ -155,7 +170,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   // Mixed against own steps on the same pool; a GPU without the pair is left out.
   EXPECT_NE(
       text.find("1 x 8 h100_sxm: mixed $0.50 per 1M output tokens (TPOT p99 18.3 ms), own steps $0.59 per 1M "
-                "output tokens (23.4 ms)"),
+                "output tokens (TPOT p99 23.4 ms)"),
       std::string::npos)
       << text;
   EXPECT_EQ(text.find("2 x 8 h100_sxm: mixed"), std::string::npos) << text;

@@ -1,0 +1,85 @@
+// A served run repeated over seeds: each seed's figures are the run that seed
+// gives alone, and SLA verdicts pool the seeds' requests.
+#include "sim/costing/served_run.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/common/input_error.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+std::string data(const std::string& file) { return std::string(V41SIM_SOURCE_DIR) + "/" + file; }
+
+struct TinyAggregated {
+  Catalog catalog{V41SIM_SOURCE_DIR};
+  ModelAnalysis model = analyze_model(load_model_file(data("tests/data/tiny_gqa.yaml")));
+  DeploymentSpec deployment = load_deployment_file(data("tests/data/aggregated.yaml"));
+  WorkloadSpec workload = load_workload_file(data("workloads/chat.yaml"));
+  TinyAggregated() { workload.sessions_per_s = 2; }
+  ServedRun serve(uint64_t seed, int64_t seeds) const {
+    ServeOptions o;
+    o.duration_s = 60;
+    o.seed = seed;
+    o.seeds = seeds;
+    o.drain = true;
+    return serve_deployment(catalog, model, deployment, workload, o);
+  }
+};
+
+TEST(ServedRun, EachSeedIsTheRunThatSeedGivesAlone) {
+  const TinyAggregated t;
+  const ServedRun three = t.serve(5, 3);
+  ASSERT_EQ(three.seeds.size(), 3u);
+  double within = 0;
+  double arrived = 0;
+  for (uint64_t i = 0; i < 3; ++i) {
+    const ServedRun alone = t.serve(5 + i, 1);
+    ASSERT_EQ(alone.seeds.size(), 1u);
+    const SeedOutcome& s = three.seeds[i];
+    EXPECT_EQ(s.seed, 5 + i);
+    EXPECT_EQ(s.arrived, alone.result.arrived);
+    EXPECT_EQ(s.within_sla, share_within_sla(alone.result));
+    EXPECT_EQ(s.tpot_p99_ms, alone.result.tpot_ms.p99);
+    EXPECT_EQ(s.ttft_p99_ms, alone.result.ttft_ms.p99);
+    EXPECT_EQ(s.usd_per_million_output, alone.cost.usd_per_million_output);
+    if (i == 0) {
+      EXPECT_EQ(three.result.events, alone.result.events);  // the first seed's run, in full
+    }
+    within += s.within_sla * static_cast<double>(s.arrived);
+    arrived += static_cast<double>(s.arrived);
+  }
+  EXPECT_DOUBLE_EQ(three.within_sla(), within / arrived);
+  // The seeds draw other traffic: the figures move, and the spread holds them.
+  const SeedSpread tpot = three.spread(&SeedOutcome::tpot_p99_ms);
+  EXPECT_LT(tpot.min, tpot.max);
+  EXPECT_LE(tpot.min, tpot.mean);
+  EXPECT_LE(tpot.mean, tpot.max);
+}
+
+TEST(ServedRun, TheVerdictPoolsTheSeedsRequests) {
+  ServedRun run;
+  run.seeds = {{.seed = 1, .arrived = 100, .within_sla = 1.0},
+               {.seed = 2, .arrived = 300, .within_sla = 0.96}};
+  EXPECT_DOUBLE_EQ(run.within_sla(), (100 + 288) / 400.0);  // not the mean of the shares, 0.98
+  EXPECT_TRUE(run.meets_sla(0.97));
+  EXPECT_FALSE(run.meets_sla(0.975));
+  EXPECT_DOUBLE_EQ(run.spread(&SeedOutcome::within_sla).mean, 0.98);
+  ServedRun idle;
+  idle.seeds = {{.seed = 1, .arrived = 0, .within_sla = 0}};
+  EXPECT_FALSE(idle.meets_sla(0.5));  // nothing arrived: nothing shown to meet it
+}
+
+TEST(ServedRun, FewerThanOneSeedIsAnInputError) {
+  const TinyAggregated t;
+  try {
+    t.serve(1, 0);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "--seeds");
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
