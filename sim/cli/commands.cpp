@@ -30,6 +30,7 @@ using cli::run_kv;
 using cli::run_params;
 using cli::run_plan;
 using cli::run_report;
+using cli::run_sensitivity;
 using cli::run_serving;
 using cli::run_step;
 using cli::run_targets;
@@ -209,6 +210,17 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
   bind(capacity, run_capacity);
+
+  CLI::App* sensitivity = app.add_subcommand("sensitivity",
+                                             "which assumed figures (model, GPU, kernel-model priors) move a "
+                                             "served run's $ per token and TPOT: each "
+                                             "moved down and up in turn");
+  add_serving_flags(sensitivity, "deployment (workloads/deployments/) name or path",
+                    "simulated seconds of arrivals in each run (then it drains)",
+                    "random seed (the same traffic drawn in every run)");
+  sensitivity->add_option("--swing", flags->swing, "how far each assumption moves, as a share of its value")
+      ->capture_default_str();
+  bind(sensitivity, run_sensitivity);
 
   // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what
   // context and frontier both take.

@@ -62,6 +62,8 @@ struct Flags {
   // capacity (--min-within-sla, --ttft-ms and --tpot-ms as plan's)
   std::vector<double> rate_factors{0.25, 0.5, 1, 2, 4, 8};
   double precision = 0.05;
+  // sensitivity: how far each assumption moves, as a share of its value
+  double swing = 0.25;
   // context (--hw and --tpot-ms: plan_gpus and sla_tpot_ms)
   std::string context_deployment = "h200_agg_8";
   std::vector<int64_t> contexts{8192, 32768, 131072, 524288, 1048576};
@@ -97,6 +99,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_sensitivity(const Catalog& catalog, const Flags& f, std::ostream& out);
 // validation_commands.cpp
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out);

@@ -3,6 +3,7 @@
 // serves within it.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <tuple>
@@ -10,6 +11,7 @@
 
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
+#include "sim/costing/assumption_sensitivity.h"
 #include "sim/costing/context_sweep.h"
 #include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
@@ -22,6 +24,7 @@
 #include "sim/report/plan_view.h"
 #include "sim/report/run_trace.h"
 #include "sim/report/run_view.h"
+#include "sim/report/sensitivity_view.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/workload_spec.h"
 
@@ -223,6 +226,56 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   for (const CapacityReport& r : reports) tables.push_back(capacity_table(r));
   if (reports.size() > 1) tables.push_back(capacity_summary_table(reports));
   print_tables(out, tables);
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The files a served run of the deployment reads: model, deployment, workload,
+// each pool's GPU profile, its kernel-model calibration and the GPU that
+// calibration was measured or published on.
+std::vector<std::string> files_read_by_run(const Catalog& catalog, const Flags& f, const DeploymentSpec& d,
+                                           const WorkloadSpec& w) {
+  std::vector<std::string> files{catalog.resolve_model(f.model), d.file, w.file};
+  const DeploymentCostModels gpus(catalog, d);
+  for (const GpuCostModel* pool : {&gpus.prefill, &gpus.decode}) {
+    const CostParams& params = pool->cost().params();
+    files.push_back((fs::path(catalog.data_dir()) / params.file).string());
+    for (const std::string& gpu :
+         {pool->gpu().file, params.extrapolated_from, params.efficiencies_measured_on}) {
+      if (!gpu.empty()) files.push_back(catalog.resolve_gpu(gpu));
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+void run_sensitivity(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  require_positive_duration(f);
+  const std::string deployment_file = catalog.resolve_deployment(f.deployment);
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  const DeploymentSpec deployment = load_deployment_file(deployment_file);
+  const WorkloadSpec workload = load_workload(catalog, f);
+  ServeOptions options;
+  options.duration_s = f.duration_s;
+  options.seed = f.seed;
+  options.seeds = f.seeds;
+  options.drain = true;
+  // Everything is loaded again inside each run, so a moved value reaches whatever reads it.
+  const auto serve = [&] {
+    return serve_deployment(catalog, load_model_named(catalog, f.model),
+                            load_deployment_file(deployment_file), load_workload(catalog, f), options);
+  };
+  const Sensitivity sensitivity =
+      assumption_sensitivity(files_read_by_run(catalog, f, deployment, workload), serve, f.swing);
+  const SensitivityReport report{m.spec.name, deployment, workload, options, catalog.data_dir(), sensitivity};
+  if (f.json) {
+    out << sensitivity_json(report).dump(2) << "\n";
+  } else {
+    out << sensitivity_table(report).to_text();
+  }
 }
 
 }  // namespace v41sim::cli

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
+
+#include "sim/common/yaml_what_if.h"
 
 namespace v41sim {
 namespace {
@@ -24,11 +24,8 @@ YamlNode::YamlNode(YAML::Node node, std::string file, std::string path, int line
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), line_(line) {}
 
 YamlNode YamlNode::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, ""}, "cannot open file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_string(buffer.str(), path);
+  if (const std::string* edited = ScopedYamlOverride::text_for(path)) return parse_string(*edited, path);
+  return parse_string(read_text_file(path), path);
 }
 
 YamlNode YamlNode::parse_string(const std::string& text, const std::string& name) {

@@ -1,6 +1,7 @@
 // YamlNode: a YAML node that knows its file, line and key path.
 //
-// The only door through which YAML enters the simulator. Loaders read plain
+// The only door through which YAML enters the simulator (a what-if study may
+// hand it an edited text of a file: yaml_what_if.h). Loaders read plain
 // structs through it, and every mistake in a file (missing, unknown or
 // mistyped field, a value out of range) becomes an InputError that names the
 // file, the line and the dotted field path. No value is ever defaulted

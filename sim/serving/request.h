@@ -16,6 +16,7 @@ struct Request {
   int64_t prefix_tokens = 0;  // context the session already had before this turn
   int64_t new_tokens = 0;     // tokens this turn adds to the context
   int64_t output_tokens = 0;  // tokens to generate (>= 1; the first comes from prefill)
+  double think_after_s = 0;   // before the session's next turn, if it has one
 
   // Filled in along the way.
   int64_t cached_tokens = 0;    // prefix found in the KV tiers

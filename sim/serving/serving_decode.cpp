@@ -211,8 +211,8 @@ void ServingSimulation::finish(Request& r) {
     return;
   }
   tiers_.store(r.session, r.final_context(), sim_.now());
-  const double think = workload_.think_time_s.sample(sessions_rng_);
-  sim_.schedule_after(SimTime::from_s(think), [this, &r] { start_turn(r.session, r.final_context()); });
+  sim_.schedule_after(SimTime::from_s(r.think_after_s),
+                      [this, &r] { start_turn(r.session, r.final_context()); });
 }
 
 }  // namespace v41sim

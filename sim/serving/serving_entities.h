@@ -2,6 +2,7 @@
 // files (arrivals and bookkeeping; prefill; decode). Not part of the API.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <numeric>
 #include <vector>
@@ -15,6 +16,11 @@ struct ServingSimulation::Session {
   int64_t next_turn = 0;
   bool from_trace = false;    // turns come from the trace, not from think times
   int64_t trace_context = 0;  // context the trace's turns have built so far
+  // Each turn draws its tokens and the think time after it from a stream of
+  // its own (this seed and the turn's number), so what a session asks does
+  // not depend on when the deployment serves it: two deployments given one
+  // seed serve the same sessions, turn for turn (common random numbers).
+  uint64_t seed = 0;
 };
 
 // The GPUs of an instance run one step at a time. Aggregated deployments

@@ -220,6 +220,29 @@ TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
   EXPECT_NE(zero.output.find("--seeds"), std::string::npos) << zero.output;
 }
 
+// sensitivity: every assumed figure the run reads, moved both ways; a bad
+// swing is refused naming the flag.
+TEST(Cli, SensitivityMovesEachAssumption) {
+  const std::string tiny = fmt::format(
+      "--model {0}/tests/data/tiny_gqa.yaml --deployment {0}/tests/data/aggregated.yaml", V41SIM_SOURCE_DIR);
+  const auto s = run_json("sensitivity " + tiny + " --workload chat --duration 10 --swing 0.2");
+  EXPECT_DOUBLE_EQ(s["swing"].get<double>(), 0.2);
+  ASSERT_GT(s["assumptions"].size(), 10u);
+  bool launch = false;
+  for (const auto& a : s["assumptions"]) {
+    for (const char* key : {"field", "file", "line", "value", "assumed", "low", "high", "tpot_p99_change_ms"})
+      EXPECT_TRUE(a.contains(key)) << key;
+    if (a["field"] != "launch_overhead_us") continue;
+    launch = true;
+    EXPECT_EQ(a["file"], "validation/calibration/defaults.yaml");  // named within the data folder
+    EXPECT_DOUBLE_EQ(a["low"]["value"].get<double>(), 3.2);
+  }
+  EXPECT_TRUE(launch) << "the kernel-model priors' launch overhead is an assumption the run reads";
+  const RunResult bad = run("sensitivity --duration 20 --swing 1.5");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--swing"), std::string::npos) << bad.output;
+}
+
 TEST(Cli, SessionsPerSecondReplacesTheWorkloadsRate) {
   const auto file_rate = run_json("run --deployment h200_pd_64 --workload chat --duration 120");
   const auto quarter =

@@ -1,0 +1,55 @@
+// What-if edits of the YAML files the simulator reads, without writing them.
+//
+// find_assumed_values lists every number a file marks as an assumption
+// (`{value: X, assumed: "why"}`); ScopedYamlOverride makes YamlNode::load_file
+// read an edited text of one file, on this thread, while it lives. Together
+// they let a study re-run everything with one assumption moved, through the
+// same loaders and checks as a user's own edit (a value the loader rejects is
+// rejected the same way, naming the file, line and field).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace v41sim {
+
+struct AssumedValue {
+  std::string file;        // as given to find_assumed_values
+  std::string field;       // dotted path of the map that holds value and assumed
+  int line = 0;            // of the value, 1-based
+  std::size_t offset = 0;  // byte offset of the value in the file's text
+  std::string text;        // the value as written
+  double value = 0;
+  bool integer = false;    // written without a decimal point or exponent
+  std::string assumption;  // the `assumed:` text
+};
+
+// Every `{value: <number>, assumed: ...}` map in the file, in file order.
+// Throws InputError where the file cannot be read or parsed.
+std::vector<AssumedValue> find_assumed_values(const std::string& path);
+
+// The file's text with `v` written as `replacement` (every other byte kept,
+// so line numbers in messages still hold).
+std::string with_value_replaced(const std::string& file_text, const AssumedValue& v,
+                                const std::string& replacement);
+
+std::string read_text_file(const std::string& path);
+
+class ScopedYamlOverride {
+ public:
+  ScopedYamlOverride(const std::string& path, std::string text);
+  ~ScopedYamlOverride();
+  ScopedYamlOverride(const ScopedYamlOverride&) = delete;
+  ScopedYamlOverride& operator=(const ScopedYamlOverride&) = delete;
+
+  // The text YamlNode::load_file reads for `path` on this thread, or null
+  // where no override names it.
+  static const std::string* text_for(const std::string& path);
+
+ private:
+  std::string key_;  // the path, absolute and normalised
+  std::string text_;
+  const ScopedYamlOverride* outer_;  // the override this one hides, restored on exit
+};
+
+}  // namespace v41sim

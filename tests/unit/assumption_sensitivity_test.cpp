@@ -1,0 +1,152 @@
+// What-if edits of YAML files, and the assumption-sensitivity study built on
+// them: which assumed figures move a served run, through the real loaders.
+#include "sim/costing/assumption_sensitivity.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "sim/common/input_error.h"
+#include "sim/common/yaml_reader.h"
+#include "sim/common/yaml_what_if.h"
+#include "tests/test_data.h"
+
+namespace v41sim {
+namespace {
+
+std::string data(const std::string& file) { return std::string(V41SIM_SOURCE_DIR) + "/" + file; }
+
+constexpr const char* kWhatIf =
+    "name: what if\n"
+    "rate: {value: 0.80, assumed: \"a guess\"}   # a comment kept\n"
+    "nested:\n"
+    "  count: {value: 5, assumed: \"counted\"}\n"
+    "  sourced: {value: 7, datasheet: \"not an assumption\"}\n"
+    "  list:\n"
+    "    - {value: 2.5e3, assumed: \"in a list\"}\n";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("v41sim_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(YamlWhatIf, FindsEveryAssumedNumberWithWhereItIs) {
+  const std::string path = write_temp("what_if.yaml", kWhatIf);
+  const std::vector<AssumedValue> found = find_assumed_values(path);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].field, "rate");
+  EXPECT_EQ(found[0].line, 2);
+  EXPECT_EQ(found[0].text, "0.80");
+  EXPECT_DOUBLE_EQ(found[0].value, 0.8);
+  EXPECT_FALSE(found[0].integer);
+  EXPECT_EQ(found[0].assumption, "a guess");
+  EXPECT_EQ(found[1].field, "nested.count");
+  EXPECT_TRUE(found[1].integer);
+  EXPECT_EQ(found[2].field, "nested.list[0]");
+  EXPECT_EQ(found[2].line, 7);
+  EXPECT_FALSE(found[2].integer);  // 2.5e3 is written as a real
+  // Replacing one value keeps every other byte, comments and lines included.
+  const std::string edited = with_value_replaced(kWhatIf, found[0], "0.6");
+  EXPECT_EQ(std::string(edited).replace(edited.find("0.6"), 3, "0.80"), kWhatIf);
+  EXPECT_NE(edited.find("rate: {value: 0.6, assumed: \"a guess\"}   # a comment kept\n"), std::string::npos);
+}
+
+TEST(YamlWhatIf, AnOverrideIsSeenOnItsThreadWhileItLives) {
+  const std::string path = write_temp("override.yaml", "x: 1\n");
+  const auto x = [&path] { return YamlNode::load_file(path).required("x").as_int(); };
+  {
+    const ScopedYamlOverride edited(path, "x: 2\n");
+    EXPECT_EQ(x(), 2);
+    int64_t elsewhere = 0;
+    std::thread([&] { elsewhere = x(); }).join();
+    EXPECT_EQ(elsewhere, 1);  // other threads read the file
+    {
+      const ScopedYamlOverride again(path, "x: 3\n");
+      EXPECT_EQ(x(), 3);
+    }
+    EXPECT_EQ(x(), 2);
+    // The edit goes through the loader's checks and names the file and line.
+    const ScopedYamlOverride bad(path, "x: two\n");
+    try {
+      x();
+      FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, path);
+      EXPECT_EQ(e.where().line, 1);
+    }
+  }
+  EXPECT_EQ(x(), 1);
+}
+
+// The tiny GQA model on one aggregated GPU, its kernel model from the priors:
+// each assumed prior is moved and the run served again.
+struct TinyStudy {
+  Catalog catalog{V41SIM_SOURCE_DIR};
+  std::string priors = data("validation/calibration/defaults.yaml");
+  Sensitivity run(double swing) const {
+    const auto serve = [this] {
+      WorkloadSpec workload = load_workload_file(data("workloads/chat.yaml"));
+      workload.sessions_per_s = 2;
+      ServeOptions o;
+      o.duration_s = 30;
+      o.drain = true;
+      return serve_deployment(catalog, analyze_model(load_model_file(data("tests/data/tiny_gqa.yaml"))),
+                              load_deployment_file(data("tests/data/aggregated.yaml")), workload, o);
+    };
+    return assumption_sensitivity({priors}, serve, swing);
+  }
+};
+
+TEST(AssumptionSensitivity, MovesEachAssumptionThroughTheLoaders) {
+  const TinyStudy t;
+  const Sensitivity s = t.run(0.25);
+  const std::size_t assumed = find_assumed_values(t.priors).size();
+  ASSERT_EQ(s.effects.size(), assumed);
+  const auto effect = [&s](const std::string& field) {
+    const auto it = std::find_if(s.effects.begin(), s.effects.end(),
+                                 [&](const AssumptionEffect& e) { return e.assumption.field == field; });
+    EXPECT_NE(it, s.effects.end()) << field;
+    return *it;
+  };
+  // The launch overhead is paid by every kernel the prefill launches: it moves the first token.
+  // (Not the price: this light load is served in full either way, so the GPU-hours per output
+  // token stay.)
+  const AssumptionEffect launch = effect("launch_overhead_us");
+  EXPECT_DOUBLE_EQ(launch.low.value, 3.0);
+  EXPECT_DOUBLE_EQ(launch.high.value, 5.0);
+  EXPECT_LT(launch.low.run.seeds.front().ttft_p99_ms, s.baseline.seeds.front().ttft_p99_ms);
+  EXPECT_LT(s.baseline.seeds.front().ttft_p99_ms, launch.high.run.seeds.front().ttft_p99_ms);
+  EXPECT_EQ(launch.usd_change, 0);
+  // An efficiency of 1 moved up is refused by the loader, with its reason; moved down it ran.
+  const AssumptionEffect unused = effect("classes.all_to_all.memory_efficiency");
+  EXPECT_FALSE(unused.high.rejected.empty());
+  EXPECT_TRUE(unused.low.rejected.empty());
+  // Transfers are timed on links, not by this class: moving it changes nothing.
+  EXPECT_EQ(unused.usd_change, 0);
+  EXPECT_EQ(unused.tpot_p99_change_ms, 0);
+  // Largest $ change first.
+  for (std::size_t i = 1; i < s.effects.size(); ++i)
+    EXPECT_GE(s.effects[i - 1].usd_change, s.effects[i].usd_change);
+  // The baseline is the file as it is: nothing stays overridden after the study.
+  EXPECT_EQ(t.run(0.25).baseline.seeds.front().usd_per_million_output,
+            s.baseline.seeds.front().usd_per_million_output);
+}
+
+TEST(AssumptionSensitivity, ASwingOutsideZeroToOneIsAnInputError) {
+  const TinyStudy t;
+  for (const double swing : {0.0, 1.0, -0.2}) {
+    try {
+      t.run(swing);
+      FAIL() << "expected an InputError for " << swing;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, "--swing");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace v41sim
