@@ -16,16 +16,13 @@ namespace {
 // Occupancy is sampled this many times over a run.
 constexpr double kOccupancySamples = 200;
 
-int64_t draw_tokens(const Distribution& d, std::mt19937_64& rng, double scale = 1.0) {
+int64_t draw_tokens(const Distribution& d, SplitMix64& rng, double scale = 1.0) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(d.sample(rng) * scale)));
 }
 
 // The stream of one turn of a session (turn -1: the session's own draws).
-std::mt19937_64 turn_stream(uint64_t session_seed, int64_t turn) {
-  const auto t = static_cast<uint64_t>(turn);
-  std::seed_seq seq{static_cast<uint32_t>(session_seed), static_cast<uint32_t>(session_seed >> 32),
-                    static_cast<uint32_t>(t), static_cast<uint32_t>(t >> 32)};
-  return std::mt19937_64(seq);
+SplitMix64 turn_stream(uint64_t session_seed, int64_t turn) {
+  return SplitMix64(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)));
 }
 
 }  // namespace
@@ -121,7 +118,7 @@ void ServingSimulation::schedule_next_session() {
     const int64_t id = static_cast<int64_t>(sessions_.size());
     Session& s = sessions_.emplace_back();
     s.seed = sessions_rng_();  // sessions are created in arrival order, whatever the serving does
-    std::mt19937_64 rng = turn_stream(s.seed, -1);
+    SplitMix64 rng = turn_stream(s.seed, -1);
     s.turns = draw_tokens(workload_.turns, rng);
     start_turn(id, 0);
     schedule_next_session();
@@ -136,7 +133,7 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
   r.turn = s.next_turn++;
   r.arrival = sim_.now();
   r.prefix_tokens = prefix_tokens;
-  std::mt19937_64 rng = turn_stream(s.seed, r.turn);
+  SplitMix64 rng = turn_stream(s.seed, r.turn);
   r.new_tokens = draw_tokens(r.turn == 0 ? workload_.first_input_tokens : workload_.turn_input_tokens, rng);
   r.output_tokens = draw_tokens(workload_.output_tokens, rng, workload_.effort_output_multiplier.value());
   r.think_after_s = workload_.think_time_s.sample(rng);

@@ -73,7 +73,7 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
 
 }  // namespace
 
-double Distribution::sample(std::mt19937_64& rng) const {
+double Distribution::sample(SplitMix64& rng) const {
   double x = mean;
   switch (kind) {
     case Kind::kFixed:

@@ -10,6 +10,7 @@
 
 #include "sim/common/sourced_value.h"
 #include "sim/common/yaml_reader.h"
+#include "sim/des/random.h"
 
 namespace v41sim {
 
@@ -21,7 +22,7 @@ struct Distribution {
   double sigma = 0;  // lognormal shape
   double min = 0;
   double max = 0;
-  double sample(std::mt19937_64& rng) const;
+  double sample(SplitMix64& rng) const;
 };
 
 Distribution read_distribution(const YamlNode& node);

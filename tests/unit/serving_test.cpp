@@ -578,3 +578,40 @@ TEST(Serving, AggregatedPromptsHoldTheirKvFromTheFirstChunk) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// Common random numbers: what a session asks (its turns' prompt and output
+// tokens) comes from its own stream, so two deployments given one seed serve
+// the same sessions even where their timing differs. Each session's first
+// turn arrives at the same time in both runs and must ask for the same tokens.
+TEST(Serving, OneSeedServesTheSameSessionsOnAnyDeployment) {
+  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
+            data("workloads/chat.yaml"));
+  f.workload.sessions_per_s = 4;
+  const auto requests = [&f](int64_t max_batch) {
+    f.deployment.decode.max_batch_per_gpu = max_batch;
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 7);
+    sim.enable_trace(60);
+    std::map<double, int64_t> output_by_arrival;
+    for (const TraceSpan& s : sim.run(60, true).trace) {
+      if (s.kind == TraceSpan::Kind::kRequest) output_by_arrival[s.start_us] = s.size;
+    }
+    return output_by_arrival;
+  };
+  const auto roomy = requests(64);
+  const auto tight = requests(2);  // other step times, other queues: later turns arrive at other times
+  int64_t same_arrival = 0;
+  for (const auto& [arrival_us, output_tokens] : roomy) {
+    const auto it = tight.find(arrival_us);
+    if (it == tight.end()) continue;
+    ++same_arrival;
+    EXPECT_EQ(it->second, output_tokens) << "request arriving at " << arrival_us << " us";
+  }
+  EXPECT_GT(same_arrival, 100);
+  EXPECT_LT(same_arrival, static_cast<int64_t>(roomy.size()));  // the later turns did move
+}
+
+}  // namespace
+}  // namespace v41sim
