@@ -2,16 +2,25 @@
 // Bad input of any kind ends here as one line on stderr and exit status 2.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "sim/cli/commands.h"
 #include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
+#include "sim/common/yaml_what_if.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"v41sim: performance simulator and cost model for DeepSeek-V4.1-Flash serving"};
   v41sim::GlobalOptions global{v41sim::Catalog::default_data_dir()};
   app.add_option("--data-dir", global.data_dir,
                  "folder holding models/ and hw_profiles/ (default: $V41SIM_DATA_DIR or the source tree)");
+  std::vector<std::string> edits;
+  app.add_option(
+      "--set", edits,
+      "what if FILE:FIELD=VALUE (FILE under the data folder or a path; FIELD dotted, [i] for a list "
+      "item; a sourced figure's number where FIELD names it): every command reads the file with that "
+      "value, and says so; repeatable");
   std::function<void()> run;
   v41sim::register_commands(app, global, run, std::cout);
   try {
@@ -21,6 +30,11 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : v41sim::kBadInputExitCode;
   }
   try {
+    // Installed before anything loads a file or starts a thread; each said on stderr.
+    for (const std::string& spec : edits) {
+      const v41sim::ValueEdit edit = v41sim::install_value_edit(spec, global.data_dir);
+      std::cerr << "v41sim: what if: " << v41sim::describe(edit, global.data_dir) << "\n";
+    }
     run();
   } catch (const v41sim::InputError& e) {
     std::cerr << "v41sim: error: " << e.what() << "\n";

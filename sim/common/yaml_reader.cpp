@@ -23,10 +23,7 @@ std::string join_path(const std::string& parent, const std::string& key) {
 YamlNode::YamlNode(YAML::Node node, std::string file, std::string path, int line)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), line_(line) {}
 
-YamlNode YamlNode::load_file(const std::string& path) {
-  if (const std::string* edited = ScopedYamlOverride::text_for(path)) return parse_string(*edited, path);
-  return parse_string(read_text_file(path), path);
-}
+YamlNode YamlNode::load_file(const std::string& path) { return parse_string(yaml_text(path), path); }
 
 YamlNode YamlNode::parse_string(const std::string& text, const std::string& name) {
   YAML::Node root;

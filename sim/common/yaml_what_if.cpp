@@ -1,17 +1,31 @@
 #include "sim/common/yaml_what_if.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
 
 namespace v41sim {
 namespace {
 
 thread_local const ScopedYamlOverride* innermost = nullptr;
+
+// Value edits from the command line: each edited file's text, and the edits.
+struct InstalledEdits {
+  std::map<std::string, std::string> texts;  // normalised path -> edited text
+  std::vector<ValueEdit> edits;
+};
+InstalledEdits& installed() {
+  static InstalledEdits edits;
+  return edits;
+}
 
 std::string normalised(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
@@ -67,8 +81,13 @@ std::string read_text_file(const std::string& path) {
   return buffer.str();
 }
 
+std::string yaml_text(const std::string& path) {
+  const std::string* edited = ScopedYamlOverride::text_for(path);
+  return edited != nullptr ? *edited : read_text_file(path);
+}
+
 std::vector<AssumedValue> find_assumed_values(const std::string& path) {
-  const std::string text = read_text_file(path);
+  const std::string text = yaml_text(path);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -95,12 +114,98 @@ ScopedYamlOverride::ScopedYamlOverride(const std::string& path, std::string text
 ScopedYamlOverride::~ScopedYamlOverride() { innermost = outer_; }
 
 const std::string* ScopedYamlOverride::text_for(const std::string& path) {
-  if (innermost == nullptr) return nullptr;
+  if (innermost == nullptr && installed().texts.empty()) return nullptr;
   const std::string key = normalised(path);
   for (const ScopedYamlOverride* o = innermost; o != nullptr; o = o->outer_) {
     if (o->key_ == key) return &o->text_;
   }
-  return nullptr;
+  const auto edited = installed().texts.find(key);
+  return edited == installed().texts.end() ? nullptr : &edited->second;
+}
+
+namespace {
+
+// The node at a dotted path ("a.b[2].c"); throws naming the first part not found.
+YAML::Node node_at(const YAML::Node& root, const std::string& field, const InputLocation& where) {
+  YAML::Node node;
+  node.reset(root);
+  std::size_t start = 0;
+  while (start <= field.size()) {
+    const std::size_t dot = field.find('.', start);
+    std::string part = field.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::vector<std::size_t> indices;
+    while (!part.empty() && part.back() == ']') {
+      const std::size_t open = part.rfind('[');
+      if (open == std::string::npos) throw InputError(where, "expected FIELD as a.b or a.b[0]");
+      try {
+        indices.insert(indices.begin(), std::stoul(part.substr(open + 1, part.size() - open - 2)));
+      } catch (const std::exception&) {
+        throw InputError(where, "expected a list index in [ ]");
+      }
+      part.resize(open);
+    }
+    if (!part.empty()) {
+      if (!node.IsMap() || !node[part]) throw InputError(where, "the file has no field '" + part + "' there");
+      node.reset(node[part]);  // reset, not =: assigning a Node writes through to what it refers to
+    }
+    for (const std::size_t i : indices) {
+      if (!node.IsSequence() || i >= node.size())
+        throw InputError(where, fmt::format("the file has no list item [{}] there", i));
+      node.reset(node[i]);
+    }
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return node;
+}
+
+}  // namespace
+
+ValueEdit install_value_edit(const std::string& spec, const std::string& data_dir) {
+  const std::size_t colon = spec.find(':');
+  const std::size_t equals = spec.find('=', colon == std::string::npos ? 0 : colon);
+  if (colon == std::string::npos || equals == std::string::npos || colon == 0 || equals == colon + 1 ||
+      equals + 1 == spec.size()) {
+    throw InputError({"", 0, "--set"}, fmt::format("expected FILE:FIELD=VALUE, got '{}'", spec));
+  }
+  ValueEdit edit;
+  const std::string file = spec.substr(0, colon);
+  edit.field = spec.substr(colon + 1, equals - colon - 1);
+  edit.value = spec.substr(equals + 1);
+  const std::filesystem::path in_data = std::filesystem::path(data_dir) / file;
+  edit.file = std::filesystem::exists(in_data) ? in_data.string() : file;
+  const InputLocation where{edit.file, 0, edit.field};
+  const std::string key = normalised(edit.file);
+  InstalledEdits& all = installed();
+  const std::string text = yaml_text(edit.file);  // with the edits installed before this one
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError({edit.file, e.mark.line + 1, ""}, "malformed YAML: " + e.msg);
+  }
+  YAML::Node node = node_at(root, edit.field, where);
+  if (node.IsMap() && node["value"]) node.reset(node["value"]);  // a sourced value: set its number
+  const YAML::Mark mark = node.Mark();
+  const auto offset = static_cast<std::size_t>(std::max(0, mark.pos));
+  if (!node.IsScalar() || mark.pos < 0 || text.compare(offset, node.Scalar().size(), node.Scalar()) != 0) {
+    throw InputError({edit.file, mark.line + 1, edit.field},
+                     "--set takes a field that holds one plain value");
+  }
+  edit.line = mark.line + 1;
+  edit.was = node.Scalar();
+  std::string edited = text;
+  edited.replace(offset, edit.was.size(), edit.value);
+  all.texts[key] = std::move(edited);
+  all.edits.push_back(edit);
+  return edit;
+}
+
+const std::vector<ValueEdit>& installed_value_edits() { return installed().edits; }
+
+std::string describe(const ValueEdit& edit, const std::string& data_dir) {
+  return fmt::format("{} = {} in {}:{} (the file says {})", edit.field, edit.value,
+                     path_in_data_dir(edit.file, data_dir), edit.line, edit.was);
 }
 
 }  // namespace v41sim

@@ -24,7 +24,7 @@ struct AssumedValue {
   std::string assumption;  // the `assumed:` text
 };
 
-// Every `{value: <number>, assumed: ...}` map in the file, in file order.
+// Every `{value: <number>, assumed: ...}` map in the file (as yaml_text reads it), in file order.
 // Throws InputError where the file cannot be read or parsed.
 std::vector<AssumedValue> find_assumed_values(const std::string& path);
 
@@ -34,6 +34,30 @@ std::string with_value_replaced(const std::string& file_text, const AssumedValue
                                 const std::string& replacement);
 
 std::string read_text_file(const std::string& path);
+// The text YamlNode::load_file would read for `path`: an override's or an
+// installed edit's where there is one, else the file's.
+std::string yaml_text(const std::string& path);
+
+// One value set from the command line (`--set FILE:FIELD=VALUE`).
+struct ValueEdit {
+  std::string file;   // as resolved (under the data folder where it lies there)
+  std::string field;  // dotted path; a {value: ...} map's value where FIELD names the map
+  int line = 0;
+  std::string was;    // the value as the file writes it
+  std::string value;  // as set
+};
+
+// Parses FILE:FIELD=VALUE (FILE relative to `data_dir` or a path; FIELD dotted,
+// `[i]` for a list item) and makes every later YamlNode::load_file of that
+// file, on any thread, read its text with the field's value replaced. Call
+// before any thread starts: the edits are read, never changed, afterwards.
+// Throws InputError naming the flag, the file or the field where the edit
+// cannot be made (no such file or field, a field that is not one plain value).
+ValueEdit install_value_edit(const std::string& spec, const std::string& data_dir);
+// The edits installed so far, in order.
+const std::vector<ValueEdit>& installed_value_edits();
+// "draft.acceptance = 0.7 in models/deepseek_v4_1_flash.yaml:79 (the file says 0.8)"
+std::string describe(const ValueEdit& edit, const std::string& data_dir);
 
 class ScopedYamlOverride {
  public:
@@ -42,8 +66,9 @@ class ScopedYamlOverride {
   ScopedYamlOverride(const ScopedYamlOverride&) = delete;
   ScopedYamlOverride& operator=(const ScopedYamlOverride&) = delete;
 
-  // The text YamlNode::load_file reads for `path` on this thread, or null
-  // where no override names it.
+  // The text YamlNode::load_file reads for `path` on this thread (this
+  // thread's overrides, then the installed value edits), or null where
+  // neither names it.
   static const std::string* text_for(const std::string& path);
 
  private:

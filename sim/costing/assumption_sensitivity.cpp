@@ -40,7 +40,7 @@ Sensitivity assumption_sensitivity(const std::vector<std::string>& files,
   std::map<std::string, std::string> texts;  // each file's text, read once
   for (const std::string& file : files) {
     if (texts.contains(file)) continue;
-    texts[file] = read_text_file(file);
+    texts[file] = yaml_text(file);
     for (AssumedValue& v : find_assumed_values(file)) out.effects.push_back({std::move(v), {}, {}});
   }
   out.baseline = serve();

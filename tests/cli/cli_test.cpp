@@ -243,6 +243,41 @@ TEST(Cli, SensitivityMovesEachAssumption) {
   EXPECT_NE(bad.output.find("--swing"), std::string::npos) << bad.output;
 }
 
+// --set: what if a file said another value. Every command reads the edited
+// value through its loader (a derived figure follows it), says so on stderr,
+// and a field the file lacks or a malformed edit is refused with exit 2.
+TEST(Cli, SetEditsOneValueOfAFile) {
+  const RunResult plain = run("params --model deepseek_v4_1_flash");
+  const RunResult topk8 =
+      run("--set models/deepseek_v4_1_flash.yaml:moe.top_k=8 params --model deepseek_v4_1_flash");
+  ASSERT_EQ(topk8.exit_code, 0) << topk8.output;
+  EXPECT_NE(
+      topk8.output.find("what if: moe.top_k = 8 in models/deepseek_v4_1_flash.yaml:41 (the file says 6)"),
+      std::string::npos)
+      << topk8.output;
+  EXPECT_NE(plain.output.find("15.78 B"), std::string::npos) << plain.output;  // active per decode token
+  EXPECT_EQ(topk8.output.find("15.78 B"), std::string::npos) << topk8.output;
+  // A sourced figure is set by naming it: its number changes, its source stays.
+  const RunResult acceptance = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance=0.7 kv");
+  EXPECT_NE(acceptance.output.find(
+                "draft.acceptance = 0.7 in models/deepseek_v4_1_flash.yaml:79 (the file says 0.8)"),
+            std::string::npos)
+      << acceptance.output;
+  // The loader's checks apply to the edited value, naming the line.
+  const RunResult too_high = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance=1.2 kv");
+  EXPECT_EQ(too_high.exit_code, 2);
+  EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:79: field 'draft.acceptance'"), std::string::npos)
+      << too_high.output;
+  for (const char* bad :
+       {"models/deepseek_v4_1_flash.yaml:draft.nope=1", "models/deepseek_v4_1_flash.yaml:draft=1",
+        "models/deepseek_v4_1_flash.yaml:attention.compress_ratios[99]=2", "no_colon=1",
+        "models/none.yaml:a=1"}) {
+    const RunResult r = run(std::string("--set ") + bad + " kv");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("error:"), std::string::npos) << bad << ": " << r.output;
+  }
+}
+
 TEST(Cli, SessionsPerSecondReplacesTheWorkloadsRate) {
   const auto file_rate = run_json("run --deployment h200_pd_64 --workload chat --duration 120");
   const auto quarter =
