@@ -33,10 +33,12 @@ nlohmann::json run_trace(const ServingResult& result, const DeploymentSpec& d) {
       }
       case TraceSpan::Kind::kRequest:
       case TraceSpan::Kind::kRequestPrefill:
+      case TraceSpan::Kind::kRequestKvTransfer:
       case TraceSpan::Kind::kRequestDecode: {
-        const char* name = s.kind == TraceSpan::Kind::kRequest          ? "request"
-                           : s.kind == TraceSpan::Kind::kRequestPrefill ? "prefill"
-                                                                        : "decode";
+        const char* name = s.kind == TraceSpan::Kind::kRequest             ? "request"
+                           : s.kind == TraceSpan::Kind::kRequestPrefill    ? "prefill"
+                           : s.kind == TraceSpan::Kind::kRequestKvTransfer ? "KV transfer"
+                                                                           : "decode";
         const nlohmann::json base{
             {"name", name}, {"cat", "request"}, {"id", s.instance}, {"pid", requests_pid}};
         nlohmann::json begin = base;

@@ -26,6 +26,7 @@ struct Request {
   int64_t generated = 0;        // output tokens produced so far
   double token_credit = 0;      // expected tokens not yet emitted (speculative decoding)
   double communication_us = 0;  // EP communication on the critical path of its steps
+  int prefill_instance = -1;    // where it was prefilled (disaggregated: whose NICs ship its KV)
   int decode_instance = -1;
   int decode_rank = -1;
   double kv_reserved_bytes = 0;
@@ -33,6 +34,7 @@ struct Request {
   SimTime prefill_started;
   SimTime first_token;
   SimTime decode_queued;
+  SimTime decode_admitted;  // a decode rank took its KV room and batch slot
   SimTime decode_started;
   SimTime finished;
   double ssd_read_us = 0;

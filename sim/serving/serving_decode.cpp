@@ -32,10 +32,28 @@ void ServingSimulation::try_admit(std::size_t index) {
     }
     if (best == nullptr) return;  // first come, first served: the head waits for room
     inst.queue.pop_front();
-    best->active.push_back(&r);
+    ++best->arriving;
     best->kv_used += r.kv_reserved_bytes;
-    r.decode_started = sim_.now();
+    r.decode_admitted = sim_.now();
+    ship_kv(index, *best, r);
   }
+}
+
+// The decode rank has taken the request's room: its prefill instance's NICs
+// ship the KV (one transfer after another, in the order decode admits them),
+// and it decodes once the KV is there.
+void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r) {
+  const double nic_bandwidth =
+      prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
+  const SimTime sent = queue_for(nic_free_at_[static_cast<std::size_t>(r.prefill_instance)],
+                                 model_.kv.session_bytes(r.context()) / nic_bandwidth);
+  r.transfer_us = (sent - sim_.now()).us();
+  sim_.schedule_at(sent, [this, index, &rank, &r] {
+    --rank.arriving;
+    rank.active.push_back(&r);
+    r.decode_started = sim_.now();
+    try_start_decode(index);
+  });
 }
 
 void ServingSimulation::try_start_decode(std::size_t index) {
@@ -197,6 +215,10 @@ void ServingSimulation::finish(Request& r) {
   trace_span(TraceSpan::Kind::kRequest, r.id, r.arrival, r.finished, r.output_tokens);
   trace_span(TraceSpan::Kind::kRequestPrefill, r.id, r.prefill_started, r.first_token, r.output_tokens);
   if (r.output_tokens > 1) {
+    if (r.transfer_us > 0) {
+      trace_span(TraceSpan::Kind::kRequestKvTransfer, r.id,
+                 r.decode_started - SimTime::from_us(r.transfer_us), r.decode_started, r.output_tokens);
+    }
     trace_span(TraceSpan::Kind::kRequestDecode, r.id, r.decode_started, r.finished, r.output_tokens);
   }
   result_.output_tokens_of_finished += r.output_tokens;

@@ -39,10 +39,12 @@ struct ServingSimulation::PrefillInstance {
 
 struct ServingSimulation::DecodeRank {
   std::vector<Request*> active;
-  int64_t prompts_held = 0;  // aggregated: prompts in prefill that hold KV and a batch slot here
+  // Sequences that hold KV room and a batch slot here but do not decode yet:
+  // aggregated, prompts in prefill; disaggregated, KV on its way over the NICs.
+  int64_t arriving = 0;
   double kv_used = 0;
   bool has_room_for(const Request& r, double kv_bytes_per_gpu, int64_t max_batch) const {
-    return static_cast<int64_t>(active.size()) + prompts_held < max_batch &&
+    return static_cast<int64_t>(active.size()) + arriving < max_batch &&
            kv_bytes_per_gpu - kv_used >= r.kv_reserved_bytes;
   }
   // Mean tokens of history over the active sequences (0 when none).

@@ -76,7 +76,7 @@ bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
     }
   }
   if (best == nullptr) return false;
-  ++best->prompts_held;
+  ++best->arriving;
   best->kv_used += r.kv_reserved_bytes;
   r.decode_rank = static_cast<int>(best - inst.colocated->ranks.data());
   return true;
@@ -84,12 +84,13 @@ bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
 
 void ServingSimulation::start_decoding_held(DecodeInstance& inst, Request& r) {
   DecodeRank& rank = inst.ranks[static_cast<std::size_t>(r.decode_rank)];
-  --rank.prompts_held;
+  --rank.arriving;
   if (r.generated == r.output_tokens) {  // nothing to decode: the KV is given back
     rank.kv_used -= r.kv_reserved_bytes;
     return;
   }
   r.decode_queued = sim_.now();
+  r.decode_admitted = sim_.now();
   r.decode_started = sim_.now();
   rank.active.push_back(&r);
 }
@@ -178,12 +179,8 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
       continue;
     }
     if (p.colocated != nullptr) continue;
-    // Ship the KV over the instance's NICs, in the order requests finish prefill.
-    const double nic_bandwidth =
-        prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
-    const SimTime sent = queue_for(nic_free_at_[index], model_.kv.session_bytes(r.context()) / nic_bandwidth);
-    r.transfer_us = (sent - sim_.now()).us();
-    sim_.schedule_at(sent, [this, &r] { enqueue_decode(r); });
+    r.prefill_instance = static_cast<int>(index);
+    enqueue_decode(r);  // its KV waits here until a decode rank has room for it
   }
 }
 

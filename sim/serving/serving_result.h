@@ -23,7 +23,14 @@ struct OccupancySample {
 
 // One span of the run's timeline, for the trace.
 struct TraceSpan {
-  enum class Kind { kPrefillStep, kDecodeStep, kRequest, kRequestPrefill, kRequestDecode };
+  enum class Kind {
+    kPrefillStep,
+    kDecodeStep,
+    kRequest,
+    kRequestPrefill,
+    kRequestKvTransfer,
+    kRequestDecode
+  };
   Kind kind = Kind::kRequest;
   int64_t instance = 0;  // steps: the instance; requests: the request id
   double start_us = 0;

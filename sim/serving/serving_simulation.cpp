@@ -279,7 +279,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
     if (r.output_tokens > 1) tpot.push_back(tpot_ms);
     e2e.push_back((r.finished - r.arrival).ms());
     prefill_wait.push_back((r.prefill_started - r.prefill_queued).ms());
-    if (r.output_tokens > 1) decode_wait.push_back((r.decode_started - r.decode_queued).ms());
+    if (r.output_tokens > 1) decode_wait.push_back((r.decode_admitted - r.decode_queued).ms());
     ssd += r.ssd_read_us / 1e3;
     prefill += (r.first_token - r.prefill_started).ms();
     transfer += r.transfer_us / 1e3;

@@ -4,9 +4,10 @@
 // SSD tier, SWA state in the host pool) and SSD read -> prefill queue ->
 // chunked prefill steps on a prefill instance (each rank packs requests up to
 // its token budget; the slowest rank sets the step, as EP synchronises them)
-// -> first token -> KV transfer over the NIC -> decode admission (a request
-// waits until a rank has a batch slot and KV room for its final context; an
-// aggregated deployment takes both before the prompt's first chunk) ->
+// -> first token -> decode admission (a request waits until a rank has a
+// batch slot and KV room for its final context, as engines allocate decode KV
+// before the prefill side sends it; an aggregated deployment takes both before
+// the prompt's first chunk) -> KV transfer over the prefill instance's NICs ->
 // continuous-batching decode steps -> finish -> the session's next turn after
 // its think time. Step times come from the kernel model via StepTimeCache.
 // An aggregated deployment prefills on its decode instances (no KV transfer),
@@ -103,8 +104,10 @@ class ServingSimulation {
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks, double step_us,
                         double communication_us, const ErrorBand& band, int64_t micro_batches);
   // Decode.
-  // Disaggregated: after the KV transfer, to the instance with the least KV in use.
+  // Disaggregated: a prompt done with prefill waits for room on the decode
+  // instance with the least KV in use; its KV is shipped once it has room.
   void enqueue_decode(Request& r);
+  void ship_kv(std::size_t instance, DecodeRank& rank, Request& r);
   void next_step(std::size_t instance);  // aggregated only
   void try_admit(std::size_t instance);
   void try_start_decode(std::size_t instance);

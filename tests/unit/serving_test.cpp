@@ -615,3 +615,35 @@ TEST(Serving, OneSeedServesTheSameSessionsOnAnyDeployment) {
 
 }  // namespace
 }  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// Disaggregated: a decode rank takes a request's KV room and batch slot
+// before the prefill side ships its KV (as Mooncake and SGLang's PD
+// disaggregation allocate first), so on a decode GPU with one slot, one
+// request's KV transfer never overlaps another's decoding.
+TEST(Serving, DecodeTakesTheSlotBeforeTheKvIsShipped) {
+  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/one_gpu.yaml"), data("workloads/chat.yaml"));
+  f.workload.sessions_per_s = 2;
+  f.deployment.decode.max_batch_per_gpu = 1;
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_trace(60);
+  const ServingResult r = sim.run(60, true);
+  std::map<int64_t, std::pair<double, double>> held;  // request -> from its KV transfer to its last token
+  for (const TraceSpan& s : r.trace) {
+    if (s.kind == TraceSpan::Kind::kRequestKvTransfer) held[s.instance].first = s.start_us;
+    if (s.kind == TraceSpan::Kind::kRequestDecode) held[s.instance].second = s.start_us + s.duration_us;
+  }
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& [id, span] : held) {
+    if (span.first > 0) spans.push_back(span);
+  }
+  std::sort(spans.begin(), spans.end());
+  ASSERT_GT(spans.size(), 20u);
+  for (std::size_t i = 1; i < spans.size(); ++i) EXPECT_GE(spans[i].first, spans[i - 1].second - 1e-3) << i;
+  EXPECT_GT(r.decode_wait_ms.p99, 0.0);  // requests did wait for the slot
+}
+
+}  // namespace
+}  // namespace v41sim
