@@ -220,6 +220,13 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                     "random seed (the same traffic drawn in every run)");
   sensitivity->add_option("--swing", flags->swing, "how far each assumption moves, as a share of its value")
       ->capture_default_str();
+  sensitivity
+      ->add_option(
+          "--kinds", flags->kinds,
+          "which figures to move, by their source: assumed, datasheet, published, measured, calibrated; "
+          "comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
   bind(sensitivity, run_sensitivity);
 
   // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what

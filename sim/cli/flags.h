@@ -64,6 +64,7 @@ struct Flags {
   double precision = 0.05;
   // sensitivity: how far each assumption moves, as a share of its value
   double swing = 0.25;
+  std::vector<std::string> kinds{"assumed"};  // the sources whose figures it moves
   // context (--hw and --tpot-ms: plan_gpus and sla_tpot_ms)
   std::string context_deployment = "h200_agg_8";
   std::vector<int64_t> contexts{8192, 32768, 131072, 524288, 1048576};

@@ -269,7 +269,7 @@ void run_sensitivity(const Catalog& catalog, const Flags& f, std::ostream& out) 
                             load_deployment_file(deployment_file), load_workload(catalog, f), options);
   };
   const Sensitivity sensitivity =
-      assumption_sensitivity(files_read_by_run(catalog, f, deployment, workload), serve, f.swing);
+      assumption_sensitivity(files_read_by_run(catalog, f, deployment, workload), serve, f.swing, f.kinds);
   const SensitivityReport report{m.spec.name, deployment, workload, options, catalog.data_dir(), sensitivity};
   if (f.json) {
     out << sensitivity_json(report).dump(2) << "\n";

@@ -36,38 +36,53 @@ bool is_number(const YAML::Node& node) {
   return node.IsScalar() && YAML::convert<double>::decode(node, value);
 }
 
-void collect(const YAML::Node& node, const std::string& path, const std::string& file,
-             const std::string& text, std::vector<AssumedValue>& out) {
+// What one scan looks for and where it puts what it finds.
+struct Scan {
+  const std::string& file;
+  const std::string& text;
+  const std::vector<std::string>& kinds;
+  std::vector<SourcedNumber>& out;
+};
+
+// The kind of source a map gives with its value, of those asked for ("" if none).
+std::string kind_of(const YAML::Node& node, const std::vector<std::string>& kinds) {
+  for (const std::string& kind : kinds) {
+    if (node[kind] && node[kind].IsScalar()) return kind;
+  }
+  return "";
+}
+
+void collect(const YAML::Node& node, const std::string& path, const Scan& scan) {
   if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      collect(node[i], path + "[" + std::to_string(i) + "]", file, text, out);
-    }
+    for (std::size_t i = 0; i < node.size(); ++i)
+      collect(node[i], path + "[" + std::to_string(i) + "]", scan);
     return;
   }
   if (!node.IsMap()) return;
   const YAML::Node value = node["value"];
-  const YAML::Node assumed = node["assumed"];
-  if (value && assumed && is_number(value) && assumed.IsScalar()) {
+  const std::string kind = kind_of(node, scan.kinds);
+  if (value && !kind.empty() && is_number(value)) {
     const YAML::Mark mark = value.Mark();
     const std::string& written = value.Scalar();
     const auto offset = static_cast<std::size_t>(mark.pos);
     // A plain scalar starts where its mark says; quoted or odd forms are left out.
-    if (mark.pos >= 0 && text.compare(offset, written.size(), written) == 0) {
-      AssumedValue v;
-      v.file = file;
+    if (mark.pos >= 0 && scan.text.compare(offset, written.size(), written) == 0) {
+      SourcedNumber v;
+      v.file = scan.file;
       v.field = path;
       v.line = mark.line + 1;
       v.offset = offset;
       v.text = written;
       v.value = value.as<double>();
       v.integer = written.find_first_of(".eE") == std::string::npos;
-      v.assumption = assumed.Scalar();
-      out.push_back(std::move(v));
+      v.kind = kind;
+      v.source = node[kind].Scalar();
+      scan.out.push_back(std::move(v));
     }
   }
   for (const auto& item : node) {
     const std::string key = item.first.as<std::string>();
-    collect(item.second, path.empty() ? key : path + "." + key, file, text, out);
+    collect(item.second, path.empty() ? key : path + "." + key, scan);
   }
 }
 
@@ -86,7 +101,8 @@ std::string yaml_text(const std::string& path) {
   return edited != nullptr ? *edited : read_text_file(path);
 }
 
-std::vector<AssumedValue> find_assumed_values(const std::string& path) {
+std::vector<SourcedNumber> find_sourced_numbers(const std::string& path,
+                                                const std::vector<std::string>& kinds) {
   const std::string text = yaml_text(path);
   YAML::Node root;
   try {
@@ -94,12 +110,12 @@ std::vector<AssumedValue> find_assumed_values(const std::string& path) {
   } catch (const YAML::ParserException& e) {
     throw InputError({path, e.mark.line + 1, ""}, "malformed YAML: " + e.msg);
   }
-  std::vector<AssumedValue> out;
-  collect(root, "", path, text, out);
+  std::vector<SourcedNumber> out;
+  collect(root, "", Scan{path, text, kinds, out});
   return out;
 }
 
-std::string with_value_replaced(const std::string& file_text, const AssumedValue& v,
+std::string with_value_replaced(const std::string& file_text, const SourcedNumber& v,
                                 const std::string& replacement) {
   std::string out = file_text;
   out.replace(v.offset, v.text.size(), replacement);

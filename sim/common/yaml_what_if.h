@@ -1,7 +1,7 @@
 // What-if edits of the YAML files the simulator reads, without writing them.
 //
-// find_assumed_values lists every number a file marks as an assumption
-// (`{value: X, assumed: "why"}`); ScopedYamlOverride makes YamlNode::load_file
+// find_sourced_numbers lists every number a file gives with its source
+// (`{value: X, assumed: "why"}`, or datasheet, published, ...); ScopedYamlOverride makes YamlNode::load_file
 // read an edited text of one file, on this thread, while it lives. Together
 // they let a study re-run everything with one assumption moved, through the
 // same loaders and checks as a user's own edit (a value the loader rejects is
@@ -13,24 +13,31 @@
 
 namespace v41sim {
 
-struct AssumedValue {
-  std::string file;        // as given to find_assumed_values
-  std::string field;       // dotted path of the map that holds value and assumed
+struct SourcedNumber {
+  std::string file;        // as given to find_sourced_numbers
+  std::string field;       // dotted path of the map that holds the value and its source
   int line = 0;            // of the value, 1-based
   std::size_t offset = 0;  // byte offset of the value in the file's text
   std::string text;        // the value as written
   double value = 0;
-  bool integer = false;    // written without a decimal point or exponent
-  std::string assumption;  // the `assumed:` text
+  bool integer = false;  // written without a decimal point or exponent
+  std::string kind;      // the source's kind: assumed, datasheet, published, measured or calibrated
+  std::string source;    // its text
 };
 
-// Every `{value: <number>, assumed: ...}` map in the file (as yaml_text reads it), in file order.
-// Throws InputError where the file cannot be read or parsed.
-std::vector<AssumedValue> find_assumed_values(const std::string& path);
+// The kinds of source a sourced number may give (sim/common/sourced_value.h).
+inline const std::vector<std::string> kSourceKinds{"assumed", "datasheet", "published", "measured",
+                                                   "calibrated"};
+
+// Every `{value: <number>, <kind>: ...}` map in the file (as yaml_text reads
+// it) whose kind is one of `kinds`, in file order. Throws InputError where
+// the file cannot be read or parsed.
+std::vector<SourcedNumber> find_sourced_numbers(const std::string& path,
+                                                const std::vector<std::string>& kinds);
 
 // The file's text with `v` written as `replacement` (every other byte kept,
 // so line numbers in messages still hold).
-std::string with_value_replaced(const std::string& file_text, const AssumedValue& v,
+std::string with_value_replaced(const std::string& file_text, const SourcedNumber& v,
                                 const std::string& replacement);
 
 std::string read_text_file(const std::string& path);

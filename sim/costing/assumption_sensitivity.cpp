@@ -1,6 +1,7 @@
 #include "sim/costing/assumption_sensitivity.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +15,7 @@ namespace {
 
 // The value moved by `factor` (1 - swing or 1 + swing), written as the file
 // would: an integer stays one, and moves by at least 1.
-std::pair<double, std::string> moved(const AssumedValue& v, double factor) {
+std::pair<double, std::string> moved(const SourcedNumber& v, double factor) {
   const double target = v.value * factor;
   if (!v.integer) return {target, fmt::format("{:.6g}", target)};
   double rounded = std::round(target);
@@ -31,28 +32,36 @@ double mean_tpot(const ServedRun& run) { return run.spread(&SeedOutcome::tpot_p9
 }  // namespace
 
 Sensitivity assumption_sensitivity(const std::vector<std::string>& files,
-                                   const std::function<ServedRun()>& serve, double swing) {
+                                   const std::function<ServedRun()>& serve, double swing,
+                                   const std::vector<std::string>& kinds) {
   if (!(swing > 0 && swing < 1)) {
     throw InputError({"", 0, "--swing"}, fmt::format("expected a share in (0, 1), got {}", swing));
   }
+  if (kinds.empty()) throw InputError({"", 0, "--kinds"}, "expected at least one kind of source");
+  for (const std::string& kind : kinds) {
+    if (std::find(kSourceKinds.begin(), kSourceKinds.end(), kind) == kSourceKinds.end()) {
+      throw InputError({"", 0, "--kinds"},
+                       fmt::format("expected kinds among {}, got '{}'", fmt::join(kSourceKinds, ", "), kind));
+    }
+  }
   Sensitivity out;
   out.swing = swing;
+  out.kinds = kinds;
   std::map<std::string, std::string> texts;  // each file's text, read once
   for (const std::string& file : files) {
     if (texts.contains(file)) continue;
     texts[file] = yaml_text(file);
-    for (AssumedValue& v : find_assumed_values(file)) out.effects.push_back({std::move(v), {}, {}});
+    for (SourcedNumber& v : find_sourced_numbers(file, kinds)) out.effects.push_back({std::move(v), {}, {}});
   }
   out.baseline = serve();
   // Both sides of every assumption, on all cores: each job writes its own side.
   parallel_for(2 * out.effects.size(), [&](std::size_t job) {
     AssumptionEffect& effect = out.effects[job / 2];
     SensitivitySide& side = job % 2 == 0 ? effect.low : effect.high;
-    const auto [value, text] = moved(effect.assumption, job % 2 == 0 ? 1 - swing : 1 + swing);
+    const auto [value, text] = moved(effect.figure, job % 2 == 0 ? 1 - swing : 1 + swing);
     side.value = value;
-    const ScopedYamlOverride edited(
-        effect.assumption.file,
-        with_value_replaced(texts.at(effect.assumption.file), effect.assumption, text));
+    const ScopedYamlOverride edited(effect.figure.file,
+                                    with_value_replaced(texts.at(effect.figure.file), effect.figure, text));
     try {
       side.run = serve();
     } catch (const InputError& e) {

@@ -5,6 +5,7 @@
 // run is served again through the same loaders: a moved value the loader
 // rejects says so instead. The user learns which assumptions their $ per
 // token and TPOT rest on, and which could be anything without changing them.
+// Other kinds of sourced figure (datasheet, published, ...) can be moved too.
 #pragma once
 
 #include <functional>
@@ -23,7 +24,7 @@ struct SensitivitySide {
 };
 
 struct AssumptionEffect {
-  AssumedValue assumption;
+  SourcedNumber figure;
   SensitivitySide low, high;
   // The largest change either side makes to the mean $ per 1M output tokens
   // (0 where the price is unknown) and to the mean TPOT p99, against the baseline.
@@ -34,15 +35,18 @@ struct AssumptionEffect {
 struct Sensitivity {
   ServedRun baseline;
   double swing = 0;
+  std::vector<std::string> kinds;         // of the sources whose figures were moved
   std::vector<AssumptionEffect> effects;  // largest $ change first, then largest TPOT change
 };
 
 // `serve` loads what the run needs from its files (through YamlNode::load_file,
 // which sees the moved value while it runs) and serves it; `files` are those
-// files. Integers move to the nearest other integer at least the swing away.
-// Throws InputError for a swing outside (0, 1), or where the baseline itself
-// does not run.
+// files; the figures moved are those whose source is one of `kinds`
+// (kSourceKinds). Integers move to the nearest other integer at least the
+// swing away. Throws InputError for a swing outside (0, 1), a kind not in
+// kSourceKinds (naming --kinds), or where the baseline itself does not run.
 Sensitivity assumption_sensitivity(const std::vector<std::string>& files,
-                                   const std::function<ServedRun()>& serve, double swing);
+                                   const std::function<ServedRun()>& serve, double swing,
+                                   const std::vector<std::string>& kinds = {"assumed"});
 
 }  // namespace v41sim

@@ -17,7 +17,7 @@ std::string price_of(const ServedRun& run) {
 }
 
 // "0.6: $0.741, TPOT p99 61.2 ms, 98.7% within", or why the loader refused it.
-std::string side_cell(const AssumedValue& a, const SensitivitySide& side) {
+std::string side_cell(const SourcedNumber& a, const SensitivitySide& side) {
   const std::string value = a.integer ? fmt::format("{:.0f}", side.value) : fmt::format("{:.4g}", side.value);
   if (!side.rejected.empty()) return value + ": refused (" + side.rejected + ")";
   return fmt::format("{}: {}, TPOT p99 {:.1f} ms, {:.1f}% within", value, price_of(side.run),
@@ -30,7 +30,7 @@ bool moves_nothing(const AssumptionEffect& e) {
   return ran && e.usd_change == 0 && e.tpot_p99_change_ms == 0;
 }
 
-std::string where(const AssumedValue& a, const std::string& data_dir) {
+std::string where(const SourcedNumber& a, const std::string& data_dir) {
   return fmt::format("{}:{}", path_in_data_dir(a.file, data_dir), a.line);
 }
 
@@ -50,23 +50,24 @@ nlohmann::json side_json(const SensitivitySide& side) {
 Table sensitivity_table(const SensitivityReport& r) {
   const Sensitivity& s = r.sensitivity;
   const int pct = static_cast<int>(std::lround(100 * s.swing));
-  Table t(fmt::format("{} on {} under '{}': each assumed figure moved {}% down and up, one at a time",
-                      r.model, r.deployment.name, r.workload.name, pct),
-          {"assumption", "where", "as assumed", fmt::format("-{}%", pct), fmt::format("+{}%", pct),
+  Table t(fmt::format("{} on {} under '{}': each {} figure moved {}% down and up, one at a time", r.model,
+                      r.deployment.name, r.workload.name, fmt::join(s.kinds, " or "), pct),
+          {"figure", "where", "as the file says", fmt::format("-{}%", pct), fmt::format("+{}%", pct),
            "largest $ change", "largest TPOT p99 change (ms)"});
   std::vector<std::string> still;
   for (const AssumptionEffect& e : s.effects) {
-    const AssumedValue& a = e.assumption;
+    const SourcedNumber& a = e.figure;
     if (moves_nothing(e)) {
       still.push_back(fmt::format("{} ({})", a.field, where(a, r.data_dir)));
       continue;
     }
-    t.add_row({a.field, where(a, r.data_dir), a.text + ": " + a.assumption, side_cell(a, e.low),
-               side_cell(a, e.high), s.baseline.cost.known ? fmt::format("${:.3f}", e.usd_change) : "-",
+    t.add_row({a.field, where(a, r.data_dir), fmt::format("{} ({}: {})", a.text, a.kind, a.source),
+               side_cell(a, e.low), side_cell(a, e.high),
+               s.baseline.cost.known ? fmt::format("${:.3f}", e.usd_change) : "-",
                fmt::format("{:.1f}", e.tpot_p99_change_ms)});
   }
   t.add_note(fmt::format(
-      "as assumed: {}, TPOT p99 {:.1f} ms, {:.1f}% of the requests within the SLA ({} simulated s, {}, "
+      "as the files say: {}, TPOT p99 {:.1f} ms, {:.1f}% of the requests within the SLA ({} simulated s, {}, "
       "drained); $ per 1M output tokens",
       price_of(s.baseline), s.baseline.spread(&SeedOutcome::tpot_p99_ms).mean, 100 * s.baseline.within_sla(),
       r.options.duration_s, seeds_phrase(r.options)));
@@ -100,13 +101,14 @@ nlohmann::json sensitivity_json(const SensitivityReport& r) {
   const Sensitivity& s = r.sensitivity;
   nlohmann::json effects = nlohmann::json::array();
   for (const AssumptionEffect& e : s.effects) {
-    const AssumedValue& a = e.assumption;
+    const SourcedNumber& a = e.figure;
     effects.push_back(
         {{"field", a.field},
          {"file", path_in_data_dir(a.file, r.data_dir)},
          {"line", a.line},
          {"value", a.value},
-         {"assumed", a.assumption},
+         {"kind", a.kind},
+         {"source", a.source},
          {"low", side_json(e.low)},
          {"high", side_json(e.high)},
          {"usd_change", s.baseline.cost.known ? nlohmann::json(e.usd_change) : nlohmann::json(nullptr)},
@@ -122,7 +124,8 @@ nlohmann::json sensitivity_json(const SensitivityReport& r) {
           {"seeds", r.options.seeds},
           {"swing", s.swing},
           {"baseline", baseline},
-          {"assumptions", effects}};
+          {"kinds", s.kinds},
+          {"figures", effects}};
 }
 
 }  // namespace v41sim

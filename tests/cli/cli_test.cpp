@@ -227,10 +227,11 @@ TEST(Cli, SensitivityMovesEachAssumption) {
       "--model {0}/tests/data/tiny_gqa.yaml --deployment {0}/tests/data/aggregated.yaml", V41SIM_SOURCE_DIR);
   const auto s = run_json("sensitivity " + tiny + " --workload chat --duration 10 --swing 0.2");
   EXPECT_DOUBLE_EQ(s["swing"].get<double>(), 0.2);
-  ASSERT_GT(s["assumptions"].size(), 10u);
+  ASSERT_GT(s["figures"].size(), 10u);
   bool launch = false;
-  for (const auto& a : s["assumptions"]) {
-    for (const char* key : {"field", "file", "line", "value", "assumed", "low", "high", "tpot_p99_change_ms"})
+  for (const auto& a : s["figures"]) {
+    EXPECT_EQ(a["kind"], "assumed");
+    for (const char* key : {"field", "file", "line", "value", "source", "low", "high", "tpot_p99_change_ms"})
       EXPECT_TRUE(a.contains(key)) << key;
     if (a["field"] != "launch_overhead_us") continue;
     launch = true;
@@ -238,9 +239,19 @@ TEST(Cli, SensitivityMovesEachAssumption) {
     EXPECT_DOUBLE_EQ(a["low"]["value"].get<double>(), 3.2);
   }
   EXPECT_TRUE(launch) << "the kernel-model priors' launch overhead is an assumption the run reads";
-  const RunResult bad = run("sensitivity --duration 20 --swing 1.5");
-  EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--swing"), std::string::npos) << bad.output;
+  // Datasheet figures instead: the GPU profile's, e.g. its HBM bandwidth.
+  const auto datasheet = run_json("sensitivity " + tiny + " --workload chat --duration 10 --kinds datasheet");
+  bool hbm = false;
+  for (const auto& a : datasheet["figures"]) {
+    EXPECT_EQ(a["kind"], "datasheet");
+    hbm = hbm || (a["field"] == "hbm_bytes_per_s" && a["file"] == "hw_profiles/h200.yaml");
+  }
+  EXPECT_TRUE(hbm);
+  for (const char* bad_flags : {"--swing 1.5", "--kinds guessed"}) {
+    const RunResult bad = run(std::string("sensitivity --duration 20 ") + bad_flags);
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_NE(bad.output.find(std::string(bad_flags).substr(0, 7)), std::string::npos) << bad.output;
+  }
 }
 
 // --set: what if a file said another value. Every command reads the edited

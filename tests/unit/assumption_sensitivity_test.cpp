@@ -36,19 +36,26 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(YamlWhatIf, FindsEveryAssumedNumberWithWhereItIs) {
   const std::string path = write_temp("what_if.yaml", kWhatIf);
-  const std::vector<AssumedValue> found = find_assumed_values(path);
+  const std::vector<SourcedNumber> found = find_sourced_numbers(path, {"assumed"});
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found[0].field, "rate");
   EXPECT_EQ(found[0].line, 2);
   EXPECT_EQ(found[0].text, "0.80");
   EXPECT_DOUBLE_EQ(found[0].value, 0.8);
   EXPECT_FALSE(found[0].integer);
-  EXPECT_EQ(found[0].assumption, "a guess");
+  EXPECT_EQ(found[0].kind, "assumed");
+  EXPECT_EQ(found[0].source, "a guess");
   EXPECT_EQ(found[1].field, "nested.count");
   EXPECT_TRUE(found[1].integer);
   EXPECT_EQ(found[2].field, "nested.list[0]");
   EXPECT_EQ(found[2].line, 7);
   EXPECT_FALSE(found[2].integer);  // 2.5e3 is written as a real
+  // Other kinds of source, asked for by name.
+  const std::vector<SourcedNumber> datasheet = find_sourced_numbers(path, {"datasheet"});
+  ASSERT_EQ(datasheet.size(), 1u);
+  EXPECT_EQ(datasheet[0].field, "nested.sourced");
+  EXPECT_EQ(datasheet[0].source, "not an assumption");
+  EXPECT_EQ(find_sourced_numbers(path, {"assumed", "datasheet"}).size(), 4u);
   // Replacing one value keeps every other byte, comments and lines included.
   const std::string edited = with_value_replaced(kWhatIf, found[0], "0.6");
   EXPECT_EQ(std::string(edited).replace(edited.find("0.6"), 3, "0.80"), kWhatIf);
@@ -104,11 +111,11 @@ struct TinyStudy {
 TEST(AssumptionSensitivity, MovesEachAssumptionThroughTheLoaders) {
   const TinyStudy t;
   const Sensitivity s = t.run(0.25);
-  const std::size_t assumed = find_assumed_values(t.priors).size();
+  const std::size_t assumed = find_sourced_numbers(t.priors, {"assumed"}).size();
   ASSERT_EQ(s.effects.size(), assumed);
   const auto effect = [&s](const std::string& field) {
     const auto it = std::find_if(s.effects.begin(), s.effects.end(),
-                                 [&](const AssumptionEffect& e) { return e.assumption.field == field; });
+                                 [&](const AssumptionEffect& e) { return e.figure.field == field; });
     EXPECT_NE(it, s.effects.end()) << field;
     return *it;
   };
