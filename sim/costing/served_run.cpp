@@ -71,6 +71,12 @@ bool ServedRun::meets_sla(double min_within_sla) const {
   return any && within_sla() >= min_within_sla;
 }
 
+int64_t ServedRun::seeds_meeting_sla(double min_within_sla) const {
+  return std::count_if(seeds.begin(), seeds.end(), [min_within_sla](const SeedOutcome& s) {
+    return s.arrived > 0 && s.within_sla >= min_within_sla;
+  });
+}
+
 SeedSpread spread_of(const std::vector<double>& values) {
   if (values.empty()) return {};
   SeedSpread out{0, values.front(), values.front()};

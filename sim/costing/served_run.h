@@ -52,6 +52,8 @@ struct ServedRun {
   double within_sla() const;
   // Some request arrived and at least `min_within_sla` of them were within the SLA, pooled.
   bool meets_sla(double min_within_sla) const;
+  // The seeds whose own run meets it (a pooled verdict near the limit may rest on some of them only).
+  int64_t seeds_meeting_sla(double min_within_sla) const;
   SeedSpread spread(double SeedOutcome::*figure) const;
 };
 

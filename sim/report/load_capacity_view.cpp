@@ -27,9 +27,10 @@ std::string missed_below(const LoadCapacity& c) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
-nlohmann::json point_json(const LoadPoint& p) {
+nlohmann::json point_json(const LoadPoint& p, double min_within_sla) {
   nlohmann::json j{{"sessions_per_s", p.sessions_per_s}, {"requests_per_s", p.run.result.arrival_rate_per_s}};
-  j.update(served_run_json(p.run, p.meets_sla));
+  j.update(served_run_json(p.run));
+  j.update(sla_verdict_json(p.run, min_within_sla));
   return j;
 }
 
@@ -84,7 +85,8 @@ Table capacity_table(const CapacityReport& r) {
   for (const LoadPoint& p : r.capacity.points) {
     std::vector<std::string> cells{rate(p.sessions_per_s),
                                    fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};
-    for (std::string& cell : served_run_cells(p.run, p.meets_sla)) cells.push_back(std::move(cell));
+    for (std::string& cell : served_run_cells(p.run, r.options.min_within_sla))
+      cells.push_back(std::move(cell));
     t.add_row(std::move(cells));
     collect_kernel_models(p.run, kernel_models);
   }
@@ -111,7 +113,7 @@ Table capacity_table(const CapacityReport& r) {
 nlohmann::json capacity_json(const CapacityReport& r) {
   const LoadCapacity& c = r.capacity;
   nlohmann::json points = nlohmann::json::array();
-  for (const LoadPoint& p : c.points) points.push_back(point_json(p));
+  for (const LoadPoint& p : c.points) points.push_back(point_json(p, r.options.min_within_sla));
   const auto rate_or_null = [&](const std::optional<std::size_t>& i) {
     return i ? nlohmann::json(c.points[*i].sessions_per_s) : nlohmann::json(nullptr);
   };

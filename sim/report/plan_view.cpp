@@ -51,7 +51,7 @@ Table plan_table(const PlanReport& p) {
     }
     std::vector<std::string> cells{std::to_string(rank), row.deployment.name,
                                    std::to_string(row.run.result.gpus)};
-    for (std::string& cell : served_run_cells(row.run, row.meets_sla)) cells.push_back(std::move(cell));
+    for (std::string& cell : served_run_cells(row.run, p.min_within_sla)) cells.push_back(std::move(cell));
     t.add_row(std::move(cells));
   }
   t.add_note(verdict(p.rows));
@@ -98,7 +98,8 @@ nlohmann::json plan_json(const PlanReport& p) {
       rows.push_back(j);
       continue;
     }
-    j.update(served_run_json(row.run, row.meets_sla));
+    j.update(served_run_json(row.run));
+    j.update(sla_verdict_json(row.run, p.min_within_sla));
     rows.push_back(j);
   }
   nlohmann::json bases = nlohmann::json::array();

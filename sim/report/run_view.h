@@ -38,9 +38,12 @@ std::string output_token_price(const ServedRun& run);
 // it meets the SLA, and the kernel-model band of its steps.
 // `leading` columns, then those.
 std::vector<std::string> with_served_run_columns(std::vector<std::string> leading);
-std::vector<std::string> served_run_cells(const ServedRun& run, bool meets_sla);
-// The same figures for JSON, with each seed's.
-nlohmann::json served_run_json(const ServedRun& run, bool meets_sla);
+// Whether it meets the SLA is judged on the seeds' requests pooled; with
+// several seeds the cell also says how many of them meet it alone.
+std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla);
+// The same figures for JSON, with each seed's; and the verdict, for tables that judge one.
+nlohmann::json served_run_json(const ServedRun& run);
+nlohmann::json sla_verdict_json(const ServedRun& run, double min_within_sla);
 // What the seeds column and notes say: "seed 1", or "seeds 1-5 (figures: mean (least-most); within SLA
 // pooled)".
 std::string seeds_phrase(const ServeOptions& options);

@@ -40,8 +40,7 @@ nlohmann::json side_json(const SensitivitySide& side) {
     j["rejected"] = side.rejected;
     return j;
   }
-  j.update(served_run_json(side.run, false));
-  j.erase("meets_sla");
+  j.update(served_run_json(side.run));
   return j;
 }
 
@@ -114,8 +113,7 @@ nlohmann::json sensitivity_json(const SensitivityReport& r) {
          {"usd_change", s.baseline.cost.known ? nlohmann::json(e.usd_change) : nlohmann::json(nullptr)},
          {"tpot_p99_change_ms", e.tpot_p99_change_ms}});
   }
-  nlohmann::json baseline = served_run_json(s.baseline, false);
-  baseline.erase("meets_sla");
+  const nlohmann::json baseline = served_run_json(s.baseline);
   return {{"model", r.model},
           {"deployment", r.deployment.name},
           {"workload", r.workload.name},

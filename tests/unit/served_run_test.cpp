@@ -65,6 +65,8 @@ TEST(ServedRun, TheVerdictPoolsTheSeedsRequests) {
   EXPECT_DOUBLE_EQ(run.within_sla(), (100 + 288) / 400.0);  // not the mean of the shares, 0.98
   EXPECT_TRUE(run.meets_sla(0.97));
   EXPECT_FALSE(run.meets_sla(0.975));
+  EXPECT_EQ(run.seeds_meeting_sla(0.97), 1);  // the pooled verdict rests on the first seed alone
+  EXPECT_EQ(run.seeds_meeting_sla(0.96), 2);
   EXPECT_DOUBLE_EQ(run.spread(&SeedOutcome::within_sla).mean, 0.98);
   ServedRun idle;
   idle.seeds = {{.seed = 1, .arrived = 0, .within_sla = 0}};
