@@ -3,7 +3,6 @@
 // serves within it.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <tuple>
@@ -230,22 +229,14 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // The files a served run of the deployment reads: model, deployment, workload,
-// each pool's GPU profile, its kernel-model calibration and the GPU that
-// calibration was measured or published on.
+// and each pool's kernel-model files (GpuCostModel::files_read).
 std::vector<std::string> files_read_by_run(const Catalog& catalog, const Flags& f, const DeploymentSpec& d,
                                            const WorkloadSpec& w) {
   std::vector<std::string> files{catalog.resolve_model(f.model), d.file, w.file};
   const DeploymentCostModels gpus(catalog, d);
   for (const GpuCostModel* pool : {&gpus.prefill, &gpus.decode}) {
-    const CostParams& params = pool->cost().params();
-    files.push_back((fs::path(catalog.data_dir()) / params.file).string());
-    for (const std::string& gpu :
-         {pool->gpu().file, params.extrapolated_from, params.efficiencies_measured_on}) {
-      if (!gpu.empty()) files.push_back(catalog.resolve_gpu(gpu));
-    }
+    for (std::string& file : pool->files_read(catalog.data_dir())) files.push_back(std::move(file));
   }
   return files;
 }

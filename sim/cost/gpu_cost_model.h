@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sim/cost/kernel_cost.h"
 #include "sim/hw/gpu_profile.h"
@@ -19,6 +20,9 @@ class GpuCostModel {
 
   const GpuProfile& gpu() const { return gpu_; }
   const KernelCostModel& cost() const { return cost_; }
+  // The files it was loaded from: the GPU profile, its calibration and the
+  // profile of the GPU that calibration was measured or published on.
+  std::vector<std::string> files_read(const std::string& data_dir) const;
 
  private:
   GpuProfile gpu_;

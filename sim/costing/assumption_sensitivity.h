@@ -2,26 +2,23 @@
 // by how much. Every `{value: X, assumed: ...}` in the files a served run
 // reads (model, deployment, workload, GPU profiles, kernel-model calibration)
 // is moved down and up by a swing (25% unless asked), one at a time, and the
-// run is served again through the same loaders: a moved value the loader
-// rejects says so instead. The user learns which assumptions their $ per
-// token and TPOT rest on, and which could be anything without changing them.
-// Other kinds of sourced figure (datasheet, published, ...) can be moved too.
+// run is served again through the same loaders (figure_moves.h): a moved
+// value the loader rejects says so instead. The user learns which
+// assumptions their $ per token and TPOT rest on, and which could be anything
+// without changing them. Other kinds of sourced figure (datasheet,
+// published, ...) can be moved too.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "sim/common/yaml_what_if.h"
+#include "sim/common/figure_moves.h"
 #include "sim/costing/served_run.h"
 
 namespace v41sim {
 
-struct SensitivitySide {
-  double value = 0;      // the assumption moved to this
-  std::string rejected;  // what the loader said where it refused the value; empty if it ran
-  ServedRun run;
-};
+using SensitivitySide = MovedSide<ServedRun>;
 
 struct AssumptionEffect {
   SourcedNumber figure;
@@ -39,12 +36,9 @@ struct Sensitivity {
   std::vector<AssumptionEffect> effects;  // largest $ change first, then largest TPOT change
 };
 
-// `serve` loads what the run needs from its files (through YamlNode::load_file,
-// which sees the moved value while it runs) and serves it; `files` are those
-// files; the figures moved are those whose source is one of `kinds`
-// (kSourceKinds). Integers move to the nearest other integer at least the
-// swing away. Throws InputError for a swing outside (0, 1), a kind not in
-// kSourceKinds (naming --kinds), or where the baseline itself does not run.
+// `serve` loads what the run needs from its files and serves it; `files` are
+// those files; the figures moved are those whose source is one of `kinds`.
+// Throws as move_each_figure does.
 Sensitivity assumption_sensitivity(const std::vector<std::string>& files,
                                    const std::function<ServedRun()>& serve, double swing,
                                    const std::vector<std::string>& kinds = {"assumed"});

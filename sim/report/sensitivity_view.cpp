@@ -20,8 +20,8 @@ std::string price_of(const ServedRun& run) {
 std::string side_cell(const SourcedNumber& a, const SensitivitySide& side) {
   const std::string value = a.integer ? fmt::format("{:.0f}", side.value) : fmt::format("{:.4g}", side.value);
   if (!side.rejected.empty()) return value + ": refused (" + side.rejected + ")";
-  return fmt::format("{}: {}, TPOT p99 {:.1f} ms, {:.1f}% within", value, price_of(side.run),
-                     side.run.spread(&SeedOutcome::tpot_p99_ms).mean, 100 * side.run.within_sla());
+  return fmt::format("{}: {}, TPOT p99 {:.1f} ms, {:.1f}% within", value, price_of(side.outcome),
+                     side.outcome.spread(&SeedOutcome::tpot_p99_ms).mean, 100 * side.outcome.within_sla());
 }
 
 // Neither side that ran changed the figures (a side the loader refused runs nothing).
@@ -40,7 +40,7 @@ nlohmann::json side_json(const SensitivitySide& side) {
     j["rejected"] = side.rejected;
     return j;
   }
-  j.update(served_run_json(side.run));
+  j.update(served_run_json(side.outcome));
   return j;
 }
 

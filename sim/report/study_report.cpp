@@ -16,6 +16,7 @@
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
+#include "sim/cost/step_sensitivity.h"
 #include "sim/costing/context_sweep.h"
 #include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
@@ -185,6 +186,65 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       "per "
       "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
   return md + table.to_markdown();
+}
+
+// Which assumed figures move one decode step on the kernel model, each moved
+// down and up (step_sensitivity.h): until a GPU of ours is measured, these
+// are the figures the step times rest on most.
+std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions& o, nlohmann::json& json) {
+  const std::string model_file = catalog.resolve_model(o.focus_model);
+  const std::string gpu_file = catalog.resolve_gpu(o.sensitivity_gpu);
+  const auto step_us = [&] {  // loads everything again: a moved figure reaches whatever reads it
+    const ModelAnalysis model = load(model_file, catalog);
+    const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
+    StepShape shape;
+    shape.phase = Phase::kDecode;
+    shape.batch = o.decode_batch;
+    shape.context = o.sensitivity_context;
+    shape.ep = o.ep;
+    shape.ep_per_node = gpu.gpu().nvlink_domain();
+    return time_step(build_step_graph(model, shape), gpu.cost()).total_us;
+  };
+  std::vector<std::string> files{model_file};
+  for (std::string& file : GpuCostModel(catalog.data_dir(), gpu_file, true).files_read(catalog.data_dir()))
+    files.push_back(std::move(file));
+  const StepSensitivity s = step_sensitivity(files, step_us, o.sensitivity_swing);
+  const std::string gpu_name = load_gpu(gpu_file, catalog).name;
+  const std::string what = fmt::format("{} decode step, batch {}, {} tokens of context, EP {}", gpu_name,
+                                       o.decode_batch, o.sensitivity_context, o.ep);
+  Table table(
+      fmt::format("Which assumed figures move the {} ({:.1f} us as the files say)", what, s.baseline_us),
+      {"figure", "where", "as the file says", "-25%", "+25%", "largest change"});
+  std::vector<std::string> still;
+  json = {{"step", what},
+          {"baseline_us", s.baseline_us},
+          {"swing", s.swing},
+          {"figures", nlohmann::json::array()}};
+  for (const StepEffect& e : s.effects) {
+    const std::string where =
+        fmt::format("{}:{}", path_in_data_dir(e.figure.file, catalog.data_dir()), e.figure.line);
+    if (e.change_pct == 0) {
+      still.push_back(e.figure.field + " (" + where + ")");
+      continue;
+    }
+    const auto side = [&](const MovedSide<double>& m) {
+      const std::string value = fmt::format("{:.4g}", m.value);
+      if (!m.rejected.empty()) return value + ": refused (" + m.rejected + ")";
+      return fmt::format("{}: {:.1f} us ({:+.1f}%)", value, m.outcome, 100 * (m.outcome / s.baseline_us - 1));
+    };
+    table.add_row({e.figure.field, where, e.figure.text + " (" + e.figure.source + ")", side(e.low),
+                   side(e.high), fmt::format("{:.1f}%", e.change_pct)});
+    json["figures"].push_back({{"field", e.figure.field},
+                               {"file", path_in_data_dir(e.figure.file, catalog.data_dir())},
+                               {"change_pct", e.change_pct}});
+  }
+  table.add_note(
+      "each assumed figure of the model file, the GPU profile, the kernel-model calibration it uses and the "
+      "GPU those priors were published on, moved 25% down and up in turn (integers by at least 1) and the "
+      "step timed again through the same loaders; a value a loader refuses is shown with its reason");
+  if (!still.empty()) table.add_note(fmt::format("no effect on this step: {}", fmt::join(still, "; ")));
+  table.add_note("`v41sim sensitivity` does the same for a served run's $ per token and TPOT");
+  return "## Which assumptions the step times rest on\n\n" + table.to_markdown();
 }
 
 // What changes from 8K to 1M tokens: one deployment swept over session
@@ -490,6 +550,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += summary.to_markdown() + details;
 
   md += step_times_section(catalog, focus, gpus, o, json);
+  md += step_sensitivity_section(catalog, o, json["step_sensitivity"]);
   fs::create_directories(o.out_dir);
   md += context_section(catalog, focus, o, o.out_dir, json["context_sweeps"]);
   md += frontier_section(catalog, focus, o, o.out_dir, json["decode_frontier"]);

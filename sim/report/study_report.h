@@ -22,6 +22,11 @@ struct StudyOptions {
   int64_t ep = 8;
   int64_t decode_batch = 32;
   std::vector<int64_t> step_contexts{8192, 131072, 1048576};
+  // Which assumed figures move a decode step (batch decode_batch) on this GPU
+  // at this context: what our measurements should pin down first.
+  std::string sensitivity_gpu = "h200";
+  int64_t sensitivity_context = 131072;
+  double sensitivity_swing = 0.25;
   std::string serving_workload = "agent_coding";
   std::string long_context_workload =
       "stress_1m";  // ~1M-token prompts: where context-parallel prefill matters

@@ -330,6 +330,21 @@ void add_validation(Table& t, const json& validation) {
 
 }  // namespace
 
+// The assumed figures a decode step moves with most (three at most).
+void add_step_sensitivity(Table& t, const json& sensitivity) {
+  std::vector<std::string> parts;
+  for (const json& f : sensitivity.at("figures")) {
+    if (parts.size() == 3) break;
+    parts.push_back(fmt::format("{} ({}) {:.1f}%", f.at("field").get<std::string>(),
+                                f.at("file").get<std::string>(), f.at("change_pct").get<double>()));
+  }
+  if (parts.empty()) return;
+  t.add_row(
+      {fmt::format("assumed figures the {} moves with most (each moved {:.0f}% down and up)",
+                   sensitivity.at("step").get<std::string>(), 100 * sensitivity.at("swing").get<double>()),
+       fmt::format("{}", fmt::join(parts, "; ")), "Which assumptions the step times rest on"});
+}
+
 Table study_summary(const json& report) {
   Table t(
       "What the sections below find (each figure is computed in the section named; its sources are there)",
@@ -338,6 +353,7 @@ Table study_summary(const json& report) {
   add_sessions(t, report.at("fits"));
   add_decode_steps(t, report.at("steps"));
   add_overlap(t, report.at("steps"));
+  if (report.contains("step_sensitivity")) add_step_sensitivity(t, report.at("step_sensitivity"));
   if (report.contains("context_sweeps")) add_context(t, report.at("context_sweeps"));
   if (report.contains("decode_frontier")) add_frontier(t, report.at("decode_frontier"));
   add_plans(t, report);

@@ -12,6 +12,10 @@
 #include "sim/common/input_error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/common/yaml_what_if.h"
+#include "sim/cost/gpu_cost_model.h"
+#include "sim/cost/step_cost.h"
+#include "sim/cost/step_sensitivity.h"
+#include "sim/graph/step_graph.h"
 #include "tests/test_data.h"
 
 namespace v41sim {
@@ -125,8 +129,8 @@ TEST(AssumptionSensitivity, MovesEachAssumptionThroughTheLoaders) {
   const AssumptionEffect launch = effect("launch_overhead_us");
   EXPECT_DOUBLE_EQ(launch.low.value, 3.0);
   EXPECT_DOUBLE_EQ(launch.high.value, 5.0);
-  EXPECT_LT(launch.low.run.seeds.front().ttft_p99_ms, s.baseline.seeds.front().ttft_p99_ms);
-  EXPECT_LT(s.baseline.seeds.front().ttft_p99_ms, launch.high.run.seeds.front().ttft_p99_ms);
+  EXPECT_LT(launch.low.outcome.seeds.front().ttft_p99_ms, s.baseline.seeds.front().ttft_p99_ms);
+  EXPECT_LT(s.baseline.seeds.front().ttft_p99_ms, launch.high.outcome.seeds.front().ttft_p99_ms);
   EXPECT_EQ(launch.usd_change, 0);
   // An efficiency of 1 moved up is refused by the loader, with its reason; moved down it ran.
   const AssumptionEffect unused = effect("classes.all_to_all.memory_efficiency");
@@ -141,6 +145,35 @@ TEST(AssumptionSensitivity, MovesEachAssumptionThroughTheLoaders) {
   // The baseline is the file as it is: nothing stays overridden after the study.
   EXPECT_EQ(t.run(0.25).baseline.seeds.front().usd_per_million_output,
             s.baseline.seeds.front().usd_per_million_output);
+}
+
+// The same moves for one step's time on the kernel model: the CUDA-graph
+// replay overhead is paid per kernel node of a decode step, so it moves it
+// (up with the overhead), and figures come largest change first.
+TEST(StepSensitivity, MovesTheStepTimeFigureByFigure) {
+  const std::string priors = data("validation/calibration/defaults.yaml");
+  const std::string gpu = data("hw_profiles/h200.yaml");
+  const auto step_us = [&] {
+    const ModelAnalysis model = analyze_model(load_model_file(data("tests/data/tiny_gqa.yaml")));
+    const GpuCostModel cost(V41SIM_SOURCE_DIR, gpu, true);
+    StepShape shape;
+    shape.phase = Phase::kDecode;
+    shape.batch = 8;
+    shape.context = 4096;
+    shape.ep = 1;
+    return time_step(build_step_graph(model, shape), cost.cost()).total_us;
+  };
+  const StepSensitivity s = step_sensitivity({priors, gpu}, step_us, 0.25);
+  EXPECT_DOUBLE_EQ(s.baseline_us, step_us());
+  const auto it = std::find_if(s.effects.begin(), s.effects.end(), [](const StepEffect& e) {
+    return e.figure.field == "graph_replay_overhead_us";
+  });
+  ASSERT_NE(it, s.effects.end());
+  EXPECT_LT(it->low.outcome, s.baseline_us);
+  EXPECT_GT(it->high.outcome, s.baseline_us);
+  EXPECT_GT(it->change_pct, 0);
+  for (std::size_t i = 1; i < s.effects.size(); ++i)
+    EXPECT_GE(s.effects[i - 1].change_pct, s.effects[i].change_pct);
 }
 
 TEST(AssumptionSensitivity, ASwingOutsideZeroToOneIsAnInputError) {

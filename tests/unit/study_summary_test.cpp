@@ -85,6 +85,14 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
            point(1048576, 83, 28800, 83, "KV memory", 0.08, 5.72)}}},
         {{"deployment", "1 x 8 b200"}, {"points", json::array()}}}},
       {"claims", {{{"statement", "a claim"}, {"verdict_text", "holds only if a condition"}}}},
+      {"step_sensitivity",
+       {{"step", "H200 decode step"},
+        {"swing", 0.25},
+        {"figures",
+         {{{"field", "a"}, {"file", "f.yaml"}, {"change_pct", 9.0}},
+          {{"field", "b"}, {"file", "f.yaml"}, {"change_pct", 4.0}},
+          {{"field", "c"}, {"file", "g.yaml"}, {"change_pct", 2.0}},
+          {{"field", "d"}, {"file", "g.yaml"}, {"change_pct", 1.0}}}}}},
       {"fits", {fit(131072, "NVIDIA H200 SXM 141GB", 5000), fit(1048576, "NVIDIA H200 SXM 141GB", 696)}},
       {"steps",
        {step("decode", 131072, 9000, true), step("decode", 1048576, 22700, true),
@@ -149,6 +157,12 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
         {{"kind", "published"}, {"within_tolerance", true}}}}};
   const std::string text = study_summary(report).to_text();
   EXPECT_NE(text.find("holds only if a condition"), std::string::npos) << text;
+  // The three figures the step moves with most, not the fourth.
+  EXPECT_NE(text.find("assumed figures the H200 decode step moves with most (each moved 25% down and up)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("a (f.yaml) 9.0%; b (f.yaml) 4.0%; c (g.yaml) 2.0%"), std::string::npos) << text;
+  EXPECT_EQ(text.find("d (g.yaml)"), std::string::npos) << text;
   EXPECT_NE(text.find("1048576-token sessions that 8 GPUs hold"), std::string::npos) << text;
   EXPECT_NE(text.find("H200 696"), std::string::npos) << text;
   EXPECT_EQ(text.find("H200 5000"), std::string::npos) << text;
