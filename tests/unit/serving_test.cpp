@@ -69,6 +69,19 @@ Fixture tiny_fixed() {
                  data("tests/data/fixed_prompts.yaml"));
 }
 
+// Chat sessions on the tiny model, one GPU serving prefill and decode.
+Fixture tiny_aggregated_chat() {
+  return Fixture(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
+                 data("workloads/chat.yaml"));
+}
+
+// A drained run with every step and request span of its first `seconds` traced.
+ServingResult traced_run(const Fixture& f, double seconds, uint64_t seed = 1) {
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, seed);
+  sim.enable_trace(seconds);
+  return sim.run(seconds, true);
+}
+
 TEST(Serving, EveryRequestAndTokenIsAccountedFor) {
   Fixture f = v41_agents();
   const ServingResult open = f.run(300);
@@ -167,12 +180,6 @@ TEST(Serving, ContextBeyondTheModelIsRejectedWithAReason) {
   EXPECT_EQ(r.rejected_by_reason.count("context exceeds the model's max_context"), 1u);
   EXPECT_EQ(r.arrived, r.finished + r.in_flight + r.rejected);
 }
-
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
 
 TEST(Serving, SpeculativeDecodingShortensTheInterTokenTime) {
   Fixture with = v41_agents();
@@ -277,12 +284,6 @@ TEST(Serving, DecodeStepPicksTheVerifyLengthWithTheBestThroughput) {
               1e-9);
 }
 
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
-
 // Force every returning turn to miss its SWA state (a 1 ms TTL): bounded replay
 // recomputes one window per miss, an exact rebuild one window per layer.
 TEST(Serving, BoundedReplayCostsOneWindowExactRebuildOnePerLayer) {
@@ -302,12 +303,6 @@ TEST(Serving, BoundedReplayCostsOneWindowExactRebuildOnePerLayer) {
   EXPECT_GT(per_miss, 0.9 * window * static_cast<double>(exact.model.spec.num_layers));
   EXPECT_GT(b.mean_prefill_ms, a.mean_prefill_ms);
 }
-
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
 
 TEST(Serving, TraceDrivenTurnsShareTheirSessionsPrefix) {
   Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64.yaml"),
@@ -343,15 +338,8 @@ TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
   }
 }
 
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
-
 TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {
-  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
-            data("workloads/chat.yaml"));
+  Fixture f = tiny_aggregated_chat();
   f.workload.sessions_per_s = 2;
   const ServingResult r = f.run(120, 1, true);
   EXPECT_EQ(r.gpus, 1);
@@ -363,12 +351,6 @@ TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {
   // One engine: prefill and decode steps never overlap in time.
   expect_one_step_at_a_time(f, 120);
 }
-
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
 
 // Mixing prompt chunks into decode steps: every token is still accounted for,
 // the engine still runs one step at a time, decode steps carry the chunks
@@ -437,12 +419,6 @@ TEST(Serving, PoolsMayUseDifferentGpus) {
   EXPECT_LT(r.decode_kv_bytes_per_gpu, 96e9);
 }
 
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
-
 TEST(Serving, CommunicationShareShrinksWithOverlap) {
   Fixture serial = v41_agents();
   serial.deployment.prefill.overlap = PoolSpec::Overlap::kOff;
@@ -460,12 +436,6 @@ TEST(Serving, CommunicationShareShrinksWithOverlap) {
   EXPECT_LE(b.decode_steps_split, b.decode_steps);
   EXPECT_LT(a.mean_communication_ms, a.mean_prefill_ms + a.mean_decode_ms);
 }
-
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
 
 // A run's band is its steps' bands weighted by step time: with one band on
 // every compute class, the run carries exactly it, over the compute share of
@@ -502,12 +472,6 @@ TEST(Serving, RunsCarryTheKernelModelBandOfTheirSteps) {
   EXPECT_EQ(r.ttft_ms.p50, plain.ttft_ms.p50);
 }
 
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
-
 // Context-parallel prefill: a ~1M-token prompt sliced over the 8 ranks of its
 // instance. Every token is still prefilled once, and TTFT falls by most of
 // the rank count (each slice's attention reaches further back, and the KV
@@ -532,28 +496,19 @@ TEST(Serving, ContextParallelPrefillCutsLongPromptTtft) {
   EXPECT_LT(b.prefill_steps, a.prefill_steps);
 }
 
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
-
 // An aggregated instance holds a prompt's KV and batch slot from its first
 // chunk on, as an engine that prefills into its own KV pool must: with room
 // for two sequences on its one GPU, no more than two requests are ever
 // between their first prefill chunk and their last token, so the third waits
 // before prefill (where its TTFT sees the wait), not after it.
 TEST(Serving, AggregatedPromptsHoldTheirKvFromTheFirstChunk) {
-  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
-            data("workloads/chat.yaml"));
+  Fixture f = tiny_aggregated_chat();
   f.workload.sessions_per_s = 4;  // far more than two sequences at a time can serve
   f.deployment.decode.max_batch_per_gpu = 2;
   for (const auto steps :
        {DeploymentSpec::AggregatedSteps::kPrefillFirst, DeploymentSpec::AggregatedSteps::kMixed}) {
     f.deployment.aggregated_steps = steps;
-    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
-    sim.enable_trace(60);
-    const ServingResult r = sim.run(60, true);
+    const ServingResult r = traced_run(f, 60);
     EXPECT_EQ(r.arrived, r.finished + r.rejected);
     std::map<int64_t, double> started;  // request -> first prefill chunk
     std::vector<std::pair<double, int>> changes;
@@ -576,26 +531,17 @@ TEST(Serving, AggregatedPromptsHoldTheirKvFromTheFirstChunk) {
   }
 }
 
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
-
 // Common random numbers: what a session asks (its turns' prompt and output
 // tokens) comes from its own stream, so two deployments given one seed serve
 // the same sessions even where their timing differs. Each session's first
 // turn arrives at the same time in both runs and must ask for the same tokens.
 TEST(Serving, OneSeedServesTheSameSessionsOnAnyDeployment) {
-  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
-            data("workloads/chat.yaml"));
+  Fixture f = tiny_aggregated_chat();
   f.workload.sessions_per_s = 4;
   const auto requests = [&f](int64_t max_batch) {
     f.deployment.decode.max_batch_per_gpu = max_batch;
-    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 7);
-    sim.enable_trace(60);
     std::map<double, int64_t> output_by_arrival;
-    for (const TraceSpan& s : sim.run(60, true).trace) {
+    for (const TraceSpan& s : traced_run(f, 60, 7).trace) {
       if (s.kind == TraceSpan::Kind::kRequest) output_by_arrival[s.start_us] = s.size;
     }
     return output_by_arrival;
@@ -613,12 +559,6 @@ TEST(Serving, OneSeedServesTheSameSessionsOnAnyDeployment) {
   EXPECT_LT(same_arrival, static_cast<int64_t>(roomy.size()));  // the later turns did move
 }
 
-}  // namespace
-}  // namespace v41sim
-
-namespace v41sim {
-namespace {
-
 // Disaggregated: a decode rank takes a request's KV room and batch slot
 // before the prefill side ships its KV (as Mooncake and SGLang's PD
 // disaggregation allocate first), so on a decode GPU with one slot, one
@@ -627,9 +567,7 @@ TEST(Serving, DecodeTakesTheSlotBeforeTheKvIsShipped) {
   Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/one_gpu.yaml"), data("workloads/chat.yaml"));
   f.workload.sessions_per_s = 2;
   f.deployment.decode.max_batch_per_gpu = 1;
-  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
-  sim.enable_trace(60);
-  const ServingResult r = sim.run(60, true);
+  const ServingResult r = traced_run(f, 60);
   std::map<int64_t, std::pair<double, double>> held;  // request -> from its KV transfer to its last token
   for (const TraceSpan& s : r.trace) {
     if (s.kind == TraceSpan::Kind::kRequestKvTransfer) held[s.instance].first = s.start_us;
