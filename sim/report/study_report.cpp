@@ -214,7 +214,8 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
                                        o.decode_batch, o.sensitivity_context, o.ep);
   Table table(
       fmt::format("Which assumed figures move the {} ({:.1f} us as the files say)", what, s.baseline_us),
-      {"figure", "where", "as the file says", "-25%", "+25%", "largest change"});
+      {"figure", "where", "as the file says", fmt::format("-{:g}%", 100 * s.swing),
+       fmt::format("+{:g}%", 100 * s.swing), "largest change"});
   std::vector<std::string> still;
   json = {{"step", what},
           {"baseline_us", s.baseline_us},
@@ -238,10 +239,11 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
                                {"file", path_in_data_dir(e.figure.file, catalog.data_dir())},
                                {"change_pct", e.change_pct}});
   }
-  table.add_note(
+  table.add_note(fmt::format(
       "each assumed figure of the model file, the GPU profile, the kernel-model calibration it uses and the "
-      "GPU those priors were published on, moved 25% down and up in turn (integers by at least 1) and the "
-      "step timed again through the same loaders; a value a loader refuses is shown with its reason");
+      "GPU those priors were published on, moved {:g}% down and up in turn (integers by at least 1) and the "
+      "step timed again through the same loaders; a value a loader refuses is shown with its reason",
+      100 * s.swing));
   if (!still.empty()) table.add_note(fmt::format("no effect on this step: {}", fmt::join(still, "; ")));
   table.add_note("`v41sim sensitivity` does the same for a served run's $ per token and TPOT");
   return "## Which assumptions the step times rest on\n\n" + table.to_markdown();
