@@ -49,10 +49,16 @@ void add_prompt_chunks(const Flags& f, StepShape* s) {
   if (s->phase != Phase::kDecode) {
     throw InputError({"", 0, "--prompt-chunks"}, "prompt chunks ride on decode steps: give --phase decode");
   }
+  if (f.chunk_tokens <= 0) {
+    throw InputError(
+        {"", 0, "--chunk-tokens"},
+        fmt::format("expected a positive number of new tokens per chunk, got {}", f.chunk_tokens));
+  }
   const int64_t context = f.chunk_context > 0 ? f.chunk_context : f.chunk_tokens;
-  if (f.chunk_tokens <= 0 || f.chunk_tokens > context) {
+  if (f.chunk_tokens > context) {
     throw InputError({"", 0, "--chunk-tokens"},
-                     fmt::format("expected 1..{} new tokens per chunk, got {}", context, f.chunk_tokens));
+                     fmt::format("expected at most --chunk-context ({}) new tokens per chunk, got {}",
+                                 context, f.chunk_tokens));
   }
   s->mixed_prefill = {f.prompt_chunks, f.chunk_tokens, context};
 }

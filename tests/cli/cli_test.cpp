@@ -443,8 +443,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
         BadRun{"step --context 4096 --phase prefill --prompt-chunks 2 --chunk-tokens 512",
                "give --phase decode"},
-        BadRun{"step --context 4096 --prompt-chunks 2 --chunk-tokens 512 --chunk-context 256",
-               "field '--chunk-tokens': expected 1..256 new tokens per chunk, got 512"},
+        BadRun{
+            "step --context 4096 --prompt-chunks 2 --chunk-tokens 512 --chunk-context 256",
+            "field '--chunk-tokens': expected at most --chunk-context (256) new tokens per chunk, got 512"},
+        BadRun{"step --context 4096 --prompt-chunks 2 --chunk-tokens 0",
+               "field '--chunk-tokens': expected a positive number of new tokens per chunk, got 0"},
         BadRun{"step --context 4096 --chunk-tokens 512",
                "field '--prompt-chunks': expected a positive number"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
