@@ -100,7 +100,6 @@ void serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model, co
     row.not_run = e.what();
     return;
   }
-  row.within_sla = row.run.within_sla();
   row.meets_sla = row.run.meets_sla(min_within_sla);
 }
 
@@ -161,7 +160,7 @@ bool ranks_before(const PlanRow& a, const PlanRow& b) {
     const auto price = &SeedOutcome::usd_per_million_output;
     return a.run.cost.known && a.run.spread(price).mean < b.run.spread(price).mean;
   }
-  return a.within_sla > b.within_sla;
+  return a.run.within_sla() > b.run.within_sla();
 }
 
 }  // namespace

@@ -61,7 +61,6 @@ struct PlanRow {
   DeploymentSpec deployment;
   std::string not_run;  // why the variant could not run (e.g. the model does not fit); empty if it ran
   ServedRun run;
-  double within_sla = 0;  // requests finished within the SLA, of those that arrived
   bool meets_sla = false;
 };
 

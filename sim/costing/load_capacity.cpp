@@ -46,7 +46,6 @@ void serve_rates(const DeploymentSteps& steps, const ModelAnalysis& model, const
     LoadPoint& p = added[i];
     p.sessions_per_s = rates[i];
     p.run = serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, drained);
-    p.within_sla = p.run.within_sla();
     p.meets_sla = p.run.meets_sla(o.min_within_sla);
   });
   for (LoadPoint& p : added) points.push_back(std::move(p));

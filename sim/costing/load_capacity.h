@@ -35,7 +35,6 @@ struct LoadOptions {
 struct LoadPoint {
   double sessions_per_s = 0;
   ServedRun run;
-  double within_sla = 0;
   bool meets_sla = false;
 };
 

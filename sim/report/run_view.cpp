@@ -247,13 +247,9 @@ nlohmann::json run_json(const RunReport& r) {
             {"output_lengths", r.workload.effort_output_multiplier.provenance().label()}}}};
 }
 
-std::string output_token_price(const ServingCost& cost) {
-  return cost.known ? fmt::format("${:.2f}", cost.usd_per_million_output) : "unknown";
-}
-
-std::string output_token_price(const ServedRun& run) {
-  return run.cost.known ? fmt::format("${:.2f}", run.spread(&SeedOutcome::usd_per_million_output).mean)
-                        : "unknown";
+std::string output_token_price(const ServedRun& run, int decimals) {
+  if (!run.cost.known) return "unknown";
+  return fmt::format("${:.{}f}", run.spread(&SeedOutcome::usd_per_million_output).mean, decimals);
 }
 
 std::vector<std::string> with_served_run_columns(std::vector<std::string> leading) {

@@ -28,9 +28,8 @@ nlohmann::json run_json(const RunReport& r);
 // the $ per 1M output tokens cell ("unknown" without a public GPU price); the
 // run's kernel-model labels added to `labels` unless already there; and the
 // notes naming those kernel models and how the $ figure is charged.
-std::string output_token_price(const ServingCost& cost);
-// The same over a run's seeds: their mean.
-std::string output_token_price(const ServedRun& run);
+// The mean over the run's seeds, to `decimals` places.
+std::string output_token_price(const ServedRun& run, int decimals = 2);
 // Tables that rank served runs (plan's variants, capacity's rates) share
 // these cells, in this order: within SLA (pooled over the seeds), TTFT p99,
 // TPOT p99, output tokens/s per GPU, $ per 1M output tokens (each the mean

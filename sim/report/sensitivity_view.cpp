@@ -11,16 +11,11 @@
 namespace v41sim {
 namespace {
 
-std::string price_of(const ServedRun& run) {
-  return run.cost.known ? fmt::format("${:.3f}", run.spread(&SeedOutcome::usd_per_million_output).mean)
-                        : "no price";
-}
-
 // "0.6: $0.741, TPOT p99 61.2 ms, 98.7% within", or why the loader refused it.
 std::string side_cell(const SourcedNumber& a, const SensitivitySide& side) {
   const std::string value = a.integer ? fmt::format("{:.0f}", side.value) : fmt::format("{:.4g}", side.value);
   if (!side.rejected.empty()) return value + ": refused (" + side.rejected + ")";
-  return fmt::format("{}: {}, TPOT p99 {:.1f} ms, {:.1f}% within", value, price_of(side.outcome),
+  return fmt::format("{}: {}, TPOT p99 {:.1f} ms, {:.1f}% within", value, output_token_price(side.outcome, 3),
                      side.outcome.spread(&SeedOutcome::tpot_p99_ms).mean, 100 * side.outcome.within_sla());
 }
 
@@ -68,8 +63,8 @@ Table sensitivity_table(const SensitivityReport& r) {
   t.add_note(fmt::format(
       "as the files say: {}, TPOT p99 {:.1f} ms, {:.1f}% of the requests within the SLA ({} simulated s, {}, "
       "drained); $ per 1M output tokens",
-      price_of(s.baseline), s.baseline.spread(&SeedOutcome::tpot_p99_ms).mean, 100 * s.baseline.within_sla(),
-      r.options.duration_s, seeds_phrase(r.options)));
+      output_token_price(s.baseline, 3), s.baseline.spread(&SeedOutcome::tpot_p99_ms).mean,
+      100 * s.baseline.within_sla(), r.options.duration_s, seeds_phrase(r.options)));
   if (s.baseline.seeds.size() > 1) {
     const SeedSpread tpot = s.baseline.spread(&SeedOutcome::tpot_p99_ms);
     t.add_note(

@@ -337,7 +337,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
          fmt::format("{:.0f} / {:.0f}", r.input_tokens_per_s_per_gpu, r.output_tokens_per_s_per_gpu),
          fmt::format("{:.1f}%", 100 * r.goodput_fraction), percent_of(r.input_tokens_cached, input_tokens),
          percent_of(r.kv_tiers.swa_hits, r.kv_tiers.swa_hits + r.kv_tiers.swa_misses),
-         output_token_price(cost)});
+         output_token_price(run)});
     runs.push_back({{"deployment", d.name},
                     {"ttft_ms_p50", r.ttft_ms.p50},
                     {"ttft_ms_p99", r.ttft_ms.p99},

@@ -27,7 +27,6 @@ struct Request {
   double token_credit = 0;      // expected tokens not yet emitted (speculative decoding)
   double communication_us = 0;  // EP communication on the critical path of its steps
   int prefill_instance = -1;    // where it was prefilled (disaggregated: whose NICs ship its KV)
-  int decode_instance = -1;
   int decode_rank = -1;
   double kv_reserved_bytes = 0;
   SimTime prefill_queued;  // joined the prefill queue (after any SSD read)
