@@ -205,9 +205,9 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
     shape.ep_per_node = gpu.gpu().nvlink_domain();
     return time_step(build_step_graph(model, shape), gpu.cost()).total_us;
   };
+  const GpuCostModel as_the_files_say(catalog.data_dir(), gpu_file, true);
   std::vector<std::string> files{model_file};
-  for (std::string& file : GpuCostModel(catalog.data_dir(), gpu_file, true).files_read(catalog.data_dir()))
-    files.push_back(std::move(file));
+  for (std::string& file : as_the_files_say.files_read(catalog.data_dir())) files.push_back(std::move(file));
   const StepSensitivity s = step_sensitivity(files, step_us, o.sensitivity_swing);
   const std::string gpu_name = load_gpu(gpu_file, catalog).name;
   const std::string what = fmt::format("{} decode step, batch {}, {} tokens of context, EP {}", gpu_name,
@@ -245,6 +245,7 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
       "step timed again through the same loaders; a value a loader refuses is shown with its reason",
       100 * s.swing));
   if (!still.empty()) table.add_note(fmt::format("no effect on this step: {}", fmt::join(still, "; ")));
+  table.add_note("step times from the kernel model, " + as_the_files_say.cost().params().label());
   table.add_note("`v41sim sensitivity` does the same for a served run's $ per token and TPOT");
   return "## Which assumptions the step times rest on\n\n" + table.to_markdown();
 }
