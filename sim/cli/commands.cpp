@@ -109,6 +109,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   step->add_option(
       "--chunk-context", flags->chunk_context,
       "with --prompt-chunks: tokens of each prompt up to the chunk's end (default: --chunk-tokens)");
+  step->add_option("--chunks-continuing", flags->chunks_continuing,
+                   "with --prompt-chunks: how many chunks are not their prompt's last (default 0; under CED "
+                   "their decoder layers and sampling wait for the last chunk)");
   step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
   bind(step, run_step);
 

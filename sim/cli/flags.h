@@ -38,6 +38,7 @@ struct Flags {
   int64_t prompt_chunks = 0;
   int64_t chunk_tokens = 0;
   int64_t chunk_context = 0;  // 0: the chunk is a whole fresh prompt
+  int64_t chunks_continuing = 0;
   std::string trace;
   std::string models = "deepseek_v4_1_flash,deepseek_v4_flash,deepseek_v3_2";
   // run

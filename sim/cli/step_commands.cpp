@@ -41,7 +41,7 @@ StepShape step_shape_from(const Flags& f) {
 
 // The prompt chunks a decode step carries (step only; compare-layers has no such flags).
 void add_prompt_chunks(const Flags& f, StepShape* s) {
-  if (f.prompt_chunks == 0 && f.chunk_tokens == 0 && f.chunk_context == 0) return;
+  if (f.prompt_chunks == 0 && f.chunk_tokens == 0 && f.chunk_context == 0 && f.chunks_continuing == 0) return;
   if (f.prompt_chunks <= 0) {
     throw InputError({"", 0, "--prompt-chunks"},
                      fmt::format("expected a positive number of prompts, got {}", f.prompt_chunks));
@@ -60,7 +60,7 @@ void add_prompt_chunks(const Flags& f, StepShape* s) {
                      fmt::format("expected at most --chunk-context ({}) new tokens per chunk, got {}",
                                  context, f.chunk_tokens));
   }
-  s->mixed_prefill = {f.prompt_chunks, f.chunk_tokens, context};
+  s->mixed_prefill = {f.prompt_chunks, f.chunk_tokens, context, f.chunks_continuing};
 }
 
 // CUDA graphs are how decode-only steps are launched in practice; prefill, and

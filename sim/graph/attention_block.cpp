@@ -61,22 +61,28 @@ void add_query_projection(const LayerContext& c, KernelFactory& f) {
   }
 }
 
-// The per-token KV of the layer itself: the sliding-window entry (V4/V4.1),
-// the MLA latent (V3) or GQA's K and V, with RoPE, quantization and cache write.
-void add_kv_projection(const LayerContext& c, KernelFactory& f) {
+// The per-token KV of the layer's own sliding window (V4/V4.1), with RoPE,
+// quantization and cache write: for the rows that run the layer.
+void add_window_kv(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const AttentionSpec& a = m.attention;
+  if (a.kv_projection != KvProjection::kSharedLatent || !c.plan.has_window) return;
   const double h = static_cast<double>(m.hidden_size);
-  if (a.kv_projection == KvProjection::kSharedLatent) {
-    if (!c.plan.has_window) return;
-    const double latent = static_cast<double>(a.kv_heads * a.head_dim);
-    f.gemm("window_kv_proj", c.tokens, latent, h, m.weights.dense, MathType::kFp8).input = kBlockInput;
-    const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
-    f.elementwise("window_kv_norm_rope_quant_write", c.tokens, latent,
-                  c.tokens * (latent * kBf16ActivationBytes + entry));
-    return;
-  }
-  if (!c.plan.owns_kv()) return;
+  const double latent = static_cast<double>(a.kv_heads * a.head_dim);
+  f.gemm("window_kv_proj", c.tokens, latent, h, m.weights.dense, MathType::kFp8).input = kBlockInput;
+  const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
+  f.elementwise("window_kv_norm_rope_quant_write", c.tokens, latent,
+                c.tokens * (latent * kBf16ActivationBytes + entry));
+}
+
+// The KV the layer keeps for good, for every new token (kv_tokens): the MLA
+// latent (V3) or GQA's K and V, with RoPE, quantization and cache write.
+// (V4's compressed entries are add_compressor's.)
+void add_global_kv(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const AttentionSpec& a = m.attention;
+  if (a.kv_projection == KvProjection::kSharedLatent || !c.plan.owns_kv()) return;
+  const double h = static_cast<double>(m.hidden_size);
   const double out = a.kv_projection == KvProjection::kMla
                          ? static_cast<double>(a.kv_lora_rank + a.rope_dim)
                          : static_cast<double>(a.kv_heads * (a.head_dim + a.v_head_dim));
@@ -101,8 +107,9 @@ void add_compressor(const LayerContext& c, KernelFactory& f, const std::string& 
                 c.kv_tokens * out * kBf16ActivationBytes + entries * entry, c.kv_tokens * out * 4.0);
 }
 
-// Lightning indexer: logits of every visible (or pooled) position, then top-k.
-void add_indexer(const LayerContext& c, KernelFactory& f) {
+// Lightning indexer, its queries: each row's index query and per-head weights
+// (the logits and top-k are add_index_scoring's, the keys add_global_caches').
+void add_indexer_queries(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const AttentionSpec& a = m.attention;
   const IndexerSpec& idx = *a.indexer;
@@ -113,7 +120,19 @@ void add_indexer(const LayerContext& c, KernelFactory& f) {
   f.gemm("index_q_proj", c.tokens, heads * dim, q_in, m.weights.dense, MathType::kFp8).input =
       a.q_lora_rank > 0 ? kQueryLatent : kBlockInput;
   f.gemm("index_head_weights", c.tokens, heads, h, m.weights.dense, MathType::kBf16).input = kBlockInput;
-  if (c.plan.owns_index_keys()) add_compressor(c, f, "index_key", dim, idx.key_cache);
+}
+
+// The caches the layer keeps for every new token (kv_tokens), where it owns
+// them: its global KV (compressed entries on V4/V4.1) and its index keys.
+void add_global_caches(const LayerContext& c, KernelFactory& f) {
+  const AttentionSpec& a = c.model.spec.attention;
+  add_global_kv(c, f);
+  if (c.plan.owns_kv() && a.kv_projection == KvProjection::kSharedLatent) {
+    add_compressor(c, f, "kv", static_cast<double>(a.kv_heads * a.head_dim), a.main_cache);
+  }
+  if (c.plan.selects_topk() && c.plan.owns_index_keys()) {
+    add_compressor(c, f, "index_key", static_cast<double>(a.indexer->head_dim), a.indexer->key_cache);
+  }
 }
 
 // The indexer's logits of every visible (or pooled) position for one group's
@@ -286,21 +305,26 @@ void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* bl
                 c.tokens * (2.0 * s + 1.0) * h * kBf16ActivationBytes, ops / 4);
 }
 
+// A layer no row runs (CED: a decoder layer in a chunk that does not end its
+// prompt) still writes its global caches for the chunk's tokens: the prompt's
+// last chunk attends to them.
 void add_attention_block(const LayerContext& c, KernelFactory& f) {
-  const AttentionSpec& a = c.model.spec.attention;
-  add_residual_mixing(c, f, "attn");
+  const bool runs = c.tokens > 0;
+  if (runs) add_residual_mixing(c, f, "attn");
   const std::size_t first = f.kernels().size();
-  add_query_projection(c, f);
-  add_kv_projection(c, f);
-  if (c.plan.owns_kv() && a.kv_projection == KvProjection::kSharedLatent) {
-    add_compressor(c, f, "kv", static_cast<double>(a.kv_heads * a.head_dim), a.main_cache);
+  if (runs) {
+    add_query_projection(c, f);
+    add_window_kv(c, f);
   }
-  if (c.plan.selects_topk()) add_indexer(c, f);
-  for (const SequenceGroup& g : c.groups) {
-    if (c.plan.selects_topk()) add_index_scoring(c, g, f);
-    add_attention_kernel(c, g, f);
+  add_global_caches(c, f);
+  if (runs) {
+    if (c.plan.selects_topk()) add_indexer_queries(c, f);
+    for (const SequenceGroup& g : c.groups) {
+      if (c.plan.selects_topk()) add_index_scoring(c, g, f);
+      add_attention_kernel(c, g, f);
+    }
+    add_output_projection(c, f);
   }
-  add_output_projection(c, f);
   if (c.step.fuse_input_projections) fuse_same_input_gemms(f.kernels(), first);
 }
 

@@ -17,14 +17,22 @@ bool is_engram_layer(const ModelSpec& m, int64_t layer) {
          std::find(m.engram->layers.begin(), m.engram->layers.end(), layer) != m.engram->layers.end();
 }
 
-// A group of prompts computing their last `fresh` tokens (a cached prefix is
-// only read). Under CED the decoder layers run on the last few tokens only.
-SequenceGroup prompt_group(const ModelSpec& m, const LayerPlanEntry& plan, double sequences, double fresh,
-                           double context, double* kv_tokens) {
-  const bool decoder_layer = m.ced && plan.layer >= m.ced->encoder_layers;
-  const double run = decoder_layer ? std::min(fresh, static_cast<double>(m.ced->decoder_keep_tokens)) : fresh;
-  *kv_tokens += sequences * fresh;
-  return {Phase::kPrefill, sequences, sequences * run, context, ""};
+// Prompts computing their last `fresh` tokens (a cached prefix is only
+// read); `continuing` of them have more chunks to come. Every prompt writes
+// the layer's global KV. Under CED a decoder layer runs only on the last few
+// rows of a prompt, in its last chunk (the rows' count is taken from this
+// chunk, short where the last chunk is shorter than the rows replayed); a
+// layer no prompt of the group runs adds no group.
+void add_prompt_group(LayerContext& c, double sequences, double continuing, double fresh, double context,
+                      std::string name_suffix) {
+  const ModelSpec& m = c.model.spec;
+  c.kv_tokens += sequences * fresh;
+  const bool decoder_layer = m.ced && c.plan.layer >= m.ced->encoder_layers;
+  const double running = decoder_layer ? sequences - continuing : sequences;
+  if (running <= 0) return;
+  const double rows =
+      decoder_layer ? std::min(fresh, static_cast<double>(m.ced->decoder_keep_tokens)) : fresh;
+  c.groups.push_back({Phase::kPrefill, running, running * rows, context, std::move(name_suffix)});
 }
 
 LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, const LayerPlanEntry& plan) {
@@ -38,14 +46,12 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
     c.kv_tokens = tokens;
     if (s.is_mixed()) {
       const StepShape::PrefillChunks& p = s.mixed_prefill;
-      c.groups.push_back(prompt_group(m, plan, static_cast<double>(p.batch),
-                                      static_cast<double>(p.new_tokens), static_cast<double>(p.context),
-                                      &c.kv_tokens));
-      c.groups.back().name_suffix = "_prompt_chunks";
+      add_prompt_group(c, static_cast<double>(p.batch), static_cast<double>(p.continuing),
+                       static_cast<double>(p.new_tokens), static_cast<double>(p.context), "_prompt_chunks");
     }
   } else {
     const double fresh = s.new_tokens > 0 ? std::min(static_cast<double>(s.new_tokens), context) : context;
-    c.groups.push_back(prompt_group(m, plan, batch, fresh, context, &c.kv_tokens));
+    add_prompt_group(c, batch, static_cast<double>(s.continuing), fresh, context, "");
   }
   for (const SequenceGroup& g : c.groups) c.tokens += g.tokens;
   c.moe = m.is_moe_layer(plan.layer);
@@ -60,6 +66,7 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
   LayerKernels out{plan.layer, plan.mode, c.tokens, {}};
   KernelFactory f(out.kernels);
   add_attention_block(c, f);
+  if (c.tokens <= 0) return out;  // a layer that only writes its global KV (add_attention_block)
   if (is_engram_layer(m, plan.layer)) add_engram_lookup(c, f);
   add_ffn_block(c, f);
   return out;
@@ -122,6 +129,11 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
     throw InputError({"", 0, "new_tokens"}, fmt::format("expected 0..{} tokens computed per sequence, got {}",
                                                         s.context, s.new_tokens));
   }
+  if (s.continuing < 0 || s.continuing > (s.phase == Phase::kPrefill ? s.batch : 0)) {
+    throw InputError({"", 0, "continuing"},
+                     fmt::format("expected 0..{} prompts whose chunk does not end them, got {}",
+                                 s.phase == Phase::kPrefill ? s.batch : 0, s.continuing));
+  }
   if (!(s.ep_load_imbalance >= 1.0)) {
     throw InputError({"", 0, "ep_load_imbalance"},
                      fmt::format("expected a factor >= 1, got {}", s.ep_load_imbalance));
@@ -145,6 +157,11 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
                       "{}, got {} tokens ending at {}",
                       model.spec.name, model.spec.max_context, p.new_tokens, p.context));
     }
+    if (p.continuing < 0 || p.continuing > p.batch) {
+      throw InputError({"", 0, "--chunks-continuing"},
+                       fmt::format("expected 0..{} prompt chunks that do not end their prompt, got {}",
+                                   p.batch, p.continuing));
+    }
   }
   if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
   const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
@@ -154,9 +171,11 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
   }
 }
 
-// Half the sequences (the larger half), or, for a single prompt, half its new
-// tokens, taken over the whole context (an approximation: the first half
-// attends to a shorter span). A single decode sequence does not split.
+// Half the sequences (the larger half, with as few continuing prompts as the
+// split allows), or, for a single prompt, half its new tokens, taken over the
+// whole context (an approximation: the first half attends to a shorter span,
+// and under CED only the second runs the decoder's rows). A single decode
+// sequence does not split.
 StepShape micro_batch_of(const StepShape& s, int64_t* micro_batches) {
   *micro_batches = 1;
   if (!s.overlap_communication) return s;
@@ -169,6 +188,7 @@ StepShape micro_batch_of(const StepShape& s, int64_t* micro_batches) {
     StepShape::PrefillChunks& chunks = half.mixed_prefill;
     if (chunks.batch >= 2) {
       chunks.batch = (chunks.batch + 1) / 2;
+      chunks.continuing /= 2;
     } else if (chunks.new_tokens >= 2) {
       chunks.new_tokens = (chunks.new_tokens + 1) / 2;
     } else {
@@ -180,6 +200,7 @@ StepShape micro_batch_of(const StepShape& s, int64_t* micro_batches) {
   }
   if (s.batch >= 2) {
     half.batch = (s.batch + 1) / 2;
+    half.continuing /= 2;
   } else if (s.phase == Phase::kPrefill) {
     const int64_t fresh = s.new_tokens > 0 ? s.new_tokens : s.context;
     if (fresh < 2) return s;
@@ -195,13 +216,18 @@ StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& whole) {
   validate_step_shape(model, whole);
   StepGraph graph{whole, {}, 1};
   const StepShape s = micro_batch_of(whole, &graph.micro_batches);
-  for (const LayerPlanEntry& plan : model.plan) graph.layers.push_back(backbone_layer(model, s, plan));
-  // Prefill: the last prompt token only; decode: every verified position (and
-  // in a mixed step each prompt's last chunk token).
-  const double head_tokens =
-      static_cast<double>(s.batch * (s.phase == Phase::kDecode ? s.decode_tokens_per_sequence : 1) +
-                          (s.is_mixed() ? s.mixed_prefill.batch : 0));
-  graph.layers.push_back(output_head(model, head_tokens));
+  for (const LayerPlanEntry& plan : model.plan) {
+    LayerKernels layer = backbone_layer(model, s, plan);
+    if (!layer.kernels.empty())
+      graph.layers.push_back(std::move(layer));  // CED: a chunk's idle decoder layers
+  }
+  // Prefill: the last token of each prompt that ends in this step; decode:
+  // every verified position (and in a mixed step, the ending prompts' last tokens).
+  const int64_t sampled = s.phase == Phase::kDecode
+                              ? s.batch * s.decode_tokens_per_sequence +
+                                    (s.is_mixed() ? s.mixed_prefill.batch - s.mixed_prefill.continuing : 0)
+                              : s.batch - s.continuing;
+  if (sampled > 0) graph.layers.push_back(output_head(model, static_cast<double>(sampled)));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft &&
       model.spec.draft->routed_experts > 0) {
     for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage) {

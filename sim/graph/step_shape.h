@@ -9,9 +9,13 @@ enum class Phase { kPrefill, kDecode };
 
 struct StepShape {
   Phase phase = Phase::kDecode;
-  int64_t batch = 1;        // sequences in the step (per GPU, data-parallel attention)
-  int64_t context = 1;      // prefill: prompt tokens each; decode: history tokens each
-  int64_t new_tokens = 0;   // prefill: tokens computed per sequence (the rest is a cached prefix); 0 = all
+  int64_t batch = 1;       // sequences in the step (per GPU, data-parallel attention)
+  int64_t context = 1;     // prefill: prompt tokens each; decode: history tokens each
+  int64_t new_tokens = 0;  // prefill: tokens computed per sequence (the rest is a cached prefix); 0 = all
+  // Prefill: of the `batch` prompts, those whose chunk does not end them.
+  // Under CED their decoder layers, and the sampling head, wait for the
+  // prompt's last chunk (the decoder replays only the last window rows).
+  int64_t continuing = 0;
   int64_t ep = 8;           // expert-parallel group size
   int64_t ep_per_node = 8;  // EP ranks in one NVLink domain: callers set the GPU's nvlink_domain()
   // mHC form: as the model file says (single_pass), or forced either way.
@@ -35,6 +39,7 @@ struct StepShape {
     int64_t batch = 0;
     int64_t new_tokens = 0;
     int64_t context = 0;
+    int64_t continuing = 0;  // chunks that do not end their prompt (as StepShape::continuing)
   };
   PrefillChunks mixed_prefill;
   bool is_mixed() const { return phase == Phase::kDecode && mixed_prefill.batch > 0; }

@@ -33,6 +33,9 @@ std::string title(const StepReport& r) {
   if (s.is_mixed()) {
     out += fmt::format(", with {} prompt chunks of {} tokens ending at {}", s.mixed_prefill.batch,
                        s.mixed_prefill.new_tokens, s.mixed_prefill.context);
+    if (s.mixed_prefill.continuing > 0) {
+      out += fmt::format(" ({} not their prompt's last)", s.mixed_prefill.continuing);
+    }
   }
   return out;
 }
@@ -235,7 +238,8 @@ nlohmann::json step_json(const StepReport& r) {
           {"prompt_chunks",
            {{"prompts", s.mixed_prefill.batch},
             {"new_tokens", s.mixed_prefill.new_tokens},
-            {"context", s.mixed_prefill.context}}},
+            {"context", s.mixed_prefill.context},
+            {"continuing", s.mixed_prefill.continuing}}},
           {"ep", s.ep},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"total_time_us", t.total_us},

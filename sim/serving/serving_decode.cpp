@@ -152,10 +152,10 @@ StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(PrefillInstance& pr
   if (packed.prompts == 0) return plain;
   if (n > 0) {
     return steps_->mixed_step(n, rank.mean_history(), packed.prompts, packed.mean_new_tokens,
-                              packed.mean_context);
+                              packed.mean_context, packed.continuing);
   }
   const StepTimeCache::StepCost cost =
-      steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
+      steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context, packed.continuing);
   return {cost.us, cost.communication_us, 1.0, 0, cost.band, cost.micro_batches};
 }
 

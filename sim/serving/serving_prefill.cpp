@@ -54,7 +54,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     const RankChunks packed = pack_chunks(inst, &next, deployment_.prefill.max_tokens_per_step, &chunks);
     if (packed.prompts == 0) break;  // the head waits for KV room
     const StepTimeCache::StepCost cost =
-        steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context);
+        steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context, packed.continuing);
     if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
       step_us = cost.us;
       step_communication_us = cost.communication_us;
@@ -99,13 +99,16 @@ ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& in
                                                              int64_t budget,
                                                              std::vector<PrefillChunk>* chunks) {
   int64_t n = 0;
+  int64_t continuing = 0;
   double new_sum = 0;
   double end_sum = 0;
   while (budget > 0 && *next < inst.queue.size()) {
     Request* r = inst.queue[*next];
     if (!hold_kv(inst, *r)) break;  // first come, first served: the head waits for KV room
     ++*next;
-    const int64_t tokens = std::min(budget, r->to_compute - r->computed);
+    const int64_t left = r->to_compute - r->computed;
+    const int64_t tokens = std::min(budget, left);
+    if (tokens < left) ++continuing;
     if (r->computed == 0) r->prefill_started = sim_.now();
     budget -= tokens;
     chunks->push_back({r, tokens});
@@ -115,7 +118,8 @@ ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& in
   }
   if (n == 0) return {};
   const double dn = static_cast<double>(n);
-  return {n, static_cast<int64_t>(std::ceil(new_sum / dn)), static_cast<int64_t>(std::ceil(end_sum / dn))};
+  return {n, static_cast<int64_t>(std::ceil(new_sum / dn)), static_cast<int64_t>(std::ceil(end_sum / dn)),
+          continuing};
 }
 
 // Every rank takes a consecutive slice of the prompt. Causal attention needs
@@ -130,7 +134,9 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
   const int64_t tokens = std::min(left, per_rank * ranks);
   if (r.computed == 0) r.prefill_started = sim_.now();
   const int64_t end = r.context() - r.to_compute + r.computed + tokens;
-  const StepTimeCache::StepCost cost = steps_->prefill_step(1, per_rank, end);
+  // Only the last slice's rank runs CED's decoder rows, and only in the
+  // prompt's last step: the slowest rank is timed as that one.
+  const StepTimeCache::StepCost cost = steps_->prefill_step(1, per_rank, end, tokens < left ? 1 : 0);
   const double exchange_bytes = model_.kv.global_bytes_per_token * static_cast<double>(tokens) *
                                 static_cast<double>(ranks - 1) / static_cast<double>(ranks);
   const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;

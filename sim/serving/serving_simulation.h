@@ -76,12 +76,13 @@ class ServingSimulation {
     int64_t tokens;
   };
   // One rank's share of a step's prompts: queued requests from `*next` on,
-  // one chunk each, up to `budget` tokens. The mean chunk and the mean
-  // context it ends at give the step's shape.
+  // one chunk each, up to `budget` tokens. The mean chunk, the mean context
+  // it ends at and the chunks that do not end their prompt give the step's shape.
   struct RankChunks {
     int64_t prompts = 0;
     int64_t mean_new_tokens = 0;
     int64_t mean_context = 0;
+    int64_t continuing = 0;
   };
   RankChunks pack_chunks(PrefillInstance& instance, std::size_t* next, int64_t budget,
                          std::vector<PrefillChunk>* chunks);

@@ -38,19 +38,27 @@ StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& 
   decode_template_.phase = Phase::kDecode;
 }
 
+StepTimeCache::ShapeKey StepTimeCache::key_of(const StepShape& shape) {
+  const StepShape::PrefillChunks& chunks = shape.mixed_prefill;
+  return {
+      static_cast<int>(shape.phase),    shape.batch,  shape.new_tokens,  shape.context,  shape.continuing,
+      shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context, chunks.continuing};
+}
+
 StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens,
-                                               int64_t context, int64_t drafts) {
-  const auto key = std::make_tuple(static_cast<int>(phase), batch, new_tokens, context, drafts);
-  {
-    const std::shared_lock<std::shared_mutex> look(*lock_);
-    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
-  }
+                                               int64_t context, int64_t drafts, int64_t continuing) {
   StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
   shape.batch = batch;
   shape.context = std::min(context, model_.spec.max_context);
   shape.new_tokens = phase == Phase::kPrefill ? std::min(new_tokens, shape.context) : 0;
+  shape.continuing = continuing;
   shape.decode_tokens_per_sequence = 1 + drafts;
   shape.include_draft = drafts > 0;
+  const ShapeKey key = key_of(shape);
+  {
+    const std::shared_lock<std::shared_mutex> look(*lock_);
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  }
   const StepCost step =
       cost_of(shape, phase == Phase::kPrefill ? prefill_overlap_optional_ : decode_overlap_optional_);
   const std::lock_guard<std::shared_mutex> hold(*lock_);
@@ -75,9 +83,7 @@ StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_opt
 }
 
 const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) {
-  const StepShape::PrefillChunks& chunks = shape.mixed_prefill;
-  const ShapeKey key{static_cast<int>(shape.phase),    shape.batch,  shape.new_tokens,  shape.context,
-                     shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context};
+  const ShapeKey key = key_of(shape);
   {
     const std::shared_lock<std::shared_mutex> look(*lock_);
     if (const auto it = one_batch_.find(key); it != one_batch_.end()) return it->second;
@@ -99,10 +105,11 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
   return one_batch_.emplace(key, OneBatch{step, std::move(timing)}).first->second;
 }
 
-StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_tokens, int64_t context) {
+StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_tokens, int64_t context,
+                                                    int64_t continuing) {
   const int64_t grid_context = round_up_to_grid(context);
   const int64_t grid_new = std::min(round_up_to_grid(new_tokens), grid_context);
-  return compute(Phase::kPrefill, batch, grid_new, grid_context);
+  return compute(Phase::kPrefill, batch, grid_new, grid_context, 0, continuing);
 }
 
 StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context) {
@@ -130,7 +137,8 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
 }
 
 StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t context, int64_t prompts,
-                                                    int64_t prompt_new_tokens, int64_t prompt_context) {
+                                                    int64_t prompt_new_tokens, int64_t prompt_context,
+                                                    int64_t prompts_continuing) {
   const DecodeStep plain = decode_step(batch, context);
   StepShape shape = decode_template_;
   shape.batch = batch;
@@ -139,16 +147,8 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
   shape.include_draft = plain.drafts > 0;
   const int64_t grid_prompt_context = std::min(round_up_to_grid(prompt_context), model_.spec.max_context);
   shape.mixed_prefill = {prompts, std::min(round_up_to_grid(prompt_new_tokens), grid_prompt_context),
-                         grid_prompt_context};
-  const ShapeKey key{static_cast<int>(shape.phase),
-                     shape.batch,
-                     0,
-                     shape.context,
-                     shape.decode_tokens_per_sequence,
-                     shape.mixed_prefill.batch,
-                     shape.mixed_prefill.new_tokens,
-                     shape.mixed_prefill.context};
-  const StepCost step = mixed_cost(key, shape);
+                         grid_prompt_context, prompts_continuing};
+  const StepCost step = mixed_cost(key_of(shape), shape);
   return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
           step.band, step.micro_batches};
 }

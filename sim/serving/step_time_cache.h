@@ -37,8 +37,9 @@ class StepTimeCache {
     int64_t micro_batches = 1;  // 2: run as two overlapped micro-batches
   };
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
-  // cached prefix, ending at `context`.
-  StepCost prefill_step(int64_t batch, int64_t new_tokens, int64_t context);
+  // cached prefix, ending at `context`; `continuing` of them have chunks to come
+  // (StepShape::continuing).
+  StepCost prefill_step(int64_t batch, int64_t new_tokens, int64_t context, int64_t continuing = 0);
   // One rank's decode step: `batch` sequences with `context` tokens of history on
   // average. With speculative decoding on (the decode template's include_draft)
   // the number of draft tokens verified per step is the one that gives the most
@@ -54,16 +55,17 @@ class StepTimeCache {
   };
   DecodeStep decode_step(int64_t batch, int64_t context);
   // One rank's decode step that also computes `prompts` prompt chunks of
-  // `prompt_new_tokens` each, ending at `prompt_context` (an aggregated engine
-  // that mixes them in). The decode sequences verify as many drafts as their
-  // plain step would. Timed as launched kernels: engines replay
-  // CUDA graphs for decode-only batches only; split as the decode pool says.
+  // `prompt_new_tokens` each, ending at `prompt_context`, `prompts_continuing`
+  // of them not the last of their prompt (an aggregated engine that mixes them in). The decode sequences
+  // verify as many drafts as their plain step would. Timed as launched kernels: engines replay CUDA graphs
+  // for decode-only batches only; split as the decode pool says.
   DecodeStep mixed_step(int64_t batch, int64_t context, int64_t prompts, int64_t prompt_new_tokens,
-                        int64_t prompt_context);
+                        int64_t prompt_context, int64_t prompts_continuing = 0);
   std::size_t size() const;  // step shapes costed
 
  private:
-  StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0);
+  StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0,
+                   int64_t continuing = 0);
   // A shape as one batch, or as two overlapped micro-batches where its pool
   // always splits, or where splitting is optional and faster.
   StepCost cost_of(StepShape shape, bool overlap_optional);
@@ -82,9 +84,12 @@ class StepTimeCache {
   StepShape decode_template_;
   bool prefill_overlap_optional_;
   bool decode_overlap_optional_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, StepCost> cache_;
-  // phase, batch, new tokens, context, tokens per decode sequence, and the prompt chunks of a mixed step
-  using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  // phase, batch, new tokens, context, continuing prompts, tokens per decode
+  // sequence, and the prompt chunks of a mixed step (batch, new tokens, context, continuing)
+  using ShapeKey =
+      std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  static ShapeKey key_of(const StepShape& shape);
+  std::map<ShapeKey, StepCost> cache_;
   std::map<ShapeKey, OneBatch> one_batch_;
   std::map<ShapeKey, StepCost> mixed_;
   StepCost mixed_cost(const ShapeKey& key, const StepShape& shape);

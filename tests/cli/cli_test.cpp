@@ -140,6 +140,11 @@ TEST(Cli, StepWithPromptChunks) {
   const RunResult text = run(base + " --prompt-chunks 2 --chunk-tokens 8192");
   EXPECT_NE(text.output.find("with 2 prompt chunks of 8192 tokens ending at 8192"), std::string::npos);
   EXPECT_NE(text.output.find("no CUDA-graph replay (assumed"), std::string::npos);  // the assumption named
+  // A chunk that is not its prompt's last skips V4.1's decoder layers and sampling.
+  const auto continuing = run_json(base + " --prompt-chunks 2 --chunk-tokens 8192 --chunks-continuing 1");
+  EXPECT_EQ(continuing["prompt_chunks"]["continuing"], 1);
+  EXPECT_LT(continuing["flops"].get<double>(), mixed["flops"].get<double>());
+  EXPECT_LT(continuing["total_time_us"].get<double>(), x);
 }
 
 TEST(Cli, CapacityJsonBracketsTheLargestRate) {
@@ -448,6 +453,9 @@ INSTANTIATE_TEST_SUITE_P(
             "field '--chunk-tokens': expected at most --chunk-context (256) new tokens per chunk, got 512"},
         BadRun{"step --context 4096 --prompt-chunks 2 --chunk-tokens 0",
                "field '--chunk-tokens': expected a positive number of new tokens per chunk, got 0"},
+        BadRun{
+            "step --context 4096 --prompt-chunks 2 --chunk-tokens 512 --chunks-continuing 3",
+            "field '--chunks-continuing': expected 0..2 prompt chunks that do not end their prompt, got 3"},
         BadRun{"step --context 4096 --chunk-tokens 512",
                "field '--prompt-chunks': expected a positive number"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},

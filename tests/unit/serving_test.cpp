@@ -168,6 +168,33 @@ TEST(Serving, DisablingCedRaisesPrefillTime) {
   EXPECT_LT(b.mean_prefill_ms / a.mean_prefill_ms, 2.4);
 }
 
+// A 64K-token prompt in 16K chunks: under CED the first three chunks run
+// no decoder rows, so each is timed as a continuing chunk; the last as one
+// that ends its prompt (and runs the decoder's last 140 rows).
+TEST(Serving, OnlyAPromptsLastChunkRunsTheCedDecoder) {
+  Fixture f = Fixture(testing::model_path("deepseek_v4_1_flash"),
+                      data("workloads/deployments/h200_pd_64.yaml"), data("workloads/long_doc_qa.yaml"));
+  const int64_t chunk = f.deployment.prefill.max_tokens_per_step;
+  ASSERT_EQ(chunk, 16384);
+  f.workload.first_input_tokens.min = f.workload.first_input_tokens.max = f.workload.first_input_tokens.mean =
+      static_cast<double>(4 * chunk);
+  f.workload.sessions_per_s = 0.001;  // one prompt at a time
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const ServingResult r = traced_run(f, 2000);
+  std::vector<double> prefill_us;
+  for (const TraceSpan& span : r.trace) {
+    if (span.kind == TraceSpan::Kind::kPrefillStep) prefill_us.push_back(span.duration_us);
+  }
+  ASSERT_GE(prefill_us.size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) {
+    const int64_t continuing = i < 3 ? 1 : 0;
+    EXPECT_NEAR(prefill_us[static_cast<std::size_t>(i)],
+                steps.prefill_step(1, chunk, (i + 1) * chunk, continuing).us, 1e-3)
+        << "chunk " << i;
+  }
+  EXPECT_LT(steps.prefill_step(1, chunk, 3 * chunk, 1).us, steps.prefill_step(1, chunk, 3 * chunk, 0).us);
+}
+
 TEST(Serving, ContextBeyondTheModelIsRejectedWithAReason) {
   Fixture f = Fixture(testing::model_path("deepseek_v4_1_flash"),
                       data("workloads/deployments/h200_pd_64.yaml"), data("workloads/stress_1m.yaml"));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "sim/common/input_error.h"
 #include "sim/graph/expert_load.h"
 #include "tests/step_test_support.h"
 
@@ -186,6 +187,66 @@ TEST(StepGraph, CedPrefillRunsTheDecoderOnTheKeptTail) {
   const Kernel* compress = find_kernel(g.layers[20], "kv_compress+index_key_compress_proj");
   ASSERT_NE(compress, nullptr);
   EXPECT_EQ(compress->shape.m, 200000);
+}
+
+// A chunk that does not end its prompt runs the encoder on its tokens and
+// writes layer 20's global KV and index keys for them, but no decoder row
+// and no sampling: those wait for the prompt's last chunk.
+TEST(StepGraph, CedRunsTheDecoderOnlyInAPromptsLastChunk) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kPrefill, 2, 200000);
+  s.new_tokens = 16384;
+  s.continuing = 1;
+  const StepGraph one_ends = build_step_graph(m, s);
+  ASSERT_EQ(one_ends.layers.size(), static_cast<std::size_t>(m.spec.num_layers + 1));
+  EXPECT_DOUBLE_EQ(one_ends.layers[19].tokens, 2 * 16384);
+  EXPECT_DOUBLE_EQ(one_ends.layers[20].tokens, 140);
+  EXPECT_DOUBLE_EQ(one_ends.layers[39].tokens, 140);
+  EXPECT_EQ(one_ends.layers.back().mode, "Head");
+  EXPECT_DOUBLE_EQ(one_ends.layers.back().tokens, 1);
+  const Kernel* writes = find_kernel(one_ends.layers[20], "kv_compress+index_key_compress_proj");
+  ASSERT_NE(writes, nullptr);
+  EXPECT_EQ(writes->shape.m, 2 * 16384);
+
+  s.continuing = 2;
+  const StepGraph none_ends = build_step_graph(m, s);
+  // Layers 0-19, and layer 20's cache writes alone; no decoder rows, no head.
+  ASSERT_EQ(none_ends.layers.size(), 21u);
+  const LayerKernels& layer20 = none_ends.layers[20];
+  EXPECT_EQ(layer20.layer, 20);
+  EXPECT_DOUBLE_EQ(layer20.tokens, 0);
+  EXPECT_EQ(kernel_names(layer20),
+            (std::set<std::string>{"kv_compress+index_key_compress_proj", "kv_rope_quant_write",
+                                   "index_key_rope_quant_write"}));
+  for (const Kernel& k : layer20.kernels) EXPECT_GT(k.hbm_bytes, 0) << k.name;
+  EXPECT_EQ(find_kernel(layer20, "kv_compress+index_key_compress_proj")->shape.m, 2 * 16384);
+  EXPECT_LT(flops_of(none_ends), flops_of(one_ends));
+
+  // Without CED every layer runs every row; only sampling waits.
+  ModelSpec without = m.spec;
+  without.ced.reset();
+  const StepGraph all_layers = build_step_graph(analyze_model(without), s);
+  ASSERT_EQ(all_layers.layers.size(), static_cast<std::size_t>(m.spec.num_layers));
+  EXPECT_DOUBLE_EQ(all_layers.layers[39].tokens, 2 * 16384);
+}
+
+TEST(StepGraph, ContinuingPromptsAreCountedWithinTheBatch) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kPrefill, 2, 4096);
+  s.continuing = 3;
+  EXPECT_THROW(build_step_graph(m, s), InputError);
+  s = shape(Phase::kDecode, 2, 4096);
+  s.continuing = 1;
+  EXPECT_THROW(build_step_graph(m, s), InputError);
+  s.continuing = 0;
+  s.mixed_prefill = {1, 1024, 8192, 2};
+  EXPECT_THROW(build_step_graph(m, s), InputError);
+  // A mixed step's continuing chunk: decode rows run the decoder, the chunk does not.
+  s.mixed_prefill.continuing = 1;
+  const StepGraph g = build_step_graph(m, s);
+  EXPECT_DOUBLE_EQ(g.layers[19].tokens, 2 + 1024);
+  EXPECT_DOUBLE_EQ(g.layers[30].tokens, 2);
+  EXPECT_DOUBLE_EQ(g.layers[m.spec.num_layers].tokens, 2);  // the head samples the decode rows only
 }
 
 TEST(StepGraph, DecodeWeightBytesMatchTheParameterCount) {
