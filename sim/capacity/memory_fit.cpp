@@ -21,11 +21,7 @@ void check_parallelism(const ModelAnalysis& model, const FitRequest& r) {
   if (r.gpus % r.ep != 0) {
     throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} GPUs", r.ep, r.gpus));
   }
-  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
-  if (experts % r.ep != 0) {
-    throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} routed experts of {}", r.ep,
-                                          experts, model.spec.name));
-  }
+  require_ep_divides_experts(model.spec, r.ep, ep_flag);
 }
 
 }  // namespace

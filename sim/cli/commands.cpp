@@ -51,7 +51,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
         ->capture_default_str();
   };
   auto add_context = [flags](CLI::App* cmd) {
-    cmd->add_option("--context", flags->context, "tokens per session (default: the model's max_context)");
+    cmd->add_option("--context", flags->session_context,
+                    "tokens per session (default: the model's max_context)");
   };
   auto add_reserve = [flags](CLI::App* cmd) {
     cmd->add_option("--reserve-fraction", flags->reserve_fraction,

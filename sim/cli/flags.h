@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,12 +19,13 @@ namespace v41sim::cli {
 struct Flags {
   std::string model = "deepseek_v4_1_flash";
   std::string hw = "h200";
-  int64_t context = 0;  // 0: the model's max_context
+  int64_t context = 0;                     // step, compare-layers (required there)
+  std::optional<int64_t> session_context;  // kv, fit: none given = the model's max_context
   int64_t gpus = 8;
   int64_t ep = 8;
   std::string weights_dtype = "released";
   std::string dense_placement = "replicated";
-  double reserve_fraction = -1;  // < 0: the default assumption
+  std::optional<double> reserve_fraction;  // none given: the default assumption
   std::string out_dir = "reports/latest";
   bool json = false;
   // step / compare-layers

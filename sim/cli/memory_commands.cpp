@@ -15,18 +15,18 @@ namespace v41sim::cli {
 namespace {
 
 int64_t context_or_max(const Flags& f, const ModelAnalysis& m) {
-  if (f.context < 0)
-    throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", f.context));
-  return f.context > 0 ? f.context : m.spec.max_context;
+  if (!f.session_context) return m.spec.max_context;
+  require_servable_context(m.spec, *f.session_context, "--context");
+  return *f.session_context;
 }
 
 SourcedValue reserve_from(const Flags& f) {
-  if (f.reserve_fraction < 0) return default_reserve_fraction();
-  if (f.reserve_fraction >= 1) {
+  if (!f.reserve_fraction) return default_reserve_fraction();
+  if (!(*f.reserve_fraction >= 0 && *f.reserve_fraction < 1)) {
     throw InputError({"", 0, "--reserve-fraction"},
-                     fmt::format("expected a fraction in [0, 1), got {}", f.reserve_fraction));
+                     fmt::format("expected a fraction in [0, 1), got {}", *f.reserve_fraction));
   }
-  return SourcedValue::assumed(f.reserve_fraction, "given with --reserve-fraction");
+  return SourcedValue::assumed(*f.reserve_fraction, "given with --reserve-fraction");
 }
 
 WeightFormats weights_from(const Flags& f, const ModelAnalysis& m) {

@@ -3,6 +3,7 @@
 // serves within it.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <tuple>
@@ -17,6 +18,7 @@
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/costing/shared_step_times.h"
+#include "sim/des/sim_time.h"
 #include "sim/report/context_view.h"
 #include "sim/report/frontier_view.h"
 #include "sim/report/load_capacity_view.h"
@@ -31,10 +33,13 @@ namespace v41sim::cli {
 
 namespace {
 
+// Up to a quarter of simulated time's range (SimTime: ~106 days), leaving
+// the rest for the requests in flight to drain.
 void require_positive_duration(const Flags& f) {
-  if (f.duration_s <= 0) {
+  const double longest_s = std::floor(SimTime::max().s() / 4);
+  if (!(f.duration_s > 0 && f.duration_s <= longest_s)) {
     throw InputError({"", 0, "--duration"},
-                     fmt::format("expected a positive number of seconds, got {}", f.duration_s));
+                     fmt::format("expected seconds in (0, {:.0f}], got {}", longest_s, f.duration_s));
   }
 }
 
@@ -74,6 +79,7 @@ WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
   }
   w.name += fmt::format(" at {} sessions/s (the file says {})", f.sessions_per_s, w.sessions_per_s);
   w.sessions_per_s = f.sessions_per_s;
+  w.sessions_per_s_where = {"", 0, "--sessions-per-s"};
   return w;
 }
 
@@ -112,8 +118,12 @@ std::vector<DeploymentSpec> load_bases(const Catalog& catalog, const Flags& f) {
   return bases;
 }
 
-// What plan and capacity vary, from their shared flags.
-PlanGrid grid_from_flags(const Flags& f) {
+// What plan and capacity vary, from their shared flags (EP sizes checked
+// against the model: a grid no variant of which can run is the user's error).
+PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
+  for (const int64_t ep : f.plan_eps) {
+    if (ep > 0) require_ep_divides_experts(model, ep, {"", 0, "--ep"});  // <= 0: plan_variants says so
+  }
   std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps;
   for (const std::string& text : f.plan_aggregated_steps) {
     const auto steps = parse_aggregated_steps(text);
@@ -139,7 +149,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
   const WorkloadSpec workload = load_workload(catalog, f);
-  const PlanGrid grid = grid_from_flags(f);
+  const PlanGrid grid = grid_from_flags(f, m.spec);
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;
@@ -199,7 +209,8 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_positive_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const std::vector<DeploymentSpec> variants = plan_variants(load_bases(catalog, f), grid_from_flags(f));
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(load_bases(catalog, f), grid_from_flags(f, m.spec));
   const WorkloadSpec workload = load_workload(catalog, f);
   LoadOptions options;
   options.serve.duration_s = f.duration_s;

@@ -21,10 +21,7 @@ void check_options(const ContextSweepOptions& o, const ModelAnalysis& model) {
                      fmt::format("expected a positive number of tokens, got {}", o.output_tokens));
   }
   for (const int64_t context : o.contexts) {
-    if (context > model.spec.max_context) {
-      throw InputError({"", 0, "--contexts"}, fmt::format("{} tokens exceed {}'s max_context of {}", context,
-                                                          model.spec.name, model.spec.max_context));
-    }
+    require_servable_context(model.spec, context, "--contexts");
     if (context <= o.output_tokens) {
       throw InputError({"", 0, "--contexts"},
                        fmt::format("expected contexts longer than the {} output tokens, got {}",

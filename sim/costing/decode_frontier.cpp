@@ -36,11 +36,7 @@ bool dominates(const FrontierPoint& q, const FrontierPoint& p, bool same_gpu) {
 
 DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& model,
                                const DeploymentSpec& deployment, int64_t context) {
-  if (context <= 0 || context > model.spec.max_context) {
-    throw InputError({"", 0, "--context"},
-                     fmt::format("expected tokens in (0, {}] ({}'s max_context), got {}",
-                                 model.spec.max_context, model.spec.name, context));
-  }
+  require_servable_context(model.spec, context, "--context");
   const DeploymentCostModels gpus(catalog, deployment);
   const GpuCostModel& decode = gpus.decode;
   StepTimeCache steps = deployment_step_times(model, gpus.prefill.cost(), decode.cost(), deployment);

@@ -28,8 +28,11 @@ ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
 ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_ptr<StepTimeCache>& steps,
                            const ModelAnalysis& model, const DeploymentSpec& deployment,
                            const WorkloadSpec& workload, const ServeOptions& options) {
-  if (options.seeds < 1) {
-    throw InputError({"", 0, "--seeds"}, fmt::format("expected at least one seed, got {}", options.seeds));
+  // Each seed's run, latencies included, is kept until the seeds are pooled.
+  constexpr int64_t kMaxSeeds = 1000;
+  if (options.seeds < 1 || options.seeds > kMaxSeeds) {
+    throw InputError({"", 0, "--seeds"},
+                     fmt::format("expected 1..{} seeds, got {}", kMaxSeeds, options.seeds));
   }
   const GpuCostModel& prefill = gpus.prefill;
   const GpuCostModel& decode = gpus.decode;

@@ -12,6 +12,11 @@
 namespace v41sim {
 namespace {
 
+// Sequences one step may carry per GPU: far past what any GPU's memory holds
+// (each keeps at least a token of KV), and small enough that a step's token
+// and tile counts stay exact in 64-bit integers.
+constexpr int64_t kMaxSequencesPerStep = int64_t{1} << 24;
+
 bool is_engram_layer(const ModelSpec& m, int64_t layer) {
   return m.engram &&
          std::find(m.engram->layers.begin(), m.engram->layers.end(), layer) != m.engram->layers.end();
@@ -116,8 +121,10 @@ LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s, int64_t
 }  // namespace
 
 void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
-  if (s.batch <= 0)
-    throw InputError({"", 0, "--batch"}, fmt::format("expected a positive batch, got {}", s.batch));
+  if (s.batch <= 0 || s.batch > kMaxSequencesPerStep) {
+    throw InputError({"", 0, "--batch"},
+                     fmt::format("expected 1..{} sequences, got {}", kMaxSequencesPerStep, s.batch));
+  }
   if (s.context <= 0) {
     throw InputError({"", 0, "--context"}, fmt::format("expected a positive token count, got {}", s.context));
   }
@@ -142,6 +149,10 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
     throw InputError({"", 0, "decode_tokens_per_sequence"},
                      fmt::format("expected at least 1, got {}", s.decode_tokens_per_sequence));
   }
+  if (s.mixed_prefill.batch > kMaxSequencesPerStep) {
+    throw InputError({"", 0, "--prompt-chunks"}, fmt::format("expected at most {} prompts, got {}",
+                                                             kMaxSequencesPerStep, s.mixed_prefill.batch));
+  }
   if (s.mixed_prefill.batch < 0 || (s.mixed_prefill.batch > 0 && s.phase != Phase::kDecode)) {
     throw InputError(
         {"", 0, "mixed_prefill"},
@@ -163,12 +174,7 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
                                    p.batch, p.continuing));
     }
   }
-  if (s.ep <= 0) throw InputError({"", 0, "--ep"}, fmt::format("expected a positive EP size, got {}", s.ep));
-  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 1;
-  if (experts % s.ep != 0) {
-    throw InputError({"", 0, "--ep"}, fmt::format("EP size {} does not divide the {} routed experts of {}",
-                                                  s.ep, experts, model.spec.name));
-  }
+  require_ep_divides_experts(model.spec, s.ep, {"", 0, "--ep"});
 }
 
 // Half the sequences (the larger half, with as few continuing prompts as the

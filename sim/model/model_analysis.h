@@ -1,6 +1,7 @@
 // ModelAnalysis: everything v41sim derives from one model file, computed once.
 #pragma once
 
+#include "sim/common/input_error.h"
 #include "sim/model/kv_layout.h"
 #include "sim/model/layer_plan.h"
 #include "sim/model/model_spec.h"
@@ -18,5 +19,13 @@ struct ModelAnalysis {
 };
 
 ModelAnalysis analyze_model(ModelSpec spec);
+
+// A session length the model serves: (0, max_context] tokens; else an
+// InputError naming `flag`.
+void require_servable_context(const ModelSpec& spec, int64_t context, const char* flag);
+
+// A positive expert-parallel size that divides the routed experts (any, for
+// a dense model); else an InputError at `where`.
+void require_ep_divides_experts(const ModelSpec& spec, int64_t ep, const InputLocation& where);
 
 }  // namespace v41sim

@@ -18,16 +18,11 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   }
   // Least outstanding prefill tokens; ties to the lowest index.
   std::size_t best = 0;
-  int64_t best_load = INT64_MAX;
-  for (std::size_t i = 0; i < prefill_.size(); ++i) {
-    int64_t load = 0;
-    for (const Request* q : prefill_[i]->queue) load += q->to_compute - q->computed;
-    if (load < best_load) {
-      best = i;
-      best_load = load;
-    }
+  for (std::size_t i = 1; i < prefill_.size(); ++i) {
+    if (prefill_[i]->tokens_left < prefill_[best]->tokens_left) best = i;
   }
   prefill_[best]->queue.push_back(&r);
+  prefill_[best]->tokens_left += r.to_compute - r.computed;
   if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(best);
   } else {
@@ -173,6 +168,7 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     Request& r = *c.request;
     r.communication_us += communication_us;
     r.computed += c.tokens;
+    p.tokens_left -= c.tokens;
     result_.input_tokens_prefilled += c.tokens;
     if (r.computed < r.to_compute) continue;
     p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));

@@ -2,10 +2,13 @@
 // results. Prefill and decode live in serving_prefill.cpp and serving_decode.cpp.
 #include "sim/serving/serving_simulation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "sim/common/input_error.h"
 #include "sim/des/random.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_entities.h"
@@ -15,6 +18,25 @@ namespace {
 
 // Occupancy is sampled this many times over a run.
 constexpr double kOccupancySamples = 200;
+
+// Sessions one run may be asked to start: a guard against a rate or a length
+// that would run for days (at the measured few ms of wall time per session,
+// a million is about an hour).
+constexpr double kMaxSessionsPerRun = 1e6;
+
+// Poisson or bursty arrivals: at most as many sessions as the peak rate
+// brings over the run; more than a run is allowed is the user's error.
+void check_sessions_asked(const WorkloadSpec& w, double duration_s) {
+  if (w.arrival == WorkloadSpec::Arrival::kTrace) return;  // the trace's rows bound it
+  const double peak =
+      w.sessions_per_s * std::max(1.0, w.arrival == WorkloadSpec::Arrival::kBursty ? w.burst_factor : 1.0);
+  if (peak * duration_s > kMaxSessionsPerRun) {
+    throw InputError(w.sessions_per_s_where,
+                     fmt::format("{:g} sessions/s over {:g} s asks for up to {:.3g} sessions; one run starts "
+                                 "at most {:g}: lower the rate or the duration",
+                                 w.sessions_per_s, duration_s, peak * duration_s, kMaxSessionsPerRun));
+  }
+}
 
 int64_t draw_tokens(const Distribution& d, SplitMix64& rng, double scale = 1.0) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(d.sample(rng) * scale)));
@@ -239,6 +261,7 @@ void ServingSimulation::sample_occupancy() {
 }
 
 ServingResult ServingSimulation::run(double duration_s, bool drain) {
+  check_sessions_asked(workload_, duration_s);
   occupancy_interval_s_ = duration_s / kOccupancySamples;
   if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
     for (const WorkloadSpec::TraceRow& row : workload_.trace) {

@@ -156,7 +156,9 @@ WorkloadSpec load_workload_file(const std::string& path) {
     w.effort_output_multiplier = effort_multiplier(kReferenceEffort);
     return w;
   }
-  w.sessions_per_s = arrival.required("sessions_per_s").as_positive_double();
+  const YamlNode rate = arrival.required("sessions_per_s");
+  w.sessions_per_s = rate.as_positive_double();
+  w.sessions_per_s_where = rate.location();
   if (process == "bursty") {
     w.arrival = WorkloadSpec::Arrival::kBursty;
     w.burst_factor = arrival.required("burst_factor").as_positive_double();

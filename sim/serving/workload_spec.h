@@ -34,8 +34,9 @@ struct WorkloadSpec {
   enum class Arrival { kPoisson, kBursty, kTrace };
   Arrival arrival = Arrival::kPoisson;
   double sessions_per_s = 0;
-  double burst_factor = 1;    // bursty: rate multiplier while a burst is on
-  double burst_fraction = 0;  // bursty: share of time in a burst
+  InputLocation sessions_per_s_where;  // the file's field, or the flag that replaced it
+  double burst_factor = 1;             // bursty: rate multiplier while a burst is on
+  double burst_fraction = 0;           // bursty: share of time in a burst
   double burst_period_s = 0;
   Distribution turns;
   Distribution first_input_tokens;  // the opening prompt (repository, documents, history)

@@ -435,6 +435,23 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRun{"kv --model no_such_model", "unknown name 'no_such_model'"},
         BadRun{"fit --gpus 7 --ep 7", "does not divide the 384 routed experts"},
+        // An explicit value is checked, never taken for "not given".
+        BadRun{
+            "fit --context 0",
+            "field '--context': expected tokens in (0, 1048576] (DeepSeek-V4.1-Flash's max_context), got 0"},
+        BadRun{"kv --context 99999999999", "field '--context': expected tokens in (0, 1048576]"},
+        BadRun{"fit --reserve-fraction -1",
+               "field '--reserve-fraction': expected a fraction in [0, 1), got -1"},
+        BadRun{"run --duration nan", "field '--duration': expected seconds in (0, 2305843], got nan"},
+        BadRun{"run --duration 1e300", "field '--duration': expected seconds in (0, 2305843]"},
+        BadRun{"run --seeds 1001", "field '--seeds': expected 1..1000 seeds, got 1001"},
+        BadRun{"run --sessions-per-s 1e9 --duration 60",
+               "field '--sessions-per-s': 1e+09 sessions/s over 60 s asks for up to 6e+10 sessions; one run "
+               "starts at most 1e+06"},
+        BadRun{"plan --ep 7", "field '--ep': EP size 7 does not divide the 384 routed experts"},
+        BadRun{"capacity --ep 0", "field '--ep': expected positive integers, got 0"},
+        BadRun{"step --context 4096 --batch 9223372036854775807",
+               "field '--batch': expected 1..16777216 sequences, got 9223372036854775807"},
         BadRun{"fit --gpus 12 --ep 8", "does not divide the 12 GPUs"},
         BadRun{"fit --hw h100_sxm --gpus 2 --ep 2", "does not fit"},
         BadRun{"fit --hw no_such_gpu", "unknown name 'no_such_gpu'"},
