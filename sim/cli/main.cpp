@@ -1,6 +1,8 @@
 // v41sim: one binary, one subcommand per question.
-// Bad input of any kind ends here as one line on stderr and exit status 2.
+// Bad input of any kind ends here as one line on stderr and exit status 2;
+// a fault of the program's own as one line and exit status 1.
 #include <CLI/CLI.hpp>
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -39,6 +41,9 @@ int main(int argc, char** argv) {
   } catch (const v41sim::InputError& e) {
     std::cerr << "v41sim: error: " << e.what() << "\n";
     return v41sim::kBadInputExitCode;
+  } catch (const std::exception& e) {  // a fault of ours: said plainly, never an abort
+    std::cerr << "v41sim: internal error: " << e.what() << "\n";
+    return 1;
   }
   return 0;
 }

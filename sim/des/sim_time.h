@@ -6,6 +6,8 @@
 #include <cmath>
 #include <compare>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace v41sim {
 
@@ -14,8 +16,11 @@ class SimTime {
   constexpr SimTime() = default;
   static constexpr SimTime from_ps(int64_t ps) { return SimTime(ps); }
   static constexpr SimTime from_ns(int64_t ns) { return SimTime(ns * 1000); }
-  static SimTime from_us(double us) { return SimTime(static_cast<int64_t>(std::llround(us * 1e6))); }
-  static SimTime from_s(double s) { return SimTime(static_cast<int64_t>(std::llround(s * 1e12))); }
+  // From a cost model's figure: a time that is not a number or lies outside
+  // [0, max()] throws std::out_of_range (a step or transfer the inputs make
+  // longer than the range), never wraps into the past.
+  static SimTime from_us(double us) { return from_ps_checked(us * 1e6); }
+  static SimTime from_s(double s) { return from_ps_checked(s * 1e12); }
   static constexpr SimTime max() { return SimTime(INT64_MAX); }
 
   constexpr int64_t ps() const { return ps_; }
@@ -33,6 +38,14 @@ class SimTime {
 
  private:
   constexpr explicit SimTime(int64_t ps) : ps_(ps) {}
+  static SimTime from_ps_checked(double ps) {
+    // 2^63 ps is the first value past the range that a double can hold exactly.
+    if (!(ps >= 0 && ps < 9223372036854775808.0)) {
+      throw std::out_of_range("simulated time out of range: " + std::to_string(ps * 1e-12) +
+                              " s (SimTime holds 0 to about 106 days)");
+    }
+    return SimTime(static_cast<int64_t>(std::llround(ps)));
+  }
   int64_t ps_ = 0;
 };
 

@@ -125,6 +125,10 @@ AttentionSpec read_attention(const YamlNode& node, int64_t num_layers) {
   spec.kv_heads = node.required("kv_heads").as_positive_int();
   if (spec.kv_projection == KvProjection::kMla) {
     spec.kv_lora_rank = node.required("kv_lora_rank").as_positive_int();
+  } else if (spec.rope_dim > spec.head_dim) {  // MLA's RoPE dims come on top of its latent
+    node.required("rope_dim")
+        .fail(
+            fmt::format("expected at most head_dim ({}) rotary dims, got {}", spec.head_dim, spec.rope_dim));
   }
   spec.output_groups = optional_int(node, "output_groups", 0);
   if (spec.output_groups > 0) {

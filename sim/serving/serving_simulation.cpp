@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "sim/common/input_error.h"
 #include "sim/des/random.h"
@@ -272,12 +273,21 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
     schedule_next_session();
   }
   sim_.schedule_at(SimTime(), [this] { sample_occupancy(); });
-  sim_.run_until(SimTime::from_s(duration_s));
-  change_in_system(0);
-  if (drain) {
-    accepting_ = false;
-    sim_.run_until(SimTime::max());
+  try {
+    sim_.run_until(SimTime::from_s(duration_s));
     change_in_system(0);
+    if (drain) {
+      accepting_ = false;
+      sim_.run_until(SimTime::max());
+      change_in_system(0);
+    }
+  } catch (const std::out_of_range& e) {
+    // Only figures off by orders of magnitude make a step or a transfer outlast simulated time.
+    throw InputError({deployment_.file, 0, ""},
+                     fmt::format("{}: a step or a transfer of this deployment would outlast it; is a rate in "
+                                 "its GPU profiles, the kernel-model calibration or the deployment off by "
+                                 "orders of magnitude?",
+                                 e.what()));
   }
   return collect(duration_s);
 }

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "sim/des/random.h"
+#include "sim/des/sim_time.h"
 
 namespace v41sim {
 namespace {
@@ -46,22 +48,28 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
       continue;
     }
     WorkloadSpec::TraceRow row;
-    auto number_in = [&](int c, double min) {
+    // A finite number in [min, max]; counts (whole) without a fraction.
+    auto number_in = [&](int c, double min, double max, bool whole) {
+      const std::string& cell = cells[static_cast<std::size_t>(c)];
       try {
         std::size_t used = 0;
-        const double value = std::stod(cells[static_cast<std::size_t>(c)], &used);
-        if (used != cells[static_cast<std::size_t>(c)].size() || !(value >= min))
+        const double value = std::stod(cell, &used);
+        if (used != cell.size() || !(value >= min && value <= max) || (whole && value != std::floor(value)))
           throw std::invalid_argument("");
         return value;
       } catch (const std::exception&) {
-        throw InputError({path, number, kColumns[c]}, fmt::format("expected a number >= {}, got '{}'", min,
-                                                                  cells[static_cast<std::size_t>(c)]));
+        const std::string range =
+            whole ? fmt::format("[{:.0f}, {:.0f}]", min, max) : fmt::format("[{:g}, {:g}]", min, max);
+        throw InputError(
+            {path, number, kColumns[c]},
+            fmt::format("expected {} in {}, got '{}'", whole ? "a whole number" : "a number", range, cell));
       }
     };
-    row.time_s = number_in(0, 0);
-    row.session = static_cast<int64_t>(number_in(1, 0));
-    row.input_tokens = static_cast<int64_t>(number_in(2, 1));
-    row.output_tokens = static_cast<int64_t>(number_in(3, 1));
+    constexpr double kMaxSessionId = 9007199254740992;  // exact in a double
+    row.time_s = number_in(0, 0, std::numeric_limits<double>::max(), false);
+    row.session = static_cast<int64_t>(number_in(1, 0, kMaxSessionId, true));
+    row.input_tokens = static_cast<int64_t>(number_in(2, 1, kMaxTokensPerRequest, true));
+    row.output_tokens = static_cast<int64_t>(number_in(3, 1, kMaxTokensPerRequest, true));
     if (!rows.empty() && row.time_s < rows.back().time_s) {
       throw InputError({path, number, "time_s"}, "rows must be in time order");
     }
@@ -94,17 +102,22 @@ double Distribution::sample(SplitMix64& rng) const {
   return std::clamp(x, min, max);
 }
 
-Distribution read_distribution(const YamlNode& node) {
+Distribution read_distribution(const YamlNode& node, double ceiling) {
   node.expect_only({"dist", "value", "mean", "sigma", "min", "max"});
   Distribution d;
   const std::string kind = node.required("dist").as_string();
+  auto at_most_ceiling = [ceiling](const YamlNode& value) {
+    const double x = value.as_positive_double();
+    if (x > ceiling) value.fail(fmt::format("expected at most {:.0f}, got {:g}", ceiling, x));
+    return x;
+  };
   if (kind == "fixed") {
     d.kind = Distribution::Kind::kFixed;
-    d.mean = d.min = d.max = node.required("value").as_positive_double();
+    d.mean = d.min = d.max = at_most_ceiling(node.required("value"));
     return d;
   }
   d.min = node.required("min").as_non_negative_double();
-  d.max = node.required("max").as_positive_double();
+  d.max = at_most_ceiling(node.required("max"));
   if (d.max < d.min) node.required("max").fail("max is below min");
   if (kind == "uniform") {
     d.kind = Distribution::Kind::kUniform;
@@ -171,11 +184,13 @@ WorkloadSpec load_workload_file(const std::string& path) {
   }
   const YamlNode session = root.required("session");
   session.expect_only({"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s"});
-  w.turns = read_distribution(session.required("turns"));
-  w.first_input_tokens = read_distribution(session.required("first_input_tokens"));
-  w.turn_input_tokens = read_distribution(session.required("turn_input_tokens"));
-  w.output_tokens = read_distribution(session.required("output_tokens"));
-  w.think_time_s = read_distribution(session.required("think_time_s"));
+  constexpr double kMaxTurns = 1e6;
+  const double longest_think_s = std::floor(SimTime::max().s() / 4);  // as long as a run may be
+  w.turns = read_distribution(session.required("turns"), kMaxTurns);
+  w.first_input_tokens = read_distribution(session.required("first_input_tokens"), kMaxTokensPerRequest);
+  w.turn_input_tokens = read_distribution(session.required("turn_input_tokens"), kMaxTokensPerRequest);
+  w.output_tokens = read_distribution(session.required("output_tokens"), kMaxTokensPerRequest);
+  w.think_time_s = read_distribution(session.required("think_time_s"), longest_think_s);
   const YamlNode effort = root.required("effort");
   const std::string level = effort.as_string();
   if (level == "low") {

@@ -25,7 +25,13 @@ struct Distribution {
   double sample(SplitMix64& rng) const;
 };
 
-Distribution read_distribution(const YamlNode& node);
+// `ceiling`: the largest value the quantity may take (a fixed value or max
+// above it is refused: counts past it would not stay exact).
+Distribution read_distribution(const YamlNode& node, double ceiling);
+
+// The most tokens one prompt or output may have (a trace row or a
+// distribution's max): past any model's context, exact in 32 bits.
+inline constexpr double kMaxTokensPerRequest = 2147483647;
 
 struct WorkloadSpec {
   std::string name;

@@ -448,6 +448,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"run --sessions-per-s 1e9 --duration 60",
                "field '--sessions-per-s': 1e+09 sessions/s over 60 s asks for up to 6e+10 sessions; one run "
                "starts at most 1e+06"},
+        BadRun{"--set hw_profiles/h200.yaml:hbm_bytes_per_s.value=1 run --duration 30",
+               "h200_pd_64.yaml: simulated time out of range"},
+        BadRun{
+            "--set workloads/agent_coding.yaml:session.first_input_tokens.max=1e20 run --duration 60",
+            "agent_coding.yaml:10: field 'session.first_input_tokens.max': expected at most 2147483647, got "
+            "1e+20"},
+        BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
+               "field 'session.turns.max': expected at most 1000000"},
         BadRun{"plan --ep 7", "field '--ep': EP size 7 does not divide the 384 routed experts"},
         BadRun{"capacity --ep 0", "field '--ep': expected positive integers, got 0"},
         BadRun{"step --context 4096 --batch 9223372036854775807",

@@ -363,6 +363,18 @@ TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
     EXPECT_EQ(e.where().line, 2);
     EXPECT_EQ(e.where().field, "input_tokens");
   }
+  // Counts are whole and bounded (a count past int64 once wrapped simulated time into the past).
+  for (const char* tokens : {"99999999999999999999", "2.5", "inf"}) {
+    std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,0," << tokens << ",10\n";
+    try {
+      load_workload_file((dir / "w.yaml").string());
+      ADD_FAILURE() << tokens;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, "input_tokens");
+      EXPECT_NE(std::string(e.what()).find("expected a whole number in [1, 2147483647]"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {

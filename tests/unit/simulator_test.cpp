@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <stdexcept>
@@ -67,6 +68,17 @@ TEST(Simulator, EventsCanScheduleEventsButNotInThePast) {
   EXPECT_EQ(chain, 1000);
   EXPECT_EQ(sim.now(), SimTime::from_ns(999));
   EXPECT_THROW(sim.schedule_at(SimTime::from_ns(1), [] {}), std::logic_error);
+}
+
+// A cost figure outside simulated time's range is refused, never wrapped
+// into a time in the past.
+TEST(SimTime, FiguresOutsideTheRangeThrow) {
+  EXPECT_EQ(SimTime::from_us(1.5).ps(), 1500000);
+  EXPECT_EQ(SimTime::from_s(86400.0 * 100).s(), 86400.0 * 100);
+  EXPECT_THROW(SimTime::from_s(86400.0 * 107), std::out_of_range);
+  EXPECT_THROW(SimTime::from_us(-1), std::out_of_range);
+  EXPECT_THROW(SimTime::from_us(std::nan("")), std::out_of_range);
+  EXPECT_THROW(SimTime::from_s(INFINITY), std::out_of_range);
 }
 
 TEST(Simulator, RandomStreamsAreIndependentAndRepeatable) {
