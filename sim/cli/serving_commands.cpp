@@ -3,6 +3,7 @@
 // serves within it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -94,7 +95,12 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.duration_s = f.duration_s;
   options.seed = f.seed;
   options.seeds = f.seeds;
-  options.trace_until_s = f.trace.empty() ? 0.0 : f.trace_seconds;
+  if (!f.trace.empty() && !(f.trace_seconds > 0 && std::isfinite(f.trace_seconds))) {
+    throw InputError({"", 0, "--trace-seconds"},
+                     fmt::format("expected a positive number of seconds, got {}", f.trace_seconds));
+  }
+  // Past the run's end there is nothing more to trace.
+  options.trace_until_s = f.trace.empty() ? 0.0 : std::min(f.trace_seconds, f.duration_s);
   const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
   if (!f.trace.empty()) {
     std::ofstream trace(f.trace);

@@ -456,6 +456,8 @@ INSTANTIATE_TEST_SUITE_P(
             "1e+20"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
                "field 'session.turns.max': expected at most 1000000"},
+        BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",
+               "field '--trace-seconds': expected a positive number of seconds, got -1"},
         BadRun{"plan --ep 7", "field '--ep': EP size 7 does not divide the 384 routed experts"},
         BadRun{"capacity --ep 0", "field '--ep': expected positive integers, got 0"},
         BadRun{"step --context 4096 --batch 9223372036854775807",
