@@ -106,13 +106,16 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_step_flags(step);
   step->add_option("--prompt-chunks", flags->prompt_chunks,
                    "decode: prompts whose chunks ride on the step (an aggregated engine mixing them in)");
-  step->add_option("--chunk-tokens", flags->chunk_tokens, "with --prompt-chunks: new tokens of each chunk");
+  step->add_option("--chunk-tokens", flags->chunk_tokens,
+                   "new tokens of each chunk: with --prompt-chunks, or in a prefill step (each of --batch "
+                   "prompts computes its last this many tokens; the rest is its cached prefix)");
   step->add_option(
       "--chunk-context", flags->chunk_context,
       "with --prompt-chunks: tokens of each prompt up to the chunk's end (default: --chunk-tokens)");
-  step->add_option("--chunks-continuing", flags->chunks_continuing,
-                   "with --prompt-chunks: how many chunks are not their prompt's last (default 0; under CED "
-                   "their decoder layers and sampling wait for the last chunk)");
+  step->add_option(
+      "--chunks-continuing", flags->chunks_continuing,
+      "of the chunks (--prompt-chunks, or a prefill step's --batch), how many are not their "
+      "prompt's last (default 0; under CED their decoder layers and sampling wait for the last)");
   step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
   bind(step, run_step);
 

@@ -39,9 +39,29 @@ StepShape step_shape_from(const Flags& f) {
   return s;
 }
 
-// The prompt chunks a decode step carries (step only; compare-layers has no such flags).
+// A prefill step of chunks: each of the --batch prompts computes its last
+// --chunk-tokens ending at --context (the rest is its cached prefix).
+void set_prefill_chunks(const Flags& f, StepShape* s) {
+  if (f.chunk_context != 0) {
+    throw InputError({"", 0, "--chunk-context"}, "in a prefill step each chunk ends at --context");
+  }
+  if (f.chunk_tokens < 0 || f.chunk_tokens > s->context) {
+    throw InputError(
+        {"", 0, "--chunk-tokens"},
+        fmt::format("expected 1..--context ({}) new tokens per chunk, got {}", s->context, f.chunk_tokens));
+  }
+  s->new_tokens = f.chunk_tokens;
+  s->continuing = f.chunks_continuing;
+}
+
+// The chunks a step computes (step only; compare-layers has no such flags):
+// a prefill step's own, or the prompt chunks a decode step carries.
 void add_prompt_chunks(const Flags& f, StepShape* s) {
   if (f.prompt_chunks == 0 && f.chunk_tokens == 0 && f.chunk_context == 0 && f.chunks_continuing == 0) return;
+  if (s->phase == Phase::kPrefill && f.prompt_chunks == 0) {
+    set_prefill_chunks(f, s);
+    return;
+  }
   if (f.prompt_chunks <= 0) {
     throw InputError({"", 0, "--prompt-chunks"},
                      fmt::format("expected a positive number of prompts, got {}", f.prompt_chunks));

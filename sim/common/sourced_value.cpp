@@ -72,9 +72,19 @@ SourcedValue read_sourced_value(const YamlNode& node, ValueRange range) {
     return SourcedValue(std::nullopt, provenance, node.location());
   }
   const YamlNode value = node.required("value");
-  return SourcedValue(
-      range == ValueRange::kPositive ? value.as_positive_double() : value.as_non_negative_double(),
-      provenance, node.location());
+  double number = 0;
+  switch (range) {
+    case ValueRange::kPositive:
+      number = value.as_positive_double();
+      break;
+    case ValueRange::kNonNegative:
+      number = value.as_non_negative_double();
+      break;
+    case ValueRange::kCount:
+      number = static_cast<double>(value.as_positive_int());
+      break;
+  }
+  return SourcedValue(number, provenance, node.location());
 }
 
 }  // namespace v41sim

@@ -56,7 +56,9 @@ class SourcedValue {
 // Reads {value: X, datasheet|published|measured|calibrated|assumed: "..."} or
 // {unknown: "..."} / {unsupported: "..."}.
 // Most figures must be positive; an error band or a widening may be zero.
-enum class ValueRange { kPositive, kNonNegative };
+// What a figure's value may be: positive, non-negative, or a count (a whole
+// number >= 1: SMs, GPUs).
+enum class ValueRange { kPositive, kNonNegative, kCount };
 SourcedValue read_sourced_value(const YamlNode& node, ValueRange range = ValueRange::kPositive);
 
 }  // namespace v41sim

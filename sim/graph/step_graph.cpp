@@ -137,7 +137,7 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
                                                         s.context, s.new_tokens));
   }
   if (s.continuing < 0 || s.continuing > (s.phase == Phase::kPrefill ? s.batch : 0)) {
-    throw InputError({"", 0, "continuing"},
+    throw InputError({"", 0, "--chunks-continuing"},
                      fmt::format("expected 0..{} prompts whose chunk does not end them, got {}",
                                  s.phase == Phase::kPrefill ? s.batch : 0, s.continuing));
   }

@@ -16,7 +16,10 @@ GpuProfile load_gpu_profile(const YamlNode& root) {
     architecture.fail("unknown architecture '" + gpu.architecture + "' (expected hopper or blackwell)");
   }
   auto field = [&root](const char* key) { return read_sourced_value(root.required(key)); };
-  gpu.sm_count = field("sm_count");
+  auto count = [&root](const char* key) {
+    return read_sourced_value(root.required(key), ValueRange::kCount);
+  };
+  gpu.sm_count = count("sm_count");
   gpu.boost_clock_ghz = field("boost_clock_ghz");
   gpu.hbm_bytes = field("hbm_bytes");
   gpu.hbm_bytes_per_s = field("hbm_bytes_per_s");
@@ -28,11 +31,11 @@ GpuProfile load_gpu_profile(const YamlNode& root) {
   gpu.tensor.bf16_tflops = read_sourced_value(tensor.required("bf16"));
   gpu.fp32_vector_tflops = field("fp32_vector_tflops");
   gpu.nvlink_bytes_per_s = field("nvlink_bytes_per_s");
-  gpu.nvlink_domain_gpus = field("nvlink_domain_gpus");
+  gpu.nvlink_domain_gpus = count("nvlink_domain_gpus");
   gpu.nic_bytes_per_s = field("nic_bytes_per_s");
   gpu.host_link_bytes_per_s = field("host_link_bytes_per_s");
   gpu.host_dram_bytes_per_node = field("host_dram_bytes_per_node");
-  gpu.gpus_per_node = field("gpus_per_node");
+  gpu.gpus_per_node = count("gpus_per_node");
   gpu.power_watts = field("power_watts");
   gpu.price_usd_per_gpu_hour = field("price_usd_per_gpu_hour");
   return gpu;

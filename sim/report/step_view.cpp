@@ -33,10 +33,11 @@ std::string title(const StepReport& r) {
   if (s.is_mixed()) {
     out += fmt::format(", with {} prompt chunks of {} tokens ending at {}", s.mixed_prefill.batch,
                        s.mixed_prefill.new_tokens, s.mixed_prefill.context);
-    if (s.mixed_prefill.continuing > 0) {
-      out += fmt::format(" ({} not their prompt's last)", s.mixed_prefill.continuing);
-    }
+  } else if (s.phase == Phase::kPrefill && s.new_tokens > 0 && s.new_tokens < s.context) {
+    out += fmt::format(", chunks of {} new tokens each", s.new_tokens);
   }
+  const int64_t continuing = s.is_mixed() ? s.mixed_prefill.continuing : s.continuing;
+  if (continuing > 0) out += fmt::format(" ({} not their prompt's last)", continuing);
   return out;
 }
 
@@ -235,6 +236,11 @@ nlohmann::json step_json(const StepReport& r) {
           {"phase", phase_name(s.phase)},
           {"batch", s.batch},
           {"context", s.context},
+          {"new_tokens",  // prefill: tokens each prompt computes (the rest is its cached prefix); decode: 0
+           s.phase != Phase::kPrefill ? 0
+           : s.new_tokens > 0         ? s.new_tokens
+                                      : s.context},
+          {"continuing", s.continuing},
           {"prompt_chunks",
            {{"prompts", s.mixed_prefill.batch},
             {"new_tokens", s.mixed_prefill.new_tokens},

@@ -43,6 +43,16 @@ TEST(BadGpuProfile, NegativeAndZeroFigures) {
   EXPECT_EQ(load_error("value: 141e9", "value: 0").where().field, "hbm_bytes.value");
 }
 
+// SMs and GPUs come whole (a domain of 1e-30 GPUs once printed nan times).
+TEST(BadGpuProfile, CountsAreWhole) {
+  EXPECT_EQ(load_error("sm_count: {value: 132", "sm_count: {value: 13.5").where().field, "sm_count.value");
+  const InputError e = load_error("nvlink_domain_gpus: {value: 8", "nvlink_domain_gpus: {value: 1e-30");
+  EXPECT_EQ(e.where().field, "nvlink_domain_gpus.value");
+  EXPECT_NE(std::string(e.what()).find("expected an integer"), std::string::npos) << e.what();
+  EXPECT_EQ(load_error("gpus_per_node: {value: 8", "gpus_per_node: {value: 0").where().field,
+            "gpus_per_node.value");
+}
+
 TEST(BadGpuProfile, UnknownFigureWithAValue) {
   const InputError e = load_error("fp4: {unsupported: \"Hopper has no FP4 tensor cores\"}",
                                   "fp4: {value: 1, unsupported: \"x\"}");

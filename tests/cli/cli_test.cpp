@@ -145,6 +145,21 @@ TEST(Cli, StepWithPromptChunks) {
   EXPECT_EQ(continuing["prompt_chunks"]["continuing"], 1);
   EXPECT_LT(continuing["flops"].get<double>(), mixed["flops"].get<double>());
   EXPECT_LT(continuing["total_time_us"].get<double>(), x);
+  // A prefill step of chunks on a cached prefix: only the last chunk runs the decoder.
+  const std::string chunk =
+      "step --model deepseek_v4_1_flash --hw h200 --phase prefill --batch 2 --context 65536 "
+      "--chunk-tokens 8192";
+  const auto last = run_json(chunk);
+  const auto earlier = run_json(chunk + " --chunks-continuing 2");
+  EXPECT_EQ(last["new_tokens"], 8192);
+  EXPECT_EQ(earlier["continuing"], 2);
+  EXPECT_LT(earlier["total_time_us"].get<double>(), last["total_time_us"].get<double>());
+  const auto whole =
+      run_json("step --model deepseek_v4_1_flash --hw h200 --phase prefill --batch 2 --context 65536");
+  EXPECT_LT(last["total_time_us"].get<double>(), whole["total_time_us"].get<double>());
+  EXPECT_NE(run(chunk + " --chunks-continuing 1")
+                .output.find("chunks of 8192 new tokens each (1 not their prompt's last)"),
+            std::string::npos);
 }
 
 TEST(Cli, CapacityJsonBracketsTheLargestRate) {
@@ -483,6 +498,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{
             "step --context 4096 --prompt-chunks 2 --chunk-tokens 512 --chunks-continuing 3",
             "field '--chunks-continuing': expected 0..2 prompt chunks that do not end their prompt, got 3"},
+        BadRun{"step --phase prefill --context 4096 --chunk-tokens 8192",
+               "field '--chunk-tokens': expected 1..--context (4096) new tokens per chunk, got 8192"},
+        BadRun{"step --phase prefill --context 4096 --chunk-tokens 512 --chunk-context 8192",
+               "field '--chunk-context': in a prefill step each chunk ends at --context"},
+        BadRun{"step --phase prefill --context 4096 --batch 2 --chunk-tokens 512 --chunks-continuing 3",
+               "field '--chunks-continuing': expected 0..2 prompts whose chunk does not end them, got 3"},
         BadRun{"step --context 4096 --chunk-tokens 512",
                "field '--prompt-chunks': expected a positive number"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
