@@ -305,12 +305,32 @@ void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* bl
                 c.tokens * (2.0 * s + 1.0) * h * kBf16ActivationBytes, ops / 4);
 }
 
+// Rows that only write the layer's caches (CED: a decoder layer's prompt
+// rows before the replayed tail) still need its block input: the residual
+// streams mixed and normed, without the merge back (nothing runs after).
+void add_cache_rows_input(const LayerContext& c, KernelFactory& f) {
+  const ModelSpec& m = c.model.spec;
+  const double rows = c.kv_tokens - c.tokens;
+  const double h = static_cast<double>(m.hidden_size);
+  if (!m.mhc) {
+    f.elementwise("attn_cache_rows_rmsnorm", rows, h, rows * h * 2.0 * kBf16ActivationBytes);
+    return;
+  }
+  const double s = static_cast<double>(m.mhc->streams);
+  const double ops = rows * h * s * s * static_cast<double>(m.mhc->sinkhorn_iters > 0 ? 2 : 1);
+  f.elementwise("attn_cache_rows_mhc_pre_mix_norm", rows, s * h, rows * (s + 1.0) * h * kBf16ActivationBytes,
+                ops * 3 / 4);  // the coefficients' and the pre-mix's share of the three-kernel form
+}
+
 // A layer no row runs (CED: a decoder layer in a chunk that does not end its
 // prompt) still writes its global caches for the chunk's tokens: the prompt's
 // last chunk attends to them.
 void add_attention_block(const LayerContext& c, KernelFactory& f) {
   const bool runs = c.tokens > 0;
   if (runs) add_residual_mixing(c, f, "attn");
+  if (c.kv_tokens > c.tokens && (c.plan.owns_kv() || (c.plan.selects_topk() && c.plan.owns_index_keys()))) {
+    add_cache_rows_input(c, f);
+  }
   const std::size_t first = f.kernels().size();
   if (runs) {
     add_query_projection(c, f);

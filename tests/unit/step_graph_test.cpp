@@ -215,11 +215,16 @@ TEST(StepGraph, CedRunsTheDecoderOnlyInAPromptsLastChunk) {
   const LayerKernels& layer20 = none_ends.layers[20];
   EXPECT_EQ(layer20.layer, 20);
   EXPECT_DOUBLE_EQ(layer20.tokens, 0);
+  // The rows' block input (the residual streams mixed and normed), then the projections and writes.
   EXPECT_EQ(kernel_names(layer20),
-            (std::set<std::string>{"kv_compress+index_key_compress_proj", "kv_rope_quant_write",
-                                   "index_key_rope_quant_write"}));
+            (std::set<std::string>{"attn_cache_rows_mhc_pre_mix_norm", "kv_compress+index_key_compress_proj",
+                                   "kv_rope_quant_write", "index_key_rope_quant_write"}));
   for (const Kernel& k : layer20.kernels) EXPECT_GT(k.hbm_bytes, 0) << k.name;
   EXPECT_EQ(find_kernel(layer20, "kv_compress+index_key_compress_proj")->shape.m, 2 * 16384);
+  EXPECT_EQ(find_kernel(layer20, "attn_cache_rows_mhc_pre_mix_norm")->shape.m, 2 * 16384);
+  // Where one prompt ends, its 140 replayed rows get their input from the layer's own mixing.
+  EXPECT_EQ(find_kernel(one_ends.layers[20], "attn_cache_rows_mhc_pre_mix_norm")->shape.m, 2 * 16384 - 140);
+  EXPECT_EQ(find_kernel(one_ends.layers[21], "attn_cache_rows_mhc_pre_mix_norm"), nullptr);  // a Reuse layer
   EXPECT_LT(flops_of(none_ends), flops_of(one_ends));
 
   // Without CED every layer runs every row; only sampling waits.
