@@ -307,6 +307,10 @@ DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
   }
   spec.routed_experts = optional_int(node, "routed_experts", 0);
   spec.top_k = optional_int(node, "top_k", 0);
+  if (spec.top_k > spec.routed_experts || (spec.routed_experts > 0 && spec.top_k == 0)) {
+    node.required("top_k").fail(
+        fmt::format("expected 1..{} (the draft's routed_experts), got {}", spec.routed_experts, spec.top_k));
+  }
   if (const auto acceptance = node.optional("acceptance")) {
     spec.acceptance = read_sourced_value(*acceptance);
     if (spec.acceptance->value() >= 1.0) acceptance->fail("an acceptance rate is below 1");

@@ -70,6 +70,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"negative_size", "hidden_size: 5120", "hidden_size: -5120", "hidden_size",
                 "expected a positive integer", "hidden_size: -5120"},
         BadCase{"zero_size", "top_k: 6", "top_k: 0", "moe.top_k", "expected a positive integer", "top_k: 0"},
+        BadCase{"draft_top_k_past_its_experts", "top_k: 3", "top_k: 1000000", "draft.top_k",
+                "expected 1..128 (the draft's routed_experts), got 1000000", "top_k: 1000000"},
         BadCase{"rope_wider_than_the_head", "rope_dim: 64", "rope_dim: 600", "attention.rope_dim",
                 "expected at most head_dim (512) rotary dims, got 600", "rope_dim: 600"},
         BadCase{"layer_id_out_of_range", "kv_source_layer_ids: [2, 8, 14, 20]",
