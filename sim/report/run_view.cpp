@@ -159,14 +159,20 @@ std::vector<Table> run_tables(const RunReport& r) {
   breakdown.add_row({"  of prefill + decode: EP communication not hidden by compute",
                      format_fixed(x.mean_communication_ms, 2)});
 
-  Table occupancy(
-      "Occupancy over time (10 samples of 200)",
-      {"time (s)", "decode KV used", "prefill queue", "decode queue", "decoding", "SWA states in host pool"});
+  // Disaggregated: the prefill pool's KV, held by prompts until shipped.
+  const bool split = r.deployment.disaggregated;
+  std::vector<std::string> columns{"time (s)", "decode KV used"};
+  if (split) columns.push_back("prefill KV used");
+  columns.insert(columns.end(), {"prefill queue", "decode queue", "decoding", "SWA states in host pool"});
+  Table occupancy("Occupancy over time (10 samples of 200)", columns);
   for (std::size_t i = 0; i < x.occupancy.size(); i += std::max<std::size_t>(1, x.occupancy.size() / 10)) {
     const OccupancySample& o = x.occupancy[i];
-    occupancy.add_row({format_fixed(o.time_s, 0), fmt::format("{:.1f}%", 100 * o.decode_kv_used_fraction),
-                       std::to_string(o.prefill_queue), std::to_string(o.decode_queue),
-                       std::to_string(o.decoding), std::to_string(o.host_pool_sessions)});
+    std::vector<std::string> row{format_fixed(o.time_s, 0),
+                                 fmt::format("{:.1f}%", 100 * o.decode_kv_used_fraction)};
+    if (split) row.push_back(fmt::format("{:.1f}%", 100 * o.prefill_kv_used_fraction));
+    row.insert(row.end(), {std::to_string(o.prefill_queue), std::to_string(o.decode_queue),
+                           std::to_string(o.decoding), std::to_string(o.host_pool_sessions)});
+    occupancy.add_row(row);
   }
   if (r.run.seeds.size() < 2) return {head, latency, breakdown, occupancy};
   return {head, latency, breakdown, occupancy, seeds_table(r)};
@@ -178,6 +184,7 @@ nlohmann::json run_json(const RunReport& r) {
   for (const OccupancySample& o : x.occupancy) {
     occupancy.push_back({{"time_s", o.time_s},
                          {"decode_kv_used_fraction", o.decode_kv_used_fraction},
+                         {"prefill_kv_used_fraction", o.prefill_kv_used_fraction},
                          {"prefill_queue", o.prefill_queue},
                          {"decode_queue", o.decode_queue},
                          {"decoding", o.decoding},

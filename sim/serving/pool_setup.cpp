@@ -28,23 +28,23 @@ StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCost
                        deployment.decode.overlap == PoolSpec::Overlap::kWhenFaster);
 }
 
-double decode_kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
-                               const GpuProfile& decode_gpu) {
+double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment, const PoolSpec& pool,
+                        const GpuProfile& gpu) {
   const FitRequest fit{
-      deployment.decode.gpus_per_instance,
-      deployment.decode.ep,
+      pool.gpus_per_instance,
+      pool.ep,
       1,
       model.spec.weights,
       DensePlacement::kReplicated,
       SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
-      deployment.decode.redundant_experts};
-  return fit_memory(model, decode_gpu, fit).kv_bytes_per_gpu;
+      pool.redundant_experts};
+  return fit_memory(model, gpu, fit).kv_bytes_per_gpu;
 }
 
 int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
                                 const GpuProfile& decode_gpu, int64_t context) {
-  return static_cast<int64_t>(
-      std::floor(decode_kv_bytes_per_gpu(model, deployment, decode_gpu) / model.kv.session_bytes(context)));
+  return static_cast<int64_t>(std::floor(kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu) /
+                                         model.kv.session_bytes(context)));
 }
 
 }  // namespace v41sim

@@ -21,10 +21,10 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
 StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                                     const KernelCostModel& decode_cost, const DeploymentSpec& deployment);
 
-// Bytes of KV a decode GPU holds: what the memory fit leaves after the
-// weights (EP group, redundant experts) and the deployment's reserve.
-double decode_kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
-                               const GpuProfile& decode_gpu);
+// Bytes of KV a GPU of `pool` holds: what the memory fit leaves after the
+// weights (its EP group, redundant experts) and the deployment's reserve.
+double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment, const PoolSpec& pool,
+                        const GpuProfile& gpu);
 
 // Sessions of `context` tokens (global KV + window and compressor state) that
 // one decode GPU's KV room holds.

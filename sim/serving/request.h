@@ -29,7 +29,8 @@ struct Request {
   int prefill_instance = -1;    // where it was prefilled (disaggregated: whose NICs ship its KV)
   int decode_rank = -1;
   double kv_reserved_bytes = 0;
-  SimTime prefill_queued;  // joined the prefill queue (after any SSD read)
+  double prefill_kv_bytes = 0;  // disaggregated: held on its prefill instance until shipped
+  SimTime prefill_queued;       // joined the prefill queue (after any SSD read)
   SimTime prefill_started;
   SimTime first_token;
   SimTime decode_queued;

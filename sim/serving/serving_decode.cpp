@@ -49,6 +49,7 @@ void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r)
                                  model_.kv.session_bytes(r.context()) / nic_bandwidth);
   r.transfer_us = (sent - sim_.now()).us();
   sim_.schedule_at(sent, [this, index, &rank, &r] {
+    release_prefill_kv(r);  // the prefill instance's copy is no longer needed
     --rank.arriving;
     rank.active.push_back(&r);
     r.decode_started = sim_.now();

@@ -32,6 +32,8 @@ struct ServingSimulation::Engine {
 struct ServingSimulation::PrefillInstance {
   std::deque<Request*> queue;
   int64_t tokens_left = 0;  // prompt tokens its queue has still to compute (where prompts go)
+  int index = 0;
+  double kv_used = 0;  // disaggregated: KV of its prompts, from their first chunk until shipped
   Engine* engine = nullptr;
   // Aggregated: the decode instance on the same GPUs, where a prompt's KV is
   // held from its first chunk on (null when disaggregated).

@@ -16,6 +16,10 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     reject(r, "final context does not fit in one decode GPU's KV memory");
     return;
   }
+  if (deployment_.disaggregated && model_.kv.session_bytes(r.context()) > prefill_kv_bytes_per_instance_) {
+    reject(r, "prompt does not fit in one prefill instance's KV memory");
+    return;
+  }
   // Least outstanding prefill tokens; ties to the lowest index.
   std::size_t best = 0;
   for (std::size_t i = 1; i < prefill_.size(); ++i) {
@@ -62,7 +66,8 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
 }
 
 bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
-  if (inst.colocated == nullptr || r.decode_rank >= 0) return true;
+  if (inst.colocated == nullptr) return hold_prefill_kv(inst, r);
+  if (r.decode_rank >= 0) return true;
   DecodeRank* best = nullptr;
   for (DecodeRank& rank : inst.colocated->ranks) {
     if (rank.has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu) &&
@@ -75,6 +80,24 @@ bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
   best->kv_used += r.kv_reserved_bytes;
   r.decode_rank = static_cast<int>(best - inst.colocated->ranks.data());
   return true;
+}
+
+bool ServingSimulation::hold_prefill_kv(PrefillInstance& inst, Request& r) {
+  if (r.prefill_kv_bytes > 0) return true;
+  const double bytes = model_.kv.session_bytes(r.context());
+  if (inst.kv_used + bytes > prefill_kv_bytes_per_instance_) return false;
+  inst.kv_used += bytes;
+  r.prefill_kv_bytes = bytes;
+  r.prefill_instance = inst.index;
+  return true;
+}
+
+void ServingSimulation::release_prefill_kv(Request& r) {
+  if (r.prefill_kv_bytes <= 0) return;
+  PrefillInstance& inst = *prefill_[static_cast<std::size_t>(r.prefill_instance)];
+  inst.kv_used -= r.prefill_kv_bytes;
+  r.prefill_kv_bytes = 0;
+  try_start_prefill(static_cast<std::size_t>(inst.index));  // a prompt may wait for that room
 }
 
 void ServingSimulation::start_decoding_held(DecodeInstance& inst, Request& r) {
@@ -177,11 +200,11 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     ++result_.output_tokens_generated;
     if (p.colocated != nullptr) start_decoding_held(*p.colocated, r);  // the KV is already where it decodes
     if (r.generated == r.output_tokens) {
+      release_prefill_kv(r);
       finish(r);
       continue;
     }
     if (p.colocated != nullptr) continue;
-    r.prefill_instance = static_cast<int>(index);
     enqueue_decode(r);  // its KV waits here until a decode rank has room for it
   }
 }

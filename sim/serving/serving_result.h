@@ -15,10 +15,12 @@ namespace v41sim {
 struct OccupancySample {
   double time_s = 0;
   double decode_kv_used_fraction = 0;  // of the decode pool's KV bytes
-  int64_t prefill_queue = 0;           // requests waiting for or in prefill
-  int64_t decode_queue = 0;            // requests waiting for a decode slot
-  int64_t decoding = 0;                // requests in decode batches
-  int64_t host_pool_sessions = 0;      // SWA states parked in host DRAM
+  double prefill_kv_used_fraction =
+      0;                           // disaggregated: of the prefill pool's KV bytes (prompts until shipped)
+  int64_t prefill_queue = 0;       // requests waiting for or in prefill
+  int64_t decode_queue = 0;        // requests waiting for a decode slot
+  int64_t decoding = 0;            // requests in decode batches
+  int64_t host_pool_sessions = 0;  // SWA states parked in host DRAM
 };
 
 // One span of the run's timeline, for the trace.

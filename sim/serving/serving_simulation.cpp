@@ -76,7 +76,11 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       steps_(std::move(steps)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
-  decode_kv_bytes_per_gpu_ = decode_kv_bytes_per_gpu(model, deployment, decode_gpu_);
+  decode_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu_);
+  if (deployment.disaggregated) {
+    prefill_kv_bytes_per_instance_ = kv_bytes_per_gpu(model, deployment, deployment.prefill, prefill_gpu_) *
+                                     static_cast<double>(deployment.prefill.gpus_per_instance);
+  }
   // The SWA pool: a share of every node's DRAM, counted in sessions' window state.
   const double decode_nodes =
       static_cast<double>(deployment.decode.instances * deployment.decode.gpus_per_instance) /
@@ -97,6 +101,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     engines_.push_back(std::make_unique<Engine>());
     prefill_.push_back(std::make_unique<PrefillInstance>());
     prefill_.back()->engine = engines_.back().get();
+    prefill_.back()->index = static_cast<int>(i);
   }
   for (int64_t i = 0; i < deployment.decode.instances; ++i) {
     auto instance = std::make_unique<DecodeInstance>();
@@ -243,7 +248,15 @@ void ServingSimulation::sample_occupancy() {
   OccupancySample s;
   s.time_s = sim_.now().s();
   double used = 0;
-  for (const auto& p : prefill_) s.prefill_queue += static_cast<int64_t>(p->queue.size());
+  double prefill_used = 0;
+  for (const auto& p : prefill_) {
+    s.prefill_queue += static_cast<int64_t>(p->queue.size());
+    prefill_used += p->kv_used;
+  }
+  if (prefill_kv_bytes_per_instance_ > 0) {
+    s.prefill_kv_used_fraction =
+        prefill_used / (prefill_kv_bytes_per_instance_ * static_cast<double>(prefill_.size()));
+  }
   for (const auto& d : decode_) {
     s.decode_queue += static_cast<int64_t>(d->queue.size());
     for (const DecodeRank& rank : d->ranks) {

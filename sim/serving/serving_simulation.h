@@ -93,6 +93,11 @@ class ServingSimulation {
   // held. The rank that holds it may differ from the one whose step packs its
   // chunks: ranks are timed alike, so only the memory is placed.
   bool hold_kv(PrefillInstance& instance, Request& r);
+  // Disaggregated: a prompt's KV stays on its prefill instance from its first
+  // chunk until its transfer to decode ends (or it finishes there); false
+  // while the instance's KV memory is full. Release gives the room back.
+  bool hold_prefill_kv(PrefillInstance& instance, Request& r);
+  void release_prefill_kv(Request& r);
   // Aggregated: a prompt done with prefill takes its held slot in the batch
   // (or, with nothing left to generate, gives its KV back).
   void start_decoding_held(DecodeInstance& instance, Request& r);
@@ -138,7 +143,8 @@ class ServingSimulation {
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double decode_kv_bytes_per_gpu_ = 0;
-  std::deque<Request> requests_;  // stable addresses
+  double prefill_kv_bytes_per_instance_ = 0;  // disaggregated: its prompts' KV, until shipped
+  std::deque<Request> requests_;              // stable addresses
   std::vector<Session> sessions_;
   std::unordered_map<int64_t, int64_t> trace_sessions_;  // trace session id -> index into sessions_
   std::vector<std::unique_ptr<Engine>> engines_;

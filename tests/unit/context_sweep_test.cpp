@@ -27,7 +27,7 @@ TEST(ContextSweep, SessionsAreTheDecodeGpusKvRoomOverOneSession) {
   const DeploymentSpec d = deployment("h200_agg_8");
   const ContextSweep sweep = sweep_contexts(s.catalog, s.model, d, {{8192, 131072, 1048576}, 2000, 60, 0});
   const GpuCostModel gpu(s.catalog.data_dir(), s.catalog.resolve_gpu(d.decode.gpu), true);
-  const double room = decode_kv_bytes_per_gpu(s.model, d, gpu.gpu());
+  const double room = kv_bytes_per_gpu(s.model, d, d.decode, gpu.gpu());
   ASSERT_EQ(sweep.points.size(), 3u);
   for (const ContextPoint& p : sweep.points) {
     EXPECT_DOUBLE_EQ(p.session_bytes, s.model.kv.session_bytes(p.context));

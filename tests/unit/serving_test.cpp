@@ -622,5 +622,30 @@ TEST(Serving, DecodeTakesTheSlotBeforeTheKvIsShipped) {
   EXPECT_GT(r.decode_wait_ms.p99, 0.0);  // requests did wait for the slot
 }
 
+// Disaggregated, decode saturated: finished prompts wait for a decode slot
+// holding their KV on the prefill instance, which has only so much memory;
+// once it is full, new prompts wait in the prefill queue instead.
+TEST(Serving, PrefillKvMemoryBoundsThePromptsWaitingForDecode) {
+  Fixture f = v41_agents();
+  f.deployment.prefill.instances = 1;
+  f.deployment.decode.instances = 1;
+  f.deployment.decode.max_batch_per_gpu = 1;
+  f.deployment.reserve_fraction = 0.64;  // about 2.4 GB of KV per H200 after 48.4 GB of weights
+  f.workload.sessions_per_s = 4;
+  f.workload.turns = {Distribution::Kind::kFixed, 1, 0, 1, 1};
+  f.workload.first_input_tokens = {Distribution::Kind::kFixed, 100000, 0, 100000, 100000};
+  f.workload.output_tokens = {Distribution::Kind::kFixed, 2000, 0, 2000, 2000};
+  const ServingResult r = f.run(300);
+  double most = 0;
+  for (const OccupancySample& s : r.occupancy) {
+    EXPECT_LE(s.prefill_kv_used_fraction, 1.0 + 1e-12) << s.time_s;
+    most = std::max(most, s.prefill_kv_used_fraction);
+  }
+  EXPECT_GT(most, 0.9);                             // it filled
+  EXPECT_GT(r.occupancy.back().prefill_queue, 10);  // and prompts queued for it
+  EXPECT_EQ(r.arrived, r.finished + r.in_flight + r.rejected);
+  EXPECT_EQ(r.rejected, 0);
+}
+
 }  // namespace
 }  // namespace v41sim
