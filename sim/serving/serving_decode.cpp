@@ -50,6 +50,7 @@ void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r)
   r.transfer_us = (sent - sim_.now()).us();
   sim_.schedule_at(sent, [this, index, &rank, &r] {
     release_prefill_kv(r);  // the prefill instance's copy is no longer needed
+    try_start_prefill(static_cast<std::size_t>(r.prefill_instance));  // a prompt may wait for that room
     --rank.arriving;
     rank.active.push_back(&r);
     r.decode_started = sim_.now();

@@ -94,10 +94,8 @@ bool ServingSimulation::hold_prefill_kv(PrefillInstance& inst, Request& r) {
 
 void ServingSimulation::release_prefill_kv(Request& r) {
   if (r.prefill_kv_bytes <= 0) return;
-  PrefillInstance& inst = *prefill_[static_cast<std::size_t>(r.prefill_instance)];
-  inst.kv_used -= r.prefill_kv_bytes;
+  prefill_[static_cast<std::size_t>(r.prefill_instance)]->kv_used -= r.prefill_kv_bytes;
   r.prefill_kv_bytes = 0;
-  try_start_prefill(static_cast<std::size_t>(inst.index));  // a prompt may wait for that room
 }
 
 void ServingSimulation::start_decoding_held(DecodeInstance& inst, Request& r) {

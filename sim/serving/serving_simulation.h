@@ -95,7 +95,8 @@ class ServingSimulation {
   bool hold_kv(PrefillInstance& instance, Request& r);
   // Disaggregated: a prompt's KV stays on its prefill instance from its first
   // chunk until its transfer to decode ends (or it finishes there); false
-  // while the instance's KV memory is full. Release gives the room back.
+  // while the instance's KV memory is full. Release gives the room back (the
+  // caller starts the instance's next step where it may be waiting for it).
   bool hold_prefill_kv(PrefillInstance& instance, Request& r);
   void release_prefill_kv(Request& r);
   // Aggregated: a prompt done with prefill takes its held slot in the batch

@@ -647,5 +647,19 @@ TEST(Serving, PrefillKvMemoryBoundsThePromptsWaitingForDecode) {
   EXPECT_EQ(r.rejected, 0);
 }
 
+// One-token answers finish at the prefill instance and give its KV back
+// there, mid-way through the step's completions: no chunk may be taken twice.
+TEST(Serving, PromptsEndingAtPrefillGiveTheirKvBackOnce) {
+  Fixture f = v41_agents();
+  f.deployment.reserve_fraction = 0.64;  // little KV room, so prompts wait for the room given back
+  f.workload.sessions_per_s = 4;
+  f.workload.output_tokens = {Distribution::Kind::kFixed, 1, 0, 1, 1};
+  const ServingResult r = f.run(120, 1, true);
+  EXPECT_EQ(r.in_flight, 0);
+  EXPECT_EQ(r.input_tokens_prefilled, r.input_tokens_to_compute);
+  EXPECT_EQ(r.arrived, r.finished + r.rejected);
+  EXPECT_GT(r.finished, 100);
+}
+
 }  // namespace
 }  // namespace v41sim
