@@ -122,6 +122,8 @@ void add_indexer_queries(const LayerContext& c, KernelFactory& f) {
   f.gemm("index_head_weights", c.tokens, heads, h, m.weights.dense, MathType::kBf16).input = kBlockInput;
 }
 
+bool writes_index_keys(const LayerContext& c) { return c.plan.selects_topk() && c.plan.owns_index_keys(); }
+
 // The caches the layer keeps for every new token (kv_tokens), where it owns
 // them: its global KV (compressed entries on V4/V4.1) and its index keys.
 void add_global_caches(const LayerContext& c, KernelFactory& f) {
@@ -130,7 +132,7 @@ void add_global_caches(const LayerContext& c, KernelFactory& f) {
   if (c.plan.owns_kv() && a.kv_projection == KvProjection::kSharedLatent) {
     add_compressor(c, f, "kv", static_cast<double>(a.kv_heads * a.head_dim), a.main_cache);
   }
-  if (c.plan.selects_topk() && c.plan.owns_index_keys()) {
+  if (writes_index_keys(c)) {
     add_compressor(c, f, "index_key", static_cast<double>(a.indexer->head_dim), a.indexer->key_cache);
   }
 }
@@ -328,9 +330,7 @@ void add_cache_rows_input(const LayerContext& c, KernelFactory& f) {
 void add_attention_block(const LayerContext& c, KernelFactory& f) {
   const bool runs = c.tokens > 0;
   if (runs) add_residual_mixing(c, f, "attn");
-  if (c.kv_tokens > c.tokens && (c.plan.owns_kv() || (c.plan.selects_topk() && c.plan.owns_index_keys()))) {
-    add_cache_rows_input(c, f);
-  }
+  if (c.kv_tokens > c.tokens && (c.plan.owns_kv() || writes_index_keys(c))) add_cache_rows_input(c, f);
   const std::size_t first = f.kernels().size();
   if (runs) {
     add_query_projection(c, f);
