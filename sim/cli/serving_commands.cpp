@@ -19,7 +19,6 @@
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/costing/shared_step_times.h"
-#include "sim/des/sim_time.h"
 #include "sim/report/context_view.h"
 #include "sim/report/frontier_view.h"
 #include "sim/report/load_capacity_view.h"
@@ -34,10 +33,9 @@ namespace v41sim::cli {
 
 namespace {
 
-// Up to a quarter of simulated time's range (SimTime: ~106 days), leaving
-// the rest for the requests in flight to drain.
-void require_positive_duration(const Flags& f) {
-  const double longest_s = std::floor(SimTime::max().s() / 4);
+// Seconds in (0, longest_run_s()].
+void require_run_duration(const Flags& f) {
+  const double longest_s = longest_run_s();
   if (!(f.duration_s > 0 && f.duration_s <= longest_s)) {
     throw InputError({"", 0, "--duration"},
                      fmt::format("expected seconds in (0, {:.0f}], got {}", longest_s, f.duration_s));
@@ -87,7 +85,7 @@ WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
 }  // namespace
 
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  require_positive_duration(f);
+  require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
   const WorkloadSpec workload = load_workload(catalog, f);
@@ -151,7 +149,7 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
 }
 
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  require_positive_duration(f);
+  require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
   const WorkloadSpec workload = load_workload(catalog, f);
@@ -213,7 +211,7 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
 }
 
 void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  require_positive_duration(f);
+  require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const std::vector<DeploymentSpec> variants =
       plan_variants(load_bases(catalog, f), grid_from_flags(f, m.spec));
@@ -261,7 +259,7 @@ std::vector<std::string> files_read_by_run(const Catalog& catalog, const Flags& 
 }  // namespace
 
 void run_sensitivity(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  require_positive_duration(f);
+  require_run_duration(f);
   const std::string deployment_file = catalog.resolve_deployment(f.deployment);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec deployment = load_deployment_file(deployment_file);

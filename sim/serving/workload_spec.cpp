@@ -102,6 +102,8 @@ double Distribution::sample(SplitMix64& rng) const {
   return std::clamp(x, min, max);
 }
 
+double longest_run_s() { return std::floor(SimTime::max().s() / 4); }
+
 Distribution read_distribution(const YamlNode& node, double ceiling) {
   node.expect_only({"dist", "value", "mean", "sigma", "min", "max"});
   Distribution d;
@@ -185,12 +187,11 @@ WorkloadSpec load_workload_file(const std::string& path) {
   const YamlNode session = root.required("session");
   session.expect_only({"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s"});
   constexpr double kMaxTurns = 1e6;
-  const double longest_think_s = std::floor(SimTime::max().s() / 4);  // as long as a run may be
   w.turns = read_distribution(session.required("turns"), kMaxTurns);
   w.first_input_tokens = read_distribution(session.required("first_input_tokens"), kMaxTokensPerRequest);
   w.turn_input_tokens = read_distribution(session.required("turn_input_tokens"), kMaxTokensPerRequest);
   w.output_tokens = read_distribution(session.required("output_tokens"), kMaxTokensPerRequest);
-  w.think_time_s = read_distribution(session.required("think_time_s"), longest_think_s);
+  w.think_time_s = read_distribution(session.required("think_time_s"), longest_run_s());
   const YamlNode effort = root.required("effort");
   const std::string level = effort.as_string();
   if (level == "low") {

@@ -33,6 +33,10 @@ Distribution read_distribution(const YamlNode& node, double ceiling);
 // distribution's max): past any model's context, exact in 32 bits.
 inline constexpr double kMaxTokensPerRequest = 2147483647;
 
+// The longest a run (or a think time) may last: a quarter of simulated time's
+// range (SimTime: ~106 days), leaving the rest for requests in flight to drain.
+double longest_run_s();
+
 struct WorkloadSpec {
   std::string name;
   std::string file;
