@@ -50,6 +50,16 @@ nlohmann::json over_seeds_json(const ServedRun& run) {
            run.cost.known ? spread(&SeedOutcome::usd_per_million_output) : nlohmann::json(nullptr)}};
 }
 
+// A share within the SLA as a percentage, with one decimal unless that would
+// print the threshold itself for a share on the other side of it (98.96% is
+// not "99.0%" beside "no"): then as many more decimals as tell them apart.
+std::string share_beside_threshold(double share, double threshold) {
+  int decimals = 1;
+  const auto at = [](double x, int d) { return fmt::format("{:.{}f}", 100 * x, d); };
+  while (decimals < 4 && share != threshold && at(share, decimals) == at(threshold, decimals)) ++decimals;
+  return at(share, decimals);
+}
+
 // "yes" or "no"; with several seeds also how many meet it alone: "yes (2 of 3 seeds alone)".
 std::string meets_cell(const ServedRun& run, double min_within_sla) {
   const std::string verdict = run.meets_sla(min_within_sla) ? "yes" : "no";
@@ -277,10 +287,11 @@ std::vector<std::string> served_run_cells(const ServedRun& run, double min_withi
     return fmt::format("{} ({}-{})", mean, fmt::format(fmt::runtime(format), s.min),
                        fmt::format(fmt::runtime(format), s.max));
   };
-  std::string within = fmt::format("{:.1f}%", 100 * run.within_sla());
+  std::string within = share_beside_threshold(run.within_sla(), min_within_sla) + "%";
   if (run.seeds.size() > 1) {
     const SeedSpread s = run.spread(&SeedOutcome::within_sla);
-    within += fmt::format(" ({:.1f}-{:.1f})", 100 * s.min, 100 * s.max);
+    within += fmt::format(" ({}-{})", share_beside_threshold(s.min, min_within_sla),
+                          share_beside_threshold(s.max, min_within_sla));
   }
   return {within,
           cell(&SeedOutcome::ttft_p99_ms, "{:.0f}"),

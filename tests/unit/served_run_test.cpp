@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/common/input_error.h"
+#include "sim/report/run_view.h"
 #include "tests/test_data.h"
 
 namespace v41sim {
@@ -81,6 +82,23 @@ TEST(ServedRun, FewerThanOneSeedIsAnInputError) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().field, "--seeds");
   }
+}
+
+// A share just short of the SLA's threshold never prints as the threshold
+// beside "no": it takes the decimals that tell them apart.
+TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
+  const auto cells = [](std::vector<double> shares) {
+    ServedRun run;
+    for (std::size_t i = 0; i < shares.size(); ++i) run.seeds.push_back({i + 1, 1000, shares[i]});
+    return served_run_cells(run, 0.99);
+  };
+  EXPECT_EQ(cells({0.9896})[0], "98.96%");
+  EXPECT_EQ(cells({0.9896})[5], "no");
+  EXPECT_EQ(cells({0.99})[0], "99.0%");
+  EXPECT_EQ(cells({0.99})[5], "yes");
+  EXPECT_EQ(cells({0.985})[0], "98.5%");
+  EXPECT_EQ(cells({0.98999})[0], "98.999%");
+  EXPECT_EQ(cells({0.9896, 0.9924})[0], "99.1% (98.96-99.2)");
 }
 
 }  // namespace
