@@ -20,10 +20,14 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     reject(r, "prompt does not fit in one prefill instance's KV memory");
     return;
   }
-  // Least outstanding prefill tokens; ties to the lowest index.
+  // Least routing load; ties to the lowest index.
   std::size_t best = 0;
+  double best_load = routing_load(*prefill_[0]);
   for (std::size_t i = 1; i < prefill_.size(); ++i) {
-    if (prefill_[i]->tokens_left < prefill_[best]->tokens_left) best = i;
+    if (const double load = routing_load(*prefill_[i]); load < best_load) {
+      best = i;
+      best_load = load;
+    }
   }
   prefill_[best]->queue.push_back(&r);
   prefill_[best]->tokens_left += r.to_compute - r.computed;
@@ -32,6 +36,23 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   } else {
     try_start_prefill(best);
   }
+}
+
+// A prefill instance's load is the prompt tokens it has still to compute. An
+// aggregated instance also decodes: its load adds the tokens of KV its
+// requests hold (queued prompts at their whole context, decoding sequences at
+// their history), weighted alike, as NVIDIA Dynamo's KV router costs a worker
+// (prefill blocks plus active decode blocks, its default overlap weight 1).
+// By prefill tokens alone, every prompt that arrives while no prefill queue
+// holds a token would go to the first instance, however many it decodes.
+double ServingSimulation::routing_load(const PrefillInstance& inst) const {
+  double load = static_cast<double>(inst.tokens_left);
+  if (inst.colocated == nullptr) return load;
+  for (const Request* r : inst.queue) load += static_cast<double>(r->context());
+  for (const DecodeRank& rank : inst.colocated->ranks) {
+    for (const Request* r : rank.active) load += static_cast<double>(r->context() + r->generated);
+  }
+  return load;
 }
 
 void ServingSimulation::try_start_prefill(std::size_t index) {

@@ -70,6 +70,8 @@ class ServingSimulation {
   void reject(Request& r, const char* reason);
   // Prefill.
   void enqueue_prefill(Request& r);
+  // What routing compares between instances (the least takes the prompt).
+  double routing_load(const PrefillInstance& instance) const;
   void try_start_prefill(std::size_t instance);
   struct PrefillChunk {
     Request* request;

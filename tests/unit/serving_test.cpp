@@ -97,6 +97,30 @@ TEST(Serving, EveryRequestAndTokenIsAccountedFor) {
   EXPECT_GT(drained.input_tokens_cached, 0);
 }
 
+// Aggregated instances share the prompts by load, decoding included: with
+// four of them, each runs a fair share of the prefill steps. By prefill
+// tokens alone, a prompt that finds every prefill queue empty goes to the
+// first instance, however many sequences it decodes.
+TEST(Serving, AggregatedInstancesShareThePromptsByLoad) {
+  Fixture f = tiny_aggregated_chat();
+  f.deployment.prefill.instances = 4;
+  f.deployment.decode.instances = 4;
+  f.workload.sessions_per_s = 2;
+  std::map<int64_t, int64_t> steps_by_instance;
+  int64_t steps = 0;
+  for (const TraceSpan& s : traced_run(f, 300).trace) {
+    if (s.kind != TraceSpan::Kind::kPrefillStep) continue;
+    ++steps_by_instance[s.instance];
+    ++steps;
+  }
+  ASSERT_GT(steps, 100);
+  ASSERT_EQ(steps_by_instance.size(), 4u);
+  for (const auto& [instance, count] : steps_by_instance) {
+    EXPECT_GT(count, steps / 8) << "instance " << instance;
+    EXPECT_LT(count, steps / 2) << "instance " << instance;
+  }
+}
+
 TEST(Serving, SameSeedSameResultOtherSeedOtherResult) {
   Fixture f = v41_agents();
   const ServingResult a = f.run(200, 7);
