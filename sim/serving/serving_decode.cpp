@@ -140,17 +140,17 @@ void ServingSimulation::next_step(std::size_t index) {
 }
 
 // One rank's share of a mixed step: its decode batch (drafts as its plain
-// step would verify) and the chunks it takes from the queue, from `*next` on.
-StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(PrefillInstance& prompts, const DecodeRank& rank,
-                                                             std::size_t* next,
+// step would verify) and the chunks it takes from its own prompt queue.
+StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(PrefillInstance& prompts, std::size_t rank_index,
                                                              std::vector<PrefillChunk>* chunks,
                                                              double* tokens_per_sequence) {
+  const DecodeRank& rank = prompts.colocated->ranks[rank_index];
   const auto n = static_cast<int64_t>(rank.active.size());
   const StepTimeCache::DecodeStep plain =
       n > 0 ? steps_->decode_step(n, rank.mean_history()) : StepTimeCache::DecodeStep{};
   *tokens_per_sequence = plain.tokens_per_sequence;
   const int64_t budget = deployment_.prefill.max_tokens_per_step - n * (1 + plain.drafts);
-  const RankChunks packed = pack_chunks(prompts, next, budget, chunks);
+  const RankChunks packed = pack_chunks(prompts, rank_index, budget, chunks);
   if (packed.prompts == 0) return plain;
   if (n > 0) {
     return steps_->mixed_step(n, rank.mean_history(), packed.prompts, packed.mean_new_tokens,
@@ -186,10 +186,8 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
   StepTimeCache::DecodeStep slowest;
   slowest.us = 0;
   int64_t batch = 0;
-  std::size_t next = 0;
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    const StepTimeCache::DecodeStep step =
-        rank_mixed_step(prompts, inst.ranks[i], &next, &chunks, &tokens_per_sequence[i]);
+    const StepTimeCache::DecodeStep step = rank_mixed_step(prompts, i, &chunks, &tokens_per_sequence[i]);
     if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step
     batch += static_cast<int64_t>(inst.ranks[i].active.size());
   }

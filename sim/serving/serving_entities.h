@@ -29,9 +29,15 @@ struct ServingSimulation::Engine {
   bool busy = false;
 };
 
+// Data-parallel attention (SGLang's DP attention, vLLM's data parallelism):
+// a prompt is routed to one rank of the instance, whose scheduler runs its
+// chunks and, aggregated, holds its KV and decodes it; the ranks' steps meet
+// in the EP all-to-all, so the slowest rank sets the step.
 struct ServingSimulation::PrefillInstance {
-  std::deque<Request*> queue;
-  int64_t tokens_left = 0;  // prompt tokens its queue has still to compute (where prompts go)
+  std::deque<Request*> queue;                     // its prompts in arrival order, waiting or part done
+  std::vector<std::deque<Request*>> rank_queues;  // the same prompts, each in its rank's queue
+  int64_t tokens_left = 0;                        // prompt tokens its queue has still to compute
+  std::vector<int64_t> rank_tokens_left;          // the same, per rank
   int index = 0;
   double kv_used = 0;  // disaggregated: KV of its prompts, from their first chunk until shipped
   Engine* engine = nullptr;

@@ -20,7 +20,8 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     reject(r, "prompt does not fit in one prefill instance's KV memory");
     return;
   }
-  // Least routing load; ties to the lowest index.
+  // The instance with the least routing load, then its rank with the least;
+  // ties to the lowest index.
   std::size_t best = 0;
   double best_load = routing_load(*prefill_[0]);
   for (std::size_t i = 1; i < prefill_.size(); ++i) {
@@ -29,8 +30,20 @@ void ServingSimulation::enqueue_prefill(Request& r) {
       best_load = load;
     }
   }
-  prefill_[best]->queue.push_back(&r);
-  prefill_[best]->tokens_left += r.to_compute - r.computed;
+  PrefillInstance& inst = *prefill_[best];
+  std::size_t rank = 0;
+  double rank_best = rank_load(inst, 0);
+  for (std::size_t k = 1; k < inst.rank_queues.size(); ++k) {
+    if (const double load = rank_load(inst, k); load < rank_best) {
+      rank = k;
+      rank_best = load;
+    }
+  }
+  r.attention_rank = static_cast<int>(rank);
+  inst.queue.push_back(&r);
+  inst.rank_queues[rank].push_back(&r);
+  inst.tokens_left += r.to_compute - r.computed;
+  inst.rank_tokens_left[rank] += r.to_compute - r.computed;
   if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(best);
   } else {
@@ -38,20 +51,25 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   }
 }
 
-// A prefill instance's load is the prompt tokens it has still to compute. An
-// aggregated instance also decodes: its load adds the tokens of KV its
-// requests hold (queued prompts at their whole context, decoding sequences at
-// their history), weighted alike, as NVIDIA Dynamo's KV router costs a worker
-// (prefill blocks plus active decode blocks, its default overlap weight 1).
-// By prefill tokens alone, every prompt that arrives while no prefill queue
-// holds a token would go to the first instance, however many it decodes.
-double ServingSimulation::routing_load(const PrefillInstance& inst) const {
-  double load = static_cast<double>(inst.tokens_left);
+// A rank's load is the prompt tokens it has still to compute. An aggregated
+// rank also decodes: its load adds the tokens of KV its requests hold (queued
+// prompts at their whole context, decoding sequences at their history),
+// weighted alike, as NVIDIA Dynamo's KV router costs a worker (prefill blocks
+// plus active decode blocks, its default overlap weight 1). By prefill tokens
+// alone, every prompt that arrives while no prefill queue holds a token would
+// go to the first instance, however many it decodes.
+double ServingSimulation::rank_load(const PrefillInstance& inst, std::size_t rank) const {
+  double load = static_cast<double>(inst.rank_tokens_left[rank]);
   if (inst.colocated == nullptr) return load;
-  for (const Request* r : inst.queue) load += static_cast<double>(r->context());
-  for (const DecodeRank& rank : inst.colocated->ranks) {
-    for (const Request* r : rank.active) load += static_cast<double>(r->context() + r->generated);
-  }
+  for (const Request* r : inst.rank_queues[rank]) load += static_cast<double>(r->context());
+  for (const Request* r : inst.colocated->ranks[rank].active)
+    load += static_cast<double>(r->context() + r->generated);
+  return load;
+}
+
+double ServingSimulation::routing_load(const PrefillInstance& inst) const {
+  double load = 0;
+  for (std::size_t k = 0; k < inst.rank_queues.size(); ++k) load += rank_load(inst, k);
   return load;
 }
 
@@ -63,16 +81,15 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     if (hold_kv(inst, head)) start_context_parallel_step(index, head);
     return;
   }
-  // Each rank packs queued requests (one chunk each) up to its token budget.
+  // Each rank packs its queued prompts (one chunk each) up to its token budget.
   std::vector<PrefillChunk> chunks;
   double step_us = 0;
   double step_communication_us = 0;
   ErrorBand step_band;
   int64_t step_micro_batches = 1;
-  std::size_t next = 0;
-  for (int64_t rank = 0; rank < deployment_.prefill.gpus_per_instance && next < inst.queue.size(); ++rank) {
-    const RankChunks packed = pack_chunks(inst, &next, deployment_.prefill.max_tokens_per_step, &chunks);
-    if (packed.prompts == 0) break;  // the head waits for KV room
+  for (std::size_t rank = 0; rank < inst.rank_queues.size(); ++rank) {
+    const RankChunks packed = pack_chunks(inst, rank, deployment_.prefill.max_tokens_per_step, &chunks);
+    if (packed.prompts == 0) continue;  // nothing queued, or its head waits for KV room
     const StepTimeCache::StepCost cost =
         steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context, packed.continuing);
     if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
@@ -89,17 +106,11 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
 bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
   if (inst.colocated == nullptr) return hold_prefill_kv(inst, r);
   if (r.decode_rank >= 0) return true;
-  DecodeRank* best = nullptr;
-  for (DecodeRank& rank : inst.colocated->ranks) {
-    if (rank.has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu) &&
-        (best == nullptr || rank.kv_used < best->kv_used)) {
-      best = &rank;
-    }
-  }
-  if (best == nullptr) return false;
-  ++best->arriving;
-  best->kv_used += r.kv_reserved_bytes;
-  r.decode_rank = static_cast<int>(best - inst.colocated->ranks.data());
+  DecodeRank& rank = inst.colocated->ranks[static_cast<std::size_t>(r.attention_rank)];
+  if (!rank.has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu)) return false;
+  ++rank.arriving;
+  rank.kv_used += r.kv_reserved_bytes;
+  r.decode_rank = r.attention_rank;
   return true;
 }
 
@@ -132,17 +143,16 @@ void ServingSimulation::start_decoding_held(DecodeInstance& inst, Request& r) {
   rank.active.push_back(&r);
 }
 
-ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& inst, std::size_t* next,
+ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& inst, std::size_t rank,
                                                              int64_t budget,
                                                              std::vector<PrefillChunk>* chunks) {
   int64_t n = 0;
   int64_t continuing = 0;
   double new_sum = 0;
   double end_sum = 0;
-  while (budget > 0 && *next < inst.queue.size()) {
-    Request* r = inst.queue[*next];
+  for (Request* r : inst.rank_queues[rank]) {
+    if (budget <= 0) break;
     if (!hold_kv(inst, *r)) break;  // first come, first served: the head waits for KV room
-    ++*next;
     const int64_t left = r->to_compute - r->computed;
     const int64_t tokens = std::min(budget, left);
     if (tokens < left) ++continuing;
@@ -211,9 +221,12 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     r.communication_us += communication_us;
     r.computed += c.tokens;
     p.tokens_left -= c.tokens;
+    const auto rank = static_cast<std::size_t>(r.attention_rank);
+    p.rank_tokens_left[rank] -= c.tokens;
     result_.input_tokens_prefilled += c.tokens;
     if (r.computed < r.to_compute) continue;
     p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
+    p.rank_queues[rank].erase(std::find(p.rank_queues[rank].begin(), p.rank_queues[rank].end(), &r));
     r.first_token = sim_.now();
     r.generated = 1;
     ++result_.output_tokens_generated;

@@ -102,6 +102,9 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     prefill_.push_back(std::make_unique<PrefillInstance>());
     prefill_.back()->engine = engines_.back().get();
     prefill_.back()->index = static_cast<int>(i);
+    prefill_.back()->rank_queues.resize(static_cast<std::size_t>(deployment.prefill.gpus_per_instance));
+    prefill_.back()->rank_tokens_left.assign(static_cast<std::size_t>(deployment.prefill.gpus_per_instance),
+                                             0);
   }
   for (int64_t i = 0; i < deployment.decode.instances; ++i) {
     auto instance = std::make_unique<DecodeInstance>();

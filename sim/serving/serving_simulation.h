@@ -2,8 +2,9 @@
 //
 // Request lifecycle: session turn arrives -> KV-tier lookup (global KV in the
 // SSD tier, SWA state in the host pool) and SSD read -> prefill queue ->
-// chunked prefill steps on a prefill instance (each rank packs requests up to
-// its token budget; the slowest rank sets the step, as EP synchronises them)
+// chunked prefill steps on one rank of a prefill instance (data-parallel
+// attention: each rank packs its own prompts up to its token budget; the
+// slowest rank sets the step, as EP synchronises them)
 // -> first token -> decode admission (a request waits until a rank has a
 // batch slot and KV room for its final context, as engines allocate decode KV
 // before the prefill side sends it; an aggregated deployment takes both before
@@ -70,15 +71,17 @@ class ServingSimulation {
   void reject(Request& r, const char* reason);
   // Prefill.
   void enqueue_prefill(Request& r);
-  // What routing compares between instances (the least takes the prompt).
+  // What routing compares between instances, then between the ranks of the
+  // one chosen (the least takes the prompt).
   double routing_load(const PrefillInstance& instance) const;
+  double rank_load(const PrefillInstance& instance, std::size_t rank) const;
   void try_start_prefill(std::size_t instance);
   struct PrefillChunk {
     Request* request;
     int64_t tokens;
   };
-  // One rank's share of a step's prompts: queued requests from `*next` on,
-  // one chunk each, up to `budget` tokens. The mean chunk, the mean context
+  // One rank's share of a step's prompts: its queued prompts in order, one
+  // chunk each, up to `budget` tokens. The mean chunk, the mean context
   // it ends at and the chunks that do not end their prompt give the step's shape.
   struct RankChunks {
     int64_t prompts = 0;
@@ -86,14 +89,12 @@ class ServingSimulation {
     int64_t mean_context = 0;
     int64_t continuing = 0;
   };
-  RankChunks pack_chunks(PrefillInstance& instance, std::size_t* next, int64_t budget,
+  RankChunks pack_chunks(PrefillInstance& instance, std::size_t rank, int64_t budget,
                          std::vector<PrefillChunk>* chunks);
   // Aggregated: a prompt holds KV room and a batch slot for its final context
-  // on a rank of the colocated decode instance from its first chunk on (the
-  // rank with the least KV in use); false when no rank has both. Always true
-  // when disaggregated (the decode pool admits it after the transfer) or once
-  // held. The rank that holds it may differ from the one whose step packs its
-  // chunks: ranks are timed alike, so only the memory is placed.
+  // on its attention rank of the colocated decode instance from its first
+  // chunk on; false while that rank lacks either (it waits for its own rank,
+  // as a data-parallel rank's scheduler has its own KV pool).
   bool hold_kv(PrefillInstance& instance, Request& r);
   // Disaggregated: a prompt's KV stays on its prefill instance from its first
   // chunk until its transfer to decode ends (or it finishes there); false
@@ -125,9 +126,8 @@ class ServingSimulation {
                           double communication_us);
   // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
   void try_start_mixed_step(std::size_t instance);
-  StepTimeCache::DecodeStep rank_mixed_step(PrefillInstance& prompts, const DecodeRank& rank,
-                                            std::size_t* next, std::vector<PrefillChunk>* chunks,
-                                            double* tokens_per_sequence);
+  StepTimeCache::DecodeStep rank_mixed_step(PrefillInstance& prompts, std::size_t rank,
+                                            std::vector<PrefillChunk>* chunks, double* tokens_per_sequence);
   void finish(Request& r);
   // Bookkeeping.
   void change_in_system(int delta);

@@ -121,6 +121,34 @@ TEST(Serving, AggregatedInstancesShareThePromptsByLoad) {
   }
 }
 
+// Data-parallel attention: prompts routed to an instance spread over its
+// ranks (each rank's scheduler runs its own). Four prompts arrive at once on
+// an idle instance of four ranks: the first starts a step alone, and the
+// other three, on the three other ranks, run in the next step, one each, so
+// it lasts as long as one prompt's; packed onto one rank up to its token
+// budget they would take a step of all three.
+TEST(Serving, PromptsArrivingTogetherSpreadOverTheInstancesRanks) {
+  const auto dir = std::filesystem::temp_directory_path() / "v41sim_dp_ranks";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n"
+                               << "1.0,0,2048,1\n1.0,1,2048,1\n1.0,2,2048,1\n1.0,3,2048,1\n";
+  std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
+  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"), (dir / "w.yaml").string());
+  for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = 4;
+  f.deployment.prefill.max_tokens_per_step = 4 * 2048;
+  std::vector<TraceSpan> steps;
+  for (const TraceSpan& s : traced_run(f, 10).trace) {
+    if (s.kind == TraceSpan::Kind::kPrefillStep) steps.push_back(s);
+  }
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].size, 1);
+  EXPECT_EQ(steps[1].size, 3);
+  StepTimeCache times = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const double one_prompt_us = times.prefill_step(1, 2048, 2048).us;
+  for (const TraceSpan& s : steps) EXPECT_NEAR(s.duration_us, one_prompt_us, 1e-3);  // time in whole ps
+  EXPECT_GT(times.prefill_step(3, 2048, 2048).us, 2 * one_prompt_us);
+}
+
 TEST(Serving, SameSeedSameResultOtherSeedOtherResult) {
   Fixture f = v41_agents();
   const ServingResult a = f.run(200, 7);
