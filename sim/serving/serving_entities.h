@@ -36,8 +36,7 @@ struct ServingSimulation::Engine {
 struct ServingSimulation::PrefillInstance {
   std::deque<Request*> queue;                     // its prompts in arrival order, waiting or part done
   std::vector<std::deque<Request*>> rank_queues;  // the same prompts, each in its rank's queue
-  int64_t tokens_left = 0;                        // prompt tokens its queue has still to compute
-  std::vector<int64_t> rank_tokens_left;          // the same, per rank
+  std::vector<int64_t> rank_tokens_left;          // prompt tokens each rank's queue has still to compute
   int index = 0;
   double kv_used = 0;  // disaggregated: KV of its prompts, from their first chunk until shipped
   Engine* engine = nullptr;

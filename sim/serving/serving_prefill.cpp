@@ -6,6 +6,23 @@
 #include "sim/serving/serving_entities.h"
 
 namespace v41sim {
+namespace {
+
+// The index in [0, n) whose load is least; ties to the lowest.
+template <typename LoadOf>
+std::size_t least_loaded(std::size_t n, LoadOf load_of) {
+  std::size_t best = 0;
+  double best_load = load_of(0);
+  for (std::size_t i = 1; i < n; ++i) {
+    if (const double load = load_of(i); load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+}  // namespace
 
 void ServingSimulation::enqueue_prefill(Request& r) {
   r.prefill_queued = sim_.now();
@@ -20,29 +37,15 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     reject(r, "prompt does not fit in one prefill instance's KV memory");
     return;
   }
-  // The instance with the least routing load, then its rank with the least;
-  // ties to the lowest index.
-  std::size_t best = 0;
-  double best_load = routing_load(*prefill_[0]);
-  for (std::size_t i = 1; i < prefill_.size(); ++i) {
-    if (const double load = routing_load(*prefill_[i]); load < best_load) {
-      best = i;
-      best_load = load;
-    }
-  }
+  // The instance with the least routing load, then its rank with the least.
+  const std::size_t best =
+      least_loaded(prefill_.size(), [this](std::size_t i) { return routing_load(*prefill_[i]); });
   PrefillInstance& inst = *prefill_[best];
-  std::size_t rank = 0;
-  double rank_best = rank_load(inst, 0);
-  for (std::size_t k = 1; k < inst.rank_queues.size(); ++k) {
-    if (const double load = rank_load(inst, k); load < rank_best) {
-      rank = k;
-      rank_best = load;
-    }
-  }
+  const std::size_t rank =
+      least_loaded(inst.rank_queues.size(), [this, &inst](std::size_t k) { return rank_load(inst, k); });
   r.attention_rank = static_cast<int>(rank);
   inst.queue.push_back(&r);
   inst.rank_queues[rank].push_back(&r);
-  inst.tokens_left += r.to_compute - r.computed;
   inst.rank_tokens_left[rank] += r.to_compute - r.computed;
   if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(best);
@@ -220,7 +223,6 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     Request& r = *c.request;
     r.communication_us += communication_us;
     r.computed += c.tokens;
-    p.tokens_left -= c.tokens;
     const auto rank = static_cast<std::size_t>(r.attention_rank);
     p.rank_tokens_left[rank] -= c.tokens;
     result_.input_tokens_prefilled += c.tokens;
