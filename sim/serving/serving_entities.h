@@ -38,7 +38,10 @@ struct ServingSimulation::PrefillInstance {
   std::vector<std::deque<Request*>> rank_queues;  // the same prompts, each in its rank's queue
   std::vector<int64_t> rank_tokens_left;          // prompt tokens each rank's queue has still to compute
   int index = 0;
-  double kv_used = 0;  // disaggregated: KV of its prompts, from their first chunk until shipped
+  // Disaggregated: each rank's KV of its prompts, from their first chunk until
+  // shipped; and the context tokens of those done, waiting to be shipped.
+  std::vector<double> rank_kv_used;
+  std::vector<int64_t> rank_shipping_tokens;
   Engine* engine = nullptr;
   // Aggregated: the decode instance on the same GPUs, where a prompt's KV is
   // held from its first chunk on (null when disaggregated).

@@ -33,8 +33,8 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     reject(r, "final context does not fit in one decode GPU's KV memory");
     return;
   }
-  if (deployment_.disaggregated && model_.kv.session_bytes(r.context()) > prefill_kv_bytes_per_instance_) {
-    reject(r, "prompt does not fit in one prefill instance's KV memory");
+  if (deployment_.disaggregated && model_.kv.session_bytes(r.context()) > prefill_kv_bytes_per_gpu_) {
+    reject(r, "prompt does not fit in one prefill GPU's KV memory");
     return;
   }
   // The instance with the least routing load, then its rank with the least.
@@ -54,17 +54,18 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   }
 }
 
-// A rank's load is the prompt tokens it has still to compute. An aggregated
-// rank also decodes: its load adds the tokens of KV its requests hold (queued
-// prompts at their whole context, decoding sequences at their history),
-// weighted alike, as NVIDIA Dynamo's KV router costs a worker (prefill blocks
-// plus active decode blocks, its default overlap weight 1). By prefill tokens
-// alone, every prompt that arrives while no prefill queue holds a token would
-// go to the first instance, however many it decodes.
+// A rank's load is the prompt tokens it has still to compute plus the tokens
+// of KV its requests hold: queued prompts at their whole context; prompts
+// done and waiting to be shipped (disaggregated); decoding sequences at their
+// history (aggregated). The two weigh alike, as NVIDIA Dynamo's KV router
+// costs a worker (prefill blocks plus active blocks, its default overlap
+// weight 1). By prompt tokens alone, every prompt that arrives while no
+// queue holds a token would go to the first instance and rank, however many
+// sequences it decodes or how much KV it holds.
 double ServingSimulation::rank_load(const PrefillInstance& inst, std::size_t rank) const {
   double load = static_cast<double>(inst.rank_tokens_left[rank]);
-  if (inst.colocated == nullptr) return load;
   for (const Request* r : inst.rank_queues[rank]) load += static_cast<double>(r->context());
+  if (inst.colocated == nullptr) return load + static_cast<double>(inst.rank_shipping_tokens[rank]);
   for (const Request* r : inst.colocated->ranks[rank].active)
     load += static_cast<double>(r->context() + r->generated);
   return load;
@@ -120,8 +121,9 @@ bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
 bool ServingSimulation::hold_prefill_kv(PrefillInstance& inst, Request& r) {
   if (r.prefill_kv_bytes > 0) return true;
   const double bytes = model_.kv.session_bytes(r.context());
-  if (inst.kv_used + bytes > prefill_kv_bytes_per_instance_) return false;
-  inst.kv_used += bytes;
+  double& used = inst.rank_kv_used[static_cast<std::size_t>(r.attention_rank)];
+  if (used + bytes > prefill_kv_bytes_per_gpu_) return false;
+  used += bytes;
   r.prefill_kv_bytes = bytes;
   r.prefill_instance = inst.index;
   return true;
@@ -129,7 +131,8 @@ bool ServingSimulation::hold_prefill_kv(PrefillInstance& inst, Request& r) {
 
 void ServingSimulation::release_prefill_kv(Request& r) {
   if (r.prefill_kv_bytes <= 0) return;
-  prefill_[static_cast<std::size_t>(r.prefill_instance)]->kv_used -= r.prefill_kv_bytes;
+  prefill_[static_cast<std::size_t>(r.prefill_instance)]
+      ->rank_kv_used[static_cast<std::size_t>(r.attention_rank)] -= r.prefill_kv_bytes;
   r.prefill_kv_bytes = 0;
 }
 
@@ -239,6 +242,7 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
       continue;
     }
     if (p.colocated != nullptr) continue;
+    p.rank_shipping_tokens[rank] += r.context();
     enqueue_decode(r);  // its KV waits here until a decode rank has room for it
   }
 }

@@ -78,8 +78,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
   // Decode ranks hold what the memory fit leaves for KV.
   decode_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu_);
   if (deployment.disaggregated) {
-    prefill_kv_bytes_per_instance_ = kv_bytes_per_gpu(model, deployment, deployment.prefill, prefill_gpu_) *
-                                     static_cast<double>(deployment.prefill.gpus_per_instance);
+    prefill_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.prefill, prefill_gpu_);
   }
   // The SWA pool: a share of every node's DRAM, counted in sessions' window state.
   const double decode_nodes =
@@ -102,9 +101,11 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     prefill_.push_back(std::make_unique<PrefillInstance>());
     prefill_.back()->engine = engines_.back().get();
     prefill_.back()->index = static_cast<int>(i);
-    prefill_.back()->rank_queues.resize(static_cast<std::size_t>(deployment.prefill.gpus_per_instance));
-    prefill_.back()->rank_tokens_left.assign(static_cast<std::size_t>(deployment.prefill.gpus_per_instance),
-                                             0);
+    const auto ranks = static_cast<std::size_t>(deployment.prefill.gpus_per_instance);
+    prefill_.back()->rank_queues.resize(ranks);
+    prefill_.back()->rank_tokens_left.assign(ranks, 0);
+    prefill_.back()->rank_kv_used.assign(ranks, 0.0);
+    prefill_.back()->rank_shipping_tokens.assign(ranks, 0);
   }
   for (int64_t i = 0; i < deployment.decode.instances; ++i) {
     auto instance = std::make_unique<DecodeInstance>();
@@ -254,11 +255,12 @@ void ServingSimulation::sample_occupancy() {
   double prefill_used = 0;
   for (const auto& p : prefill_) {
     s.prefill_queue += static_cast<int64_t>(p->queue.size());
-    prefill_used += p->kv_used;
+    for (const double used_on_rank : p->rank_kv_used) prefill_used += used_on_rank;
   }
-  if (prefill_kv_bytes_per_instance_ > 0) {
+  if (prefill_kv_bytes_per_gpu_ > 0) {
     s.prefill_kv_used_fraction =
-        prefill_used / (prefill_kv_bytes_per_instance_ * static_cast<double>(prefill_.size()));
+        prefill_used / (prefill_kv_bytes_per_gpu_ * static_cast<double>(prefill_.size()) *
+                        static_cast<double>(deployment_.prefill.gpus_per_instance));
   }
   for (const auto& d : decode_) {
     s.decode_queue += static_cast<int64_t>(d->queue.size());

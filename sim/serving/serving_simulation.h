@@ -96,9 +96,9 @@ class ServingSimulation {
   // chunk on; false while that rank lacks either (it waits for its own rank,
   // as a data-parallel rank's scheduler has its own KV pool).
   bool hold_kv(PrefillInstance& instance, Request& r);
-  // Disaggregated: a prompt's KV stays on its prefill instance from its first
-  // chunk until its transfer to decode ends (or it finishes there); false
-  // while the instance's KV memory is full. Release gives the room back (the
+  // Disaggregated: a prompt's KV stays on its attention rank of its prefill
+  // instance from its first chunk until its transfer to decode ends (or it
+  // finishes there); false while that rank's KV memory is full. Release gives the room back (the
   // caller starts the instance's next step where it may be waiting for it).
   bool hold_prefill_kv(PrefillInstance& instance, Request& r);
   void release_prefill_kv(Request& r);
@@ -146,8 +146,8 @@ class ServingSimulation {
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double decode_kv_bytes_per_gpu_ = 0;
-  double prefill_kv_bytes_per_instance_ = 0;  // disaggregated: its prompts' KV, until shipped
-  std::deque<Request> requests_;              // stable addresses
+  double prefill_kv_bytes_per_gpu_ = 0;  // disaggregated: a rank's room for its prompts' KV, until shipped
+  std::deque<Request> requests_;         // stable addresses
   std::vector<Session> sessions_;
   std::unordered_map<int64_t, int64_t> trace_sessions_;  // trace session id -> index into sessions_
   std::vector<std::unique_ptr<Engine>> engines_;

@@ -699,6 +699,32 @@ TEST(Serving, PrefillKvMemoryBoundsThePromptsWaitingForDecode) {
   EXPECT_EQ(r.rejected, 0);
 }
 
+// Disaggregated, decode saturated: a prefill rank holds its finished
+// prompts' KV until they are shipped, so routing counts that KV as load.
+// Prompts arriving one at a time (each computed before the next comes) would
+// otherwise all go to the first rank, which has no prompt tokens left to
+// compute, until its memory is full, while the other waits empty.
+TEST(Serving, PromptsWaitingToBeShippedCountInTheirRanksLoad) {
+  Fixture f = tiny_fixed();
+  f.deployment.prefill.gpus_per_instance = 2;  // data-parallel ranks (a dense model: EP 1)
+  f.deployment.decode.max_batch_per_gpu = 1;
+  f.deployment.reserve_fraction = 0.98;  // a few prompts' KV per GPU
+  f.workload.sessions_per_s = 0.5;
+  f.workload.output_tokens = {Distribution::Kind::kFixed, 10000, 0, 10000, 10000};
+  const ServingResult r = f.run(200);
+  double most = 0;
+  for (const OccupancySample& s : r.occupancy) {
+    most = std::max(most, s.prefill_kv_used_fraction);
+    // No prompt waits for KV room while a rank has room for several.
+    if (s.prefill_kv_used_fraction < 0.8) {
+      EXPECT_EQ(s.prefill_queue, 0) << s.time_s;
+    }
+  }
+  EXPECT_GT(most, 0.9);  // both ranks filled
+  EXPECT_LE(most, 1.0 + 1e-12);
+  EXPECT_EQ(r.rejected, 0);
+}
+
 // One-token answers finish at the prefill instance and give its KV back
 // there, mid-way through the step's completions: no chunk may be taken twice.
 TEST(Serving, PromptsEndingAtPrefillGiveTheirKvBackOnce) {
