@@ -54,7 +54,7 @@ void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r)
     release_prefill_kv(r);  // the prefill instance's copy is no longer needed
     try_start_prefill(static_cast<std::size_t>(r.prefill_instance));  // a prompt may wait for that room
     --rank.arriving;
-    rank.active.push_back(&r);
+    rank.start_decoding(&r);
     r.decode_started = sim_.now();
     try_start_decode(index);
   });
@@ -117,11 +117,13 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const std::vector<
       const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);
       r->token_credit -= static_cast<double>(emitted);
       r->generated += emitted;
+      rank.history_tokens += emitted;
       result_.output_tokens_generated += emitted;
       if (r->generated < r->output_tokens) {
         still.push_back(r);
         continue;
       }
+      rank.history_tokens -= r->context() + r->generated;
       rank.kv_used -= r->kv_reserved_bytes;
       finish(*r);
     }

@@ -37,6 +37,7 @@ struct ServingSimulation::PrefillInstance {
   std::deque<Request*> queue;                     // its prompts in arrival order, waiting or part done
   std::vector<std::deque<Request*>> rank_queues;  // the same prompts, each in its rank's queue
   std::vector<int64_t> rank_tokens_left;          // prompt tokens each rank's queue has still to compute
+  std::vector<int64_t> rank_queued_context;       // the context tokens of each rank's queued prompts
   int index = 0;
   // Disaggregated: each rank's KV of its prompts, from their first chunk until
   // shipped; and the context tokens of those done, waiting to be shipped.
@@ -50,6 +51,7 @@ struct ServingSimulation::PrefillInstance {
 
 struct ServingSimulation::DecodeRank {
   std::vector<Request*> active;
+  int64_t history_tokens = 0;  // over the active sequences: context and tokens generated
   // Sequences that hold KV room and a batch slot here but do not decode yet:
   // aggregated, prompts in prefill; disaggregated, KV on its way over the NICs.
   int64_t arriving = 0;
@@ -58,12 +60,14 @@ struct ServingSimulation::DecodeRank {
     return static_cast<int64_t>(active.size()) + arriving < max_batch &&
            kv_bytes_per_gpu - kv_used >= r.kv_reserved_bytes;
   }
+  void start_decoding(Request* r) {
+    active.push_back(r);
+    history_tokens += r->context() + r->generated;
+  }
   // Mean tokens of history over the active sequences (0 when none).
   int64_t mean_history() const {
     if (active.empty()) return 0;
-    double sum = 0;
-    for (const Request* r : active) sum += static_cast<double>(r->context() + r->generated);
-    return static_cast<int64_t>(sum / static_cast<double>(active.size()));
+    return static_cast<int64_t>(static_cast<double>(history_tokens) / static_cast<double>(active.size()));
   }
 };
 

@@ -47,6 +47,7 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   inst.queue.push_back(&r);
   inst.rank_queues[rank].push_back(&r);
   inst.rank_tokens_left[rank] += r.to_compute - r.computed;
+  inst.rank_queued_context[rank] += r.context();
   if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(best);
   } else {
@@ -63,12 +64,9 @@ void ServingSimulation::enqueue_prefill(Request& r) {
 // queue holds a token would go to the first instance and rank, however many
 // sequences it decodes or how much KV it holds.
 double ServingSimulation::rank_load(const PrefillInstance& inst, std::size_t rank) const {
-  double load = static_cast<double>(inst.rank_tokens_left[rank]);
-  for (const Request* r : inst.rank_queues[rank]) load += static_cast<double>(r->context());
-  if (inst.colocated == nullptr) return load + static_cast<double>(inst.rank_shipping_tokens[rank]);
-  for (const Request* r : inst.colocated->ranks[rank].active)
-    load += static_cast<double>(r->context() + r->generated);
-  return load;
+  const int64_t held = inst.colocated == nullptr ? inst.rank_shipping_tokens[rank]
+                                                 : inst.colocated->ranks[rank].history_tokens;
+  return static_cast<double>(inst.rank_tokens_left[rank] + inst.rank_queued_context[rank] + held);
 }
 
 double ServingSimulation::routing_load(const PrefillInstance& inst) const {
@@ -146,7 +144,7 @@ void ServingSimulation::start_decoding_held(DecodeInstance& inst, Request& r) {
   r.decode_queued = sim_.now();
   r.decode_admitted = sim_.now();
   r.decode_started = sim_.now();
-  rank.active.push_back(&r);
+  rank.start_decoding(&r);
 }
 
 ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& inst, std::size_t rank,
@@ -232,6 +230,7 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     if (r.computed < r.to_compute) continue;
     p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
     p.rank_queues[rank].erase(std::find(p.rank_queues[rank].begin(), p.rank_queues[rank].end(), &r));
+    p.rank_queued_context[rank] -= r.context();
     r.first_token = sim_.now();
     r.generated = 1;
     ++result_.output_tokens_generated;

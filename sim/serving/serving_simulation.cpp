@@ -104,6 +104,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     const auto ranks = static_cast<std::size_t>(deployment.prefill.gpus_per_instance);
     prefill_.back()->rank_queues.resize(ranks);
     prefill_.back()->rank_tokens_left.assign(ranks, 0);
+    prefill_.back()->rank_queued_context.assign(ranks, 0);
     prefill_.back()->rank_kv_used.assign(ranks, 0.0);
     prefill_.back()->rank_shipping_tokens.assign(ranks, 0);
   }
