@@ -78,6 +78,29 @@ BENCHMARK(BM_ServingRun)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+// Far more traffic than the deployment serves (a minute at 16,000 sessions/s):
+// queues grow to hundreds of thousands of prompts, and routing each one must
+// not rescan them (the cost stays linear in the requests).
+void BM_ServingOverload(benchmark::State& state) {
+  const v41sim::ModelAnalysis model = v41_flash();
+  const v41sim::DeploymentSpec deployment =
+      bundled_deployment(state.range(0) == 0 ? "h200_pd_64" : "h200_agg_8");
+  v41sim::WorkloadSpec workload = bundled_workload("agent_coding");
+  workload.sessions_per_s = 16000;
+  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
+  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
+  int64_t requests = 0;
+  for (auto _ : state) {
+    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
+    const v41sim::ServingResult r = sim.run(60);
+    requests = r.arrived;
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["requests"] = static_cast<double>(requests);
+  state.SetLabel(state.range(0) == 0 ? "h200_pd_64" : "h200_agg_8");
+}
+BENCHMARK(BM_ServingOverload)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 // How run cost grows with cluster size: k prefill and 3k decode instances of
 // 8 H200s under k x 0.25 agent sessions/s, 600 simulated seconds.
 void BM_ServingScale(benchmark::State& state) {
