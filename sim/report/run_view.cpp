@@ -6,6 +6,7 @@
 
 #include "sim/graph/step_graph.h"
 #include "sim/report/error_band_view.h"
+#include "sim/serving/serving_simulation.h"
 
 namespace v41sim {
 namespace {
@@ -149,6 +150,7 @@ std::vector<Table> run_tables(const RunReport& r) {
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
       "share (queueing is the simulator's own)");
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
+  head.add_note(kRoutingAssumption);
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
   if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
 
@@ -261,7 +263,8 @@ nlohmann::json run_json(const RunReport& r) {
           {"seeds", seeds_json(r.run)},
           {"provenance",
            {{"step_times", r.run.decode_kernel_model},
-            {"output_lengths", r.workload.effort_output_multiplier.provenance().label()}}}};
+            {"output_lengths", r.workload.effort_output_multiplier.provenance().label()},
+            {"routing", kRoutingAssumption}}}};
 }
 
 std::string output_token_price(const ServedRun& run, int decimals) {

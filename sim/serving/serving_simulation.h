@@ -34,6 +34,13 @@
 
 namespace v41sim {
 
+// How prompts are routed and placed, for outputs that show a served run.
+inline constexpr const char* kRoutingAssumption =
+    "routing: each prompt goes to the instance, then the rank, with the least load (prompt tokens to "
+    "compute plus tokens of KV held, weighted alike, as NVIDIA Dynamo's KV router); it is prefilled, holds "
+    "its KV and, aggregated, decodes on that rank (data-parallel attention, as SGLang and vLLM serve "
+    "DeepSeek) (assumed)";
+
 class ServingSimulation {
  public:
   // The cost models refer to each pool's GPU profile (the same one unless the

@@ -218,6 +218,11 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
   const auto& q = r["requests"];
   EXPECT_EQ(q["arrived"].get<int64_t>(),
             q["finished"].get<int64_t>() + q["in_flight"].get<int64_t>() + q["rejected"].get<int64_t>());
+  // Where its figures come from, the routing assumption included.
+  for (const char* key : {"step_times", "output_lengths", "routing"}) {
+    EXPECT_FALSE(r["provenance"][key].get<std::string>().empty()) << key;
+  }
+  EXPECT_NE(r["provenance"]["routing"].get<std::string>().find("(assumed)"), std::string::npos);
   EXPECT_EQ(run("run --duration 120 --seed 3 --json").output,
             run("run --duration 120 --seed 3 --json").output);
 }
