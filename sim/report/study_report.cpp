@@ -369,7 +369,7 @@ std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, con
   ServeOptions options;
   options.duration_s = o.serving_seconds;
   options.seed = o.seed;
-  options.seeds = o.plan_seeds;
+  options.seeds = o.served_seeds;
   constexpr double kWithinSla = 0.99;
   const std::vector<PlanRow> rows =
       run_plan(catalog, focus, bases, grid, workload, options, kWithinSla, &steps);
@@ -417,6 +417,7 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   LoadOptions options;
   options.serve.duration_s = o.capacity_seconds;
   options.serve.seed = o.seed;
+  options.serve.seeds = o.served_seeds;
   options.rate_factors = o.capacity_rate_factors;
   options.precision = o.capacity_precision;
   // An aggregated pool is asked with each way of scheduling its prompts.

@@ -43,10 +43,11 @@ struct StudyOptions {
   std::vector<std::string> layout_gpus{"h200", "b200"};
   std::vector<DeploymentSpec::AggregatedSteps> layout_aggregated_steps{
       DeploymentSpec::AggregatedSteps::kPrefillFirst, DeploymentSpec::AggregatedSteps::kMixed};
-  // Each variant of the plan sections runs with this many seeds: one seed's
-  // p99 moves by several ms from seed to seed, so a ranking shows each
-  // figure's spread and judges the SLA on the seeds' requests pooled.
-  int64_t plan_seeds = 3;
+  // Each variant of the plan sections, and each rate of the capacity section,
+  // runs with this many seeds: one seed's p99 moves by several ms from seed
+  // to seed, so a ranking shows each figure's spread and judges the SLA on
+  // the seeds' requests pooled.
+  int64_t served_seeds = 3;
   // The KV-tier question: the plan deployment under the serving workload with
   // the SSD tier's retention (hours) and the window-state pool's DRAM share
   // varied (0: the tier is off).
