@@ -164,6 +164,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
     add_list("--aggregated-steps", flags->plan_aggregated_steps,
              "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
              "(chunks inside decode steps)");
+    add_list("--routing", flags->plan_routings,
+             "where prompts go among instances and ranks, to try: least_load, least_requests or round_robin");
   };
 
   CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");

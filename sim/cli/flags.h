@@ -59,6 +59,7 @@ struct Flags {
   std::vector<double> plan_kv_retentions_h;
   std::vector<double> plan_swa_pool_fractions;
   std::vector<std::string> plan_aggregated_steps;
+  std::vector<std::string> plan_routings;
   double min_within_sla = 0.99;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit

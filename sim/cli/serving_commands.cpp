@@ -137,6 +137,15 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
     }
     aggregated_steps.push_back(*steps);
   }
+  std::vector<DeploymentSpec::Routing> routings;
+  for (const std::string& text : f.plan_routings) {
+    const auto routing = parse_routing(text);
+    if (!routing) {
+      throw InputError({"", 0, "--routing"},
+                       fmt::format("expected least_load, least_requests or round_robin, got '{}'", text));
+    }
+    routings.push_back(*routing);
+  }
   return {.gpus = f.plan_gpus,
           .prefill_gpus = f.plan_prefill_gpus,
           .decode_gpus = f.plan_decode_gpus,
@@ -145,7 +154,8 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
           .decode_instances = f.plan_decode_instances,
           .kv_retentions_h = f.plan_kv_retentions_h,
           .swa_pool_fractions = f.plan_swa_pool_fractions,
-          .aggregated_steps = aggregated_steps};
+          .aggregated_steps = aggregated_steps,
+          .routings = routings};
 }
 
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {

@@ -136,8 +136,12 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
       for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
         for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
           for (const auto steps : or_base(grid.aggregated_steps, base.aggregated_steps)) {
-            out.push_back(layout(base, prefill_gpu, decode_gpu, ep, prefill, decode));
-            out.back().aggregated_steps = steps;
+            for (const auto routing : or_base(grid.routings, base.routing)) {
+              out.push_back(layout(base, prefill_gpu, decode_gpu, ep, prefill, decode));
+              out.back().aggregated_steps = steps;
+              out.back().routing = routing;
+              out.back().routing_named = base.routing_named || !grid.routings.empty();
+            }
           }
         }
       }
@@ -150,6 +154,20 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
 std::string steps_name(const DeploymentSpec& d, const PlanGrid& grid) {
   if (d.disaggregated || (!d.mixes_prompt_chunks() && grid.aggregated_steps.empty())) return "";
   return fmt::format(", {}", aggregated_steps_phrase(d.aggregated_steps));
+}
+
+// How a variant routes its prompts, where the grid varies it.
+std::string routing_name(const DeploymentSpec& d, const PlanGrid& grid) {
+  if (grid.routings.empty()) return "";
+  switch (d.routing) {
+    case DeploymentSpec::Routing::kRoundRobin:
+      return ", round-robin routing";
+    case DeploymentSpec::Routing::kLeastRequests:
+      return ", least-requests routing";
+    case DeploymentSpec::Routing::kLeastLoad:
+      break;
+  }
+  return ", least-load routing";
 }
 
 // Meeting rows first, by known price then cost; the rest by share within the SLA.
@@ -187,7 +205,7 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
         DeploymentSpec d = layout;
         if (retention_h >= 0) d.kv.retention_s = retention_h * 3600;
         if (pool >= 0) d.kv.host_pool_fraction = pool;
-        d.name = variant_name(d) + steps_name(d, grid) + kv_tiers_name(d, grid);
+        d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + kv_tiers_name(d, grid);
         out.push_back(std::move(d));
       }
     }

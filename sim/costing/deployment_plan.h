@@ -37,11 +37,13 @@ struct PlanGrid {
   std::vector<double> swa_pool_fractions{};
   // Aggregated deployments only: prompts in steps of their own, or mixed into decode steps.
   std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps{};
+  // Where prompts go among instances and ranks: least load or round robin.
+  std::vector<DeploymentSpec::Routing> routings{};
 };
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
-// prefill instances, decode instances, aggregated steps, KV retention,
-// window-state pool). Redundant experts keep the base's
+// prefill instances, decode instances, aggregated steps, routing, KV
+// retention, window-state pool). Redundant experts keep the base's
 // count per rank. Throws InputError naming the flag for a value that is not
 // positive (a retention below 0, a pool share outside [0, 1)), per-pool GPUs
 // or prefill instances for an aggregated deployment, aggregated steps for a

@@ -6,7 +6,6 @@
 
 #include "sim/graph/step_graph.h"
 #include "sim/report/error_band_view.h"
-#include "sim/serving/serving_simulation.h"
 
 namespace v41sim {
 namespace {
@@ -150,7 +149,7 @@ std::vector<Table> run_tables(const RunReport& r) {
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
       "share (queueing is the simulator's own)");
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
-  head.add_note(kRoutingAssumption);
+  head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
   if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
 
@@ -264,7 +263,7 @@ nlohmann::json run_json(const RunReport& r) {
           {"provenance",
            {{"step_times", r.run.decode_kernel_model},
             {"output_lengths", r.workload.effort_output_multiplier.provenance().label()},
-            {"routing", kRoutingAssumption}}}};
+            {"routing", routing_note(r.deployment)}}}};
 }
 
 std::string output_token_price(const ServedRun& run, int decimals) {

@@ -58,8 +58,8 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
 
 DeploymentSpec load_deployment_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only({"name", "source", "gpu", "disaggregated", "aggregated_steps", "prefill", "decode",
-                    "kv_tiers", "sla", "reserve_fraction"});
+  root.expect_only({"name", "source", "gpu", "disaggregated", "aggregated_steps", "routing", "prefill",
+                    "decode", "kv_tiers", "sla", "reserve_fraction"});
   DeploymentSpec d;
   d.file = path;
   d.name = root.required("name").as_string();
@@ -87,6 +87,12 @@ DeploymentSpec load_deployment_file(const std::string& path) {
     steps->fail(
         "only an aggregated deployment (disaggregated: false) shares its steps between prefill and decode");
   }
+  if (const auto routing = root.optional("routing")) {
+    const auto policy = parse_routing(routing->as_string());
+    if (!policy) routing->fail("expected least_load, least_requests or round_robin");
+    d.routing = *policy;
+    d.routing_named = true;
+  }
   const YamlNode kv = root.required("kv_tiers");
   kv.expect_only(
       {"ssd_read_bytes_per_s", "retention_s", "host_pool_fraction", "host_ttl_s", "bounded_replay"});
@@ -104,6 +110,33 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.reserve_fraction = reserve.as_non_negative_double();
   if (d.reserve_fraction >= 1) reserve.fail("expected a fraction below 1");
   return d;
+}
+
+std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text) {
+  if (text == "least_load") return DeploymentSpec::Routing::kLeastLoad;
+  if (text == "round_robin") return DeploymentSpec::Routing::kRoundRobin;
+  if (text == "least_requests") return DeploymentSpec::Routing::kLeastRequests;
+  return std::nullopt;
+}
+
+std::string routing_note(const DeploymentSpec& d) {
+  const std::string placement =
+      "; it is prefilled, holds its KV and, aggregated, decodes on that rank (data-parallel attention, as "
+      "SGLang and vLLM serve DeepSeek)";
+  if (d.routing == DeploymentSpec::Routing::kRoundRobin) {
+    return "routing: each prompt goes to the next instance, then to the next of its ranks, in turn" +
+           placement + " (round_robin in " + d.file + ", SGLang's default)";
+  }
+  if (d.routing == DeploymentSpec::Routing::kLeastRequests) {
+    return "routing: each prompt goes to the instance, then the rank, with the least 4 x waiting + running "
+           "requests (vLLM's data-parallel balancer)" +
+           placement + " (least_requests in " + d.file + ")";
+  }
+  const std::string source =
+      d.routing_named ? "least_load in " + d.file : "assumed: " + d.file + " names no routing";
+  return "routing: each prompt goes to the instance, then the rank, with the least load (prompt tokens to "
+         "compute plus tokens of KV held, weighted alike, as NVIDIA Dynamo's KV router)" +
+         placement + " (" + source + ")";
 }
 
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {

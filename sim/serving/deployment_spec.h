@@ -60,6 +60,16 @@ struct DeploymentSpec {
   // prefill, SGLang's --enable-mixed-chunk).
   enum class AggregatedSteps { kPrefillFirst, kMixed };
   AggregatedSteps aggregated_steps = AggregatedSteps::kPrefillFirst;
+  // Where a prompt goes among the prefill instances, then among the ranks of
+  // the one chosen (data-parallel attention). Least load: prompt tokens to
+  // compute plus tokens of KV held, weighted alike (NVIDIA Dynamo's KV
+  // router). Least requests: 4 x waiting + running requests (vLLM's
+  // data-parallel balancer). Round robin: in turn (SGLang's default
+  // --load-balance-method). Ties go to the lowest index. A file that names
+  // none gets least load, and outputs say it was assumed.
+  enum class Routing { kLeastLoad, kLeastRequests, kRoundRobin };
+  Routing routing = Routing::kLeastLoad;
+  bool routing_named = false;  // the file says which
   PoolSpec prefill;
   PoolSpec decode;
   KvTierSpec kv;
@@ -74,6 +84,11 @@ struct DeploymentSpec {
 };
 
 DeploymentSpec load_deployment_file(const std::string& path);
+
+// "least_load" / "round_robin", as deployment files spell them.
+std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text);
+// What outputs say about how a deployment routes its prompts, and on what it rests.
+std::string routing_note(const DeploymentSpec& d);
 
 // "prefill_first" / "mixed", as deployment files and `plan --aggregated-steps` spell them.
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text);

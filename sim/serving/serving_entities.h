@@ -38,6 +38,7 @@ struct ServingSimulation::PrefillInstance {
   std::vector<std::deque<Request*>> rank_queues;  // the same prompts, each in its rank's queue
   std::vector<int64_t> rank_tokens_left;          // prompt tokens each rank's queue has still to compute
   std::vector<int64_t> rank_queued_context;       // the context tokens of each rank's queued prompts
+  std::size_t next_rank = 0;                      // round-robin routing: the rank the next prompt takes
   int index = 0;
   // Disaggregated: each rank's KV of its prompts, from their first chunk until
   // shipped; and the context tokens of those done, waiting to be shipped.

@@ -37,12 +37,18 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     reject(r, "prompt does not fit in one prefill GPU's KV memory");
     return;
   }
-  // The instance with the least routing load, then its rank with the least.
-  const std::size_t best =
-      least_loaded(prefill_.size(), [this](std::size_t i) { return routing_load(*prefill_[i]); });
+  // The instance, then its rank: the least loaded, or the next in turn.
+  std::size_t best = 0;
+  std::size_t rank = 0;
+  if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
+    best = next_instance_++ % prefill_.size();
+    rank = prefill_[best]->next_rank++ % prefill_[best]->rank_queues.size();
+  } else {
+    best = least_loaded(prefill_.size(), [this](std::size_t i) { return routing_load(*prefill_[i]); });
+    rank = least_loaded(prefill_[best]->rank_queues.size(),
+                        [this, &inst = *prefill_[best]](std::size_t k) { return rank_load(inst, k); });
+  }
   PrefillInstance& inst = *prefill_[best];
-  const std::size_t rank =
-      least_loaded(inst.rank_queues.size(), [this, &inst](std::size_t k) { return rank_load(inst, k); });
   r.attention_rank = static_cast<int>(rank);
   inst.queue.push_back(&r);
   inst.rank_queues[rank].push_back(&r);
@@ -55,15 +61,23 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   }
 }
 
-// A rank's load is the prompt tokens it has still to compute plus the tokens
-// of KV its requests hold: queued prompts at their whole context; prompts
-// done and waiting to be shipped (disaggregated); decoding sequences at their
-// history (aggregated). The two weigh alike, as NVIDIA Dynamo's KV router
-// costs a worker (prefill blocks plus active blocks, its default overlap
-// weight 1). By prompt tokens alone, every prompt that arrives while no
-// queue holds a token would go to the first instance and rank, however many
-// sequences it decodes or how much KV it holds.
+// A rank's load. Least requests: 4 x its waiting prompts + its decoding
+// sequences (vLLM's data-parallel balancer). Least load: the prompt tokens it
+// has still to compute plus the tokens of KV its requests hold: queued
+// prompts at their whole context; prompts done and waiting to be shipped
+// (disaggregated); decoding sequences at their history (aggregated). The two
+// weigh alike, as NVIDIA Dynamo's KV router costs a worker (prefill blocks
+// plus active blocks, its default overlap weight 1). By prompt tokens alone,
+// every prompt that arrives while no queue holds a token would go to the
+// first instance and rank, however many sequences it decodes or how much KV
+// it holds.
 double ServingSimulation::rank_load(const PrefillInstance& inst, std::size_t rank) const {
+  if (deployment_.routing == DeploymentSpec::Routing::kLeastRequests) {
+    const auto waiting = static_cast<double>(inst.rank_queues[rank].size());
+    const double running =
+        inst.colocated == nullptr ? 0.0 : static_cast<double>(inst.colocated->ranks[rank].active.size());
+    return 4 * waiting + running;
+  }
   const int64_t held = inst.colocated == nullptr ? inst.rank_shipping_tokens[rank]
                                                  : inst.colocated->ranks[rank].history_tokens;
   return static_cast<double>(inst.rank_tokens_left[rank] + inst.rank_queued_context[rank] + held);

@@ -34,13 +34,6 @@
 
 namespace v41sim {
 
-// How prompts are routed and placed, for outputs that show a served run.
-inline constexpr const char* kRoutingAssumption =
-    "routing: each prompt goes to the instance, then the rank, with the least load (prompt tokens to "
-    "compute plus tokens of KV held, weighted alike, as NVIDIA Dynamo's KV router); it is prefilled, holds "
-    "its KV and, aggregated, decodes on that rank (data-parallel attention, as SGLang and vLLM serve "
-    "DeepSeek) (assumed)";
-
 class ServingSimulation {
  public:
   // The cost models refer to each pool's GPU profile (the same one unless the
@@ -154,6 +147,7 @@ class ServingSimulation {
   SessionKvTiers tiers_;
   double decode_kv_bytes_per_gpu_ = 0;
   double prefill_kv_bytes_per_gpu_ = 0;  // disaggregated: a rank's room for its prompts' KV, until shipped
+  std::size_t next_instance_ = 0;        // round-robin routing: the instance the next prompt takes
   std::deque<Request> requests_;         // stable addresses
   std::vector<Session> sessions_;
   std::unordered_map<int64_t, int64_t> trace_sessions_;  // trace session id -> index into sessions_

@@ -222,7 +222,13 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
   for (const char* key : {"step_times", "output_lengths", "routing"}) {
     EXPECT_FALSE(r["provenance"][key].get<std::string>().empty()) << key;
   }
-  EXPECT_NE(r["provenance"]["routing"].get<std::string>().find("(assumed)"), std::string::npos);
+  EXPECT_NE(r["provenance"]["routing"].get<std::string>().find("(least_load in "), std::string::npos);
+  // A deployment that names no routing gets least load, and says so.
+  const auto unnamed = run_json("run --deployment " V41SIM_SOURCE_DIR
+                                "/tests/data/aggregated.yaml --model " V41SIM_SOURCE_DIR
+                                "/tests/data/tiny_gqa.yaml --workload chat --duration 30");
+  EXPECT_NE(unnamed["provenance"]["routing"].get<std::string>().find("least load"), std::string::npos);
+  EXPECT_NE(unnamed["provenance"]["routing"].get<std::string>().find("(assumed: "), std::string::npos);
   EXPECT_EQ(run("run --duration 120 --seed 3 --json").output,
             run("run --duration 120 --seed 3 --json").output);
 }
@@ -542,6 +548,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_bad_steps.yaml",
                "aggregated_bad_steps.yaml:6: field 'aggregated_steps': expected prefill_first or mixed"},
+        BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/bad_routing.yaml",
+               "bad_routing.yaml:7: field 'routing': expected least_load, least_requests or round_robin"},
+        BadRun{"plan --deployment h200_agg_8 --routing least_load,fastest",
+               "field '--routing': expected least_load, least_requests or round_robin, got 'fastest'"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/disaggregated_with_steps.yaml",
                "disaggregated_with_steps.yaml:6: field 'aggregated_steps': only an aggregated deployment"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/cp_one_gpu.yaml",

@@ -188,6 +188,22 @@ TEST(DeploymentPlan, AggregatedStepsVaryTheAggregatedBasesOnly) {
   }
 }
 
+// Routing is a dimension of every base: each variant says which it runs.
+TEST(DeploymentPlan, RoutingVariesEveryBase) {
+  using Routing = DeploymentSpec::Routing;
+  const std::vector<DeploymentSpec> variants = plan_variants(
+      std::vector<DeploymentSpec>{deployment("h200_agg_8"), deployment("h200_pd_64")},
+      {.decode_instances = {1}, .routings = {Routing::kLeastLoad, Routing::kRoundRobin}});
+  ASSERT_EQ(variants.size(), 4u);
+  EXPECT_EQ(variants[0].routing, Routing::kLeastLoad);
+  EXPECT_EQ(variants[0].name, "h200_agg_8: 1 x 8 h200, aggregated, EP 8, least-load routing");
+  EXPECT_EQ(variants[1].routing, Routing::kRoundRobin);
+  EXPECT_EQ(variants[1].name, "h200_agg_8: 1 x 8 h200, aggregated, EP 8, round-robin routing");
+  EXPECT_EQ(variants[3].name, "h200_pd_64: prefill 2 x 8 h200, decode 1 x 8 h200, EP 8, round-robin routing");
+  // Without the dimension, names stay as they were.
+  EXPECT_EQ(plan_variants(deployment("h200_agg_8"), {})[0].name, "1 x 8 h200, aggregated, EP 8");
+}
+
 TEST(DeploymentPlan, SeveralBasesMustShareTheirSla) {
   const DeploymentSpec agg = deployment("h200_agg_8");
   DeploymentSpec strict = deployment("h200_pd_64");

@@ -98,27 +98,62 @@ TEST(Serving, EveryRequestAndTokenIsAccountedFor) {
 }
 
 // Aggregated instances share the prompts by load, decoding included: with
-// four of them, each runs a fair share of the prefill steps. By prefill
-// tokens alone, a prompt that finds every prefill queue empty goes to the
-// first instance, however many sequences it decodes.
+// four of them, each runs a fair share of the prefill steps, by either
+// load-aware policy. By prefill tokens alone, a prompt that finds every
+// prefill queue empty goes to the first instance, however many sequences it
+// decodes.
 TEST(Serving, AggregatedInstancesShareThePromptsByLoad) {
-  Fixture f = tiny_aggregated_chat();
+  for (const auto routing : {DeploymentSpec::Routing::kLeastLoad, DeploymentSpec::Routing::kLeastRequests}) {
+    Fixture f = tiny_aggregated_chat();
+    f.deployment.routing = routing;
+    f.deployment.prefill.instances = 4;
+    f.deployment.decode.instances = 4;
+    f.workload.sessions_per_s = 2;
+    std::map<int64_t, int64_t> steps_by_instance;
+    int64_t steps = 0;
+    for (const TraceSpan& s : traced_run(f, 300).trace) {
+      if (s.kind != TraceSpan::Kind::kPrefillStep) continue;
+      ++steps_by_instance[s.instance];
+      ++steps;
+    }
+    ASSERT_GT(steps, 100);
+    ASSERT_EQ(steps_by_instance.size(), 4u) << routing_note(f.deployment);
+    for (const auto& [instance, count] : steps_by_instance) {
+      EXPECT_GT(count, steps / 10) << "instance " << instance << ", " << routing_note(f.deployment);
+      EXPECT_LT(count, steps / 2) << "instance " << instance << ", " << routing_note(f.deployment);
+    }
+  }
+}
+
+// One-token prompts arriving one at a time at four idle instances: nothing
+// loads any of them, so least load sends every prompt to the first (ties go
+// to the lowest index), and round robin sends them in turn.
+TEST(Serving, RoundRobinRoutingTakesTheInstancesInTurn) {
+  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
+            data("tests/data/fixed_prompts.yaml"));
   f.deployment.prefill.instances = 4;
   f.deployment.decode.instances = 4;
-  f.workload.sessions_per_s = 2;
-  std::map<int64_t, int64_t> steps_by_instance;
-  int64_t steps = 0;
-  for (const TraceSpan& s : traced_run(f, 300).trace) {
-    if (s.kind != TraceSpan::Kind::kPrefillStep) continue;
-    ++steps_by_instance[s.instance];
-    ++steps;
+  f.workload.sessions_per_s = 0.5;
+  const auto steps_by_instance = [&f](DeploymentSpec::Routing routing) {
+    f.deployment.routing = routing;
+    std::map<int64_t, int64_t> steps;
+    for (const TraceSpan& s : traced_run(f, 200).trace) {
+      if (s.kind == TraceSpan::Kind::kPrefillStep) ++steps[s.instance];
+    }
+    return steps;
+  };
+  const auto least = steps_by_instance(DeploymentSpec::Routing::kLeastLoad);
+  ASSERT_EQ(least.size(), 1u);
+  EXPECT_EQ(least.begin()->first, 0);
+  const auto turns = steps_by_instance(DeploymentSpec::Routing::kRoundRobin);
+  ASSERT_EQ(turns.size(), 4u);
+  int64_t fewest = INT64_MAX, most = 0;
+  for (const auto& [instance, count] : turns) {
+    fewest = std::min(fewest, count);
+    most = std::max(most, count);
   }
-  ASSERT_GT(steps, 100);
-  ASSERT_EQ(steps_by_instance.size(), 4u);
-  for (const auto& [instance, count] : steps_by_instance) {
-    EXPECT_GT(count, steps / 8) << "instance " << instance;
-    EXPECT_LT(count, steps / 2) << "instance " << instance;
-  }
+  EXPECT_GT(fewest, 10);
+  EXPECT_LE(most - fewest, 1);  // one step per prompt, prompts dealt in turn
 }
 
 // Data-parallel attention: prompts routed to an instance spread over its
