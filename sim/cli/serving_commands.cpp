@@ -122,30 +122,29 @@ std::vector<DeploymentSpec> load_bases(const Catalog& catalog, const Flags& f) {
   return bases;
 }
 
+// Each value of a list flag through `parse` (which returns an optional), or
+// an InputError naming the flag, what it expects and the value.
+template <typename Parse>
+auto parse_each(const std::vector<std::string>& texts, Parse parse, const char* flag, const char* expected) {
+  std::vector<typename decltype(parse(std::string_view{}))::value_type> out;
+  for (const std::string& text : texts) {
+    const auto value = parse(text);
+    if (!value) throw InputError({"", 0, flag}, fmt::format("expected {}, got '{}'", expected, text));
+    out.push_back(*value);
+  }
+  return out;
+}
+
 // What plan and capacity vary, from their shared flags (EP sizes checked
 // against the model: a grid no variant of which can run is the user's error).
 PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
   for (const int64_t ep : f.plan_eps) {
     if (ep > 0) require_ep_divides_experts(model, ep, {"", 0, "--ep"});  // <= 0: plan_variants says so
   }
-  std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps;
-  for (const std::string& text : f.plan_aggregated_steps) {
-    const auto steps = parse_aggregated_steps(text);
-    if (!steps) {
-      throw InputError({"", 0, "--aggregated-steps"},
-                       fmt::format("expected prefill_first or mixed, got '{}'", text));
-    }
-    aggregated_steps.push_back(*steps);
-  }
-  std::vector<DeploymentSpec::Routing> routings;
-  for (const std::string& text : f.plan_routings) {
-    const auto routing = parse_routing(text);
-    if (!routing) {
-      throw InputError({"", 0, "--routing"},
-                       fmt::format("expected least_load, least_requests or round_robin, got '{}'", text));
-    }
-    routings.push_back(*routing);
-  }
+  const auto aggregated_steps = parse_each(f.plan_aggregated_steps, parse_aggregated_steps,
+                                           "--aggregated-steps", "prefill_first or mixed");
+  const auto routings =
+      parse_each(f.plan_routings, parse_routing, "--routing", "least_load, least_requests or round_robin");
   return {.gpus = f.plan_gpus,
           .prefill_gpus = f.plan_prefill_gpus,
           .decode_gpus = f.plan_decode_gpus,

@@ -224,9 +224,9 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
   }
   EXPECT_NE(r["provenance"]["routing"].get<std::string>().find("(least_load in "), std::string::npos);
   // A deployment that names no routing gets least load, and says so.
-  const auto unnamed = run_json("run --deployment " V41SIM_SOURCE_DIR
-                                "/tests/data/aggregated.yaml --model " V41SIM_SOURCE_DIR
-                                "/tests/data/tiny_gqa.yaml --workload chat --duration 30");
+  const auto unnamed =
+      run_json("run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated.yaml --model " V41SIM_SOURCE_DIR
+               "/tests/data/tiny_gqa.yaml --workload chat --duration 30");
   EXPECT_NE(unnamed["provenance"]["routing"].get<std::string>().find("least load"), std::string::npos);
   EXPECT_NE(unnamed["provenance"]["routing"].get<std::string>().find("(assumed: "), std::string::npos);
   EXPECT_EQ(run("run --duration 120 --seed 3 --json").output,

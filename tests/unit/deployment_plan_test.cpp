@@ -191,9 +191,9 @@ TEST(DeploymentPlan, AggregatedStepsVaryTheAggregatedBasesOnly) {
 // Routing is a dimension of every base: each variant says which it runs.
 TEST(DeploymentPlan, RoutingVariesEveryBase) {
   using Routing = DeploymentSpec::Routing;
-  const std::vector<DeploymentSpec> variants = plan_variants(
-      std::vector<DeploymentSpec>{deployment("h200_agg_8"), deployment("h200_pd_64")},
-      {.decode_instances = {1}, .routings = {Routing::kLeastLoad, Routing::kRoundRobin}});
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(std::vector<DeploymentSpec>{deployment("h200_agg_8"), deployment("h200_pd_64")},
+                    {.decode_instances = {1}, .routings = {Routing::kLeastLoad, Routing::kRoundRobin}});
   ASSERT_EQ(variants.size(), 4u);
   EXPECT_EQ(variants[0].routing, Routing::kLeastLoad);
   EXPECT_EQ(variants[0].name, "h200_agg_8: 1 x 8 h200, aggregated, EP 8, least-load routing");
