@@ -37,17 +37,7 @@ void ServingSimulation::enqueue_prefill(Request& r) {
     reject(r, "prompt does not fit in one prefill GPU's KV memory");
     return;
   }
-  // The instance, then its rank: the least loaded, or the next in turn.
-  std::size_t best = 0;
-  std::size_t rank = 0;
-  if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
-    best = next_instance_++ % prefill_.size();
-    rank = prefill_[best]->next_rank++ % prefill_[best]->rank_queues.size();
-  } else {
-    best = least_loaded(prefill_.size(), [this](std::size_t i) { return routing_load(*prefill_[i]); });
-    rank = least_loaded(prefill_[best]->rank_queues.size(),
-                        [this, &inst = *prefill_[best]](std::size_t k) { return rank_load(inst, k); });
-  }
+  const auto [best, rank] = route_prompt();
   PrefillInstance& inst = *prefill_[best];
   r.attention_rank = static_cast<int>(rank);
   inst.queue.push_back(&r);
@@ -59,6 +49,19 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   } else {
     try_start_prefill(best);
   }
+}
+
+// The instance, then its rank: the least loaded, or the next in turn.
+std::pair<std::size_t, std::size_t> ServingSimulation::route_prompt() {
+  if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
+    const std::size_t instance = next_instance_++ % prefill_.size();
+    return {instance, prefill_[instance]->next_rank++ % prefill_[instance]->rank_queues.size()};
+  }
+  const std::size_t instance =
+      least_loaded(prefill_.size(), [this](std::size_t i) { return routing_load(*prefill_[i]); });
+  const PrefillInstance& inst = *prefill_[instance];
+  return {instance,
+          least_loaded(inst.rank_queues.size(), [this, &inst](std::size_t k) { return rank_load(inst, k); })};
 }
 
 // A rank's load. Least requests: 4 x its waiting prompts + its decoding

@@ -20,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/des/simulator.h"
@@ -71,6 +72,8 @@ class ServingSimulation {
   void reject(Request& r, const char* reason);
   // Prefill.
   void enqueue_prefill(Request& r);
+  // Where a prompt goes: its instance and that instance's rank (DeploymentSpec::routing).
+  std::pair<std::size_t, std::size_t> route_prompt();
   // What routing compares between instances, then between the ranks of the
   // one chosen (the least takes the prompt).
   double routing_load(const PrefillInstance& instance) const;
