@@ -133,6 +133,8 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"  of them run as two overlapped micro-batches",
                 fmt::format("{} / {}", x.prefill_steps_split, x.decode_steps_split)});
+  head.add_row({"decode: busiest rank's sequences over an even deal (by step time)",
+                fmt::format("{:.2f}", x.decode_rank_imbalance)});
   if (r.deployment.mixes_prompt_chunks()) {
     head.add_row({"  decode steps carrying prompt chunks", std::to_string(x.mixed_steps)});
   }
@@ -252,7 +254,8 @@ nlohmann::json run_json(const RunReport& r) {
             {"decode", x.decode_steps},
             {"decode_with_prompt_chunks", x.mixed_steps},
             {"prefill_two_micro_batches", x.prefill_steps_split},
-            {"decode_two_micro_batches", x.decode_steps_split}}},
+            {"decode_two_micro_batches", x.decode_steps_split},
+            {"decode_rank_imbalance", x.decode_rank_imbalance}}},
           {"error_band",
            {{"prefill", error_band_json(x.prefill_band)},
             {"decode", error_band_json(x.decode_band)},

@@ -90,6 +90,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   ++result_.decode_steps;
   if (step_micro_batches > 1) ++result_.decode_steps_split;
   decode_band_.add(step_band, step_us);
+  add_decode_imbalance(inst, step_us);
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence, step_communication_us] {
@@ -200,6 +201,7 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
   if (!chunks.empty()) ++result_.mixed_steps;
   if (slowest.micro_batches > 1) ++result_.decode_steps_split;
   decode_band_.add(slowest.band, slowest.us);
+  add_decode_imbalance(inst, slowest.us);
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(slowest.us), batch);
   sim_.schedule_after(SimTime::from_us(slowest.us),
@@ -211,6 +213,19 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
                         decode_[index]->engine->busy = false;
                         next_step(index);
                       });
+}
+
+void ServingSimulation::add_decode_imbalance(const DecodeInstance& inst, double step_us) {
+  std::size_t busiest = 0;
+  std::size_t sequences = 0;
+  for (const DecodeRank& rank : inst.ranks) {
+    busiest = std::max(busiest, rank.active.size());
+    sequences += rank.active.size();
+  }
+  if (sequences == 0) return;  // a step of prompts alone
+  const std::size_t even = (sequences + inst.ranks.size() - 1) / inst.ranks.size();
+  imbalance_time_us_ += step_us * static_cast<double>(busiest) / static_cast<double>(even);
+  decode_time_us_ += step_us;
 }
 
 void ServingSimulation::finish(Request& r) {

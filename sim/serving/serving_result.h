@@ -86,6 +86,11 @@ struct ServingResult {
   // Steps run as two overlapped micro-batches (the slowest rank's choice).
   int64_t prefill_steps_split = 0;
   int64_t decode_steps_split = 0;
+  // Data-parallel ranks step together, so the busiest sets the pace: its
+  // decode sequences over the fewest it could have had (the step's sequences
+  // dealt evenly over the ranks), weighted by step time. 1: as even as they
+  // can be; two sequences on one rank of four: 2.
+  double decode_rank_imbalance = 1;
   // The kernel model's 90% band over the steps this run simulated, weighted by
   // step time (sim/cost/error_band.h): what TTFT's compute and TPOT inherit.
   ErrorBand prefill_band;

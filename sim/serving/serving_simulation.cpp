@@ -318,6 +318,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.in_flight = out.arrived - out.finished - out.rejected;
   out.prefill_band = prefill_band_.mixed();
   out.decode_band = decode_band_.mixed();
+  if (decode_time_us_ > 0) out.decode_rank_imbalance = imbalance_time_us_ / decode_time_us_;
   std::vector<double> ttft, tpot, e2e, prefill_wait, decode_wait;
   double ssd = 0, prefill = 0, transfer = 0, decode = 0, sojourn = 0, communication = 0;
   int64_t good = 0;

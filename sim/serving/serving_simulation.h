@@ -159,6 +159,10 @@ class ServingSimulation {
   std::vector<std::unique_ptr<DecodeInstance>> decode_;
   ServingResult result_;
   ErrorBandMix prefill_band_, decode_band_;  // over the steps run, by step time
+  // A decode step's rank imbalance (ServingResult::decode_rank_imbalance), by step time.
+  void add_decode_imbalance(const DecodeInstance& instance, double step_us);
+  double imbalance_time_us_ = 0;
+  double decode_time_us_ = 0;
   int64_t in_system_ = 0;
   double in_system_area_ = 0;  // integral of requests in the system over time (request-seconds)
   SimTime last_change_;

@@ -184,6 +184,30 @@ TEST(Serving, PromptsArrivingTogetherSpreadOverTheInstancesRanks) {
   EXPECT_GT(times.prefill_step(3, 2048, 2048).us, 2 * one_prompt_us);
 }
 
+// The run says how unevenly its ranks decode. One 60K-token prompt and three
+// short ones arrive together at two ranks: least load (KV tokens) puts the
+// long one alone on a rank and the three short ones on the other, which then
+// decodes three sequences where an even deal gives two; least requests deals
+// them two and two. On one GPU there is nothing to deal.
+TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
+  const auto dir = std::filesystem::temp_directory_path() / "v41sim_rank_imbalance";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n"
+                               << "1.0,0,60000,500\n1.0,1,100,500\n1.0,2,100,500\n1.0,3,100,500\n";
+  std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
+  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"), (dir / "w.yaml").string());
+  const auto imbalance = [&f](int64_t ranks, DeploymentSpec::Routing routing) {
+    for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = ranks;
+    f.deployment.routing = routing;
+    const ServingResult r = f.run(1e4, 1, true);
+    EXPECT_EQ(r.finished, 4);
+    return r.decode_rank_imbalance;
+  };
+  EXPECT_DOUBLE_EQ(imbalance(1, DeploymentSpec::Routing::kLeastLoad), 1.0);
+  EXPECT_DOUBLE_EQ(imbalance(2, DeploymentSpec::Routing::kLeastRequests), 1.0);
+  EXPECT_GT(imbalance(2, DeploymentSpec::Routing::kLeastLoad), 1.3);
+}
+
 TEST(Serving, SameSeedSameResultOtherSeedOtherResult) {
   Fixture f = v41_agents();
   const ServingResult a = f.run(200, 7);
