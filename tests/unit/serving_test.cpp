@@ -75,6 +75,17 @@ Fixture tiny_aggregated_chat() {
                  data("workloads/chat.yaml"));
 }
 
+// The tiny model on one aggregated instance, serving the trace `rows`
+// (time_s,session,input_tokens,output_tokens lines), written to a temp folder.
+Fixture tiny_aggregated_trace(const std::string& folder, const std::string& rows) {
+  const auto dir = std::filesystem::temp_directory_path() / folder;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n" << rows;
+  std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
+  return Fixture(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
+                 (dir / "w.yaml").string());
+}
+
 // A drained run with every step and request span of its first `seconds` traced.
 ServingResult traced_run(const Fixture& f, double seconds, uint64_t seed = 1) {
   ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, seed);
@@ -163,12 +174,8 @@ TEST(Serving, RoundRobinRoutingTakesTheInstancesInTurn) {
 // it lasts as long as one prompt's; packed onto one rank up to its token
 // budget they would take a step of all three.
 TEST(Serving, PromptsArrivingTogetherSpreadOverTheInstancesRanks) {
-  const auto dir = std::filesystem::temp_directory_path() / "v41sim_dp_ranks";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n"
-                               << "1.0,0,2048,1\n1.0,1,2048,1\n1.0,2,2048,1\n1.0,3,2048,1\n";
-  std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
-  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"), (dir / "w.yaml").string());
+  Fixture f =
+      tiny_aggregated_trace("v41sim_dp_ranks", "1.0,0,2048,1\n1.0,1,2048,1\n1.0,2,2048,1\n1.0,3,2048,1\n");
   for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = 4;
   f.deployment.prefill.max_tokens_per_step = 4 * 2048;
   std::vector<TraceSpan> steps;
@@ -190,12 +197,8 @@ TEST(Serving, PromptsArrivingTogetherSpreadOverTheInstancesRanks) {
 // decodes three sequences where an even deal gives two; least requests deals
 // them two and two. On one GPU there is nothing to deal.
 TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
-  const auto dir = std::filesystem::temp_directory_path() / "v41sim_rank_imbalance";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n"
-                               << "1.0,0,60000,500\n1.0,1,100,500\n1.0,2,100,500\n1.0,3,100,500\n";
-  std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
-  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"), (dir / "w.yaml").string());
+  Fixture f = tiny_aggregated_trace("v41sim_rank_imbalance",
+                                    "1.0,0,60000,500\n1.0,1,100,500\n1.0,2,100,500\n1.0,3,100,500\n");
   const auto imbalance = [&f](int64_t ranks, DeploymentSpec::Routing routing) {
     for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = ranks;
     f.deployment.routing = routing;
