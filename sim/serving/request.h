@@ -26,8 +26,8 @@ struct Request {
   int64_t generated = 0;        // output tokens produced so far
   double token_credit = 0;      // expected tokens not yet emitted (speculative decoding)
   double communication_us = 0;  // EP communication on the critical path of its steps
-  int prefill_instance = -1;    // where it was prefilled (disaggregated: whose NICs ship its KV)
-  int attention_rank = -1;      // the rank of its prefill instance whose attention runs its chunks
+  int prefill_instance = -1;    // where it is prefilled (disaggregated: whose NICs ship its KV)
+  int attention_rank = -1;      // the rank of that instance whose attention runs its chunks
   int decode_rank = -1;
   double kv_reserved_bytes = 0;
   double prefill_kv_bytes = 0;  // disaggregated: held on its prefill instance until shipped

@@ -49,8 +49,7 @@ void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r)
                                  model_.kv.session_bytes(r.context()) / nic_bandwidth);
   r.transfer_us = (sent - sim_.now()).us();
   sim_.schedule_at(sent, [this, index, &rank, &r] {
-    PrefillInstance& from = *prefill_[static_cast<std::size_t>(r.prefill_instance)];
-    from.rank_shipping_tokens[static_cast<std::size_t>(r.attention_rank)] -= r.context();
+    prefill_rank_of(r).shipping_tokens -= r.context();
     release_prefill_kv(r);  // the prefill instance's copy is no longer needed
     try_start_prefill(static_cast<std::size_t>(r.prefill_instance));  // a prompt may wait for that room
     --rank.arriving;

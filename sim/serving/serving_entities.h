@@ -33,17 +33,19 @@ struct ServingSimulation::Engine {
 // a prompt is routed to one rank of the instance, whose scheduler runs its
 // chunks and, aggregated, holds its KV and decodes it; the ranks' steps meet
 // in the EP all-to-all, so the slowest rank sets the step.
+struct ServingSimulation::PrefillRank {
+  std::deque<Request*> queue;   // its prompts in arrival order, waiting or part done
+  int64_t tokens_left = 0;      // prompt tokens its queue has still to compute
+  int64_t queued_context = 0;   // the context tokens of its queued prompts
+  double kv_used = 0;           // disaggregated: its prompts' KV, from their first chunk until shipped
+  int64_t shipping_tokens = 0;  // disaggregated: the context tokens of those done, waiting to be shipped
+};
+
 struct ServingSimulation::PrefillInstance {
-  std::deque<Request*> queue;                     // its prompts in arrival order, waiting or part done
-  std::vector<std::deque<Request*>> rank_queues;  // the same prompts, each in its rank's queue
-  std::vector<int64_t> rank_tokens_left;          // prompt tokens each rank's queue has still to compute
-  std::vector<int64_t> rank_queued_context;       // the context tokens of each rank's queued prompts
-  std::size_t next_rank = 0;                      // round-robin routing: the rank the next prompt takes
+  std::deque<Request*> queue;  // its prompts in arrival order, waiting or part done, over every rank
+  std::vector<PrefillRank> ranks;
+  std::size_t next_rank = 0;  // round-robin routing: the rank the next prompt takes
   int index = 0;
-  // Disaggregated: each rank's KV of its prompts, from their first chunk until
-  // shipped; and the context tokens of those done, waiting to be shipped.
-  std::vector<double> rank_kv_used;
-  std::vector<int64_t> rank_shipping_tokens;
   Engine* engine = nullptr;
   // Aggregated: the decode instance on the same GPUs, where a prompt's KV is
   // held from its first chunk on (null when disaggregated).

@@ -39,11 +39,13 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   }
   const auto [best, rank] = route_prompt();
   PrefillInstance& inst = *prefill_[best];
+  r.prefill_instance = inst.index;
   r.attention_rank = static_cast<int>(rank);
   inst.queue.push_back(&r);
-  inst.rank_queues[rank].push_back(&r);
-  inst.rank_tokens_left[rank] += r.to_compute - r.computed;
-  inst.rank_queued_context[rank] += r.context();
+  PrefillRank& own = inst.ranks[rank];
+  own.queue.push_back(&r);
+  own.tokens_left += r.to_compute - r.computed;
+  own.queued_context += r.context();
   if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(best);
   } else {
@@ -55,13 +57,13 @@ void ServingSimulation::enqueue_prefill(Request& r) {
 std::pair<std::size_t, std::size_t> ServingSimulation::route_prompt() {
   if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
     const std::size_t instance = next_instance_++ % prefill_.size();
-    return {instance, prefill_[instance]->next_rank++ % prefill_[instance]->rank_queues.size()};
+    return {instance, prefill_[instance]->next_rank++ % prefill_[instance]->ranks.size()};
   }
   const std::size_t instance =
       least_loaded(prefill_.size(), [this](std::size_t i) { return routing_load(*prefill_[i]); });
   const PrefillInstance& inst = *prefill_[instance];
   return {instance,
-          least_loaded(inst.rank_queues.size(), [this, &inst](std::size_t k) { return rank_load(inst, k); })};
+          least_loaded(inst.ranks.size(), [this, &inst](std::size_t k) { return rank_load(inst, k); })};
 }
 
 // A rank's load. Least requests: 4 x its waiting prompts + its decoding
@@ -76,19 +78,20 @@ std::pair<std::size_t, std::size_t> ServingSimulation::route_prompt() {
 // it holds.
 double ServingSimulation::rank_load(const PrefillInstance& inst, std::size_t rank) const {
   if (deployment_.routing == DeploymentSpec::Routing::kLeastRequests) {
-    const auto waiting = static_cast<double>(inst.rank_queues[rank].size());
+    const auto waiting = static_cast<double>(inst.ranks[rank].queue.size());
     const double running =
         inst.colocated == nullptr ? 0.0 : static_cast<double>(inst.colocated->ranks[rank].active.size());
     return 4 * waiting + running;
   }
-  const int64_t held = inst.colocated == nullptr ? inst.rank_shipping_tokens[rank]
-                                                 : inst.colocated->ranks[rank].history_tokens;
-  return static_cast<double>(inst.rank_tokens_left[rank] + inst.rank_queued_context[rank] + held);
+  const PrefillRank& own = inst.ranks[rank];
+  const int64_t held =
+      inst.colocated == nullptr ? own.shipping_tokens : inst.colocated->ranks[rank].history_tokens;
+  return static_cast<double>(own.tokens_left + own.queued_context + held);
 }
 
 double ServingSimulation::routing_load(const PrefillInstance& inst) const {
   double load = 0;
-  for (std::size_t k = 0; k < inst.rank_queues.size(); ++k) load += rank_load(inst, k);
+  for (std::size_t k = 0; k < inst.ranks.size(); ++k) load += rank_load(inst, k);
   return load;
 }
 
@@ -106,7 +109,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   double step_communication_us = 0;
   ErrorBand step_band;
   int64_t step_micro_batches = 1;
-  for (std::size_t rank = 0; rank < inst.rank_queues.size(); ++rank) {
+  for (std::size_t rank = 0; rank < inst.ranks.size(); ++rank) {
     const RankChunks packed = pack_chunks(inst, rank, deployment_.prefill.max_tokens_per_step, &chunks);
     if (packed.prompts == 0) continue;  // nothing queued, or its head waits for KV room
     const StepTimeCache::StepCost cost =
@@ -136,19 +139,22 @@ bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
 bool ServingSimulation::hold_prefill_kv(PrefillInstance& inst, Request& r) {
   if (r.prefill_kv_bytes > 0) return true;
   const double bytes = model_.kv.session_bytes(r.context());
-  double& used = inst.rank_kv_used[static_cast<std::size_t>(r.attention_rank)];
+  double& used = inst.ranks[static_cast<std::size_t>(r.attention_rank)].kv_used;
   if (used + bytes > prefill_kv_bytes_per_gpu_) return false;
   used += bytes;
   r.prefill_kv_bytes = bytes;
-  r.prefill_instance = inst.index;
   return true;
 }
 
 void ServingSimulation::release_prefill_kv(Request& r) {
   if (r.prefill_kv_bytes <= 0) return;
-  prefill_[static_cast<std::size_t>(r.prefill_instance)]
-      ->rank_kv_used[static_cast<std::size_t>(r.attention_rank)] -= r.prefill_kv_bytes;
+  prefill_rank_of(r).kv_used -= r.prefill_kv_bytes;
   r.prefill_kv_bytes = 0;
+}
+
+ServingSimulation::PrefillRank& ServingSimulation::prefill_rank_of(const Request& r) {
+  return prefill_[static_cast<std::size_t>(r.prefill_instance)]
+      ->ranks[static_cast<std::size_t>(r.attention_rank)];
 }
 
 void ServingSimulation::start_decoding_held(DecodeInstance& inst, Request& r) {
@@ -171,7 +177,7 @@ ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& in
   int64_t continuing = 0;
   double new_sum = 0;
   double end_sum = 0;
-  for (Request* r : inst.rank_queues[rank]) {
+  for (Request* r : inst.ranks[rank].queue) {
     if (budget <= 0) break;
     if (!hold_kv(inst, *r)) break;  // first come, first served: the head waits for KV room
     const int64_t left = r->to_compute - r->computed;
@@ -241,13 +247,13 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     Request& r = *c.request;
     r.communication_us += communication_us;
     r.computed += c.tokens;
-    const auto rank = static_cast<std::size_t>(r.attention_rank);
-    p.rank_tokens_left[rank] -= c.tokens;
+    PrefillRank& own = prefill_rank_of(r);
+    own.tokens_left -= c.tokens;
     result_.input_tokens_prefilled += c.tokens;
     if (r.computed < r.to_compute) continue;
     p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
-    p.rank_queues[rank].erase(std::find(p.rank_queues[rank].begin(), p.rank_queues[rank].end(), &r));
-    p.rank_queued_context[rank] -= r.context();
+    own.queue.erase(std::find(own.queue.begin(), own.queue.end(), &r));
+    own.queued_context -= r.context();
     r.first_token = sim_.now();
     r.generated = 1;
     ++result_.output_tokens_generated;
@@ -258,7 +264,7 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
       continue;
     }
     if (p.colocated != nullptr) continue;
-    p.rank_shipping_tokens[rank] += r.context();
+    own.shipping_tokens += r.context();
     enqueue_decode(r);  // its KV waits here until a decode rank has room for it
   }
 }

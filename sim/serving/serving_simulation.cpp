@@ -101,12 +101,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     prefill_.push_back(std::make_unique<PrefillInstance>());
     prefill_.back()->engine = engines_.back().get();
     prefill_.back()->index = static_cast<int>(i);
-    const auto ranks = static_cast<std::size_t>(deployment.prefill.gpus_per_instance);
-    prefill_.back()->rank_queues.resize(ranks);
-    prefill_.back()->rank_tokens_left.assign(ranks, 0);
-    prefill_.back()->rank_queued_context.assign(ranks, 0);
-    prefill_.back()->rank_kv_used.assign(ranks, 0.0);
-    prefill_.back()->rank_shipping_tokens.assign(ranks, 0);
+    prefill_.back()->ranks.resize(static_cast<std::size_t>(deployment.prefill.gpus_per_instance));
   }
   for (int64_t i = 0; i < deployment.decode.instances; ++i) {
     auto instance = std::make_unique<DecodeInstance>();
@@ -256,7 +251,7 @@ void ServingSimulation::sample_occupancy() {
   double prefill_used = 0;
   for (const auto& p : prefill_) {
     s.prefill_queue += static_cast<int64_t>(p->queue.size());
-    for (const double used_on_rank : p->rank_kv_used) prefill_used += used_on_rank;
+    for (const PrefillRank& rank : p->ranks) prefill_used += rank.kv_used;
   }
   if (prefill_kv_bytes_per_gpu_ > 0) {
     s.prefill_kv_used_fraction =

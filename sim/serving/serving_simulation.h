@@ -58,6 +58,7 @@ class ServingSimulation {
  private:
   struct Session;
   struct Engine;
+  struct PrefillRank;
   struct PrefillInstance;
   struct DecodeRank;
   struct DecodeInstance;
@@ -101,10 +102,13 @@ class ServingSimulation {
   bool hold_kv(PrefillInstance& instance, Request& r);
   // Disaggregated: a prompt's KV stays on its attention rank of its prefill
   // instance from its first chunk until its transfer to decode ends (or it
-  // finishes there); false while that rank's KV memory is full. Release gives the room back (the
-  // caller starts the instance's next step where it may be waiting for it).
+  // finishes there); false while that rank's KV memory is full. Release gives
+  // the room back (the caller starts the instance's next step where it may be
+  // waiting for it).
   bool hold_prefill_kv(PrefillInstance& instance, Request& r);
   void release_prefill_kv(Request& r);
+  // The prefill rank a routed prompt was given.
+  PrefillRank& prefill_rank_of(const Request& r);
   // Aggregated: a prompt done with prefill takes its held slot in the batch
   // (or, with nothing left to generate, gives its KV back).
   void start_decoding_held(DecodeInstance& instance, Request& r);
@@ -133,6 +137,8 @@ class ServingSimulation {
                                             std::vector<PrefillChunk>* chunks, double* tokens_per_sequence);
   void finish(Request& r);
   // Bookkeeping.
+  // A decode step's rank imbalance (ServingResult::decode_rank_imbalance), by step time.
+  void add_decode_imbalance(const DecodeInstance& instance, double step_us);
   void change_in_system(int delta);
   void sample_occupancy();
   ServingResult collect(double duration_s);
@@ -159,9 +165,7 @@ class ServingSimulation {
   std::vector<std::unique_ptr<DecodeInstance>> decode_;
   ServingResult result_;
   ErrorBandMix prefill_band_, decode_band_;  // over the steps run, by step time
-  // A decode step's rank imbalance (ServingResult::decode_rank_imbalance), by step time.
-  void add_decode_imbalance(const DecodeInstance& instance, double step_us);
-  double imbalance_time_us_ = 0;
+  double imbalance_time_us_ = 0;             // decode steps' rank imbalance times their time
   double decode_time_us_ = 0;
   int64_t in_system_ = 0;
   double in_system_area_ = 0;  // integral of requests in the system over time (request-seconds)
