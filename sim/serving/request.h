@@ -29,6 +29,8 @@ struct Request {
   int prefill_instance = -1;    // where it is prefilled (disaggregated: whose NICs ship its KV)
   int attention_rank = -1;      // the rank of that instance whose attention runs its chunks
   int decode_rank = -1;
+  bool context_parallel =
+      false;  // prefilled a slice per rank of its instance: each rank sends its slice's KV
   double kv_reserved_bytes = 0;
   double prefill_kv_bytes = 0;  // disaggregated: held on its prefill instance until shipped
   SimTime prefill_queued;       // joined the prefill queue (after any SSD read)

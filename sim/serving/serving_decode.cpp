@@ -39,14 +39,30 @@ void ServingSimulation::try_admit(std::size_t index) {
   }
 }
 
-// The decode rank has taken the request's room: its prefill instance's NICs
-// ship the KV (one transfer after another, in the order decode admits them),
-// and it decodes once the KV is there.
+// The decode rank has taken the request's room: its KV goes to that GPU,
+// NIC to NIC (GPUDirect RDMA, as Mooncake and NIXL move it, each GPU through
+// the NIC beside it), in the order decode admits requests. A transfer starts
+// when its NICs are free and lasts as long as the slower end needs: one
+// prefill GPU's NIC sends it, or, for a prompt prefilled context-parallel,
+// every rank of its instance sends its slice, and one decode GPU's NIC takes
+// it all. So transfers to one decode GPU queue for its NIC, whichever
+// instance sends them.
 void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r) {
-  const double nic_bandwidth =
-      prefill_gpu_.nic_bytes_per_s.value() * static_cast<double>(deployment_.prefill.gpus_per_instance);
-  const SimTime sent = queue_for(nic_free_at_[static_cast<std::size_t>(r.prefill_instance)],
-                                 model_.kv.session_bytes(r.context()) / nic_bandwidth);
+  const double bytes = model_.kv.session_bytes(r.context());
+  PrefillInstance& from = *prefill_[static_cast<std::size_t>(r.prefill_instance)];
+  std::vector<SimTime*> nics{&rank.nic_free_at};
+  if (r.context_parallel) {
+    for (PrefillRank& sender : from.ranks) nics.push_back(&sender.nic_free_at);
+  } else {
+    nics.push_back(&prefill_rank_of(r).nic_free_at);
+  }
+  const auto senders = static_cast<double>(nics.size() - 1);
+  const double seconds =
+      std::max(bytes / senders / prefill_nic_bytes_per_s_, bytes / decode_nic_bytes_per_s_);
+  SimTime start = sim_.now();
+  for (const SimTime* nic : nics) start = std::max(start, *nic);
+  const SimTime sent = start + SimTime::from_s(seconds);
+  for (SimTime* nic : nics) *nic = sent;
   r.transfer_us = (sent - sim_.now()).us();
   sim_.schedule_at(sent, [this, index, &rank, &r] {
     prefill_rank_of(r).shipping_tokens -= r.context();

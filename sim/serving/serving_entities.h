@@ -39,6 +39,7 @@ struct ServingSimulation::PrefillRank {
   int64_t queued_context = 0;   // the context tokens of its queued prompts
   double kv_used = 0;           // disaggregated: its prompts' KV, from their first chunk until shipped
   int64_t shipping_tokens = 0;  // disaggregated: the context tokens of those done, waiting to be shipped
+  SimTime nic_free_at;          // disaggregated: its GPU's NIC, sending its prompts' KV to decode
 };
 
 struct ServingSimulation::PrefillInstance {
@@ -59,6 +60,7 @@ struct ServingSimulation::DecodeRank {
   // aggregated, prompts in prefill; disaggregated, KV on its way over the NICs.
   int64_t arriving = 0;
   double kv_used = 0;
+  SimTime nic_free_at;  // disaggregated: its GPU's NIC, receiving KV from prefill
   bool has_room_for(const Request& r, double kv_bytes_per_gpu, int64_t max_batch) const {
     return static_cast<int64_t>(active.size()) + arriving < max_batch &&
            kv_bytes_per_gpu - kv_used >= r.kv_reserved_bytes;

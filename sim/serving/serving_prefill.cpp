@@ -207,6 +207,7 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
   const int64_t per_rank = std::min(deployment_.prefill.max_tokens_per_step, (left + ranks - 1) / ranks);
   const int64_t tokens = std::min(left, per_rank * ranks);
   if (r.computed == 0) r.prefill_started = sim_.now();
+  r.context_parallel = true;
   const int64_t end = r.context() - r.to_compute + r.computed + tokens;
   // Only the last slice's rank runs CED's decoder rows, and only in the
   // prompt's last step: the slowest rank is timed as that one.

@@ -68,6 +68,10 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
                                             prefill_cost.params().links.nvlink_efficiency.value()
                                       : 0.0),
       decode_gpu_(decode_cost.gpu()),
+      prefill_nic_bytes_per_s_(prefill_cost.gpu().nic_bytes_per_s.value() *
+                               prefill_cost.params().links.nic_efficiency.value()),
+      decode_nic_bytes_per_s_(decode_cost.gpu().nic_bytes_per_s.value() *
+                              decode_cost.params().links.nic_efficiency.value()),
       deployment_(deployment),
       workload_(workload),
       sim_(seed),
@@ -95,7 +99,6 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
   const auto state = static_cast<double>(std::max<int64_t>(1, model.kv.per_request_state_bytes()));
   tiers_ = SessionKvTiers(deployment.kv.retention_s, deployment.kv.host_ttl_s,
                           static_cast<int64_t>(std::floor(pool_bytes / state)));
-  nic_free_at_.assign(static_cast<std::size_t>(deployment.prefill.instances), SimTime());
   for (int64_t i = 0; i < deployment.prefill.instances; ++i) {
     engines_.push_back(std::make_unique<Engine>());
     prefill_.push_back(std::make_unique<PrefillInstance>());

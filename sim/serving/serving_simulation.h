@@ -8,7 +8,8 @@
 // -> first token -> decode admission (a request waits until a rank has a
 // batch slot and KV room for its final context, as engines allocate decode KV
 // before the prefill side sends it; an aggregated deployment takes both before
-// the prompt's first chunk) -> KV transfer over the prefill instance's NICs ->
+// the prompt's first chunk) -> KV transfer, NIC to NIC, from the prefill GPU
+// that holds it to the decode GPU ->
 // continuous-batching decode steps -> finish -> the session's next turn after
 // its think time. Step times come from the kernel model via StepTimeCache.
 // An aggregated deployment prefills on its decode instances (no KV transfer),
@@ -147,6 +148,10 @@ class ServingSimulation {
   const GpuProfile& prefill_gpu_;
   double prefill_nvlink_bytes_per_s_ = 0;  // achievable, per GPU and direction (context-parallel KV exchange)
   const GpuProfile& decode_gpu_;
+  // Each GPU's NIC, achievable (bytes/s, one direction: the profile's line
+  // rate times the calibration's links.nic_efficiency).
+  double prefill_nic_bytes_per_s_ = 0;
+  double decode_nic_bytes_per_s_ = 0;
   const DeploymentSpec& deployment_;
   const WorkloadSpec& workload_;
   Simulator sim_;
@@ -172,10 +177,9 @@ class ServingSimulation {
   SimTime last_change_;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;
-  // Transfers queue for their links: the SSD tier (one client per prefill
-  // instance) and each prefill instance's NICs.
+  // Transfers queue for their links: the SSD tier, and each GPU's NIC
+  // (PrefillRank::nic_free_at, DecodeRank::nic_free_at).
   SimTime ssd_free_at_;
-  std::vector<SimTime> nic_free_at_;
   SimTime queue_for(SimTime& free_at, double seconds);
   SimTime trace_until_;  // zero: no trace
   void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);

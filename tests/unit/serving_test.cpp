@@ -75,15 +75,16 @@ Fixture tiny_aggregated_chat() {
                  data("workloads/chat.yaml"));
 }
 
-// The tiny model on one aggregated instance, serving the trace `rows`
-// (time_s,session,input_tokens,output_tokens lines), written to a temp folder.
-Fixture tiny_aggregated_trace(const std::string& folder, const std::string& rows) {
+// The tiny model on `deployment` (one aggregated instance by default),
+// serving the trace `rows` (time_s,session,input_tokens,output_tokens lines),
+// written to a temp folder.
+Fixture tiny_trace(const std::string& folder, const std::string& rows,
+                   const std::string& deployment = "tests/data/aggregated.yaml") {
   const auto dir = std::filesystem::temp_directory_path() / folder;
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n" << rows;
   std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
-  return Fixture(data("tests/data/tiny_gqa.yaml"), data("tests/data/aggregated.yaml"),
-                 (dir / "w.yaml").string());
+  return Fixture(data("tests/data/tiny_gqa.yaml"), data(deployment), (dir / "w.yaml").string());
 }
 
 // A drained run with every step and request span of its first `seconds` traced.
@@ -174,8 +175,7 @@ TEST(Serving, RoundRobinRoutingTakesTheInstancesInTurn) {
 // it lasts as long as one prompt's; packed onto one rank up to its token
 // budget they would take a step of all three.
 TEST(Serving, PromptsArrivingTogetherSpreadOverTheInstancesRanks) {
-  Fixture f =
-      tiny_aggregated_trace("v41sim_dp_ranks", "1.0,0,2048,1\n1.0,1,2048,1\n1.0,2,2048,1\n1.0,3,2048,1\n");
+  Fixture f = tiny_trace("v41sim_dp_ranks", "1.0,0,2048,1\n1.0,1,2048,1\n1.0,2,2048,1\n1.0,3,2048,1\n");
   for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = 4;
   f.deployment.prefill.max_tokens_per_step = 4 * 2048;
   std::vector<TraceSpan> steps;
@@ -197,8 +197,8 @@ TEST(Serving, PromptsArrivingTogetherSpreadOverTheInstancesRanks) {
 // decodes three sequences where an even deal gives two; least requests deals
 // them two and two. On one GPU there is nothing to deal.
 TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
-  Fixture f = tiny_aggregated_trace("v41sim_rank_imbalance",
-                                    "1.0,0,60000,500\n1.0,1,100,500\n1.0,2,100,500\n1.0,3,100,500\n");
+  Fixture f =
+      tiny_trace("v41sim_rank_imbalance", "1.0,0,60000,500\n1.0,1,100,500\n1.0,2,100,500\n1.0,3,100,500\n");
   const auto imbalance = [&f](int64_t ranks, DeploymentSpec::Routing routing) {
     for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = ranks;
     f.deployment.routing = routing;
@@ -734,6 +734,31 @@ TEST(Serving, DecodeTakesTheSlotBeforeTheKvIsShipped) {
   ASSERT_GT(spans.size(), 20u);
   for (std::size_t i = 1; i < spans.size(); ++i) EXPECT_GE(spans[i].first, spans[i - 1].second - 1e-3) << i;
   EXPECT_GT(r.decode_wait_ms.p99, 0.0);  // requests did wait for the slot
+}
+
+// Disaggregated: a prompt's KV goes from the prefill GPU that holds it to the
+// decode GPU, NIC to NIC, at one NIC's achievable rate; two prompts done
+// together on two prefill ranks queue for the one decode GPU's NIC. (Before,
+// a transfer had all of its prefill instance's NICs to itself.) The first
+// prompt's step runs alone; the two after it take a rank each and end together.
+TEST(Serving, KvGoesNicToNicAndQueuesAtTheDecodeGpu) {
+  Fixture f = tiny_trace("v41sim_kv_nics", "1.0,0,2048,2\n1.001,1,2048,2\n1.001,2,2048,2\n",
+                         "tests/data/one_gpu.yaml");
+  f.deployment.prefill.gpus_per_instance = 2;  // data-parallel ranks (a dense model: EP 1)
+  const ServingResult r = traced_run(f, 10);
+  std::vector<double> transfers_us;
+  for (const TraceSpan& s : r.trace) {
+    if (s.kind == TraceSpan::Kind::kRequestKvTransfer) transfers_us.push_back(s.duration_us);
+  }
+  ASSERT_EQ(transfers_us.size(), 3u);
+  std::sort(transfers_us.begin(), transfers_us.end());
+  const GpuProfile& h200 = f.prefill.cost().gpu();
+  const double one_nic =
+      h200.nic_bytes_per_s.value() * f.prefill.cost().params().links.nic_efficiency.value();
+  const double alone_us = f.model.kv.session_bytes(2048) / one_nic * 1e6;
+  EXPECT_NEAR(transfers_us[0], alone_us, 1e-3 * alone_us);
+  EXPECT_NEAR(transfers_us[1], alone_us, 1e-3 * alone_us);
+  EXPECT_NEAR(transfers_us[2], 2 * alone_us, 1e-3 * alone_us);  // waited for the other
 }
 
 // Disaggregated, decode saturated: finished prompts wait for a decode slot
