@@ -120,23 +120,36 @@ std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text) {
 }
 
 std::string routing_note(const DeploymentSpec& d) {
-  const std::string placement =
-      "; it is prefilled, holds its KV and, aggregated, decodes on that rank (data-parallel attention, as "
-      "SGLang and vLLM serve DeepSeek)";
+  // Where a prompt goes, how the decode side then places it (disaggregated),
+  // and whose rule it is.
+  struct Rule {
+    std::string prompts, decode, source;
+  };
+  Rule rule;
   if (d.routing == DeploymentSpec::Routing::kRoundRobin) {
-    return "routing: each prompt goes to the next instance, then to the next of its ranks, in turn" +
-           placement + " (round_robin in " + d.file + ", SGLang's default)";
+    rule = {"to the next instance, then to the next of its ranks, in turn", "the next in turn",
+            "round_robin in " + d.file + ", SGLang's default"};
+  } else if (d.routing == DeploymentSpec::Routing::kLeastRequests) {
+    rule = {
+        "to the instance, then the rank, with the least 4 x waiting + running requests (vLLM's "
+        "data-parallel balancer)",
+        "the one running the fewest requests", "least_requests in " + d.file};
+  } else {
+    rule = {
+        "to the instance, then the rank, with the least load (prompt tokens to compute plus tokens of KV "
+        "held, weighted alike, as NVIDIA Dynamo's KV router)",
+        "the one holding the least KV",
+        d.routing_named ? "least_load in " + d.file : "assumed: " + d.file + " names no routing"};
   }
-  if (d.routing == DeploymentSpec::Routing::kLeastRequests) {
-    return "routing: each prompt goes to the instance, then the rank, with the least 4 x waiting + running "
-           "requests (vLLM's data-parallel balancer)" +
-           placement + " (least_requests in " + d.file + ")";
-  }
-  const std::string source =
-      d.routing_named ? "least_load in " + d.file : "assumed: " + d.file + " names no routing";
-  return "routing: each prompt goes to the instance, then the rank, with the least load (prompt tokens to "
-         "compute plus tokens of KV held, weighted alike, as NVIDIA Dynamo's KV router)" +
-         placement + " (" + source + ")";
+  const std::string placement =
+      d.disaggregated
+          ? "; it is prefilled on that rank (data-parallel attention, as SGLang and vLLM serve "
+            "DeepSeek), then decodes where the same rule places it: of a decode instance's ranks with "
+            "room, " +
+                rule.decode
+          : "; it is prefilled, holds its KV and decodes on that rank (data-parallel attention, as "
+            "SGLang and vLLM serve DeepSeek)";
+  return "routing: each prompt goes " + rule.prompts + placement + " (" + rule.source + ")";
 }
 
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {

@@ -7,35 +7,68 @@
 
 namespace v41sim {
 
+// Disaggregated decode places requests by the deployment's routing too, as
+// each engine's decode side does (Dynamo's KV router costs decode workers by
+// the KV they hold, vLLM's data-parallel balancer counts requests, SGLang's
+// data-parallel controller deals in turn): an instance, then, when one of its
+// ranks has room, that rank.
 void ServingSimulation::enqueue_decode(Request& r) {
   r.decode_queued = sim_.now();
-  // The instance with the least KV in use.
   std::size_t best = 0;
-  for (std::size_t i = 1; i < decode_.size(); ++i) {
-    if (decode_[i]->kv_used() < decode_[best]->kv_used()) best = i;
+  if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
+    best = next_decode_instance_++ % decode_.size();
+  } else {
+    best = least_loaded(decode_.size(), [this](std::size_t i) { return decode_load(*decode_[i]); });
   }
   decode_[best]->queue.push_back(&r);
   try_admit(best);
   try_start_decode(best);
 }
 
+// Least load: the KV it holds. Least requests: 4 x waiting + running (those
+// whose KV is on its way count as running).
+double ServingSimulation::decode_load(const DecodeInstance& inst) const {
+  if (deployment_.routing == DeploymentSpec::Routing::kLeastRequests) {
+    double load = 4 * static_cast<double>(inst.queue.size());
+    for (const DecodeRank& rank : inst.ranks) load += decode_load(rank);
+    return load;
+  }
+  return inst.kv_used();
+}
+
+double ServingSimulation::decode_load(const DecodeRank& rank) const {
+  if (deployment_.routing == DeploymentSpec::Routing::kLeastRequests) {
+    return static_cast<double>(rank.active.size()) + static_cast<double>(rank.arriving);
+  }
+  return rank.kv_used;
+}
+
 void ServingSimulation::try_admit(std::size_t index) {
   DecodeInstance& inst = *decode_[index];
+  const std::size_t n = inst.ranks.size();
   while (!inst.queue.empty()) {
     Request& r = *inst.queue.front();
-    DecodeRank* best = nullptr;
-    for (DecodeRank& rank : inst.ranks) {
-      if (rank.has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu) &&
-          (best == nullptr || rank.kv_used < best->kv_used)) {
-        best = &rank;
+    const auto has_room = [&](std::size_t k) {
+      return inst.ranks[k].has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu);
+    };
+    std::size_t chosen = n;
+    if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
+      // The next in turn with room.
+      for (std::size_t step = 0; step < n && chosen == n; ++step) {
+        if (const std::size_t k = (inst.next_rank + step) % n; has_room(k)) chosen = k;
       }
+      if (chosen < n) inst.next_rank = chosen + 1;
+    } else {
+      chosen = least_loaded(
+          n, [&](std::size_t k) { return decode_load(inst.ranks[k]); }, has_room);
     }
-    if (best == nullptr) return;  // first come, first served: the head waits for room
+    if (chosen == n) return;  // first come, first served: the head waits for room
+    DecodeRank& rank = inst.ranks[chosen];
     inst.queue.pop_front();
-    ++best->arriving;
-    best->kv_used += r.kv_reserved_bytes;
+    ++rank.arriving;
+    rank.kv_used += r.kv_reserved_bytes;
     r.decode_admitted = sim_.now();
-    ship_kv(index, *best, r);
+    ship_kv(index, rank, r);
   }
 }
 

@@ -11,6 +11,26 @@
 
 namespace v41sim {
 
+// The index in [0, n) whose load is least, of those `eligible`; ties to the
+// lowest; n when none is.
+template <typename LoadOf, typename Eligible>
+std::size_t least_loaded(std::size_t n, LoadOf load_of, Eligible eligible) {
+  std::size_t best = n;
+  double best_load = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!eligible(i)) continue;
+    if (const double load = load_of(i); best == n || load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  return best;
+}
+template <typename LoadOf>
+std::size_t least_loaded(std::size_t n, LoadOf load_of) {
+  return least_loaded(n, load_of, [](std::size_t) { return true; });
+}
+
 struct ServingSimulation::Session {
   int64_t turns = 0;
   int64_t next_turn = 0;
@@ -79,6 +99,7 @@ struct ServingSimulation::DecodeRank {
 struct ServingSimulation::DecodeInstance {
   std::vector<DecodeRank> ranks;
   std::deque<Request*> queue;
+  std::size_t next_rank = 0;  // disaggregated, round-robin routing: the rank the next request takes
   Engine* engine = nullptr;
   double kv_used() const {
     return std::accumulate(ranks.begin(), ranks.end(), 0.0,

@@ -6,24 +6,6 @@
 #include "sim/serving/serving_entities.h"
 
 namespace v41sim {
-namespace {
-
-// The index in [0, n) whose load is least; ties to the lowest.
-template <typename LoadOf>
-std::size_t least_loaded(std::size_t n, LoadOf load_of) {
-  std::size_t best = 0;
-  double best_load = load_of(0);
-  for (std::size_t i = 1; i < n; ++i) {
-    if (const double load = load_of(i); load < best_load) {
-      best = i;
-      best_load = load;
-    }
-  }
-  return best;
-}
-
-}  // namespace
-
 void ServingSimulation::enqueue_prefill(Request& r) {
   r.prefill_queued = sim_.now();
   // A rank holds the KV of its sequences' whole final context; one that no

@@ -123,8 +123,12 @@ class ServingSimulation {
                         double communication_us, const ErrorBand& band, int64_t micro_batches);
   // Decode.
   // Disaggregated: a prompt done with prefill waits for room on the decode
-  // instance with the least KV in use; its KV is shipped once it has room.
+  // instance its routing picks, then takes the rank its routing picks of
+  // those with room; its KV is shipped once it has room.
   void enqueue_decode(Request& r);
+  // A decode instance's or rank's load, as the deployment's routing counts it.
+  double decode_load(const DecodeInstance& instance) const;
+  double decode_load(const DecodeRank& rank) const;
   void ship_kv(std::size_t instance, DecodeRank& rank, Request& r);
   void next_step(std::size_t instance);  // aggregated only
   void try_admit(std::size_t instance);
@@ -160,9 +164,10 @@ class ServingSimulation {
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double decode_kv_bytes_per_gpu_ = 0;
-  double prefill_kv_bytes_per_gpu_ = 0;  // disaggregated: a rank's room for its prompts' KV, until shipped
-  std::size_t next_instance_ = 0;        // round-robin routing: the instance the next prompt takes
-  std::deque<Request> requests_;         // stable addresses
+  double prefill_kv_bytes_per_gpu_ = 0;   // disaggregated: a rank's room for its prompts' KV, until shipped
+  std::size_t next_instance_ = 0;         // round-robin routing: the instance the next prompt takes
+  std::size_t next_decode_instance_ = 0;  // and, disaggregated, the decode instance the next request takes
+  std::deque<Request> requests_;          // stable addresses
   std::vector<Session> sessions_;
   std::unordered_map<int64_t, int64_t> trace_sessions_;  // trace session id -> index into sessions_
   std::vector<std::unique_ptr<Engine>> engines_;

@@ -211,6 +211,27 @@ TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
   EXPECT_GT(imbalance(2, DeploymentSpec::Routing::kLeastLoad), 1.3);
 }
 
+// Disaggregated, the decode side places requests by the deployment's
+// routing too. Long and short answers alternate on two decode GPUs: dealt in
+// turn, both long ones land on the first GPU (the short ones end at once);
+// counted by requests, the second long one goes to the GPU left idle. (Before,
+// decode went by KV held whatever the routing said.)
+TEST(Serving, DisaggregatedDecodeFollowsTheRouting) {
+  Fixture f =
+      tiny_trace("v41sim_decode_routing", "1.0,0,2048,1000\n1.02,1,2048,2\n1.04,2,2048,1000\n1.06,3,2048,2\n",
+                 "tests/data/one_gpu.yaml");
+  f.deployment.decode.gpus_per_instance = 2;  // data-parallel ranks (a dense model: EP 1)
+  const auto imbalance = [&f](DeploymentSpec::Routing routing) {
+    f.deployment.routing = routing;
+    const ServingResult r = f.run(1e4, 1, true);
+    EXPECT_EQ(r.finished, 4);
+    return r.decode_rank_imbalance;
+  };
+  EXPECT_LT(imbalance(DeploymentSpec::Routing::kLeastRequests), 1.05);
+  EXPECT_LT(imbalance(DeploymentSpec::Routing::kLeastLoad), 1.05);
+  EXPECT_GT(imbalance(DeploymentSpec::Routing::kRoundRobin), 1.3);
+}
+
 TEST(Serving, SameSeedSameResultOtherSeedOtherResult) {
   Fixture f = v41_agents();
   const ServingResult a = f.run(200, 7);
