@@ -55,9 +55,10 @@ struct ServingSimulation::Engine {
 // in the EP all-to-all, so the slowest rank sets the step.
 struct ServingSimulation::PrefillRank {
   std::deque<Request*> queue;   // its prompts in arrival order, waiting or part done
-  int64_t tokens_left = 0;      // prompt tokens its queue has still to compute
-  int64_t queued_context = 0;   // the context tokens of its queued prompts
+  int64_t tokens_left = 0;      // prompt tokens its prompts (queued or reading) have still to compute
+  int64_t queued_context = 0;   // the context tokens of those prompts
   double kv_used = 0;           // disaggregated: its prompts' KV, from their first chunk until shipped
+  int64_t reading = 0;          // prompts routed here still reading their prefix from the SSD tier
   int64_t shipping_tokens = 0;  // disaggregated: the context tokens of those done, waiting to be shipped
   SimTime nic_free_at;          // disaggregated: its GPU's NIC, sending its prompts' KV to decode
 };
@@ -66,6 +67,7 @@ struct ServingSimulation::PrefillInstance {
   std::deque<Request*> queue;  // its prompts in arrival order, waiting or part done, over every rank
   std::vector<PrefillRank> ranks;
   std::size_t next_rank = 0;  // round-robin routing: the rank the next prompt takes
+  SimTime ssd_free_at;        // its client of the SSD tier, reading its prompts' cached prefixes
   int index = 0;
   Engine* engine = nullptr;
   // Aggregated: the decode instance on the same GPUs, where a prompt's KV is

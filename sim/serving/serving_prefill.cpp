@@ -6,8 +6,7 @@
 #include "sim/serving/serving_entities.h"
 
 namespace v41sim {
-void ServingSimulation::enqueue_prefill(Request& r) {
-  r.prefill_queued = sim_.now();
+void ServingSimulation::route_turn(Request& r) {
   // A rank holds the KV of its sequences' whole final context; one that no
   // rank could ever hold is turned away before any prefill is spent on it.
   r.kv_reserved_bytes = model_.kv.session_bytes(r.final_context());
@@ -23,15 +22,31 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   PrefillInstance& inst = *prefill_[best];
   r.prefill_instance = inst.index;
   r.attention_rank = static_cast<int>(rank);
-  inst.queue.push_back(&r);
   PrefillRank& own = inst.ranks[rank];
-  own.queue.push_back(&r);
+  ++own.reading;
   own.tokens_left += r.to_compute - r.computed;
   own.queued_context += r.context();
+  // The instance's client of the SSD tier reads the cached prefix, first
+  // come first served (a KV-aware router picks the worker, which then loads
+  // the prefix from the store, as Mooncake and Dynamo do).
+  const double seconds = static_cast<double>(r.cached_tokens) * model_.kv.global_bytes_per_token /
+                         deployment_.kv.ssd_read_bytes_per_s.value();
+  const SimTime read_done = queue_for(inst.ssd_free_at, seconds);
+  r.ssd_read_us = (read_done - sim_.now()).us();
+  sim_.schedule_at(read_done, [this, &r] { enqueue_prefill(r); });
+}
+
+void ServingSimulation::enqueue_prefill(Request& r) {
+  r.prefill_queued = sim_.now();
+  PrefillInstance& inst = *prefill_[static_cast<std::size_t>(r.prefill_instance)];
+  PrefillRank& own = prefill_rank_of(r);
+  --own.reading;
+  inst.queue.push_back(&r);
+  own.queue.push_back(&r);
   if (deployment_.mixes_prompt_chunks()) {
-    try_start_mixed_step(best);
+    try_start_mixed_step(static_cast<std::size_t>(inst.index));
   } else {
-    try_start_prefill(best);
+    try_start_prefill(static_cast<std::size_t>(inst.index));
   }
 }
 
@@ -48,10 +63,10 @@ std::pair<std::size_t, std::size_t> ServingSimulation::route_prompt() {
           least_loaded(inst.ranks.size(), [this, &inst](std::size_t k) { return rank_load(inst, k); })};
 }
 
-// A rank's load. Least requests: 4 x its waiting prompts + its decoding
-// sequences (vLLM's data-parallel balancer). Least load: the prompt tokens it
-// has still to compute plus the tokens of KV its requests hold: queued
-// prompts at their whole context; prompts done and waiting to be shipped
+// A rank's load. Least requests: 4 x its waiting prompts (queued or reading
+// their prefix) + its decoding sequences (vLLM's data-parallel balancer).
+// Least load: the prompt tokens it has still to compute plus the tokens of KV
+// its requests hold: queued or reading prompts at their whole context; prompts done and waiting to be shipped
 // (disaggregated); decoding sequences at their history (aggregated). The two
 // weigh alike, as NVIDIA Dynamo's KV router costs a worker (prefill blocks
 // plus active blocks, its default overlap weight 1). By prompt tokens alone,
@@ -59,13 +74,13 @@ std::pair<std::size_t, std::size_t> ServingSimulation::route_prompt() {
 // first instance and rank, however many sequences it decodes or how much KV
 // it holds.
 double ServingSimulation::rank_load(const PrefillInstance& inst, std::size_t rank) const {
+  const PrefillRank& own = inst.ranks[rank];
   if (deployment_.routing == DeploymentSpec::Routing::kLeastRequests) {
-    const auto waiting = static_cast<double>(inst.ranks[rank].queue.size());
+    const double waiting = static_cast<double>(own.queue.size()) + static_cast<double>(own.reading);
     const double running =
         inst.colocated == nullptr ? 0.0 : static_cast<double>(inst.colocated->ranks[rank].active.size());
     return 4 * waiting + running;
   }
-  const PrefillRank& own = inst.ranks[rank];
   const int64_t held =
       inst.colocated == nullptr ? own.shipping_tokens : inst.colocated->ranks[rank].history_tokens;
   return static_cast<double>(own.tokens_left + own.queued_context + held);

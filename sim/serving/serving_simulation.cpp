@@ -211,13 +211,7 @@ void ServingSimulation::admit_turn(Request& r) {
   r.to_compute = r.context() - r.cached_tokens + r.replay_tokens;
   result_.input_tokens_to_compute += r.to_compute;
   result_.input_tokens_cached += r.cached_tokens;
-  // The SSD tier serves one client per prefill instance, first come first served.
-  const double ssd_bandwidth =
-      deployment_.kv.ssd_read_bytes_per_s.value() * static_cast<double>(deployment_.prefill.instances);
-  const SimTime read_done = queue_for(
-      ssd_free_at_, static_cast<double>(r.cached_tokens) * model_.kv.global_bytes_per_token / ssd_bandwidth);
-  r.ssd_read_us = (read_done - sim_.now()).us();
-  sim_.schedule_at(read_done, [this, &r] { enqueue_prefill(r); });
+  route_turn(r);
 }
 
 void ServingSimulation::reject(Request& r, const char* reason) {

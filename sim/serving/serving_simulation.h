@@ -1,8 +1,9 @@
 // ServingSimulation: a deployment under a workload, event by event.
 //
 // Request lifecycle: session turn arrives -> KV-tier lookup (global KV in the
-// SSD tier, SWA state in the host pool) and SSD read -> prefill queue ->
-// chunked prefill steps on one rank of a prefill instance (data-parallel
+// SSD tier, SWA state in the host pool) -> routing to one rank of a prefill
+// instance -> SSD read through that instance's client -> the rank's queue ->
+// chunked prefill steps on that rank (data-parallel
 // attention: each rank packs its own prompts up to its token budget; the
 // slowest rank sets the step, as EP synchronises them)
 // -> first token -> decode admission (a request waits until a rank has a
@@ -72,7 +73,10 @@ class ServingSimulation {
   // The tokens of a turn: drawn from the workload's distributions, or given by a trace.
   void admit_turn(Request& r);
   void reject(Request& r, const char* reason);
-  // Prefill.
+  // Prefill. A turn is routed on arrival (it counts in its rank's load from
+  // then on), reads its cached prefix from the SSD tier through its
+  // instance's client, then joins its rank's queue.
+  void route_turn(Request& r);
   void enqueue_prefill(Request& r);
   // Where a prompt goes: its instance and that instance's rank (DeploymentSpec::routing).
   std::pair<std::size_t, std::size_t> route_prompt();
@@ -182,9 +186,9 @@ class ServingSimulation {
   SimTime last_change_;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;
-  // Transfers queue for their links: the SSD tier, and each GPU's NIC
-  // (PrefillRank::nic_free_at, DecodeRank::nic_free_at).
-  SimTime ssd_free_at_;
+  // Transfers queue for their links: each instance's client of the SSD tier
+  // (PrefillInstance::ssd_free_at) and each GPU's NIC (PrefillRank::nic_free_at,
+  // DecodeRank::nic_free_at).
   SimTime queue_for(SimTime& free_at, double seconds);
   SimTime trace_until_;  // zero: no trace
   void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);

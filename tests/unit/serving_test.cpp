@@ -211,6 +211,21 @@ TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
   EXPECT_GT(imbalance(2, DeploymentSpec::Routing::kLeastLoad), 1.3);
 }
 
+// A returning turn is routed first, then its instance's client of the SSD
+// tier reads its cached prefix: two turns routed to two instances read at
+// once, each at the tier's full per-instance rate. (Before, one queue served
+// every read at the instances' rates pooled, so the second waited.)
+TEST(Serving, EachInstanceReadsItsPrefixesFromTheSsdTier) {
+  Fixture f = tiny_trace("v41sim_ssd_clients", "1.0,0,8192,2\n1.0,1,8192,2\n5.0,0,10,2\n5.0,1,10,2\n");
+  f.deployment.prefill.instances = f.deployment.decode.instances = 2;
+  const ServingResult r = f.run(10, 1, true);
+  ASSERT_EQ(r.finished, 4);
+  ASSERT_GT(r.input_tokens_cached, 8192 * 2);  // both second turns found their first turn's KV
+  const double each_ms = static_cast<double>(r.input_tokens_cached) / 2 * f.model.kv.global_bytes_per_token /
+                         f.deployment.kv.ssd_read_bytes_per_s.value() * 1e3;
+  EXPECT_NEAR(r.mean_ssd_read_ms, 2 * each_ms / 4, 1e-6);  // two reads of `each_ms` over four turns
+}
+
 // Disaggregated, the decode side places requests by the deployment's
 // routing too. Long and short answers alternate on two decode GPUs: dealt in
 // turn, both long ones land on the first GPU (the short ones end at once);
