@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -175,6 +176,62 @@ YAML::Node node_at(const YAML::Node& root, const std::string& field, const Input
   return node;
 }
 
+// Where the flow collection opening at `open` closes (its '}' or ']'),
+// skipping nested collections, quoted text and comments; npos if it does not.
+std::size_t closing_bracket(const std::string& text, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\'' || c == '"') {  // a quoted scalar ('' escapes ' in single quotes, \ escapes in double)
+      for (++i; i < text.size() && text[i] != c; ++i) {
+        if (c == '"' && text[i] == '\\') ++i;
+      }
+    } else if (c == '#' && i > 0 && std::isspace(static_cast<unsigned char>(text[i - 1]))) {
+      i = text.find('\n', i);
+      if (i == std::string::npos) return i;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+int line_at(const std::string& text, std::size_t offset) {
+  return 1 +
+         static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+// The file's text with `key: value` added to `map` (the map at `parent`,
+// the whole file where `parent` is empty) without moving any line: inside a
+// flow map's braces, or after the last line of the file's top-level map.
+// Sets `line` to the line it lands on; throws where the map is neither.
+std::string with_field_added(const std::string& text, const YAML::Node& map, const std::string& parent,
+                             const std::string& key, const std::string& value, const InputLocation& where,
+                             int* line) {
+  const YAML::Mark mark = map.Mark();
+  const auto open = static_cast<std::size_t>(std::max(0, mark.pos));
+  if (mark.pos >= 0 && open < text.size() && text[open] == '{') {
+    const std::size_t close = closing_bracket(text, open);
+    if (close == std::string::npos) throw InputError(where, "cannot find where the { } map closes");
+    const std::size_t last = text.find_last_not_of(" \t\r\n", close - 1);
+    const bool first = last == open || text[last] == ',';
+    std::string out = text;
+    out.insert(last + 1, (first ? " " : ", ") + key + ": " + value);
+    *line = line_at(text, last + 1);
+    return out;
+  }
+  if (parent.empty()) {
+    std::string out = text;
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    *line = line_at(out, out.size());
+    return out + key + ": " + value + "\n";
+  }
+  throw InputError(where, "the file has no field '" + key + "' in '" + parent +
+                              "', and --set adds a field only at the top level or inside a { } map");
+}
+
 }  // namespace
 
 ValueEdit install_value_edit(const std::string& spec, const std::string& data_dir) {
@@ -200,6 +257,20 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   } catch (const YAML::ParserException& e) {
     throw InputError({edit.file, e.mark.line + 1, ""}, "malformed YAML: " + e.msg);
   }
+  // A field the file lacks, in a map it has, is added (its loader then
+  // checks it as it checks the file's own fields).
+  const std::size_t dot = edit.field.rfind('.');
+  const std::string parent = dot == std::string::npos ? "" : edit.field.substr(0, dot);
+  const std::string last = edit.field.substr(dot == std::string::npos ? 0 : dot + 1);
+  if (last.find('[') == std::string::npos) {
+    const YAML::Node map = parent.empty() ? root : node_at(root, parent, where);
+    if (map.IsMap() && !map[last]) {
+      edit.was = "";
+      all.texts[key] = with_field_added(text, map, parent, last, edit.value, where, &edit.line);
+      all.edits.push_back(edit);
+      return edit;
+    }
+  }
   YAML::Node node = node_at(root, edit.field, where);
   if (node.IsMap() && node["value"]) node.reset(node["value"]);  // a sourced value: set its number
   const YAML::Mark mark = node.Mark();
@@ -220,8 +291,9 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
 const std::vector<ValueEdit>& installed_value_edits() { return installed().edits; }
 
 std::string describe(const ValueEdit& edit, const std::string& data_dir) {
-  return fmt::format("{} = {} in {}:{} (the file says {})", edit.field, edit.value,
-                     path_in_data_dir(edit.file, data_dir), edit.line, edit.was);
+  return fmt::format("{} = {} in {}:{} ({})", edit.field, edit.value, path_in_data_dir(edit.file, data_dir),
+                     edit.line,
+                     edit.was.empty() ? "added: the file does not say it" : "the file says " + edit.was);
 }
 
 }  // namespace v41sim

@@ -50,13 +50,15 @@ struct ValueEdit {
   std::string file;   // as resolved (under the data folder where it lies there)
   std::string field;  // dotted path; a {value: ...} map's value where FIELD names the map
   int line = 0;
-  std::string was;    // the value as the file writes it
+  std::string was;    // the value as the file writes it; empty where the file lacks the field
   std::string value;  // as set
 };
 
 // Parses FILE:FIELD=VALUE (FILE relative to `data_dir` or a path; FIELD dotted,
 // `[i]` for a list item) and makes every later YamlNode::load_file of that
-// file, on any thread, read its text with the field's value replaced. Call
+// file, on any thread, read its text with the field's value replaced, or,
+// where the file lacks the field but has its map, with the field added
+// (inside a { } map, or at the end of the top level: no line moves). Call
 // before any thread starts: the edits are read, never changed, afterwards.
 // Throws InputError naming the flag, the file or the field where the edit
 // cannot be made (no such file or field, a field that is not one plain value).

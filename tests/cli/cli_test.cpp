@@ -288,7 +288,8 @@ TEST(Cli, SensitivityMovesEachAssumption) {
 
 // --set: what if a file said another value. Every command reads the edited
 // value through its loader (a derived figure follows it), says so on stderr,
-// and a field the file lacks or a malformed edit is refused with exit 2.
+// and a field the file lacks inside a block map, a field its loader does not
+// know or a malformed edit is refused with exit 2.
 TEST(Cli, SetEditsOneValueOfAFile) {
   const RunResult plain = run("params --model deepseek_v4_1_flash");
   const RunResult topk8 =
@@ -311,6 +312,22 @@ TEST(Cli, SetEditsOneValueOfAFile) {
   EXPECT_EQ(too_high.exit_code, 2);
   EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:79: field 'draft.acceptance'"), std::string::npos)
       << too_high.output;
+  // A field the file lacks is added where no line moves (here inside the
+  // prefill pool's { } map), and its loader reads it.
+  const RunResult cp =
+      run("--set workloads/deployments/h200_pd_64.yaml:prefill.context_parallel_min_tokens=65536 run "
+          "--deployment h200_pd_64 --workload stress_1m --duration 120");
+  ASSERT_EQ(cp.exit_code, 0) << cp.output;
+  EXPECT_NE(cp.output.find("prefill.context_parallel_min_tokens = 65536 in "
+                           "workloads/deployments/h200_pd_64.yaml:14 (added: the file does not say it)"),
+            std::string::npos)
+      << cp.output;
+  EXPECT_NE(cp.output.find("context-parallel prefill steps (prompts >= 65536 tokens)"), std::string::npos)
+      << cp.output;
+  const RunResult unknown = run("--set workloads/deployments/h200_pd_64.yaml:nope=1 run --duration 10");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("h200_pd_64.yaml:26: field 'nope': unknown field"), std::string::npos)
+      << unknown.output;
   for (const char* bad :
        {"models/deepseek_v4_1_flash.yaml:draft.nope=1", "models/deepseek_v4_1_flash.yaml:draft=1",
         "models/deepseek_v4_1_flash.yaml:attention.compress_ratios[99]=2", "no_colon=1",
