@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "sim/graph/step_graph.h"
@@ -32,6 +33,18 @@ nlohmann::json point_json(const LoadPoint& p, double min_within_sla) {
   j.update(served_run_json(p.run));
   j.update(sla_verdict_json(p.run, min_within_sla));
   return j;
+}
+
+// Whether a higher arrival rate of sessions brought fewer requests (turns).
+bool requests_fall_as_sessions_rise(const LoadCapacity& c) {
+  std::vector<const LoadPoint*> points;
+  for (const LoadPoint& p : c.points) points.push_back(&p);
+  std::sort(points.begin(), points.end(),
+            [](const LoadPoint* a, const LoadPoint* b) { return a->sessions_per_s < b->sessions_per_s; });
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (points[i]->run.result.arrival_rate_per_s < points[i - 1]->run.result.arrival_rate_per_s) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -91,6 +104,12 @@ Table capacity_table(const CapacityReport& r) {
     collect_kernel_models(p.run, kernel_models);
   }
   t.add_note(capacity_verdict(r));
+  if (requests_fall_as_sessions_rise(r.capacity)) {
+    t.add_note(
+        "requests/s: turns that arrived within the window; a session's next turn comes only after its last "
+        "answer and think time, so where answers slow down fewer turns arrive, and requests/s can fall as "
+        "sessions/s rises");
+  }
   if (const std::string below = missed_below(r.capacity); !below.empty()) {
     t.add_note("missed the SLA below that rate: " + below +
                " sessions/s; near its limit the share within the SLA moves from run to run with the "

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/common/input_error.h"
+#include "sim/report/load_capacity_view.h"
 #include "tests/test_data.h"
 
 namespace v41sim {
@@ -61,6 +62,26 @@ TEST(LoadCapacity, SaysWhenTheSweepDoesNotBracketIt) {
   q.deployment.sla.ttft_ms = 1e-3;  // no prefill is that fast
   const LoadCapacity none = q.find();
   EXPECT_FALSE(none.largest_meeting.has_value());  // below the sweep
+}
+
+// A session's next turn waits for its last answer and think time: where
+// answers slow down fewer turns arrive, and the table says why requests/s
+// fell as sessions/s rose (and says nothing where it did not).
+TEST(LoadCapacity, SaysWhyRequestsFallAsSessionsRise) {
+  Queue q;
+  LoadCapacity c;
+  for (const double sessions : {1.0, 2.0}) {
+    LoadPoint p;
+    p.sessions_per_s = sessions;
+    p.run.result.arrival_rate_per_s = 7 * sessions;
+    p.run.seeds.push_back(SeedOutcome{});
+    c.points.push_back(p);
+  }
+  const CapacityReport r{"m", q.deployment, q.workload, q.options, c};
+  const std::string why = "requests/s can fall as sessions/s rises";
+  EXPECT_EQ(capacity_table(r).to_text().find(why), std::string::npos);
+  c.points[1].run.result.arrival_rate_per_s = 6.5;
+  EXPECT_NE(capacity_table(r).to_text().find(why), std::string::npos);
 }
 
 TEST(LoadCapacity, BadOptionsAreInputErrors) {
