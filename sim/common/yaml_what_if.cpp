@@ -245,6 +245,9 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   const std::string file = spec.substr(0, colon);
   edit.field = spec.substr(colon + 1, equals - colon - 1);
   edit.value = spec.substr(equals + 1);
+  if (edit.value.find_first_of("\r\n") != std::string::npos) {  // it would move the lines after it
+    throw InputError({"", 0, "--set"}, fmt::format("expected a VALUE on one line, got '{}'", edit.value));
+  }
   const std::filesystem::path in_data = std::filesystem::path(data_dir) / file;
   edit.file = std::filesystem::exists(in_data) ? in_data.string() : file;
   const InputLocation where{edit.file, 0, edit.field};

@@ -67,8 +67,9 @@ TEST(ValueEdit, RefusesToAddInsideANestedBlockMap) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("no field 'b' in 'block'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(install_value_edit(path + ":missing.b=2", ""), InputError);   // no such map
-  EXPECT_THROW(install_value_edit(path + ":block.a[0]=2", ""), InputError);  // not a list
+  EXPECT_THROW(install_value_edit(path + ":missing.b=2", ""), InputError);       // no such map
+  EXPECT_THROW(install_value_edit(path + ":block.a[0]=2", ""), InputError);      // not a list
+  EXPECT_THROW(install_value_edit(path + ":name=y\nother: 1", ""), InputError);  // would move lines
 }
 
 }  // namespace
