@@ -26,11 +26,12 @@ struct Request {
   int64_t generated = 0;        // output tokens produced so far
   double token_credit = 0;      // expected tokens not yet emitted (speculative decoding)
   double communication_us = 0;  // EP communication on the critical path of its steps
-  int prefill_instance = -1;    // where it is prefilled (disaggregated: whose NICs ship its KV)
+  int prefill_instance = -1;    // where it is prefilled (disaggregated: where its KV is shipped from)
   int attention_rank = -1;      // the rank of that instance whose attention runs its chunks
   int decode_rank = -1;
-  bool context_parallel =
-      false;  // prefilled a slice per rank of its instance: each rank sends its slice's KV
+  // Prefilled a slice per rank of its instance (context parallelism): each
+  // rank sends its slice's KV to decode.
+  bool context_parallel = false;
   double kv_reserved_bytes = 0;
   double prefill_kv_bytes = 0;  // disaggregated: held on its prefill instance until shipped
   SimTime prefill_queued;       // joined the prefill queue (after any SSD read)
