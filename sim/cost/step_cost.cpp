@@ -1,6 +1,7 @@
 #include "sim/cost/step_cost.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace v41sim {
 namespace {
@@ -36,41 +37,72 @@ class Timeline {
   double copy_us_ = 0;
 };
 
+// Calls visit(a, b) for each of `first`'s layers and the layer of `second`
+// with its id (null where `second` has none); both in layer order, `second`'s
+// ids some of `first`'s.
+template <typename Layer, typename Visit>
+void pair_layers(const std::vector<Layer>& first, const std::vector<Layer>& second, Visit visit) {
+  std::size_t j = 0;
+  for (const Layer& a : first) {
+    const bool matched = j < second.size() && second[j].layer == a.layer;
+    visit(a, matched ? &second[j] : nullptr);
+    if (matched) ++j;
+  }
+  if (j != second.size()) {
+    throw std::logic_error("the second micro-batch runs a layer the first does not");  // see StepGraph
+  }
+}
+
+// One kernel's time added to its layer's totals, `runs` times.
+void add_to_layer(LayerTiming& lt, const Kernel& k, const KernelTiming& t, double runs) {
+  lt.flops += k.flops * runs;
+  lt.hbm_bytes += k.hbm_bytes * runs;
+  if (k.stream == Stream::kHostCopy) {
+    lt.host_copy_us += t.time_us * runs;
+  } else if (k.stream == Stream::kCommunication) {
+    lt.communication_us += t.time_us * runs;
+    if (!k.low_latency) lt.sm_holding_communication_us += t.time_us * runs;
+  } else {
+    lt.compute_us += t.time_us * runs;
+  }
+}
+
 }  // namespace
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
   StepTiming step;
   step.transfer_sm_share = cost.normal_transfer_sm_share();
   const bool overlap = graph.micro_batches > 1;
-  const double runs = static_cast<double>(graph.micro_batches);
+  // The first micro-batch's kernels count once per micro-batch, unless the
+  // second's differ and count on their own.
+  const double runs = graph.second_layers.empty() ? static_cast<double>(graph.micro_batches) : 1.0;
   Timeline timeline(overlap);
-  for (const LayerKernels& layer : graph.layers) {
+  pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
     LayerTiming lt;
     lt.layer = layer.layer;
     lt.mode = layer.mode;
-    lt.tokens = layer.tokens * runs;
+    lt.tokens = layer.tokens * runs + (second != nullptr ? second->tokens : 0.0);
     lt.start_us = timeline.now_us();
-    // One micro-batch's kernels, each on its track from the start of the layer
-    // (transfers after compute unless overlapped).
+    // The first micro-batch's kernels, each on its track from the start of
+    // the layer (transfers after compute unless overlapped).
     double compute_at = lt.start_us, comm_at = lt.start_us, copy_at = timeline.copy_engine_free_us();
     for (const Kernel& k : layer.kernels) {
       const KernelTiming t = cost.time(k);
-      lt.flops += k.flops * runs;
-      lt.hbm_bytes += k.hbm_bytes * runs;
+      add_to_layer(lt, k, t, runs);
       double* track = &compute_at;
       if (k.stream == Stream::kHostCopy) {
         track = &copy_at;
-        lt.host_copy_us += t.time_us * runs;
-      } else if (k.stream == Stream::kCommunication) {
-        lt.communication_us += t.time_us * runs;
-        if (!k.low_latency) lt.sm_holding_communication_us += t.time_us * runs;
-        if (overlap) track = &comm_at;
-      } else {
-        lt.compute_us += t.time_us * runs;
+      } else if (k.stream == Stream::kCommunication && overlap) {
+        track = &comm_at;
       }
       lt.kernel_start_us.push_back(*track);
       *track += t.time_us;
       lt.kernels.push_back(t);
+    }
+    lt.kernels_run = static_cast<int64_t>(layer.kernels.size()) * static_cast<int64_t>(runs);
+    if (second != nullptr) {
+      for (const Kernel& k : second->kernels) add_to_layer(lt, k, cost.time(k), 1.0);
+      lt.kernels_run += static_cast<int64_t>(second->kernels.size());
     }
     lt.critical_us = timeline.add(lt.compute_us, lt.communication_us, lt.host_copy_us,
                                   lt.sm_holding_communication_us, step.transfer_sm_share);
@@ -79,24 +111,26 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
     step.host_copy_us += lt.host_copy_us;
     step.flops += lt.flops;
     step.hbm_bytes += lt.hbm_bytes;
-    step.kernel_count += static_cast<int64_t>(layer.kernels.size()) * graph.micro_batches;
+    step.kernel_count += lt.kernels_run;
     step.layers.push_back(std::move(lt));
-  }
+  });
   step.total_us = timeline.total_us();
   return step;
 }
 
-OverlappedSpan overlapped_span(const StepTiming& one_micro_batch, int64_t micro_batches) {
-  const double runs = static_cast<double>(micro_batches);
+OverlappedSpan overlapped_span(const StepTiming& first, const StepTiming& second) {
   Timeline timeline(true);
   OverlappedSpan out;
-  for (const LayerTiming& l : one_micro_batch.layers) {
-    const double compute = l.compute_us * runs;
+  pair_layers(first.layers, second.layers, [&](const LayerTiming& a, const LayerTiming* b) {
+    const auto both = [&](double LayerTiming::*figure) {
+      return a.*figure + (b != nullptr ? b->*figure : 0.0);
+    };
+    const double compute = both(&LayerTiming::compute_us);
     out.exposed_communication_us +=
-        timeline.add(compute, l.communication_us * runs, l.host_copy_us * runs,
-                     l.sm_holding_communication_us * runs, one_micro_batch.transfer_sm_share) -
+        timeline.add(compute, both(&LayerTiming::communication_us), both(&LayerTiming::host_copy_us),
+                     both(&LayerTiming::sm_holding_communication_us), first.transfer_sm_share) -
         compute;
-  }
+  });
   out.total_us = timeline.total_us();
   return out;
 }

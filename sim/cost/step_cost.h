@@ -34,9 +34,10 @@ struct LayerTiming {
   double host_copy_us = 0;
   double flops = 0;
   double hbm_bytes = 0;
-  std::vector<KernelTiming> kernels;  // parallel to the graph's kernels
+  std::vector<KernelTiming> kernels;  // parallel to the graph's kernels (the first micro-batch's)
   std::vector<double> kernel_start_us;
-  double critical_us = 0;  // the layer's length on the step's critical path
+  int64_t kernels_run = 0;  // over every micro-batch
+  double critical_us = 0;   // the layer's length on the step's critical path
   // Of communication_us, the normal-mode transfers, which hold SMs while they
   // run (an overlapped layer's compute slows meanwhile; step_cost.cpp).
   double sm_holding_communication_us = 0;
@@ -56,13 +57,14 @@ struct StepTiming {
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost);
 
-// What time_step gives for a step of `micro_batches` overlapped micro-batches,
-// from one micro-batch's timing laid out alone (its graph built without
-// overlap): the same critical path, without rebuilding or retiming kernels.
+// What time_step gives for a step of two overlapped micro-batches, from each
+// one's timing laid out alone (its graph built without overlap; the second's
+// layers some of the first's, as StepGraph::second_layers): the same critical
+// path, without rebuilding or retiming kernels.
 struct OverlappedSpan {
   double total_us = 0;
   double exposed_communication_us = 0;  // what compute did not hide
 };
-OverlappedSpan overlapped_span(const StepTiming& one_micro_batch, int64_t micro_batches);
+OverlappedSpan overlapped_span(const StepTiming& first, const StepTiming& second);
 
 }  // namespace v41sim

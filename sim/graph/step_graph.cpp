@@ -177,55 +177,26 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
   require_ep_divides_experts(model.spec, s.ep, {"", 0, "--ep"});
 }
 
-// Half the sequences (the larger half, with as few continuing prompts as the
-// split allows), or, for a single prompt, half its new tokens, taken over the
-// whole context (an approximation: the first half attends to a shorter span,
-// and under CED only the second runs the decoder's rows). A single decode
-// sequence does not split.
-StepShape micro_batch_of(const StepShape& s, int64_t* micro_batches) {
-  *micro_batches = 1;
-  if (!s.overlap_communication) return s;
-  StepShape half = s;
-  half.overlap_communication = false;
-  if (s.is_mixed()) {
-    // The larger half of each group: of the decode sequences (a lone one
-    // counts in both halves, overcosting the step slightly) and of the prompt
-    // chunks, or of a single chunk's tokens.
-    StepShape::PrefillChunks& chunks = half.mixed_prefill;
-    if (chunks.batch >= 2) {
-      chunks.batch = (chunks.batch + 1) / 2;
-      chunks.continuing /= 2;
-    } else if (chunks.new_tokens >= 2) {
-      chunks.new_tokens = (chunks.new_tokens + 1) / 2;
-    } else {
-      return s;
-    }
-    half.batch = (s.batch + 1) / 2;
-    *micro_batches = 2;
-    return half;
-  }
-  if (s.batch >= 2) {
-    half.batch = (s.batch + 1) / 2;
-    half.continuing /= 2;
-  } else if (s.phase == Phase::kPrefill) {
-    const int64_t fresh = s.new_tokens > 0 ? s.new_tokens : s.context;
-    if (fresh < 2) return s;
-    half.new_tokens = (fresh + 1) / 2;
-  } else {
-    return s;
-  }
-  *micro_batches = 2;
-  return half;
+namespace {
+
+// Splits `batch` prompts, `continuing` of them not ending, into two halves:
+// the first gets the larger half and the second as many of the continuing as
+// it holds, up to half of them rounded up (so the first never has fewer
+// prompts ending, and never fewer layers to run).
+void split_prompts(int64_t batch, int64_t continuing, int64_t* first_batch, int64_t* first_continuing,
+                   int64_t* second_batch, int64_t* second_continuing) {
+  *first_batch = (batch + 1) / 2;
+  *second_batch = batch / 2;
+  *second_continuing = std::min(*second_batch, continuing - continuing / 2);
+  *first_continuing = continuing - *second_continuing;
 }
 
-StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& whole) {
-  validate_step_shape(model, whole);
-  StepGraph graph{whole, {}, 1};
-  const StepShape s = micro_batch_of(whole, &graph.micro_batches);
+// The step's layers for one micro-batch shape (or the whole step).
+std::vector<LayerKernels> layers_of(const ModelAnalysis& model, const StepShape& s) {
+  std::vector<LayerKernels> layers;
   for (const LayerPlanEntry& plan : model.plan) {
     LayerKernels layer = backbone_layer(model, s, plan);
-    if (!layer.kernels.empty())
-      graph.layers.push_back(std::move(layer));  // CED: a chunk's idle decoder layers
+    if (!layer.kernels.empty()) layers.push_back(std::move(layer));  // CED: a chunk's idle decoder layers
   }
   // Prefill: the last token of each prompt that ends in this step; decode:
   // every verified position (and in a mixed step, the ending prompts' last tokens).
@@ -233,13 +204,70 @@ StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& whole) {
                               ? s.batch * s.decode_tokens_per_sequence +
                                     (s.is_mixed() ? s.mixed_prefill.batch - s.mixed_prefill.continuing : 0)
                               : s.batch - s.continuing;
-  if (sampled > 0) graph.layers.push_back(output_head(model, static_cast<double>(sampled)));
+  if (sampled > 0) layers.push_back(output_head(model, static_cast<double>(sampled)));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft &&
       model.spec.draft->routed_experts > 0) {
-    for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage) {
-      graph.layers.push_back(draft_stage(model, s, stage));
-    }
+    for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage)
+      layers.push_back(draft_stage(model, s, stage));
   }
+  return layers;
+}
+
+bool alike(const StepShape& a, const StepShape& b) {
+  return a.batch == b.batch && a.new_tokens == b.new_tokens && a.continuing == b.continuing &&
+         a.mixed_prefill.batch == b.mixed_prefill.batch &&
+         a.mixed_prefill.new_tokens == b.mixed_prefill.new_tokens &&
+         a.mixed_prefill.continuing == b.mixed_prefill.continuing;
+}
+
+}  // namespace
+
+// A single prompt splits by its new tokens, each half taken over the whole
+// context (an approximation: the first half attends to a shorter span, and
+// under CED only the second runs the decoder's rows). A single decode
+// sequence does not split.
+std::vector<StepShape> micro_batches_of(const StepShape& s) {
+  if (!s.overlap_communication) return {s};
+  StepShape first = s;
+  first.overlap_communication = false;
+  StepShape second = first;
+  if (s.is_mixed()) {
+    // Each group halves: the prompt chunks (or a single chunk's tokens) and
+    // the decode sequences (a lone one counts in both halves, overcosting the
+    // step slightly).
+    const StepShape::PrefillChunks& chunks = s.mixed_prefill;
+    if (chunks.batch >= 2) {
+      split_prompts(chunks.batch, chunks.continuing, &first.mixed_prefill.batch,
+                    &first.mixed_prefill.continuing, &second.mixed_prefill.batch,
+                    &second.mixed_prefill.continuing);
+    } else if (chunks.new_tokens >= 2) {
+      first.mixed_prefill.new_tokens = (chunks.new_tokens + 1) / 2;
+      second.mixed_prefill.new_tokens = chunks.new_tokens / 2;
+    } else {
+      return {s};
+    }
+    first.batch = (s.batch + 1) / 2;
+    second.batch = std::max<int64_t>(1, s.batch / 2);
+    return {first, second};
+  }
+  if (s.batch >= 2) {
+    split_prompts(s.batch, s.continuing, &first.batch, &first.continuing, &second.batch, &second.continuing);
+  } else if (s.phase == Phase::kPrefill) {
+    const int64_t fresh = s.new_tokens > 0 ? s.new_tokens : s.context;
+    if (fresh < 2) return {s};
+    first.new_tokens = (fresh + 1) / 2;
+    second.new_tokens = fresh / 2;
+  } else {
+    return {s};
+  }
+  return {first, second};
+}
+
+StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& whole) {
+  validate_step_shape(model, whole);
+  const std::vector<StepShape> parts = micro_batches_of(whole);
+  StepGraph graph{whole, layers_of(model, parts.front()), static_cast<int64_t>(parts.size()), {}};
+  if (parts.size() == 2 && !alike(parts[0], parts[1])) graph.second_layers = layers_of(model, parts[1]);
   return graph;
 }
 

@@ -8,10 +8,12 @@
 //
 // Two-micro-batch overlap (StepShape::overlap_communication) splits the step
 // in two halves that take turns on the SMs and on the links: the graph then
-// holds one micro-batch's kernels (half the sequences, or half of a single
-// prompt's new tokens) and says it runs `micro_batches` of them. A kernel
-// whose time does not shrink with its tokens (weight reads at small batch, a
-// transfer's fixed cost) is paid twice; step_cost.h lays the halves out.
+// holds the first micro-batch's kernels (half the sequences, or half of a
+// single prompt's new tokens; the larger half where a count is odd), the
+// second's where it differs, and says it runs `micro_batches` of them. A
+// kernel whose time does not shrink with its tokens (weight reads at small
+// batch, a transfer's fixed cost) is paid twice; step_cost.h lays the halves
+// out.
 #pragma once
 
 #include <string>
@@ -39,14 +41,20 @@ struct LayerKernels {
 
 struct StepGraph {
   StepShape shape;                   // the whole step's, as asked
-  std::vector<LayerKernels> layers;  // one micro-batch's kernels
+  std::vector<LayerKernels> layers;  // the first micro-batch's kernels
   int64_t micro_batches = 1;         // 2 when the step overlaps and its batch splits
+  // The second micro-batch's kernels where it differs from the first (an odd
+  // batch or token count: the smaller half); empty where the two are alike.
+  // Its layers are some of the first's (the first has no fewer prompts
+  // ending), in the same order.
+  std::vector<LayerKernels> second_layers;
 };
 
-// One micro-batch of a step that overlaps (its shape, with overlap off) and
-// how many of them the step runs: 2; or, where the step does not overlap or
-// its batch does not split, 1 and the shape as it is.
-StepShape micro_batch_of(const StepShape& shape, int64_t* micro_batches);
+// The micro-batches of a step: where it overlaps and its batch splits, its two
+// halves (with overlap off), the larger first (the sequences, a single
+// prompt's new tokens, or, mixed, each group split; continuing prompts go to
+// the second as far as it holds them); else the step as it is, alone.
+std::vector<StepShape> micro_batches_of(const StepShape& shape);
 
 // Throws InputError naming the flag for a batch, context or EP size that cannot be.
 void validate_step_shape(const ModelAnalysis& model, const StepShape& shape);

@@ -16,8 +16,11 @@ std::string overlap_note(const StepGraph& g) {
         "two-micro-batch overlap: {} micro-batches take turns, one's EP transfers running while the other "
         "computes; a layer lasts max(compute, transfers) over both, and kernels whose time does not shrink "
         "with their tokens (weight reads at small batch, a transfer's fixed cost) run once per micro-batch; "
-        "per-kernel rows are one micro-batch's; host copies on their own engine",
-        g.micro_batches);
+        "per-kernel rows are one micro-batch's{}; host copies on their own engine",
+        g.micro_batches,
+        g.second_layers.empty()
+            ? ""
+            : " (the larger: the batch splits unevenly, and the totals count the other's own kernels)");
   }
   if (g.shape.overlap_communication) {
     return "overlap asked, but a single decode sequence does not split into micro-batches: EP communication "
@@ -167,8 +170,7 @@ std::vector<Table> step_tables(const StepReport& r) {
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});
   for (const LayerGroup& g : group_layers(t)) {
     const LayerTiming& l = t.layers[g.first];
-    layers.add_row({format_ranges(g.layers), l.mode, format_fixed(l.tokens, 0),
-                    std::to_string(l.kernels.size() * static_cast<std::size_t>(r.graph.micro_batches)),
+    layers.add_row({format_ranges(g.layers), l.mode, format_fixed(l.tokens, 0), std::to_string(l.kernels_run),
                     format_fixed(l.critical_us, 1),
                     format_fixed(l.critical_us * static_cast<double>(g.layers.size()), 1),
                     format_fixed(tflops(l.flops, l.critical_us), 1),
@@ -181,7 +183,8 @@ std::vector<Table> step_tables(const StepReport& r) {
     const LayerTiming& l = t.layers[g.first];
     Table kernels(fmt::format("Kernels of layer {} ({}){}", format_ranges(g.layers), l.mode,
                               r.graph.micro_batches > 1
-                                  ? fmt::format(", one of {} micro-batches", r.graph.micro_batches)
+                                  ? fmt::format(", one of {} micro-batches{}", r.graph.micro_batches,
+                                                r.graph.second_layers.empty() ? "" : " (the larger)")
                                   : std::string()),
                   {"kernel", "class", "math", "tile", "tiles", "waves", "time (us)", "FLOPs", "bytes",
                    "TFLOP/s", "GB/s", "bound"});

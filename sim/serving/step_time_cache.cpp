@@ -66,15 +66,15 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
 }
 
 StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_optional) {
-  // Two micro-batches: the half shape's one-batch timing, overlapped (its
-  // kernels are the micro-batch's; its band is theirs).
-  int64_t micro_batches = 1;
-  const StepShape half = micro_batch_of(shape, &micro_batches);
+  // Two micro-batches: each half's one-batch timing, overlapped (their
+  // kernels are the micro-batches'; the band is the first's).
+  const std::vector<StepShape> halves = micro_batches_of(shape);
   std::optional<StepCost> split;
-  if (micro_batches > 1) {
-    const OneBatch& micro = one_batch(half);
-    const OverlappedSpan span = overlapped_span(micro.timing, micro_batches);
-    split = StepCost{span.total_us, span.exposed_communication_us, micro.cost.band, micro_batches};
+  if (halves.size() == 2) {
+    const OneBatch& first = one_batch(halves[0]);
+    const OneBatch& second = one_batch(halves[1]);  // the same entry where the halves are alike
+    const OverlappedSpan span = overlapped_span(first.timing, second.timing);
+    split = StepCost{span.total_us, span.exposed_communication_us, first.cost.band, 2};
   }
   if (split && !overlap_optional) return *split;
   shape.overlap_communication = false;

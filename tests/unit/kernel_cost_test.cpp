@@ -572,7 +572,7 @@ TEST(StepCost, TwoMicroBatchesPayTheirBatchIndependentWorkTwice) {
   for (const LayerTiming& l : overlapped.layers) critical += std::max(l.compute_us, l.communication_us);
   EXPECT_NEAR(overlapped.total_us, critical, 1e-6 * critical);
   // The same span from the half step timed alone (what the serving cache does).
-  const OverlappedSpan span = overlapped_span(half, 2);
+  const OverlappedSpan span = overlapped_span(half, half);
   EXPECT_DOUBLE_EQ(span.total_us, overlapped.total_us);
   double exposed = 0;
   for (const LayerTiming& l : overlapped.layers) exposed += l.critical_us - l.compute_us;
@@ -586,6 +586,42 @@ TEST(StepCost, TwoMicroBatchesPayTheirBatchIndependentWorkTwice) {
   one.overlap_communication = true;
   EXPECT_EQ(build_step_graph(m, one).micro_batches, 1);
   EXPECT_DOUBLE_EQ(timed(m, g.cost, one).total_us, alone);
+}
+
+// An odd batch splits into a larger and a smaller half, each timed as it is
+// (before, the larger was timed twice): 33 decode sequences run as 17 and 16,
+// three prompts (one continuing) as two ending and one continuing, whose
+// micro-batch runs no decoder layers and no head.
+TEST(StepCost, AnOddBatchSplitsIntoItsTwoHalves) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200");
+  const auto check = [&](StepShape whole, const StepShape& larger, const StepShape& smaller) {
+    whole.overlap_communication = true;
+    const StepGraph graph = build_step_graph(m, whole);
+    ASSERT_EQ(graph.micro_batches, 2);
+    ASSERT_FALSE(graph.second_layers.empty());
+    const StepTiming overlapped = time_step(graph, g.cost);
+    const StepTiming a = timed(m, g.cost, larger);
+    const StepTiming b = timed(m, g.cost, smaller);
+    EXPECT_NEAR(overlapped.compute_us, a.compute_us + b.compute_us, 1e-9 * a.compute_us);
+    EXPECT_NEAR(overlapped.flops, a.flops + b.flops, 1e-9 * a.flops);
+    EXPECT_EQ(overlapped.kernel_count, a.kernel_count + b.kernel_count);
+    EXPECT_DOUBLE_EQ(overlapped_span(a, b).total_us, overlapped.total_us);  // the serving cache's way
+  };
+  check(shape(Phase::kDecode, 33, 131072), shape(Phase::kDecode, 17, 131072),
+        shape(Phase::kDecode, 16, 131072));
+  StepShape prompts = shape(Phase::kPrefill, 3, 32768);
+  prompts.new_tokens = 4096;
+  prompts.continuing = 1;
+  StepShape two = prompts, one = prompts;
+  two.batch = 2;
+  two.continuing = 0;
+  one.batch = 1;
+  StepShape split = prompts;
+  split.overlap_communication = true;
+  const StepGraph halves = build_step_graph(m, split);
+  EXPECT_LT(halves.second_layers.size(), halves.layers.size());  // the continuing half skips the decoder
+  check(prompts, two, one);
 }
 
 }  // namespace
