@@ -118,17 +118,25 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
   return step;
 }
 
-OverlappedSpan overlapped_span(const StepTiming& first, const StepTiming& second) {
+std::vector<LayerTracks> layer_tracks(const StepTiming& timing) {
+  std::vector<LayerTracks> out;
+  out.reserve(timing.layers.size());
+  for (const LayerTiming& l : timing.layers) {
+    out.push_back({l.layer, l.compute_us, l.communication_us, l.host_copy_us, l.sm_holding_communication_us});
+  }
+  return out;
+}
+
+OverlappedSpan overlapped_span(const std::vector<LayerTracks>& first, const std::vector<LayerTracks>& second,
+                               double transfer_sm_share) {
   Timeline timeline(true);
   OverlappedSpan out;
-  pair_layers(first.layers, second.layers, [&](const LayerTiming& a, const LayerTiming* b) {
-    const auto both = [&](double LayerTiming::*figure) {
-      return a.*figure + (b != nullptr ? b->*figure : 0.0);
-    };
-    const double compute = both(&LayerTiming::compute_us);
+  pair_layers(first, second, [&](const LayerTracks& a, const LayerTracks* b) {
+    const auto both = [&](double LayerTracks::*track) { return a.*track + (b != nullptr ? b->*track : 0.0); };
+    const double compute = both(&LayerTracks::compute_us);
     out.exposed_communication_us +=
-        timeline.add(compute, both(&LayerTiming::communication_us), both(&LayerTiming::host_copy_us),
-                     both(&LayerTiming::sm_holding_communication_us), first.transfer_sm_share) -
+        timeline.add(compute, both(&LayerTracks::communication_us), both(&LayerTracks::host_copy_us),
+                     both(&LayerTracks::sm_holding_communication_us), transfer_sm_share) -
         compute;
   });
   out.total_us = timeline.total_us();

@@ -57,14 +57,28 @@ struct StepTiming {
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost);
 
+// A layer's time on each track, over its kernels: what laying micro-batches
+// out needs of a timing (a few numbers per layer, so caches of many step
+// shapes can keep them).
+struct LayerTracks {
+  int64_t layer = 0;
+  double compute_us = 0;
+  double communication_us = 0;
+  double host_copy_us = 0;
+  double sm_holding_communication_us = 0;
+};
+std::vector<LayerTracks> layer_tracks(const StepTiming& timing);
+
 // What time_step gives for a step of two overlapped micro-batches, from each
 // one's timing laid out alone (its graph built without overlap; the second's
 // layers some of the first's, as StepGraph::second_layers): the same critical
-// path, without rebuilding or retiming kernels.
+// path, without rebuilding or retiming kernels. `transfer_sm_share` as
+// StepTiming's.
 struct OverlappedSpan {
   double total_us = 0;
   double exposed_communication_us = 0;  // what compute did not hide
 };
-OverlappedSpan overlapped_span(const StepTiming& first, const StepTiming& second);
+OverlappedSpan overlapped_span(const std::vector<LayerTracks>& first, const std::vector<LayerTracks>& second,
+                               double transfer_sm_share);
 
 }  // namespace v41sim

@@ -73,7 +73,7 @@ StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_opt
   if (halves.size() == 2) {
     const OneBatch& first = one_batch(halves[0]);
     const OneBatch& second = one_batch(halves[1]);  // the same entry where the halves are alike
-    const OverlappedSpan span = overlapped_span(first.timing, second.timing);
+    const OverlappedSpan span = overlapped_span(first.tracks, second.tracks, first.transfer_sm_share);
     split = StepCost{span.total_us, span.exposed_communication_us, first.cost.band, 2};
   }
   if (split && !overlap_optional) return *split;
@@ -91,18 +91,14 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
   const KernelCostModel& cost =
       shape.phase == Phase::kPrefill || shape.is_mixed() ? prefill_cost_ : decode_cost_;
   const StepGraph graph = build_step_graph(model_, shape);
-  StepTiming timing = time_step(graph, cost);
+  const StepTiming timing = time_step(graph, cost);
   double exposed = 0;  // communication time compute did not hide
   for (const LayerTiming& layer : timing.layers) exposed += layer.critical_us - layer.compute_us;
   const StepCost step{timing.total_us, std::max(0.0, exposed), step_error_band(graph, timing, cost.params())};
-  for (LayerTiming& layer : timing.layers) {  // keep the layers' totals only: the cache lives for a whole run
-    layer.kernels.clear();
-    layer.kernels.shrink_to_fit();
-    layer.kernel_start_us.clear();
-    layer.kernel_start_us.shrink_to_fit();
-  }
+  // The layers' tracks only: the cache lives for a whole run.
+  OneBatch entry{step, layer_tracks(timing), timing.transfer_sm_share};
   const std::lock_guard<std::shared_mutex> hold(*lock_);
-  return one_batch_.emplace(key, OneBatch{step, std::move(timing)}).first->second;
+  return one_batch_.emplace(key, std::move(entry)).first->second;
 }
 
 StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_tokens, int64_t context,

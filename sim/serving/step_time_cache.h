@@ -70,10 +70,11 @@ class StepTimeCache {
   // always splits, or where splitting is optional and faster.
   StepCost cost_of(StepShape shape, bool overlap_optional);
   // A step shape run as one batch (no overlap): its cost and its layers'
-  // timing, from which the same shape's two-micro-batch step is laid out.
+  // tracks, from which a two-micro-batch step of it is laid out.
   struct OneBatch {
     StepCost cost;
-    StepTiming timing;
+    std::vector<LayerTracks> tracks;
+    double transfer_sm_share = 0;
   };
   const OneBatch& one_batch(const StepShape& shape);
 

@@ -572,7 +572,7 @@ TEST(StepCost, TwoMicroBatchesPayTheirBatchIndependentWorkTwice) {
   for (const LayerTiming& l : overlapped.layers) critical += std::max(l.compute_us, l.communication_us);
   EXPECT_NEAR(overlapped.total_us, critical, 1e-6 * critical);
   // The same span from the half step timed alone (what the serving cache does).
-  const OverlappedSpan span = overlapped_span(half, half);
+  const OverlappedSpan span = overlapped_span(layer_tracks(half), layer_tracks(half), half.transfer_sm_share);
   EXPECT_DOUBLE_EQ(span.total_us, overlapped.total_us);
   double exposed = 0;
   for (const LayerTiming& l : overlapped.layers) exposed += l.critical_us - l.compute_us;
@@ -606,7 +606,8 @@ TEST(StepCost, AnOddBatchSplitsIntoItsTwoHalves) {
     EXPECT_NEAR(overlapped.compute_us, a.compute_us + b.compute_us, 1e-9 * a.compute_us);
     EXPECT_NEAR(overlapped.flops, a.flops + b.flops, 1e-9 * a.flops);
     EXPECT_EQ(overlapped.kernel_count, a.kernel_count + b.kernel_count);
-    EXPECT_DOUBLE_EQ(overlapped_span(a, b).total_us, overlapped.total_us);  // the serving cache's way
+    EXPECT_DOUBLE_EQ(overlapped_span(layer_tracks(a), layer_tracks(b), a.transfer_sm_share).total_us,
+                     overlapped.total_us);  // the serving cache's way
   };
   check(shape(Phase::kDecode, 33, 131072), shape(Phase::kDecode, 17, 131072),
         shape(Phase::kDecode, 16, 131072));
