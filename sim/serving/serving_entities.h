@@ -67,7 +67,9 @@ struct ServingSimulation::PrefillInstance {
   std::deque<Request*> queue;  // its prompts in arrival order, waiting or part done, over every rank
   std::vector<PrefillRank> ranks;
   std::size_t next_rank = 0;  // round-robin routing: the rank the next prompt takes
-  SimTime ssd_free_at;        // its client of the SSD tier, reading its prompts' cached prefixes
+  // Each of its nodes' client of the SSD tier, reading the cached prefixes of
+  // the prompts routed to that node's ranks.
+  std::vector<SimTime> ssd_free_at;
   int index = 0;
   Engine* engine = nullptr;
   // Aggregated: the decode instance on the same GPUs, where a prompt's KV is

@@ -26,12 +26,13 @@ void ServingSimulation::route_turn(Request& r) {
   ++own.reading;
   own.tokens_left += r.to_compute - r.computed;
   own.queued_context += r.context();
-  // The instance's client of the SSD tier reads the cached prefix, first
+  // The SSD tier's client on the rank's node reads the cached prefix, first
   // come first served (a KV-aware router picks the worker, which then loads
   // the prefix from the store, as Mooncake and Dynamo do).
   const double seconds = static_cast<double>(r.cached_tokens) * model_.kv.global_bytes_per_token /
                          deployment_.kv.ssd_read_bytes_per_s.value();
-  const SimTime read_done = queue_for(inst.ssd_free_at, seconds);
+  const auto node = static_cast<std::size_t>(static_cast<int64_t>(rank) / prefill_gpus_per_node());
+  const SimTime read_done = queue_for(inst.ssd_free_at[node], seconds);
   r.ssd_read_us = (read_done - sim_.now()).us();
   sim_.schedule_at(read_done, [this, &r] { enqueue_prefill(r); });
 }

@@ -105,6 +105,8 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     prefill_.back()->engine = engines_.back().get();
     prefill_.back()->index = static_cast<int>(i);
     prefill_.back()->ranks.resize(static_cast<std::size_t>(deployment.prefill.gpus_per_instance));
+    prefill_.back()->ssd_free_at.resize(static_cast<std::size_t>(
+        (deployment.prefill.gpus_per_instance + prefill_gpus_per_node() - 1) / prefill_gpus_per_node()));
   }
   for (int64_t i = 0; i < deployment.decode.instances; ++i) {
     auto instance = std::make_unique<DecodeInstance>();
@@ -222,6 +224,10 @@ void ServingSimulation::reject(Request& r, const char* reason) {
 }
 
 // ---- bookkeeping ------------------------------------------------------------
+
+int64_t ServingSimulation::prefill_gpus_per_node() const {
+  return std::max<int64_t>(1, static_cast<int64_t>(prefill_gpu_.gpus_per_node.value()));
+}
 
 SimTime ServingSimulation::queue_for(SimTime& free_at, double seconds) {
   const SimTime start = std::max(free_at, sim_.now());

@@ -2,7 +2,7 @@
 //
 // Request lifecycle: session turn arrives -> KV-tier lookup (global KV in the
 // SSD tier, SWA state in the host pool) -> routing to one rank of a prefill
-// instance -> SSD read through that instance's client -> the rank's queue ->
+// instance -> SSD read through its node's client -> the rank's queue ->
 // chunked prefill steps on that rank (data-parallel
 // attention: each rank packs its own prompts up to its token budget; the
 // slowest rank sets the step, as EP synchronises them)
@@ -74,8 +74,8 @@ class ServingSimulation {
   void admit_turn(Request& r);
   void reject(Request& r, const char* reason);
   // Prefill. A turn is routed on arrival (it counts in its rank's load from
-  // then on), reads its cached prefix from the SSD tier through its
-  // instance's client, then joins its rank's queue.
+  // then on), reads its cached prefix from the SSD tier through its rank's
+  // node's client, then joins its rank's queue.
   void route_turn(Request& r);
   void enqueue_prefill(Request& r);
   // Where a prompt goes: its instance and that instance's rank (DeploymentSpec::routing).
@@ -186,11 +186,12 @@ class ServingSimulation {
   SimTime last_change_;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;
-  // Transfers queue for their links: each instance's client of the SSD tier
-  // (PrefillInstance::ssd_free_at) and each GPU's NIC (PrefillRank::nic_free_at,
-  // DecodeRank::nic_free_at).
+  // Transfers queue for their links: each prefill node's client of the SSD
+  // tier (PrefillInstance::ssd_free_at) and each GPU's NIC
+  // (PrefillRank::nic_free_at, DecodeRank::nic_free_at).
   SimTime queue_for(SimTime& free_at, double seconds);
-  SimTime trace_until_;  // zero: no trace
+  int64_t prefill_gpus_per_node() const;  // of the prefill pool's GPU (at least 1)
+  SimTime trace_until_;                   // zero: no trace
   void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);
 };
 

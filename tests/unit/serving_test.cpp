@@ -12,6 +12,7 @@
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
+#include "sim/common/yaml_what_if.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 #include "tests/step_test_support.h"
@@ -211,19 +212,40 @@ TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
   EXPECT_GT(imbalance(2, DeploymentSpec::Routing::kLeastLoad), 1.3);
 }
 
-// A returning turn is routed first, then its instance's client of the SSD
-// tier reads its cached prefix: two turns routed to two instances read at
-// once, each at the tier's full per-instance rate. (Before, one queue served
-// every read at the instances' rates pooled, so the second waited.)
-TEST(Serving, EachInstanceReadsItsPrefixesFromTheSsdTier) {
-  Fixture f = tiny_trace("v41sim_ssd_clients", "1.0,0,8192,2\n1.0,1,8192,2\n5.0,0,10,2\n5.0,1,10,2\n");
-  f.deployment.prefill.instances = f.deployment.decode.instances = 2;
-  const ServingResult r = f.run(10, 1, true);
-  ASSERT_EQ(r.finished, 4);
-  ASSERT_GT(r.input_tokens_cached, 8192 * 2);  // both second turns found their first turn's KV
-  const double each_ms = static_cast<double>(r.input_tokens_cached) / 2 * f.model.kv.global_bytes_per_token /
-                         f.deployment.kv.ssd_read_bytes_per_s.value() * 1e3;
-  EXPECT_NEAR(r.mean_ssd_read_ms, 2 * each_ms / 4, 1e-6);  // two reads of `each_ms` over four turns
+// A returning turn is routed first, then the SSD tier's client on its rank's
+// node reads its cached prefix: two turns routed to two nodes read at once,
+// each at the client's full rate; two on one node take turns. (Before, one
+// queue served every read at the instances' rates pooled.)
+TEST(Serving, EachNodeReadsItsPrefixesFromTheSsdTier) {
+  const std::string trace = "1.0,0,8192,2\n1.0,1,8192,2\n5.0,0,10,2\n5.0,1,10,2\n";
+  // The mean SSD read over the four turns, in units of one returning turn's read alone.
+  const auto mean_reads = [](Fixture& f) {
+    const ServingResult r = f.run(10, 1, true);
+    EXPECT_EQ(r.finished, 4);
+    EXPECT_GT(r.input_tokens_cached, 8192 * 2);  // both second turns found their first turn's KV
+    const double each_ms = static_cast<double>(r.input_tokens_cached) / 2 *
+                           f.model.kv.global_bytes_per_token / f.deployment.kv.ssd_read_bytes_per_s.value() *
+                           1e3;
+    return r.mean_ssd_read_ms / each_ms;
+  };
+  Fixture instances = tiny_trace("v41sim_ssd_clients", trace);
+  instances.deployment.prefill.instances = instances.deployment.decode.instances = 2;
+  EXPECT_NEAR(mean_reads(instances), 2.0 / 4, 1e-9);  // two reads at once
+  Fixture one_node = tiny_trace("v41sim_ssd_clients", trace);
+  one_node.deployment.prefill.gpus_per_instance = one_node.deployment.decode.gpus_per_instance = 2;
+  EXPECT_NEAR(mean_reads(one_node), (1.0 + 2.0) / 4, 1e-9);  // the second waits for the first
+  // The same two ranks on nodes of one GPU each.
+  const std::string h200 = testing::gpu_path("h200");
+  int overridden = 0;
+  for (const SourcedNumber& v : find_sourced_numbers(h200, kSourceKinds)) {
+    if (v.field != "gpus_per_node") continue;
+    ++overridden;
+    const ScopedYamlOverride one_gpu_nodes(h200, with_value_replaced(yaml_text(h200), v, "1"));
+    Fixture two_nodes = tiny_trace("v41sim_ssd_clients", trace);
+    two_nodes.deployment.prefill.gpus_per_instance = two_nodes.deployment.decode.gpus_per_instance = 2;
+    EXPECT_NEAR(mean_reads(two_nodes), 2.0 / 4, 1e-9);
+  }
+  EXPECT_EQ(overridden, 1);
 }
 
 // Disaggregated, the decode side places requests by the deployment's
