@@ -121,9 +121,7 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
 std::vector<LayerTracks> layer_tracks(const StepTiming& timing) {
   std::vector<LayerTracks> out;
   out.reserve(timing.layers.size());
-  for (const LayerTiming& l : timing.layers) {
-    out.push_back({l.layer, l.compute_us, l.communication_us, l.host_copy_us, l.sm_holding_communication_us});
-  }
+  for (const LayerTiming& l : timing.layers) out.push_back(l);  // its tracks alone
   return out;
 }
 

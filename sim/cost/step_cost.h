@@ -24,23 +24,30 @@
 
 namespace v41sim {
 
-struct LayerTiming {
+// A layer's time on each track, over its kernels: what laying micro-batches
+// out needs of a timing (a few numbers per layer, so caches of many step
+// shapes can keep them).
+struct LayerTracks {
   int64_t layer = 0;
-  std::string mode;
-  double tokens = 0;
-  double start_us = 0;
   double compute_us = 0;
   double communication_us = 0;
   double host_copy_us = 0;
+  // Of communication_us, the normal-mode transfers, which hold SMs while they
+  // run (an overlapped layer's compute slows meanwhile; step_cost.cpp).
+  double sm_holding_communication_us = 0;
+};
+
+// A layer's timing in full: its tracks, and what views and traces show.
+struct LayerTiming : LayerTracks {
+  std::string mode;
+  double tokens = 0;
+  double start_us = 0;
   double flops = 0;
   double hbm_bytes = 0;
   std::vector<KernelTiming> kernels;  // parallel to the graph's kernels (the first micro-batch's)
   std::vector<double> kernel_start_us;
   int64_t kernels_run = 0;  // over every micro-batch
   double critical_us = 0;   // the layer's length on the step's critical path
-  // Of communication_us, the normal-mode transfers, which hold SMs while they
-  // run (an overlapped layer's compute slows meanwhile; step_cost.cpp).
-  double sm_holding_communication_us = 0;
 };
 
 struct StepTiming {
@@ -57,16 +64,6 @@ struct StepTiming {
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost);
 
-// A layer's time on each track, over its kernels: what laying micro-batches
-// out needs of a timing (a few numbers per layer, so caches of many step
-// shapes can keep them).
-struct LayerTracks {
-  int64_t layer = 0;
-  double compute_us = 0;
-  double communication_us = 0;
-  double host_copy_us = 0;
-  double sm_holding_communication_us = 0;
-};
 std::vector<LayerTracks> layer_tracks(const StepTiming& timing);
 
 // What time_step gives for a step of two overlapped micro-batches, from each
