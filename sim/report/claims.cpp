@@ -76,6 +76,66 @@ Claim session_size(const ClaimInputs& in) {
   return c;
 }
 
+// "Persistent KV down to 1/8 of V4's" (the V4.1 paper: roughly 1/8 of
+// V4-Flash's, on SSD or in host memory). V4.1 persists its global KV only: its
+// window state is rebuilt by bounded replay. V4-Flash must then persist
+// window state too, and how much depends on how often it keeps it, which no
+// source we read gives: every token's window entries, a checkpoint of the
+// window every P tokens, or none. So the claim holds only for a range of P,
+// and the verdict names it.
+Claim persistent_kv(const ClaimInputs& in) {
+  constexpr double kClaimedRatio = 8;
+  const KvLayout& v41 = in.v41_flash.kv;
+  const KvLayout& v4 = in.v4_flash.kv;
+  Claim c{"persistent_kv_eighth",
+          "V4.1-Flash's persistent KV (SSD or host memory) is about 1/8 of V4-Flash's",
+          {},
+          {},
+          {}};
+  const double v41_bytes = v41.global_bytes_per_token;
+  const double window = static_cast<double>(v4.window_state_bytes);
+  const double every_token =
+      v4.global_bytes_per_token + static_cast<double>(v4.window_entry_bytes_all_layers);
+  const double global_only = v4.global_bytes_per_token / v41_bytes;
+  const double most = every_token / v41_bytes;
+  c.findings.push_back(
+      fmt::format("{} persists {:.2f} B/token, its global KV alone (window state rebuilt by "
+                  "bounded replay)",
+                  in.v41_flash.spec.name, v41_bytes));
+  c.findings.push_back(
+      fmt::format("{}: global KV alone {:.2f} B/token ({:.2f}x); with every token's window "
+                  "entries ({} B/token over its layers) {:.2f} B/token ({:.1f}x)",
+                  in.v4_flash.spec.name, v4.global_bytes_per_token, global_only,
+                  v4.window_entry_bytes_all_layers, every_token, most));
+  // Tokens between window checkpoints for a ratio r: window / (r x V4.1 - V4 global).
+  const auto interval = [&](double ratio) {
+    return window / (ratio * v41_bytes - v4.global_bytes_per_token);
+  };
+  const double low_ratio = std::max(global_only, kClaimedRatio * (1 - kApproxTolerance));
+  const double high_ratio = std::min(most, kClaimedRatio * (1 + kApproxTolerance));
+  if (window <= 0 || global_only >= kClaimedRatio || most <= kClaimedRatio) {
+    // The claimed ratio lies outside what the window's storage can make of
+    // it: the nearer end decides.
+    c.verdict = near(window <= 0 || global_only >= kClaimedRatio ? global_only : most, kClaimedRatio)
+                    ? Verdict::kHolds
+                    : Verdict::kDoesNotHold;
+    return c;
+  }
+  c.verdict = Verdict::kHoldsOnlyIf;
+  c.condition = fmt::format(
+      "{} keeps a checkpoint of its window state ({:.2f} MB) about every {:.0f} tokens of context "
+      "({:.0f}-{:.0f} "
+      "for a ratio within 5% of 8); keeping every token's window entries gives 1/{:.1f}, keeping none "
+      "1/{:.2f}; no "
+      "source we read says which {} does",
+      in.v4_flash.spec.name, window / 1e6, interval(kClaimedRatio), interval(high_ratio), interval(low_ratio),
+      most, global_only, in.v4_flash.spec.name);
+  c.findings.push_back(fmt::format("a checkpoint every {:.0f} tokens: {:.0f} B/token, 8x {}'s",
+                                   interval(kClaimedRatio), kClaimedRatio * v41_bytes,
+                                   in.v41_flash.spec.name));
+  return c;
+}
+
 FitRequest node_request(int64_t context, WeightFormats weights, DensePlacement placement,
                         SourcedValue reserve) {
   FitRequest r;
@@ -313,8 +373,8 @@ Claim mhc_traffic(const ClaimInputs& in) {
 }  // namespace
 
 std::vector<Claim> check_claims(const ClaimInputs& in) {
-  return {kv_per_token(in),  session_size(in), sessions_on_h200(in), h100_weights(in),
-          active_params(in), mhc_traffic(in),  h20_decode(in)};
+  return {kv_per_token(in), session_size(in),  persistent_kv(in), sessions_on_h200(in),
+          h100_weights(in), active_params(in), mhc_traffic(in),   h20_decode(in)};
 }
 
 std::string verdict_text(const Claim& c) {

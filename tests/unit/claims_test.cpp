@@ -42,6 +42,7 @@ TEST_F(ClaimsTest, Verdicts) {
   EXPECT_EQ(find("h200_sessions").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("h100_ep8_weights").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("active_params").verdict, Verdict::kHolds);
+  EXPECT_EQ(find("persistent_kv_eighth").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("mhc_single_pass").verdict, Verdict::kHolds);
 }
 
@@ -74,6 +75,26 @@ TEST_F(ClaimsTest, TheH20DecodeClaimFollowsTheStepTimes) {
   const Claim faster = find("h20_decode");
   EXPECT_EQ(faster.verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(faster.condition, "judged on step time alone (no public H20 price)");
+}
+
+TEST_F(ClaimsTest, PersistentKvNamesTheWindowCheckpointItNeeds) {
+  // V4.1 persists 890 B/token; V4-Flash 3514.25 of global KV plus its window
+  // state (43 layers x 128 tokens x 584 B = 3.21 MB) kept every P tokens.
+  // 8 x 890 = 7120 B/token needs P = 3,214,336 / (7120 - 3514.25) = 891.
+  const Claim c = find("persistent_kv_eighth");
+  ASSERT_EQ(c.verdict, Verdict::kHoldsOnlyIf);
+  EXPECT_NE(c.condition.find("about every 891 tokens"), std::string::npos) << c.condition;
+  // Every token's window entries: (3514.25 + 43 x 584) / 890 = 32.2; none: 3.95.
+  EXPECT_NE(c.condition.find("gives 1/32.2, keeping none 1/3.95"), std::string::npos) << c.condition;
+  // A V4-Flash whose window entries are so small that keeping all of them
+  // stays under 8x: the claim cannot hold.
+  CacheEntryFormat small = v4_.spec.cache_formats.at(v4_.spec.attention.window_cache);
+  small.name = "small_window";
+  small.bytes = 50;
+  v4_.spec.cache_formats[small.name] = small;
+  v4_.spec.attention.window_cache = small.name;
+  v4_ = analyze_model(v4_.spec);
+  EXPECT_EQ(find("persistent_kv_eighth").verdict, Verdict::kDoesNotHold);
 }
 
 TEST_F(ClaimsTest, HoldsOnlyIfNamesTheAssumption) {
