@@ -8,6 +8,7 @@
 #include "sim/common/input_error.h"
 #include "sim/costing/decode_rate.h"
 #include "sim/costing/deployment_cost_models.h"
+#include "sim/costing/serving_cost.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 
@@ -99,16 +100,23 @@ void size_decode_batch(StepTimeCache& steps, int64_t limit, ContextPoint::Bound 
 }
 
 // $ per 1M output tokens at the point's decode rate, without and with its
-// prompt's prefill spread over its output.
-void price_output(const SourcedValue& prefill_price, const SourcedValue& decode_price, int64_t output_tokens,
+// prompt's prefill spread over its output; both with the session's global KV
+// kept in the SSD tier for the retention time.
+void price_output(const SourcedValue& prefill_price, const SourcedValue& decode_price,
+                  const ModelAnalysis& model, const KvTierSpec& tier, int64_t output_tokens,
                   ContextPoint& p) {
   p.cost_known = prefill_price.known() && decode_price.known();
   if (!p.cost_known) return;
+  const double tier_usd =
+      ssd_tier_usd_per_hour(model.kv.global_bytes_per_token * static_cast<double>(p.context), tier) *
+      tier.retention_s / 3600.0;
+  p.usd_per_million_output_ssd_tier = tier_usd / static_cast<double>(output_tokens) * 1e6;
   const double decode_usd_per_token = decode_price.value() / 3600.0 / p.output_tokens_per_s_per_gpu;
   const double prompt_usd = prefill_price.value() / 3600.0 * p.prefill_gpu_s;
-  p.usd_per_million_output_decode_only = decode_usd_per_token * 1e6;
+  p.usd_per_million_output_decode_only = decode_usd_per_token * 1e6 + p.usd_per_million_output_ssd_tier;
   p.usd_per_million_output_with_prompt =
-      (prompt_usd / static_cast<double>(output_tokens) + decode_usd_per_token) * 1e6;
+      (prompt_usd / static_cast<double>(output_tokens) + decode_usd_per_token) * 1e6 +
+      p.usd_per_million_output_ssd_tier;
 }
 
 }  // namespace
@@ -166,7 +174,7 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
                       options.tpot_ms, context, p);
     const int64_t budget = deployment.prefill.max_tokens_per_step;
     if (!p.lone_context_parallel && prompt <= budget) price_packed_prompt(steps, budget, prompt, p);
-    price_output(prefill_price, decode_price, options.output_tokens, p);
+    price_output(prefill_price, decode_price, model, deployment.kv, options.output_tokens, p);
   }
   return sweep;
 }

@@ -8,7 +8,8 @@
 // reaches: the step a session ends on), prefill interleaving not counted; the
 // prompt's cost is its prefill GPU-seconds with each rank busy with prompts
 // of its own (packed up to the chunk budget, as the serving simulation packs
-// them); each pool is taken as kept busy. The first-token time is the serving
+// them); each pool is taken as kept busy. Both prices include keeping the
+// session's global KV in the SSD tier for the retention time. The first-token time is the serving
 // simulation's own, for one request alone. `run` and `plan` give the same
 // deployment under traffic, with queueing.
 #pragma once
@@ -54,6 +55,9 @@ struct ContextPoint {
   bool cost_known = false;
   double usd_per_million_output_decode_only = 0;
   double usd_per_million_output_with_prompt = 0;
+  // Of both: keeping the session's global KV in the SSD tier for the
+  // deployment's retention time after it ends (0 without a tier or its price).
+  double usd_per_million_output_ssd_tier = 0;
 };
 
 struct ContextSweep {

@@ -1,6 +1,16 @@
 #include "sim/costing/serving_cost.h"
 
 namespace v41sim {
+namespace {
+
+constexpr double kHoursPerMonth = 8760.0 / 12.0;  // a month as a twelfth of a 365-day year
+
+}  // namespace
+
+double ssd_tier_usd_per_hour(double bytes, const KvTierSpec& tier) {
+  return tier.ssd_usd_per_tb_month.known() ? bytes / 1e12 * tier.ssd_usd_per_tb_month.value() / kHoursPerMonth
+                                           : 0.0;
+}
 
 ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const GpuProfile& prefill_gpu,
                          const GpuProfile& decode_gpu) {
@@ -12,13 +22,21 @@ ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const 
     c.provenance =
         "prefill " + prefill_gpu.price_usd_per_gpu_hour.provenance().label() + "; decode " + c.provenance;
   }
+  const double sessions_per_s =
+      r.duration_s > 0 ? static_cast<double>(r.sessions_arrived) / r.duration_s : 0.0;
+  c.ssd_tier_bytes = sessions_per_s * r.persisted_bytes_per_session * d.kv.retention_s;
+  const SourcedValue& tier_price = d.kv.ssd_usd_per_tb_month;
+  c.ssd_tier_provenance = tier_price.known() ? tier_price.provenance().label()
+                                             : "SSD tier left out: " + tier_price.provenance().label();
+  c.ssd_tier_usd_per_hour = ssd_tier_usd_per_hour(c.ssd_tier_bytes, d.kv);
   const bool prefill_known = prefill_gpus == 0 || prefill_gpu.price_usd_per_gpu_hour.known();
   if (!prefill_known || !decode_gpu.price_usd_per_gpu_hour.known()) return c;
   c.known = true;
   c.usd_per_hour =
       decode_gpu.price_usd_per_gpu_hour.value() * static_cast<double>(decode_gpus) +
       (prefill_gpus > 0 ? prefill_gpu.price_usd_per_gpu_hour.value() * static_cast<double>(prefill_gpus)
-                        : 0.0);
+                        : 0.0) +
+      c.ssd_tier_usd_per_hour;
   const double dollars = c.usd_per_hour * r.duration_s / 3600.0;
   const auto input = static_cast<double>(r.input_tokens_prefilled + r.input_tokens_cached);
   const auto output = static_cast<double>(r.output_tokens_generated);
@@ -30,12 +48,16 @@ ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const 
 }
 
 nlohmann::json cost_json(const ServingCost& c) {
-  if (!c.known) return {{"known", false}, {"provenance", c.provenance}};
+  const nlohmann::json tier = {{"steady_state_bytes", c.ssd_tier_bytes},
+                               {"usd_per_hour", c.ssd_tier_usd_per_hour},
+                               {"provenance", c.ssd_tier_provenance}};
+  if (!c.known) return {{"known", false}, {"provenance", c.provenance}, {"ssd_tier", tier}};
   return {{"known", true},
           {"usd_per_hour", c.usd_per_hour},
           {"usd_per_million_input_tokens", c.usd_per_million_input},
           {"usd_per_million_output_tokens", c.usd_per_million_output},
-          {"provenance", c.provenance}};
+          {"provenance", c.provenance},
+          {"ssd_tier", tier}};
 }
 
 }  // namespace v41sim

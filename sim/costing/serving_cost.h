@@ -1,6 +1,13 @@
-// ServingCost: what a run's GPU time costs, per hour and per million tokens,
-// at the GPU profile's $/GPU-hour (with that figure's provenance; a profile
-// whose price is unknown yields no dollar figures rather than a guess).
+// ServingCost: what a run's GPUs and its SSD tier cost, per hour and per
+// million tokens, at the GPU profile's $/GPU-hour and the deployment's $ per
+// TB-month of the tier (each with its provenance; a GPU whose price is unknown
+// yields no dollar figures rather than a guess, a tier whose price is unknown
+// is left out and said so).
+//
+// The tier is costed at its steady state, not at what a run of minutes
+// fills: by Little's law it holds sessions/s x a session's global KV after
+// its last turn x the retention time. The minutes a session lasts before its
+// last turn are left out (under 1% of a 72-h retention).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,11 +21,17 @@ namespace v41sim {
 
 struct ServingCost {
   bool known = false;
-  std::string provenance;  // the price's source, or why there is none
-  double usd_per_hour = 0;
+  std::string provenance;             // the price's source, or why there is none
+  double usd_per_hour = 0;            // GPUs + the SSD tier where priced
+  double ssd_tier_bytes = 0;          // steady state
+  double ssd_tier_usd_per_hour = 0;   // 0 where the tier's price is unknown
+  std::string ssd_tier_provenance;    // its price's source, or why it is left out
   double usd_per_million_input = 0;   // all input tokens served (prefilled or from cache)
   double usd_per_million_output = 0;  // output tokens generated
 };
+
+// $ per hour of keeping `bytes` in the deployment's SSD tier (0 where its price is unknown).
+double ssd_tier_usd_per_hour(double bytes, const KvTierSpec& tier);
 
 ServingCost serving_cost(const ServingResult& result, const DeploymentSpec& deployment,
                          const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);

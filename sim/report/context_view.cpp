@@ -73,11 +73,12 @@ Table context_table(const std::string& model, const ContextSweep& s) {
                       s.options.contexts.front(), s.options.contexts.back(), s.options.output_tokens),
           {"context", "KV per session", "sessions per decode GPU", "first token, one prompt alone",
            "decode batch per GPU (bound)", "TPOT (ms)", "output tokens/s per GPU", "decode band (90%)",
-           "prefill per prompt (GPU-s)", "$ per 1M output, decode only", "$ per 1M output, prompt included"});
+           "prefill per prompt (GPU-s)", "$ per 1M output, decode only", "$ per 1M output, prompt included",
+           "of which the SSD tier"});
   for (const ContextPoint& p : s.points) {
     if (p.sessions_per_gpu < 1) {
       t.add_row({std::to_string(p.context), format_bytes(p.session_bytes), "0", first_token(p),
-                 "none: one session does not fit", "-", "-", "-", "-", "-", "-"});
+                 "none: one session does not fit", "-", "-", "-", "-", "-", "-", "-"});
       continue;
     }
     t.add_row({std::to_string(p.context), format_bytes(p.session_bytes), std::to_string(p.sessions_per_gpu),
@@ -85,7 +86,8 @@ Table context_table(const std::string& model, const ContextSweep& s) {
                fmt::format("{:.1f}", p.tpot_ms), fmt::format("{:.0f}", p.output_tokens_per_s_per_gpu),
                error_band_cell(p.decode_band), fmt::format("{:.2f}", p.prefill_gpu_s),
                dollars(p, p.usd_per_million_output_decode_only),
-               dollars(p, p.usd_per_million_output_with_prompt)});
+               dollars(p, p.usd_per_million_output_with_prompt),
+               dollars(p, p.usd_per_million_output_ssd_tier)});
   }
   t.add_note(fmt::format(
       "context: a session's tokens at its end (prompt + {} output); the deployment {} ({}); KV per session: "
@@ -114,6 +116,14 @@ Table context_table(const std::string& model, const ContextSweep& s) {
       "were cached); prompt included adds the prompt's prefill GPU-seconds spread over its output; each pool "
       "taken as kept busy; prices: " +
       s.price_provenance);
+  t.add_note(fmt::format(
+      "of which the SSD tier: both $ figures include keeping the session's global KV at its end for {:g} h "
+      "(the deployment's retention) at {}",
+      d.kv.retention_s / 3600.0,
+      d.kv.ssd_usd_per_tb_month.known()
+          ? fmt::format("${:g} per TB-month ({})", d.kv.ssd_usd_per_tb_month.value(),
+                        d.kv.ssd_usd_per_tb_month.provenance().kind_name())
+          : "no price: " + d.kv.ssd_usd_per_tb_month.provenance().label() + ", left out"));
   t.add_note(std::string("decode band: the step's; ") + kErrorBandMethod);
   if (s.decode_kernel_model == s.prefill_kernel_model) {
     t.add_note("step times from the kernel model, " + s.decode_kernel_model);
@@ -149,7 +159,8 @@ nlohmann::json context_json(const std::string& model, const ContextSweep& s) {
               ? nlohmann::json{{"known", true},
                                {"usd_per_million_output_decode_only", p.usd_per_million_output_decode_only},
                                {"usd_per_million_output_prompt_included",
-                                p.usd_per_million_output_with_prompt}}
+                                p.usd_per_million_output_with_prompt},
+                               {"usd_per_million_output_ssd_tier", p.usd_per_million_output_ssd_tier}}
               : nlohmann::json{{"known", false}};
     }
     points.push_back(j);

@@ -32,6 +32,29 @@ std::string verdict(const std::vector<PlanRow>& rows) {
                      output_token_price(best.run));
 }
 
+// The SSD tiers the variants would keep at steady state, which their $ include.
+std::string ssd_tier_note(const std::vector<PlanRow>& rows) {
+  double least = 0, most = 0, least_usd = 0, most_usd = 0;
+  bool any = false;
+  for (const PlanRow& r : rows) {
+    if (!r.not_run.empty() || r.run.cost.ssd_tier_bytes <= 0) continue;
+    const ServingCost& c = r.run.cost;
+    least = any ? std::min(least, c.ssd_tier_bytes) : c.ssd_tier_bytes;
+    most = any ? std::max(most, c.ssd_tier_bytes) : c.ssd_tier_bytes;
+    least_usd = any ? std::min(least_usd, c.ssd_tier_usd_per_hour) : c.ssd_tier_usd_per_hour;
+    most_usd = any ? std::max(most_usd, c.ssd_tier_usd_per_hour) : c.ssd_tier_usd_per_hour;
+    any = true;
+  }
+  if (!any) return "no variant keeps an SSD tier";
+  const auto range = [](double a, double b, const char* format) {
+    const std::string low = fmt::format(fmt::runtime(format), a);
+    const std::string high = fmt::format(fmt::runtime(format), b);
+    return low == high ? low : low + " to " + high;
+  };
+  return fmt::format("SSD tier at steady state, in the $ figures where it is priced: {} TB, {} per hour",
+                     range(least / 1e12, most / 1e12, "{:.1f}"), range(least_usd, most_usd, "${:.2f}"));
+}
+
 }  // namespace
 
 Table plan_table(const PlanReport& p) {
@@ -75,6 +98,7 @@ Table plan_table(const PlanReport& p) {
   const bool any_mixed = std::any_of(p.rows.begin(), p.rows.end(),
                                      [](const PlanRow& row) { return row.deployment.mixes_prompt_chunks(); });
   if (any_mixed) t.add_note(kMixedStepAssumption);
+  t.add_note(ssd_tier_note(p.rows));
   add_served_run_notes(t, kernel_models(p.rows));
   return t;
 }

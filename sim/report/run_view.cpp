@@ -123,6 +123,12 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{} / {}; {} / {} / {}", x.kv_tiers.global_hits, x.kv_tiers.global_misses,
                             x.kv_tiers.swa_hits, x.kv_tiers.swa_misses, x.kv_tiers.swa_evictions)});
   head.add_row({"decode KV per GPU", format_bytes(x.decode_kv_bytes_per_gpu)});
+  head.add_row({"SSD tier at steady state (sessions/s x global KV after a session's last turn x retention)",
+                fmt::format("{} ({:.3f} sessions/s x {} x {:g} h); ${:.2f} per hour",
+                            format_bytes(r.run.cost.ssd_tier_bytes),
+                            x.duration_s > 0 ? static_cast<double>(x.sessions_arrived) / x.duration_s : 0.0,
+                            format_bytes(x.persisted_bytes_per_session), r.deployment.kv.retention_s / 3600.0,
+                            r.run.cost.ssd_tier_usd_per_hour)});
   if (r.run.cost.known) {
     head.add_row({"cost per hour; per 1M input / output tokens (whole cost each)",
                   fmt::format("${:.2f}; ${:.3f} / ${:.3f}", r.run.cost.usd_per_hour,
@@ -153,6 +159,8 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
+  head.add_note("SSD tier price " + r.run.cost.ssd_tier_provenance +
+                "; the cost per hour includes the tier where it is priced");
   if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
 
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
@@ -344,8 +352,11 @@ void collect_kernel_models(const ServedRun& run, std::vector<std::string>& label
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {
   for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
   table.add_note(
-      "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens; "
-      "GPU prices from each profile (unknown where no public price exists)");
+      "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens: "
+      "its GPUs, at each profile's price (unknown where no public price exists), and its SSD tier at steady "
+      "state (sessions/s x a session's global KV after its last turn x the retention time, at the "
+      "deployment's "
+      "$ per TB-month)");
 }
 
 nlohmann::json kv_tiers_json(const KvTierCounters& c) {

@@ -78,6 +78,12 @@ struct ServingResult {
   double arrival_rate_per_s = 0;
   double mean_sojourn_s = 0;
   KvTierCounters kv_tiers;
+  // The SSD tier's footprint: sessions that arrived, and the global KV of
+  // each one's last context (its turns as drawn, whether or not the run saw
+  // them all), the mean over them. The tier keeps it for the retention time
+  // after the session's last turn (sim/costing/serving_cost.h).
+  int64_t sessions_arrived = 0;
+  double persisted_bytes_per_session = 0;
   double decode_kv_bytes_per_gpu = 0;
   int64_t prefill_steps = 0;
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank

@@ -166,11 +166,33 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
   r.turn = s.next_turn++;
   r.arrival = sim_.now();
   r.prefix_tokens = prefix_tokens;
-  SplitMix64 rng = turn_stream(s.seed, r.turn);
-  r.new_tokens = draw_tokens(r.turn == 0 ? workload_.first_input_tokens : workload_.turn_input_tokens, rng);
-  r.output_tokens = draw_tokens(workload_.output_tokens, rng, workload_.effort_output_multiplier.value());
-  r.think_after_s = workload_.think_time_s.sample(rng);
+  const TurnDraw turn = draw_turn(s, r.turn);
+  r.new_tokens = turn.new_tokens;
+  r.output_tokens = turn.output_tokens;
+  r.think_after_s = turn.think_after_s;
   admit_turn(r);
+}
+
+ServingSimulation::TurnDraw ServingSimulation::draw_turn(const Session& s, int64_t turn) const {
+  SplitMix64 rng = turn_stream(s.seed, turn);
+  TurnDraw d;
+  d.new_tokens = draw_tokens(turn == 0 ? workload_.first_input_tokens : workload_.turn_input_tokens, rng);
+  d.output_tokens = draw_tokens(workload_.output_tokens, rng, workload_.effort_output_multiplier.value());
+  d.think_after_s = workload_.think_time_s.sample(rng);
+  return d;
+}
+
+int64_t ServingSimulation::last_context(const Session& s) const {
+  if (s.from_trace) return s.trace_context;
+  // The turns it will ask for, whether or not the run lasts that long; a turn
+  // past the model's context is refused, and the session ends there.
+  int64_t context = 0;
+  for (int64_t turn = 0; turn < s.turns; ++turn) {
+    const TurnDraw d = draw_turn(s, turn);
+    if (context + d.new_tokens + d.output_tokens > model_.spec.max_context) break;
+    context += d.new_tokens + d.output_tokens;
+  }
+  return context;
 }
 
 void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
@@ -359,6 +381,12 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.mean_in_system = in_system_area_ / duration_s;
   out.arrival_rate_per_s = static_cast<double>(out.arrived) / duration_s;
   out.kv_tiers = tiers_.counters();
+  out.sessions_arrived = static_cast<int64_t>(sessions_.size());
+  double persisted = 0;
+  for (const Session& s : sessions_) persisted += static_cast<double>(last_context(s));
+  out.persisted_bytes_per_session = sessions_.empty() ? 0.0
+                                                      : persisted * model_.kv.global_bytes_per_token /
+                                                            static_cast<double>(sessions_.size());
   out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
   out.events = sim_.events_processed();
   out.step_shapes_costed = steps_->size();

@@ -69,6 +69,16 @@ class ServingSimulation {
   void schedule_next_session();
   double arrival_rate_at(double time_s) const;
   void start_turn(int64_t session, int64_t prefix_tokens);
+  // What a session's turn asks: drawn from the session's stream for that turn.
+  struct TurnDraw {
+    int64_t new_tokens = 0;
+    int64_t output_tokens = 0;
+    double think_after_s = 0;
+  };
+  TurnDraw draw_turn(const Session& s, int64_t turn) const;
+  // The context after the session's last turn, what the SSD tier keeps the
+  // global KV of for its retention time once the session is done.
+  int64_t last_context(const Session& s) const;
   void start_trace_turn(const WorkloadSpec::TraceRow& row);
   // The tokens of a turn: drawn from the workload's distributions, or given by a trace.
   void admit_turn(Request& r);

@@ -79,9 +79,10 @@ TEST(Cli, FitJsonKeys) {
 
 TEST(Cli, ClaimsJson) {
   const auto c = run_json("claims");
-  ASSERT_EQ(c["claims"].size(), 7u);
+  ASSERT_EQ(c["claims"].size(), 8u);
   EXPECT_EQ(c["claims"][0]["verdict"], "holds");
-  EXPECT_EQ(c["claims"][6]["id"], "h20_decode");
+  EXPECT_EQ(c["claims"][2]["id"], "persistent_kv_eighth");
+  EXPECT_EQ(c["claims"][7]["id"], "h20_decode");
 }
 
 TEST(Cli, StepJsonAndTrace) {
@@ -326,7 +327,7 @@ TEST(Cli, SetEditsOneValueOfAFile) {
       << cp.output;
   const RunResult unknown = run("--set workloads/deployments/h200_pd_64.yaml:nope=1 run --duration 10");
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.output.find("h200_pd_64.yaml:26: field 'nope': unknown field"), std::string::npos)
+  EXPECT_NE(unknown.output.find("h200_pd_64.yaml:27: field 'nope': unknown field"), std::string::npos)
       << unknown.output;
   for (const char* bad :
        {"models/deepseek_v4_1_flash.yaml:draft.nope=1", "models/deepseek_v4_1_flash.yaml:draft=1",
@@ -497,6 +498,10 @@ INSTANTIATE_TEST_SUITE_P(
             "--set workloads/agent_coding.yaml:session.first_input_tokens.max=1e20 run --duration 60",
             "agent_coding.yaml:10: field 'session.first_input_tokens.max': expected at most 2147483647, got "
             "1e+20"},
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_usd_per_tb_month.value=-1 run "
+               "--duration 10",
+               "h200_pd_64.yaml:20: field 'kv_tiers.ssd_usd_per_tb_month.value': expected a positive number, "
+               "got -1"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
                "field 'session.turns.max': expected at most 1000000"},
         BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",

@@ -83,7 +83,11 @@ TEST(ContextSweep, TheDecodeBatchIsTheLargestWithinTpot) {
               static_cast<double>(p.batch_per_gpu) * step.tokens_per_sequence / step.us * 1e6, 1e-6);
   const double usd_per_s = decode.gpu().price_usd_per_gpu_hour.value() / 3600;
   ASSERT_TRUE(p.cost_known);
-  EXPECT_NEAR(p.usd_per_million_output_decode_only, usd_per_s / p.output_tokens_per_s_per_gpu * 1e6, 1e-9);
+  // Keeping the session's global KV (131072 tokens) for the 72-h retention at $5 per TB-month of 730 h.
+  const double tier_usd = 131072 * s.model.kv.global_bytes_per_token / 1e12 * 5 / 730 * 72;
+  EXPECT_NEAR(p.usd_per_million_output_ssd_tier, tier_usd / 2000 * 1e6, 1e-9);
+  EXPECT_NEAR(p.usd_per_million_output_decode_only,
+              usd_per_s / p.output_tokens_per_s_per_gpu * 1e6 + p.usd_per_million_output_ssd_tier, 1e-9);
   EXPECT_NEAR(p.usd_per_million_output_with_prompt - p.usd_per_million_output_decode_only,
               usd_per_s * p.prefill_gpu_s / 2000 * 1e6, 1e-9);
 }

@@ -13,6 +13,7 @@
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
 #include "sim/common/yaml_what_if.h"
+#include "sim/costing/serving_cost.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 #include "tests/step_test_support.h"
@@ -216,6 +217,41 @@ TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
 // node reads its cached prefix: two turns routed to two nodes read at once,
 // each at the client's full rate; two on one node take turns. (Before, one
 // queue served every read at the instances' rates pooled.)
+TEST(Serving, TheSsdTierKeepsEachSessionsLastContextForItsRetention) {
+  Fixture f = tiny_fixed();
+  const auto fixed = [](double value) {
+    Distribution d;
+    d.mean = d.min = d.max = value;
+    return d;
+  };
+  f.workload.turns = fixed(3);
+  f.workload.turn_input_tokens = fixed(100);
+  f.workload.output_tokens = fixed(50);
+  const double bytes_per_token = f.model.kv.global_bytes_per_token;
+  // Three turns: 2048 + 2 x 100 new tokens and 3 x 50 outputs, whether or
+  // not a 20-s run sees the later turns.
+  const ServingResult r = f.run(20);
+  ASSERT_GT(r.sessions_arrived, 10);
+  EXPECT_DOUBLE_EQ(r.persisted_bytes_per_session, 2398 * bytes_per_token);
+  // Steady state by Little's law: sessions/s x bytes x retention (1 h),
+  // priced at $5 per TB-month of 730 h, on top of the GPUs.
+  const ServingCost cost = serving_cost(r, f.deployment, f.prefill.gpu(), f.decode.gpu());
+  const double bytes = static_cast<double>(r.sessions_arrived) / 20.0 * 2398 * bytes_per_token * 3600;
+  EXPECT_DOUBLE_EQ(cost.ssd_tier_bytes, bytes);
+  EXPECT_NEAR(cost.ssd_tier_usd_per_hour, bytes / 1e12 * 5 / 730, 1e-15);
+  EXPECT_NEAR(cost.usd_per_hour,
+              2 * f.decode.gpu().price_usd_per_gpu_hour.value() + cost.ssd_tier_usd_per_hour, 1e-12);
+  // A third turn past the model's context is refused: the session ends after its second.
+  f.model.spec.max_context = 2300;
+  EXPECT_DOUBLE_EQ(f.run(20).persisted_bytes_per_session, 2248 * bytes_per_token);
+  // A tier without a price is left out of the cost, and said so.
+  f.deployment.kv.ssd_usd_per_tb_month = SourcedValue(std::nullopt, {ProvenanceKind::kUnknown, "no quote"});
+  const ServingCost unpriced = serving_cost(r, f.deployment, f.prefill.gpu(), f.decode.gpu());
+  EXPECT_EQ(unpriced.ssd_tier_usd_per_hour, 0);
+  EXPECT_DOUBLE_EQ(unpriced.usd_per_hour, 2 * f.decode.gpu().price_usd_per_gpu_hour.value());
+  EXPECT_NE(unpriced.ssd_tier_provenance.find("left out"), std::string::npos) << unpriced.ssd_tier_provenance;
+}
+
 TEST(Serving, EachNodeReadsItsPrefixesFromTheSsdTier) {
   const std::string trace = "1.0,0,8192,2\n1.0,1,8192,2\n5.0,0,10,2\n5.0,1,10,2\n";
   // The mean SSD read over the four turns, in units of one returning turn's read alone.
