@@ -12,6 +12,20 @@ double ssd_tier_usd_per_hour(double bytes, const KvTierSpec& tier) {
                                            : 0.0;
 }
 
+SsdTierCost ssd_tier_cost(const ServingResult& r, const KvTierSpec& tier) {
+  SsdTierCost c;
+  c.sessions_per_s = r.duration_s > 0 ? static_cast<double>(r.sessions_arrived) / r.duration_s : 0.0;
+  c.last_context_tokens = r.mean_last_context_tokens;
+  c.bytes_per_session = r.persisted_bytes_per_session;
+  c.retention_s = tier.retention_s;
+  c.bytes = c.sessions_per_s * c.bytes_per_session * c.retention_s;
+  c.usd_per_hour = ssd_tier_usd_per_hour(c.bytes, tier);
+  c.provenance = tier.ssd_usd_per_tb_month.known()
+                     ? tier.ssd_usd_per_tb_month.provenance().label()
+                     : "SSD tier left out: " + tier.ssd_usd_per_tb_month.provenance().label();
+  return c;
+}
+
 ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const GpuProfile& prefill_gpu,
                          const GpuProfile& decode_gpu) {
   ServingCost c;
@@ -22,13 +36,7 @@ ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const 
     c.provenance =
         "prefill " + prefill_gpu.price_usd_per_gpu_hour.provenance().label() + "; decode " + c.provenance;
   }
-  const double sessions_per_s =
-      r.duration_s > 0 ? static_cast<double>(r.sessions_arrived) / r.duration_s : 0.0;
-  c.ssd_tier_bytes = sessions_per_s * r.persisted_bytes_per_session * d.kv.retention_s;
-  const SourcedValue& tier_price = d.kv.ssd_usd_per_tb_month;
-  c.ssd_tier_provenance = tier_price.known() ? tier_price.provenance().label()
-                                             : "SSD tier left out: " + tier_price.provenance().label();
-  c.ssd_tier_usd_per_hour = ssd_tier_usd_per_hour(c.ssd_tier_bytes, d.kv);
+  c.ssd_tier = ssd_tier_cost(r, d.kv);
   const bool prefill_known = prefill_gpus == 0 || prefill_gpu.price_usd_per_gpu_hour.known();
   if (!prefill_known || !decode_gpu.price_usd_per_gpu_hour.known()) return c;
   c.known = true;
@@ -36,7 +44,7 @@ ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const 
       decode_gpu.price_usd_per_gpu_hour.value() * static_cast<double>(decode_gpus) +
       (prefill_gpus > 0 ? prefill_gpu.price_usd_per_gpu_hour.value() * static_cast<double>(prefill_gpus)
                         : 0.0) +
-      c.ssd_tier_usd_per_hour;
+      c.ssd_tier.usd_per_hour;
   const double dollars = c.usd_per_hour * r.duration_s / 3600.0;
   const auto input = static_cast<double>(r.input_tokens_prefilled + r.input_tokens_cached);
   const auto output = static_cast<double>(r.output_tokens_generated);
@@ -48,9 +56,14 @@ ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const 
 }
 
 nlohmann::json cost_json(const ServingCost& c) {
-  const nlohmann::json tier = {{"steady_state_bytes", c.ssd_tier_bytes},
-                               {"usd_per_hour", c.ssd_tier_usd_per_hour},
-                               {"provenance", c.ssd_tier_provenance}};
+  const SsdTierCost& t = c.ssd_tier;
+  const nlohmann::json tier = {{"sessions_per_s", t.sessions_per_s},
+                               {"last_context_tokens", t.last_context_tokens},
+                               {"bytes_per_session", t.bytes_per_session},
+                               {"retention_h", t.retention_s / 3600},
+                               {"steady_state_bytes", t.bytes},
+                               {"usd_per_hour", t.usd_per_hour},
+                               {"provenance", t.provenance}};
   if (!c.known) return {{"known", false}, {"provenance", c.provenance}, {"ssd_tier", tier}};
   return {{"known", true},
           {"usd_per_hour", c.usd_per_hour},

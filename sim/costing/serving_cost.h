@@ -19,13 +19,23 @@
 
 namespace v41sim {
 
+// The SSD tier at steady state and what it costs.
+struct SsdTierCost {
+  double sessions_per_s = 0;
+  double last_context_tokens =
+      0;                         // a session's context after its last turn, the mean over the run's sessions
+  double bytes_per_session = 0;  // its global KV
+  double retention_s = 0;
+  double bytes = 0;         // held at steady state
+  double usd_per_hour = 0;  // 0 where the tier's price is unknown
+  std::string provenance;   // its price's source, or why it is left out
+};
+
 struct ServingCost {
   bool known = false;
-  std::string provenance;             // the price's source, or why there is none
-  double usd_per_hour = 0;            // GPUs + the SSD tier where priced
-  double ssd_tier_bytes = 0;          // steady state
-  double ssd_tier_usd_per_hour = 0;   // 0 where the tier's price is unknown
-  std::string ssd_tier_provenance;    // its price's source, or why it is left out
+  std::string provenance;   // the price's source, or why there is none
+  double usd_per_hour = 0;  // GPUs + the SSD tier where priced
+  SsdTierCost ssd_tier;
   double usd_per_million_input = 0;   // all input tokens served (prefilled or from cache)
   double usd_per_million_output = 0;  // output tokens generated
 };
@@ -33,6 +43,7 @@ struct ServingCost {
 // $ per hour of keeping `bytes` in the deployment's SSD tier (0 where its price is unknown).
 double ssd_tier_usd_per_hour(double bytes, const KvTierSpec& tier);
 
+SsdTierCost ssd_tier_cost(const ServingResult& result, const KvTierSpec& tier);
 ServingCost serving_cost(const ServingResult& result, const DeploymentSpec& deployment,
                          const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);
 nlohmann::json cost_json(const ServingCost& cost);

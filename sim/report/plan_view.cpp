@@ -37,12 +37,12 @@ std::string ssd_tier_note(const std::vector<PlanRow>& rows) {
   double least = 0, most = 0, least_usd = 0, most_usd = 0;
   bool any = false;
   for (const PlanRow& r : rows) {
-    if (!r.not_run.empty() || r.run.cost.ssd_tier_bytes <= 0) continue;
-    const ServingCost& c = r.run.cost;
-    least = any ? std::min(least, c.ssd_tier_bytes) : c.ssd_tier_bytes;
-    most = any ? std::max(most, c.ssd_tier_bytes) : c.ssd_tier_bytes;
-    least_usd = any ? std::min(least_usd, c.ssd_tier_usd_per_hour) : c.ssd_tier_usd_per_hour;
-    most_usd = any ? std::max(most_usd, c.ssd_tier_usd_per_hour) : c.ssd_tier_usd_per_hour;
+    if (!r.not_run.empty() || r.run.cost.ssd_tier.bytes <= 0) continue;
+    const SsdTierCost& c = r.run.cost.ssd_tier;
+    least = any ? std::min(least, c.bytes) : c.bytes;
+    most = any ? std::max(most, c.bytes) : c.bytes;
+    least_usd = any ? std::min(least_usd, c.usd_per_hour) : c.usd_per_hour;
+    most_usd = any ? std::max(most_usd, c.usd_per_hour) : c.usd_per_hour;
     any = true;
   }
   if (!any) return "no variant keeps an SSD tier";

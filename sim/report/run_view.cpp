@@ -123,12 +123,11 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{} / {}; {} / {} / {}", x.kv_tiers.global_hits, x.kv_tiers.global_misses,
                             x.kv_tiers.swa_hits, x.kv_tiers.swa_misses, x.kv_tiers.swa_evictions)});
   head.add_row({"decode KV per GPU", format_bytes(x.decode_kv_bytes_per_gpu)});
+  const SsdTierCost& tier = r.run.cost.ssd_tier;
   head.add_row({"SSD tier at steady state (sessions/s x global KV after a session's last turn x retention)",
-                fmt::format("{} ({:.3f} sessions/s x {} x {:g} h); ${:.2f} per hour",
-                            format_bytes(r.run.cost.ssd_tier_bytes),
-                            x.duration_s > 0 ? static_cast<double>(x.sessions_arrived) / x.duration_s : 0.0,
-                            format_bytes(x.persisted_bytes_per_session), r.deployment.kv.retention_s / 3600.0,
-                            r.run.cost.ssd_tier_usd_per_hour)});
+                fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {:g} h); ${:.2f} per hour",
+                            tier.bytes / 1e12, tier.sessions_per_s, format_bytes(tier.bytes_per_session),
+                            tier.last_context_tokens, tier.retention_s / 3600.0, tier.usd_per_hour)});
   if (r.run.cost.known) {
     head.add_row({"cost per hour; per 1M input / output tokens (whole cost each)",
                   fmt::format("${:.2f}; ${:.3f} / ${:.3f}", r.run.cost.usd_per_hour,
@@ -159,7 +158,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
-  head.add_note("SSD tier price " + r.run.cost.ssd_tier_provenance +
+  head.add_note("SSD tier price " + tier.provenance +
                 "; the cost per hour includes the tier where it is priced");
   if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
 

@@ -37,6 +37,7 @@
 #include "sim/report/plan_view.h"
 #include "sim/report/published_bands_view.h"
 #include "sim/report/run_view.h"
+#include "sim/report/ssd_tier_view.h"
 #include "sim/report/step_view.h"
 #include "sim/report/study_summary.h"
 #include "sim/report/svg_scatter.h"
@@ -360,20 +361,37 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
 }
 
 // The bases varied over the grid under the serving workload, ranked (plan).
+// A plan the study ran, holding what its PlanReport refers to.
+struct StudyPlan {
+  static constexpr double kWithinSla = 0.99;
+  std::string model;
+  std::vector<DeploymentSpec> bases;
+  WorkloadSpec workload;
+  ServeOptions options;
+  std::vector<PlanRow> rows;
+  PlanReport report() const { return PlanReport{model, bases, workload, options, kWithinSla, rows}; }
+};
+
+StudyPlan study_plan(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                     SharedStepTimes& steps, const std::vector<std::string>& base_names,
+                     const PlanGrid& grid) {
+  StudyPlan plan;
+  plan.model = focus.spec.name;
+  for (const std::string& name : base_names) plan.bases.push_back(load_deployment(name, catalog));
+  plan.workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
+  plan.options.duration_s = o.serving_seconds;
+  plan.options.seed = o.seed;
+  plan.options.seeds = o.served_seeds;
+  plan.rows =
+      run_plan(catalog, focus, plan.bases, grid, plan.workload, plan.options, StudyPlan::kWithinSla, &steps);
+  return plan;
+}
+
 std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                          SharedStepTimes& steps, const std::vector<std::string>& base_names,
                          const PlanGrid& grid, const std::string& heading, nlohmann::json& json) {
-  std::vector<DeploymentSpec> bases;
-  for (const std::string& name : base_names) bases.push_back(load_deployment(name, catalog));
-  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
-  ServeOptions options;
-  options.duration_s = o.serving_seconds;
-  options.seed = o.seed;
-  options.seeds = o.served_seeds;
-  constexpr double kWithinSla = 0.99;
-  const std::vector<PlanRow> rows =
-      run_plan(catalog, focus, bases, grid, workload, options, kWithinSla, &steps);
-  const PlanReport report{focus.spec.name, bases, workload, options, kWithinSla, rows};
+  const StudyPlan plan = study_plan(catalog, focus, o, steps, base_names, grid);
+  const PlanReport report = plan.report();
   json = plan_json(report);
   return "## " + heading + "\n\n" + plan_table(report).to_markdown();
 }
@@ -442,12 +460,25 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
 }
 
 // What the KV tiers are worth: the plan deployment with its SSD tier and its
-// window-state pool each on or off, on the same arrivals.
-std::string kv_tiers_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                             SharedStepTimes& steps, nlohmann::json& json) {
+// window-state pool each on or off, on the same arrivals; then the SSD tier
+// the cheapest variant that keeps one would need for each bundled model.
+std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnalysis>& models,
+                             const ModelAnalysis& focus, const StudyOptions& o, SharedStepTimes& steps,
+                             nlohmann::json& json) {
   const PlanGrid grid{.kv_retentions_h = o.kv_retentions_h, .swa_pool_fractions = o.swa_pool_fractions};
-  return plan_section(catalog, focus, o, steps, {o.plan_deployment}, grid,
-                      fmt::format("What the KV tiers are worth ({})", o.plan_deployment), json);
+  const StudyPlan plan = study_plan(catalog, focus, o, steps, {o.plan_deployment}, grid);
+  const PlanReport report = plan.report();
+  json = plan_json(report);
+  std::string md = fmt::format("## What the KV tiers are worth ({})\n\n", o.plan_deployment) +
+                   plan_table(report).to_markdown();
+  const auto kept = std::find_if(report.rows.begin(), report.rows.end(), [](const PlanRow& r) {
+    return r.not_run.empty() && r.run.cost.ssd_tier.retention_s > 0;
+  });
+  if (kept == report.rows.end()) return md;
+  const std::vector<SsdTierOfModel> tiers = ssd_tier_by_model(models, kept->run, kept->deployment);
+  json["ssd_tier_by_model"] = ssd_tier_json(tiers, kept->run);
+  return md + ssd_tier_table(tiers, kept->run, kept->deployment, focus.spec.name, report.workload.name)
+                  .to_markdown();
 }
 
 // How far the kernel model is from published kernel figures and from our held-out measurements.
@@ -567,7 +598,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
         serving_section(catalog, focus, o, steps, o.long_context_workload, json["serving_long_context"]);
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, steps, json["plan"]);
   md += "\n\n" + layout_section(catalog, focus, o, steps, json["plan_layouts"]);
-  md += "\n\n" + kv_tiers_section(catalog, focus, o, steps, json["plan_kv_tiers"]);
+  md += "\n\n" + kv_tiers_section(catalog, models, focus, o, steps, json["plan_kv_tiers"]);
   md += "\n\n" + load_capacity_section(catalog, focus, o, steps, json["capacity"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);

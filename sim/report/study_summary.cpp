@@ -309,6 +309,22 @@ void add_kv_tiers(Table& t, const json& plan) {
       {fmt::format("what the KV tiers are worth under '{}' ({})", plan.at("workload").get<std::string>(),
                    file_stem(plan.at("base_deployments").at(0).get<std::string>())),
        fmt::format("{}", fmt::join(parts, "; ")), "What the KV tiers are worth"});
+  if (!plan.contains("ssd_tier_by_model")) return;
+  const json& tier = plan.at("ssd_tier_by_model");
+  std::vector<std::string> models;
+  for (const json& m : tier.at("models")) {
+    const double share = m.at("of_gpu_usd_per_hour").get<double>();
+    models.push_back(
+        fmt::format("{} {:.1f} TB (${:.2f} per hour{})", m.at("model").get<std::string>(),
+                    m.at("steady_state_bytes").get<double>() / 1e12, m.at("usd_per_hour").get<double>(),
+                    share > 0 ? fmt::format(", {:.1f}% of the GPUs'", 100 * share) : std::string()));
+  }
+  t.add_row(
+      {fmt::format("the SSD tier that keeps '{}' sessions {:g} h ({:.3f} sessions/s, {:.0f} tokens each "
+                   "after its last turn)",
+                   plan.at("workload").get<std::string>(), tier.at("retention_h").get<double>(),
+                   tier.at("sessions_per_s").get<double>(), tier.at("last_context_tokens").get<double>()),
+       fmt::format("{}", fmt::join(models, "; ")), "What the KV tiers are worth"});
 }
 
 void add_validation(Table& t, const json& validation) {

@@ -83,7 +83,8 @@ struct ServingResult {
   // them all), the mean over them. The tier keeps it for the retention time
   // after the session's last turn (sim/costing/serving_cost.h).
   int64_t sessions_arrived = 0;
-  double persisted_bytes_per_session = 0;
+  double mean_last_context_tokens = 0;
+  double persisted_bytes_per_session = 0;  // global KV of that context
   double decode_kv_bytes_per_gpu = 0;
   int64_t prefill_steps = 0;
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank

@@ -384,9 +384,8 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.sessions_arrived = static_cast<int64_t>(sessions_.size());
   double persisted = 0;
   for (const Session& s : sessions_) persisted += static_cast<double>(last_context(s));
-  out.persisted_bytes_per_session = sessions_.empty() ? 0.0
-                                                      : persisted * model_.kv.global_bytes_per_token /
-                                                            static_cast<double>(sessions_.size());
+  out.mean_last_context_tokens = sessions_.empty() ? 0.0 : persisted / static_cast<double>(sessions_.size());
+  out.persisted_bytes_per_session = out.mean_last_context_tokens * model_.kv.global_bytes_per_token;
   out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
   out.events = sim_.events_processed();
   out.step_shapes_costed = steps_->size();

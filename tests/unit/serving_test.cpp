@@ -232,24 +232,25 @@ TEST(Serving, TheSsdTierKeepsEachSessionsLastContextForItsRetention) {
   // not a 20-s run sees the later turns.
   const ServingResult r = f.run(20);
   ASSERT_GT(r.sessions_arrived, 10);
+  EXPECT_DOUBLE_EQ(r.mean_last_context_tokens, 2398);
   EXPECT_DOUBLE_EQ(r.persisted_bytes_per_session, 2398 * bytes_per_token);
   // Steady state by Little's law: sessions/s x bytes x retention (1 h),
   // priced at $5 per TB-month of 730 h, on top of the GPUs.
   const ServingCost cost = serving_cost(r, f.deployment, f.prefill.gpu(), f.decode.gpu());
   const double bytes = static_cast<double>(r.sessions_arrived) / 20.0 * 2398 * bytes_per_token * 3600;
-  EXPECT_DOUBLE_EQ(cost.ssd_tier_bytes, bytes);
-  EXPECT_NEAR(cost.ssd_tier_usd_per_hour, bytes / 1e12 * 5 / 730, 1e-15);
+  EXPECT_DOUBLE_EQ(cost.ssd_tier.bytes, bytes);
+  EXPECT_NEAR(cost.ssd_tier.usd_per_hour, bytes / 1e12 * 5 / 730, 1e-15);
   EXPECT_NEAR(cost.usd_per_hour,
-              2 * f.decode.gpu().price_usd_per_gpu_hour.value() + cost.ssd_tier_usd_per_hour, 1e-12);
+              2 * f.decode.gpu().price_usd_per_gpu_hour.value() + cost.ssd_tier.usd_per_hour, 1e-12);
   // A third turn past the model's context is refused: the session ends after its second.
   f.model.spec.max_context = 2300;
   EXPECT_DOUBLE_EQ(f.run(20).persisted_bytes_per_session, 2248 * bytes_per_token);
   // A tier without a price is left out of the cost, and said so.
   f.deployment.kv.ssd_usd_per_tb_month = SourcedValue(std::nullopt, {ProvenanceKind::kUnknown, "no quote"});
   const ServingCost unpriced = serving_cost(r, f.deployment, f.prefill.gpu(), f.decode.gpu());
-  EXPECT_EQ(unpriced.ssd_tier_usd_per_hour, 0);
+  EXPECT_EQ(unpriced.ssd_tier.usd_per_hour, 0);
   EXPECT_DOUBLE_EQ(unpriced.usd_per_hour, 2 * f.decode.gpu().price_usd_per_gpu_hour.value());
-  EXPECT_NE(unpriced.ssd_tier_provenance.find("left out"), std::string::npos) << unpriced.ssd_tier_provenance;
+  EXPECT_NE(unpriced.ssd_tier.provenance.find("left out"), std::string::npos) << unpriced.ssd_tier.provenance;
 }
 
 TEST(Serving, EachNodeReadsItsPrefixesFromTheSsdTier) {
