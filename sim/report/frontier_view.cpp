@@ -36,7 +36,8 @@ Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>
       "per 1M output tokens, one of the two strictly (a point without a price: against its own GPU's points, "
       "by tokens/s per GPU)");
   t.add_note(
-      "$ per 1M output tokens: the decode GPU's price per second over its output rate (prompts not counted)");
+      "$ per 1M output tokens: the decode GPU's price per second over its output rate (prompts and the SSD "
+      "tier not counted: `context` adds both)");
   t.add_note(std::string("step band: ") + kErrorBandMethod);
   std::vector<std::string> labels;
   for (const DecodeFrontier& f : frontiers) {
