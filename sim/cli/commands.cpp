@@ -174,6 +174,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   serve->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the run to this file");
   serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
       ->capture_default_str();
+  serve->add_option("--requests", flags->requests_csv,
+                    "write every request of the run (of its first seed) to this CSV file: tokens, where it "
+                    "went, each stage's time");
   bind(serve, run_serving);
 
   CLI::App* plan = app.add_subcommand("plan",

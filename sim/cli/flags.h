@@ -48,6 +48,7 @@ struct Flags {
   std::string workload = "agent_coding";
   double duration_s = 600;
   double trace_seconds = 60;
+  std::string requests_csv;   // run: write every request of the first seed's run here
   double sessions_per_s = 0;  // run / plan: > 0 replaces the workload's arrival rate
   // plan (empty lists: the base deployment's value)
   std::vector<std::string> plan_gpus;

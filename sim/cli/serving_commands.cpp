@@ -23,6 +23,7 @@
 #include "sim/report/frontier_view.h"
 #include "sim/report/load_capacity_view.h"
 #include "sim/report/plan_view.h"
+#include "sim/report/requests_csv.h"
 #include "sim/report/run_trace.h"
 #include "sim/report/run_view.h"
 #include "sim/report/sensitivity_view.h"
@@ -99,7 +100,13 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
   // Past the run's end there is nothing more to trace.
   options.trace_until_s = f.trace.empty() ? 0.0 : std::min(f.trace_seconds, f.duration_s);
+  options.log_requests = !f.requests_csv.empty();
   const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
+  if (options.log_requests) {
+    std::ofstream csv(f.requests_csv);
+    if (!csv) throw InputError({f.requests_csv, 0, "--requests"}, "cannot write the requests file");
+    csv << requests_csv(run.result.requests);
+  }
   if (!f.trace.empty()) {
     std::ofstream trace(f.trace);
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");

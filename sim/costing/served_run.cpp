@@ -43,6 +43,7 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
     const uint64_t seed = options.seed + i;
     ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, seed, steps);
     if (i == 0 && options.trace_until_s > 0) simulation.enable_trace(options.trace_until_s);
+    if (i == 0 && options.log_requests) simulation.enable_request_log();
     runs[i].result = simulation.run(options.duration_s, options.drain);
     runs[i].cost = serving_cost(runs[i].result, deployment, prefill.gpu(), decode.gpu());
   });

@@ -65,6 +65,7 @@ struct ServeOptions {
   int64_t seeds = 1;
   bool drain = false;        // after duration_s, no new turns; run until every request is done
   double trace_until_s = 0;  // > 0: record spans of the first seed that start before this time, for the trace
+  bool log_requests = false;  // keep a record of each of the first seed's requests (ServingResult::requests)
 };
 
 // Requests that finished within the deployment's TTFT and TPOT limits, of

@@ -28,7 +28,9 @@ struct Request {
   double communication_us = 0;  // EP communication on the critical path of its steps
   int prefill_instance = -1;    // where it is prefilled (disaggregated: where its KV is shipped from)
   int attention_rank = -1;      // the rank of that instance whose attention runs its chunks
+  int decode_instance = -1;
   int decode_rank = -1;
+  const char* rejected = nullptr;  // why, if it was
   // Prefilled a slice per rank of its instance (context parallelism): each
   // rank sends its slice's KV to decode.
   bool context_parallel = false;

@@ -68,6 +68,8 @@ void ServingSimulation::try_admit(std::size_t index) {
     ++rank.arriving;
     rank.kv_used += r.kv_reserved_bytes;
     r.decode_admitted = sim_.now();
+    r.decode_instance = static_cast<int>(index);
+    r.decode_rank = static_cast<int>(chosen);
     ship_kv(index, rank, r);
   }
 }

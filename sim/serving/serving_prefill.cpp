@@ -130,6 +130,7 @@ bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
   if (!rank.has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu)) return false;
   ++rank.arriving;
   rank.kv_used += r.kv_reserved_bytes;
+  r.decode_instance = r.prefill_instance;
   r.decode_rank = r.attention_rank;
   return true;
 }

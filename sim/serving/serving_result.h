@@ -40,6 +40,34 @@ struct TraceSpan {
   int64_t size = 0;  // steps: sequences in the step; requests: output tokens
 };
 
+// One request of a run, as `run --requests` writes it: what it asked, where
+// it went, and how long each stage took (NaN where it did not get there).
+struct RequestRecord {
+  int64_t id = 0;
+  int64_t session = 0;
+  int64_t turn = 0;
+  double arrival_s = 0;
+  int64_t prefix_tokens = 0;  // context before this turn
+  int64_t new_tokens = 0;
+  int64_t cached_tokens = 0;  // of the prefix, found in the SSD tier
+  int64_t replay_tokens = 0;  // window tokens recomputed after an SWA-state miss
+  int64_t output_tokens = 0;  // asked for
+  int64_t generated = 0;      // by the run's end
+  std::string status;         // "finished", "in flight" or "rejected: <why>"
+  int prefill_instance = -1;  // -1: never routed
+  int prefill_rank = -1;
+  bool context_parallel = false;
+  int decode_instance = -1;  // -1: never placed for decode
+  int decode_rank = -1;
+  double ssd_read_ms = 0;
+  double prefill_wait_ms = 0;  // SSD read done to its first chunk
+  double ttft_ms = 0;
+  double transfer_ms = 0;
+  double decode_wait_ms = 0;  // first token to a decode rank's room (disaggregated: KV transfer after)
+  double tpot_ms = 0;
+  double e2e_ms = 0;
+};
+
 struct ServingResult {
   double duration_s = 0;
   int64_t gpus = 0;
@@ -105,7 +133,8 @@ struct ServingResult {
   uint64_t events = 0;
   std::size_t step_shapes_costed = 0;  // with step times shared by several runs: by all of them so far
   std::vector<OccupancySample> occupancy;
-  std::vector<TraceSpan> trace;  // filled only when tracing is on
+  std::vector<TraceSpan> trace;         // filled only when tracing is on
+  std::vector<RequestRecord> requests;  // every request, in arrival order; filled only when asked
 };
 
 }  // namespace v41sim

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -46,6 +47,47 @@ int64_t draw_tokens(const Distribution& d, SplitMix64& rng, double scale = 1.0) 
 // The stream of one turn of a session (turn -1: the session's own draws).
 SplitMix64 turn_stream(uint64_t session_seed, int64_t turn) {
   return SplitMix64(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)));
+}
+
+// How long from `from` to `to`, in ms; NaN where the request never reached `to`.
+double stage_ms(SimTime from, SimTime to, bool reached) {
+  return reached ? (to - from).ms() : std::numeric_limits<double>::quiet_NaN();
+}
+
+RequestRecord record_of(const Request& r) {
+  const bool routed = r.prefill_instance >= 0;
+  const bool started = r.computed > 0 || r.generated > 0;
+  const bool first = r.generated > 0;
+  const bool done = r.generated >= r.output_tokens;
+  const bool decoding = r.decode_started > SimTime() || (done && r.output_tokens > 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  RequestRecord x;
+  x.id = r.id;
+  x.session = r.session;
+  x.turn = r.turn;
+  x.arrival_s = r.arrival.s();
+  x.prefix_tokens = r.prefix_tokens;
+  x.new_tokens = r.new_tokens;
+  x.cached_tokens = r.cached_tokens;
+  x.replay_tokens = r.replay_tokens;
+  x.output_tokens = r.output_tokens;
+  x.generated = r.generated;
+  x.status = r.rejected != nullptr ? std::string("rejected: ") + r.rejected : done ? "finished" : "in flight";
+  x.prefill_instance = r.prefill_instance;
+  x.prefill_rank = r.attention_rank;
+  x.context_parallel = r.context_parallel;
+  x.decode_instance = r.decode_instance;
+  x.decode_rank = r.decode_rank;
+  x.ssd_read_ms = routed ? r.ssd_read_us / 1e3 : nan;
+  x.prefill_wait_ms = stage_ms(r.prefill_queued, r.prefill_started, started && routed);
+  x.ttft_ms = stage_ms(r.arrival, r.first_token, first);
+  x.transfer_ms = decoding ? r.transfer_us / 1e3 : nan;
+  x.decode_wait_ms = stage_ms(r.decode_queued, r.decode_admitted, r.decode_admitted > SimTime());
+  x.tpot_ms = done && r.output_tokens > 1
+                  ? (r.finished - r.first_token).ms() / static_cast<double>(r.output_tokens - 1)
+                  : nan;
+  x.e2e_ms = stage_ms(r.arrival, r.finished, done);
+  return x;
 }
 
 }  // namespace
@@ -239,6 +281,7 @@ void ServingSimulation::admit_turn(Request& r) {
 }
 
 void ServingSimulation::reject(Request& r, const char* reason) {
+  r.rejected = reason;
   ++result_.rejected;
   ++result_.rejected_by_reason[reason];
   change_in_system(-1);
@@ -381,6 +424,10 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.mean_in_system = in_system_area_ / duration_s;
   out.arrival_rate_per_s = static_cast<double>(out.arrived) / duration_s;
   out.kv_tiers = tiers_.counters();
+  if (log_requests_) {
+    out.requests.reserve(requests_.size());
+    for (const Request& r : requests_) out.requests.push_back(record_of(r));
+  }
   out.sessions_arrived = static_cast<int64_t>(sessions_.size());
   double persisted = 0;
   for (const Session& s : sessions_) persisted += static_cast<double>(last_context(s));

@@ -56,6 +56,8 @@ class ServingSimulation {
   ServingResult run(double duration_s, bool drain = false);
   // Records step and request spans that start before `until_s`, for the trace.
   void enable_trace(double until_s) { trace_until_ = SimTime::from_s(until_s); }
+  // Keep a record of every request in the result (ServingResult::requests).
+  void enable_request_log() { log_requests_ = true; }
 
  private:
   struct Session;
@@ -202,6 +204,7 @@ class ServingSimulation {
   SimTime queue_for(SimTime& free_at, double seconds);
   int64_t prefill_gpus_per_node() const;  // of the prefill pool's GPU (at least 1)
   SimTime trace_until_;                   // zero: no trace
+  bool log_requests_ = false;
   void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);
 };
 

@@ -413,6 +413,17 @@ TEST(Cli, RunTraceHasStepsAndRequests) {
   EXPECT_EQ(begins, ends);
 }
 
+TEST(Cli, RunWritesEveryRequestToCsv) {
+  const auto dir = temp_dir("run_requests");
+  const std::string csv = (dir / "requests.csv").string();
+  const auto j = run_json("run --duration 30 --json --requests " + csv);
+  const std::string text = testing::read_text(csv);
+  EXPECT_EQ(text.rfind("request,session,turn,arrival_s,", 0), 0u) << text.substr(0, 80);
+  const auto rows = std::count(text.begin(), text.end(), '\n') - 1;
+  EXPECT_EQ(rows, j["requests"]["arrived"].get<int64_t>());
+  EXPECT_NE(text.find(",\"finished\","), std::string::npos);
+}
+
 TEST(Cli, ValidateReportsEveryReference) {
   const auto v = run_json("validate");
   ASSERT_GE(v["references"].size(), 10u);
@@ -502,6 +513,8 @@ INSTANTIATE_TEST_SUITE_P(
                "--duration 10",
                "h200_pd_64.yaml:20: field 'kv_tiers.ssd_usd_per_tb_month.value': expected a positive number, "
                "got -1"},
+        BadRun{"run --duration 10 --requests /nonexistent/dir/requests.csv",
+               "/nonexistent/dir/requests.csv: field '--requests': cannot write the requests file"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
                "field 'session.turns.max': expected at most 1000000"},
         BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",

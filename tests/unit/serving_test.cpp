@@ -253,6 +253,48 @@ TEST(Serving, TheSsdTierKeepsEachSessionsLastContextForItsRetention) {
   EXPECT_NE(unpriced.ssd_tier.provenance.find("left out"), std::string::npos) << unpriced.ssd_tier.provenance;
 }
 
+TEST(Serving, TheRequestLogAccountsForEveryRequest) {
+  Fixture f = v41_agents();
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_request_log();
+  const ServingResult r = sim.run(90);
+  ASSERT_EQ(static_cast<int64_t>(r.requests.size()), r.arrived);
+  int64_t finished = 0, in_flight = 0, cached = 0;
+  std::vector<double> ttft, tpot;
+  for (const RequestRecord& x : r.requests) {
+    cached += x.cached_tokens;
+    if (x.status == "in flight") ++in_flight;
+    if (x.status != "finished") continue;
+    ++finished;
+    EXPECT_EQ(x.generated, x.output_tokens) << x.id;
+    EXPECT_GE(x.prefill_instance, 0) << x.id;
+    EXPECT_GE(x.e2e_ms, x.ttft_ms) << x.id;
+    ttft.push_back(x.ttft_ms);
+    if (x.output_tokens > 1) {
+      tpot.push_back(x.tpot_ms);
+      EXPECT_GE(x.decode_instance, 0) << x.id;  // disaggregated: placed on a decode rank
+    }
+  }
+  EXPECT_EQ(finished, r.finished);
+  EXPECT_EQ(in_flight, r.in_flight);
+  EXPECT_EQ(cached, r.input_tokens_cached);
+  EXPECT_DOUBLE_EQ(summarize(ttft).mean, r.ttft_ms.mean);
+  EXPECT_DOUBLE_EQ(summarize(tpot).p99, r.tpot_ms.p99);
+  // A request the model refuses says why, and reached no stage.
+  Fixture small = tiny_fixed();
+  small.model.spec.max_context = 1000;  // below every 2048-token prompt
+  ServingSimulation refused(small.model, small.prefill.cost(), small.decode.cost(), small.deployment,
+                            small.workload, 1);
+  refused.enable_request_log();
+  const ServingResult none = refused.run(10);
+  ASSERT_FALSE(none.requests.empty());
+  for (const RequestRecord& x : none.requests) {
+    EXPECT_EQ(x.status, "rejected: context exceeds the model's max_context");
+    EXPECT_EQ(x.prefill_instance, -1);
+    EXPECT_TRUE(std::isnan(x.ttft_ms));
+  }
+}
+
 TEST(Serving, EachNodeReadsItsPrefixesFromTheSsdTier) {
   const std::string trace = "1.0,0,8192,2\n1.0,1,8192,2\n5.0,0,10,2\n5.0,1,10,2\n";
   // The mean SSD read over the four turns, in units of one returning turn's read alone.
