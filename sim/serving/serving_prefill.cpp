@@ -98,7 +98,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   if (inst.engine->busy || inst.queue.empty()) return;
   const int64_t cp_min = deployment_.prefill.context_parallel_min_tokens;
   if (Request& head = *inst.queue.front(); cp_min > 0 && head.to_compute - head.computed >= cp_min) {
-    if (hold_kv(inst, head)) start_context_parallel_step(index, head);
+    if (hold_context_parallel_kv(inst, head)) start_context_parallel_step(index, head);
     return;
   }
   // Each rank packs its queued prompts (one chunk each) up to its token budget.
@@ -145,9 +145,31 @@ bool ServingSimulation::hold_prefill_kv(PrefillInstance& inst, Request& r) {
   return true;
 }
 
+bool ServingSimulation::hold_context_parallel_kv(PrefillInstance& inst, Request& r) {
+  if (inst.colocated != nullptr) return hold_kv(inst, r);
+  if (r.context_parallel) return true;  // every rank holds it already
+  const double bytes = model_.kv.session_bytes(r.context());
+  // What each rank must add: the whole prompt, less what its attention rank holds already.
+  const auto more = [&](std::size_t k) {
+    return bytes - (static_cast<int>(k) == r.attention_rank ? r.prefill_kv_bytes : 0.0);
+  };
+  for (std::size_t k = 0; k < inst.ranks.size(); ++k) {
+    if (inst.ranks[k].kv_used + more(k) > prefill_kv_bytes_per_gpu_) return false;
+  }
+  for (std::size_t k = 0; k < inst.ranks.size(); ++k) inst.ranks[k].kv_used += more(k);
+  r.prefill_kv_bytes = bytes;  // on each rank
+  r.context_parallel = true;
+  return true;
+}
+
 void ServingSimulation::release_prefill_kv(Request& r) {
   if (r.prefill_kv_bytes <= 0) return;
-  prefill_rank_of(r).kv_used -= r.prefill_kv_bytes;
+  if (r.context_parallel) {
+    for (PrefillRank& rank : prefill_[static_cast<std::size_t>(r.prefill_instance)]->ranks)
+      rank.kv_used -= r.prefill_kv_bytes;
+  } else {
+    prefill_rank_of(r).kv_used -= r.prefill_kv_bytes;
+  }
   r.prefill_kv_bytes = 0;
 }
 

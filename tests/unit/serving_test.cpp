@@ -1,4 +1,5 @@
 // Serving simulation: accounting, determinism, queueing theory, overload.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,16 +78,17 @@ Fixture tiny_aggregated_chat() {
                  data("workloads/chat.yaml"));
 }
 
-// The tiny model on `deployment` (one aggregated instance by default),
-// serving the trace `rows` (time_s,session,input_tokens,output_tokens lines),
-// written to a temp folder.
+// The tiny model (or `model`) on `deployment` (one aggregated instance by
+// default), serving the trace `rows` (time_s,session,input_tokens,output_tokens
+// lines), written to a temp folder.
 Fixture tiny_trace(const std::string& folder, const std::string& rows,
-                   const std::string& deployment = "tests/data/aggregated.yaml") {
+                   const std::string& deployment = "tests/data/aggregated.yaml",
+                   const std::string& model = data("tests/data/tiny_gqa.yaml")) {
   const auto dir = std::filesystem::temp_directory_path() / folder;
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n" << rows;
   std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
-  return Fixture(data("tests/data/tiny_gqa.yaml"), data(deployment), (dir / "w.yaml").string());
+  return Fixture(model, data(deployment), (dir / "w.yaml").string());
 }
 
 // A drained run with every step and request span of its first `seconds` traced.
@@ -784,6 +786,28 @@ TEST(Serving, ContextParallelPrefillCutsLongPromptTtft) {
   EXPECT_LT(speedup, 8.0);  // never better than the rank count
   // A CP step is one prompt's slices: fewer, longer steps than chunked prefill.
   EXPECT_LT(b.prefill_steps, a.prefill_steps);
+}
+
+// Each rank of a context-parallel prompt's instance reads every earlier
+// slice, so the ranks gather its KV and each holds it until it is shipped.
+// Eight short prompts with long answers take the eight decode slots; a
+// 200K-token prompt then waits for a slot, its KV held on all eight prefill
+// GPUs, so the prefill pool's KV in use reaches the prompt's bytes on each
+// GPU (counted on one rank, an eighth of that).
+TEST(Serving, AContextParallelPromptHoldsItsKvOnEveryRank) {
+  std::string rows;
+  for (int i = 0; i < 8; ++i) rows += fmt::format("{},{},1000,3000\n", 0.001 * i, i);
+  rows += "0.5,8,200000,2\n";
+  Fixture f = tiny_trace("v41sim_cp_hold", rows, "tests/data/cp_one_decode_slot.yaml",
+                         testing::model_path("deepseek_v4_1_flash"));
+  const ServingResult r = f.run(20);
+  ASSERT_GT(r.context_parallel_steps, 0);
+  const double room = kv_bytes_per_gpu(f.model, f.deployment, f.deployment.prefill, f.prefill.gpu());
+  const double prompt = f.model.kv.session_bytes(200000);
+  double most = 0;
+  for (const OccupancySample& s : r.occupancy) most = std::max(most, s.prefill_kv_used_fraction);
+  EXPECT_GE(most, prompt / room * (1 - 1e-9)) << prompt << " B of " << room;
+  EXPECT_LT(most, 1.01 * prompt / room);  // and the short prompts' little
 }
 
 // An aggregated instance holds a prompt's KV and batch slot from its first
