@@ -22,8 +22,8 @@ namespace v41sim {
 // The SSD tier at steady state and what it costs.
 struct SsdTierCost {
   double sessions_per_s = 0;
-  double last_context_tokens =
-      0;                         // a session's context after its last turn, the mean over the run's sessions
+  // A session's context after its last turn, the mean over the run's sessions.
+  double last_context_tokens = 0;
   double bytes_per_session = 0;  // its global KV
   double retention_s = 0;
   double bytes = 0;         // held at steady state

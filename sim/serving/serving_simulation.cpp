@@ -59,7 +59,7 @@ RequestRecord record_of(const Request& r) {
   const bool started = r.computed > 0 || r.generated > 0;
   const bool first = r.generated > 0;
   const bool done = r.generated >= r.output_tokens;
-  const bool decoding = r.decode_started > SimTime() || (done && r.output_tokens > 1);
+  const bool decoding = r.decode_started > SimTime();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   RequestRecord x;
   x.id = r.id;
