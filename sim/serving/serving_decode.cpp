@@ -11,12 +11,16 @@ namespace v41sim {
 // each engine's decode side does (Dynamo's KV router costs decode workers by
 // the KV they hold, vLLM's data-parallel balancer counts requests, SGLang's
 // data-parallel controller deals in turn): an instance, then, when one of its
-// ranks has room, that rank.
+// ranks has room, that rank. Dealt in turn, a request is given its instance
+// and rank at once, and waits at that rank for room, as SGLang's controller
+// hands it to a rank's scheduler whatever that rank holds.
 void ServingSimulation::enqueue_decode(Request& r) {
   r.decode_queued = sim_.now();
   std::size_t best = 0;
   if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
     best = next_decode_instance_++ % decode_.size();
+    DecodeInstance& inst = *decode_[best];
+    r.decode_rank = static_cast<int>(inst.next_rank++ % inst.ranks.size());
   } else {
     best = least_loaded(decode_.size(), [this](std::size_t i) { return decode_load(*decode_[i]); });
   }
@@ -44,6 +48,10 @@ double ServingSimulation::decode_load(const DecodeRank& rank) const {
 }
 
 void ServingSimulation::try_admit(std::size_t index) {
+  if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
+    admit_at_given_ranks(index);
+    return;
+  }
   DecodeInstance& inst = *decode_[index];
   const std::size_t n = inst.ranks.size();
   while (!inst.queue.empty()) {
@@ -51,27 +59,41 @@ void ServingSimulation::try_admit(std::size_t index) {
     const auto has_room = [&](std::size_t k) {
       return inst.ranks[k].has_room_for(r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu);
     };
-    std::size_t chosen = n;
-    if (deployment_.routing == DeploymentSpec::Routing::kRoundRobin) {
-      // The next in turn with room.
-      for (std::size_t step = 0; step < n && chosen == n; ++step) {
-        if (const std::size_t k = (inst.next_rank + step) % n; has_room(k)) chosen = k;
-      }
-      if (chosen < n) inst.next_rank = chosen + 1;
-    } else {
-      chosen = least_loaded(
-          n, [&](std::size_t k) { return decode_load(inst.ranks[k]); }, has_room);
-    }
+    const std::size_t chosen = least_loaded(
+        n, [&](std::size_t k) { return decode_load(inst.ranks[k]); }, has_room);
     if (chosen == n) return;  // first come, first served: the head waits for room
-    DecodeRank& rank = inst.ranks[chosen];
     inst.queue.pop_front();
-    ++rank.arriving;
-    rank.kv_used += r.kv_reserved_bytes;
-    r.decode_admitted = sim_.now();
-    r.decode_instance = static_cast<int>(index);
-    r.decode_rank = static_cast<int>(chosen);
-    ship_kv(index, rank, r);
+    admit(index, chosen, r);
   }
+}
+
+// Each rank takes the requests given to it in their order, while it has room;
+// a request waiting at a full rank holds back only that rank's later ones.
+void ServingSimulation::admit_at_given_ranks(std::size_t index) {
+  DecodeInstance& inst = *decode_[index];
+  std::vector<bool> full(inst.ranks.size(), false);
+  std::deque<Request*> waiting;
+  for (Request* r : inst.queue) {
+    const auto k = static_cast<std::size_t>(r->decode_rank);
+    if (!full[k] &&
+        inst.ranks[k].has_room_for(*r, decode_kv_bytes_per_gpu_, deployment_.decode.max_batch_per_gpu)) {
+      admit(index, k, *r);
+    } else {
+      full[k] = true;
+      waiting.push_back(r);
+    }
+  }
+  inst.queue = std::move(waiting);
+}
+
+void ServingSimulation::admit(std::size_t index, std::size_t rank_index, Request& r) {
+  DecodeRank& rank = decode_[index]->ranks[rank_index];
+  ++rank.arriving;
+  rank.kv_used += r.kv_reserved_bytes;
+  r.decode_admitted = sim_.now();
+  r.decode_instance = static_cast<int>(index);
+  r.decode_rank = static_cast<int>(rank_index);
+  ship_kv(index, rank, r);
 }
 
 // The decode rank has taken the request's room: its KV goes to that GPU,

@@ -154,6 +154,10 @@ class ServingSimulation {
   void ship_kv(std::size_t instance, DecodeRank& rank, Request& r);
   void next_step(std::size_t instance);  // aggregated only
   void try_admit(std::size_t instance);
+  void admit_at_given_ranks(
+      std::size_t instance);  // round robin: each request waits at the rank it was given
+  // A decode rank takes the request's KV room and batch slot; its KV is shipped.
+  void admit(std::size_t instance, std::size_t rank, Request& r);
   void try_start_decode(std::size_t instance);
   // Credits each active sequence with the tokens its rank's step emitted.
   void emit_decode_tokens(std::size_t instance, const std::vector<double>& tokens_per_sequence,

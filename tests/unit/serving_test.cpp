@@ -334,6 +334,34 @@ TEST(Serving, EachNodeReadsItsPrefixesFromTheSsdTier) {
 // turn, both long ones land on the first GPU (the short ones end at once);
 // counted by requests, the second long one goes to the GPU left idle. (Before,
 // decode went by KV held whatever the routing said.)
+// Dealt in turn, a request is given its decode rank at once and waits there
+// (SGLang's data-parallel controller): eight decode GPUs of one sequence
+// each, nine requests; the ninth is given the first rank and waits for the
+// first request's long answer, though the seven others, with one token to
+// decode, left their ranks long before. By load, it takes the first free rank.
+TEST(Serving, RoundRobinDecodeWaitsAtTheRankItWasGiven) {
+  std::string rows;
+  for (int i = 0; i < 9; ++i) rows += fmt::format("{},{},1000,{}\n", 0.01 * i, i, i == 0 ? 3000 : 2);
+  Fixture f = tiny_trace("v41sim_rr_decode", rows, "tests/data/cp_one_decode_slot.yaml",
+                         testing::model_path("deepseek_v4_1_flash"));
+  const auto ninth = [&f](DeploymentSpec::Routing routing) {
+    f.deployment.routing = routing;
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+    sim.enable_request_log();
+    const ServingResult r = sim.run(120, true);
+    EXPECT_EQ(r.finished, 9);
+    return std::pair{r.requests.at(8), r.requests.at(0)};
+  };
+  const auto [dealt, first] = ninth(DeploymentSpec::Routing::kRoundRobin);
+  EXPECT_EQ(dealt.decode_rank, first.decode_rank);
+  // It is admitted only when the first request's answer is done.
+  EXPECT_GE(dealt.arrival_s * 1e3 + dealt.ttft_ms + dealt.decode_wait_ms,
+            first.arrival_s * 1e3 + first.e2e_ms);
+  const auto [by_load, also_first] = ninth(DeploymentSpec::Routing::kLeastLoad);
+  EXPECT_NE(by_load.decode_rank, also_first.decode_rank);
+  EXPECT_LT(by_load.decode_wait_ms, 0.1 * dealt.decode_wait_ms);
+}
+
 TEST(Serving, DisaggregatedDecodeFollowsTheRouting) {
   Fixture f =
       tiny_trace("v41sim_decode_routing", "1.0,0,2048,1000\n1.02,1,2048,2\n1.04,2,2048,1000\n1.06,3,2048,2\n",
