@@ -128,6 +128,8 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {:g} h); ${:.2f} per hour",
                             tier.bytes / 1e12, tier.sessions_per_s, format_bytes(tier.bytes_per_session),
                             tier.last_context_tokens, tier.retention_s / 3600.0, tier.usd_per_hour)});
+  head.add_row({"SSD tier's clients (one on each prefill node) busy with reads",
+                fmt::format("{:.1f}% of the run", 100 * x.ssd_clients_busy_fraction)});
   if (r.run.cost.known) {
     head.add_row({"cost per hour; per 1M input / output tokens (whole cost each)",
                   fmt::format("${:.2f}; ${:.3f} / ${:.3f}", r.run.cost.usd_per_hour,
@@ -253,6 +255,7 @@ nlohmann::json run_json(const RunReport& r) {
             {"arrival_rate_per_s", x.arrival_rate_per_s},
             {"mean_sojourn_s", x.mean_sojourn_s}}},
           {"kv_tiers", kv_tiers_json(x.kv_tiers)},
+          {"ssd_clients_busy_fraction", x.ssd_clients_busy_fraction},
           {"decode_kv_bytes_per_gpu", x.decode_kv_bytes_per_gpu},
           {"cost", cost_json(r.run.cost)},
           {"steps",

@@ -33,6 +33,7 @@ void ServingSimulation::route_turn(Request& r) {
                          deployment_.kv.ssd_read_bytes_per_s.value();
   const auto node = static_cast<std::size_t>(static_cast<int64_t>(rank) / prefill_gpus_per_node());
   const SimTime read_done = queue_for(inst.ssd_free_at[node], seconds);
+  ssd_read_seconds_ += seconds;
   r.ssd_read_us = (read_done - sim_.now()).us();
   sim_.schedule_at(read_done, [this, &r] { enqueue_prefill(r); });
 }

@@ -92,6 +92,10 @@ struct ServingResult {
   LatencySummary prefill_wait_ms;  // SSD read done to prefill start
   LatencySummary decode_wait_ms;   // KV transfer done to first decode step
   double mean_ssd_read_ms = 0;
+  // The SSD tier's clients (one on each prefill node): the time the reads
+  // issued in the run keep them busy, over the run's time. Near 1 the tier's
+  // read rate, not the GPUs, holds prompts back.
+  double ssd_clients_busy_fraction = 0;
   double mean_prefill_ms = 0;  // prefill start to first token
   double mean_transfer_ms = 0;
   double mean_decode_ms = 0;         // first decode step to last token

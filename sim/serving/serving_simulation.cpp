@@ -411,6 +411,9 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.prefill_wait_ms = summarize(prefill_wait);
   out.decode_wait_ms = summarize(decode_wait);
   out.mean_ssd_read_ms = ssd / n;
+  std::size_t clients = 0;
+  for (const auto& p : prefill_) clients += p->ssd_free_at.size();
+  out.ssd_clients_busy_fraction = ssd_read_seconds_ / (duration_s * static_cast<double>(clients));
   out.mean_prefill_ms = prefill / n;
   out.mean_transfer_ms = transfer / n;
   out.mean_decode_ms = decode / n;

@@ -204,7 +204,8 @@ class ServingSimulation {
   double imbalance_time_us_ = 0;             // decode steps' rank imbalance times their time
   double decode_time_us_ = 0;
   int64_t in_system_ = 0;
-  double in_system_area_ = 0;  // integral of requests in the system over time (request-seconds)
+  double in_system_area_ = 0;    // integral of requests in the system over time (request-seconds)
+  double ssd_read_seconds_ = 0;  // the SSD tier's clients' time spent on the reads issued
   SimTime last_change_;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;

@@ -282,6 +282,17 @@ TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   EXPECT_EQ(cached, r.input_tokens_cached);
   EXPECT_DOUBLE_EQ(summarize(ttft).mean, r.ttft_ms.mean);
   EXPECT_DOUBLE_EQ(summarize(tpot).p99, r.tpot_ms.p99);
+  // The SSD tier's two clients (two 8-GPU prefill instances, one node each)
+  // are busy for every routed request's cached prefix at the per-client rate.
+  double read_s = 0;
+  for (const RequestRecord& x : r.requests) {
+    if (x.prefill_instance >= 0) {
+      read_s += static_cast<double>(x.cached_tokens) * f.model.kv.global_bytes_per_token /
+                f.deployment.kv.ssd_read_bytes_per_s.value();
+    }
+  }
+  ASSERT_GT(read_s, 0);
+  EXPECT_NEAR(r.ssd_clients_busy_fraction, read_s / (90 * 2), 1e-12);
   // A request the model refuses says why, and reached no stage.
   Fixture small = tiny_fixed();
   small.model.spec.max_context = 1000;  // below every 2048-token prompt
