@@ -18,7 +18,7 @@ SsdTierCost ssd_tier_cost(const ServingResult& r, const KvTierSpec& tier) {
   c.last_context_tokens = r.mean_last_context_tokens;
   c.bytes_per_session = r.persisted_bytes_per_session;
   c.retention_s = tier.retention_s;
-  c.bytes = c.sessions_per_s * c.bytes_per_session * c.retention_s;
+  c.bytes = c.held_bytes(c.bytes_per_session);
   c.usd_per_hour = ssd_tier_usd_per_hour(c.bytes, tier);
   c.provenance = tier.ssd_usd_per_tb_month.known()
                      ? tier.ssd_usd_per_tb_month.provenance().label()

@@ -29,6 +29,8 @@ struct SsdTierCost {
   double bytes = 0;         // held at steady state
   double usd_per_hour = 0;  // 0 where the tier's price is unknown
   std::string provenance;   // its price's source, or why it is left out
+  // Little's law: what the tier holds with each session keeping `session_bytes` for the retention time.
+  double held_bytes(double session_bytes) const { return sessions_per_s * session_bytes * retention_s; }
 };
 
 struct ServingCost {

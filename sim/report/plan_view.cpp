@@ -34,25 +34,22 @@ std::string verdict(const std::vector<PlanRow>& rows) {
 
 // The SSD tiers the variants would keep at steady state, which their $ include.
 std::string ssd_tier_note(const std::vector<PlanRow>& rows) {
-  double least = 0, most = 0, least_usd = 0, most_usd = 0;
-  bool any = false;
+  std::vector<double> terabytes, usd_per_hour;
   for (const PlanRow& r : rows) {
     if (!r.not_run.empty() || r.run.cost.ssd_tier.bytes <= 0) continue;
-    const SsdTierCost& c = r.run.cost.ssd_tier;
-    least = any ? std::min(least, c.bytes) : c.bytes;
-    most = any ? std::max(most, c.bytes) : c.bytes;
-    least_usd = any ? std::min(least_usd, c.usd_per_hour) : c.usd_per_hour;
-    most_usd = any ? std::max(most_usd, c.usd_per_hour) : c.usd_per_hour;
-    any = true;
+    terabytes.push_back(r.run.cost.ssd_tier.bytes / 1e12);
+    usd_per_hour.push_back(r.run.cost.ssd_tier.usd_per_hour);
   }
-  if (!any) return "no variant keeps an SSD tier";
-  const auto range = [](double a, double b, const char* format) {
-    const std::string low = fmt::format(fmt::runtime(format), a);
-    const std::string high = fmt::format(fmt::runtime(format), b);
-    return low == high ? low : low + " to " + high;
+  if (terabytes.empty()) return "no variant keeps an SSD tier";
+  // "18.4" or "18.4 to 36.8", as the figures print.
+  const auto range = [](const std::vector<double>& values, const char* format) {
+    const auto [low, high] = std::minmax_element(values.begin(), values.end());
+    const std::string least = fmt::format(fmt::runtime(format), *low);
+    const std::string most = fmt::format(fmt::runtime(format), *high);
+    return least == most ? least : least + " to " + most;
   };
   return fmt::format("SSD tier at steady state, in the $ figures where it is priced: {} TB, {} per hour",
-                     range(least / 1e12, most / 1e12, "{:.1f}"), range(least_usd, most_usd, "${:.2f}"));
+                     range(terabytes, "{:.1f}"), range(usd_per_hour, "${:.2f}"));
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ std::vector<SsdTierOfModel> ssd_tier_by_model(const std::vector<ModelAnalysis>& 
     SsdTierOfModel& row = rows.emplace_back();
     row.model = m.spec.name;
     row.bytes_per_token = m.kv.global_bytes_per_token;
-    row.bytes = tier.sessions_per_s * tier.last_context_tokens * row.bytes_per_token * tier.retention_s;
+    row.bytes = tier.held_bytes(tier.last_context_tokens * row.bytes_per_token);
     row.usd_per_hour = ssd_tier_usd_per_hour(row.bytes, deployment.kv);
     row.of_gpu_cost = gpu_usd_per_hour > 0 ? row.usd_per_hour / gpu_usd_per_hour : 0.0;
   }
