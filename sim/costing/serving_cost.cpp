@@ -19,10 +19,10 @@ SsdTierCost ssd_tier_cost(const ServingResult& r, const KvTierSpec& tier) {
   c.bytes_per_session = r.persisted_bytes_per_session;
   c.retention_s = tier.retention_s;
   c.bytes = c.held_bytes(c.bytes_per_session);
+  c.priced = tier.ssd_usd_per_tb_month.known();
   c.usd_per_hour = ssd_tier_usd_per_hour(c.bytes, tier);
-  c.provenance = tier.ssd_usd_per_tb_month.known()
-                     ? tier.ssd_usd_per_tb_month.provenance().label()
-                     : "SSD tier left out: " + tier.ssd_usd_per_tb_month.provenance().label();
+  c.provenance = c.priced ? tier.ssd_usd_per_tb_month.provenance().label()
+                          : "SSD tier left out: " + tier.ssd_usd_per_tb_month.provenance().label();
   return c;
 }
 
@@ -40,11 +40,11 @@ ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const 
   const bool prefill_known = prefill_gpus == 0 || prefill_gpu.price_usd_per_gpu_hour.known();
   if (!prefill_known || !decode_gpu.price_usd_per_gpu_hour.known()) return c;
   c.known = true;
-  c.usd_per_hour =
+  c.gpu_usd_per_hour =
       decode_gpu.price_usd_per_gpu_hour.value() * static_cast<double>(decode_gpus) +
       (prefill_gpus > 0 ? prefill_gpu.price_usd_per_gpu_hour.value() * static_cast<double>(prefill_gpus)
-                        : 0.0) +
-      c.ssd_tier.usd_per_hour;
+                        : 0.0);
+  c.usd_per_hour = c.gpu_usd_per_hour + c.ssd_tier.usd_per_hour;
   const double dollars = c.usd_per_hour * r.duration_s / 3600.0;
   const auto input = static_cast<double>(r.input_tokens_prefilled + r.input_tokens_cached);
   const auto output = static_cast<double>(r.output_tokens_generated);
@@ -62,11 +62,13 @@ nlohmann::json cost_json(const ServingCost& c) {
                                {"bytes_per_session", t.bytes_per_session},
                                {"retention_h", t.retention_s / 3600},
                                {"steady_state_bytes", t.bytes},
+                               {"priced", t.priced},
                                {"usd_per_hour", t.usd_per_hour},
                                {"provenance", t.provenance}};
   if (!c.known) return {{"known", false}, {"provenance", c.provenance}, {"ssd_tier", tier}};
   return {{"known", true},
           {"usd_per_hour", c.usd_per_hour},
+          {"gpu_usd_per_hour", c.gpu_usd_per_hour},
           {"usd_per_million_input_tokens", c.usd_per_million_input},
           {"usd_per_million_output_tokens", c.usd_per_million_output},
           {"provenance", c.provenance},

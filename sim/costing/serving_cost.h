@@ -27,7 +27,8 @@ struct SsdTierCost {
   double bytes_per_session = 0;  // its global KV
   double retention_s = 0;
   double bytes = 0;         // held at steady state
-  double usd_per_hour = 0;  // 0 where the tier's price is unknown
+  bool priced = false;      // the deployment gives the tier's price
+  double usd_per_hour = 0;  // 0 where it does not
   std::string provenance;   // its price's source, or why it is left out
   // Little's law: what the tier holds with each session keeping `session_bytes` for the retention time.
   double held_bytes(double session_bytes) const { return sessions_per_s * session_bytes * retention_s; }
@@ -35,7 +36,8 @@ struct SsdTierCost {
 
 struct ServingCost {
   bool known = false;
-  std::string provenance;   // the price's source, or why there is none
+  std::string provenance;  // the price's source, or why there is none
+  double gpu_usd_per_hour = 0;
   double usd_per_hour = 0;  // GPUs + the SSD tier where priced
   SsdTierCost ssd_tier;
   double usd_per_million_input = 0;   // all input tokens served (prefilled or from cache)

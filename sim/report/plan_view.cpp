@@ -38,7 +38,7 @@ std::string ssd_tier_note(const std::vector<PlanRow>& rows) {
   for (const PlanRow& r : rows) {
     if (!r.not_run.empty() || r.run.cost.ssd_tier.bytes <= 0) continue;
     terabytes.push_back(r.run.cost.ssd_tier.bytes / 1e12);
-    usd_per_hour.push_back(r.run.cost.ssd_tier.usd_per_hour);
+    if (r.run.cost.ssd_tier.priced) usd_per_hour.push_back(r.run.cost.ssd_tier.usd_per_hour);
   }
   if (terabytes.empty()) return "no variant keeps an SSD tier";
   // "18.4" or "18.4 to 36.8", as the figures print.
@@ -48,8 +48,9 @@ std::string ssd_tier_note(const std::vector<PlanRow>& rows) {
     const std::string most = fmt::format(fmt::runtime(format), *high);
     return least == most ? least : least + " to " + most;
   };
-  return fmt::format("SSD tier at steady state, in the $ figures where it is priced: {} TB, {} per hour",
-                     range(terabytes, "{:.1f}"), range(usd_per_hour, "${:.2f}"));
+  return fmt::format("SSD tier at steady state, in the $ figures where it is priced: {} TB, {}",
+                     range(terabytes, "{:.1f}"),
+                     usd_per_hour.empty() ? "no price" : range(usd_per_hour, "${:.2f}") + " per hour");
 }
 
 }  // namespace

@@ -125,9 +125,10 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row({"decode KV per GPU", format_bytes(x.decode_kv_bytes_per_gpu)});
   const SsdTierCost& tier = r.run.cost.ssd_tier;
   head.add_row({"SSD tier at steady state (sessions/s x global KV after a session's last turn x retention)",
-                fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {:g} h); ${:.2f} per hour",
+                fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {:g} h); {}",
                             tier.bytes / 1e12, tier.sessions_per_s, format_bytes(tier.bytes_per_session),
-                            tier.last_context_tokens, tier.retention_s / 3600.0, tier.usd_per_hour)});
+                            tier.last_context_tokens, tier.retention_s / 3600.0,
+                            tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price")});
   head.add_row({"SSD tier's clients (one on each prefill node) busy with reads",
                 fmt::format("{:.1f}% of the run", 100 * x.ssd_clients_busy_fraction)});
   if (r.run.cost.known) {

@@ -9,7 +9,7 @@ namespace v41sim {
 std::vector<SsdTierOfModel> ssd_tier_by_model(const std::vector<ModelAnalysis>& models, const ServedRun& run,
                                               const DeploymentSpec& deployment) {
   const SsdTierCost& tier = run.cost.ssd_tier;
-  const double gpu_usd_per_hour = run.cost.known ? run.cost.usd_per_hour - tier.usd_per_hour : 0.0;
+  const double gpu_usd_per_hour = run.cost.known ? run.cost.gpu_usd_per_hour : 0.0;
   std::vector<SsdTierOfModel> rows;
   for (const ModelAnalysis& m : models) {
     SsdTierOfModel& row = rows.emplace_back();
@@ -30,10 +30,9 @@ Table ssd_tier_table(const std::vector<SsdTierOfModel>& rows, const ServedRun& r
                       workload, fmt::format("{:.3f}", tier.sessions_per_s), tier.retention_s / 3600),
           {"model", "global KV per token", "SSD tier", "$ per hour", "of the GPUs' $ per hour"});
   for (const SsdTierOfModel& r : rows) {
-    t.add_row(
-        {r.model, format_bytes(r.bytes_per_token), fmt::format("{:.1f} TB", r.bytes / 1e12),
-         deployment.kv.ssd_usd_per_tb_month.known() ? fmt::format("${:.2f}", r.usd_per_hour) : "unknown",
-         r.of_gpu_cost > 0 ? fmt::format("{:.1f}%", 100 * r.of_gpu_cost) : "-"});
+    t.add_row({r.model, format_bytes(r.bytes_per_token), fmt::format("{:.1f} TB", r.bytes / 1e12),
+               tier.priced ? fmt::format("${:.2f}", r.usd_per_hour) : "unknown",
+               r.of_gpu_cost > 0 ? fmt::format("{:.1f}%", 100 * r.of_gpu_cost) : "-"});
   }
   t.add_note(fmt::format(
       "the sessions of {} as {} served them (seed {}): {:.3f} sessions/s, each session's context after its "
@@ -47,7 +46,7 @@ Table ssd_tier_table(const std::vector<SsdTierOfModel>& rows, const ServedRun& r
     t.add_note(fmt::format(
         "of the GPUs' $ per hour: against the deployment's GPUs as they serve {} (${:.2f} per hour); another "
         "model would need GPUs of its own",
-        served_by, run.cost.usd_per_hour - tier.usd_per_hour));
+        served_by, run.cost.gpu_usd_per_hour));
   }
   t.add_note("SSD tier price " + tier.provenance + "; GPU price " + run.cost.provenance);
   return t;

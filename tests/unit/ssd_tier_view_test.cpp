@@ -18,7 +18,8 @@ TEST(SsdTierByModel, EachModelKeepsTheSameTokensAtItsOwnBytesPerToken) {
   run.cost.ssd_tier.sessions_per_s = 0.5;
   run.cost.ssd_tier.last_context_tokens = 100000;
   run.cost.ssd_tier.retention_s = 7200;
-  run.cost.usd_per_hour = 20;  // the GPUs alone: the tier's own $ is left at 0 here
+  run.cost.gpu_usd_per_hour = 20;
+  run.cost.usd_per_hour = 20;  // the tier's own $ is left at 0 here
   const std::vector<SsdTierOfModel> rows = ssd_tier_by_model(models, run, deployment);
   ASSERT_EQ(rows.size(), 2u);
   // 0.5 sessions/s x 100,000 tokens x 890 B x 7200 s = 320.4 GB, at $10 per TB-month of 730 h.
