@@ -161,8 +161,8 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
-  head.add_note("SSD tier price " + tier.provenance +
-                "; the cost per hour includes the tier where it is priced");
+  head.add_note(tier.priced ? "SSD tier price " + tier.provenance + "; the cost per hour includes it"
+                            : tier.provenance + "; the cost per hour is the GPUs' alone");
   if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
 
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
