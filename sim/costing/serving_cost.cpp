@@ -18,6 +18,7 @@ SsdTierCost ssd_tier_cost(const ServingResult& r, const KvTierSpec& tier) {
   c.last_context_tokens = r.mean_last_context_tokens;
   c.bytes_per_session = r.persisted_bytes_per_session;
   c.retention_s = tier.retention_s;
+  c.hold_s = r.mean_hold_s;
   c.bytes = c.held_bytes(c.bytes_per_session);
   c.priced = tier.ssd_usd_per_tb_month.known();
   c.usd_per_hour = ssd_tier_usd_per_hour(c.bytes, tier);
@@ -61,6 +62,7 @@ nlohmann::json cost_json(const ServingCost& c) {
                                {"last_context_tokens", t.last_context_tokens},
                                {"bytes_per_session", t.bytes_per_session},
                                {"retention_h", t.retention_s / 3600},
+                               {"mean_hold_h", t.hold_s / 3600},
                                {"steady_state_bytes", t.bytes},
                                {"priced", t.priced},
                                {"usd_per_hour", t.usd_per_hour},

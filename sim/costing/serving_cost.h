@@ -26,12 +26,15 @@ struct SsdTierCost {
   double last_context_tokens = 0;
   double bytes_per_session = 0;  // its global KV
   double retention_s = 0;
+  // How long a context is held, token-weighted: the retention, less where
+  // resumed sessions come back sooner (ServingResult::mean_hold_s).
+  double hold_s = 0;
   double bytes = 0;         // held at steady state
   bool priced = false;      // the deployment gives the tier's price
   double usd_per_hour = 0;  // 0 where it does not
   std::string provenance;   // its price's source, or why it is left out
-  // Little's law: what the tier holds with each session keeping `session_bytes` for the retention time.
-  double held_bytes(double session_bytes) const { return sessions_per_s * session_bytes * retention_s; }
+  // Little's law: what the tier holds with each session keeping `session_bytes` for the hold time.
+  double held_bytes(double session_bytes) const { return sessions_per_s * session_bytes * hold_s; }
 };
 
 struct ServingCost {

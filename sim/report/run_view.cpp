@@ -124,11 +124,20 @@ std::vector<Table> run_tables(const RunReport& r) {
                             x.kv_tiers.swa_hits, x.kv_tiers.swa_misses, x.kv_tiers.swa_evictions)});
   head.add_row({"decode KV per GPU", format_bytes(x.decode_kv_bytes_per_gpu)});
   const SsdTierCost& tier = r.run.cost.ssd_tier;
-  head.add_row({"SSD tier at steady state (sessions/s x global KV after a session's last turn x retention)",
-                fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {:g} h); {}",
-                            tier.bytes / 1e12, tier.sessions_per_s, format_bytes(tier.bytes_per_session),
-                            tier.last_context_tokens, tier.retention_s / 3600.0,
-                            tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price")});
+  if (x.sessions_resumed > 0) {
+    head.add_row({"sessions resumed after a gap / their earlier context found in the SSD tier",
+                  fmt::format("{} of {} / {}", x.sessions_resumed, x.sessions_arrived, x.resumed_found)});
+  }
+  // Held less than the retention where resumed sessions replaced their earlier context sooner.
+  const std::string hold = tier.hold_s < tier.retention_s
+                               ? fmt::format("{:.1f} h held of a {:g} h retention", tier.hold_s / 3600.0,
+                                             tier.retention_s / 3600.0)
+                               : fmt::format("{:g} h", tier.retention_s / 3600.0);
+  head.add_row(
+      {"SSD tier at steady state (sessions/s x global KV after a session's last turn x time held)",
+       fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {}); {}", tier.bytes / 1e12,
+                   tier.sessions_per_s, format_bytes(tier.bytes_per_session), tier.last_context_tokens, hold,
+                   tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price")});
   head.add_row({"SSD tier's clients (one on each prefill node) busy with reads",
                 fmt::format("{:.1f}% of the run", 100 * x.ssd_clients_busy_fraction)});
   if (r.run.cost.known) {
@@ -256,6 +265,10 @@ nlohmann::json run_json(const RunReport& r) {
             {"arrival_rate_per_s", x.arrival_rate_per_s},
             {"mean_sojourn_s", x.mean_sojourn_s}}},
           {"kv_tiers", kv_tiers_json(x.kv_tiers)},
+          {"sessions",
+           {{"arrived", x.sessions_arrived},
+            {"resumed", x.sessions_resumed},
+            {"resumed_found_in_ssd_tier", x.resumed_found}}},
           {"ssd_clients_busy_fraction", x.ssd_clients_busy_fraction},
           {"decode_kv_bytes_per_gpu", x.decode_kv_bytes_per_gpu},
           {"cost", cost_json(r.run.cost)},
@@ -357,9 +370,8 @@ void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_m
   table.add_note(
       "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens: "
       "its GPUs, at each profile's price (unknown where no public price exists), and its SSD tier at steady "
-      "state (sessions/s x a session's global KV after its last turn x the retention time, at the "
-      "deployment's "
-      "$ per TB-month)");
+      "state (sessions/s x a session's global KV after its last turn x the time it is held: the retention, "
+      "less where resumed sessions come back sooner; at the deployment's $ per TB-month)");
 }
 
 nlohmann::json kv_tiers_json(const KvTierCounters& c) {

@@ -41,6 +41,18 @@ void SessionKvTiers::store(int64_t session, int64_t context_tokens, SimTime now)
   }
 }
 
+void SessionKvTiers::store_earlier(int64_t session, int64_t context_tokens, SimTime stored, SimTime now) {
+  if (now - stored <= host_ttl_) {
+    store(session, context_tokens, stored);
+    return;
+  }
+  Entry& e = sessions_[session];
+  if (e.swa_parked) lru_.erase(e.lru);
+  e.context_tokens = context_tokens;
+  e.stored = stored;
+  e.swa_parked = false;
+}
+
 void SessionKvTiers::forget(int64_t session) {
   const auto it = sessions_.find(session);
   if (it == sessions_.end()) return;

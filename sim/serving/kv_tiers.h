@@ -35,6 +35,10 @@ class SessionKvTiers {
   TierLookup lookup(int64_t session, int64_t prefix_tokens, SimTime now);
   // A turn finished: its context is persisted and its window state parked.
   void store(int64_t session, int64_t context_tokens, SimTime now);
+  // A resumed session's earlier life ended at `stored` (before `now`, even
+  // before the run): its global KV was persisted then; its window state is
+  // parked only while the host pool's TTL still covers the gap.
+  void store_earlier(int64_t session, int64_t context_tokens, SimTime stored, SimTime now);
   void forget(int64_t session);
 
   const KvTierCounters& counters() const { return counters_; }

@@ -41,6 +41,13 @@ struct ServingSimulation::Session {
   // not depend on when the deployment serves it: two deployments given one
   // seed serve the same sessions, turn for turn (common random numbers).
   uint64_t seed = 0;
+  // A session resumed after a gap (WorkloadSpec::Resumption): the context
+  // its earlier life left, the prefix of its first turn here; and whether
+  // that turn found it in the SSD tier, which then holds it no longer than the gap.
+  bool resumed = false;
+  double resumed_after_s = 0;
+  int64_t earlier_context = 0;
+  bool earlier_context_found = false;
 };
 
 // The GPUs of an instance run one step at a time. Aggregated deployments

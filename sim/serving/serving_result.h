@@ -117,6 +117,14 @@ struct ServingResult {
   int64_t sessions_arrived = 0;
   double mean_last_context_tokens = 0;
   double persisted_bytes_per_session = 0;  // global KV of that context
+  // How long the tier keeps a session's context, token-weighted: the
+  // retention, less where a resumed session found its earlier context
+  // sooner and replaced it.
+  double mean_hold_s = 0;
+  // Sessions resumed after a gap (WorkloadSpec::Resumption), and those of
+  // them whose first turn found its earlier context in the SSD tier.
+  int64_t sessions_resumed = 0;
+  int64_t resumed_found = 0;
   double decode_kv_bytes_per_gpu = 0;
   int64_t prefill_steps = 0;
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank

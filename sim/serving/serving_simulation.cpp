@@ -44,7 +44,10 @@ int64_t draw_tokens(const Distribution& d, SplitMix64& rng, double scale = 1.0) 
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(d.sample(rng) * scale)));
 }
 
-// The stream of one turn of a session (turn -1: the session's own draws).
+// The stream of one turn of a session (turn -1: the session's own draws;
+// turn -2: whether it is resumed, and its earlier life).
+constexpr int64_t kSessionStream = -1;
+constexpr int64_t kResumptionStream = -2;
 SplitMix64 turn_stream(uint64_t session_seed, int64_t turn) {
   return SplitMix64(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)));
 }
@@ -193,11 +196,31 @@ void ServingSimulation::schedule_next_session() {
     const int64_t id = static_cast<int64_t>(sessions_.size());
     Session& s = sessions_.emplace_back();
     s.seed = sessions_rng_();  // sessions are created in arrival order, whatever the serving does
-    SplitMix64 rng = turn_stream(s.seed, -1);
+    SplitMix64 rng = turn_stream(s.seed, kSessionStream);
     s.turns = draw_tokens(workload_.turns, rng);
-    start_turn(id, 0);
+    draw_resumption(id);
+    start_turn(id, s.earlier_context);
     schedule_next_session();
   });
+}
+
+void ServingSimulation::draw_resumption(int64_t session) {
+  const WorkloadSpec::Resumption& resumed = workload_.resumed;
+  if (resumed.fraction <= 0) return;  // draws nothing: the other streams are the same either way
+  Session& s = sessions_[static_cast<std::size_t>(session)];
+  SplitMix64 rng = turn_stream(s.seed, kResumptionStream);
+  if (uniform01(rng) >= resumed.fraction) return;
+  s.resumed = true;
+  s.resumed_after_s = resumed.gap_s.sample(rng);
+  Session earlier;
+  earlier.seed = rng();
+  SplitMix64 earlier_rng = turn_stream(earlier.seed, kSessionStream);
+  earlier.turns = draw_tokens(workload_.turns, earlier_rng);
+  s.earlier_context = last_context(earlier);
+  if (s.earlier_context > 0) {
+    tiers_.store_earlier(session, s.earlier_context, sim_.now() - SimTime::from_s(s.resumed_after_s),
+                         sim_.now());
+  }
 }
 
 void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
@@ -218,7 +241,8 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
 ServingSimulation::TurnDraw ServingSimulation::draw_turn(const Session& s, int64_t turn) const {
   SplitMix64 rng = turn_stream(s.seed, turn);
   TurnDraw d;
-  d.new_tokens = draw_tokens(turn == 0 ? workload_.first_input_tokens : workload_.turn_input_tokens, rng);
+  const bool opening = turn == 0 && !s.resumed;  // a resumed session goes on from its earlier context
+  d.new_tokens = draw_tokens(opening ? workload_.first_input_tokens : workload_.turn_input_tokens, rng);
   d.output_tokens = draw_tokens(workload_.output_tokens, rng, workload_.effort_output_multiplier.value());
   d.think_after_s = workload_.think_time_s.sample(rng);
   return d;
@@ -228,7 +252,7 @@ int64_t ServingSimulation::last_context(const Session& s) const {
   if (s.from_trace) return s.trace_context;
   // The turns it will ask for, whether or not the run lasts that long; a turn
   // past the model's context is refused, and the session ends there.
-  int64_t context = 0;
+  int64_t context = s.earlier_context;
   for (int64_t turn = 0; turn < s.turns; ++turn) {
     const TurnDraw d = draw_turn(s, turn);
     if (context + d.new_tokens + d.output_tokens > model_.spec.max_context) break;
@@ -239,7 +263,7 @@ int64_t ServingSimulation::last_context(const Session& s) const {
 
 void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
   const auto [it, added] = trace_sessions_.emplace(row.session, static_cast<int64_t>(sessions_.size()));
-  if (added) sessions_.push_back({0, 0, true, 0});
+  if (added) sessions_.emplace_back().from_trace = true;
   Session& s = sessions_[static_cast<std::size_t>(it->second)];
   Request& r = requests_.emplace_back();
   r.id = static_cast<int64_t>(requests_.size()) - 1;
@@ -265,6 +289,8 @@ void ServingSimulation::admit_turn(Request& r) {
   }
   const TierLookup hit = tiers_.lookup(session, prefix_tokens, sim_.now());
   r.cached_tokens = hit.cached_tokens;
+  Session& s = sessions_[static_cast<std::size_t>(session)];
+  if (s.resumed && r.turn == 0) s.earlier_context_found = hit.cached_tokens > 0;
   if (hit.cached_tokens > 0 && !hit.swa_hit) {
     // Bounded replay recomputes only the last window to rebuild the SWA state
     // (approximately). An exact rebuild needs every layer's window of inputs,
@@ -432,9 +458,23 @@ ServingResult ServingSimulation::collect(double duration_s) {
     for (const Request& r : requests_) out.requests.push_back(record_of(r));
   }
   out.sessions_arrived = static_cast<int64_t>(sessions_.size());
-  double persisted = 0;
-  for (const Session& s : sessions_) persisted += static_cast<double>(last_context(s));
+  // Each session's last context stays the retention time, but an earlier
+  // life a resumed session found in the tier stayed only until it came back
+  // (its entry replaced then): token-weighted, the mean time a context is held.
+  const double retention_s = deployment_.kv.retention_s;
+  double persisted = 0, held_token_s = 0;
+  for (const Session& s : sessions_) {
+    const auto context = static_cast<double>(last_context(s));
+    persisted += context;
+    held_token_s += context * retention_s;
+    if (!s.resumed) continue;
+    ++out.sessions_resumed;
+    if (!s.earlier_context_found) continue;
+    ++out.resumed_found;
+    held_token_s -= static_cast<double>(s.earlier_context) * std::max(0.0, retention_s - s.resumed_after_s);
+  }
   out.mean_last_context_tokens = sessions_.empty() ? 0.0 : persisted / static_cast<double>(sessions_.size());
+  out.mean_hold_s = persisted > 0 ? held_token_s / persisted : retention_s;
   out.persisted_bytes_per_session = out.mean_last_context_tokens * model_.kv.global_bytes_per_token;
   out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
   out.events = sim_.events_processed();

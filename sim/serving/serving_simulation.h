@@ -70,6 +70,10 @@ class ServingSimulation {
   // Arrivals and sessions.
   void schedule_next_session();
   double arrival_rate_at(double time_s) const;
+  // A new session is, with the workload's odds, an earlier one resumed: its
+  // gap and earlier life are drawn from a stream of its own, and the SSD
+  // tier is given that life's context as stored the gap ago.
+  void draw_resumption(int64_t session);
   void start_turn(int64_t session, int64_t prefix_tokens);
   // What a session's turn asks: drawn from the session's stream for that turn.
   struct TurnDraw {

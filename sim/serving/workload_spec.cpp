@@ -147,6 +147,28 @@ SourcedValue effort_multiplier(int64_t effort) {
                   std::pow(kEffortSpanRatio, exponent), effort));
 }
 
+namespace {
+
+// `resumed: {fraction: F, gap_s: DIST}`; the gap may be left out where F is 0.
+WorkloadSpec::Resumption read_resumption(const YamlNode& node) {
+  node.expect_only({"fraction", "gap_s"});
+  WorkloadSpec::Resumption r;
+  const YamlNode fraction = node.required("fraction");
+  r.fraction = fraction.as_non_negative_double();
+  if (r.fraction > 1)
+    fraction.fail(fmt::format("expected a share of the sessions, 0 to 1, got {:g}", r.fraction));
+  // The gap is not simulated (the earlier life is stored that long before
+  // the resumed turn), but it is a time: it stays within simulated time's range.
+  if (r.fraction > 0 && !node.has("gap_s")) {
+    node.fail(
+        "expected gap_s, the time before a session comes back (a distribution), where fraction is above 0");
+  }
+  if (node.has("gap_s")) r.gap_s = read_distribution(node.required("gap_s"), longest_run_s());
+  return r;
+}
+
+}  // namespace
+
 WorkloadSpec load_workload_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.expect_only({"name", "source", "arrival", "session", "effort"});
@@ -185,13 +207,15 @@ WorkloadSpec load_workload_file(const std::string& path) {
                                      "' (expected poisson, bursty or trace)");
   }
   const YamlNode session = root.required("session");
-  session.expect_only({"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s"});
+  session.expect_only(
+      {"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s", "resumed"});
   constexpr double kMaxTurns = 1e6;
   w.turns = read_distribution(session.required("turns"), kMaxTurns);
   w.first_input_tokens = read_distribution(session.required("first_input_tokens"), kMaxTokensPerRequest);
   w.turn_input_tokens = read_distribution(session.required("turn_input_tokens"), kMaxTokensPerRequest);
   w.output_tokens = read_distribution(session.required("output_tokens"), kMaxTokensPerRequest);
   w.think_time_s = read_distribution(session.required("think_time_s"), longest_run_s());
+  w.resumed = read_resumption(session.required("resumed"));
   const YamlNode effort = root.required("effort");
   const std::string level = effort.as_string();
   if (level == "low") {

@@ -53,6 +53,17 @@ struct WorkloadSpec {
   Distribution turn_input_tokens;   // tokens each later turn adds (tool output, user message)
   Distribution output_tokens;       // at the reference effort level
   Distribution think_time_s;
+  // Sessions that come back: a share of the arriving sessions are earlier
+  // ones resumed after a gap (an agent picked up the next morning, a chat
+  // reopened). The earlier life is drawn as a new session's turns; its
+  // context is the prefix of the resumed session's first turn, which adds
+  // a later turn's tokens (turn_input_tokens). Whether the SSD tier still
+  // holds that prefix is what its retention buys.
+  struct Resumption {
+    double fraction = 0;  // of arriving sessions, in [0, 1]
+    Distribution gap_s;   // from the earlier life's last turn to the resumed first turn
+  };
+  Resumption resumed;
   int64_t effort = 75;                    // reasoning effort b in [1, 100]
   SourcedValue effort_output_multiplier;  // derived from `effort`, with its assumption
   // kTrace: one row per turn, in time order; a session's turns share a growing prefix.

@@ -517,6 +517,13 @@ INSTANTIATE_TEST_SUITE_P(
                "/nonexistent/dir/requests.csv: field '--requests': cannot write the requests file"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
                "field 'session.turns.max': expected at most 1000000"},
+        BadRun{"--set workloads/agent_resumed.yaml:session.resumed.fraction=1.5 run --workload agent_resumed "
+               "--duration 60",
+               "agent_resumed.yaml:18: field 'session.resumed.fraction': expected a share of the sessions, 0 "
+               "to 1, "
+               "got 1.5"},
+        BadRun{"--set workloads/agent_coding.yaml:session.resumed.fraction=0.5 run --duration 60",
+               "agent_coding.yaml:14: field 'session.resumed': expected gap_s"},
         BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",
                "field '--trace-seconds': expected a positive number of seconds, got -1"},
         BadRun{"plan --ep 7", "field '--ep': EP size 7 does not divide the 384 routed experts"},

@@ -255,6 +255,97 @@ TEST(Serving, TheSsdTierKeepsEachSessionsLastContextForItsRetention) {
   EXPECT_NE(unpriced.ssd_tier.provenance.find("left out"), std::string::npos) << unpriced.ssd_tier.provenance;
 }
 
+// Every session of the fixed fixture comes back: its earlier life (one
+// turn, 2048 + 1 tokens) is the prefix of its one turn now, which adds 1
+// token and answers 1. The tier (1 h retention) has it when the gap is
+// shorter, and holds it only until then; longer, the turn computes it all.
+TEST(Serving, AResumedSessionFindsItsEarlierContextWhileTheTierKeepsIt) {
+  Fixture f = tiny_fixed();
+  const double retention_s = f.deployment.kv.retention_s;
+  ASSERT_EQ(retention_s, 3600);
+  f.workload.resumed.fraction = 1;
+  f.workload.resumed.gap_s.mean = f.workload.resumed.gap_s.min = f.workload.resumed.gap_s.max = 600;
+  const ServingResult kept = f.run(30, 1, true);
+  ASSERT_GT(kept.sessions_arrived, 10);
+  EXPECT_EQ(kept.sessions_resumed, kept.sessions_arrived);
+  EXPECT_EQ(kept.resumed_found, kept.sessions_arrived);
+  EXPECT_EQ(kept.kv_tiers.global_hits, kept.arrived);
+  EXPECT_EQ(kept.input_tokens_cached, 2049 * kept.arrived);
+  EXPECT_EQ(kept.input_tokens_to_compute, kept.arrived * (1 + f.model.spec.attention.sliding_window));
+  EXPECT_DOUBLE_EQ(kept.mean_last_context_tokens, 2051);
+  // The window state, parked minutes at most, is gone after 10: one window replayed.
+  EXPECT_EQ(kept.kv_tiers.swa_hits, 0);
+  // Held the retention after its last turn, less the earlier life's 2049 tokens cut to the gap.
+  EXPECT_DOUBLE_EQ(kept.mean_hold_s, retention_s - 2049.0 / 2051.0 * (retention_s - 600));
+  const ServingCost cost = serving_cost(kept, f.deployment, f.prefill.gpu(), f.decode.gpu());
+  EXPECT_DOUBLE_EQ(cost.ssd_tier.bytes,
+                   cost.ssd_tier.sessions_per_s * kept.persisted_bytes_per_session * kept.mean_hold_s);
+
+  f.workload.resumed.gap_s.mean = f.workload.resumed.gap_s.min = f.workload.resumed.gap_s.max = 7200;
+  const ServingResult gone = f.run(30, 1, true);
+  EXPECT_EQ(gone.sessions_resumed, gone.sessions_arrived);
+  EXPECT_EQ(gone.resumed_found, 0);
+  EXPECT_EQ(gone.input_tokens_cached, 0);
+  EXPECT_EQ(gone.input_tokens_to_compute, 2050 * gone.arrived);
+  EXPECT_DOUBLE_EQ(gone.mean_hold_s, retention_s);
+}
+
+// Whether a session is resumed, and its earlier life, come from a stream of
+// its own: sessions arrive at the same times and ask the same answers with
+// or without resumptions, and those not resumed ask the same prompts.
+TEST(Serving, ResumptionsLeaveTheOtherDrawsAlone) {
+  Fixture f = tiny_aggregated_chat();
+  const auto first_turns = [&f] {
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+    sim.enable_request_log();
+    std::vector<RequestRecord> firsts;
+    for (const RequestRecord& r : sim.run(5).requests) {
+      if (r.turn == 0) firsts.push_back(r);
+    }
+    return firsts;
+  };
+  const std::vector<RequestRecord> fresh = first_turns();
+  f.workload.resumed.fraction = 0.5;
+  f.workload.resumed.gap_s = {Distribution::Kind::kExponential, 3600, 0, 60, 86400};
+  const std::vector<RequestRecord> mixed = first_turns();
+  ASSERT_EQ(fresh.size(), mixed.size());
+  ASSERT_GT(fresh.size(), 40u);
+  int64_t resumed = 0;
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    EXPECT_EQ(fresh[i].arrival_s, mixed[i].arrival_s) << i;
+    EXPECT_EQ(fresh[i].output_tokens, mixed[i].output_tokens) << i;
+    EXPECT_EQ(fresh[i].prefix_tokens, 0);
+    if (mixed[i].prefix_tokens == 0) {
+      EXPECT_EQ(fresh[i].new_tokens, mixed[i].new_tokens) << i;
+    } else {
+      ++resumed;
+    }
+  }
+  EXPECT_GT(resumed, static_cast<int64_t>(fresh.size()) / 4);
+  EXPECT_LT(resumed, static_cast<int64_t>(fresh.size()) * 3 / 4);
+}
+
+// A resumed session's earlier life enters the tier as stored the gap ago:
+// its global KV while the retention covers the gap, its window state only
+// while the host pool's TTL does, without pushing other sessions' out.
+TEST(KvTiers, AnEarlierLifeIsStoredTheGapAgo) {
+  SessionKvTiers tiers(3600, 300, 1);
+  const SimTime now = SimTime::from_s(100);
+  tiers.store(7, 500, now);
+  tiers.store_earlier(1, 1000, now - SimTime::from_s(1800), now);
+  EXPECT_EQ(tiers.counters().swa_evictions, 0);
+  EXPECT_EQ(tiers.host_pool_sessions_used(), 1);
+  const TierLookup found = tiers.lookup(1, 1000, now);
+  EXPECT_EQ(found.cached_tokens, 1000);
+  EXPECT_FALSE(found.swa_hit);
+  EXPECT_TRUE(tiers.lookup(7, 500, now).swa_hit);
+  tiers.store_earlier(2, 1000, now - SimTime::from_s(7200), now);
+  EXPECT_EQ(tiers.lookup(2, 1000, now).cached_tokens, 0);
+  tiers.store_earlier(3, 1000, now - SimTime::from_s(60), now);
+  EXPECT_TRUE(tiers.lookup(3, 1000, now).swa_hit);
+  EXPECT_EQ(tiers.counters().swa_evictions, 1);  // session 7's, the pool holding one
+}
+
 TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   Fixture f = v41_agents();
   ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);

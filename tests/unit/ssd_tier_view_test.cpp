@@ -18,6 +18,7 @@ TEST(SsdTierByModel, EachModelKeepsTheSameTokensAtItsOwnBytesPerToken) {
   run.cost.ssd_tier.sessions_per_s = 0.5;
   run.cost.ssd_tier.last_context_tokens = 100000;
   run.cost.ssd_tier.retention_s = 7200;
+  run.cost.ssd_tier.hold_s = 7200;  // no session came back sooner
   run.cost.gpu_usd_per_hour = 20;
   run.cost.usd_per_hour = 20;  // the tier's own $ is left at 0 here
   const std::vector<SsdTierOfModel> rows = ssd_tier_by_model(models, run, deployment);
@@ -27,6 +28,10 @@ TEST(SsdTierByModel, EachModelKeepsTheSameTokensAtItsOwnBytesPerToken) {
   EXPECT_DOUBLE_EQ(rows[0].usd_per_hour, rows[0].bytes / 1e12 * 10 / 730);
   EXPECT_DOUBLE_EQ(rows[0].of_gpu_cost, rows[0].usd_per_hour / 20);
   EXPECT_DOUBLE_EQ(rows[1].bytes / rows[0].bytes, 3514.25 / 890);
+  // Sessions that come back sooner cut their earlier context's hold: the tier holds less.
+  run.cost.ssd_tier.hold_s = 5400;
+  EXPECT_DOUBLE_EQ(ssd_tier_by_model(models, run, deployment)[0].bytes, rows[0].bytes * 0.75);
+  run.cost.ssd_tier.hold_s = 7200;
   // Without a tier price: bytes still, no dollars.
   deployment.kv.ssd_usd_per_tb_month = SourcedValue(std::nullopt, {ProvenanceKind::kUnknown, "no quote"});
   const std::vector<SsdTierOfModel> unpriced = ssd_tier_by_model(models, run, deployment);
