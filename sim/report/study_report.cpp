@@ -373,12 +373,12 @@ struct StudyPlan {
 };
 
 StudyPlan study_plan(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                     SharedStepTimes& steps, const std::vector<std::string>& base_names,
-                     const PlanGrid& grid) {
+                     SharedStepTimes& steps, const std::vector<std::string>& base_names, const PlanGrid& grid,
+                     const std::string& workload) {
   StudyPlan plan;
   plan.model = focus.spec.name;
   for (const std::string& name : base_names) plan.bases.push_back(load_deployment(name, catalog));
-  plan.workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
+  plan.workload = load_workload_file(catalog.resolve_workload(workload));
   plan.options.duration_s = o.serving_seconds;
   plan.options.seed = o.seed;
   plan.options.seeds = o.served_seeds;
@@ -390,7 +390,7 @@ StudyPlan study_plan(const Catalog& catalog, const ModelAnalysis& focus, const S
 std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                          SharedStepTimes& steps, const std::vector<std::string>& base_names,
                          const PlanGrid& grid, const std::string& heading, nlohmann::json& json) {
-  const StudyPlan plan = study_plan(catalog, focus, o, steps, base_names, grid);
+  const StudyPlan plan = study_plan(catalog, focus, o, steps, base_names, grid, o.serving_workload);
   const PlanReport report = plan.report();
   json = plan_json(report);
   return "## " + heading + "\n\n" + plan_table(report).to_markdown();
@@ -459,14 +459,15 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   return md;
 }
 
-// What the KV tiers are worth: the plan deployment with its SSD tier and its
-// window-state pool each on or off, on the same arrivals; then the SSD tier
-// the cheapest variant that keeps one would need for each bundled model.
+// What the KV tiers are worth: the plan deployment with its SSD tier kept
+// for each retention or off and its window-state pool on or off, on the same
+// arrivals of sessions that also come back hours later; then the SSD tier the
+// cheapest variant that keeps one would need for each bundled model.
 std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnalysis>& models,
                              const ModelAnalysis& focus, const StudyOptions& o, SharedStepTimes& steps,
                              nlohmann::json& json) {
   const PlanGrid grid{.kv_retentions_h = o.kv_retentions_h, .swa_pool_fractions = o.swa_pool_fractions};
-  const StudyPlan plan = study_plan(catalog, focus, o, steps, {o.plan_deployment}, grid);
+  const StudyPlan plan = study_plan(catalog, focus, o, steps, {o.plan_deployment}, grid, o.kv_tiers_workload);
   const PlanReport report = plan.report();
   json = plan_json(report);
   std::string md = fmt::format("## What the KV tiers are worth ({})\n\n", o.plan_deployment) +

@@ -48,10 +48,12 @@ struct StudyOptions {
   // to seed, so a ranking shows each figure's spread and judges the SLA on
   // the seeds' requests pooled.
   int64_t served_seeds = 3;
-  // The KV-tier question: the plan deployment under the serving workload with
-  // the SSD tier's retention (hours) and the window-state pool's DRAM share
-  // varied (0: the tier is off).
-  std::vector<double> kv_retentions_h{0, 72};
+  // The KV-tier question: the plan deployment under a workload whose sessions
+  // also come back hours later (the serving workload's return within
+  // minutes, which any retention serves), with the SSD tier's retention
+  // (hours) and the window-state pool's DRAM share varied (0: the tier is off).
+  std::string kv_tiers_workload = "agent_resumed";
+  std::vector<double> kv_retentions_h{0, 1, 8, 72};
   std::vector<double> swa_pool_fractions{0, 0.10};
   // The capacity question: the largest rate of the serving workload this
   // deployment serves within its SLA, each rate run this long.

@@ -319,11 +319,16 @@ void add_kv_tiers(Table& t, const json& plan) {
                     m.at("steady_state_bytes").get<double>() / 1e12, m.at("usd_per_hour").get<double>(),
                     share > 0 ? fmt::format(", {:.1f}% of the GPUs'", 100 * share) : std::string()));
   }
+  const double retention_h = tier.at("retention_h").get<double>();
+  const double hold_h = tier.at("mean_hold_h").get<double>();
   t.add_row(
       {fmt::format("the SSD tier that keeps '{}' sessions {:g} h ({:.3f} sessions/s, {:.0f} tokens each "
-                   "after its last turn)",
-                   plan.at("workload").get<std::string>(), tier.at("retention_h").get<double>(),
-                   tier.at("sessions_per_s").get<double>(), tier.at("last_context_tokens").get<double>()),
+                   "after its last turn{})",
+                   plan.at("workload").get<std::string>(), retention_h,
+                   tier.at("sessions_per_s").get<double>(), tier.at("last_context_tokens").get<double>(),
+                   hold_h < retention_h
+                       ? fmt::format(", held {:.1f} h on average: resumed sessions come back sooner", hold_h)
+                       : std::string()),
        fmt::format("{}", fmt::join(models, "; ")), "What the KV tiers are worth"});
 }
 
