@@ -53,26 +53,47 @@ std::string ssd_tier_note(const std::vector<PlanRow>& rows) {
                      usd_per_hour.empty() ? "no price" : range(usd_per_hour, "${:.2f}") + " per hour");
 }
 
+// Whether the variants keep the SSD tier for different times: then each
+// row says the tier it keeps, what sets those variants apart in $.
+bool retentions_vary(const std::vector<PlanRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [&rows](const PlanRow& r) {
+    return r.deployment.kv.retention_s != rows.front().deployment.kv.retention_s;
+  });
+}
+
+std::string ssd_tier_cell(const PlanRow& row) {
+  const SsdTierCost& tier = row.run.cost.ssd_tier;
+  if (!row.not_run.empty()) return "-";
+  if (tier.bytes <= 0) return "none";
+  return fmt::format("{:.1f} TB, {}", tier.bytes / 1e12,
+                     tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price");
+}
+
 }  // namespace
 
 Table plan_table(const PlanReport& p) {
   const SlaSpec& sla = p.bases.front().sla;
   std::vector<std::string> base_files;
   for (const DeploymentSpec& base : p.bases) base_files.push_back(base.file);
+  const bool tier_column = retentions_vary(p.rows);
+  std::vector<std::string> columns = with_served_run_columns({"rank", "deployment", "GPUs"});
+  if (tier_column) columns.push_back("SSD tier at steady state");
   Table t(
       fmt::format("{} under '{}': deployments by cost, those within the SLA first", p.model, p.workload.name),
-      with_served_run_columns({"rank", "deployment", "GPUs"}));
+      columns);
   int rank = 0;
   for (const PlanRow& row : p.rows) {
     ++rank;
-    if (!row.not_run.empty()) {
-      t.add_row({std::to_string(rank), row.deployment.name, std::to_string(row.deployment.total_gpus()), "-",
-                 "-", "-", "-", "-", "cannot run: " + row.not_run, "-"});
-      continue;
-    }
     std::vector<std::string> cells{std::to_string(rank), row.deployment.name,
-                                   std::to_string(row.run.result.gpus)};
-    for (std::string& cell : served_run_cells(row.run, p.min_within_sla)) cells.push_back(std::move(cell));
+                                   std::to_string(row.deployment.total_gpus())};
+    if (!row.not_run.empty()) {
+      for (const char* cell : {"-", "-", "-", "-", "-"}) cells.emplace_back(cell);
+      cells.push_back("cannot run: " + row.not_run);
+      cells.emplace_back("-");
+    } else {
+      for (std::string& cell : served_run_cells(row.run, p.min_within_sla)) cells.push_back(std::move(cell));
+    }
+    if (tier_column) cells.push_back(ssd_tier_cell(row));
     t.add_row(std::move(cells));
   }
   t.add_note(verdict(p.rows));

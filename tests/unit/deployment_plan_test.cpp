@@ -2,9 +2,11 @@
 // ranked by cost among those that meet the SLA.
 #include "sim/costing/deployment_plan.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "sim/common/input_error.h"
+#include "sim/report/plan_view.h"
 #include "tests/test_data.h"
 
 namespace v41sim {
@@ -106,6 +108,39 @@ TEST(DeploymentPlan, KeepingSessionsKvServesAgentTrafficCheaper) {
   const ServingResult& k = kept.run.result;
   EXPECT_GT(k.input_tokens_cached, k.input_tokens_prefilled) << k.input_tokens_prefilled;
   EXPECT_GT(none.run.cost.usd_per_million_output, kept.run.cost.usd_per_million_output);
+}
+
+// Sessions that come back hours later find their context only where the
+// tier keeps it that long: a longer retention catches more of them, holds
+// more bytes, and the table says each variant's tier.
+TEST(DeploymentPlan, ALongerRetentionCatchesMoreResumedSessions) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  const WorkloadSpec workload =
+      load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/agent_resumed.yaml");
+  ServeOptions options;
+  options.duration_s = 120;
+  const std::vector<DeploymentSpec> bases{deployment("h200_agg_8")};
+  const std::vector<PlanRow> rows =
+      run_plan(catalog, model, bases, {.kv_retentions_h = {1, 72}}, workload, options, 0.99);
+  ASSERT_EQ(rows.size(), 2u);
+  const bool first_long = rows[0].deployment.kv.retention_s > rows[1].deployment.kv.retention_s;
+  const ServingResult& hours72 = (first_long ? rows[0] : rows[1]).run.result;
+  const ServingResult& hour1 = (first_long ? rows[1] : rows[0]).run.result;
+  EXPECT_EQ(hours72.sessions_resumed, hour1.sessions_resumed);  // the same arrivals
+  ASSERT_GT(hours72.sessions_resumed, 5);
+  EXPECT_GT(hours72.resumed_found, 2 * hour1.resumed_found);
+  EXPECT_GT(hours72.input_tokens_cached, hour1.input_tokens_cached);
+  const double bytes72 = (first_long ? rows[0] : rows[1]).run.cost.ssd_tier.bytes;
+  const double bytes1 = (first_long ? rows[1] : rows[0]).run.cost.ssd_tier.bytes;
+  EXPECT_GT(bytes72, 20 * bytes1);
+  // Held less than 72 h on average: the resumed sessions found replaced theirs sooner.
+  EXPECT_LT(hours72.mean_hold_s, 72 * 3600.0);
+  EXPECT_GT(hours72.mean_hold_s, 0.5 * 72 * 3600.0);
+  const PlanReport report{model.spec.name, bases, workload, options, 0.99, rows};
+  const std::string table = plan_table(report).to_text();
+  EXPECT_NE(table.find("SSD tier at steady state"), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format("{:.1f} TB", bytes72 / 1e12)), std::string::npos) << table;
 }
 
 TEST(DeploymentPlan, AggregatedVariantsKeepOnePool) {
