@@ -161,6 +161,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
              "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
     add_list("--swa-pool-fraction", flags->plan_swa_pool_fractions,
              "shares of each node's DRAM that park window state, to try (0: none)");
+    add_list("--ssd-capacity-tb", flags->plan_ssd_capacities_tb,
+             "sizes of the SSD tier in TB, to try (least recently stored out first when full), or unbounded");
     add_list("--aggregated-steps", flags->plan_aggregated_steps,
              "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
              "(chunks inside decode steps)");

@@ -59,6 +59,7 @@ struct Flags {
   std::vector<int64_t> plan_decode_instances;
   std::vector<double> plan_kv_retentions_h;
   std::vector<double> plan_swa_pool_fractions;
+  std::vector<std::string> plan_ssd_capacities_tb;
   std::vector<std::string> plan_aggregated_steps;
   std::vector<std::string> plan_routings;
   double min_within_sla = 0.99;

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -142,6 +144,17 @@ auto parse_each(const std::vector<std::string>& texts, Parse parse, const char* 
   return out;
 }
 
+// An SSD tier's size in TB, or "unbounded" (0 in the grid).
+std::optional<double> parse_ssd_capacity(std::string_view text) {
+  if (text == "unbounded") return 0.0;
+  double tb = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), tb);
+  if (error != std::errc() || end != text.data() + text.size() || !(tb > 0) || !std::isfinite(tb)) {
+    return std::nullopt;
+  }
+  return tb;
+}
+
 // What plan and capacity vary, from their shared flags (EP sizes checked
 // against the model: a grid no variant of which can run is the user's error).
 PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
@@ -152,6 +165,8 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
                                            "--aggregated-steps", "prefill_first or mixed");
   const auto routings =
       parse_each(f.plan_routings, parse_routing, "--routing", "least_load, least_requests or round_robin");
+  const auto ssd_capacities_tb = parse_each(f.plan_ssd_capacities_tb, parse_ssd_capacity, "--ssd-capacity-tb",
+                                            "unbounded or a size in TB above 0");
   return {.gpus = f.plan_gpus,
           .prefill_gpus = f.plan_prefill_gpus,
           .decode_gpus = f.plan_decode_gpus,
@@ -160,6 +175,7 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
           .decode_instances = f.plan_decode_instances,
           .kv_retentions_h = f.plan_kv_retentions_h,
           .swa_pool_fractions = f.plan_swa_pool_fractions,
+          .ssd_capacities_tb = ssd_capacities_tb,
           .aggregated_steps = aggregated_steps,
           .routings = routings};
 }

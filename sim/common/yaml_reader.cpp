@@ -105,6 +105,8 @@ void YamlNode::require_scalar(const char* expected) const {
   if (!node_.IsScalar()) fail(fmt::format("expected {}", expected));
 }
 
+bool YamlNode::is_scalar() const { return node_.IsScalar(); }
+
 std::string YamlNode::as_string() const {
   require_scalar("a string");
   return node_.Scalar();

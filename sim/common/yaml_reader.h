@@ -40,6 +40,7 @@ class YamlNode {
   std::vector<YamlNode> elements() const;
 
   // Scalars. Each fails with "expected ..." when the value has another type.
+  bool is_scalar() const;
   std::string as_string() const;
   bool as_bool() const;
   int64_t as_int() const;

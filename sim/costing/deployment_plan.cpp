@@ -54,6 +54,10 @@ std::string kv_tiers_name(const DeploymentSpec& d, const PlanGrid& grid) {
                ? fmt::format(", window state in {:g}% of host DRAM", 100 * d.kv.host_pool_fraction)
                : std::string(", no window-state pool");
   }
+  if (!grid.ssd_capacities_tb.empty()) {
+    out += d.kv.ssd_capacity_tb ? fmt::format(", SSD tier of {:g} TB", d.kv.ssd_capacity_tb->value())
+                                : std::string(", SSD tier unbounded");
+  }
   return out;
 }
 
@@ -189,6 +193,7 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   require_positive(grid.decode_instances, "--decode-instances");
   require_in(grid.kv_retentions_h, 0, INFINITY, "--kv-retention-h", "hours >= 0");
   require_in(grid.swa_pool_fractions, 0, 1, "--swa-pool-fraction", "a share in [0, 1)");
+  require_in(grid.ssd_capacities_tb, 0, INFINITY, "--ssd-capacity-tb", "unbounded or TB above 0");
   if (!base.disaggregated && !grid.prefill_instances.empty()) {
     throw InputError({base.file, 0, "--prefill-instances"},
                      "the deployment is aggregated: prefill runs on the decode instances");
@@ -202,11 +207,16 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
     // -1: the grid leaves the base's value.
     for (const double retention_h : or_base(grid.kv_retentions_h, -1.0)) {
       for (const double pool : or_base(grid.swa_pool_fractions, -1.0)) {
-        DeploymentSpec d = layout;
-        if (retention_h >= 0) d.kv.retention_s = retention_h * 3600;
-        if (pool >= 0) d.kv.host_pool_fraction = pool;
-        d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + kv_tiers_name(d, grid);
-        out.push_back(std::move(d));
+        for (const double capacity_tb : or_base(grid.ssd_capacities_tb, -1.0)) {
+          DeploymentSpec d = layout;
+          if (retention_h >= 0) d.kv.retention_s = retention_h * 3600;
+          if (pool >= 0) d.kv.host_pool_fraction = pool;
+          if (capacity_tb == 0) d.kv.ssd_capacity_tb.reset();
+          if (capacity_tb > 0)
+            d.kv.ssd_capacity_tb = SourcedValue::assumed(capacity_tb, "plan --ssd-capacity-tb");
+          d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + kv_tiers_name(d, grid);
+          out.push_back(std::move(d));
+        }
       }
     }
   }

@@ -35,6 +35,8 @@ struct PlanGrid {
   // state (0: none, every returning turn replays its window).
   std::vector<double> kv_retentions_h{};
   std::vector<double> swa_pool_fractions{};
+  // The SSD tier's size, TB (0: unbounded, as large as what the retention keeps).
+  std::vector<double> ssd_capacities_tb{};
   // Aggregated deployments only: prompts in steps of their own, or mixed into decode steps.
   std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps{};
   // Where prompts go among instances and ranks: least load or round robin.
@@ -43,7 +45,7 @@ struct PlanGrid {
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
 // prefill instances, decode instances, aggregated steps, routing, KV
-// retention, window-state pool). Redundant experts keep the base's
+// retention, window-state pool, SSD tier size). Redundant experts keep the base's
 // count per rank. Throws InputError naming the flag for a value that is not
 // positive (a retention below 0, a pool share outside [0, 1)), per-pool GPUs
 // or prefill instances for an aggregated deployment, aggregated steps for a

@@ -1,5 +1,7 @@
 #include "sim/costing/serving_cost.h"
 
+#include <algorithm>
+
 namespace v41sim {
 namespace {
 
@@ -18,10 +20,16 @@ SsdTierCost ssd_tier_cost(const ServingResult& r, const KvTierSpec& tier) {
   c.last_context_tokens = r.mean_last_context_tokens;
   c.bytes_per_session = r.persisted_bytes_per_session;
   c.retention_s = tier.retention_s;
+  c.keeps_s = r.tier_keeps_s;
   c.hold_s = r.mean_hold_s;
   c.bytes = c.held_bytes(c.bytes_per_session);
+  // A tier of bounded size is paid for whole (while the tier is on at all).
+  if (tier.ssd_capacity_tb && tier.retention_s > 0) {
+    c.capacity_bytes = tier.ssd_capacity_tb->value() * 1e12;
+    c.bytes = std::min(c.bytes, c.capacity_bytes);
+  }
   c.priced = tier.ssd_usd_per_tb_month.known();
-  c.usd_per_hour = ssd_tier_usd_per_hour(c.bytes, tier);
+  c.usd_per_hour = ssd_tier_usd_per_hour(c.capacity_bytes > 0 ? c.capacity_bytes : c.bytes, tier);
   c.provenance = c.priced ? tier.ssd_usd_per_tb_month.provenance().label()
                           : "SSD tier left out: " + tier.ssd_usd_per_tb_month.provenance().label();
   return c;
@@ -62,7 +70,9 @@ nlohmann::json cost_json(const ServingCost& c) {
                                {"last_context_tokens", t.last_context_tokens},
                                {"bytes_per_session", t.bytes_per_session},
                                {"retention_h", t.retention_s / 3600},
+                               {"keeps_h", t.keeps_s / 3600},
                                {"mean_hold_h", t.hold_s / 3600},
+                               {"capacity_bytes", t.capacity_bytes},
                                {"steady_state_bytes", t.bytes},
                                {"priced", t.priced},
                                {"usd_per_hour", t.usd_per_hour},

@@ -26,13 +26,17 @@ struct SsdTierCost {
   double last_context_tokens = 0;
   double bytes_per_session = 0;  // its global KV
   double retention_s = 0;
-  // How long a context is held, token-weighted: the retention, less where
-  // resumed sessions come back sooner (ServingResult::mean_hold_s).
+  // How long the tier keeps a context: the retention, or less where its
+  // capacity fills first (ServingResult::tier_keeps_s).
+  double keeps_s = 0;
+  // How long a context is held, token-weighted: what the tier keeps it,
+  // less where resumed sessions come back sooner (ServingResult::mean_hold_s).
   double hold_s = 0;
-  double bytes = 0;         // held at steady state
-  bool priced = false;      // the deployment gives the tier's price
-  double usd_per_hour = 0;  // 0 where it does not
-  std::string provenance;   // its price's source, or why it is left out
+  double capacity_bytes = 0;  // provisioned; 0: unbounded, as large as what it holds
+  double bytes = 0;           // held at steady state (at most the capacity)
+  bool priced = false;        // the deployment gives the tier's price
+  double usd_per_hour = 0;    // of what is provisioned (the capacity, else what it holds); 0 where unpriced
+  std::string provenance;     // its price's source, or why it is left out
   // Little's law: what the tier holds with each session keeping `session_bytes` for the hold time.
   double held_bytes(double session_bytes) const { return sessions_per_s * session_bytes * hold_s; }
 };

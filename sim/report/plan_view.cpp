@@ -53,19 +53,26 @@ std::string ssd_tier_note(const std::vector<PlanRow>& rows) {
                      usd_per_hour.empty() ? "no price" : range(usd_per_hour, "${:.2f}") + " per hour");
 }
 
-// Whether the variants keep the SSD tier for different times: then each
-// row says the tier it keeps, what sets those variants apart in $.
-bool retentions_vary(const std::vector<PlanRow>& rows) {
-  return std::any_of(rows.begin(), rows.end(), [&rows](const PlanRow& r) {
-    return r.deployment.kv.retention_s != rows.front().deployment.kv.retention_s;
+// Whether the variants keep different SSD tiers (retention or size): then
+// each row says the tier it keeps, what sets those variants apart in $.
+bool tiers_vary(const std::vector<PlanRow>& rows) {
+  const auto size_tb = [](const PlanRow& r) {
+    return r.deployment.kv.ssd_capacity_tb ? r.deployment.kv.ssd_capacity_tb->value() : 0.0;
+  };
+  return std::any_of(rows.begin(), rows.end(), [&](const PlanRow& r) {
+    return r.deployment.kv.retention_s != rows.front().deployment.kv.retention_s ||
+           size_tb(r) != size_tb(rows.front());
   });
 }
 
 std::string ssd_tier_cell(const PlanRow& row) {
   const SsdTierCost& tier = row.run.cost.ssd_tier;
   if (!row.not_run.empty()) return "-";
-  if (tier.bytes <= 0) return "none";
-  return fmt::format("{:.1f} TB, {}", tier.bytes / 1e12,
+  if (tier.bytes <= 0 && tier.capacity_bytes <= 0) return "none";
+  return fmt::format("{:.1f} TB{}, {}", tier.bytes / 1e12,
+                     tier.capacity_bytes > 0
+                         ? fmt::format(" of {:.1f} provisioned", tier.capacity_bytes / 1e12)
+                         : std::string(),
                      tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price");
 }
 
@@ -75,7 +82,7 @@ Table plan_table(const PlanReport& p) {
   const SlaSpec& sla = p.bases.front().sla;
   std::vector<std::string> base_files;
   for (const DeploymentSpec& base : p.bases) base_files.push_back(base.file);
-  const bool tier_column = retentions_vary(p.rows);
+  const bool tier_column = tiers_vary(p.rows);
   std::vector<std::string> columns = with_served_run_columns({"rank", "deployment", "GPUs"});
   if (tier_column) columns.push_back("SSD tier at steady state");
   Table t(

@@ -100,6 +100,16 @@ Table seeds_table(const RunReport& r) {
 
 }  // namespace
 
+std::string time_held(const SsdTierCost& tier) {
+  const double retention_h = tier.retention_s / 3600.0;
+  if (tier.hold_s >= tier.retention_s) return fmt::format("{:g} h", retention_h);
+  // Less: resumed sessions replaced theirs sooner, or a full tier evicted them.
+  const std::string held = fmt::format("{:.1f} h", tier.hold_s / 3600.0);
+  if (tier.keeps_s >= tier.retention_s) return fmt::format("{} of a {:g} h retention", held, retention_h);
+  return fmt::format("{}; a full tier keeps a context {:.1f} h of a {:g} h retention", held,
+                     tier.keeps_s / 3600.0, retention_h);
+}
+
 std::vector<Table> run_tables(const RunReport& r) {
   const ServingResult& x = r.run.result;
   Table head(fmt::format("{} on {} ({} GPUs), workload {}, {:.0f} s simulated, seed {}", r.model,
@@ -128,16 +138,14 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_row({"sessions resumed after a gap / their earlier context found in the SSD tier",
                   fmt::format("{} of {} / {}", x.sessions_resumed, x.sessions_arrived, x.resumed_found)});
   }
-  // Held less than the retention where resumed sessions replaced their earlier context sooner.
-  const std::string hold = tier.hold_s < tier.retention_s
-                               ? fmt::format("{:.1f} h held of a {:g} h retention", tier.hold_s / 3600.0,
-                                             tier.retention_s / 3600.0)
-                               : fmt::format("{:g} h", tier.retention_s / 3600.0);
-  head.add_row(
-      {"SSD tier at steady state (sessions/s x global KV after a session's last turn x time held)",
-       fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {}); {}", tier.bytes / 1e12,
-                   tier.sessions_per_s, format_bytes(tier.bytes_per_session), tier.last_context_tokens, hold,
-                   tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price")});
+  head.add_row({"SSD tier at steady state (sessions/s x global KV after a session's last turn x time held)",
+                fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {}){}; {}",
+                            tier.bytes / 1e12, tier.sessions_per_s, format_bytes(tier.bytes_per_session),
+                            tier.last_context_tokens, time_held(tier),
+                            tier.capacity_bytes > 0
+                                ? fmt::format(" of {:.2f} TB provisioned", tier.capacity_bytes / 1e12)
+                                : std::string(),
+                            tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price")});
   head.add_row({"SSD tier's clients (one on each prefill node) busy with reads",
                 fmt::format("{:.1f}% of the run", 100 * x.ssd_clients_busy_fraction)});
   if (r.run.cost.known) {

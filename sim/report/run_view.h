@@ -22,6 +22,9 @@ struct RunReport {
 };
 
 std::vector<Table> run_tables(const RunReport& r);
+// How long the SSD tier holds a context: its retention, or less where
+// resumed sessions come back sooner or a full tier evicts first.
+std::string time_held(const SsdTierCost& tier);
 nlohmann::json run_json(const RunReport& r);
 
 // For tables that compare served runs (the report's serving sections, plan):

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/costing/serving_cost.h"
+#include "sim/report/run_view.h"
 
 namespace v41sim {
 
@@ -34,20 +35,14 @@ Table ssd_tier_table(const std::vector<SsdTierOfModel>& rows, const ServedRun& r
                tier.priced ? fmt::format("${:.2f}", r.usd_per_hour) : "unknown",
                r.of_gpu_cost > 0 ? fmt::format("{:.1f}%", 100 * r.of_gpu_cost) : "-"});
   }
-  const std::string held =
-      tier.hold_s < tier.retention_s
-          ? fmt::format(
-                "kept {:.1f} h on average (token-weighted) of the {:g} h retention: resumed sessions "
-                "came back sooner and replaced theirs",
-                tier.hold_s / 3600, tier.retention_s / 3600)
-          : fmt::format("kept {:g} h after the session's last turn", tier.retention_s / 3600);
   t.add_note(fmt::format(
       "the sessions of {} as {} served them (seed {}): {:.3f} sessions/s, each session's context after its "
       "last turn {:.0f} tokens on average; each model's global KV per token (derived from its file) times "
-      "those tokens, {} (Little's law); window state is not persisted (bounded replay or the host-DRAM "
-      "pool); a model with a shorter context would end some sessions sooner",
+      "those tokens, held {} after the session's last turn (Little's law; a token-weighted mean, less than "
+      "the retention where resumed sessions come back sooner); window state is not persisted (bounded "
+      "replay or the host-DRAM pool); a model with a shorter context would end some sessions sooner",
       deployment.name, served_by, run.seeds.empty() ? 0 : run.seeds.front().seed, tier.sessions_per_s,
-      tier.last_context_tokens, held));
+      tier.last_context_tokens, time_held(tier)));
   if (run.cost.known) {
     t.add_note(fmt::format(
         "of the GPUs' $ per hour: against the deployment's GPUs as they serve {} (${:.2f} per hour); another "

@@ -94,10 +94,18 @@ DeploymentSpec load_deployment_file(const std::string& path) {
     d.routing_named = true;
   }
   const YamlNode kv = root.required("kv_tiers");
-  kv.expect_only({"ssd_read_bytes_per_s", "ssd_usd_per_tb_month", "retention_s", "host_pool_fraction",
-                  "host_ttl_s", "bounded_replay"});
+  kv.expect_only({"ssd_read_bytes_per_s", "ssd_usd_per_tb_month", "ssd_capacity_tb", "retention_s",
+                  "host_pool_fraction", "host_ttl_s", "bounded_replay"});
   d.kv.ssd_read_bytes_per_s = read_sourced_value(kv.required("ssd_read_bytes_per_s"));
   d.kv.ssd_usd_per_tb_month = read_sourced_value(kv.required("ssd_usd_per_tb_month"));
+  const YamlNode capacity = kv.required("ssd_capacity_tb");
+  if (capacity.is_scalar()) {
+    if (capacity.as_string() != "unbounded") {
+      capacity.fail("expected unbounded or a sourced size in TB ({value: 20, assumed: \"...\"})");
+    }
+  } else {
+    d.kv.ssd_capacity_tb = read_sourced_value(capacity);
+  }
   d.kv.retention_s = kv.required("retention_s").as_positive_double();
   d.kv.host_pool_fraction = kv.required("host_pool_fraction").as_positive_double();
   if (d.kv.host_pool_fraction >= 1) kv.required("host_pool_fraction").fail("expected a fraction below 1");

@@ -38,10 +38,13 @@ struct PoolSpec {
 struct KvTierSpec {
   SourcedValue ssd_read_bytes_per_s;  // persistent global-KV tier, per client (one on each node)
   SourcedValue ssd_usd_per_tb_month;  // what a TB the tier holds costs a month (10^12 bytes, 730 h)
-  double retention_s = 0;             // how long a session's global KV stays
-  double host_pool_fraction = 0;      // share of each node's DRAM for SWA state
-  double host_ttl_s = 0;              // how long SWA state stays in the pool
-  bool bounded_replay = true;         // SWA miss: replay one window (V4.1) or rebuild exactly
+  // The tier's size (10^12 bytes), least recently stored out first when it
+  // is full; nullopt: unbounded, as large as what the retention keeps.
+  std::optional<SourcedValue> ssd_capacity_tb;
+  double retention_s = 0;         // how long a session's global KV stays
+  double host_pool_fraction = 0;  // share of each node's DRAM for SWA state
+  double host_ttl_s = 0;          // how long SWA state stays in the pool
+  bool bounded_replay = true;     // SWA miss: replay one window (V4.1) or rebuild exactly
 };
 
 struct SlaSpec {

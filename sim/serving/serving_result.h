@@ -121,6 +121,9 @@ struct ServingResult {
   // retention, less where a resumed session found its earlier context
   // sooner and replaced it.
   double mean_hold_s = 0;
+  // How long the tier keeps a context: the retention, or less where a tier
+  // of bounded size fills first and evicts the least recently stored.
+  double tier_keeps_s = 0;
   // Sessions resumed after a gap (WorkloadSpec::Resumption), and those of
   // them whose first turn found its earlier context in the SSD tier.
   int64_t sessions_resumed = 0;

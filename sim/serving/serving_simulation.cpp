@@ -142,7 +142,8 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
                              prefill_nodes * prefill_gpu_.host_dram_bytes_per_node.value()) *
                             deployment.kv.host_pool_fraction;
   const auto state = static_cast<double>(std::max<int64_t>(1, model.kv.per_request_state_bytes()));
-  tiers_ = SessionKvTiers(deployment.kv.retention_s, deployment.kv.host_ttl_s,
+  tier_keeps_s_ = tier_keeps_s();
+  tiers_ = SessionKvTiers(tier_keeps_s_, deployment.kv.host_ttl_s,
                           static_cast<int64_t>(std::floor(pool_bytes / state)));
   for (int64_t i = 0; i < deployment.prefill.instances; ++i) {
     engines_.push_back(std::make_unique<Engine>());
@@ -194,33 +195,64 @@ void ServingSimulation::schedule_next_session() {
   sim_.schedule_at(SimTime::from_s(t), [this] {
     if (!accepting_) return;
     const int64_t id = static_cast<int64_t>(sessions_.size());
-    Session& s = sessions_.emplace_back();
-    s.seed = sessions_rng_();  // sessions are created in arrival order, whatever the serving does
-    SplitMix64 rng = turn_stream(s.seed, kSessionStream);
-    s.turns = draw_tokens(workload_.turns, rng);
-    draw_resumption(id);
+    // Sessions are created in arrival order, whatever the serving does.
+    const Session& s = sessions_.emplace_back(draw_session(sessions_rng_()));
+    if (s.earlier_context > 0) {
+      tiers_.store_earlier(id, s.earlier_context, sim_.now() - SimTime::from_s(s.resumed_after_s),
+                           sim_.now());
+    }
     start_turn(id, s.earlier_context);
     schedule_next_session();
   });
 }
 
-void ServingSimulation::draw_resumption(int64_t session) {
+ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, bool may_resume) const {
+  Session s;
+  s.seed = seed;
+  SplitMix64 rng = turn_stream(s.seed, kSessionStream);
+  s.turns = draw_tokens(workload_.turns, rng);
   const WorkloadSpec::Resumption& resumed = workload_.resumed;
-  if (resumed.fraction <= 0) return;  // draws nothing: the other streams are the same either way
-  Session& s = sessions_[static_cast<std::size_t>(session)];
-  SplitMix64 rng = turn_stream(s.seed, kResumptionStream);
-  if (uniform01(rng) >= resumed.fraction) return;
+  if (!may_resume || resumed.fraction <= 0)
+    return s;  // draws nothing: the other streams are the same either way
+  SplitMix64 resumption = turn_stream(s.seed, kResumptionStream);
+  if (uniform01(resumption) >= resumed.fraction) return s;
   s.resumed = true;
-  s.resumed_after_s = resumed.gap_s.sample(rng);
-  Session earlier;
-  earlier.seed = rng();
-  SplitMix64 earlier_rng = turn_stream(earlier.seed, kSessionStream);
-  earlier.turns = draw_tokens(workload_.turns, earlier_rng);
-  s.earlier_context = last_context(earlier);
-  if (s.earlier_context > 0) {
-    tiers_.store_earlier(session, s.earlier_context, sim_.now() - SimTime::from_s(s.resumed_after_s),
-                         sim_.now());
+  s.resumed_after_s = resumed.gap_s.sample(resumption);
+  s.earlier_context = last_context(draw_session(resumption(), false));
+  return s;
+}
+
+// The tier's LRU time (Che's approximation): entries stored at λ per second,
+// b bytes each, fill C bytes in C / (λ b), the age at which the least
+// recently stored goes. λ b is estimated before the run, so a turn's lookup
+// can use it: the workload's mean rate (a trace's sessions over its span)
+// and the mean global KV its sessions leave (drawn apart from the run's own
+// draws). Resumed sessions that replace theirs sooner free room sooner, which
+// this leaves out: an LRU time on the short side.
+double ServingSimulation::tier_keeps_s() const {
+  const KvTierSpec& kv = deployment_.kv;
+  if (!kv.ssd_capacity_tb || kv.retention_s <= 0) return kv.retention_s;
+  double sessions_per_s = 0, mean_context = 0;
+  if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
+    std::unordered_map<int64_t, double> contexts;
+    for (const WorkloadSpec::TraceRow& row : workload_.trace) {
+      contexts[row.session] += static_cast<double>(row.input_tokens + row.output_tokens);
+    }
+    const double span_s = workload_.trace.empty() ? 0.0 : workload_.trace.back().time_s;
+    sessions_per_s = span_s > 0 ? static_cast<double>(contexts.size()) / span_s : 0.0;
+    for (const auto& [session, context] : contexts)
+      mean_context += context / static_cast<double>(contexts.size());
+  } else {
+    constexpr int kSessionsDrawn = 4096;
+    std::mt19937_64 seeds = sim_.random_stream("ssd tier sizing");
+    for (int i = 0; i < kSessionsDrawn; ++i) {
+      mean_context += static_cast<double>(last_context(draw_session(seeds(), true))) / kSessionsDrawn;
+    }
+    sessions_per_s = workload_.sessions_per_s;
   }
+  const double stored_bytes_per_s = sessions_per_s * mean_context * model_.kv.global_bytes_per_token;
+  if (stored_bytes_per_s <= 0) return kv.retention_s;
+  return std::min(kv.retention_s, kv.ssd_capacity_tb->value() * 1e12 / stored_bytes_per_s);
 }
 
 void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
@@ -461,7 +493,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   // Each session's last context stays the retention time, but an earlier
   // life a resumed session found in the tier stayed only until it came back
   // (its entry replaced then): token-weighted, the mean time a context is held.
-  const double retention_s = deployment_.kv.retention_s;
+  const double retention_s = tier_keeps_s_;
   double persisted = 0, held_token_s = 0;
   for (const Session& s : sessions_) {
     const auto context = static_cast<double>(last_context(s));
@@ -475,6 +507,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   }
   out.mean_last_context_tokens = sessions_.empty() ? 0.0 : persisted / static_cast<double>(sessions_.size());
   out.mean_hold_s = persisted > 0 ? held_token_s / persisted : retention_s;
+  out.tier_keeps_s = tier_keeps_s_;
   out.persisted_bytes_per_session = out.mean_last_context_tokens * model_.kv.global_bytes_per_token;
   out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
   out.events = sim_.events_processed();

@@ -70,10 +70,13 @@ class ServingSimulation {
   // Arrivals and sessions.
   void schedule_next_session();
   double arrival_rate_at(double time_s) const;
-  // A new session is, with the workload's odds, an earlier one resumed: its
-  // gap and earlier life are drawn from a stream of its own, and the SSD
-  // tier is given that life's context as stored the gap ago.
-  void draw_resumption(int64_t session);
+  // A session as its seed draws it: its turns and, with the workload's odds
+  // where it `may_resume`, an earlier life it resumes after a gap, drawn
+  // from a stream of its own (that life's context is its first prefix).
+  Session draw_session(uint64_t seed, bool may_resume = true) const;
+  // How long the SSD tier keeps a context: its retention, or less where its
+  // capacity fills first (KvTierSpec::ssd_capacity_tb).
+  double tier_keeps_s() const;
   void start_turn(int64_t session, int64_t prefix_tokens);
   // What a session's turn asks: drawn from the session's stream for that turn.
   struct TurnDraw {
@@ -193,6 +196,7 @@ class ServingSimulation {
   std::mt19937_64 sessions_rng_;
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
+  double tier_keeps_s_ = 0;
   double decode_kv_bytes_per_gpu_ = 0;
   double prefill_kv_bytes_per_gpu_ = 0;   // disaggregated: a rank's room for its prompts' KV, until shipped
   std::size_t next_instance_ = 0;         // round-robin routing: the instance the next prompt takes

@@ -327,7 +327,7 @@ TEST(Cli, SetEditsOneValueOfAFile) {
       << cp.output;
   const RunResult unknown = run("--set workloads/deployments/h200_pd_64.yaml:nope=1 run --duration 10");
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.output.find("h200_pd_64.yaml:27: field 'nope': unknown field"), std::string::npos)
+  EXPECT_NE(unknown.output.find("h200_pd_64.yaml:28: field 'nope': unknown field"), std::string::npos)
       << unknown.output;
   for (const char* bad :
        {"models/deepseek_v4_1_flash.yaml:draft.nope=1", "models/deepseek_v4_1_flash.yaml:draft=1",
@@ -522,6 +522,12 @@ INSTANTIATE_TEST_SUITE_P(
                "agent_resumed.yaml:18: field 'session.resumed.fraction': expected a share of the sessions, 0 "
                "to 1, "
                "got 1.5"},
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_capacity_tb=lots run --duration 30",
+               "h200_pd_64.yaml:21: field 'kv_tiers.ssd_capacity_tb': expected unbounded or a sourced size "
+               "in TB"},
+        BadRun{"plan --ssd-capacity-tb unbounded,0",
+               "field '--ssd-capacity-tb': expected unbounded or a size in TB "
+               "above 0, got '0'"},
         BadRun{"--set workloads/agent_coding.yaml:session.resumed.fraction=0.5 run --duration 60",
                "agent_coding.yaml:14: field 'session.resumed': expected gap_s"},
         BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",

@@ -143,6 +143,20 @@ TEST(DeploymentPlan, ALongerRetentionCatchesMoreResumedSessions) {
   EXPECT_NE(table.find(fmt::format("{:.1f} TB", bytes72 / 1e12)), std::string::npos) << table;
 }
 
+TEST(DeploymentPlan, SsdTierSizesVaryTheTierAlone) {
+  const DeploymentSpec base = deployment("h200_agg_8");
+  ASSERT_FALSE(base.kv.ssd_capacity_tb.has_value());
+  const std::vector<DeploymentSpec> variants = plan_variants(base, {.ssd_capacities_tb = {0, 4}});
+  ASSERT_EQ(variants.size(), 2u);
+  EXPECT_FALSE(variants[0].kv.ssd_capacity_tb.has_value());
+  ASSERT_TRUE(variants[1].kv.ssd_capacity_tb.has_value());
+  EXPECT_EQ(variants[1].kv.ssd_capacity_tb->value(), 4);
+  EXPECT_NE(variants[0].name.find("SSD tier unbounded"), std::string::npos) << variants[0].name;
+  EXPECT_NE(variants[1].name.find("SSD tier of 4 TB"), std::string::npos) << variants[1].name;
+  EXPECT_EQ(variants[1].kv.retention_s, base.kv.retention_s);
+  EXPECT_EQ(flag_of_error(base, {.ssd_capacities_tb = {-1}}), "--ssd-capacity-tb");
+}
+
 TEST(DeploymentPlan, AggregatedVariantsKeepOnePool) {
   const DeploymentSpec base = deployment("h200_agg_8");
   const std::vector<DeploymentSpec> variants = plan_variants(base, {.eps = {16}, .decode_instances = {2}});
