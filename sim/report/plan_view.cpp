@@ -142,7 +142,10 @@ nlohmann::json plan_json(const PlanReport& p) {
         {"aggregated_steps", d.disaggregated ? nlohmann::json(nullptr)
                                              : nlohmann::json(aggregated_steps_name(d.aggregated_steps))},
         {"kv_tiers",
-         {{"retention_h", d.kv.retention_s / 3600}, {"swa_pool_fraction", d.kv.host_pool_fraction}}}};
+         {{"retention_h", d.kv.retention_s / 3600},
+          {"swa_pool_fraction", d.kv.host_pool_fraction},
+          {"ssd_capacity_tb",
+           d.kv.ssd_capacity_tb ? nlohmann::json(d.kv.ssd_capacity_tb->value()) : nlohmann::json(nullptr)}}}};
     if (!row.not_run.empty()) {
       j["not_run"] = row.not_run;
       rows.push_back(j);

@@ -379,7 +379,8 @@ void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_m
       "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens: "
       "its GPUs, at each profile's price (unknown where no public price exists), and its SSD tier at steady "
       "state (sessions/s x a session's global KV after its last turn x the time it is held: the retention, "
-      "less where resumed sessions come back sooner; at the deployment's $ per TB-month)");
+      "less where resumed sessions come back sooner or a tier of bounded size fills first, which is paid for "
+      "whole; at the deployment's $ per TB-month)");
 }
 
 nlohmann::json kv_tiers_json(const KvTierCounters& c) {

@@ -462,7 +462,8 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
 // What the KV tiers are worth: the plan deployment with its SSD tier kept
 // for each retention or off and its window-state pool on or off, on the same
 // arrivals of sessions that also come back hours later; then the SSD tier the
-// cheapest variant that keeps one would need for each bundled model.
+// cheapest variant that keeps one would need for each bundled model; then the
+// tier bounded to a few sizes (what a buyer provisions) on the same traffic.
 std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnalysis>& models,
                              const ModelAnalysis& focus, const StudyOptions& o, SharedStepTimes& steps,
                              nlohmann::json& json) {
@@ -478,8 +479,21 @@ std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnal
   if (kept == report.rows.end()) return md;
   const std::vector<SsdTierOfModel> tiers = ssd_tier_by_model(models, kept->run, kept->deployment);
   json["ssd_tier_by_model"] = ssd_tier_json(tiers, kept->run);
-  return md + ssd_tier_table(tiers, kept->run, kept->deployment, focus.spec.name, report.workload.name)
-                  .to_markdown();
+  md +=
+      ssd_tier_table(tiers, kept->run, kept->deployment, focus.spec.name, report.workload.name).to_markdown();
+  const StudyPlan sized = study_plan(catalog, focus, o, steps, {o.plan_deployment},
+                                     {.ssd_capacities_tb = o.ssd_capacities_tb}, o.kv_tiers_workload);
+  json["by_size"] = plan_json(sized.report());
+  std::vector<double> bounded;
+  for (const double tb : o.ssd_capacities_tb) {
+    if (tb > 0) bounded.push_back(tb);
+  }
+  return md +
+         fmt::format(
+             "How large a tier: the same traffic with the tier bounded to {} TB (or unbounded), "
+             "least recently stored out first, paid for whole.\n\n",
+             fmt::join(bounded, ", ")) +
+         plan_table(sized.report()).to_markdown();
 }
 
 // How far the kernel model is from published kernel figures and from our held-out measurements.

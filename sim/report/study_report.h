@@ -55,6 +55,9 @@ struct StudyOptions {
   std::string kv_tiers_workload = "agent_resumed";
   std::vector<double> kv_retentions_h{0, 1, 8, 72};
   std::vector<double> swa_pool_fractions{0, 0.10};
+  // And the SSD tier bounded to these sizes (TB; 0: unbounded), at the plan
+  // deployment's own retention: what a buyer provisions.
+  std::vector<double> ssd_capacities_tb{0, 2, 5, 10};
   // The capacity question: the largest rate of the serving workload this
   // deployment serves within its SLA, each rate run this long.
   std::string capacity_deployment = "h200_agg_8";

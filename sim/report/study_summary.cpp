@@ -309,6 +309,23 @@ void add_kv_tiers(Table& t, const json& plan) {
       {fmt::format("what the KV tiers are worth under '{}' ({})", plan.at("workload").get<std::string>(),
                    file_stem(plan.at("base_deployments").at(0).get<std::string>())),
        fmt::format("{}", fmt::join(parts, "; ")), "What the KV tiers are worth"});
+  if (plan.contains("by_size")) {
+    const json& sized = plan.at("by_size");
+    std::vector<std::string> sizes;
+    for (const json& row : sized.at("rows")) {
+      if (!row.contains("within_sla")) continue;
+      const json& capacity = row.at("kv_tiers").at("ssd_capacity_tb");
+      sizes.push_back(fmt::format(
+          "{}: {}, {:.1f}% within the SLA",
+          capacity.is_null() ? std::string("unbounded") : fmt::format("{:g} TB", capacity.get<double>()),
+          price(row), 100 * row.at("within_sla").get<double>()));
+    }
+    t.add_row({fmt::format("how large an SSD tier under '{}' ({}, kept at most {:g} h)",
+                           sized.at("workload").get<std::string>(),
+                           file_stem(sized.at("base_deployments").at(0).get<std::string>()),
+                           sized.at("rows").at(0).at("kv_tiers").at("retention_h").get<double>()),
+               fmt::format("{}", fmt::join(sizes, "; ")), "What the KV tiers are worth"});
+  }
   if (!plan.contains("ssd_tier_by_model")) return;
   const json& tier = plan.at("ssd_tier_by_model");
   std::vector<std::string> models;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 namespace v41sim {
@@ -71,6 +72,12 @@ json over_three_seeds(json plan_row, double usd_mean, double tpot_mean) {
 json tiers(json plan_row, double retention_h, double pool, double within) {
   plan_row["kv_tiers"] = {{"retention_h", retention_h}, {"swa_pool_fraction", pool}};
   plan_row["within_sla"] = within;
+  return plan_row;
+}
+
+// A KV-tier row with its SSD tier's size (nullopt: unbounded).
+json sized(json plan_row, std::optional<double> capacity_tb) {
+  plan_row["kv_tiers"]["ssd_capacity_tb"] = capacity_tb ? json(*capacity_tb) : json(nullptr);
   return plan_row;
 }
 
@@ -143,7 +150,13 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
         {"base_deployments", {"workloads/deployments/h200_agg_8.yaml"}},
         {"rows",
          {tiers(row("both", true, false, 0.66), 72, 0.1, 0.997),
-          tiers(row("none", false, false, 1.57), 0, 0, 0.349)}}}},
+          tiers(row("none", false, false, 1.57), 0, 0, 0.349)}},
+        {"by_size",
+         {{"workload", "agent coding, resumed"},
+          {"base_deployments", {"workloads/deployments/h200_agg_8.yaml"}},
+          {"rows",
+           {sized(tiers(row("unbounded", true, false, 0.69), 72, 0.1, 0.999), std::nullopt),
+            sized(tiers(row("two", true, false, 0.80), 72, 0.1, 0.994), 2.0)}}}}}},
       {"capacity",
        {{{"deployment", "8 x H200, own steps"},
          {"workload", "agent coding"},
@@ -177,6 +190,14 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       std::string::npos)
       << text;
   EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("how large an SSD tier under 'agent coding, resumed' (h200_agg_8, kept at most 72 h)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("unbounded: $0.69 per 1M output tokens, 99.9% within the SLA; 2 TB: $0.80 per 1M output "
+                "tokens, 99.4% within the SLA"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("traffic served within the SLA under 'agent coding'"), std::string::npos) << text;
   EXPECT_NE(text.find("8 x H200, own steps: up to 0.794 sessions/s; 8 x H200, mixed: up to 0.857 sessions/s"),
             std::string::npos)
