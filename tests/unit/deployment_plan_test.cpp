@@ -88,20 +88,35 @@ TEST(DeploymentPlan, KvTierVariantsChangeOnlyTheTiers) {
   EXPECT_EQ(flag_of_error(base, {.swa_pool_fractions = {1}}), "--swa-pool-fraction");
 }
 
+// h200_agg_8 serving a bundled workload for 120 s with its SSD tier kept
+// each of two retentions (hours), on the same arrivals.
+struct RetentionPlan {
+  RetentionPlan(const std::string& workload_stem, double shorter_h, double longer_h)
+      : workload(
+            load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/" + workload_stem + ".yaml")) {
+    options.duration_s = 120;
+    rows = run_plan(Catalog(V41SIM_SOURCE_DIR), model, bases, {.kv_retentions_h = {shorter_h, longer_h}},
+                    workload, options, 0.99);
+  }
+  // The row that kept the tier longer, or shorter.
+  const PlanRow& row(bool longer) const {
+    const bool first_longer = rows.at(0).deployment.kv.retention_s > rows.at(1).deployment.kv.retention_s;
+    return rows.at(first_longer == longer ? 0 : 1);
+  }
+  ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  std::vector<DeploymentSpec> bases{deployment("h200_agg_8")};
+  WorkloadSpec workload;
+  ServeOptions options;
+  std::vector<PlanRow> rows;
+};
+
 TEST(DeploymentPlan, KeepingSessionsKvServesAgentTrafficCheaper) {
   // Agent sessions return to a long prefix: without the SSD tier every turn
   // prefills it again, which costs TTFT, TPOT (aggregated) and money.
-  const Catalog catalog(V41SIM_SOURCE_DIR);
-  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
-  const WorkloadSpec workload =
-      load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/agent_coding.yaml");
-  ServeOptions options;
-  options.duration_s = 120;
-  const std::vector<PlanRow> rows = run_plan(catalog, model, {deployment("h200_agg_8")},
-                                             {.kv_retentions_h = {0, 72}}, workload, options, 0.99);
-  ASSERT_EQ(rows.size(), 2u);
-  const PlanRow& kept = rows[0].deployment.kv.retention_s > 0 ? rows[0] : rows[1];
-  const PlanRow& none = rows[0].deployment.kv.retention_s > 0 ? rows[1] : rows[0];
+  const RetentionPlan plan("agent_coding", 0, 72);
+  ASSERT_EQ(plan.rows.size(), 2u);
+  const PlanRow& kept = plan.row(true);
+  const PlanRow& none = plan.row(false);
   EXPECT_GT(kept.run.result.input_tokens_cached, 0);
   EXPECT_EQ(none.run.result.input_tokens_cached, 0);
   // Most of a returning turn's prompt is its session's cached prefix.
@@ -114,30 +129,20 @@ TEST(DeploymentPlan, KeepingSessionsKvServesAgentTrafficCheaper) {
 // tier keeps it that long: a longer retention catches more of them, holds
 // more bytes, and the table says each variant's tier.
 TEST(DeploymentPlan, ALongerRetentionCatchesMoreResumedSessions) {
-  const Catalog catalog(V41SIM_SOURCE_DIR);
-  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
-  const WorkloadSpec workload =
-      load_workload_file(std::string(V41SIM_SOURCE_DIR) + "/workloads/agent_resumed.yaml");
-  ServeOptions options;
-  options.duration_s = 120;
-  const std::vector<DeploymentSpec> bases{deployment("h200_agg_8")};
-  const std::vector<PlanRow> rows =
-      run_plan(catalog, model, bases, {.kv_retentions_h = {1, 72}}, workload, options, 0.99);
-  ASSERT_EQ(rows.size(), 2u);
-  const bool first_long = rows[0].deployment.kv.retention_s > rows[1].deployment.kv.retention_s;
-  const ServingResult& hours72 = (first_long ? rows[0] : rows[1]).run.result;
-  const ServingResult& hour1 = (first_long ? rows[1] : rows[0]).run.result;
+  const RetentionPlan plan("agent_resumed", 1, 72);
+  ASSERT_EQ(plan.rows.size(), 2u);
+  const ServingResult& hours72 = plan.row(true).run.result;
+  const ServingResult& hour1 = plan.row(false).run.result;
   EXPECT_EQ(hours72.sessions_resumed, hour1.sessions_resumed);  // the same arrivals
   ASSERT_GT(hours72.sessions_resumed, 5);
   EXPECT_GT(hours72.resumed_found, 2 * hour1.resumed_found);
   EXPECT_GT(hours72.input_tokens_cached, hour1.input_tokens_cached);
-  const double bytes72 = (first_long ? rows[0] : rows[1]).run.cost.ssd_tier.bytes;
-  const double bytes1 = (first_long ? rows[1] : rows[0]).run.cost.ssd_tier.bytes;
-  EXPECT_GT(bytes72, 20 * bytes1);
+  const double bytes72 = plan.row(true).run.cost.ssd_tier.bytes;
+  EXPECT_GT(bytes72, 20 * plan.row(false).run.cost.ssd_tier.bytes);
   // Held less than 72 h on average: the resumed sessions found replaced theirs sooner.
   EXPECT_LT(hours72.mean_hold_s, 72 * 3600.0);
   EXPECT_GT(hours72.mean_hold_s, 0.5 * 72 * 3600.0);
-  const PlanReport report{model.spec.name, bases, workload, options, 0.99, rows};
+  const PlanReport report{plan.model.spec.name, plan.bases, plan.workload, plan.options, 0.99, plan.rows};
   const std::string table = plan_table(report).to_text();
   EXPECT_NE(table.find("SSD tier at steady state"), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.1f} TB", bytes72 / 1e12)), std::string::npos) << table;
