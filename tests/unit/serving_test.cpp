@@ -323,6 +323,25 @@ TEST(Serving, ABoundedTierKeepsAContextUntilNewerOnesFillIt) {
   EXPECT_DOUBLE_EQ(sized_to_keep(7200).tier_keeps_s, f.deployment.kv.retention_s);
 }
 
+// A trace's tier is sized from the trace itself: 2 sessions over its 20 s
+// (0.1 per second), leaving 170 and 110 tokens. Session 0 comes back after
+// about 20 s: kept 5 s, its prefix is gone; kept 100 s, it is found.
+TEST(Serving, ABoundedTierSizesItselfFromATrace) {
+  Fixture f = tiny_trace("v41sim_trace_tier", "0.0,0,100,10\n10.0,1,100,10\n20.0,0,50,10\n");
+  const double stored_bytes_per_s = 0.1 * 140 * f.model.kv.global_bytes_per_token;
+  const auto sized_to_keep = [&](double seconds) {
+    f.deployment.kv.ssd_capacity_tb = SourcedValue::assumed(seconds * stored_bytes_per_s / 1e12, "test");
+    return f.run(30, 1, true);
+  };
+  const ServingResult short_lived = sized_to_keep(5);
+  EXPECT_NEAR(short_lived.tier_keeps_s, 5, 1e-9);
+  EXPECT_EQ(short_lived.kv_tiers.global_hits, 0);
+  const ServingResult kept = sized_to_keep(100);
+  EXPECT_NEAR(kept.tier_keeps_s, 100, 1e-9);
+  EXPECT_EQ(kept.kv_tiers.global_hits, 1);
+  EXPECT_EQ(kept.input_tokens_cached, 110);
+}
+
 // Whether a session is resumed, and its earlier life, come from a stream of
 // its own: sessions arrive at the same times and ask the same answers with
 // or without resumptions, and those not resumed ask the same prompts.
