@@ -117,6 +117,7 @@ void price_output(const SourcedValue& prefill_price, const SourcedValue& decode_
   p.usd_per_million_output_with_prompt =
       (prompt_usd / static_cast<double>(output_tokens) + decode_usd_per_token) * 1e6 +
       p.usd_per_million_output_ssd_tier;
+  if (prompt_usd > 0) p.tier_pays_at_return_share = tier_usd / prompt_usd;
 }
 
 }  // namespace

@@ -58,6 +58,10 @@ struct ContextPoint {
   // Of both: keeping the session's global KV in the SSD tier for the
   // deployment's retention time after it ends (0 without a tier or its price).
   double usd_per_million_output_ssd_tier = 0;
+  // Keeping pays where at least this share of sessions comes back within the
+  // retention: the tier's $ over the prefill $ a return finds cached (the
+  // prompt's share of the price). 0 without a tier; above 1: it never pays.
+  double tier_pays_at_return_share = 0;
 };
 
 struct ContextSweep {

@@ -67,6 +67,14 @@ std::string context_capacity_svg(const std::string& model, const std::vector<Con
                           series_of(sweeps, "decode batch", true, batch)));
 }
 
+// The share of sessions that must come back within the retention for the
+// tier to pay for itself.
+std::string return_share(const ContextPoint& p) {
+  if (!p.cost_known || p.tier_pays_at_return_share <= 0) return "-";
+  const std::string share = fmt::format("{:.2g}%", 100 * p.tier_pays_at_return_share);
+  return p.tier_pays_at_return_share > 1 ? "never (" + share + ")" : share;
+}
+
 Table context_table(const std::string& model, const ContextSweep& s) {
   const DeploymentSpec& d = s.deployment;
   Table t(fmt::format("{} on {}: sessions from {} to {} tokens, {} output tokens each", model, d.name,
@@ -74,11 +82,11 @@ Table context_table(const std::string& model, const ContextSweep& s) {
           {"context", "KV per session", "sessions per decode GPU", "first token, one prompt alone",
            "decode batch per GPU (bound)", "TPOT (ms)", "output tokens/s per GPU", "decode band (90%)",
            "prefill per prompt (GPU-s)", "$ per 1M output, decode only", "$ per 1M output, prompt included",
-           "of which the SSD tier"});
+           "of which the SSD tier", "keeping pays if this share returns"});
   for (const ContextPoint& p : s.points) {
     if (p.sessions_per_gpu < 1) {
       t.add_row({std::to_string(p.context), format_bytes(p.session_bytes), "0", first_token(p),
-                 "none: one session does not fit", "-", "-", "-", "-", "-", "-", "-"});
+                 "none: one session does not fit", "-", "-", "-", "-", "-", "-", "-", "-"});
       continue;
     }
     t.add_row({std::to_string(p.context), format_bytes(p.session_bytes), std::to_string(p.sessions_per_gpu),
@@ -87,7 +95,7 @@ Table context_table(const std::string& model, const ContextSweep& s) {
                error_band_cell(p.decode_band), fmt::format("{:.2f}", p.prefill_gpu_s),
                dollars(p, p.usd_per_million_output_decode_only),
                dollars(p, p.usd_per_million_output_with_prompt),
-               dollars(p, p.usd_per_million_output_ssd_tier)});
+               dollars(p, p.usd_per_million_output_ssd_tier), return_share(p)});
   }
   t.add_note(fmt::format(
       "context: a session's tokens at its end (prompt + {} output); the deployment {} ({}); KV per session: "
@@ -124,6 +132,10 @@ Table context_table(const std::string& model, const ContextSweep& s) {
           ? fmt::format("${:g} per TB-month ({})", d.kv.ssd_usd_per_tb_month.value(),
                         d.kv.ssd_usd_per_tb_month.provenance().kind_name())
           : "no price: " + d.kv.ssd_usd_per_tb_month.provenance().label() + ", left out"));
+  t.add_note(
+      "keeping pays if this share returns: the tier's $ for one session over its prompt's prefill $, which "
+      "a session coming back within the retention finds cached instead of prefilling again (its SSD read "
+      "and window replay not counted)");
   t.add_note(std::string("decode band: the step's; ") + kErrorBandMethod);
   if (s.decode_kernel_model == s.prefill_kernel_model) {
     t.add_note("step times from the kernel model, " + s.decode_kernel_model);
@@ -160,7 +172,8 @@ nlohmann::json context_json(const std::string& model, const ContextSweep& s) {
                                {"usd_per_million_output_decode_only", p.usd_per_million_output_decode_only},
                                {"usd_per_million_output_prompt_included",
                                 p.usd_per_million_output_with_prompt},
-                               {"usd_per_million_output_ssd_tier", p.usd_per_million_output_ssd_tier}}
+                               {"usd_per_million_output_ssd_tier", p.usd_per_million_output_ssd_tier},
+                               {"tier_pays_at_return_share", p.tier_pays_at_return_share}}
               : nlohmann::json{{"known", false}};
     }
     points.push_back(j);

@@ -130,6 +130,12 @@ void add_context(Table& t, const json& sweeps) {
     parts.push_back("$ per 1M output tokens " + both(dollars("usd_per_million_output_decode_only")) +
                     " with every prefix cached, " + both(dollars("usd_per_million_output_prompt_included")) +
                     " with every prompt prefilled");
+    const auto share = [](const json& p) { return p.at("cost").value("tier_pays_at_return_share", 0.0); };
+    if (share(first) > 0 && share(last) > 0) {
+      parts.push_back(
+          fmt::format("the SSD tier pays for itself if {} of sessions come back within its retention",
+                      both([&](const json& p) { return fmt::format("{:.2g}%", 100 * share(p)); })));
+    }
   }
   const int64_t shortest = first.at("context").get<int64_t>();
   const int64_t longest = last.at("context").get<int64_t>();

@@ -90,6 +90,10 @@ TEST(ContextSweep, TheDecodeBatchIsTheLargestWithinTpot) {
               usd_per_s / p.output_tokens_per_s_per_gpu * 1e6 + p.usd_per_million_output_ssd_tier, 1e-9);
   EXPECT_NEAR(p.usd_per_million_output_with_prompt - p.usd_per_million_output_decode_only,
               usd_per_s * p.prefill_gpu_s / 2000 * 1e6, 1e-9);
+  // Keeping the session pays where more than the tier's $ over the prompt's prefill $ come back.
+  EXPECT_NEAR(p.tier_pays_at_return_share, tier_usd / (usd_per_s * p.prefill_gpu_s), 1e-12);
+  EXPECT_GT(p.tier_pays_at_return_share, 0);
+  EXPECT_LT(p.tier_pays_at_return_share, 1);  // V4.1's 890 B/token: a small share suffices
 }
 
 TEST(ContextSweep, MemoryAndTheBatchLimitCapTheBatch) {

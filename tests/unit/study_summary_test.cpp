@@ -55,7 +55,8 @@ json point(int64_t context, int64_t sessions, double ttft_ms, int64_t batch, con
           {"cost",
            {{"known", true},
             {"usd_per_million_output_decode_only", decode_only},
-            {"usd_per_million_output_prompt_included", with_prompt}}}};
+            {"usd_per_million_output_prompt_included", with_prompt},
+            {"tier_pays_at_return_share", decode_only / with_prompt}}}};  // any share, for the test
 }
 
 // A plan row with the KV tiers it ran and its share within the SLA.
@@ -190,6 +191,10 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       std::string::npos)
       << text;
   EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("the SSD tier pays for itself if 40% -> 1.4% of sessions come back within its retention"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("how large an SSD tier under 'agent coding, resumed' (h200_agg_8, kept at most 72 h)"),
             std::string::npos)
       << text;
