@@ -48,6 +48,9 @@ struct ServingSimulation::Session {
   double resumed_after_s = 0;
   int64_t earlier_context = 0;
   bool earlier_context_found = false;
+  // A turn refused (too long for the model or a GPU's KV memory) ends the
+  // session: the context before it, which the tier keeps (-1: none refused).
+  int64_t ended_at_context = -1;
 };
 
 // The GPUs of an instance run one step at a time. Aggregated deployments

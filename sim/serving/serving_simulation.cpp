@@ -282,6 +282,7 @@ ServingSimulation::TurnDraw ServingSimulation::draw_turn(const Session& s, int64
 
 int64_t ServingSimulation::last_context(const Session& s) const {
   if (s.from_trace) return s.trace_context;
+  if (s.ended_at_context >= 0) return s.ended_at_context;
   // The turns it will ask for, whether or not the run lasts that long; a turn
   // past the model's context is refused, and the session ends there.
   int64_t context = s.earlier_context;
@@ -343,6 +344,13 @@ void ServingSimulation::reject(Request& r, const char* reason) {
   ++result_.rejected;
   ++result_.rejected_by_reason[reason];
   change_in_system(-1);
+  // The refused turn never ran: the session's context stays what it was.
+  Session& s = sessions_[static_cast<std::size_t>(r.session)];
+  if (s.from_trace) {
+    s.trace_context = r.prefix_tokens;  // its later rows still come, on that prefix
+    return;
+  }
+  s.ended_at_context = r.prefix_tokens;
   tiers_.forget(r.session);
 }
 

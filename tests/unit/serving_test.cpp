@@ -398,6 +398,43 @@ TEST(KvTiers, AnEarlierLifeIsStoredTheGapAgo) {
   EXPECT_EQ(tiers.counters().swa_evictions, 1);  // session 7's, the pool holding one
 }
 
+// A turn refused for a GPU's KV memory ends its session there: the tier
+// keeps the context before it, not the turns that never ran. Three turns of
+// 2048 + 1, 1000 + 1 and 1000 + 1 tokens on a GPU holding 3500.
+TEST(Serving, ARefusedTurnEndsItsSessionAtTheContextBeforeIt) {
+  Fixture f = tiny_fixed();
+  f.workload.turns = {Distribution::Kind::kFixed, 3, 0, 3, 3};
+  f.workload.turn_input_tokens = {Distribution::Kind::kFixed, 1000, 0, 1000, 1000};
+  const double room = kv_bytes_per_gpu(f.model, f.deployment, f.deployment.decode, f.decode.gpu());
+  f.model.kv.global_bytes_per_token = room / 3500;
+  ASSERT_LT(f.model.kv.session_bytes(3050), room);
+  ASSERT_GT(f.model.kv.session_bytes(4051), room);
+  const ServingResult r = f.run(20, 1, true);
+  ASSERT_GT(r.rejected, 5);
+  EXPECT_EQ(r.rejected_by_reason.at("final context does not fit in one decode GPU's KV memory"), r.rejected);
+  // The sessions whose third turn came were refused there and end at 3050;
+  // those the run ended sooner count their turns as drawn (4051).
+  const auto refused = static_cast<double>(r.rejected);
+  const double others = static_cast<double>(r.sessions_arrived) - refused;
+  ASSERT_GT(others, 0);
+  EXPECT_DOUBLE_EQ(r.mean_last_context_tokens, (refused * 3050 + others * 4051) / (refused + others));
+}
+
+// A trace's refused row leaves its session's context as it was: the next
+// row builds on the turns that ran, and finds them in the tier.
+TEST(Serving, ATracesRefusedRowLeavesItsSessionsContext) {
+  Fixture f = tiny_trace("v41sim_trace_refused", "0.0,0,100,10\n10.0,0,5000,10\n20.0,0,50,10\n");
+  f.model.spec.max_context = 1000;
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_request_log();
+  const ServingResult r = sim.run(30, true);
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_EQ(r.requests[1].status, "rejected: context exceeds the model's max_context");
+  EXPECT_EQ(r.requests[2].prefix_tokens, 110);
+  EXPECT_EQ(r.requests[2].cached_tokens, 110);
+  EXPECT_DOUBLE_EQ(r.mean_last_context_tokens, 170);
+}
+
 TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   Fixture f = v41_agents();
   ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
