@@ -35,8 +35,11 @@ struct Request {
   // rank sends its slice's KV to decode.
   bool context_parallel = false;
   double kv_reserved_bytes = 0;
-  double prefill_kv_bytes = 0;  // disaggregated: held on its prefill instance until shipped
-  SimTime prefill_queued;       // joined the prefill queue (after any SSD read)
+  // Disaggregated: held on its prefill instance until shipped (context-parallel:
+  // on each rank). Aggregated, context-parallel: each other rank's gathered
+  // copy, until the prompt is prefilled.
+  double prefill_kv_bytes = 0;
+  SimTime prefill_queued;  // joined the prefill queue (after any SSD read)
   SimTime prefill_started;
   SimTime first_token;
   SimTime decode_queued;

@@ -2,6 +2,7 @@
 // and handing finished prompts to decode.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "sim/serving/serving_entities.h"
 
@@ -147,7 +148,7 @@ bool ServingSimulation::hold_prefill_kv(PrefillInstance& inst, Request& r) {
 }
 
 bool ServingSimulation::hold_context_parallel_kv(PrefillInstance& inst, Request& r) {
-  if (inst.colocated != nullptr) return hold_kv(inst, r);
+  if (inst.colocated != nullptr) return hold_gathered_copies(inst, r);
   if (r.context_parallel) return true;  // every rank holds it already
   const double bytes = model_.kv.session_bytes(r.context());
   // What each rank must add: the whole prompt, less what its attention rank holds already.
@@ -163,9 +164,30 @@ bool ServingSimulation::hold_context_parallel_kv(PrefillInstance& inst, Request&
   return true;
 }
 
+bool ServingSimulation::hold_gathered_copies(PrefillInstance& inst, Request& r) {
+  if (!hold_kv(inst, r)) return false;
+  if (r.prefill_kv_bytes > 0) return true;  // gathered already
+  const double bytes = model_.kv.session_bytes(r.context());
+  std::vector<DecodeRank>& ranks = inst.colocated->ranks;
+  const auto other = [&r](std::size_t k) { return static_cast<int>(k) != r.attention_rank; };
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    if (other(k) && ranks[k].kv_used + bytes > decode_kv_bytes_per_gpu_) return false;
+  }
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    if (other(k)) ranks[k].kv_used += bytes;
+  }
+  r.prefill_kv_bytes = bytes;
+  return true;
+}
+
 void ServingSimulation::release_prefill_kv(Request& r) {
   if (r.prefill_kv_bytes <= 0) return;
-  if (r.context_parallel) {
+  PrefillInstance& inst = *prefill_[static_cast<std::size_t>(r.prefill_instance)];
+  if (inst.colocated != nullptr) {  // aggregated: the other ranks' gathered copies
+    for (std::size_t k = 0; k < inst.colocated->ranks.size(); ++k) {
+      if (static_cast<int>(k) != r.attention_rank) inst.colocated->ranks[k].kv_used -= r.prefill_kv_bytes;
+    }
+  } else if (r.context_parallel) {
     for (PrefillRank& rank : prefill_[static_cast<std::size_t>(r.prefill_instance)]->ranks)
       rank.kv_used -= r.prefill_kv_bytes;
   } else {
@@ -280,7 +302,10 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     r.first_token = sim_.now();
     r.generated = 1;
     ++result_.output_tokens_generated;
-    if (p.colocated != nullptr) start_decoding_held(*p.colocated, r);  // the KV is already where it decodes
+    if (p.colocated != nullptr) {
+      release_prefill_kv(r);                 // context-parallel: the other ranks' gathered copies
+      start_decoding_held(*p.colocated, r);  // the KV is already where it decodes
+    }
     if (r.generated == r.output_tokens) {
       release_prefill_kv(r);
       finish(r);

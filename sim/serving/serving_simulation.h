@@ -130,12 +130,14 @@ class ServingSimulation {
   // the room back (the caller starts the instance's next step where it may be
   // waiting for it).
   bool hold_prefill_kv(PrefillInstance& instance, Request& r);
-  // Disaggregated, a prompt prefilled context-parallel: each rank's attention
-  // reads every earlier slice, so the ranks gather its KV, and every rank
-  // holds it from its first such step until it is shipped; false while any
-  // rank lacks the room. Aggregated: as hold_kv (its decode rank's room; the
-  // other ranks' gathered copies are not counted).
+  // A prompt prefilled context-parallel: each rank's attention reads every
+  // earlier slice, so the ranks gather its KV. Disaggregated, every rank holds
+  // it from its first such step until it is shipped; aggregated
+  // (hold_gathered_copies), its own rank holds its final context as hold_kv
+  // does and every other rank a copy of the prompt until it is prefilled.
+  // False while any rank lacks the room.
   bool hold_context_parallel_kv(PrefillInstance& instance, Request& r);
+  bool hold_gathered_copies(PrefillInstance& instance, Request& r);
   void release_prefill_kv(Request& r);
   // The prefill rank a routed prompt was given.
   PrefillRank& prefill_rank_of(const Request& r);

@@ -1029,6 +1029,26 @@ TEST(Serving, AContextParallelPromptHoldsItsKvOnEveryRank) {
   EXPECT_LT(most, 1.01 * prompt / room);  // and the short prompts' little
 }
 
+// Aggregated, a context-parallel prompt's KV is gathered on every rank of
+// its instance while it is prefilled: its own rank holds its final context
+// (it decodes there), the seven others a copy of the prompt each, given back
+// once the prompt is prefilled.
+TEST(Serving, AnAggregatedContextParallelPromptIsGatheredOnEveryRank) {
+  Fixture f = tiny_trace("v41sim_cp_aggregated", "0.5,0,200000,2000\n",
+                         "workloads/deployments/h200_agg_8.yaml", testing::model_path("deepseek_v4_1_flash"));
+  f.deployment.prefill.context_parallel_min_tokens = 65536;
+  const ServingResult r = f.run(30);
+  ASSERT_GT(r.context_parallel_steps, 0);
+  ASSERT_EQ(r.finished, 1);
+  const double room = 8 * kv_bytes_per_gpu(f.model, f.deployment, f.deployment.decode, f.decode.gpu());
+  const double gathered = f.model.kv.session_bytes(202000) + 7 * f.model.kv.session_bytes(200000);
+  double most = 0;
+  for (const OccupancySample& s : r.occupancy) most = std::max(most, s.decode_kv_used_fraction);
+  EXPECT_GE(most, gathered / room * (1 - 1e-9)) << gathered << " B of " << room;
+  EXPECT_LT(most, 1.0001 * gathered / room);
+  EXPECT_NEAR(r.occupancy.back().decode_kv_used_fraction, 0, 1e-12);  // every copy given back
+}
+
 // An aggregated instance holds a prompt's KV and batch slot from its first
 // chunk on, as an engine that prefills into its own KV pool must: with room
 // for two sequences on its one GPU, no more than two requests are ever
