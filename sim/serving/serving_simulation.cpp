@@ -498,23 +498,22 @@ ServingResult ServingSimulation::collect(double duration_s) {
     for (const Request& r : requests_) out.requests.push_back(record_of(r));
   }
   out.sessions_arrived = static_cast<int64_t>(sessions_.size());
-  // Each session's last context stays the retention time, but an earlier
-  // life a resumed session found in the tier stayed only until it came back
+  // Each session's last context stays as long as the tier keeps it, but an
+  // earlier life a resumed session found there stayed only until it came back
   // (its entry replaced then): token-weighted, the mean time a context is held.
-  const double retention_s = tier_keeps_s_;
   double persisted = 0, held_token_s = 0;
   for (const Session& s : sessions_) {
     const auto context = static_cast<double>(last_context(s));
     persisted += context;
-    held_token_s += context * retention_s;
+    held_token_s += context * tier_keeps_s_;
     if (!s.resumed) continue;
     ++out.sessions_resumed;
     if (!s.earlier_context_found) continue;
     ++out.resumed_found;
-    held_token_s -= static_cast<double>(s.earlier_context) * std::max(0.0, retention_s - s.resumed_after_s);
+    held_token_s -= static_cast<double>(s.earlier_context) * std::max(0.0, tier_keeps_s_ - s.resumed_after_s);
   }
   out.mean_last_context_tokens = sessions_.empty() ? 0.0 : persisted / static_cast<double>(sessions_.size());
-  out.mean_hold_s = persisted > 0 ? held_token_s / persisted : retention_s;
+  out.mean_hold_s = persisted > 0 ? held_token_s / persisted : tier_keeps_s_;
   out.tier_keeps_s = tier_keeps_s_;
   out.persisted_bytes_per_session = out.mean_last_context_tokens * model_.kv.global_bytes_per_token;
   out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
