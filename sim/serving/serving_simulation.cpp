@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -222,37 +223,55 @@ ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, bool m
   return s;
 }
 
-// The tier's LRU time (Che's approximation): entries stored at λ per second,
-// b bytes each, fill C bytes in C / (λ b), the age at which the least
-// recently stored goes. λ b is estimated before the run, so a turn's lookup
-// can use it: the workload's mean rate (a trace's sessions over its span)
-// and the mean global KV its sessions leave (drawn apart from the run's own
-// draws). Resumed sessions that replace theirs sooner free room sooner, which
-// this leaves out: an LRU time on the short side.
+// The tier's LRU time (Che's approximation): the age t at which what the
+// tier holds fills its capacity C, the least recently stored going first.
+// By Little's law it holds sessions/s x the bytes each session leaves x t,
+// less, for a resumed session, its earlier context from its gap on, where
+// the gap comes first (that entry was replaced). Estimated before the run,
+// so a turn's lookup can use it: the workload's mean rate and 4,096 sessions
+// drawn apart from the run's own (a trace: its sessions over its span).
 double ServingSimulation::tier_keeps_s() const {
   const KvTierSpec& kv = deployment_.kv;
   if (!kv.ssd_capacity_tb || kv.retention_s <= 0) return kv.retention_s;
-  double sessions_per_s = 0, mean_context = 0;
+  struct Left {  // what a session leaves in the tier, in tokens
+    double context = 0;
+    double earlier_context = 0;  // resumed: replaced after the gap
+    double gap_s = 0;
+  };
+  std::vector<Left> left;
+  double sessions_per_s = 0;
   if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
-    std::unordered_map<int64_t, double> contexts;
+    std::map<int64_t, double> contexts;
     for (const WorkloadSpec::TraceRow& row : workload_.trace) {
       contexts[row.session] += static_cast<double>(row.input_tokens + row.output_tokens);
     }
+    for (const auto& [session, context] : contexts) left.push_back({context});
     const double span_s = workload_.trace.empty() ? 0.0 : workload_.trace.back().time_s;
     sessions_per_s = span_s > 0 ? static_cast<double>(contexts.size()) / span_s : 0.0;
-    for (const auto& [session, context] : contexts)
-      mean_context += context / static_cast<double>(contexts.size());
   } else {
     constexpr int kSessionsDrawn = 4096;
     std::mt19937_64 seeds = sim_.random_stream("ssd tier sizing");
     for (int i = 0; i < kSessionsDrawn; ++i) {
-      mean_context += static_cast<double>(last_context(draw_session(seeds(), true))) / kSessionsDrawn;
+      const Session s = draw_session(seeds(), true);
+      left.push_back(
+          {static_cast<double>(last_context(s)), static_cast<double>(s.earlier_context), s.resumed_after_s});
     }
     sessions_per_s = workload_.sessions_per_s;
   }
-  const double stored_bytes_per_s = sessions_per_s * mean_context * model_.kv.global_bytes_per_token;
-  if (stored_bytes_per_s <= 0) return kv.retention_s;
-  return std::min(kv.retention_s, kv.ssd_capacity_tb->value() * 1e12 / stored_bytes_per_s);
+  const auto held_bytes = [&](double t) {  // grows with t: a later context is never shorter
+    double token_s = 0;
+    for (const Left& l : left) token_s += l.context * t - l.earlier_context * std::max(0.0, t - l.gap_s);
+    return sessions_per_s * token_s / static_cast<double>(std::max<std::size_t>(1, left.size())) *
+           model_.kv.global_bytes_per_token;
+  };
+  const double capacity = kv.ssd_capacity_tb->value() * 1e12;
+  if (held_bytes(kv.retention_s) <= capacity) return kv.retention_s;
+  double fits = 0, overflows = kv.retention_s;
+  for (int i = 0; i < 100; ++i) {
+    const double t = 0.5 * (fits + overflows);
+    (held_bytes(t) > capacity ? overflows : fits) = t;
+  }
+  return fits;
 }
 
 void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {

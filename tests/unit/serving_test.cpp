@@ -290,37 +290,41 @@ TEST(Serving, AResumedSessionFindsItsEarlierContextWhileTheTierKeepsIt) {
   EXPECT_DOUBLE_EQ(gone.mean_hold_s, retention_s);
 }
 
-// A tier of bounded size keeps a context until entries stored since fill it:
-// C / (sessions/s x bytes each), here 1 session/s of 2051 tokens. Kept 300 s,
-// no resumed session (gap 600 s) finds its earlier context; kept 1200 s,
-// every one does, and it is held 1200 s less what coming back cut short.
-// The tier is paid for whole.
-TEST(Serving, ABoundedTierKeepsAContextUntilNewerOnesFillIt) {
+// A tier of bounded size keeps a context until what it holds fills it: here
+// 1 session/s, each leaving 2051 tokens, each resumed after 600 s (its
+// earlier 2049 tokens, replaced then). Kept t <= 600 s it holds 2051 t
+// token-seconds per second; kept longer, 2051 t - 2049 (t - 600). Sized for
+// 300 s, no resumed session finds its earlier context; for 1200 s, every one
+// does, and the tier is full. It is paid for whole.
+TEST(Serving, ABoundedTierKeepsAContextUntilWhatItHoldsFillsIt) {
   Fixture f = tiny_fixed();
   ASSERT_EQ(f.workload.sessions_per_s, 1.0);
   f.workload.resumed.fraction = 1;
   f.workload.resumed.gap_s.mean = f.workload.resumed.gap_s.min = f.workload.resumed.gap_s.max = 600;
-  const double session_bytes = 2051 * f.model.kv.global_bytes_per_token;
-  const auto sized_to_keep = [&](double seconds) {
-    f.deployment.kv.ssd_capacity_tb = SourcedValue::assumed(seconds * session_bytes / 1e12, "test");
+  const double bytes_per_token = f.model.kv.global_bytes_per_token;
+  const auto sized = [&](double token_s) {
+    f.deployment.kv.ssd_capacity_tb = SourcedValue::assumed(token_s * bytes_per_token / 1e12, "test");
     return f.run(30, 1, true);
   };
-  const ServingResult small = sized_to_keep(300);
+  const ServingResult small = sized(2051.0 * 300);
   EXPECT_NEAR(small.tier_keeps_s, 300, 1e-6);
   ASSERT_GT(small.sessions_resumed, 10);
   EXPECT_EQ(small.resumed_found, 0);
   EXPECT_EQ(small.input_tokens_cached, 0);
-  const ServingResult larger = sized_to_keep(1200);
+  const double full = 2051.0 * 1200 - 2049.0 * 600;
+  const ServingResult larger = sized(full);
   EXPECT_NEAR(larger.tier_keeps_s, 1200, 1e-6);
   EXPECT_EQ(larger.resumed_found, larger.sessions_resumed);
   EXPECT_NEAR(larger.mean_hold_s, 1200 - 2049.0 / 2051.0 * (1200 - 600), 1e-6);
   const ServingCost cost = serving_cost(larger, f.deployment, f.prefill.gpu(), f.decode.gpu());
-  const double capacity = 1200 * session_bytes;
+  const double capacity = full * bytes_per_token;
   EXPECT_NEAR(cost.ssd_tier.capacity_bytes, capacity, 1e-3);
-  EXPECT_LE(cost.ssd_tier.bytes, capacity);
+  // Full: what the run's own sessions would hold at that time, at most the capacity.
+  const double run_rate = cost.ssd_tier.sessions_per_s / f.workload.sessions_per_s;
+  EXPECT_NEAR(cost.ssd_tier.bytes, std::min(1.0, run_rate) * capacity, 1e-6 * capacity);
   EXPECT_NEAR(cost.ssd_tier.usd_per_hour, capacity / 1e12 * 5 / 730, 1e-15);
   // Larger than the retention needs: the retention keeps it (1 h).
-  EXPECT_DOUBLE_EQ(sized_to_keep(7200).tier_keeps_s, f.deployment.kv.retention_s);
+  EXPECT_DOUBLE_EQ(sized(2051.0 * 7200).tier_keeps_s, f.deployment.kv.retention_s);
 }
 
 // A trace's tier is sized from the trace itself: 2 sessions over its 20 s
