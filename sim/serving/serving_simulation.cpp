@@ -207,19 +207,20 @@ void ServingSimulation::schedule_next_session() {
   });
 }
 
-ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, bool may_resume) const {
+ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, int earlier_lives) const {
   Session s;
   s.seed = seed;
   SplitMix64 rng = turn_stream(s.seed, kSessionStream);
   s.turns = draw_tokens(workload_.turns, rng);
   const WorkloadSpec::Resumption& resumed = workload_.resumed;
-  if (!may_resume || resumed.fraction <= 0)
+  if (earlier_lives <= 0 || resumed.fraction <= 0)
     return s;  // draws nothing: the other streams are the same either way
   SplitMix64 resumption = turn_stream(s.seed, kResumptionStream);
   if (uniform01(resumption) >= resumed.fraction) return s;
   s.resumed = true;
   s.resumed_after_s = resumed.gap_s.sample(resumption);
-  s.earlier_context = last_context(draw_session(resumption(), false));
+  // The earlier life is a session like any other: resumed itself, with the same odds.
+  s.earlier_context = last_context(draw_session(resumption(), earlier_lives - 1));
   return s;
 }
 
@@ -252,7 +253,7 @@ double ServingSimulation::tier_keeps_s() const {
     constexpr int kSessionsDrawn = 4096;
     std::mt19937_64 seeds = sim_.random_stream("ssd tier sizing");
     for (int i = 0; i < kSessionsDrawn; ++i) {
-      const Session s = draw_session(seeds(), true);
+      const Session s = draw_session(seeds());
       left.push_back(
           {static_cast<double>(last_context(s)), static_cast<double>(s.earlier_context), s.resumed_after_s});
     }

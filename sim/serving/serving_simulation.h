@@ -59,6 +59,11 @@ class ServingSimulation {
   // Keep a record of every request in the result (ServingResult::requests).
   void enable_request_log() { log_requests_ = true; }
 
+  // A resumed session's earlier lives go back at most this many generations:
+  // past a few, the model's context has long been reached, and with every
+  // session resumed the chain must end somewhere.
+  static constexpr int kEarlierLives = 8;
+
  private:
   struct Session;
   struct Engine;
@@ -70,10 +75,11 @@ class ServingSimulation {
   // Arrivals and sessions.
   void schedule_next_session();
   double arrival_rate_at(double time_s) const;
-  // A session as its seed draws it: its turns and, with the workload's odds
-  // where it `may_resume`, an earlier life it resumes after a gap, drawn
-  // from a stream of its own (that life's context is its first prefix).
-  Session draw_session(uint64_t seed, bool may_resume = true) const;
+  // A session as its seed draws it: its turns and, with the workload's odds,
+  // an earlier life it resumes after a gap, drawn from a stream of its own
+  // (that life's context is its first prefix). The earlier life may be
+  // resumed in turn, up to `earlier_lives` generations back.
+  Session draw_session(uint64_t seed, int earlier_lives = kEarlierLives) const;
   // How long the SSD tier keeps a context: its retention, or less where its
   // capacity fills first (KvTierSpec::ssd_capacity_tb).
   double tier_keeps_s() const;

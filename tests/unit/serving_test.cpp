@@ -255,12 +255,18 @@ TEST(Serving, TheSsdTierKeepsEachSessionsLastContextForItsRetention) {
   EXPECT_NE(unpriced.ssd_tier.provenance.find("left out"), std::string::npos) << unpriced.ssd_tier.provenance;
 }
 
-// Every session of the fixed fixture comes back: its earlier life (one
-// turn, 2048 + 1 tokens) is the prefix of its one turn now, which adds 1
-// token and answers 1. The tier (1 h retention) has it when the gap is
-// shorter, and holds it only until then; longer, the turn computes it all.
+// Every session of the fixed fixture comes back, and so did its earlier
+// lives, up to kEarlierLives generations back: the first a turn of 2048 + 1
+// tokens, each later one a turn of 1 + 1. That context is the prefix of its
+// one turn now, which adds 1 token and answers 1.
+int64_t resumed_fixed_earlier_context() { return 2049 + 2 * (ServingSimulation::kEarlierLives - 1); }
+
+// The tier (1 h retention) has the earlier context when the gap is shorter,
+// and holds it only until then; longer, the turn computes it all.
 TEST(Serving, AResumedSessionFindsItsEarlierContextWhileTheTierKeepsIt) {
   Fixture f = tiny_fixed();
+  const auto earlier = static_cast<double>(resumed_fixed_earlier_context());
+  const double last = earlier + 2;
   const double retention_s = f.deployment.kv.retention_s;
   ASSERT_EQ(retention_s, 3600);
   f.workload.resumed.fraction = 1;
@@ -270,13 +276,13 @@ TEST(Serving, AResumedSessionFindsItsEarlierContextWhileTheTierKeepsIt) {
   EXPECT_EQ(kept.sessions_resumed, kept.sessions_arrived);
   EXPECT_EQ(kept.resumed_found, kept.sessions_arrived);
   EXPECT_EQ(kept.kv_tiers.global_hits, kept.arrived);
-  EXPECT_EQ(kept.input_tokens_cached, 2049 * kept.arrived);
+  EXPECT_EQ(kept.input_tokens_cached, resumed_fixed_earlier_context() * kept.arrived);
   EXPECT_EQ(kept.input_tokens_to_compute, kept.arrived * (1 + f.model.spec.attention.sliding_window));
-  EXPECT_DOUBLE_EQ(kept.mean_last_context_tokens, 2051);
+  EXPECT_DOUBLE_EQ(kept.mean_last_context_tokens, last);
   // The window state, parked minutes at most, is gone after 10: one window replayed.
   EXPECT_EQ(kept.kv_tiers.swa_hits, 0);
-  // Held the retention after its last turn, less the earlier life's 2049 tokens cut to the gap.
-  EXPECT_DOUBLE_EQ(kept.mean_hold_s, retention_s - 2049.0 / 2051.0 * (retention_s - 600));
+  // Held the retention after its last turn, less the earlier context cut to the gap.
+  EXPECT_DOUBLE_EQ(kept.mean_hold_s, retention_s - earlier / last * (retention_s - 600));
   const ServingCost cost = serving_cost(kept, f.deployment, f.prefill.gpu(), f.decode.gpu());
   EXPECT_DOUBLE_EQ(cost.ssd_tier.bytes,
                    cost.ssd_tier.sessions_per_s * kept.persisted_bytes_per_session * kept.mean_hold_s);
@@ -286,36 +292,38 @@ TEST(Serving, AResumedSessionFindsItsEarlierContextWhileTheTierKeepsIt) {
   EXPECT_EQ(gone.sessions_resumed, gone.sessions_arrived);
   EXPECT_EQ(gone.resumed_found, 0);
   EXPECT_EQ(gone.input_tokens_cached, 0);
-  EXPECT_EQ(gone.input_tokens_to_compute, 2050 * gone.arrived);
+  EXPECT_EQ(gone.input_tokens_to_compute, (resumed_fixed_earlier_context() + 1) * gone.arrived);
   EXPECT_DOUBLE_EQ(gone.mean_hold_s, retention_s);
 }
 
 // A tier of bounded size keeps a context until what it holds fills it: here
-// 1 session/s, each leaving 2051 tokens, each resumed after 600 s (its
-// earlier 2049 tokens, replaced then). Kept t <= 600 s it holds 2051 t
-// token-seconds per second; kept longer, 2051 t - 2049 (t - 600). Sized for
-// 300 s, no resumed session finds its earlier context; for 1200 s, every one
-// does, and the tier is full. It is paid for whole.
+// 1 session/s, each leaving `last` tokens, each resumed after 600 s (its
+// `earlier` tokens, replaced then). Kept t <= 600 s it holds last x t
+// token-seconds per second; kept longer, last x t - earlier x (t - 600).
+// Sized for 300 s, no resumed session finds its earlier context; for 1200 s,
+// every one does, and the tier is full. It is paid for whole.
 TEST(Serving, ABoundedTierKeepsAContextUntilWhatItHoldsFillsIt) {
   Fixture f = tiny_fixed();
   ASSERT_EQ(f.workload.sessions_per_s, 1.0);
   f.workload.resumed.fraction = 1;
   f.workload.resumed.gap_s.mean = f.workload.resumed.gap_s.min = f.workload.resumed.gap_s.max = 600;
   const double bytes_per_token = f.model.kv.global_bytes_per_token;
+  const auto earlier = static_cast<double>(resumed_fixed_earlier_context());
+  const double last = earlier + 2;
   const auto sized = [&](double token_s) {
     f.deployment.kv.ssd_capacity_tb = SourcedValue::assumed(token_s * bytes_per_token / 1e12, "test");
     return f.run(30, 1, true);
   };
-  const ServingResult small = sized(2051.0 * 300);
+  const ServingResult small = sized(last * 300);
   EXPECT_NEAR(small.tier_keeps_s, 300, 1e-6);
   ASSERT_GT(small.sessions_resumed, 10);
   EXPECT_EQ(small.resumed_found, 0);
   EXPECT_EQ(small.input_tokens_cached, 0);
-  const double full = 2051.0 * 1200 - 2049.0 * 600;
+  const double full = last * 1200 - earlier * 600;
   const ServingResult larger = sized(full);
   EXPECT_NEAR(larger.tier_keeps_s, 1200, 1e-6);
   EXPECT_EQ(larger.resumed_found, larger.sessions_resumed);
-  EXPECT_NEAR(larger.mean_hold_s, 1200 - 2049.0 / 2051.0 * (1200 - 600), 1e-6);
+  EXPECT_NEAR(larger.mean_hold_s, 1200 - earlier / last * (1200 - 600), 1e-6);
   const ServingCost cost = serving_cost(larger, f.deployment, f.prefill.gpu(), f.decode.gpu());
   const double capacity = full * bytes_per_token;
   EXPECT_NEAR(cost.ssd_tier.capacity_bytes, capacity, 1e-3);
@@ -324,7 +332,7 @@ TEST(Serving, ABoundedTierKeepsAContextUntilWhatItHoldsFillsIt) {
   EXPECT_NEAR(cost.ssd_tier.bytes, std::min(1.0, run_rate) * capacity, 1e-6 * capacity);
   EXPECT_NEAR(cost.ssd_tier.usd_per_hour, capacity / 1e12 * 5 / 730, 1e-15);
   // Larger than the retention needs: the retention keeps it (1 h).
-  EXPECT_DOUBLE_EQ(sized(2051.0 * 7200).tier_keeps_s, f.deployment.kv.retention_s);
+  EXPECT_DOUBLE_EQ(sized(last * 7200).tier_keeps_s, f.deployment.kv.retention_s);
 }
 
 // A trace's tier is sized from the trace itself: 2 sessions over its 20 s
