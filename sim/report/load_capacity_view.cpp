@@ -120,7 +120,7 @@ Table capacity_table(const CapacityReport& r) {
       r.deployment.sla.ttft_ms, r.deployment.sla.tpot_ms, 100 * r.options.min_within_sla,
       rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
       r.options.serve.duration_s, seeds_phrase(r.options.serve)));
-  t.add_note("traffic '" + r.workload.name + "' (" + r.workload.source + ")");
+  t.add_note(traffic_note(r.workload));
   if (r.deployment.mixes_prompt_chunks()) t.add_note(kMixedStepAssumption);
   add_served_run_notes(t, kernel_models);
   return t;

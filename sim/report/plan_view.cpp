@@ -115,7 +115,7 @@ Table plan_table(const PlanReport& p) {
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "
         "disaggregated bases only, aggregated steps the aggregated ones");
   }
-  t.add_note("traffic '" + p.workload.name + "' (" + p.workload.source + ")");
+  t.add_note(traffic_note(p.workload));
   t.add_note(
       std::string("step band: over the steps each variant ran, on the share of their time it covers; ") +
       kErrorBandMethod +

@@ -100,6 +100,10 @@ Table seeds_table(const RunReport& r) {
 
 }  // namespace
 
+std::string traffic_note(const WorkloadSpec& workload) {
+  return "traffic '" + workload.name + "' (" + workload.source + ")";
+}
+
 std::string time_held(const SsdTierCost& tier) {
   const double retention_h = tier.retention_s / 3600.0;
   if (tier.hold_s >= tier.retention_s) return fmt::format("{:g} h", retention_h);
@@ -175,6 +179,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note(
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
       "share (queueing is the simulator's own)");
+  head.add_note(traffic_note(r.workload));
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);

@@ -25,6 +25,8 @@ std::vector<Table> run_tables(const RunReport& r);
 // How long the SSD tier holds a context: its retention, or less where
 // resumed sessions come back sooner or a full tier evicts first.
 std::string time_held(const SsdTierCost& tier);
+// "traffic 'NAME' (SOURCE)": the workload a table served, and where its shape comes from.
+std::string traffic_note(const WorkloadSpec& workload);
 nlohmann::json run_json(const RunReport& r);
 
 // For tables that compare served runs (the report's serving sections, plan):

@@ -351,7 +351,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                     {"kv_tiers", kv_tiers_json(r.kv_tiers)},
                     {"cost", cost_json(cost)}});
   }
-  table.add_note("traffic '" + workload.name + "' (" + workload.source + ")");
+  table.add_note(traffic_note(workload));
   table.add_note(
       "input from the KV tiers: prompt tokens whose global KV a returning turn found in the SSD tier, of all "
       "prompt tokens (window replays not counted); window state found: returning turns whose SWA state was "

@@ -26,12 +26,20 @@ TierLookup SessionKvTiers::lookup(int64_t session, int64_t prefix_tokens, SimTim
 }
 
 void SessionKvTiers::store(int64_t session, int64_t context_tokens, SimTime now) {
+  put(session, context_tokens, now, host_pool_sessions_ > 0);
+}
+
+void SessionKvTiers::store_earlier(int64_t session, int64_t context_tokens, SimTime stored, SimTime now) {
+  put(session, context_tokens, stored, host_pool_sessions_ > 0 && now - stored <= host_ttl_);
+}
+
+void SessionKvTiers::put(int64_t session, int64_t context_tokens, SimTime stored, bool park) {
   Entry& e = sessions_[session];
   if (e.swa_parked) lru_.erase(e.lru);
   e.context_tokens = context_tokens;
-  e.stored = now;
-  e.swa_parked = host_pool_sessions_ > 0;
-  if (!e.swa_parked) return;
+  e.stored = stored;
+  e.swa_parked = park;
+  if (!park) return;
   lru_.push_back(session);
   e.lru = std::prev(lru_.end());
   while (static_cast<int64_t>(lru_.size()) > host_pool_sessions_) {
@@ -39,18 +47,6 @@ void SessionKvTiers::store(int64_t session, int64_t context_tokens, SimTime now)
     lru_.pop_front();
     ++counters_.swa_evictions;
   }
-}
-
-void SessionKvTiers::store_earlier(int64_t session, int64_t context_tokens, SimTime stored, SimTime now) {
-  if (now - stored <= host_ttl_) {
-    store(session, context_tokens, stored);
-    return;
-  }
-  Entry& e = sessions_[session];
-  if (e.swa_parked) lru_.erase(e.lru);
-  e.context_tokens = context_tokens;
-  e.stored = stored;
-  e.swa_parked = false;
 }
 
 void SessionKvTiers::forget(int64_t session) {

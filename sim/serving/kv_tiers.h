@@ -55,6 +55,10 @@ class SessionKvTiers {
   SimTime retention_;
   SimTime host_ttl_;
   int64_t host_pool_sessions_;
+  // Persists a context stored at `stored`; its window state joins the host
+  // pool (newest, evicting the oldest past its size) where `park`.
+  void put(int64_t session, int64_t context_tokens, SimTime stored, bool park);
+
   std::unordered_map<int64_t, Entry> sessions_;
   std::list<int64_t> lru_;  // sessions whose SWA state is parked, oldest first
   KvTierCounters counters_;
