@@ -226,7 +226,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   bind(capacity, run_capacity);
 
   CLI::App* sensitivity = app.add_subcommand("sensitivity",
-                                             "which assumed figures (model, GPU, kernel-model priors) move a "
+                                             "which assumed figures (model, GPU, kernel-model priors, the workload's traffic) move a "
                                              "served run's $ per token and TPOT: each "
                                              "moved down and up in turn");
   add_serving_flags(sensitivity, "deployment (workloads/deployments/) name or path",

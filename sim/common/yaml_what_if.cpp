@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
@@ -43,6 +44,9 @@ struct Scan {
   const std::string& text;
   const std::vector<std::string>& kinds;
   std::vector<SourcedNumber>& out;
+  // The file's own source where it names one of `kinds` ("assumed: why"):
+  // it sources the file's plain numbers. Empty kind: plain numbers are not figures.
+  std::string file_kind, file_source;
 };
 
 // The kind of source a map gives with its value, of those asked for ("" if none).
@@ -53,38 +57,64 @@ std::string kind_of(const YAML::Node& node, const std::vector<std::string>& kind
   return "";
 }
 
-void collect(const YAML::Node& node, const std::string& path, const Scan& scan) {
+// Records `value` (a number) as the figure at `path`, where the text writes it plainly.
+void record(const YAML::Node& value, const std::string& path, const std::string& kind,
+            const std::string& source, const Scan& scan) {
+  const YAML::Mark mark = value.Mark();
+  const std::string& written = value.Scalar();
+  const auto offset = static_cast<std::size_t>(mark.pos);
+  // A plain scalar starts where its mark says; quoted or odd forms are left out.
+  if (mark.pos < 0 || scan.text.compare(offset, written.size(), written) != 0) return;
+  SourcedNumber v;
+  v.file = scan.file;
+  v.field = path;
+  v.line = mark.line + 1;
+  v.offset = offset;
+  v.text = written;
+  v.value = value.as<double>();
+  v.integer = written.find_first_of(".eE") == std::string::npos;
+  v.kind = kind;
+  v.source = source;
+  scan.out.push_back(std::move(v));
+}
+
+// `plain`: numbers outside sourced maps take the file's own source (a zero
+// is left out: no share of it moves it).
+void collect(const YAML::Node& node, const std::string& path, const Scan& scan, bool plain) {
   if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i)
-      collect(node[i], path + "[" + std::to_string(i) + "]", scan);
+      collect(node[i], path + "[" + std::to_string(i) + "]", scan, plain);
+    return;
+  }
+  if (node.IsScalar()) {
+    if (plain && !scan.file_kind.empty() && is_number(node) && node.as<double>() != 0) {
+      record(node, path, scan.file_kind, scan.file_source, scan);
+    }
     return;
   }
   if (!node.IsMap()) return;
   const YAML::Node value = node["value"];
   const std::string kind = kind_of(node, scan.kinds);
-  if (value && !kind.empty() && is_number(value)) {
-    const YAML::Mark mark = value.Mark();
-    const std::string& written = value.Scalar();
-    const auto offset = static_cast<std::size_t>(mark.pos);
-    // A plain scalar starts where its mark says; quoted or odd forms are left out.
-    if (mark.pos >= 0 && scan.text.compare(offset, written.size(), written) == 0) {
-      SourcedNumber v;
-      v.file = scan.file;
-      v.field = path;
-      v.line = mark.line + 1;
-      v.offset = offset;
-      v.text = written;
-      v.value = value.as<double>();
-      v.integer = written.find_first_of(".eE") == std::string::npos;
-      v.kind = kind;
-      v.source = node[kind].Scalar();
-      scan.out.push_back(std::move(v));
-    }
-  }
+  if (value && !kind.empty() && is_number(value)) record(value, path, kind, node[kind].Scalar(), scan);
+  // A map that gives its own source is one figure; none of its other numbers is plain.
+  const bool own_source = !kind_of(node, kSourceKinds).empty();
   for (const auto& item : node) {
     const std::string key = item.first.as<std::string>();
-    collect(item.second, path.empty() ? key : path + "." + key, scan);
+    collect(item.second, path.empty() ? key : path + "." + key, scan, plain && !own_source);
   }
+}
+
+// The kind and text of a file's top-level `source: "<kind>: why"`, where the kind is one of `kinds`.
+std::pair<std::string, std::string> file_source(const YAML::Node& root, const std::vector<std::string>& kinds) {
+  if (!root.IsMap() || !root["source"] || !root["source"].IsScalar()) return {};
+  const std::string& source = root["source"].Scalar();
+  for (const std::string& kind : kinds) {
+    if (source.rfind(kind + ":", 0) == 0) {
+      const std::size_t text = source.find_first_not_of(' ', kind.size() + 1);
+      return {kind, text == std::string::npos ? std::string() : source.substr(text)};
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -112,7 +142,8 @@ std::vector<SourcedNumber> find_sourced_numbers(const std::string& path,
     throw InputError({path, e.mark.line + 1, ""}, "malformed YAML: " + e.msg);
   }
   std::vector<SourcedNumber> out;
-  collect(root, "", Scan{path, text, kinds, out});
+  auto [kind, source] = file_source(root, kinds);
+  collect(root, "", Scan{path, text, kinds, out, std::move(kind), std::move(source)}, true);
   return out;
 }
 

@@ -30,8 +30,11 @@ inline const std::vector<std::string> kSourceKinds{"assumed", "datasheet", "publ
                                                    "calibrated"};
 
 // Every `{value: <number>, <kind>: ...}` map in the file (as yaml_text reads
-// it) whose kind is one of `kinds`, in file order. Throws InputError where
-// the file cannot be read or parsed.
+// it) whose kind is one of `kinds`, in file order. A file whose own source
+// names its kind (`source: "assumed: why"`, as a workload whose every number
+// is an assumption does) sources its plain numbers that way too: each
+// non-zero number outside a sourced map is a figure, its field the number's
+// own path. Throws InputError where the file cannot be read or parsed.
 std::vector<SourcedNumber> find_sourced_numbers(const std::string& path,
                                                 const std::vector<std::string>& kinds);
 

@@ -10,14 +10,23 @@
 namespace v41sim {
 namespace {
 
+// A summary of no samples has no figures: null, not zeros a reader would take for latencies.
 nlohmann::json summary_json(const LatencySummary& s) {
+  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr},
+                            {"p99", nullptr}, {"max", nullptr}};
   return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50},
           {"p90", s.p90},     {"p99", s.p99},   {"max", s.max}};
 }
 
 std::vector<std::string> latency_row(const char* name, const LatencySummary& s) {
+  if (s.count == 0) return {name, "-", "-", "-", "-"};
   return {name, format_fixed(s.mean, 1), format_fixed(s.p50, 1), format_fixed(s.p90, 1),
           format_fixed(s.p99, 1)};
+}
+
+// A mean over finished requests, "-" where none finished.
+std::string finished_mean(const ServingResult& x, double mean_ms) {
+  return x.finished > 0 ? format_fixed(mean_ms, 2) : std::string("-");
 }
 
 // Each seed's headline figures (price null where the GPU has none).
@@ -127,8 +136,9 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{:.1f} / {:.1f}", x.input_tokens_per_s_per_gpu, x.output_tokens_per_s_per_gpu)});
   head.add_row({fmt::format("goodput (TTFT <= {} ms and TPOT <= {} ms)", r.deployment.sla.ttft_ms,
                             r.deployment.sla.tpot_ms),
-                fmt::format("{:.3f} requests/s, {:.1f}% of finished", x.goodput_requests_per_s,
-                            100 * x.goodput_fraction)});
+                x.finished > 0 ? fmt::format("{:.3f} requests/s, {:.1f}% of finished", x.goodput_requests_per_s,
+                                             100 * x.goodput_fraction)
+                               : std::string("0 requests/s (none finished)")});
   head.add_row(
       {"input tokens arrived / prefilled / served from cache",
        fmt::format("{} / {} / {}", x.input_tokens_arrived, x.input_tokens_prefilled, x.input_tokens_cached)});
@@ -195,14 +205,20 @@ std::vector<Table> run_tables(const RunReport& r) {
   latency.add_row(latency_row("decode admission wait", x.decode_wait_ms));
 
   Table breakdown("Where a finished request's time went (mean ms)", {"stage", "ms"});
-  breakdown.add_row({"SSD read of cached global KV", format_fixed(x.mean_ssd_read_ms, 2)});
-  breakdown.add_row({"prefill queue", format_fixed(x.prefill_wait_ms.mean, 2)});
-  breakdown.add_row({"prefill compute (incl. EP communication)", format_fixed(x.mean_prefill_ms, 2)});
-  breakdown.add_row({"KV transfer to decode", format_fixed(x.mean_transfer_ms, 2)});
-  breakdown.add_row({"decode admission queue", format_fixed(x.decode_wait_ms.mean, 2)});
-  breakdown.add_row({"decode", format_fixed(x.mean_decode_ms, 2)});
+  breakdown.add_row({"SSD read of cached global KV", finished_mean(x, x.mean_ssd_read_ms)});
+  breakdown.add_row({"prefill queue", finished_mean(x, x.prefill_wait_ms.mean)});
+  breakdown.add_row({"prefill compute (incl. EP communication)", finished_mean(x, x.mean_prefill_ms)});
+  breakdown.add_row({"KV transfer to decode", finished_mean(x, x.mean_transfer_ms)});
+  breakdown.add_row({"decode admission queue", finished_mean(x, x.decode_wait_ms.mean)});
+  breakdown.add_row({"decode", finished_mean(x, x.mean_decode_ms)});
   breakdown.add_row({"  of prefill + decode: EP communication not hidden by compute",
-                     format_fixed(x.mean_communication_ms, 2)});
+                     finished_mean(x, x.mean_communication_ms)});
+  if (x.finished == 0) {
+    const std::string none = "no request finished within the run ('-': no figure); "
+                             "a longer --duration lets some through";
+    latency.add_note(none);
+    breakdown.add_note(none);
+  }
 
   // Disaggregated: the prefill pool's KV, held by prompts until shipped.
   const bool split = r.deployment.disaggregated;
@@ -212,7 +228,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   Table occupancy("Occupancy over time (10 samples of 200)", columns);
   for (std::size_t i = 0; i < x.occupancy.size(); i += std::max<std::size_t>(1, x.occupancy.size() / 10)) {
     const OccupancySample& o = x.occupancy[i];
-    std::vector<std::string> row{format_fixed(o.time_s, 0),
+    std::vector<std::string> row{format_fixed(o.time_s, x.duration_s < 100 ? 1 : 0),
                                  fmt::format("{:.1f}%", 100 * o.decode_kv_used_fraction)};
     if (split) row.push_back(fmt::format("{:.1f}%", 100 * o.prefill_kv_used_fraction));
     row.insert(row.end(), {std::to_string(o.prefill_queue), std::to_string(o.decode_queue),
@@ -270,7 +286,7 @@ nlohmann::json run_json(const RunReport& r) {
            {{"input", x.input_tokens_per_s_per_gpu}, {"output", x.output_tokens_per_s_per_gpu}}},
           {"goodput",
            {{"requests_per_s", x.goodput_requests_per_s},
-            {"fraction", x.goodput_fraction},
+            {"fraction", x.finished > 0 ? nlohmann::json(x.goodput_fraction) : nlohmann::json(nullptr)},
             {"ttft_ms", r.deployment.sla.ttft_ms},
             {"tpot_ms", r.deployment.sla.tpot_ms}}},
           {"littles_law",

@@ -73,14 +73,16 @@ Table sensitivity_table(const SensitivityReport& r) {
                     tpot.min, tpot.max));
   } else {
     t.add_note(
-        "one seed: each moved run draws its traffic like the baseline, but a change in step times reorders "
+        "one seed: each moved run but a workload figure's draws its traffic like the baseline, but a change "
+        "in step times reorders "
         "events, so small changes are within run-to-run noise (--seeds 3 shows that spread)");
   }
   t.add_note(
       "$ per 1M output tokens charges the deployment's GPU-hours and its SSD tier over the arrival window to "
       "the output tokens served: it moves where serving speed changes how much is served (sessions' next "
       "turns, or a load the "
-      "deployment cannot keep up with), not under a light load served in full either way");
+      "deployment cannot keep up with), not under a light load served in full either way; a workload "
+      "figure changes the traffic itself (how much arrives, how long its prompts and answers are)");
   if (!still.empty()) {
     t.add_note(fmt::format("no effect on these figures either way: {}", fmt::join(still, "; ")));
   }

@@ -1,9 +1,23 @@
 #include "sim/serving/deployment_spec.h"
 
+#include <fmt/format.h>
+
 #include "sim/common/yaml_reader.h"
+#include "sim/serving/workload_spec.h"
 
 namespace v41sim {
 namespace {
+
+// A time a tier keeps something: 0 or more seconds, within what the
+// simulator's clock holds past a run's end (a longer one would overflow it).
+double seconds_a_run_can_hold(const YamlNode& node) {
+  const double s = node.as_non_negative_double();
+  if (s > longest_run_s()) {
+    node.fail(fmt::format("expected at most {:.0f} s (about {:.0f} days, what the simulator's clock holds), got {:g}",
+                          longest_run_s(), longest_run_s() / 86400, s));
+  }
+  return s;
+}
 
 PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deployment_gpu) {
   if (prefill) {
@@ -106,10 +120,11 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   } else {
     d.kv.ssd_capacity_tb = read_sourced_value(capacity);
   }
-  d.kv.retention_s = kv.required("retention_s").as_positive_double();
-  d.kv.host_pool_fraction = kv.required("host_pool_fraction").as_positive_double();
+  // 0 keeps nothing (no SSD tier; no window-state pool), as plan's variants may say.
+  d.kv.retention_s = seconds_a_run_can_hold(kv.required("retention_s"));
+  d.kv.host_pool_fraction = kv.required("host_pool_fraction").as_non_negative_double();
   if (d.kv.host_pool_fraction >= 1) kv.required("host_pool_fraction").fail("expected a fraction below 1");
-  d.kv.host_ttl_s = kv.required("host_ttl_s").as_positive_double();
+  d.kv.host_ttl_s = seconds_a_run_can_hold(kv.required("host_ttl_s"));
   d.kv.bounded_replay = kv.required("bounded_replay").as_bool();
   const YamlNode sla = root.required("sla");
   sla.expect_only({"ttft_ms", "tpot_ms"});

@@ -237,6 +237,30 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
 // --seeds repeats a run with the next seeds: the JSON lists each seed's
 // figures (the first is the run shown), and plan's table gives each figure's
 // spread and says which seeds ran.
+
+// A run too short for any request to finish prints no latency figures: '-'
+// in the tables and null in the JSON, never zeros a reader takes for times.
+TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
+  const std::string args = "run --deployment h200_agg_8 --workload agent_coding --duration 5";
+  const auto r = run_json(args);
+  ASSERT_EQ(r["requests"]["finished"].get<int64_t>(), 0) << "the run must be too short for a request to finish";
+  ASSERT_GT(r["requests"]["arrived"].get<int64_t>(), 0);
+  for (const char* key : {"ttft_ms", "tpot_ms", "e2e_ms", "prefill_wait_ms"}) {
+    EXPECT_EQ(r[key]["count"].get<int64_t>(), 0) << key;
+    EXPECT_TRUE(r[key]["p99"].is_null()) << key;
+    EXPECT_TRUE(r[key]["mean"].is_null()) << key;
+  }
+  EXPECT_TRUE(r["goodput"]["fraction"].is_null());
+  const RunResult text = run(args);
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  const std::size_t ttft = text.output.find("\nTTFT ");
+  ASSERT_NE(ttft, std::string::npos) << text.output;
+  const std::string ttft_row = text.output.substr(ttft + 1, text.output.find('\n', ttft + 1) - ttft - 1);
+  EXPECT_EQ(std::count(ttft_row.begin(), ttft_row.end(), '-'), 4) << ttft_row;
+  EXPECT_EQ(ttft_row.find_first_of("0123456789"), std::string::npos) << ttft_row;
+  EXPECT_NE(text.output.find("no request finished within the run"), std::string::npos);
+  EXPECT_NE(text.output.find("0 requests/s (none finished)"), std::string::npos);
+}
 TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
   const auto r = run_json("run --deployment h200_agg_8 --workload chat --duration 30 --seed 2 --seeds 3");
   ASSERT_EQ(r["seeds"].size(), 3u);
@@ -530,6 +554,11 @@ INSTANTIATE_TEST_SUITE_P(
                "above 0, got '0'"},
         BadRun{"--set workloads/agent_coding.yaml:session.resumed.fraction=0.5 run --duration 60",
                "agent_coding.yaml:14: field 'session.resumed': expected gap_s"},
+        // A tier's time past the simulator's clock is the file's error, not an internal one.
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.retention_s=1e308 run --duration 10",
+               "h200_pd_64.yaml:22: field 'kv_tiers.retention_s': expected at most 2305843 s"},
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.host_ttl_s=-1 run --duration 10",
+               "h200_pd_64.yaml:24: field 'kv_tiers.host_ttl_s': expected a non-negative number, got -1"},
         BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",
                "field '--trace-seconds': expected a positive number of seconds, got -1"},
         BadRun{"plan --ep 7", "field '--ep': EP size 7 does not divide the 384 routed experts"},

@@ -66,6 +66,43 @@ TEST(YamlWhatIf, FindsEveryAssumedNumberWithWhereItIs) {
   EXPECT_NE(edited.find("rate: {value: 0.6, assumed: \"a guess\"}   # a comment kept\n"), std::string::npos);
 }
 
+// A file whose own source is an assumption (a workload) sources its plain
+// numbers: each non-zero one outside a sourced map is a figure of that kind.
+TEST(YamlWhatIf, AFileWhoseSourceIsAnAssumptionSourcesItsPlainNumbers) {
+  const std::string text =
+      "name: traffic\n"
+      "source: \"assumed: a guessed shape\"\n"
+      "arrival: {process: poisson, sessions_per_s: 0.5}\n"
+      "session:\n"
+      "  turns: {dist: uniform, min: 4, max: 40}\n"
+      "  resumed: {fraction: 0}\n"
+      "  price: {value: 7, datasheet: \"its own source\", floor: 3}\n"
+      "  steps: [1.5, 2]\n";
+  const std::string path = write_temp("plain_numbers.yaml", text);
+  const std::vector<SourcedNumber> found = find_sourced_numbers(path, {"assumed"});
+  std::vector<std::string> fields;
+  for (const SourcedNumber& f : found) fields.push_back(f.field);
+  // The zero fraction is left out (no share of it moves it), and so is every
+  // number of a map that gives its own source.
+  EXPECT_EQ(fields, (std::vector<std::string>{"arrival.sessions_per_s", "session.turns.min", "session.turns.max",
+                                               "session.steps[0]", "session.steps[1]"}));
+  EXPECT_EQ(found[0].kind, "assumed");
+  EXPECT_EQ(found[0].source, "a guessed shape");
+  EXPECT_EQ(found[0].line, 3);
+  EXPECT_EQ(found[0].text, "0.5");
+  EXPECT_TRUE(found[1].integer);
+  // The map with its own source is found as its kind's figure, once.
+  const std::vector<SourcedNumber> datasheet = find_sourced_numbers(path, {"datasheet"});
+  ASSERT_EQ(datasheet.size(), 1u);
+  EXPECT_EQ(datasheet[0].field, "session.price");
+  // A file whose source names no kind, or another kind, has no plain figures.
+  const std::string named = write_temp("plain_named.yaml", "source: \"a config file\"\nx: 1\n");
+  EXPECT_TRUE(find_sourced_numbers(named, {"assumed"}).empty());
+  EXPECT_TRUE(find_sourced_numbers(path, {"published"}).empty());
+  // Moving one writes the file as a user's edit would.
+  EXPECT_NE(move_figure(found[0], 1.25).file_text.find("sessions_per_s: 0.625}"), std::string::npos);
+}
+
 TEST(YamlWhatIf, AnOverrideIsSeenOnItsThreadWhileItLives) {
   const std::string path = write_temp("override.yaml", "x: 1\n");
   const auto x = [&path] { return YamlNode::load_file(path).required("x").as_int(); };
