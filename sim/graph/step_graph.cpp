@@ -205,8 +205,7 @@ std::vector<LayerKernels> layers_of(const ModelAnalysis& model, const StepShape&
                                     (s.is_mixed() ? s.mixed_prefill.batch - s.mixed_prefill.continuing : 0)
                               : s.batch - s.continuing;
   if (sampled > 0) layers.push_back(output_head(model, static_cast<double>(sampled)));
-  if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft &&
-      model.spec.draft->routed_experts > 0) {
+  if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft) {
     for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage)
       layers.push_back(draft_stage(model, s, stage));
   }

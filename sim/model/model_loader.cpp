@@ -305,16 +305,17 @@ DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
   if (const auto targets = node.optional("target_layers")) {
     spec.target_layers = read_layer_ids(*targets, num_layers);
   }
-  spec.routed_experts = optional_int(node, "routed_experts", 0);
-  spec.top_k = optional_int(node, "top_k", 0);
-  if (spec.top_k > spec.routed_experts || (spec.routed_experts > 0 && spec.top_k == 0)) {
-    node.required("top_k").fail(
-        fmt::format("expected 1..{} (the draft's routed_experts), got {}", spec.routed_experts, spec.top_k));
+  // The draft stages are costed as MoE layers (DSpark's, V3's MTP): their experts and the
+  // chance a drafted token is accepted are part of describing them, never defaulted.
+  spec.routed_experts = node.required("routed_experts").as_positive_int();
+  const YamlNode top_k = node.required("top_k");
+  spec.top_k = top_k.as_positive_int();
+  if (spec.top_k > spec.routed_experts) {
+    top_k.fail(fmt::format("expected 1..{} (the draft's routed_experts), got {}", spec.routed_experts, spec.top_k));
   }
-  if (const auto acceptance = node.optional("acceptance")) {
-    spec.acceptance = read_sourced_value(*acceptance);
-    if (spec.acceptance->value() >= 1.0) acceptance->fail("an acceptance rate is below 1");
-  }
+  const YamlNode acceptance = node.required("acceptance");
+  spec.acceptance = read_sourced_value(acceptance);
+  if (spec.acceptance.known() && spec.acceptance.value() >= 1.0) acceptance.fail("an acceptance rate is below 1");
   return spec;
 }
 

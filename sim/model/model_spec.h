@@ -142,7 +142,7 @@ struct DraftSpec {
   int64_t routed_experts = 0;
   int64_t top_k = 0;
   // Chance that a draft token is accepted given the ones before it were.
-  std::optional<SourcedValue> acceptance;
+  SourcedValue acceptance;
 };
 
 struct ModelSpec {

@@ -118,8 +118,8 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   const StepCost plain = compute(Phase::kDecode, batch, 0, grid_context, 0);
   DecodeStep best{plain.us, plain.communication_us, 1.0, 0, plain.band, plain.micro_batches};
   const std::optional<DraftSpec>& draft = model_.spec.draft;
-  if (decode_template_.include_draft && draft && draft->acceptance && draft->routed_experts > 0) {
-    const double p = draft->acceptance->value();
+  if (decode_template_.include_draft && draft) {
+    const double p = draft->acceptance.value();
     for (int64_t k = 1; k <= draft->block_size; ++k) {
       // Tokens per step: the accepted run of drafts plus the verifier's own token.
       const double tokens = (1.0 - std::pow(p, static_cast<double>(k + 1))) / (1.0 - p);

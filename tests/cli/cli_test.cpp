@@ -654,6 +654,30 @@ TEST(Cli, BadModelFileNamesFileAndLine) {
       << r.output;
 }
 
+// A draft without its acceptance rate is refused where it is described: a
+// deployment asking for speculative decoding would otherwise decode one token
+// a step without saying so.
+TEST(Cli, ADraftWithoutItsAcceptanceIsRefused) {
+  const auto dir = temp_dir("draft_acceptance");
+  std::string text = testing::read_text(testing::model_path("deepseek_v4_1_flash"));
+  const std::size_t at = text.find("  acceptance: {value:");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, text.find('\n', at) + 1 - at);
+  const auto path = dir / "no_acceptance.yaml";
+  std::ofstream(path) << text;
+  // The block map begins at its first field, the line after "draft:".
+  const auto draft_line =
+      2 + std::count(text.begin(), text.begin() + static_cast<long>(text.find("\ndraft:") + 1), '\n');
+  for (const std::string command : {"kv", "run --deployment h200_agg_8 --duration 10"}) {
+    const RunResult r = run(command + " --model " + path.string());
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(path.string() + ":" + std::to_string(draft_line) +
+                            ": field 'draft.acceptance': required field is missing"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   const auto a = temp_dir("report_a");
   const auto b = temp_dir("report_b");

@@ -790,7 +790,7 @@ TEST(Serving, DecodeStepPicksTheVerifyLengthWithTheBestThroughput) {
   const StepTimeCache::DecodeStep small = steps.decode_step(4, 32768);
   EXPECT_GT(small.drafts, 0);  // memory-bound: verifying drafts is nearly free
   EXPECT_GT(small.tokens_per_sequence, 1.5);
-  const double p = f.model.spec.draft->acceptance->value();
+  const double p = f.model.spec.draft->acceptance.value();
   EXPECT_NEAR(small.tokens_per_sequence, (1 - std::pow(p, static_cast<double>(small.drafts + 1))) / (1 - p),
               1e-9);
 }
