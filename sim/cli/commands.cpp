@@ -225,10 +225,11 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   bind(capacity, run_capacity);
 
-  CLI::App* sensitivity = app.add_subcommand("sensitivity",
-                                             "which assumed figures (model, GPU, kernel-model priors, the workload's traffic) move a "
-                                             "served run's $ per token and TPOT: each "
-                                             "moved down and up in turn");
+  CLI::App* sensitivity = app.add_subcommand(
+      "sensitivity",
+      "which assumed figures (model, GPU, kernel-model priors, the workload's traffic) move a "
+      "served run's $ per token and TPOT: each "
+      "moved down and up in turn");
   add_serving_flags(sensitivity, "deployment (workloads/deployments/) name or path",
                     "simulated seconds of arrivals in each run (then it drains)",
                     "random seed (the same traffic drawn in every run)");

@@ -105,7 +105,8 @@ void collect(const YAML::Node& node, const std::string& path, const Scan& scan, 
 }
 
 // The kind and text of a file's top-level `source: "<kind>: why"`, where the kind is one of `kinds`.
-std::pair<std::string, std::string> file_source(const YAML::Node& root, const std::vector<std::string>& kinds) {
+std::pair<std::string, std::string> file_source(const YAML::Node& root,
+                                                const std::vector<std::string>& kinds) {
   if (!root.IsMap() || !root["source"] || !root["source"].IsScalar()) return {};
   const std::string& source = root["source"].Scalar();
   for (const std::string& kind : kinds) {

@@ -45,7 +45,7 @@ void serve_alone(const ModelAnalysis& model, const GpuCostModel& prefill, const 
   WorkloadSpec one;
   one.name = "one session alone";
   one.arrival = WorkloadSpec::Arrival::kTrace;
-  one.trace = {{0.0, 0, prompt, output}};
+  one.trace = {{0.0, 0, prompt, output, {}, 0}};
   ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, one, 1);
   const ServingResult r = simulation.run(1.0, true);
   if (r.finished == 0) {

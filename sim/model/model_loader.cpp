@@ -311,11 +311,13 @@ DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
   const YamlNode top_k = node.required("top_k");
   spec.top_k = top_k.as_positive_int();
   if (spec.top_k > spec.routed_experts) {
-    top_k.fail(fmt::format("expected 1..{} (the draft's routed_experts), got {}", spec.routed_experts, spec.top_k));
+    top_k.fail(
+        fmt::format("expected 1..{} (the draft's routed_experts), got {}", spec.routed_experts, spec.top_k));
   }
   const YamlNode acceptance = node.required("acceptance");
   spec.acceptance = read_sourced_value(acceptance);
-  if (spec.acceptance.known() && spec.acceptance.value() >= 1.0) acceptance.fail("an acceptance rate is below 1");
+  if (spec.acceptance.known() && spec.acceptance.value() >= 1.0)
+    acceptance.fail("an acceptance rate is below 1");
   return spec;
 }
 

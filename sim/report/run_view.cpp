@@ -12,8 +12,9 @@ namespace {
 
 // A summary of no samples has no figures: null, not zeros a reader would take for latencies.
 nlohmann::json summary_json(const LatencySummary& s) {
-  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr},
-                            {"p99", nullptr}, {"max", nullptr}};
+  if (s.count == 0)
+    return {{"count", 0},     {"mean", nullptr}, {"p50", nullptr},
+            {"p90", nullptr}, {"p99", nullptr},  {"max", nullptr}};
   return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50},
           {"p90", s.p90},     {"p99", s.p99},   {"max", s.max}};
 }
@@ -136,8 +137,8 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{:.1f} / {:.1f}", x.input_tokens_per_s_per_gpu, x.output_tokens_per_s_per_gpu)});
   head.add_row({fmt::format("goodput (TTFT <= {} ms and TPOT <= {} ms)", r.deployment.sla.ttft_ms,
                             r.deployment.sla.tpot_ms),
-                x.finished > 0 ? fmt::format("{:.3f} requests/s, {:.1f}% of finished", x.goodput_requests_per_s,
-                                             100 * x.goodput_fraction)
+                x.finished > 0 ? fmt::format("{:.3f} requests/s, {:.1f}% of finished",
+                                             x.goodput_requests_per_s, 100 * x.goodput_fraction)
                                : std::string("0 requests/s (none finished)")});
   head.add_row(
       {"input tokens arrived / prefilled / served from cache",
@@ -214,8 +215,9 @@ std::vector<Table> run_tables(const RunReport& r) {
   breakdown.add_row({"  of prefill + decode: EP communication not hidden by compute",
                      finished_mean(x, x.mean_communication_ms)});
   if (x.finished == 0) {
-    const std::string none = "no request finished within the run ('-': no figure); "
-                             "a longer --duration lets some through";
+    const std::string none =
+        "no request finished within the run ('-': no figure); "
+        "a longer --duration lets some through";
     latency.add_note(none);
     breakdown.add_note(none);
   }

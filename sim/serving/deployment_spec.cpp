@@ -13,8 +13,9 @@ namespace {
 double seconds_a_run_can_hold(const YamlNode& node) {
   const double s = node.as_non_negative_double();
   if (s > longest_run_s()) {
-    node.fail(fmt::format("expected at most {:.0f} s (about {:.0f} days, what the simulator's clock holds), got {:g}",
-                          longest_run_s(), longest_run_s() / 86400, s));
+    node.fail(fmt::format(
+        "expected at most {:.0f} s (about {:.0f} days, what the simulator's clock holds), got {:g}",
+        longest_run_s(), longest_run_s() / 86400, s));
   }
   return s;
 }

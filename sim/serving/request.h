@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/des/sim_time.h"
 
@@ -17,6 +18,8 @@ struct Request {
   int64_t new_tokens = 0;     // tokens this turn adds to the context
   int64_t output_tokens = 0;  // tokens to generate (>= 1; the first comes from prefill)
   double think_after_s = 0;   // before the session's next turn, if it has one
+  // A block-hashed trace's prompt: its blocks (WorkloadSpec::TraceRow::blocks), else null.
+  const std::vector<int64_t>* blocks = nullptr;
 
   // Filled in along the way.
   int64_t cached_tokens = 0;    // prefix found in the KV tiers

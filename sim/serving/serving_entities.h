@@ -36,6 +36,9 @@ struct ServingSimulation::Session {
   int64_t next_turn = 0;
   bool from_trace = false;    // turns come from the trace, not from think times
   int64_t trace_context = 0;  // context the trace's turns have built so far
+  // A block-hashed trace's row: the tokens of its blocks no earlier row names,
+  // what it adds to the SSD tier (-1: a session of turns, whose context stays).
+  int64_t trace_new_block_tokens = -1;
   // Each turn draws its tokens and the think time after it from a stream of
   // its own (this seed and the turn's number), so what a session asks does
   // not depend on when the deployment serves it: two deployments given one

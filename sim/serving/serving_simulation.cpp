@@ -244,7 +244,9 @@ double ServingSimulation::tier_keeps_s() const {
   if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
     std::map<int64_t, double> contexts;
     for (const WorkloadSpec::TraceRow& row : workload_.trace) {
-      contexts[row.session] += static_cast<double>(row.input_tokens + row.output_tokens);
+      contexts[row.session] +=
+          static_cast<double>(row.blocks.empty() ? row.input_tokens + row.output_tokens
+                                                 : row.blocks_first_seen * workload_.trace_block_tokens);
     }
     for (const auto& [session, context] : contexts) left.push_back({context});
     const double span_s = workload_.trace.empty() ? 0.0 : workload_.trace.back().time_s;
@@ -301,7 +303,7 @@ ServingSimulation::TurnDraw ServingSimulation::draw_turn(const Session& s, int64
 }
 
 int64_t ServingSimulation::last_context(const Session& s) const {
-  if (s.from_trace) return s.trace_context;
+  if (s.from_trace) return s.trace_new_block_tokens >= 0 ? s.trace_new_block_tokens : s.trace_context;
   if (s.ended_at_context >= 0) return s.ended_at_context;
   // The turns it will ask for, whether or not the run lasts that long; a turn
   // past the model's context is refused, and the session ends there.
@@ -327,6 +329,10 @@ void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
   r.new_tokens = row.input_tokens;
   r.output_tokens = row.output_tokens;
   s.trace_context = r.final_context();
+  if (!row.blocks.empty()) {
+    r.blocks = &row.blocks;
+    s.trace_new_block_tokens = row.blocks_first_seen * workload_.trace_block_tokens;
+  }
   admit_turn(r);
 }
 
@@ -340,7 +346,9 @@ void ServingSimulation::admit_turn(Request& r) {
     reject(r, "context exceeds the model's max_context");
     return;
   }
-  const TierLookup hit = tiers_.lookup(session, prefix_tokens, sim_.now());
+  const TierLookup hit = r.blocks != nullptr ? tiers_.lookup_blocks(*r.blocks, workload_.trace_block_tokens,
+                                                                    r.context(), sim_.now())
+                                             : tiers_.lookup(session, prefix_tokens, sim_.now());
   r.cached_tokens = hit.cached_tokens;
   Session& s = sessions_[static_cast<std::size_t>(session)];
   if (s.resumed && r.turn == 0) s.earlier_context_found = hit.cached_tokens > 0;

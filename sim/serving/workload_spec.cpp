@@ -11,6 +11,7 @@
 
 #include "sim/des/random.h"
 #include "sim/des/sim_time.h"
+#include "sim/serving/mooncake_trace.h"
 
 namespace v41sim {
 namespace {
@@ -177,8 +178,8 @@ WorkloadSpec load_workload_file(const std::string& path) {
   w.name = root.required("name").as_string();
   w.source = root.required("source").as_string();
   const YamlNode arrival = root.required("arrival");
-  arrival.expect_only(
-      {"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s", "file"});
+  arrival.expect_only({"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s",
+                       "file", "block_tokens"});
   const std::string process = arrival.required("process").as_string();
   if (process == "trace") {
     w.arrival = WorkloadSpec::Arrival::kTrace;
@@ -186,7 +187,23 @@ WorkloadSpec load_workload_file(const std::string& path) {
     const std::string relative = file.as_string();
     const std::string resolved = (std::filesystem::path(path).parent_path() / relative).string();
     if (!std::filesystem::exists(resolved)) file.fail("no trace file at " + resolved);
-    w.trace = read_trace_csv(resolved);
+    // The file's kind by its name: our CSV of sessions' turns, or Mooncake's
+    // JSON lines of block-hashed requests, whose block size the trace does not say.
+    const std::string kind = std::filesystem::path(resolved).extension().string();
+    if (kind == ".jsonl") {
+      const YamlNode block = arrival.required("block_tokens");
+      w.trace_block_tokens = block.as_positive_int();
+      w.trace = read_mooncake_trace(resolved, w.trace_block_tokens);
+    } else if (kind == ".csv") {
+      if (arrival.has("block_tokens")) {
+        arrival.required("block_tokens").fail("only a block-hashed trace (.jsonl) has blocks");
+      }
+      w.trace = read_trace_csv(resolved);
+    } else {
+      file.fail(
+          "expected a .csv trace (time_s,session,input_tokens,output_tokens) or a .jsonl one "
+          "(Mooncake's: timestamp, input_length, output_length, hash_ids)");
+    }
     for (const char* unused : {"session", "effort"}) {
       if (root.has(unused)) root.required(unused).fail("not used with a trace: the trace gives every turn");
     }

@@ -72,8 +72,16 @@ struct WorkloadSpec {
     int64_t session = 0;
     int64_t input_tokens = 0;
     int64_t output_tokens = 0;
+    // A block-hashed trace (Mooncake's format): the prompt's blocks of
+    // `trace_block_tokens` tokens, each named by the hash of its content and
+    // all before it, so two prompts share a prefix exactly as far as they share
+    // leading ids; each row is a session of its own, and what it finds cached
+    // is the run of its leading blocks the SSD tier still holds.
+    std::vector<int64_t> blocks;
+    int64_t blocks_first_seen = 0;  // of its blocks, those no earlier row names
   };
   std::vector<TraceRow> trace;
+  int64_t trace_block_tokens = 0;  // > 0: a block-hashed trace
 };
 
 WorkloadSpec load_workload_file(const std::string& path);

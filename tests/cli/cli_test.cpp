@@ -238,12 +238,24 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
 // figures (the first is the run shown), and plan's table gives each figure's
 // spread and says which seeds ran.
 
+// A trace in Mooncake's format replays as it is: its prompts find the
+// blocks they share with those before them in the SSD tier.
+TEST(Cli, RunReplaysABlockHashedTrace) {
+  const auto r = run_json("run --workload mooncake_sample --deployment h200_agg_8 --duration 120");
+  EXPECT_GT(r["requests"]["finished"].get<int64_t>(), 30);
+  EXPECT_GT(r["kv_tiers"]["global_hits"].get<int64_t>(), 30);
+  EXPECT_GT(r["tokens"]["input_cached"].get<int64_t>(), r["tokens"]["input_arrived"].get<int64_t>() / 3);
+  EXPECT_EQ(run("run --workload mooncake_sample --deployment h200_agg_8 --duration 120 --json").output,
+            run("run --workload mooncake_sample --deployment h200_agg_8 --duration 120 --json").output);
+}
+
 // A run too short for any request to finish prints no latency figures: '-'
 // in the tables and null in the JSON, never zeros a reader takes for times.
 TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
   const std::string args = "run --deployment h200_agg_8 --workload agent_coding --duration 5";
   const auto r = run_json(args);
-  ASSERT_EQ(r["requests"]["finished"].get<int64_t>(), 0) << "the run must be too short for a request to finish";
+  ASSERT_EQ(r["requests"]["finished"].get<int64_t>(), 0)
+      << "the run must be too short for a request to finish";
   ASSERT_GT(r["requests"]["arrived"].get<int64_t>(), 0);
   for (const char* key : {"ttft_ms", "tpot_ms", "e2e_ms", "prefill_wait_ms"}) {
     EXPECT_EQ(r[key]["count"].get<int64_t>(), 0) << key;
@@ -554,6 +566,16 @@ INSTANTIATE_TEST_SUITE_P(
                "above 0, got '0'"},
         BadRun{"--set workloads/agent_coding.yaml:session.resumed.fraction=0.5 run --duration 60",
                "agent_coding.yaml:14: field 'session.resumed': expected gap_s"},
+        // A block-hashed trace read at another block size than its own.
+        BadRun{
+            "--set workloads/mooncake_sample.yaml:arrival.block_tokens=256 run --workload mooncake_sample "
+            "--duration 10",
+            "traces/mooncake_sample.jsonl:1: field 'hash_ids': expected 13 block ids (input_length 3095 in "
+            "blocks of 256 tokens), got 7"},
+        BadRun{"--set workloads/agent_trace.yaml:arrival.block_tokens=512 run --workload agent_trace "
+               "--duration 10",
+               "agent_trace.yaml:4: field 'arrival.block_tokens': only a block-hashed trace (.jsonl) has "
+               "blocks"},
         // A tier's time past the simulator's clock is the file's error, not an internal one.
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.retention_s=1e308 run --duration 10",
                "h200_pd_64.yaml:22: field 'kv_tiers.retention_s': expected at most 2305843 s"},

@@ -84,8 +84,8 @@ TEST(YamlWhatIf, AFileWhoseSourceIsAnAssumptionSourcesItsPlainNumbers) {
   for (const SourcedNumber& f : found) fields.push_back(f.field);
   // The zero fraction is left out (no share of it moves it), and so is every
   // number of a map that gives its own source.
-  EXPECT_EQ(fields, (std::vector<std::string>{"arrival.sessions_per_s", "session.turns.min", "session.turns.max",
-                                               "session.steps[0]", "session.steps[1]"}));
+  EXPECT_EQ(fields, (std::vector<std::string>{"arrival.sessions_per_s", "session.turns.min",
+                                              "session.turns.max", "session.steps[0]", "session.steps[1]"}));
   EXPECT_EQ(found[0].kind, "assumed");
   EXPECT_EQ(found[0].source, "a guessed shape");
   EXPECT_EQ(found[0].line, 3);
