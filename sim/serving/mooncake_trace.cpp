@@ -37,7 +37,7 @@ std::vector<WorkloadSpec::TraceRow> read_mooncake_trace(const std::string& path,
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // malformed, or a number past a double
       throw InputError(at(""), fmt::format("malformed JSON: {}", e.what()));
     }
     if (!j.is_object()) throw InputError(at(""), "expected one JSON object per line");
@@ -53,8 +53,9 @@ std::vector<WorkloadSpec::TraceRow> read_mooncake_trace(const std::string& path,
     WorkloadSpec::TraceRow row;
     const nlohmann::json& timestamp = j["timestamp"];
     const double ms = timestamp.is_number() ? timestamp.get<double>() : std::nan("");
-    if (!(ms >= 0 && std::isfinite(ms))) {
-      throw InputError(at("timestamp"), fmt::format("expected milliseconds >= 0, got {}", timestamp.dump()));
+    if (!(ms >= 0 && ms <= longest_run_s() * 1000)) {
+      throw InputError(at("timestamp"), fmt::format("expected milliseconds in [0, {:.0f}], got {}",
+                                                    longest_run_s() * 1000, timestamp.dump()));
     }
     row.time_s = ms / 1000.0;
     if (!rows.empty() && row.time_s < rows.back().time_s) {

@@ -67,7 +67,7 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
       }
     };
     constexpr double kMaxSessionId = 9007199254740992;  // exact in a double
-    row.time_s = number_in(0, 0, std::numeric_limits<double>::max(), false);
+    row.time_s = number_in(0, 0, longest_run_s(), false);
     row.session = static_cast<int64_t>(number_in(1, 0, kMaxSessionId, true));
     row.input_tokens = static_cast<int64_t>(number_in(2, 1, kMaxTokensPerRequest, true));
     row.output_tokens = static_cast<int64_t>(number_in(3, 1, kMaxTokensPerRequest, true));

@@ -81,7 +81,11 @@ TEST(MooncakeTrace, BadLinesNameTheirLineAndField) {
       {"{\"timestamp\": 9, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": [0, -1]}",
        ":2: field 'hash_ids': expected a whole number in [0, "},
       {"{\"timestamp\": \"late\", \"input_length\": 600, \"output_length\": 2, \"hash_ids\": [0, 1]}",
-       ":2: field 'timestamp': expected milliseconds >= 0, got \"late\""},
+       ":2: field 'timestamp': expected milliseconds in [0, 2305843000], got \"late\""},
+      {"{\"timestamp\": 1e300, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": [0, 1]}",
+       ":2: field 'timestamp': expected milliseconds in [0, 2305843000], got 1e+300"},
+      {"{\"timestamp\": 9, \"input_length\": 1e999, \"output_length\": 2, \"hash_ids\": [0, 1]}",
+       ":2: malformed JSON"},
   };
   for (const auto& [line, message] : cases) {
     const auto dir = write_trace("bad", good + line + "\n");
