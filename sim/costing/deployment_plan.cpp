@@ -191,7 +191,10 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   require_positive(grid.eps, "--ep");
   require_positive(grid.prefill_instances, "--prefill-instances");
   require_positive(grid.decode_instances, "--decode-instances");
-  require_in(grid.kv_retentions_h, 0, INFINITY, "--kv-retention-h", "hours >= 0");
+  // As a deployment file's retention_s: within what the simulator's clock holds past a run.
+  const double longest_h = longest_run_s() / 3600;
+  require_in(grid.kv_retentions_h, 0, std::nextafter(longest_h, INFINITY), "--kv-retention-h",
+             fmt::format("hours in [0, {:.1f}]", longest_h).c_str());
   require_in(grid.swa_pool_fractions, 0, 1, "--swa-pool-fraction", "a share in [0, 1)");
   require_in(grid.ssd_capacities_tb, 0, INFINITY, "--ssd-capacity-tb", "unbounded or TB above 0");
   if (!base.disaggregated && !grid.prefill_instances.empty()) {

@@ -579,6 +579,7 @@ INSTANTIATE_TEST_SUITE_P(
         // A tier's time past the simulator's clock is the file's error, not an internal one.
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.retention_s=1e308 run --duration 10",
                "h200_pd_64.yaml:22: field 'kv_tiers.retention_s': expected at most 2305843 s"},
+        BadRun{"plan --kv-retention-h 1e30", "field '--kv-retention-h': expected hours in [0, 640.5], got 1e+30"},
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.host_ttl_s=-1 run --duration 10",
                "h200_pd_64.yaml:24: field 'kv_tiers.host_ttl_s': expected a non-negative number, got -1"},
         BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",
