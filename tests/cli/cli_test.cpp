@@ -636,7 +636,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --deployment h200_agg_8 --aggregated-steps mixed,interleaved",
                "field '--aggregated-steps': expected prefill_first or mixed, got 'interleaved'"},
         BadRun{"plan --deployment h200_pd_64 --aggregated-steps mixed", "the deployment is disaggregated"},
-        BadRun{"plan --kv-retention-h 72,-1", "field '--kv-retention-h': expected hours >= 0, got -1"},
+        BadRun{"plan --kv-retention-h 72,-1", "field '--kv-retention-h': expected hours in [0, 640.5], got -1"},
         BadRun{"plan --swa-pool-fraction 1.5", "field '--swa-pool-fraction': expected a share in [0, 1)"},
         BadRun{"context --contexts 8192,1000", "field '--contexts': expected contexts longer than the 2000"},
         BadRun{"context --output-tokens 0", "field '--output-tokens'"},
