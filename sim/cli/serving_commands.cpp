@@ -76,12 +76,14 @@ WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
     throw InputError({"", 0, "--sessions-per-s"},
                      fmt::format("expected a positive arrival rate, got {}", f.sessions_per_s));
   }
-  if (w.arrival == WorkloadSpec::Arrival::kTrace) {
-    throw InputError({w.file, 0, "--sessions-per-s"}, "a trace workload sets its own arrival times");
-  }
-  w.name += fmt::format(" at {} sessions/s (the file says {})", f.sessions_per_s, w.sessions_per_s);
-  w.sessions_per_s = f.sessions_per_s;
-  w.sessions_per_s_where = {"", 0, "--sessions-per-s"};
+  const bool trace = w.arrival == WorkloadSpec::Arrival::kTrace;
+  const std::string was =
+      fmt::format(" at {} sessions/s ({} {:.3g})", f.sessions_per_s,
+                  trace ? "its times scaled from the trace's" : "the file says", w.sessions_per_s);
+  const InputLocation flag{"", 0, "--sessions-per-s"};
+  w = at_rate(std::move(w), f.sessions_per_s, flag);
+  w.name += was;
+  w.sessions_per_s_where = flag;
   return w;
 }
 

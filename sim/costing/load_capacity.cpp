@@ -14,9 +14,9 @@ namespace v41sim {
 namespace {
 
 void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
-  if (workload.arrival == WorkloadSpec::Arrival::kTrace) {
+  if (workload.arrival == WorkloadSpec::Arrival::kTrace && !(workload.sessions_per_s > 0)) {
     throw InputError({workload.file, 0, "arrival"},
-                     "a trace workload sets its own arrival times: its rate cannot be scaled");
+                     "the trace's rows all come at time 0: it has no rate to scale");
   }
   if (!(o.min_within_sla > 0 && o.min_within_sla <= 1)) {
     throw InputError({"", 0, "--min-within-sla"},
@@ -41,8 +41,7 @@ void serve_rates(const DeploymentSteps& steps, const ModelAnalysis& model, const
   ServeOptions drained = o.serve;
   drained.drain = true;
   parallel_for(rates.size(), [&](std::size_t i) {
-    WorkloadSpec scaled = workload;
-    scaled.sessions_per_s = rates[i];
+    const WorkloadSpec scaled = at_rate(workload, rates[i], {"", 0, "--rate-factors"});
     LoadPoint& p = added[i];
     p.sessions_per_s = rates[i];
     p.run = serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, drained);

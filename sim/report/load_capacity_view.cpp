@@ -121,6 +121,12 @@ Table capacity_table(const CapacityReport& r) {
       rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
       r.options.serve.duration_s, seeds_phrase(r.options.serve)));
   t.add_note(traffic_note(r.workload));
+  if (r.workload.arrival == WorkloadSpec::Arrival::kTrace) {
+    t.add_note(
+        "a trace's rate is its sessions over its last row's time; at another rate its rows come at their "
+        "times scaled to it (sessions, turns and tokens as they are), and a run's window of arrivals ends at "
+        "its last row where that comes sooner");
+  }
   if (r.deployment.mixes_prompt_chunks()) t.add_note(kMixedStepAssumption);
   add_served_run_notes(t, kernel_models);
   return t;

@@ -191,6 +191,12 @@ std::vector<Table> run_tables(const RunReport& r) {
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
       "share (queueing is the simulator's own)");
   head.add_note(traffic_note(r.workload));
+  if (r.workload.arrival == WorkloadSpec::Arrival::kTrace && r.workload.trace.back().time_s < x.duration_s) {
+    head.add_note(fmt::format(
+        "the trace's last row comes at {:g} s, before the run's end: its rates and $ count the idle time "
+        "after it (--duration {:g} ends the window there; plan and capacity end it there and drain)",
+        r.workload.trace.back().time_s, r.workload.trace.back().time_s));
+  }
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);

@@ -439,6 +439,14 @@ void ServingSimulation::sample_occupancy() {
 
 ServingResult ServingSimulation::run(double duration_s, bool drain) {
   check_sessions_asked(workload_, duration_s);
+  // Drained, a trace's arrival window ends with its last row: one past it
+  // would count idle time in every rate and $ figure (a trace of rows at time
+  // 0 alone keeps the window asked). Not drained, the run goes on to the time
+  // asked, serving what the trace brought.
+  if (drain && workload_.arrival == WorkloadSpec::Arrival::kTrace && !workload_.trace.empty()) {
+    const double last_s = workload_.trace.back().time_s;
+    if (last_s > 0 && last_s < duration_s) duration_s = last_s;
+  }
   occupancy_interval_s_ = duration_s / kOccupancySamples;
   if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
     for (const WorkloadSpec::TraceRow& row : workload_.trace) {

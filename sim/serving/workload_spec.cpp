@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "sim/des/random.h"
@@ -204,6 +205,11 @@ WorkloadSpec load_workload_file(const std::string& path) {
           "expected a .csv trace (time_s,session,input_tokens,output_tokens) or a .jsonl one "
           "(Mooncake's: timestamp, input_length, output_length, hash_ids)");
     }
+    std::set<int64_t> sessions;
+    for (const WorkloadSpec::TraceRow& row : w.trace) sessions.insert(row.session);
+    const double span_s = w.trace.back().time_s;
+    w.sessions_per_s = span_s > 0 ? static_cast<double>(sessions.size()) / span_s : 0.0;
+    w.sessions_per_s_where = file.location();
     for (const char* unused : {"session", "effort"}) {
       if (root.has(unused)) root.required(unused).fail("not used with a trace: the trace gives every turn");
     }
@@ -247,6 +253,25 @@ WorkloadSpec load_workload_file(const std::string& path) {
     w.effort = b;
   }
   w.effort_output_multiplier = effort_multiplier(w.effort);
+  return w;
+}
+
+WorkloadSpec at_rate(WorkloadSpec w, double sessions_per_s, const InputLocation& where) {
+  if (w.arrival != WorkloadSpec::Arrival::kTrace) {
+    w.sessions_per_s = sessions_per_s;
+    return w;
+  }
+  if (!(w.sessions_per_s > 0)) {
+    throw InputError(where, "the trace's rows all come at time 0: it has no rate to scale");
+  }
+  const double stretch = w.sessions_per_s / sessions_per_s;
+  if (!(w.trace.back().time_s * stretch <= longest_run_s())) {
+    throw InputError(where, fmt::format("{:g} sessions/s stretches the trace's {:g} s past the simulator's "
+                                        "clock ({:.0f} s)",
+                                        sessions_per_s, w.trace.back().time_s, longest_run_s()));
+  }
+  for (WorkloadSpec::TraceRow& row : w.trace) row.time_s *= stretch;
+  w.sessions_per_s = sessions_per_s;
   return w;
 }
 

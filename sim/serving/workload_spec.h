@@ -43,7 +43,7 @@ struct WorkloadSpec {
   std::string source;
   enum class Arrival { kPoisson, kBursty, kTrace };
   Arrival arrival = Arrival::kPoisson;
-  double sessions_per_s = 0;
+  double sessions_per_s = 0;           // a trace: its sessions over its last row's time
   InputLocation sessions_per_s_where;  // the file's field, or the flag that replaced it
   double burst_factor = 1;             // bursty: rate multiplier while a burst is on
   double burst_fraction = 0;           // bursty: share of time in a burst
@@ -85,6 +85,14 @@ struct WorkloadSpec {
 };
 
 WorkloadSpec load_workload_file(const std::string& path);
+
+// The same traffic with sessions arriving at `sessions_per_s`: a Poisson or
+// bursty process's rate replaced; a trace's times scaled by its own rate
+// (its sessions over its last row's time) over this one, its sessions, turns
+// and tokens as they are (as trace replayers speed a trace up). Throws
+// InputError naming `where` for a trace whose rows all come at time 0, or
+// one stretched past the simulator's clock.
+WorkloadSpec at_rate(WorkloadSpec w, double sessions_per_s, const InputLocation& where);
 
 // Output-length multiplier of effort b relative to b = 75 ("high"): the V4.1
 // report gives ~2.5x output tokens from b = 25 to b = 100; an exponential

@@ -249,6 +249,39 @@ TEST(Cli, RunReplaysABlockHashedTrace) {
             run("run --workload mooncake_sample --deployment h200_agg_8 --duration 120 --json").output);
 }
 
+// A trace at another rate: its rows come at their times scaled to it, so
+// at twice the trace's rate its requests all arrive in half the time. Drained
+// (plan, capacity), a trace's window of arrivals ends at its last row; so
+// capacity sweeps a trace's rate, each rate's figures over its own window.
+TEST(Cli, ATraceRunsAtTheRateAsked) {
+  const std::string twice = fmt::format("{}", 2 * 40 / 387.612);
+  const auto own = run_json("run --workload agent_trace --deployment h200_agg_8 --duration 387.612");
+  const auto fast = run_json("run --workload agent_trace --deployment h200_agg_8 --duration " +
+                             fmt::format("{}", 387.612 / 2) + " --sessions-per-s " + twice);
+  EXPECT_EQ(fast["requests"]["arrived"], own["requests"]["arrived"]);
+  EXPECT_NEAR(fast["littles_law"]["arrival_rate_per_s"].get<double>(),
+              2 * own["littles_law"]["arrival_rate_per_s"].get<double>(), 1e-6);
+  // Not drained, a run asked for longer goes on serving, and says when the trace ended.
+  const RunResult longer = run("run --workload agent_trace --deployment h200_agg_8 --duration 600");
+  EXPECT_NE(longer.output.find("the trace's last row comes at 387.612 s, before the run's end"),
+            std::string::npos)
+      << longer.output;
+  const auto c = run_json(
+      "capacity --workload agent_trace --deployment h200_agg_8 --duration 2000 "
+      "--rate-factors 1,4");
+  ASSERT_EQ(c["variants"].size(), 1u);
+  const auto& v = c["variants"][0];
+  ASSERT_GE(v["points"].size(), 2u);
+  EXPECT_NEAR(v["workload_sessions_per_s"].get<double>(), 40 / 387.612, 1e-9);
+  for (const auto& p : v["points"]) {  // each rate's window: its trace's span at that rate, not 2000 s
+    EXPECT_NEAR(p["requests_per_s"].get<double>(),
+                own["requests"]["arrived"].get<double>() /
+                    (387.612 * (40 / 387.612) / p["sessions_per_s"].get<double>()),
+                1e-6)
+        << p.dump();
+  }
+}
+
 // A run too short for any request to finish prints no latency figures: '-'
 // in the tables and null in the JSON, never zeros a reader takes for times.
 TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
@@ -579,7 +612,8 @@ INSTANTIATE_TEST_SUITE_P(
         // A tier's time past the simulator's clock is the file's error, not an internal one.
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.retention_s=1e308 run --duration 10",
                "h200_pd_64.yaml:22: field 'kv_tiers.retention_s': expected at most 2305843 s"},
-        BadRun{"plan --kv-retention-h 1e30", "field '--kv-retention-h': expected hours in [0, 640.5], got 1e+30"},
+        BadRun{"plan --kv-retention-h 1e30",
+               "field '--kv-retention-h': expected hours in [0, 640.5], got 1e+30"},
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.host_ttl_s=-1 run --duration 10",
                "h200_pd_64.yaml:24: field 'kv_tiers.host_ttl_s': expected a non-negative number, got -1"},
         BadRun{"run --duration 10 --trace /tmp/v41sim_t.json --trace-seconds -1",
@@ -619,13 +653,12 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--prompt-chunks': expected a positive number"},
         BadRun{"run --workload no_such_workload", "unknown name 'no_such_workload'"},
         BadRun{"run --duration 0", "--duration"},
-        BadRun{"capacity --workload agent_trace",
-               "field 'arrival': a trace workload sets its own arrival times"},
         BadRun{"capacity --precision 0", "field '--precision': expected a ratio above 0"},
         BadRun{"capacity --rate-factors 1,0", "field '--rate-factors': expected factors above 0, got 0"},
         BadRun{"run --sessions-per-s -1", "field '--sessions-per-s': expected a positive arrival rate"},
-        BadRun{"run --workload agent_trace --sessions-per-s 2",
-               "a trace workload sets its own arrival times"},
+        BadRun{"run --workload agent_trace --sessions-per-s 0.00001",
+               "field '--sessions-per-s': 1e-05 sessions/s stretches the trace's 387.612 s past the "
+               "simulator's clock"},
         BadRun{"plan --ep 8,0", "field '--ep': expected positive integers, got 0"},
         BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
@@ -636,7 +669,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --deployment h200_agg_8 --aggregated-steps mixed,interleaved",
                "field '--aggregated-steps': expected prefill_first or mixed, got 'interleaved'"},
         BadRun{"plan --deployment h200_pd_64 --aggregated-steps mixed", "the deployment is disaggregated"},
-        BadRun{"plan --kv-retention-h 72,-1", "field '--kv-retention-h': expected hours in [0, 640.5], got -1"},
+        BadRun{"plan --kv-retention-h 72,-1",
+               "field '--kv-retention-h': expected hours in [0, 640.5], got -1"},
         BadRun{"plan --swa-pool-fraction 1.5", "field '--swa-pool-fraction': expected a share in [0, 1)"},
         BadRun{"context --contexts 8192,1000", "field '--contexts': expected contexts longer than the 2000"},
         BadRun{"context --output-tokens 0", "field '--output-tokens'"},

@@ -103,7 +103,10 @@ TEST(LoadCapacity, BadOptionsAreInputErrors) {
   q.options.min_within_sla = 1.5;
   EXPECT_EQ(field_of(), "--min-within-sla");
   q.options.min_within_sla = 0.99;
+  // A trace has a rate to scale (its sessions over its last row's time) unless its rows all come at 0.
   q.workload = load_workload_file(data("workloads/agent_trace.yaml"));
+  for (WorkloadSpec::TraceRow& row : q.workload.trace) row.time_s = 0;
+  q.workload.sessions_per_s = 0;
   EXPECT_EQ(field_of(), "arrival");
 }
 
