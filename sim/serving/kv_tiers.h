@@ -52,7 +52,7 @@ class SessionKvTiers {
   // token, which must run to sample), and whether the window state at their end is parked.
   TierLookup lookup_blocks(const std::vector<int64_t>& blocks, int64_t block_tokens, int64_t prompt_tokens,
                            SimTime now);
-  // A prompt finished: each of its blocks persisted (again) now; the window
+  // A prompt prefilled: each of its blocks persisted (again) now; the window
   // state at its last block parked.
   void store_blocks(const std::vector<int64_t>& blocks, int64_t block_tokens, SimTime now);
 

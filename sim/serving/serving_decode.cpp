@@ -315,10 +315,7 @@ void ServingSimulation::finish(Request& r) {
   result_.output_tokens_of_finished += r.output_tokens;
   change_in_system(-1);
   Session& s = sessions_[static_cast<std::size_t>(r.session)];
-  if (r.blocks != nullptr) {
-    tiers_.store_blocks(*r.blocks, workload_.trace_block_tokens, sim_.now());
-    return;
-  }
+  if (r.blocks != nullptr) return;  // its blocks were persisted once prefilled
   if (s.from_trace) {
     tiers_.store(r.session, r.final_context(), sim_.now());
     return;

@@ -146,22 +146,24 @@ TEST(KvTiers, ABlockHashedPromptFindsTheRunOfItsLeadingBlocks) {
   EXPECT_EQ(c.global_misses, 2);
 }
 
-// Served: the second prompt shares two blocks with the first, which finished
-// before it came, so it computes only the rest; the tier's steady state counts
-// the blocks each prompt adds (3 and 1).
+// Served: the second prompt shares two blocks with the first, prefilled (and
+// still decoding its long answer) when it came, so it computes only the rest;
+// the tier's steady state counts the blocks each prompt adds (3 and 1).
 TEST(Serving, ABlockHashedTraceComputesOnlyWhatItsPromptsDoNotShare) {
   const auto dir = write_trace("served",
-                               "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 2, "
+                               "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 4000, "
                                "\"hash_ids\": [0, 1, 2]}\n"
-                               "{\"timestamp\": 60000, \"input_length\": 1300, \"output_length\": 2, "
+                               "{\"timestamp\": 1000, \"input_length\": 1300, \"output_length\": 2, "
                                "\"hash_ids\": [0, 1, 3]}\n");
   const ModelAnalysis model = analyze_model(load_model_file(data("tests/data/tiny_gqa.yaml")));
   const DeploymentSpec deployment = load_deployment_file(data("tests/data/aggregated.yaml"));
   const WorkloadSpec workload = load_workload_file((dir / "w.yaml").string());
   const GpuCostModel gpu(V41SIM_SOURCE_DIR, testing::gpu_path("h200"), false);
   ServingSimulation sim(model, gpu.cost(), gpu.cost(), deployment, workload, 1);
+  sim.enable_request_log();
   const ServingResult r = sim.run(120, true);
   ASSERT_EQ(r.finished, 2);
+  ASSERT_GT(r.requests[0].e2e_ms, 1000) << "the first must still be decoding when the second comes";
   EXPECT_EQ(r.input_tokens_cached, 1024);
   EXPECT_EQ(r.input_tokens_prefilled, 1100 + (1300 - 1024));
   EXPECT_EQ(r.kv_tiers.global_hits, 1);
