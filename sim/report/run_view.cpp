@@ -233,8 +233,12 @@ std::vector<Table> run_tables(const RunReport& r) {
   std::vector<std::string> columns{"time (s)", "decode KV used"};
   if (split) columns.push_back("prefill KV used");
   columns.insert(columns.end(), {"prefill queue", "decode queue", "decoding", "SWA states in host pool"});
-  Table occupancy("Occupancy over time (10 samples of 200)", columns);
-  for (std::size_t i = 0; i < x.occupancy.size(); i += std::max<std::size_t>(1, x.occupancy.size() / 10)) {
+  // About ten of the samples, evenly spaced, the run's first and last among them.
+  const std::size_t every = std::max<std::size_t>(1, x.occupancy.size() / 10);
+  std::size_t shown = 0;
+  for (std::size_t i = 0; i < x.occupancy.size(); i += every) ++shown;
+  Table occupancy(fmt::format("Occupancy over time ({} samples of {})", shown, x.occupancy.size()), columns);
+  for (std::size_t i = 0; i < x.occupancy.size(); i += every) {
     const OccupancySample& o = x.occupancy[i];
     std::vector<std::string> row{format_fixed(o.time_s, x.duration_s < 100 ? 1 : 0),
                                  fmt::format("{:.1f}%", 100 * o.decode_kv_used_fraction)};
