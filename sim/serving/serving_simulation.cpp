@@ -230,7 +230,8 @@ ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, int ea
 // less, for a resumed session, its earlier context from its gap on, where
 // the gap comes first (that entry was replaced). Estimated before the run,
 // so a turn's lookup can use it: the workload's mean rate and 4,096 sessions
-// drawn apart from the run's own (a trace: its sessions over its span).
+// drawn apart from the run's own (a trace: its sessions, at its rate; a
+// block-hashed one: the blocks each row adds).
 double ServingSimulation::tier_keeps_s() const {
   const KvTierSpec& kv = deployment_.kv;
   if (!kv.ssd_capacity_tb || kv.retention_s <= 0) return kv.retention_s;
@@ -240,7 +241,6 @@ double ServingSimulation::tier_keeps_s() const {
     double gap_s = 0;
   };
   std::vector<Left> left;
-  double sessions_per_s = 0;
   if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
     std::map<int64_t, double> contexts;
     for (const WorkloadSpec::TraceRow& row : workload_.trace) {
@@ -249,8 +249,6 @@ double ServingSimulation::tier_keeps_s() const {
                                                  : row.blocks_first_seen * workload_.trace_block_tokens);
     }
     for (const auto& [session, context] : contexts) left.push_back({context});
-    const double span_s = workload_.trace.empty() ? 0.0 : workload_.trace.back().time_s;
-    sessions_per_s = span_s > 0 ? static_cast<double>(contexts.size()) / span_s : 0.0;
   } else {
     constexpr int kSessionsDrawn = 4096;
     std::mt19937_64 seeds = sim_.random_stream("ssd tier sizing");
@@ -259,8 +257,8 @@ double ServingSimulation::tier_keeps_s() const {
       left.push_back(
           {static_cast<double>(last_context(s)), static_cast<double>(s.earlier_context), s.resumed_after_s});
     }
-    sessions_per_s = workload_.sessions_per_s;
   }
+  const double sessions_per_s = workload_.sessions_per_s;  // a trace's: its sessions over its last row's time
   const auto held_bytes = [&](double t) {  // grows with t: a later context is never shorter
     double token_s = 0;
     for (const Left& l : left) token_s += l.context * t - l.earlier_context * std::max(0.0, t - l.gap_s);
