@@ -259,7 +259,7 @@ double ServingSimulation::tier_keeps_s() const {
     }
   }
   const double sessions_per_s = workload_.sessions_per_s;  // a trace's: its sessions over its last row's time
-  const auto held_bytes = [&](double t) {  // grows with t: a later context is never shorter
+  const auto held_bytes = [&](double t) {                  // grows with t: a later context is never shorter
     double token_s = 0;
     for (const Left& l : left) token_s += l.context * t - l.earlier_context * std::max(0.0, t - l.gap_s);
     return sessions_per_s * token_s / static_cast<double>(std::max<std::size_t>(1, left.size())) *

@@ -171,5 +171,25 @@ TEST(Serving, ABlockHashedTraceComputesOnlyWhatItsPromptsDoNotShare) {
   EXPECT_DOUBLE_EQ(r.mean_last_context_tokens, (3 + 1) * 512 / 2.0);
 }
 
+// A tier of bounded size keeps a block until what the trace stores fills it:
+// by Little's law, the rows' rate x the new blocks each brings x that time.
+TEST(Serving, ABoundedTierSizesItselfFromTheBlocksATraceAdds) {
+  const ModelAnalysis model = analyze_model(load_model_file(testing::model_path("deepseek_v4_1_flash")));
+  DeploymentSpec deployment = load_deployment_file(data("workloads/deployments/h200_agg_8.yaml"));
+  const WorkloadSpec workload = load_workload_file(data("workloads/mooncake_sample.yaml"));
+  deployment.kv.ssd_capacity_tb = SourcedValue::assumed(0.0002, "test");
+  double new_tokens = 0;
+  for (const WorkloadSpec::TraceRow& row : workload.trace) {
+    new_tokens += static_cast<double>(row.blocks_first_seen * workload.trace_block_tokens);
+  }
+  const double bytes_per_s = workload.sessions_per_s * new_tokens /
+                             static_cast<double>(workload.trace.size()) * model.kv.global_bytes_per_token;
+  const GpuCostModel gpu(V41SIM_SOURCE_DIR, testing::gpu_path("h200"), true);
+  ServingSimulation sim(model, gpu.cost(), gpu.cost(), deployment, workload, 1);
+  const ServingResult r = sim.run(10);
+  ASSERT_LT(r.tier_keeps_s, deployment.kv.retention_s);
+  EXPECT_NEAR(r.tier_keeps_s, 0.0002e12 / bytes_per_s, 1e-6 * r.tier_keeps_s);
+}
+
 }  // namespace
 }  // namespace v41sim
