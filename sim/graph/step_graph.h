@@ -29,8 +29,9 @@ namespace v41sim {
 inline constexpr const char* kMixedStepAssumption =
     "a decode step carrying prompt chunks runs its GEMMs, experts and norms on both groups' tokens (each "
     "weight read once) and attention, the indexer and top-k per group; its EP transfers use the normal "
-    "kernels and it is timed as launched kernels, no CUDA-graph replay (assumed, as SGLang and vLLM run "
-    "mixed batches)";
+    "kernels and it is timed as launched kernels, no CUDA-graph replay (assumed, as SGLang runs mixed "
+    "batches by default; vLLM V1 replays all but attention as piecewise graphs, which would make such a "
+    "step shorter by the launch overhead its small kernels pay)";
 
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head and draft stages follow num_layers
