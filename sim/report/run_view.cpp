@@ -143,6 +143,10 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row(
       {"input tokens arrived / prefilled / served from cache",
        fmt::format("{} / {} / {}", x.input_tokens_arrived, x.input_tokens_prefilled, x.input_tokens_cached)});
+  if (r.workload.trace_block_tokens > 0) {
+    head.add_row({"  of them in leading blocks an earlier row names (what a tier keeping all at once serves)",
+                  std::to_string(x.input_tokens_shareable)});
+  }
   head.add_row({"window tokens replayed after SWA-state misses", std::to_string(x.input_tokens_replayed)});
   head.add_row({"global-KV hits / misses; SWA-state hits / misses / evictions",
                 fmt::format("{} / {}; {} / {} / {}", x.kv_tiers.global_hits, x.kv_tiers.global_misses,
@@ -279,6 +283,7 @@ nlohmann::json run_json(const RunReport& r) {
            {{"input_arrived", x.input_tokens_arrived},
             {"input_prefilled", x.input_tokens_prefilled},
             {"input_cached", x.input_tokens_cached},
+            {"input_shareable", x.input_tokens_shareable},
             {"input_replayed", x.input_tokens_replayed},
             {"output_generated", x.output_tokens_generated}}},
           {"ttft_ms", summary_json(x.ttft_ms)},

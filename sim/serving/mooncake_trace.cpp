@@ -73,9 +73,13 @@ std::vector<WorkloadSpec::TraceRow> read_mooncake_trace(const std::string& path,
                                    "is block_tokens the trace's?",
                                    blocks, row.input_tokens, block_tokens, ids.size()));
     }
+    bool leading = true;
     for (const nlohmann::json& id : ids) {
       row.blocks.push_back(whole_number(id, 0, kMaxBlockId, at("hash_ids")));
-      if (seen.insert(row.blocks.back()).second) ++row.blocks_first_seen;
+      const bool first = seen.insert(row.blocks.back()).second;
+      row.blocks_first_seen += first ? 1 : 0;
+      leading = leading && !first;
+      row.blocks_leading_seen += leading ? 1 : 0;
     }
     rows.push_back(std::move(row));
   }

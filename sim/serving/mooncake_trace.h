@@ -17,7 +17,8 @@
 namespace v41sim {
 
 // Rows in file order, each its own session (its line number less one); the
-// ids of each row's blocks, and how many of them no earlier row names. Throws
+// ids of each row's blocks, how many of them no earlier row names, and how
+// many leading ones an earlier row does. Throws
 // InputError naming the file, line and field: malformed JSON, a missing or
 // unknown field, a count that is not a whole number in range, a time before
 // the line above, or a block list whose length is not input_length over

@@ -82,6 +82,10 @@ struct ServingResult {
   int64_t input_tokens_prefilled = 0;  // computed, incl. window replay; excl. cached prefixes
   int64_t input_tokens_cached = 0;
   int64_t input_tokens_replayed = 0;  // window replay after an SWA-state miss
+  // A block-hashed trace: the tokens of each arriving prompt's leading blocks
+  // that an earlier row names, what a tier keeping every block at once could
+  // serve (at most all but each prompt's last token); 0 otherwise.
+  int64_t input_tokens_shareable = 0;
   int64_t output_tokens_generated = 0;
   int64_t input_tokens_to_compute = 0;    // what admitted requests asked the prefill to run
   int64_t output_tokens_of_finished = 0;  // what finished requests asked for

@@ -330,6 +330,8 @@ void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
   if (!row.blocks.empty()) {
     r.blocks = &row.blocks;
     s.trace_new_block_tokens = row.blocks_first_seen * workload_.trace_block_tokens;
+    result_.input_tokens_shareable +=
+        std::min(row.blocks_leading_seen * workload_.trace_block_tokens, row.input_tokens - 1);
   }
   admit_turn(r);
 }

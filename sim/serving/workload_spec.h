@@ -78,7 +78,8 @@ struct WorkloadSpec {
     // leading ids; each row is a session of its own, and what it finds cached
     // is the run of its leading blocks the SSD tier still holds.
     std::vector<int64_t> blocks;
-    int64_t blocks_first_seen = 0;  // of its blocks, those no earlier row names
+    int64_t blocks_first_seen = 0;    // of its blocks, those no earlier row names
+    int64_t blocks_leading_seen = 0;  // its leading blocks an earlier row names, up to the first new one
   };
   std::vector<TraceRow> trace;
   int64_t trace_block_tokens = 0;  // > 0: a block-hashed trace

@@ -56,6 +56,8 @@ TEST(MooncakeTrace, ReadsEachLineAsARequestOfItsOwn) {
   EXPECT_EQ(w.trace[1].blocks, (std::vector<int64_t>{0, 1, 3}));
   EXPECT_EQ(w.trace[0].blocks_first_seen, 3);
   EXPECT_EQ(w.trace[1].blocks_first_seen, 1);  // block 3 alone is new
+  EXPECT_EQ(w.trace[0].blocks_leading_seen, 0);
+  EXPECT_EQ(w.trace[1].blocks_leading_seen, 2);
 }
 
 // Each bad line is refused with the file, its line and the field.
@@ -165,10 +167,18 @@ TEST(Serving, ABlockHashedTraceComputesOnlyWhatItsPromptsDoNotShare) {
   ASSERT_EQ(r.finished, 2);
   ASSERT_GT(r.requests[0].e2e_ms, 1000) << "the first must still be decoding when the second comes";
   EXPECT_EQ(r.input_tokens_cached, 1024);
+  EXPECT_EQ(r.input_tokens_shareable, 1024);  // all a tier could give it, found
   EXPECT_EQ(r.input_tokens_prefilled, 1100 + (1300 - 1024));
   EXPECT_EQ(r.kv_tiers.global_hits, 1);
   EXPECT_EQ(r.kv_tiers.global_misses, 1);
   EXPECT_DOUBLE_EQ(r.mean_last_context_tokens, (3 + 1) * 512 / 2.0);
+  // With no tier, nothing is found; what a tier could have served stays.
+  DeploymentSpec no_tier = deployment;
+  no_tier.kv.retention_s = 0;
+  const ServingResult none =
+      ServingSimulation(model, gpu.cost(), gpu.cost(), no_tier, workload, 1).run(120, true);
+  EXPECT_EQ(none.input_tokens_cached, 0);
+  EXPECT_EQ(none.input_tokens_shareable, 1024);
 }
 
 // A tier of bounded size keeps a block until what the trace stores fills it:
