@@ -30,8 +30,8 @@ inline constexpr const char* kMixedStepAssumption =
     "a decode step carrying prompt chunks runs its GEMMs, experts and norms on both groups' tokens (each "
     "weight read once) and attention, the indexer and top-k per group; its EP transfers use the normal "
     "kernels and it is timed as launched kernels, no CUDA-graph replay (assumed, as SGLang runs mixed "
-    "batches by default; vLLM V1 replays all but attention as piecewise graphs, which would make such a "
-    "step shorter by the launch overhead its small kernels pay)";
+    "batches by default; vLLM V1 replays all but attention as piecewise graphs for batches within its "
+    "capture sizes, which would make such a step shorter by the launch overhead its small kernels pay)";
 
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head and draft stages follow num_layers
