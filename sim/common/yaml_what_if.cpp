@@ -307,6 +307,24 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
     }
   }
   YAML::Node node = node_at(root, edit.field, where);
+  // A figure the file marks unknown gets the value as the user's assumption: its whole { } map replaced.
+  if (node.IsMap() && node["unknown"] && !node["value"]) {
+    const auto open = static_cast<std::size_t>(std::max(0, node.Mark().pos));
+    const std::size_t close = text[open] == '{' ? closing_bracket(text, open) : std::string::npos;
+    if (node.Mark().pos < 0 || close == std::string::npos) {
+      throw InputError({edit.file, node.Mark().line + 1, edit.field},
+                       "--set replaces an unknown figure "
+                       "only where it is written { unknown: ... }");
+    }
+    edit.line = node.Mark().line + 1;
+    edit.was = "unknown: " + node["unknown"].Scalar();
+    std::string edited = text;
+    edited.replace(open, close + 1 - open,
+                   "{value: " + edit.value + ", assumed: \"--set on the command line\"}");
+    all.texts[key] = std::move(edited);
+    all.edits.push_back(edit);
+    return edit;
+  }
   if (node.IsMap() && node["value"]) node.reset(node["value"]);  // a sourced value: set its number
   const YAML::Mark mark = node.Mark();
   const auto offset = static_cast<std::size_t>(std::max(0, mark.pos));

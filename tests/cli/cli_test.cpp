@@ -282,6 +282,32 @@ TEST(Cli, ATraceRunsAtTheRateAsked) {
   }
 }
 
+// --set gives a figure the file marks unknown a value, as the user's
+// assumption: H20's price, which no public source gives, so its runs are priced.
+TEST(Cli, SetGivesAnUnknownFigureTheUsersValue) {
+  const auto unpriced = run_json("run --deployment h20_pd_16 --duration 30");
+  EXPECT_FALSE(unpriced["cost"]["known"].get<bool>());
+  const RunResult priced =
+      run("--set hw_profiles/h20.yaml:price_usd_per_gpu_hour=1.5 run --deployment h20_pd_16 --duration 30 "
+          "--json");
+  ASSERT_EQ(priced.exit_code, 0) << priced.output;
+  EXPECT_NE(
+      priced.output.find("price_usd_per_gpu_hour = 1.5 in hw_profiles/h20.yaml:23 (the file says unknown: "),
+      std::string::npos)
+      << priced.output;
+  const auto cost = nlohmann::json::parse(priced.output.substr(priced.output.find('{')))["cost"];
+  EXPECT_TRUE(cost["known"].get<bool>());
+  EXPECT_DOUBLE_EQ(cost["gpu_usd_per_hour"].get<double>(), 16 * 1.5);
+  EXPECT_NE(cost["provenance"].get<std::string>().find("assumed: --set on the command line"),
+            std::string::npos);
+  // The value still meets the loader's checks.
+  const RunResult bad =
+      run("--set hw_profiles/h20.yaml:price_usd_per_gpu_hour=-2 run --deployment h20_pd_16 --duration 30");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("h20.yaml:23: field 'price_usd_per_gpu_hour.value'"), std::string::npos)
+      << bad.output;
+}
+
 // A run too short for any request to finish prints no latency figures: '-'
 // in the tables and null in the JSON, never zeros a reader takes for times.
 TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
