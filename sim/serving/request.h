@@ -22,7 +22,7 @@ struct Request {
   const std::vector<int64_t>* blocks = nullptr;
 
   // Filled in along the way.
-  int64_t cached_tokens = 0;    // prefix found in the KV tiers
+  int64_t cached_tokens = 0;    // prefix found in the KV tiers (a block-hashed trace: leading blocks)
   int64_t replay_tokens = 0;    // window tokens replayed because the SWA state was gone
   int64_t to_compute = 0;       // tokens the prefill must run
   int64_t computed = 0;         // of to_compute, done so far

@@ -49,7 +49,8 @@ struct RequestRecord {
   double arrival_s = 0;
   int64_t prefix_tokens = 0;  // context before this turn
   int64_t new_tokens = 0;
-  int64_t cached_tokens = 0;  // of the prefix, found in the SSD tier
+  int64_t cached_tokens =
+      0;  // of the prefix (a block-hashed trace: of the prompt's leading blocks), found in the SSD tier
   int64_t replay_tokens = 0;  // window tokens recomputed after an SWA-state miss
   int64_t output_tokens = 0;  // asked for
   int64_t generated = 0;      // by the run's end
