@@ -1,6 +1,6 @@
 // A request trace in Mooncake's public format (kvcache-ai/Mooncake,
-// FAST'25 release; replayed by NVIDIA Dynamo, AIPerf and SGLang's
-// benchmarks): JSON lines of
+// FAST'25 release; replayed by NVIDIA Dynamo's and AIPerf's benchmarks):
+// JSON lines of
 //   {"timestamp": ms since the first request, "input_length": tokens,
 //    "output_length": tokens, "hash_ids": [one id per block of the prompt]}
 // where a block is `block_tokens` tokens (512 in Mooncake's traces) and two
