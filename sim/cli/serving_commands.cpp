@@ -72,9 +72,9 @@ void apply_sla_flags(const Flags& f, DeploymentSpec& d) {
 WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
   WorkloadSpec w = load_workload_file(catalog.resolve_workload(f.workload));
   if (f.sessions_per_s == 0) return w;
-  if (!(f.sessions_per_s > 0)) {
+  if (!(f.sessions_per_s > 0 && std::isfinite(f.sessions_per_s))) {
     throw InputError({"", 0, "--sessions-per-s"},
-                     fmt::format("expected a positive arrival rate, got {}", f.sessions_per_s));
+                     fmt::format("expected a finite positive arrival rate, got {}", f.sessions_per_s));
   }
   const bool trace = w.arrival == WorkloadSpec::Arrival::kTrace;
   const std::string was =

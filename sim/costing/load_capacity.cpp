@@ -27,8 +27,8 @@ void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
   }
   if (o.rate_factors.empty()) throw InputError({"", 0, "--rate-factors"}, "expected at least one factor");
   for (const double f : o.rate_factors) {
-    if (!(f > 0))
-      throw InputError({"", 0, "--rate-factors"}, fmt::format("expected factors above 0, got {}", f));
+    if (!(f > 0 && std::isfinite(f)))
+      throw InputError({"", 0, "--rate-factors"}, fmt::format("expected finite factors above 0, got {}", f));
   }
 }
 
