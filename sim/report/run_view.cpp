@@ -157,14 +157,18 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_row({"sessions resumed after a gap / their earlier context found in the SSD tier",
                   fmt::format("{} of {} / {}", x.sessions_resumed, x.sessions_arrived, x.resumed_found)});
   }
-  head.add_row({"SSD tier at steady state (sessions/s x global KV after a session's last turn x time held)",
-                fmt::format("{:.2f} TB ({:.3f} sessions/s x {} ({:.0f} tokens) x {}){}; {}",
-                            tier.bytes / 1e12, tier.sessions_per_s, format_bytes(tier.bytes_per_session),
-                            tier.last_context_tokens, time_held(tier),
-                            tier.capacity_bytes > 0
-                                ? fmt::format(" of {:.2f} TB provisioned", tier.capacity_bytes / 1e12)
-                                : std::string(),
-                            tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price")});
+  // A block-hashed trace's sessions are its requests, each leaving the blocks no earlier one named.
+  const bool blocks = r.workload.trace_block_tokens > 0;
+  head.add_row(
+      {blocks ? "SSD tier at steady state (requests/s x global KV of the blocks each adds x time held)"
+              : "SSD tier at steady state (sessions/s x global KV after a session's last turn x time held)",
+       fmt::format("{:.2f} TB ({:.3f} {}/s x {} ({:.0f} tokens) x {}){}; {}", tier.bytes / 1e12,
+                   tier.sessions_per_s, blocks ? "requests" : "sessions",
+                   format_bytes(tier.bytes_per_session), tier.last_context_tokens, time_held(tier),
+                   tier.capacity_bytes > 0
+                       ? fmt::format(" of {:.2f} TB provisioned", tier.capacity_bytes / 1e12)
+                       : std::string(),
+                   tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price")});
   head.add_row({"SSD tier's clients (one on each prefill node) busy with reads",
                 fmt::format("{:.1f}% of the run", 100 * x.ssd_clients_busy_fraction)});
   if (r.run.cost.known) {
