@@ -119,6 +119,33 @@ TEST(MooncakeTrace, TheBlockSizeIsGivenForAJsonLinesTraceAlone) {
   }
 }
 
+// A trace at another rate: its rows' times scaled by its own rate over the
+// one asked, its sessions and tokens as they are; a trace all at time 0, or
+// one stretched past the simulator's clock, is the caller's error.
+TEST(MooncakeTrace, ATraceRunsAtAnotherRateByScalingItsTimes) {
+  const auto dir = write_trace("rate",
+                               "{\"timestamp\": 1000, \"input_length\": 600, \"output_length\": 2, "
+                               "\"hash_ids\": [0, 1]}\n"
+                               "{\"timestamp\": 4000, \"input_length\": 600, \"output_length\": 2, "
+                               "\"hash_ids\": [0, 2]}\n");
+  const WorkloadSpec w = load_workload_file((dir / "w.yaml").string());
+  EXPECT_DOUBLE_EQ(w.sessions_per_s, 2 / 4.0);  // two sessions over its last row's 4 s
+  const WorkloadSpec fast = at_rate(w, 2.0, {"", 0, "--sessions-per-s"});
+  EXPECT_DOUBLE_EQ(fast.sessions_per_s, 2.0);
+  EXPECT_DOUBLE_EQ(fast.trace[0].time_s, 0.25);
+  EXPECT_DOUBLE_EQ(fast.trace[1].time_s, 1.0);
+  EXPECT_EQ(fast.trace[1].blocks, w.trace[1].blocks);
+  EXPECT_EQ(fast.trace[1].input_tokens, w.trace[1].input_tokens);
+  EXPECT_THROW(at_rate(w, 1e-9, {"", 0, "--sessions-per-s"}), InputError);
+  WorkloadSpec instant = w;
+  for (WorkloadSpec::TraceRow& row : instant.trace) row.time_s = 0;
+  instant.sessions_per_s = 0;
+  EXPECT_THROW(at_rate(instant, 1.0, {"", 0, "--sessions-per-s"}), InputError);
+  // A Poisson workload's rate is simply replaced.
+  const WorkloadSpec poisson = load_workload_file(data("workloads/agent_coding.yaml"));
+  EXPECT_DOUBLE_EQ(at_rate(poisson, 3.0, {}).sessions_per_s, 3.0);
+}
+
 // Keyed by block: a prompt finds the run of its leading blocks still held
 // (all but its last token at most), and the window state where that run ends
 // at a stored prompt's last block, for the host pool's TTL from when it was
