@@ -101,10 +101,13 @@ Table seeds_table(const RunReport& r) {
                format_fixed(at(&SeedOutcome::output_tokens_per_s_per_gpu), 0),
                price(at(&SeedOutcome::usd_per_million_output))});
   }
+  const bool trace = r.workload.arrival == WorkloadSpec::Arrival::kTrace;
   t.add_note(fmt::format(
-      "the tables above are seed {}'s run; each seed draws other arrivals, prompt and output lengths and "
-      "think times; requests within the SLA pooled over every seed: {:.2f}%",
-      r.seed, 100 * all.within_sla()));
+      "the tables above are seed {}'s run; {}; requests within the SLA pooled over every seed: {:.2f}%",
+      r.seed,
+      trace ? "a trace gives every arrival and length, so its seeds run the same requests"
+            : "each seed draws other arrivals, prompt and output lengths and think times",
+      100 * all.within_sla()));
   return t;
 }
 
