@@ -66,8 +66,7 @@ WorkloadSpec::TraceRow read_row(const nlohmann::json& j, int64_t block_tokens,
                                  "got {}: is block_tokens the trace's?",
                                  blocks, row.input_tokens, block_tokens, ids.size()));
   }
-  constexpr double kMaxBlockId = 9007199254740992;  // exact in a double
-  for (const nlohmann::json& id : ids) row.blocks.push_back(whole_number(id, 0, kMaxBlockId, at("hash_ids")));
+  for (const nlohmann::json& id : ids) row.blocks.push_back(whole_number(id, 0, kMaxTraceId, at("hash_ids")));
   return row;
 }
 

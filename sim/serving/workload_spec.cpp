@@ -67,9 +67,8 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
             fmt::format("expected {} in {}, got '{}'", whole ? "a whole number" : "a number", range, cell));
       }
     };
-    constexpr double kMaxSessionId = 9007199254740992;  // exact in a double
     row.time_s = number_in(0, 0, longest_run_s(), false);
-    row.session = static_cast<int64_t>(number_in(1, 0, kMaxSessionId, true));
+    row.session = static_cast<int64_t>(number_in(1, 0, kMaxTraceId, true));
     row.input_tokens = static_cast<int64_t>(number_in(2, 1, kMaxTokensPerRequest, true));
     row.output_tokens = static_cast<int64_t>(number_in(3, 1, kMaxTokensPerRequest, true));
     if (!rows.empty() && row.time_s < rows.back().time_s) {

@@ -33,6 +33,10 @@ Distribution read_distribution(const YamlNode& node, double ceiling);
 // distribution's max): past any model's context, exact in 32 bits.
 inline constexpr double kMaxTokensPerRequest = 2147483647;
 
+// The largest id a trace may give a session or a block: 2^53, past which a
+// double (as CSV and JSON numbers are read) no longer holds every integer.
+inline constexpr double kMaxTraceId = 9007199254740992;
+
 // The longest a run (or a think time) may last: a quarter of simulated time's
 // range (SimTime: ~106 days), leaving the rest for requests in flight to drain.
 double longest_run_s();

@@ -13,6 +13,13 @@ namespace {
 
 using nlohmann::json;
 
+// Whether the summary's text says `phrase`, with the whole text in the message either way.
+::testing::AssertionResult says(const std::string& text, const std::string& phrase) {
+  if (text.find(phrase) != std::string::npos)
+    return ::testing::AssertionSuccess() << "it says '" << phrase << "' in:\n" << text;
+  return ::testing::AssertionFailure() << "it does not say '" << phrase << "' in:\n" << text;
+}
+
 json fit(int64_t context, const std::string& gpu, int64_t sessions) {
   return {{"context_tokens", context}, {"gpu", gpu}, {"gpus", 8}, {"ep", 8}, {"sessions", sessions}};
 }
@@ -170,81 +177,61 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
         {{"kind", "published"}, {"within_tolerance", false}},
         {{"kind", "published"}, {"within_tolerance", true}}}}};
   const std::string text = study_summary(report).to_text();
-  EXPECT_NE(text.find("holds only if a condition"), std::string::npos) << text;
+  EXPECT_TRUE(says(text, "holds only if a condition"));
   // The three figures the step moves with most, not the fourth.
-  EXPECT_NE(text.find("assumed figures the H200 decode step moves with most (each moved 25% down and up)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("a (f.yaml) 9.0%; b (f.yaml) 4.0%; c (g.yaml) 2.0%"), std::string::npos) << text;
-  EXPECT_EQ(text.find("d (g.yaml)"), std::string::npos) << text;
-  EXPECT_NE(text.find("1048576-token sessions that 8 GPUs hold"), std::string::npos) << text;
-  EXPECT_NE(text.find("H200 696"), std::string::npos) << text;
-  EXPECT_EQ(text.find("H200 5000"), std::string::npos) << text;
-  EXPECT_NE(text.find("H200 22.7 ms ±12%"), std::string::npos) << text;  // decode at the largest context
-  EXPECT_NE(text.find("fits ($0.50 per 1M output tokens, TPOT p99 7.5 ms)"), std::string::npos) << text;
-  EXPECT_EQ(text.find("too slow"), std::string::npos) << text;
-  EXPECT_NE(text.find("one pool ($0.50"), std::string::npos) << text;
+  EXPECT_TRUE(
+      says(text, "assumed figures the H200 decode step moves with most (each moved 25% down and up)"));
+  EXPECT_TRUE(says(text, "a (f.yaml) 9.0%; b (f.yaml) 4.0%; c (g.yaml) 2.0%"));
+  EXPECT_FALSE(says(text, "d (g.yaml)"));
+  EXPECT_TRUE(says(text, "1048576-token sessions that 8 GPUs hold"));
+  EXPECT_TRUE(says(text, "H200 696"));
+  EXPECT_FALSE(says(text, "H200 5000"));
+  EXPECT_TRUE(says(text, "H200 22.7 ms ±12%"));  // decode at the largest context
+  EXPECT_TRUE(says(text, "fits ($0.50 per 1M output tokens, TPOT p99 7.5 ms)"));
+  EXPECT_FALSE(says(text, "too slow"));
+  EXPECT_TRUE(says(text, "one pool ($0.50"));
   // A row run with several seeds gives their means (not the first seed's figures) and their range.
-  EXPECT_NE(
-      text.find("cheapest disaggregated: two pools ($1.50 per 1M output tokens [$1.00-$2.00 over 3 seeds], "
-                "TPOT p99 8.0 ms [7.5-8.5 over 3 seeds])"),
-      std::string::npos)
-      << text;
-  EXPECT_NE(text.find("2 of 3 within tolerance; no GPU of ours measured yet"), std::string::npos) << text;
-  EXPECT_NE(
-      text.find("the SSD tier pays for itself if 40% -> 1.4% of sessions come back within its retention"),
-      std::string::npos)
-      << text;
-  EXPECT_NE(text.find("how large an SSD tier under 'agent coding, resumed' (h200_agg_8, kept at most 72 h)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(
-      text.find("unbounded: $0.69 per 1M output tokens, 99.9% within the SLA; 2 TB: $0.80 per 1M output "
-                "tokens, 99.4% within the SLA"),
-      std::string::npos)
-      << text;
-  EXPECT_NE(text.find("traffic served within the SLA under 'agent coding'"), std::string::npos) << text;
-  EXPECT_NE(text.find("8 x H200, own steps: up to 0.794 sessions/s; 8 x H200, mixed: up to 0.857 sessions/s"),
-            std::string::npos)
-      << text;
+  EXPECT_TRUE(
+      says(text,
+           "cheapest disaggregated: two pools ($1.50 per 1M output tokens [$1.00-$2.00 over 3 seeds], "
+           "TPOT p99 8.0 ms [7.5-8.5 over 3 seeds])"));
+  EXPECT_TRUE(says(text, "2 of 3 within tolerance; no GPU of ours measured yet"));
+  EXPECT_TRUE(
+      says(text, "the SSD tier pays for itself if 40% -> 1.4% of sessions come back within its retention"));
+  EXPECT_TRUE(
+      says(text, "how large an SSD tier under 'agent coding, resumed' (h200_agg_8, kept at most 72 h)"));
+  EXPECT_TRUE(says(text,
+                   "unbounded: $0.69 per 1M output tokens, 99.9% within the SLA; 2 TB: $0.80 per 1M output "
+                   "tokens, 99.4% within the SLA"));
+  EXPECT_TRUE(says(text, "traffic served within the SLA under 'agent coding'"));
+  EXPECT_TRUE(
+      says(text, "8 x H200, own steps: up to 0.794 sessions/s; 8 x H200, mixed: up to 0.857 sessions/s"));
   // Mixed against own steps on the same pool; a GPU without the pair is left out.
-  EXPECT_NE(
-      text.find("1 x 8 h100_sxm: mixed $0.50 per 1M output tokens (TPOT p99 18.3 ms), own steps $0.59 per 1M "
-                "output tokens (TPOT p99 23.4 ms)"),
-      std::string::npos)
-      << text;
-  EXPECT_EQ(text.find("2 x 8 h100_sxm: mixed"), std::string::npos) << text;
-  EXPECT_EQ(text.find("h200: mixed"), std::string::npos) << text;
+  EXPECT_TRUE(
+      says(text,
+           "1 x 8 h100_sxm: mixed $0.50 per 1M output tokens (TPOT p99 18.3 ms), own steps $0.59 per 1M "
+           "output tokens (TPOT p99 23.4 ms)"));
+  EXPECT_FALSE(says(text, "2 x 8 h100_sxm: mixed"));
+  EXPECT_FALSE(says(text, "h200: mixed"));
   // The first sweep, from its shortest session to its longest.
-  EXPECT_NE(text.find("sessions of 8192 to 1048576 tokens on 1 x 8 h200 (2000 output tokens each)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(
-      text.find("sessions per decode GPU 7832 -> 83; first token of one prompt alone 0.14 s -> 28.80 s; "
-                "decode batch per GPU within TPOT 60 ms 1056 (TPOT) -> 83 (KV memory); $ per 1M output "
-                "tokens $0.02 -> $0.08 with every prefix cached, $0.05 -> $5.72 with every prompt "
-                "prefilled"),
-      std::string::npos)
-      << text;
-  EXPECT_EQ(text.find("b200"), std::string::npos) << text;
-  EXPECT_NE(
-      text.find("fast (batch 1, 951); cheapest of them: fast at batch 951 ($0.020 per 1M output tokens, 28 "
-                "tokens/s per user); not ranked (no public price): h20"),
-      std::string::npos)
-      << text;
-  EXPECT_EQ(text.find("slow (batch"), std::string::npos) << text;
-  EXPECT_NE(text.find("what the KV tiers are worth under 'agent coding' (h200_agg_8)"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("SSD tier 72 h, window pool 10% of DRAM: $0.66 per 1M output tokens, 99.7% within the "
-                      "SLA; no SSD tier, no window pool: $1.57 per 1M output tokens, 34.9% within the SLA"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("decode at 1048576 tokens: faster on 0 of 1 GPU profiles (mean 1.50x"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("prefill at 4194304 tokens: faster on 1 of 1 GPU profiles (mean 0.90x"),
-            std::string::npos)
-      << text;
+  EXPECT_TRUE(says(text, "sessions of 8192 to 1048576 tokens on 1 x 8 h200 (2000 output tokens each)"));
+  EXPECT_TRUE(says(text,
+                   "sessions per decode GPU 7832 -> 83; first token of one prompt alone 0.14 s -> 28.80 s; "
+                   "decode batch per GPU within TPOT 60 ms 1056 (TPOT) -> 83 (KV memory); $ per 1M output "
+                   "tokens $0.02 -> $0.08 with every prefix cached, $0.05 -> $5.72 with every prompt "
+                   "prefilled"));
+  EXPECT_FALSE(says(text, "b200"));
+  EXPECT_TRUE(
+      says(text,
+           "fast (batch 1, 951); cheapest of them: fast at batch 951 ($0.020 per 1M output tokens, 28 "
+           "tokens/s per user); not ranked (no public price): h20"));
+  EXPECT_FALSE(says(text, "slow (batch"));
+  EXPECT_TRUE(says(text, "what the KV tiers are worth under 'agent coding' (h200_agg_8)"));
+  EXPECT_TRUE(says(text,
+                   "SSD tier 72 h, window pool 10% of DRAM: $0.66 per 1M output tokens, 99.7% within the "
+                   "SLA; no SSD tier, no window pool: $1.57 per 1M output tokens, 34.9% within the SLA"));
+  EXPECT_TRUE(says(text, "decode at 1048576 tokens: faster on 0 of 1 GPU profiles (mean 1.50x"));
+  EXPECT_TRUE(says(text, "prefill at 4194304 tokens: faster on 1 of 1 GPU profiles (mean 0.90x"));
 }
 
 TEST(StudySummary, SaysWhenNoVariantMeetsTheSla) {
@@ -255,9 +242,9 @@ TEST(StudySummary, SaysWhenNoVariantMeetsTheSla) {
                     {"plan_layouts", {{"rows", json::array()}}},
                     {"validation", json::array()}};
   const std::string text = study_summary(report).to_text();
-  EXPECT_NE(text.find("H200 29.6 ms"), std::string::npos) << text;
-  EXPECT_EQ(text.find("±"), std::string::npos) << text;  // no band known
-  EXPECT_NE(text.find("no variant meets the SLA"), std::string::npos) << text;
+  EXPECT_TRUE(says(text, "H200 29.6 ms"));
+  EXPECT_FALSE(says(text, "±"));  // no band known
+  EXPECT_TRUE(says(text, "no variant meets the SLA"));
 }
 
 }  // namespace
