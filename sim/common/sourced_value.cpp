@@ -1,5 +1,7 @@
 #include "sim/common/sourced_value.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <utility>
 
@@ -85,6 +87,18 @@ SourcedValue read_sourced_value(const YamlNode& node, ValueRange range) {
       break;
   }
   return SourcedValue(number, provenance, node.location());
+}
+
+SourcedValue read_plausible_value(const YamlNode& node, const PlausibleRange& plausible, ValueRange range) {
+  SourcedValue figure = read_sourced_value(node, range);
+  if (!figure.known()) return figure;
+  const double x = figure.value();
+  if (x < plausible.lo || x > plausible.hi) {
+    node.required("value").fail(fmt::format(
+        "{:g} is out of the plausible range {:g} to {:g} for this figure, in {}: is it in another unit?", x,
+        plausible.lo, plausible.hi, plausible.unit));
+  }
+  return figure;
 }
 
 }  // namespace v41sim

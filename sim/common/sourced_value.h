@@ -61,4 +61,17 @@ class SourcedValue {
 enum class ValueRange { kPositive, kNonNegative, kCount };
 SourcedValue read_sourced_value(const YamlNode& node, ValueRange range = ValueRange::kPositive);
 
+// What a physical figure may be, in the unit its file takes: wide enough for
+// hardware not yet built, narrow enough to catch a number typed in another
+// unit (4.8 meant as 4.8 TB/s is 4.8 B/s to a field in bytes per second),
+// which would otherwise run a trillion times off, silently.
+struct PlausibleRange {
+  double lo;
+  double hi;
+  const char* unit;  // what the file's number counts, with an example
+};
+// read_sourced_value, refused at its value when the number lies outside `plausible`.
+SourcedValue read_plausible_value(const YamlNode& node, const PlausibleRange& plausible,
+                                  ValueRange range = ValueRange::kPositive);
+
 }  // namespace v41sim

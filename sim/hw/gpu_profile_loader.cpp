@@ -1,6 +1,26 @@
 #include "sim/hw/gpu_profile_loader.h"
 
 namespace v41sim {
+namespace {
+
+// Each figure's plausible range (sourced_value.h): a decade or more past every
+// bundled profile either way.
+constexpr PlausibleRange kSms{8, 2000, "SMs"};
+constexpr PlausibleRange kClockGhz{0.3, 6, "GHz"};
+constexpr PlausibleRange kHbmBytes{4e9, 1e13, "bytes (141 GB is 141e9)"};
+constexpr PlausibleRange kHbmBytesPerS{1e11, 1e15, "bytes per second (4.8 TB/s is 4.8e12)"};
+constexpr PlausibleRange kL2Bytes{1e5, 1e10, "bytes (50 MB is 50e6)"};
+constexpr PlausibleRange kTensorTflops{1, 1e6, "dense TFLOP/s (989 TFLOP/s is 989)"};
+constexpr PlausibleRange kVectorTflops{0.1, 1e5, "TFLOP/s"};
+constexpr PlausibleRange kLinkBytesPerS{1e9, 1e14, "bytes per second, one direction (450 GB/s is 450e9)"};
+constexpr PlausibleRange kNicBytesPerS{1e8, 1e13, "bytes per second, one direction (400 Gb/s is 50e9)"};
+constexpr PlausibleRange kDomainGpus{1, 100000, "GPUs"};
+constexpr PlausibleRange kNodeGpus{1, 1000, "GPUs"};
+constexpr PlausibleRange kDramBytes{1e9, 1e15, "bytes (2 TB is 2e12)"};
+constexpr PlausibleRange kWatts{10, 1e5, "W"};
+constexpr PlausibleRange kUsdPerHour{0.01, 1000, "$ per GPU-hour"};
+
+}  // namespace
 
 GpuProfile load_gpu_profile(const YamlNode& root) {
   root.expect_only({"name", "architecture", "notes", "sm_count", "boost_clock_ghz", "hbm_bytes",
@@ -15,29 +35,32 @@ GpuProfile load_gpu_profile(const YamlNode& root) {
   if (gpu.architecture != "hopper" && gpu.architecture != "blackwell") {
     architecture.fail("unknown architecture '" + gpu.architecture + "' (expected hopper or blackwell)");
   }
-  auto field = [&root](const char* key) { return read_sourced_value(root.required(key)); };
-  auto count = [&root](const char* key) {
-    return read_sourced_value(root.required(key), ValueRange::kCount);
+  auto field = [&root](const char* key, const PlausibleRange& range) {
+    return read_plausible_value(root.required(key), range, ValueRange::kPositive);
   };
-  gpu.sm_count = count("sm_count");
-  gpu.boost_clock_ghz = field("boost_clock_ghz");
-  gpu.hbm_bytes = field("hbm_bytes");
-  gpu.hbm_bytes_per_s = field("hbm_bytes_per_s");
-  gpu.l2_bytes = field("l2_bytes");
+  auto count = [&root](const char* key, const PlausibleRange& range) {
+    return read_plausible_value(root.required(key), range, ValueRange::kCount);
+  };
+  gpu.sm_count = count("sm_count", kSms);
+  gpu.boost_clock_ghz = field("boost_clock_ghz", kClockGhz);
+  gpu.hbm_bytes = field("hbm_bytes", kHbmBytes);
+  gpu.hbm_bytes_per_s = field("hbm_bytes_per_s", kHbmBytesPerS);
+  gpu.l2_bytes = field("l2_bytes", kL2Bytes);
   const YamlNode tensor = root.required("tensor_tflops");
   tensor.expect_only({"fp4", "fp8", "bf16"});
-  gpu.tensor.fp4_tflops = read_sourced_value(tensor.required("fp4"));
-  gpu.tensor.fp8_tflops = read_sourced_value(tensor.required("fp8"));
-  gpu.tensor.bf16_tflops = read_sourced_value(tensor.required("bf16"));
-  gpu.fp32_vector_tflops = field("fp32_vector_tflops");
-  gpu.nvlink_bytes_per_s = field("nvlink_bytes_per_s");
-  gpu.nvlink_domain_gpus = count("nvlink_domain_gpus");
-  gpu.nic_bytes_per_s = field("nic_bytes_per_s");
-  gpu.host_link_bytes_per_s = field("host_link_bytes_per_s");
-  gpu.host_dram_bytes_per_node = field("host_dram_bytes_per_node");
-  gpu.gpus_per_node = count("gpus_per_node");
-  gpu.power_watts = field("power_watts");
-  gpu.price_usd_per_gpu_hour = field("price_usd_per_gpu_hour");
+  gpu.tensor.fp4_tflops = read_plausible_value(tensor.required("fp4"), kTensorTflops, ValueRange::kPositive);
+  gpu.tensor.fp8_tflops = read_plausible_value(tensor.required("fp8"), kTensorTflops, ValueRange::kPositive);
+  gpu.tensor.bf16_tflops =
+      read_plausible_value(tensor.required("bf16"), kTensorTflops, ValueRange::kPositive);
+  gpu.fp32_vector_tflops = field("fp32_vector_tflops", kVectorTflops);
+  gpu.nvlink_bytes_per_s = field("nvlink_bytes_per_s", kLinkBytesPerS);
+  gpu.nvlink_domain_gpus = count("nvlink_domain_gpus", kDomainGpus);
+  gpu.nic_bytes_per_s = field("nic_bytes_per_s", kNicBytesPerS);
+  gpu.host_link_bytes_per_s = field("host_link_bytes_per_s", kLinkBytesPerS);
+  gpu.host_dram_bytes_per_node = field("host_dram_bytes_per_node", kDramBytes);
+  gpu.gpus_per_node = count("gpus_per_node", kNodeGpus);
+  gpu.power_watts = field("power_watts", kWatts);
+  gpu.price_usd_per_gpu_hour = field("price_usd_per_gpu_hour", kUsdPerHour);
   return gpu;
 }
 

@@ -8,6 +8,13 @@
 namespace v41sim {
 namespace {
 
+// The SSD tier's figures' plausible ranges (sourced_value.h): its sizes from a
+// GB to an exabyte, a client's read rate from a SATA disk's to a few 400G
+// NICs' more than a hundred times over.
+constexpr PlausibleRange kSsdClientBytesPerS{1e8, 1e13, "bytes per second (40 GB/s is 40e9)"};
+constexpr PlausibleRange kUsdPerTbMonth{1e-3, 1e4, "$ per TB-month"};
+constexpr PlausibleRange kTierTb{1e-3, 1e6, "TB (20 TB is 20, 1 PB is 1000)"};
+
 // A time a tier keeps something: 0 or more seconds, within what the
 // simulator's clock holds past a run's end (a longer one would overflow it).
 double seconds_a_run_can_hold(const YamlNode& node) {
@@ -111,15 +118,15 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   const YamlNode kv = root.required("kv_tiers");
   kv.expect_only({"ssd_read_bytes_per_s", "ssd_usd_per_tb_month", "ssd_capacity_tb", "retention_s",
                   "host_pool_fraction", "host_ttl_s", "bounded_replay"});
-  d.kv.ssd_read_bytes_per_s = read_sourced_value(kv.required("ssd_read_bytes_per_s"));
-  d.kv.ssd_usd_per_tb_month = read_sourced_value(kv.required("ssd_usd_per_tb_month"));
+  d.kv.ssd_read_bytes_per_s = read_plausible_value(kv.required("ssd_read_bytes_per_s"), kSsdClientBytesPerS);
+  d.kv.ssd_usd_per_tb_month = read_plausible_value(kv.required("ssd_usd_per_tb_month"), kUsdPerTbMonth);
   const YamlNode capacity = kv.required("ssd_capacity_tb");
   if (capacity.is_scalar()) {
     if (capacity.as_string() != "unbounded") {
       capacity.fail("expected unbounded or a sourced size in TB ({value: 20, assumed: \"...\"})");
     }
   } else {
-    d.kv.ssd_capacity_tb = read_sourced_value(capacity);
+    d.kv.ssd_capacity_tb = read_plausible_value(capacity, kTierTb);
   }
   // 0 keeps nothing (no SSD tier; no window-state pool), as plan's variants may say.
   d.kv.retention_s = seconds_a_run_can_hold(kv.required("retention_s"));

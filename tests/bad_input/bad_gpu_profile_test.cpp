@@ -53,6 +53,29 @@ TEST(BadGpuProfile, CountsAreWhole) {
             "gpus_per_node.value");
 }
 
+// A figure typed in another unit (TB/s for bytes per second, GB for bytes)
+// would run as a GPU a trillion times slower or smaller: refused at its value,
+// naming the unit the file takes. A figure far beyond any GPU is refused too.
+TEST(BadGpuProfile, AFigureInAnotherUnitIsRefused) {
+  const InputError bandwidth = load_error("hbm_bytes_per_s: {value: 4.8e12", "hbm_bytes_per_s: {value: 4.8");
+  EXPECT_EQ(bandwidth.where().field, "hbm_bytes_per_s.value");
+  EXPECT_NE(std::string(bandwidth.what()).find("bytes per second (4.8 TB/s is 4.8e12)"), std::string::npos)
+      << bandwidth.what();
+  EXPECT_EQ(load_error("hbm_bytes: {value: 141e9", "hbm_bytes: {value: 141").where().field,
+            "hbm_bytes.value");
+  EXPECT_EQ(load_error("fp8: {value: 1979", "fp8: {value: 1979e12").where().field, "tensor_tflops.fp8.value");
+  EXPECT_EQ(load_error("hbm_bytes: {value: 141e9", "hbm_bytes: {value: 1e308").where().field,
+            "hbm_bytes.value");
+  EXPECT_EQ(load_error("nic_bytes_per_s: {value: 50e9", "nic_bytes_per_s: {value: 400").where().field,
+            "nic_bytes_per_s.value");
+  EXPECT_EQ(load_error("boost_clock_ghz: {value: 1.98", "boost_clock_ghz: {value: 1980").where().field,
+            "boost_clock_ghz.value");
+  // The edges are wide: a GPU a decade past the bundled ones still loads.
+  std::string bigger = kGood;
+  bigger.replace(bigger.find("hbm_bytes_per_s: {value: 4.8e12"), 31, "hbm_bytes_per_s: {value: 48e12");
+  EXPECT_NO_THROW(load_gpu_profile(YamlNode::parse_string(bigger, "gpu.yaml")));
+}
+
 TEST(BadGpuProfile, UnknownFigureWithAValue) {
   const InputError e = load_error("fp4: {unsupported: \"Hopper has no FP4 tensor cores\"}",
                                   "fp4: {value: 1, unsupported: \"x\"}");
