@@ -132,8 +132,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
     cmd->add_option("--deployment", flags->deployment, deployment)->capture_default_str();
     cmd->add_option("--workload", flags->workload, "workload (workloads/) name or path")
         ->capture_default_str();
-    cmd->add_option("--sessions-per-s", flags->sessions_per_s,
-                    "arrival rate of sessions, replacing the workload's (Poisson and bursty workloads)");
+    cmd->add_option(
+        "--sessions-per-s", flags->sessions_per_s,
+        "arrival rate of sessions, replacing the workload's (a trace's row times are scaled to it)");
     cmd->add_option("--duration", flags->duration_s, duration)->capture_default_str();
     cmd->add_option("--seed", flags->seed, seed)->capture_default_str();
     cmd->add_option("--seeds", flags->seeds,
@@ -217,6 +218,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->add_option("--precision", flags->precision,
                    "search until the bracket's ends are within this ratio less one")
       ->capture_default_str();
+  capacity->add_option(
+      "--svg", flags->trace,
+      "also write a chart (SVG) of each variant's TTFT and TPOT p99 over the SLA's limits, by "
+      "rate, to this file");
   capacity->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the deployment's)");
   capacity->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the deployment's)");
   capacity

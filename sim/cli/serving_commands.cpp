@@ -257,6 +257,12 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.min_within_sla = f.min_within_sla;
   options.rate_factors = f.rate_factors;
   options.precision = f.precision;
+  // The chart's file is opened before the search, which may run for minutes.
+  std::ofstream svg;
+  if (!f.trace.empty()) {
+    svg.open(f.trace);
+    if (!svg) throw InputError({f.trace, 0, "--svg"}, "cannot write the chart file");
+  }
   SharedStepTimes steps(catalog, m);  // variants that time steps alike share them
   std::vector<LoadCapacity> capacities;
   for (const DeploymentSpec& d : variants)
@@ -264,6 +270,7 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   std::vector<CapacityReport> reports;
   for (std::size_t i = 0; i < variants.size(); ++i)
     reports.push_back({m.spec.name, variants[i], workload, options, capacities[i]});
+  if (svg.is_open()) svg << capacity_svg(reports);
   if (f.json) {
     nlohmann::json json{{"variants", nlohmann::json::array()}};
     for (const CapacityReport& r : reports) json["variants"].push_back(capacity_json(r));

@@ -47,9 +47,9 @@ struct LoadCapacity {
   std::optional<std::size_t> smallest_failing_above;
 };
 
-// Throws InputError for a trace workload (its arrival times are its own), a
-// share outside (0, 1], a precision not above 0 or factors that are not
-// positive.
+// Throws InputError for a share outside (0, 1], a precision not above 0 or
+// factors that are not positive (a trace's rows come at their times scaled
+// to each rate: at_rate in workload_spec.h).
 // Every rate shares the deployment's step times: in `shared` where given (a
 // caller asking about several deployments that time steps alike), else in
 // the search's own.

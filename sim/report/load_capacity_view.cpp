@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "sim/graph/step_graph.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/run_view.h"
+#include "sim/report/svg_lines.h"
 
 namespace v41sim {
 namespace {
@@ -156,6 +159,32 @@ nlohmann::json capacity_json(const CapacityReport& r) {
           {"smallest_failing_sessions_per_s", rate_or_null(c.smallest_failing_above)},
           {"verdict", capacity_verdict(r)},
           {"points", points}};
+}
+
+std::string capacity_svg(const std::vector<CapacityReport>& reports) {
+  std::vector<LineSeries> series;
+  double slowest = INFINITY, fastest = 0;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const CapacityReport& r = reports[i];
+    LineSeries tpot{r.deployment.name + ": TPOT p99", {}, false, static_cast<int>(i)};
+    LineSeries ttft{r.deployment.name + ": TTFT p99", {}, true, static_cast<int>(i)};
+    for (const LoadPoint& p : r.capacity.points) {
+      slowest = std::min(slowest, p.sessions_per_s), fastest = std::max(fastest, p.sessions_per_s);
+      // A rate where nothing finished has no latency to draw.
+      const double tpot_ms = p.run.spread(&SeedOutcome::tpot_p99_ms).mean;
+      const double ttft_ms = p.run.spread(&SeedOutcome::ttft_p99_ms).mean;
+      if (tpot_ms > 0) tpot.points.emplace_back(p.sessions_per_s, tpot_ms / r.deployment.sla.tpot_ms);
+      if (ttft_ms > 0) ttft.points.emplace_back(p.sessions_per_s, ttft_ms / r.deployment.sla.ttft_ms);
+    }
+    series.push_back(std::move(tpot));
+    series.push_back(std::move(ttft));
+  }
+  series.push_back({"SLA limit", {{slowest, 1.0}, {fastest, 1.0}}, false, 5});
+  const CapacityReport& first = reports.front();
+  return svg_lines({fmt::format("{} under '{}': p99 latency over its SLA limit, by arrival rate", first.model,
+                                first.workload.name),
+                    "sessions/s", "p99 / SLA limit (mean over seeds)", false},
+                   series);
 }
 
 }  // namespace v41sim

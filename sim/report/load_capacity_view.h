@@ -1,5 +1,6 @@
 // Views of `v41sim capacity`: every arrival rate served, slowest first, and
-// the largest one within the SLA (bracketed), as a table or one JSON object.
+// the largest one within the SLA (bracketed), as a table, one JSON object or
+// a chart of the latencies against the rate.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,5 +27,9 @@ std::string capacity_verdict(const CapacityReport& r);
 // Several deployments side by side: each one's largest rate within its SLA
 // and what it delivers there (throughput per GPU, $ per output token).
 Table capacity_summary_table(const std::vector<CapacityReport>& reports);
+// A chart of every rate each deployment ran: its TTFT and TPOT p99 (the mean
+// over its seeds) over the SLA's limit for each, against sessions/s, with
+// the limit drawn at 1: where each deployment's latency breaks, side by side.
+std::string capacity_svg(const std::vector<CapacityReport>& reports);
 
 }  // namespace v41sim

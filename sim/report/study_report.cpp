@@ -429,7 +429,7 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
 // How much traffic one deployment serves within its SLA: the serving
 // workload's rate swept and bisected (capacity).
 std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
-                                  SharedStepTimes& steps, nlohmann::json& json) {
+                                  const std::string& out_dir, SharedStepTimes& steps, nlohmann::json& json) {
   const DeploymentSpec base = load_deployment(o.capacity_deployment, catalog);
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
   LoadOptions options;
@@ -450,9 +450,15 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   std::string md =
       fmt::format("## How much traffic {} serves within the SLA ({})\n\n", base.name, o.capacity_deployment);
   json = nlohmann::json::array();
-  for (const DeploymentSpec& d : deployments) {
-    const LoadCapacity capacity = find_load_capacity(catalog, focus, d, workload, options, &steps);
-    const CapacityReport report{focus.spec.name, d, workload, options, capacity};
+  std::vector<LoadCapacity> capacities;
+  for (const DeploymentSpec& d : deployments)
+    capacities.push_back(find_load_capacity(catalog, focus, d, workload, options, &steps));
+  std::vector<CapacityReport> reports;
+  for (std::size_t i = 0; i < deployments.size(); ++i)
+    reports.push_back({focus.spec.name, deployments[i], workload, options, capacities[i]});
+  std::ofstream(fs::path(out_dir) / "capacity_latency.svg") << capacity_svg(reports);
+  md += "![TTFT and TPOT p99 over the SLA's limits by arrival rate](capacity_latency.svg)\n\n";
+  for (const CapacityReport& report : reports) {
     json.push_back(capacity_json(report));
     md += capacity_table(report).to_markdown();
   }
@@ -614,7 +620,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, steps, json["plan"]);
   md += "\n\n" + layout_section(catalog, focus, o, steps, json["plan_layouts"]);
   md += "\n\n" + kv_tiers_section(catalog, models, focus, o, steps, json["plan_kv_tiers"]);
-  md += "\n\n" + load_capacity_section(catalog, focus, o, steps, json["capacity"]);
+  md += "\n\n" + load_capacity_section(catalog, focus, o, o.out_dir, steps, json["capacity"]);
   fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 

@@ -14,7 +14,8 @@ namespace {
 constexpr double kWidth = 560;  // plot area, pixels
 constexpr double kHeight = 360;
 constexpr double kMargin = 70;
-constexpr double kLegend = 220;  // room on the right for the legend
+constexpr double kLegend = 220;     // room on the right for the legend, at least
+constexpr double kCharWidth = 6.5;  // of a 12-px sans-serif legend text, about
 constexpr std::array<const char*, 6> kPalette{"#1f4e9c", "#c2452d", "#2e8b57",
                                               "#8a5ab8", "#d08c1a", "#555555"};
 
@@ -28,9 +29,13 @@ std::string svg_lines(const LineChart& chart, const std::vector<LineSeries>& ser
       y_lo = std::min(y_lo, py), y_hi = std::max(y_hi, py);
     }
   }
+  // The legend's text starts 50 px past the plot and should end 10 px inside the picture.
+  std::size_t longest = 0;
+  for (const LineSeries& s : series) longest = std::max(longest, s.name.size());
+  const double legend = std::max(kLegend, kCharWidth * static_cast<double>(longest) + 60 - kMargin);
   const LogAxis x = LogAxis::spanning(x_lo, x_hi, kMargin, kWidth, false);
   const LogAxis y = LogAxis::spanning(y_lo, y_hi, kMargin, kHeight, true);
-  std::string svg = svg_open(kWidth + 2 * kMargin + kLegend, kHeight + 2 * kMargin, chart.title) +
+  std::string svg = svg_open(kWidth + 2 * kMargin + legend, kHeight + 2 * kMargin, chart.title) +
                     svg_decade_grid(x, y, chart.x_in_tokens ? tokens_tick : plain_tick, plain_tick);
   for (std::size_t i = 0; i < series.size(); ++i) {
     const LineSeries& s = series[i];

@@ -195,11 +195,18 @@ TEST(Cli, CapacityOfSeveralVariants) {
   ASSERT_EQ(json["variants"].size(), 2u);
   EXPECT_EQ(json["variants"][0]["aggregated_steps"], "prefill_first");
   EXPECT_EQ(json["variants"][1]["aggregated_steps"], "mixed");
-  const RunResult text = run(args);
+  const auto chart = temp_dir("capacity_svg") / "latency.svg";
+  const RunResult text = run(args + " --svg " + chart.string());
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("The largest rate each serves within the SLA"), std::string::npos)
       << text.output;
   EXPECT_NE(text.output.find("prompts mixed into decode steps"), std::string::npos);
+  // The chart draws both variants' TTFT and TPOT p99 and the limit.
+  const std::string svg = testing::read_text(chart.string());
+  for (const char* series :
+       {"prompts in steps of their own: TPOT p99", "prompts in steps of their own: TTFT p99",
+        "prompts mixed into decode steps: TPOT p99", "SLA limit"})
+    EXPECT_NE(svg.find(series), std::string::npos) << series;
 }
 
 TEST(Cli, CompareLayersJson) {
@@ -598,7 +605,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"run --sessions-per-s 1e9 --duration 60",
                "field '--sessions-per-s': 1e+09 sessions/s over 60 s asks for up to 6e+10 sessions; one run "
                "starts at most 1e+06"},
-        BadRun{"--set hw_profiles/h200.yaml:hbm_bytes_per_s.value=1 run --duration 30",
+        BadRun{
+            "--set hw_profiles/h200.yaml:hbm_bytes_per_s.value=1 run --duration 30",
+            "h200.yaml:9: field 'hbm_bytes_per_s.value': 1 is out of the plausible range 1e+11 to 1e+15 for "
+            "this figure, in bytes per second (4.8 TB/s is 4.8e12)"},
+        BadRun{"--set "
+               "validation/calibration/defaults.yaml:classes.grouped_gemm.memory_efficiency.value=1e-12 run "
+               "--duration 30",
                "h200_pd_64.yaml: simulated time out of range"},
         BadRun{
             "--set workloads/agent_coding.yaml:session.first_input_tokens.max=1e20 run --duration 60",
@@ -620,6 +633,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_capacity_tb=lots run --duration 30",
                "h200_pd_64.yaml:21: field 'kv_tiers.ssd_capacity_tb': expected unbounded or a sourced size "
                "in TB"},
+        // A figure typed in another unit than its field's.
+        BadRun{
+            "--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_read_bytes_per_s=40 run --duration 30",
+            "h200_pd_64.yaml:19: field 'kv_tiers.ssd_read_bytes_per_s.value': 40 is out of the plausible "
+            "range "
+            "1e+08 to 1e+13 for this figure, in bytes per second (40 GB/s is 40e9)"},
+        BadRun{"--set "
+               "workloads/deployments/"
+               "h200_pd_64.yaml:kv_tiers.ssd_capacity_tb='{\"value\":20e12,\"assumed\":\"x\"}' "
+               "run --duration 30",
+               "field 'kv_tiers.ssd_capacity_tb.value': 2e+13 is out of the plausible range 0.001 to 1e+06"},
         BadRun{"plan --ssd-capacity-tb unbounded,0",
                "field '--ssd-capacity-tb': expected unbounded or a size in TB "
                "above 0, got '0'"},
@@ -710,6 +734,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"context --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"frontier --context 0", "field '--context'"}, BadRun{"frontier --ep 8,7", "does not divide"},
         BadRun{"frontier --svg /nonexistent/dir/f.svg", "cannot write the chart file"},
+        BadRun{"capacity --duration 10 --svg /nonexistent/dir/f.svg", "cannot write the chart file"},
         BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_bad_steps.yaml",
@@ -777,7 +802,7 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   ASSERT_EQ(run("report --out " + b.string(), elsewhere.string()).exit_code, 0);
   for (const char* file :
        {"report.md", "report.json", "report.html", "validation_us.svg", "validation_tflops.svg",
-        "context_cost.svg", "context_capacity.svg", "decode_frontier.svg"}) {
+        "context_cost.svg", "context_capacity.svg", "decode_frontier.svg", "capacity_latency.svg"}) {
     const std::string first = testing::read_text((a / file).string());
     EXPECT_FALSE(first.empty());
     EXPECT_EQ(first, testing::read_text((b / file).string())) << file;

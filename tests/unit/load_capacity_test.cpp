@@ -84,6 +84,37 @@ TEST(LoadCapacity, SaysWhyRequestsFallAsSessionsRise) {
   EXPECT_NE(capacity_table(r).to_text().find(why), std::string::npos);
 }
 
+// The chart draws each rate's p99 over its SLA limit (the mean over seeds),
+// TPOT solid and TTFT dashed, the limit at 1; a rate where nothing finished
+// has no point.
+TEST(LoadCapacity, ChartsEachRatesLatencyOverItsLimit) {
+  Queue q;
+  q.deployment.sla.ttft_ms = 1000;
+  q.deployment.sla.tpot_ms = 50;
+  LoadCapacity c;
+  for (const double sessions : {0.5, 1.0, 2.0}) {
+    LoadPoint p;
+    p.sessions_per_s = sessions;
+    for (const double jitter : {0.9, 1.1}) {
+      SeedOutcome seed;
+      if (sessions < 2) seed.tpot_p99_ms = 40 * sessions * jitter, seed.ttft_p99_ms = 500 * sessions * jitter;
+      p.run.seeds.push_back(seed);
+    }
+    c.points.push_back(p);
+  }
+  const CapacityReport r{"m", q.deployment, q.workload, q.options, c};
+  const std::string svg = capacity_svg({r});
+  const auto has = [&svg](const std::string& text) { return svg.find(text) != std::string::npos; };
+  EXPECT_TRUE(has(q.deployment.name + ": TPOT p99: 0.5, 0.4<")) << svg;  // 40 x 0.5 ms of 50
+  EXPECT_TRUE(has(q.deployment.name + ": TPOT p99: 1, 0.8<"));
+  EXPECT_TRUE(has(q.deployment.name + ": TTFT p99: 1, 0.5<"));  // 500 ms of 1000
+  EXPECT_FALSE(has(": TPOT p99: 2,"));                          // nothing finished at 2
+  EXPECT_TRUE(has("SLA limit: 0.5, 1<"));
+  EXPECT_TRUE(has("SLA limit: 2, 1<"));
+  EXPECT_TRUE(has("stroke-dasharray"));
+  EXPECT_EQ(svg, capacity_svg({r}));
+}
+
 TEST(LoadCapacity, BadOptionsAreInputErrors) {
   Queue q;
   const auto field_of = [&q]() -> std::string {

@@ -43,6 +43,13 @@ TEST(SvgPlot, LinesDrawEverySeriesWithItsLegend) {
   EXPECT_NE(svg.find("h200 &lt;solid&gt;"), std::string::npos);
   EXPECT_NE(svg.find(">1M<"), std::string::npos);  // token ticks
   EXPECT_EQ(svg, svg_lines(chart, series));
+  // A long series name widens the picture so its legend entry is not cut off.
+  const std::string width = "width=\"920\"";
+  EXPECT_NE(svg.find(width), std::string::npos);
+  const std::vector<LineSeries> long_name{{std::string(100, 'x'), {{1, 1}}, false, 0}};
+  const std::string wide = svg_lines(chart, long_name);
+  EXPECT_EQ(wide.find(width), std::string::npos);
+  EXPECT_NE(wide.find("width=\"1340\""), std::string::npos);  // 650 + 50 + 100 x 6.5 - 10
 }
 
 }  // namespace
