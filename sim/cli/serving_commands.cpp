@@ -267,9 +267,8 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   std::vector<LoadCapacity> capacities;
   for (const DeploymentSpec& d : variants)
     capacities.push_back(find_load_capacity(catalog, m, d, workload, options, &steps));
-  std::vector<CapacityReport> reports;
-  for (std::size_t i = 0; i < variants.size(); ++i)
-    reports.push_back({m.spec.name, variants[i], workload, options, capacities[i]});
+  const std::vector<CapacityReport> reports =
+      capacity_reports(m.spec.name, variants, workload, options, capacities);
   if (svg.is_open()) svg << capacity_svg(reports);
   if (f.json) {
     nlohmann::json json{{"variants", nlohmann::json::array()}};

@@ -49,6 +49,16 @@ bool requests_fall_as_sessions_rise(const LoadCapacity& c) {
 
 }  // namespace
 
+std::vector<CapacityReport> capacity_reports(const std::string& model,
+                                             const std::vector<DeploymentSpec>& deployments,
+                                             const WorkloadSpec& workload, const LoadOptions& options,
+                                             const std::vector<LoadCapacity>& capacities) {
+  std::vector<CapacityReport> reports;
+  for (std::size_t i = 0; i < deployments.size(); ++i)
+    reports.push_back({model, deployments[i], workload, options, capacities[i]});
+  return reports;
+}
+
 std::string capacity_verdict(const CapacityReport& r) {
   const LoadCapacity& c = r.capacity;
   const LoadPoint* best = point_at(c, c.largest_meeting);

@@ -20,6 +20,13 @@ struct CapacityReport {
   const LoadCapacity& capacity;
 };
 
+// One report per deployment, on the capacity found for it (same order); the
+// reports refer to the arguments, which must outlive them.
+std::vector<CapacityReport> capacity_reports(const std::string& model,
+                                             const std::vector<DeploymentSpec>& deployments,
+                                             const WorkloadSpec& workload, const LoadOptions& options,
+                                             const std::vector<LoadCapacity>& capacities);
+
 Table capacity_table(const CapacityReport& r);
 nlohmann::json capacity_json(const CapacityReport& r);
 // The answer in one line ("... sessions/s: between X and Y ...").

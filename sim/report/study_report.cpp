@@ -453,9 +453,8 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   std::vector<LoadCapacity> capacities;
   for (const DeploymentSpec& d : deployments)
     capacities.push_back(find_load_capacity(catalog, focus, d, workload, options, &steps));
-  std::vector<CapacityReport> reports;
-  for (std::size_t i = 0; i < deployments.size(); ++i)
-    reports.push_back({focus.spec.name, deployments[i], workload, options, capacities[i]});
+  const std::vector<CapacityReport> reports =
+      capacity_reports(focus.spec.name, deployments, workload, options, capacities);
   std::ofstream(fs::path(out_dir) / "capacity_latency.svg") << capacity_svg(reports);
   md += "![TTFT and TPOT p99 over the SLA's limits by arrival rate](capacity_latency.svg)\n\n";
   for (const CapacityReport& report : reports) {
