@@ -52,20 +52,33 @@ std::string svg_open(double width, double height, const std::string& title) {
                      width / 2, svg_escape(title));
 }
 
+std::vector<double> LogAxis::ticks() const {
+  // An axis of one or two decades reads better with 2 and 5 between them.
+  const bool fine = log_hi - log_lo <= 2 + 1e-9;
+  std::vector<double> out;
+  for (double d = log_lo; d <= log_hi + 1e-9; d += 1) {
+    const double decade = std::pow(10.0, d);
+    out.push_back(decade);
+    if (fine && d < log_hi - 1e-9) {
+      out.push_back(2 * decade);
+      out.push_back(5 * decade);
+    }
+  }
+  return out;
+}
+
 std::string svg_decade_grid(const LogAxis& x, const LogAxis& y, std::string (*x_label)(double),
                             std::string (*y_label)(double)) {
   std::string svg;
   const double bottom = y.from + y.length;
-  for (double d = x.log_lo; d <= x.log_hi + 1e-9; d += 1) {
-    const double v = std::pow(10.0, d);
+  for (const double v : x.ticks()) {
     svg +=
         fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n",
                     x(v), y.from, bottom);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x(v),
                        bottom + 16, x_label(v));
   }
-  for (double d = y.log_lo; d <= y.log_hi + 1e-9; d += 1) {
-    const double v = std::pow(10.0, d);
+  for (const double v : y.ticks()) {
     svg +=
         fmt::format("<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>\n",
                     y(v), x.from, x.from + x.length);

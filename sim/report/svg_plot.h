@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace v41sim {
 
@@ -20,6 +21,9 @@ struct LogAxis {
   // The decades around [lo, hi] (one decade at least; 1..10 when lo > hi).
   static LogAxis spanning(double lo, double hi, double from, double length, bool flip);
   double operator()(double value) const;
+  // Where the grid and its labels go: each decade, and 2 and 5 times each on an
+  // axis of one or two decades.
+  std::vector<double> ticks() const;
 };
 
 // "<svg ...>", a white ground and the title centred on top.

@@ -26,6 +26,13 @@ TEST(SvgPlot, LogAxesSpanWholeDecades) {
   EXPECT_EQ(y.log_hi - y.log_lo, 1);
   EXPECT_DOUBLE_EQ(y(0.01), 360);  // upward
   EXPECT_DOUBLE_EQ(y(0.1), 60);
+  // Ticks: decades, with 2 and 5 between them on an axis of one or two decades.
+  EXPECT_EQ(x.ticks(), (std::vector<double>{1e3, 1e4, 1e5, 1e6, 1e7}));
+  const std::vector<double> fine = y.ticks();
+  ASSERT_EQ(fine.size(), 4u);
+  EXPECT_DOUBLE_EQ(fine[1], 0.02);
+  EXPECT_DOUBLE_EQ(fine[2], 0.05);
+  EXPECT_DOUBLE_EQ(fine[3], 0.1);
   EXPECT_EQ(tokens_tick(1e6), "1M");
   EXPECT_EQ(tokens_tick(1e4), "10K");
   EXPECT_EQ(svg_escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
