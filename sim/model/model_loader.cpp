@@ -9,9 +9,42 @@
 namespace v41sim {
 namespace {
 
-int64_t optional_int(const YamlNode& node, std::string_view key, int64_t absent) {
+// The most a dimension may be: a decade or more past every model we know, and
+// small enough that the counts derived from them (a layer's experts x width x
+// hidden x layers, a window's bytes over all layers) stay exact in 64 bits,
+// where a typo like vocab_size: 1e15 once made the parameter count negative.
+struct Most {
+  int64_t value;
+  const char* what;
+};
+constexpr Most kLayers{2048, "layers"};
+constexpr Most kWidth{int64_t{1} << 17, "a hidden, rank or MLP width"};
+constexpr Most kDenseWidth{int64_t{1} << 20, "a dense MLP width"};
+constexpr Most kVocab{int64_t{1} << 24, "tokens in a vocabulary"};
+constexpr Most kContext{int64_t{2147483647}, "tokens of context (exact in 32 bits)"};
+constexpr Most kHeads{4096, "heads or groups"};
+constexpr Most kHeadDim{4096, "dims of a head"};
+constexpr Most kTokensRead{int64_t{1} << 20, "tokens a layer keeps or selects"};
+constexpr Most kExperts{32768, "experts"};
+constexpr Most kSharedExperts{256, "shared experts"};
+constexpr Most kSmall{1024, "for this count"};
+constexpr Most kTableRows{int64_t{1} << 40, "rows of a table"};
+
+// A whole number up to `most`: positive, or, for a count that may be none, 0 or more.
+int64_t at_most(const YamlNode& node, const Most& most, bool may_be_zero) {
+  const int64_t value = may_be_zero ? node.as_non_negative_int() : node.as_positive_int();
+  if (value > most.value) {
+    node.fail(fmt::format("expected at most {} ({}), got {}", most.value, most.what, value));
+  }
+  return value;
+}
+
+int64_t dimension(const YamlNode& node, const Most& most) { return at_most(node, most, false); }
+
+// 0 or more up to `most`, or `absent` where the field is left out.
+int64_t optional_dimension(const YamlNode& node, std::string_view key, int64_t absent, const Most& most) {
   const auto value = node.optional(key);
-  return value ? value->as_non_negative_int() : absent;
+  return value ? at_most(*value, most, true) : absent;
 }
 
 int64_t read_layer_id(const YamlNode& node, int64_t num_layers) {
@@ -43,9 +76,9 @@ KvProjection read_kv_projection(const YamlNode& node) {
 IndexerSpec read_indexer(const YamlNode& node) {
   node.expect_only({"heads", "head_dim", "topk", "on_ratios", "key_cache"});
   IndexerSpec spec;
-  spec.heads = node.required("heads").as_positive_int();
-  spec.head_dim = node.required("head_dim").as_positive_int();
-  spec.topk = node.required("topk").as_positive_int();
+  spec.heads = dimension(node.required("heads"), kHeads);
+  spec.head_dim = dimension(node.required("head_dim"), kHeadDim);
+  spec.topk = dimension(node.required("topk"), kTokensRead);
   if (const auto ratios = node.optional("on_ratios")) spec.on_ratios = ratios->as_int_list();
   spec.key_cache = node.required("key_cache").as_string();
   return spec;
@@ -55,8 +88,8 @@ CandidatePoolSpec read_candidate_pool(const YamlNode& node, int64_t num_layers) 
   node.expect_only({"source_layer", "top_blocks", "block_size"});
   CandidatePoolSpec spec;
   spec.source_layer = read_layer_id(node.required("source_layer"), num_layers);
-  spec.top_blocks = node.required("top_blocks").as_positive_int();
-  spec.block_size = node.required("block_size").as_positive_int();
+  spec.top_blocks = dimension(node.required("top_blocks"), kTokensRead);
+  spec.block_size = dimension(node.required("block_size"), kSmall);
   return spec;
 }
 
@@ -66,14 +99,14 @@ CompressorSpec read_compressor(const YamlNode& node) {
   if (const auto overlap = node.optional("overlap")) {
     for (const YamlNode& item : overlap->elements()) {
       item.expect_only({"ratio", "windows"});
-      spec.overlap_by_ratio[item.required("ratio").as_positive_int()] =
-          item.required("windows").as_positive_int();
+      spec.overlap_by_ratio[dimension(item.required("ratio"), kSmall)] =
+          dimension(item.required("windows"), kSmall);
     }
   }
   if (const auto state = node.optional("state")) {
     state->expect_only({"dtype", "buffers", "source"});
     spec.state_format = read_block_scaled_format(*state);
-    spec.state_buffers = state->required("buffers").as_positive_int();
+    spec.state_buffers = dimension(state->required("buffers"), kSmall);
     spec.state_source = state->required("source").as_string();
   }
   return spec;
@@ -116,25 +149,25 @@ AttentionSpec read_attention(const YamlNode& node, int64_t num_layers) {
                     "window_cache",
                     "mode_labels"});
   AttentionSpec spec;
-  spec.num_heads = node.required("num_heads").as_positive_int();
-  spec.head_dim = node.required("head_dim").as_positive_int();
-  spec.v_head_dim = optional_int(node, "v_head_dim", spec.head_dim);
-  spec.rope_dim = optional_int(node, "rope_dim", 0);
-  spec.q_lora_rank = optional_int(node, "q_lora_rank", 0);
+  spec.num_heads = dimension(node.required("num_heads"), kHeads);
+  spec.head_dim = dimension(node.required("head_dim"), kHeadDim);
+  spec.v_head_dim = optional_dimension(node, "v_head_dim", spec.head_dim, kHeadDim);
+  spec.rope_dim = optional_dimension(node, "rope_dim", 0, kHeadDim);
+  spec.q_lora_rank = optional_dimension(node, "q_lora_rank", 0, kWidth);
   spec.kv_projection = read_kv_projection(node.required("kv_projection"));
-  spec.kv_heads = node.required("kv_heads").as_positive_int();
+  spec.kv_heads = dimension(node.required("kv_heads"), kHeads);
   if (spec.kv_projection == KvProjection::kMla) {
-    spec.kv_lora_rank = node.required("kv_lora_rank").as_positive_int();
+    spec.kv_lora_rank = dimension(node.required("kv_lora_rank"), kWidth);
   } else if (spec.rope_dim > spec.head_dim) {  // MLA's RoPE dims come on top of its latent
     node.required("rope_dim")
         .fail(
             fmt::format("expected at most head_dim ({}) rotary dims, got {}", spec.head_dim, spec.rope_dim));
   }
-  spec.output_groups = optional_int(node, "output_groups", 0);
+  spec.output_groups = optional_dimension(node, "output_groups", 0, kHeads);
   if (spec.output_groups > 0) {
-    spec.output_lora_rank = node.required("output_lora_rank").as_positive_int();
+    spec.output_lora_rank = dimension(node.required("output_lora_rank"), kWidth);
   }
-  spec.sliding_window = optional_int(node, "sliding_window", 0);
+  spec.sliding_window = optional_dimension(node, "sliding_window", 0, kTokensRead);
   if (const auto ratios = node.optional("compress_ratios")) {
     spec.compress_ratios = ratios->as_int_list();
     if (static_cast<int64_t>(spec.compress_ratios.size()) != num_layers) {
@@ -191,7 +224,7 @@ CacheEntryFormat read_cache_format(const std::string& name, const YamlNode& node
   node.expect_only({"parts", "align_bytes", "source"});
   CacheEntryFormat format;
   format.name = name;
-  format.align_bytes = optional_int(node, "align_bytes", 1);
+  format.align_bytes = optional_dimension(node, "align_bytes", 1, kSmall);
   if (format.align_bytes == 0) node.required("align_bytes").fail("expected a positive integer");
   int64_t bytes = 0;
   for (const YamlNode& item : node.required("parts").elements()) {
@@ -206,7 +239,7 @@ CacheEntryFormat read_cache_format(const std::string& name, const YamlNode& node
       }
       part.count = it->second;
     } else {
-      part.count = item.required("count").as_positive_int();
+      part.count = dimension(item.required("count"), kWidth);
     }
     const int64_t group = part.format.scale ? part.format.scale_group : 1;
     if (part.count % group != 0 || (part.count * bits_of(part.format.values)) % 8 != 0) {
@@ -228,11 +261,11 @@ void check_cache_reference(const YamlNode& at, const std::string& name,
 MoeSpec read_moe(const YamlNode& node) {
   node.expect_only({"routed_experts", "shared_experts", "top_k", "expert_intermediate", "scoring"});
   MoeSpec spec;
-  spec.routed_experts = node.required("routed_experts").as_positive_int();
-  spec.shared_experts = node.required("shared_experts").as_non_negative_int();
+  spec.routed_experts = dimension(node.required("routed_experts"), kExperts);
+  spec.shared_experts = at_most(node.required("shared_experts"), kSharedExperts, true);
   spec.top_k = node.required("top_k").as_positive_int();
   if (spec.top_k > spec.routed_experts) node.required("top_k").fail("top_k exceeds routed_experts");
-  spec.expert_intermediate = node.required("expert_intermediate").as_positive_int();
+  spec.expert_intermediate = dimension(node.required("expert_intermediate"), kWidth);
   if (node.has("scoring")) node.required("scoring").as_string();
   return spec;
 }
@@ -243,7 +276,7 @@ DenseMlpSpec read_dense_mlp(const YamlNode& node, int64_t num_layers) {
   const YamlNode layers = node.required("leading_layers");
   spec.leading_layers = layers.as_positive_int();
   if (spec.leading_layers > num_layers) layers.fail("exceeds the number of layers");
-  spec.intermediate = node.required("intermediate").as_positive_int();
+  spec.intermediate = dimension(node.required("intermediate"), kDenseWidth);
   return spec;
 }
 
@@ -268,15 +301,15 @@ CedSpec read_ced(const YamlNode& node, int64_t num_layers) {
   const YamlNode encoder = node.required("encoder_layers");
   spec.encoder_layers = encoder.as_positive_int();
   if (spec.encoder_layers >= num_layers) encoder.fail("must be less than the number of layers");
-  spec.decoder_keep_tokens = node.required("decoder_keep_tokens").as_positive_int();
+  spec.decoder_keep_tokens = dimension(node.required("decoder_keep_tokens"), kTokensRead);
   return spec;
 }
 
 MhcSpec read_mhc(const YamlNode& node) {
   node.expect_only({"streams", "sinkhorn_iters", "single_pass"});
   MhcSpec spec;
-  spec.streams = node.required("streams").as_positive_int();
-  spec.sinkhorn_iters = node.required("sinkhorn_iters").as_positive_int();
+  spec.streams = dimension(node.required("streams"), kSmall);
+  spec.sinkhorn_iters = dimension(node.required("sinkhorn_iters"), kSmall);
   spec.single_pass = node.required("single_pass").as_bool();
   return spec;
 }
@@ -286,11 +319,11 @@ EngramSpec read_engram(const YamlNode& node, int64_t num_layers) {
   EngramSpec spec;
   spec.layers = read_layer_ids(node.required("layers"), num_layers);
   for (const YamlNode& rows : node.required("table_rows").elements()) {
-    spec.table_rows.push_back(rows.as_positive_int());
+    spec.table_rows.push_back(dimension(rows, kTableRows));
   }
-  spec.row_dim = node.required("row_dim").as_positive_int();
-  spec.heads = node.required("heads").as_positive_int();
-  spec.max_ngram = node.required("max_ngram").as_positive_int();
+  spec.row_dim = dimension(node.required("row_dim"), kHeadDim);
+  spec.heads = dimension(node.required("heads"), kHeads);
+  spec.max_ngram = dimension(node.required("max_ngram"), kSmall);
   spec.row_cache = node.required("row_cache").as_string();
   return spec;
 }
@@ -300,14 +333,14 @@ DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
       {"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k", "acceptance", "source"});
   DraftSpec spec;
   spec.kind = node.required("kind").as_string();
-  spec.stages = node.required("stages").as_positive_int();
-  spec.block_size = node.required("block_size").as_positive_int();
+  spec.stages = dimension(node.required("stages"), kSmall);
+  spec.block_size = dimension(node.required("block_size"), kSmall);
   if (const auto targets = node.optional("target_layers")) {
     spec.target_layers = read_layer_ids(*targets, num_layers);
   }
   // The draft stages are costed as MoE layers (DSpark's, V3's MTP): their experts and the
   // chance a drafted token is accepted are part of describing them, never defaulted.
-  spec.routed_experts = node.required("routed_experts").as_positive_int();
+  spec.routed_experts = dimension(node.required("routed_experts"), kExperts);
   const YamlNode top_k = node.required("top_k");
   spec.top_k = top_k.as_positive_int();
   if (spec.top_k > spec.routed_experts) {
@@ -369,10 +402,10 @@ ModelSpec load_model(const YamlNode& root) {
   spec.file = root.file();
   spec.name = root.required("name").as_string();
   spec.source = root.required("source").as_string();
-  spec.hidden_size = root.required("hidden_size").as_positive_int();
-  spec.num_layers = root.required("num_layers").as_positive_int();
-  spec.vocab_size = root.required("vocab_size").as_positive_int();
-  spec.max_context = root.required("max_context").as_positive_int();
+  spec.hidden_size = dimension(root.required("hidden_size"), kWidth);
+  spec.num_layers = dimension(root.required("num_layers"), kLayers);
+  spec.vocab_size = dimension(root.required("vocab_size"), kVocab);
+  spec.max_context = dimension(root.required("max_context"), kContext);
   if (const auto tied = root.optional("tied_embeddings")) spec.tied_embeddings = tied->as_bool();
   spec.attention = read_attention(root.required("attention"), spec.num_layers);
   if (const auto moe = root.optional("moe")) spec.moe = read_moe(*moe);
