@@ -125,6 +125,14 @@ DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu
     d.prefill.ep = d.decode.ep;
     d.prefill.redundant_experts = d.decode.redundant_experts;
   }
+  for (const auto& [pool, flag] :
+       {std::pair{&d.decode, "--decode-instances"}, {&d.prefill, "--prefill-instances"}}) {
+    if (pool->instances > kMostPoolGpus / pool->gpus_per_instance) {
+      throw InputError({base.file, 0, flag},
+                       fmt::format("expected at most {} GPUs in a pool, got {} instances of {}",
+                                   kMostPoolGpus, pool->instances, pool->gpus_per_instance));
+    }
+  }
   if (d.prefill.context_parallel_min_tokens > 0 && d.prefill.gpus_per_instance < 2) {
     throw InputError({base.file, 0, "--ep"},
                      "the deployment's prefill uses context parallelism, which needs EP of at least 2");

@@ -41,6 +41,13 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
   p.gpu = node.has("gpu") ? node.required("gpu").as_string() : deployment_gpu;
   p.instances = node.required("instances").as_positive_int();
   p.gpus_per_instance = node.required("gpus_per_instance").as_positive_int();
+  // Each GPU is simulated as a rank of its own: a pool past any cluster's size
+  // (instances: 1e9 once ran out of memory) is refused.
+  if (p.instances > kMostPoolGpus / p.gpus_per_instance) {
+    node.required("instances")
+        .fail(fmt::format("expected at most {} GPUs in a pool, got {} instances of {}", kMostPoolGpus,
+                          p.instances, p.gpus_per_instance));
+  }
   const YamlNode ep = node.required("ep");
   p.ep = ep.as_positive_int();
   if (p.ep != p.gpus_per_instance) {

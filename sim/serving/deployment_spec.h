@@ -12,6 +12,10 @@
 
 namespace v41sim {
 
+// The most GPUs a pool may have: each is simulated as a rank of its own, and
+// no serving deployment comes near this many.
+inline constexpr int64_t kMostPoolGpus = 65536;
+
 struct PoolSpec {
   std::string gpu;  // hw_profiles stem or name: the deployment's `gpu` unless the pool names its own
   int64_t instances = 0;

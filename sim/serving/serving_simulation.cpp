@@ -192,6 +192,8 @@ void ServingSimulation::schedule_next_session() {
   double t = sim_.now().s();
   do {
     t += exponential(arrivals_rng_, 1.0 / peak);
+    // No run lasts past this: an arrival there is never served (at a rate of 1e-300 one comes at infinity).
+    if (!(t <= longest_run_s())) return;
   } while (uniform01(arrivals_rng_) * peak > arrival_rate_at(t));
   sim_.schedule_at(SimTime::from_s(t), [this] {
     if (!accepting_) return;

@@ -339,6 +339,17 @@ TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
   EXPECT_NE(text.output.find("no request finished within the run"), std::string::npos);
   EXPECT_NE(text.output.find("0 requests/s (none finished)"), std::string::npos);
 }
+// A rate so low that the next session comes after any run could end (at
+// 1e-300 sessions/s, at infinity) is a run in which nothing arrives.
+TEST(Cli, ARateTooLowForAnyArrivalServesNothing) {
+  const auto r =
+      run_json("run --deployment h200_agg_8 --workload agent_coding --duration 30 --sessions-per-s 1e-300");
+  EXPECT_EQ(r["requests"]["arrived"].get<int64_t>(), 0);
+  const RunResult bursty =
+      run("run --deployment h200_agg_8 --workload chat --duration 30 --sessions-per-s 1e-300");
+  EXPECT_EQ(bursty.exit_code, 0) << bursty.output;
+}
+
 TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
   const auto r = run_json("run --deployment h200_agg_8 --workload chat --duration 30 --seed 2 --seeds 3");
   ASSERT_EQ(r["seeds"].size(), 3u);
@@ -633,6 +644,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_capacity_tb=lots run --duration 30",
                "h200_pd_64.yaml:21: field 'kv_tiers.ssd_capacity_tb': expected unbounded or a sourced size "
                "in TB"},
+        // Every GPU is a rank of its own: a pool past any cluster's size is refused, not simulated.
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.instances=1000000000 run --duration 30",
+               "h200_pd_64.yaml:15: field 'decode.instances': expected at most 65536 GPUs in a pool, got "
+               "1000000000 instances of 8"},
+        BadRun{
+            "plan --deployment h200_agg_8 --decode-instances 100000 --duration 30",
+            "field '--decode-instances': expected at most 65536 GPUs in a pool, got 100000 instances of 8"},
         // A figure typed in another unit than its field's.
         BadRun{
             "--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_read_bytes_per_s=40 run --duration 30",
