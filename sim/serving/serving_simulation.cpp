@@ -436,7 +436,9 @@ void ServingSimulation::sample_occupancy() {
   s.host_pool_sessions = tiers_.host_pool_sessions_used();
   result_.occupancy.push_back(s);
   if (!accepting_) return;
-  sim_.schedule_after(SimTime::from_s(occupancy_interval_s_), [this] { sample_occupancy(); });
+  // At least a tick apart: a run of 1e-300 s would sample at one instant forever.
+  const SimTime interval = std::max(SimTime::from_s(occupancy_interval_s_), SimTime::from_ps(1));
+  sim_.schedule_after(interval, [this] { sample_occupancy(); });
 }
 
 ServingResult ServingSimulation::run(double duration_s, bool drain) {

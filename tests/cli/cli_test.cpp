@@ -340,8 +340,12 @@ TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
   EXPECT_NE(text.output.find("0 requests/s (none finished)"), std::string::npos);
 }
 // A rate so low that the next session comes after any run could end (at
-// 1e-300 sessions/s, at infinity) is a run in which nothing arrives.
-TEST(Cli, ARateTooLowForAnyArrivalServesNothing) {
+// 1e-300 sessions/s, at infinity), or a run shorter than a tick of simulated
+// time (whose occupancy samples once came at one instant forever), is a run
+// in which nothing arrives.
+TEST(Cli, ARunTooSlowOrTooShortForAnyArrivalServesNothing) {
+  EXPECT_EQ(run_json("run --deployment h200_agg_8 --duration 1e-300")["requests"]["arrived"].get<int64_t>(),
+            0);
   const auto r =
       run_json("run --deployment h200_agg_8 --workload agent_coding --duration 30 --sessions-per-s 1e-300");
   EXPECT_EQ(r["requests"]["arrived"].get<int64_t>(), 0);
