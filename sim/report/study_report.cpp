@@ -52,6 +52,24 @@ namespace v41sim {
 namespace fs = std::filesystem;
 namespace {
 
+// The report's folder, made before any section runs (they take about a
+// minute): one that cannot be made is the --out flag's error.
+void make_output_folder(const std::string& out_dir) {
+  std::error_code error;
+  fs::create_directories(out_dir, error);
+  if (error || !fs::is_directory(out_dir)) {
+    throw InputError({out_dir, 0, "--out"}, "cannot make the report's folder: " + error.message());
+  }
+}
+
+// Writes one of the report's files; one that cannot be written is the --out flag's error.
+void write_output(const std::string& out_dir, const std::string& name, const std::string& text) {
+  const fs::path path = fs::path(out_dir) / name;
+  std::ofstream file(path);
+  file << text;
+  if (!file) throw InputError({path.string(), 0, "--out"}, "cannot write the report's file");
+}
+
 constexpr const char* kStudyTitle =
     "v41sim study: DeepSeek-V4.1-Flash memory, claims, step times, serving and cost";
 
@@ -264,8 +282,8 @@ std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, 
   std::vector<ContextSweep> sweeps(variants.size());
   parallel_for(variants.size(),
                [&](std::size_t i) { sweeps[i] = sweep_contexts(catalog, focus, variants[i], options); });
-  std::ofstream(fs::path(out_dir) / "context_cost.svg") << context_cost_svg(focus.spec.name, sweeps);
-  std::ofstream(fs::path(out_dir) / "context_capacity.svg") << context_capacity_svg(focus.spec.name, sweeps);
+  write_output(out_dir, "context_cost.svg", context_cost_svg(focus.spec.name, sweeps));
+  write_output(out_dir, "context_capacity.svg", context_capacity_svg(focus.spec.name, sweeps));
   md +=
       "![$ per 1M output tokens by session length](context_cost.svg)\n\n"
       "![sessions per decode GPU and decode batch by session length](context_capacity.svg)\n\n";
@@ -287,7 +305,7 @@ std::string frontier_section(const Catalog& catalog, const ModelAnalysis& focus,
     frontiers[i] = decode_frontier(catalog, focus, variants[i], o.frontier_context);
   });
   mark_pareto(frontiers);
-  std::ofstream(fs::path(out_dir) / "decode_frontier.svg") << frontier_svg(focus.spec.name, frontiers);
+  write_output(out_dir, "decode_frontier.svg", frontier_svg(focus.spec.name, frontiers));
   json = frontier_json(focus.spec.name, frontiers);
   return fmt::format("## Decode frontier at {} tokens ({} on {})\n\n", o.frontier_context,
                      o.context_deployment, fmt::join(o.frontier_gpus, ", ")) +
@@ -455,7 +473,7 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
     capacities.push_back(find_load_capacity(catalog, focus, d, workload, options, &steps));
   const std::vector<CapacityReport> reports =
       capacity_reports(focus.spec.name, deployments, workload, options, capacities);
-  std::ofstream(fs::path(out_dir) / "capacity_latency.svg") << capacity_svg(reports);
+  write_output(out_dir, "capacity_latency.svg", capacity_svg(reports));
   md += "![TTFT and TPOT p99 over the SLA's limits by arrival rate](capacity_latency.svg)\n\n";
   for (const CapacityReport& report : reports) {
     json.push_back(capacity_json(report));
@@ -522,9 +540,9 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
         points.push_back({r.reference.value, r.predicted, r.reference.name, r.within_tolerance});
     }
     const std::string file = fmt::format("validation_measured_{}.svg", gpu);
-    std::ofstream(fs::path(out_dir) / file)
-        << svg_scatter(fmt::format("{}: predicted vs measured kernel time (us), held-out shapes", gpu),
-                       points, kHeldOutTolerancePct);
+    write_output(out_dir, file,
+                 svg_scatter(fmt::format("{}: predicted vs measured kernel time (us), held-out shapes", gpu),
+                             points, kHeldOutTolerancePct));
     md += fmt::format("![predicted vs measured on {}]({})\n\n", gpu, file);
   }
   // Published figures: one scatter per metric, so the axes share units.
@@ -537,8 +555,7 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
     }
     if (points.empty()) continue;
     const std::string file = fmt::format("validation_{}.svg", metric);
-    std::ofstream(fs::path(out_dir) / file)
-        << svg_scatter(fmt::format("predicted vs published ({})", metric), points, 10);
+    write_output(out_dir, file, svg_scatter(fmt::format("predicted vs published ({})", metric), points, 10));
     md += fmt::format("![predicted vs published, {}]({})\n\n", metric, file);
   }
   for (const ValidationRow& r : held_out) rows.push_back(r);
@@ -554,6 +571,7 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
 }  // namespace
 
 StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
+  make_output_folder(o.out_dir);
   std::vector<ModelAnalysis> models;
   for (const std::string& file : catalog.model_files()) models.push_back(load(file, catalog));
   std::vector<GpuProfile> gpus;
@@ -606,7 +624,6 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
 
   md += step_times_section(catalog, focus, gpus, o, json);
   md += step_sensitivity_section(catalog, o, json["step_sensitivity"]);
-  fs::create_directories(o.out_dir);
   md += context_section(catalog, focus, o, o.out_dir, json["context_sweeps"]);
   md += frontier_section(catalog, focus, o, o.out_dir, json["decode_frontier"]);
   // The served runs below share step times wherever their pools time steps
@@ -620,7 +637,6 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += "\n\n" + layout_section(catalog, focus, o, steps, json["plan_layouts"]);
   md += "\n\n" + kv_tiers_section(catalog, models, focus, o, steps, json["plan_kv_tiers"]);
   md += "\n\n" + load_capacity_section(catalog, focus, o, o.out_dir, steps, json["capacity"]);
-  fs::create_directories(o.out_dir);
   md += validation_section(catalog, o.out_dir, json);
 
   // Values set with --set change the files this report read: it says which, at its top.
@@ -638,14 +654,11 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
       what_if + "## Answers in brief\n\n" + study_summary(json).to_markdown();
   md = head + md;
 
-  fs::create_directories(o.out_dir);
-  StudyOutput out{(fs::path(o.out_dir) / "report.md").string(),
-                  (fs::path(o.out_dir) / "report.json").string(),
-                  (fs::path(o.out_dir) / "report.html").string()};
-  std::ofstream(out.markdown_path) << md;
-  std::ofstream(out.json_path) << json.dump(2) << "\n";
-  std::ofstream(out.html_path) << html_page(md, kStudyTitle, o.out_dir);
-  return out;
+  write_output(o.out_dir, "report.md", md);
+  write_output(o.out_dir, "report.json", json.dump(2) + "\n");
+  write_output(o.out_dir, "report.html", html_page(md, kStudyTitle, o.out_dir));
+  return {(fs::path(o.out_dir) / "report.md").string(), (fs::path(o.out_dir) / "report.json").string(),
+          (fs::path(o.out_dir) / "report.html").string()};
 }
 
 }  // namespace v41sim

@@ -756,6 +756,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"context --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"frontier --context 0", "field '--context'"}, BadRun{"frontier --ep 8,7", "does not divide"},
         BadRun{"frontier --svg /nonexistent/dir/f.svg", "cannot write the chart file"},
+        // Made before the sections run, not after a minute of them.
+        BadRun{"report --out /proc/v41sim_report",
+               "/proc/v41sim_report: field '--out': cannot make the report's folder"},
         BadRun{"capacity --duration 10 --svg /nonexistent/dir/f.svg", "cannot write the chart file"},
         BadRun{"calibrate --measurements /nonexistent/h200", "not a directory"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
