@@ -8,6 +8,7 @@
 
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
+#include "sim/common/output_file.h"
 #include "sim/cost/cost_params.h"
 #include "sim/cost/error_band.h"
 #include "sim/cost/kernel_cost.h"
@@ -36,7 +37,7 @@ std::string sync_published_bands(const Catalog& catalog, const PublishedBandDeri
   const std::string file = published_bands_path(catalog.data_dir());
   const std::string text = published_bands_yaml(derivation);
   if (write) {
-    std::ofstream(file) << text;
+    write_output_file(file, text, "--write-published-bands");
     return "written to " + file;
   }
   std::stringstream committed;
@@ -159,7 +160,7 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
                   : (std::filesystem::path(catalog.data_dir()) / "validation" / "calibration" /
                      (std::filesystem::path(catalog.resolve_gpu(stem)).stem().string() + ".yaml"))
                         .string();
-  std::ofstream(file) << calibration_yaml(result, measurements, priors);
+  write_output_file(file, calibration_yaml(result, measurements, priors), "--out");
   Table t(fmt::format("Calibration of {} from {} measurements", gpu.name, measurements.rows.size()),
           {"class", "train / held-out shapes", "tile", "compute eff.", "memory eff.", "fixed overhead (us)",
            "epilogue hidden", "held-out MAPE", "worst", "bias", "90% band"});

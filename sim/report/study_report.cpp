@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/capacity/memory_fit.h"
+#include "sim/common/output_file.h"
 #include "sim/common/parallel_for.h"
 #include "sim/common/yaml_what_if.h"
 #include "sim/cost/cost_params.h"
@@ -64,10 +65,7 @@ void make_output_folder(const std::string& out_dir) {
 
 // Writes one of the report's files; one that cannot be written is the --out flag's error.
 void write_output(const std::string& out_dir, const std::string& name, const std::string& text) {
-  const fs::path path = fs::path(out_dir) / name;
-  std::ofstream file(path);
-  file << text;
-  if (!file) throw InputError({path.string(), 0, "--out"}, "cannot write the report's file");
+  write_output_file((fs::path(out_dir) / name).string(), text, "--out");
 }
 
 constexpr const char* kStudyTitle =

@@ -209,6 +209,43 @@ TEST(Cli, CapacityOfSeveralVariants) {
     EXPECT_NE(svg.find(series), std::string::npos) << series;
 }
 
+// The GPU day's last steps on synthetic rows: calibrate fits a folder of
+// measurements and writes the file that step then runs on; an --out that
+// cannot be written is refused, not reported as written.
+TEST(Cli, CalibrateWritesTheFileTheKernelModelPicksUp) {
+  namespace fs = std::filesystem;
+  const fs::path data = testing::scratch_data_dir(
+      "v41sim_cli_calibrate",
+      {"models", "hw_profiles", "workloads", "validation/published", "validation/calibration/defaults.yaml",
+       "validation/calibration/published_bands.yaml"});
+  const fs::path measured = data / "validation" / "measurements" / "h200";
+  fs::create_directories(measured);
+  std::ofstream csv(measured / "kernels.csv");
+  csv << "# gpu: synthetic H200\n# sm_count: 132\n# driver: none\n# cuda: none\n# date: 2026-12-01\n"
+         "# git_commit: test\n"
+         "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
+  for (int i = 0; i < 12; ++i) {  // streams of 1 MB to 2 GB at 4 TB/s after 3 us
+    const double bytes = 1e6 * std::pow(2.0, i);
+    const double us = 3 + bytes / 4e12 * 1e6;
+    csv << fmt::format("stream,elementwise,fp32,{},4096,1,1,0,{},{},{},{}\n", bytes / 4096, bytes, us, us,
+                       us);
+  }
+  csv.close();
+  const RunResult fitted = run("calibrate --measurements " + measured.string(), data.string());
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.output;
+  EXPECT_TRUE(fs::exists(data / "validation" / "calibration" / "h200.yaml")) << fitted.output;
+  const RunResult step = run("step --hw h200 --context 65536 --batch 32", data.string());
+  EXPECT_EQ(step.exit_code, 0) << step.output;
+  EXPECT_NE(step.output.find("kernel model: calibrated, held-out MAPE"), std::string::npos) << step.output;
+  EXPECT_NE(step.output.find("(validation/calibration/h200.yaml)"), std::string::npos) << step.output;
+  const RunResult unwritable =
+      run("calibrate --measurements " + measured.string() + " --out /proc/h200.yaml", data.string());
+  EXPECT_EQ(unwritable.exit_code, 2);
+  EXPECT_NE(unwritable.output.find("/proc/h200.yaml: field '--out': cannot write this file"),
+            std::string::npos)
+      << unwritable.output;
+}
+
 TEST(Cli, CompareLayersJson) {
   const auto c = run_json("compare-layers --hw h200 --phase prefill --context 65536");
   ASSERT_EQ(c["models"].size(), 3u);
