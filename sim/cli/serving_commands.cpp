@@ -62,7 +62,8 @@ std::vector<std::string> comma_separated(const std::string& text, const char* fl
 void apply_sla_flags(const Flags& f, DeploymentSpec& d) {
   for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &d.sla.ttft_ms},
                                            std::tuple{"--tpot-ms", f.sla_tpot_ms, &d.sla.tpot_ms}}) {
-    if (value < 0) throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
+    if (!(value >= 0 && std::isfinite(value)))  // 0: not given
+      throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
     if (value > 0) *limit = value;
   }
 }
@@ -98,7 +99,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.duration_s = f.duration_s;
   options.seed = f.seed;
   options.seeds = f.seeds;
-  if (!f.trace.empty() && !(f.trace_seconds > 0 && std::isfinite(f.trace_seconds))) {
+  if (!(f.trace_seconds > 0 && std::isfinite(f.trace_seconds))) {
     throw InputError({"", 0, "--trace-seconds"},
                      fmt::format("expected a positive number of seconds, got {}", f.trace_seconds));
   }
@@ -207,7 +208,7 @@ void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
   ContextSweepOptions options{f.contexts, f.output_tokens,
                               f.sla_tpot_ms > 0 ? f.sla_tpot_ms : base.sla.tpot_ms,
                               f.max_batch_per_gpu < 0 ? base.decode.max_batch_per_gpu : f.max_batch_per_gpu};
-  if (f.sla_tpot_ms < 0) options.tpot_ms = f.sla_tpot_ms;  // refused by sweep_contexts, naming the flag
+  if (!(f.sla_tpot_ms >= 0)) options.tpot_ms = f.sla_tpot_ms;  // refused by sweep_contexts, naming the flag
   nlohmann::json sweeps = nlohmann::json::array();
   std::vector<Table> tables;
   for (const DeploymentSpec& d : plan_variants(base, PlanGrid{.gpus = f.plan_gpus})) {

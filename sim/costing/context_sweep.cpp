@@ -29,7 +29,7 @@ void check_options(const ContextSweepOptions& o, const ModelAnalysis& model) {
                                    o.output_tokens, context));
     }
   }
-  if (!(o.tpot_ms > 0)) {
+  if (!(o.tpot_ms > 0 && std::isfinite(o.tpot_ms))) {
     throw InputError({"", 0, "--tpot-ms"}, fmt::format("expected a positive latency, got {}", o.tpot_ms));
   }
   if (o.max_batch_per_gpu < 0) {

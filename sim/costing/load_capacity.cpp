@@ -22,7 +22,7 @@ void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
     throw InputError({"", 0, "--min-within-sla"},
                      fmt::format("expected a share in (0, 1], got {}", o.min_within_sla));
   }
-  if (!(o.precision > 0)) {
+  if (!(o.precision > 0 && std::isfinite(o.precision))) {
     throw InputError({"", 0, "--precision"}, fmt::format("expected a ratio above 0, got {}", o.precision));
   }
   if (o.rate_factors.empty()) throw InputError({"", 0, "--rate-factors"}, "expected at least one factor");
