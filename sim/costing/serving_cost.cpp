@@ -35,16 +35,41 @@ SsdTierCost ssd_tier_cost(const ServingResult& r, const KvTierSpec& tier) {
   return c;
 }
 
+namespace {
+
+// A figure of each pool's GPU: its source, each pool's where the pools differ.
+std::string pools_provenance(const SourcedValue GpuProfile::*figure, int64_t prefill_gpus,
+                             const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu) {
+  const std::string decode = (decode_gpu.*figure).provenance().label();
+  if (prefill_gpus == 0 || &prefill_gpu == &decode_gpu) return decode;
+  return "prefill " + (prefill_gpu.*figure).provenance().label() + "; decode " + decode;
+}
+
+GpuPower gpu_power(const ServingResult& r, int64_t prefill_gpus, int64_t decode_gpus,
+                   const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu) {
+  GpuPower p;
+  p.provenance = pools_provenance(&GpuProfile::power_watts, prefill_gpus, prefill_gpu, decode_gpu);
+  if (!decode_gpu.power_watts.known() || (prefill_gpus > 0 && !prefill_gpu.power_watts.known())) return p;
+  p.known = true;
+  p.rated_kw =
+      (decode_gpu.power_watts.value() * static_cast<double>(decode_gpus) +
+       (prefill_gpus > 0 ? prefill_gpu.power_watts.value() * static_cast<double>(prefill_gpus) : 0.0)) /
+      1e3;
+  const double kwh = p.rated_kw * r.duration_s / 3600.0;
+  if (r.output_tokens_generated > 0)
+    p.kwh_per_million_output = kwh / static_cast<double>(r.output_tokens_generated) * 1e6;
+  return p;
+}
+
+}  // namespace
+
 ServingCost serving_cost(const ServingResult& r, const DeploymentSpec& d, const GpuProfile& prefill_gpu,
                          const GpuProfile& decode_gpu) {
   ServingCost c;
   const int64_t decode_gpus = d.decode.instances * d.decode.gpus_per_instance;
   const int64_t prefill_gpus = d.disaggregated ? d.prefill.instances * d.prefill.gpus_per_instance : 0;
-  c.provenance = decode_gpu.price_usd_per_gpu_hour.provenance().label();
-  if (prefill_gpus > 0 && &prefill_gpu != &decode_gpu) {
-    c.provenance =
-        "prefill " + prefill_gpu.price_usd_per_gpu_hour.provenance().label() + "; decode " + c.provenance;
-  }
+  c.provenance = pools_provenance(&GpuProfile::price_usd_per_gpu_hour, prefill_gpus, prefill_gpu, decode_gpu);
+  c.power = gpu_power(r, prefill_gpus, decode_gpus, prefill_gpu, decode_gpu);
   c.ssd_tier = ssd_tier_cost(r, d.kv);
   const bool prefill_known = prefill_gpus == 0 || prefill_gpu.price_usd_per_gpu_hour.known();
   if (!prefill_known || !decode_gpu.price_usd_per_gpu_hour.known()) return c;
@@ -77,8 +102,14 @@ nlohmann::json cost_json(const ServingCost& c) {
                                {"priced", t.priced},
                                {"usd_per_hour", t.usd_per_hour},
                                {"provenance", t.provenance}};
-  if (!c.known) return {{"known", false}, {"provenance", c.provenance}, {"ssd_tier", tier}};
+  const nlohmann::json power = {{"known", c.power.known},
+                                {"rated_kw", c.power.rated_kw},
+                                {"kwh_per_million_output", c.power.kwh_per_million_output},
+                                {"provenance", c.power.provenance}};
+  if (!c.known)
+    return {{"known", false}, {"provenance", c.provenance}, {"ssd_tier", tier}, {"gpu_power", power}};
   return {{"known", true},
+          {"gpu_power", power},
           {"usd_per_hour", c.usd_per_hour},
           {"gpu_usd_per_hour", c.gpu_usd_per_hour},
           {"usd_per_million_input_tokens", c.usd_per_million_input},

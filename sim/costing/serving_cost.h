@@ -41,7 +41,19 @@ struct SsdTierCost {
   double held_bytes(double session_bytes) const { return sessions_per_s * session_bytes * hold_s; }
 };
 
+// The GPUs' power at each profile's rated draw (its TDP), and the energy
+// each million output tokens takes at it: an upper bound on the GPUs' own draw (decode,
+// bound by memory, draws less); hosts, network, storage and cooling are not
+// counted.
+struct GpuPower {
+  bool known = false;  // every pool's GPU gives its rated power
+  double rated_kw = 0;
+  double kwh_per_million_output = 0;  // 0 where nothing was generated
+  std::string provenance;             // the rated power's source (each pool's where they differ)
+};
+
 struct ServingCost {
+  GpuPower power;
   bool known = false;
   std::string provenance;  // the price's source, or why there is none
   double gpu_usd_per_hour = 0;

@@ -181,6 +181,11 @@ std::vector<Table> run_tables(const RunReport& r) {
   } else {
     head.add_row({"cost", r.run.cost.provenance});
   }
+  const GpuPower& power = r.run.cost.power;
+  head.add_row({"GPUs at rated power; energy per 1M output tokens at it",
+                power.known
+                    ? fmt::format("{:.1f} kW; {:.3f} kWh", power.rated_kw, power.kwh_per_million_output)
+                    : "unknown: " + power.provenance});
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"  of them run as two overlapped micro-batches",
                 fmt::format("{} / {}", x.prefill_steps_split, x.decode_steps_split)});
@@ -211,6 +216,11 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
+  if (power.known) {
+    head.add_note("GPU rated power " + power.provenance +
+                  "; an upper bound on the GPUs' own draw (decode, bound by memory, draws less); hosts, "
+                  "network, storage and cooling not counted");
+  }
   head.add_note(tier.priced ? "SSD tier price " + tier.provenance + "; the cost per hour includes it"
                             : tier.provenance + "; the cost per hour is the GPUs' alone");
   if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);

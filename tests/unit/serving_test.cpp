@@ -255,6 +255,25 @@ TEST(Serving, TheSsdTierKeepsEachSessionsLastContextForItsRetention) {
   EXPECT_NE(unpriced.ssd_tier.provenance.find("left out"), std::string::npos) << unpriced.ssd_tier.provenance;
 }
 
+// The GPUs' energy at their rated power: kW x the run's hours over its
+// output tokens; a GPU whose rated power is unknown gives none, not an error.
+TEST(Serving, EnergyPerOutputTokenIsTheGpusRatedPowerOverTheRun) {
+  Fixture f = tiny_fixed();
+  const ServingResult r = f.run(20);
+  ASSERT_GT(r.output_tokens_generated, 0);
+  const ServingCost cost = serving_cost(r, f.deployment, f.prefill.gpu(), f.decode.gpu());
+  ASSERT_TRUE(cost.power.known);
+  const double kw = static_cast<double>(r.gpus) * f.decode.gpu().power_watts.value() / 1e3;
+  EXPECT_DOUBLE_EQ(cost.power.rated_kw, kw);
+  EXPECT_NEAR(cost.power.kwh_per_million_output,
+              kw * 20 / 3600 / static_cast<double>(r.output_tokens_generated) * 1e6, 1e-12);
+  GpuProfile unrated = f.decode.gpu();
+  unrated.power_watts = SourcedValue(std::nullopt, {ProvenanceKind::kUnknown, "not published"});
+  const ServingCost none = serving_cost(r, f.deployment, unrated, unrated);
+  EXPECT_FALSE(none.power.known);
+  EXPECT_NE(none.power.provenance.find("not published"), std::string::npos);
+}
+
 // Every session of the fixed fixture comes back, and so did its earlier
 // lives, up to kEarlierLives generations back: the first a turn of 2048 + 1
 // tokens, each later one a turn of 1 + 1. That context is the prefix of its
