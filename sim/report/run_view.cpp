@@ -185,7 +185,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_row({"GPUs at rated power; energy per 1M output tokens at it",
                 power.known
                     ? fmt::format("{:.1f} kW; {:.3f} kWh", power.rated_kw, power.kwh_per_million_output)
-                    : "unknown: " + power.provenance});
+                    : power.provenance});
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"  of them run as two overlapped micro-batches",
                 fmt::format("{} / {}", x.prefill_steps_split, x.decode_steps_split)});
