@@ -290,6 +290,7 @@ namespace {
 std::vector<std::string> files_read_by_run(const Catalog& catalog, const Flags& f, const DeploymentSpec& d,
                                            const WorkloadSpec& w) {
   std::vector<std::string> files{catalog.resolve_model(f.model), d.file, w.file};
+  for (const WorkloadMixClass& c : w.mix) files.push_back(c.sessions.file);  // each class's sessions
   const DeploymentCostModels gpus(catalog, d);
   for (const GpuCostModel* pool : {&gpus.prefill, &gpus.decode}) {
     for (std::string& file : pool->files_read(catalog.data_dir())) files.push_back(std::move(file));

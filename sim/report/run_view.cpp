@@ -79,6 +79,40 @@ std::string meets_cell(const ServedRun& run, double min_within_sla) {
 }
 
 // The run repeated with the next seeds: how far its headline figures move.
+// Where the output lengths come from: the workload's effort, or each class's in a mix.
+std::string output_lengths_source(const WorkloadSpec& w) {
+  if (w.mix.empty()) return w.effort_output_multiplier.provenance().label();
+  std::string out;
+  for (const WorkloadMixClass& c : w.mix)
+    out +=
+        (out.empty() ? "" : "; ") + c.name + ": " + c.sessions.effort_output_multiplier.provenance().label();
+  return out;
+}
+
+// A mix of traffic's classes side by side (the first seed's run).
+Table classes_table(const RunReport& r) {
+  Table t("By class of traffic", {"class", "share of sessions", "sessions", "requests", "finished",
+                                  "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)"});
+  const auto p50_p99 = [](const LatencySummary& s) {
+    return s.count == 0 ? std::string("-") : fmt::format("{:.1f} / {:.1f}", s.p50, s.p99);
+  };
+  const ServingResult& x = r.run.result;
+  for (std::size_t i = 0; i < x.by_class.size(); ++i) {
+    const ClassOutcome& c = x.by_class[i];
+    t.add_row({c.name, fmt::format("{:.1f}%", 100 * r.workload.mix[i].share), std::to_string(c.sessions),
+               std::to_string(c.arrived), std::to_string(c.finished),
+               c.arrived > 0 ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(c.within_sla) /
+                                                          static_cast<double>(c.arrived))
+                             : std::string("-"),
+               p50_p99(c.ttft_ms), p50_p99(c.tpot_ms)});
+  }
+  t.add_note(fmt::format(
+      "each session is of one class, drawn with the shares; within SLA: requests that finished within TTFT "
+      "<= {} ms and TPOT <= {} ms, of those of the class that arrived",
+      r.deployment.sla.ttft_ms, r.deployment.sla.tpot_ms));
+  return t;
+}
+
 Table seeds_table(const RunReport& r) {
   Table t(fmt::format("The same run with {} seeds", r.run.seeds.size()),
           {"seed", "requests arrived", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
@@ -213,7 +247,7 @@ std::vector<Table> run_tables(const RunReport& r) {
         "after it (--duration {:g} ends the window there; plan and capacity end it there and drain)",
         r.workload.trace.back().time_s, r.workload.trace.back().time_s));
   }
-  head.add_note("output lengths " + r.workload.effort_output_multiplier.provenance().label());
+  head.add_note("output lengths " + output_lengths_source(r.workload));
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
   if (power.known) {
@@ -268,9 +302,34 @@ std::vector<Table> run_tables(const RunReport& r) {
                            std::to_string(o.decoding), std::to_string(o.host_pool_sessions)});
     occupancy.add_row(row);
   }
-  if (r.run.seeds.size() < 2) return {head, latency, breakdown, occupancy};
-  return {head, latency, breakdown, occupancy, seeds_table(r)};
+  std::vector<Table> tables{head, latency};
+  if (!x.by_class.empty()) tables.push_back(classes_table(r));
+  tables.insert(tables.end(), {breakdown, occupancy});
+  if (r.run.seeds.size() >= 2) tables.push_back(seeds_table(r));
+  return tables;
 }
+
+namespace {
+
+// A mix of traffic's classes, each on its own (empty without a mix).
+nlohmann::json classes_json(const RunReport& r) {
+  nlohmann::json out = nlohmann::json::array();
+  const ServingResult& x = r.run.result;
+  for (std::size_t i = 0; i < x.by_class.size(); ++i) {
+    const ClassOutcome& c = x.by_class[i];
+    out.push_back({{"class", c.name},
+                   {"share", r.workload.mix[i].share},
+                   {"sessions", c.sessions},
+                   {"arrived", c.arrived},
+                   {"finished", c.finished},
+                   {"within_sla", c.within_sla},
+                   {"ttft_ms", summary_json(c.ttft_ms)},
+                   {"tpot_ms", summary_json(c.tpot_ms)}});
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json run_json(const RunReport& r) {
   const ServingResult& x = r.run.result;
@@ -349,10 +408,11 @@ nlohmann::json run_json(const RunReport& r) {
             {"method", kErrorBandMethod}}},
           {"events", x.events},
           {"occupancy", occupancy},
+          {"by_class", classes_json(r)},
           {"seeds", seeds_json(r.run)},
           {"provenance",
            {{"step_times", r.run.decode_kernel_model},
-            {"output_lengths", r.workload.effort_output_multiplier.provenance().label()},
+            {"output_lengths", output_lengths_source(r.workload)},
             {"routing", routing_note(r.deployment)}}}};
 }
 

@@ -45,6 +45,7 @@ struct TraceSpan {
 struct RequestRecord {
   int64_t id = 0;
   int64_t session = 0;
+  std::string traffic_class;  // its session's class in a mix of traffic; empty without one
   int64_t turn = 0;
   double arrival_s = 0;
   int64_t prefix_tokens = 0;  // context before this turn
@@ -67,6 +68,17 @@ struct RequestRecord {
   double decode_wait_ms = 0;  // first token to a decode rank's room (disaggregated: KV transfer after)
   double tpot_ms = 0;
   double e2e_ms = 0;
+};
+
+// One class of a mix of traffic (WorkloadSpec::mix), on its own.
+struct ClassOutcome {
+  std::string name;
+  int64_t sessions = 0;
+  int64_t arrived = 0;  // requests
+  int64_t finished = 0;
+  int64_t within_sla = 0;  // finished within the deployment's TTFT and TPOT limits
+  LatencySummary ttft_ms;
+  LatencySummary tpot_ms;
 };
 
 struct ServingResult {
@@ -155,6 +167,7 @@ struct ServingResult {
   std::vector<OccupancySample> occupancy;
   std::vector<TraceSpan> trace;         // filled only when tracing is on
   std::vector<RequestRecord> requests;  // every request, in arrival order; filled only when asked
+  std::vector<ClassOutcome> by_class;   // a mix of traffic's classes, in the workload's order; else empty
 };
 
 }  // namespace v41sim

@@ -46,9 +46,11 @@ int64_t draw_tokens(const Distribution& d, SplitMix64& rng, double scale = 1.0) 
 }
 
 // The stream of one turn of a session (turn -1: the session's own draws;
-// turn -2: whether it is resumed, and its earlier life).
+// turn -2: whether it is resumed, and its earlier life; turn -3: its class
+// in a mix of traffic).
 constexpr int64_t kSessionStream = -1;
 constexpr int64_t kResumptionStream = -2;
+constexpr int64_t kClassStream = -3;
 SplitMix64 turn_stream(uint64_t session_seed, int64_t turn) {
   return SplitMix64(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)));
 }
@@ -209,12 +211,31 @@ void ServingSimulation::schedule_next_session() {
   });
 }
 
-ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, int earlier_lives) const {
+int ServingSimulation::draw_class(uint64_t seed) const {
+  if (workload_.mix.empty()) return -1;
+  SplitMix64 rng = turn_stream(seed, kClassStream);
+  double u = uniform01(rng);
+  for (std::size_t i = 0; i + 1 < workload_.mix.size(); ++i) {
+    if (u < workload_.mix[i].share) return static_cast<int>(i);
+    u -= workload_.mix[i].share;
+  }
+  return static_cast<int>(workload_.mix.size()) - 1;
+}
+
+const WorkloadSpec& ServingSimulation::sessions_of(const Session& s) const {
+  return s.traffic_class < 0 ? workload_ : workload_.mix[static_cast<std::size_t>(s.traffic_class)].sessions;
+}
+
+ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, int earlier_lives,
+                                                           int traffic_class) const {
   Session s;
   s.seed = seed;
+  // An earlier life is of its resumed session's class (given); a new session draws its own.
+  s.traffic_class = traffic_class >= 0 ? traffic_class : draw_class(seed);
+  const WorkloadSpec& shape = sessions_of(s);
   SplitMix64 rng = turn_stream(s.seed, kSessionStream);
-  s.turns = draw_tokens(workload_.turns, rng);
-  const WorkloadSpec::Resumption& resumed = workload_.resumed;
+  s.turns = draw_tokens(shape.turns, rng);
+  const WorkloadSpec::Resumption& resumed = shape.resumed;
   if (earlier_lives <= 0 || resumed.fraction <= 0)
     return s;  // draws nothing: the other streams are the same either way
   SplitMix64 resumption = turn_stream(s.seed, kResumptionStream);
@@ -222,7 +243,7 @@ ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, int ea
   s.resumed = true;
   s.resumed_after_s = resumed.gap_s.sample(resumption);
   // The earlier life is a session like any other: resumed itself, with the same odds.
-  s.earlier_context = last_context(draw_session(resumption(), earlier_lives - 1));
+  s.earlier_context = last_context(draw_session(resumption(), earlier_lives - 1, s.traffic_class));
   return s;
 }
 
@@ -295,10 +316,11 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
 ServingSimulation::TurnDraw ServingSimulation::draw_turn(const Session& s, int64_t turn) const {
   SplitMix64 rng = turn_stream(s.seed, turn);
   TurnDraw d;
+  const WorkloadSpec& shape = sessions_of(s);
   const bool opening = turn == 0 && !s.resumed;  // a resumed session goes on from its earlier context
-  d.new_tokens = draw_tokens(opening ? workload_.first_input_tokens : workload_.turn_input_tokens, rng);
-  d.output_tokens = draw_tokens(workload_.output_tokens, rng, workload_.effort_output_multiplier.value());
-  d.think_after_s = workload_.think_time_s.sample(rng);
+  d.new_tokens = draw_tokens(opening ? shape.first_input_tokens : shape.turn_input_tokens, rng);
+  d.output_tokens = draw_tokens(shape.output_tokens, rng, shape.effort_output_multiplier.value());
+  d.think_after_s = shape.think_time_s.sample(rng);
   return d;
 }
 
@@ -480,6 +502,42 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
   return collect(duration_s);
 }
 
+ServingSimulation::FinishedTimes ServingSimulation::finished_times(const Request& r) const {
+  FinishedTimes t;
+  t.ttft_ms = (r.first_token - r.arrival).ms();
+  t.tpot_ms = r.output_tokens > 1
+                  ? (r.finished - r.first_token).ms() / static_cast<double>(r.output_tokens - 1)
+                  : 0.0;
+  t.within_sla = t.ttft_ms <= deployment_.sla.ttft_ms && t.tpot_ms <= deployment_.sla.tpot_ms;
+  return t;
+}
+
+std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
+  std::vector<ClassOutcome> out(workload_.mix.size());
+  std::vector<std::vector<double>> ttft(out.size()), tpot(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].name = workload_.mix[i].name;
+  for (const Session& s : sessions_) {
+    if (s.traffic_class >= 0) ++out[static_cast<std::size_t>(s.traffic_class)].sessions;
+  }
+  for (const Request& r : requests_) {
+    const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
+    if (c < 0) continue;
+    ClassOutcome& o = out[static_cast<std::size_t>(c)];
+    ++o.arrived;
+    if (r.generated < r.output_tokens) continue;  // in flight or rejected
+    ++o.finished;
+    const FinishedTimes t = finished_times(r);
+    ttft[static_cast<std::size_t>(c)].push_back(t.ttft_ms);
+    if (r.output_tokens > 1) tpot[static_cast<std::size_t>(c)].push_back(t.tpot_ms);
+    o.within_sla += t.within_sla ? 1 : 0;
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].ttft_ms = summarize(ttft[i]);
+    out[i].tpot_ms = summarize(tpot[i]);
+  }
+  return out;
+}
+
 ServingResult ServingSimulation::collect(double duration_s) {
   ServingResult& out = result_;
   out.duration_s = duration_s;
@@ -493,12 +551,9 @@ ServingResult ServingSimulation::collect(double duration_s) {
   int64_t good = 0;
   for (const Request& r : requests_) {
     if (r.generated < r.output_tokens) continue;  // in flight or rejected
-    const double ttft_ms = (r.first_token - r.arrival).ms();
-    const double tpot_ms = r.output_tokens > 1
-                               ? (r.finished - r.first_token).ms() / static_cast<double>(r.output_tokens - 1)
-                               : 0.0;
-    ttft.push_back(ttft_ms);
-    if (r.output_tokens > 1) tpot.push_back(tpot_ms);
+    const FinishedTimes t = finished_times(r);
+    ttft.push_back(t.ttft_ms);
+    if (r.output_tokens > 1) tpot.push_back(t.tpot_ms);
     e2e.push_back((r.finished - r.arrival).ms());
     prefill_wait.push_back((r.prefill_started - r.prefill_queued).ms());
     if (r.output_tokens > 1) decode_wait.push_back((r.decode_admitted - r.decode_queued).ms());
@@ -508,7 +563,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
     if (r.output_tokens > 1) decode += (r.finished - r.decode_started).ms();
     sojourn += (r.finished - r.arrival).s();
     communication += r.communication_us / 1e3;
-    good += ttft_ms <= deployment_.sla.ttft_ms && tpot_ms <= deployment_.sla.tpot_ms ? 1 : 0;
+    good += t.within_sla ? 1 : 0;
   }
   const double n = std::max<double>(1.0, static_cast<double>(e2e.size()));
   out.ttft_ms = summarize(ttft);
@@ -535,9 +590,14 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.kv_tiers = tiers_.counters();
   if (log_requests_) {
     out.requests.reserve(requests_.size());
-    for (const Request& r : requests_) out.requests.push_back(record_of(r));
+    for (const Request& r : requests_) {
+      RequestRecord& record = out.requests.emplace_back(record_of(r));
+      const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
+      if (c >= 0) record.traffic_class = workload_.mix[static_cast<std::size_t>(c)].name;
+    }
   }
   out.sessions_arrived = static_cast<int64_t>(sessions_.size());
+  out.by_class = class_outcomes();
   // Each session's last context stays as long as the tier keeps it, but an
   // earlier life a resumed session found there stayed only until it came back
   // (its entry replaced then): token-weighted, the mean time a context is held.

@@ -79,7 +79,11 @@ class ServingSimulation {
   // an earlier life it resumes after a gap, drawn from a stream of its own
   // (that life's context is its first prefix). The earlier life may be
   // resumed in turn, up to `earlier_lives` generations back.
-  Session draw_session(uint64_t seed, int earlier_lives = kEarlierLives) const;
+  Session draw_session(uint64_t seed, int earlier_lives = kEarlierLives, int traffic_class = -1) const;
+  // A session's class in a mix of traffic, drawn from its seed by the
+  // classes' shares (-1: no mix); and the workload its turns are drawn from.
+  int draw_class(uint64_t seed) const;
+  const WorkloadSpec& sessions_of(const Session& s) const;
   // How long the SSD tier keeps a context: its retention, or less where its
   // capacity fills first (KvTierSpec::ssd_capacity_tb).
   double tier_keeps_s() const;
@@ -188,6 +192,15 @@ class ServingSimulation {
   void change_in_system(int delta);
   void sample_occupancy();
   ServingResult collect(double duration_s);
+  // A finished request's TTFT and TPOT (0 for a one-token answer), and whether both are within the SLA.
+  struct FinishedTimes {
+    double ttft_ms = 0;
+    double tpot_ms = 0;
+    bool within_sla = false;
+  };
+  FinishedTimes finished_times(const Request& r) const;
+  // Each class of a mix of traffic: its requests, what finished, within the SLA, TTFT and TPOT.
+  std::vector<ClassOutcome> class_outcomes() const;
 
   const ModelAnalysis& model_;
   const GpuProfile& prefill_gpu_;

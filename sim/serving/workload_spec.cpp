@@ -168,11 +168,70 @@ WorkloadSpec::Resumption read_resumption(const YamlNode& node) {
   return r;
 }
 
+// The sessions a workload's turns come from: their shape and effort level.
+void read_sessions(const YamlNode& root, WorkloadSpec& w) {
+  const YamlNode session = root.required("session");
+  session.expect_only(
+      {"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s", "resumed"});
+  constexpr double kMaxTurns = 1e6;
+  w.turns = read_distribution(session.required("turns"), kMaxTurns);
+  w.first_input_tokens = read_distribution(session.required("first_input_tokens"), kMaxTokensPerRequest);
+  w.turn_input_tokens = read_distribution(session.required("turn_input_tokens"), kMaxTokensPerRequest);
+  w.output_tokens = read_distribution(session.required("output_tokens"), kMaxTokensPerRequest);
+  w.think_time_s = read_distribution(session.required("think_time_s"), longest_run_s());
+  w.resumed = read_resumption(session.required("resumed"));
+  const YamlNode effort = root.required("effort");
+  const std::string level = effort.as_string();
+  if (level == "low") {
+    w.effort = 50;
+  } else if (level == "high") {
+    w.effort = 75;
+  } else if (level == "max") {
+    w.effort = 100;
+  } else {
+    const int64_t b = effort.as_int();
+    if (b < 1 || b > 100) effort.fail(fmt::format("expected low, high, max or 1..100, got {}", b));
+    w.effort = b;
+  }
+  w.effort_output_multiplier = effort_multiplier(w.effort);
+}
+
+// A mix's classes: each names a workload file of sessions (by name, in the
+// mix file's folder, or a path relative to it) and its share of arrivals,
+// the shares taken relative to their sum.
+std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& path) {
+  std::vector<WorkloadMixClass> mix;
+  double total = 0;
+  for (const YamlNode& item : node.elements()) {
+    item.expect_only({"workload", "share"});
+    const YamlNode named = item.required("workload");
+    const std::string name = named.as_string();
+    std::filesystem::path file = std::filesystem::path(path).parent_path() / name;
+    if (file.extension() != ".yaml") file += ".yaml";
+    if (!std::filesystem::exists(file)) named.fail("no workload file at " + file.string());
+    // Looked at before it is read: a mix naming itself would read itself forever.
+    if (YamlNode::load_file(file.string()).has("mix"))
+      named.fail("a class is a workload of sessions, not a mix");
+    WorkloadMixClass c;
+    c.sessions = load_workload_file(file.string());
+    if (c.sessions.arrival == WorkloadSpec::Arrival::kTrace) {
+      named.fail("a class is a workload of sessions, not a trace");
+    }
+    c.name = c.sessions.name;
+    c.share = item.required("share").as_positive_double();
+    total += c.share;
+    mix.push_back(std::move(c));
+  }
+  if (mix.empty()) node.fail("expected at least one class: {workload: NAME, share: S}");
+  for (WorkloadMixClass& c : mix) c.share /= total;
+  return mix;
+}
+
 }  // namespace
 
 WorkloadSpec load_workload_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only({"name", "source", "arrival", "session", "effort"});
+  root.expect_only({"name", "source", "arrival", "session", "effort", "mix"});
   WorkloadSpec w;
   w.file = path;
   w.name = root.required("name").as_string();
@@ -209,7 +268,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
     const double span_s = w.trace.back().time_s;
     w.sessions_per_s = span_s > 0 ? static_cast<double>(sessions.size()) / span_s : 0.0;
     w.sessions_per_s_where = file.location();
-    for (const char* unused : {"session", "effort"}) {
+    for (const char* unused : {"session", "effort", "mix"}) {
       if (root.has(unused)) root.required(unused).fail("not used with a trace: the trace gives every turn");
     }
     w.effort_output_multiplier = effort_multiplier(kReferenceEffort);
@@ -228,30 +287,16 @@ WorkloadSpec load_workload_file(const std::string& path) {
     arrival.required("process").fail("unknown arrival process '" + process +
                                      "' (expected poisson, bursty or trace)");
   }
-  const YamlNode session = root.required("session");
-  session.expect_only(
-      {"turns", "first_input_tokens", "turn_input_tokens", "output_tokens", "think_time_s", "resumed"});
-  constexpr double kMaxTurns = 1e6;
-  w.turns = read_distribution(session.required("turns"), kMaxTurns);
-  w.first_input_tokens = read_distribution(session.required("first_input_tokens"), kMaxTokensPerRequest);
-  w.turn_input_tokens = read_distribution(session.required("turn_input_tokens"), kMaxTokensPerRequest);
-  w.output_tokens = read_distribution(session.required("output_tokens"), kMaxTokensPerRequest);
-  w.think_time_s = read_distribution(session.required("think_time_s"), longest_run_s());
-  w.resumed = read_resumption(session.required("resumed"));
-  const YamlNode effort = root.required("effort");
-  const std::string level = effort.as_string();
-  if (level == "low") {
-    w.effort = 50;
-  } else if (level == "high") {
-    w.effort = 75;
-  } else if (level == "max") {
-    w.effort = 100;
-  } else {
-    const int64_t b = effort.as_int();
-    if (b < 1 || b > 100) effort.fail(fmt::format("expected low, high, max or 1..100, got {}", b));
-    w.effort = b;
+  if (const auto mix = root.optional("mix")) {
+    for (const char* unused : {"session", "effort"}) {
+      if (root.has(unused)) root.required(unused).fail("not used with a mix: each class's workload gives it");
+    }
+    w.mix = read_mix(*mix, path);
+    // Not drawn from: each session takes its class's output lengths.
+    w.effort_output_multiplier = effort_multiplier(kReferenceEffort);
+    return w;
   }
-  w.effort_output_multiplier = effort_multiplier(w.effort);
+  read_sessions(root, w);
   return w;
 }
 

@@ -41,6 +41,8 @@ inline constexpr double kMaxTraceId = 9007199254740992;
 // range (SimTime: ~106 days), leaving the rest for requests in flight to drain.
 double longest_run_s();
 
+struct WorkloadMixClass;
+
 struct WorkloadSpec {
   std::string name;
   std::string file;
@@ -87,6 +89,17 @@ struct WorkloadSpec {
   };
   std::vector<TraceRow> trace;
   int64_t trace_block_tokens = 0;  // > 0: a block-hashed trace
+  // A mix of traffic: each arriving session is of one class, drawn with the
+  // classes' shares, and takes its turns, lengths, think times, resumption
+  // and effort from that class's own workload file (whose arrival is unused);
+  // the fields above then describe no sessions. Empty: one class, this one.
+  std::vector<WorkloadMixClass> mix;
+};
+
+struct WorkloadMixClass {
+  std::string name;  // the class's workload name
+  double share = 0;  // of arriving sessions; the classes' shares sum to 1
+  WorkloadSpec sessions;
 };
 
 WorkloadSpec load_workload_file(const std::string& path);

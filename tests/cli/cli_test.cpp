@@ -572,10 +572,31 @@ TEST(Cli, RunWritesEveryRequestToCsv) {
   const std::string csv = (dir / "requests.csv").string();
   const auto j = run_json("run --duration 30 --json --requests " + csv);
   const std::string text = testing::read_text(csv);
-  EXPECT_EQ(text.rfind("request,session,turn,arrival_s,", 0), 0u) << text.substr(0, 80);
+  EXPECT_EQ(text.rfind("request,session,class,turn,arrival_s,", 0), 0u) << text.substr(0, 80);
   const auto rows = std::count(text.begin(), text.end(), '\n') - 1;
   EXPECT_EQ(rows, j["requests"]["arrived"].get<int64_t>());
   EXPECT_NE(text.find(",\"finished\","), std::string::npos);
+}
+
+// The bundled mix of chats and agents: each class's requests and latencies
+// apart, in the table, the JSON and each request's row.
+TEST(Cli, RunShowsEachClassOfAMixApart) {
+  const auto dir = temp_dir("run_mix");
+  const std::string csv = (dir / "requests.csv").string();
+  const std::string args = "run --deployment h200_agg_8 --workload chat_and_agents --duration 60";
+  const auto j = run_json(args + " --requests " + csv);
+  ASSERT_EQ(j["by_class"].size(), 2u);
+  EXPECT_EQ(j["by_class"][0]["class"], "chat");
+  EXPECT_EQ(j["by_class"][1]["class"], "agent coding");
+  EXPECT_EQ(j["by_class"][0]["arrived"].get<int64_t>() + j["by_class"][1]["arrived"].get<int64_t>(),
+            j["requests"]["arrived"].get<int64_t>());
+  const std::string rows = testing::read_text(csv);
+  EXPECT_NE(rows.find(",\"chat\","), std::string::npos);
+  EXPECT_NE(rows.find(",\"agent coding\","), std::string::npos);
+  const RunResult text = run(args);
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.output.find("By class of traffic"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("output lengths chat: assumed"), std::string::npos) << text.output;
 }
 
 TEST(Cli, ValidateReportsEveryReference) {

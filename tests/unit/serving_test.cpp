@@ -846,6 +846,82 @@ TEST(Serving, TraceDrivenTurnsShareTheirSessionsPrefix) {
   EXPECT_GT(r.kv_tiers.global_hits, 0);
 }
 
+// A mix of traffic written to a temp folder: classes `a` (single-turn
+// prompts of 2048 tokens) and `b` (of 100 tokens, 50-token answers), with
+// the mix's own text `mix` after its arrival line.
+std::filesystem::path mix_workload(const std::string& folder, const std::string& mix) {
+  const auto dir = std::filesystem::temp_directory_path() / folder;
+  std::filesystem::create_directories(dir);
+  const std::string fixed = testing::read_text(data("tests/data/fixed_prompts.yaml"));
+  std::ofstream(dir / "a.yaml") << fixed;
+  std::string b = fixed;
+  b.replace(b.find("name: fixed prompts"), 19, "name: short prompts");
+  b.replace(b.find("value: 2048"), 11, "value: 100");
+  b.replace(b.find("output_tokens: {dist: fixed, value: 1}"), 38, "output_tokens: {dist: fixed, value: 50}");
+  std::ofstream(dir / "b.yaml") << b;
+  std::ofstream(dir / "mix.yaml")
+      << "name: mix\nsource: test\narrival: {process: poisson, sessions_per_s: 2}\n"
+      << mix;
+  return dir / "mix.yaml";
+}
+
+// Each session of a mix is of one class, drawn with the shares, and asks
+// what its class's workload asks; each class's requests are counted and
+// timed apart, and together they are the run's.
+TEST(Serving, AMixDrawsEachSessionsClassAndCountsEachClassApart) {
+  Fixture f = tiny_fixed();
+  f.workload = load_workload_file(
+      mix_workload("v41sim_mix", "mix:\n  - {workload: a, share: 3}\n  - {workload: b.yaml, share: 1}\n")
+          .string());
+  ASSERT_EQ(f.workload.mix.size(), 2u);
+  EXPECT_DOUBLE_EQ(f.workload.mix[0].share, 0.75);  // shares relative to their sum
+  EXPECT_EQ(f.workload.mix[1].name, "short prompts");
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_request_log();
+  const ServingResult r = sim.run(600, true);
+  ASSERT_EQ(r.by_class.size(), 2u);
+  const ClassOutcome& a = r.by_class[0];
+  const ClassOutcome& b = r.by_class[1];
+  EXPECT_EQ(a.arrived + b.arrived, r.arrived);
+  EXPECT_EQ(a.finished + b.finished, r.finished);
+  EXPECT_EQ(a.sessions + b.sessions, r.sessions_arrived);
+  EXPECT_NEAR(static_cast<double>(a.sessions) / static_cast<double>(r.sessions_arrived), 0.75, 0.05);
+  EXPECT_EQ(b.tpot_ms.count, b.finished);  // 50-token answers: a TPOT each
+  EXPECT_EQ(a.tpot_ms.count, 0);           // one-token answers: none
+  for (const RequestRecord& q : r.requests) {
+    EXPECT_EQ(q.new_tokens, q.traffic_class == "fixed prompts" ? 2048 : 100) << q.traffic_class;
+    EXPECT_EQ(q.output_tokens, q.traffic_class == "fixed prompts" ? 1 : 50);
+  }
+  // The same seed draws the same classes.
+  ServingSimulation again(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  EXPECT_EQ(again.run(600, true).by_class[0].sessions, a.sessions);
+  // A workload of one class has no classes to show.
+  EXPECT_TRUE(tiny_fixed().run(60).by_class.empty());
+}
+
+TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
+  const auto error_of = [](const std::string& folder, const std::string& mix) {
+    try {
+      load_workload_file(mix_workload(folder, mix).string());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  EXPECT_NE(error_of("v41sim_mix_bad1", "mix:\n  - {workload: c, share: 1}\n")
+                .find("mix.yaml:5: field 'mix[0].workload': no workload file at"),
+            std::string::npos);
+  EXPECT_NE(error_of("v41sim_mix_bad2", "mix:\n  - {workload: a, share: 0}\n").find("field 'mix[0].share'"),
+            std::string::npos);
+  EXPECT_NE(error_of("v41sim_mix_bad3", "mix:\n  - {workload: mix, share: 1}\n")
+                .find("field 'mix[0].workload': a class is a workload of sessions, not a mix"),
+            std::string::npos);  // not read forever
+  EXPECT_NE(error_of("v41sim_mix_bad4", "mix: []\n").find("expected at least one class"), std::string::npos);
+  EXPECT_NE(error_of("v41sim_mix_bad5", "mix:\n  - {workload: a, share: 1}\neffort: high\n")
+                .find("field 'effort': not used with a mix"),
+            std::string::npos);
+}
+
 TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
   const auto dir = std::filesystem::temp_directory_path() / "v41sim_bad_trace";
   std::filesystem::create_directories(dir);
