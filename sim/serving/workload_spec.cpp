@@ -223,6 +223,7 @@ std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& 
     mix.push_back(std::move(c));
   }
   if (mix.empty()) node.fail("expected at least one class: {workload: NAME, share: S}");
+  if (!std::isfinite(total)) node.fail(fmt::format("the shares sum past a double's range ({:g})", total));
   for (WorkloadMixClass& c : mix) c.share /= total;
   return mix;
 }

@@ -917,6 +917,10 @@ TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
                 .find("field 'mix[0].workload': a class is a workload of sessions, not a mix"),
             std::string::npos);  // not read forever
   EXPECT_NE(error_of("v41sim_mix_bad4", "mix: []\n").find("expected at least one class"), std::string::npos);
+  EXPECT_NE(
+      error_of("v41sim_mix_bad6", "mix:\n  - {workload: a, share: 1e308}\n  - {workload: b, share: 1e308}\n")
+          .find("field 'mix': the shares sum past a double's range"),
+      std::string::npos);
   EXPECT_NE(error_of("v41sim_mix_bad5", "mix:\n  - {workload: a, share: 1}\neffort: high\n")
                 .find("field 'effort': not used with a mix"),
             std::string::npos);
