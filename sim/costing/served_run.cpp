@@ -54,7 +54,8 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
     const ServedRun& r = i == 0 ? run : runs[i];
     run.seeds.push_back({options.seed + i, r.result.arrived, share_within_sla(r.result), r.result.ttft_ms.p99,
                          r.result.tpot_ms.p99, r.result.output_tokens_per_s_per_gpu,
-                         r.cost.known ? r.cost.usd_per_million_output : 0.0});
+                         r.cost.known ? r.cost.usd_per_million_output : 0.0,
+                         r.cost.power.kwh_per_million_output});
   }
   return run;
 }

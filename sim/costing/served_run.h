@@ -30,6 +30,7 @@ struct SeedOutcome {
   double tpot_p99_ms = 0;
   double output_tokens_per_s_per_gpu = 0;
   double usd_per_million_output = 0;  // 0 when the GPU price is unknown
+  double kwh_per_million_output = 0;  // at the GPUs' rated power; 0 when it is unknown
 };
 
 // The mean, least and most of one figure over the seeds run.

@@ -422,8 +422,9 @@ std::string output_token_price(const ServedRun& run, int decimals) {
 }
 
 std::vector<std::string> with_served_run_columns(std::vector<std::string> leading) {
-  for (const char* column : {"within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
-                             "$ per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"}) {
+  for (const char* column :
+       {"within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out", "$ per 1M output tokens",
+        "kWh per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"}) {
     leading.emplace_back(column);
   }
   return leading;
@@ -450,6 +451,7 @@ std::vector<std::string> served_run_cells(const ServedRun& run, double min_withi
           cell(&SeedOutcome::tpot_p99_ms, "{:.1f}"),
           cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
           run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
+          run.cost.power.known ? cell(&SeedOutcome::kwh_per_million_output, "{:.2f}") : "unknown",
           meets_cell(run, min_within_sla),
           error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)};
 }
@@ -496,6 +498,11 @@ void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_m
       "state (sessions/s x a session's global KV after its last turn x the time it is held: the retention, "
       "less where resumed sessions come back sooner or a tier of bounded size fills first, which is paid for "
       "whole; at the deployment's $ per TB-month)");
+  table.add_note(
+      "kWh per 1M output tokens: the GPUs at each profile's rated power (power_watts) over the arrival "
+      "window, "
+      "an upper bound on their own draw (decode, bound by memory, draws less); hosts, network, storage and "
+      "cooling not counted");
 }
 
 nlohmann::json kv_tiers_json(const KvTierCounters& c) {

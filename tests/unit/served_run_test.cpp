@@ -93,9 +93,9 @@ TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
     return served_run_cells(run, 0.99);
   };
   EXPECT_EQ(cells({0.9896})[0], "98.96%");
-  EXPECT_EQ(cells({0.9896})[5], "no");
+  EXPECT_EQ(cells({0.9896})[6], "no");  // the "meets SLA" column
   EXPECT_EQ(cells({0.99})[0], "99.0%");
-  EXPECT_EQ(cells({0.99})[5], "yes");
+  EXPECT_EQ(cells({0.99})[6], "yes");
   EXPECT_EQ(cells({0.985})[0], "98.5%");
   EXPECT_EQ(cells({0.98999})[0], "98.999%");
   EXPECT_EQ(cells({0.9896, 0.9924})[0], "99.1% (98.96-99.2)");
