@@ -114,6 +114,11 @@ Table capacity_table(const CapacityReport& r) {
     collect_kernel_models(p.run, kernel_models);
   }
   t.add_note(capacity_verdict(r));
+  if (const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
+      best && !r.workload.mix.empty()) {
+    t.add_note(fmt::format("by class at {} sessions/s (seed {}'s run): {}", rate(best->sessions_per_s),
+                           r.options.serve.seed, classes_line(best->run.result)));
+  }
   if (requests_fall_as_sessions_rise(r.capacity)) {
     t.add_note(
         "requests/s: turns that arrived within the window; a session's next turn comes only after its last "

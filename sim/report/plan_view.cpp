@@ -104,6 +104,10 @@ Table plan_table(const PlanReport& p) {
     t.add_row(std::move(cells));
   }
   t.add_note(verdict(p.rows));
+  if (!p.rows.empty() && p.rows.front().not_run.empty() && !p.rows.front().run.result.by_class.empty()) {
+    t.add_note(fmt::format("by class on {} (the first seed's run): {}", p.rows.front().deployment.name,
+                           classes_line(p.rows.front().run.result)));
+  }
   t.add_note(fmt::format(
       "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; variants of "
       "{}, "

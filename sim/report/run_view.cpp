@@ -416,6 +416,22 @@ nlohmann::json run_json(const RunReport& r) {
             {"routing", routing_note(r.deployment)}}}};
 }
 
+std::string classes_line(const ServingResult& result) {
+  std::string out;
+  for (const ClassOutcome& c : result.by_class) {
+    const std::string within = c.arrived > 0
+                                   ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(c.within_sla) /
+                                                                static_cast<double>(c.arrived))
+                                   : std::string("-");
+    const auto p99 = [](const LatencySummary& s) {
+      return s.count == 0 ? std::string("-") : format_fixed(s.p99, 1);
+    };
+    out += fmt::format("{}{} {} within the SLA (TTFT p99 {} ms, TPOT p99 {} ms)", out.empty() ? "" : "; ",
+                       c.name, within, p99(c.ttft_ms), p99(c.tpot_ms));
+  }
+  return out;
+}
+
 std::string output_token_price(const ServedRun& run, int decimals) {
   if (!run.cost.known) return "unknown";
   return fmt::format("${:.{}f}", run.spread(&SeedOutcome::usd_per_million_output).mean, decimals);

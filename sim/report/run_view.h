@@ -34,6 +34,10 @@ nlohmann::json run_json(const RunReport& r);
 // run's kernel-model labels added to `labels` unless already there; and the
 // notes naming those kernel models and how the $ figure is charged.
 // The mean over the run's seeds, to `decimals` places.
+// A mix of traffic's classes in one line ("chat 99.6% within the SLA (TTFT p99 ... ms, TPOT p99 ... ms);
+// ..."), the first seed's run; empty without a mix.
+std::string classes_line(const ServingResult& result);
+
 std::string output_token_price(const ServedRun& run, int decimals = 2);
 // Tables that rank served runs (plan's variants, capacity's rates) share
 // these cells, in this order: within SLA (pooled over the seeds), TTFT p99,

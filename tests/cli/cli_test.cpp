@@ -597,6 +597,16 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("By class of traffic"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("output lengths chat: assumed"), std::string::npos) << text.output;
+  // plan and capacity say how each class fares where they answer.
+  const RunResult plan = run("plan --deployment h200_agg_8 --workload chat_and_agents --duration 60");
+  EXPECT_NE(plan.output.find("by class on 1 x 8 h200, aggregated, EP 8 (the first seed's run): chat "),
+            std::string::npos)
+      << plan.output;
+  const RunResult capacity =
+      run("capacity --deployment h200_agg_8 --workload chat_and_agents --duration 60 --rate-factors 0.25,8 "
+          "--precision 1");
+  EXPECT_NE(capacity.output.find("(seed 1's run): chat "), std::string::npos) << capacity.output;
+  EXPECT_NE(capacity.output.find("; agent coding "), std::string::npos) << capacity.output;
 }
 
 TEST(Cli, ValidateReportsEveryReference) {
