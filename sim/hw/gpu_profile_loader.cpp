@@ -48,10 +48,12 @@ GpuProfile load_gpu_profile(const YamlNode& root) {
   gpu.l2_bytes = field("l2_bytes", kL2Bytes);
   const YamlNode tensor = root.required("tensor_tflops");
   tensor.expect_only({"fp4", "fp8", "bf16"});
-  gpu.tensor.fp4_tflops = read_plausible_value(tensor.required("fp4"), kTensorTflops, ValueRange::kPositive);
-  gpu.tensor.fp8_tflops = read_plausible_value(tensor.required("fp8"), kTensorTflops, ValueRange::kPositive);
-  gpu.tensor.bf16_tflops =
-      read_plausible_value(tensor.required("bf16"), kTensorTflops, ValueRange::kPositive);
+  const auto tensor_rate = [&tensor](const char* dtype) {
+    return read_plausible_value(tensor.required(dtype), kTensorTflops);
+  };
+  gpu.tensor.fp4_tflops = tensor_rate("fp4");
+  gpu.tensor.fp8_tflops = tensor_rate("fp8");
+  gpu.tensor.bf16_tflops = tensor_rate("bf16");
   gpu.fp32_vector_tflops = field("fp32_vector_tflops", kVectorTflops);
   gpu.nvlink_bytes_per_s = field("nvlink_bytes_per_s", kLinkBytesPerS);
   gpu.nvlink_domain_gpus = count("nvlink_domain_gpus", kDomainGpus);

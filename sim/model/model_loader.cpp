@@ -21,7 +21,7 @@ constexpr Most kLayers{2048, "layers"};
 constexpr Most kWidth{int64_t{1} << 17, "a hidden, rank or MLP width"};
 constexpr Most kDenseWidth{int64_t{1} << 20, "a dense MLP width"};
 constexpr Most kVocab{int64_t{1} << 24, "tokens in a vocabulary"};
-constexpr Most kContext{int64_t{2147483647}, "tokens of context (exact in 32 bits)"};
+constexpr Most kContext{kMostContextTokens, "tokens of context (exact in 32 bits)"};
 constexpr Most kHeads{4096, "heads or groups"};
 constexpr Most kHeadDim{4096, "dims of a head"};
 constexpr Most kTokensRead{int64_t{1} << 20, "tokens a layer keeps or selects"};

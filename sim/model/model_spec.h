@@ -20,6 +20,10 @@
 
 namespace v41sim {
 
+// The most tokens a context (and so a prompt or an answer) may hold: exact
+// in 32 bits, past any model's context.
+inline constexpr int64_t kMostContextTokens = 2147483647;
+
 // How a layer projects hidden states to keys and values.
 enum class KvProjection {
   kSharedLatent,  // V4 / V4.1: one latent vector per token is both K and V (MQA)

@@ -79,6 +79,17 @@ std::string meets_cell(const ServedRun& run, double min_within_sla) {
 }
 
 // The run repeated with the next seeds: how far its headline figures move.
+// What a GPU's rated power leaves out, wherever an energy figure is printed.
+constexpr const char* kRatedPowerCaveat =
+    "an upper bound on the GPUs' own draw (decode, bound by memory, draws less); hosts, network, storage and "
+    "cooling not counted";
+
+// A class's requests within the SLA, of those that arrived ("-" where none arrived).
+std::string class_within_sla(const ClassOutcome& c) {
+  if (c.arrived == 0) return "-";
+  return fmt::format("{:.1f}%", 100.0 * static_cast<double>(c.within_sla) / static_cast<double>(c.arrived));
+}
+
 // Where the output lengths come from: the workload's effort, or each class's in a mix.
 std::string output_lengths_source(const WorkloadSpec& w) {
   if (w.mix.empty()) return w.effort_output_multiplier.provenance().label();
@@ -100,11 +111,8 @@ Table classes_table(const RunReport& r) {
   for (std::size_t i = 0; i < x.by_class.size(); ++i) {
     const ClassOutcome& c = x.by_class[i];
     t.add_row({c.name, fmt::format("{:.1f}%", 100 * r.workload.mix[i].share), std::to_string(c.sessions),
-               std::to_string(c.arrived), std::to_string(c.finished),
-               c.arrived > 0 ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(c.within_sla) /
-                                                          static_cast<double>(c.arrived))
-                             : std::string("-"),
-               p50_p99(c.ttft_ms), p50_p99(c.tpot_ms)});
+               std::to_string(c.arrived), std::to_string(c.finished), class_within_sla(c), p50_p99(c.ttft_ms),
+               p50_p99(c.tpot_ms)});
   }
   t.add_note(fmt::format(
       "each session is of one class, drawn with the shares; within SLA: requests that finished within TTFT "
@@ -251,9 +259,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note(routing_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
   if (power.known) {
-    head.add_note("GPU rated power " + power.provenance +
-                  "; an upper bound on the GPUs' own draw (decode, bound by memory, draws less); hosts, "
-                  "network, storage and cooling not counted");
+    head.add_note("GPU rated power " + power.provenance + "; " + kRatedPowerCaveat);
   }
   head.add_note(tier.priced ? "SSD tier price " + tier.provenance + "; the cost per hour includes it"
                             : tier.provenance + "; the cost per hour is the GPUs' alone");
@@ -419,15 +425,11 @@ nlohmann::json run_json(const RunReport& r) {
 std::string classes_line(const ServingResult& result) {
   std::string out;
   for (const ClassOutcome& c : result.by_class) {
-    const std::string within = c.arrived > 0
-                                   ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(c.within_sla) /
-                                                                static_cast<double>(c.arrived))
-                                   : std::string("-");
     const auto p99 = [](const LatencySummary& s) {
       return s.count == 0 ? std::string("-") : format_fixed(s.p99, 1);
     };
     out += fmt::format("{}{} {} within the SLA (TTFT p99 {} ms, TPOT p99 {} ms)", out.empty() ? "" : "; ",
-                       c.name, within, p99(c.ttft_ms), p99(c.tpot_ms));
+                       c.name, class_within_sla(c), p99(c.ttft_ms), p99(c.tpot_ms));
   }
   return out;
 }
@@ -515,10 +517,9 @@ void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_m
       "less where resumed sessions come back sooner or a tier of bounded size fills first, which is paid for "
       "whole; at the deployment's $ per TB-month)");
   table.add_note(
-      "kWh per 1M output tokens: the GPUs at each profile's rated power (power_watts) over the arrival "
-      "window, "
-      "an upper bound on their own draw (decode, bound by memory, draws less); hosts, network, storage and "
-      "cooling not counted");
+      std::string("kWh per 1M output tokens: the GPUs at each profile's rated power (power_watts) over "
+                  "the arrival window, ") +
+      kRatedPowerCaveat);
 }
 
 nlohmann::json kv_tiers_json(const KvTierCounters& c) {

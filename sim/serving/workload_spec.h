@@ -11,6 +11,7 @@
 #include "sim/common/sourced_value.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/des/random.h"
+#include "sim/model/model_spec.h"
 
 namespace v41sim {
 
@@ -31,7 +32,7 @@ Distribution read_distribution(const YamlNode& node, double ceiling);
 
 // The most tokens one prompt or output may have (a trace row or a
 // distribution's max): past any model's context, exact in 32 bits.
-inline constexpr double kMaxTokensPerRequest = 2147483647;
+inline constexpr double kMaxTokensPerRequest = static_cast<double>(kMostContextTokens);
 
 // The largest id a trace may give a session or a block: 2^53, past which a
 // double (as CSV and JSON numbers are read) no longer holds every integer.
