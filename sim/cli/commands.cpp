@@ -192,8 +192,12 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                     "simulated seconds of arrivals (then each variant drains)",
                     "random seed (the same arrivals for every variant)");
   add_grid_flags(plan);
-  plan->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the base deployment's)");
-  plan->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the base deployment's)");
+  plan->add_option(
+      "--ttft-ms", flags->sla_ttft_ms,
+      "TTFT limit of the SLA (default: the base deployment's; a mix's class with its own keeps it)");
+  plan->add_option(
+      "--tpot-ms", flags->sla_tpot_ms,
+      "TPOT limit of the SLA (default: the base deployment's; a mix's class with its own keeps it)");
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
@@ -222,8 +226,12 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "--svg", flags->trace,
       "also write a chart (SVG) of each variant's TTFT and TPOT p99 over the SLA's limits, by "
       "rate, to this file");
-  capacity->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: the deployment's)");
-  capacity->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: the deployment's)");
+  capacity->add_option(
+      "--ttft-ms", flags->sla_ttft_ms,
+      "TTFT limit of the SLA (default: the deployment's; a mix's class with its own keeps it)");
+  capacity->add_option(
+      "--tpot-ms", flags->sla_tpot_ms,
+      "TPOT limit of the SLA (default: the deployment's; a mix's class with its own keeps it)");
   capacity
       ->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")

@@ -100,7 +100,9 @@ void collect(const YAML::Node& node, const std::string& path, const Scan& scan, 
   const bool own_source = !kind_of(node, kSourceKinds).empty();
   for (const auto& item : node) {
     const std::string key = item.first.as<std::string>();
-    collect(item.second, path.empty() ? key : path + "." + key, scan, plain && !own_source);
+    // An SLA's limits are what its user asks, not assumptions about the traffic.
+    const bool asked = key == "sla";
+    collect(item.second, path.empty() ? key : path + "." + key, scan, plain && !own_source && !asked);
   }
 }
 

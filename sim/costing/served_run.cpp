@@ -11,6 +11,28 @@
 
 namespace v41sim {
 
+namespace {
+
+// A latency's p99 over its limit; 0 where nothing finished.
+double p99_over(const LatencySummary& latency, double limit_ms) {
+  return latency.count == 0 ? 0.0 : latency.p99 / limit_ms;
+}
+
+// Sets the seed's p99 over its limits: the run's, or a mix's worst class's.
+void set_p99_over_limits(const ServingResult& r, const SlaSpec& deployment, SeedOutcome& seed) {
+  if (r.by_class.empty()) {
+    seed.ttft_p99_over_limit = p99_over(r.ttft_ms, deployment.ttft_ms);
+    seed.tpot_p99_over_limit = p99_over(r.tpot_ms, deployment.tpot_ms);
+    return;
+  }
+  for (const ClassOutcome& c : r.by_class) {
+    seed.ttft_p99_over_limit = std::max(seed.ttft_p99_over_limit, p99_over(c.ttft_ms, c.sla.ttft_ms));
+    seed.tpot_p99_over_limit = std::max(seed.tpot_p99_over_limit, p99_over(c.tpot_ms, c.sla.tpot_ms));
+  }
+}
+
+}  // namespace
+
 double share_within_sla(const ServingResult& r) {
   if (r.arrived == 0) return 0.0;
   return r.goodput_fraction * static_cast<double>(r.finished) / static_cast<double>(r.arrived);
@@ -56,6 +78,7 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
                          r.result.tpot_ms.p99, r.result.output_tokens_per_s_per_gpu,
                          r.cost.known ? r.cost.usd_per_million_output : 0.0,
                          r.cost.power.kwh_per_million_output});
+    set_p99_over_limits(r.result, deployment.sla, run.seeds.back());
   }
   return run;
 }

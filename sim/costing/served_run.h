@@ -31,6 +31,10 @@ struct SeedOutcome {
   double output_tokens_per_s_per_gpu = 0;
   double usd_per_million_output = 0;  // 0 when the GPU price is unknown
   double kwh_per_million_output = 0;  // at the GPUs' rated power; 0 when it is unknown
+  // The p99 over its SLA limit; in a mix of traffic, the worst class's, each
+  // against its own limit (0: nothing finished to take a p99 of).
+  double ttft_p99_over_limit = 0;
+  double tpot_p99_over_limit = 0;
 };
 
 // The mean, least and most of one figure over the seeds run.
@@ -69,8 +73,8 @@ struct ServeOptions {
   bool log_requests = false;  // keep a record of each of the first seed's requests (ServingResult::requests)
 };
 
-// Requests that finished within the deployment's TTFT and TPOT limits, of
-// those that arrived (0 when none arrived): the share an SLA is judged on.
+// Requests that finished within their TTFT and TPOT limits (the deployment's,
+// or in a mix their class's), of those that arrived (0 when none arrived): the share an SLA is judged on.
 double share_within_sla(const ServingResult& result);
 
 ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,

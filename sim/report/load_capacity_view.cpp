@@ -117,7 +117,8 @@ Table capacity_table(const CapacityReport& r) {
   if (const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
       best && !r.workload.mix.empty()) {
     t.add_note(fmt::format("by class at {} sessions/s (seed {}'s run): {}", rate(best->sessions_per_s),
-                           r.options.serve.seed, classes_line(best->run.result)));
+                           r.options.serve.seed, classes_line(best->run.result, r.workload)));
+    if (const std::string pooled = pooled_latency_note(r.workload); !pooled.empty()) t.add_note(pooled);
   }
   if (requests_fall_as_sessions_rise(r.capacity)) {
     t.add_note(
@@ -131,11 +132,11 @@ Table capacity_table(const CapacityReport& r) {
                "sessions drawn, so the capacity is known to about that spread (longer runs narrow it)");
   }
   t.add_note(fmt::format(
-      "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; the "
+      "SLA: {} for at least {:.1f}% of the requests that arrived; the "
       "workload's "
       "{} sessions/s times {}, then the bracket cut in three until its ends are within {:.0f}%; each rate "
       "serves {:.0f} simulated s of arrivals ({}, the same sessions drawn at every rate), then drains",
-      r.deployment.sla.ttft_ms, r.deployment.sla.tpot_ms, 100 * r.options.min_within_sla,
+      sla_phrase(r.deployment.sla, r.workload), 100 * r.options.min_within_sla,
       rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
       r.options.serve.duration_s, seeds_phrase(r.options.serve)));
   t.add_note(traffic_note(r.workload));
@@ -169,7 +170,7 @@ nlohmann::json capacity_json(const CapacityReport& r) {
           {"seed", r.options.serve.seed},
           {"seeds", r.options.serve.seeds},
           {"min_within_sla", r.options.min_within_sla},
-          {"sla", {{"ttft_ms", r.deployment.sla.ttft_ms}, {"tpot_ms", r.deployment.sla.tpot_ms}}},
+          {"sla", sla_json(r.deployment.sla, r.workload)},
           {"largest_meeting_sessions_per_s", rate_or_null(c.largest_meeting)},
           {"smallest_failing_sessions_per_s", rate_or_null(c.smallest_failing_above)},
           {"verdict", capacity_verdict(r)},
@@ -181,15 +182,17 @@ std::string capacity_svg(const std::vector<CapacityReport>& reports) {
   double slowest = INFINITY, fastest = 0;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const CapacityReport& r = reports[i];
-    LineSeries tpot{r.deployment.name + ": TPOT p99", {}, false, static_cast<int>(i)};
-    LineSeries ttft{r.deployment.name + ": TTFT p99", {}, true, static_cast<int>(i)};
+    // In a mix whose classes have limits of their own, each class against its own, the worst drawn.
+    const std::string of = has_class_slas(r.workload) ? " p99, worst class" : " p99";
+    LineSeries tpot{r.deployment.name + ": TPOT" + of, {}, false, static_cast<int>(i)};
+    LineSeries ttft{r.deployment.name + ": TTFT" + of, {}, true, static_cast<int>(i)};
     for (const LoadPoint& p : r.capacity.points) {
       slowest = std::min(slowest, p.sessions_per_s), fastest = std::max(fastest, p.sessions_per_s);
       // A rate where nothing finished has no latency to draw.
-      const double tpot_ms = p.run.spread(&SeedOutcome::tpot_p99_ms).mean;
-      const double ttft_ms = p.run.spread(&SeedOutcome::ttft_p99_ms).mean;
-      if (tpot_ms > 0) tpot.points.emplace_back(p.sessions_per_s, tpot_ms / r.deployment.sla.tpot_ms);
-      if (ttft_ms > 0) ttft.points.emplace_back(p.sessions_per_s, ttft_ms / r.deployment.sla.ttft_ms);
+      const double tpot_over = p.run.spread(&SeedOutcome::tpot_p99_over_limit).mean;
+      const double ttft_over = p.run.spread(&SeedOutcome::ttft_p99_over_limit).mean;
+      if (tpot_over > 0) tpot.points.emplace_back(p.sessions_per_s, tpot_over);
+      if (ttft_over > 0) ttft.points.emplace_back(p.sessions_per_s, ttft_over);
     }
     series.push_back(std::move(tpot));
     series.push_back(std::move(ttft));

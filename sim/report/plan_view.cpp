@@ -106,14 +106,15 @@ Table plan_table(const PlanReport& p) {
   t.add_note(verdict(p.rows));
   if (!p.rows.empty() && p.rows.front().not_run.empty() && !p.rows.front().run.result.by_class.empty()) {
     t.add_note(fmt::format("by class on {} (the first seed's run): {}", p.rows.front().deployment.name,
-                           classes_line(p.rows.front().run.result)));
+                           classes_line(p.rows.front().run.result, p.workload)));
+    if (const std::string pooled = pooled_latency_note(p.workload); !pooled.empty()) t.add_note(pooled);
   }
-  t.add_note(fmt::format(
-      "SLA: TTFT <= {} ms and TPOT <= {} ms for at least {:.1f}% of the requests that arrived; variants of "
-      "{}, "
-      "each serving the same arrivals ({:.0f} simulated s, {}), then draining",
-      sla.ttft_ms, sla.tpot_ms, 100 * p.min_within_sla, fmt::join(base_files, " and "), p.options.duration_s,
-      seeds_phrase(p.options)));
+  t.add_note(
+      fmt::format("SLA: {} for at least {:.1f}% of the requests that arrived; variants of "
+                  "{}, "
+                  "each serving the same arrivals ({:.0f} simulated s, {}), then draining",
+                  sla_phrase(sla, p.workload), 100 * p.min_within_sla, fmt::join(base_files, " and "),
+                  p.options.duration_s, seeds_phrase(p.options)));
   if (p.bases.size() > 1) {
     t.add_note(
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "
@@ -168,6 +169,7 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"seed", p.options.seed},
           {"seeds", p.options.seeds},
           {"min_within_sla", p.min_within_sla},
+          {"sla", sla_json(p.bases.front().sla, p.workload)},
           {"kernel_models", kernel_models(p.rows)},
           {"rows", rows}};
 }

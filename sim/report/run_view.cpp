@@ -1,6 +1,7 @@
 #include "sim/report/run_view.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -84,6 +85,10 @@ constexpr const char* kRatedPowerCaveat =
     "an upper bound on the GPUs' own draw (decode, bound by memory, draws less); hosts, network, storage and "
     "cooling not counted";
 
+std::string limits_phrase(const SlaSpec& sla) {
+  return fmt::format("TTFT <= {} ms and TPOT <= {} ms", sla.ttft_ms, sla.tpot_ms);
+}
+
 // A class's requests within the SLA, of those that arrived ("-" where none arrived).
 std::string class_within_sla(const ClassOutcome& c) {
   if (c.arrived == 0) return "-";
@@ -102,22 +107,24 @@ std::string output_lengths_source(const WorkloadSpec& w) {
 
 // A mix of traffic's classes side by side (the first seed's run).
 Table classes_table(const RunReport& r) {
-  Table t("By class of traffic", {"class", "share of sessions", "sessions", "requests", "finished",
-                                  "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)"});
+  Table t("By class of traffic",
+          {"class", "share of sessions", "SLA: TTFT / TPOT (ms)", "sessions", "requests", "finished",
+           "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)"});
   const auto p50_p99 = [](const LatencySummary& s) {
     return s.count == 0 ? std::string("-") : fmt::format("{:.1f} / {:.1f}", s.p50, s.p99);
   };
   const ServingResult& x = r.run.result;
   for (std::size_t i = 0; i < x.by_class.size(); ++i) {
     const ClassOutcome& c = x.by_class[i];
-    t.add_row({c.name, fmt::format("{:.1f}%", 100 * r.workload.mix[i].share), std::to_string(c.sessions),
+    t.add_row({c.name, fmt::format("{:.1f}%", 100 * r.workload.mix[i].share),
+               fmt::format("{} / {}", c.sla.ttft_ms, c.sla.tpot_ms), std::to_string(c.sessions),
                std::to_string(c.arrived), std::to_string(c.finished), class_within_sla(c), p50_p99(c.ttft_ms),
                p50_p99(c.tpot_ms)});
   }
   t.add_note(fmt::format(
-      "each session is of one class, drawn with the shares; within SLA: requests that finished within TTFT "
-      "<= {} ms and TPOT <= {} ms, of those of the class that arrived",
-      r.deployment.sla.ttft_ms, r.deployment.sla.tpot_ms));
+      "each session is of one class, drawn with the shares; within SLA: requests that finished within their "
+      "class's limits, of those of the class that arrived; SLA: {}",
+      sla_phrase(r.deployment.sla, r.workload)));
   return t;
 }
 
@@ -180,8 +187,7 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_row({"  rejected: " + reason, std::to_string(count)});
   head.add_row({"throughput per GPU (input / output tokens/s)",
                 fmt::format("{:.1f} / {:.1f}", x.input_tokens_per_s_per_gpu, x.output_tokens_per_s_per_gpu)});
-  head.add_row({fmt::format("goodput (TTFT <= {} ms and TPOT <= {} ms)", r.deployment.sla.ttft_ms,
-                            r.deployment.sla.tpot_ms),
+  head.add_row({fmt::format("goodput ({})", sla_phrase(r.deployment.sla, r.workload)),
                 x.finished > 0 ? fmt::format("{:.3f} requests/s, {:.1f}% of finished",
                                              x.goodput_requests_per_s, 100 * x.goodput_fraction)
                                : std::string("0 requests/s (none finished)")});
@@ -329,6 +335,10 @@ nlohmann::json classes_json(const RunReport& r) {
                    {"arrived", c.arrived},
                    {"finished", c.finished},
                    {"within_sla", c.within_sla},
+                   {"sla",
+                    {{"ttft_ms", c.sla.ttft_ms},
+                     {"tpot_ms", c.sla.tpot_ms},
+                     {"own", r.workload.mix[i].sla.gives_any()}}},
                    {"ttft_ms", summary_json(c.ttft_ms)},
                    {"tpot_ms", summary_json(c.tpot_ms)}});
   }
@@ -422,16 +432,45 @@ nlohmann::json run_json(const RunReport& r) {
             {"routing", routing_note(r.deployment)}}}};
 }
 
-std::string classes_line(const ServingResult& result) {
+std::string classes_line(const ServingResult& result, const WorkloadSpec& workload) {
   std::string out;
-  for (const ClassOutcome& c : result.by_class) {
+  for (std::size_t i = 0; i < result.by_class.size(); ++i) {
+    const ClassOutcome& c = result.by_class[i];
     const auto p99 = [](const LatencySummary& s) {
       return s.count == 0 ? std::string("-") : format_fixed(s.p99, 1);
     };
-    out += fmt::format("{}{} {} within the SLA (TTFT p99 {} ms, TPOT p99 {} ms)", out.empty() ? "" : "; ",
-                       c.name, class_within_sla(c), p99(c.ttft_ms), p99(c.tpot_ms));
+    const std::string sla =
+        workload.mix[i].sla.gives_any() ? "its SLA of " + limits_phrase(c.sla) : "the SLA";
+    out += fmt::format("{}{} {} within {} (TTFT p99 {} ms, TPOT p99 {} ms)", out.empty() ? "" : "; ", c.name,
+                       class_within_sla(c), sla, p99(c.ttft_ms), p99(c.tpot_ms));
   }
   return out;
+}
+
+nlohmann::json sla_json(const SlaSpec& deployment, const WorkloadSpec& workload) {
+  nlohmann::json classes = nlohmann::json::array();
+  for (const WorkloadMixClass& c : workload.mix) {
+    if (!c.sla.gives_any()) continue;
+    const SlaSpec held = held_to(deployment, c.sla);
+    classes.push_back({{"class", c.name}, {"ttft_ms", held.ttft_ms}, {"tpot_ms", held.tpot_ms}});
+  }
+  return {{"ttft_ms", deployment.ttft_ms}, {"tpot_ms", deployment.tpot_ms}, {"classes", classes}};
+}
+
+std::string sla_phrase(const SlaSpec& deployment, const WorkloadSpec& workload) {
+  std::vector<std::string> own;
+  for (const WorkloadMixClass& c : workload.mix) {
+    if (c.sla.gives_any())
+      own.push_back(fmt::format("{}'s own: {}", c.name, limits_phrase(held_to(deployment, c.sla))));
+  }
+  if (own.empty()) return limits_phrase(deployment);
+  return fmt::format("{} ({})", limits_phrase(deployment), fmt::join(own, "; "));
+}
+
+std::string pooled_latency_note(const WorkloadSpec& workload) {
+  if (!has_class_slas(workload)) return "";
+  return "TTFT p99 and TPOT p99: over every class's requests together; each request is judged against its "
+         "class's limits (by class: the line above)";
 }
 
 std::string output_token_price(const ServedRun& run, int decimals) {

@@ -35,8 +35,16 @@ nlohmann::json run_json(const RunReport& r);
 // notes naming those kernel models and how the $ figure is charged.
 // The mean over the run's seeds, to `decimals` places.
 // A mix of traffic's classes in one line ("chat 99.6% within the SLA (TTFT p99 ... ms, TPOT p99 ... ms);
-// ..."), the first seed's run; empty without a mix.
-std::string classes_line(const ServingResult& result);
+// ..."; a class held to limits of its own names them), the first seed's run; empty without a mix.
+std::string classes_line(const ServingResult& result, const WorkloadSpec& workload);
+// "TTFT <= T ms and TPOT <= P ms": the limits a run's requests are held to;
+// where a mix's classes give their own, theirs follow ("; chat's own: ...").
+std::string sla_phrase(const SlaSpec& deployment, const WorkloadSpec& workload);
+// Where a mix's classes have limits of their own, a note that the p99
+// columns pool the classes while each is judged on its own; else empty.
+std::string pooled_latency_note(const WorkloadSpec& workload);
+// The same for JSON: {ttft_ms, tpot_ms, classes: [{class, ttft_ms, tpot_ms}]}, the classes with their own.
+nlohmann::json sla_json(const SlaSpec& deployment, const WorkloadSpec& workload);
 
 std::string output_token_price(const ServedRun& run, int decimals = 2);
 // Tables that rank served runs (plan's variants, capacity's rates) share

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "sim/common/sourced_value.h"
+#include "sim/serving/sla_spec.h"
 
 namespace v41sim {
 
@@ -49,11 +50,6 @@ struct KvTierSpec {
   double host_pool_fraction = 0;  // share of each node's DRAM for SWA state
   double host_ttl_s = 0;          // how long SWA state stays in the pool
   bool bounded_replay = true;     // SWA miss: replay one window (V4.1) or rebuild exactly
-};
-
-struct SlaSpec {
-  double ttft_ms = 0;
-  double tpot_ms = 0;
 };
 
 struct DeploymentSpec {

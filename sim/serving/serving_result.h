@@ -9,6 +9,7 @@
 #include "sim/cost/error_band.h"
 #include "sim/metrics/latency_summary.h"
 #include "sim/serving/kv_tiers.h"
+#include "sim/serving/sla_spec.h"
 
 namespace v41sim {
 
@@ -76,7 +77,8 @@ struct ClassOutcome {
   int64_t sessions = 0;
   int64_t arrived = 0;  // requests
   int64_t finished = 0;
-  int64_t within_sla = 0;  // finished within the deployment's TTFT and TPOT limits
+  int64_t within_sla = 0;  // finished within the class's TTFT and TPOT limits (sla)
+  SlaSpec sla;             // the limits it is held to: its own from the mix, the deployment's for the rest
   LatencySummary ttft_ms;
   LatencySummary tpot_ms;
 };

@@ -508,14 +508,23 @@ ServingSimulation::FinishedTimes ServingSimulation::finished_times(const Request
   t.tpot_ms = r.output_tokens > 1
                   ? (r.finished - r.first_token).ms() / static_cast<double>(r.output_tokens - 1)
                   : 0.0;
-  t.within_sla = t.ttft_ms <= deployment_.sla.ttft_ms && t.tpot_ms <= deployment_.sla.tpot_ms;
+  t.within_sla = sla_of(r).admits(t.ttft_ms, t.tpot_ms);
   return t;
+}
+
+SlaSpec ServingSimulation::sla_of(const Request& r) const {
+  const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
+  if (c < 0) return deployment_.sla;
+  return held_to(deployment_.sla, workload_.mix[static_cast<std::size_t>(c)].sla);
 }
 
 std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
   std::vector<ClassOutcome> out(workload_.mix.size());
   std::vector<std::vector<double>> ttft(out.size()), tpot(out.size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i].name = workload_.mix[i].name;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].name = workload_.mix[i].name;
+    out[i].sla = held_to(deployment_.sla, workload_.mix[i].sla);
+  }
   for (const Session& s : sessions_) {
     if (s.traffic_class >= 0) ++out[static_cast<std::size_t>(s.traffic_class)].sessions;
   }

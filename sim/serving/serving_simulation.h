@@ -192,13 +192,14 @@ class ServingSimulation {
   void change_in_system(int delta);
   void sample_occupancy();
   ServingResult collect(double duration_s);
-  // A finished request's TTFT and TPOT (0 for a one-token answer), and whether both are within the SLA.
+  // A finished request's TTFT and TPOT (0 for a one-token answer), and whether both are within its SLA.
   struct FinishedTimes {
     double ttft_ms = 0;
     double tpot_ms = 0;
     bool within_sla = false;
   };
   FinishedTimes finished_times(const Request& r) const;
+  SlaSpec sla_of(const Request& r) const;  // its class's limits in a mix, else the deployment's
   // Each class of a mix of traffic: its requests, what finished, within the SLA, TTFT and TPOT.
   std::vector<ClassOutcome> class_outcomes() const;
 

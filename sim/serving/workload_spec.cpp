@@ -196,14 +196,25 @@ void read_sessions(const YamlNode& root, WorkloadSpec& w) {
   w.effort_output_multiplier = effort_multiplier(w.effort);
 }
 
+// A class's own latency limits, `sla: {ttft_ms: T, tpot_ms: P}`, either
+// field alone: the other stays the deployment's.
+SlaSpec read_class_sla(const YamlNode& node) {
+  node.expect_only({"ttft_ms", "tpot_ms"});
+  SlaSpec sla;
+  if (const auto ttft = node.optional("ttft_ms")) sla.ttft_ms = ttft->as_positive_double();
+  if (const auto tpot = node.optional("tpot_ms")) sla.tpot_ms = tpot->as_positive_double();
+  if (!sla.gives_any()) node.fail("expected ttft_ms, tpot_ms or both (ms): the limits this class is held to");
+  return sla;
+}
+
 // A mix's classes: each names a workload file of sessions (by name, in the
-// mix file's folder, or a path relative to it) and its share of arrivals,
-// the shares taken relative to their sum.
+// mix file's folder, or a path relative to it), its share of arrivals (the
+// shares taken relative to their sum) and, where it has its own, its SLA.
 std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& path) {
   std::vector<WorkloadMixClass> mix;
   double total = 0;
   for (const YamlNode& item : node.elements()) {
-    item.expect_only({"workload", "share"});
+    item.expect_only({"workload", "share", "sla"});
     const YamlNode named = item.required("workload");
     const std::string name = named.as_string();
     std::filesystem::path file = std::filesystem::path(path).parent_path() / name;
@@ -219,6 +230,7 @@ std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& 
     }
     c.name = c.sessions.name;
     c.share = item.required("share").as_positive_double();
+    if (const auto sla = item.optional("sla")) c.sla = read_class_sla(*sla);
     total += c.share;
     mix.push_back(std::move(c));
   }
@@ -229,6 +241,10 @@ std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& 
 }
 
 }  // namespace
+
+bool has_class_slas(const WorkloadSpec& w) {
+  return std::any_of(w.mix.begin(), w.mix.end(), [](const WorkloadMixClass& c) { return c.sla.gives_any(); });
+}
 
 WorkloadSpec load_workload_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);

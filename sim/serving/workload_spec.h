@@ -12,6 +12,7 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/des/random.h"
 #include "sim/model/model_spec.h"
+#include "sim/serving/sla_spec.h"
 
 namespace v41sim {
 
@@ -101,9 +102,13 @@ struct WorkloadMixClass {
   std::string name;  // the class's workload name
   double share = 0;  // of arriving sessions; the classes' shares sum to 1
   WorkloadSpec sessions;
+  SlaSpec sla;  // the class's own limits where the mix gives them (held_to); zeros: the deployment's
 };
 
 WorkloadSpec load_workload_file(const std::string& path);
+
+// Whether some class of a mix gives its own latency limits.
+bool has_class_slas(const WorkloadSpec& w);
 
 // The same traffic with sessions arriving at `sessions_per_s`: a Poisson or
 // bursty process's rate replaced; a trace's times scaled by its own rate

@@ -597,16 +597,32 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("By class of traffic"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("output lengths chat: assumed"), std::string::npos) << text.output;
+  // The chats are held to a first-token limit of their own, the agents to the deployment's.
+  EXPECT_EQ(j["by_class"][0]["sla"]["ttft_ms"].get<double>(), 2000.0);
+  EXPECT_TRUE(j["by_class"][0]["sla"]["own"].get<bool>());
+  EXPECT_EQ(j["by_class"][1]["sla"]["ttft_ms"].get<double>(), j["goodput"]["ttft_ms"].get<double>());
+  EXPECT_FALSE(j["by_class"][1]["sla"]["own"].get<bool>());
+  EXPECT_NE(text.output.find("goodput (TTFT <= 10000 ms and TPOT <= 60 ms (chat's own: TTFT <= 2000 ms and "
+                             "TPOT <= 60 ms))"),
+            std::string::npos)
+      << text.output;
   // plan and capacity say how each class fares where they answer.
   const RunResult plan = run("plan --deployment h200_agg_8 --workload chat_and_agents --duration 60");
   EXPECT_NE(plan.output.find("by class on 1 x 8 h200, aggregated, EP 8 (the first seed's run): chat "),
             std::string::npos)
       << plan.output;
-  const RunResult capacity =
-      run("capacity --deployment h200_agg_8 --workload chat_and_agents --duration 60 --rate-factors 0.25,8 "
-          "--precision 1");
+  const std::string capacity_args =
+      "capacity --deployment h200_agg_8 --workload chat_and_agents --duration 60 --rate-factors 0.25,8 "
+      "--precision 1";
+  const RunResult capacity = run(capacity_args);
   EXPECT_NE(capacity.output.find("(seed 1's run): chat "), std::string::npos) << capacity.output;
+  EXPECT_NE(capacity.output.find(" within its SLA of TTFT <= 2000 ms and TPOT <= 60 ms"), std::string::npos)
+      << capacity.output;
   EXPECT_NE(capacity.output.find("; agent coding "), std::string::npos) << capacity.output;
+  const auto sla = run_json(capacity_args)["variants"][0]["sla"];
+  ASSERT_EQ(sla["classes"].size(), 1u);
+  EXPECT_EQ(sla["classes"][0]["class"], "chat");
+  EXPECT_EQ(sla["classes"][0]["ttft_ms"].get<double>(), 2000.0);
 }
 
 TEST(Cli, ValidateReportsEveryReference) {

@@ -77,15 +77,18 @@ TEST(YamlWhatIf, AFileWhoseSourceIsAnAssumptionSourcesItsPlainNumbers) {
       "  turns: {dist: uniform, min: 4, max: 40}\n"
       "  resumed: {fraction: 0}\n"
       "  price: {value: 7, datasheet: \"its own source\", floor: 3}\n"
-      "  steps: [1.5, 2]\n";
+      "  steps: [1.5, 2]\n"
+      "mix:\n"
+      "  - {workload: chat, share: 0.8, sla: {ttft_ms: 2000}}\n";
   const std::string path = write_temp("plain_numbers.yaml", text);
   const std::vector<SourcedNumber> found = find_sourced_numbers(path, {"assumed"});
   std::vector<std::string> fields;
   for (const SourcedNumber& f : found) fields.push_back(f.field);
   // The zero fraction is left out (no share of it moves it), and so is every
-  // number of a map that gives its own source.
-  EXPECT_EQ(fields, (std::vector<std::string>{"arrival.sessions_per_s", "session.turns.min",
-                                              "session.turns.max", "session.steps[0]", "session.steps[1]"}));
+  // number of a map that gives its own source, and an SLA's limits (asked, not assumed).
+  EXPECT_EQ(fields,
+            (std::vector<std::string>{"arrival.sessions_per_s", "session.turns.min", "session.turns.max",
+                                      "session.steps[0]", "session.steps[1]", "mix[0].share"}));
   EXPECT_EQ(found[0].kind, "assumed");
   EXPECT_EQ(found[0].source, "a guessed shape");
   EXPECT_EQ(found[0].line, 3);

@@ -97,7 +97,12 @@ TEST(LoadCapacity, ChartsEachRatesLatencyOverItsLimit) {
     p.sessions_per_s = sessions;
     for (const double jitter : {0.9, 1.1}) {
       SeedOutcome seed;
-      if (sessions < 2) seed.tpot_p99_ms = 40 * sessions * jitter, seed.ttft_p99_ms = 500 * sessions * jitter;
+      if (sessions < 2) {
+        seed.tpot_p99_ms = 40 * sessions * jitter, seed.ttft_p99_ms = 500 * sessions * jitter;
+        seed.tpot_p99_over_limit =
+            seed.tpot_p99_ms / q.deployment.sla.tpot_ms;  // as serve_deployment sets it
+        seed.ttft_p99_over_limit = seed.ttft_p99_ms / q.deployment.sla.ttft_ms;
+      }
       p.run.seeds.push_back(seed);
     }
     c.points.push_back(p);
@@ -113,6 +118,11 @@ TEST(LoadCapacity, ChartsEachRatesLatencyOverItsLimit) {
   EXPECT_TRUE(has("SLA limit: 2, 1<"));
   EXPECT_TRUE(has("stroke-dasharray"));
   EXPECT_EQ(svg, capacity_svg({r}));
+  // A mix whose classes have limits of their own draws the worst class's.
+  WorkloadSpec mixed = q.workload;
+  mixed.mix.push_back({"chat", 1.0, q.workload, SlaSpec{2000, 0}});
+  const CapacityReport mix{"m", q.deployment, mixed, q.options, c};
+  EXPECT_NE(capacity_svg({mix}).find(": TPOT p99, worst class: 0.5, 0.4<"), std::string::npos);
 }
 
 TEST(LoadCapacity, BadOptionsAreInputErrors) {

@@ -44,6 +44,8 @@ TEST(ServedRun, EachSeedIsTheRunThatSeedGivesAlone) {
     EXPECT_EQ(s.within_sla, share_within_sla(alone.result));
     EXPECT_EQ(s.tpot_p99_ms, alone.result.tpot_ms.p99);
     EXPECT_EQ(s.ttft_p99_ms, alone.result.ttft_ms.p99);
+    EXPECT_DOUBLE_EQ(s.tpot_p99_over_limit, alone.result.tpot_ms.p99 / t.deployment.sla.tpot_ms);
+    EXPECT_DOUBLE_EQ(s.ttft_p99_over_limit, alone.result.ttft_ms.p99 / t.deployment.sla.ttft_ms);
     EXPECT_EQ(s.usd_per_million_output, alone.cost.usd_per_million_output);
     if (i == 0) {
       EXPECT_EQ(three.result.events, alone.result.events);  // the first seed's run, in full
@@ -57,6 +59,27 @@ TEST(ServedRun, EachSeedIsTheRunThatSeedGivesAlone) {
   EXPECT_LT(tpot.min, tpot.max);
   EXPECT_LE(tpot.min, tpot.mean);
   EXPECT_LE(tpot.mean, tpot.max);
+}
+
+// In a mix, how near a seed's p99 comes to its limit is the worst class's,
+// each class against its own limits (the bundled mix holds chats to a TTFT of its own).
+TEST(ServedRun, AMixsP99OverItsLimitIsTheWorstClasss) {
+  TinyAggregated t;
+  t.workload = load_workload_file(data("workloads/chat_and_agents.yaml"));
+  ASSERT_TRUE(has_class_slas(t.workload));
+  const ServedRun run = t.serve(1, 1);
+  ASSERT_EQ(run.result.by_class.size(), 2u);
+  double ttft = 0, tpot = 0;
+  for (const ClassOutcome& c : run.result.by_class) {
+    ASSERT_GT(c.ttft_ms.count, 0) << c.name;
+    ttft = std::max(ttft, c.ttft_ms.p99 / c.sla.ttft_ms);
+    tpot = std::max(tpot, c.tpot_ms.p99 / c.sla.tpot_ms);
+  }
+  EXPECT_EQ(run.result.by_class[0].sla.ttft_ms, 2000);  // chat's own
+  EXPECT_EQ(run.result.by_class[0].sla.tpot_ms, t.deployment.sla.tpot_ms);
+  EXPECT_EQ(run.result.by_class[1].sla.ttft_ms, t.deployment.sla.ttft_ms);
+  EXPECT_DOUBLE_EQ(run.seeds[0].ttft_p99_over_limit, ttft);
+  EXPECT_DOUBLE_EQ(run.seeds[0].tpot_p99_over_limit, tpot);
 }
 
 TEST(ServedRun, TheVerdictPoolsTheSeedsRequests) {

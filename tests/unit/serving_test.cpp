@@ -899,6 +899,36 @@ TEST(Serving, AMixDrawsEachSessionsClassAndCountsEachClassApart) {
   EXPECT_TRUE(tiny_fixed().run(60).by_class.empty());
 }
 
+// A class with limits of its own is held to them, field by field (the rest
+// stay the deployment's); the other classes, and every time, are unchanged.
+TEST(Serving, AClassOfAMixIsHeldToItsOwnLimits) {
+  Fixture f = tiny_fixed();
+  const std::string classes = "mix:\n  - {workload: a, share: 3}\n  - {workload: b, share: 1";
+  f.workload = load_workload_file(mix_workload("v41sim_mix_sla0", classes + "}\n").string());
+  const ServingResult plain = f.run(600, 1, true);
+  ASSERT_EQ(plain.by_class.size(), 2u);
+  ASSERT_GT(plain.by_class[1].within_sla, 0);
+  EXPECT_DOUBLE_EQ(plain.by_class[1].sla.tpot_ms, f.deployment.sla.tpot_ms);
+  // Class b's TPOT limit below any step: none of its requests is within it.
+  f.workload =
+      load_workload_file(mix_workload("v41sim_mix_sla1", classes + ", sla: {tpot_ms: 1e-9}}\n").string());
+  EXPECT_DOUBLE_EQ(f.workload.mix[1].sla.ttft_ms, 0);  // not given: the deployment's
+  EXPECT_TRUE(has_class_slas(f.workload));
+  const ServingResult held = f.run(600, 1, true);
+  const ClassOutcome& b = held.by_class[1];
+  EXPECT_DOUBLE_EQ(b.sla.tpot_ms, 1e-9);
+  EXPECT_DOUBLE_EQ(b.sla.ttft_ms, f.deployment.sla.ttft_ms);
+  EXPECT_EQ(b.finished, plain.by_class[1].finished);
+  EXPECT_EQ(b.within_sla, 0);
+  EXPECT_EQ(held.by_class[0].within_sla, plain.by_class[0].within_sla);
+  EXPECT_DOUBLE_EQ(b.tpot_ms.p99, plain.by_class[1].tpot_ms.p99);
+  // The run's goodput loses exactly class b's requests.
+  const auto within = [](const ServingResult& r) {
+    return static_cast<int64_t>(std::llround(r.goodput_fraction * static_cast<double>(r.finished)));
+  };
+  EXPECT_EQ(within(held), within(plain) - plain.by_class[1].within_sla);
+}
+
 TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
   const auto error_of = [](const std::string& folder, const std::string& mix) {
     try {
@@ -923,6 +953,16 @@ TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
       std::string::npos);
   EXPECT_NE(error_of("v41sim_mix_bad5", "mix:\n  - {workload: a, share: 1}\neffort: high\n")
                 .find("field 'effort': not used with a mix"),
+            std::string::npos);
+  // A class's own limits: at least one, each positive, named as fields.
+  EXPECT_NE(error_of("v41sim_mix_bad7", "mix:\n  - {workload: a, share: 1, sla: {}}\n")
+                .find("mix.yaml:5: field 'mix[0].sla': expected ttft_ms, tpot_ms or both"),
+            std::string::npos);
+  EXPECT_NE(error_of("v41sim_mix_bad8", "mix:\n  - {workload: a, share: 1, sla: {ttft_ms: -5}}\n")
+                .find("field 'mix[0].sla.ttft_ms': expected a positive number"),
+            std::string::npos);
+  EXPECT_NE(error_of("v41sim_mix_bad9", "mix:\n  - {workload: a, share: 1, sla: {ttft: 500}}\n")
+                .find("field 'mix[0].sla.ttft'"),
             std::string::npos);
 }
 
