@@ -100,8 +100,8 @@ void collect(const YAML::Node& node, const std::string& path, const Scan& scan, 
   const bool own_source = !kind_of(node, kSourceKinds).empty();
   for (const auto& item : node) {
     const std::string key = item.first.as<std::string>();
-    // An SLA's limits are what its user asks, not assumptions about the traffic.
-    const bool asked = key == "sla";
+    // An SLA's limits and a class's priority are what its user asks, not assumptions about the traffic.
+    const bool asked = key == "sla" || key == "priority";
     collect(item.second, path.empty() ? key : path + "." + key, scan, plain && !own_source && !asked);
   }
 }

@@ -33,9 +33,9 @@ inline const std::vector<std::string> kSourceKinds{"assumed", "datasheet", "publ
 // it) whose kind is one of `kinds`, in file order. A file whose own source
 // names its kind (`source: "assumed: why"`, as a workload whose every number
 // is an assumption does) sources its plain numbers that way too: each
-// non-zero number outside a sourced map and outside an `sla` map (limits a
-// user asks, not assumptions) is a figure, its field the number's own path. Throws InputError where the file
-// cannot be read or parsed.
+// non-zero number outside a sourced map, an `sla` map and a `priority` (what
+// a user asks, not assumptions) is a figure, its field the number's own path. Throws InputError where the
+// file cannot be read or parsed.
 std::vector<SourcedNumber> find_sourced_numbers(const std::string& path,
                                                 const std::vector<std::string>& kinds);
 

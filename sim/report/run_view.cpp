@@ -108,8 +108,8 @@ std::string output_lengths_source(const WorkloadSpec& w) {
 // A mix of traffic's classes side by side (the first seed's run).
 Table classes_table(const RunReport& r) {
   Table t("By class of traffic",
-          {"class", "share of sessions", "SLA: TTFT / TPOT (ms)", "sessions", "requests", "finished",
-           "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)"});
+          {"class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "sessions", "requests",
+           "finished", "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)"});
   const auto p50_p99 = [](const LatencySummary& s) {
     return s.count == 0 ? std::string("-") : fmt::format("{:.1f} / {:.1f}", s.p50, s.p99);
   };
@@ -117,7 +117,8 @@ Table classes_table(const RunReport& r) {
   for (std::size_t i = 0; i < x.by_class.size(); ++i) {
     const ClassOutcome& c = x.by_class[i];
     t.add_row({c.name, fmt::format("{:.1f}%", 100 * r.workload.mix[i].share),
-               fmt::format("{} / {}", c.sla.ttft_ms, c.sla.tpot_ms), std::to_string(c.sessions),
+               fmt::format("{} / {}", c.sla.ttft_ms, c.sla.tpot_ms),
+               std::to_string(r.workload.mix[i].priority), std::to_string(c.sessions),
                std::to_string(c.arrived), std::to_string(c.finished), class_within_sla(c), p50_p99(c.ttft_ms),
                p50_p99(c.tpot_ms)});
   }
@@ -125,6 +126,12 @@ Table classes_table(const RunReport& r) {
       "each session is of one class, drawn with the shares; within SLA: requests that finished within their "
       "class's limits, of those of the class that arrived; SLA: {}",
       sla_phrase(r.deployment.sla, r.workload)));
+  t.add_note(
+      has_class_priorities(r.workload)
+          ? "priority: a class's waiting prompts, and its KV waiting for a decode rank's room, go ahead of "
+            "those of a higher number (as vLLM orders its waiting queue); a prompt with chunks prefilled "
+            "is not passed, nothing running is preempted"
+          : "priority: one for every class, so first come, first served");
   return t;
 }
 
@@ -339,6 +346,7 @@ nlohmann::json classes_json(const RunReport& r) {
                     {{"ttft_ms", c.sla.ttft_ms},
                      {"tpot_ms", c.sla.tpot_ms},
                      {"own", r.workload.mix[i].sla.gives_any()}}},
+                   {"priority", r.workload.mix[i].priority},
                    {"ttft_ms", summary_json(c.ttft_ms)},
                    {"tpot_ms", summary_json(c.tpot_ms)}});
   }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@ struct Request {
   double think_after_s = 0;   // before the session's next turn, if it has one
   // A block-hashed trace's prompt: its blocks (WorkloadSpec::TraceRow::blocks), else null.
   const std::vector<int64_t>* blocks = nullptr;
+  int64_t priority = 0;  // its class's in a mix of traffic (lower is served first); 0 otherwise
 
   // Filled in along the way.
   int64_t cached_tokens = 0;    // prefix found in the KV tiers (a block-hashed trace: leading blocks)
@@ -55,5 +58,17 @@ struct Request {
   int64_t context() const { return prefix_tokens + new_tokens; }
   int64_t final_context() const { return context() + output_tokens; }
 };
+
+// Where a waiting request joins a queue: behind every request of its
+// priority or a lower one, ahead of those of a higher one not `underway`
+// (as vLLM's priority scheduling orders its waiting queue by priority, then
+// arrival). One underway is not passed: a prompt with chunks prefilled runs
+// on and keeps its KV (no preemption). With one priority: first come, first served.
+template <class Underway>
+void join_by_priority(std::deque<Request*>& queue, Request* r, Underway underway) {
+  auto at = queue.end();
+  while (at != queue.begin() && (*std::prev(at))->priority > r->priority && !underway(**std::prev(at))) --at;
+  queue.insert(at, r);
+}
 
 }  // namespace v41sim

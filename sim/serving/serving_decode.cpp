@@ -24,7 +24,8 @@ void ServingSimulation::enqueue_decode(Request& r) {
   } else {
     best = least_loaded(decode_.size(), [this](std::size_t i) { return decode_load(*decode_[i]); });
   }
-  decode_[best]->queue.push_back(&r);
+  // Nothing waiting for a decode rank's room has begun there.
+  join_by_priority(decode_[best]->queue, &r, [](const Request&) { return false; });
   try_admit(best);
   try_start_decode(best);
 }

@@ -44,8 +44,10 @@ void ServingSimulation::enqueue_prefill(Request& r) {
   PrefillInstance& inst = *prefill_[static_cast<std::size_t>(r.prefill_instance)];
   PrefillRank& own = prefill_rank_of(r);
   --own.reading;
-  inst.queue.push_back(&r);
-  own.queue.push_back(&r);
+  // A prompt is underway once a chunk of it has run.
+  const auto underway = [](const Request& q) { return q.computed > 0; };
+  join_by_priority(inst.queue, &r, underway);
+  join_by_priority(own.queue, &r, underway);
   if (deployment_.mixes_prompt_chunks()) {
     try_start_mixed_step(static_cast<std::size_t>(inst.index));
   } else {

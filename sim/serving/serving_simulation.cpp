@@ -310,6 +310,7 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
   r.new_tokens = turn.new_tokens;
   r.output_tokens = turn.output_tokens;
   r.think_after_s = turn.think_after_s;
+  if (s.traffic_class >= 0) r.priority = workload_.mix[static_cast<std::size_t>(s.traffic_class)].priority;
   admit_turn(r);
 }
 

@@ -209,12 +209,13 @@ SlaSpec read_class_sla(const YamlNode& node) {
 
 // A mix's classes: each names a workload file of sessions (by name, in the
 // mix file's folder, or a path relative to it), its share of arrivals (the
-// shares taken relative to their sum) and, where it has its own, its SLA.
+// shares taken relative to their sum) and, where it has its own, its SLA and
+// its priority.
 std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& path) {
   std::vector<WorkloadMixClass> mix;
   double total = 0;
   for (const YamlNode& item : node.elements()) {
-    item.expect_only({"workload", "share", "sla"});
+    item.expect_only({"workload", "share", "sla", "priority"});
     const YamlNode named = item.required("workload");
     const std::string name = named.as_string();
     std::filesystem::path file = std::filesystem::path(path).parent_path() / name;
@@ -231,6 +232,7 @@ std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& 
     c.name = c.sessions.name;
     c.share = item.required("share").as_positive_double();
     if (const auto sla = item.optional("sla")) c.sla = read_class_sla(*sla);
+    if (const auto priority = item.optional("priority")) c.priority = priority->as_int();
     total += c.share;
     mix.push_back(std::move(c));
   }
@@ -244,6 +246,11 @@ std::vector<WorkloadMixClass> read_mix(const YamlNode& node, const std::string& 
 
 bool has_class_slas(const WorkloadSpec& w) {
   return std::any_of(w.mix.begin(), w.mix.end(), [](const WorkloadMixClass& c) { return c.sla.gives_any(); });
+}
+
+bool has_class_priorities(const WorkloadSpec& w) {
+  return std::any_of(w.mix.begin(), w.mix.end(),
+                     [&w](const WorkloadMixClass& c) { return c.priority != w.mix.front().priority; });
 }
 
 WorkloadSpec load_workload_file(const std::string& path) {

@@ -103,12 +103,16 @@ struct WorkloadMixClass {
   double share = 0;  // of arriving sessions; the classes' shares sum to 1
   WorkloadSpec sessions;
   SlaSpec sla;  // the class's own limits where the mix gives them (held_to); zeros: the deployment's
+  // Its requests wait in the prefill and decode queues ahead of those of a
+  // higher number (join_by_priority); every class 0 unless the mix says.
+  int64_t priority = 0;
 };
 
 WorkloadSpec load_workload_file(const std::string& path);
 
-// Whether some class of a mix gives its own latency limits.
+// Whether some class of a mix gives its own latency limits; whether the classes' priorities differ.
 bool has_class_slas(const WorkloadSpec& w);
+bool has_class_priorities(const WorkloadSpec& w);
 
 // The same traffic with sessions arriving at `sessions_per_s`: a Poisson or
 // bursty process's rate replaced; a trace's times scaled by its own rate

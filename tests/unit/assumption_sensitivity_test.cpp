@@ -79,7 +79,7 @@ TEST(YamlWhatIf, AFileWhoseSourceIsAnAssumptionSourcesItsPlainNumbers) {
       "  price: {value: 7, datasheet: \"its own source\", floor: 3}\n"
       "  steps: [1.5, 2]\n"
       "mix:\n"
-      "  - {workload: chat, share: 0.8, sla: {ttft_ms: 2000}}\n";
+      "  - {workload: chat, share: 0.8, sla: {ttft_ms: 2000}, priority: 2}\n";
   const std::string path = write_temp("plain_numbers.yaml", text);
   const std::vector<SourcedNumber> found = find_sourced_numbers(path, {"assumed"});
   std::vector<std::string> fields;

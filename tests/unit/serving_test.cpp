@@ -929,6 +929,52 @@ TEST(Serving, AClassOfAMixIsHeldToItsOwnLimits) {
   EXPECT_EQ(within(held), within(plain) - plain.by_class[1].within_sla);
 }
 
+// A class of a higher priority (a lower number) waits ahead of the others:
+// near the deployment's limit its prompts no longer queue behind theirs,
+// while the others wait longer; the same arrivals either way. One priority
+// for every class is first come, first served, as with none.
+TEST(Serving, AClassOfAHigherPriorityWaitsAheadOfTheOthers) {
+  const auto run_with = [](const std::string& folder, const std::string& a_extra,
+                           const std::string& b_extra) {
+    Fixture f = tiny_fixed();
+    f.workload =
+        load_workload_file(mix_workload(folder, "mix:\n  - {workload: a, share: 3" + a_extra +
+                                                    "}\n  - {workload: b, share: 1" + b_extra + "}\n")
+                               .string());
+    f.workload.sessions_per_s = 200;  // near the one GPU's limit: prompts queue
+    return f.run(120, 1, true);
+  };
+  const ServingResult plain = run_with("v41sim_mix_prio0", "", "");
+  const ServingResult first = run_with("v41sim_mix_prio1", "", ", priority: -1");
+  EXPECT_EQ(first.arrived, plain.arrived);
+  EXPECT_EQ(first.finished, plain.finished);
+  ASSERT_GT(plain.by_class[1].ttft_ms.p99, 4 * plain.by_class[1].ttft_ms.p50);  // b queued behind a
+  EXPECT_LT(first.by_class[1].ttft_ms.p99, plain.by_class[1].ttft_ms.p99 / 2);
+  EXPECT_GE(first.by_class[0].ttft_ms.mean, plain.by_class[0].ttft_ms.mean);
+  const ServingResult same = run_with("v41sim_mix_prio2", ", priority: 7", ", priority: 7");
+  EXPECT_EQ(same.events, plain.events);
+  EXPECT_EQ(same.by_class[1].ttft_ms.p99, plain.by_class[1].ttft_ms.p99);
+}
+
+// A request joins behind its own priority and lower ones, ahead of higher
+// ones, but never ahead of one underway.
+TEST(Serving, ARequestJoinsItsQueueByPriorityPassingNothingUnderway) {
+  std::vector<Request> r(5);
+  std::deque<Request*> queue;
+  const auto underway = [](const Request& q) { return q.computed > 0; };
+  r[0].priority = 2, r[0].computed = 10;  // part prefilled
+  r[1].priority = 2;
+  r[2].priority = 1;
+  r[3].priority = 0;
+  r[4].priority = 1;
+  for (Request& q : r) join_by_priority(queue, &q, underway);
+  EXPECT_EQ(queue, (std::deque<Request*>{&r[0], &r[3], &r[2], &r[4], &r[1]}));
+  // Where nothing is underway, the highest priority goes first.
+  std::deque<Request*> decode;
+  for (Request& q : r) join_by_priority(decode, &q, [](const Request&) { return false; });
+  EXPECT_EQ(decode, (std::deque<Request*>{&r[3], &r[2], &r[4], &r[0], &r[1]}));
+}
+
 TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
   const auto error_of = [](const std::string& folder, const std::string& mix) {
     try {
@@ -963,6 +1009,9 @@ TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
             std::string::npos);
   EXPECT_NE(error_of("v41sim_mix_bad9", "mix:\n  - {workload: a, share: 1, sla: {ttft: 500}}\n")
                 .find("field 'mix[0].sla.ttft'"),
+            std::string::npos);
+  EXPECT_NE(error_of("v41sim_mix_bad10", "mix:\n  - {workload: a, share: 1, priority: high}\n")
+                .find("field 'mix[0].priority': expected an integer"),
             std::string::npos);
 }
 
