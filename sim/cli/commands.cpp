@@ -169,6 +169,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
              "(chunks inside decode steps)");
     add_list("--routing", flags->plan_routings,
              "where prompts go among instances and ranks, to try: least_load, least_requests or round_robin");
+    add_list("--max-tokens-per-step", flags->plan_max_tokens_per_step,
+             "prompt tokens a rank runs in one step (the prefill chunk; aggregated and mixed, the decode "
+             "step's budget), to try");
+    add_list("--max-batch-per-gpu", flags->plan_max_batch_per_gpu, "sequences a decode rank holds, to try");
   };
 
   CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");

@@ -62,6 +62,8 @@ struct Flags {
   std::vector<std::string> plan_ssd_capacities_tb;
   std::vector<std::string> plan_aggregated_steps;
   std::vector<std::string> plan_routings;
+  std::vector<int64_t> plan_max_tokens_per_step;
+  std::vector<int64_t> plan_max_batch_per_gpu;
   double min_within_sla = 0.99;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit

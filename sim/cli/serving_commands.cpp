@@ -180,7 +180,9 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
           .swa_pool_fractions = f.plan_swa_pool_fractions,
           .ssd_capacities_tb = ssd_capacities_tb,
           .aggregated_steps = aggregated_steps,
-          .routings = routings};
+          .routings = routings,
+          .max_tokens_per_step = f.plan_max_tokens_per_step,
+          .max_batch_per_gpu = f.plan_max_batch_per_gpu};
 }
 
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {

@@ -162,6 +162,29 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
   return out;
 }
 
+// Each variant once per value of one more dimension of the grid, `apply`
+// setting it (the variants as they are where the grid gives no values);
+// the earlier dimensions vary slowest, as in nested loops.
+template <typename T, typename Apply>
+std::vector<DeploymentSpec> times(std::vector<DeploymentSpec> variants, const std::vector<T>& values,
+                                  Apply apply) {
+  if (values.empty()) return variants;
+  std::vector<DeploymentSpec> out;
+  for (const DeploymentSpec& v : variants) {
+    for (const T& value : values) apply(out.emplace_back(v), value);
+  }
+  return out;
+}
+
+// The schedulers' limits, where the grid varies them.
+std::string scheduler_name(const DeploymentSpec& d, const PlanGrid& grid) {
+  std::string out;
+  if (!grid.max_tokens_per_step.empty())
+    out += fmt::format(", {} prompt tokens a step", d.prefill.max_tokens_per_step);
+  if (!grid.max_batch_per_gpu.empty()) out += fmt::format(", decode batch <= {}", d.decode.max_batch_per_gpu);
+  return out;
+}
+
 // How an aggregated variant schedules prompts, where the grid varies it or it mixes.
 std::string steps_name(const DeploymentSpec& d, const PlanGrid& grid) {
   if (d.disaggregated || (!d.mixes_prompt_chunks() && grid.aggregated_steps.empty())) return "";
@@ -199,6 +222,8 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   require_positive(grid.eps, "--ep");
   require_positive(grid.prefill_instances, "--prefill-instances");
   require_positive(grid.decode_instances, "--decode-instances");
+  require_positive(grid.max_tokens_per_step, "--max-tokens-per-step");
+  require_positive(grid.max_batch_per_gpu, "--max-batch-per-gpu");
   // As a deployment file's retention_s: within what the simulator's clock holds past a run.
   const double longest_h = longest_run_s() / 3600;
   require_in(grid.kv_retentions_h, 0, std::nextafter(longest_h, INFINITY), "--kv-retention-h",
@@ -213,23 +238,21 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
     throw InputError({base.file, 0, "--aggregated-steps"},
                      "the deployment is disaggregated: its prefill and decode never share a step");
   }
-  std::vector<DeploymentSpec> out;
-  for (const DeploymentSpec& layout : layouts(base, grid)) {
-    // -1: the grid leaves the base's value.
-    for (const double retention_h : or_base(grid.kv_retentions_h, -1.0)) {
-      for (const double pool : or_base(grid.swa_pool_fractions, -1.0)) {
-        for (const double capacity_tb : or_base(grid.ssd_capacities_tb, -1.0)) {
-          DeploymentSpec d = layout;
-          if (retention_h >= 0) d.kv.retention_s = retention_h * 3600;
-          if (pool >= 0) d.kv.host_pool_fraction = pool;
-          if (capacity_tb == 0) d.kv.ssd_capacity_tb.reset();
-          if (capacity_tb > 0)
-            d.kv.ssd_capacity_tb = SourcedValue::assumed(capacity_tb, "plan --ssd-capacity-tb");
-          d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + kv_tiers_name(d, grid);
-          out.push_back(std::move(d));
-        }
-      }
-    }
+  std::vector<DeploymentSpec> out = layouts(base, grid);
+  out = times(out, grid.max_tokens_per_step,
+              [](DeploymentSpec& d, int64_t tokens) { d.prefill.max_tokens_per_step = tokens; });
+  out = times(out, grid.max_batch_per_gpu,
+              [](DeploymentSpec& d, int64_t batch) { d.decode.max_batch_per_gpu = batch; });
+  out = times(out, grid.kv_retentions_h, [](DeploymentSpec& d, double h) { d.kv.retention_s = h * 3600; });
+  out = times(out, grid.swa_pool_fractions,
+              [](DeploymentSpec& d, double share) { d.kv.host_pool_fraction = share; });
+  out = times(out, grid.ssd_capacities_tb, [](DeploymentSpec& d, double tb) {
+    if (tb == 0) d.kv.ssd_capacity_tb.reset();  // unbounded
+    if (tb > 0) d.kv.ssd_capacity_tb = SourcedValue::assumed(tb, "plan --ssd-capacity-tb");
+  });
+  for (DeploymentSpec& d : out) {
+    d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + scheduler_name(d, grid) +
+             kv_tiers_name(d, grid);
   }
   return out;
 }

@@ -41,17 +41,22 @@ struct PlanGrid {
   std::vector<DeploymentSpec::AggregatedSteps> aggregated_steps{};
   // Where prompts go among instances and ranks: least load or round robin.
   std::vector<DeploymentSpec::Routing> routings{};
+  // The schedulers' limits: prompt tokens a rank runs in one step (the
+  // prefill chunk; aggregated and mixed, the decode step's budget too), and
+  // sequences a decode rank holds.
+  std::vector<int64_t> max_tokens_per_step{};
+  std::vector<int64_t> max_batch_per_gpu{};
 };
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
-// prefill instances, decode instances, aggregated steps, routing, KV
-// retention, window-state pool, SSD tier size). Redundant experts keep the base's
-// count per rank. Throws InputError naming the flag for a value that is not
-// positive (a retention below 0, a pool share outside [0, 1)), per-pool GPUs
-// or prefill instances for an aggregated deployment, aggregated steps for a
-// disaggregated one,
-// GPUs for both pools and for one at once, or an EP of 1 where the base's
-// prefill is context-parallel.
+// prefill instances, decode instances, aggregated steps, routing, tokens per
+// prefill step, decode batch, KV retention, window-state pool, SSD tier
+// size). Redundant experts keep the base's count per rank. Throws InputError
+// naming the flag for a value that is not positive (a retention below 0, a
+// pool share outside [0, 1)), per-pool GPUs or prefill instances for an
+// aggregated deployment, aggregated steps for a disaggregated one, GPUs for
+// both pools and for one at once, or an EP of 1 where the base's prefill is
+// context-parallel.
 std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);
 
 // The variants of each base in turn. With several bases, what only a

@@ -258,6 +258,35 @@ TEST(DeploymentPlan, RoutingVariesEveryBase) {
   EXPECT_EQ(plan_variants(deployment("h200_agg_8"), {})[0].name, "1 x 8 h200, aggregated, EP 8");
 }
 
+// The schedulers' limits are dimensions of their own, after the layout and
+// before the KV tiers, each variant changed in that limit alone.
+TEST(DeploymentPlan, SchedulerLimitsVaryTheirLimitAlone) {
+  const DeploymentSpec base = deployment("h200_agg_8");
+  const std::vector<DeploymentSpec> variants = plan_variants(
+      base, {.decode_instances = {1, 2}, .max_tokens_per_step = {4096, 8192}, .max_batch_per_gpu = {32}});
+  ASSERT_EQ(variants.size(), 4u);
+  EXPECT_EQ(variants[0].name, "1 x 8 h200, aggregated, EP 8, 4096 prompt tokens a step, decode batch <= 32");
+  EXPECT_EQ(variants[1].name, "1 x 8 h200, aggregated, EP 8, 8192 prompt tokens a step, decode batch <= 32");
+  EXPECT_EQ(variants[2].decode.instances, 2);
+  EXPECT_EQ(variants[2].prefill.max_tokens_per_step, 4096);
+  for (const DeploymentSpec& v : variants) {
+    EXPECT_EQ(v.decode.max_batch_per_gpu, 32);
+    EXPECT_EQ(v.prefill.ep, base.prefill.ep);
+    EXPECT_EQ(v.decode.max_tokens_per_step, base.decode.max_tokens_per_step);
+    EXPECT_EQ(v.prefill.max_batch_per_gpu, base.prefill.max_batch_per_gpu);
+    EXPECT_EQ(v.kv.retention_s, base.kv.retention_s);
+  }
+  // With KV tiers varied too, the tiers vary fastest.
+  const std::vector<DeploymentSpec> tiers =
+      plan_variants(base, {.kv_retentions_h = {0, 8}, .max_batch_per_gpu = {16, 64}});
+  ASSERT_EQ(tiers.size(), 4u);
+  EXPECT_EQ(tiers[1].name, "1 x 8 h200, aggregated, EP 8, decode batch <= 16, global KV kept 8 h");
+  EXPECT_EQ(tiers[2].decode.max_batch_per_gpu, 64);
+  EXPECT_EQ(tiers[2].kv.retention_s, 0);
+  EXPECT_EQ(flag_of_error(base, {.max_tokens_per_step = {0}}), "--max-tokens-per-step");
+  EXPECT_EQ(flag_of_error(base, {.max_batch_per_gpu = {-3}}), "--max-batch-per-gpu");
+}
+
 TEST(DeploymentPlan, SeveralBasesMustShareTheirSla) {
   const DeploymentSpec agg = deployment("h200_agg_8");
   DeploymentSpec strict = deployment("h200_pd_64");
