@@ -13,6 +13,30 @@ namespace v41sim {
 
 namespace {
 
+double share_of(const ClassShare& c) {
+  return c.arrived > 0 ? static_cast<double>(c.within_sla) / static_cast<double>(c.arrived) : 0.0;
+}
+
+// A mix's classes, each's requests summed over the seeds.
+std::vector<ClassShare> pooled_classes(const std::vector<SeedOutcome>& seeds) {
+  std::vector<ClassShare> pooled;
+  for (const SeedOutcome& s : seeds) {
+    pooled.resize(s.classes.size());
+    for (std::size_t i = 0; i < s.classes.size(); ++i) {
+      pooled[i].arrived += s.classes[i].arrived;
+      pooled[i].within_sla += s.classes[i].within_sla;
+    }
+  }
+  return pooled;
+}
+
+// Every class some request of which arrived has at least the share within its SLA.
+bool each_class_meets(const std::vector<ClassShare>& classes, double min_within_sla) {
+  return std::all_of(classes.begin(), classes.end(), [min_within_sla](const ClassShare& c) {
+    return c.arrived == 0 || share_of(c) >= min_within_sla;
+  });
+}
+
 // A latency's p99 over its limit; 0 where nothing finished.
 double p99_over(const LatencySummary& latency, double limit_ms) {
   return latency.count == 0 ? 0.0 : latency.p99 / limit_ms;
@@ -29,6 +53,22 @@ void set_p99_over_limits(const ServingResult& r, const SlaSpec& deployment, Seed
     seed.ttft_p99_over_limit = std::max(seed.ttft_p99_over_limit, p99_over(c.ttft_ms, c.sla.ttft_ms));
     seed.tpot_p99_over_limit = std::max(seed.tpot_p99_over_limit, p99_over(c.tpot_ms, c.sla.tpot_ms));
   }
+}
+
+// One seed's headline figures, of its run `r`.
+SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deployment) {
+  SeedOutcome s;
+  s.seed = seed;
+  s.arrived = r.result.arrived;
+  s.within_sla = share_within_sla(r.result);
+  s.ttft_p99_ms = r.result.ttft_ms.p99;
+  s.tpot_p99_ms = r.result.tpot_ms.p99;
+  s.output_tokens_per_s_per_gpu = r.result.output_tokens_per_s_per_gpu;
+  s.usd_per_million_output = r.cost.known ? r.cost.usd_per_million_output : 0.0;
+  s.kwh_per_million_output = r.cost.power.kwh_per_million_output;
+  set_p99_over_limits(r.result, deployment, s);
+  for (const ClassOutcome& c : r.result.by_class) s.classes.push_back({c.arrived, c.within_sla});
+  return s;
 }
 
 }  // namespace
@@ -74,11 +114,7 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
   run.decode_kernel_model = decode.cost().params().label();
   for (std::size_t i = 0; i < n; ++i) {
     const ServedRun& r = i == 0 ? run : runs[i];
-    run.seeds.push_back({options.seed + i, r.result.arrived, share_within_sla(r.result), r.result.ttft_ms.p99,
-                         r.result.tpot_ms.p99, r.result.output_tokens_per_s_per_gpu,
-                         r.cost.known ? r.cost.usd_per_million_output : 0.0,
-                         r.cost.power.kwh_per_million_output});
-    set_p99_over_limits(r.result, deployment.sla, run.seeds.back());
+    run.seeds.push_back(seed_outcome(r, options.seed + i, deployment.sla));
   }
   return run;
 }
@@ -93,15 +129,21 @@ double ServedRun::within_sla() const {
   return arrived > 0 ? within / arrived : 0.0;
 }
 
+std::vector<double> ServedRun::class_within_sla() const {
+  std::vector<double> out;
+  for (const ClassShare& c : pooled_classes(seeds)) out.push_back(share_of(c));
+  return out;
+}
+
 bool ServedRun::meets_sla(double min_within_sla) const {
   const bool any =
       std::any_of(seeds.begin(), seeds.end(), [](const SeedOutcome& s) { return s.arrived > 0; });
-  return any && within_sla() >= min_within_sla;
+  return any && within_sla() >= min_within_sla && each_class_meets(pooled_classes(seeds), min_within_sla);
 }
 
 int64_t ServedRun::seeds_meeting_sla(double min_within_sla) const {
   return std::count_if(seeds.begin(), seeds.end(), [min_within_sla](const SeedOutcome& s) {
-    return s.arrived > 0 && s.within_sla >= min_within_sla;
+    return s.arrived > 0 && s.within_sla >= min_within_sla && each_class_meets(s.classes, min_within_sla);
   });
 }
 

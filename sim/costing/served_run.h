@@ -19,6 +19,13 @@
 
 namespace v41sim {
 
+// A class of a mix of traffic in one seed's run: its requests, and those
+// within its SLA.
+struct ClassShare {
+  int64_t arrived = 0;
+  int64_t within_sla = 0;
+};
+
 // The headline figures of one seed's run. Arrivals, prompt and output
 // lengths and think times are random, so one run's p99 or SLA verdict is a
 // sample; runs with other seeds say how far it moves.
@@ -35,6 +42,7 @@ struct SeedOutcome {
   // against its own limit (0: nothing finished to take a p99 of).
   double ttft_p99_over_limit = 0;
   double tpot_p99_over_limit = 0;
+  std::vector<ClassShare> classes;  // a mix's, in the workload's order; empty without one
 };
 
 // The mean, least and most of one figure over the seeds run.
@@ -55,7 +63,12 @@ struct ServedRun {
   // Requests within the SLA of those that arrived, pooled over the seeds:
   // what an SLA verdict is judged on.
   double within_sla() const;
-  // Some request arrived and at least `min_within_sla` of them were within the SLA, pooled.
+  // In a mix, each class's share of its requests within its SLA, pooled over
+  // the seeds (0 for a class none of whose requests arrived); else empty.
+  std::vector<double> class_within_sla() const;
+  // Some request arrived and at least `min_within_sla` of them were within
+  // the SLA, pooled; in a mix, of each class's that arrived (so a small class
+  // served badly is not hidden in a large one's share).
   bool meets_sla(double min_within_sla) const;
   // The seeds whose own run meets it (a pooled verdict near the limit may rest on some of them only).
   int64_t seeds_meeting_sla(double min_within_sla) const;

@@ -132,13 +132,14 @@ Table capacity_table(const CapacityReport& r) {
                "sessions drawn, so the capacity is known to about that spread (longer runs narrow it)");
   }
   t.add_note(fmt::format(
-      "SLA: {} for at least {:.1f}% of the requests that arrived; the "
+      "SLA: {} for at least {:.1f}% of {}; the "
       "workload's "
       "{} sessions/s times {}, then the bracket cut in three until its ends are within {:.0f}%; each rate "
       "serves {:.0f} simulated s of arrivals ({}, the same sessions drawn at every rate), then drains",
       sla_phrase(r.deployment.sla, r.workload), 100 * r.options.min_within_sla,
-      rate(r.workload.sessions_per_s), fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
-      r.options.serve.duration_s, seeds_phrase(r.options.serve)));
+      verdict_share_phrase(r.workload), rate(r.workload.sessions_per_s),
+      fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision, r.options.serve.duration_s,
+      seeds_phrase(r.options.serve)));
   t.add_note(traffic_note(r.workload));
   if (r.workload.arrival == WorkloadSpec::Arrival::kTrace) {
     t.add_note(

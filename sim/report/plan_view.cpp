@@ -110,11 +110,11 @@ Table plan_table(const PlanReport& p) {
     if (const std::string pooled = pooled_latency_note(p.workload); !pooled.empty()) t.add_note(pooled);
   }
   t.add_note(
-      fmt::format("SLA: {} for at least {:.1f}% of the requests that arrived; variants of "
+      fmt::format("SLA: {} for at least {:.1f}% of {}; variants of "
                   "{}, "
                   "each serving the same arrivals ({:.0f} simulated s, {}), then draining",
-                  sla_phrase(sla, p.workload), 100 * p.min_within_sla, fmt::join(base_files, " and "),
-                  p.options.duration_s, seeds_phrase(p.options)));
+                  sla_phrase(sla, p.workload), 100 * p.min_within_sla, verdict_share_phrase(p.workload),
+                  fmt::join(base_files, " and "), p.options.duration_s, seeds_phrase(p.options)));
   if (p.bases.size() > 1) {
     t.add_note(
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "

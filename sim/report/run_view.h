@@ -43,6 +43,9 @@ std::string sla_phrase(const SlaSpec& deployment, const WorkloadSpec& workload);
 // Where a mix's classes have limits of their own, a note that the p99
 // columns pool the classes while each is judged on its own; else empty.
 std::string pooled_latency_note(const WorkloadSpec& workload);
+// What a verdict's share counts: "the requests that arrived", or in a mix "each class's requests that
+// arrived".
+std::string verdict_share_phrase(const WorkloadSpec& workload);
 // The same for JSON: {ttft_ms, tpot_ms, classes: [{class, ttft_ms, tpot_ms}]}, the classes with their own.
 nlohmann::json sla_json(const SlaSpec& deployment, const WorkloadSpec& workload);
 

@@ -608,6 +608,11 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
       << text.output;
   // plan and capacity say how each class fares where they answer.
   const RunResult plan = run("plan --deployment h200_agg_8 --workload chat_and_agents --duration 60");
+  const auto plan_json = run_json("plan --deployment h200_agg_8 --workload chat_and_agents --duration 60");
+  const auto& shares = plan_json["rows"][0]["class_within_sla"];
+  ASSERT_EQ(shares.size(), 2u);
+  EXPECT_EQ(shares[1]["class"], "agent coding");
+  EXPECT_EQ(plan_json["sla"]["classes"][0]["ttft_ms"].get<double>(), 2000.0);
   EXPECT_NE(plan.output.find("by class on 1 x 8 h200, aggregated, EP 8 (the first seed's run): chat "),
             std::string::npos)
       << plan.output;

@@ -82,10 +82,19 @@ TEST(ServedRun, AMixsP99OverItsLimitIsTheWorstClasss) {
   EXPECT_DOUBLE_EQ(run.seeds[0].tpot_p99_over_limit, tpot);
 }
 
+// A seed's outcome with these headline figures (the others zero).
+SeedOutcome seed_of(uint64_t seed, int64_t arrived, double within_sla, std::vector<ClassShare> classes = {}) {
+  SeedOutcome s;
+  s.seed = seed;
+  s.arrived = arrived;
+  s.within_sla = within_sla;
+  s.classes = std::move(classes);
+  return s;
+}
+
 TEST(ServedRun, TheVerdictPoolsTheSeedsRequests) {
   ServedRun run;
-  run.seeds = {{.seed = 1, .arrived = 100, .within_sla = 1.0},
-               {.seed = 2, .arrived = 300, .within_sla = 0.96}};
+  run.seeds = {seed_of(1, 100, 1.0), seed_of(2, 300, 0.96)};
   EXPECT_DOUBLE_EQ(run.within_sla(), (100 + 288) / 400.0);  // not the mean of the shares, 0.98
   EXPECT_TRUE(run.meets_sla(0.97));
   EXPECT_FALSE(run.meets_sla(0.975));
@@ -93,8 +102,31 @@ TEST(ServedRun, TheVerdictPoolsTheSeedsRequests) {
   EXPECT_EQ(run.seeds_meeting_sla(0.96), 2);
   EXPECT_DOUBLE_EQ(run.spread(&SeedOutcome::within_sla).mean, 0.98);
   ServedRun idle;
-  idle.seeds = {{.seed = 1, .arrived = 0, .within_sla = 0}};
+  idle.seeds = {seed_of(1, 0, 0)};
   EXPECT_FALSE(idle.meets_sla(0.5));  // nothing arrived: nothing shown to meet it
+}
+
+// In a mix, the verdict asks the share of each class, pooled over the seeds:
+// a small class served badly is not hidden in a large class's share.
+TEST(ServedRun, AMixMeetsTheSlaOnlyWhereEachClassDoes) {
+  ServedRun run;
+  run.result.by_class.resize(2);
+  run.result.by_class[0].name = "chat";
+  run.result.by_class[1].name = "agent";
+  // 989 of 1000 pooled (98.9%), but the agents' 40 of 50 (80%).
+  run.seeds = {seed_of(1, 500, 0.99, {{480, 479}, {20, 16}}), seed_of(2, 500, 0.99, {{470, 470}, {30, 24}})};
+  run.seeds[0].within_sla = 495 / 500.0;
+  run.seeds[1].within_sla = 494 / 500.0;
+  EXPECT_GE(run.within_sla(), 0.98);
+  ASSERT_EQ(run.class_within_sla().size(), 2u);
+  EXPECT_DOUBLE_EQ(run.class_within_sla()[1], 40 / 50.0);
+  EXPECT_FALSE(run.meets_sla(0.98));
+  EXPECT_EQ(run.seeds_meeting_sla(0.98), 0);
+  EXPECT_TRUE(run.meets_sla(0.8));
+  EXPECT_EQ(served_run_cells(run, 0.98)[6], "no: agent 80.0% (0 of 2 seeds alone)");
+  // A class none of whose requests arrived asks nothing.
+  run.seeds = {seed_of(1, 100, 1.0, {{100, 100}, {0, 0}})};
+  EXPECT_TRUE(run.meets_sla(0.99));
 }
 
 TEST(ServedRun, FewerThanOneSeedIsAnInputError) {
@@ -112,7 +144,7 @@ TEST(ServedRun, FewerThanOneSeedIsAnInputError) {
 TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
   const auto cells = [](std::vector<double> shares) {
     ServedRun run;
-    for (std::size_t i = 0; i < shares.size(); ++i) run.seeds.push_back({i + 1, 1000, shares[i]});
+    for (std::size_t i = 0; i < shares.size(); ++i) run.seeds.push_back(seed_of(i + 1, 1000, shares[i]));
     return served_run_cells(run, 0.99);
   };
   EXPECT_EQ(cells({0.9896})[0], "98.96%");
