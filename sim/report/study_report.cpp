@@ -317,6 +317,33 @@ std::string percent_of(int64_t part, int64_t whole) {
                    : std::string("-");
 }
 
+// Every bundled deployment serving one workload, one seed, runs side by side
+// (`drain`: after `seconds` of arrivals, until every request is done).
+struct ServedDeployments {
+  std::vector<DeploymentSpec> deployments;
+  std::vector<ServedRun> served;
+};
+
+ServedDeployments serve_every_deployment(const Catalog& catalog, const ModelAnalysis& focus,
+                                         const StudyOptions& o, SharedStepTimes& steps,
+                                         const WorkloadSpec& workload, double seconds, bool drain) {
+  ServedDeployments out;
+  for (const std::string& file : catalog.deployment_files())
+    out.deployments.push_back(load_deployment(file, catalog));
+  ServeOptions options;
+  options.duration_s = seconds;
+  options.seed = o.seed;
+  options.drain = drain;
+  std::vector<const DeploymentSteps*> shared;
+  for (const DeploymentSpec& d : out.deployments) shared.push_back(&steps.of(d));
+  out.served.resize(out.deployments.size());
+  parallel_for(out.deployments.size(), [&](std::size_t i) {
+    out.served[i] =
+        serve_deployment(shared[i]->gpus, shared[i]->steps, focus, out.deployments[i], workload, options);
+  });
+  return out;
+}
+
 // A short serving run of each bundled deployment under one workload.
 std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                             SharedStepTimes& steps, const std::string& workload_name, nlohmann::json& runs) {
@@ -329,18 +356,8 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                "$ per 1M output tokens"});
   runs = nlohmann::json::array();
   std::vector<std::string> kernel_models;
-  std::vector<DeploymentSpec> deployments;
-  for (const std::string& file : catalog.deployment_files())
-    deployments.push_back(load_deployment(file, catalog));
-  ServeOptions options;
-  options.duration_s = o.serving_seconds;
-  options.seed = o.seed;
-  std::vector<const DeploymentSteps*> shared;
-  for (const DeploymentSpec& d : deployments) shared.push_back(&steps.of(d));
-  std::vector<ServedRun> served(deployments.size());
-  parallel_for(deployments.size(), [&](std::size_t i) {
-    served[i] = serve_deployment(shared[i]->gpus, shared[i]->steps, focus, deployments[i], workload, options);
-  });
+  const auto [deployments, served] =
+      serve_every_deployment(catalog, focus, o, steps, workload, o.serving_seconds, false);
   for (std::size_t i = 0; i < deployments.size(); ++i) {
     const DeploymentSpec& d = deployments[i];
     const ServedRun& run = served[i];
@@ -372,6 +389,58 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
       "input from the KV tiers: prompt tokens whose global KV a returning turn found in the SSD tier, of all "
       "prompt tokens (window replays not counted); window state found: returning turns whose SWA state was "
       "still in the host-DRAM pool (else a bounded replay of the window)");
+  add_served_run_notes(table, kernel_models);
+  return md + table.to_markdown();
+}
+
+// Each bundled deployment serving a mix of traffic, class by class: how
+// each class fares against its own limits where one deployment serves them all.
+std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                        SharedStepTimes& steps, nlohmann::json& runs) {
+  const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.mix_workload));
+  std::string md = fmt::format(
+      "## A mix of traffic on one deployment: {} ({:.0f} simulated s of arrivals, then drained; seed {})\n\n",
+      workload.name, o.mix_seconds, o.seed);
+  Table table(
+      "Each class of traffic on each deployment",
+      {"deployment", "class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "requests",
+       "within its SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "$ per 1M output tokens (all)"});
+  runs = nlohmann::json::array();
+  std::vector<std::string> kernel_models;
+  const auto [deployments, served] =
+      serve_every_deployment(catalog, focus, o, steps, workload, o.mix_seconds, true);
+  const auto p50_p99 = [](const LatencySummary& s, int decimals) {
+    return s.count == 0 ? std::string("-")
+                        : fmt::format("{:.{}f} / {:.{}f}", s.p50, decimals, s.p99, decimals);
+  };
+  for (std::size_t i = 0; i < deployments.size(); ++i) {
+    const ServingResult& r = served[i].result;
+    collect_kernel_models(served[i], kernel_models);
+    nlohmann::json classes = nlohmann::json::array();
+    for (std::size_t c = 0; c < r.by_class.size(); ++c) {
+      const ClassOutcome& k = r.by_class[c];
+      table.add_row(
+          {c == 0 ? deployments[i].name : "", k.name, fmt::format("{:.0f}%", 100 * workload.mix[c].share),
+           fmt::format("{} / {}", k.sla.ttft_ms, k.sla.tpot_ms), std::to_string(workload.mix[c].priority),
+           std::to_string(k.arrived), percent_of(k.within_sla, k.arrived), p50_p99(k.ttft_ms, 0),
+           p50_p99(k.tpot_ms, 1), c == 0 ? output_token_price(served[i]) : ""});
+      classes.push_back({{"class", k.name},
+                         {"arrived", k.arrived},
+                         {"within_sla", k.within_sla},
+                         {"ttft_ms_p99", k.ttft_ms.p99},
+                         {"tpot_ms_p99", k.tpot_ms.p99}});
+    }
+    runs.push_back({{"deployment", deployments[i].name},
+                    {"workload", workload.name},
+                    {"by_class", classes},
+                    {"cost", cost_json(served[i].cost)}});
+  }
+  table.add_note(traffic_note(workload));
+  table.add_note(
+      "SLA: each class's own limits where the mix gives them, its deployment's for the rest; within its SLA: "
+      "the class's requests that finished within them, of those that arrived (each run drains: every request "
+      "that arrived ends finished or rejected); $ per 1M output tokens: the deployment's, over every class's "
+      "tokens");
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }
@@ -631,6 +700,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   md += serving_section(catalog, focus, o, steps, o.serving_workload, json["serving"]);
   md += "\n\n" +
         serving_section(catalog, focus, o, steps, o.long_context_workload, json["serving_long_context"]);
+  md += "\n\n" + mix_section(catalog, focus, o, steps, json["serving_mix"]);
   md += "\n\n" + cheapest_gpu_section(catalog, focus, o, steps, json["plan"]);
   md += "\n\n" + layout_section(catalog, focus, o, steps, json["plan_layouts"]);
   md += "\n\n" + kv_tiers_section(catalog, models, focus, o, steps, json["plan_kv_tiers"]);

@@ -31,6 +31,10 @@ struct StudyOptions {
   std::string long_context_workload =
       "stress_1m";  // ~1M-token prompts: where context-parallel prefill matters
   double serving_seconds = 600;
+  // Several kinds of traffic on one deployment, each class against its own
+  // limits, each deployment run this long.
+  std::string mix_workload = "chat_and_agents";
+  double mix_seconds = 300;
   // The cheapest-deployment question: this base varied over every GPU profile
   // and these decode instance counts, under the serving workload.
   std::string plan_deployment = "h200_agg_8";

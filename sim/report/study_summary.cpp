@@ -296,6 +296,26 @@ void add_capacity(Table& t, const json& capacities) {
              fmt::format("{}", fmt::join(parts, "; ")), "How much traffic"});
 }
 
+// How each class of the mix fared against its own limits, deployment by deployment.
+void add_mix(Table& t, const json& runs) {
+  if (runs.empty()) return;
+  std::vector<std::string> parts;
+  for (const json& run : runs) {
+    std::vector<std::string> classes;
+    for (const json& c : run.at("by_class")) {
+      const auto arrived = c.at("arrived").get<int64_t>();
+      classes.push_back(arrived == 0 ? c.at("class").get<std::string>() + " -"
+                                     : fmt::format("{} {:.1f}%", c.at("class").get<std::string>(),
+                                                   100.0 * c.at("within_sla").get<double>() /
+                                                       static_cast<double>(arrived)));
+    }
+    parts.push_back(fmt::format("{}: {}", run.at("deployment").get<std::string>(), fmt::join(classes, ", ")));
+  }
+  t.add_row(
+      {fmt::format("each class of '{}' within its own SLA", runs.front().at("workload").get<std::string>()),
+       fmt::format("{}", fmt::join(parts, "; ")), "A mix of traffic on one deployment"});
+}
+
 // Each KV-tier setting the report ran, cheapest within the SLA first.
 void add_kv_tiers(Table& t, const json& plan) {
   std::vector<std::string> parts;
@@ -400,6 +420,7 @@ Table study_summary(const json& report) {
   if (report.contains("step_sensitivity")) add_step_sensitivity(t, report.at("step_sensitivity"));
   if (report.contains("context_sweeps")) add_context(t, report.at("context_sweeps"));
   if (report.contains("decode_frontier")) add_frontier(t, report.at("decode_frontier"));
+  if (report.contains("serving_mix")) add_mix(t, report.at("serving_mix"));
   add_plans(t, report);
   add_aggregated_steps(t, report.at("plan_layouts"));
   if (report.contains("plan_kv_tiers")) add_kv_tiers(t, report.at("plan_kv_tiers"));

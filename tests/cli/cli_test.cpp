@@ -952,6 +952,15 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   EXPECT_EQ(occurrences(html, "<table>"), occurrences(md, "\n| --- |"));
   const auto json = nlohmann::json::parse(testing::read_text((a / "report.json").string()));
   EXPECT_EQ(json["plan"]["rows"].size(), 12u);  // 6 GPU profiles x 1 or 2 instances
+  // The mix of traffic: every bundled deployment, each class of the mix counted apart, drained.
+  EXPECT_NE(md.find("## A mix of traffic on one deployment: chat and coding agents"), std::string::npos);
+  ASSERT_EQ(json["serving_mix"].size(), json["serving"].size());
+  for (const auto& run : json["serving_mix"]) {
+    ASSERT_EQ(run["by_class"].size(), 2u);
+    EXPECT_GT(run["by_class"][1]["arrived"].get<int64_t>(), 0);
+    EXPECT_LE(run["by_class"][1]["within_sla"].get<int64_t>(), run["by_class"][1]["arrived"].get<int64_t>());
+  }
+  EXPECT_NE(md.find("| each class of 'chat and coding agents' within its own SLA |"), std::string::npos);
 }
 
 }  // namespace
