@@ -69,6 +69,8 @@ struct RequestRecord {
   double decode_wait_ms = 0;  // first token to a decode rank's room (disaggregated: KV transfer after)
   double tpot_ms = 0;
   double e2e_ms = 0;
+  // Finished within its TTFT and TPOT limits (its class's in a mix); false where it did not finish.
+  bool within_sla = false;
 };
 
 // One class of a mix of traffic (WorkloadSpec::mix), on its own.

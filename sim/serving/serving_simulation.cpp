@@ -604,6 +604,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
       RequestRecord& record = out.requests.emplace_back(record_of(r));
       const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
       if (c >= 0) record.traffic_class = workload_.mix[static_cast<std::size_t>(c)].name;
+      record.within_sla = r.generated >= r.output_tokens && finished_times(r).within_sla;
     }
   }
   out.sessions_arrived = static_cast<int64_t>(sessions_.size());

@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "tests/test_data.h"
@@ -593,6 +595,19 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   const std::string rows = testing::read_text(csv);
   EXPECT_NE(rows.find(",\"chat\","), std::string::npos);
   EXPECT_NE(rows.find(",\"agent coding\","), std::string::npos);
+  // Each row says whether it was within its class's SLA; they add up to the class's count.
+  std::map<std::string, int64_t> within;
+  std::istringstream lines(rows);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_NE(line.find(",e2e_ms,within_sla"), std::string::npos) << line;
+  while (std::getline(lines, line)) {
+    const std::size_t open = line.find('"');
+    const std::string traffic_class = line.substr(open + 1, line.find('"', open + 1) - open - 1);
+    within[traffic_class] += line.back() == '1' ? 1 : 0;
+  }
+  EXPECT_EQ(within["chat"], j["by_class"][0]["within_sla"].get<int64_t>());
+  EXPECT_EQ(within["agent coding"], j["by_class"][1]["within_sla"].get<int64_t>());
   const RunResult text = run(args);
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("By class of traffic"), std::string::npos) << text.output;
