@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 
 #include "sim/common/yaml_what_if.h"
 
@@ -16,6 +17,27 @@ int line_of(const YAML::Node& node, int fallback) {
 
 std::string join_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
+}
+
+// A key given twice in one map: YAML forbids it, and yaml-cpp would keep the
+// first silently, so an edit to the second would change nothing.
+void refuse_repeated_keys(const YAML::Node& node, const std::string& file, const std::string& path) {
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      refuse_repeated_keys(node[i], file, path + "[" + std::to_string(i) + "]");
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::set<std::string> seen;
+  for (const auto& item : node) {
+    const std::string key = item.first.Scalar();
+    const std::string field = join_path(path, key);
+    if (!seen.insert(key).second) {
+      throw InputError({file, item.first.Mark().line + 1, field},
+                       "given twice in one map (YAML keys are unique)");
+    }
+    refuse_repeated_keys(item.second, file, field);
+  }
 }
 
 }  // namespace
@@ -33,6 +55,7 @@ YamlNode YamlNode::parse_string(const std::string& text, const std::string& name
     throw InputError({name, e.mark.line + 1, ""}, "malformed YAML: " + e.msg);
   }
   if (!root.IsMap()) throw InputError({name, 1, ""}, "expected a YAML map at the top level");
+  refuse_repeated_keys(root, name, "");
   return YamlNode(root, name, "", 1);
 }
 

@@ -67,6 +67,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "unknown field", "vocab_sise"},
         BadCase{"wrong_type", "num_layers: 40", "num_layers: forty", "num_layers", "expected an integer",
                 "num_layers: forty"},
+        // A key given twice: yaml-cpp would keep the first, and an edit of the second would change nothing.
+        BadCase{"repeated_key", "vocab_size: 129280\n", "vocab_size: 129280\nvocab_size: 1000\n",
+                "vocab_size", "given twice in one map", "vocab_size: 1000"},
+        BadCase{"repeated_key_in_a_flow_map", "dtype: fp4_e2m1, scale_dtype: e4m3, scale_group: 16",
+                "dtype: fp4_e2m1, scale_dtype: e4m3, scale_group: 16, scale_group: 32",
+                "cache_formats.main_kv_mxfp4.parts[0].scale_group", "given twice",
+                "scale_group: 16, scale_group: 32"},
         BadCase{"negative_size", "hidden_size: 5120", "hidden_size: -5120", "hidden_size",
                 "expected a positive integer", "hidden_size: -5120"},
         BadCase{"zero_size", "top_k: 6", "top_k: 0", "moe.top_k", "expected a positive integer", "top_k: 0"},
