@@ -239,14 +239,15 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
                      "the deployment is disaggregated: its prefill and decode never share a step");
   }
   std::vector<DeploymentSpec> out = layouts(base, grid);
-  out = times(out, grid.max_tokens_per_step,
+  out = times(std::move(out), grid.max_tokens_per_step,
               [](DeploymentSpec& d, int64_t tokens) { d.prefill.max_tokens_per_step = tokens; });
-  out = times(out, grid.max_batch_per_gpu,
+  out = times(std::move(out), grid.max_batch_per_gpu,
               [](DeploymentSpec& d, int64_t batch) { d.decode.max_batch_per_gpu = batch; });
-  out = times(out, grid.kv_retentions_h, [](DeploymentSpec& d, double h) { d.kv.retention_s = h * 3600; });
-  out = times(out, grid.swa_pool_fractions,
+  out = times(std::move(out), grid.kv_retentions_h,
+              [](DeploymentSpec& d, double h) { d.kv.retention_s = h * 3600; });
+  out = times(std::move(out), grid.swa_pool_fractions,
               [](DeploymentSpec& d, double share) { d.kv.host_pool_fraction = share; });
-  out = times(out, grid.ssd_capacities_tb, [](DeploymentSpec& d, double tb) {
+  out = times(std::move(out), grid.ssd_capacities_tb, [](DeploymentSpec& d, double tb) {
     if (tb == 0) d.kv.ssd_capacity_tb.reset();  // unbounded
     if (tb > 0) d.kv.ssd_capacity_tb = SourcedValue::assumed(tb, "plan --ssd-capacity-tb");
   });
