@@ -72,7 +72,15 @@ std::string capacity_verdict(const CapacityReport& r) {
       rate(best->sessions_per_s), best->run.result.arrival_rate_per_s,
       best->run.spread(&SeedOutcome::output_tokens_per_s_per_gpu).mean, output_token_price(best->run));
   if (!over) return "every rate tried meets the SLA: the capacity is above " + at;
-  return fmt::format("within the SLA up to {}; {} sessions/s misses it", at, rate(over->sessions_per_s));
+  // In a mix, which class it misses on: each class's share there, pooled over the seeds.
+  std::vector<std::string> classes;
+  const std::vector<double> shares = over->run.class_within_sla();
+  for (std::size_t i = 0; i < shares.size() && i < r.workload.mix.size(); ++i)
+    classes.push_back(fmt::format("{} {:.1f}%", r.workload.mix[i].name, 100 * shares[i]));
+  const std::string by_class =
+      classes.empty() ? "" : fmt::format(" ({} within their SLAs)", fmt::join(classes, ", "));
+  return fmt::format("within the SLA up to {}; {} sessions/s misses it{}", at, rate(over->sessions_per_s),
+                     by_class);
 }
 
 Table capacity_summary_table(const std::vector<CapacityReport>& reports) {

@@ -639,6 +639,8 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   EXPECT_NE(capacity.output.find(" within its SLA of TTFT <= 2000 ms and TPOT <= 60 ms"), std::string::npos)
       << capacity.output;
   EXPECT_NE(capacity.output.find("; agent coding "), std::string::npos) << capacity.output;
+  // The first rate that misses says each class's share there: which class binds.
+  EXPECT_NE(capacity.output.find("sessions/s misses it (chat "), std::string::npos) << capacity.output;
   const auto sla = run_json(capacity_args)["variants"][0]["sla"];
   ASSERT_EQ(sla["classes"].size(), 1u);
   EXPECT_EQ(sla["classes"][0]["class"], "chat");
