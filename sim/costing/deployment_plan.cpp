@@ -180,7 +180,8 @@ std::vector<DeploymentSpec> times(std::vector<DeploymentSpec> variants, const st
 std::string scheduler_name(const DeploymentSpec& d, const PlanGrid& grid) {
   std::string out;
   if (!grid.max_tokens_per_step.empty())
-    out += fmt::format(", {} prompt tokens a step", d.prefill.max_tokens_per_step);
+    out += fmt::format(", {} prompt token{} a step", d.prefill.max_tokens_per_step,
+                       d.prefill.max_tokens_per_step == 1 ? "" : "s");
   if (!grid.max_batch_per_gpu.empty()) out += fmt::format(", decode batch <= {}", d.decode.max_batch_per_gpu);
   return out;
 }
