@@ -19,6 +19,10 @@ namespace {
 
 thread_local const ScopedYamlOverride* innermost = nullptr;
 
+// Fields whose numbers are what a file's user asks (an SLA's limits, a class
+// of traffic's priority), not assumptions the file's own source could lend to.
+const std::vector<std::string> kAskedKeys{"sla", "priority"};
+
 // Value edits from the command line: each edited file's text, and the edits.
 struct InstalledEdits {
   std::map<std::string, std::string> texts;  // normalised path -> edited text
@@ -100,8 +104,7 @@ void collect(const YAML::Node& node, const std::string& path, const Scan& scan, 
   const bool own_source = !kind_of(node, kSourceKinds).empty();
   for (const auto& item : node) {
     const std::string key = item.first.as<std::string>();
-    // An SLA's limits and a class's priority are what its user asks, not assumptions about the traffic.
-    const bool asked = key == "sla" || key == "priority";
+    const bool asked = std::find(kAskedKeys.begin(), kAskedKeys.end(), key) != kAskedKeys.end();
     collect(item.second, path.empty() ? key : path + "." + key, scan, plain && !own_source && !asked);
   }
 }

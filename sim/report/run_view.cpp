@@ -122,17 +122,14 @@ Table classes_table(const RunReport& r) {
   Table t("By class of traffic",
           {"class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "sessions", "requests",
            "finished", "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)"});
-  const auto p50_p99 = [](const LatencySummary& s) {
-    return s.count == 0 ? std::string("-") : fmt::format("{:.1f} / {:.1f}", s.p50, s.p99);
-  };
   const ServingResult& x = r.run.result;
   for (std::size_t i = 0; i < x.by_class.size(); ++i) {
     const ClassOutcome& c = x.by_class[i];
     t.add_row({c.name, fmt::format("{:.1f}%", 100 * r.workload.mix[i].share),
                fmt::format("{} / {}", c.sla.ttft_ms, c.sla.tpot_ms),
                std::to_string(r.workload.mix[i].priority), std::to_string(c.sessions),
-               std::to_string(c.arrived), std::to_string(c.finished), class_within_sla(c), p50_p99(c.ttft_ms),
-               p50_p99(c.tpot_ms)});
+               std::to_string(c.arrived), std::to_string(c.finished), class_within_sla(c),
+               p50_p99(c.ttft_ms, 1), p50_p99(c.tpot_ms, 1)});
   }
   t.add_note(fmt::format(
       "each session is of one class, drawn with the shares; within SLA: requests that finished within their "
@@ -597,6 +594,11 @@ nlohmann::json kv_tiers_json(const KvTierCounters& c) {
           {"swa_hits", c.swa_hits},
           {"swa_misses", c.swa_misses},
           {"swa_evictions", c.swa_evictions}};
+}
+
+std::string p50_p99(const LatencySummary& s, int decimals) {
+  return s.count == 0 ? std::string("-")
+                      : fmt::format("{} / {}", format_fixed(s.p50, decimals), format_fixed(s.p99, decimals));
 }
 
 }  // namespace v41sim

@@ -37,6 +37,8 @@ nlohmann::json run_json(const RunReport& r);
 // A mix of traffic's classes in one line ("chat 99.6% within the SLA (TTFT p99 ... ms, TPOT p99 ... ms);
 // ..."; a class held to limits of its own names them), the first seed's run; empty without a mix.
 std::string classes_line(const ServingResult& result, const WorkloadSpec& workload);
+// "p50 / p99" of a latency to `decimals` places; "-" where nothing was timed.
+std::string p50_p99(const LatencySummary& s, int decimals);
 // "TTFT <= T ms and TPOT <= P ms": the limits a run's requests are held to;
 // where a mix's classes give their own, theirs follow ("; chat's own: ...").
 std::string sla_phrase(const SlaSpec& deployment, const WorkloadSpec& workload);

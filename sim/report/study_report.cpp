@@ -409,10 +409,6 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
   std::vector<std::string> kernel_models;
   const auto [deployments, served] =
       serve_every_deployment(catalog, focus, o, steps, workload, o.mix_seconds, true);
-  const auto p50_p99 = [](const LatencySummary& s, int decimals) {
-    return s.count == 0 ? std::string("-")
-                        : fmt::format("{:.{}f} / {:.{}f}", s.p50, decimals, s.p99, decimals);
-  };
   for (std::size_t i = 0; i < deployments.size(); ++i) {
     const ServingResult& r = served[i].result;
     collect_kernel_models(served[i], kernel_models);
