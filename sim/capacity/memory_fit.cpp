@@ -21,7 +21,8 @@ void check_parallelism(const ModelAnalysis& model, const FitRequest& r) {
   if (r.gpus % r.ep != 0) {
     throw InputError(ep_flag, fmt::format("EP size {} does not divide the {} GPUs", r.ep, r.gpus));
   }
-  require_ep_divides_experts(model.spec, r.ep, ep_flag);
+  require_ep_divides_expert_slots(model.spec, r.ep, r.redundant_experts, ep_flag,
+                                  {"", 0, "--redundant-experts"});
 }
 
 }  // namespace

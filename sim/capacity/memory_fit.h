@@ -49,8 +49,8 @@ struct FitResult {
   double host_dram_bytes_per_node = 0;
 };
 
-// Throws InputError for an EP size that does not divide the experts or the
-// GPU count, and for a model whose weights do not fit.
+// Throws InputError for an EP size that does not divide the expert slots
+// (routed + redundant) or the GPU count, and for a model whose weights do not fit.
 FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request);
 
 std::string_view placement_name(DensePlacement placement);

@@ -75,6 +75,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   fit->add_option("--hw", flags->hw, "GPU profile (file stem or name:) or path")->capture_default_str();
   fit->add_option("--gpus", flags->gpus, "number of GPUs")->capture_default_str();
   fit->add_option("--ep", flags->ep, "expert-parallel size")->capture_default_str();
+  fit->add_option("--redundant-experts", flags->redundant_experts,
+                  "replicas of the hottest routed experts over the EP group (EPLB); the EP size must divide "
+                  "routed + redundant")
+      ->capture_default_str();
   fit->add_option("--weights-dtype", flags->weights_dtype, "routed-expert weights: released, fp8 or mxfp4")
       ->capture_default_str();
   fit->add_option("--dense-placement", flags->dense_placement,
@@ -116,6 +120,14 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "--chunks-continuing", flags->chunks_continuing,
       "of the chunks (--prompt-chunks, or a prefill step's --batch), how many are not their "
       "prompt's last (default 0; under CED their decoder layers and sampling wait for the last)");
+  step->add_option(
+          "--redundant-experts", flags->redundant_experts,
+          "replicas of the hottest routed experts over the EP group (EPLB): each rank holds (routed + "
+          "redundant) / EP, so sizes that do not divide the experts become possible")
+      ->capture_default_str();
+  step->add_option("--routing-skew", flags->routing_skew,
+                   "Zipf exponent of expert popularity, placed greedily with the replicas; the busiest rank "
+                   "sets the step (default: perfectly balanced routing, as DeepSeek's published profiles)");
   step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
   bind(step, run_step);
 

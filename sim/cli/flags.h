@@ -36,6 +36,10 @@ struct Flags {
   bool no_draft = false;
   bool overlap = false;
   bool separate_projections = false;
+  // step, fit: EPLB's replicas of the hottest experts over the EP group; step:
+  // the routing's Zipf skew (none given: perfectly balanced routing)
+  int64_t redundant_experts = 0;
+  std::optional<double> routing_skew;
   // step: prompt chunks a decode step carries (an aggregated engine mixing them in)
   int64_t prompt_chunks = 0;
   int64_t chunk_tokens = 0;

@@ -161,8 +161,16 @@ std::optional<double> parse_ssd_capacity(std::string_view text) {
 // What plan and capacity vary, from their shared flags (EP sizes checked
 // against the model: a grid no variant of which can run is the user's error).
 PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
+  // <= 0: plan_variants says so. A deployment file may give any EP size its
+  // redundant replicas deal evenly; plan keeps a base's replicas per rank
+  // (set_ep in deployment_plan.cpp), so its sizes divide the routed experts.
   for (const int64_t ep : f.plan_eps) {
-    if (ep > 0) require_ep_divides_experts(model, ep, {"", 0, "--ep"});  // <= 0: plan_variants says so
+    if (ep > 0 && model.moe && model.moe->routed_experts % ep != 0) {
+      throw InputError({"", 0, "--ep"},
+                       fmt::format("EP size {} does not divide the {} routed experts of {} (plan varies EP "
+                                   "over sizes that do, keeping a deployment's redundant replicas per rank)",
+                                   ep, model.moe->routed_experts, model.name));
+    }
   }
   const auto aggregated_steps = parse_each(f.plan_aggregated_steps, parse_aggregated_steps,
                                            "--aggregated-steps", "prefill_first or mixed");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "sim/common/catalog.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
+#include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/layer_comparison.h"
 #include "sim/report/step_view.h"
@@ -91,9 +93,26 @@ bool uses_cuda_graph(const Flags& f, const StepShape& s) {
 
 }  // namespace
 
+// EPLB's replicas and the routing's skew (step alone: compare-layers sets
+// models of different expert counts side by side). No skew given: every rank
+// gets the mean load, as DeepSeek's published profiles simulate routing.
+void set_expert_placement(const Flags& f, const ModelAnalysis& m, StepShape* s) {
+  s->redundant_experts = f.redundant_experts;
+  if (!f.routing_skew) return;
+  if (!(*f.routing_skew >= 0) || !std::isfinite(*f.routing_skew)) {
+    throw InputError({"", 0, "--routing-skew"},
+                     fmt::format("expected a finite Zipf exponent >= 0, got {}", *f.routing_skew));
+  }
+  require_ep_divides_expert_slots(m.spec, s->ep, s->redundant_experts, {"", 0, "--ep"},
+                                  {"", 0, "--redundant-experts"});
+  const int64_t experts = m.spec.moe ? m.spec.moe->routed_experts : 0;
+  s->ep_load_imbalance = ep_load_imbalance(experts, s->ep, *f.routing_skew, s->redundant_experts);
+}
+
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
+  set_expert_placement(f, m, &shape);
   add_prompt_chunks(f, &shape);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   shape.ep_per_node = g.gpu().nvlink_domain();

@@ -130,6 +130,12 @@ std::string CostParams::label() const {
                        extrapolated_from, transfer.cross_architecture_extra_pct.value());
   }
   if (held_out_mape_pct >= 0) out += fmt::format(", held-out MAPE up to {:.1f}%", held_out_mape_pct);
+  if (whole_steps) {
+    out += fmt::format(
+        "; on {} whole steps that serving engines published, the model's throughput is {:+.0f}% to {:+.0f}% "
+        "against theirs (v41sim validate says what it lacks there)",
+        whole_steps->references, whole_steps->least_pct, whole_steps->most_pct);
+  }
   if (per_sm_rate_ratio) {
     out += fmt::format(
         ", compute efficiencies carried from {} at {:.2f}x its FP8 and {:.2f}x its BF16 tensor rate per SM "

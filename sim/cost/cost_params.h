@@ -117,6 +117,15 @@ struct LinkCost {
   SourcedValue normal_transfer_sms;  // SMs a normal-mode EP transfer holds while it runs
 };
 
+// The kernel model's throughput on whole published serving steps over the
+// engines' own, percent (positive: the model is faster than they ran).
+struct WholeStepErrors {
+  int references = 0;
+  double least_pct = 0;
+  double most_pct = 0;
+  std::string file;  // where the errors were written (published_bands.yaml)
+};
+
 struct CostParams {
   std::string file;
   std::string status;  // "uncalibrated" or "calibrated"
@@ -131,6 +140,9 @@ struct CostParams {
   // Set where the efficiencies come from a GPU of this architecture with other
   // per-SM tensor rates (rate_transfer.h): compute efficiencies are carried over.
   std::optional<PerSmRateRatio> per_sm_rate_ratio;
+  // How the priors did on whole forward steps that serving engines published
+  // (published_bands.h); set on the priors alone, which those steps tested.
+  std::optional<WholeStepErrors> whole_steps;
   TransferRule transfer;
   SourcedValue launch_overhead_us;
   SourcedValue graph_replay_overhead_us;

@@ -38,7 +38,8 @@ std::string published_bands_path(const std::string& data_dir) {
 
 PublishedBands load_published_bands_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only({"source", "measured_on", "architecture", "min_references", "inputs", "classes"});
+  root.expect_only(
+      {"source", "measured_on", "architecture", "min_references", "inputs", "classes", "whole_steps"});
   PublishedBands bands;
   bands.file = path;
   root.required("source").as_string();  // provenance for readers: present and well-formed, not used
@@ -50,6 +51,16 @@ PublishedBands load_published_bands_file(const std::string& path) {
     const auto kernel_class = class_named(key);
     if (!kernel_class) node.fail("unknown kernel class");
     bands.classes[static_cast<std::size_t>(*kernel_class)] = read_class_band(node, bands.min_references);
+  }
+  if (const auto steps = root.optional("whole_steps")) {
+    steps->expect_only({"references", "least_error_pct", "most_error_pct"});
+    WholeStepErrors e;
+    e.references = static_cast<int>(steps->required("references").as_positive_int());
+    e.least_pct = steps->required("least_error_pct").as_double();
+    e.most_pct = steps->required("most_error_pct").as_double();
+    if (e.most_pct < e.least_pct) steps->required("most_error_pct").fail("at least least_error_pct");
+    e.file = path;
+    bands.whole_steps = e;
   }
   return bands;
 }
@@ -77,6 +88,7 @@ void attach_published_bands(CostParams& params, const PublishedBands& bands, con
             published->references, bands.architecture, published->set_priors, widening, bands.file));
     c.error_band_from_published = true;
   }
+  if (params.status == "uncalibrated") params.whole_steps = bands.whole_steps;
 }
 
 }  // namespace v41sim

@@ -36,6 +36,9 @@ struct PublishedBands {
   std::string architecture;  // the architecture whose figures made the bands
   int min_references = 0;    // a class with fewer figures gets no band
   std::array<std::optional<PublishedClassBand>, kKernelClassCount> classes;
+  // The priors on whole forward steps of serving engines (probe kind step, on
+  // any GPU); none where no such figure is published.
+  std::optional<WholeStepErrors> whole_steps;
 };
 
 // Where the file lives under a data directory.
@@ -47,7 +50,8 @@ PublishedBands load_published_bands_file(const std::string& path);
 // Gives each class of `params` that has no band of its own the published band
 // of its class, widened for `gpu` by `params.transfer`: nothing on the GPU the
 // priors were published on, the same-architecture widening on another GPU of
-// that architecture, the cross-architecture widening elsewhere.
+// that architecture, the cross-architecture widening elsewhere. The priors
+// (uncalibrated params) also get the whole-step errors, which they were tested on.
 void attach_published_bands(CostParams& params, const PublishedBands& bands, const GpuProfile& gpu,
                             const std::string& gpu_stem);
 

@@ -26,12 +26,16 @@ void require_positive(const std::vector<int64_t>& values, const char* flag) {
 }
 
 // One pool at EP size `ep`: one EP group per instance, the base's redundant
-// experts per rank.
+// experts per rank where they are a whole number per rank (the base's layout
+// scaled; plan's EP sizes divide the routed experts, so the slots deal
+// evenly), else as many in all (a base at an EP size its replicas alone make
+// possible, as DeepSeek's 32 over EP 144), which the model then checks.
 void set_ep(PoolSpec& pool, int64_t ep) {
-  const int64_t redundant_per_rank = pool.redundant_experts / pool.ep;
+  if (ep == pool.ep) return;
+  if (pool.redundant_experts % pool.ep == 0) pool.redundant_experts = pool.redundant_experts / pool.ep * ep;
   pool.ep = ep;
   pool.gpus_per_instance = ep;
-  pool.redundant_experts = redundant_per_rank * ep;
+  pool.ep_at = {"", 0, "--ep"};
 }
 
 void require_in(const std::vector<double>& values, double lo, double below, const char* flag,
@@ -124,6 +128,8 @@ DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu
     d.prefill.gpus_per_instance = d.decode.gpus_per_instance;
     d.prefill.ep = d.decode.ep;
     d.prefill.redundant_experts = d.decode.redundant_experts;
+    d.prefill.ep_at = d.decode.ep_at;
+    d.prefill.redundant_experts_at = d.decode.redundant_experts_at;
   }
   for (const auto& [pool, flag] :
        {std::pair{&d.decode, "--decode-instances"}, {&d.prefill, "--prefill-instances"}}) {

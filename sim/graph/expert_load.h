@@ -3,11 +3,13 @@
 // the busiest rank sets the step.
 //
 // Expert popularity follows a power law (Zipf exponent `skew`; 0 = uniform
-// routing). The `redundant` most popular experts get a second replica that
-// takes half of their load (EPLB-style), and experts are placed greedily,
-// heaviest first, on the least-loaded rank that still has a free slot. This
-// is the static imbalance of the placement; batch-to-batch fluctuation is
-// not modelled.
+// routing). As DeepSeek's EPLB (deepseek-ai/EPLB, its global policy) does,
+// each of the `redundant` replicas goes in turn to the expert with the most
+// load per replica (a hot expert may get several; its replicas share its load
+// evenly), and the replicas are packed heaviest first onto the least-loaded
+// rank that still has a free slot. This is the static imbalance of the
+// placement, the routing statistics taken as known; batch-to-batch
+// fluctuation is not modelled, nor EPLB's node-level grouping.
 #pragma once
 
 #include <cstdint>

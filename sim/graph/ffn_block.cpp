@@ -34,11 +34,14 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   const bool spans_ranks = c.step.ep > 1;
   if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", kFp8ActivationBytes);
   // Balanced routing gives each rank tokens x top_k rows; the busiest rank,
-  // which sets the step, gets the imbalance factor more.
+  // which sets the step, gets the imbalance factor more. A rank holds its
+  // share of the expert slots (redundant replicas included; the placement
+  // evens their load, so each slot is taken as equally likely to be reached).
   const double rows = c.tokens * top_k * c.step.ep_load_imbalance;
-  const double local = experts / static_cast<double>(c.step.ep);
+  const double slots = experts + static_cast<double>(c.redundant_experts);
+  const double local = slots / static_cast<double>(c.step.ep);
   const double touched =
-      expected_experts_touched(local, c.tokens * static_cast<double>(c.step.ep), top_k, experts);
+      expected_experts_touched(local, c.tokens * static_cast<double>(c.step.ep), top_k, slots);
   f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts);
   f.elementwise("experts_swiglu_quant", rows, inter,
                 rows * inter * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));

@@ -32,6 +32,7 @@ struct LayerContext {
   // Feed-forward of this layer (the draft stages bring their own).
   bool moe = false;
   int64_t routed_experts = 0;
+  int64_t redundant_experts = 0;  // replicas of the hottest over the EP group (the backbone's alone)
   int64_t top_k = 0;
   int64_t shared_experts = 0;
   int64_t ffn_intermediate = 0;

@@ -62,6 +62,7 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
   c.moe = m.is_moe_layer(plan.layer);
   if (c.moe) {
     c.routed_experts = m.moe->routed_experts;
+    c.redundant_experts = s.redundant_experts;
     c.top_k = m.moe->top_k;
     c.shared_experts = m.moe->shared_experts;
     c.ffn_intermediate = m.moe->expert_intermediate;
@@ -174,7 +175,8 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
                                    p.batch, p.continuing));
     }
   }
-  require_ep_divides_experts(model.spec, s.ep, {"", 0, "--ep"});
+  require_ep_divides_expert_slots(model.spec, s.ep, s.redundant_experts, {"", 0, "--ep"},
+                                  {"", 0, "--redundant-experts"});
 }
 
 namespace {

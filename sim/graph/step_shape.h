@@ -18,6 +18,10 @@ struct StepShape {
   int64_t continuing = 0;
   int64_t ep = 8;           // expert-parallel group size
   int64_t ep_per_node = 8;  // EP ranks in one NVLink domain: callers set the GPU's nvlink_domain()
+  // Replicas of the hottest routed experts over the EP group (EPLB): each rank
+  // holds (routed + redundant) / ep experts and reads the weights of those its
+  // tokens reach. The speculative draft's own experts get none.
+  int64_t redundant_experts = 0;
   // mHC form: as the model file says (single_pass), or forced either way.
   enum class MhcForm { kAsModel, kSinglePass, kThreeKernel };
   MhcForm mhc_form = MhcForm::kAsModel;

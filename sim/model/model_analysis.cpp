@@ -22,13 +22,25 @@ void require_servable_context(const ModelSpec& spec, int64_t context, const char
   }
 }
 
-void require_ep_divides_experts(const ModelSpec& spec, int64_t ep, const InputLocation& where) {
-  if (ep <= 0) throw InputError(where, fmt::format("expected a positive EP size, got {}", ep));
-  const int64_t experts = spec.moe ? spec.moe->routed_experts : 1;
-  if (experts % ep != 0) {
-    throw InputError(
-        where, fmt::format("EP size {} does not divide the {} routed experts of {}", ep, experts, spec.name));
+void require_ep_divides_expert_slots(const ModelSpec& spec, int64_t ep, int64_t redundant,
+                                     const InputLocation& ep_at, const InputLocation& redundant_at) {
+  if (ep <= 0) throw InputError(ep_at, fmt::format("expected a positive EP size, got {}", ep));
+  if (!spec.moe) return;
+  const int64_t experts = spec.moe->routed_experts;
+  if (redundant < 0 || redundant > experts) {
+    throw InputError(redundant_at, fmt::format("expected 0..{} redundant replicas (one at most for each of "
+                                               "{}'s routed experts), got {}",
+                                               experts, spec.name, redundant));
   }
+  const int64_t slots = experts + redundant;
+  if (slots % ep == 0) return;
+  // The fewest replicas past those given that would deal evenly.
+  const int64_t more = ep - slots % ep;
+  const std::string replicas =
+      redundant > 0 ? fmt::format(" + {} redundant replicas = {} slots", redundant, slots) : std::string();
+  throw InputError(ep_at, fmt::format("EP size {} does not divide the {} routed experts of {}{} (each rank "
+                                      "holds as many); {} redundant replicas would make {}",
+                                      ep, experts, spec.name, replicas, redundant + more, slots + more));
 }
 
 }  // namespace v41sim

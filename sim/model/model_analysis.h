@@ -24,8 +24,14 @@ ModelAnalysis analyze_model(ModelSpec spec);
 // InputError naming `flag`.
 void require_servable_context(const ModelSpec& spec, int64_t context, const char* flag);
 
-// A positive expert-parallel size that divides the routed experts (any, for
-// a dense model); else an InputError at `where`.
-void require_ep_divides_experts(const ModelSpec& spec, int64_t ep, const InputLocation& where);
+// A positive expert-parallel size that deals the expert slots evenly: the
+// routed experts plus `redundant` replicas of the hottest (EPLB), so that
+// every rank holds as many (any size, for a dense model). Redundant replicas
+// are what make sizes that do not divide the experts possible: DeepSeek's
+// decode deploys V3's 256 experts plus 32 replicas over EP 144, two a GPU.
+// Else an InputError at `ep_at`, naming the replicas that would deal evenly;
+// more replicas than experts (one each at most) is an error at `redundant_at`.
+void require_ep_divides_expert_slots(const ModelSpec& spec, int64_t ep, int64_t redundant,
+                                     const InputLocation& ep_at, const InputLocation& redundant_at);
 
 }  // namespace v41sim

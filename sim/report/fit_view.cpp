@@ -6,8 +6,11 @@ namespace v41sim {
 namespace {
 
 std::string title(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r) {
-  return fmt::format("{} on {} x {}, EP {}, {} tokens per session", m.spec.name, r.gpus, gpu.name, r.ep,
-                     r.context_tokens);
+  const std::string replicas = r.redundant_experts > 0
+                                   ? fmt::format(" with {} redundant experts", r.redundant_experts)
+                                   : std::string();
+  return fmt::format("{} on {} x {}, EP {}{}, {} tokens per session", m.spec.name, r.gpus, gpu.name, r.ep,
+                     replicas, r.context_tokens);
 }
 
 std::string weights_label(const FitRequest& r) {
@@ -21,7 +24,8 @@ std::string weights_label(const FitRequest& r) {
 Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r, const FitResult& f) {
   Table t(title(m, gpu, r), {"per GPU", "bytes", "source"});
   t.add_row({"HBM", format_bytes(f.hbm_bytes_per_gpu), gpu.hbm_bytes.provenance().label()});
-  t.add_row({"routed experts (1/EP)", format_bytes(f.routed_expert_bytes_per_gpu), "derived"});
+  t.add_row({"routed experts ((routed + redundant) / EP of them)",
+             format_bytes(f.routed_expert_bytes_per_gpu), "derived"});
   t.add_row({"attention, shared experts, routers", format_bytes(f.dense_bytes_per_gpu), "derived"});
   t.add_row({"embedding + head", format_bytes(f.embedding_bytes_per_gpu), "derived"});
   t.add_row({"weights total", format_bytes(f.weight_bytes_per_gpu), "derived"});
@@ -48,6 +52,7 @@ nlohmann::json fit_json(const ModelAnalysis& m, const GpuProfile& gpu, const Fit
           {"gpu", gpu.name},
           {"gpus", r.gpus},
           {"ep", r.ep},
+          {"redundant_experts", r.redundant_experts},
           {"context_tokens", r.context_tokens},
           {"dense_placement", std::string(placement_name(r.dense_placement))},
           {"hbm_bytes_per_gpu", f.hbm_bytes_per_gpu},

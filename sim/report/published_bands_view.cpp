@@ -43,6 +43,13 @@ Table published_bands_table(const PublishedBandDerivation& d) {
     t.add_note(fmt::format("figures on other architectures inside the band carried to them: {} of {}{}",
                            within_count(d), d.transfer_checks.size(), misses));
   }
+  if (d.bands.whole_steps) {
+    t.add_note(fmt::format(
+        "whole forward steps that serving engines published (probe step, {} figures): the model's throughput "
+        "{:+.1f}% to {:+.1f}% against theirs; no class band covers this, and every output using the priors "
+        "says it",
+        d.bands.whole_steps->references, d.bands.whole_steps->least_pct, d.bands.whole_steps->most_pct));
+  }
   return t;
 }
 
@@ -70,7 +77,12 @@ nlohmann::json published_bands_json(const PublishedBandDerivation& d) {
           {"architecture", d.bands.architecture},
           {"min_references", d.bands.min_references},
           {"classes", classes},
-          {"transfer_checks", checks}};
+          {"transfer_checks", checks},
+          {"whole_steps", d.bands.whole_steps
+                              ? nlohmann::json{{"references", d.bands.whole_steps->references},
+                                               {"least_error_pct", d.bands.whole_steps->least_pct},
+                                               {"most_error_pct", d.bands.whole_steps->most_pct}}
+                              : nlohmann::json()}};
 }
 
 }  // namespace v41sim

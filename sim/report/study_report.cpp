@@ -609,7 +609,7 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
     md += fmt::format("![predicted vs measured on {}]({})\n\n", gpu, file);
   }
   // Published figures: one scatter per metric, so the axes share units.
-  for (const char* metric : {"tflops", "gbps", "us"}) {
+  for (const char* metric : {"tflops", "gbps", "us", "tokens_per_s_per_node"}) {
     std::vector<ScatterPoint> points;
     for (const ValidationRow& r : rows) {
       if (r.reference.metric != metric) continue;

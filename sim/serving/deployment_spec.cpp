@@ -54,10 +54,10 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
     ep.fail("the EP group spans one instance: ep must equal gpus_per_instance");
   }
   p.routing_skew = node.required("routing_skew").as_non_negative_double();
-  p.redundant_experts = node.required("redundant_experts").as_non_negative_int();
-  if (p.redundant_experts % p.ep != 0) {
-    node.required("redundant_experts").fail("redundant experts must spread evenly: a multiple of ep");
-  }
+  p.ep_at = ep.location();
+  const YamlNode redundant = node.required("redundant_experts");
+  p.redundant_experts = redundant.as_non_negative_int();
+  p.redundant_experts_at = redundant.location();
   const YamlNode overlap = node.required("overlap_communication");
   const std::string policy = overlap.as_string();
   if (policy == "when_faster") {

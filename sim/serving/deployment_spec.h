@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "sim/common/input_error.h"
 #include "sim/common/sourced_value.h"
 #include "sim/serving/sla_spec.h"
 
@@ -29,6 +30,10 @@ struct PoolSpec {
   int64_t max_batch_per_gpu = 0;  // decode: sequences per rank
   double routing_skew = 0;        // Zipf exponent of expert popularity (0 = uniform)
   int64_t redundant_experts = 0;  // extra replicas of the hottest experts per EP group
+  // Where ep and redundant_experts were said (file and line, or a flag): the
+  // model, known later, checks that they deal the expert slots evenly.
+  InputLocation ep_at;
+  InputLocation redundant_experts_at;
   // Two micro-batches hiding EP all-to-all behind compute (step_graph.h):
   // never, on every step whose batch splits, or per step shape whichever of
   // the two is faster (an engine that splits only when it pays).

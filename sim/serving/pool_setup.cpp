@@ -6,10 +6,21 @@
 #include "sim/graph/expert_load.h"
 
 namespace v41sim {
+namespace {
+
+// The file's own line, before the memory fit or the graph name a flag.
+void require_even_expert_slots(const ModelAnalysis& model, const PoolSpec& pool) {
+  require_ep_divides_expert_slots(model.spec, pool.ep, pool.redundant_experts, pool.ep_at,
+                                  pool.redundant_experts_at);
+}
+
+}  // namespace
 
 StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, const GpuProfile& gpu) {
+  require_even_expert_slots(model, pool);
   StepShape s;
   s.ep = pool.ep;
+  s.redundant_experts = pool.redundant_experts;
   s.ep_per_node = gpu.nvlink_domain();
   s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;
@@ -30,6 +41,7 @@ StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCost
 
 double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment, const PoolSpec& pool,
                         const GpuProfile& gpu) {
+  require_even_expert_slots(model, pool);
   const FitRequest fit{
       pool.gpus_per_instance,
       pool.ep,

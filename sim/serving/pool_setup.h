@@ -12,8 +12,10 @@
 
 namespace v41sim {
 
-// The step shape of a pool: its EP group, overlap, fused projections, draft
-// stages and the load imbalance its expert placement leaves.
+// The step shape of a pool: its EP group and redundant experts, overlap,
+// fused projections, draft stages and the load imbalance its expert placement
+// leaves. Throws InputError at the pool's ep (or redundant_experts) where they
+// do not deal the model's expert slots evenly.
 StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, const GpuProfile& gpu);
 
 // The step-time cache of a deployment: each pool's template, and two
@@ -23,6 +25,7 @@ StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCost
 
 // Bytes of KV a GPU of `pool` holds: what the memory fit leaves after the
 // weights (its EP group, redundant experts) and the deployment's reserve.
+// Throws as pool_step_template for a pool that does not fit the model.
 double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment, const PoolSpec& pool,
                         const GpuProfile& gpu);
 

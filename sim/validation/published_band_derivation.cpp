@@ -54,8 +54,13 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
   std::vector<ValidationRow> elsewhere;
   std::set<std::string> files;
   std::map<std::string, std::string> architecture_of;  // GPU name -> architecture
+  std::vector<double> whole_step_errors_pct;
   for (const PublishedReference& reference : load_published_references(catalog)) {
     files.insert(reference.file);
+    if (reference.probe_kind == "step") {
+      whole_step_errors_pct.push_back(validate_reference(reference, catalog, /*priors_only=*/true).error_pct);
+      continue;
+    }
     const auto kernel_class = probed_class(reference.probe_kind);
     if (!kernel_class) continue;
     auto [it, added] = architecture_of.try_emplace(reference.gpu);
@@ -85,6 +90,12 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
     const double widened = band->band_90_pct + d.cross_architecture_extra_pct;
     d.transfer_checks.push_back({row.reference.name, row.reference.gpu, kernel_class, row.error_pct, widened,
                                  std::fabs(row.error_pct) <= widened});
+  }
+  if (!whole_step_errors_pct.empty()) {
+    const auto [least, most] =
+        std::minmax_element(whole_step_errors_pct.begin(), whole_step_errors_pct.end());
+    d.bands.whole_steps =
+        WholeStepErrors{static_cast<int>(whole_step_errors_pct.size()), *least, *most, std::string()};
   }
   d.inputs.emplace_back("validation/calibration/defaults.yaml", file_fnv1a_hex(priors_file.string()));
   for (const std::string& file : files) {
@@ -120,6 +131,14 @@ std::string published_bands_yaml(const PublishedBandDerivation& d) {
   }
   for (const std::string& u : unbanded) {
     out += "# no band, fewer than min_references figures: " + u + "\n";
+  }
+  if (d.bands.whole_steps) {
+    out +=
+        "# Whole forward steps that serving engines published (probe kind step, any GPU): the\n"
+        "# model's throughput over theirs, percent, with the priors. Not a band: outputs cite it.\n";
+    out += fmt::format("whole_steps: {{references: {}, least_error_pct: {:.2f}, most_error_pct: {:.2f}}}\n",
+                       d.bands.whole_steps->references, d.bands.whole_steps->least_pct,
+                       d.bands.whole_steps->most_pct);
   }
   return out;
 }

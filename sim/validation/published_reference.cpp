@@ -8,6 +8,7 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
+#include "sim/graph/expert_load.h"
 #include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
 #include "sim/graph/step_graph.h"
@@ -53,26 +54,30 @@ PublishedReference read_reference(const YamlNode& node) {
       {"stream", {"bytes"}},
       {"moe_layer", {"ep", "tokens_per_rank"}},
       {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
-      {"attention", {"model", "phase", "batch", "context"}}};
+      {"attention", {"model", "phase", "batch", "context"}},
+      {"step", {"model", "phase", "batch", "context", "ep", "gpus_per_node"}}};
   const auto needed = kRequired.find(r.probe_kind);
   if (needed == kRequired.end()) {
-    probe.required("kind").fail("unknown probe '" + r.probe_kind +
-                                "' (expected gemm, grouped_gemm, stream, moe_layer, all_to_all, attention)");
+    probe.required("kind").fail(
+        "unknown probe '" + r.probe_kind +
+        "' (expected gemm, grouped_gemm, stream, moe_layer, all_to_all, attention, step)");
   }
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: a fused kernel overlapping its transfers (moe_layer), a
   // bandwidth counted over every routed copy, local ones included, as DeepEP
   // V2 reports its "logical" bandwidth, or per node reached, own node included
   // (DeepEP's internode test), timed as the low-latency kernels decode uses,
-  // with the experts a token's copies are deduplicated over (all_to_all), and the query heads one
-  // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8).
+  // with the experts a token's copies are deduplicated over (all_to_all), the query heads one
+  // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8), and a whole step's
+  // two-micro-batch overlap, EPLB replicas and routing skew (step; none: balanced routing).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
       {"grouped_gemm", {}},
       {"stream", {}},
       {"moe_layer", {"model", "overlap"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
-      {"attention", {"heads", "topk", "widened_per_head_tile"}}};
+      {"attention", {"heads", "topk", "widened_per_head_tile"}},
+      {"step", {"overlap", "redundant_experts", "routing_skew"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -84,10 +89,21 @@ PublishedReference read_reference(const YamlNode& node) {
   }
   if (r.probe_kind == "gemm") probe.required("math");
   if (r.probe_kind == "moe_layer") probe.required("model");
+  if (r.probe_kind == "step") {
+    for (const char* key : {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}) {
+      const auto it = r.probe.find(key);
+      if (it != r.probe.end() && it->second != std::floor(it->second))
+        probe.required(key).fail("expected a whole number");
+    }
+  }
   const YamlNode reference = node.required("reference");
   reference.expect_only({"metric", "value"});
   r.metric = reference.required("metric").as_string();
-  if (r.metric != "tflops" && r.metric != "gbps" && r.metric != "us") {
+  if (r.probe_kind == "step") {
+    // A serving engine's step is published as throughput, per node.
+    if (r.metric != "tokens_per_s_per_node")
+      reference.required("metric").fail("expected tokens_per_s_per_node");
+  } else if (r.metric != "tflops" && r.metric != "gbps" && r.metric != "us") {
     reference.required("metric").fail("expected tflops, gbps or us");
   }
   r.value = reference.required("value").as_positive_double();
@@ -157,10 +173,39 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
   throw InputError({r.file, r.line, "probe.model"}, "the model's step has no attention kernel");
 }
 
+// step: a whole forward step of the model on the reference's GPU, as a
+// serving engine runs it (decode replays a CUDA graph; no speculative draft),
+// in tokens per second per node: prompt tokens computed (prefill) or one
+// token per sequence (decode), times the node's GPUs, over the step's time.
+double predict_step(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
+  const auto& p = r.probe;
+  const ModelAnalysis model = analyze_model(load_model_file(catalog.resolve_model(r.probe_model)));
+  StepShape shape;
+  shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
+  shape.batch = as_int(p.at("batch"));
+  shape.context = as_int(p.at("context"));
+  shape.ep = as_int(p.at("ep"));
+  shape.ep_per_node = g.gpu().nvlink_domain();
+  shape.include_draft = false;
+  shape.overlap_communication = p.count("overlap") > 0 && p.at("overlap") > 0;
+  shape.redundant_experts = p.count("redundant_experts") ? as_int(p.at("redundant_experts")) : 0;
+  require_ep_divides_expert_slots(model.spec, shape.ep, shape.redundant_experts, {r.file, r.line, "probe.ep"},
+                                  {r.file, r.line, "probe.redundant_experts"});
+  if (p.count("routing_skew")) {
+    const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
+    shape.ep_load_imbalance =
+        ep_load_imbalance(experts, shape.ep, p.at("routing_skew"), shape.redundant_experts);
+  }
+  const StepTiming timing = time_step(build_step_graph(model, shape), g.cost());
+  const double tokens_per_gpu =
+      static_cast<double>(shape.phase == Phase::kPrefill ? shape.batch * shape.context : shape.batch);
+  return tokens_per_gpu * p.at("gpus_per_node") / (timing.total_us * 1e-6);
+}
+
 // What the model says, in the reference's metric.
 double predict(const PublishedReference& r, const Catalog& catalog, bool priors_only,
                std::string* kernel_model) {
-  const bool in_graph = r.probe_kind == "moe_layer";
+  const bool in_graph = r.probe_kind == "moe_layer" || (r.probe_kind == "step" && r.probe_phase == "decode");
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(r.gpu), in_graph, priors_only);
   *kernel_model = g.cost().params().label();
   const auto& p = r.probe;
@@ -205,6 +250,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
     return (off > 0 ? off : k.link_bytes) / us / 1e3;
   }
   if (r.probe_kind == "attention") return predict_attention(r, g, catalog);
+  if (r.probe_kind == "step") return predict_step(r, g, catalog);
   // moe_layer: a decode step's MoE kernels in the first MoE layer.
   const ModelAnalysis model = analyze_model(load_model_file(catalog.resolve_model(r.probe_model)));
   StepShape shape;

@@ -3,8 +3,9 @@
 //
 // A probe rebuilds the published benchmark's shape with the graph builders
 // (a GEMM, a streaming kernel, an MoE layer's dispatch-experts-combine, one
-// EP all-to-all), times it with that GPU's cost model, and reports the
-// published metric (TFLOP/s, GB/s or microseconds).
+// EP all-to-all, or a serving engine's whole forward step), times it with
+// that GPU's cost model, and reports the published metric (TFLOP/s, GB/s,
+// microseconds, or a step's tokens per second per node).
 #pragma once
 
 #include <map>
@@ -21,12 +22,12 @@ struct PublishedReference {
   std::string file;
   int line = 0;
   std::string gpu;
-  std::string probe_kind;  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention
+  std::string probe_kind;  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention | step
   std::map<std::string, double> probe;
-  std::string probe_model;  // moe_layer, attention: the model file stem
-  std::string probe_phase;  // attention: decode | prefill
+  std::string probe_model;  // moe_layer, attention, step: the model file stem
+  std::string probe_phase;  // attention, step: decode | prefill
   std::string probe_math;   // gemm: fp8 | bf16
-  std::string metric;       // tflops | gbps | us
+  std::string metric;       // tflops | gbps | us | tokens_per_s_per_node (step)
   // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
   // empty when it set none: an out-of-sample test of the uncalibrated model.
   std::string sets_prior;

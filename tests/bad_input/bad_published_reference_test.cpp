@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
@@ -157,6 +158,81 @@ TEST(BadPublishedReference, AttentionProbeFieldsAreChecked) {
   } catch (const InputError& e) {
     EXPECT_NE(e.where().field.find("phase"), std::string::npos) << e.where().field;
     EXPECT_NE(std::string(e.what()).find("decode or prefill"), std::string::npos) << e.what();
+  }
+}
+
+std::string step_reference(const std::string& gpu, const std::string& probe, const std::string& metric) {
+  return "  - name: step\n    source: \"test\"\n    gpu: " + gpu +
+         "\n    probe: {kind: step, model: deepseek_v3, " + probe + "}\n    reference: {metric: " + metric +
+         ", value: 1000}\n    tolerance_pct: 15\n";
+}
+
+// A step probe is a serving engine's whole forward step, in tokens per
+// second per node: per GPU times the node's GPUs; two micro-batches hide
+// prefill's EP transfers; a skewed routing makes the busiest rank set it.
+TEST(PublishedReference, StepProbeTimesAWholeStepPerNode) {
+  const std::string prefill = "phase: prefill, batch: 2, context: 4096, ep: 32";
+  const Catalog catalog = catalog_with(
+      "v41sim_step_reference",
+      step_reference("h800", prefill + ", gpus_per_node: 8", "tokens_per_s_per_node") +
+          step_reference("h800", prefill + ", gpus_per_node: 4", "tokens_per_s_per_node") +
+          step_reference("h800", prefill + ", gpus_per_node: 8, overlap: 1", "tokens_per_s_per_node") +
+          step_reference("h800", prefill + ", gpus_per_node: 8, routing_skew: 1", "tokens_per_s_per_node") +
+          step_reference(
+              "h100_sxm",
+              "phase: decode, batch: 64, context: 2000, ep: 72, gpus_per_node: 8, redundant_experts: 32",
+              "tokens_per_s_per_node"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 5u);
+  std::vector<double> tokens_per_s;
+  for (const PublishedReference& r : refs) tokens_per_s.push_back(validate_reference(r, catalog).predicted);
+  EXPECT_NEAR(tokens_per_s[1], tokens_per_s[0] / 2, 1e-9 * tokens_per_s[0]);
+  EXPECT_GT(tokens_per_s[2], 1.2 * tokens_per_s[0]);
+  EXPECT_LT(tokens_per_s[3], tokens_per_s[0]);
+  // Decode counts a token a sequence: 64 sequences on 8 GPUs in well over a millisecond.
+  EXPECT_GT(tokens_per_s[4], 0);
+  EXPECT_LT(tokens_per_s[4], 64.0 * 8 / 1e-3);
+}
+
+TEST(BadPublishedReference, StepProbeFieldsAreChecked) {
+  const std::string decode = "phase: decode, batch: 64, context: 2000, gpus_per_node: 8";
+  struct Case {
+    std::string references;
+    std::string field;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {step_reference("h800", decode + ", ep: 8", "us"), "reference.metric",
+       "expected tokens_per_s_per_node"},
+      {step_reference("h800", decode + ", ep: 8, redundant_experts: 2.5", "tokens_per_s_per_node"),
+       "probe.redundant_experts", "expected a whole number"},
+      {step_reference("h800", decode + ", ep: 8, draft: 1", "tokens_per_s_per_node"), "probe.draft",
+       "not a field of a 'step' probe"},
+      {"  - name: gemm\n    source: \"test\"\n    gpu: h800\n    probe: {kind: gemm, m: 64, n: 64, k: 64, "
+       "math: fp8}\n    reference: {metric: tokens_per_s_per_node, value: 1}\n    tolerance_pct: 10\n",
+       "reference.metric", "expected tflops, gbps or us"},
+  };
+  for (const Case& c : cases) {
+    const Catalog catalog = catalog_with("v41sim_bad_step_reference", c.references);
+    try {
+      load_published_references(catalog);
+      ADD_FAILURE() << "accepted: " << c.references;
+    } catch (const InputError& e) {
+      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+  // EP 72 needs V3's 32 redundant replicas to deal its slots evenly: the probe's line says so.
+  const Catalog uneven = catalog_with(
+      "v41sim_bad_step_ep", step_reference("h100_sxm", decode + ", ep: 72", "tokens_per_s_per_node"));
+  try {
+    validate_reference(load_published_references(uneven).front(), uneven);
+    ADD_FAILURE() << "EP 72 over 256 experts alone was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "probe.ep");
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(std::string(e.what()).find("32 redundant replicas would make 288"), std::string::npos)
+        << e.what();
   }
 }
 

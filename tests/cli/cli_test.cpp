@@ -123,6 +123,35 @@ TEST(Cli, StepJsonAndTrace) {
 
 // A decode step carrying prompt chunks costs less than the two steps apart
 // (the weights are read once) and more than either alone.
+// DeepSeek's decode layout: V3's 256 experts and 32 replicas over EP 144,
+// two a GPU. The replicas make the size possible and the memory fit counts
+// them; a skewed routing makes the busiest rank set the step, which EPLB's
+// replicas even out.
+TEST(Cli, RedundantExpertsMakeEpSizesThatDoNotDivideTheExperts) {
+  const std::string decode = "step --model deepseek_v3 --hw h800 --batch 128 --context 4096 --ep 144";
+  const auto balanced = run_json(decode + " --redundant-experts 32");
+  EXPECT_EQ(balanced["redundant_experts"], 32);
+  EXPECT_DOUBLE_EQ(balanced["ep_load_imbalance"].get<double>(), 1.0);
+  const auto skewed = run_json(decode + " --redundant-experts 32 --routing-skew 1");
+  EXPECT_GT(skewed["ep_load_imbalance"].get<double>(), 1.0);
+  EXPECT_GT(skewed["total_time_us"].get<double>(), balanced["total_time_us"].get<double>());
+  const RunResult text = run(decode + " --redundant-experts 32 --routing-skew 1");
+  EXPECT_NE(text.output.find("EP 144 with 32 redundant experts, busiest rank"), std::string::npos)
+      << text.output;
+  const RunResult alone = run(decode);
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.output.find("32 redundant replicas would make 288"), std::string::npos) << alone.output;
+  EXPECT_EQ(run("fit --model deepseek_v3 --hw h800 --gpus 144 --ep 144 --context 4096").exit_code, 2);
+  const auto with =
+      run_json("fit --model deepseek_v3 --hw h800 --gpus 144 --ep 144 --context 4096 --redundant-experts 32");
+  const auto eight =
+      run_json("fit --model deepseek_v3 --hw h800 --gpus 128 --ep 32 --context 4096 --redundant-experts 0");
+  // Two experts a GPU at EP 144, 8 at EP 32: the experts' bytes in proportion.
+  EXPECT_NEAR(
+      with["routed_expert_bytes_per_gpu"].get<double>() / eight["routed_expert_bytes_per_gpu"].get<double>(),
+      2.0 / 8.0, 1e-12);
+}
+
 TEST(Cli, StepWithPromptChunks) {
   const std::string base = "step --model deepseek_v4_1_flash --hw h200 --batch 32 --context 65536 --no-draft";
   const auto decode = run_json(base + " --no-cuda-graph");
@@ -754,6 +783,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_capacity_tb=lots run --duration 30",
                "h200_pd_64.yaml:21: field 'kv_tiers.ssd_capacity_tb': expected unbounded or a sourced size "
                "in TB"},
+        // EP and redundant experts meet the model only when a run loads both: the file's line is named.
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.redundant_experts=4 run --duration 10",
+               "h200_pd_64.yaml:15: field 'decode.ep': EP size 8 does not divide the 384 routed experts of "
+               "DeepSeek-V4.1-Flash + 4 redundant replicas = 388 slots"},
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.redundant_experts=400 run --duration 10",
+               "h200_pd_64.yaml:16: field 'decode.redundant_experts': expected 0..384 redundant replicas"},
+        BadRun{"step --context 4096 --routing-skew -1",
+               "field '--routing-skew': expected a finite Zipf exponent"},
+        BadRun{"step --context 4096 --redundant-experts -8", "field '--redundant-experts': expected 0..384"},
         // Every GPU is a rank of its own: a pool past any cluster's size is refused, not simulated.
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.instances=1000000000 run --duration 30",
                "h200_pd_64.yaml:15: field 'decode.instances': expected at most 65536 GPUs in a pool, got "

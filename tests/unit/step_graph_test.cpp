@@ -378,6 +378,48 @@ TEST(ExpertLoad, UniformRoutingIsBalancedAndSkewIsNot) {
   EXPECT_DOUBLE_EQ(ep_load_imbalance(384, 1, 1.0, 0), 1.0);
 }
 
+// DeepSeek's EPLB gives each redundant slot to the expert with the most load
+// per replica, so a hot expert takes several. Worked by hand: popularity
+// 1, 1/4, 1/9, 1/16 (Zipf 2) over 4 ranks of 2 slots, 4 redundant: the first
+// expert takes all four (1/2, 1/3, 1/4, then 1/5 on the tie with the
+// second's 1/4, the lower index first), and packing the replicas heaviest
+// first onto the least-loaded rank with room leaves the busiest at 2/5. One
+// extra replica an expert, the older rule, left 1/2 on a rank.
+TEST(ExpertLoad, AHotExpertTakesAsManyReplicasAsItsLoadAsks) {
+  const double total = 1.0 + 1.0 / 4 + 1.0 / 9 + 1.0 / 16;
+  EXPECT_NEAR(ep_load_imbalance(4, 4, 2.0, 4), 0.4 / (total / 4), 1e-12);
+  EXPECT_LT(ep_load_imbalance(4, 4, 2.0, 4), 0.5 / (total / 4));
+}
+
+// Redundant replicas are expert slots: each rank holds (routed + redundant)
+// / EP and reads the weights of those its tokens reach, which makes EP sizes
+// that do not divide the experts possible (DeepSeek's decode: V3's 256 plus
+// 32 over EP 144; SGLang's over EP 72).
+TEST(StepGraph, RedundantExpertsAreSlotsEachRankReads) {
+  const ModelAnalysis v3 = analyze("deepseek_v3");
+  StepShape s = shape(Phase::kPrefill, 1, 8192);  // enough tokens to reach every slot
+  auto groups = [&](int64_t ep, int64_t redundant) {
+    s.ep = ep;
+    s.redundant_experts = redundant;
+    return find_kernel(build_step_graph(v3, s).layers[5], "experts_gate_up")->shape.batch;
+  };
+  EXPECT_EQ(groups(8, 0), 32);
+  EXPECT_EQ(groups(8, 32), 36);
+  EXPECT_EQ(groups(72, 32), 4);
+  EXPECT_EQ(groups(144, 32), 2);
+  try {
+    groups(72, 0);
+    ADD_FAILURE() << "EP 72 over V3's 256 experts alone was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("field '--ep': EP size 72 does not divide the 256 routed experts"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("32 redundant replicas would make 288"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(groups(8, 300), InputError);  // more replicas than experts
+}
+
 TEST(StepGraph, ImbalanceLoadsTheBusiestRank) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   StepShape s = shape(Phase::kPrefill, 1, 8192);
