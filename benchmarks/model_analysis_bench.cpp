@@ -54,5 +54,3 @@ BENCHMARK_CAPTURE(BM_Step, decode_b64_128k, v41sim::Phase::kDecode, 64)->Unit(be
 BENCHMARK_CAPTURE(BM_Step, prefill_128k, v41sim::Phase::kPrefill, 1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();

@@ -200,5 +200,3 @@ void BM_LoadCapacity(benchmark::State& state) {
 BENCHMARK(BM_LoadCapacity)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
-
-BENCHMARK_MAIN();

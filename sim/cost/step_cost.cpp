@@ -1,7 +1,9 @@
 #include "sim/cost/step_cost.h"
 
 #include <algorithm>
+#include <deque>
 #include <stdexcept>
+#include <utility>
 
 namespace v41sim {
 namespace {
@@ -67,6 +69,30 @@ void add_to_layer(LayerTiming& lt, const Kernel& k, const KernelTiming& t, doubl
   }
 }
 
+// A step's layers are a few kinds repeated (each mode's kernels alike in every
+// layer of it): each kind's kernels are timed once, and a layer whose kernels
+// equal an earlier one's takes its timings, the same numbers the cost model
+// would give again (it is a pure function of the kernel).
+class LayerTimings {
+ public:
+  explicit LayerTimings(const KernelCostModel& cost) : cost_(cost) {}
+  const std::vector<KernelTiming>& of(const std::vector<Kernel>& kernels) {
+    for (const auto& [seen, timings] : kinds_) {
+      if (*seen == kernels) return timings;
+    }
+    std::vector<KernelTiming> timings;
+    timings.reserve(kernels.size());
+    for (const Kernel& k : kernels) timings.push_back(cost_.time(k));
+    kinds_.emplace_back(&kernels, std::move(timings));
+    return kinds_.back().second;
+  }
+
+ private:
+  const KernelCostModel& cost_;
+  // A deque: the timings handed out stay where they are as kinds are added.
+  std::deque<std::pair<const std::vector<Kernel>*, std::vector<KernelTiming>>> kinds_;
+};
+
 }  // namespace
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
@@ -77,6 +103,7 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
   // second's differ and count on their own.
   const double runs = graph.second_layers.empty() ? static_cast<double>(graph.micro_batches) : 1.0;
   Timeline timeline(overlap);
+  LayerTimings timings(cost);
   pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
     LayerTiming lt;
     lt.layer = layer.layer;
@@ -86,8 +113,10 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
     // The first micro-batch's kernels, each on its track from the start of
     // the layer (transfers after compute unless overlapped).
     double compute_at = lt.start_us, comm_at = lt.start_us, copy_at = timeline.copy_engine_free_us();
-    for (const Kernel& k : layer.kernels) {
-      const KernelTiming t = cost.time(k);
+    const std::vector<KernelTiming>& layer_timings = timings.of(layer.kernels);
+    for (std::size_t i = 0; i < layer.kernels.size(); ++i) {
+      const Kernel& k = layer.kernels[i];
+      const KernelTiming& t = layer_timings[i];
       add_to_layer(lt, k, t, runs);
       double* track = &compute_at;
       if (k.stream == Stream::kHostCopy) {
@@ -101,7 +130,9 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
     }
     lt.kernels_run = static_cast<int64_t>(layer.kernels.size()) * static_cast<int64_t>(runs);
     if (second != nullptr) {
-      for (const Kernel& k : second->kernels) add_to_layer(lt, k, cost.time(k), 1.0);
+      const std::vector<KernelTiming>& second_timings = timings.of(second->kernels);
+      for (std::size_t i = 0; i < second->kernels.size(); ++i)
+        add_to_layer(lt, second->kernels[i], second_timings[i], 1.0);
       lt.kernels_run += static_cast<int64_t>(second->kernels.size());
     }
     lt.critical_us = timeline.add(lt.compute_us, lt.communication_us, lt.host_copy_us,

@@ -30,7 +30,10 @@ inline double gemm_row_operand_bytes(MathType math) {
 
 class KernelFactory {
  public:
-  explicit KernelFactory(std::vector<Kernel>& out) : out_(out) {}
+  // Room for a layer's kernels up front: growing the vector would copy every
+  // kernel (and its names) each time it doubles.
+  explicit KernelFactory(std::vector<Kernel>& out) : out_(out) { out_.reserve(kLayerKernelsReserved); }
+  static constexpr std::size_t kLayerKernelsReserved = 48;
 
   // tokens x k -> tokens x n per group; weights n x k per group in `weights` format.
   Kernel& gemm(std::string name, double tokens, double n, double k, const BlockScaledFormat& weights,
