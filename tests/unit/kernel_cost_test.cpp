@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "sim/graph/ffn_block.h"
@@ -487,6 +488,45 @@ TEST(StepCost, EveryKernelIsMonotone) {
         }
       }
     }
+  }
+}
+
+// A step times each kind of layer once and hands its timings to the layers
+// of that kind: every kernel's timing is still the one the cost model gives it,
+// in every layer, both micro-batches' kernels included (an odd batch).
+TEST(StepCost, LayersOfOneKindTakeTheTimesTheirKernelsHave) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200");
+  StepShape s = shape(Phase::kDecode, 33, 131072);
+  s.overlap_communication = true;
+  const StepGraph graph = build_step_graph(m, s);
+  ASSERT_FALSE(graph.second_layers.empty());
+  const StepTiming t = time_step(graph, g.cost);
+  ASSERT_EQ(t.layers.size(), graph.layers.size());
+  std::set<std::string> modes;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    modes.insert(graph.layers[i].mode);
+    for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j) {
+      const KernelTiming direct = g.cost.time(graph.layers[i].kernels[j]);
+      EXPECT_EQ(t.layers[i].kernels[j].time_us, direct.time_us)
+          << i << "/" << graph.layers[i].kernels[j].name;
+      EXPECT_EQ(t.layers[i].kernels[j].busy_us, direct.busy_us);
+    }
+  }
+  EXPECT_GE(modes.size(), 3u);  // several kinds of layer, each repeated
+  // The layer totals: each layer's compute is its first micro-batch's kernels
+  // plus its second's, timed one by one.
+  std::size_t second = 0;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    double compute_us = 0;
+    auto add = [&](const LayerKernels& layer) {
+      for (const Kernel& k : layer.kernels)
+        if (k.stream == Stream::kCompute) compute_us += g.cost.time(k).time_us;
+    };
+    add(graph.layers[i]);
+    if (second < graph.second_layers.size() && graph.second_layers[second].layer == graph.layers[i].layer)
+      add(graph.second_layers[second++]);
+    EXPECT_NEAR(t.layers[i].compute_us, compute_us, 1e-9 * compute_us) << i;
   }
 }
 
