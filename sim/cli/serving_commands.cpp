@@ -2,6 +2,7 @@
 // the cheapest variant of one that meets its SLA, and the most traffic one
 // serves within it.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -159,17 +160,32 @@ std::optional<double> parse_ssd_capacity(std::string_view text) {
 }
 
 // What plan and capacity vary, from their shared flags (EP sizes checked
-// against the model: a grid no variant of which can run is the user's error).
-PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
-  // <= 0: plan_variants says so. A deployment file may give any EP size its
-  // redundant replicas deal evenly; plan keeps a base's replicas per rank
-  // (set_ep in deployment_plan.cpp), so its sizes divide the routed experts.
+// against the model and the bases: a grid no variant of which can run is the
+// user's error).
+PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vector<DeploymentSpec>& bases) {
+  // <= 0: plan_variants says so. An EP size that does not divide the routed
+  // experts runs with a base's replicas as many in all (set_ep in
+  // deployment_plan.cpp), where they deal the slots evenly.
+  const int64_t routed = model.moe ? model.moe->routed_experts : 0;
   for (const int64_t ep : f.plan_eps) {
-    if (ep > 0 && model.moe && model.moe->routed_experts % ep != 0) {
-      throw InputError({"", 0, "--ep"},
-                       fmt::format("EP size {} does not divide the {} routed experts of {} (plan varies EP "
-                                   "over sizes that do, keeping a deployment's redundant replicas per rank)",
-                                   ep, model.moe->routed_experts, model.name));
+    if (ep <= 0 || routed == 0 || routed % ep == 0) continue;
+    std::vector<int64_t> replicas;
+    bool deals = false;
+    for (const DeploymentSpec& base : bases) {
+      for (const PoolSpec* pool : {&base.prefill, &base.decode}) {
+        replicas.push_back(pool->redundant_experts);
+        deals = deals || (routed + pool->redundant_experts) % ep == 0;
+      }
+    }
+    if (!deals) {
+      std::sort(replicas.begin(), replicas.end());
+      replicas.erase(std::unique(replicas.begin(), replicas.end()), replicas.end());
+      throw InputError(
+          {"", 0, "--ep"},
+          fmt::format("EP size {} does not divide the {} routed experts of {}, nor with the bases' "
+                      "redundant replicas ({}) added: {} replicas would make {}",
+                      ep, routed, model.name, fmt::join(replicas, ", "), ep - routed % ep,
+                      routed + ep - routed % ep));
     }
   }
   const auto aggregated_steps = parse_each(f.plan_aggregated_steps, parse_aggregated_steps,
@@ -190,7 +206,8 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model) {
           .aggregated_steps = aggregated_steps,
           .routings = routings,
           .max_tokens_per_step = f.plan_max_tokens_per_step,
-          .max_batch_per_gpu = f.plan_max_batch_per_gpu};
+          .max_batch_per_gpu = f.plan_max_batch_per_gpu,
+          .routed_experts = routed};
 }
 
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
@@ -198,7 +215,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
   const WorkloadSpec workload = load_workload(catalog, f);
-  const PlanGrid grid = grid_from_flags(f, m.spec);
+  const PlanGrid grid = grid_from_flags(f, m.spec, bases);
   ServeOptions options;
   options.duration_s = f.duration_s;
   options.seed = f.seed;
@@ -240,7 +257,9 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
   std::vector<DecodeFrontier> frontiers;
-  for (const DeploymentSpec& d : plan_variants(base, PlanGrid{.gpus = f.plan_gpus, .eps = f.plan_eps}))
+  const PlanGrid grid = grid_from_flags(f, m.spec, {base});
+  for (const DeploymentSpec& d : plan_variants(
+           base, PlanGrid{.gpus = f.plan_gpus, .eps = f.plan_eps, .routed_experts = grid.routed_experts}))
     frontiers.push_back(decode_frontier(catalog, m, d, f.frontier_context));
   mark_pareto(frontiers);
   if (!f.trace.empty()) {
@@ -258,8 +277,8 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const std::vector<DeploymentSpec> variants =
-      plan_variants(load_bases(catalog, f), grid_from_flags(f, m.spec));
+  const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
+  const std::vector<DeploymentSpec> variants = plan_variants(bases, grid_from_flags(f, m.spec, bases));
   const WorkloadSpec workload = load_workload(catalog, f);
   LoadOptions options;
   options.serve.duration_s = f.duration_s;

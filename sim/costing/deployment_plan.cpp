@@ -25,14 +25,16 @@ void require_positive(const std::vector<int64_t>& values, const char* flag) {
   }
 }
 
-// One pool at EP size `ep`: one EP group per instance, the base's redundant
-// experts per rank where they are a whole number per rank (the base's layout
-// scaled; plan's EP sizes divide the routed experts, so the slots deal
-// evenly), else as many in all (a base at an EP size its replicas alone make
-// possible, as DeepSeek's 32 over EP 144), which the model then checks.
-void set_ep(PoolSpec& pool, int64_t ep) {
+// One pool at EP size `ep`: one EP group per instance. Its redundant experts
+// stay as many per rank where they are a whole number per rank and both sizes
+// divide the routed experts (the base's layout scaled; 0 routed: not known),
+// else as many in all (an EP size only replicas make possible, as DeepSeek's
+// 32 over EP 144), which the model then checks deal the slots evenly.
+void set_ep(PoolSpec& pool, int64_t ep, int64_t routed_experts) {
   if (ep == pool.ep) return;
-  if (pool.redundant_experts % pool.ep == 0) pool.redundant_experts = pool.redundant_experts / pool.ep * ep;
+  const bool divide = routed_experts == 0 || (routed_experts % ep == 0 && routed_experts % pool.ep == 0);
+  if (divide && pool.redundant_experts % pool.ep == 0)
+    pool.redundant_experts = pool.redundant_experts / pool.ep * ep;
   pool.ep = ep;
   pool.gpus_per_instance = ep;
   pool.ep_at = {"", 0, "--ep"};
@@ -113,15 +115,15 @@ void serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model, co
 
 // The base laid out on other GPUs, EP size and instance counts.
 DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu,
-                      const std::string& decode_gpu, int64_t ep, int64_t prefill_instances,
-                      int64_t decode_instances) {
+                      const std::string& decode_gpu, int64_t ep, int64_t routed_experts,
+                      int64_t prefill_instances, int64_t decode_instances) {
   DeploymentSpec d = base;
   if (!prefill_gpu.empty()) d.prefill.gpu = prefill_gpu;
   if (!decode_gpu.empty()) d.gpu = d.decode.gpu = decode_gpu;
-  set_ep(d.decode, ep);
+  set_ep(d.decode, ep, routed_experts);
   d.decode.instances = decode_instances;
   if (d.disaggregated) {
-    set_ep(d.prefill, ep);
+    set_ep(d.prefill, ep, routed_experts);
     d.prefill.instances = prefill_instances;
   } else {  // one pool: prefill mirrors decode
     d.prefill.instances = d.decode.instances;
@@ -155,7 +157,7 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
         for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
           for (const auto steps : or_base(grid.aggregated_steps, base.aggregated_steps)) {
             for (const auto routing : or_base(grid.routings, base.routing)) {
-              out.push_back(layout(base, prefill_gpu, decode_gpu, ep, prefill, decode));
+              out.push_back(layout(base, prefill_gpu, decode_gpu, ep, grid.routed_experts, prefill, decode));
               out.back().aggregated_steps = steps;
               out.back().routing = routing;
               out.back().routing_named = base.routing_named || !grid.routings.empty();

@@ -51,6 +51,25 @@ TEST(DeploymentPlan, VariantsAreTheGridsCrossProduct) {
   EXPECT_EQ(variants[7].name, "prefill 1 x 16 b200, decode 3 x 16 b200, EP 16");
 }
 
+// An EP size both the model's routed experts and the base's divide keeps
+// the base's replicas per rank; one only replicas make possible keeps them as
+// many in all, as DeepSeek deploys 32 over EP 144 (V3's 256 experts).
+TEST(DeploymentPlan, AnEpSizeOnlyReplicasMakePossibleKeepsTheirCount) {
+  const DeploymentSpec base = deployment("h200_pd_64");  // EP 8, 32 redundant experts a group
+  ASSERT_EQ(base.decode.ep, 8);
+  ASSERT_EQ(base.decode.redundant_experts, 32);
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(base, PlanGrid{.eps = {16, 72, 144}, .routed_experts = 256});
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_EQ(variants[0].decode.redundant_experts, 64);  // 4 a rank, as the base
+  EXPECT_EQ(variants[1].decode.redundant_experts, 32);  // 288 slots over 72
+  EXPECT_EQ(variants[2].decode.redundant_experts, 32);  // and over 144
+  EXPECT_EQ(variants[2].prefill.redundant_experts, 32);
+  EXPECT_EQ(variants[2].decode.ep_at.field, "--ep");  // the flag asked for it
+  // The model not known, the replicas are kept per rank, as before.
+  EXPECT_EQ(plan_variants(base, PlanGrid{.eps = {144}}).front().decode.redundant_experts, 32 / 8 * 144);
+}
+
 TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
   const DeploymentSpec base = deployment("h200_prefill_h20_decode");
   const std::vector<DeploymentSpec> variants = plan_variants(base, {});
