@@ -103,10 +103,11 @@ void set_expert_placement(const Flags& f, const ModelAnalysis& m, StepShape* s) 
     throw InputError({"", 0, "--routing-skew"},
                      fmt::format("expected a finite Zipf exponent >= 0, got {}", *f.routing_skew));
   }
+  // Checked before placing them (the step graph checks again): the placement
+  // takes a pass per replica, so a count past the experts is refused first.
   require_ep_divides_expert_slots(m.spec, s->ep, s->redundant_experts, {"", 0, "--ep"},
                                   {"", 0, "--redundant-experts"});
-  const int64_t experts = m.spec.moe ? m.spec.moe->routed_experts : 0;
-  s->ep_load_imbalance = ep_load_imbalance(experts, s->ep, *f.routing_skew, s->redundant_experts);
+  s->ep_load_imbalance = ep_load_imbalance(m.spec, s->ep, *f.routing_skew, s->redundant_experts);
 }
 
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {

@@ -123,7 +123,6 @@ struct WholeStepErrors {
   int references = 0;
   double least_pct = 0;
   double most_pct = 0;
-  std::string file;  // where the errors were written (published_bands.yaml)
 };
 
 struct CostParams {

@@ -59,7 +59,6 @@ PublishedBands load_published_bands_file(const std::string& path) {
     e.least_pct = steps->required("least_error_pct").as_double();
     e.most_pct = steps->required("most_error_pct").as_double();
     if (e.most_pct < e.least_pct) steps->required("most_error_pct").fail("at least least_error_pct");
-    e.file = path;
     bands.whole_steps = e;
   }
   return bands;

@@ -64,4 +64,8 @@ double ep_load_imbalance(int64_t experts, int64_t ep, double skew, int64_t redun
   return *std::max_element(load.begin(), load.end()) / (total / static_cast<double>(ep));
 }
 
+double ep_load_imbalance(const ModelSpec& model, int64_t ep, double skew, int64_t redundant) {
+  return ep_load_imbalance(model.moe ? model.moe->routed_experts : 0, ep, skew, redundant);
+}
+
 }  // namespace v41sim

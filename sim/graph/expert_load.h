@@ -14,8 +14,12 @@
 
 #include <cstdint>
 
+#include "sim/model/model_spec.h"
+
 namespace v41sim {
 
 double ep_load_imbalance(int64_t experts, int64_t ep, double skew, int64_t redundant);
+// The same over `model`'s routed experts (1 for a dense model).
+double ep_load_imbalance(const ModelSpec& model, int64_t ep, double skew, int64_t redundant);
 
 }  // namespace v41sim

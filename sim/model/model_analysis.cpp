@@ -28,8 +28,8 @@ void require_ep_divides_expert_slots(const ModelSpec& spec, int64_t ep, int64_t 
   if (!spec.moe) return;
   const int64_t experts = spec.moe->routed_experts;
   if (redundant < 0 || redundant > experts) {
-    throw InputError(redundant_at, fmt::format("expected 0..{} redundant replicas (one at most for each of "
-                                               "{}'s routed experts), got {}",
+    throw InputError(redundant_at, fmt::format("expected 0..{} redundant replicas (at most as many as {}'s "
+                                               "routed experts), got {}",
                                                experts, spec.name, redundant));
   }
   const int64_t slots = experts + redundant;

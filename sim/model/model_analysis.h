@@ -30,7 +30,7 @@ void require_servable_context(const ModelSpec& spec, int64_t context, const char
 // are what make sizes that do not divide the experts possible: DeepSeek's
 // decode deploys V3's 256 experts plus 32 replicas over EP 144, two a GPU.
 // Else an InputError at `ep_at`, naming the replicas that would deal evenly;
-// more replicas than experts (one each at most) is an error at `redundant_at`.
+// more replicas than routed experts is an error at `redundant_at`.
 void require_ep_divides_expert_slots(const ModelSpec& spec, int64_t ep, int64_t redundant,
                                      const InputLocation& ep_at, const InputLocation& redundant_at);
 

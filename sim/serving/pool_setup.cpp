@@ -25,8 +25,7 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
   s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;
   s.include_draft = pool.speculative_decoding;
-  const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
-  s.ep_load_imbalance = ep_load_imbalance(experts, pool.ep, pool.routing_skew, pool.redundant_experts);
+  s.ep_load_imbalance = ep_load_imbalance(model.spec, pool.ep, pool.routing_skew, pool.redundant_experts);
   return s;
 }
 

@@ -94,8 +94,7 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
   if (!whole_step_errors_pct.empty()) {
     const auto [least, most] =
         std::minmax_element(whole_step_errors_pct.begin(), whole_step_errors_pct.end());
-    d.bands.whole_steps =
-        WholeStepErrors{static_cast<int>(whole_step_errors_pct.size()), *least, *most, std::string()};
+    d.bands.whole_steps = WholeStepErrors{static_cast<int>(whole_step_errors_pct.size()), *least, *most};
   }
   d.inputs.emplace_back("validation/calibration/defaults.yaml", file_fnv1a_hex(priors_file.string()));
   for (const std::string& file : files) {

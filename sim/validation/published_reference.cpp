@@ -192,9 +192,8 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
   require_ep_divides_expert_slots(model.spec, shape.ep, shape.redundant_experts, {r.file, r.line, "probe.ep"},
                                   {r.file, r.line, "probe.redundant_experts"});
   if (p.count("routing_skew")) {
-    const int64_t experts = model.spec.moe ? model.spec.moe->routed_experts : 0;
     shape.ep_load_imbalance =
-        ep_load_imbalance(experts, shape.ep, p.at("routing_skew"), shape.redundant_experts);
+        ep_load_imbalance(model.spec, shape.ep, p.at("routing_skew"), shape.redundant_experts);
   }
   const StepTiming timing = time_step(build_step_graph(model, shape), g.cost());
   const double tokens_per_gpu =
