@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "sim/common/input_error.h"
 #include "sim/graph/attention_block.h"
@@ -193,12 +194,43 @@ void split_prompts(int64_t batch, int64_t continuing, int64_t* first_batch, int6
   *first_continuing = continuing - *second_continuing;
 }
 
+// All that backbone_layer reads of a layer: two layers alike in it run the
+// same kernels (most of a model's layers are a few kinds), so a step's graph
+// builds each kind once and copies it.
+using LayerKind = std::tuple<LayerRole, std::string, int64_t, bool, bool, bool, bool, bool, bool, bool, bool,
+                             bool, bool, bool>;
+LayerKind kind_of(const ModelSpec& m, const LayerPlanEntry& plan) {
+  return {plan.role,
+          plan.mode,
+          plan.ratio,
+          plan.has_window,
+          plan.kv_source.has_value(),
+          plan.topk_source.has_value(),
+          plan.owns_kv(),
+          plan.owns_index_keys(),
+          plan.selects_topk(),
+          plan.builds_candidate_pool,
+          plan.scores_in_candidate_pool,
+          m.ced && plan.layer >= m.ced->encoder_layers,
+          m.is_moe_layer(plan.layer),
+          is_engram_layer(m, plan.layer)};
+}
+
 // The step's layers for one micro-batch shape (or the whole step).
 std::vector<LayerKernels> layers_of(const ModelAnalysis& model, const StepShape& s) {
   std::vector<LayerKernels> layers;
+  layers.reserve(model.plan.size() + 8);
+  std::vector<std::pair<LayerKind, LayerKernels>> kinds;  // each kind's first layer, as built
   for (const LayerPlanEntry& plan : model.plan) {
-    LayerKernels layer = backbone_layer(model, s, plan);
-    if (!layer.kernels.empty()) layers.push_back(std::move(layer));  // CED: a chunk's idle decoder layers
+    const LayerKind kind = kind_of(model.spec, plan);
+    auto built = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+    if (built == kinds.end()) {
+      kinds.emplace_back(kind, backbone_layer(model, s, plan));
+      built = std::prev(kinds.end());
+    }
+    if (built->second.kernels.empty()) continue;  // CED: a chunk's idle decoder layers
+    LayerKernels& layer = layers.emplace_back(built->second);
+    layer.layer = plan.layer;
   }
   // Prefill: the last token of each prompt that ends in this step; decode:
   // every verified position (and in a mixed step, the ending prompts' last tokens).
