@@ -1,8 +1,11 @@
 #include "sim/cli/commands.h"
 
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "sim/cli/flags.h"
+#include "sim/costing/served_run.h"
 #include "sim/model/model_loader.h"
 
 namespace v41sim {
@@ -148,6 +151,12 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
         "--sessions-per-s", flags->sessions_per_s,
         "arrival rate of sessions, replacing the workload's (a trace's row times are scaled to it)");
     cmd->add_option("--duration", flags->duration_s, duration)->capture_default_str();
+    cmd->add_option(
+        "--warm-up", flags->warm_up_s,
+        fmt::format("simulated seconds of arrivals served before the measured window, to build the "
+                    "deployment up from empty, not counted (default: {:g} for drawn sessions, 0 for "
+                    "a trace)",
+                    kDefaultWarmUpS));
     cmd->add_option("--seed", flags->seed, seed)->capture_default_str();
     cmd->add_option("--seeds", flags->seeds,
                     "runs with seeds seed, seed + 1, ...: figures as their mean (least-most), SLA verdicts "
@@ -191,7 +200,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_serving_flags(serve, "deployment (workloads/deployments/) name or path", "simulated seconds",
                     "random seed");
   serve->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the run to this file");
-  serve->add_option("--trace-seconds", flags->trace_seconds, "trace the first this many simulated seconds")
+  serve
+      ->add_option("--trace-seconds", flags->trace_seconds,
+                   "trace the first this many simulated seconds of the measured window")
       ->capture_default_str();
   serve->add_option("--requests", flags->requests_csv,
                     "write every request of the run (of its first seed) to this CSV file: tokens, where it "

@@ -51,6 +51,7 @@ struct Flags {
   std::string deployment = "h200_pd_64";
   std::string workload = "agent_coding";
   double duration_s = 600;
+  std::optional<double> warm_up_s;  // none: ServeOptions' default for the workload
   double trace_seconds = 60;
   std::string requests_csv;   // run: write every request of the first seed's run here
   double sessions_per_s = 0;  // run / plan: > 0 replaces the workload's arrival rate

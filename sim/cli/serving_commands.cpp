@@ -37,13 +37,29 @@ namespace v41sim::cli {
 
 namespace {
 
-// Seconds in (0, longest_run_s()].
+// Seconds in (0, longest_run_s()], a warm-up of at least 0 before them.
 void require_run_duration(const Flags& f) {
   const double longest_s = longest_run_s();
   if (!(f.duration_s > 0 && f.duration_s <= longest_s)) {
     throw InputError({"", 0, "--duration"},
                      fmt::format("expected seconds in (0, {:.0f}], got {}", longest_s, f.duration_s));
   }
+  if (f.warm_up_s && !(*f.warm_up_s >= 0 && *f.warm_up_s + f.duration_s <= longest_s)) {
+    throw InputError({"", 0, "--warm-up"},
+                     fmt::format("expected seconds in [0, {:.0f}] (with --duration {:g} "
+                                 "after them), got {}",
+                                 longest_s - f.duration_s, f.duration_s, *f.warm_up_s));
+  }
+}
+
+// What each serving command's runs take from the flags.
+ServeOptions serve_options(const Flags& f) {
+  ServeOptions options;
+  options.duration_s = f.duration_s;
+  options.warm_up_s = f.warm_up_s;
+  options.seed = f.seed;
+  options.seeds = f.seeds;
+  return options;
 }
 
 // "a,b" -> {"a", "b"}; an empty name (",", "a,,b") is the user's error.
@@ -96,16 +112,13 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
   const WorkloadSpec workload = load_workload(catalog, f);
-  ServeOptions options;
-  options.duration_s = f.duration_s;
-  options.seed = f.seed;
-  options.seeds = f.seeds;
+  ServeOptions options = serve_options(f);
   if (!(f.trace_seconds > 0 && std::isfinite(f.trace_seconds))) {
     throw InputError({"", 0, "--trace-seconds"},
                      fmt::format("expected a positive number of seconds, got {}", f.trace_seconds));
   }
   // Past the run's end there is nothing more to trace.
-  options.trace_until_s = f.trace.empty() ? 0.0 : std::min(f.trace_seconds, f.duration_s);
+  options.trace_seconds = f.trace.empty() ? 0.0 : std::min(f.trace_seconds, f.duration_s);
   options.log_requests = !f.requests_csv.empty();
   const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
   if (options.log_requests) {
@@ -216,10 +229,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
   const WorkloadSpec workload = load_workload(catalog, f);
   const PlanGrid grid = grid_from_flags(f, m.spec, bases);
-  ServeOptions options;
-  options.duration_s = f.duration_s;
-  options.seed = f.seed;
-  options.seeds = f.seeds;
+  ServeOptions options = serve_options(f);
   const std::vector<PlanRow> rows = run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla);
   const PlanReport report{m.spec.name, bases, workload, options, f.min_within_sla, rows};
   if (f.json) {
@@ -281,9 +291,7 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const std::vector<DeploymentSpec> variants = plan_variants(bases, grid_from_flags(f, m.spec, bases));
   const WorkloadSpec workload = load_workload(catalog, f);
   LoadOptions options;
-  options.serve.duration_s = f.duration_s;
-  options.serve.seed = f.seed;
-  options.serve.seeds = f.seeds;
+  options.serve = serve_options(f);
   options.min_within_sla = f.min_within_sla;
   options.rate_factors = f.rate_factors;
   options.precision = f.precision;
@@ -335,10 +343,7 @@ void run_sensitivity(const Catalog& catalog, const Flags& f, std::ostream& out) 
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec deployment = load_deployment_file(deployment_file);
   const WorkloadSpec workload = load_workload(catalog, f);
-  ServeOptions options;
-  options.duration_s = f.duration_s;
-  options.seed = f.seed;
-  options.seeds = f.seeds;
+  ServeOptions options = serve_options(f);
   options.drain = true;
   // Everything is loaded again inside each run, so a moved value reaches whatever reads it.
   const auto serve = [&] {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
@@ -68,10 +69,16 @@ SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deplo
   s.kwh_per_million_output = r.cost.power.kwh_per_million_output;
   set_p99_over_limits(r.result, deployment, s);
   for (const ClassOutcome& c : r.result.by_class) s.classes.push_back({c.arrived, c.within_sla});
+  s.steady = r.result.steady_state.steady();
   return s;
 }
 
 }  // namespace
+
+double warm_up_of(const ServeOptions& options, const WorkloadSpec& workload) {
+  if (options.warm_up_s) return *options.warm_up_s;
+  return workload.arrival == WorkloadSpec::Arrival::kTrace ? 0.0 : kDefaultWarmUpS;
+}
 
 double share_within_sla(const ServingResult& r) {
   if (r.arrived == 0) return 0.0;
@@ -96,6 +103,9 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
     throw InputError({"", 0, "--seeds"},
                      fmt::format("expected 1..{} seeds, got {}", kMaxSeeds, options.seeds));
   }
+  const double warm_up_s = warm_up_of(options, workload);
+  if (!(warm_up_s >= 0 && std::isfinite(warm_up_s)))
+    throw InputError({"", 0, "--warm-up"}, fmt::format("expected seconds of at least 0, got {}", warm_up_s));
   const GpuCostModel& prefill = gpus.prefill;
   const GpuCostModel& decode = gpus.decode;
   const auto n = static_cast<std::size_t>(options.seeds);
@@ -104,7 +114,8 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
   parallel_for(n, [&](std::size_t i) {
     const uint64_t seed = options.seed + i;
     ServingSimulation simulation(model, prefill.cost(), decode.cost(), deployment, workload, seed, steps);
-    if (i == 0 && options.trace_until_s > 0) simulation.enable_trace(options.trace_until_s);
+    simulation.set_warm_up(warm_up_s);
+    if (i == 0 && options.trace_seconds > 0) simulation.enable_trace(options.trace_seconds);
     if (i == 0 && options.log_requests) simulation.enable_request_log();
     runs[i].result = simulation.run(options.duration_s, options.drain);
     runs[i].cost = serving_cost(runs[i].result, deployment, prefill.gpu(), decode.gpu());
@@ -162,6 +173,10 @@ SeedSpread ServedRun::spread(double SeedOutcome::*figure) const {
   std::vector<double> values;
   for (const SeedOutcome& s : seeds) values.push_back(s.*figure);
   return spread_of(values);
+}
+
+int64_t ServedRun::seeds_unsettled() const {
+  return std::count_if(seeds.begin(), seeds.end(), [](const SeedOutcome& s) { return !s.steady; });
 }
 
 }  // namespace v41sim

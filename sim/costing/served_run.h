@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct SeedOutcome {
   double ttft_p99_over_limit = 0;
   double tpot_p99_over_limit = 0;
   std::vector<ClassShare> classes;  // a mix's, in the workload's order; empty without one
+  bool steady = true;               // the window's output rate had settled (SteadyState::steady)
 };
 
 // The mean, least and most of one figure over the seeds run.
@@ -73,18 +75,34 @@ struct ServedRun {
   // The seeds whose own run meets it (a pooled verdict near the limit may rest on some of them only).
   int64_t seeds_meeting_sla(double min_within_sla) const;
   SeedSpread spread(double SeedOutcome::*figure) const;
+  // The seeds whose window's output rate had not settled: their figures are not yet the steady state's.
+  int64_t seeds_unsettled() const;
 };
 
+// Sessions of many turns take minutes to build an empty deployment up to the
+// concurrency their rate sustains (agent_coding's, of 22 turns on average,
+// about nine): a run serves this long before it measures, unless told
+// otherwise. Assumed; each run's SteadyState says whether it was enough.
+inline constexpr double kDefaultWarmUpS = 600;
+
 struct ServeOptions {
-  double duration_s = 600;
+  double duration_s = 600;  // of arrivals measured, after the warm-up
+  // Arrivals served before the measured window (ServingResult::warm_up_s);
+  // none given: kDefaultWarmUpS for drawn sessions, none for a trace (it is
+  // replayed as it was recorded, from its first row).
+  std::optional<double> warm_up_s;
   uint64_t seed = 1;
   // Runs with seeds seed, seed + 1, ...: the first in full, the others for
   // their headline figures (SeedOutcome); verdicts pool them.
   int64_t seeds = 1;
-  bool drain = false;        // after duration_s, no new turns; run until every request is done
-  double trace_until_s = 0;  // > 0: record spans of the first seed that start before this time, for the trace
+  bool drain = false;  // after duration_s, no new turns; run until every request is done
+  double trace_seconds =
+      0;  // > 0: record the first seed's spans that start this early in the measured window, for the trace
   bool log_requests = false;  // keep a record of each of the first seed's requests (ServingResult::requests)
 };
+
+// The warm-up a run of `workload` with `options` serves before it measures.
+double warm_up_of(const ServeOptions& options, const WorkloadSpec& workload);
 
 // Requests that finished within their TTFT and TPOT limits (the deployment's,
 // or in a mix their class's), of those that arrived (0 when none arrived): the share an SLA is judged on.

@@ -122,6 +122,10 @@ Table capacity_table(const CapacityReport& r) {
     collect_kernel_models(p.run, kernel_models);
   }
   t.add_note(capacity_verdict(r));
+  std::vector<std::pair<std::string, const ServedRun*>> runs;
+  for (const LoadPoint& p : r.capacity.points)
+    runs.emplace_back(rate(p.sessions_per_s) + " sessions/s", &p.run);
+  if (const std::string note = unsettled_note(runs); !note.empty()) t.add_note(note);
   if (const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
       best && !r.workload.mix.empty()) {
     t.add_note(fmt::format("by class at {} sessions/s (seed {}'s run): {}", rate(best->sessions_per_s),
@@ -143,11 +147,11 @@ Table capacity_table(const CapacityReport& r) {
       "SLA: {} for at least {:.1f}% of {}; the "
       "workload's "
       "{} sessions/s times {}, then the bracket cut in three until its ends are within {:.0f}%; each rate "
-      "serves {:.0f} simulated s of arrivals ({}, the same sessions drawn at every rate), then drains",
+      "serves {} ({}, the same sessions drawn at every rate), then drains",
       sla_phrase(r.deployment.sla, r.workload), 100 * r.options.min_within_sla,
       verdict_share_phrase(r.workload), rate(r.workload.sessions_per_s),
-      fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision, r.options.serve.duration_s,
-      seeds_phrase(r.options.serve)));
+      fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
+      arrivals_phrase(r.options.serve, r.workload), seeds_phrase(r.options.serve)));
   t.add_note(traffic_note(r.workload));
   if (r.workload.arrival == WorkloadSpec::Arrival::kTrace) {
     t.add_note(
@@ -175,6 +179,7 @@ nlohmann::json capacity_json(const CapacityReport& r) {
                                    : nlohmann::json(aggregated_steps_name(r.deployment.aggregated_steps))},
           {"workload", r.workload.name},
           {"workload_sessions_per_s", r.workload.sessions_per_s},
+          {"warm_up_s", warm_up_of(r.options.serve, r.workload)},
           {"duration_s", r.options.serve.duration_s},
           {"seed", r.options.serve.seed},
           {"seeds", r.options.serve.seeds},

@@ -104,17 +104,22 @@ Table plan_table(const PlanReport& p) {
     t.add_row(std::move(cells));
   }
   t.add_note(verdict(p.rows));
+  std::vector<std::pair<std::string, const ServedRun*>> runs;
+  for (const PlanRow& row : p.rows) {
+    if (row.not_run.empty()) runs.emplace_back(row.deployment.name, &row.run);
+  }
+  if (const std::string note = unsettled_note(runs); !note.empty()) t.add_note(note);
   if (!p.rows.empty() && p.rows.front().not_run.empty() && !p.rows.front().run.result.by_class.empty()) {
     t.add_note(fmt::format("by class on {} (the first seed's run): {}", p.rows.front().deployment.name,
                            classes_line(p.rows.front().run.result, p.workload)));
     if (const std::string pooled = pooled_latency_note(p.workload); !pooled.empty()) t.add_note(pooled);
   }
-  t.add_note(
-      fmt::format("SLA: {} for at least {:.1f}% of {}; variants of "
-                  "{}, "
-                  "each serving the same arrivals ({:.0f} simulated s, {}), then draining",
-                  sla_phrase(sla, p.workload), 100 * p.min_within_sla, verdict_share_phrase(p.workload),
-                  fmt::join(base_files, " and "), p.options.duration_s, seeds_phrase(p.options)));
+  t.add_note(fmt::format(
+      "SLA: {} for at least {:.1f}% of {}; variants of "
+      "{}, "
+      "each serving the same arrivals ({}, {}), then draining",
+      sla_phrase(sla, p.workload), 100 * p.min_within_sla, verdict_share_phrase(p.workload),
+      fmt::join(base_files, " and "), arrivals_phrase(p.options, p.workload), seeds_phrase(p.options)));
   if (p.bases.size() > 1) {
     t.add_note(
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "
@@ -165,6 +170,7 @@ nlohmann::json plan_json(const PlanReport& p) {
   return {{"model", p.model},
           {"base_deployments", bases},
           {"workload", p.workload.name},
+          {"warm_up_s", warm_up_of(p.options, p.workload)},
           {"duration_s", p.options.duration_s},
           {"seed", p.options.seed},
           {"seeds", p.options.seeds},

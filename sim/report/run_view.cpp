@@ -41,6 +41,7 @@ nlohmann::json seeds_json(const ServedRun& run) {
                      {"ttft_p99_ms", s.ttft_p99_ms},
                      {"tpot_p99_ms", s.tpot_p99_ms},
                      {"output_tokens_per_s_per_gpu", s.output_tokens_per_s_per_gpu},
+                     {"steady", s.steady},
                      {"usd_per_million_output",
                       run.cost.known ? nlohmann::json(s.usd_per_million_output) : nlohmann::json(nullptr)}});
   }
@@ -192,15 +193,47 @@ std::string time_held(const SsdTierCost& tier) {
                      tier.keeps_s / 3600.0, retention_h);
 }
 
+std::string window_phrase(const ServingResult& x) {
+  if (x.warm_up_s <= 0) return fmt::format("{:.0f} s simulated", x.duration_s);
+  return fmt::format("{:.0f} s measured after {:.0f} s of warm-up", x.duration_s, x.warm_up_s);
+}
+
+std::string steady_state_phrase(const ServingResult& x) {
+  const SteadyState& s = x.steady_state;
+  if (!s.judged) return fmt::format("not judged: {} batches over the window, too few", s.batches);
+  const double dropped_s = s.truncated_share * x.duration_s;
+  if (s.steady()) {
+    return fmt::format("steady: MSER-5 truncates {} of {} batches ({:.0f} s), which moves the mean {:+.1f}%",
+                       s.truncated, s.batches, dropped_s, 100 * s.mean_shift);
+  }
+  return fmt::format(
+      "not settled: MSER-5 would drop the first {:.0f} s ({:.0f}%) of the window, and the mean after them "
+      "is {:+.1f}% off the window's; the deployment was still filling up (a longer --warm-up) or, where "
+      "queues grow, overloaded, and its rates and $ are no steady state's",
+      dropped_s, 100 * s.truncated_share, 100 * s.mean_shift);
+}
+
+nlohmann::json steady_state_json(const ServingResult& x) {
+  const SteadyState& s = x.steady_state;
+  return {{"method", "MSER-5 on the requests in the system, averaged over 200 slices of the measured window"},
+          {"judged", s.judged},
+          {"batches", s.batches},
+          {"truncated_batches", s.truncated},
+          {"truncated_s", s.truncated_share * x.duration_s},
+          {"mean_shift", s.mean_shift},
+          {"steady", s.steady()}};
+}
+
 std::vector<Table> run_tables(const RunReport& r) {
   const ServingResult& x = r.run.result;
-  Table head(fmt::format("{} on {} ({} GPUs), workload {}, {:.0f} s simulated, seed {}", r.model,
-                         r.deployment.name, x.gpus, r.workload.name, x.duration_s, r.seed),
+  Table head(fmt::format("{} on {} ({} GPUs), workload {}, {}, seed {}", r.model, r.deployment.name, x.gpus,
+                         r.workload.name, window_phrase(x), r.seed),
              {"quantity", "value"});
   head.add_row({"requests arrived / finished / in flight / rejected",
                 fmt::format("{} / {} / {} / {}", x.arrived, x.finished, x.in_flight, x.rejected)});
   for (const auto& [reason, count] : x.rejected_by_reason)
     head.add_row({"  rejected: " + reason, std::to_string(count)});
+  head.add_row({"requests in the system over the measured window", steady_state_phrase(x)});
   head.add_row({"throughput per GPU (input / output tokens/s)",
                 fmt::format("{:.1f} / {:.1f}", x.input_tokens_per_s_per_gpu, x.output_tokens_per_s_per_gpu)});
   head.add_row({fmt::format("goodput ({})", sla_phrase(r.deployment.sla, r.workload)),
@@ -271,7 +304,16 @@ std::vector<Table> run_tables(const RunReport& r) {
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
       "share (queueing is the simulator's own)");
   head.add_note(traffic_note(r.workload));
-  if (r.workload.arrival == WorkloadSpec::Arrival::kTrace && r.workload.trace.back().time_s < x.duration_s) {
+  if (x.warm_up_s > 0) {
+    head.add_note(fmt::format(
+        "the first {:.0f} s of arrivals build the deployment up from empty and are served, not counted: "
+        "requests and latencies are those that arrived after them; tokens, steps and time those of the "
+        "window (--warm-up sets it; its default is assumed long enough for sessions of many turns, and the "
+        "output-rate row says whether it was)",
+        x.warm_up_s));
+  }
+  if (r.workload.arrival == WorkloadSpec::Arrival::kTrace &&
+      r.workload.trace.back().time_s < x.warm_up_s + x.duration_s) {
     head.add_note(fmt::format(
         "the trace's last row comes at {:g} s, before the run's end: its rates and $ count the idle time "
         "after it (--duration {:g} ends the window there; plan and capacity end it there and drain)",
@@ -380,7 +422,9 @@ nlohmann::json run_json(const RunReport& r) {
           {"deployment", r.deployment.name},
           {"workload", r.workload.name},
           {"seed", r.seed},
+          {"warm_up_s", x.warm_up_s},
           {"duration_s", x.duration_s},
+          {"steady_state", steady_state_json(x)},
           {"gpus", x.gpus},
           {"requests",
            {{"arrived", x.arrived},
@@ -558,6 +602,27 @@ nlohmann::json served_run_json(const ServedRun& run) {
            {{"prefill", error_band_json(r.prefill_band)}, {"decode", error_band_json(r.decode_band)}}},
           {"seeds", seeds_json(run)},
           {"over_seeds", over_seeds_json(run)}};
+}
+
+std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload) {
+  const double warm_up_s = warm_up_of(options, workload);
+  if (warm_up_s <= 0) return fmt::format("{:.0f} simulated s of arrivals", options.duration_s);
+  return fmt::format("{:.0f} simulated s of arrivals measured after {:.0f} s of warm-up", options.duration_s,
+                     warm_up_s);
+}
+
+std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs) {
+  std::vector<std::string> unsettled;
+  for (const auto& [label, run] : runs) {
+    if (const int64_t n = run->seeds_unsettled(); n > 0)
+      unsettled.push_back(fmt::format("{} ({} of {} seeds)", label, n, run->seeds.size()));
+  }
+  if (unsettled.empty()) return {};
+  return fmt::format(
+      "not settled: the requests in the system of {} were still moving over the measured window (dropping "
+      "the start MSER-5 picks would move their mean over {:.0f}%): a deployment still filling up (a longer "
+      "--warm-up) or overloaded, whose $ and SLA verdicts are no steady state's",
+      fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift);
 }
 
 std::string seeds_phrase(const ServeOptions& options) {

@@ -22,6 +22,11 @@ struct RunReport {
 };
 
 std::vector<Table> run_tables(const RunReport& r);
+// A run's window ("600 s measured after 600 s of warm-up"), and whether its
+// output rate had settled there (SteadyState::steady).
+std::string window_phrase(const ServingResult& x);
+std::string steady_state_phrase(const ServingResult& x);
+nlohmann::json steady_state_json(const ServingResult& x);
 // How long the SSD tier holds a context: its retention, or less where
 // resumed sessions come back sooner or a full tier evicts first.
 std::string time_held(const SsdTierCost& tier);
@@ -68,6 +73,11 @@ nlohmann::json sla_verdict_json(const ServedRun& run, double min_within_sla);
 // What the seeds column and notes say: "seed 1", or "seeds 1-5 (figures: mean (least-most); within SLA
 // pooled)".
 std::string seeds_phrase(const ServeOptions& options);
+// A note naming the runs (each by its label) some seed of which ended its
+// window with an output rate not yet settled; empty when every one had.
+std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs);
+// "600 simulated s of arrivals after 600 s of warm-up": what each run of a command serves.
+std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload);
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);
 // What the KV tiers found over a run (hits, misses, window-state evictions).

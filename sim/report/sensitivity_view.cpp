@@ -61,10 +61,10 @@ Table sensitivity_table(const SensitivityReport& r) {
                fmt::format("{:.1f}", e.tpot_p99_change_ms)});
   }
   t.add_note(fmt::format(
-      "as the files say: {}, TPOT p99 {:.1f} ms, {:.1f}% of the requests within the SLA ({} simulated s, {}, "
+      "as the files say: {}, TPOT p99 {:.1f} ms, {:.1f}% of the requests within the SLA ({}, {}, "
       "drained); $ per 1M output tokens",
       output_token_price(s.baseline, 3), s.baseline.spread(&SeedOutcome::tpot_p99_ms).mean,
-      100 * s.baseline.within_sla(), r.options.duration_s, seeds_phrase(r.options)));
+      100 * s.baseline.within_sla(), arrivals_phrase(r.options, r.workload), seeds_phrase(r.options)));
   if (s.baseline.seeds.size() > 1) {
     const SeedSpread tpot = s.baseline.spread(&SeedOutcome::tpot_p99_ms);
     t.add_note(
@@ -114,6 +114,7 @@ nlohmann::json sensitivity_json(const SensitivityReport& r) {
   return {{"model", r.model},
           {"deployment", r.deployment.name},
           {"workload", r.workload.name},
+          {"warm_up_s", warm_up_of(r.options, r.workload)},
           {"duration_s", r.options.duration_s},
           {"seed", r.options.seed},
           {"seeds", r.options.seeds},

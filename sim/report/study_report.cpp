@@ -324,16 +324,22 @@ struct ServedDeployments {
   std::vector<ServedRun> served;
 };
 
+// What each of the study's runs of `seconds` of arrivals takes.
+ServeOptions study_serve_options(const StudyOptions& o, double seconds, bool drain) {
+  ServeOptions options;
+  options.duration_s = seconds;
+  options.seed = o.seed;
+  options.drain = drain;
+  return options;
+}
+
 ServedDeployments serve_every_deployment(const Catalog& catalog, const ModelAnalysis& focus,
                                          const StudyOptions& o, SharedStepTimes& steps,
                                          const WorkloadSpec& workload, double seconds, bool drain) {
   ServedDeployments out;
   for (const std::string& file : catalog.deployment_files())
     out.deployments.push_back(load_deployment(file, catalog));
-  ServeOptions options;
-  options.duration_s = seconds;
-  options.seed = o.seed;
-  options.drain = drain;
+  const ServeOptions options = study_serve_options(o, seconds, drain);
   std::vector<const DeploymentSteps*> shared;
   for (const DeploymentSpec& d : out.deployments) shared.push_back(&steps.of(d));
   out.served.resize(out.deployments.size());
@@ -347,9 +353,10 @@ ServedDeployments serve_every_deployment(const Catalog& catalog, const ModelAnal
 // A short serving run of each bundled deployment under one workload.
 std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                             SharedStepTimes& steps, const std::string& workload_name, nlohmann::json& runs) {
-  std::string md = fmt::format("## Serving {} under the {} workload ({:.0f} simulated s, seed {})\n\n",
-                               focus.spec.name, workload_name, o.serving_seconds, o.seed);
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(workload_name));
+  std::string md =
+      fmt::format("## Serving {} under the {} workload ({}, seed {})\n\n", focus.spec.name, workload_name,
+                  arrivals_phrase(study_serve_options(o, o.serving_seconds, false), workload), o.seed);
   Table table("Latency, throughput and cost per deployment",
               {"deployment", "GPUs", "finished", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)",
                "tokens/s/GPU in / out", "goodput", "input from the KV tiers", "window state found",
@@ -382,9 +389,13 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                     {"input_tokens_cached", r.input_tokens_cached},
                     {"input_tokens_prefilled", r.input_tokens_prefilled},
                     {"kv_tiers", kv_tiers_json(r.kv_tiers)},
+                    {"steady_state", steady_state_json(r)},
                     {"cost", cost_json(cost)}});
   }
   table.add_note(traffic_note(workload));
+  std::vector<std::pair<std::string, const ServedRun*>> labelled;
+  for (std::size_t i = 0; i < deployments.size(); ++i) labelled.emplace_back(deployments[i].name, &served[i]);
+  if (const std::string note = unsettled_note(labelled); !note.empty()) table.add_note(note);
   table.add_note(
       "input from the KV tiers: prompt tokens whose global KV a returning turn found in the SSD tier, of all "
       "prompt tokens (window replays not counted); window state found: returning turns whose SWA state was "
@@ -398,9 +409,9 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
 std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                         SharedStepTimes& steps, nlohmann::json& runs) {
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.mix_workload));
-  std::string md = fmt::format(
-      "## A mix of traffic on one deployment: {} ({:.0f} simulated s of arrivals, then drained; seed {})\n\n",
-      workload.name, o.mix_seconds, o.seed);
+  std::string md =
+      fmt::format("## A mix of traffic on one deployment: {} ({}, then drained; seed {})\n\n", workload.name,
+                  arrivals_phrase(study_serve_options(o, o.mix_seconds, true), workload), o.seed);
   Table table(
       "Each class of traffic on each deployment",
       {"deployment", "class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "requests",
@@ -516,7 +527,7 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   LoadOptions options;
   options.serve.duration_s = o.capacity_seconds;
   options.serve.seed = o.seed;
-  options.serve.seeds = o.served_seeds;
+  options.serve.seeds = o.capacity_seeds;
   options.rate_factors = o.capacity_rate_factors;
   options.precision = o.capacity_precision;
   // An aggregated pool is asked with each way of scheduling its prompts.

@@ -4,6 +4,12 @@
 
 namespace v41sim {
 
+KvTierCounters operator-(const KvTierCounters& later, const KvTierCounters& earlier) {
+  return {later.global_hits - earlier.global_hits, later.global_misses - earlier.global_misses,
+          later.swa_hits - earlier.swa_hits, later.swa_misses - earlier.swa_misses,
+          later.swa_evictions - earlier.swa_evictions};
+}
+
 SessionKvTiers::SessionKvTiers(double retention_s, double host_ttl_s, int64_t host_pool_sessions)
     : retention_(SimTime::from_s(retention_s)),
       host_ttl_(SimTime::from_s(host_ttl_s)),

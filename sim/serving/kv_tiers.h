@@ -28,6 +28,8 @@ struct KvTierCounters {
   int64_t swa_misses = 0;
   int64_t swa_evictions = 0;
 };
+// What happened between two readings of the counters.
+KvTierCounters operator-(const KvTierCounters& later, const KvTierCounters& earlier);
 
 struct TierLookup {
   int64_t cached_tokens = 0;  // prefix tokens whose global KV is still held

@@ -160,10 +160,12 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   }
   if (step_us == 0) return;
   inst.engine->busy = true;
-  ++result_.decode_steps;
-  if (step_micro_batches > 1) ++result_.decode_steps_split;
-  decode_band_.add(step_band, step_us);
-  add_decode_imbalance(inst, step_us);
+  if (measuring()) {
+    ++result_.decode_steps;
+    if (step_micro_batches > 1) ++result_.decode_steps_split;
+    decode_band_.add(step_band, step_us);
+    add_decode_imbalance(inst, step_us);
+  }
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), batch);
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence, step_communication_us] {
@@ -192,7 +194,7 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const std::vector<
       r->token_credit -= static_cast<double>(emitted);
       r->generated += emitted;
       rank.history_tokens += emitted;
-      result_.output_tokens_generated += emitted;
+      credit_output_tokens(*r, emitted);
       if (r->generated < r->output_tokens) {
         still.push_back(r);
         continue;
@@ -270,11 +272,13 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     batch += static_cast<int64_t>(inst.ranks[i].active.size());
   }
   inst.engine->busy = true;
-  ++result_.decode_steps;
-  if (!chunks.empty()) ++result_.mixed_steps;
-  if (slowest.micro_batches > 1) ++result_.decode_steps_split;
-  decode_band_.add(slowest.band, slowest.us);
-  add_decode_imbalance(inst, slowest.us);
+  if (measuring()) {
+    ++result_.decode_steps;
+    if (!chunks.empty()) ++result_.mixed_steps;
+    if (slowest.micro_batches > 1) ++result_.decode_steps_split;
+    decode_band_.add(slowest.band, slowest.us);
+    add_decode_imbalance(inst, slowest.us);
+  }
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(slowest.us), batch);
   sim_.schedule_after(SimTime::from_us(slowest.us),
@@ -303,7 +307,10 @@ void ServingSimulation::add_decode_imbalance(const DecodeInstance& inst, double 
 
 void ServingSimulation::finish(Request& r) {
   r.finished = sim_.now();
-  ++result_.finished;
+  if (in_window(r)) {
+    ++result_.finished;
+    result_.output_tokens_of_finished += r.output_tokens;
+  }
   trace_span(TraceSpan::Kind::kRequest, r.id, r.arrival, r.finished, r.output_tokens);
   trace_span(TraceSpan::Kind::kRequestPrefill, r.id, r.prefill_started, r.first_token, r.output_tokens);
   if (r.output_tokens > 1) {
@@ -313,7 +320,6 @@ void ServingSimulation::finish(Request& r) {
     }
     trace_span(TraceSpan::Kind::kRequestDecode, r.id, r.decode_started, r.finished, r.output_tokens);
   }
-  result_.output_tokens_of_finished += r.output_tokens;
   change_in_system(-1);
   Session& s = sessions_[static_cast<std::size_t>(r.session)];
   if (r.blocks != nullptr) return;  // its blocks were persisted once prefilled

@@ -32,6 +32,7 @@ std::size_t least_loaded(std::size_t n, LoadOf load_of) {
 }
 
 struct ServingSimulation::Session {
+  SimTime started;         // its first turn's arrival
   int traffic_class = -1;  // of the workload's mix (-1: no mix)
   int64_t turns = 0;
   int64_t next_turn = 0;

@@ -34,7 +34,7 @@ void ServingSimulation::route_turn(Request& r) {
                          deployment_.kv.ssd_read_bytes_per_s.value();
   const auto node = static_cast<std::size_t>(static_cast<int64_t>(rank) / prefill_gpus_per_node());
   const SimTime read_done = queue_for(inst.ssd_free_at[node], seconds);
-  ssd_read_seconds_ += seconds;
+  if (measuring()) ssd_read_seconds_ += seconds;
   r.ssd_read_us = (read_done - sim_.now()).us();
   sim_.schedule_at(read_done, [this, &r] { enqueue_prefill(r); });
 }
@@ -261,7 +261,7 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
   const double exchange_bytes = model_.kv.global_bytes_per_token * static_cast<double>(tokens) *
                                 static_cast<double>(ranks - 1) / static_cast<double>(ranks);
   const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;
-  ++result_.context_parallel_steps;
+  if (measuring()) ++result_.context_parallel_steps;
   run_prefill_step(index, {{&r, tokens}}, cost.us + exchange_us, cost.communication_us + exchange_us,
                    cost.band, cost.micro_batches);
 }
@@ -271,9 +271,11 @@ void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillC
                                          int64_t micro_batches) {
   PrefillInstance& inst = *prefill_[index];
   inst.engine->busy = true;
-  ++result_.prefill_steps;
-  if (micro_batches > 1) ++result_.prefill_steps_split;
-  prefill_band_.add(band, step_us);
+  if (measuring()) {
+    ++result_.prefill_steps;
+    if (micro_batches > 1) ++result_.prefill_steps_split;
+    prefill_band_.add(band, step_us);
+  }
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
   sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks = std::move(chunks), communication_us] {
@@ -296,7 +298,7 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     r.computed += c.tokens;
     PrefillRank& own = prefill_rank_of(r);
     own.tokens_left -= c.tokens;
-    result_.input_tokens_prefilled += c.tokens;
+    if (counts_tokens_of(r)) result_.input_tokens_prefilled += c.tokens;
     if (r.computed < r.to_compute) continue;
     p.queue.erase(std::find(p.queue.begin(), p.queue.end(), &r));
     own.queue.erase(std::find(own.queue.begin(), own.queue.end(), &r));
@@ -306,7 +308,7 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     // store writes a prompt's blocks to its pool: a prompt sharing them finds them from now on.
     if (r.blocks != nullptr) tiers_.store_blocks(*r.blocks, workload_.trace_block_tokens, sim_.now());
     r.generated = 1;
-    ++result_.output_tokens_generated;
+    credit_output_tokens(r, 1);
     if (p.colocated != nullptr) {
       release_prefill_kv(r);                 // context-parallel: the other ranks' gathered copies
       start_decoding_held(*p.colocated, r);  // the KV is already where it decodes

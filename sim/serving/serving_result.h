@@ -8,6 +8,7 @@
 
 #include "sim/cost/error_band.h"
 #include "sim/metrics/latency_summary.h"
+#include "sim/metrics/steady_state.h"
 #include "sim/serving/kv_tiers.h"
 #include "sim/serving/sla_spec.h"
 
@@ -71,6 +72,7 @@ struct RequestRecord {
   double e2e_ms = 0;
   // Finished within its TTFT and TPOT limits (its class's in a mix); false where it did not finish.
   bool within_sla = false;
+  bool measured = true;  // arrived in the measured window, not in the warm-up
 };
 
 // One class of a mix of traffic (WorkloadSpec::mix), on its own.
@@ -86,7 +88,17 @@ struct ClassOutcome {
 };
 
 struct ServingResult {
+  // The run served `warm_up_s` of arrivals from an empty deployment, then
+  // measured `duration_s` more: requests and their latencies count if they
+  // arrived in that window; steps, reads, tier lookups and time in the system
+  // if they happened in it (a drained run's until its end); tokens when they
+  // were produced in it, and in a drained run only those of its requests.
+  double warm_up_s = 0;
   double duration_s = 0;
+  // Had the deployment settled over the window? MSER-5 on the requests in
+  // the system (sim/metrics/steady_state.h): the load sessions of many turns
+  // build up, and an overloaded deployment's queue, which never settles.
+  SteadyState steady_state;
   int64_t gpus = 0;
   // Every request is accounted for: arrived = finished + in_flight + rejected.
   int64_t arrived = 0;

@@ -13,6 +13,7 @@
 
 #include "sim/common/input_error.h"
 #include "sim/des/random.h"
+#include "sim/metrics/steady_state.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_entities.h"
 
@@ -21,6 +22,9 @@ namespace {
 
 // Occupancy is sampled this many times over a run.
 constexpr double kOccupancySamples = 200;
+// Requests in the system are averaged over this many slices of the measured
+// window: 40 batch means of five for MSER-5 (sim/metrics/steady_state.h).
+constexpr double kSteadyStateSlices = 200;
 
 // Sessions one run may be asked to start: a guard against a rate or a length
 // that would run for days (at the measured few ms of wall time per session,
@@ -201,7 +205,8 @@ void ServingSimulation::schedule_next_session() {
     if (!accepting_) return;
     const int64_t id = static_cast<int64_t>(sessions_.size());
     // Sessions are created in arrival order, whatever the serving does.
-    const Session& s = sessions_.emplace_back(draw_session(sessions_rng_()));
+    Session& s = sessions_.emplace_back(draw_session(sessions_rng_()));
+    s.started = sim_.now();
     if (s.earlier_context > 0) {
       tiers_.store_earlier(id, s.earlier_context, sim_.now() - SimTime::from_s(s.resumed_after_s),
                            sim_.now());
@@ -341,7 +346,10 @@ int64_t ServingSimulation::last_context(const Session& s) const {
 
 void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
   const auto [it, added] = trace_sessions_.emplace(row.session, static_cast<int64_t>(sessions_.size()));
-  if (added) sessions_.emplace_back().from_trace = true;
+  if (added) {
+    sessions_.emplace_back().from_trace = true;
+    sessions_.back().started = sim_.now();
+  }
   Session& s = sessions_[static_cast<std::size_t>(it->second)];
   Request& r = requests_.emplace_back();
   r.id = static_cast<int64_t>(requests_.size()) - 1;
@@ -355,8 +363,10 @@ void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
   if (!row.blocks.empty()) {
     r.blocks = &row.blocks;
     s.trace_new_block_tokens = row.blocks_first_seen * workload_.trace_block_tokens;
-    result_.input_tokens_shareable +=
-        std::min(row.blocks_leading_seen * workload_.trace_block_tokens, row.input_tokens - 1);
+    if (in_window(r)) {
+      result_.input_tokens_shareable +=
+          std::min(row.blocks_leading_seen * workload_.trace_block_tokens, row.input_tokens - 1);
+    }
   }
   admit_turn(r);
 }
@@ -364,8 +374,11 @@ void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
 void ServingSimulation::admit_turn(Request& r) {
   const int64_t session = r.session;
   const int64_t prefix_tokens = r.prefix_tokens;
-  ++result_.arrived;
-  result_.input_tokens_arrived += r.new_tokens;
+  const bool counted = in_window(r);
+  if (counted) {
+    ++result_.arrived;
+    result_.input_tokens_arrived += r.new_tokens;
+  }
   change_in_system(+1);
   if (r.final_context() > model_.spec.max_context) {
     reject(r, "context exceeds the model's max_context");
@@ -384,18 +397,22 @@ void ServingSimulation::admit_turn(Request& r) {
     const int64_t window = model_.spec.attention.sliding_window;
     const int64_t replay = deployment_.kv.bounded_replay ? window : window * model_.spec.num_layers;
     r.replay_tokens = std::min(replay, hit.cached_tokens);
-    result_.input_tokens_replayed += r.replay_tokens;
   }
   r.to_compute = r.context() - r.cached_tokens + r.replay_tokens;
-  result_.input_tokens_to_compute += r.to_compute;
-  result_.input_tokens_cached += r.cached_tokens;
+  if (counted) {
+    result_.input_tokens_replayed += r.replay_tokens;
+    result_.input_tokens_to_compute += r.to_compute;
+    result_.input_tokens_cached += r.cached_tokens;
+  }
   route_turn(r);
 }
 
 void ServingSimulation::reject(Request& r, const char* reason) {
   r.rejected = reason;
-  ++result_.rejected;
-  ++result_.rejected_by_reason[reason];
+  if (in_window(r)) {
+    ++result_.rejected;
+    ++result_.rejected_by_reason[reason];
+  }
   change_in_system(-1);
   // The refused turn never ran: the session's context stays what it was.
   Session& s = sessions_[static_cast<std::size_t>(r.session)];
@@ -421,14 +438,34 @@ SimTime ServingSimulation::queue_for(SimTime& free_at, double seconds) {
 
 void ServingSimulation::trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end,
                                    int64_t size) {
-  if (start >= trace_until_) return;
+  if (start < window_start_ || start >= window_start_ + trace_seconds_) return;
   result_.trace.push_back({kind, instance, start.us(), (end - start).us(), size});
 }
 
 void ServingSimulation::change_in_system(int delta) {
-  in_system_area_ += static_cast<double>(in_system_) * (sim_.now() - last_change_).s();
+  const SimTime from = std::max(last_change_, window_start_);
+  if (sim_.now() > from) {
+    in_system_area_ += static_cast<double>(in_system_) * (sim_.now() - from).s();
+    add_in_system_by_slice(from, sim_.now());
+  }
   last_change_ = sim_.now();
   in_system_ += delta;
+}
+
+void ServingSimulation::credit_output_tokens(const Request& r, int64_t tokens) {
+  if (counts_tokens_of(r)) result_.output_tokens_generated += tokens;
+}
+
+void ServingSimulation::add_in_system_by_slice(SimTime from, SimTime to) {
+  const double start = (from - window_start_).s();
+  const double end = (to - window_start_).s();
+  const auto first = static_cast<std::size_t>(start / slice_s_);
+  for (std::size_t i = first; i < in_system_by_slice_.size(); ++i) {
+    const double lo = std::max(start, static_cast<double>(i) * slice_s_);
+    const double hi = std::min(end, static_cast<double>(i + 1) * slice_s_);
+    if (hi <= lo) break;
+    in_system_by_slice_[i] += static_cast<double>(in_system_) * (hi - lo);
+  }
 }
 
 void ServingSimulation::sample_occupancy() {
@@ -465,27 +502,40 @@ void ServingSimulation::sample_occupancy() {
 }
 
 ServingResult ServingSimulation::run(double duration_s, bool drain) {
-  check_sessions_asked(workload_, duration_s);
-  // Drained, a trace's arrival window ends with its last row: one past it
-  // would count idle time in every rate and $ figure (a trace of rows at time
-  // 0 alone keeps the window asked). Not drained, the run goes on to the time
-  // asked, serving what the trace brought.
-  if (drain && workload_.arrival == WorkloadSpec::Arrival::kTrace && !workload_.trace.empty()) {
+  const double warm_up_s = window_start_.s();
+  check_sessions_asked(workload_, warm_up_s + duration_s);
+  drain_ = drain;
+  if (workload_.arrival == WorkloadSpec::Arrival::kTrace && !workload_.trace.empty()) {
     const double last_s = workload_.trace.back().time_s;
-    if (last_s > 0 && last_s < duration_s) duration_s = last_s;
+    if (warm_up_s > 0 && last_s <= warm_up_s) {
+      throw InputError({"", 0, "--warm-up"},
+                       fmt::format("the trace's last row comes at {:g} s: a warm-up of {:g} s leaves no "
+                                   "arrival to measure (expected a warm-up shorter than the trace)",
+                                   last_s, warm_up_s));
+    }
+    // Drained, a trace's arrival window ends with its last row: one past it
+    // would count idle time in every rate and $ figure (a trace of rows at time
+    // 0 alone keeps the window asked). Not drained, the run goes on to the time
+    // asked, serving what the trace brought.
+    if (drain && last_s > 0 && last_s < warm_up_s + duration_s) duration_s = last_s - warm_up_s;
   }
-  occupancy_interval_s_ = duration_s / kOccupancySamples;
+  const double end_s = warm_up_s + duration_s;
+  occupancy_interval_s_ = end_s / kOccupancySamples;
+  slice_s_ = duration_s / kSteadyStateSlices;
+  in_system_by_slice_.assign(static_cast<std::size_t>(kSteadyStateSlices), 0.0);
   if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
     for (const WorkloadSpec::TraceRow& row : workload_.trace) {
-      if (row.time_s > duration_s) break;
+      if (row.time_s > end_s) break;
       sim_.schedule_at(SimTime::from_s(row.time_s), [this, &row] { start_trace_turn(row); });
     }
   } else {
     schedule_next_session();
   }
+  // The tiers' hits and misses from here on are the window's.
+  if (warm_up_s > 0) sim_.schedule_at(window_start_, [this] { tiers_at_window_start_ = tiers_.counters(); });
   sim_.schedule_at(SimTime(), [this] { sample_occupancy(); });
   try {
-    sim_.run_until(SimTime::from_s(duration_s));
+    sim_.run_until(SimTime::from_s(end_s));
     change_in_system(0);
     if (drain) {
       accepting_ = false;
@@ -527,11 +577,12 @@ std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
     out[i].sla = held_to(deployment_.sla, workload_.mix[i].sla);
   }
   for (const Session& s : sessions_) {
-    if (s.traffic_class >= 0) ++out[static_cast<std::size_t>(s.traffic_class)].sessions;
+    if (s.traffic_class >= 0 && s.started >= window_start_)
+      ++out[static_cast<std::size_t>(s.traffic_class)].sessions;
   }
   for (const Request& r : requests_) {
     const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
-    if (c < 0) continue;
+    if (c < 0 || !in_window(r)) continue;
     ClassOutcome& o = out[static_cast<std::size_t>(c)];
     ++o.arrived;
     if (r.generated < r.output_tokens) continue;  // in flight or rejected
@@ -550,7 +601,9 @@ std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
 
 ServingResult ServingSimulation::collect(double duration_s) {
   ServingResult& out = result_;
+  out.warm_up_s = window_start_.s();
   out.duration_s = duration_s;
+  out.steady_state = mser5(in_system_by_slice_);
   out.gpus = deployment_.total_gpus();
   out.in_flight = out.arrived - out.finished - out.rejected;
   out.prefill_band = prefill_band_.mixed();
@@ -560,7 +613,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   double ssd = 0, prefill = 0, transfer = 0, decode = 0, sojourn = 0, communication = 0;
   int64_t good = 0;
   for (const Request& r : requests_) {
-    if (r.generated < r.output_tokens) continue;  // in flight or rejected
+    if (!in_window(r) || r.generated < r.output_tokens) continue;  // warm-up, in flight or rejected
     const FinishedTimes t = finished_times(r);
     ttft.push_back(t.ttft_ms);
     if (r.output_tokens > 1) tpot.push_back(t.tpot_ms);
@@ -597,7 +650,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.goodput_fraction = static_cast<double>(good) / n;
   out.mean_in_system = in_system_area_ / duration_s;
   out.arrival_rate_per_s = static_cast<double>(out.arrived) / duration_s;
-  out.kv_tiers = tiers_.counters();
+  out.kv_tiers = tiers_.counters() - tiers_at_window_start_;
   if (log_requests_) {
     out.requests.reserve(requests_.size());
     for (const Request& r : requests_) {
@@ -605,15 +658,18 @@ ServingResult ServingSimulation::collect(double duration_s) {
       const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
       if (c >= 0) record.traffic_class = workload_.mix[static_cast<std::size_t>(c)].name;
       record.within_sla = r.generated >= r.output_tokens && finished_times(r).within_sla;
+      record.measured = in_window(r);
     }
   }
-  out.sessions_arrived = static_cast<int64_t>(sessions_.size());
+  out.sessions_arrived = std::count_if(sessions_.begin(), sessions_.end(),
+                                       [this](const Session& s) { return s.started >= window_start_; });
   out.by_class = class_outcomes();
   // Each session's last context stays as long as the tier keeps it, but an
   // earlier life a resumed session found there stayed only until it came back
   // (its entry replaced then): token-weighted, the mean time a context is held.
   double persisted = 0, held_token_s = 0;
   for (const Session& s : sessions_) {
+    if (s.started < window_start_) continue;
     const auto context = static_cast<double>(last_context(s));
     persisted += context;
     held_token_s += context * tier_keeps_s_;
@@ -623,7 +679,8 @@ ServingResult ServingSimulation::collect(double duration_s) {
     ++out.resumed_found;
     held_token_s -= static_cast<double>(s.earlier_context) * std::max(0.0, tier_keeps_s_ - s.resumed_after_s);
   }
-  out.mean_last_context_tokens = sessions_.empty() ? 0.0 : persisted / static_cast<double>(sessions_.size());
+  out.mean_last_context_tokens =
+      out.sessions_arrived == 0 ? 0.0 : persisted / static_cast<double>(out.sessions_arrived);
   out.mean_hold_s = persisted > 0 ? held_token_s / persisted : tier_keeps_s_;
   out.tier_keeps_s = tier_keeps_s_;
   out.persisted_bytes_per_session = out.mean_last_context_tokens * model_.kv.global_bytes_per_token;

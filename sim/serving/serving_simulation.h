@@ -51,11 +51,17 @@ class ServingSimulation {
                     const WorkloadSpec& workload, uint64_t seed, std::shared_ptr<StepTimeCache> steps);
   ~ServingSimulation();
 
-  // Simulates `duration_s` seconds of arrivals. With `drain`, no session starts
-  // or continues after that, and the run goes on until every request is done.
+  // Simulates `duration_s` seconds of arrivals (after the warm-up, if any).
+  // With `drain`, no session starts or continues after that, and the run goes
+  // on until every request is done.
   ServingResult run(double duration_s, bool drain = false);
-  // Records step and request spans that start before `until_s`, for the trace.
-  void enable_trace(double until_s) { trace_until_ = SimTime::from_s(until_s); }
+  // The first `seconds` of arrivals build the deployment up from empty and
+  // are served but not measured: the run's figures count the window after
+  // them (ServingResult::warm_up_s says how each figure is counted).
+  void set_warm_up(double seconds) { window_start_ = SimTime::from_s(seconds); }
+  // Records step and request spans that start in the first `seconds` of the
+  // measured window (after the warm-up), for the trace.
+  void enable_trace(double seconds) { trace_seconds_ = SimTime::from_s(seconds); }
   // Keep a record of every request in the result (ServingResult::requests).
   void enable_request_log() { log_requests_ = true; }
 
@@ -190,6 +196,16 @@ class ServingSimulation {
   // A decode step's rank imbalance (ServingResult::decode_rank_imbalance), by step time.
   void add_decode_imbalance(const DecodeInstance& instance, double step_us);
   void change_in_system(int delta);
+  // The measured window (set_warm_up). Requests count in it by arrival;
+  // steps, reads and time in the system by when they happen; tokens by when
+  // they are produced, and in a drained run only those of requests that
+  // arrived in it (the run serves them to the end, and the tokens of requests
+  // the warm-up left in flight would be counted on top).
+  bool measuring() const { return sim_.now() >= window_start_; }
+  bool in_window(const Request& r) const { return r.arrival >= window_start_; }
+  bool counts_tokens_of(const Request& r) const { return measuring() && (!drain_ || in_window(r)); }
+  void credit_output_tokens(const Request& r, int64_t tokens);
+  void add_in_system_by_slice(SimTime from, SimTime to);  // in_system_ from `from` to `to`
   void sample_occupancy();
   ServingResult collect(double duration_s);
   // A finished request's TTFT and TPOT (0 for a one-token answer), and whether both are within its SLA.
@@ -237,6 +253,13 @@ class ServingSimulation {
   double in_system_area_ = 0;    // integral of requests in the system over time (request-seconds)
   double ssd_read_seconds_ = 0;  // the SSD tier's clients' time spent on the reads issued
   SimTime last_change_;
+  SimTime window_start_;  // the warm-up's end
+  bool drain_ = false;
+  KvTierCounters tiers_at_window_start_;
+  // Requests in the system, integrated over each of kSteadyStateSlices equal
+  // slices of the measured window (request-seconds): what SteadyState judges.
+  std::vector<double> in_system_by_slice_;
+  double slice_s_ = 1;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;
   // Transfers queue for their links: each prefill node's client of the SSD
@@ -244,7 +267,7 @@ class ServingSimulation {
   // (PrefillRank::nic_free_at, DecodeRank::nic_free_at).
   SimTime queue_for(SimTime& free_at, double seconds);
   int64_t prefill_gpus_per_node() const;  // of the prefill pool's GPU (at least 1)
-  SimTime trace_until_;                   // zero: no trace
+  SimTime trace_seconds_;                 // zero: no trace
   bool log_requests_ = false;
   void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);
 };

@@ -44,6 +44,13 @@ nlohmann::json run_json(const std::string& args) {
   return nlohmann::json::parse(r.output);
 }
 
+// Where the n-th comma (from 1) of a CSV line is.
+std::size_t nth_comma(const std::string& line, int n) {
+  std::size_t at = std::string::npos;
+  for (int i = 0; i < n; ++i) at = line.find(',', at + 1);
+  return at;
+}
+
 std::filesystem::path temp_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("v41sim_test_" + name);
   std::filesystem::remove_all(dir);
@@ -423,12 +430,13 @@ TEST(Cli, ARunTooSlowOrTooShortForAnyArrivalServesNothing) {
 }
 
 TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
-  const auto r = run_json("run --deployment h200_agg_8 --workload chat --duration 30 --seed 2 --seeds 3");
+  const auto r =
+      run_json("run --deployment h200_agg_8 --workload chat --warm-up 0 --duration 30 --seed 2 --seeds 3");
   ASSERT_EQ(r["seeds"].size(), 3u);
   EXPECT_EQ(r["seeds"][0]["seed"].get<int64_t>(), 2);
   EXPECT_EQ(r["seeds"][2]["seed"].get<int64_t>(), 4);
   EXPECT_EQ(r["seeds"][0]["tpot_p99_ms"].get<double>(), r["tpot_ms"]["p99"].get<double>());
-  const std::string args = "plan --deployment h200_agg_8 --workload chat --duration 30 --seeds 2";
+  const std::string args = "plan --deployment h200_agg_8 --workload chat --warm-up 0 --duration 30 --seeds 2";
   const std::string table = run(args).output;
   EXPECT_NE(table.find("seeds 1-2"), std::string::npos) << table;
   EXPECT_NE(table.find(" of 2 seeds alone)"), std::string::npos) << table;  // how many meet the SLA alone
@@ -443,7 +451,7 @@ TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
 TEST(Cli, SensitivityMovesEachAssumption) {
   const std::string tiny = fmt::format(
       "--model {0}/tests/data/tiny_gqa.yaml --deployment {0}/tests/data/aggregated.yaml", V41SIM_SOURCE_DIR);
-  const auto s = run_json("sensitivity " + tiny + " --workload chat --duration 10 --swing 0.2");
+  const auto s = run_json("sensitivity " + tiny + " --workload chat --warm-up 10 --duration 10 --swing 0.2");
   EXPECT_DOUBLE_EQ(s["swing"].get<double>(), 0.2);
   ASSERT_GT(s["figures"].size(), 10u);
   bool launch = false;
@@ -458,7 +466,8 @@ TEST(Cli, SensitivityMovesEachAssumption) {
   }
   EXPECT_TRUE(launch) << "the kernel-model priors' launch overhead is an assumption the run reads";
   // Datasheet figures instead: the GPU profile's, e.g. its HBM bandwidth.
-  const auto datasheet = run_json("sensitivity " + tiny + " --workload chat --duration 10 --kinds datasheet");
+  const auto datasheet =
+      run_json("sensitivity " + tiny + " --workload chat --warm-up 10 --duration 10 --kinds datasheet");
   bool hbm = false;
   for (const auto& a : datasheet["figures"]) {
     EXPECT_EQ(a["kind"], "datasheet");
@@ -537,7 +546,8 @@ TEST(Cli, SessionsPerSecondReplacesTheWorkloadsRate) {
 }
 
 TEST(Cli, PlanJsonRanksEveryVariant) {
-  const std::string args = "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --duration 60";
+  const std::string args =
+      "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --warm-up 60 --duration 60";
   const auto p = run_json(args);
   ASSERT_EQ(p["rows"].size(), 4u);
   for (const auto& row : p["rows"]) {
@@ -582,15 +592,16 @@ TEST(Cli, ContextJsonSweepsEachGpu) {
 TEST(Cli, RunTraceHasStepsAndRequests) {
   const auto dir = temp_dir("run_trace");
   const std::string trace = (dir / "run.json").string();
-  ASSERT_EQ(run("run --duration 60 --trace " + trace + " --trace-seconds 30").exit_code, 0);
+  ASSERT_EQ(run("run --warm-up 300 --duration 60 --trace " + trace + " --trace-seconds 30").exit_code, 0);
   const auto events = nlohmann::json::parse(testing::read_text(trace))["traceEvents"];
   int steps = 0, begins = 0, ends = 0;
   for (const auto& e : events) {
     steps += e["ph"] == "X" ? 1 : 0;
     begins += e["ph"] == "b" ? 1 : 0;
     ends += e["ph"] == "e" ? 1 : 0;
-    if (e["ph"] == "X") {
-      EXPECT_LT(e["ts"].get<double>(), 30e6);
+    if (e["ph"] == "X") {  // steps of the measured window's first 30 s, at their run times
+      EXPECT_GE(e["ts"].get<double>(), 300e6);
+      EXPECT_LT(e["ts"].get<double>(), 330e6);
     }
   }
   EXPECT_GT(steps, 100);
@@ -601,12 +612,24 @@ TEST(Cli, RunTraceHasStepsAndRequests) {
 TEST(Cli, RunWritesEveryRequestToCsv) {
   const auto dir = temp_dir("run_requests");
   const std::string csv = (dir / "requests.csv").string();
-  const auto j = run_json("run --duration 30 --json --requests " + csv);
+  const auto j = run_json("run --warm-up 120 --duration 30 --json --requests " + csv);
   const std::string text = testing::read_text(csv);
   EXPECT_EQ(text.rfind("request,session,class,turn,arrival_s,", 0), 0u) << text.substr(0, 80);
-  const auto rows = std::count(text.begin(), text.end(), '\n') - 1;
-  EXPECT_EQ(rows, j["requests"]["arrived"].get<int64_t>());
   EXPECT_NE(text.find(",\"finished\","), std::string::npos);
+  // Every request is written; those that arrived after the warm-up say so, and are what the run counts.
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);
+  int64_t measured = 0, warm_up = 0;
+  while (std::getline(lines, line)) {
+    const double arrival_s = std::stod(line.substr(nth_comma(line, 4) + 1));
+    const bool counted = line.back() == '1';
+    EXPECT_EQ(counted, arrival_s >= 120) << line;
+    (counted ? measured : warm_up) += 1;
+  }
+  EXPECT_GT(warm_up, 0);
+  EXPECT_EQ(measured, j["requests"]["arrived"].get<int64_t>());
+  EXPECT_DOUBLE_EQ(j["warm_up_s"].get<double>(), 120);
 }
 
 // The bundled mix of chats and agents: each class's requests and latencies
@@ -614,7 +637,8 @@ TEST(Cli, RunWritesEveryRequestToCsv) {
 TEST(Cli, RunShowsEachClassOfAMixApart) {
   const auto dir = temp_dir("run_mix");
   const std::string csv = (dir / "requests.csv").string();
-  const std::string args = "run --deployment h200_agg_8 --workload chat_and_agents --duration 60";
+  const std::string args =
+      "run --deployment h200_agg_8 --workload chat_and_agents --warm-up 60 --duration 60";
   const auto j = run_json(args + " --requests " + csv);
   ASSERT_EQ(j["by_class"].size(), 2u);
   EXPECT_EQ(j["by_class"][0]["class"], "chat");
@@ -633,7 +657,7 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   while (std::getline(lines, line)) {
     const std::size_t open = line.find('"');
     const std::string traffic_class = line.substr(open + 1, line.find('"', open + 1) - open - 1);
-    within[traffic_class] += line.back() == '1' ? 1 : 0;
+    within[traffic_class] += line.substr(line.size() - 3) == "1,1" ? 1 : 0;  // within its SLA, measured
   }
   EXPECT_EQ(within["chat"], j["by_class"][0]["within_sla"].get<int64_t>());
   EXPECT_EQ(within["agent coding"], j["by_class"][1]["within_sla"].get<int64_t>());
@@ -752,7 +776,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"run --duration nan", "field '--duration': expected seconds in (0, 2305843], got nan"},
         BadRun{"run --duration 1e300", "field '--duration': expected seconds in (0, 2305843]"},
         BadRun{"run --seeds 1001", "field '--seeds': expected 1..1000 seeds, got 1001"},
-        BadRun{"run --sessions-per-s 1e9 --duration 60",
+        BadRun{"run --warm-up -1",
+               "field '--warm-up': expected seconds in [0, 2305243] (with --duration 600 "
+               "after them), got -1"},
+        BadRun{"plan --warm-up nan", "field '--warm-up': expected seconds in [0, 2305243]"},
+        BadRun{"run --workload agent_trace --warm-up 100000",
+               "field '--warm-up': the trace's last row comes at"},
+        BadRun{"run --sessions-per-s 1e9 --warm-up 0 --duration 60",
                "field '--sessions-per-s': 1e+09 sessions/s over 60 s asks for up to 6e+10 sessions; one run "
                "starts at most 1e+06"},
         BadRun{

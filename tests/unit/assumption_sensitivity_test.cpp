@@ -144,6 +144,9 @@ struct TinyStudy {
       workload.sessions_per_s = 2;
       ServeOptions o;
       o.duration_s = 30;
+      // No warm-up: every run counts the same requests (after one, which
+      // turns arrive in the window depends on how fast the runs serve).
+      o.warm_up_s = 0;
       o.drain = true;
       return serve_deployment(catalog, analyze_model(load_model_file(data("tests/data/tiny_gqa.yaml"))),
                               load_deployment_file(data("tests/data/aggregated.yaml")), workload, o);

@@ -156,5 +156,28 @@ TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
   EXPECT_EQ(cells({0.9896, 0.9924})[0], "99.1% (98.96-99.2)");
 }
 
+// Drawn sessions start from an empty deployment and are warmed up unless told
+// otherwise; a trace is replayed from its first row; a warm-up given is
+// taken as given, and a negative one refused naming the flag.
+TEST(ServedRun, TheWarmUpIsTheDefaultForDrawnSessionsAndNoneForATrace) {
+  const TinyAggregated t;
+  ServeOptions o;
+  EXPECT_DOUBLE_EQ(warm_up_of(o, t.workload), kDefaultWarmUpS);
+  const WorkloadSpec trace = load_workload_file(data("workloads/agent_trace.yaml"));
+  EXPECT_DOUBLE_EQ(warm_up_of(o, trace), 0.0);
+  o.warm_up_s = 45;
+  EXPECT_DOUBLE_EQ(warm_up_of(o, trace), 45.0);
+  o.duration_s = 30;
+  const ServedRun run = serve_deployment(t.catalog, t.model, t.deployment, t.workload, o);
+  EXPECT_DOUBLE_EQ(run.result.warm_up_s, 45.0);
+  o.warm_up_s = -1;
+  try {
+    serve_deployment(t.catalog, t.model, t.deployment, t.workload, o);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "--warm-up");
+  }
+}
+
 }  // namespace
 }  // namespace v41sim

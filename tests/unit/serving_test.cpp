@@ -113,6 +113,65 @@ TEST(Serving, EveryRequestAndTokenIsAccountedFor) {
   EXPECT_GT(drained.input_tokens_cached, 0);
 }
 
+// A warm-up is served, not counted: a drained run's figures are those of the
+// requests that arrived after it, every one of its own (and only its own)
+// requests' tokens, and the tiers' lookups of the window.
+TEST(Serving, AWarmUpIsServedButNotCounted) {
+  Fixture f = v41_agents();
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.set_warm_up(120);
+  sim.enable_request_log();
+  const ServingResult r = sim.run(60, true);
+  EXPECT_DOUBLE_EQ(r.warm_up_s, 120);
+  EXPECT_DOUBLE_EQ(r.duration_s, 60);
+  int64_t measured = 0, warm_up = 0, generated = 0, cached = 0, finished = 0, looked_up = 0;
+  std::vector<double> ttft;
+  for (const RequestRecord& x : r.requests) {
+    EXPECT_EQ(x.measured, x.arrival_s >= 120) << x.id;
+    if (!x.measured) {
+      ++warm_up;
+      continue;
+    }
+    ++measured;
+    looked_up += x.prefix_tokens > 0 && x.status.find("max_context") == std::string::npos ? 1 : 0;
+    generated += x.generated;
+    cached += x.cached_tokens;
+    if (x.status != "finished") continue;
+    ++finished;
+    ttft.push_back(x.ttft_ms);
+  }
+  EXPECT_GT(warm_up, 100);
+  EXPECT_GT(measured, 100);
+  EXPECT_EQ(measured, r.arrived);
+  EXPECT_EQ(finished, r.finished);
+  EXPECT_EQ(r.in_flight, 0);
+  EXPECT_EQ(generated, r.output_tokens_generated);
+  EXPECT_EQ(r.output_tokens_generated, r.output_tokens_of_finished);
+  EXPECT_EQ(r.input_tokens_prefilled, r.input_tokens_to_compute);
+  EXPECT_EQ(cached, r.input_tokens_cached);
+  EXPECT_DOUBLE_EQ(summarize(ttft).p99, r.ttft_ms.p99);
+  // Each window turn with a prefix looked it up once, and only those.
+  EXPECT_GT(looked_up, 0);
+  EXPECT_EQ(r.kv_tiers.global_hits + r.kv_tiers.global_misses, looked_up);
+}
+
+// Agent sessions of many turns build an empty deployment up for minutes: a
+// window that opens at once sees the load still rising, and says so; one
+// opened after the default warm-up has settled, and serves more tokens per
+// GPU (the same arrival rate, now at its full concurrency).
+TEST(Serving, AWindowFromEmptyIsNotSettledAndTheWarmUpSettlesIt) {
+  Fixture f = v41_agents();
+  const ServingResult cold = f.run(300);
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.set_warm_up(600);
+  const ServingResult warm = sim.run(300);
+  EXPECT_TRUE(cold.steady_state.judged);
+  EXPECT_FALSE(cold.steady_state.steady());
+  EXPECT_GT(cold.steady_state.mean_shift, SteadyState::kSettledShift);  // rising
+  EXPECT_TRUE(warm.steady_state.steady());
+  EXPECT_GT(warm.output_tokens_per_s_per_gpu, 1.2 * cold.output_tokens_per_s_per_gpu);
+}
+
 // Aggregated instances share the prompts by load, decoding included: with
 // four of them, each runs a fair share of the prefill steps, by either
 // load-aware policy. By prefill tokens alone, a prompt that finds every

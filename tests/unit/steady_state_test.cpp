@@ -1,0 +1,63 @@
+// MSER-5: where a series settles, and whether truncating there would move its mean.
+#include "sim/metrics/steady_state.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace v41sim {
+namespace {
+
+// A level with a small alternating wobble: stationary, never constant.
+std::vector<double> flat(std::size_t n, double level) {
+  std::vector<double> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = level + ((i / 5) % 2 == 0 ? 1.0 : -1.0);
+  return y;
+}
+
+TEST(SteadyState, AFlatSeriesIsSteadyAndKeptWhole) {
+  const SteadyState s = mser5(flat(200, 100));
+  EXPECT_TRUE(s.judged);
+  EXPECT_EQ(s.batches, 40);
+  EXPECT_LE(s.truncated, 1);
+  EXPECT_NEAR(s.mean_shift, 0.0, 0.01);
+  EXPECT_TRUE(s.steady());
+}
+
+// A ramp from 0 to the level over its first quarter, then the level: MSER-5
+// cuts near the ramp's end, and the mean left is well above the whole's.
+TEST(SteadyState, ARampIsTruncatedNearItsEndAndIsNotSteady) {
+  std::vector<double> y = flat(200, 100);
+  for (std::size_t i = 0; i < 50; ++i) y[i] *= static_cast<double>(i) / 50.0;
+  const SteadyState s = mser5(y);
+  EXPECT_TRUE(s.judged);
+  EXPECT_GE(s.truncated, 7);  // the ramp is 10 batches; its last ones are near the level
+  EXPECT_LE(s.truncated, 11);
+  EXPECT_GT(s.mean_shift, SteadyState::kSettledShift);
+  EXPECT_FALSE(s.steady());
+}
+
+// A series that rises throughout has no settled tail: MSER-5's point goes
+// as far as it may look (half the series).
+TEST(SteadyState, ASeriesRisingThroughoutIsCutAtHalfAndNotSteady) {
+  std::vector<double> y(200);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = 10.0 + static_cast<double>(i);
+  const SteadyState s = mser5(y);
+  EXPECT_EQ(s.truncated, 20);
+  EXPECT_DOUBLE_EQ(s.truncated_share, 0.5);
+  EXPECT_FALSE(s.steady());
+}
+
+// Too short to judge: fewer than ten batches of five; the trailing
+// observations that fill no batch are left out.
+TEST(SteadyState, TooFewBatchesAreNotJudged) {
+  const SteadyState s = mser5(flat(49, 100));
+  EXPECT_EQ(s.batches, 9);
+  EXPECT_FALSE(s.judged);
+  EXPECT_FALSE(s.steady());
+  EXPECT_EQ(mser5({}).batches, 0);
+}
+
+}  // namespace
+}  // namespace v41sim
