@@ -197,8 +197,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   };
 
   CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");
-  add_serving_flags(serve, "deployment (workloads/deployments/) name or path", "simulated seconds",
-                    "random seed");
+  add_serving_flags(serve, "deployment (workloads/deployments/) name or path",
+                    "simulated seconds measured, after the warm-up", "random seed");
   serve->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the run to this file");
   serve
       ->add_option("--trace-seconds", flags->trace_seconds,
@@ -216,7 +216,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_serving_flags(plan,
                     "base deployments (workloads/deployments/) names or paths, comma-separated (e.g. an "
                     "aggregated and a disaggregated layout, ranked together)",
-                    "simulated seconds of arrivals (then each variant drains)",
+                    "simulated seconds of arrivals measured after the warm-up (then each variant drains)",
                     "random seed (the same arrivals for every variant)");
   add_grid_flags(plan);
   plan->add_option(
@@ -237,7 +237,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       capacity,
       "deployments (workloads/deployments/) names or paths, comma-separated; with the grid flags, "
       "each variant is asked in turn",
-      "simulated seconds of arrivals at each rate (then each drains)",
+      "simulated seconds of arrivals measured at each rate after the warm-up (then each drains)",
       "random seed (the same sessions at every rate)");
   add_grid_flags(capacity);
   capacity
@@ -271,7 +271,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "served run's $ per token and TPOT: each "
       "moved down and up in turn");
   add_serving_flags(sensitivity, "deployment (workloads/deployments/) name or path",
-                    "simulated seconds of arrivals in each run (then it drains)",
+                    "simulated seconds of arrivals measured in each run after the warm-up (then it drains)",
                     "random seed (the same traffic drawn in every run)");
   sensitivity->add_option("--swing", flags->swing, "how far each assumption moves, as a share of its value")
       ->capture_default_str();

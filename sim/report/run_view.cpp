@@ -642,14 +642,14 @@ void collect_kernel_models(const ServedRun& run, std::vector<std::string>& label
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {
   for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
   table.add_note(
-      "$ per 1M output tokens charges the whole deployment's cost over the arrival window to output tokens: "
+      "$ per 1M output tokens charges the whole deployment's cost over the measured window to output tokens: "
       "its GPUs, at each profile's price (unknown where no public price exists), and its SSD tier at steady "
       "state (sessions/s x a session's global KV after its last turn x the time it is held: the retention, "
       "less where resumed sessions come back sooner or a tier of bounded size fills first, which is paid for "
       "whole; at the deployment's $ per TB-month)");
   table.add_note(
       std::string("kWh per 1M output tokens: the GPUs at each profile's rated power (power_watts) over "
-                  "the arrival window, ") +
+                  "the measured window, ") +
       kRatedPowerCaveat);
 }
 

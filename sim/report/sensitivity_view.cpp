@@ -78,7 +78,8 @@ Table sensitivity_table(const SensitivityReport& r) {
         "events, so small changes are within run-to-run noise (--seeds 3 shows that spread)");
   }
   t.add_note(
-      "$ per 1M output tokens charges the deployment's GPU-hours and its SSD tier over the arrival window to "
+      "$ per 1M output tokens charges the deployment's GPU-hours and its SSD tier over the measured window "
+      "to "
       "the output tokens served: it moves where serving speed changes how much is served (sessions' next "
       "turns, or a load the "
       "deployment cannot keep up with), not under a light load served in full either way; a workload "
