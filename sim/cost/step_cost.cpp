@@ -72,10 +72,22 @@ void add_to_layer(LayerTiming& lt, const Kernel& k, const KernelTiming& t, doubl
 // A step's layers are a few kinds repeated (each mode's kernels alike in every
 // layer of it): each kind's kernels are timed once, and a layer whose kernels
 // equal an earlier one's takes its timings, the same numbers the cost model
-// would give again (it is a pure function of the kernel).
+// would give again (it is a pure function of the kernel). Layers the graph
+// says are of one kind are known to be alike without comparing them.
 class LayerTimings {
  public:
   explicit LayerTimings(const KernelCostModel& cost) : cost_(cost) {}
+  // `list`: 0 for the first micro-batch's layers, 1 for the second's (each numbers its kinds).
+  const std::vector<KernelTiming>& of(const LayerKernels& layer, std::size_t list) {
+    if (layer.kind < 0) return of(layer.kernels);
+    std::vector<const std::vector<KernelTiming>*>& known = by_kind_[list];
+    const auto kind = static_cast<std::size_t>(layer.kind);
+    if (known.size() <= kind) known.resize(kind + 1, nullptr);
+    if (known[kind] == nullptr) known[kind] = &of(layer.kernels);
+    return *known[kind];
+  }
+
+ private:
   const std::vector<KernelTiming>& of(const std::vector<Kernel>& kernels) {
     for (const auto& [seen, timings] : kinds_) {
       if (*seen == kernels) return timings;
@@ -89,6 +101,7 @@ class LayerTimings {
 
  private:
   const KernelCostModel& cost_;
+  std::vector<const std::vector<KernelTiming>*> by_kind_[2];
   // A deque: the timings handed out stay where they are as kinds are added.
   std::deque<std::pair<const std::vector<Kernel>*, std::vector<KernelTiming>>> kinds_;
 };
@@ -97,6 +110,7 @@ class LayerTimings {
 
 StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
   StepTiming step;
+  step.layers.reserve(graph.layers.size());
   step.transfer_sm_share = cost.normal_transfer_sm_share();
   const bool overlap = graph.micro_batches > 1;
   // The first micro-batch's kernels count once per micro-batch, unless the
@@ -113,7 +127,9 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
     // The first micro-batch's kernels, each on its track from the start of
     // the layer (transfers after compute unless overlapped).
     double compute_at = lt.start_us, comm_at = lt.start_us, copy_at = timeline.copy_engine_free_us();
-    const std::vector<KernelTiming>& layer_timings = timings.of(layer.kernels);
+    const std::vector<KernelTiming>& layer_timings = timings.of(layer, 0);
+    lt.kernel_start_us.reserve(layer.kernels.size());
+    lt.kernels.reserve(layer.kernels.size());
     for (std::size_t i = 0; i < layer.kernels.size(); ++i) {
       const Kernel& k = layer.kernels[i];
       const KernelTiming& t = layer_timings[i];
@@ -130,7 +146,7 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
     }
     lt.kernels_run = static_cast<int64_t>(layer.kernels.size()) * static_cast<int64_t>(runs);
     if (second != nullptr) {
-      const std::vector<KernelTiming>& second_timings = timings.of(second->kernels);
+      const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
       for (std::size_t i = 0; i < second->kernels.size(); ++i)
         add_to_layer(lt, second->kernels[i], second_timings[i], 1.0);
       lt.kernels_run += static_cast<int64_t>(second->kernels.size());

@@ -227,6 +227,7 @@ std::vector<LayerKernels> layers_of(const ModelAnalysis& model, const StepShape&
     if (built == kinds.end()) {
       kinds.emplace_back(kind, backbone_layer(model, s, plan));
       built = std::prev(kinds.end());
+      built->second.kind = static_cast<int64_t>(kinds.size()) - 1;
     }
     if (built->second.kernels.empty()) continue;  // CED: a chunk's idle decoder layers
     LayerKernels& layer = layers.emplace_back(built->second);

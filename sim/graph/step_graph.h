@@ -38,6 +38,9 @@ struct LayerKernels {
   std::string mode;   // the layer plan's mode, or "Head" / "Draft"
   double tokens = 0;
   std::vector<Kernel> kernels;
+  // Backbone layers of one kind (the same number, within one list of layers)
+  // run the same kernels: the graph built them once. -1: head and draft stages.
+  int64_t kind = -1;
 };
 
 struct StepGraph {
