@@ -216,10 +216,19 @@ LayerKind kind_of(const ModelSpec& m, const LayerPlanEntry& plan) {
           is_engram_layer(m, plan.layer)};
 }
 
-// The step's layers for one micro-batch shape (or the whole step).
-std::vector<LayerKernels> layers_of(const ModelAnalysis& model, const StepShape& s) {
-  std::vector<LayerKernels> layers;
-  layers.reserve(model.plan.size() + 8);
+// The step's layers for one micro-batch shape (or the whole step), written
+// over `layers`: a list reused from an earlier step keeps its storage (its
+// strings and kernel lists are assigned in place, not allocated again).
+void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<LayerKernels>& layers) {
+  std::size_t count = 0;
+  const auto put = [&layers, &count](const LayerKernels& layer) -> LayerKernels& {
+    if (count < layers.size()) {
+      layers[count] = layer;
+    } else {
+      layers.push_back(layer);
+    }
+    return layers[count++];
+  };
   std::vector<std::pair<LayerKind, LayerKernels>> kinds;  // each kind's first layer, as built
   for (const LayerPlanEntry& plan : model.plan) {
     const LayerKind kind = kind_of(model.spec, plan);
@@ -230,8 +239,7 @@ std::vector<LayerKernels> layers_of(const ModelAnalysis& model, const StepShape&
       built->second.kind = static_cast<int64_t>(kinds.size()) - 1;
     }
     if (built->second.kernels.empty()) continue;  // CED: a chunk's idle decoder layers
-    LayerKernels& layer = layers.emplace_back(built->second);
-    layer.layer = plan.layer;
+    put(built->second).layer = plan.layer;
   }
   // Prefill: the last token of each prompt that ends in this step; decode:
   // every verified position (and in a mixed step, the ending prompts' last tokens).
@@ -239,12 +247,11 @@ std::vector<LayerKernels> layers_of(const ModelAnalysis& model, const StepShape&
                               ? s.batch * s.decode_tokens_per_sequence +
                                     (s.is_mixed() ? s.mixed_prefill.batch - s.mixed_prefill.continuing : 0)
                               : s.batch - s.continuing;
-  if (sampled > 0) layers.push_back(output_head(model, static_cast<double>(sampled)));
+  if (sampled > 0) put(output_head(model, static_cast<double>(sampled)));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft) {
-    for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage)
-      layers.push_back(draft_stage(model, s, stage));
+    for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage) put(draft_stage(model, s, stage));
   }
-  return layers;
+  layers.resize(count);
 }
 
 bool alike(const StepShape& a, const StepShape& b) {
@@ -298,11 +305,22 @@ std::vector<StepShape> micro_batches_of(const StepShape& s) {
 }
 
 StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& whole) {
+  StepGraph graph;
+  build_step_graph(model, whole, graph);
+  return graph;
+}
+
+void build_step_graph(const ModelAnalysis& model, const StepShape& whole, StepGraph& graph) {
   validate_step_shape(model, whole);
   const std::vector<StepShape> parts = micro_batches_of(whole);
-  StepGraph graph{whole, layers_of(model, parts.front()), static_cast<int64_t>(parts.size()), {}};
-  if (parts.size() == 2 && !alike(parts[0], parts[1])) graph.second_layers = layers_of(model, parts[1]);
-  return graph;
+  graph.shape = whole;
+  graph.micro_batches = static_cast<int64_t>(parts.size());
+  layers_of(model, parts.front(), graph.layers);
+  if (parts.size() == 2 && !alike(parts[0], parts[1])) {
+    layers_of(model, parts[1], graph.second_layers);
+  } else {
+    graph.second_layers.clear();
+  }
 }
 
 }  // namespace v41sim

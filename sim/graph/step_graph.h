@@ -63,5 +63,9 @@ std::vector<StepShape> micro_batches_of(const StepShape& shape);
 // Throws InputError naming the flag for a batch, context or EP size that cannot be.
 void validate_step_shape(const ModelAnalysis& model, const StepShape& shape);
 StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& shape);
+// The same, written over `graph`: a graph reused from step to step keeps its
+// storage, so building the next one allocates little (the serving runs' step
+// cache builds thousands).
+void build_step_graph(const ModelAnalysis& model, const StepShape& shape, StepGraph& graph);
 
 }  // namespace v41sim

@@ -26,6 +26,10 @@ SteadyState mser5(const std::vector<double>& series) {
   const std::vector<double> y = batch_means(series);
   SteadyState s;
   s.batches = static_cast<int64_t>(y.size());
+  if (!y.empty()) {
+    s.first_batch = y.front();
+    s.last_batch = y.back();
+  }
   if (y.size() < kFewestBatches) return s;
   s.judged = true;
   // Sums over the tail y[d..n), grown from the end, so each d costs O(1).
@@ -48,6 +52,10 @@ SteadyState mser5(const std::vector<double>& series) {
     }
   }
   s.truncated_share = static_cast<double>(s.truncated) / static_cast<double>(n);
+  const std::size_t quarter = n / 4;
+  const double first_quarter = (sum[0] - sum[quarter]) / static_cast<double>(quarter);
+  const double last_quarter = sum[n - quarter] / static_cast<double>(quarter);
+  s.quarter_trend = first_quarter != 0 ? last_quarter / first_quarter - 1 : 0.0;
   const double all = sum[0] / static_cast<double>(n);
   const double kept = sum[static_cast<std::size_t>(s.truncated)] /
                       static_cast<double>(n - static_cast<std::size_t>(s.truncated));

@@ -11,9 +11,11 @@
 // they compared. On a settled but strongly correlated series (prefill steps
 // of seconds, bursts) its point still wanders a few batches in, so what
 // judges the window is what truncating there would change: the mean of what
-// is left against the whole window's. A window that needs truncating is
-// reported, not truncated: the user lengthens the warm-up and the figures
-// keep one meaning.
+// is left against the whole window's. A slow creep (sessions of forty turns
+// still arriving at their full number, a queue growing under overload)
+// moves that mean little, so the last quarter of the window is also set
+// against the first. A window that fails either is reported, not truncated:
+// the user lengthens the warm-up and the figures keep one meaning.
 #pragma once
 
 #include <cmath>
@@ -28,6 +30,10 @@ struct SteadyState {
   // settle, the requests in the system moved 0-5% (noise and the slow swings
   // of a queue near its limit); from an empty deployment, 12-40%.
   static constexpr double kSettledShift = 0.1;
+  // And its last quarter's mean is within this share of its first quarter's.
+  // Assumed: on those settled runs, 12-19%; overloaded (twice the rate an 8
+  // x H200 instance serves), +31%; from empty, +330% and more.
+  static constexpr double kSettledTrend = 0.25;
 
   int64_t batches = 0;         // batch means of five observations
   int64_t truncated = 0;       // of them, MSER-5's truncation point
@@ -35,9 +41,19 @@ struct SteadyState {
   // The mean of the batches after the point over the mean of all, less 1
   // (a rate still rising over the window: positive).
   double mean_shift = 0;
+  // The first and last batch means: a queue that grows through the window
+  // (an overloaded deployment) shows here even where it is large enough
+  // that its growth moves the mean little.
+  double first_batch = 0;
+  double last_batch = 0;
+  // The mean of the last quarter of the batches over that of the first, less
+  // 1: a trend through the whole window, less noisy than its two ends.
+  double quarter_trend = 0;
   bool judged = false;  // enough batches to judge (MSER-5 looks only at the first half)
 
-  bool steady() const { return judged && std::abs(mean_shift) <= kSettledShift; }
+  bool steady() const {
+    return judged && std::abs(mean_shift) <= kSettledShift && std::abs(quarter_trend) <= kSettledTrend;
+  }
 };
 
 // MSER-5 over `series` (observations at equal intervals, in time order; the

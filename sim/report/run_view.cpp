@@ -201,27 +201,33 @@ std::string window_phrase(const ServingResult& x) {
 std::string steady_state_phrase(const ServingResult& x) {
   const SteadyState& s = x.steady_state;
   if (!s.judged) return fmt::format("not judged: {} batches over the window, too few", s.batches);
+  const std::string ends =
+      fmt::format("{:.1f} at the window's start, {:.1f} at its end; its last quarter {:+.0f}% on its first",
+                  s.first_batch, s.last_batch, 100 * s.quarter_trend);
   const double dropped_s = s.truncated_share * x.duration_s;
-  if (s.steady()) {
-    return fmt::format("steady: MSER-5 truncates {} of {} batches ({:.0f} s), which moves the mean {:+.1f}%",
-                       s.truncated, s.batches, dropped_s, 100 * s.mean_shift);
-  }
+  const std::string mser =
+      fmt::format("MSER-5 truncates {} of {} batches ({:.0f} s), which moves the mean {:+.1f}%", s.truncated,
+                  s.batches, dropped_s, 100 * s.mean_shift);
+  if (s.steady()) return fmt::format("steady ({}): {}", ends, mser);
   return fmt::format(
-      "not settled: MSER-5 would drop the first {:.0f} s ({:.0f}%) of the window, and the mean after them "
-      "is {:+.1f}% off the window's; the deployment was still filling up (a longer --warm-up) or, where "
-      "queues grow, overloaded, and its rates and $ are no steady state's",
-      dropped_s, 100 * s.truncated_share, 100 * s.mean_shift);
+      "not settled ({}): {}; the deployment was still filling up (a longer --warm-up) or, where the queue "
+      "grows, overloaded, and its rates and $ are no steady state's",
+      ends, mser);
 }
 
 nlohmann::json steady_state_json(const ServingResult& x) {
   const SteadyState& s = x.steady_state;
-  return {{"method", "MSER-5 on the requests in the system, averaged over 200 slices of the measured window"},
-          {"judged", s.judged},
-          {"batches", s.batches},
-          {"truncated_batches", s.truncated},
-          {"truncated_s", s.truncated_share * x.duration_s},
-          {"mean_shift", s.mean_shift},
-          {"steady", s.steady()}};
+  return {
+      {"method", "MSER-5 on the mean requests in the system over each of 200 slices of the measured window"},
+      {"judged", s.judged},
+      {"batches", s.batches},
+      {"truncated_batches", s.truncated},
+      {"truncated_s", s.truncated_share * x.duration_s},
+      {"mean_shift", s.mean_shift},
+      {"quarter_trend", s.quarter_trend},
+      {"in_system_at_start", s.first_batch},
+      {"in_system_at_end", s.last_batch},
+      {"steady", s.steady()}};
 }
 
 std::vector<Table> run_tables(const RunReport& r) {
@@ -620,9 +626,11 @@ std::string unsettled_note(const std::vector<std::pair<std::string, const Served
   if (unsettled.empty()) return {};
   return fmt::format(
       "not settled: the requests in the system of {} were still moving over the measured window (dropping "
-      "the start MSER-5 picks would move their mean over {:.0f}%): a deployment still filling up (a longer "
-      "--warm-up) or overloaded, whose $ and SLA verdicts are no steady state's",
-      fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift);
+      "the start MSER-5 picks would move their mean over {:.0f}%, or its last quarter's is over {:.0f}% off "
+      "its "
+      "first's): a deployment still filling up (a longer --warm-up) or overloaded, whose $ and SLA verdicts "
+      "are no steady state's",
+      fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift, 100 * SteadyState::kSettledTrend);
 }
 
 std::string seeds_phrase(const ServeOptions& options) {

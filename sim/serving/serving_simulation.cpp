@@ -603,6 +603,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   ServingResult& out = result_;
   out.warm_up_s = window_start_.s();
   out.duration_s = duration_s;
+  for (double& request_seconds : in_system_by_slice_) request_seconds /= slice_s_;  // the slice's mean
   out.steady_state = mser5(in_system_by_slice_);
   out.gpus = deployment_.total_gpus();
   out.in_flight = out.arrived - out.finished - out.rejected;

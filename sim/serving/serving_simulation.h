@@ -257,7 +257,8 @@ class ServingSimulation {
   bool drain_ = false;
   KvTierCounters tiers_at_window_start_;
   // Requests in the system, integrated over each of kSteadyStateSlices equal
-  // slices of the measured window (request-seconds): what SteadyState judges.
+  // slices of the measured window (request-seconds; collect takes each
+  // slice's mean): what SteadyState judges.
   std::vector<double> in_system_by_slice_;
   double slice_s_ = 1;
   double occupancy_interval_s_ = 1;

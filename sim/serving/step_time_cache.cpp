@@ -90,7 +90,9 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
   }
   const KernelCostModel& cost =
       shape.phase == Phase::kPrefill || shape.is_mixed() ? prefill_cost_ : decode_cost_;
-  const StepGraph graph = build_step_graph(model_, shape);
+  // Each thread builds its graphs in one reused graph (runs share this cache from several threads).
+  thread_local StepGraph graph;
+  build_step_graph(model_, shape, graph);
   const StepTiming timing = time_step(graph, cost);
   double exposed = 0;  // communication time compute did not hide
   for (const LayerTiming& layer : timing.layers) exposed += layer.critical_us - layer.compute_us;

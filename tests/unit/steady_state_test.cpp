@@ -49,6 +49,18 @@ TEST(SteadyState, ASeriesRisingThroughoutIsCutAtHalfAndNotSteady) {
   EXPECT_FALSE(s.steady());
 }
 
+// A slow creep (a queue growing under overload): truncating moves the mean
+// little, but the last quarter stands well above the first.
+TEST(SteadyState, ASlowCreepIsNotSteadyThoughTruncatingMovesTheMeanLittle) {
+  std::vector<double> y = flat(200, 100);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] += 0.2 * static_cast<double>(i);
+  const SteadyState s = mser5(y);
+  EXPECT_LE(std::abs(s.mean_shift), SteadyState::kSettledShift);
+  EXPECT_NEAR(s.quarter_trend, 134.9 / 104.9 - 1, 1e-9);  // the quarters' means: 100 + 0.2 x 24.5 and x 174.5
+  EXPECT_FALSE(s.steady());
+  EXPECT_NEAR(s.first_batch, 100.4 + 1, 1e-9);  // the first five, each 100 + 0.2 i + 1
+}
+
 // Too short to judge: fewer than ten batches of five; the trailing
 // observations that fill no batch are left out.
 TEST(SteadyState, TooFewBatchesAreNotJudged) {
