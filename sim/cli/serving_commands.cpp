@@ -44,12 +44,7 @@ void require_run_duration(const Flags& f) {
     throw InputError({"", 0, "--duration"},
                      fmt::format("expected seconds in (0, {:.0f}], got {}", longest_s, f.duration_s));
   }
-  if (f.warm_up_s && !(*f.warm_up_s >= 0 && *f.warm_up_s + f.duration_s <= longest_s)) {
-    throw InputError({"", 0, "--warm-up"},
-                     fmt::format("expected seconds in [0, {:.0f}] (with --duration {:g} "
-                                 "after them), got {}",
-                                 longest_s - f.duration_s, f.duration_s, *f.warm_up_s));
-  }
+  if (f.warm_up_s) require_warm_up(*f.warm_up_s, f.duration_s);
 }
 
 // What each serving command's runs take from the flags.

@@ -69,41 +69,36 @@ void add_to_layer(LayerTiming& lt, const Kernel& k, const KernelTiming& t, doubl
   }
 }
 
-// A step's layers are a few kinds repeated (each mode's kernels alike in every
-// layer of it): each kind's kernels are timed once, and a layer whose kernels
-// equal an earlier one's takes its timings, the same numbers the cost model
-// would give again (it is a pure function of the kernel). Layers the graph
-// says are of one kind are known to be alike without comparing them.
+// A step's layers are a few kinds repeated, and the graph numbers each
+// backbone layer's kind (LayerKernels::kind): each kind's kernels are timed
+// once and its other layers take those timings, the numbers the cost model
+// would give again (it is a pure function of the kernel). The head and the
+// draft stages, of no kind, are timed as they come.
 class LayerTimings {
  public:
   explicit LayerTimings(const KernelCostModel& cost) : cost_(cost) {}
   // `list`: 0 for the first micro-batch's layers, 1 for the second's (each numbers its kinds).
   const std::vector<KernelTiming>& of(const LayerKernels& layer, std::size_t list) {
-    if (layer.kind < 0) return of(layer.kernels);
-    std::vector<const std::vector<KernelTiming>*>& known = by_kind_[list];
+    if (layer.kind < 0) return unkinded_.emplace_back(time(layer.kernels));
+    std::deque<std::vector<KernelTiming>>& known = by_kind_[list];
     const auto kind = static_cast<std::size_t>(layer.kind);
-    if (known.size() <= kind) known.resize(kind + 1, nullptr);
-    if (known[kind] == nullptr) known[kind] = &of(layer.kernels);
-    return *known[kind];
+    if (known.size() <= kind) known.resize(kind + 1);
+    if (known[kind].empty()) known[kind] = time(layer.kernels);
+    return known[kind];
   }
 
  private:
-  const std::vector<KernelTiming>& of(const std::vector<Kernel>& kernels) {
-    for (const auto& [seen, timings] : kinds_) {
-      if (*seen == kernels) return timings;
-    }
+  std::vector<KernelTiming> time(const std::vector<Kernel>& kernels) const {
     std::vector<KernelTiming> timings;
     timings.reserve(kernels.size());
     for (const Kernel& k : kernels) timings.push_back(cost_.time(k));
-    kinds_.emplace_back(&kernels, std::move(timings));
-    return kinds_.back().second;
+    return timings;
   }
 
- private:
   const KernelCostModel& cost_;
-  std::vector<const std::vector<KernelTiming>*> by_kind_[2];
-  // A deque: the timings handed out stay where they are as kinds are added.
-  std::deque<std::pair<const std::vector<Kernel>*, std::vector<KernelTiming>>> kinds_;
+  // Deques: the timings handed out stay where they are as more are added.
+  std::deque<std::vector<KernelTiming>> by_kind_[2];
+  std::deque<std::vector<KernelTiming>> unkinded_;
 };
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
@@ -80,6 +79,14 @@ double warm_up_of(const ServeOptions& options, const WorkloadSpec& workload) {
   return workload.arrival == WorkloadSpec::Arrival::kTrace ? 0.0 : kDefaultWarmUpS;
 }
 
+void require_warm_up(double warm_up_s, double duration_s) {
+  const double longest_s = longest_run_s();
+  if (warm_up_s >= 0 && warm_up_s + duration_s <= longest_s) return;
+  throw InputError({"", 0, "--warm-up"},
+                   fmt::format("expected seconds in [0, {:.0f}] (with --duration {:g} after them), got {}",
+                               longest_s - duration_s, duration_s, warm_up_s));
+}
+
 double share_within_sla(const ServingResult& r) {
   if (r.arrived == 0) return 0.0;
   return r.goodput_fraction * static_cast<double>(r.finished) / static_cast<double>(r.arrived);
@@ -104,8 +111,7 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
                      fmt::format("expected 1..{} seeds, got {}", kMaxSeeds, options.seeds));
   }
   const double warm_up_s = warm_up_of(options, workload);
-  if (!(warm_up_s >= 0 && std::isfinite(warm_up_s)))
-    throw InputError({"", 0, "--warm-up"}, fmt::format("expected seconds of at least 0, got {}", warm_up_s));
+  require_warm_up(warm_up_s, options.duration_s);
   const GpuCostModel& prefill = gpus.prefill;
   const GpuCostModel& decode = gpus.decode;
   const auto n = static_cast<std::size_t>(options.seeds);

@@ -44,7 +44,7 @@ struct SeedOutcome {
   double ttft_p99_over_limit = 0;
   double tpot_p99_over_limit = 0;
   std::vector<ClassShare> classes;  // a mix's, in the workload's order; empty without one
-  bool steady = true;               // the window's output rate had settled (SteadyState::steady)
+  bool steady = true;  // the requests in the system had settled over the window (SteadyState::steady)
 };
 
 // The mean, least and most of one figure over the seeds run.
@@ -75,7 +75,7 @@ struct ServedRun {
   // The seeds whose own run meets it (a pooled verdict near the limit may rest on some of them only).
   int64_t seeds_meeting_sla(double min_within_sla) const;
   SeedSpread spread(double SeedOutcome::*figure) const;
-  // The seeds whose window's output rate had not settled: their figures are not yet the steady state's.
+  // The seeds whose window had not settled: their figures are not yet the steady state's.
   int64_t seeds_unsettled() const;
 };
 
@@ -99,13 +99,16 @@ struct ServeOptions {
   // their headline figures (SeedOutcome); verdicts pool them.
   int64_t seeds = 1;
   bool drain = false;  // after duration_s, no new turns; run until every request is done
-  double trace_seconds =
-      0;  // > 0: record the first seed's spans that start this early in the measured window, for the trace
+  // > 0: record the first seed's spans that start this early in the measured window, for the trace.
+  double trace_seconds = 0;
   bool log_requests = false;  // keep a record of each of the first seed's requests (ServingResult::requests)
 };
 
 // The warm-up a run of `workload` with `options` serves before it measures.
 double warm_up_of(const ServeOptions& options, const WorkloadSpec& workload);
+// Throws InputError naming --warm-up unless `warm_up_s` is at least 0 and,
+// with `duration_s` after it, within longest_run_s().
+void require_warm_up(double warm_up_s, double duration_s);
 
 // Requests that finished within their TTFT and TPOT limits (the deployment's,
 // or in a mix their class's), of those that arrived (0 when none arrived): the share an SLA is judged on.

@@ -35,7 +35,6 @@ struct KernelShape {
   int64_t n = 1;
   int64_t k = 1;
   int64_t batch = 1;
-  bool operator==(const KernelShape&) const = default;
 };
 
 // Values the kernel's tensor math takes from a narrower storage format (FP8
@@ -98,7 +97,6 @@ struct Kernel {
   // EP transfer by the low-latency kernels decode uses (DeepEP's LL mode: a
   // message per routed copy from a few SMs), which reach less of NVLink.
   bool low_latency = false;
-  bool operator==(const Kernel&) const = default;
 };
 
 std::string_view class_key(KernelClass kernel_class);  // "gemm", "grouped_gemm", ...

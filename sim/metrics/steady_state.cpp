@@ -6,7 +6,7 @@ namespace v41sim {
 
 namespace {
 
-constexpr std::size_t kBatch = 5;
+constexpr auto kBatch = static_cast<std::size_t>(SteadyState::kBatch);
 // Fewer batch means than this say little about a trend.
 constexpr std::size_t kFewestBatches = 10;
 
@@ -51,7 +51,6 @@ SteadyState mser5(const std::vector<double>& series) {
       s.truncated = static_cast<int64_t>(d);
     }
   }
-  s.truncated_share = static_cast<double>(s.truncated) / static_cast<double>(n);
   const std::size_t quarter = n / 4;
   const double first_quarter = (sum[0] - sum[quarter]) / static_cast<double>(quarter);
   const double last_quarter = sum[n - quarter] / static_cast<double>(quarter);

@@ -34,16 +34,14 @@ struct SteadyState {
   // Assumed: on those settled runs, 12-19%; overloaded (twice the rate an 8
   // x H200 instance serves), +31%; from empty, +330% and more.
   static constexpr double kSettledTrend = 0.25;
+  static constexpr int64_t kBatch = 5;  // observations per batch mean (the 5 of MSER-5)
 
-  int64_t batches = 0;         // batch means of five observations
-  int64_t truncated = 0;       // of them, MSER-5's truncation point
-  double truncated_share = 0;  // truncated / batches
+  int64_t batches = 0;    // batch means of kBatch observations
+  int64_t truncated = 0;  // of them, MSER-5's truncation point
   // The mean of the batches after the point over the mean of all, less 1
   // (a rate still rising over the window: positive).
   double mean_shift = 0;
-  // The first and last batch means: a queue that grows through the window
-  // (an overloaded deployment) shows here even where it is large enough
-  // that its growth moves the mean little.
+  // The first and last batch means, for the reader (quarter_trend judges).
   double first_batch = 0;
   double last_batch = 0;
   // The mean of the last quarter of the batches over that of the first, less
@@ -51,6 +49,9 @@ struct SteadyState {
   double quarter_trend = 0;
   bool judged = false;  // enough batches to judge (MSER-5 looks only at the first half)
 
+  double truncated_share() const {
+    return batches > 0 ? static_cast<double>(truncated) / static_cast<double>(batches) : 0.0;
+  }
   bool steady() const {
     return judged && std::abs(mean_shift) <= kSettledShift && std::abs(quarter_trend) <= kSettledTrend;
   }

@@ -193,18 +193,13 @@ std::string time_held(const SsdTierCost& tier) {
                      tier.keeps_s / 3600.0, retention_h);
 }
 
-std::string window_phrase(const ServingResult& x) {
-  if (x.warm_up_s <= 0) return fmt::format("{:.0f} s simulated", x.duration_s);
-  return fmt::format("{:.0f} s measured after {:.0f} s of warm-up", x.duration_s, x.warm_up_s);
-}
-
 std::string steady_state_phrase(const ServingResult& x) {
   const SteadyState& s = x.steady_state;
   if (!s.judged) return fmt::format("not judged: {} batches over the window, too few", s.batches);
   const std::string ends =
       fmt::format("{:.1f} at the window's start, {:.1f} at its end; its last quarter {:+.0f}% on its first",
                   s.first_batch, s.last_batch, 100 * s.quarter_trend);
-  const double dropped_s = s.truncated_share * x.duration_s;
+  const double dropped_s = s.truncated_share() * x.duration_s;
   const std::string mser =
       fmt::format("MSER-5 truncates {} of {} batches ({:.0f} s), which moves the mean {:+.1f}%", s.truncated,
                   s.batches, dropped_s, 100 * s.mean_shift);
@@ -217,23 +212,25 @@ std::string steady_state_phrase(const ServingResult& x) {
 
 nlohmann::json steady_state_json(const ServingResult& x) {
   const SteadyState& s = x.steady_state;
-  return {
-      {"method", "MSER-5 on the mean requests in the system over each of 200 slices of the measured window"},
-      {"judged", s.judged},
-      {"batches", s.batches},
-      {"truncated_batches", s.truncated},
-      {"truncated_s", s.truncated_share * x.duration_s},
-      {"mean_shift", s.mean_shift},
-      {"quarter_trend", s.quarter_trend},
-      {"in_system_at_start", s.first_batch},
-      {"in_system_at_end", s.last_batch},
-      {"steady", s.steady()}};
+  return {{"method",
+           fmt::format("MSER-5 on the mean requests in the system over each of {} slices of the measured "
+                       "window",
+                       s.batches * SteadyState::kBatch)},
+          {"judged", s.judged},
+          {"batches", s.batches},
+          {"truncated_batches", s.truncated},
+          {"truncated_s", s.truncated_share() * x.duration_s},
+          {"mean_shift", s.mean_shift},
+          {"quarter_trend", s.quarter_trend},
+          {"in_system_at_start", s.first_batch},
+          {"in_system_at_end", s.last_batch},
+          {"steady", s.steady()}};
 }
 
 std::vector<Table> run_tables(const RunReport& r) {
   const ServingResult& x = r.run.result;
   Table head(fmt::format("{} on {} ({} GPUs), workload {}, {}, seed {}", r.model, r.deployment.name, x.gpus,
-                         r.workload.name, window_phrase(x), r.seed),
+                         r.workload.name, arrivals_phrase(x.duration_s, x.warm_up_s), r.seed),
              {"quantity", "value"});
   head.add_row({"requests arrived / finished / in flight / rejected",
                 fmt::format("{} / {} / {} / {}", x.arrived, x.finished, x.in_flight, x.rejected)});
@@ -315,7 +312,7 @@ std::vector<Table> run_tables(const RunReport& r) {
         "the first {:.0f} s of arrivals build the deployment up from empty and are served, not counted: "
         "requests and latencies are those that arrived after them; tokens, steps and time those of the "
         "window (--warm-up sets it; its default is assumed long enough for sessions of many turns, and the "
-        "output-rate row says whether it was)",
+        "row of requests in the system says whether it was)",
         x.warm_up_s));
   }
   if (r.workload.arrival == WorkloadSpec::Arrival::kTrace &&
@@ -323,7 +320,7 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_note(fmt::format(
         "the trace's last row comes at {:g} s, before the run's end: its rates and $ count the idle time "
         "after it (--duration {:g} ends the window there; plan and capacity end it there and drain)",
-        r.workload.trace.back().time_s, r.workload.trace.back().time_s));
+        r.workload.trace.back().time_s, r.workload.trace.back().time_s - x.warm_up_s));
   }
   head.add_note("output lengths " + output_lengths_source(r.workload));
   head.add_note(routing_note(r.deployment));
@@ -610,11 +607,14 @@ nlohmann::json served_run_json(const ServedRun& run) {
           {"over_seeds", over_seeds_json(run)}};
 }
 
-std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload) {
-  const double warm_up_s = warm_up_of(options, workload);
-  if (warm_up_s <= 0) return fmt::format("{:.0f} simulated s of arrivals", options.duration_s);
-  return fmt::format("{:.0f} simulated s of arrivals measured after {:.0f} s of warm-up", options.duration_s,
+std::string arrivals_phrase(double duration_s, double warm_up_s) {
+  if (warm_up_s <= 0) return fmt::format("{:.0f} simulated s of arrivals", duration_s);
+  return fmt::format("{:.0f} simulated s of arrivals measured after {:.0f} s of warm-up", duration_s,
                      warm_up_s);
+}
+
+std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload) {
+  return arrivals_phrase(options.duration_s, warm_up_of(options, workload));
 }
 
 std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs) {

@@ -22,9 +22,7 @@ struct RunReport {
 };
 
 std::vector<Table> run_tables(const RunReport& r);
-// A run's window ("600 s measured after 600 s of warm-up"), and whether its
-// output rate had settled there (SteadyState::steady).
-std::string window_phrase(const ServingResult& x);
+// Whether a run's window had settled (SteadyState::steady), in words and as JSON.
 std::string steady_state_phrase(const ServingResult& x);
 nlohmann::json steady_state_json(const ServingResult& x);
 // How long the SSD tier holds a context: its retention, or less where
@@ -76,7 +74,9 @@ std::string seeds_phrase(const ServeOptions& options);
 // A note naming the runs (each by its label) some seed of which ended its
 // window with an output rate not yet settled; empty when every one had.
 std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs);
-// "600 simulated s of arrivals after 600 s of warm-up": what each run of a command serves.
+// "600 simulated s of arrivals measured after 1200 s of warm-up": what a run
+// served, or what each run of a command serves.
+std::string arrivals_phrase(double duration_s, double warm_up_s);
 std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload);
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);

@@ -45,7 +45,7 @@ TEST(SteadyState, ASeriesRisingThroughoutIsCutAtHalfAndNotSteady) {
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = 10.0 + static_cast<double>(i);
   const SteadyState s = mser5(y);
   EXPECT_EQ(s.truncated, 20);
-  EXPECT_DOUBLE_EQ(s.truncated_share, 0.5);
+  EXPECT_DOUBLE_EQ(s.truncated_share(), 0.5);
   EXPECT_FALSE(s.steady());
 }
 
