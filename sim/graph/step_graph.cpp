@@ -41,6 +41,8 @@ void add_prompt_group(LayerContext& c, double sequences, double continuing, doub
   c.groups.push_back({Phase::kPrefill, running, running * rows, context, std::move(name_suffix)});
 }
 
+}  // namespace
+
 LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, const LayerPlanEntry& plan) {
   const ModelSpec& m = model.spec;
   const double batch = static_cast<double>(s.batch);
@@ -78,6 +80,8 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
   add_ffn_block(c, f);
   return out;
 }
+
+namespace {
 
 LayerKernels output_head(const ModelAnalysis& model, double tokens) {
   const ModelSpec& m = model.spec;

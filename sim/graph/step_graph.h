@@ -60,6 +60,12 @@ struct StepGraph {
 // the second as far as it holds them); else the step as it is, alone.
 std::vector<StepShape> micro_batches_of(const StepShape& shape);
 
+// One backbone layer of a step (a micro-batch's shape), built alone. The step
+// graph builds each kind of layer once (what this reads of a layer: its role,
+// mode, ratio, sources, MoE, Engram, CED half) and copies it; a test builds
+// every layer with this to check that shortcut.
+LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& shape, const LayerPlanEntry& plan);
+
 // Throws InputError naming the flag for a batch, context or EP size that cannot be.
 void validate_step_shape(const ModelAnalysis& model, const StepShape& shape);
 StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& shape);

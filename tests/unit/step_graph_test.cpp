@@ -363,6 +363,94 @@ TEST(StepGraph, MixedStepSharesTheWeightsAndKeepsAttentionPerGroup) {
   EXPECT_DOUBLE_EQ(halves.layers[5].tokens, 16.0 * 3.0 + 1.0 * 4096.0);
 }
 
+// The graph builds each kind of layer once and copies it: every layer it
+// holds must be what building that layer alone gives, field by field, in
+// every family, phase and split (a field the kind leaves out would show here
+// as a layer that copied another's work).
+void expect_same_kernels(const LayerKernels& built, const LayerKernels& alone, const std::string& where) {
+  EXPECT_EQ(built.mode, alone.mode) << where;
+  EXPECT_EQ(built.tokens, alone.tokens) << where;
+  ASSERT_EQ(built.kernels.size(), alone.kernels.size()) << where;
+  for (std::size_t i = 0; i < built.kernels.size(); ++i) {
+    const Kernel& a = built.kernels[i];
+    const Kernel& b = alone.kernels[i];
+    const std::string at = where + " kernel " + a.name;
+    EXPECT_EQ(a.name, b.name) << at;
+    EXPECT_EQ(a.kernel_class, b.kernel_class) << at;
+    EXPECT_EQ(a.math, b.math) << at;
+    EXPECT_EQ(a.stream, b.stream) << at;
+    EXPECT_EQ(a.shape.m, b.shape.m) << at;
+    EXPECT_EQ(a.shape.n, b.shape.n) << at;
+    EXPECT_EQ(a.shape.k, b.shape.k) << at;
+    EXPECT_EQ(a.shape.batch, b.shape.batch) << at;
+    EXPECT_EQ(a.flops, b.flops) << at;
+    EXPECT_EQ(a.hbm_bytes, b.hbm_bytes) << at;
+    EXPECT_EQ(a.l2_reuse_bytes, b.l2_reuse_bytes) << at;
+    EXPECT_EQ(a.epilogue_bytes, b.epilogue_bytes) << at;
+    EXPECT_EQ(a.narrow, b.narrow) << at;
+    EXPECT_EQ(a.operands, b.operands) << at;
+    EXPECT_EQ(a.tiling, b.tiling) << at;
+    EXPECT_EQ(a.input, b.input) << at;
+    EXPECT_EQ(a.link_bytes, b.link_bytes) << at;
+    EXPECT_EQ(a.off_node_fraction, b.off_node_fraction) << at;
+    EXPECT_EQ(a.low_latency, b.low_latency) << at;
+  }
+}
+
+// The backbone layers of one micro-batch's graph against each layer built alone.
+void expect_each_layer_as_built_alone(const ModelAnalysis& m, const StepShape& micro_batch,
+                                      const std::vector<LayerKernels>& layers, const std::string& where) {
+  std::size_t next = 0;
+  for (const LayerPlanEntry& plan : m.plan) {
+    const LayerKernels alone = backbone_layer(m, micro_batch, plan);
+    const std::string at = where + " layer " + std::to_string(plan.layer);
+    if (alone.kernels.empty()) continue;  // a layer with nothing to run is left out of the graph
+    ASSERT_LT(next, layers.size()) << at;
+    EXPECT_EQ(layers[next].layer, plan.layer) << at;
+    EXPECT_GE(layers[next].kind, 0) << at;
+    expect_same_kernels(layers[next], alone, at);
+    ++next;
+  }
+  // What follows the backbone is the head and the draft stages, never a copied kind.
+  for (; next < layers.size(); ++next) EXPECT_EQ(layers[next].kind, -1) << where;
+}
+
+TEST(StepGraph, EachLayerKindBuiltOnceIsWhatEveryLayerOfItBuildsAlone) {
+  std::vector<std::pair<std::string, StepShape>> shapes;
+  StepShape prefill = shape(Phase::kPrefill, 3, 16384);
+  prefill.new_tokens = 4096;
+  prefill.continuing = 1;
+  shapes.emplace_back("prefill chunks", prefill);
+  StepShape decode = shape(Phase::kDecode, 33, 65536);
+  decode.decode_tokens_per_sequence = 2;
+  decode.redundant_experts = 8;
+  shapes.emplace_back("decode", decode);
+  StepShape mixed = decode;
+  mixed.mixed_prefill = {3, 2048, 8192, 1};
+  shapes.emplace_back("mixed", mixed);
+  for (auto [name, s] : std::vector(shapes)) {
+    s.overlap_communication = true;
+    shapes.emplace_back(name + " in two micro-batches", s);
+  }
+  for (const char* stem : {"deepseek_v4_1_flash", "deepseek_v4_flash", "deepseek_v4_pro", "deepseek_v3",
+                           "deepseek_v3_2", "llama_3_1_405b"}) {
+    const ModelAnalysis m = analyze(stem);
+    for (auto [name, s] : shapes) {
+      if (!m.spec.moe) {
+        s.ep = 1;
+        s.redundant_experts = 0;
+      }
+      const std::string where = std::string(stem) + " " + name;
+      const StepGraph g = build_step_graph(m, s);
+      const std::vector<StepShape> halves = micro_batches_of(s);
+      expect_each_layer_as_built_alone(m, halves.front(), g.layers, where);
+      if (!g.second_layers.empty()) {
+        expect_each_layer_as_built_alone(m, halves.back(), g.second_layers, where + " (second half)");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace v41sim
 
