@@ -1,6 +1,9 @@
 #include "sim/metrics/steady_state.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 
 namespace v41sim {
 
@@ -18,6 +21,40 @@ std::vector<double> batch_means(const std::vector<double>& series) {
     means[b] = sum / static_cast<double>(kBatch);
   }
   return means;
+}
+
+// The batch means' least-squares line over their index: its change across
+// the series over their mean, and its slope's t-statistic with the standard
+// error widened for the residuals' lag-1 correlation (batch means of a
+// queue's length stay correlated from one to the next).
+void least_squares_trend(const std::vector<double>& y, SteadyState& s) {
+  const auto n = static_cast<double>(y.size());
+  const double x_mean = (n - 1) / 2;
+  double y_mean = 0;
+  for (double v : y) y_mean += v / n;
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double dx = static_cast<double>(i) - x_mean;
+    sxx += dx * dx;
+    sxy += dx * (y[i] - y_mean);
+  }
+  const double slope = sxy / sxx;
+  double rss = 0, lagged = 0, previous = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double residual = y[i] - y_mean - slope * (static_cast<double>(i) - x_mean);
+    rss += residual * residual;
+    if (i > 0) lagged += residual * previous;
+    previous = residual;
+  }
+  s.trend = y_mean != 0 ? slope * n / y_mean : 0.0;
+  const double lag1 = rss > 0 ? lagged / rss : 0.0;
+  const double widening = lag1 > 0 ? std::sqrt((1 + lag1) / (1 - std::min(lag1, 0.99))) : 1.0;
+  const double standard_error = std::sqrt(rss / (n - 2) / sxx) * widening;
+  if (standard_error > 0) {
+    s.trend_t = slope / standard_error;
+  } else if (slope != 0) {  // a straight line: a trend beyond any noise
+    s.trend_t = std::copysign(std::numeric_limits<double>::infinity(), slope);
+  }
 }
 
 }  // namespace
@@ -51,10 +88,7 @@ SteadyState mser5(const std::vector<double>& series) {
       s.truncated = static_cast<int64_t>(d);
     }
   }
-  const std::size_t quarter = n / 4;
-  const double first_quarter = (sum[0] - sum[quarter]) / static_cast<double>(quarter);
-  const double last_quarter = sum[n - quarter] / static_cast<double>(quarter);
-  s.quarter_trend = first_quarter != 0 ? last_quarter / first_quarter - 1 : 0.0;
+  least_squares_trend(y, s);
   const double all = sum[0] / static_cast<double>(n);
   const double kept = sum[static_cast<std::size_t>(s.truncated)] /
                       static_cast<double>(n - static_cast<std::size_t>(s.truncated));

@@ -98,13 +98,17 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
       continue;
     }
     const ServingResult& x = best->run.result;
-    t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()), rate(best->sessions_per_s),
-               missing, fmt::format("{:.2f}", x.arrival_rate_per_s),
+    const std::string unsettled = best->run.seeds_unsettled() > 0 ? " (not settled)" : "";
+    t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()),
+               rate(best->sessions_per_s) + unsettled, missing, fmt::format("{:.2f}", x.arrival_rate_per_s),
                fmt::format("{:.0f}", best->run.spread(&SeedOutcome::output_tokens_per_s_per_gpu).mean),
                output_token_price(best->run)});
   }
   t.add_note(
       "each deployment's own table above gives every rate it ran, its SLA and the notes on its figures");
+  t.add_note(
+      "not settled: the rate met the SLA over the window while its requests in the system were still "
+      "rising or moving; what the deployment sustains for hours may be less (a longer --duration tells)");
   return t;
 }
 

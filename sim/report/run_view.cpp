@@ -87,6 +87,8 @@ std::string meets_cell(const ServedRun& run, double min_within_sla) {
     }
     verdict += ": " + fmt::format("{}", fmt::join(short_of, ", "));
   }
+  // Met over a window whose queue was still moving: for that window, not for hours.
+  if (meets && run.seeds_unsettled() > 0) verdict += ", not settled";
   if (run.seeds.size() < 2) return verdict;
   return fmt::format("{} ({} of {} seeds alone)", verdict, run.seeds_meeting_sla(min_within_sla),
                      run.seeds.size());
@@ -196,9 +198,10 @@ std::string time_held(const SsdTierCost& tier) {
 std::string steady_state_phrase(const ServingResult& x) {
   const SteadyState& s = x.steady_state;
   if (!s.judged) return fmt::format("not judged: {} batches over the window, too few", s.batches);
-  const std::string ends =
-      fmt::format("{:.1f} at the window's start, {:.1f} at its end; its last quarter {:+.0f}% on its first",
-                  s.first_batch, s.last_batch, 100 * s.quarter_trend);
+  const std::string ends = fmt::format(
+      "{:.1f} at the window's start, {:.1f} at its end; a line through it moves {:+.0f}% over "
+      "the window, t = {:.1f}",
+      s.first_batch, s.last_batch, 100 * s.trend, s.trend_t);
   const double dropped_s = s.truncated_share() * x.duration_s;
   const std::string mser =
       fmt::format("MSER-5 truncates {} of {} batches ({:.0f} s), which moves the mean {:+.1f}%", s.truncated,
@@ -221,7 +224,8 @@ nlohmann::json steady_state_json(const ServingResult& x) {
           {"truncated_batches", s.truncated},
           {"truncated_s", s.truncated_share() * x.duration_s},
           {"mean_shift", s.mean_shift},
-          {"quarter_trend", s.quarter_trend},
+          {"trend", s.trend},
+          {"trend_t", s.trend_t},
           {"in_system_at_start", s.first_batch},
           {"in_system_at_end", s.last_batch},
           {"steady", s.steady()}};
@@ -626,11 +630,11 @@ std::string unsettled_note(const std::vector<std::pair<std::string, const Served
   if (unsettled.empty()) return {};
   return fmt::format(
       "not settled: the requests in the system of {} were still moving over the measured window (dropping "
-      "the start MSER-5 picks would move their mean over {:.0f}%, or its last quarter's is over {:.0f}% off "
-      "its "
-      "first's): a deployment still filling up (a longer --warm-up) or overloaded, whose $ and SLA verdicts "
-      "are no steady state's",
-      fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift, 100 * SteadyState::kSettledTrend);
+      "the start MSER-5 picks would move their mean over {:.0f}%, or a line through them rises over {:.0f}% "
+      "beyond their noise, t > {:g}, or moves over {:.0f}%): a deployment still filling up (a longer "
+      "--warm-up) or overloaded, whose $ and SLA verdicts are no steady state's",
+      fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift, 100 * SteadyState::kSettledRise,
+      SteadyState::kRiseT, 100 * SteadyState::kSettledMove);
 }
 
 std::string seeds_phrase(const ServeOptions& options) {

@@ -50,15 +50,52 @@ TEST(SteadyState, ASeriesRisingThroughoutIsCutAtHalfAndNotSteady) {
 }
 
 // A slow creep (a queue growing under overload): truncating moves the mean
-// little, but the last quarter stands well above the first.
+// little, but a line through the batch means rises a third over the window,
+// far beyond the wobble.
 TEST(SteadyState, ASlowCreepIsNotSteadyThoughTruncatingMovesTheMeanLittle) {
   std::vector<double> y = flat(200, 100);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] += 0.2 * static_cast<double>(i);
   const SteadyState s = mser5(y);
   EXPECT_LE(std::abs(s.mean_shift), SteadyState::kSettledShift);
-  EXPECT_NEAR(s.quarter_trend, 134.9 / 104.9 - 1, 1e-9);  // the quarters' means: 100 + 0.2 x 24.5 and x 174.5
+  // Batch k's mean is 100 + 0.2 (5k + 2) +-1 (+ for even k): slope 1 per batch
+  // less 20 / 5330 (the wobble against the centred index, over its sum of
+  // squares 40 (40^2 - 1) / 12), over 40 batches, on a mean of 119.9.
+  EXPECT_NEAR(s.trend, (1.0 - 20.0 / 5330.0) * 40.0 / 119.9, 1e-9);
+  EXPECT_GT(s.trend_t, SteadyState::kRiseT);
   EXPECT_FALSE(s.steady());
   EXPECT_NEAR(s.first_batch, 100.4 + 1, 1e-9);  // the first five, each 100 + 0.2 i + 1
+}
+
+// The line's verdict: a rise is judged against the batch means' noise and
+// size, a fall by its size alone (the warm-up fills from empty, so what it
+// leaves unsettled rises).
+std::vector<double> tilted(double change_over_window, double wobble) {
+  std::vector<double> y(200);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double phase = static_cast<double>(i) / static_cast<double>(y.size()) - 0.5;
+    // A wobble of five-observation batches, deterministic and not periodic in
+    // the batch index (so a line does not fit it away).
+    const double noise = wobble * std::sin(static_cast<double>(i / 5) * 2.39996);
+    y[i] = 100.0 * (1.0 + change_over_window * phase) + noise;
+  }
+  return y;
+}
+
+TEST(SteadyState, ARiseBeyondItsNoiseIsNotSteadyAFallOnlyPastItsLimit) {
+  const SteadyState small_rise = mser5(tilted(0.08, 1.0));
+  EXPECT_GT(small_rise.trend_t, SteadyState::kRiseT);
+  EXPECT_TRUE(small_rise.steady()) << "a rise of 8% is within kSettledRise";
+  const SteadyState rise = mser5(tilted(0.15, 1.0));
+  EXPECT_NEAR(rise.trend, 0.15, 0.01);
+  EXPECT_FALSE(rise.steady());
+  const SteadyState noisy_rise = mser5(tilted(0.15, 40.0));
+  EXPECT_LT(noisy_rise.trend_t, SteadyState::kRiseT);
+  EXPECT_TRUE(noisy_rise.steady()) << "a rise the noise explains";
+  const SteadyState fall = mser5(tilted(-0.2, 1.0));
+  EXPECT_LT(fall.trend_t, -SteadyState::kRiseT);
+  EXPECT_LE(std::abs(fall.mean_shift), SteadyState::kSettledShift);
+  EXPECT_TRUE(fall.steady()) << "a fall within kSettledMove";
+  EXPECT_FALSE(mser5(tilted(-0.3, 1.0)).steady());
 }
 
 // Too short to judge: fewer than ten batches of five; the trailing
