@@ -556,30 +556,80 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   return md;
 }
 
-// What the KV tiers are worth: the plan deployment with its SSD tier kept
-// for each retention or off and its window-state pool on or off, on the same
-// arrivals of sessions that also come back hours later; then the SSD tier the
-// cheapest variant that keeps one would need for each bundled model; then the
-// tier bounded to a few sizes (what a buyer provisions) on the same traffic.
+// The instances the KV tiers are compared on: the fewest of
+// `kv_tiers_instances` that serve the traffic within the SLA, over a window
+// that settled, with the longest retention. On fewer the queue grows
+// whatever the tier, and a shorter retention's extra prefills only tip it
+// further: the comparison would measure the overload, not the tier.
+struct TierBase {
+  int64_t instances = 0;
+  bool sized = false;  // false: none of the counts tried served it; the most is used
+};
+
+TierBase tier_base(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                   SharedStepTimes& steps) {
+  const double longest = *std::max_element(o.kv_retentions_h.begin(), o.kv_retentions_h.end());
+  const StudyPlan plan = study_plan(catalog, focus, o, steps, {o.plan_deployment},
+                                    {.decode_instances = o.kv_tiers_instances, .kv_retentions_h = {longest}},
+                                    o.kv_tiers_workload);
+  TierBase base{*std::max_element(o.kv_tiers_instances.begin(), o.kv_tiers_instances.end()), false};
+  for (const PlanRow& row : plan.rows) {
+    const int64_t instances = row.deployment.decode.instances;
+    if (row.not_run.empty() && row.meets_sla && row.run.seeds_unsettled() == 0 &&
+        (!base.sized || instances < base.instances)) {
+      base = {instances, true};
+    }
+  }
+  return base;
+}
+
+// What the KV tiers are worth: the plan deployment, on as many instances as
+// tier_base finds, with its SSD tier kept for each retention or off and its
+// window-state pool on or off, on the same arrivals of sessions that also
+// come back hours later; then the SSD tier its cheapest variant at the
+// longest retention would need for each bundled model; then the tier bounded to a few
+// sizes (what a buyer provisions) on the same traffic.
 std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnalysis>& models,
                              const ModelAnalysis& focus, const StudyOptions& o, SharedStepTimes& steps,
                              nlohmann::json& json) {
-  const PlanGrid grid{.kv_retentions_h = o.kv_retentions_h, .swa_pool_fractions = o.swa_pool_fractions};
+  const TierBase base = tier_base(catalog, focus, o, steps);
+  const PlanGrid grid{.decode_instances = {base.instances},
+                      .kv_retentions_h = o.kv_retentions_h,
+                      .swa_pool_fractions = o.swa_pool_fractions};
   const StudyPlan plan = study_plan(catalog, focus, o, steps, {o.plan_deployment}, grid, o.kv_tiers_workload);
   const PlanReport report = plan.report();
   json = plan_json(report);
-  std::string md = fmt::format("## What the KV tiers are worth ({})\n\n", o.plan_deployment) +
+  json["instances"] = base.instances;
+  json["instances_serve_longest_retention"] = base.sized;
+  const double longest = *std::max_element(o.kv_retentions_h.begin(), o.kv_retentions_h.end());
+  const std::string counts = fmt::format("{}", fmt::join(o.kv_tiers_instances, ", "));
+  const std::string sizing =
+      base.sized
+          ? fmt::format(
+                "Compared on {} instance(s) of {}: the fewest of {} that serve this traffic within the "
+                "SLA, over a window that settled, with the {:g} h tier (on fewer the queue grows "
+                "whatever the tier, and the comparison would measure the overload).\n\n",
+                base.instances, o.plan_deployment, counts, longest)
+          : fmt::format(
+                "Compared on {} instance(s) of {}, the most tried: none of {} served this traffic "
+                "within the SLA over a window that settled with the {:g} h tier.\n\n",
+                base.instances, o.plan_deployment, counts, longest);
+  std::string md = fmt::format("## What the KV tiers are worth ({})\n\n", o.plan_deployment) + sizing +
                    plan_table(report).to_markdown();
-  const auto kept = std::find_if(report.rows.begin(), report.rows.end(), [](const PlanRow& r) {
-    return r.not_run.empty() && r.run.cost.ssd_tier.retention_s > 0;
+  // Each model's tier at the longest retention (what the instances were sized
+  // for; where tiers cost most): its cheapest variant, the first in rank.
+  const auto kept = std::find_if(report.rows.begin(), report.rows.end(), [&](const PlanRow& r) {
+    return r.not_run.empty() && r.run.cost.ssd_tier.retention_s > 0 &&
+           r.deployment.kv.retention_s >= longest * 3600;
   });
   if (kept == report.rows.end()) return md;
   const std::vector<SsdTierOfModel> tiers = ssd_tier_by_model(models, kept->run, kept->deployment);
   json["ssd_tier_by_model"] = ssd_tier_json(tiers, kept->run);
   md +=
       ssd_tier_table(tiers, kept->run, kept->deployment, focus.spec.name, report.workload.name).to_markdown();
-  const StudyPlan sized = study_plan(catalog, focus, o, steps, {o.plan_deployment},
-                                     {.ssd_capacities_tb = o.ssd_capacities_tb}, o.kv_tiers_workload);
+  const StudyPlan sized = study_plan(
+      catalog, focus, o, steps, {o.plan_deployment},
+      {.decode_instances = {base.instances}, .ssd_capacities_tb = o.ssd_capacities_tb}, o.kv_tiers_workload);
   json["by_size"] = plan_json(sized.report());
   std::vector<double> bounded;
   for (const double tb : o.ssd_capacities_tb) {

@@ -62,6 +62,9 @@ struct StudyOptions {
   // And the SSD tier bounded to these sizes (TB; 0: unbounded), at the plan
   // deployment's own retention: what a buyer provisions.
   std::vector<double> ssd_capacities_tb{0, 2, 5, 10};
+  // On the fewest of these instance counts of the plan deployment that serve
+  // the KV-tier workload within the SLA, settled, at the longest retention.
+  std::vector<int64_t> kv_tiers_instances{1, 2, 4};
   // The capacity question: the largest rate of the serving workload this
   // deployment serves within its SLA, each rate run this long.
   std::string capacity_deployment = "h200_agg_8";

@@ -1050,6 +1050,18 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
     EXPECT_LE(run["by_class"][1]["within_sla"].get<int64_t>(), run["by_class"][1]["arrived"].get<int64_t>());
   }
   EXPECT_NE(md.find("| each class of 'chat and coding agents' within its own SLA |"), std::string::npos);
+  // The KV tiers are compared on instances that serve their traffic at the
+  // longest retention: that variant meets the SLA over a settled window.
+  const auto& tiers = json["plan_kv_tiers"];
+  ASSERT_TRUE(tiers["instances_serve_longest_retention"].get<bool>());
+  bool longest_served = false;
+  for (const auto& row : tiers["rows"]) {
+    EXPECT_EQ(row["decode"]["instances"], tiers["instances"]);
+    if (row["kv_tiers"]["retention_h"].get<double>() == 72.0)
+      longest_served =
+          longest_served || (row["meets_sla"].get<bool>() && row["seeds"][0]["steady"].get<bool>());
+  }
+  EXPECT_TRUE(longest_served);
 }
 
 }  // namespace
