@@ -67,10 +67,11 @@ std::string capacity_verdict(const CapacityReport& r) {
     return fmt::format("no rate tried meets the SLA: the capacity is below {} sessions/s",
                        rate(c.points.front().sessions_per_s));
   }
-  const std::string at = fmt::format(
+  std::string at = fmt::format(
       "{} sessions/s ({:.2f} requests/s, {:.0f} output tokens/s per GPU, {} per 1M output tokens)",
       rate(best->sessions_per_s), best->run.result.arrival_rate_per_s,
       best->run.spread(&SeedOutcome::output_tokens_per_s_per_gpu).mean, output_token_price(best->run));
+  if (best->run.seeds_unsettled() > 0) at += ", over a window whose requests in the system had not settled";
   if (!over) return "every rate tried meets the SLA: the capacity is above " + at;
   // In a mix, which class it misses on: each class's share there, pooled over the seeds.
   std::vector<std::string> classes;
@@ -191,6 +192,9 @@ nlohmann::json capacity_json(const CapacityReport& r) {
           {"sla", sla_json(r.deployment.sla, r.workload)},
           {"largest_meeting_sessions_per_s", rate_or_null(c.largest_meeting)},
           {"smallest_failing_sessions_per_s", rate_or_null(c.smallest_failing_above)},
+          {"largest_meeting_settled", c.largest_meeting
+                                          ? nlohmann::json(c.points[*c.largest_meeting].run.seeds_unsettled() == 0)
+                                          : nlohmann::json(nullptr)},
           {"verdict", capacity_verdict(r)},
           {"points", points}};
 }
