@@ -214,10 +214,15 @@ std::string routing_name(const DeploymentSpec& d, const PlanGrid& grid) {
   return ", least-load routing";
 }
 
-// Meeting rows first, by known price then cost; the rest by share within the SLA.
+// Meeting rows first, those whose windows settled before those still moving
+// (met for the window, perhaps not for hours: an overloaded variant's queue
+// grows past what the window saw), then by known price and cost; the rest by
+// share within the SLA.
 bool ranks_before(const PlanRow& a, const PlanRow& b) {
   if (a.meets_sla != b.meets_sla) return a.meets_sla;
   if (a.meets_sla) {
+    const bool a_settled = a.run.seeds_unsettled() == 0;
+    if (a_settled != (b.run.seeds_unsettled() == 0)) return a_settled;
     if (a.run.cost.known != b.run.cost.known) return a.run.cost.known;
     const auto price = &SeedOutcome::usd_per_million_output;
     return a.run.cost.known && a.run.spread(price).mean < b.run.spread(price).mean;
@@ -333,8 +338,10 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
   parallel_for(rows.size(), [&](std::size_t i) {
     if (steps[i] != nullptr) serve_variant(*steps[i], model, workload, drained, min_within_sla, rows[i]);
   });
-  std::stable_sort(rows.begin(), rows.end(), ranks_before);
+  rank_plan_rows(rows);
   return rows;
 }
+
+void rank_plan_rows(std::vector<PlanRow>& rows) { std::stable_sort(rows.begin(), rows.end(), ranks_before); }
 
 }  // namespace v41sim

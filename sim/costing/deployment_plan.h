@@ -80,14 +80,18 @@ struct PlanRow {
 };
 
 // Every variant, served (on all cores: the rows do not depend on how the
-// runs interleave); rows that meet the SLA first, cheapest per output
-// token first (unknown prices after known ones), then the others by their
-// share within the SLA. Ties keep the variants' order. Variants that time
+// runs interleave), in rank_plan_rows' order. Variants that time
 // steps alike share their step times: in `shared` where given (a caller's,
 // such as the study report's), else in the plan's own.
 std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model,
                               const std::vector<DeploymentSpec>& bases, const PlanGrid& grid,
                               const WorkloadSpec& workload, const ServeOptions& options,
                               double min_within_sla, SharedStepTimes* shared = nullptr);
+
+// Rows that meet the SLA first, those whose windows settled before those
+// still moving, each cheapest per output token first (unknown prices after
+// known ones); then the others by their share within the SLA. Ties keep the
+// rows' order.
+void rank_plan_rows(std::vector<PlanRow>& rows);
 
 }  // namespace v41sim

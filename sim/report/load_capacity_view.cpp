@@ -192,9 +192,9 @@ nlohmann::json capacity_json(const CapacityReport& r) {
           {"sla", sla_json(r.deployment.sla, r.workload)},
           {"largest_meeting_sessions_per_s", rate_or_null(c.largest_meeting)},
           {"smallest_failing_sessions_per_s", rate_or_null(c.smallest_failing_above)},
-          {"largest_meeting_settled", c.largest_meeting
-                                          ? nlohmann::json(c.points[*c.largest_meeting].run.seeds_unsettled() == 0)
-                                          : nlohmann::json(nullptr)},
+          {"largest_meeting_settled",
+           c.largest_meeting ? nlohmann::json(c.points[*c.largest_meeting].run.seeds_unsettled() == 0)
+                             : nlohmann::json(nullptr)},
           {"verdict", capacity_verdict(r)},
           {"points", points}};
 }

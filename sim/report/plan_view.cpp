@@ -28,8 +28,11 @@ std::string verdict(const std::vector<PlanRow>& rows) {
   if (!best.run.cost.known) {
     return "within the SLA: " + best.deployment.name + ", but no variant within it has a known GPU price";
   }
-  return fmt::format("cheapest within the SLA: {} ({} per 1M output tokens)", best.deployment.name,
-                     output_token_price(best.run));
+  const std::string unsettled = best.run.seeds_unsettled() > 0
+                                    ? ", but over a window whose requests in the system had not settled"
+                                    : "";
+  return fmt::format("cheapest within the SLA: {} ({} per 1M output tokens){}", best.deployment.name,
+                     output_token_price(best.run), unsettled);
 }
 
 // The SSD tiers the variants would keep at steady state, which their $ include.
@@ -85,9 +88,9 @@ Table plan_table(const PlanReport& p) {
   const bool tier_column = tiers_vary(p.rows);
   std::vector<std::string> columns = with_served_run_columns({"rank", "deployment", "GPUs"});
   if (tier_column) columns.push_back("SSD tier at steady state");
-  Table t(
-      fmt::format("{} under '{}': deployments by cost, those within the SLA first", p.model, p.workload.name),
-      columns);
+  Table t(fmt::format("{} under '{}': deployments by cost, those within the SLA first (settled before not)",
+                      p.model, p.workload.name),
+          columns);
   int rank = 0;
   for (const PlanRow& row : p.rows) {
     ++rank;

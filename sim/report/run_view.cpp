@@ -88,10 +88,10 @@ std::string meets_cell(const ServedRun& run, double min_within_sla) {
     verdict += ": " + fmt::format("{}", fmt::join(short_of, ", "));
   }
   // Met over a window whose queue was still moving: for that window, not for hours.
-  if (meets && run.seeds_unsettled() > 0) verdict += ", not settled";
-  if (run.seeds.size() < 2) return verdict;
-  return fmt::format("{} ({} of {} seeds alone)", verdict, run.seeds_meeting_sla(min_within_sla),
-                     run.seeds.size());
+  const int64_t unsettled = meets ? run.seeds_unsettled() : 0;
+  if (run.seeds.size() < 2) return unsettled > 0 ? verdict + ", not settled" : verdict;
+  return fmt::format("{} ({} of {} seeds alone{})", verdict, run.seeds_meeting_sla(min_within_sla),
+                     run.seeds.size(), unsettled > 0 ? fmt::format("; {} not settled", unsettled) : "");
 }
 
 // The run repeated with the next seeds: how far its headline figures move.
@@ -631,10 +631,10 @@ std::string unsettled_note(const std::vector<std::pair<std::string, const Served
   return fmt::format(
       "not settled: the requests in the system of {} were still moving over the measured window (dropping "
       "the start MSER-5 picks would move their mean over {:.0f}%, or a line through them rises over {:.0f}% "
-      "beyond their noise, t > {:g}, or moves over {:.0f}%): a deployment still filling up (a longer "
+      "or falls over {:.0f}%, beyond their noise, |t| > {:g}): a deployment still filling up (a longer "
       "--warm-up) or overloaded, whose $ and SLA verdicts are no steady state's",
       fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift, 100 * SteadyState::kSettledRise,
-      SteadyState::kRiseT, 100 * SteadyState::kSettledMove);
+      100 * SteadyState::kSettledFall, SteadyState::kRiseT);
 }
 
 std::string seeds_phrase(const ServeOptions& options) {

@@ -374,6 +374,34 @@ TEST(DeploymentPlan, RanksTheVariantsThatMeetTheSlaByCost) {
   EXPECT_FALSE(rows[1].meets_sla);
 }
 
+// Within the SLA, a variant whose window settled ranks before a cheaper one
+// whose queue was still moving (met for that window, perhaps not for hours);
+// among each, the cheaper first; misses last, by their share within it.
+TEST(DeploymentPlan, SettledVariantsWithinTheSlaRankBeforeUnsettledOnes) {
+  const auto row = [](const std::string& name, double usd, bool meets, bool steady, double within) {
+    PlanRow r;
+    r.deployment.name = name;
+    r.meets_sla = meets;
+    r.run.cost.known = true;
+    SeedOutcome s;
+    s.usd_per_million_output = usd;
+    s.steady = steady;
+    s.within_sla = within;
+    s.arrived = 100;
+    r.run.seeds.push_back(s);
+    return r;
+  };
+  std::vector<PlanRow> rows{row("miss", 0.10, false, true, 0.5), row("cheap, moving", 0.20, true, false, 1.0),
+                            row("dear, settled", 0.40, true, true, 1.0),
+                            row("cheap, settled", 0.30, true, true, 1.0),
+                            row("closer miss", 0.10, false, false, 0.9)};
+  rank_plan_rows(rows);
+  std::vector<std::string> order;
+  for (const PlanRow& r : rows) order.push_back(r.deployment.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"cheap, settled", "dear, settled", "cheap, moving",
+                                             "closer miss", "miss"}));
+}
+
 TEST(DeploymentPlan, AShareOutsideZeroToOneIsRefused) {
   const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
   const Catalog catalog(V41SIM_SOURCE_DIR);

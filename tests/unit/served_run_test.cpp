@@ -154,7 +154,11 @@ TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
   ServedRun creeping;
   creeping.seeds = {seed_of(1, 1000, 0.995), seed_of(2, 1000, 0.995)};
   creeping.seeds[1].steady = false;
-  EXPECT_EQ(served_run_cells(creeping, 0.99)[6], "yes, not settled (2 of 2 seeds alone)");
+  EXPECT_EQ(served_run_cells(creeping, 0.99)[6], "yes (2 of 2 seeds alone; 1 not settled)");
+  creeping.seeds.pop_back();
+  EXPECT_EQ(served_run_cells(creeping, 0.99)[6], "yes");
+  creeping.seeds.front().steady = false;
+  EXPECT_EQ(served_run_cells(creeping, 0.99)[6], "yes, not settled");
   EXPECT_EQ(cells({0.985})[0], "98.5%");
   EXPECT_EQ(cells({0.98999})[0], "98.999%");
   EXPECT_EQ(cells({0.9896, 0.9924})[0], "99.1% (98.96-99.2)");

@@ -66,9 +66,9 @@ TEST(SteadyState, ASlowCreepIsNotSteadyThoughTruncatingMovesTheMeanLittle) {
   EXPECT_NEAR(s.first_batch, 100.4 + 1, 1e-9);  // the first five, each 100 + 0.2 i + 1
 }
 
-// The line's verdict: a rise is judged against the batch means' noise and
-// size, a fall by its size alone (the warm-up fills from empty, so what it
-// leaves unsettled rises).
+// The line's verdict: a move is judged against the batch means' noise and
+// its size, a rise from 10% and a fall from 25% (the warm-up fills from
+// empty, so what it leaves unsettled rises).
 std::vector<double> tilted(double change_over_window, double wobble) {
   std::vector<double> y(200);
   for (std::size_t i = 0; i < y.size(); ++i) {
@@ -94,8 +94,12 @@ TEST(SteadyState, ARiseBeyondItsNoiseIsNotSteadyAFallOnlyPastItsLimit) {
   const SteadyState fall = mser5(tilted(-0.2, 1.0));
   EXPECT_LT(fall.trend_t, -SteadyState::kRiseT);
   EXPECT_LE(std::abs(fall.mean_shift), SteadyState::kSettledShift);
-  EXPECT_TRUE(fall.steady()) << "a fall within kSettledMove";
+  EXPECT_TRUE(fall.steady()) << "a fall within kSettledFall";
   EXPECT_FALSE(mser5(tilted(-0.3, 1.0)).steady());
+  const SteadyState swing = mser5(tilted(-0.4, 60.0));
+  EXPECT_LT(swing.trend, -SteadyState::kSettledFall);
+  EXPECT_GT(swing.trend_t, -SteadyState::kRiseT);
+  EXPECT_TRUE(swing.steady()) << "a fall the noise explains is a swing";
 }
 
 // Too short to judge: fewer than ten batches of five; the trailing
