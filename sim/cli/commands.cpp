@@ -228,6 +228,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
+  plan->add_option("--confirm-seconds", flags->confirm_s,
+                   "serve the cheapest variants within the SLA again over this many seconds, in rank order "
+                   "until one holds it with its window settled (0: do not)")
+      ->capture_default_str();
   bind(plan, run_plan);
 
   CLI::App* capacity = app.add_subcommand(

@@ -70,6 +70,11 @@ struct Flags {
   std::vector<int64_t> plan_max_tokens_per_step;
   std::vector<int64_t> plan_max_batch_per_gpu;
   double min_within_sla = 0.99;
+  // plan: the cheapest variants within the SLA served again this long, in
+  // rank order until one holds it (0: not asked). Assumed: 1,800 s, the
+  // window over which one 8 x H200 instance's agent_coding capacity fell from
+  // 0.487 sessions/s (200 s windows) to 0.451 (mixed).
+  double confirm_s = 1800;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit
   // capacity (--min-within-sla, --ttft-ms and --tpot-ms as plan's)

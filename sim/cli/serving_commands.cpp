@@ -225,7 +225,13 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const WorkloadSpec workload = load_workload(catalog, f);
   const PlanGrid grid = grid_from_flags(f, m.spec, bases);
   ServeOptions options = serve_options(f);
-  const std::vector<PlanRow> rows = run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla);
+  if (!(f.confirm_s >= 0 && f.confirm_s <= longest_run_s())) {
+    throw InputError({"", 0, "--confirm-seconds"},
+                     fmt::format("expected seconds in [0, {:.0f}], got {}", longest_run_s(), f.confirm_s));
+  }
+  if (f.confirm_s > 0) require_warm_up(warm_up_of(options, workload), f.confirm_s);
+  const std::vector<PlanRow> rows =
+      run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla, f.confirm_s);
   const PlanReport report{m.spec.name, bases, workload, options, f.min_within_sla, rows};
   if (f.json) {
     out << plan_json(report).dump(2) << "\n";

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,21 +79,39 @@ struct PlanRow {
   std::string not_run;  // why the variant could not run (e.g. the model does not fit); empty if it ran
   ServedRun run;
   bool meets_sla = false;
+  // The variant served again over a longer window (the same seeds and
+  // warm-up), asked of the variants within the SLA in rank order until one
+  // holds: a deployment near its capacity can meet the SLA for minutes while
+  // its queue creeps. Absent where not asked.
+  std::optional<ServedRun> confirmation;
+  bool confirmation_holds = false;  // met the SLA over it, its window settled
+  // Within the SLA and, as far as was asked, for longer than the window:
+  // settled over it, and over the confirmation where one was served.
+  bool holds() const;
 };
 
 // Every variant, served (on all cores: the rows do not depend on how the
 // runs interleave), in rank_plan_rows' order. Variants that time
 // steps alike share their step times: in `shared` where given (a caller's,
 // such as the study report's), else in the plan's own.
+// With `confirm_s` > 0, the cheapest variants within the SLA are then served
+// again over that window (confirm_in_rank_order) and ranked again.
 std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model,
                               const std::vector<DeploymentSpec>& bases, const PlanGrid& grid,
                               const WorkloadSpec& workload, const ServeOptions& options,
-                              double min_within_sla, SharedStepTimes* shared = nullptr);
+                              double min_within_sla, double confirm_s = 0, SharedStepTimes* shared = nullptr);
 
-// Rows that meet the SLA first, those whose windows settled before those
-// still moving, each cheapest per output token first (unknown prices after
-// known ones); then the others by their share within the SLA. Ties keep the
-// rows' order.
+// Rows that meet the SLA first, those that hold it (PlanRow::holds) before
+// those whose window was still moving or whose confirmation missed, each
+// cheapest per output token first (unknown prices after known ones); then
+// the others by their share within the SLA. Ties keep the rows' order.
 void rank_plan_rows(std::vector<PlanRow>& rows);
+
+// Serves ranked rows within the SLA again with `serve_again`, in rank order,
+// until one meets the SLA over that run with its window settled; then ranks
+// the rows again, so the first row is the cheapest that held (rows past it
+// are not asked).
+void confirm_in_rank_order(std::vector<PlanRow>& rows, double min_within_sla,
+                           const std::function<ServedRun(const PlanRow&)>& serve_again);
 
 }  // namespace v41sim

@@ -474,8 +474,8 @@ StudyPlan study_plan(const Catalog& catalog, const ModelAnalysis& focus, const S
   plan.options.duration_s = o.serving_seconds;
   plan.options.seed = o.seed;
   plan.options.seeds = o.served_seeds;
-  plan.rows =
-      run_plan(catalog, focus, plan.bases, grid, plan.workload, plan.options, StudyPlan::kWithinSla, &steps);
+  plan.rows = run_plan(catalog, focus, plan.bases, grid, plan.workload, plan.options, StudyPlan::kWithinSla,
+                       o.plan_confirm_seconds, &steps);
   return plan;
 }
 
@@ -575,8 +575,7 @@ TierBase tier_base(const Catalog& catalog, const ModelAnalysis& focus, const Stu
   TierBase base{*std::max_element(o.kv_tiers_instances.begin(), o.kv_tiers_instances.end()), false};
   for (const PlanRow& row : plan.rows) {
     const int64_t instances = row.deployment.decode.instances;
-    if (row.not_run.empty() && row.meets_sla && row.run.seeds_unsettled() == 0 &&
-        (!base.sized || instances < base.instances)) {
+    if (row.not_run.empty() && row.meets_sla && row.holds() && (!base.sized || instances < base.instances)) {
       base = {instances, true};
     }
   }

@@ -52,6 +52,9 @@ struct StudyOptions {
   // one keeps the study within its minute, as every run first serves
   // ServeOptions' default warm-up, which the windows here are measured after).
   int64_t served_seeds = 1;
+  // The plan sections serve their cheapest variants within the SLA again this
+  // long, in rank order until one holds it (plan's --confirm-seconds).
+  double plan_confirm_seconds = 1800;
   // The KV-tier question: the plan deployment under a workload whose sessions
   // also come back hours later (the serving workload's return within
   // minutes, which any retention serves), with the SSD tier's retention

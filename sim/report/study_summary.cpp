@@ -178,6 +178,14 @@ std::string tpot_p99(const json& row) {
   return fmt::format("{:.1f} ms{}", ms, seed_range(row, "tpot_p99_ms", "{:.1f}"));
 }
 
+// ", not within the SLA over 1800 s" for a plan row within it over its
+// window whose longer run did not hold it; else nothing.
+std::string not_held(const json& row) {
+  if (!row.contains("confirmation") || row.at("confirmation").at("holds").get<bool>()) return "";
+  return fmt::format(", not within the SLA over {:.0f} s",
+                     row.at("confirmation").at("duration_s").get<double>());
+}
+
 // The decode frontier's Pareto points: which deployments hold them (their
 // batches), and the cheapest per output token among them.
 void add_frontier(Table& t, const json& report) {
@@ -271,9 +279,10 @@ void add_aggregated_steps(Table& t, const json& layouts) {
       if (!own.contains("aggregated_steps") || own.at("aggregated_steps") != "prefill_first") continue;
       if (!own.contains("cost") || !same_pool(mixed, own)) continue;
       const json& pool = mixed.at("decode");
-      parts.push_back(fmt::format("{} x {} {}: mixed {} (TPOT p99 {}), own steps {} (TPOT p99 {})",
+      parts.push_back(fmt::format("{} x {} {}: mixed {} (TPOT p99 {}{}), own steps {} (TPOT p99 {}{})",
                                   pool.at("instances").get<int64_t>(), pool.at("ep").get<int64_t>(), gpu,
-                                  price(mixed), tpot_p99(mixed), price(own), tpot_p99(own)));
+                                  price(mixed), tpot_p99(mixed), not_held(mixed), price(own), tpot_p99(own),
+                                  not_held(own)));
       gpus_done.push_back(gpu);
       break;
     }

@@ -402,6 +402,48 @@ TEST(DeploymentPlan, SettledVariantsWithinTheSlaRankBeforeUnsettledOnes) {
                                              "closer miss", "miss"}));
 }
 
+// The cheapest variants within the SLA are served again in rank order until
+// one holds it over the longer run; one that does not drops below it, and
+// rows past the one that held are not asked.
+TEST(DeploymentPlan, ConfirmationServesTheCheapestAgainUntilOneHolds) {
+  const auto outcome = [](double usd, double within, bool steady) {
+    SeedOutcome s;
+    s.usd_per_million_output = usd;
+    s.within_sla = within;
+    s.steady = steady;
+    s.arrived = 100;
+    return s;
+  };
+  const auto row = [&](const std::string& name, double usd) {
+    PlanRow r;
+    r.deployment.name = name;
+    r.meets_sla = true;
+    r.run.cost.known = true;
+    r.run.seeds.push_back(outcome(usd, 1.0, true));
+    return r;
+  };
+  std::vector<PlanRow> rows{row("overloaded", 0.30), row("creeping", 0.32), row("sound", 0.40),
+                            row("dearer", 0.50)};
+  std::vector<std::string> asked;
+  confirm_in_rank_order(rows, 0.99, [&](const PlanRow& r) {
+    asked.push_back(r.deployment.name);
+    ServedRun longer;
+    if (r.deployment.name == "overloaded") longer.seeds.push_back(outcome(0.28, 0.90, true));  // misses
+    if (r.deployment.name == "creeping") longer.seeds.push_back(outcome(0.30, 0.995, false));  // not settled
+    if (r.deployment.name == "sound") longer.seeds.push_back(outcome(0.40, 1.0, true));
+    return longer;
+  });
+  EXPECT_EQ(asked, (std::vector<std::string>{"overloaded", "creeping", "sound"}));
+  std::vector<std::string> order;
+  for (const PlanRow& r : rows) order.push_back(r.deployment.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"sound", "dearer", "overloaded", "creeping"}));
+  EXPECT_TRUE(rows[0].confirmation_holds);
+  EXPECT_FALSE(rows[1].confirmation.has_value());
+  EXPECT_TRUE(rows[1].holds());
+  EXPECT_FALSE(rows[2].holds());
+  EXPECT_TRUE(rows[2].meets_sla);  // met over the window: still ranked before the misses
+}
+
 TEST(DeploymentPlan, AShareOutsideZeroToOneIsRefused) {
   const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
   const Catalog catalog(V41SIM_SOURCE_DIR);
