@@ -230,7 +230,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   plan->add_option("--confirm-seconds", flags->confirm_s,
                    "serve the cheapest variants within the SLA again over this many seconds, in rank order "
-                   "until one holds it with its window settled (0: do not)")
+                   "until one holds it with its window settled (not longer than --duration: do not)")
       ->capture_default_str();
   bind(plan, run_plan);
 

@@ -338,7 +338,7 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
     if (steps[i] != nullptr) serve_variant(*steps[i], model, workload, drained, min_within_sla, rows[i]);
   });
   rank_plan_rows(rows);
-  if (confirm_s > 0) {
+  if (confirm_s > options.duration_s) {  // a window no longer than the ranking's would tell nothing new
     ServeOptions longer = drained;
     longer.duration_s = confirm_s;
     confirm_in_rank_order(rows, min_within_sla, [&](const PlanRow& row) {

@@ -94,8 +94,9 @@ struct PlanRow {
 // runs interleave), in rank_plan_rows' order. Variants that time
 // steps alike share their step times: in `shared` where given (a caller's,
 // such as the study report's), else in the plan's own.
-// With `confirm_s` > 0, the cheapest variants within the SLA are then served
-// again over that window (confirm_in_rank_order) and ranked again.
+// With `confirm_s` longer than the options' window, the cheapest variants
+// within the SLA are then served again over it (confirm_in_rank_order) and
+// ranked again.
 std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model,
                               const std::vector<DeploymentSpec>& bases, const PlanGrid& grid,
                               const WorkloadSpec& workload, const ServeOptions& options,

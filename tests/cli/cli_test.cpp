@@ -585,6 +585,10 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
       run_json("plan --deployment h200_agg_8 --hw b200 --duration 120 --confirm-seconds 300");
   EXPECT_TRUE(settled["rows"][0]["confirmation"]["holds"].get<bool>());
   EXPECT_TRUE(settled["rows"][0]["holds"].get<bool>());
+  // A confirmation no longer than the window is not asked.
+  EXPECT_FALSE(
+      run_json("plan --deployment h200_agg_8 --hw b200 --duration 120 --confirm-seconds 120")["rows"][0]
+          .contains("confirmation"));
 }
 
 TEST(Cli, ContextJsonSweepsEachGpu) {
