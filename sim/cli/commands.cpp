@@ -267,6 +267,11 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
+  capacity
+      ->add_option("--confirm-seconds", flags->confirm_s,
+                   "serve the rates that met the SLA again over this many seconds, largest first, until one "
+                   "holds it with its window settled (not longer than --duration: do not)")
+      ->capture_default_str();
   bind(capacity, run_capacity);
 
   CLI::App* sensitivity = app.add_subcommand(

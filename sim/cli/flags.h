@@ -71,7 +71,8 @@ struct Flags {
   std::vector<int64_t> plan_max_batch_per_gpu;
   double min_within_sla = 0.99;
   // plan: the cheapest variants within the SLA served again this long, in
-  // rank order until one holds it (0: not asked). Assumed: 1,800 s, the
+  // rank order until one holds it; capacity: the rates that met it, largest
+  // first (not past --duration: not asked). Assumed: 1,800 s, the
   // window over which one 8 x H200 instance's agent_coding capacity fell from
   // 0.487 sessions/s (200 s windows) to 0.451 (mixed).
   double confirm_s = 1800;

@@ -47,6 +47,15 @@ void require_run_duration(const Flags& f) {
   if (f.warm_up_s) require_warm_up(*f.warm_up_s, f.duration_s);
 }
 
+// --confirm-seconds in [0, longest_run_s()], with the warm-up before it within simulated time.
+void require_confirm_seconds(const Flags& f, const ServeOptions& options, const WorkloadSpec& workload) {
+  if (!(f.confirm_s >= 0 && f.confirm_s <= longest_run_s())) {
+    throw InputError({"", 0, "--confirm-seconds"},
+                     fmt::format("expected seconds in [0, {:.0f}], got {}", longest_run_s(), f.confirm_s));
+  }
+  if (f.confirm_s > 0) require_warm_up(warm_up_of(options, workload), f.confirm_s);
+}
+
 // What each serving command's runs take from the flags.
 ServeOptions serve_options(const Flags& f) {
   ServeOptions options;
@@ -225,11 +234,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const WorkloadSpec workload = load_workload(catalog, f);
   const PlanGrid grid = grid_from_flags(f, m.spec, bases);
   ServeOptions options = serve_options(f);
-  if (!(f.confirm_s >= 0 && f.confirm_s <= longest_run_s())) {
-    throw InputError({"", 0, "--confirm-seconds"},
-                     fmt::format("expected seconds in [0, {:.0f}], got {}", longest_run_s(), f.confirm_s));
-  }
-  if (f.confirm_s > 0) require_warm_up(warm_up_of(options, workload), f.confirm_s);
+  require_confirm_seconds(f, options, workload);
   const std::vector<PlanRow> rows =
       run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla, f.confirm_s);
   const PlanReport report{m.spec.name, bases, workload, options, f.min_within_sla, rows};
@@ -296,6 +301,8 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.min_within_sla = f.min_within_sla;
   options.rate_factors = f.rate_factors;
   options.precision = f.precision;
+  require_confirm_seconds(f, options.serve, workload);
+  options.confirm_s = f.confirm_s;
   // The chart's file is opened before the search, which may run for minutes.
   std::ofstream svg;
   if (!f.trace.empty()) {

@@ -362,7 +362,7 @@ void confirm_in_rank_order(std::vector<PlanRow>& rows, double min_within_sla,
     if (!row.meets_sla) break;
     row.confirmation = serve_again(row);
     row.confirmation_holds =
-        row.confirmation->meets_sla(min_within_sla) && row.confirmation->seeds_unsettled() == 0;
+        row.confirmation->meets_sla(min_within_sla) && row.confirmation->seeds_unsettled_at_end() == 0;
     if (row.confirmation_holds) break;
   }
   rank_plan_rows(rows);

@@ -84,7 +84,7 @@ struct PlanRow {
   // holds: a deployment near its capacity can meet the SLA for minutes while
   // its queue creeps. Absent where not asked.
   std::optional<ServedRun> confirmation;
-  bool confirmation_holds = false;  // met the SLA over it, its window settled
+  bool confirmation_holds = false;  // met the SLA over it, its window's second half settled
   // Within the SLA and, as far as was asked, for longer than the window:
   // settled over it, and over the confirmation where one was served.
   bool holds() const;
@@ -109,7 +109,8 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
 void rank_plan_rows(std::vector<PlanRow>& rows);
 
 // Serves ranked rows within the SLA again with `serve_again`, in rank order,
-// until one meets the SLA over that run with its window settled; then ranks
+// until one meets the SLA over that run with its second half settled (its
+// first may still fill up: SteadyState::tail_steady); then ranks
 // the rows again, so the first row is the cheapest that held (rows past it
 // are not asked).
 void confirm_in_rank_order(std::vector<PlanRow>& rows, double min_within_sla,

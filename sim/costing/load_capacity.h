@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -30,12 +31,19 @@ struct LoadOptions {
   // until the bracket's ends are within this ratio less one.
   std::vector<double> rate_factors{0.25, 0.5, 1, 2, 4, 8};
   double precision = 0.05;
+  // Longer than serve.duration_s: the rates that met the SLA are served again
+  // over this window, largest first, until one meets it there with its window
+  // settled (confirm_largest). Near its capacity a deployment can meet the
+  // SLA for minutes while its queue creeps.
+  double confirm_s = 0;
 };
 
 struct LoadPoint {
   double sessions_per_s = 0;
   ServedRun run;
   bool meets_sla = false;
+  std::optional<ServedRun> confirmation;  // where confirm_largest asked
+  bool confirmation_holds = false;        // met the SLA over it, its window's second half settled
 };
 
 struct LoadCapacity {
@@ -45,7 +53,16 @@ struct LoadCapacity {
   // the sweep) or every rate did (above it).
   std::optional<std::size_t> largest_meeting;
   std::optional<std::size_t> smallest_failing_above;
+  // Of the meeting rates, the largest that held the SLA over the longer
+  // window (confirm_largest); empty where none was asked or none held.
+  std::optional<std::size_t> largest_holding;
 };
+
+// Serves the rates that met the SLA again with `serve_again`, largest first,
+// until one meets it over that run with its second half settled (its first
+// may still fill up: SteadyState::tail_steady).
+void confirm_largest(LoadCapacity& capacity, double min_within_sla,
+                     const std::function<ServedRun(const LoadPoint&)>& serve_again);
 
 // Throws InputError for a share outside (0, 1], a precision not above 0 or
 // factors that are not positive (a trace's rows come at their times scaled

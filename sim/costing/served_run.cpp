@@ -69,6 +69,7 @@ SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deplo
   set_p99_over_limits(r.result, deployment, s);
   for (const ClassOutcome& c : r.result.by_class) s.classes.push_back({c.arrived, c.within_sla});
   s.steady = r.result.steady_state.steady();
+  s.tail_steady = r.result.steady_state.tail_steady();
   return s;
 }
 
@@ -183,6 +184,11 @@ SeedSpread ServedRun::spread(double SeedOutcome::*figure) const {
 
 int64_t ServedRun::seeds_unsettled() const {
   return std::count_if(seeds.begin(), seeds.end(), [](const SeedOutcome& s) { return !s.steady; });
+}
+
+int64_t ServedRun::seeds_unsettled_at_end() const {
+  return std::count_if(seeds.begin(), seeds.end(),
+                       [](const SeedOutcome& s) { return !s.steady && !s.tail_steady; });
 }
 
 }  // namespace v41sim

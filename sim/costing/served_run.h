@@ -44,7 +44,8 @@ struct SeedOutcome {
   double ttft_p99_over_limit = 0;
   double tpot_p99_over_limit = 0;
   std::vector<ClassShare> classes;  // a mix's, in the workload's order; empty without one
-  bool steady = true;  // the requests in the system had settled over the window (SteadyState::steady)
+  bool steady = true;       // the requests in the system had settled over the window (SteadyState::steady)
+  bool tail_steady = true;  // and over its second half (SteadyState::tail_steady)
 };
 
 // The mean, least and most of one figure over the seeds run.
@@ -77,6 +78,11 @@ struct ServedRun {
   SeedSpread spread(double SeedOutcome::*figure) const;
   // The seeds whose window had not settled: their figures are not yet the steady state's.
   int64_t seeds_unsettled() const;
+  // The seeds whose window had settled neither as a whole nor in its second
+  // half: a longer run's test of whether the deployment holds (plan's and
+  // capacity's confirmation), where the first half may still be filling up
+  // and a second half alone, of fewer batch means, swings more.
+  int64_t seeds_unsettled_at_end() const;
 };
 
 // Sessions of many turns take minutes to build an empty deployment up to the

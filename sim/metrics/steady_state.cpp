@@ -26,8 +26,13 @@ std::vector<double> batch_means(const std::vector<double>& series) {
 // The batch means' least-squares line over their index: its change across
 // the series over their mean, and its slope's t-statistic with the standard
 // error widened for the residuals' lag-1 correlation (batch means of a
-// queue's length stay correlated from one to the next).
-void least_squares_trend(const std::vector<double>& y, SteadyState& s) {
+// queue's length stay correlated from one to the next). At least 3 means.
+struct Trend {
+  double change = 0;  // over the series, relative to its mean
+  double t = 0;
+};
+
+Trend least_squares_trend(const std::vector<double>& y) {
   const auto n = static_cast<double>(y.size());
   const double x_mean = (n - 1) / 2;
   double y_mean = 0;
@@ -46,15 +51,17 @@ void least_squares_trend(const std::vector<double>& y, SteadyState& s) {
     if (i > 0) lagged += residual * previous;
     previous = residual;
   }
-  s.trend = y_mean != 0 ? slope * n / y_mean : 0.0;
+  Trend out;
+  out.change = y_mean != 0 ? slope * n / y_mean : 0.0;
   const double lag1 = rss > 0 ? lagged / rss : 0.0;
   const double widening = lag1 > 0 ? std::sqrt((1 + lag1) / (1 - std::min(lag1, 0.99))) : 1.0;
   const double standard_error = std::sqrt(rss / (n - 2) / sxx) * widening;
   if (standard_error > 0) {
-    s.trend_t = slope / standard_error;
+    out.t = slope / standard_error;
   } else if (slope != 0) {  // a straight line: a trend beyond any noise
-    s.trend_t = std::copysign(std::numeric_limits<double>::infinity(), slope);
+    out.t = std::copysign(std::numeric_limits<double>::infinity(), slope);
   }
+  return out;
 }
 
 }  // namespace
@@ -88,7 +95,13 @@ SteadyState mser5(const std::vector<double>& series) {
       s.truncated = static_cast<int64_t>(d);
     }
   }
-  least_squares_trend(y, s);
+  const Trend whole = least_squares_trend(y);
+  s.trend = whole.change;
+  s.trend_t = whole.t;
+  const Trend tail =
+      least_squares_trend(std::vector<double>(y.begin() + static_cast<std::ptrdiff_t>(n / 2), y.end()));
+  s.tail_trend = tail.change;
+  s.tail_trend_t = tail.t;
   const double all = sum[0] / static_cast<double>(n);
   const double kept = sum[static_cast<std::size_t>(s.truncated)] /
                       static_cast<double>(n - static_cast<std::size_t>(s.truncated));

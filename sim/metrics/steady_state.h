@@ -69,10 +69,22 @@ struct SteadyState {
   // residuals' lag-1 correlation r > 0.
   double trend = 0;
   double trend_t = 0;
+  // The same line through the window's second half alone: a long window
+  // whose first half still filled (sessions of forty turns near a
+  // deployment's capacity take longer than the warm-up) has settled if its
+  // second half does not rise; one whose queue grows under overload rises
+  // there too. Judged by the same limits (tail_steady).
+  double tail_trend = 0;
+  double tail_trend_t = 0;
   bool judged = false;  // enough batches to judge (MSER-5 looks only at the first half)
 
   double truncated_share() const {
     return batches > 0 ? static_cast<double>(truncated) / static_cast<double>(batches) : 0.0;
+  }
+  // The window's second half neither rises nor falls beyond the limits.
+  bool tail_steady() const {
+    return judged && !(tail_trend > kSettledRise && tail_trend_t > kRiseT) &&
+           !(tail_trend < -kSettledFall && tail_trend_t < -kRiseT);
   }
   bool steady() const {
     const bool rising = trend > kSettledRise && trend_t > kRiseT;

@@ -21,12 +21,6 @@ std::vector<std::string> kernel_models(const std::vector<PlanRow>& rows) {
   return out;
 }
 
-// How a longer run of a variant fared: its share within the SLA, and whether it settled.
-std::string confirmation_phrase(const ServedRun& run) {
-  return fmt::format("{:.1f}% within, {}", 100 * run.within_sla(),
-                     run.seeds_unsettled() > 0 ? "not settled" : "settled");
-}
-
 // Variants within the SLA over the window that did not hold it over the
 // longer run asked of them, with how they fared there.
 std::string failed_confirmations_note(const std::vector<PlanRow>& rows) {
@@ -202,11 +196,7 @@ nlohmann::json plan_json(const PlanReport& p) {
     j.update(served_run_json(row.run));
     j.update(sla_verdict_json(row.run, p.min_within_sla));
     if (row.confirmation) {
-      j["confirmation"] = {{"duration_s", row.confirmation->result.duration_s},
-                           {"within_sla", row.confirmation->within_sla()},
-                           {"meets_sla", row.confirmation->meets_sla(p.min_within_sla)},
-                           {"settled", row.confirmation->seeds_unsettled() == 0},
-                           {"holds", row.confirmation_holds}};
+      j["confirmation"] = confirmation_json(*row.confirmation, p.min_within_sla, row.confirmation_holds);
     }
     j["holds"] = row.meets_sla && row.holds();
     rows.push_back(j);

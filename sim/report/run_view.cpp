@@ -637,6 +637,22 @@ std::string unsettled_note(const std::vector<std::pair<std::string, const Served
       100 * SteadyState::kSettledFall, SteadyState::kRiseT);
 }
 
+std::string confirmation_phrase(const ServedRun& run) {
+  const char* settling = run.seeds_unsettled() == 0          ? "settled"
+                         : run.seeds_unsettled_at_end() == 0 ? "settled in its second half"
+                                                             : "still moving in its second half";
+  return fmt::format("{:.1f}% within, {}", 100 * run.within_sla(), settling);
+}
+
+nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bool holds) {
+  return {{"duration_s", run.result.duration_s},
+          {"within_sla", run.within_sla()},
+          {"meets_sla", run.meets_sla(min_within_sla)},
+          {"settled", run.seeds_unsettled() == 0},
+          {"settled_in_second_half", run.seeds_unsettled_at_end() == 0},
+          {"holds", holds}};
+}
+
 std::string seeds_phrase(const ServeOptions& options) {
   if (options.seeds < 2) return fmt::format("seed {}", options.seed);
   return fmt::format(

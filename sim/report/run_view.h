@@ -74,6 +74,10 @@ std::string seeds_phrase(const ServeOptions& options);
 // A note naming the runs (each by its label) some seed of which ended its
 // window with an output rate not yet settled; empty when every one had.
 std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs);
+// How a longer run (plan's and capacity's confirmation) fared: "97.2% within, not settled".
+std::string confirmation_phrase(const ServedRun& run);
+// A confirmation run as JSON: its window, share within the SLA, verdict and settling.
+nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bool holds);
 // "600 simulated s of arrivals measured after 1200 s of warm-up": what a run
 // served, or what each run of a command serves.
 std::string arrivals_phrase(double duration_s, double warm_up_s);

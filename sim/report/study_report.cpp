@@ -530,6 +530,7 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   options.serve.seeds = o.capacity_seeds;
   options.rate_factors = o.capacity_rate_factors;
   options.precision = o.capacity_precision;
+  options.confirm_s = o.plan_confirm_seconds;
   // An aggregated pool is asked with each way of scheduling its prompts.
   std::vector<DeploymentSpec> deployments;
   for (const auto schedule :

@@ -53,7 +53,8 @@ struct StudyOptions {
   // ServeOptions' default warm-up, which the windows here are measured after).
   int64_t served_seeds = 1;
   // The plan sections serve their cheapest variants within the SLA again this
-  // long, in rank order until one holds it (plan's --confirm-seconds).
+  // long, in rank order until one holds it, and the capacity search its
+  // meeting rates, largest first (plan's and capacity's --confirm-seconds).
   double plan_confirm_seconds = 1800;
   // The KV-tier question: the plan deployment under a workload whose sessions
   // also come back hours later (the serving workload's return within

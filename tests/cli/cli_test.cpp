@@ -202,12 +202,23 @@ TEST(Cli, StepWithPromptChunks) {
 }
 
 TEST(Cli, CapacityJsonBracketsTheLargestRate) {
-  const auto json = run_json(
-      "capacity --model " V41SIM_SOURCE_DIR "/tests/data/tiny_gqa.yaml --deployment " V41SIM_SOURCE_DIR
-      "/tests/data/one_gpu.yaml --workload " V41SIM_SOURCE_DIR
-      "/tests/data/fixed_prompts.yaml --duration 60 --rate-factors 16,256 --precision 0.1");
+  const auto json = run_json("capacity --model " V41SIM_SOURCE_DIR
+                             "/tests/data/tiny_gqa.yaml --deployment " V41SIM_SOURCE_DIR
+                             "/tests/data/one_gpu.yaml --workload " V41SIM_SOURCE_DIR
+                             "/tests/data/fixed_prompts.yaml --duration 60 --rate-factors 16,256 --precision "
+                             "0.1 --confirm-seconds 240");
   ASSERT_EQ(json["variants"].size(), 1u);
   const auto& c = json["variants"][0];
+  // The meeting rates were served again over 240 s, largest first, down to the largest that held.
+  ASSERT_FALSE(c["largest_holding_sessions_per_s"].is_null());
+  const double held = c["largest_holding_sessions_per_s"].get<double>();
+  for (const auto& p : c["points"]) {
+    const double at = p["sessions_per_s"].get<double>();
+    EXPECT_EQ(p.contains("confirmation"), p["meets_sla"].get<bool>() && at >= held) << at;
+    if (at == held) {
+      EXPECT_TRUE(p["confirmation"]["holds"].get<bool>());
+    }
+  }
   const double lo = c["largest_meeting_sessions_per_s"].get<double>();
   const double hi = c["smallest_failing_sessions_per_s"].get<double>();
   EXPECT_GT(hi, lo);
@@ -950,6 +961,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
         BadRun{"plan --min-within-sla 0", "--min-within-sla"}, BadRun{"plan --tpot-ms -5", "--tpot-ms"},
         BadRun{"plan --confirm-seconds -1", "--confirm-seconds"},
+        BadRun{"capacity --confirm-seconds -1", "--confirm-seconds"},
         BadRun{"plan --deployment h200_agg_8,,h200_pd_64", "field '--deployment': expected names separated"},
         BadRun{"plan --deployment h200_agg_8,no_such_deployment", "unknown name 'no_such_deployment'"},
         BadRun{"plan --decode-instances two", "--decode-instances"},

@@ -410,7 +410,7 @@ TEST(DeploymentPlan, ConfirmationServesTheCheapestAgainUntilOneHolds) {
     SeedOutcome s;
     s.usd_per_million_output = usd;
     s.within_sla = within;
-    s.steady = steady;
+    s.steady = s.tail_steady = steady;
     s.arrived = 100;
     return s;
   };

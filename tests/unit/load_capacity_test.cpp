@@ -125,6 +125,45 @@ TEST(LoadCapacity, ChartsEachRatesLatencyOverItsLimit) {
   EXPECT_NE(capacity_svg({mix}).find(": TPOT p99, worst class: 0.5, 0.4<"), std::string::npos);
 }
 
+// The rates that met the SLA are served again, largest first, until one
+// holds it over the longer run; rates that missed are not asked.
+TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
+  const auto point = [](double rate, bool meets) {
+    LoadPoint p;
+    p.sessions_per_s = rate;
+    p.meets_sla = meets;
+    return p;
+  };
+  LoadCapacity c;
+  c.points = {point(0.1, true),   point(0.2, true), point(0.3, true),
+              point(0.35, false), point(0.4, true), point(0.5, false)};
+  std::vector<double> asked;
+  confirm_largest(c, 0.99, [&](const LoadPoint& p) {
+    asked.push_back(p.sessions_per_s);
+    SeedOutcome s;
+    s.arrived = 100;
+    s.within_sla = p.sessions_per_s < 0.35 ? 1.0 : 0.9;  // the larger rates miss over the longer run
+    s.steady = p.sessions_per_s < 0.15;                  // 0.2 fills up over the first half of the run
+    s.tail_steady = p.sessions_per_s < 0.25;             // and 0.3 still creeps in its second
+    ServedRun longer;
+    longer.seeds.push_back(s);
+    return longer;
+  });
+  EXPECT_EQ(asked, (std::vector<double>{0.4, 0.3, 0.2}));
+  ASSERT_TRUE(c.largest_holding.has_value());
+  EXPECT_EQ(c.points[*c.largest_holding].sessions_per_s, 0.2);
+  EXPECT_FALSE(c.points[4].confirmation_holds);
+  EXPECT_FALSE(c.points[0].confirmation.has_value());
+  // Settled as a whole with a swing in its second half: it holds.
+  SeedOutcome swing;
+  swing.arrived = 100;
+  swing.within_sla = 1.0;
+  swing.tail_steady = false;
+  ServedRun swinging;
+  swinging.seeds.push_back(swing);
+  EXPECT_EQ(swinging.seeds_unsettled_at_end(), 0);
+}
+
 TEST(LoadCapacity, BadOptionsAreInputErrors) {
   Queue q;
   const auto field_of = [&q]() -> std::string {

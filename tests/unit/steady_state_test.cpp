@@ -81,6 +81,20 @@ std::vector<double> tilted(double change_over_window, double wobble) {
   return y;
 }
 
+// A long window whose first half still fills up and whose second is level:
+// not steady as a whole, steady in its second half; a creep rises in both.
+TEST(SteadyState, ASecondHalfIsJudgedOnItsOwn) {
+  std::vector<double> y = flat(200, 100);
+  for (std::size_t i = 0; i < 100; ++i) y[i] -= 30.0 * (1.0 - static_cast<double>(i) / 100.0);
+  const SteadyState filling = mser5(y);
+  EXPECT_FALSE(filling.steady());
+  EXPECT_TRUE(filling.tail_steady());
+  EXPECT_NEAR(filling.tail_trend, 0.0, 0.05);
+  std::vector<double> creep = flat(200, 100);
+  for (std::size_t i = 0; i < creep.size(); ++i) creep[i] += 0.2 * static_cast<double>(i);
+  EXPECT_FALSE(mser5(creep).tail_steady());
+}
+
 TEST(SteadyState, ARiseBeyondItsNoiseIsNotSteadyAFallOnlyPastItsLimit) {
   const SteadyState small_rise = mser5(tilted(0.08, 1.0));
   EXPECT_GT(small_rise.trend_t, SteadyState::kRiseT);
