@@ -361,8 +361,7 @@ void confirm_in_rank_order(std::vector<PlanRow>& rows, double min_within_sla,
   for (PlanRow& row : rows) {
     if (!row.meets_sla) break;
     row.confirmation = serve_again(row);
-    row.confirmation_holds =
-        row.confirmation->meets_sla(min_within_sla) && row.confirmation->seeds_unsettled_at_end() == 0;
+    row.confirmation_holds = row.confirmation->holds_sla(min_within_sla);
     if (row.confirmation_holds) break;
   }
   rank_plan_rows(rows);

@@ -108,8 +108,7 @@ void confirm_largest(LoadCapacity& capacity, double min_within_sla,
     LoadPoint& p = capacity.points[i];
     if (!p.meets_sla) continue;
     p.confirmation = serve_again(p);
-    p.confirmation_holds =
-        p.confirmation->meets_sla(min_within_sla) && p.confirmation->seeds_unsettled_at_end() == 0;
+    p.confirmation_holds = p.confirmation->holds_sla(min_within_sla);
     if (p.confirmation_holds) {
       capacity.largest_holding = i;
       return;

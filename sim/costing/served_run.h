@@ -83,6 +83,11 @@ struct ServedRun {
   // capacity's confirmation), where the first half may still be filling up
   // and a second half alone, of fewer batch means, swings more.
   int64_t seeds_unsettled_at_end() const;
+  // A longer run's verdict (plan's and capacity's confirmation): within the
+  // SLA, and no seed left unsettled at its end.
+  bool holds_sla(double min_within_sla) const {
+    return meets_sla(min_within_sla) && seeds_unsettled_at_end() == 0;
+  }
 };
 
 // Sessions of many turns take minutes to build an empty deployment up to the

@@ -82,14 +82,13 @@ struct SteadyState {
     return batches > 0 ? static_cast<double>(truncated) / static_cast<double>(batches) : 0.0;
   }
   // The window's second half neither rises nor falls beyond the limits.
-  bool tail_steady() const {
-    return judged && !(tail_trend > kSettledRise && tail_trend_t > kRiseT) &&
-           !(tail_trend < -kSettledFall && tail_trend_t < -kRiseT);
-  }
-  bool steady() const {
-    const bool rising = trend > kSettledRise && trend_t > kRiseT;
-    const bool falling = trend < -kSettledFall && trend_t < -kRiseT;
-    return judged && std::abs(mean_shift) <= kSettledShift && !rising && !falling;
+  bool tail_steady() const { return judged && !moves(tail_trend, tail_trend_t); }
+  bool steady() const { return judged && std::abs(mean_shift) <= kSettledShift && !moves(trend, trend_t); }
+
+  // A line that rises or falls past its limit beyond the noise (one rule for
+  // the whole window and its second half).
+  static bool moves(double change, double t) {
+    return (change > kSettledRise && t > kRiseT) || (change < -kSettledFall && t < -kRiseT);
   }
 };
 

@@ -475,7 +475,7 @@ StudyPlan study_plan(const Catalog& catalog, const ModelAnalysis& focus, const S
   plan.options.seed = o.seed;
   plan.options.seeds = o.served_seeds;
   plan.rows = run_plan(catalog, focus, plan.bases, grid, plan.workload, plan.options, StudyPlan::kWithinSla,
-                       o.plan_confirm_seconds, &steps);
+                       o.confirm_seconds, &steps);
   return plan;
 }
 
@@ -530,7 +530,7 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   options.serve.seeds = o.capacity_seeds;
   options.rate_factors = o.capacity_rate_factors;
   options.precision = o.capacity_precision;
-  options.confirm_s = o.plan_confirm_seconds;
+  options.confirm_s = o.confirm_seconds;
   // An aggregated pool is asked with each way of scheduling its prompts.
   std::vector<DeploymentSpec> deployments;
   for (const auto schedule :
@@ -564,7 +564,8 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
 // further: the comparison would measure the overload, not the tier.
 struct TierBase {
   int64_t instances = 0;
-  bool sized = false;  // false: none of the counts tried served it; the most is used
+  bool sized = false;      // false: none of the counts tried served it; the most is used
+  double retention_h = 0;  // the longest retention compared, which sized it
 };
 
 TierBase tier_base(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
@@ -573,11 +574,11 @@ TierBase tier_base(const Catalog& catalog, const ModelAnalysis& focus, const Stu
   const StudyPlan plan = study_plan(catalog, focus, o, steps, {o.plan_deployment},
                                     {.decode_instances = o.kv_tiers_instances, .kv_retentions_h = {longest}},
                                     o.kv_tiers_workload);
-  TierBase base{*std::max_element(o.kv_tiers_instances.begin(), o.kv_tiers_instances.end()), false};
+  TierBase base{*std::max_element(o.kv_tiers_instances.begin(), o.kv_tiers_instances.end()), false, longest};
   for (const PlanRow& row : plan.rows) {
     const int64_t instances = row.deployment.decode.instances;
     if (row.not_run.empty() && row.meets_sla && row.holds() && (!base.sized || instances < base.instances)) {
-      base = {instances, true};
+      base = {instances, true, longest};
     }
   }
   return base;
@@ -601,7 +602,7 @@ std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnal
   json = plan_json(report);
   json["instances"] = base.instances;
   json["instances_serve_longest_retention"] = base.sized;
-  const double longest = *std::max_element(o.kv_retentions_h.begin(), o.kv_retentions_h.end());
+  const double longest = base.retention_h;
   const std::string counts = fmt::format("{}", fmt::join(o.kv_tiers_instances, ", "));
   const std::string sizing =
       base.sized

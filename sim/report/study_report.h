@@ -55,7 +55,7 @@ struct StudyOptions {
   // The plan sections serve their cheapest variants within the SLA again this
   // long, in rank order until one holds it, and the capacity search its
   // meeting rates, largest first (plan's and capacity's --confirm-seconds).
-  double plan_confirm_seconds = 1800;
+  double confirm_seconds = 1800;
   // The KV-tier question: the plan deployment under a workload whose sessions
   // also come back hours later (the serving workload's return within
   // minutes, which any retention serves), with the SSD tier's retention
