@@ -310,9 +310,8 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
     if (!svg) throw InputError({f.trace, 0, "--svg"}, "cannot write the chart file");
   }
   SharedStepTimes steps(catalog, m);  // variants that time steps alike share them
-  std::vector<LoadCapacity> capacities;
-  for (const DeploymentSpec& d : variants)
-    capacities.push_back(find_load_capacity(catalog, m, d, workload, options, &steps));
+  const std::vector<LoadCapacity> capacities =
+      find_load_capacities(catalog, m, variants, workload, options, &steps);
   const std::vector<CapacityReport> reports =
       capacity_reports(m.spec.name, variants, workload, options, capacities);
   if (svg.is_open()) svg << capacity_svg(reports);

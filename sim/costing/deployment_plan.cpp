@@ -9,6 +9,7 @@
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
+#include "sim/costing/confirmation.h"
 #include "sim/costing/shared_step_times.h"
 
 namespace v41sim {
@@ -358,12 +359,12 @@ void rank_plan_rows(std::vector<PlanRow>& rows) { std::stable_sort(rows.begin(),
 
 void confirm_in_rank_order(std::vector<PlanRow>& rows, double min_within_sla,
                            const std::function<ServedRun(const PlanRow&)>& serve_again) {
+  std::vector<PlanRow*> within;  // ranked: the rows within the SLA come first
   for (PlanRow& row : rows) {
     if (!row.meets_sla) break;
-    row.confirmation = serve_again(row);
-    row.confirmation_holds = row.confirmation->holds_sla(min_within_sla);
-    if (row.confirmation_holds) break;
+    within.push_back(&row);
   }
+  confirm_two_at_a_time(within, min_within_sla, serve_again);
   rank_plan_rows(rows);
 }
 

@@ -109,10 +109,11 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
 void rank_plan_rows(std::vector<PlanRow>& rows);
 
 // Serves ranked rows within the SLA again with `serve_again`, in rank order,
-// until one meets the SLA over that run with its second half settled (its
-// first may still fill up: SteadyState::tail_steady); then ranks
-// the rows again, so the first row is the cheapest that held (rows past it
-// are not asked).
+// two at a time (confirm_two_at_a_time), until one meets the SLA over that
+// run with its second half settled (its first may still fill up:
+// SteadyState::tail_steady); then ranks the rows again, so the first row is
+// the cheapest that held (the next may have been asked with it; rows past
+// that are not).
 void confirm_in_rank_order(std::vector<PlanRow>& rows, double min_within_sla,
                            const std::function<ServedRun(const PlanRow&)>& serve_again);
 

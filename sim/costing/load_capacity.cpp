@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
+#include <utility>
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
@@ -33,41 +35,55 @@ void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
 }
 
 // Serves each rate (in parallel: each run has its own simulation, the step
-// times are shared) and adds the points.
-void serve_rates(const DeploymentSteps& steps, const ModelAnalysis& model, const DeploymentSpec& deployment,
-                 const WorkloadSpec& workload, const LoadOptions& o, const std::vector<double>& rates,
-                 std::vector<LoadPoint>& points) {
+// times are shared) and adds the points, slowest first.
+void add_points(std::vector<LoadPoint>& points, const std::vector<double>& rates, const ServeRate& serve) {
   std::vector<LoadPoint> added(rates.size());
-  ServeOptions drained = o.serve;
-  drained.drain = true;
-  parallel_for(rates.size(), [&](std::size_t i) {
-    const WorkloadSpec scaled = at_rate(workload, rates[i], {"", 0, "--rate-factors"});
-    LoadPoint& p = added[i];
-    p.sessions_per_s = rates[i];
-    p.run = serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, drained);
-    p.meets_sla = p.run.meets_sla(o.min_within_sla);
-  });
+  parallel_for(rates.size(), [&](std::size_t i) { added[i] = serve(rates[i]); });
   for (LoadPoint& p : added) points.push_back(std::move(p));
   std::stable_sort(points.begin(), points.end(), [](const LoadPoint& a, const LoadPoint& b) {
     return a.sessions_per_s < b.sessions_per_s;
   });
 }
 
-// The largest meeting rate and the smallest failing one above it.
-void bracket(LoadCapacity& c) {
-  c.largest_meeting.reset();
-  c.smallest_failing_above.reset();
-  for (std::size_t i = 0; i < c.points.size(); ++i) {
-    if (c.points[i].meets_sla) c.largest_meeting = i;
+// The largest rate where `ok` holds and the smallest above it where it does
+// not: the limit lies between them.
+struct Bracket {
+  std::optional<std::size_t> lo, hi;
+};
+
+Bracket bracket_by(const std::vector<LoadPoint>& points, const std::function<bool(const LoadPoint&)>& ok) {
+  Bracket b;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (ok(points[i])) b.lo = i;
   }
-  const std::size_t from = c.largest_meeting ? *c.largest_meeting + 1 : 0;
-  for (std::size_t i = from; i < c.points.size(); ++i) {
-    if (!c.points[i].meets_sla) {
-      c.smallest_failing_above = i;
-      return;
+  for (std::size_t i = b.lo ? *b.lo + 1 : 0; i < points.size(); ++i) {
+    if (!ok(points[i])) {
+      b.hi = i;
+      break;
     }
   }
+  return b;
 }
+
+// Cuts the bracket of `ok` in three (in log space, two rates at a time: a
+// fixed schedule, so the answer does not depend on the cores) until its ends
+// are within `precision` of each other.
+Bracket narrow(std::vector<LoadPoint>& points, double precision,
+               const std::function<bool(const LoadPoint&)>& ok, const ServeRate& serve) {
+  Bracket b = bracket_by(points, ok);
+  while (b.lo && b.hi) {
+    const double lo = points[*b.lo].sessions_per_s;
+    const double hi = points[*b.hi].sessions_per_s;
+    if (hi / lo <= 1.0 + precision) break;
+    const double third = std::cbrt(hi / lo);
+    add_points(points, {lo * third, lo * third * third}, serve);
+    b = bracket_by(points, ok);
+  }
+  return b;
+}
+
+bool meets(const LoadPoint& p) { return p.meets_sla; }
+bool holds(const LoadPoint& p) { return p.confirmation_holds; }
 
 }  // namespace
 
@@ -77,43 +93,69 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
   require_valid(workload, options);
   SharedStepTimes own(catalog, model);
   const DeploymentSteps& steps = (shared != nullptr ? *shared : own).of(deployment);
+  const auto serve_over = [&](double sessions_per_s, double duration_s) {
+    ServeOptions drained = options.serve;
+    drained.drain = true;
+    drained.duration_s = duration_s;
+    const WorkloadSpec scaled = at_rate(workload, sessions_per_s, {"", 0, "--rate-factors"});
+    return serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, drained);
+  };
+  const ServeRate serve = [&](double sessions_per_s) {
+    LoadPoint p;
+    p.sessions_per_s = sessions_per_s;
+    p.run = serve_over(sessions_per_s, options.serve.duration_s);
+    p.meets_sla = p.run.meets_sla(options.min_within_sla);
+    return p;
+  };
   LoadCapacity c;
   std::vector<double> sweep;
   for (const double f : options.rate_factors) sweep.push_back(workload.sessions_per_s * f);
-  serve_rates(steps, model, deployment, workload, options, sweep, c.points);
-  bracket(c);
-  while (c.largest_meeting && c.smallest_failing_above) {
-    const double lo = c.points[*c.largest_meeting].sessions_per_s;
-    const double hi = c.points[*c.smallest_failing_above].sessions_per_s;
-    if (hi / lo <= 1.0 + options.precision) break;
-    const double third = std::cbrt(hi / lo);
-    serve_rates(steps, model, deployment, workload, options, {lo * third, lo * third * third}, c.points);
-    bracket(c);
-  }
+  add_points(c.points, sweep, serve);
+  const Bracket met = narrow(c.points, options.precision, meets, serve);
+  c.largest_meeting = met.lo;
+  c.smallest_failing_above = met.hi;
   if (options.confirm_s > options.serve.duration_s) {
-    ServeOptions longer = options.serve;
-    longer.drain = true;
-    longer.duration_s = options.confirm_s;
-    confirm_largest(c, options.min_within_sla, [&](const LoadPoint& p) {
-      const WorkloadSpec scaled = at_rate(workload, p.sessions_per_s, {"", 0, "--rate-factors"});
-      return serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, longer);
+    confirm_largest(c, options.min_within_sla,
+                    [&](const LoadPoint& p) { return serve_over(p.sessions_per_s, options.confirm_s); });
+    narrow_holding(c, options.precision, [&](double sessions_per_s) {
+      LoadPoint p = serve(sessions_per_s);
+      if (p.meets_sla) confirm(p, options.min_within_sla, serve_over(sessions_per_s, options.confirm_s));
+      return p;
     });
   }
   return c;
 }
 
+std::vector<LoadCapacity> find_load_capacities(const Catalog& catalog, const ModelAnalysis& model,
+                                               const std::vector<DeploymentSpec>& deployments,
+                                               const WorkloadSpec& workload, const LoadOptions& options,
+                                               SharedStepTimes* shared) {
+  SharedStepTimes own(catalog, model);
+  std::vector<LoadCapacity> capacities(deployments.size());
+  parallel_for(deployments.size(), [&](std::size_t i) {
+    capacities[i] = find_load_capacity(catalog, model, deployments[i], workload, options,
+                                       shared != nullptr ? shared : &own);
+  });
+  return capacities;
+}
+
+void narrow_holding(LoadCapacity& capacity, double precision, const ServeRate& serve_both) {
+  const Bracket held = narrow(capacity.points, precision, holds, serve_both);
+  capacity.largest_holding = held.lo;
+  capacity.smallest_not_holding_above = held.hi;
+  const Bracket met = bracket_by(capacity.points, meets);  // the new points moved the indices
+  capacity.largest_meeting = met.lo;
+  capacity.smallest_failing_above = met.hi;
+}
+
 void confirm_largest(LoadCapacity& capacity, double min_within_sla,
                      const std::function<ServedRun(const LoadPoint&)>& serve_again) {
-  for (std::size_t i = capacity.points.size(); i-- > 0;) {
-    LoadPoint& p = capacity.points[i];
-    if (!p.meets_sla) continue;
-    p.confirmation = serve_again(p);
-    p.confirmation_holds = p.confirmation->holds_sla(min_within_sla);
-    if (p.confirmation_holds) {
-      capacity.largest_holding = i;
-      return;
-    }
+  std::vector<LoadPoint*> meeting;  // largest first
+  for (auto p = capacity.points.rbegin(); p != capacity.points.rend(); ++p) {
+    if (p->meets_sla) meeting.push_back(&*p);
   }
+  if (const auto held = confirm_two_at_a_time(meeting, min_within_sla, serve_again))
+    capacity.largest_holding = static_cast<std::size_t>(meeting[*held] - capacity.points.data());
 }
 
 }  // namespace v41sim

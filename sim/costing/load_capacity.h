@@ -7,7 +7,10 @@
 // finished within its TTFT and TPOT limits. A geometric sweep brackets the
 // largest such rate; the bracket is then cut in three (in log space, two runs
 // at a time: a fixed schedule, so the answer does not depend on the cores)
-// until its ends are within `precision` of each other.
+// until its ends are within `precision` of each other. With a longer
+// confirmation window the meeting rates are served again over it, largest
+// first, until one holds; the bracket between that rate and the next above
+// it is then cut the same way, each new rate served over both windows.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "sim/common/catalog.h"
+#include "sim/costing/confirmation.h"
 #include "sim/costing/served_run.h"
 #include "sim/costing/shared_step_times.h"
 #include "sim/model/model_analysis.h"
@@ -33,8 +37,9 @@ struct LoadOptions {
   double precision = 0.05;
   // Longer than serve.duration_s: the rates that met the SLA are served again
   // over this window, largest first, until one meets it there with its window
-  // settled (confirm_largest). Near its capacity a deployment can meet the
-  // SLA for minutes while its queue creeps.
+  // settled (confirm_largest), then the rates between it and the next that
+  // did not, to the same precision. Near its capacity a deployment can meet
+  // the SLA for minutes while its queue creeps.
   double confirm_s = 0;
 };
 
@@ -54,15 +59,30 @@ struct LoadCapacity {
   std::optional<std::size_t> largest_meeting;
   std::optional<std::size_t> smallest_failing_above;
   // Of the meeting rates, the largest that held the SLA over the longer
-  // window (confirm_largest); empty where none was asked or none held.
+  // window (confirm_largest); empty where none was asked or none held. The
+  // smallest rate above it that did not (missed the SLA over either window):
+  // the sustained capacity lies between them.
   std::optional<std::size_t> largest_holding;
+  std::optional<std::size_t> smallest_not_holding_above;
 };
 
 // Serves the rates that met the SLA again with `serve_again`, largest first,
-// until one meets it over that run with its second half settled (its first
-// may still fill up: SteadyState::tail_steady).
+// two at a time (confirm_two_at_a_time), until one meets it over that run
+// with its second half settled (its first may still fill up:
+// SteadyState::tail_steady).
 void confirm_largest(LoadCapacity& capacity, double min_within_sla,
                      const std::function<ServedRun(const LoadPoint&)>& serve_again);
+
+// Serves one rate: its LoadPoint.
+using ServeRate = std::function<LoadPoint(double sessions_per_s)>;
+
+// After confirm_largest: cuts the bracket between the largest rate that
+// held and the smallest above it that did not in three (in log space, two
+// rates at a time) until its ends are within `precision` of each other.
+// `serve_both` serves each new rate over the shorter window and, where it
+// meets the SLA there, over the longer one (confirm), so every point reads
+// alike. The indices are set again: the new points move them.
+void narrow_holding(LoadCapacity& capacity, double precision, const ServeRate& serve_both);
 
 // Throws InputError for a share outside (0, 1], a precision not above 0 or
 // factors that are not positive (a trace's rows come at their times scaled
@@ -73,5 +93,11 @@ void confirm_largest(LoadCapacity& capacity, double min_within_sla,
 LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& model,
                                 const DeploymentSpec& deployment, const WorkloadSpec& workload,
                                 const LoadOptions& options, SharedStepTimes* shared = nullptr);
+// Each deployment's, searched side by side (a search spends much of its time
+// on runs one after another: the confirmation walk), in the deployments' order.
+std::vector<LoadCapacity> find_load_capacities(const Catalog& catalog, const ModelAnalysis& model,
+                                               const std::vector<DeploymentSpec>& deployments,
+                                               const WorkloadSpec& workload, const LoadOptions& options,
+                                               SharedStepTimes* shared = nullptr);
 
 }  // namespace v41sim

@@ -29,6 +29,7 @@ DeploymentSteps::DeploymentSteps(const Catalog& catalog, const ModelAnalysis& mo
 const DeploymentSteps& SharedStepTimes::of(const DeploymentSpec& d) {
   const std::string key =
       pool_key(catalog_, model_, d.prefill) + " / " + pool_key(catalog_, model_, d.decode);
+  const std::lock_guard<std::mutex> hold(lock_);
   std::unique_ptr<DeploymentSteps>& steps = by_key_[key];
   if (!steps) steps = std::make_unique<DeploymentSteps>(catalog_, model_, d);
   return *steps;

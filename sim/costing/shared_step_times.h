@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "sim/common/catalog.h"
@@ -29,14 +30,15 @@ struct DeploymentSteps {
 class SharedStepTimes {
  public:
   SharedStepTimes(const Catalog& catalog, const ModelAnalysis& model) : catalog_(catalog), model_(model) {}
-  // The deployment's steps, loaded on first use of their key. Not
-  // thread-safe: take them all before the runs start.
+  // The deployment's steps, loaded on first use of their key; safe to ask
+  // from several threads at once (capacity searches side by side).
   const DeploymentSteps& of(const DeploymentSpec& deployment);
 
  private:
   const Catalog& catalog_;
   const ModelAnalysis& model_;
   std::map<std::string, std::unique_ptr<DeploymentSteps>> by_key_;
+  std::mutex lock_;  // over by_key_; the steps it holds are safe to share once loaded
 };
 
 }  // namespace v41sim

@@ -39,35 +39,53 @@ nlohmann::json point_json(const LoadPoint& p, double min_within_sla) {
   return j;
 }
 
-// The summary's cell: the largest rate that held over the longer run and
-// that run's length, "none" where every rate asked failed, "-" unasked.
+// The summary's cell: the largest rate that held over the longer run, that
+// run's length and its price (what hours of that traffic cost, where the
+// shorter window's may flatter it), "none" where every rate asked failed,
+// "-" unasked.
 std::string held_cell(const LoadCapacity& c) {
   if (c.largest_holding) {
     const LoadPoint& p = c.points[*c.largest_holding];
-    return fmt::format("{} ({:.0f} s)", rate(p.sessions_per_s), p.confirmation->result.duration_s);
+    return fmt::format("{} ({:.0f} s, {})", rate(p.sessions_per_s), p.confirmation->result.duration_s,
+                       output_token_price(*p.confirmation));
   }
   const bool asked = std::any_of(c.points.begin(), c.points.end(),
                                  [](const LoadPoint& p) { return p.confirmation.has_value(); });
   return asked ? "none" : "-";
 }
 
-// The rates served again over the longer window, largest first: which held
-// the SLA there ("over 1800 s it holds up to 0.25 sessions/s; not at 0.34
-// (97.1% within, settled)"); empty where none was asked.
+// How the rates served again over the longer window went: the largest that
+// held the SLA there and the smallest above it that did not ("over 1800 s it
+// holds up to 0.25 sessions/s (...); not at 0.262 (97.1% within, settled)");
+// empty where none was asked.
 std::string holding_phrase(const LoadCapacity& c) {
-  std::vector<std::string> failed;
-  double duration_s = 0;
-  for (std::size_t i = c.points.size(); i-- > 0;) {
-    const LoadPoint& p = c.points[i];
-    if (!p.confirmation) continue;
-    duration_s = p.confirmation->result.duration_s;
-    if (!p.confirmation_holds)
-      failed.push_back(fmt::format("{} ({})", rate(p.sessions_per_s), confirmation_phrase(*p.confirmation)));
+  const auto asked = std::find_if(c.points.begin(), c.points.end(),
+                                  [](const LoadPoint& p) { return p.confirmation.has_value(); });
+  if (asked == c.points.end()) return {};
+  const double duration_s = asked->confirmation->result.duration_s;
+  if (!c.largest_holding) {
+    return fmt::format("over {:.0f} s no rate tried holds it, not even {} sessions/s ({})", duration_s,
+                       rate(asked->sessions_per_s), confirmation_phrase(*asked->confirmation));
   }
-  if (duration_s <= 0) return {};
-  const std::string not_at = failed.empty() ? "" : fmt::format("; not at {}", fmt::join(failed, ", "));
-  if (!c.largest_holding) return fmt::format("over {:.0f} s no rate tried holds it{}", duration_s, not_at);
   const LoadPoint& held = c.points[*c.largest_holding];
+  std::string not_at;
+  if (const LoadPoint* above = point_at(c, c.smallest_not_holding_above)) {
+    not_at = fmt::format("; not at {} ({})", rate(above->sessions_per_s),
+                         above->confirmation ? confirmation_phrase(*above->confirmation)
+                                             : "misses it over the shorter window already");
+  }
+  // Rates below it that did not hold: near the limit the verdict moves with the sessions drawn.
+  std::vector<std::string> below;
+  for (std::size_t i = 0; i < *c.largest_holding; ++i) {
+    const LoadPoint& p = c.points[i];
+    if (p.confirmation && !p.confirmation_holds)
+      below.push_back(fmt::format("{} ({})", rate(p.sessions_per_s), confirmation_phrase(*p.confirmation)));
+  }
+  if (!below.empty()) {
+    not_at += fmt::format(
+        "; below it {} did not hold (near the limit whether a rate holds moves with the sessions drawn)",
+        fmt::join(below, ", "));
+  }
   return fmt::format("over {:.0f} s of arrivals it holds up to {} sessions/s ({}){}", duration_s,
                      rate(held.sessions_per_s), confirmation_phrase(*held.confirmation), not_at);
 }
@@ -150,8 +168,9 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
       "rising or moving; what the deployment sustains for hours may be less (a longer --duration tells)");
   t.add_note(
       "held over a longer run: of the rates that met the SLA, the largest that also met it, settled, when "
-      "served again over --confirm-seconds of arrivals (the same seed and warm-up); the deployment's own "
-      "table says which did not");
+      "served again over --confirm-seconds of arrivals (the same seed and warm-up), the rates between it and "
+      "the next that did not cut in three to the same precision; in brackets that run's length and $ per 1M "
+      "output tokens; the deployment's own table says which did not");
   return t;
 }
 
@@ -163,13 +182,9 @@ Table capacity_table(const CapacityReport& r) {
   for (const LoadPoint& p : r.capacity.points) {
     std::vector<std::string> cells{rate(p.sessions_per_s),
                                    fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};
-    for (std::string& cell : served_run_cells(p.run, r.options.min_within_sla))
+    const ServedRun* longer = p.confirmation ? &*p.confirmation : nullptr;
+    for (std::string& cell : served_run_cells(p.run, r.options.min_within_sla, longer, p.confirmation_holds))
       cells.push_back(std::move(cell));
-    if (p.confirmation) {  // the "meets SLA" column: how the longer run went
-      cells[8] = p.confirmation_holds
-                     ? fmt::format("yes, and over {:.0f} s", p.confirmation->result.duration_s)
-                     : "yes, not over a longer run";
-    }
     t.add_row(std::move(cells));
     collect_kernel_models(p.run, kernel_models);
   }
@@ -240,6 +255,7 @@ nlohmann::json capacity_json(const CapacityReport& r) {
           {"largest_meeting_sessions_per_s", rate_or_null(c.largest_meeting)},
           {"smallest_failing_sessions_per_s", rate_or_null(c.smallest_failing_above)},
           {"largest_holding_sessions_per_s", rate_or_null(c.largest_holding)},
+          {"smallest_not_holding_sessions_per_s", rate_or_null(c.smallest_not_holding_above)},
           {"largest_meeting_settled",
            c.largest_meeting ? nlohmann::json(c.points[*c.largest_meeting].run.seeds_unsettled() == 0)
                              : nlohmann::json(nullptr)},

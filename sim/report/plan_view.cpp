@@ -128,8 +128,9 @@ Table plan_table(const PlanReport& p) {
       cells.push_back("cannot run: " + row.not_run);
       cells.emplace_back("-");
     } else {
-      for (std::string& cell : served_run_cells(row.run, p.min_within_sla)) cells.push_back(std::move(cell));
-      if (row.confirmation && !row.confirmation_holds) cells[9] = "yes, not over a longer run";  // meets SLA
+      const ServedRun* longer = row.confirmation ? &*row.confirmation : nullptr;
+      for (std::string& cell : served_run_cells(row.run, p.min_within_sla, longer, row.confirmation_holds))
+        cells.push_back(std::move(cell));
     }
     if (tier_column) cells.push_back(ssd_tier_cell(row));
     t.add_row(std::move(cells));

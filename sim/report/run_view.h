@@ -63,8 +63,13 @@ std::string output_token_price(const ServedRun& run, int decimals = 2);
 // `leading` columns, then those.
 std::vector<std::string> with_served_run_columns(std::vector<std::string> leading);
 // Whether it meets the SLA is judged on the seeds' requests pooled; with
-// several seeds the cell also says how many of them meet it alone.
-std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla);
+// several seeds the cell also says how many of them meet it alone. Where it
+// met it and was served again over a longer window (`confirmation`, plan's
+// and capacity's), the cell says how that went: "yes, and over 1800 s" where
+// it held there, "yes, not over a longer run" where it did not.
+std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla,
+                                          const ServedRun* confirmation = nullptr,
+                                          bool confirmation_holds = false);
 // The same figures for JSON, with each seed's; and the verdict, for tables that judge one.
 nlohmann::json served_run_json(const ServedRun& run);
 nlohmann::json sla_verdict_json(const ServedRun& run, double min_within_sla);

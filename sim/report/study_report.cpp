@@ -543,9 +543,8 @@ std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& f
   std::string md =
       fmt::format("## How much traffic {} serves within the SLA ({})\n\n", base.name, o.capacity_deployment);
   json = nlohmann::json::array();
-  std::vector<LoadCapacity> capacities;
-  for (const DeploymentSpec& d : deployments)
-    capacities.push_back(find_load_capacity(catalog, focus, d, workload, options, &steps));
+  const std::vector<LoadCapacity> capacities =
+      find_load_capacities(catalog, focus, deployments, workload, options, &steps);
   const std::vector<CapacityReport> reports =
       capacity_reports(focus.spec.name, deployments, workload, options, capacities);
   write_output(out_dir, "capacity_latency.svg", capacity_svg(reports));

@@ -49,11 +49,11 @@ struct StudyOptions {
       DeploymentSpec::AggregatedSteps::kPrefillFirst, DeploymentSpec::AggregatedSteps::kMixed};
   // Each variant of the plan sections runs with this many seeds (more show
   // each figure's spread and judge the SLA on the seeds' requests pooled;
-  // one keeps the study within its minute, as every run first serves
+  // one keeps the study short (about 85 s on 2 cores), as every run first serves
   // ServeOptions' default warm-up, which the windows here are measured after).
   int64_t served_seeds = 1;
   // The plan sections serve their cheapest variants within the SLA again this
-  // long, in rank order until one holds it, and the capacity search its
+  // long, in rank order (two at a time) until one holds it, and the capacity search its
   // meeting rates, largest first (plan's and capacity's --confirm-seconds).
   double confirm_seconds = 1800;
   // The KV-tier question: the plan deployment under a workload whose sessions
@@ -73,8 +73,7 @@ struct StudyOptions {
   // deployment serves within its SLA, each rate run this long.
   std::string capacity_deployment = "h200_agg_8";
   double capacity_seconds = 200;
-  int64_t capacity_seeds =
-      1;  // the search runs a dozen rates: one seed each keeps the study within its minute
+  int64_t capacity_seeds = 1;  // the search runs a dozen rates: one seed each keeps the study short
   std::vector<double> capacity_rate_factors{0.5, 1, 2};  // the sweep around the workload's rate
   double capacity_precision = 0.1;                       // then cut down to within 10%
   // The decode frontier: the context deployment on these GPUs, sessions at

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <mutex>
+
 #include "sim/common/input_error.h"
 #include "sim/report/plan_view.h"
 #include "tests/test_data.h"
@@ -402,9 +405,9 @@ TEST(DeploymentPlan, SettledVariantsWithinTheSlaRankBeforeUnsettledOnes) {
                                              "closer miss", "miss"}));
 }
 
-// The cheapest variants within the SLA are served again in rank order until
-// one holds it over the longer run; one that does not drops below it, and
-// rows past the one that held are not asked.
+// The cheapest variants within the SLA are served again in rank order, two
+// at a time, until one holds it over the longer run; one that does not drops
+// below it, and rows past the pair where one held are not asked.
 TEST(DeploymentPlan, ConfirmationServesTheCheapestAgainUntilOneHolds) {
   const auto outcome = [](double usd, double within, bool steady) {
     SeedOutcome s;
@@ -423,25 +426,30 @@ TEST(DeploymentPlan, ConfirmationServesTheCheapestAgainUntilOneHolds) {
     return r;
   };
   std::vector<PlanRow> rows{row("overloaded", 0.30), row("creeping", 0.32), row("sound", 0.40),
-                            row("dearer", 0.50)};
+                            row("dearer", 0.50), row("dearest", 0.60)};
   std::vector<std::string> asked;
+  std::mutex asking;  // a pair is served at once
   confirm_in_rank_order(rows, 0.99, [&](const PlanRow& r) {
+    const std::lock_guard<std::mutex> hold(asking);
     asked.push_back(r.deployment.name);
     ServedRun longer;
     if (r.deployment.name == "overloaded") longer.seeds.push_back(outcome(0.28, 0.90, true));  // misses
     if (r.deployment.name == "creeping") longer.seeds.push_back(outcome(0.30, 0.995, false));  // not settled
     if (r.deployment.name == "sound") longer.seeds.push_back(outcome(0.40, 1.0, true));
+    if (r.deployment.name == "dearer") longer.seeds.push_back(outcome(0.50, 1.0, true));
     return longer;
   });
-  EXPECT_EQ(asked, (std::vector<std::string>{"overloaded", "creeping", "sound"}));
+  std::sort(asked.begin(), asked.end());  // (overloaded, creeping), then (sound, dearer)
+  EXPECT_EQ(asked, (std::vector<std::string>{"creeping", "dearer", "overloaded", "sound"}));
   std::vector<std::string> order;
   for (const PlanRow& r : rows) order.push_back(r.deployment.name);
-  EXPECT_EQ(order, (std::vector<std::string>{"sound", "dearer", "overloaded", "creeping"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"sound", "dearer", "dearest", "overloaded", "creeping"}));
   EXPECT_TRUE(rows[0].confirmation_holds);
-  EXPECT_FALSE(rows[1].confirmation.has_value());
-  EXPECT_TRUE(rows[1].holds());
-  EXPECT_FALSE(rows[2].holds());
-  EXPECT_TRUE(rows[2].meets_sla);  // met over the window: still ranked before the misses
+  EXPECT_TRUE(rows[1].confirmation_holds);
+  EXPECT_FALSE(rows[2].confirmation.has_value());
+  EXPECT_TRUE(rows[2].holds());
+  EXPECT_FALSE(rows[3].holds());
+  EXPECT_TRUE(rows[3].meets_sla);  // met over the window: still ranked before the misses
 }
 
 TEST(DeploymentPlan, AShareOutsideZeroToOneIsRefused) {

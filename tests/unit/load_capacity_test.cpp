@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
 #include "sim/common/input_error.h"
 #include "sim/report/load_capacity_view.h"
 #include "tests/test_data.h"
@@ -125,8 +130,9 @@ TEST(LoadCapacity, ChartsEachRatesLatencyOverItsLimit) {
   EXPECT_NE(capacity_svg({mix}).find(": TPOT p99, worst class: 0.5, 0.4<"), std::string::npos);
 }
 
-// The rates that met the SLA are served again, largest first, until one
-// holds it over the longer run; rates that missed are not asked.
+// The rates that met the SLA are served again, largest first, two at a time,
+// until one holds it over the longer run; rates that missed are not asked,
+// nor those below the pair where one held.
 TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
   const auto point = [](double rate, bool meets) {
     LoadPoint p;
@@ -135,10 +141,12 @@ TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
     return p;
   };
   LoadCapacity c;
-  c.points = {point(0.1, true),   point(0.2, true), point(0.3, true),
+  c.points = {point(0.05, true),  point(0.1, true), point(0.2, true), point(0.3, true),
               point(0.35, false), point(0.4, true), point(0.5, false)};
   std::vector<double> asked;
+  std::mutex asking;  // a pair is served at once
   confirm_largest(c, 0.99, [&](const LoadPoint& p) {
+    const std::lock_guard<std::mutex> hold(asking);
     asked.push_back(p.sessions_per_s);
     SeedOutcome s;
     s.arrived = 100;
@@ -149,10 +157,12 @@ TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
     longer.seeds.push_back(s);
     return longer;
   });
-  EXPECT_EQ(asked, (std::vector<double>{0.4, 0.3, 0.2}));
+  std::sort(asked.rbegin(), asked.rend());
+  EXPECT_EQ(asked, (std::vector<double>{0.4, 0.3, 0.2, 0.1}));  // (0.4, 0.3), then (0.2, 0.1)
   ASSERT_TRUE(c.largest_holding.has_value());
   EXPECT_EQ(c.points[*c.largest_holding].sessions_per_s, 0.2);
-  EXPECT_FALSE(c.points[4].confirmation_holds);
+  EXPECT_FALSE(c.points[5].confirmation_holds);
+  EXPECT_TRUE(c.points[1].confirmation_holds);  // 0.1, asked with 0.2
   EXPECT_FALSE(c.points[0].confirmation.has_value());
   // Settled as a whole with a swing in its second half: it holds.
   SeedOutcome swing;
@@ -162,6 +172,94 @@ TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
   ServedRun swinging;
   swinging.seeds.push_back(swing);
   EXPECT_EQ(swinging.seeds_unsettled_at_end(), 0);
+}
+
+// After the walk, the bracket between the rate that held and the next that
+// did not is cut until its ends are within the precision, each new rate
+// served over both windows; rates that miss the shorter one are not asked.
+TEST(LoadCapacity, NarrowingFindsTheSustainedRateToThePrecision) {
+  constexpr double kHoldsBelow = 0.27, kMeetsBelow = 0.45;  // the deployment's true limits
+  const auto longer = [&](double rate) {
+    SeedOutcome s;
+    s.arrived = 100;
+    s.within_sla = rate < kHoldsBelow ? 1.0 : 0.9;
+    s.steady = s.tail_steady = true;
+    ServedRun run;
+    run.seeds.push_back(s);
+    return run;
+  };
+  LoadCapacity c;
+  for (const double rate : {0.1, 0.2, 0.4, 0.8}) {
+    LoadPoint p;
+    p.sessions_per_s = rate;
+    p.meets_sla = rate < kMeetsBelow;
+    c.points.push_back(p);
+  }
+  confirm_largest(c, 0.99, [&](const LoadPoint& p) { return longer(p.sessions_per_s); });
+  ASSERT_EQ(c.largest_holding, 1u);  // 0.2 held, 0.4 did not
+  std::vector<double> served;
+  narrow_holding(c, 0.05, [&](double rate) {
+    served.push_back(rate);
+    LoadPoint p;
+    p.sessions_per_s = rate;
+    p.meets_sla = rate < kMeetsBelow;
+    if (p.meets_sla) confirm(p, 0.99, longer(rate));
+    return p;
+  });
+  ASSERT_TRUE(c.largest_holding && c.smallest_not_holding_above);
+  const double held = c.points[*c.largest_holding].sessions_per_s;
+  const double not_held = c.points[*c.smallest_not_holding_above].sessions_per_s;
+  EXPECT_LT(held, kHoldsBelow);
+  EXPECT_GE(not_held, kHoldsBelow);
+  EXPECT_LE(not_held / held, 1.05);
+  EXPECT_GE(served.size(), 4u);  // 0.2 to 0.4 is a factor 2: two rounds of two rates at least
+  EXPECT_TRUE(std::is_sorted(c.points.begin(), c.points.end(), [](const LoadPoint& a, const LoadPoint& b) {
+    return a.sessions_per_s < b.sessions_per_s;
+  }));
+  // The shorter window's bracket is found again among the moved points.
+  ASSERT_TRUE(c.largest_meeting && c.smallest_failing_above);
+  EXPECT_EQ(c.points[*c.largest_meeting].sessions_per_s, 0.4);
+  EXPECT_EQ(c.points[*c.smallest_failing_above].sessions_per_s, 0.8);
+  for (const LoadPoint& p : c.points)
+    EXPECT_EQ(p.confirmation.has_value(), p.meets_sla && p.sessions_per_s >= 0.2);
+}
+
+// The verdict gives the largest rate that held, the next above that did not,
+// and any below it that did not hold either (near the limit the verdict moves
+// with the sessions drawn).
+TEST(LoadCapacity, VerdictNamesTheHeldBracketAndMissesBelowIt) {
+  const auto run_of = [](double within, bool settled, double duration_s) {
+    SeedOutcome s;
+    s.arrived = 1000;
+    s.within_sla = within;
+    s.steady = s.tail_steady = settled;
+    ServedRun run;
+    run.seeds.push_back(s);
+    run.result.duration_s = duration_s;
+    return run;
+  };
+  // rate, meets over the short window, within over the longer one (0: not asked)
+  const std::vector<std::tuple<double, bool, double>> rates{
+      {0.315, true, 0}, {0.34, true, 0.95}, {0.367, true, 1.0}, {0.397, true, 0.97}, {0.5, false, 0}};
+  LoadCapacity c;
+  for (const auto& [rate, meets, longer] : rates) {
+    LoadPoint p;
+    p.sessions_per_s = rate;
+    p.run = run_of(meets ? 1.0 : 0.5, true, 200);
+    p.meets_sla = meets;
+    if (longer > 0) confirm(p, 0.99, run_of(longer, longer >= 0.99, 1800));
+    c.points.push_back(p);
+  }
+  c.largest_meeting = 3, c.smallest_failing_above = 4;
+  c.largest_holding = 2, c.smallest_not_holding_above = 3;
+  Queue q;
+  const std::string verdict = capacity_verdict({"m", q.deployment, q.workload, q.options, c});
+  const auto has = [&verdict](const std::string& text) { return verdict.find(text) != std::string::npos; };
+  EXPECT_TRUE(has("over 1800 s of arrivals it holds up to 0.367 sessions/s (100.0% within, settled)"))
+      << verdict;
+  EXPECT_TRUE(has("not at 0.397 (97.0% within, still moving in its second half)")) << verdict;
+  EXPECT_TRUE(has("below it 0.34 (95.0% within, still moving in its second half) did not hold")) << verdict;
+  EXPECT_FALSE(has("0.315 (")) << verdict;  // not asked: below the rate that held
 }
 
 TEST(LoadCapacity, BadOptionsAreInputErrors) {

@@ -1,0 +1,49 @@
+// Confirmation: a run that met the SLA over a short window served again over
+// a longer one (plan's and capacity's --confirm-seconds). Near its limit a
+// deployment can meet the SLA for minutes while its queue creeps; the longer
+// run says whether it holds (ServedRun::holds_sla). A candidate is anything
+// with the two fields below (PlanRow, LoadPoint).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "sim/common/parallel_for.h"
+#include "sim/costing/served_run.h"
+
+namespace v41sim {
+
+// Records `longer`, the candidate served again, and whether the SLA held over it.
+template <typename Candidate>
+void confirm(Candidate& candidate, double min_within_sla, ServedRun longer) {
+  candidate.confirmation = std::move(longer);
+  candidate.confirmation_holds = candidate.confirmation->holds_sla(min_within_sla);
+}
+
+// Serves `candidates` again with `serve_again` in their order, two at a time
+// (both cores busy where a walk one by one would leave one idle; a fixed
+// schedule, so which are asked does not depend on the cores), until one holds
+// the SLA. Returns the position of the first that held; a pair's second is
+// asked (and recorded) even where its first holds, later ones are not.
+template <typename Candidate>
+std::optional<std::size_t> confirm_two_at_a_time(
+    const std::vector<Candidate*>& candidates, double min_within_sla,
+    const std::function<ServedRun(const Candidate&)>& serve_again) {
+  for (std::size_t from = 0; from < candidates.size(); from += 2) {
+    const std::size_t n = std::min<std::size_t>(2, candidates.size() - from);
+    parallel_for(n, [&](std::size_t i) {
+      Candidate& c = *candidates[from + i];
+      confirm(c, min_within_sla, serve_again(c));
+    });
+    for (std::size_t i = from; i < from + n; ++i) {
+      if (candidates[i]->confirmation_holds) return i;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace v41sim
