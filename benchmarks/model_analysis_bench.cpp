@@ -53,4 +53,27 @@ void BM_Step(benchmark::State& state, v41sim::Phase phase, int64_t batch) {
 BENCHMARK_CAPTURE(BM_Step, decode_b64_128k, v41sim::Phase::kDecode, 64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Step, prefill_128k, v41sim::Phase::kPrefill, 1)->Unit(benchmark::kMicrosecond);
 
+// A decode step (batch 64 at 32K) that also computes one prompt chunk whose
+// length changes every iteration, as in a serving run mixing prompts into
+// decode steps: there nearly every step is a shape of its own (a 1,400 s
+// run of h200_agg_8 at 0.4 agent sessions/s costs 8,224 distinct shapes in
+// 8,584 mixed steps), so the kernel-time cache mostly misses. This is what
+// the study report's mixed-step runs spend most of their time on.
+void BM_MixedStepNewShape(benchmark::State& state) {
+  const v41sim::ModelAnalysis model = v41sim::analyze_model(v41sim::load_model_file(kModel));
+  const v41sim::GpuProfile gpu = v41sim::load_gpu_profile_file(kGpu);
+  const v41sim::KernelCostModel cost(gpu, v41sim::load_calibration_for(V41SIM_SOURCE_DIR, gpu, "h200"),
+                                     false);
+  v41sim::StepShape shape;
+  shape.phase = v41sim::Phase::kDecode;
+  shape.batch = 64;
+  shape.context = 32768;
+  int64_t chunk = 0;
+  for (auto _ : state) {
+    shape.mixed_prefill = {1, 1000 + chunk++ % 15000, 16384, 0};
+    benchmark::DoNotOptimize(v41sim::time_step(v41sim::build_step_graph(model, shape), cost));
+  }
+}
+BENCHMARK(BM_MixedStepNewShape)->Unit(benchmark::kMicrosecond);
+
 }  // namespace

@@ -98,7 +98,7 @@ std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile
         phase == Phase::kDecode
             ? fmt::format("decode step, batch {}, context {}, EP {}", shape.batch, shape.context, shape.ep)
             : fmt::format("prefill of one {}-token prompt, EP {}", shape.context, shape.ep);
-    rows.push_back({what, timing.total_us, step_error_band(graph, timing, params)});
+    rows.push_back({what, timing.total_us, step_error_band(timing, params)});
   }
   return rows;
 }

@@ -27,18 +27,16 @@ std::string ErrorBand::describe() const {
   return out;
 }
 
-ErrorBand step_error_band(const StepGraph& graph, const StepTiming& timing, const CostParams& params) {
+ErrorBand step_error_band(const StepTiming& timing, const CostParams& params) {
   double total = 0, covered = 0, published = 0, weighted = 0;
-  for (std::size_t i = 0; i < timing.layers.size(); ++i) {
-    const LayerKernels& layer = graph.layers[i];
-    for (std::size_t j = 0; j < layer.kernels.size(); ++j) {
-      const double t = timing.layers[i].kernels[j].time_us;
-      total += t;
-      if (const auto band = params.error_band_pct(layer.kernels[j].kernel_class)) {
-        covered += t;
-        weighted += t * *band;
-        if (params.of(layer.kernels[j].kernel_class).error_band_from_published) published += t;
-      }
+  for (int c = 0; c < kKernelClassCount; ++c) {
+    const auto kernel_class = static_cast<KernelClass>(c);
+    const double t = timing.class_us[static_cast<std::size_t>(c)];
+    total += t;
+    if (const auto band = params.error_band_pct(kernel_class)) {
+      covered += t;
+      weighted += t * *band;
+      if (params.of(kernel_class).error_band_from_published) published += t;
     }
   }
   ErrorBand out;

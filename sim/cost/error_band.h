@@ -37,7 +37,9 @@ inline constexpr const char* kErrorBandMethod =
     "where enough exist), widened when carried to another GPU, weighted by kernel time and added as "
     "if correlated; classes with neither carry none";
 
-ErrorBand step_error_band(const StepGraph& graph, const StepTiming& timing, const CostParams& params);
+// Over the step's kernel classes (StepTiming::class_us: the first
+// micro-batch's kernels, each once).
+ErrorBand step_error_band(const StepTiming& timing, const CostParams& params);
 
 // Bands of many steps (a serving run's) combined the same way, by step time.
 class ErrorBandMix {

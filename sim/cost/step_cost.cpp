@@ -1,7 +1,9 @@
 #include "sim/cost/step_cost.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -101,53 +103,87 @@ class LayerTimings {
   std::deque<std::vector<KernelTiming>> unkinded_;
 };
 
+// A layer's sums over its kernels (and its second micro-batch's), its
+// position in the step left out: its tracks, FLOPs and bytes, and each kernel
+// class's time over the first micro-batch's kernels, each once (the band's
+// weights). kFull also keeps every kernel's timing and start, each on its
+// track from the start of the layer (transfers after compute unless
+// overlapped; host copies from when the copy engine is free).
+struct KindSums {
+  LayerTiming layer;
+  std::array<double, kKernelClassCount> class_us{};
+};
+
+KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerTimings& timings, double runs,
+                   bool overlap, bool full, double start_us, double copy_free_us) {
+  KindSums sums;
+  LayerTiming& lt = sums.layer;
+  double compute_at = start_us, comm_at = start_us, copy_at = copy_free_us;
+  const std::vector<KernelTiming>& layer_timings = timings.of(layer, 0);
+  if (full) {
+    lt.kernel_start_us.reserve(layer.kernels.size());
+    lt.kernels.reserve(layer.kernels.size());
+  }
+  for (std::size_t i = 0; i < layer.kernels.size(); ++i) {
+    const Kernel& k = layer.kernels[i];
+    const KernelTiming& t = layer_timings[i];
+    add_to_layer(lt, k, t, runs);
+    sums.class_us[static_cast<std::size_t>(k.kernel_class)] += t.time_us;
+    if (!full) continue;
+    double* track = &compute_at;
+    if (k.stream == Stream::kHostCopy) {
+      track = &copy_at;
+    } else if (k.stream == Stream::kCommunication && overlap) {
+      track = &comm_at;
+    }
+    lt.kernel_start_us.push_back(*track);
+    *track += t.time_us;
+    lt.kernels.push_back(t);
+  }
+  lt.kernels_run = static_cast<int64_t>(layer.kernels.size()) * static_cast<int64_t>(runs);
+  if (second != nullptr) {
+    const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
+    for (std::size_t i = 0; i < second->kernels.size(); ++i)
+      add_to_layer(lt, second->kernels[i], second_timings[i], 1.0);
+    lt.kernels_run += static_cast<int64_t>(second->kernels.size());
+  }
+  return sums;
+}
+
 }  // namespace
 
-StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost) {
+StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, TimingDetail detail) {
   StepTiming step;
   step.layers.reserve(graph.layers.size());
   step.transfer_sm_share = cost.normal_transfer_sm_share();
   const bool overlap = graph.micro_batches > 1;
+  const bool full = detail == TimingDetail::kFull;
   // The first micro-batch's kernels count once per micro-batch, unless the
   // second's differ and count on their own.
   const double runs = graph.second_layers.empty() ? static_cast<double>(graph.micro_batches) : 1.0;
   Timeline timeline(overlap);
   LayerTimings timings(cost);
+  // kTracks: a layer's sums by its kind and its second micro-batch's (-1:
+  // none), as the first layer of that pair summed them (the same kernels in
+  // the same order: the same sums).
+  std::map<std::pair<int64_t, int64_t>, KindSums> by_kind;
   pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
-    LayerTiming lt;
+    const std::pair<int64_t, int64_t> kinds{layer.kind, second != nullptr ? second->kind : -1};
+    const bool shared = !full && layer.kind >= 0 && (second == nullptr || second->kind >= 0);
+    const auto known = shared ? by_kind.find(kinds) : by_kind.end();
+    const double start_us = timeline.now_us();
+    KindSums sums = known != by_kind.end() ? known->second
+                                           : sum_layer(layer, second, timings, runs, overlap, full, start_us,
+                                                       timeline.copy_engine_free_us());
+    if (shared && known == by_kind.end()) by_kind.emplace(kinds, sums);
+    LayerTiming& lt = sums.layer;
     lt.layer = layer.layer;
-    lt.mode = layer.mode;
+    if (full) lt.mode = layer.mode;
     lt.tokens = layer.tokens * runs + (second != nullptr ? second->tokens : 0.0);
-    lt.start_us = timeline.now_us();
-    // The first micro-batch's kernels, each on its track from the start of
-    // the layer (transfers after compute unless overlapped).
-    double compute_at = lt.start_us, comm_at = lt.start_us, copy_at = timeline.copy_engine_free_us();
-    const std::vector<KernelTiming>& layer_timings = timings.of(layer, 0);
-    lt.kernel_start_us.reserve(layer.kernels.size());
-    lt.kernels.reserve(layer.kernels.size());
-    for (std::size_t i = 0; i < layer.kernels.size(); ++i) {
-      const Kernel& k = layer.kernels[i];
-      const KernelTiming& t = layer_timings[i];
-      add_to_layer(lt, k, t, runs);
-      double* track = &compute_at;
-      if (k.stream == Stream::kHostCopy) {
-        track = &copy_at;
-      } else if (k.stream == Stream::kCommunication && overlap) {
-        track = &comm_at;
-      }
-      lt.kernel_start_us.push_back(*track);
-      *track += t.time_us;
-      lt.kernels.push_back(t);
-    }
-    lt.kernels_run = static_cast<int64_t>(layer.kernels.size()) * static_cast<int64_t>(runs);
-    if (second != nullptr) {
-      const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
-      for (std::size_t i = 0; i < second->kernels.size(); ++i)
-        add_to_layer(lt, second->kernels[i], second_timings[i], 1.0);
-      lt.kernels_run += static_cast<int64_t>(second->kernels.size());
-    }
+    lt.start_us = start_us;
     lt.critical_us = timeline.add(lt.compute_us, lt.communication_us, lt.host_copy_us,
                                   lt.sm_holding_communication_us, step.transfer_sm_share);
+    for (std::size_t c = 0; c < sums.class_us.size(); ++c) step.class_us[c] += sums.class_us[c];
     step.compute_us += lt.compute_us;
     step.communication_us += lt.communication_us;
     step.host_copy_us += lt.host_copy_us;

@@ -16,6 +16,7 @@
 // the tables and the trace.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct LayerTiming : LayerTracks {
 
 struct StepTiming {
   std::vector<LayerTiming> layers;
+  // Each kernel class's time over the first micro-batch's kernels, each
+  // counted once (what a step's error band weights its classes by).
+  std::array<double, kKernelClassCount> class_us{};
   double total_us = 0;
   double compute_us = 0;
   double communication_us = 0;
@@ -62,7 +66,13 @@ struct StepTiming {
   double transfer_sm_share = 0;  // SMs a normal-mode transfer holds, over the GPU's
 };
 
-StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost);
+// What a timing keeps: kFull, every kernel's timing and start (the step
+// views and traces); kTracks, each layer's tracks and sums alone, layers of a
+// kind summed once (a serving run's step cache, which costs thousands of
+// shapes and keeps only those). Both give the same tracks and totals.
+enum class TimingDetail { kFull, kTracks };
+StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost,
+                     TimingDetail detail = TimingDetail::kFull);
 
 std::vector<LayerTracks> layer_tracks(const StepTiming& timing);
 

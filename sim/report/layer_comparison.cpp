@@ -20,7 +20,7 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const K
     const StepGraph graph = build_step_graph(m, shape);
     ModelStep step{m.spec.name, time_step(graph, cost), {}, 0, 0, {}};
     step.modes = time_by_mode(step.timing);
-    step.band = step_error_band(graph, step.timing, cost.params());
+    step.band = step_error_band(step.timing, cost.params());
     for (std::size_t i = 0; i < m.plan.size(); ++i) {
       if (m.plan[i].role == LayerRole::kReuse) {
         step.reuse_layer_kernels = static_cast<int64_t>(graph.layers[i].kernels.size());

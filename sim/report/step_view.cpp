@@ -153,7 +153,7 @@ std::vector<Table> step_tables(const StepReport& r) {
                    fmt::format("{:.1f} us in kernels it bounds (narrow tiles: stages refilled once per "
                                "memory latency)",
                                time_bound_by(t, Bound::kLatency))});
-  summary.add_row({"uncertainty", step_error_band(r.graph, t, r.cost.params()).describe()});
+  summary.add_row({"uncertainty", step_error_band(t, r.cost.params()).describe()});
   summary.add_row(
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
@@ -266,7 +266,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"widening_us", widening.work_us},
           {"widening_bound_us", widening.bound_us},
           {"latency_bound_us", time_bound_by(t, Bound::kLatency)},
-          {"error_band", error_band_json(step_error_band(r.graph, t, r.cost.params()))},
+          {"error_band", error_band_json(step_error_band(t, r.cost.params()))},
           {"time_by_mode", modes},
           {"layers", layers},
           {"provenance",

@@ -145,7 +145,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         shape.context = context;
         const StepGraph graph = build_step_graph(focus, shape);
         const StepTiming t = time_step(graph, cost);
-        const ErrorBand band = step_error_band(graph, t, cost.params());
+        const ErrorBand band = step_error_band(t, cost.params());
         StepShape split = shape;  // the same step as two overlapped micro-batches
         split.overlap_communication = true;
         const double split_us = time_step(build_step_graph(focus, split), cost).total_us;

@@ -49,7 +49,7 @@ struct StudyOptions {
       DeploymentSpec::AggregatedSteps::kPrefillFirst, DeploymentSpec::AggregatedSteps::kMixed};
   // Each variant of the plan sections runs with this many seeds (more show
   // each figure's spread and judge the SLA on the seeds' requests pooled;
-  // one keeps the study short (about 85 s on 2 cores), as every run first serves
+  // one keeps the study short (about 75 s on 2 cores), as every run first serves
   // ServeOptions' default warm-up, which the windows here are measured after).
   int64_t served_seeds = 1;
   // The plan sections serve their cheapest variants within the SLA again this

@@ -93,10 +93,10 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
   // Each thread builds its graphs in one reused graph (runs share this cache from several threads).
   thread_local StepGraph graph;
   build_step_graph(model_, shape, graph);
-  const StepTiming timing = time_step(graph, cost);
+  const StepTiming timing = time_step(graph, cost, TimingDetail::kTracks);  // tracks and sums: all it keeps
   double exposed = 0;  // communication time compute did not hide
   for (const LayerTiming& layer : timing.layers) exposed += layer.critical_us - layer.compute_us;
-  const StepCost step{timing.total_us, std::max(0.0, exposed), step_error_band(graph, timing, cost.params())};
+  const StepCost step{timing.total_us, std::max(0.0, exposed), step_error_band(timing, cost.params())};
   // The layers' tracks only: the cache lives for a whole run.
   OneBatch entry{step, layer_tracks(timing), timing.transfer_sm_share};
   const std::lock_guard<std::shared_mutex> hold(*lock_);

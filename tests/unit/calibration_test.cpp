@@ -295,7 +295,7 @@ TEST(ErrorBand, WeightsClassBandsByTimeAndNamesWhatItDoesNotCover) {
 
   const CostParams priors = load_cost_params_file(kPriors);
   const KernelCostModel uncalibrated(gpu, priors, true);
-  const ErrorBand none = step_error_band(graph, time_step(graph, uncalibrated), priors);
+  const ErrorBand none = step_error_band(time_step(graph, uncalibrated), priors);
   EXPECT_EQ(none.covered_share, 0.0);
   EXPECT_NE(none.describe().find("unknown"), std::string::npos);
 
@@ -306,7 +306,7 @@ TEST(ErrorBand, WeightsClassBandsByTimeAndNamesWhatItDoesNotCover) {
       SourcedValue::assumed(10.0, "t");
   const KernelCostModel cost(gpu, banded, true);
   const StepTiming timing = time_step(graph, cost);
-  const ErrorBand band = step_error_band(graph, timing, banded);
+  const ErrorBand band = step_error_band(timing, banded);
   // By hand: the time of each banded class.
   double gemm = 0, grouped = 0, total = 0;
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {

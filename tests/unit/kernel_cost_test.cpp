@@ -2,6 +2,7 @@
 // kernel-model issue asks for, on every bundled GPU.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -527,6 +528,56 @@ TEST(StepCost, LayersOfOneKindTakeTheTimesTheirKernelsHave) {
     if (second < graph.second_layers.size() && graph.second_layers[second].layer == graph.layers[i].layer)
       add(graph.second_layers[second++]);
     EXPECT_NEAR(t.layers[i].compute_us, compute_us, 1e-9 * compute_us) << i;
+  }
+}
+
+// The serving cache's timing (kTracks: layers of a kind summed once, no
+// kernel kept) gives each layer the tracks, sums and start the full one
+// does, the same totals and the same class times (the band's weights):
+// prefill, decode, a mixed step, with and without two micro-batches.
+TEST(StepCost, TracksAloneGiveTheFullTimingsSums) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  GpuUnderTest g("h200");
+  std::vector<StepShape> shapes{shape(Phase::kPrefill, 2, 16384), shape(Phase::kDecode, 33, 131072)};
+  StepShape mixed = shape(Phase::kDecode, 48, 65536);
+  mixed.mixed_prefill = {3, 4096, 20000, 1};
+  shapes.push_back(mixed);
+  for (std::size_t i = 0, n = shapes.size(); i < n; ++i) {
+    shapes.push_back(shapes[i]);
+    shapes.back().overlap_communication = true;
+  }
+  for (const StepShape& s : shapes) {
+    const StepGraph graph = build_step_graph(m, s);
+    const StepTiming full = time_step(graph, g.cost);
+    const StepTiming tracks = time_step(graph, g.cost, TimingDetail::kTracks);
+    ASSERT_EQ(full.layers.size(), tracks.layers.size());
+    for (std::size_t i = 0; i < full.layers.size(); ++i) {
+      const LayerTiming& a = full.layers[i];
+      const LayerTiming& b = tracks.layers[i];
+      EXPECT_EQ(a.layer, b.layer);
+      EXPECT_EQ(a.compute_us, b.compute_us) << i;
+      EXPECT_EQ(a.communication_us, b.communication_us) << i;
+      EXPECT_EQ(a.host_copy_us, b.host_copy_us) << i;
+      EXPECT_EQ(a.sm_holding_communication_us, b.sm_holding_communication_us) << i;
+      EXPECT_EQ(a.start_us, b.start_us) << i;
+      EXPECT_EQ(a.critical_us, b.critical_us) << i;
+      EXPECT_EQ(a.flops, b.flops) << i;
+      EXPECT_EQ(a.kernels_run, b.kernels_run) << i;
+      EXPECT_TRUE(b.kernels.empty());
+    }
+    EXPECT_EQ(full.total_us, tracks.total_us);
+    EXPECT_EQ(full.hbm_bytes, tracks.hbm_bytes);
+    EXPECT_EQ(full.kernel_count, tracks.kernel_count);
+    EXPECT_EQ(full.class_us, tracks.class_us);
+    // The class times are the first micro-batch's kernels, each once.
+    std::array<double, kKernelClassCount> by_class{};
+    for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+      for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j)
+        by_class[static_cast<std::size_t>(graph.layers[i].kernels[j].kernel_class)] +=
+            full.layers[i].kernels[j].time_us;
+    }
+    for (std::size_t c = 0; c < by_class.size(); ++c)
+      EXPECT_NEAR(full.class_us[c], by_class[c], 1e-9 * by_class[c]) << c;
   }
 }
 

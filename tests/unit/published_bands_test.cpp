@@ -162,7 +162,7 @@ TEST(PublishedBands, AStepSaysWhichShareOfItsBandIsPublished) {
       if (c == KernelClass::kGroupedGemm) grouped += t;
     }
   }
-  const ErrorBand band = step_error_band(graph, timing, params);
+  const ErrorBand band = step_error_band(timing, params);
   EXPECT_NEAR(band.published_share, gemm / (gemm + grouped), 1e-12);
   EXPECT_NE(band.describe().find("% of it the priors' error on published figures"), std::string::npos)
       << band.describe();
