@@ -229,8 +229,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
   plan->add_option("--confirm-seconds", flags->confirm_s,
-                   "serve the cheapest variants within the SLA again over this many seconds, in rank order "
-                   "until one holds it with its window settled (not longer than --duration: do not)")
+                   "serve the cheapest variants within the SLA again over this many seconds, in rank order, "
+                   "two at a time, until one holds it with its window settled (not longer than --duration: "
+                   "do not)")
       ->capture_default_str();
   bind(plan, run_plan);
 
@@ -269,8 +270,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   capacity
       ->add_option("--confirm-seconds", flags->confirm_s,
-                   "serve the rates that met the SLA again over this many seconds, largest first, until one "
-                   "holds it with its window settled (not longer than --duration: do not)")
+                   "serve the rates that met the SLA again over this many seconds, largest first, two at a "
+                   "time, until one holds it with its window settled, then cut the bracket above it to "
+                   "--precision (not longer than --duration: do not)")
       ->capture_default_str();
   bind(capacity, run_capacity);
 
