@@ -2,8 +2,10 @@
 // core; one simulated hour of a 64-GPU deployment in under 10 s).
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
 #include <string>
 
+#include "sim/capacity/memory_fit.h"
 #include "sim/common/catalog.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/costing/context_sweep.h"
@@ -11,6 +13,7 @@
 #include "sim/costing/load_capacity.h"
 #include "sim/des/simulator.h"
 #include "sim/model/model_loader.h"
+#include "sim/report/study_report.h"
 #include "sim/serving/serving_simulation.h"
 
 namespace {
@@ -198,5 +201,18 @@ void BM_LoadCapacity(benchmark::State& state) {
   state.counters["rates"] = static_cast<double>(rates);
 }
 BENCHMARK(BM_LoadCapacity)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+// The default study (`make run`'s job: `v41sim report` on the bundled
+// files), whose budget is under 60 s on a 2-core machine. Wall time: its
+// sections run their served runs on all cores.
+void BM_StudyReport(benchmark::State& state) {
+  const v41sim::Catalog catalog(kRoot);
+  v41sim::StudyOptions options;
+  options.out_dir = (std::filesystem::temp_directory_path() / "v41sim_bench_report").string();
+  options.reserve_fraction = v41sim::default_reserve_fraction();
+  for (auto _ : state) benchmark::DoNotOptimize(v41sim::write_study_report(catalog, options));
+  std::filesystem::remove_all(options.out_dir);
+}
+BENCHMARK(BM_StudyReport)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
