@@ -86,8 +86,9 @@ std::string holding_phrase(const LoadCapacity& c) {
         "; below it {} did not hold (near the limit whether a rate holds moves with the sessions drawn)",
         fmt::join(below, ", "));
   }
-  return fmt::format("over {:.0f} s of arrivals it holds up to {} sessions/s ({}){}", duration_s,
-                     rate(held.sessions_per_s), confirmation_phrase(*held.confirmation), not_at);
+  return fmt::format("over {:.0f} s of arrivals it holds up to {} sessions/s ({}; {} per 1M output tokens){}",
+                     duration_s, rate(held.sessions_per_s), confirmation_phrase(*held.confirmation),
+                     output_token_price(*held.confirmation), not_at);
 }
 
 // Whether a higher arrival rate of sessions brought fewer requests (turns);

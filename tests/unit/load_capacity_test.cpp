@@ -233,9 +233,11 @@ TEST(LoadCapacity, VerdictNamesTheHeldBracketAndMissesBelowIt) {
     s.arrived = 1000;
     s.within_sla = within;
     s.steady = s.tail_steady = settled;
+    s.usd_per_million_output = 0.35;
     ServedRun run;
     run.seeds.push_back(s);
     run.result.duration_s = duration_s;
+    run.cost.known = true;
     return run;
   };
   // rate, meets over the short window, within over the longer one (0: not asked)
@@ -255,7 +257,9 @@ TEST(LoadCapacity, VerdictNamesTheHeldBracketAndMissesBelowIt) {
   Queue q;
   const std::string verdict = capacity_verdict({"m", q.deployment, q.workload, q.options, c});
   const auto has = [&verdict](const std::string& text) { return verdict.find(text) != std::string::npos; };
-  EXPECT_TRUE(has("over 1800 s of arrivals it holds up to 0.367 sessions/s (100.0% within, settled)"))
+  EXPECT_TRUE(
+      has("over 1800 s of arrivals it holds up to 0.367 sessions/s (100.0% within, settled; $0.35 per "
+          "1M output tokens)"))
       << verdict;
   EXPECT_TRUE(has("not at 0.397 (97.0% within, still moving in its second half)")) << verdict;
   EXPECT_TRUE(has("below it 0.34 (95.0% within, still moving in its second half) did not hold")) << verdict;
