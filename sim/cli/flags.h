@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/common/catalog.h"
+#include "sim/costing/confirmation.h"
 #include "sim/model/model_analysis.h"
 #include "sim/report/table.h"
 
@@ -72,10 +73,8 @@ struct Flags {
   double min_within_sla = 0.99;
   // plan: the cheapest variants within the SLA served again this long, in
   // rank order until one holds it; capacity: the rates that met it, largest
-  // first (not past --duration: not asked). Assumed: 1,800 s, the
-  // window over which one 8 x H200 instance's agent_coding capacity fell from
-  // 0.487 sessions/s (200 s windows) to 0.451 (mixed).
-  double confirm_s = 1800;
+  // first (not past --duration: not asked).
+  double confirm_s = kDefaultConfirmS;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit
   // capacity (--min-within-sla, --ttft-ms and --tpot-ms as plan's)

@@ -339,12 +339,10 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
     if (steps[i] != nullptr) serve_variant(*steps[i], model, workload, drained, min_within_sla, rows[i]);
   });
   rank_plan_rows(rows);
-  if (confirm_s > options.duration_s) {  // a window no longer than the ranking's would tell nothing new
-    ServeOptions longer = drained;
-    longer.duration_s = confirm_s;
+  if (const std::optional<ServeOptions> longer = confirmation_window(drained, confirm_s)) {
     confirm_in_rank_order(rows, min_within_sla, [&](const PlanRow& row) {
       const DeploymentSteps& variant = sharing.of(row.deployment);
-      return serve_deployment(variant.gpus, variant.steps, model, row.deployment, workload, longer);
+      return serve_deployment(variant.gpus, variant.steps, model, row.deployment, workload, *longer);
     });
   }
   return rows;

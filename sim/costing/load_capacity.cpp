@@ -93,17 +93,16 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
   require_valid(workload, options);
   SharedStepTimes own(catalog, model);
   const DeploymentSteps& steps = (shared != nullptr ? *shared : own).of(deployment);
-  const auto serve_over = [&](double sessions_per_s, double duration_s) {
-    ServeOptions drained = options.serve;
-    drained.drain = true;
-    drained.duration_s = duration_s;
+  ServeOptions drained = options.serve;
+  drained.drain = true;
+  const auto serve_over = [&](double sessions_per_s, const ServeOptions& window) {
     const WorkloadSpec scaled = at_rate(workload, sessions_per_s, {"", 0, "--rate-factors"});
-    return serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, drained);
+    return serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, window);
   };
   const ServeRate serve = [&](double sessions_per_s) {
     LoadPoint p;
     p.sessions_per_s = sessions_per_s;
-    p.run = serve_over(sessions_per_s, options.serve.duration_s);
+    p.run = serve_over(sessions_per_s, drained);
     p.meets_sla = p.run.meets_sla(options.min_within_sla);
     return p;
   };
@@ -114,12 +113,12 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
   const Bracket met = narrow(c.points, options.precision, meets, serve);
   c.largest_meeting = met.lo;
   c.smallest_failing_above = met.hi;
-  if (options.confirm_s > options.serve.duration_s) {
+  if (const std::optional<ServeOptions> longer = confirmation_window(drained, options.confirm_s)) {
     confirm_largest(c, options.min_within_sla,
-                    [&](const LoadPoint& p) { return serve_over(p.sessions_per_s, options.confirm_s); });
+                    [&](const LoadPoint& p) { return serve_over(p.sessions_per_s, *longer); });
     narrow_holding(c, options.precision, [&](double sessions_per_s) {
       LoadPoint p = serve(sessions_per_s);
-      if (p.meets_sla) confirm(p, options.min_within_sla, serve_over(sessions_per_s, options.confirm_s));
+      if (p.meets_sla) confirm(p, options.min_within_sla, serve_over(sessions_per_s, *longer));
       return p;
     });
   }

@@ -39,6 +39,13 @@ nlohmann::json point_json(const LoadPoint& p, double min_within_sla) {
   return j;
 }
 
+// The first rate served again over the longer window; null where none was.
+const LoadPoint* first_confirmed(const LoadCapacity& c) {
+  const auto p = std::find_if(c.points.begin(), c.points.end(),
+                              [](const LoadPoint& q) { return q.confirmation.has_value(); });
+  return p != c.points.end() ? &*p : nullptr;
+}
+
 // The summary's cell: the largest rate that held over the longer run, that
 // run's length and its price (what hours of that traffic cost, where the
 // shorter window's may flatter it), "none" where every rate asked failed,
@@ -49,9 +56,7 @@ std::string held_cell(const LoadCapacity& c) {
     return fmt::format("{} ({:.0f} s, {})", rate(p.sessions_per_s), p.confirmation->result.duration_s,
                        output_token_price(*p.confirmation));
   }
-  const bool asked = std::any_of(c.points.begin(), c.points.end(),
-                                 [](const LoadPoint& p) { return p.confirmation.has_value(); });
-  return asked ? "none" : "-";
+  return first_confirmed(c) != nullptr ? "none" : "-";
 }
 
 // How the rates served again over the longer window went: the largest that
@@ -59,9 +64,8 @@ std::string held_cell(const LoadCapacity& c) {
 // holds up to 0.25 sessions/s (...); not at 0.262 (97.1% within, settled)");
 // empty where none was asked.
 std::string holding_phrase(const LoadCapacity& c) {
-  const auto asked = std::find_if(c.points.begin(), c.points.end(),
-                                  [](const LoadPoint& p) { return p.confirmation.has_value(); });
-  if (asked == c.points.end()) return {};
+  const LoadPoint* asked = first_confirmed(c);
+  if (asked == nullptr) return {};
   const double duration_s = asked->confirmation->result.duration_s;
   if (!c.largest_holding) {
     return fmt::format("over {:.0f} s no rate tried holds it, not even {} sessions/s ({})", duration_s,

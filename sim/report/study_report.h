@@ -10,6 +10,7 @@
 
 #include "sim/common/catalog.h"
 #include "sim/common/sourced_value.h"
+#include "sim/costing/confirmation.h"
 #include "sim/serving/deployment_spec.h"
 
 namespace v41sim {
@@ -49,13 +50,13 @@ struct StudyOptions {
       DeploymentSpec::AggregatedSteps::kPrefillFirst, DeploymentSpec::AggregatedSteps::kMixed};
   // Each variant of the plan sections runs with this many seeds (more show
   // each figure's spread and judge the SLA on the seeds' requests pooled;
-  // one keeps the study short (about 75 s on 2 cores), as every run first serves
+  // one keeps the study short, as every run first serves
   // ServeOptions' default warm-up, which the windows here are measured after).
   int64_t served_seeds = 1;
   // The plan sections serve their cheapest variants within the SLA again this
   // long, in rank order (two at a time) until one holds it, and the capacity search its
   // meeting rates, largest first (plan's and capacity's --confirm-seconds).
-  double confirm_seconds = 1800;
+  double confirm_seconds = kDefaultConfirmS;
   // The KV-tier question: the plan deployment under a workload whose sessions
   // also come back hours later (the serving workload's return within
   // minutes, which any retention serves), with the SSD tier's retention
