@@ -66,12 +66,6 @@ KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
            static_cast<uint64_t>(k.low_latency)}};
 }
 
-std::size_t KernelCostModel::CacheKeyHash::operator()(const CacheKey& key) const {
-  std::size_t h = 0;
-  for (uint64_t v : key.fields) h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-
 std::string_view bound_name(Bound bound) {
   switch (bound) {
     case Bound::kCompute:

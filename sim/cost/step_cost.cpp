@@ -74,18 +74,18 @@ void add_to_layer(LayerTiming& lt, const Kernel& k, const KernelTiming& t, doubl
 // A step's layers are a few kinds repeated, and the graph numbers each
 // backbone layer's kind (LayerKernels::kind): each kind's kernels are timed
 // once and its other layers take those timings, the numbers the cost model
-// would give again (it is a pure function of the kernel). The head and the
-// draft stages, of no kind, are timed as they come.
+// would give again (it is a pure function of the kernel). The draft stages
+// are a kind too; the head, of none, is timed as it comes.
 class LayerTimings {
  public:
   explicit LayerTimings(const KernelCostModel& cost) : cost_(cost) {}
   // `list`: 0 for the first micro-batch's layers, 1 for the second's (each numbers its kinds).
   const std::vector<KernelTiming>& of(const LayerKernels& layer, std::size_t list) {
-    if (layer.kind < 0) return unkinded_.emplace_back(time(layer.kernels));
+    if (layer.kind < 0) return unkinded_.emplace_back(time(layer.kernels()));
     std::deque<std::vector<KernelTiming>>& known = by_kind_[list];
     const auto kind = static_cast<std::size_t>(layer.kind);
     if (known.size() <= kind) known.resize(kind + 1);
-    if (known[kind].empty()) known[kind] = time(layer.kernels);
+    if (known[kind].empty()) known[kind] = time(layer.kernels());
     return known[kind];
   }
 
@@ -121,11 +121,11 @@ KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerT
   double compute_at = start_us, comm_at = start_us, copy_at = copy_free_us;
   const std::vector<KernelTiming>& layer_timings = timings.of(layer, 0);
   if (full) {
-    lt.kernel_start_us.reserve(layer.kernels.size());
-    lt.kernels.reserve(layer.kernels.size());
+    lt.kernel_start_us.reserve(layer.kernels().size());
+    lt.kernels.reserve(layer.kernels().size());
   }
-  for (std::size_t i = 0; i < layer.kernels.size(); ++i) {
-    const Kernel& k = layer.kernels[i];
+  for (std::size_t i = 0; i < layer.kernels().size(); ++i) {
+    const Kernel& k = layer.kernels()[i];
     const KernelTiming& t = layer_timings[i];
     add_to_layer(lt, k, t, runs);
     sums.class_us[static_cast<std::size_t>(k.kernel_class)] += t.time_us;
@@ -140,12 +140,12 @@ KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerT
     *track += t.time_us;
     lt.kernels.push_back(t);
   }
-  lt.kernels_run = static_cast<int64_t>(layer.kernels.size()) * static_cast<int64_t>(runs);
+  lt.kernels_run = static_cast<int64_t>(layer.kernels().size()) * static_cast<int64_t>(runs);
   if (second != nullptr) {
     const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
-    for (std::size_t i = 0; i < second->kernels.size(); ++i)
-      add_to_layer(lt, second->kernels[i], second_timings[i], 1.0);
-    lt.kernels_run += static_cast<int64_t>(second->kernels.size());
+    for (std::size_t i = 0; i < second->kernels().size(); ++i)
+      add_to_layer(lt, second->kernels()[i], second_timings[i], 1.0);
+    lt.kernels_run += static_cast<int64_t>(second->kernels().size());
   }
   return sums;
 }

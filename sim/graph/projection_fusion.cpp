@@ -8,9 +8,10 @@ namespace {
 constexpr std::string_view kProjSuffix = "_proj";
 
 bool fusable(const Kernel& a, const Kernel& b) {
-  return a.kernel_class == KernelClass::kGemm && b.kernel_class == KernelClass::kGemm && !a.input.empty() &&
-         a.input == b.input && a.math == b.math && a.shape.m == b.shape.m && a.shape.k == b.shape.k &&
-         a.shape.batch == 1 && b.shape.batch == 1 && a.operands == b.operands;
+  // The numbers first: most pairs differ there, and they are cheaper to compare than names.
+  return a.kernel_class == KernelClass::kGemm && b.kernel_class == KernelClass::kGemm && a.math == b.math &&
+         a.shape.m == b.shape.m && a.shape.k == b.shape.k && a.shape.batch == 1 && b.shape.batch == 1 &&
+         a.operands == b.operands && !a.input.empty() && a.input == b.input;
 }
 
 // "q_down_proj" + "window_kv_proj" -> "q_down+window_kv_proj".

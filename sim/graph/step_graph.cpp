@@ -41,6 +41,10 @@ void add_prompt_group(LayerContext& c, double sequences, double continuing, doub
   c.groups.push_back({Phase::kPrefill, running, running * rows, context, std::move(name_suffix)});
 }
 
+LayerKernels layer_of(int64_t layer, std::string mode, double tokens, std::vector<Kernel> kernels) {
+  return {layer, std::move(mode), tokens, std::make_shared<const std::vector<Kernel>>(std::move(kernels))};
+}
+
 }  // namespace
 
 LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, const LayerPlanEntry& plan) {
@@ -72,13 +76,14 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
   } else {
     c.ffn_intermediate = m.dense_mlp.intermediate;
   }
-  LayerKernels out{plan.layer, plan.mode, c.tokens, {}};
-  KernelFactory f(out.kernels);
+  std::vector<Kernel> kernels;
+  KernelFactory f(kernels);
   add_attention_block(c, f);
-  if (c.tokens <= 0) return out;  // a layer that only writes its global KV (add_attention_block)
-  if (is_engram_layer(m, plan.layer)) add_engram_lookup(c, f);
-  add_ffn_block(c, f);
-  return out;
+  if (c.tokens > 0) {  // else a layer that only writes its global KV (add_attention_block)
+    if (is_engram_layer(m, plan.layer)) add_engram_lookup(c, f);
+    add_ffn_block(c, f);
+  }
+  return layer_of(plan.layer, plan.mode, c.tokens, std::move(kernels));
 }
 
 namespace {
@@ -86,17 +91,18 @@ namespace {
 LayerKernels output_head(const ModelAnalysis& model, double tokens) {
   const ModelSpec& m = model.spec;
   const double h = static_cast<double>(m.hidden_size);
-  LayerKernels out{m.num_layers, "Head", tokens, {}};
-  KernelFactory f(out.kernels);
+  std::vector<Kernel> kernels;
+  KernelFactory f(kernels);
   f.elementwise("final_norm", tokens, h, tokens * h * 2.0 * kBf16ActivationBytes);
   f.gemm("lm_head", tokens, static_cast<double>(m.vocab_size), h, m.weights.embedding, MathType::kBf16);
-  return out;
+  return layer_of(m.num_layers, "Head", tokens, std::move(kernels));
 }
 
 // A DSpark stage: a window-only attention block and its own MoE, run on
 // `block_size` positions per sequence. Its widths are not published; the
-// backbone's are assumed (see the model file's draft block).
-LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s, int64_t stage) {
+// backbone's are assumed (see the model file's draft block). The stages run
+// alike; this is the first, numbered after the head.
+LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s) {
   const ModelSpec& m = model.spec;
   const DraftSpec& d = *m.draft;
   static const LayerPlanEntry kDraftPlan = [] {
@@ -107,7 +113,7 @@ LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s, int64_t
     return e;
   }();
   LayerPlanEntry plan = kDraftPlan;
-  plan.layer = m.num_layers + 1 + stage;
+  plan.layer = m.num_layers + 1;
   plan.has_window = m.attention.sliding_window > 0;
   LayerContext c{model, s, plan};
   c.tokens = c.kv_tokens = static_cast<double>(s.batch * d.block_size);
@@ -117,11 +123,11 @@ LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s, int64_t
   c.routed_experts = d.routed_experts;
   c.top_k = d.top_k;
   c.ffn_intermediate = m.moe ? m.moe->expert_intermediate : m.dense_mlp.intermediate;
-  LayerKernels out{plan.layer, "Draft", c.tokens, {}};
-  KernelFactory f(out.kernels);
+  std::vector<Kernel> kernels;
+  KernelFactory f(kernels);
   add_attention_block(c, f);
   add_ffn_block(c, f);
-  return out;
+  return layer_of(plan.layer, "Draft", c.tokens, std::move(kernels));
 }
 
 }  // namespace
@@ -222,7 +228,7 @@ LayerKind kind_of(const ModelSpec& m, const LayerPlanEntry& plan) {
 
 // The step's layers for one micro-batch shape (or the whole step), written
 // over `layers`: a list reused from an earlier step keeps its storage (its
-// strings and kernel lists are assigned in place, not allocated again).
+// entries and mode strings are assigned in place; each kind's kernels are shared).
 void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<LayerKernels>& layers) {
   std::size_t count = 0;
   const auto put = [&layers, &count](const LayerKernels& layer) -> LayerKernels& {
@@ -242,7 +248,7 @@ void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<Layer
       built = std::prev(kinds.end());
       built->second.kind = static_cast<int64_t>(kinds.size()) - 1;
     }
-    if (built->second.kernels.empty()) continue;  // CED: a chunk's idle decoder layers
+    if (built->second.kernels().empty()) continue;  // CED: a chunk's idle decoder layers
     put(built->second).layer = plan.layer;
   }
   // Prefill: the last token of each prompt that ends in this step; decode:
@@ -253,7 +259,11 @@ void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<Layer
                               : s.batch - s.continuing;
   if (sampled > 0) put(output_head(model, static_cast<double>(sampled)));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft) {
-    for (int64_t stage = 0; stage < model.spec.draft->stages; ++stage) put(draft_stage(model, s, stage));
+    // The stages run alike: one is built, and the others share its kernels
+    // as one more kind (numbered past the backbone's, in either list).
+    LayerKernels stage = draft_stage(model, s);
+    stage.kind = static_cast<int64_t>(kinds.size());
+    for (int64_t i = 0; i < model.spec.draft->stages; ++i) put(stage).layer = model.spec.num_layers + 1 + i;
   }
   layers.resize(count);
 }

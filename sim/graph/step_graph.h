@@ -16,6 +16,7 @@
 // out.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,10 +38,14 @@ struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head and draft stages follow num_layers
   std::string mode;   // the layer plan's mode, or "Head" / "Draft"
   double tokens = 0;
-  std::vector<Kernel> kernels;
-  // Backbone layers of one kind (the same number, within one list of layers)
-  // run the same kernels: the graph built them once. -1: head and draft stages.
+  // The layer's kernels, in launch order, never changed once built: layers of
+  // one kind share one list, so a step's graph copies no kernel.
+  std::shared_ptr<const std::vector<Kernel>> kernel_list = std::make_shared<const std::vector<Kernel>>();
+  // Layers of one kind (the same number, within one list of layers) run the
+  // same kernels: the graph built them once. Backbone kinds are numbered
+  // first, then the draft stages' one; -1: the head.
   int64_t kind = -1;
+  const std::vector<Kernel>& kernels() const { return *kernel_list; }
 };
 
 struct StepGraph {

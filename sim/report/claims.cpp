@@ -334,7 +334,7 @@ double mhc_bytes(const ModelAnalysis& m, StepShape::MhcForm form) {
   shape.mhc_form = form;
   double bytes = 0;
   for (const LayerKernels& layer : build_step_graph(m, shape).layers) {
-    for (const Kernel& k : layer.kernels)
+    for (const Kernel& k : layer.kernels())
       bytes += k.name.find("mhc") != std::string::npos ? k.hbm_bytes : 0.0;
   }
   return bytes;

@@ -23,7 +23,7 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const K
     step.band = step_error_band(step.timing, cost.params());
     for (std::size_t i = 0; i < m.plan.size(); ++i) {
       if (m.plan[i].role == LayerRole::kReuse) {
-        step.reuse_layer_kernels = static_cast<int64_t>(graph.layers[i].kernels.size());
+        step.reuse_layer_kernels = static_cast<int64_t>(graph.layers[i].kernels().size());
         break;
       }
     }

@@ -190,8 +190,8 @@ std::vector<Table> step_tables(const StepReport& r) {
                                   : std::string()),
                   {"kernel", "class", "math", "tile", "tiles", "waves", "time (us)", "FLOPs", "bytes",
                    "TFLOP/s", "GB/s", "bound"});
-    for (std::size_t i = 0; i < lk.kernels.size(); ++i) {
-      const Kernel& k = lk.kernels[i];
+    for (std::size_t i = 0; i < lk.kernels().size(); ++i) {
+      const Kernel& k = lk.kernels()[i];
       const KernelTiming& kt = l.kernels[i];
       const double bytes = k.link_bytes > 0 ? k.link_bytes : k.hbm_bytes;
       kernels.add_row({k.name, std::string(class_key(k.kernel_class)),
@@ -218,8 +218,8 @@ nlohmann::json step_json(const StepReport& r) {
     const LayerTiming& l = t.layers[i];
     const LayerKernels& lk = r.graph.layers[i];
     nlohmann::json kernels = nlohmann::json::array();
-    for (std::size_t j = 0; j < lk.kernels.size(); ++j) {
-      kernels.push_back(kernel_json(lk.kernels[j], l.kernels[j], l.kernel_start_us[j]));
+    for (std::size_t j = 0; j < lk.kernels().size(); ++j) {
+      kernels.push_back(kernel_json(lk.kernels()[j], l.kernels[j], l.kernel_start_us[j]));
     }
     layers.push_back({{"layer", l.layer},
                       {"mode", l.mode},
@@ -286,8 +286,8 @@ nlohmann::json step_trace(const StepReport& r) {
   for (std::size_t i = 0; i < r.timing.layers.size(); ++i) {
     const LayerTiming& l = r.timing.layers[i];
     const LayerKernels& lk = r.graph.layers[i];
-    for (std::size_t j = 0; j < lk.kernels.size(); ++j) {
-      const Kernel& k = lk.kernels[j];
+    for (std::size_t j = 0; j < lk.kernels().size(); ++j) {
+      const Kernel& k = lk.kernels()[j];
       const KernelTiming& kt = l.kernels[j];
       events.push_back({{"name", k.name},
                         {"cat", fmt::format("layer {} {}", l.layer, l.mode)},

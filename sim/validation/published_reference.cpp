@@ -154,7 +154,7 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
   const StepGraph graph = build_step_graph(model, shape);
   const StepTiming timing = time_step(graph, g.cost());
   for (std::size_t l = 0; l < graph.layers.size(); ++l) {
-    const auto& kernels = graph.layers[l].kernels;
+    const auto& kernels = graph.layers[l].kernels();
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       if (kernels[i].kernel_class != KernelClass::kAttention) continue;
       if (!p.count("widened_per_head_tile"))
@@ -265,10 +265,10 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
   double compute_us = 0;
   double comm_us = 0;
   const LayerKernels& kernels = graph.layers[static_cast<std::size_t>(layer)];
-  for (std::size_t i = 0; i < kernels.kernels.size(); ++i) {
-    if (!kMoeKernels.count(kernels.kernels[i].name)) continue;
+  for (std::size_t i = 0; i < kernels.kernels().size(); ++i) {
+    if (!kMoeKernels.count(kernels.kernels()[i].name)) continue;
     const double us = timing.layers[static_cast<std::size_t>(layer)].kernels[i].time_us;
-    (kernels.kernels[i].stream == Stream::kCommunication ? comm_us : compute_us) += us;
+    (kernels.kernels()[i].stream == Stream::kCommunication ? comm_us : compute_us) += us;
   }
   // A fused kernel that overlaps its transfers with its GEMMs (overlap: 1)
   // takes the longer of the two; otherwise they run one after the other.

@@ -310,11 +310,11 @@ TEST(ErrorBand, WeightsClassBandsByTimeAndNamesWhatItDoesNotCover) {
   // By hand: the time of each banded class.
   double gemm = 0, grouped = 0, total = 0;
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j) {
+    for (std::size_t j = 0; j < graph.layers[i].kernels().size(); ++j) {
       const double t = timing.layers[i].kernels[j].time_us;
       total += t;
-      if (graph.layers[i].kernels[j].kernel_class == KernelClass::kGemm) gemm += t;
-      if (graph.layers[i].kernels[j].kernel_class == KernelClass::kGroupedGemm) grouped += t;
+      if (graph.layers[i].kernels()[j].kernel_class == KernelClass::kGemm) gemm += t;
+      if (graph.layers[i].kernels()[j].kernel_class == KernelClass::kGroupedGemm) grouped += t;
     }
   }
   ASSERT_GT(gemm, 0);

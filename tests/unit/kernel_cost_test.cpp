@@ -376,7 +376,7 @@ TEST(KernelCost, LowLatencyTransfersPayTheirFixedCost) {
   for (const auto& [graph, expected] : {std::pair{&decode, true}, std::pair{&prefill, false}}) {
     int transfers = 0;
     for (const LayerKernels& layer : graph->layers) {
-      for (const Kernel& k : layer.kernels) {
+      for (const Kernel& k : layer.kernels()) {
         if (k.kernel_class != KernelClass::kAllToAll) continue;
         EXPECT_EQ(k.low_latency, expected) << k.name;
         ++transfers;
@@ -479,8 +479,8 @@ TEST(StepCost, EveryKernelIsMonotone) {
       const StepGraph graph = build_step_graph(m, s);
       const StepTiming t = time_step(graph, g.cost);
       for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-        for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j) {
-          const std::string key = std::to_string(i) + "/" + graph.layers[i].kernels[j].name;
+        for (std::size_t j = 0; j < graph.layers[i].kernels().size(); ++j) {
+          const std::string key = std::to_string(i) + "/" + graph.layers[i].kernels()[j].name;
           const double us = t.layers[i].kernels[j].time_us;
           if (last.count(key)) {
             EXPECT_GE(us, last[key] * 0.98) << key << " batch " << s.batch << " ctx " << s.context;
@@ -507,10 +507,10 @@ TEST(StepCost, LayersOfOneKindTakeTheTimesTheirKernelsHave) {
   std::set<std::string> modes;
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {
     modes.insert(graph.layers[i].mode);
-    for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j) {
-      const KernelTiming direct = g.cost.time(graph.layers[i].kernels[j]);
+    for (std::size_t j = 0; j < graph.layers[i].kernels().size(); ++j) {
+      const KernelTiming direct = g.cost.time(graph.layers[i].kernels()[j]);
       EXPECT_EQ(t.layers[i].kernels[j].time_us, direct.time_us)
-          << i << "/" << graph.layers[i].kernels[j].name;
+          << i << "/" << graph.layers[i].kernels()[j].name;
       EXPECT_EQ(t.layers[i].kernels[j].busy_us, direct.busy_us);
     }
   }
@@ -521,7 +521,7 @@ TEST(StepCost, LayersOfOneKindTakeTheTimesTheirKernelsHave) {
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {
     double compute_us = 0;
     auto add = [&](const LayerKernels& layer) {
-      for (const Kernel& k : layer.kernels)
+      for (const Kernel& k : layer.kernels())
         if (k.stream == Stream::kCompute) compute_us += g.cost.time(k).time_us;
     };
     add(graph.layers[i]);
@@ -572,8 +572,8 @@ TEST(StepCost, TracksAloneGiveTheFullTimingsSums) {
     // The class times are the first micro-batch's kernels, each once.
     std::array<double, kKernelClassCount> by_class{};
     for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-      for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j)
-        by_class[static_cast<std::size_t>(graph.layers[i].kernels[j].kernel_class)] +=
+      for (std::size_t j = 0; j < graph.layers[i].kernels().size(); ++j)
+        by_class[static_cast<std::size_t>(graph.layers[i].kernels()[j].kernel_class)] +=
             full.layers[i].kernels[j].time_us;
     }
     for (std::size_t c = 0; c < by_class.size(); ++c)
@@ -731,7 +731,7 @@ TEST(StepCost, ReuseLayersHitL2WhenTheGatherFits) {
   GpuUnderTest g("h200");
   const StepGraph graph = build_step_graph(m, shape(Phase::kDecode, 8, 131072));
   const Kernel* reuse = nullptr;
-  for (const Kernel& k : graph.layers[25].kernels) {
+  for (const Kernel& k : graph.layers[25].kernels()) {
     if (k.name == "sparse_attention") reuse = &k;
   }
   ASSERT_NE(reuse, nullptr);
@@ -748,7 +748,7 @@ TEST(StepCost, ReuseLayersHitL2WhenTheGatherFits) {
   Kernel too_big_cold = too_big;
   too_big_cold.l2_reuse_bytes = 0;
   EXPECT_EQ(g.cost.time(too_big).busy_us, g.cost.time(too_big_cold).busy_us);
-  for (const Kernel& k : graph.layers[24].kernels) {  // Reindex selects its own entries
+  for (const Kernel& k : graph.layers[24].kernels()) {  // Reindex selects its own entries
     if (k.name == "sparse_attention") {
       EXPECT_EQ(k.l2_reuse_bytes, 0.0);
     }

@@ -155,8 +155,8 @@ TEST(PublishedBands, AStepSaysWhichShareOfItsBandIsPublished) {
   const StepTiming timing = time_step(graph, KernelCostModel(gpu, params, true));
   double gemm = 0, grouped = 0;
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    for (std::size_t j = 0; j < graph.layers[i].kernels.size(); ++j) {
-      const KernelClass c = graph.layers[i].kernels[j].kernel_class;
+    for (std::size_t j = 0; j < graph.layers[i].kernels().size(); ++j) {
+      const KernelClass c = graph.layers[i].kernels()[j].kernel_class;
       const double t = timing.layers[i].kernels[j].time_us;
       if (c == KernelClass::kGemm) gemm += t;
       if (c == KernelClass::kGroupedGemm) grouped += t;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "sim/common/input_error.h"
@@ -18,20 +19,20 @@ using testing::shape;
 
 std::set<std::string> kernel_names(const LayerKernels& layer) {
   std::set<std::string> names;
-  for (const Kernel& k : layer.kernels) names.insert(k.name);
+  for (const Kernel& k : layer.kernels()) names.insert(k.name);
   return names;
 }
 
 double flops_of(const StepGraph& g) {
   double total = 0;
   for (const LayerKernels& l : g.layers) {
-    for (const Kernel& k : l.kernels) total += k.flops;
+    for (const Kernel& k : l.kernels()) total += k.flops;
   }
   return total;
 }
 
 const Kernel* find_kernel(const LayerKernels& layer, const std::string& name) {
-  for (const Kernel& k : layer.kernels) {
+  for (const Kernel& k : layer.kernels()) {
     if (k.name == name) return &k;
   }
   return nullptr;
@@ -129,7 +130,7 @@ TEST(StepGraph, SameInputProjectionsRunAsOneGemm) {
   EXPECT_NE(find_kernel(full, "q_up+index_q_proj"), nullptr);     // both read the query latent
   EXPECT_NE(find_kernel(full, "index_head_weights"), nullptr);    // BF16: another GEMM
   EXPECT_EQ(flops_of(fused), flops_of(separate));
-  EXPECT_LT(fused.layers[20].kernels.size(), separate.layers[20].kernels.size());
+  EXPECT_LT(fused.layers[20].kernels().size(), separate.layers[20].kernels().size());
   // V3's fused q_a + kv_a is the 2112 x 7168 GEMM of DeepGEMM's published table.
   const StepGraph v3 = build_step_graph(analyze("deepseek_v3"), shape(Phase::kDecode, 64, 4096));
   const Kernel* q_kv = find_kernel(v3.layers[5], "q_down+kv_proj");
@@ -219,7 +220,7 @@ TEST(StepGraph, CedRunsTheDecoderOnlyInAPromptsLastChunk) {
   EXPECT_EQ(kernel_names(layer20),
             (std::set<std::string>{"attn_cache_rows_mhc_pre_mix_norm", "kv_compress+index_key_compress_proj",
                                    "kv_rope_quant_write", "index_key_rope_quant_write"}));
-  for (const Kernel& k : layer20.kernels) EXPECT_GT(k.hbm_bytes, 0) << k.name;
+  for (const Kernel& k : layer20.kernels()) EXPECT_GT(k.hbm_bytes, 0) << k.name;
   EXPECT_EQ(find_kernel(layer20, "kv_compress+index_key_compress_proj")->shape.m, 2 * 16384);
   EXPECT_EQ(find_kernel(layer20, "attn_cache_rows_mhc_pre_mix_norm")->shape.m, 2 * 16384);
   // Where one prompt ends, its 140 replayed rows get their input from the layer's own mixing.
@@ -261,7 +262,7 @@ TEST(StepGraph, DecodeWeightBytesMatchTheParameterCount) {
   const StepGraph g = build_step_graph(m, shape(Phase::kDecode, 1, 4096, 1));
   for (int64_t layer : {0, 8, 20, 24, 30}) {
     double weights = 0;
-    for (const Kernel& k : g.layers[static_cast<std::size_t>(layer)].kernels) {
+    for (const Kernel& k : g.layers[static_cast<std::size_t>(layer)].kernels()) {
       if (k.kernel_class == KernelClass::kGemm)
         weights += static_cast<double>(k.shape.n * k.shape.k * k.shape.batch);
     }
@@ -291,7 +292,7 @@ TEST(StepGraph, MhcFusionHalvesItsTraffic) {
     s.mhc_form = fused ? StepShape::MhcForm::kSinglePass : StepShape::MhcForm::kThreeKernel;
     double bytes = 0;
     const StepGraph g = build_step_graph(m, s);
-    for (const Kernel& k : g.layers[5].kernels) {
+    for (const Kernel& k : g.layers[5].kernels()) {
       if (k.name.find("mhc") != std::string::npos) bytes += k.hbm_bytes;
     }
     return bytes;
@@ -337,7 +338,7 @@ TEST(StepGraph, MixedStepSharesTheWeightsAndKeepsAttentionPerGroup) {
   const auto bytes_of = [](const StepGraph& g) {
     double total = 0;
     for (const LayerKernels& l : g.layers)
-      for (const Kernel& k : l.kernels) total += k.hbm_bytes;
+      for (const Kernel& k : l.kernels()) total += k.hbm_bytes;
     return total;
   };
   // At least the backbone's dense weights are read once instead of twice.
@@ -370,10 +371,10 @@ TEST(StepGraph, MixedStepSharesTheWeightsAndKeepsAttentionPerGroup) {
 void expect_same_kernels(const LayerKernels& built, const LayerKernels& alone, const std::string& where) {
   EXPECT_EQ(built.mode, alone.mode) << where;
   EXPECT_EQ(built.tokens, alone.tokens) << where;
-  ASSERT_EQ(built.kernels.size(), alone.kernels.size()) << where;
-  for (std::size_t i = 0; i < built.kernels.size(); ++i) {
-    const Kernel& a = built.kernels[i];
-    const Kernel& b = alone.kernels[i];
+  ASSERT_EQ(built.kernels().size(), alone.kernels().size()) << where;
+  for (std::size_t i = 0; i < built.kernels().size(); ++i) {
+    const Kernel& a = built.kernels()[i];
+    const Kernel& b = alone.kernels()[i];
     const std::string at = where + " kernel " + a.name;
     EXPECT_EQ(a.name, b.name) << at;
     EXPECT_EQ(a.kernel_class, b.kernel_class) << at;
@@ -404,15 +405,25 @@ void expect_each_layer_as_built_alone(const ModelAnalysis& m, const StepShape& m
   for (const LayerPlanEntry& plan : m.plan) {
     const LayerKernels alone = backbone_layer(m, micro_batch, plan);
     const std::string at = where + " layer " + std::to_string(plan.layer);
-    if (alone.kernels.empty()) continue;  // a layer with nothing to run is left out of the graph
+    if (alone.kernels().empty()) continue;  // a layer with nothing to run is left out of the graph
     ASSERT_LT(next, layers.size()) << at;
     EXPECT_EQ(layers[next].layer, plan.layer) << at;
     EXPECT_GE(layers[next].kind, 0) << at;
     expect_same_kernels(layers[next], alone, at);
     ++next;
   }
-  // What follows the backbone is the head and the draft stages, never a copied kind.
-  for (; next < layers.size(); ++next) EXPECT_EQ(layers[next].kind, -1) << where;
+  // What follows the backbone is the head, of no kind, and the draft stages,
+  // one kind past every backbone kind, numbered on from the head.
+  int64_t backbone_kinds = 0;
+  for (std::size_t i = 0; i < next; ++i) backbone_kinds = std::max(backbone_kinds, layers[i].kind + 1);
+  const int64_t head = m.spec.num_layers;
+  for (; next < layers.size(); ++next) {
+    const LayerKernels& layer = layers[next];
+    EXPECT_EQ(layer.kind, layer.layer == head ? -1 : backbone_kinds) << where << " layer " << layer.layer;
+    if (layer.layer > head) {
+      EXPECT_EQ(layer.mode, "Draft") << where;
+    }
+  }
 }
 
 TEST(StepGraph, EachLayerKindBuiltOnceIsWhatEveryLayerOfItBuildsAlone) {
@@ -517,6 +528,31 @@ TEST(StepGraph, ImbalanceLoadsTheBusiestRank) {
   EXPECT_DOUBLE_EQ(find_kernel(skewed.layers[5], "experts_gate_up")->flops, 1.25 * balanced);
   s.ep_load_imbalance = 0.5;
   EXPECT_THROW(build_step_graph(m, s), InputError);
+}
+
+// Layers of one kind hold one list of kernels between them, and layers of
+// different kinds never share one: the graph copies no kernel.
+TEST(StepGraph, LayersOfOneKindShareOneKernelList) {
+  StepShape decode = shape(Phase::kDecode, 64, 32768);
+  decode.include_draft = true;
+  decode.decode_tokens_per_sequence = 3;
+  const ModelAnalysis model = analyze("deepseek_v4_1_flash");
+  const StepGraph g = build_step_graph(model, decode);
+  std::map<int64_t, const std::vector<Kernel>*> list_of_kind;
+  std::set<const std::vector<Kernel>*> lists;
+  for (const LayerKernels& layer : g.layers) {
+    if (layer.kind < 0) continue;
+    const auto [known, added] = list_of_kind.emplace(layer.kind, &layer.kernels());
+    if (added) {
+      EXPECT_TRUE(lists.insert(&layer.kernels()).second) << "layer " << layer.layer;
+    } else {
+      EXPECT_EQ(known->second, &layer.kernels()) << "layer " << layer.layer;
+    }
+  }
+  EXPECT_GT(g.layers.size(), 2 * list_of_kind.size());  // most layers took a kind built before
+  const auto drafts = std::count_if(g.layers.begin(), g.layers.end(),
+                                    [](const LayerKernels& l) { return l.mode == "Draft"; });
+  EXPECT_EQ(drafts, model.spec.draft->stages);
 }
 
 }  // namespace
