@@ -164,6 +164,13 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
         ->capture_default_str();
   };
 
+  // plan and capacity serve runs for minutes: each says so as it ends.
+  auto add_progress_flag = [flags](CLI::App* cmd) {
+    cmd->add_flag("--progress", flags->progress,
+                  "a line to stderr as each run ends (its rate, window, share within the SLA and p99s); "
+                  "shown without this flag where stderr is a terminal; the output is the same either way");
+  };
+
   // What plan varies (each a comma-separated list; empty keeps the base's),
   // and capacity asks about variant by variant.
   auto add_grid_flags = [flags](CLI::App* cmd) {
@@ -233,6 +240,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                    "two at a time, until one holds it with its window settled (not longer than --duration: "
                    "do not)")
       ->capture_default_str();
+  add_progress_flag(plan);
   bind(plan, run_plan);
 
   CLI::App* capacity = app.add_subcommand(
@@ -274,6 +282,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                    "time, until one holds it with its window settled, then cut the bracket above it to "
                    "--precision (not longer than --duration: do not)")
       ->capture_default_str();
+  add_progress_flag(capacity);
   bind(capacity, run_capacity);
 
   CLI::App* sensitivity = app.add_subcommand(

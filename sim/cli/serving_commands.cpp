@@ -3,11 +3,16 @@
 // serves within it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -64,6 +69,30 @@ ServeOptions serve_options(const Flags& f) {
   options.seed = f.seed;
   options.seeds = f.seeds;
   return options;
+}
+
+// plan and capacity run for minutes: with --progress, or where stderr is a
+// terminal, each served run says so on stderr as it ends (from whichever
+// thread served it, a line at a time); stdout keeps the answer alone.
+void show_progress(const Flags& f, ServeOptions& options) {
+  if (!f.progress && isatty(fileno(stderr)) == 0) return;
+  struct Progress {
+    std::mutex lock;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  };
+  auto progress = std::make_shared<Progress>();
+  options.on_served = [progress](const DeploymentSpec& deployment, const WorkloadSpec& workload,
+                                 const ServeOptions& run_options, const ServedRun& run) {
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - progress->start;
+    const ServingResult& r = run.result;
+    const std::string line = fmt::format(
+        "[{:.1f} s] {}: {:.4g} sessions/s over {:g} s: {:.1f}% within the SLA, TTFT p99 {:.0f} ms, TPOT p99 "
+        "{:.1f} ms\n",
+        elapsed.count(), deployment.name, workload.sessions_per_s, run_options.duration_s,
+        100 * run.within_sla(), r.ttft_ms.p99, r.tpot_ms.p99);
+    const std::lock_guard<std::mutex> hold(progress->lock);
+    std::fputs(line.c_str(), stderr);
+  };
 }
 
 // "a,b" -> {"a", "b"}; an empty name (",", "a,,b") is the user's error.
@@ -235,6 +264,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const PlanGrid grid = grid_from_flags(f, m.spec, bases);
   ServeOptions options = serve_options(f);
   require_confirm_seconds(f, options, workload);
+  show_progress(f, options);
   const std::vector<PlanRow> rows =
       run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla, f.confirm_s);
   const PlanReport report{m.spec.name, bases, workload, options, f.min_within_sla, rows};
@@ -303,6 +333,7 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.precision = f.precision;
   require_confirm_seconds(f, options.serve, workload);
   options.confirm_s = f.confirm_s;
+  show_progress(f, options.serve);
   // The chart's file is opened before the search, which may run for minutes.
   std::ofstream svg;
   if (!f.trace.empty()) {

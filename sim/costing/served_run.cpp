@@ -134,6 +134,7 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
     const ServedRun& r = i == 0 ? run : runs[i];
     run.seeds.push_back(seed_outcome(r, options.seed + i, deployment.sla));
   }
+  if (options.on_served) options.on_served(deployment, workload, options, run);
   return run;
 }
 

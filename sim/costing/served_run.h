@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,12 @@ struct ServeOptions {
   // > 0: record the first seed's spans that start this early in the measured window, for the trace.
   double trace_seconds = 0;
   bool log_requests = false;  // keep a record of each of the first seed's requests (ServingResult::requests)
+  // Told of each run as it ends, from the thread that served it: long
+  // searches (plan, capacity) show their progress through it. It sees the
+  // workload at the rate served and the options of that run (a confirmation's
+  // longer window); it changes no figure.
+  std::function<void(const DeploymentSpec&, const WorkloadSpec&, const ServeOptions&, const ServedRun&)>
+      on_served;
 };
 
 // The warm-up a run of `workload` with `options` serves before it measures.

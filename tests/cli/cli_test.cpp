@@ -25,9 +25,12 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// The binary on the bundled data, or on the data folder given.
-RunResult run(const std::string& args, const std::string& data_dir = V41SIM_SOURCE_DIR) {
-  const std::string command = std::string(V41SIM_BINARY) + " --data-dir " + data_dir + " " + args + " 2>&1";
+// The binary on the bundled data, or on the data folder given; its stderr
+// with its stdout, or into the file named.
+RunResult run(const std::string& args, const std::string& data_dir = V41SIM_SOURCE_DIR,
+              const std::string& stderr_to = "&1") {
+  const std::string command =
+      std::string(V41SIM_BINARY) + " --data-dir " + data_dir + " " + args + " 2>" + stderr_to;
   RunResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -234,6 +237,38 @@ TEST(Cli, CapacityJsonBracketsTheLargestRate) {
       EXPECT_TRUE(p.contains(key)) << key;
   }
   EXPECT_NE(c["verdict"].get<std::string>().find("within the SLA up to"), std::string::npos);
+}
+
+// A long search says how it goes on stderr, a line per run as it ends
+// (here not a terminal: asked with --progress); stdout is the same answer,
+// byte for byte, with or without it.
+TEST(Cli, CapacityShowsItsProgressOnStderr) {
+  const std::string args =
+      "capacity --model " V41SIM_SOURCE_DIR "/tests/data/tiny_gqa.yaml --deployment " V41SIM_SOURCE_DIR
+      "/tests/data/aggregated.yaml --workload " V41SIM_SOURCE_DIR
+      "/tests/data/fixed_prompts.yaml --duration 30 --rate-factors 16,256 --precision 0.2 "
+      "--aggregated-steps prefill_first,mixed --json";
+  const auto progress = temp_dir("capacity_progress") / "stderr.txt";
+  const RunResult quiet = run(args, V41SIM_SOURCE_DIR, "/dev/null");
+  const RunResult shown = run(args + " --progress", V41SIM_SOURCE_DIR, progress.string());
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_EQ(shown.output, quiet.output);
+  std::size_t runs = 0;
+  const auto json = nlohmann::json::parse(shown.output);
+  for (const auto& variant : json["variants"]) {
+    for (const auto& point : variant["points"]) runs += point.contains("confirmation") ? 2 : 1;
+  }
+  std::istringstream lines(testing::read_text(progress.string()));
+  std::size_t said = 0, longer = 0;
+  for (std::string line; std::getline(lines, line); ++said) {
+    EXPECT_NE(line.find("1 x 1 h200, aggregated, EP 1, prompts "), std::string::npos) << line;
+    EXPECT_NE(line.find(" sessions/s over "), std::string::npos) << line;
+    EXPECT_NE(line.find("% within the SLA, TTFT p99 "), std::string::npos) << line;
+    longer += line.find(" over 1800 s:") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_GT(runs, 4u);
+  EXPECT_EQ(said, runs);
+  EXPECT_GT(longer, 0u);  // the confirmations' longer window, said as such
 }
 
 // Several variants (here an aggregated pool's two schedules) are asked in
