@@ -55,10 +55,10 @@ BENCHMARK_CAPTURE(BM_Step, prefill_128k, v41sim::Phase::kPrefill, 1)->Unit(bench
 
 // A decode step (batch 64 at 32K) that also computes one prompt chunk whose
 // length changes every iteration, as in a serving run mixing prompts into
-// decode steps: there nearly every step is a shape of its own (a 1,400 s
-// run of h200_agg_8 at 0.4 agent sessions/s costs 8,224 distinct shapes in
-// 8,584 mixed steps), so the kernel-time cache mostly misses. This is what
-// the study report's mixed-step runs spend most of their time on.
+// decode steps, where nearly every step is a shape of its own (README: where a
+// mixed-step run's time goes). Here most of the chunk's kernels are new to the
+// kernel-time cache, where a serving run finds most of them: this times the
+// dearer end of costing a new mixed shape, graph built and fully timed.
 void BM_MixedStepNewShape(benchmark::State& state) {
   const v41sim::ModelAnalysis model = v41sim::analyze_model(v41sim::load_model_file(kModel));
   const v41sim::GpuProfile gpu = v41sim::load_gpu_profile_file(kGpu);

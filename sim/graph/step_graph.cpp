@@ -263,7 +263,7 @@ void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<Layer
     // as one more kind (numbered past the backbone's, in either list).
     LayerKernels stage = draft_stage(model, s);
     stage.kind = static_cast<int64_t>(kinds.size());
-    for (int64_t i = 0; i < model.spec.draft->stages; ++i) put(stage).layer = model.spec.num_layers + 1 + i;
+    for (int64_t i = 0; i < model.spec.draft->stages; ++i) put(stage).layer = stage.layer + i;
   }
   layers.resize(count);
 }

@@ -187,8 +187,8 @@ Table capacity_table(const CapacityReport& r) {
   for (const LoadPoint& p : r.capacity.points) {
     std::vector<std::string> cells{rate(p.sessions_per_s),
                                    fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};
-    const ServedRun* longer = p.confirmation ? &*p.confirmation : nullptr;
-    for (std::string& cell : served_run_cells(p.run, r.options.min_within_sla, longer, p.confirmation_holds))
+    for (std::string& cell :
+         served_run_cells(p.run, r.options.min_within_sla, p.confirmation, p.confirmation_holds))
       cells.push_back(std::move(cell));
     t.add_row(std::move(cells));
     collect_kernel_models(p.run, kernel_models);

@@ -128,8 +128,8 @@ Table plan_table(const PlanReport& p) {
       cells.push_back("cannot run: " + row.not_run);
       cells.emplace_back("-");
     } else {
-      const ServedRun* longer = row.confirmation ? &*row.confirmation : nullptr;
-      for (std::string& cell : served_run_cells(row.run, p.min_within_sla, longer, row.confirmation_holds))
+      for (std::string& cell :
+           served_run_cells(row.run, p.min_within_sla, row.confirmation, row.confirmation_holds))
         cells.push_back(std::move(cell));
     }
     if (tier_column) cells.push_back(ssd_tier_cell(row));

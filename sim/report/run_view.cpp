@@ -567,7 +567,8 @@ std::vector<std::string> with_served_run_columns(std::vector<std::string> leadin
 }
 
 std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla,
-                                          const ServedRun* confirmation, bool confirmation_holds) {
+                                          const std::optional<ServedRun>& confirmation,
+                                          bool confirmation_holds) {
   const ServingResult& r = run.result;
   // One seed: its figure; several: the mean, and the least and most in brackets.
   const auto cell = [&run](double SeedOutcome::*figure, const char* format) {
@@ -589,8 +590,7 @@ std::vector<std::string> served_run_cells(const ServedRun& run, double min_withi
           cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
           run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
           run.cost.power.known ? cell(&SeedOutcome::kwh_per_million_output, "{:.2f}") : "unknown",
-          confirmation != nullptr ? confirmed_cell(*confirmation, confirmation_holds)
-                                  : meets_cell(run, min_within_sla),
+          confirmation ? confirmed_cell(*confirmation, confirmation_holds) : meets_cell(run, min_within_sla),
           error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)};
 }
 

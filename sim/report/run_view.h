@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "sim/costing/served_run.h"
@@ -68,7 +69,7 @@ std::vector<std::string> with_served_run_columns(std::vector<std::string> leadin
 // and capacity's), the cell says how that went: "yes, and over 1800 s" where
 // it held there, "yes, not over a longer run" where it did not.
 std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla,
-                                          const ServedRun* confirmation = nullptr,
+                                          const std::optional<ServedRun>& confirmation = std::nullopt,
                                           bool confirmation_holds = false);
 // The same figures for JSON, with each seed's; and the verdict, for tables that judge one.
 nlohmann::json served_run_json(const ServedRun& run);
