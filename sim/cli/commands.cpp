@@ -164,12 +164,14 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
         ->capture_default_str();
   };
 
-  // plan and capacity serve runs for minutes: each says so as it ends.
-  auto add_progress_flag = [flags](CLI::App* cmd) {
-    cmd->add_flag("--progress", flags->progress,
-                  "a line to stderr as each run ends (its rate, window, share within the SLA and p99s); "
-                  "shown without this flag where stderr is a terminal; the output is the same either way");
+  // plan, capacity and sensitivity serve runs for minutes: each says so as it ends.
+  auto add_progress_flag = [flags](CLI::App* cmd, const char* line) {
+    cmd->add_flag(
+        "--progress", flags->progress,
+        std::string("a line to stderr as each run ends (") + line +
+            "); shown without this flag where stderr is a terminal; the output is the same either way");
   };
+  const char* served_line = "its rate, window, share within the SLA and p99s";
 
   // What plan varies (each a comma-separated list; empty keeps the base's),
   // and capacity asks about variant by variant.
@@ -240,7 +242,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                    "two at a time, until one holds it with its window settled (not longer than --duration: "
                    "do not)")
       ->capture_default_str();
-  add_progress_flag(plan);
+  add_progress_flag(plan, served_line);
   bind(plan, run_plan);
 
   CLI::App* capacity = app.add_subcommand(
@@ -282,7 +284,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                    "time, until one holds it with its window settled, then cut the bracket above it to "
                    "--precision (not longer than --duration: do not)")
       ->capture_default_str();
-  add_progress_flag(capacity);
+  add_progress_flag(capacity, served_line);
   bind(capacity, run_capacity);
 
   CLI::App* sensitivity = app.add_subcommand(
@@ -302,6 +304,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
           "comma-separated")
       ->delimiter(',')
       ->capture_default_str();
+  add_progress_flag(sensitivity, "which figure it moved to what, and the run's $ per token and TPOT p99");
   bind(sensitivity, run_sensitivity);
 
   // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what

@@ -71,27 +71,56 @@ ServeOptions serve_options(const Flags& f) {
   return options;
 }
 
-// plan and capacity run for minutes: with --progress, or where stderr is a
-// terminal, each served run says so on stderr as it ends (from whichever
-// thread served it, a line at a time); stdout keeps the answer alone.
+// plan, capacity and sensitivity run for minutes: with --progress, or where
+// stderr is a terminal, each run says so on stderr as it ends (from whichever
+// thread ran it, a line at a time); stdout keeps the answer alone.
+class ProgressLines {
+ public:
+  static std::shared_ptr<ProgressLines> wanted(const Flags& f) {
+    if (!f.progress && isatty(fileno(stderr)) == 0) return nullptr;
+    return std::make_shared<ProgressLines>();
+  }
+  // `text` after the seconds since the command began.
+  void say(const std::string& text) {
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
+    const std::string line = fmt::format("[{:.1f} s] {}\n", elapsed.count(), text);
+    const std::lock_guard<std::mutex> hold(lock_);
+    std::fputs(line.c_str(), stderr);
+  }
+
+ private:
+  std::mutex lock_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 void show_progress(const Flags& f, ServeOptions& options) {
-  if (!f.progress && isatty(fileno(stderr)) == 0) return;
-  struct Progress {
-    std::mutex lock;
-    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  };
-  auto progress = std::make_shared<Progress>();
+  std::shared_ptr<ProgressLines> progress = ProgressLines::wanted(f);
+  if (!progress) return;
   options.on_served = [progress](const DeploymentSpec& deployment, const WorkloadSpec& workload,
                                  const ServeOptions& run_options, const ServedRun& run) {
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - progress->start;
     const ServingResult& r = run.result;
-    const std::string line = fmt::format(
-        "[{:.1f} s] {}: {:.4g} sessions/s over {:g} s: {:.1f}% within the SLA, TTFT p99 {:.0f} ms, TPOT p99 "
-        "{:.1f} ms\n",
-        elapsed.count(), deployment.name, workload.sessions_per_s, run_options.duration_s,
-        100 * run.within_sla(), r.ttft_ms.p99, r.tpot_ms.p99);
-    const std::lock_guard<std::mutex> hold(progress->lock);
-    std::fputs(line.c_str(), stderr);
+    progress->say(fmt::format(
+        "{}: {:.4g} sessions/s over {:g} s: {:.1f}% within the SLA, TTFT p99 {:.0f} ms, TPOT p99 {:.1f} ms",
+        deployment.name, workload.sessions_per_s, run_options.duration_s, 100 * run.within_sla(),
+        r.ttft_ms.p99, r.tpot_ms.p99));
+  };
+}
+
+// sensitivity's line per moved run: which figure went where, and what the run gave.
+OnMoved<ServedRun> sensitivity_progress(const Flags& f, const std::string& data_dir) {
+  std::shared_ptr<ProgressLines> progress = ProgressLines::wanted(f);
+  if (!progress) return {};
+  return [progress, data_dir](const SourcedNumber& figure, const SensitivitySide& side, std::size_t ended,
+                              std::size_t runs) {
+    const std::string moved =
+        fmt::format("{} of {}: {} ({}:{}) {} -> {:g}", ended, runs, figure.field,
+                    path_in_data_dir(figure.file, data_dir), figure.line, figure.text, side.value);
+    if (!side.rejected.empty()) return progress->say(fmt::format("{}: refused: {}", moved, side.rejected));
+    const ServedRun& run = side.outcome;
+    const std::string usd =
+        run.cost.known ? fmt::format("${:.3f}, ", run.spread(&SeedOutcome::usd_per_million_output).mean) : "";
+    progress->say(
+        fmt::format("{}: {}TPOT p99 {:.1f} ms", moved, usd, run.spread(&SeedOutcome::tpot_p99_ms).mean));
   };
 }
 
@@ -389,7 +418,8 @@ void run_sensitivity(const Catalog& catalog, const Flags& f, std::ostream& out) 
                             load_deployment_file(deployment_file), load_workload(catalog, f), options);
   };
   const Sensitivity sensitivity =
-      assumption_sensitivity(files_read_by_run(catalog, f, deployment, workload), serve, f.swing, f.kinds);
+      assumption_sensitivity(files_read_by_run(catalog, f, deployment, workload), serve, f.swing, f.kinds,
+                             sensitivity_progress(f, catalog.data_dir()));
   const SensitivityReport report{m.spec.name, deployment, workload, options, catalog.data_dir(), sensitivity};
   if (f.json) {
     out << sensitivity_json(report).dump(2) << "\n";

@@ -6,6 +6,8 @@
 // as a user's edit would: a value a loader refuses is recorded, not clamped.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -51,19 +53,29 @@ struct MovedValue {
 };
 MovedValue move_figure(const SourcedNumber& figure, double factor);
 
+// Told of each moved run as it ends, from the thread that ran it: the figure,
+// the side run, and how many of all the moved runs have ended (this one
+// included). It changes nothing; a long study shows its progress through it.
+template <class Outcome>
+using OnMoved = std::function<void(const SourcedNumber& figure, const MovedSide<Outcome>& side,
+                                   std::size_t ended, std::size_t runs)>;
+
 // Runs `run` as the files are, then with each figure moved down and up by
 // `swing` (both sides of every figure on all cores; `run` must load what it
 // reads inside itself). The baseline's InputError propagates.
 template <class Outcome>
 FigureMoves<Outcome> move_each_figure(const std::vector<std::string>& files,
                                       const std::function<Outcome()>& run, double swing,
-                                      const std::vector<std::string>& kinds) {
+                                      const std::vector<std::string>& kinds,
+                                      const OnMoved<Outcome>& on_moved = {}) {
   FigureMoves<Outcome> out;
   out.swing = swing;
   out.kinds = kinds;
   for (SourcedNumber& f : figures_to_move(files, kinds, swing)) out.figures.push_back({std::move(f), {}, {}});
   out.baseline = run();
-  parallel_for(2 * out.figures.size(), [&](std::size_t job) {
+  const std::size_t runs = 2 * out.figures.size();
+  std::atomic<std::size_t> ended{0};
+  parallel_for(runs, [&](std::size_t job) {
     MovedFigure<Outcome>& m = out.figures[job / 2];
     MovedSide<Outcome>& side = job % 2 == 0 ? m.low : m.high;
     MovedValue moved = move_figure(m.figure, job % 2 == 0 ? 1 - swing : 1 + swing);
@@ -74,6 +86,7 @@ FigureMoves<Outcome> move_each_figure(const std::vector<std::string>& files,
     } catch (const InputError& e) {
       side.rejected = e.detail();  // the file, line and field are the figure's own
     }
+    if (on_moved) on_moved(m.figure, side, ++ended, runs);
   });
   return out;
 }

@@ -16,8 +16,9 @@ double mean_tpot(const ServedRun& run) { return run.spread(&SeedOutcome::tpot_p9
 
 Sensitivity assumption_sensitivity(const std::vector<std::string>& files,
                                    const std::function<ServedRun()>& serve, double swing,
-                                   const std::vector<std::string>& kinds) {
-  FigureMoves<ServedRun> moves = move_each_figure(files, serve, swing, kinds);
+                                   const std::vector<std::string>& kinds,
+                                   const OnMoved<ServedRun>& on_moved) {
+  FigureMoves<ServedRun> moves = move_each_figure(files, serve, swing, kinds, on_moved);
   Sensitivity out{std::move(moves.baseline), swing, kinds, {}};
   for (MovedFigure<ServedRun>& m : moves.figures) {
     AssumptionEffect e{std::move(m.figure), std::move(m.low), std::move(m.high)};

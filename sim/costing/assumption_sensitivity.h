@@ -37,10 +37,11 @@ struct Sensitivity {
 };
 
 // `serve` loads what the run needs from its files and serves it; `files` are
-// those files; the figures moved are those whose source is one of `kinds`.
-// Throws as move_each_figure does.
+// those files; the figures moved are those whose source is one of `kinds`;
+// `on_moved` hears of each moved run as it ends. Throws as move_each_figure does.
 Sensitivity assumption_sensitivity(const std::vector<std::string>& files,
                                    const std::function<ServedRun()>& serve, double swing,
-                                   const std::vector<std::string>& kinds = {"assumed"});
+                                   const std::vector<std::string>& kinds = {"assumed"},
+                                   const OnMoved<ServedRun>& on_moved = {});
 
 }  // namespace v41sim

@@ -531,6 +531,39 @@ TEST(Cli, SensitivityMovesEachAssumption) {
   }
 }
 
+// sensitivity --progress: a line per moved run, naming the figure, where it
+// went and what the run gave; stdout the same as without it.
+TEST(Cli, SensitivityShowsItsProgressOnStderr) {
+  const std::string args = fmt::format(
+      "sensitivity --model {0}/tests/data/tiny_gqa.yaml --deployment {0}/tests/data/aggregated.yaml "
+      "--workload "
+      "chat --warm-up 10 --duration 10 --json",
+      V41SIM_SOURCE_DIR);
+  const auto progress = temp_dir("sensitivity_progress") / "stderr.txt";
+  const RunResult quiet = run(args, V41SIM_SOURCE_DIR, "/dev/null");
+  const RunResult shown = run(args + " --progress", V41SIM_SOURCE_DIR, progress.string());
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_EQ(shown.output, quiet.output);
+  const auto figures = nlohmann::json::parse(shown.output)["figures"];
+  ASSERT_GT(figures.size(), 10u);
+  const std::string text = testing::read_text(progress.string());
+  std::istringstream lines(text);
+  std::size_t said = 0;
+  for (std::string line; std::getline(lines, line); ++said) {
+    EXPECT_NE(line.find(fmt::format(" of {}: ", 2 * figures.size())), std::string::npos) << line;
+    EXPECT_TRUE(line.find("TPOT p99 ") != std::string::npos || line.find(": refused: ") != std::string::npos)
+        << line;
+  }
+  EXPECT_EQ(said, 2 * figures.size());
+  for (const auto& figure : figures) {
+    const std::string named = fmt::format(": {} ({}:{}) ", figure["field"].get<std::string>(),
+                                          figure["file"].get<std::string>(), figure["line"].get<int>());
+    const std::size_t first = text.find(named);
+    ASSERT_NE(first, std::string::npos) << named;
+    EXPECT_NE(text.find(named, first + 1), std::string::npos) << named << " moved both ways";
+  }
+}
+
 // --set: what if a file said another value. Every command reads the edited
 // value through its loader (a derived figure follows it), says so on stderr,
 // and a field the file lacks inside a block map, a field its loader does not
