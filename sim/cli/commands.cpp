@@ -203,6 +203,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
              "prompt tokens a rank runs in one step (the prefill chunk; aggregated and mixed, the decode "
              "step's budget), to try");
     add_list("--max-batch-per-gpu", flags->plan_max_batch_per_gpu, "sequences a decode rank holds, to try");
+    add_list(
+        "--redundant-experts", flags->plan_redundant_experts,
+        "EPLB replicas of the hottest experts per EP group, both pools, to try (0: none); an EP size need "
+        "only divide routed + redundant");
   };
 
   CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");

@@ -239,28 +239,29 @@ std::optional<double> parse_ssd_capacity(std::string_view text) {
 // user's error).
 PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vector<DeploymentSpec>& bases) {
   // <= 0: plan_variants says so. An EP size that does not divide the routed
-  // experts runs with a base's replicas as many in all (set_ep in
-  // deployment_plan.cpp), where they deal the slots evenly.
+  // experts runs with --redundant-experts, or else a base's replicas, as many
+  // in all (set_ep in deployment_plan.cpp), where they deal the slots evenly.
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
+  std::vector<int64_t> replicas = f.plan_redundant_experts;
+  if (replicas.empty()) {
+    for (const DeploymentSpec& base : bases) {
+      for (const PoolSpec* pool : {&base.prefill, &base.decode}) replicas.push_back(pool->redundant_experts);
+    }
+  }
+  std::sort(replicas.begin(), replicas.end());
+  replicas.erase(std::unique(replicas.begin(), replicas.end()), replicas.end());
   for (const int64_t ep : f.plan_eps) {
     if (ep <= 0 || routed == 0 || routed % ep == 0) continue;
-    std::vector<int64_t> replicas;
-    bool deals = false;
-    for (const DeploymentSpec& base : bases) {
-      for (const PoolSpec* pool : {&base.prefill, &base.decode}) {
-        replicas.push_back(pool->redundant_experts);
-        deals = deals || (routed + pool->redundant_experts) % ep == 0;
-      }
-    }
+    const bool deals = std::any_of(replicas.begin(), replicas.end(),
+                                   [&](int64_t r) { return r >= 0 && (routed + r) % ep == 0; });
     if (!deals) {
-      std::sort(replicas.begin(), replicas.end());
-      replicas.erase(std::unique(replicas.begin(), replicas.end()), replicas.end());
+      const int64_t needed = ep - routed % ep;
       throw InputError(
           {"", 0, "--ep"},
-          fmt::format("EP size {} does not divide the {} routed experts of {}, nor with the bases' "
-                      "redundant replicas ({}) added: {} replicas would make {}",
-                      ep, routed, model.name, fmt::join(replicas, ", "), ep - routed % ep,
-                      routed + ep - routed % ep));
+          fmt::format("EP size {} does not divide the {} routed experts of {}, nor with {} redundant "
+                      "replicas ({}) added: {} replicas would make {} (--redundant-experts {})",
+                      ep, routed, model.name, f.plan_redundant_experts.empty() ? "the bases'" : "the",
+                      fmt::join(replicas, ", "), needed, routed + needed, needed));
     }
   }
   const auto aggregated_steps = parse_each(f.plan_aggregated_steps, parse_aggregated_steps,
@@ -282,6 +283,7 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vect
           .routings = routings,
           .max_tokens_per_step = f.plan_max_tokens_per_step,
           .max_batch_per_gpu = f.plan_max_batch_per_gpu,
+          .redundant_experts = f.plan_redundant_experts,
           .routed_experts = routed};
 }
 

@@ -195,6 +195,13 @@ std::string scheduler_name(const DeploymentSpec& d, const PlanGrid& grid) {
   return out;
 }
 
+// The EPLB replicas, where the grid varies them.
+std::string replicas_name(const DeploymentSpec& d, const PlanGrid& grid) {
+  if (grid.redundant_experts.empty()) return "";
+  return fmt::format(", {} redundant expert{}", d.decode.redundant_experts,
+                     d.decode.redundant_experts == 1 ? "" : "s");
+}
+
 // How an aggregated variant schedules prompts, where the grid varies it or it mixes.
 std::string steps_name(const DeploymentSpec& d, const PlanGrid& grid) {
   if (d.disaggregated || (!d.mixes_prompt_chunks() && grid.aggregated_steps.empty())) return "";
@@ -238,6 +245,10 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   require_positive(grid.decode_instances, "--decode-instances");
   require_positive(grid.max_tokens_per_step, "--max-tokens-per-step");
   require_positive(grid.max_batch_per_gpu, "--max-batch-per-gpu");
+  for (const int64_t r : grid.redundant_experts) {
+    if (r < 0)
+      throw InputError({"", 0, "--redundant-experts"}, fmt::format("expected 0 or more replicas, got {}", r));
+  }
   // As a deployment file's retention_s: within what the simulator's clock holds past a run.
   const double longest_h = longest_run_s() / 3600;
   require_in(grid.kv_retentions_h, 0, std::nextafter(longest_h, INFINITY), "--kv-retention-h",
@@ -253,6 +264,12 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
                      "the deployment is disaggregated: its prefill and decode never share a step");
   }
   std::vector<DeploymentSpec> out = layouts(base, grid);
+  out = times(std::move(out), grid.redundant_experts, [](DeploymentSpec& d, int64_t replicas) {
+    for (PoolSpec* pool : {&d.prefill, &d.decode}) {
+      pool->redundant_experts = replicas;
+      pool->redundant_experts_at = {"", 0, "--redundant-experts"};
+    }
+  });
   out = times(std::move(out), grid.max_tokens_per_step,
               [](DeploymentSpec& d, int64_t tokens) { d.prefill.max_tokens_per_step = tokens; });
   out = times(std::move(out), grid.max_batch_per_gpu,
@@ -266,8 +283,8 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
     if (tb > 0) d.kv.ssd_capacity_tb = SourcedValue::assumed(tb, "plan --ssd-capacity-tb");
   });
   for (DeploymentSpec& d : out) {
-    d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + scheduler_name(d, grid) +
-             kv_tiers_name(d, grid);
+    d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + replicas_name(d, grid) +
+             scheduler_name(d, grid) + kv_tiers_name(d, grid);
   }
   return out;
 }

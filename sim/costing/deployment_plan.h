@@ -48,20 +48,25 @@ struct PlanGrid {
   // sequences a decode rank holds.
   std::vector<int64_t> max_tokens_per_step{};
   std::vector<int64_t> max_batch_per_gpu{};
+  // EPLB's replicas of the hottest experts per EP group, both pools (they
+  // spread the load and let EP sizes that do not divide the routed experts
+  // run; each costs a rank an expert's weights). Empty: as set_ep leaves the base's.
+  std::vector<int64_t> redundant_experts{};
   // The model's routed experts (0: not known), for how an EP size carries a
   // base's redundant experts (plan_variants).
   int64_t routed_experts = 0;
 };
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
-// prefill instances, decode instances, aggregated steps, routing, tokens per
-// prefill step, decode batch, KV retention, window-state pool, SSD tier
-// size). Redundant experts keep the base's count per rank where both EP sizes
-// divide the routed experts (or the model is not known), else their count in
-// all (DeepSeek and SGLang deploy 32 replicas at EP 32, 72 and 144), which the
-// model then checks deal the slots evenly. Throws InputError
-// naming the flag for a value that is not positive (a retention below 0, a
-// pool share outside [0, 1)), per-pool GPUs or prefill instances for an
+// prefill instances, decode instances, aggregated steps, routing, redundant
+// experts, tokens per prefill step, decode batch, KV retention, window-state
+// pool, SSD tier size). Where the grid does not set them, redundant experts
+// keep the base's count per rank where both EP sizes divide the routed
+// experts (or the model is not known), else their count in all (DeepSeek and
+// SGLang deploy 32 replicas at EP 32, 72 and 144); the model then checks that
+// they deal the slots evenly. Throws InputError
+// naming the flag for a value that is not positive (a retention or a replica
+// count below 0, a pool share outside [0, 1)), per-pool GPUs or prefill instances for an
 // aggregated deployment, aggregated steps for a disaggregated one, GPUs for
 // both pools and for one at once, or an EP of 1 where the base's prefill is
 // context-parallel.

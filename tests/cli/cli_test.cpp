@@ -928,8 +928,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 4096 --redundant-experts -8", "field '--redundant-experts': expected 0..384"},
         BadRun{"plan --ep 72 --duration 10",
                "field '--ep': EP size 72 does not divide the 384 routed experts of DeepSeek-V4.1-Flash, nor "
-               "with the "
-               "bases' redundant replicas (32) added: 48 replicas would make 432"},
+               "with the bases' redundant replicas (32) added: 48 replicas would make 432 "
+               "(--redundant-experts 48)"},
+        BadRun{"plan --ep 8,72 --redundant-experts 40,32 --duration 10",
+               "field '--ep': EP size 72 does not divide the 384 routed experts of DeepSeek-V4.1-Flash, nor "
+               "with the redundant replicas (32, 40) added: 48 replicas would make 432"},
+        BadRun{"plan --redundant-experts 0,-32 --duration 10",
+               "field '--redundant-experts': expected 0 or more replicas, got -32"},
         // Every GPU is a rank of its own: a pool past any cluster's size is refused, not simulated.
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.instances=1000000000 run --duration 30",
                "h200_pd_64.yaml:15: field 'decode.instances': expected at most 65536 GPUs in a pool, got "

@@ -73,6 +73,27 @@ TEST(DeploymentPlan, AnEpSizeOnlyReplicasMakePossibleKeepsTheirCount) {
   EXPECT_EQ(plan_variants(base, PlanGrid{.eps = {144}}).front().decode.redundant_experts, 32 / 8 * 144);
 }
 
+// EPLB's replica count is a dimension of its own, after the routing: both
+// pools take it, in all per EP group, whatever the EP size; it is named.
+TEST(DeploymentPlan, RedundantExpertsVaryBothPools) {
+  const DeploymentSpec base = deployment("h200_pd_64");  // EP 8, 32 redundant experts a group
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(base, {.eps = {8, 72}, .redundant_experts = {0, 48}, .routed_experts = 384});
+  ASSERT_EQ(variants.size(), 4u);
+  EXPECT_EQ(variants[0].name, "prefill 2 x 8 h200, decode 6 x 8 h200, EP 8, 0 redundant experts");
+  EXPECT_EQ(variants[3].name, "prefill 2 x 72 h200, decode 6 x 72 h200, EP 72, 48 redundant experts");
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const int64_t replicas = i % 2 == 0 ? 0 : 48;
+    for (const PoolSpec* pool : {&variants[i].prefill, &variants[i].decode}) {
+      EXPECT_EQ(pool->redundant_experts, replicas) << variants[i].name;
+      EXPECT_EQ(pool->redundant_experts_at.field, "--redundant-experts");
+    }
+  }
+  EXPECT_EQ(plan_variants(deployment("h200_agg_8"), {.redundant_experts = {1}})[0].name,
+            "1 x 8 h200, aggregated, EP 8, 1 redundant expert");
+  EXPECT_EQ(flag_of_error(base, {.redundant_experts = {-1}}), "--redundant-experts");
+}
+
 TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
   const DeploymentSpec base = deployment("h200_prefill_h20_decode");
   const std::vector<DeploymentSpec> variants = plan_variants(base, {});
