@@ -104,6 +104,16 @@ std::string ssd_tier_cell(const PlanRow& row) {
                      tier.priced ? fmt::format("${:.2f} per hour", tier.usd_per_hour) : "no price");
 }
 
+// A pool as a variant lays it out, with the limits plan can vary.
+nlohmann::json pool_json(const PoolSpec& pool) {
+  return {{"gpu", pool.gpu},
+          {"instances", pool.instances},
+          {"ep", pool.ep},
+          {"redundant_experts", pool.redundant_experts},
+          {"max_tokens_per_step", pool.max_tokens_per_step},
+          {"max_batch_per_gpu", pool.max_batch_per_gpu}};
+}
+
 }  // namespace
 
 Table plan_table(const PlanReport& p) {
@@ -179,8 +189,8 @@ nlohmann::json plan_json(const PlanReport& p) {
     nlohmann::json j{
         {"deployment", d.name},
         {"gpus", d.total_gpus()},
-        {"prefill", {{"gpu", d.prefill.gpu}, {"instances", d.prefill.instances}, {"ep", d.prefill.ep}}},
-        {"decode", {{"gpu", d.decode.gpu}, {"instances", d.decode.instances}, {"ep", d.decode.ep}}},
+        {"prefill", pool_json(d.prefill)},
+        {"decode", pool_json(d.decode)},
         {"disaggregated", d.disaggregated},
         {"aggregated_steps", d.disaggregated ? nlohmann::json(nullptr)
                                              : nlohmann::json(aggregated_steps_name(d.aggregated_steps))},

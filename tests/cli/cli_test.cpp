@@ -628,6 +628,23 @@ TEST(Cli, SessionsPerSecondReplacesTheWorkloadsRate) {
   EXPECT_LT(ratio, 0.35);
 }
 
+// An NVL72 domain as one EP group: V4.1's 384 experts need 48 replicas to
+// deal over 72 ranks, which plan tries without a file edited.
+TEST(Cli, PlanTriesReplicaCountsOnAnNvl72Domain) {
+  const auto p = run_json(
+      "plan --deployment h200_agg_8 --workload chat --hw gb200_nvl72 --ep 72 --redundant-experts 48 "
+      "--warm-up 0 --duration 20 --confirm-seconds 0");
+  ASSERT_EQ(p["rows"].size(), 1u);
+  const auto& row = p["rows"][0];
+  EXPECT_FALSE(row.contains("not_run")) << row.dump();
+  EXPECT_EQ(row["deployment"], "1 x 72 gb200_nvl72, aggregated, EP 72, 48 redundant experts");
+  for (const char* pool : {"prefill", "decode"}) {
+    EXPECT_EQ(row[pool]["ep"].get<int64_t>(), 72);
+    EXPECT_EQ(row[pool]["redundant_experts"].get<int64_t>(), 48);
+  }
+  EXPECT_GT(row["requests"]["finished"].get<int64_t>(), 0);
+}
+
 TEST(Cli, PlanJsonRanksEveryVariant) {
   const std::string args =
       "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --warm-up 60 --duration 60 "
