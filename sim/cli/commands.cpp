@@ -175,7 +175,15 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
 
   // What plan varies (each a comma-separated list; empty keeps the base's),
   // and capacity asks about variant by variant.
-  auto add_grid_flags = [flags](CLI::App* cmd) {
+  // EPLB replica counts to try (plan, capacity and frontier).
+  auto add_replicas_flag = [flags](CLI::App* cmd) {
+    cmd->add_option(
+           "--redundant-experts", flags->plan_redundant_experts,
+           "EPLB replicas of the hottest experts per EP group, both pools, to try (0: none); an EP size "
+           "need only divide routed + redundant; comma-separated")
+        ->delimiter(',');
+  };
+  auto add_grid_flags = [flags, &add_replicas_flag](CLI::App* cmd) {
     const auto add_list = [cmd](const char* flag, auto& values, const std::string& help) {
       cmd->add_option(flag, values, help + ", comma-separated")->delimiter(',');
     };
@@ -203,10 +211,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
              "prompt tokens a rank runs in one step (the prefill chunk; aggregated and mixed, the decode "
              "step's budget), to try");
     add_list("--max-batch-per-gpu", flags->plan_max_batch_per_gpu, "sequences a decode rank holds, to try");
-    add_list(
-        "--redundant-experts", flags->plan_redundant_experts,
-        "EPLB replicas of the hottest experts per EP group, both pools, to try (0: none); an EP size need "
-        "only divide routed + redundant");
+    add_replicas_flag(cmd);
   };
 
   CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");
@@ -345,6 +350,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_deployment_on_gpus(frontier);
   frontier->add_option("--ep", flags->plan_eps, "EP sizes, comma-separated (default: the deployment's)")
       ->delimiter(',');
+  add_replicas_flag(frontier);
   frontier->add_option("--context", flags->frontier_context, "tokens of history per session")
       ->capture_default_str();
   frontier->add_option("--svg", flags->trace, "also write the chart (SVG) to this file");

@@ -335,8 +335,10 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
   std::vector<DecodeFrontier> frontiers;
   const PlanGrid grid = grid_from_flags(f, m.spec, {base});
-  for (const DeploymentSpec& d : plan_variants(
-           base, PlanGrid{.gpus = f.plan_gpus, .eps = f.plan_eps, .routed_experts = grid.routed_experts}))
+  for (const DeploymentSpec& d : plan_variants(base, PlanGrid{.gpus = f.plan_gpus,
+                                                     .eps = f.plan_eps,
+                                                     .redundant_experts = grid.redundant_experts,
+                                                     .routed_experts = grid.routed_experts}))
     frontiers.push_back(decode_frontier(catalog, m, d, f.frontier_context));
   mark_pareto(frontiers);
   if (!f.trace.empty()) {

@@ -68,6 +68,7 @@ nlohmann::json frontier_json(const std::string& model, const std::vector<DecodeF
     out.push_back({{"deployment", f.deployment.name},
                    {"decode_gpu", f.deployment.decode.gpu},
                    {"ep", f.deployment.decode.ep},
+                   {"redundant_experts", f.deployment.decode.redundant_experts},
                    {"context", f.context},
                    {"sessions_per_decode_gpu", f.sessions_per_gpu},
                    {"kernel_model", f.kernel_model},

@@ -645,6 +645,20 @@ TEST(Cli, PlanTriesReplicaCountsOnAnNvl72Domain) {
   EXPECT_GT(row["requests"]["finished"].get<int64_t>(), 0);
 }
 
+// frontier tries replica counts too: EP 72 on an NVL72 domain, each rank
+// holding fewer experts' weights, steps faster at small batches than EP 8.
+TEST(Cli, FrontierTriesReplicaCounts) {
+  const auto j = run_json("frontier --hw gb200_nvl72 --ep 8,72 --redundant-experts 48");
+  ASSERT_EQ(j["frontiers"].size(), 2u);
+  for (const auto& f : j["frontiers"]) EXPECT_EQ(f["redundant_experts"].get<int64_t>(), 48);
+  EXPECT_EQ(j["frontiers"][1]["deployment"], "1 x 72 gb200_nvl72, aggregated, EP 72, 48 redundant experts");
+  EXPECT_LT(j["frontiers"][1]["points"][0]["tpot_ms"].get<double>(),
+            j["frontiers"][0]["points"][0]["tpot_ms"].get<double>());
+  const RunResult none = run("frontier --hw gb200_nvl72 --ep 72 --redundant-experts 0");
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("does not divide the 384 routed experts"), std::string::npos) << none.output;
+}
+
 TEST(Cli, PlanJsonRanksEveryVariant) {
   const std::string args =
       "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --warm-up 60 --duration 60 "
