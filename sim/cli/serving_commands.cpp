@@ -255,7 +255,7 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vect
     const bool deals = std::any_of(replicas.begin(), replicas.end(),
                                    [&](int64_t r) { return r >= 0 && (routed + r) % ep == 0; });
     if (!deals) {
-      const int64_t needed = ep - routed % ep;
+      const int64_t needed = replicas_to_deal(routed, ep, 0);
       throw InputError(
           {"", 0, "--ep"},
           fmt::format("EP size {} does not divide the {} routed experts of {}, nor with {} redundant "
@@ -335,10 +335,14 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
   std::vector<DecodeFrontier> frontiers;
   const PlanGrid grid = grid_from_flags(f, m.spec, {base});
-  for (const DeploymentSpec& d : plan_variants(base, PlanGrid{.gpus = f.plan_gpus,
-                                                     .eps = f.plan_eps,
-                                                     .redundant_experts = grid.redundant_experts,
-                                                     .routed_experts = grid.routed_experts}))
+  // No EP sizes or replicas asked: the deployment's EP, and a whole NVLink domain where one is larger.
+  const bool layouts_asked = !grid.eps.empty() || !grid.redundant_experts.empty();
+  for (const DeploymentSpec& d : layouts_asked
+                                     ? plan_variants(base, PlanGrid{.gpus = grid.gpus,
+                                                           .eps = grid.eps,
+                                                           .redundant_experts = grid.redundant_experts,
+                                                           .routed_experts = grid.routed_experts})
+                                     : frontier_layouts(catalog, m.spec, base, grid.gpus))
     frontiers.push_back(decode_frontier(catalog, m, d, f.frontier_context));
   mark_pareto(frontiers);
   if (!f.trace.empty()) {

@@ -6,6 +6,8 @@
 
 #include "sim/common/input_error.h"
 #include "sim/costing/deployment_cost_models.h"
+#include "sim/costing/deployment_plan.h"
+#include "sim/hw/gpu_profile_loader.h"
 #include "sim/serving/pool_setup.h"
 
 namespace v41sim {
@@ -59,6 +61,25 @@ DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& mode
     if (p.cost_known) p.usd_per_million_output = price.value() / 3600.0 / p.rate.tokens_per_s_per_gpu * 1e6;
   }
   return f;
+}
+
+std::vector<DeploymentSpec> frontier_layouts(const Catalog& catalog, const ModelSpec& model,
+                                             const DeploymentSpec& base,
+                                             const std::vector<std::string>& gpus) {
+  std::vector<DeploymentSpec> out = plan_variants(base, PlanGrid{.gpus = gpus});
+  const int64_t routed = model.moe ? model.moe->routed_experts : 0;
+  for (const std::string& gpu : gpus.empty() ? std::vector<std::string>{base.decode.gpu} : gpus) {
+    const int64_t domain = load_gpu_profile_file(catalog.resolve_gpu(gpu)).nvlink_domain();
+    if (routed == 0 || domain <= base.decode.ep) continue;
+    const int64_t replicas = replicas_to_deal(routed, domain, base.decode.redundant_experts);
+    if (replicas > routed) continue;  // more replicas than experts: the model refuses them
+    for (DeploymentSpec& d : plan_variants(
+             base,
+             PlanGrid{
+                 .gpus = {gpu}, .eps = {domain}, .redundant_experts = {replicas}, .routed_experts = routed}))
+      out.push_back(std::move(d));
+  }
+  return out;
 }
 
 void mark_pareto(std::vector<DecodeFrontier>& frontiers) {

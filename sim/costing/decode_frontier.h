@@ -40,6 +40,15 @@ struct DecodeFrontier {
 DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& model,
                                const DeploymentSpec& deployment, int64_t context);
 
+// The layouts a frontier compares: `base` on each of `gpus` (none: its own)
+// at its own EP size; and where a GPU's NVLink domain spans more GPUs than that, one EP
+// group over the whole domain (an NVL72 rack), with the fewest replicas, no
+// fewer than the base's, that deal the routed experts over it (none where
+// that takes more replicas than experts).
+std::vector<DeploymentSpec> frontier_layouts(const Catalog& catalog, const ModelSpec& model,
+                                             const DeploymentSpec& base,
+                                             const std::vector<std::string>& gpus);
+
 // Marks the points of all frontiers that no other point dominates.
 void mark_pareto(std::vector<DecodeFrontier>& frontiers);
 

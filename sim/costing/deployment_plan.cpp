@@ -289,6 +289,11 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   return out;
 }
 
+int64_t replicas_to_deal(int64_t routed_experts, int64_t ep, int64_t at_least) {
+  const int64_t short_of = (routed_experts + at_least) % ep;
+  return short_of == 0 ? at_least : at_least + ep - short_of;
+}
+
 std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bases, const PlanGrid& grid) {
   if (bases.empty()) throw InputError({"", 0, "--deployment"}, "expected at least one base deployment");
   for (const DeploymentSpec& base : bases) {

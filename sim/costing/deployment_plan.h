@@ -72,6 +72,10 @@ struct PlanGrid {
 // context-parallel.
 std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const PlanGrid& grid);
 
+// The fewest EPLB replicas, at least `at_least`, that make `routed_experts`
+// plus them a multiple of `ep` (so each rank holds as many expert slots).
+int64_t replicas_to_deal(int64_t routed_experts, int64_t ep, int64_t at_least);
+
 // The variants of each base in turn. With several bases, what only a
 // disaggregated deployment has (per-pool GPUs, prefill instances) varies the
 // disaggregated bases and leaves the aggregated ones as they are, and the

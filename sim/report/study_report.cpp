@@ -297,7 +297,7 @@ std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, 
 std::string frontier_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                              const std::string& out_dir, nlohmann::json& json) {
   const DeploymentSpec base = load_deployment(o.context_deployment, catalog);
-  const std::vector<DeploymentSpec> variants = plan_variants(base, PlanGrid{.gpus = o.frontier_gpus});
+  const std::vector<DeploymentSpec> variants = frontier_layouts(catalog, focus.spec, base, o.frontier_gpus);
   std::vector<DecodeFrontier> frontiers(variants.size());
   parallel_for(variants.size(), [&](std::size_t i) {
     frontiers[i] = decode_frontier(catalog, focus, variants[i], o.frontier_context);

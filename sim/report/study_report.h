@@ -78,8 +78,9 @@ struct StudyOptions {
   std::vector<double> capacity_rate_factors{0.5, 1, 2};  // the sweep around the workload's rate
   double capacity_precision = 0.1;                       // then cut down to within 10%
   // The decode frontier: the context deployment on these GPUs, sessions at
-  // this context, batch by batch.
-  std::vector<std::string> frontier_gpus{"h200", "b200", "h100_sxm", "h20"};
+  // this context, batch by batch; each GPU at the deployment's EP, and over
+  // its NVLink domain where that is larger (GB200's rack).
+  std::vector<std::string> frontier_gpus{"h200", "b200", "gb200_nvl72", "h100_sxm", "h20"};
   int64_t frontier_context = 131072;
   // The context question: this deployment on these GPUs with sessions of
   // these lengths (prompt + output), the decode batch limited by KV memory

@@ -45,6 +45,28 @@ TEST(DecodeFrontier, BatchesDoubleUpToWhatMemoryHolds) {
   EXPECT_GT(f.points.back().rate.tokens_per_s_per_gpu, f.points.front().rate.tokens_per_s_per_gpu);
 }
 
+// Each GPU at the deployment's EP; a GPU whose NVLink domain is larger (an
+// NVL72 rack) also as one EP group over the domain, with as few replicas as
+// deal V4.1's 384 experts over 72 ranks and no fewer than the deployment's.
+TEST(DecodeFrontier, LayoutsSpanAWholeNvlinkDomainWhereOneIsLarger) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  const DeploymentSpec base = deployment("h200_agg_8");  // EP 8, 32 replicas
+  const std::vector<DeploymentSpec> layouts =
+      frontier_layouts(catalog, model.spec, base, {"h200", "gb200_nvl72"});
+  ASSERT_EQ(layouts.size(), 3u);
+  EXPECT_EQ(layouts[0].decode.gpu, "h200");
+  EXPECT_EQ(layouts[1].decode.gpu, "gb200_nvl72");
+  EXPECT_EQ(layouts[1].decode.ep, 8);
+  EXPECT_EQ(layouts[2].decode.gpu, "gb200_nvl72");
+  EXPECT_EQ(layouts[2].decode.ep, 72);
+  EXPECT_EQ(layouts[2].decode.redundant_experts, 48);  // 432 slots, 6 a rank
+  EXPECT_EQ(layouts[2].prefill.ep, 72);
+  EXPECT_EQ(decode_frontier(catalog, model, layouts[2], 131072).deployment.decode.ep, 72);
+  // None named: the deployment's own GPU, whose domain is its EP group.
+  EXPECT_EQ(frontier_layouts(catalog, model.spec, base, {}).size(), 1u);
+}
+
 TEST(DecodeFrontier, ParetoPointsAreNotBeatenOnSpeedAndCost) {
   const Catalog catalog(V41SIM_SOURCE_DIR);
   const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");

@@ -94,6 +94,34 @@ TEST(DeploymentPlan, RedundantExpertsVaryBothPools) {
   EXPECT_EQ(flag_of_error(base, {.redundant_experts = {-1}}), "--redundant-experts");
 }
 
+// The fewest replicas, from a floor, that deal the experts evenly over EP ranks.
+TEST(DeploymentPlan, ReplicasToDealFillTheLastRank) {
+  EXPECT_EQ(replicas_to_deal(384, 72, 0), 48);
+  EXPECT_EQ(replicas_to_deal(384, 72, 32), 48);
+  EXPECT_EQ(replicas_to_deal(384, 72, 49), 120);
+  EXPECT_EQ(replicas_to_deal(384, 8, 32), 32);
+  EXPECT_EQ(replicas_to_deal(256, 144, 32), 32);  // DeepSeek's V3 decode: 288 slots, 2 a rank
+  EXPECT_EQ(replicas_to_deal(384, 7, 0), 1);
+}
+
+// Variants that differ in their replicas time steps apart, even where the
+// routing is uniform (no imbalance to tell them by): a rank holds more
+// experts' weights with more replicas.
+TEST(DeploymentPlan, SharedStepTimesKeepReplicaCountsApart) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  DeploymentSpec d = deployment("h200_agg_8");
+  for (PoolSpec* pool : {&d.prefill, &d.decode}) pool->routing_skew = 0;
+  DeploymentSpec more = d;
+  for (PoolSpec* pool : {&more.prefill, &more.decode}) pool->redundant_experts += 64;
+  SharedStepTimes shared(catalog, model);
+  const DeploymentSteps& a = shared.of(d);
+  const DeploymentSteps& b = shared.of(more);
+  EXPECT_NE(&a, &b);
+  EXPECT_NE(a.steps->decode_step(1, 4096).us, b.steps->decode_step(1, 4096).us);
+  EXPECT_EQ(&shared.of(d), &a);
+}
+
 TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
   const DeploymentSpec base = deployment("h200_prefill_h20_decode");
   const std::vector<DeploymentSpec> variants = plan_variants(base, {});
