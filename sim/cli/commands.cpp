@@ -130,7 +130,11 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->capture_default_str();
   step->add_option("--routing-skew", flags->routing_skew,
                    "Zipf exponent of expert popularity, placed greedily with the replicas; the busiest rank "
-                   "sets the step (default: perfectly balanced routing, as DeepSeek's published profiles)");
+                   "sets the step (default: every expert as popular)");
+  step->add_flag("--balanced-routing", flags->balanced_routing,
+                 "every EP rank receives exactly its share of the routed tokens, as DeepSeek's published "
+                 "profiles simulate it (default: each step's routing falls by chance, and the busiest rank "
+                 "sets the step)");
   step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
   bind(step, run_step);
 

@@ -38,9 +38,11 @@ struct Flags {
   bool overlap = false;
   bool separate_projections = false;
   // step, fit: EPLB's replicas of the hottest experts over the EP group; step:
-  // the routing's Zipf skew (none given: perfectly balanced routing)
+  // the routing's Zipf skew (none given: every expert as popular), and routing
+  // balanced by construction (each rank exactly its share) instead of by chance
   int64_t redundant_experts = 0;
   std::optional<double> routing_skew;
+  bool balanced_routing = false;
   // step: prompt chunks a decode step carries (an aggregated engine mixing them in)
   int64_t prompt_chunks = 0;
   int64_t chunk_tokens = 0;

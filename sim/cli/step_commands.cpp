@@ -94,10 +94,12 @@ bool uses_cuda_graph(const Flags& f, const StepShape& s) {
 }  // namespace
 
 // EPLB's replicas and the routing's skew (step alone: compare-layers sets
-// models of different expert counts side by side). No skew given: every rank
-// gets the mean load, as DeepSeek's published profiles simulate routing.
+// models of different expert counts side by side). No skew given: every
+// expert as popular; each step's routing still falls by chance unless
+// --balanced-routing, as DeepSeek's published profiles simulate it.
 void set_expert_placement(const Flags& f, const ModelAnalysis& m, StepShape* s) {
   s->redundant_experts = f.redundant_experts;
+  s->routed_by_chance = !f.balanced_routing;
   if (!f.routing_skew) return;
   if (!(*f.routing_skew >= 0) || !std::isfinite(*f.routing_skew)) {
     throw InputError({"", 0, "--routing-skew"},

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <numbers>
 #include <numeric>
 #include <queue>
 #include <utility>
@@ -32,7 +35,88 @@ std::vector<int64_t> replicas_by_load(const std::vector<double>& popularity, int
   return replicas;
 }
 
+// Expected largest of `n` independent standard normal draws:
+// the integral of z n phi(z) Phi(z)^(n-1), by Simpson's rule where the
+// integrand lives. Memoised per n (a step's graph asks it per MoE layer).
+double expected_max_standard_normal(int64_t n) {
+  static std::mutex lock;
+  static std::map<int64_t, double> known;
+  const std::lock_guard<std::mutex> hold(lock);
+  const auto [it, added] = known.try_emplace(n, 0.0);
+  if (!added) return it->second;
+  constexpr double kFrom = -8, kTo = 9;
+  constexpr int kSteps = 680;  // even, for Simpson's rule
+  constexpr double kH = (kTo - kFrom) / kSteps;
+  const double count = static_cast<double>(n);
+  double sum = 0;
+  for (int i = 0; i <= kSteps; ++i) {
+    const double z = kFrom + i * kH;
+    const double phi = std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi);
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double f = z * count * phi * std::pow(cdf, count - 1);
+    sum += f * (i == 0 || i == kSteps ? 1 : (i % 2 == 1 ? 4 : 2));
+  }
+  it->second = sum * kH / 3;
+  return it->second;
+}
+
+// Expected largest of `n` independent Binomial(trials, p) draws: the sum
+// over x of P(largest > x) = 1 - F(x)^n. Where the spread is wide the
+// normal law stands in (its error is a fraction of one, against a spread
+// of more than a dozen).
+double expected_max_binomial(double trials, double p, int64_t n) {
+  if (trials <= 0 || p <= 0) return 0;
+  if (p >= 1 || n <= 1) return trials * std::min(p, 1.0);
+  const double mean = trials * p;
+  const double sd = std::sqrt(mean * (1 - p));
+  constexpr double kNormalFromSd = 12;
+  if (sd > kNormalFromSd) return mean + sd * expected_max_standard_normal(n);
+  const double count = static_cast<double>(n);
+  // F(x)^n below `all_below` counts as 0 (the term as 1); above `all_above`, as 1.
+  const double all_below = std::exp(std::log(1e-15) / count);
+  const double all_above = std::exp(std::log1p(-1e-15) / count);
+  const double lo = std::max(0.0, std::floor(mean - 12 * sd - 2));
+  const double hi = std::min(trials, std::ceil(mean + 12 * sd + 12));
+  double pmf = std::exp(std::lgamma(trials + 1) - std::lgamma(lo + 1) - std::lgamma(trials - lo + 1) +
+                        lo * std::log(p) + (trials - lo) * std::log1p(-p));
+  double cdf = 0;  // what lies below lo is negligible
+  double expected = lo;
+  for (double x = lo; x < hi; ++x) {
+    cdf += pmf;
+    if (cdf > all_above) break;
+    expected += cdf < all_below ? 1.0 : 1.0 - std::pow(cdf, count);
+    pmf *= (trials - x) / (x + 1) * p / (1 - p);
+  }
+  return expected;
+}
+
 }  // namespace
+
+namespace {
+
+// A slot is reached unless each token picks its top_k elsewhere.
+double reach_chance(double tokens, double top_k, double slots) {
+  return 1.0 - std::pow(1.0 - top_k / slots, tokens);
+}
+
+}  // namespace
+
+BusiestRank average_rank(double tokens, double top_k, double slots, int64_t ep) {
+  if (!(tokens > 0) || !(slots > 0) || ep < 1) return {};
+  return {1.0, slots / static_cast<double>(ep) * reach_chance(tokens, top_k, slots)};
+}
+
+BusiestRank busiest_rank(double tokens, double top_k, double slots, int64_t ep) {
+  BusiestRank out;
+  if (!(tokens > 0) || !(slots > 0) || ep < 1) return out;
+  const double copies = std::round(tokens * top_k);
+  const double local = std::round(slots / static_cast<double>(ep));
+  out.experts_reached = expected_max_binomial(local, reach_chance(tokens, top_k, slots), ep);
+  if (ep > 1 && copies > 0)
+    out.rows_over_mean =
+        expected_max_binomial(copies, 1.0 / static_cast<double>(ep), ep) / (copies / static_cast<double>(ep));
+  return out;
+}
 
 double ep_load_imbalance(int64_t experts, int64_t ep, double skew, int64_t redundant) {
   if (ep <= 1 || experts <= 0) return 1.0;

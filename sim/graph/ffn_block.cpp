@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/graph/attention_block.h"
+#include "sim/graph/expert_load.h"
 
 namespace v41sim {
 namespace {
@@ -17,10 +18,12 @@ constexpr double kGateUp = 2.0;
 // prompt tokens).
 bool low_latency_transfers(const StepShape& s) { return s.phase == Phase::kDecode && !s.is_mixed(); }
 
-Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value) {
+// The busiest rank (the one that sets the step) receives `load_imbalance` times the mean.
+Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value,
+                       double load_imbalance) {
   return f.push(make_all_to_all(
       name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value, c.step.ep, c.step.ep_per_node,
-             c.step.ep_load_imbalance, low_latency_transfers(c.step), c.routed_experts}));
+             load_imbalance, low_latency_transfers(c.step), c.routed_experts}));
 }
 
 void add_moe(const LayerContext& c, KernelFactory& f) {
@@ -31,17 +34,21 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   const double inter = static_cast<double>(c.ffn_intermediate);
   f.gemm("router", c.tokens, experts, h, m.weights.dense, MathType::kBf16);
   f.elementwise("routing_topk", c.tokens, experts, c.tokens * experts * kFp32Bytes, c.tokens * experts * 4.0);
-  const bool spans_ranks = c.step.ep > 1;
-  if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", kFp8ActivationBytes);
-  // Balanced routing gives each rank tokens x top_k rows; the busiest rank,
-  // which sets the step, gets the imbalance factor more. A rank holds its
-  // share of the expert slots (redundant replicas included; the placement
-  // evens their load, so each slot is taken as equally likely to be reached).
-  const double rows = c.tokens * top_k * c.step.ep_load_imbalance;
+  // Even routing gives each rank tokens x top_k rows; the busiest rank, which
+  // sets the step, gets the placement's imbalance more, and what one step's
+  // routing adds by chance. A rank holds its share of the expert slots
+  // (redundant replicas included; the placement evens their load, so each
+  // slot is taken as equally likely to be reached) and reads the weights of
+  // those its tokens reach.
   const double slots = experts + static_cast<double>(c.redundant_experts);
-  const double local = slots / static_cast<double>(c.step.ep);
-  const double touched =
-      expected_experts_touched(local, c.tokens * static_cast<double>(c.step.ep), top_k, slots);
+  const double group_tokens = c.tokens * static_cast<double>(c.step.ep);
+  const BusiestRank busiest = c.step.routed_by_chance ? busiest_rank(group_tokens, top_k, slots, c.step.ep)
+                                                      : average_rank(group_tokens, top_k, slots, c.step.ep);
+  const double imbalance = c.step.ep_load_imbalance * busiest.rows_over_mean;
+  const double rows = c.tokens * top_k * imbalance;
+  const double touched = busiest.experts_reached;
+  const bool spans_ranks = c.step.ep > 1;
+  if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", kFp8ActivationBytes, imbalance);
   f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts);
   f.elementwise("experts_swiglu_quant", rows, inter,
                 rows * inter * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
@@ -53,7 +60,7 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
                   c.tokens * width * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
     f.gemm("shared_down", c.tokens, h, width, m.weights.dense, MathType::kFp8);
   }
-  if (spans_ranks) add_all_to_all(c, f, "ep_combine", kBf16ActivationBytes);
+  if (spans_ranks) add_all_to_all(c, f, "ep_combine", kBf16ActivationBytes, imbalance);
 }
 
 void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
@@ -108,11 +115,6 @@ Kernel make_all_to_all(std::string name, const AllToAllShape& s) {
   k.hbm_bytes = 2.0 * k.link_bytes;  // read on send, write on receive
   k.low_latency = s.low_latency;
   return k;
-}
-
-double expected_experts_touched(double local, double routed_tokens, double top_k, double experts) {
-  const double miss = std::pow(1.0 - top_k / experts, routed_tokens);
-  return local * (1.0 - miss);
 }
 
 void add_ffn_block(const LayerContext& c, KernelFactory& f) {

@@ -29,8 +29,4 @@ double expected_remote_nodes(int64_t nodes, int64_t experts, int64_t top_k);
 Kernel make_all_to_all(std::string name, const AllToAllShape& shape);
 void add_engram_lookup(const LayerContext& c, KernelFactory& f);
 
-// Expected experts of `local` that receive at least one of `routed_tokens`
-// tokens, each picking `top_k` of `experts` uniformly (balanced routing).
-double expected_experts_touched(double local, double routed_tokens, double top_k, double experts);
-
 }  // namespace v41sim

@@ -32,8 +32,13 @@ struct StepShape {
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes max(compute, communication), not the sum.
   bool overlap_communication = false;
-  // Busiest EP rank's routed tokens over the mean (>= 1); see expert_load.h.
+  // Busiest EP rank's routed tokens over the mean (>= 1), as the placement
+  // leaves it; see expert_load.h.
   double ep_load_imbalance = 1.0;
+  // Each step's routing falls unevenly by chance on top of that
+  // (busiest_rank); false: every rank receives exactly its share, as
+  // benchmarks that simulate balanced routing arrange.
+  bool routed_by_chance = true;
   // A decode step that also carries prompt chunks (an aggregated engine that
   // mixes them in, as vLLM's chunked prefill and SGLang's mixed chunks do):
   // `batch` prompts each compute `new_tokens` ending at `context`. Their

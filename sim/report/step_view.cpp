@@ -35,6 +35,7 @@ std::string title(const StepReport& r) {
                                 r.gpu.name, phase_name(s.phase), s.batch, s.context, s.ep);
   if (s.redundant_experts > 0) out += fmt::format(" with {} redundant experts", s.redundant_experts);
   if (s.ep_load_imbalance != 1.0) out += fmt::format(", busiest rank {:.3f}x the mean", s.ep_load_imbalance);
+  if (!s.routed_by_chance && s.ep > 1) out += ", routing balanced by construction";
   if (s.is_mixed()) {
     out += fmt::format(", with {} prompt chunks of {} tokens ending at {}", s.mixed_prefill.batch,
                        s.mixed_prefill.new_tokens, s.mixed_prefill.context);
@@ -254,6 +255,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"ep", s.ep},
           {"redundant_experts", s.redundant_experts},
           {"ep_load_imbalance", s.ep_load_imbalance},
+          {"routed_by_chance", s.routed_by_chance},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"total_time_us", t.total_us},
           {"compute_us", t.compute_us},

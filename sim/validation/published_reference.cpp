@@ -69,7 +69,9 @@ PublishedReference read_reference(const YamlNode& node) {
   // (DeepEP's internode test), timed as the low-latency kernels decode uses,
   // with the experts a token's copies are deduplicated over (all_to_all), the query heads one
   // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8), and a whole step's
-  // two-micro-batch overlap, EPLB replicas and routing skew (step; none: balanced routing).
+  // two-micro-batch overlap, EPLB replicas, routing skew (none: every expert as popular) and
+  // balanced routing (1: every rank receives exactly its share, as a profile that simulates
+  // it; none: each step's routing falls by chance) (step).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
       {"grouped_gemm", {}},
@@ -77,7 +79,7 @@ PublishedReference read_reference(const YamlNode& node) {
       {"moe_layer", {"model", "overlap"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
-      {"step", {"overlap", "redundant_experts", "routing_skew"}}};
+      {"step", {"overlap", "redundant_experts", "routing_skew", "balanced_routing"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -189,6 +191,7 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
   shape.include_draft = false;
   shape.overlap_communication = p.count("overlap") > 0 && p.at("overlap") > 0;
   shape.redundant_experts = p.count("redundant_experts") ? as_int(p.at("redundant_experts")) : 0;
+  shape.routed_by_chance = !(p.count("balanced_routing") > 0 && p.at("balanced_routing") > 0);
   require_ep_divides_expert_slots(model.spec, shape.ep, shape.redundant_experts, {r.file, r.line, "probe.ep"},
                                   {r.file, r.line, "probe.redundant_experts"});
   if (p.count("routing_skew")) {

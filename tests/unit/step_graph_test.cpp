@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include "sim/common/input_error.h"
@@ -327,8 +329,10 @@ TEST(StepGraph, MixedStepSharesTheWeightsAndKeepsAttentionPerGroup) {
   StepShape decode = shape(Phase::kDecode, 32, 65536);
   decode.decode_tokens_per_sequence = 3;
   decode.include_draft = true;
+  decode.routed_by_chance = false;  // by chance, the busiest rank's share shrinks as a step's tokens grow
   StepShape prefill = shape(Phase::kPrefill, 2, 16384);
   prefill.new_tokens = 4096;
+  prefill.routed_by_chance = false;
   StepShape mixed = decode;
   mixed.mixed_prefill = {2, 4096, 16384};
   const StepGraph d = build_step_graph(m, decode);
@@ -488,6 +492,89 @@ TEST(ExpertLoad, AHotExpertTakesAsManyReplicasAsItsLoadAsks) {
   const double total = 1.0 + 1.0 / 4 + 1.0 / 9 + 1.0 / 16;
   EXPECT_NEAR(ep_load_imbalance(4, 4, 2.0, 4), 0.4 / (total / 4), 1e-12);
   EXPECT_LT(ep_load_imbalance(4, 4, 2.0, 4), 0.5 / (total / 4));
+}
+
+// One step's routing, drawn many times: each token picks top_k distinct
+// slots uniformly, the ranks hold slots / ep each; the busiest rank's copies
+// and reached slots, averaged over the draws.
+BusiestRank drawn_busiest_rank(int64_t tokens, int64_t top_k, int64_t slots, int64_t ep, int draws) {
+  std::mt19937_64 rng(7);
+  std::vector<int64_t> order(static_cast<std::size_t>(slots));
+  double rows = 0, reached = 0;
+  for (int d = 0; d < draws; ++d) {
+    std::vector<int64_t> copies(static_cast<std::size_t>(slots), 0);
+    for (int64_t t = 0; t < tokens; ++t) {
+      std::iota(order.begin(), order.end(), 0);
+      for (int64_t k = 0; k < top_k; ++k) {  // a partial shuffle: top_k distinct slots
+        std::uniform_int_distribution<int64_t> pick(k, slots - 1);
+        std::swap(order[static_cast<std::size_t>(k)], order[static_cast<std::size_t>(pick(rng))]);
+        ++copies[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])];
+      }
+    }
+    int64_t most_rows = 0, most_reached = 0;
+    for (int64_t r = 0; r < ep; ++r) {
+      int64_t rank_rows = 0, rank_reached = 0;
+      for (int64_t i = r * slots / ep; i < (r + 1) * slots / ep; ++i) {
+        rank_rows += copies[static_cast<std::size_t>(i)];
+        rank_reached += copies[static_cast<std::size_t>(i)] > 0 ? 1 : 0;
+      }
+      most_rows = std::max(most_rows, rank_rows);
+      most_reached = std::max(most_reached, rank_reached);
+    }
+    rows += static_cast<double>(most_rows);
+    reached += static_cast<double>(most_reached);
+  }
+  const double mean_rows = static_cast<double>(tokens * top_k) / static_cast<double>(ep);
+  return {rows / draws / mean_rows, reached / draws};
+}
+
+// Even where every slot is equally likely, one step's copies fall unevenly:
+// the busiest rank, which every MoE layer waits for, gets more copies and
+// reaches more experts than the mean rank. Checked against drawn routings,
+// in the exact (few copies) and the normal (many) regimes; the model's
+// independent copies spread a little wider than a token's distinct picks.
+TEST(ExpertLoad, OneStepsRoutingLoadsTheBusiestRankByChance) {
+  struct Case {
+    int64_t tokens, top_k, slots, ep;
+  };
+  for (const Case c :
+       {Case{8, 6, 256, 8}, Case{72, 6, 432, 72}, Case{512, 6, 416, 8}, Case{2048, 8, 288, 72}}) {
+    const BusiestRank model = busiest_rank(static_cast<double>(c.tokens), static_cast<double>(c.top_k),
+                                           static_cast<double>(c.slots), c.ep);
+    const BusiestRank mean = average_rank(static_cast<double>(c.tokens), static_cast<double>(c.top_k),
+                                          static_cast<double>(c.slots), c.ep);
+    const BusiestRank drawn = drawn_busiest_rank(c.tokens, c.top_k, c.slots, c.ep, 400);
+    EXPECT_GT(model.rows_over_mean, 1.0) << c.tokens;
+    EXPECT_DOUBLE_EQ(mean.rows_over_mean, 1.0);
+    EXPECT_NEAR(model.rows_over_mean, drawn.rows_over_mean, 0.03 * drawn.rows_over_mean) << c.tokens;
+    EXPECT_NEAR(model.experts_reached, drawn.experts_reached, 0.05 * drawn.experts_reached) << c.tokens;
+    EXPECT_GE(model.experts_reached, mean.experts_reached) << c.tokens;
+  }
+  // Few tokens over many ranks: the busiest rank reaches far more than the mean.
+  const BusiestRank one_token = busiest_rank(72, 6, 432, 72);
+  EXPECT_GT(one_token.experts_reached, 1.4 * average_rank(72, 6, 432, 72).experts_reached);
+  // Many tokens: the spread vanishes against the mean.
+  EXPECT_LT(busiest_rank(65536, 6, 416, 8).rows_over_mean, 1.01);
+  // One rank is its own busiest.
+  EXPECT_DOUBLE_EQ(busiest_rank(64, 6, 384, 1).rows_over_mean, 1.0);
+  EXPECT_NEAR(busiest_rank(64, 6, 384, 1).experts_reached, average_rank(64, 6, 384, 1).experts_reached, 1e-9);
+}
+
+// A step routed by chance waits for its busiest rank; a benchmark that routes
+// evenly by construction (routed_by_chance false) costs the mean rank.
+TEST(StepGraph, ChanceRoutingLoadsTheBusiestRank) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kDecode, 1, 8192);
+  s.ep = 72;
+  s.redundant_experts = 48;
+  s.include_draft = false;
+  const Kernel chance = *find_kernel(build_step_graph(m, s).layers[5], "experts_gate_up");
+  const Kernel dispatch = *find_kernel(build_step_graph(m, s).layers[5], "ep_dispatch");
+  s.routed_by_chance = false;
+  const Kernel even = *find_kernel(build_step_graph(m, s).layers[5], "experts_gate_up");
+  EXPECT_GT(chance.hbm_bytes, 1.4 * even.hbm_bytes);  // more experts' weights read
+  EXPECT_GT(chance.flops, even.flops);
+  EXPECT_GT(dispatch.link_bytes, find_kernel(build_step_graph(m, s).layers[5], "ep_dispatch")->link_bytes);
 }
 
 // Redundant replicas are expert slots: each rank holds (routed + redundant)
