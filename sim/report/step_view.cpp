@@ -29,6 +29,18 @@ std::string overlap_note(const StepGraph& g) {
   return "EP communication is not overlapped with compute; host copies run on their own engine";
 }
 
+// How the routed tokens fall over the EP ranks, which every MoE layer waits for the busiest of.
+std::string routing_note(const StepShape& s) {
+  if (!s.routed_by_chance)
+    return "routing balanced by construction: every EP rank receives exactly its share of the routed tokens "
+           "(--balanced-routing)";
+  return "each step's routing falls by chance: every MoE layer waits for the expected busiest EP rank, by "
+         "routed "
+         "copies and by experts' weights reached, the copies taken as landing independently on equally "
+         "likely "
+         "expert slots (sim/graph/expert_load.h); the placement's skew comes on top (--routing-skew)";
+}
+
 std::string title(const StepReport& r) {
   const StepShape& s = r.graph.shape;
   std::string out = fmt::format("{} on {}: {} step, batch {}, context {}, EP {}", r.model.spec.name,
@@ -168,6 +180,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_note(kErrorBandMethod);
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
+  if (r.graph.shape.ep > 1) summary.add_note(routing_note(r.graph.shape));
 
   Table layers("Per layer",
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});
