@@ -322,14 +322,22 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
 
   // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what
   // context and frontier both take.
-  auto add_deployment_on_gpus = [flags, &add_model](CLI::App* cmd) {
+  // Without --ep and --redundant-experts, each GPU also as one EP group over
+  // its NVLink domain where that is larger than the deployment's EP.
+  auto add_deployment_on_gpus = [flags, &add_model, &add_replicas_flag](CLI::App* cmd) {
     add_model(cmd);
     cmd->add_option("--deployment", flags->context_deployment,
                     "deployment (workloads/deployments/) name or path")
         ->capture_default_str();
-    cmd->add_option("--hw", flags->plan_gpus,
-                    "GPU profiles for both pools, comma-separated (default: the deployment's)")
+    cmd->add_option(
+           "--hw", flags->plan_gpus,
+           "GPU profiles for both pools, comma-separated (default: the deployment's; each also as one "
+           "EP group over its NVLink domain where that is larger, unless --ep or --redundant-experts "
+           "is given)")
         ->delimiter(',');
+    cmd->add_option("--ep", flags->plan_eps, "EP sizes, comma-separated (default: the deployment's)")
+        ->delimiter(',');
+    add_replicas_flag(cmd);
   };
 
   CLI::App* context = app.add_subcommand(
@@ -352,9 +360,6 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "frontier",
       "decode tokens/s per user against tokens/s per GPU, batch by batch, with the Pareto points");
   add_deployment_on_gpus(frontier);
-  frontier->add_option("--ep", flags->plan_eps, "EP sizes, comma-separated (default: the deployment's)")
-      ->delimiter(',');
-  add_replicas_flag(frontier);
   frontier->add_option("--context", flags->frontier_context, "tokens of history per session")
       ->capture_default_str();
   frontier->add_option("--svg", flags->trace, "also write the chart (SVG) to this file");

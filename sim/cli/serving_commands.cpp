@@ -306,6 +306,25 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
 }
 
+namespace {
+
+// The layouts context and frontier compare: the deployment on --hw at --ep
+// with --redundant-experts; without the last two, each GPU at the
+// deployment's EP size and, where its NVLink domain is larger, as one EP
+// group over the domain (frontier_layouts).
+std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags& f, const ModelAnalysis& m,
+                                            const DeploymentSpec& base) {
+  const PlanGrid grid = grid_from_flags(f, m.spec, {base});
+  if (grid.eps.empty() && grid.redundant_experts.empty())
+    return frontier_layouts(catalog, m.spec, base, grid.gpus);
+  return plan_variants(base, PlanGrid{.gpus = grid.gpus,
+                                      .eps = grid.eps,
+                                      .redundant_experts = grid.redundant_experts,
+                                      .routed_experts = grid.routed_experts});
+}
+
+}  // namespace
+
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
@@ -315,7 +334,7 @@ void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
   if (!(f.sla_tpot_ms >= 0)) options.tpot_ms = f.sla_tpot_ms;  // refused by sweep_contexts, naming the flag
   nlohmann::json sweeps = nlohmann::json::array();
   std::vector<Table> tables;
-  for (const DeploymentSpec& d : plan_variants(base, PlanGrid{.gpus = f.plan_gpus})) {
+  for (const DeploymentSpec& d : layouts_on_gpus(catalog, f, m, base)) {
     const ContextSweep sweep = sweep_contexts(catalog, m, d, options);
     if (f.json) {
       sweeps.push_back(context_json(m.spec.name, sweep));
@@ -334,15 +353,7 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
   std::vector<DecodeFrontier> frontiers;
-  const PlanGrid grid = grid_from_flags(f, m.spec, {base});
-  // No EP sizes or replicas asked: the deployment's EP, and a whole NVLink domain where one is larger.
-  const bool layouts_asked = !grid.eps.empty() || !grid.redundant_experts.empty();
-  for (const DeploymentSpec& d : layouts_asked
-                                     ? plan_variants(base, PlanGrid{.gpus = grid.gpus,
-                                                           .eps = grid.eps,
-                                                           .redundant_experts = grid.redundant_experts,
-                                                           .routed_experts = grid.routed_experts})
-                                     : frontier_layouts(catalog, m.spec, base, grid.gpus))
+  for (const DeploymentSpec& d : layouts_on_gpus(catalog, f, m, base))
     frontiers.push_back(decode_frontier(catalog, m, d, f.frontier_context));
   mark_pareto(frontiers);
   if (!f.trace.empty()) {

@@ -677,6 +677,21 @@ TEST(Cli, FrontierTriesReplicaCounts) {
   EXPECT_NE(none.output.find("does not divide the 384 routed experts"), std::string::npos) << none.output;
 }
 
+// context lays the deployment out as frontier does: on a GPU whose NVLink
+// domain outgrows the EP group, also as one group over the domain; --ep and
+// --redundant-experts choose instead.
+TEST(Cli, ContextSpansAnNvlinkDomainAsFrontierDoes) {
+  const auto both = run_json("context --hw gb200_nvl72 --contexts 131072");
+  ASSERT_EQ(both["sweeps"].size(), 2u);
+  const auto asked = run_json("context --hw gb200_nvl72 --ep 72 --redundant-experts 48 --contexts 131072");
+  ASSERT_EQ(asked["sweeps"].size(), 1u);
+  EXPECT_EQ(asked["sweeps"][0].dump(), both["sweeps"][1].dump());
+  EXPECT_NE(asked["sweeps"][0].dump().find("EP 72, 48 redundant experts"), std::string::npos);
+  const RunResult refused = run("context --hw gb200_nvl72 --ep 72 --redundant-experts 0");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("(--redundant-experts 48)"), std::string::npos) << refused.output;
+}
+
 TEST(Cli, PlanJsonRanksEveryVariant) {
   const std::string args =
       "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --warm-up 60 --duration 60 "
