@@ -242,6 +242,15 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vect
   // experts runs with --redundant-experts, or else a base's replicas, as many
   // in all (set_ep in deployment_plan.cpp), where they deal the slots evenly.
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
+  for (const int64_t r : f.plan_redundant_experts) {  // below 0: plan_variants says so
+    if (r > routed) {
+      throw InputError(
+          {"", 0, "--redundant-experts"},
+          fmt::format("expected 0..{} redundant replicas (at most as many as {}'s routed experts), "
+                      "got {}",
+                      routed, model.name, r));
+    }
+  }
   std::vector<int64_t> replicas = f.plan_redundant_experts;
   if (replicas.empty()) {
     for (const DeploymentSpec& base : bases) {

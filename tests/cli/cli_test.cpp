@@ -999,6 +999,10 @@ INSTANTIATE_TEST_SUITE_P(
                "with the redundant replicas (32, 40) added: 48 replicas would make 432"},
         BadRun{"plan --redundant-experts 0,-32 --duration 10",
                "field '--redundant-experts': expected 0 or more replicas, got -32"},
+        BadRun{"plan --redundant-experts 99999999999 --duration 10",
+               "field '--redundant-experts': expected 0..384 redundant replicas"},
+        BadRun{"frontier --ep 7 --redundant-experts 9223372036854775800",
+               "field '--redundant-experts': expected 0..384 redundant replicas"},
         // Every GPU is a rank of its own: a pool past any cluster's size is refused, not simulated.
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.instances=1000000000 run --duration 30",
                "h200_pd_64.yaml:15: field 'decode.instances': expected at most 65536 GPUs in a pool, got "
