@@ -234,15 +234,13 @@ std::optional<double> parse_ssd_capacity(std::string_view text) {
   return tb;
 }
 
-// What plan and capacity vary, from their shared flags (EP sizes checked
-// against the model and the bases: a grid no variant of which can run is the
-// user's error).
-PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vector<DeploymentSpec>& bases) {
-  // <= 0: plan_variants says so. An EP size that does not divide the routed
-  // experts runs with --redundant-experts, or else a base's replicas, as many
-  // in all (set_ep in deployment_plan.cpp), where they deal the slots evenly.
+// The replica counts a grid tries: --redundant-experts, each within the
+// routed experts (below 0: plan_variants says so), or else the bases' own;
+// sorted, each once.
+std::vector<int64_t> replica_counts(const Flags& f, const ModelSpec& model,
+                                    const std::vector<DeploymentSpec>& bases) {
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
-  for (const int64_t r : f.plan_redundant_experts) {  // below 0: plan_variants says so
+  for (const int64_t r : f.plan_redundant_experts) {
     if (r > routed) {
       throw InputError(
           {"", 0, "--redundant-experts"},
@@ -259,20 +257,36 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vect
   }
   std::sort(replicas.begin(), replicas.end());
   replicas.erase(std::unique(replicas.begin(), replicas.end()), replicas.end());
+  return replicas;
+}
+
+// An EP size that does not divide the routed experts runs with as many
+// replicas in all (set_ep in deployment_plan.cpp) where they deal the slots
+// evenly; one that no count tried makes possible is the user's error (<= 0:
+// plan_variants says so).
+void require_eps_deal(const Flags& f, const ModelSpec& model, const std::vector<int64_t>& replicas) {
+  const int64_t routed = model.moe ? model.moe->routed_experts : 0;
   for (const int64_t ep : f.plan_eps) {
     if (ep <= 0 || routed == 0 || routed % ep == 0) continue;
     const bool deals = std::any_of(replicas.begin(), replicas.end(),
                                    [&](int64_t r) { return r >= 0 && (routed + r) % ep == 0; });
-    if (!deals) {
-      const int64_t needed = replicas_to_deal(routed, ep, 0);
-      throw InputError(
-          {"", 0, "--ep"},
-          fmt::format("EP size {} does not divide the {} routed experts of {}, nor with {} redundant "
-                      "replicas ({}) added: {} replicas would make {} (--redundant-experts {})",
-                      ep, routed, model.name, f.plan_redundant_experts.empty() ? "the bases'" : "the",
-                      fmt::join(replicas, ", "), needed, routed + needed, needed));
-    }
+    if (deals) continue;
+    const int64_t needed = replicas_to_deal(routed, ep, 0);
+    throw InputError(
+        {"", 0, "--ep"},
+        fmt::format("EP size {} does not divide the {} routed experts of {}, nor with {} redundant "
+                    "replicas ({}) added: {} replicas would make {} (--redundant-experts {})",
+                    ep, routed, model.name, f.plan_redundant_experts.empty() ? "the bases'" : "the",
+                    fmt::join(replicas, ", "), needed, routed + needed, needed));
   }
+}
+
+// What plan, capacity, context and frontier vary, from their shared flags
+// (EP sizes and replicas checked against the model and the bases: a grid no
+// variant of which can run is the user's error).
+PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vector<DeploymentSpec>& bases) {
+  require_eps_deal(f, model, replica_counts(f, model, bases));
+  const int64_t routed = model.moe ? model.moe->routed_experts : 0;
   const auto aggregated_steps = parse_each(f.plan_aggregated_steps, parse_aggregated_steps,
                                            "--aggregated-steps", "prefill_first or mixed");
   const auto routings =

@@ -90,10 +90,6 @@ double expected_max_binomial(double trials, double p, int64_t n) {
   return expected;
 }
 
-}  // namespace
-
-namespace {
-
 // A slot is reached unless each token picks its top_k elsewhere.
 double reach_chance(double tokens, double top_k, double slots) {
   return 1.0 - std::pow(1.0 - top_k / slots, tokens);
