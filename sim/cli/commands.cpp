@@ -177,9 +177,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   };
   const char* served_line = "its rate, window, share within the SLA and p99s";
 
-  // What plan varies (each a comma-separated list; empty keeps the base's),
-  // and capacity asks about variant by variant.
-  // EPLB replica counts to try (plan, capacity and frontier).
+  // EPLB replica counts to try (plan, capacity, context and frontier).
   auto add_replicas_flag = [flags](CLI::App* cmd) {
     cmd->add_option(
            "--redundant-experts", flags->plan_redundant_experts,
@@ -187,6 +185,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
            "need only divide routed + redundant; comma-separated")
         ->delimiter(',');
   };
+  // What plan varies (each a comma-separated list; empty keeps the base's),
+  // and capacity asks about variant by variant.
   auto add_grid_flags = [flags, &add_replicas_flag](CLI::App* cmd) {
     const auto add_list = [cmd](const char* flag, auto& values, const std::string& help) {
       cmd->add_option(flag, values, help + ", comma-separated")->delimiter(',');

@@ -78,8 +78,8 @@ struct Flags {
   // rank order until one holds it; capacity: the rates that met it, largest
   // first (not past --duration: not asked).
   double confirm_s = kDefaultConfirmS;
-  // plan, capacity: a line per served run to stderr as it ends (also without
-  // it where stderr is a terminal); stdout is the same either way.
+  // plan, capacity, sensitivity: a line per run to stderr as it ends (also
+  // without it where stderr is a terminal); stdout is the same either way.
   bool progress = false;
   double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
   double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit

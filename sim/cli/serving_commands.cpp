@@ -237,9 +237,8 @@ std::optional<double> parse_ssd_capacity(std::string_view text) {
 // The replica counts a grid tries: --redundant-experts, each within the
 // routed experts (below 0: plan_variants says so), or else the bases' own;
 // sorted, each once.
-std::vector<int64_t> replica_counts(const Flags& f, const ModelSpec& model,
+std::vector<int64_t> replica_counts(const Flags& f, const ModelSpec& model, int64_t routed,
                                     const std::vector<DeploymentSpec>& bases) {
-  const int64_t routed = model.moe ? model.moe->routed_experts : 0;
   for (const int64_t r : f.plan_redundant_experts) {
     if (r > routed) {
       throw InputError(
@@ -264,8 +263,8 @@ std::vector<int64_t> replica_counts(const Flags& f, const ModelSpec& model,
 // replicas in all (set_ep in deployment_plan.cpp) where they deal the slots
 // evenly; one that no count tried makes possible is the user's error (<= 0:
 // plan_variants says so).
-void require_eps_deal(const Flags& f, const ModelSpec& model, const std::vector<int64_t>& replicas) {
-  const int64_t routed = model.moe ? model.moe->routed_experts : 0;
+void require_eps_deal(const Flags& f, const ModelSpec& model, int64_t routed,
+                      const std::vector<int64_t>& replicas) {
   for (const int64_t ep : f.plan_eps) {
     if (ep <= 0 || routed == 0 || routed % ep == 0) continue;
     const bool deals = std::any_of(replicas.begin(), replicas.end(),
@@ -285,8 +284,8 @@ void require_eps_deal(const Flags& f, const ModelSpec& model, const std::vector<
 // (EP sizes and replicas checked against the model and the bases: a grid no
 // variant of which can run is the user's error).
 PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vector<DeploymentSpec>& bases) {
-  require_eps_deal(f, model, replica_counts(f, model, bases));
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
+  require_eps_deal(f, model, routed, replica_counts(f, model, routed, bases));
   const auto aggregated_steps = parse_each(f.plan_aggregated_steps, parse_aggregated_steps,
                                            "--aggregated-steps", "prefill_first or mixed");
   const auto routings =

@@ -35,10 +35,9 @@ std::string routing_note(const StepShape& s) {
     return "routing balanced by construction: every EP rank receives exactly its share of the routed tokens "
            "(--balanced-routing)";
   return "each step's routing falls by chance: every MoE layer waits for the expected busiest EP rank, by "
-         "routed "
-         "copies and by experts' weights reached, the copies taken as landing independently on equally "
-         "likely "
-         "expert slots (sim/graph/expert_load.h); the placement's skew comes on top (--routing-skew)";
+         "routed copies and by experts' weights reached, the copies taken as landing independently on "
+         "equally likely expert slots (assumed; sim/graph/expert_load.h); the placement's skew comes on "
+         "top (--routing-skew)";
 }
 
 std::string title(const StepReport& r) {
@@ -47,7 +46,6 @@ std::string title(const StepReport& r) {
                                 r.gpu.name, phase_name(s.phase), s.batch, s.context, s.ep);
   if (s.redundant_experts > 0) out += fmt::format(" with {} redundant experts", s.redundant_experts);
   if (s.ep_load_imbalance != 1.0) out += fmt::format(", busiest rank {:.3f}x the mean", s.ep_load_imbalance);
-  if (!s.routed_by_chance && s.ep > 1) out += ", routing balanced by construction";
   if (s.is_mixed()) {
     out += fmt::format(", with {} prompt chunks of {} tokens ending at {}", s.mixed_prefill.batch,
                        s.mixed_prefill.new_tokens, s.mixed_prefill.context);
