@@ -10,37 +10,6 @@
 namespace v41sim {
 namespace {
 
-// Layers end to end on the step's critical path: each lasts its compute and
-// its transfers one after the other, or, overlapped, the longer of the two;
-// host copies run on their own engine from the start of their layer.
-class Timeline {
- public:
-  explicit Timeline(bool overlap) : overlap_(overlap) {}
-
-  // Adds a layer (its tracks' totals over every micro-batch; `holding_us` of
-  // the transfers hold `sm_share` of the SMs); returns its span.
-  double add(double compute_us, double communication_us, double host_copy_us, double holding_us,
-             double sm_share) {
-    copy_us_ = std::max(copy_us_, main_us_) + host_copy_us;
-    double span = compute_us + communication_us;
-    if (overlap_) {
-      const double squeezed = compute_us / (1.0 - sm_share);  // compute on the SMs the transfers leave
-      const double compute_track = squeezed <= holding_us ? squeezed : compute_us + holding_us * sm_share;
-      span = std::max(compute_track, communication_us);
-    }
-    main_us_ += span;
-    return span;
-  }
-  double now_us() const { return main_us_; }
-  double copy_engine_free_us() const { return std::max(copy_us_, main_us_); }
-  double total_us() const { return std::max(main_us_, copy_us_); }
-
- private:
-  bool overlap_;
-  double main_us_ = 0;
-  double copy_us_ = 0;
-};
-
 // Calls visit(a, b) for each of `first`'s layers and the layer of `second`
 // with its id (null where `second` has none); both in layer order, `second`'s
 // ids some of `first`'s.
@@ -103,51 +72,121 @@ class LayerTimings {
   std::deque<std::vector<KernelTiming>> unkinded_;
 };
 
+// A layer's kernels as runs on one track (host copies, on their own engine,
+// neither count nor cut a run).
+std::vector<TrackSegment> segments_of(const std::vector<Kernel>& kernels,
+                                      const std::vector<KernelTiming>& timings) {
+  std::vector<TrackSegment> segments;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    if (k.stream == Stream::kHostCopy) continue;
+    const bool communication = k.stream == Stream::kCommunication;
+    if (segments.empty() || segments.back().communication != communication)
+      segments.push_back({communication});
+    segments.back().us += timings[i].time_us;
+    if (communication && !k.low_latency) segments.back().holding_us += timings[i].time_us;
+  }
+  return segments;
+}
+
 // A layer's sums over its kernels (and its second micro-batch's), its
-// position in the step left out: its tracks, FLOPs and bytes, and each kernel
-// class's time over the first micro-batch's kernels, each once (the band's
-// weights). kFull also keeps every kernel's timing and start, each on its
-// track from the start of the layer (transfers after compute unless
-// overlapped; host copies from when the copy engine is free).
+// position in the step left out: its tracks and segments, FLOPs and bytes,
+// and each kernel class's time over the first micro-batch's kernels, each
+// once (the band's weights). kFull also keeps every kernel's timing.
 struct KindSums {
   LayerTiming layer;
   std::array<double, kKernelClassCount> class_us{};
+  // The second micro-batch's segments: the first's where the halves are
+  // alike, its own where it differs, none where it skips the layer or the
+  // step runs one micro-batch.
+  std::vector<TrackSegment> second_segments;
+  bool has_second = false;
 };
 
 KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerTimings& timings, double runs,
-                   bool overlap, bool full, double start_us, double copy_free_us) {
+                   bool full) {
   KindSums sums;
   LayerTiming& lt = sums.layer;
-  double compute_at = start_us, comm_at = start_us, copy_at = copy_free_us;
   const std::vector<KernelTiming>& layer_timings = timings.of(layer, 0);
-  if (full) {
-    lt.kernel_start_us.reserve(layer.kernels().size());
-    lt.kernels.reserve(layer.kernels().size());
-  }
   for (std::size_t i = 0; i < layer.kernels().size(); ++i) {
     const Kernel& k = layer.kernels()[i];
-    const KernelTiming& t = layer_timings[i];
-    add_to_layer(lt, k, t, runs);
-    sums.class_us[static_cast<std::size_t>(k.kernel_class)] += t.time_us;
-    if (!full) continue;
-    double* track = &compute_at;
-    if (k.stream == Stream::kHostCopy) {
-      track = &copy_at;
-    } else if (k.stream == Stream::kCommunication && overlap) {
-      track = &comm_at;
-    }
-    lt.kernel_start_us.push_back(*track);
-    *track += t.time_us;
-    lt.kernels.push_back(t);
+    add_to_layer(lt, k, layer_timings[i], runs);
+    sums.class_us[static_cast<std::size_t>(k.kernel_class)] += layer_timings[i].time_us;
   }
+  if (full) lt.kernels = layer_timings;
   lt.kernels_run = static_cast<int64_t>(layer.kernels().size()) * static_cast<int64_t>(runs);
+  lt.segments = segments_of(layer.kernels(), layer_timings);
+  if (runs > 1) {
+    sums.second_segments = lt.segments;
+    sums.has_second = true;
+  }
   if (second != nullptr) {
     const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
     for (std::size_t i = 0; i < second->kernels().size(); ++i)
       add_to_layer(lt, second->kernels()[i], second_timings[i], 1.0);
     lt.kernels_run += static_cast<int64_t>(second->kernels().size());
+    sums.second_segments = segments_of(second->kernels(), second_timings);
+    sums.has_second = true;
   }
   return sums;
+}
+
+// The step's layers laid out: the micro-batches on the compute stream and the
+// links, host copies on the copy engine from the start of their layer (when
+// the layer before it is done).
+struct StepLayout {
+  PipelineLayout pipeline;
+  std::vector<double> copy_start_us;  // each layer's first host copy
+  double total_us = 0;
+};
+
+StepLayout lay_out_step(const std::vector<PipelineLayer>& layers, const std::vector<double>& host_copy_us,
+                        double sm_share) {
+  StepLayout out;
+  out.pipeline = lay_out_micro_batches(layers, sm_share);
+  out.copy_start_us.reserve(layers.size());
+  double copy_free = 0;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const double layer_start = l == 0 ? 0.0 : out.pipeline.layer_end_us[l - 1];
+    out.copy_start_us.push_back(std::max(copy_free, layer_start));
+    copy_free = out.copy_start_us.back() + host_copy_us[l];
+  }
+  out.total_us = std::max(out.pipeline.end_us, copy_free);
+  return out;
+}
+
+// Each of a layer's (first micro-batch's) kernels placed: compute and
+// transfers inside their segment's span (a segment that ran slower, on the SMs
+// a transfer left it, stretched evenly), host copies one after another from
+// `copy_start_us`.
+std::vector<double> kernel_starts(const LayerKernels& layer, const LayerTiming& lt,
+                                  const std::vector<PipelineLayout::Span>& spans, double copy_start_us) {
+  std::vector<double> starts;
+  starts.reserve(layer.kernels().size());
+  double copy_at = copy_start_us;
+  std::size_t segment = 0;
+  double into_segment = 0;  // time alone of the segment's kernels placed so far
+  bool started = false;
+  for (std::size_t i = 0; i < layer.kernels().size(); ++i) {
+    const Kernel& k = layer.kernels()[i];
+    const double time_us = lt.kernels[i].time_us;
+    if (k.stream == Stream::kHostCopy) {
+      starts.push_back(copy_at);
+      copy_at += time_us;
+      continue;
+    }
+    const bool communication = k.stream == Stream::kCommunication;
+    if (started && lt.segments[segment].communication != communication) {
+      ++segment;
+      into_segment = 0;
+    }
+    started = true;
+    const TrackSegment& s = lt.segments[segment];
+    const double stretch = s.us > 0 ? (spans[segment].end_us - spans[segment].start_us) / s.us : 1.0;
+    starts.push_back(spans[segment].start_us + into_segment * stretch);
+    into_segment += time_us;
+  }
+  return starts;
 }
 
 }  // namespace
@@ -156,33 +195,28 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
   StepTiming step;
   step.layers.reserve(graph.layers.size());
   step.transfer_sm_share = cost.normal_transfer_sm_share();
-  const bool overlap = graph.micro_batches > 1;
   const bool full = detail == TimingDetail::kFull;
   // The first micro-batch's kernels count once per micro-batch, unless the
   // second's differ and count on their own.
   const double runs = graph.second_layers.empty() ? static_cast<double>(graph.micro_batches) : 1.0;
-  Timeline timeline(overlap);
   LayerTimings timings(cost);
   // kTracks: a layer's sums by its kind and its second micro-batch's (-1:
   // none), as the first layer of that pair summed them (the same kernels in
   // the same order: the same sums).
   std::map<std::pair<int64_t, int64_t>, KindSums> by_kind;
+  std::deque<std::vector<TrackSegment>> second_segments;  // a deque: the layout points into it
+  std::vector<PipelineLayer> pipeline;
+  std::vector<double> host_copy_us;
   pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
     const std::pair<int64_t, int64_t> kinds{layer.kind, second != nullptr ? second->kind : -1};
     const bool shared = !full && layer.kind >= 0 && (second == nullptr || second->kind >= 0);
     const auto known = shared ? by_kind.find(kinds) : by_kind.end();
-    const double start_us = timeline.now_us();
-    KindSums sums = known != by_kind.end() ? known->second
-                                           : sum_layer(layer, second, timings, runs, overlap, full, start_us,
-                                                       timeline.copy_engine_free_us());
+    KindSums sums = known != by_kind.end() ? known->second : sum_layer(layer, second, timings, runs, full);
     if (shared && known == by_kind.end()) by_kind.emplace(kinds, sums);
     LayerTiming& lt = sums.layer;
     lt.layer = layer.layer;
     if (full) lt.mode = layer.mode;
     lt.tokens = layer.tokens * runs + (second != nullptr ? second->tokens : 0.0);
-    lt.start_us = start_us;
-    lt.critical_us = timeline.add(lt.compute_us, lt.communication_us, lt.host_copy_us,
-                                  lt.sm_holding_communication_us, step.transfer_sm_share);
     for (std::size_t c = 0; c < sums.class_us.size(); ++c) step.class_us[c] += sums.class_us[c];
     step.compute_us += lt.compute_us;
     step.communication_us += lt.communication_us;
@@ -190,9 +224,22 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     step.flops += lt.flops;
     step.hbm_bytes += lt.hbm_bytes;
     step.kernel_count += lt.kernels_run;
+    host_copy_us.push_back(lt.host_copy_us);
+    if (sums.has_second) second_segments.push_back(std::move(sums.second_segments));
+    pipeline.push_back({nullptr, sums.has_second ? &second_segments.back() : nullptr});
     step.layers.push_back(std::move(lt));
   });
-  step.total_us = timeline.total_us();
+  for (std::size_t l = 0; l < step.layers.size(); ++l) pipeline[l].first = &step.layers[l].segments;
+  const StepLayout layout = lay_out_step(pipeline, host_copy_us, step.transfer_sm_share);
+  for (std::size_t l = 0; l < step.layers.size(); ++l) {
+    LayerTiming& lt = step.layers[l];
+    lt.start_us = l == 0 ? 0.0 : layout.pipeline.layer_end_us[l - 1];
+    lt.critical_us = layout.pipeline.layer_end_us[l] - lt.start_us;
+    if (full)
+      lt.kernel_start_us =
+          kernel_starts(graph.layers[l], lt, layout.pipeline.first_spans[l], layout.copy_start_us[l]);
+  }
+  step.total_us = layout.total_us;
   return step;
 }
 
@@ -205,18 +252,16 @@ std::vector<LayerTracks> layer_tracks(const StepTiming& timing) {
 
 OverlappedSpan overlapped_span(const std::vector<LayerTracks>& first, const std::vector<LayerTracks>& second,
                                double transfer_sm_share) {
-  Timeline timeline(true);
-  OverlappedSpan out;
+  std::vector<PipelineLayer> pipeline;
+  std::vector<double> host_copy_us;
+  double compute_us = 0;
   pair_layers(first, second, [&](const LayerTracks& a, const LayerTracks* b) {
-    const auto both = [&](double LayerTracks::*track) { return a.*track + (b != nullptr ? b->*track : 0.0); };
-    const double compute = both(&LayerTracks::compute_us);
-    out.exposed_communication_us +=
-        timeline.add(compute, both(&LayerTracks::communication_us), both(&LayerTracks::host_copy_us),
-                     both(&LayerTracks::sm_holding_communication_us), transfer_sm_share) -
-        compute;
+    pipeline.push_back({&a.segments, b != nullptr ? &b->segments : nullptr});
+    host_copy_us.push_back(a.host_copy_us + (b != nullptr ? b->host_copy_us : 0.0));
+    compute_us += a.compute_us + (b != nullptr ? b->compute_us : 0.0);
   });
-  out.total_us = timeline.total_us();
-  return out;
+  const StepLayout layout = lay_out_step(pipeline, host_copy_us, transfer_sm_share);
+  return {layout.total_us, layout.pipeline.end_us - compute_us};
 }
 
 }  // namespace v41sim

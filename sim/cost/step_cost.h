@@ -3,17 +3,16 @@
 // Compute kernels and EP transfers run one after another, unless the step
 // overlaps them with two micro-batches (StepGraph::micro_batches): then each
 // micro-batch's compute and transfers take turns, one micro-batch's transfers
-// running while the other computes, so a layer lasts as long as the busier of
-// the two tracks over both micro-batches: max(2 x compute, 2 x transfers) of
-// one micro-batch (the start-up of the first micro-batch is not charged).
-// Per-kernel times are one micro-batch's; layer and step totals count both.
-// While a normal-mode transfer runs it holds some SMs (LinkCost::
-// normal_transfer_sms), so an overlapped layer's compute runs on the rest
-// meanwhile: it finishes at C / (1 - s) if the transfers outlast that, else at
-// C + M s (C compute alone, M the transfers holding SMs, s their SM share).
+// running while the other computes, each kernel still waiting for the one
+// before it in its own micro-batch (micro_batch_pipeline.h lays them out: a
+// layer lasts at least the busier of its two tracks over both micro-batches,
+// and more where one micro-batch's transfer has no compute of the other to
+// hide behind). While a normal-mode transfer runs it holds some SMs
+// (LinkCost::normal_transfer_sms), so compute meanwhile runs on the rest.
 // Host copies (Engram prefetch) run on their own copy engine from the start
-// of their layer. Per-layer and per-kernel times, FLOPs and bytes are kept for
-// the tables and the trace.
+// of their layer. Per-kernel times are one micro-batch's; layer and step
+// totals count both. Per-layer and per-kernel times, FLOPs and bytes are kept
+// for the tables and the trace.
 #pragma once
 
 #include <array>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "sim/cost/kernel_cost.h"
+#include "sim/cost/micro_batch_pipeline.h"
 #include "sim/graph/step_graph.h"
 
 namespace v41sim {
@@ -34,8 +34,11 @@ struct LayerTracks {
   double communication_us = 0;
   double host_copy_us = 0;
   // Of communication_us, the normal-mode transfers, which hold SMs while they
-  // run (an overlapped layer's compute slows meanwhile; step_cost.cpp).
+  // run (an overlapped layer's compute slows meanwhile).
   double sm_holding_communication_us = 0;
+  // The first micro-batch's kernels as runs on one track, in order: what the
+  // micro-batches are laid out from.
+  std::vector<TrackSegment> segments;
 };
 
 // A layer's timing in full: its tracks, and what views and traces show.
@@ -48,7 +51,7 @@ struct LayerTiming : LayerTracks {
   std::vector<KernelTiming> kernels;  // parallel to the graph's kernels (the first micro-batch's)
   std::vector<double> kernel_start_us;
   int64_t kernels_run = 0;  // over every micro-batch
-  double critical_us = 0;   // the layer's length on the step's critical path
+  double critical_us = 0;   // from the layer before it done to this one done, both micro-batches
 };
 
 struct StepTiming {

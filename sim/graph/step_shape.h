@@ -30,7 +30,7 @@ struct StepShape {
   bool include_draft = true;               // decode: run the speculative draft stages
   int64_t decode_tokens_per_sequence = 1;  // decode: 1 + draft tokens verified per step
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
-  // other computes, so a layer takes max(compute, communication), not the sum.
+  // other computes, so a layer takes less than the sum (step_cost.h).
   bool overlap_communication = false;
   // Busiest EP rank's routed tokens over the mean (>= 1), as the placement
   // leaves it; see expert_load.h.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/cost/error_band.h"
 #include "sim/report/error_band_view.h"
@@ -14,7 +15,11 @@ std::string overlap_note(const StepGraph& g) {
   if (g.micro_batches > 1) {
     return fmt::format(
         "two-micro-batch overlap: {} micro-batches take turns, one's EP transfers running while the other "
-        "computes; a layer lasts max(compute, transfers) over both, and kernels whose time does not shrink "
+        "computes, each kernel after the one before it in its own micro-batch (a layer lasts at least the "
+        "busier "
+        "track over both, more where a transfer has no compute of the other to hide behind), and kernels "
+        "whose "
+        "time does not shrink "
         "with their tokens (weight reads at small batch, a transfer's fixed cost) run once per micro-batch; "
         "per-kernel rows are one micro-batch's{}; host copies on their own engine",
         g.micro_batches,
@@ -60,10 +65,13 @@ std::string title(const StepReport& r) {
 double tflops(double flops, double us) { return us > 0 ? flops / us / 1e6 : 0; }
 double gbps(double bytes, double us) { return us > 0 ? bytes / us / 1e3 : 0; }
 
-// Layers whose kernels and times are identical collapse into one row.
+// Layers whose kernels and times are identical collapse into one row (times
+// within rounding: a layer's time is the difference of two points on the
+// step's timeline, which differ in their last bits from layer to layer).
 struct LayerGroup {
   std::vector<int64_t> layers;
   std::size_t first = 0;  // index into graph.layers
+  double time_us = 0;     // over its layers
 };
 
 std::vector<LayerGroup> group_layers(const StepTiming& t) {
@@ -72,14 +80,16 @@ std::vector<LayerGroup> group_layers(const StepTiming& t) {
     const LayerTiming& l = t.layers[i];
     auto same = [&](const LayerGroup& g) {
       const LayerTiming& o = t.layers[g.first];
-      return o.mode == l.mode && o.tokens == l.tokens && o.critical_us == l.critical_us &&
+      return o.mode == l.mode && o.tokens == l.tokens &&
+             std::abs(o.critical_us - l.critical_us) <= 1e-9 * std::max(o.critical_us, l.critical_us) &&
              o.kernels.size() == l.kernels.size();
     };
     auto it = std::find_if(groups.begin(), groups.end(), same);
     if (it == groups.end()) {
-      groups.push_back({{l.layer}, i});
+      groups.push_back({{l.layer}, i, l.critical_us});
     } else {
       it->layers.push_back(l.layer);
+      it->time_us += l.critical_us;
     }
   }
   return groups;
@@ -185,8 +195,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   for (const LayerGroup& g : group_layers(t)) {
     const LayerTiming& l = t.layers[g.first];
     layers.add_row({format_ranges(g.layers), l.mode, format_fixed(l.tokens, 0), std::to_string(l.kernels_run),
-                    format_fixed(l.critical_us, 1),
-                    format_fixed(l.critical_us * static_cast<double>(g.layers.size()), 1),
+                    format_fixed(l.critical_us, 1), format_fixed(g.time_us, 1),
                     format_fixed(tflops(l.flops, l.critical_us), 1),
                     format_fixed(gbps(l.hbm_bytes, l.critical_us), 0)});
   }

@@ -191,9 +191,11 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   table.add_note(
       "decode uses CUDA-graph replay; time: EP communication after compute; as two micro-batches: the same "
       "step "
-      "split in halves that take turns, one's EP transfers running while the other computes (each half reads "
-      "the "
-      "weights again and pays the transfers' fixed cost again; prefill transfers hold SMs meanwhile)");
+      "split in halves that take turns, one's EP transfers running while the other computes, each kernel "
+      "after "
+      "the one before it in its own half (each half reads the weights again and pays the transfers' fixed "
+      "cost "
+      "again; prefill transfers hold SMs meanwhile)");
   table.add_note(
       "in widening-bound kernels: time of the kernels whose CUDA-core widening of FP8/FP4 operands (cache "
       "entries into BF16 attention math; FP4 keys and weights on Hopper) outlasts their math and memory "
