@@ -99,8 +99,8 @@ PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, d
     if (links.segment != nullptr && links_end <= then) finish(kLinks);
   }
   if (next[kCompute] != queues[kCompute].size() || next[kLinks] != queues[kLinks].size()) {
-    throw std::logic_error(
-        "a micro-batch's segment never became ready");  // program order keeps chains in order
+    // Program order keeps each chain in order on both tracks: unreachable.
+    throw std::logic_error("a micro-batch's segment never became ready");
   }
   for (std::size_t l = 1; l < layers.size(); ++l)
     out.layer_end_us[l] = std::max(out.layer_end_us[l], out.layer_end_us[l - 1]);

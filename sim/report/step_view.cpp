@@ -16,11 +16,9 @@ std::string overlap_note(const StepGraph& g) {
     return fmt::format(
         "two-micro-batch overlap: {} micro-batches take turns, one's EP transfers running while the other "
         "computes, each kernel after the one before it in its own micro-batch (a layer lasts at least the "
-        "busier "
-        "track over both, more where a transfer has no compute of the other to hide behind), and kernels "
-        "whose "
-        "time does not shrink "
-        "with their tokens (weight reads at small batch, a transfer's fixed cost) run once per micro-batch; "
+        "busier track over both, more where a transfer has no compute of the other to hide behind), and "
+        "kernels whose time does not shrink with their tokens (weight reads at small batch, a transfer's "
+        "fixed cost) run once per micro-batch; "
         "per-kernel rows are one micro-batch's{}; host copies on their own engine",
         g.micro_batches,
         g.second_layers.empty()
