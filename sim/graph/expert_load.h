@@ -19,6 +19,12 @@
 
 namespace v41sim {
 
+// How a step's EP load is charged, for outputs that show steps or serve them.
+inline constexpr const char* kChanceRoutingAssumption =
+    "each step's routing falls by chance: every MoE layer waits for the expected busiest EP rank, by routed "
+    "copies and by experts' weights reached, the copies taken as landing independently on equally likely "
+    "expert slots (assumed; sim/graph/expert_load.h); the placement's skew comes on top";
+
 double ep_load_imbalance(int64_t experts, int64_t ep, double skew, int64_t redundant);
 // The same over `model`'s routed experts (1 for a dense model).
 double ep_load_imbalance(const ModelSpec& model, int64_t ep, double skew, int64_t redundant);

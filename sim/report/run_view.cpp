@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/error_band_view.h"
 
@@ -185,6 +186,16 @@ Table seeds_table(const RunReport& r) {
   return t;
 }
 
+// Each pool's expert placement, under the busiest rank every MoE layer waits for.
+std::string expert_load_note(const DeploymentSpec& d) {
+  const auto pool = [](const PoolSpec& p) {
+    return fmt::format("EP {}, {} redundant experts, Zipf skew {:g}", p.ep, p.redundant_experts,
+                       p.routing_skew);
+  };
+  return fmt::format("{} (prefill: {}; decode: {}; as the deployment says)", kChanceRoutingAssumption,
+                     pool(d.prefill), pool(d.decode));
+}
+
 }  // namespace
 
 std::string traffic_note(const WorkloadSpec& workload) {
@@ -334,6 +345,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   }
   head.add_note("output lengths " + output_lengths_source(r.workload));
   head.add_note(routing_note(r.deployment));
+  head.add_note(expert_load_note(r.deployment));
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
   if (power.known) {
     head.add_note("GPU rated power " + power.provenance + "; " + kRatedPowerCaveat);
@@ -503,7 +515,8 @@ nlohmann::json run_json(const RunReport& r) {
           {"provenance",
            {{"step_times", r.run.decode_kernel_model},
             {"output_lengths", output_lengths_source(r.workload)},
-            {"routing", routing_note(r.deployment)}}}};
+            {"routing", routing_note(r.deployment)},
+            {"expert_load", expert_load_note(r.deployment)}}}};
 }
 
 std::string classes_line(const ServingResult& result, const WorkloadSpec& workload) {
@@ -678,6 +691,8 @@ void collect_kernel_models(const ServedRun& run, std::vector<std::string>& label
 
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {
   for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
+  table.add_note(std::string(kChanceRoutingAssumption) +
+                 " (each pool's routing_skew and redundant experts, as its deployment says)");
   table.add_note(
       "$ per 1M output tokens charges the whole deployment's cost over the measured window to output tokens: "
       "its GPUs, at each profile's price (unknown where no public price exists), and its SSD tier at steady "

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/cost/error_band.h"
+#include "sim/graph/expert_load.h"
 #include "sim/report/error_band_view.h"
 
 namespace v41sim {
@@ -37,10 +38,7 @@ std::string routing_note(const StepShape& s) {
   if (!s.routed_by_chance)
     return "routing balanced by construction: every EP rank receives exactly its share of the routed tokens "
            "(--balanced-routing)";
-  return "each step's routing falls by chance: every MoE layer waits for the expected busiest EP rank, by "
-         "routed copies and by experts' weights reached, the copies taken as landing independently on "
-         "equally likely expert slots (assumed; sim/graph/expert_load.h); the placement's skew comes on "
-         "top (--routing-skew)";
+  return std::string(kChanceRoutingAssumption) + " (--routing-skew)";
 }
 
 std::string title(const StepReport& r) {

@@ -374,6 +374,10 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
     EXPECT_FALSE(r["provenance"][key].get<std::string>().empty()) << key;
   }
   EXPECT_NE(r["provenance"]["routing"].get<std::string>().find("(least_load in "), std::string::npos);
+  // How each MoE layer's busiest EP rank is charged, with the pools' own placement.
+  const std::string load = r["provenance"]["expert_load"].get<std::string>();
+  EXPECT_NE(load.find("busiest EP rank"), std::string::npos) << load;
+  EXPECT_NE(load.find("decode: EP 8, 32 redundant experts, Zipf skew 0.8"), std::string::npos) << load;
   // A deployment that names no routing gets least load, and says so.
   const auto unnamed =
       run_json("run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated.yaml --model " V41SIM_SOURCE_DIR
