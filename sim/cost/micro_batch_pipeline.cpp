@@ -27,6 +27,11 @@ struct Queued {
 // segments of both micro-batches, then their next ones.
 std::array<std::vector<Queued>, 2> queue_in_program_order(const std::vector<PipelineLayer>& layers) {
   std::array<std::vector<Queued>, 2> queues;
+  std::size_t segments = 0;
+  for (const PipelineLayer& l : layers) {
+    for (const auto* chain : {l.first, l.second}) segments += chain != nullptr ? chain->size() : 0;
+  }
+  for (std::vector<Queued>& queue : queues) queue.reserve(segments);
   std::array<std::size_t, 2> positions{0, 0};
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const std::array<const std::vector<TrackSegment>*, 2> chains{layers[l].first, layers[l].second};
@@ -43,15 +48,43 @@ std::array<std::vector<Queued>, 2> queue_in_program_order(const std::vector<Pipe
   return queues;
 }
 
+// One micro-batch: its segments end to end (what the general layout gives
+// then, figure for figure, without its queues).
+PipelineLayout one_after_another(const std::vector<PipelineLayer>& layers, PipelineLayout out,
+                                 bool with_spans) {
+  double now = 0;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    if (layers[l].first == nullptr) {
+      out.layer_end_us[l] = now;
+      continue;
+    }
+    const std::vector<TrackSegment>& chain = *layers[l].first;
+    for (std::size_t s = 0; s < chain.size(); ++s) {
+      const double start = now;
+      now = start + chain[s].us;
+      if (with_spans) out.first_spans[l][s] = {start, now};
+    }
+    out.layer_end_us[l] = now;
+  }
+  out.end_us = now;
+  return out;
+}
+
 }  // namespace
 
-PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, double sm_share) {
+PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, double sm_share,
+                                     bool with_spans) {
   PipelineLayout out;
   out.layer_end_us.assign(layers.size(), 0.0);
-  out.first_spans.resize(layers.size());
-  for (std::size_t l = 0; l < layers.size(); ++l)
-    out.first_spans[l].resize(layers[l].first != nullptr ? layers[l].first->size() : 0);
+  if (with_spans) {
+    out.first_spans.resize(layers.size());
+    for (std::size_t l = 0; l < layers.size(); ++l)
+      out.first_spans[l].resize(layers[l].first != nullptr ? layers[l].first->size() : 0);
+  }
 
+  const bool one_chain =
+      std::none_of(layers.begin(), layers.end(), [](const PipelineLayer& l) { return l.second != nullptr; });
+  if (one_chain) return one_after_another(layers, std::move(out), with_spans);
   const std::array<std::vector<Queued>, 2> queues = queue_in_program_order(layers);
   std::array<std::size_t, 2> next{0, 0};      // each track's next segment in its queue
   std::array<std::size_t, 2> finished{0, 0};  // each chain's segments done
@@ -74,7 +107,8 @@ PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, d
   const auto finish = [&](std::size_t track) {
     const Queued& q = *running[track].segment;
     out.layer_end_us[q.layer] = std::max(out.layer_end_us[q.layer], now);
-    if (q.micro_batch == 0) out.first_spans[q.layer][q.segment] = {running[track].start_us, now};
+    if (with_spans && q.micro_batch == 0)
+      out.first_spans[q.layer][q.segment] = {running[track].start_us, now};
     ++finished[q.micro_batch];
     running[track] = {};
   };

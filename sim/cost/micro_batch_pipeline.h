@@ -44,7 +44,7 @@ struct PipelineLayout {
   // earlier than the layer before it.
   std::vector<double> layer_end_us;
   // Start and end of each of the first micro-batch's segments, per layer (a
-  // trace's places for its kernels).
+  // trace's places for its kernels); empty unless asked for.
   struct Span {
     double start_us = 0;
     double end_us = 0;
@@ -53,7 +53,9 @@ struct PipelineLayout {
   double end_us = 0;
 };
 
-// `sm_share`: the SMs a normal-mode transfer holds, over the GPU's.
-PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, double sm_share);
+// `sm_share`: the SMs a normal-mode transfer holds, over the GPU's;
+// `with_spans`: keep first_spans.
+PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, double sm_share,
+                                     bool with_spans = true);
 
 }  // namespace v41sim

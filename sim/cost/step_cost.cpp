@@ -72,21 +72,18 @@ class LayerTimings {
   std::deque<std::vector<KernelTiming>> unkinded_;
 };
 
-// A layer's kernels as runs on one track (host copies, on their own engine,
-// neither count nor cut a run).
-std::vector<TrackSegment> segments_of(const std::vector<Kernel>& kernels,
-                                      const std::vector<KernelTiming>& timings) {
-  std::vector<TrackSegment> segments;
-  for (std::size_t i = 0; i < kernels.size(); ++i) {
-    const Kernel& k = kernels[i];
-    if (k.stream == Stream::kHostCopy) continue;
-    const bool communication = k.stream == Stream::kCommunication;
-    if (segments.empty() || segments.back().communication != communication)
-      segments.push_back({communication});
-    segments.back().us += timings[i].time_us;
-    if (communication && !k.low_latency) segments.back().holding_us += timings[i].time_us;
-  }
-  return segments;
+// A MoE layer runs four (attention and routing, dispatch, experts, combine):
+// room for them and a few more, so building a layer's runs allocates once.
+constexpr std::size_t kSegmentsReserved = 8;
+
+// A kernel added to its layer's runs on one track (host copies, on their own
+// engine, neither count nor cut a run).
+void add_to_segments(std::vector<TrackSegment>& segments, const Kernel& k, double time_us) {
+  if (k.stream == Stream::kHostCopy) return;
+  const bool communication = k.stream == Stream::kCommunication;
+  if (segments.empty() || segments.back().communication != communication) segments.push_back({communication});
+  segments.back().us += time_us;
+  if (communication && !k.low_latency) segments.back().holding_us += time_us;
 }
 
 // A layer's sums over its kernels (and its second micro-batch's), its
@@ -98,9 +95,8 @@ struct KindSums {
   std::array<double, kKernelClassCount> class_us{};
   // The second micro-batch's segments: the first's where the halves are
   // alike, its own where it differs, none where it skips the layer or the
-  // step runs one micro-batch.
-  std::vector<TrackSegment> second_segments;
-  bool has_second = false;
+  // step runs one micro-batch (null).
+  std::shared_ptr<const std::vector<TrackSegment>> second_segments;
 };
 
 KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerTimings& timings, double runs,
@@ -108,25 +104,28 @@ KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerT
   KindSums sums;
   LayerTiming& lt = sums.layer;
   const std::vector<KernelTiming>& layer_timings = timings.of(layer, 0);
+  std::vector<TrackSegment> segments;
+  segments.reserve(kSegmentsReserved);
   for (std::size_t i = 0; i < layer.kernels().size(); ++i) {
     const Kernel& k = layer.kernels()[i];
     add_to_layer(lt, k, layer_timings[i], runs);
+    add_to_segments(segments, k, layer_timings[i].time_us);
     sums.class_us[static_cast<std::size_t>(k.kernel_class)] += layer_timings[i].time_us;
   }
   if (full) lt.kernels = layer_timings;
   lt.kernels_run = static_cast<int64_t>(layer.kernels().size()) * static_cast<int64_t>(runs);
-  lt.segments = segments_of(layer.kernels(), layer_timings);
-  if (runs > 1) {
-    sums.second_segments = lt.segments;
-    sums.has_second = true;
-  }
+  lt.segments = std::make_shared<const std::vector<TrackSegment>>(std::move(segments));
+  if (runs > 1) sums.second_segments = lt.segments;
   if (second != nullptr) {
     const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
-    for (std::size_t i = 0; i < second->kernels().size(); ++i)
+    std::vector<TrackSegment> second_segments;
+    second_segments.reserve(kSegmentsReserved);
+    for (std::size_t i = 0; i < second->kernels().size(); ++i) {
       add_to_layer(lt, second->kernels()[i], second_timings[i], 1.0);
+      add_to_segments(second_segments, second->kernels()[i], second_timings[i].time_us);
+    }
     lt.kernels_run += static_cast<int64_t>(second->kernels().size());
-    sums.second_segments = segments_of(second->kernels(), second_timings);
-    sums.has_second = true;
+    sums.second_segments = std::make_shared<const std::vector<TrackSegment>>(std::move(second_segments));
   }
   return sums;
 }
@@ -141,9 +140,9 @@ struct StepLayout {
 };
 
 StepLayout lay_out_step(const std::vector<PipelineLayer>& layers, const std::vector<double>& host_copy_us,
-                        double sm_share) {
+                        double sm_share, bool with_spans) {
   StepLayout out;
-  out.pipeline = lay_out_micro_batches(layers, sm_share);
+  out.pipeline = lay_out_micro_batches(layers, sm_share, with_spans);
   out.copy_start_us.reserve(layers.size());
   double copy_free = 0;
   for (std::size_t l = 0; l < layers.size(); ++l) {
@@ -176,12 +175,12 @@ std::vector<double> kernel_starts(const LayerKernels& layer, const LayerTiming& 
       continue;
     }
     const bool communication = k.stream == Stream::kCommunication;
-    if (started && lt.segments[segment].communication != communication) {
+    if (started && (*lt.segments)[segment].communication != communication) {
       ++segment;
       into_segment = 0;
     }
     started = true;
-    const TrackSegment& s = lt.segments[segment];
+    const TrackSegment& s = (*lt.segments)[segment];
     const double stretch = s.us > 0 ? (spans[segment].end_us - spans[segment].start_us) / s.us : 1.0;
     starts.push_back(spans[segment].start_us + into_segment * stretch);
     into_segment += time_us;
@@ -204,9 +203,12 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
   // none), as the first layer of that pair summed them (the same kernels in
   // the same order: the same sums).
   std::map<std::pair<int64_t, int64_t>, KindSums> by_kind;
-  std::deque<std::vector<TrackSegment>> second_segments;  // a deque: the layout points into it
   std::vector<PipelineLayer> pipeline;
   std::vector<double> host_copy_us;
+  pipeline.reserve(graph.layers.size());
+  host_copy_us.reserve(graph.layers.size());
+  // Keeps the second micro-batch's own segments alive while the layout points into them.
+  std::vector<std::shared_ptr<const std::vector<TrackSegment>>> second_segments;
   pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
     const std::pair<int64_t, int64_t> kinds{layer.kind, second != nullptr ? second->kind : -1};
     const bool shared = !full && layer.kind >= 0 && (second == nullptr || second->kind >= 0);
@@ -225,12 +227,13 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     step.hbm_bytes += lt.hbm_bytes;
     step.kernel_count += lt.kernels_run;
     host_copy_us.push_back(lt.host_copy_us);
-    if (sums.has_second) second_segments.push_back(std::move(sums.second_segments));
-    pipeline.push_back({nullptr, sums.has_second ? &second_segments.back() : nullptr});
+    // The layout points into the shared segments, which the step's layers and by_kind keep alive.
+    pipeline.push_back({lt.segments.get(), sums.second_segments.get()});
+    if (sums.second_segments != nullptr && sums.second_segments != lt.segments)
+      second_segments.push_back(std::move(sums.second_segments));
     step.layers.push_back(std::move(lt));
   });
-  for (std::size_t l = 0; l < step.layers.size(); ++l) pipeline[l].first = &step.layers[l].segments;
-  const StepLayout layout = lay_out_step(pipeline, host_copy_us, step.transfer_sm_share);
+  const StepLayout layout = lay_out_step(pipeline, host_copy_us, step.transfer_sm_share, full);
   for (std::size_t l = 0; l < step.layers.size(); ++l) {
     LayerTiming& lt = step.layers[l];
     lt.start_us = l == 0 ? 0.0 : layout.pipeline.layer_end_us[l - 1];
@@ -254,13 +257,15 @@ OverlappedSpan overlapped_span(const std::vector<LayerTracks>& first, const std:
                                double transfer_sm_share) {
   std::vector<PipelineLayer> pipeline;
   std::vector<double> host_copy_us;
+  pipeline.reserve(first.size());
+  host_copy_us.reserve(first.size());
   double compute_us = 0;
   pair_layers(first, second, [&](const LayerTracks& a, const LayerTracks* b) {
-    pipeline.push_back({&a.segments, b != nullptr ? &b->segments : nullptr});
+    pipeline.push_back({a.segments.get(), b != nullptr ? b->segments.get() : nullptr});
     host_copy_us.push_back(a.host_copy_us + (b != nullptr ? b->host_copy_us : 0.0));
     compute_us += a.compute_us + (b != nullptr ? b->compute_us : 0.0);
   });
-  const StepLayout layout = lay_out_step(pipeline, host_copy_us, transfer_sm_share);
+  const StepLayout layout = lay_out_step(pipeline, host_copy_us, transfer_sm_share, false);
   return {layout.total_us, layout.pipeline.end_us - compute_us};
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,10 @@ struct LayerTracks {
   // run (an overlapped layer's compute slows meanwhile).
   double sm_holding_communication_us = 0;
   // The first micro-batch's kernels as runs on one track, in order: what the
-  // micro-batches are laid out from.
-  std::vector<TrackSegment> segments;
+  // micro-batches are laid out from (shared by the layers of one kind, never
+  // changed once made: copying a layer's tracks copies no segment).
+  std::shared_ptr<const std::vector<TrackSegment>> segments =
+      std::make_shared<const std::vector<TrackSegment>>();
 };
 
 // A layer's timing in full: its tracks, and what views and traces show.
