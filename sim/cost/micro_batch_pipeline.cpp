@@ -62,7 +62,7 @@ PipelineLayout one_after_another(const std::vector<PipelineLayer>& layers, Pipel
     for (std::size_t s = 0; s < chain.size(); ++s) {
       const double start = now;
       now = start + chain[s].us;
-      if (with_spans) out.first_spans[l][s] = {start, now};
+      if (with_spans) out.spans[0][l][s] = {start, now};
     }
     out.layer_end_us[l] = now;
   }
@@ -77,9 +77,13 @@ PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, d
   PipelineLayout out;
   out.layer_end_us.assign(layers.size(), 0.0);
   if (with_spans) {
-    out.first_spans.resize(layers.size());
-    for (std::size_t l = 0; l < layers.size(); ++l)
-      out.first_spans[l].resize(layers[l].first != nullptr ? layers[l].first->size() : 0);
+    for (std::size_t mb = 0; mb < 2; ++mb) {
+      out.spans[mb].resize(layers.size());
+      for (std::size_t l = 0; l < layers.size(); ++l) {
+        const std::vector<TrackSegment>* chain = mb == 0 ? layers[l].first : layers[l].second;
+        out.spans[mb][l].resize(chain != nullptr ? chain->size() : 0);
+      }
+    }
   }
 
   const bool one_chain =
@@ -107,8 +111,7 @@ PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, d
   const auto finish = [&](std::size_t track) {
     const Queued& q = *running[track].segment;
     out.layer_end_us[q.layer] = std::max(out.layer_end_us[q.layer], now);
-    if (with_spans && q.micro_batch == 0)
-      out.first_spans[q.layer][q.segment] = {running[track].start_us, now};
+    if (with_spans) out.spans[q.micro_batch][q.layer][q.segment] = {running[track].start_us, now};
     ++finished[q.micro_batch];
     running[track] = {};
   };

@@ -21,6 +21,7 @@
 // Low-latency transfers (decode) hold none.
 #pragma once
 
+#include <array>
 #include <vector>
 
 namespace v41sim {
@@ -43,18 +44,19 @@ struct PipelineLayout {
   // When each layer is done: its last segment over both micro-batches, and no
   // earlier than the layer before it.
   std::vector<double> layer_end_us;
-  // Start and end of each of the first micro-batch's segments, per layer (a
-  // trace's places for its kernels); empty unless asked for.
+  // Start and end of each segment, per micro-batch and layer (a trace's
+  // places for the kernels; none for a layer a micro-batch skips); empty
+  // unless asked for.
   struct Span {
     double start_us = 0;
     double end_us = 0;
   };
-  std::vector<std::vector<Span>> first_spans;
+  std::array<std::vector<std::vector<Span>>, 2> spans;
   double end_us = 0;
 };
 
 // `sm_share`: the SMs a normal-mode transfer holds, over the GPU's;
-// `with_spans`: keep first_spans.
+// `with_spans`: keep the spans.
 PipelineLayout lay_out_micro_batches(const std::vector<PipelineLayer>& layers, double sm_share,
                                      bool with_spans = true);
 

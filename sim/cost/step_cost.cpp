@@ -115,7 +115,10 @@ KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerT
   if (full) lt.kernels = layer_timings;
   lt.kernels_run = static_cast<int64_t>(layer.kernels().size()) * static_cast<int64_t>(runs);
   lt.segments = std::make_shared<const std::vector<TrackSegment>>(std::move(segments));
-  if (runs > 1) sums.second_segments = lt.segments;
+  if (runs > 1) {
+    sums.second_segments = lt.segments;
+    if (full) lt.second_kernels = layer_timings;
+  }
   if (second != nullptr) {
     const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
     std::vector<TrackSegment> second_segments;
@@ -126,6 +129,7 @@ KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerT
     }
     lt.kernels_run += static_cast<int64_t>(second->kernels().size());
     sums.second_segments = std::make_shared<const std::vector<TrackSegment>>(std::move(second_segments));
+    if (full) lt.second_kernels = second_timings;
   }
   return sums;
 }
@@ -154,33 +158,34 @@ StepLayout lay_out_step(const std::vector<PipelineLayer>& layers, const std::vec
   return out;
 }
 
-// Each of a layer's (first micro-batch's) kernels placed: compute and
-// transfers inside their segment's span (a segment that ran slower, on the SMs
-// a transfer left it, stretched evenly), host copies one after another from
-// `copy_start_us`.
-std::vector<double> kernel_starts(const LayerKernels& layer, const LayerTiming& lt,
-                                  const std::vector<PipelineLayout::Span>& spans, double copy_start_us) {
+// Each of a micro-batch's kernels in a layer placed: compute and transfers
+// inside their run's span (a run that went slower, on the SMs a transfer left
+// it, stretched evenly), host copies one after another from `copy_at`, which
+// moves past them.
+std::vector<double> kernel_starts(const std::vector<Kernel>& kernels,
+                                  const std::vector<KernelTiming>& timings,
+                                  const std::vector<TrackSegment>& segments,
+                                  const std::vector<PipelineLayout::Span>& spans, double& copy_at) {
   std::vector<double> starts;
-  starts.reserve(layer.kernels().size());
-  double copy_at = copy_start_us;
+  starts.reserve(kernels.size());
   std::size_t segment = 0;
-  double into_segment = 0;  // time alone of the segment's kernels placed so far
+  double into_segment = 0;  // time alone of the run's kernels placed so far
   bool started = false;
-  for (std::size_t i = 0; i < layer.kernels().size(); ++i) {
-    const Kernel& k = layer.kernels()[i];
-    const double time_us = lt.kernels[i].time_us;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    const double time_us = timings[i].time_us;
     if (k.stream == Stream::kHostCopy) {
       starts.push_back(copy_at);
       copy_at += time_us;
       continue;
     }
     const bool communication = k.stream == Stream::kCommunication;
-    if (started && (*lt.segments)[segment].communication != communication) {
+    if (started && segments[segment].communication != communication) {
       ++segment;
       into_segment = 0;
     }
     started = true;
-    const TrackSegment& s = (*lt.segments)[segment];
+    const TrackSegment& s = segments[segment];
     const double stretch = s.us > 0 ? (spans[segment].end_us - spans[segment].start_us) / s.us : 1.0;
     starts.push_back(spans[segment].start_us + into_segment * stretch);
     into_segment += time_us;
@@ -209,6 +214,8 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
   host_copy_us.reserve(graph.layers.size());
   // Keeps the second micro-batch's own segments alive while the layout points into them.
   std::vector<std::shared_ptr<const std::vector<TrackSegment>>> second_segments;
+  std::vector<const LayerKernels*> second_kernels;  // each layer's second micro-batch's, if it runs one
+  second_kernels.reserve(graph.layers.size());
   pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
     const std::pair<int64_t, int64_t> kinds{layer.kind, second != nullptr ? second->kind : -1};
     const bool shared = !full && layer.kind >= 0 && (second == nullptr || second->kind >= 0);
@@ -229,6 +236,7 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     host_copy_us.push_back(lt.host_copy_us);
     // The layout points into the shared segments, which the step's layers and by_kind keep alive.
     pipeline.push_back({lt.segments.get(), sums.second_segments.get()});
+    second_kernels.push_back(second != nullptr ? second : runs > 1 ? &layer : nullptr);
     if (sums.second_segments != nullptr && sums.second_segments != lt.segments)
       second_segments.push_back(std::move(sums.second_segments));
     step.layers.push_back(std::move(lt));
@@ -238,9 +246,14 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     LayerTiming& lt = step.layers[l];
     lt.start_us = l == 0 ? 0.0 : layout.pipeline.layer_end_us[l - 1];
     lt.critical_us = layout.pipeline.layer_end_us[l] - lt.start_us;
-    if (full)
-      lt.kernel_start_us =
-          kernel_starts(graph.layers[l], lt, layout.pipeline.first_spans[l], layout.copy_start_us[l]);
+    if (!full) continue;
+    double copy_at = layout.copy_start_us[l];
+    lt.kernel_start_us = kernel_starts(graph.layers[l].kernels(), lt.kernels, *pipeline[l].first,
+                                       layout.pipeline.spans[0][l], copy_at);
+    if (second_kernels[l] != nullptr) {
+      lt.second_kernel_start_us = kernel_starts(second_kernels[l]->kernels(), lt.second_kernels,
+                                                *pipeline[l].second, layout.pipeline.spans[1][l], copy_at);
+    }
   }
   step.total_us = layout.total_us;
   return step;

@@ -53,6 +53,11 @@ struct LayerTiming : LayerTracks {
   double hbm_bytes = 0;
   std::vector<KernelTiming> kernels;  // parallel to the graph's kernels (the first micro-batch's)
   std::vector<double> kernel_start_us;
+  // The second micro-batch's, where it runs the layer: its kernels' timings
+  // and starts, parallel to its kernels (the first's, unless the halves differ:
+  // StepGraph::second_layers). kFull only.
+  std::vector<KernelTiming> second_kernels;
+  std::vector<double> second_kernel_start_us;
   int64_t kernels_run = 0;  // over every micro-batch
   double critical_us = 0;   // from the layer before it done to this one done, both micro-batches
 };

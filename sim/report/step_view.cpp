@@ -120,6 +120,43 @@ nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_
   return j;
 }
 
+// The second micro-batch's kernels of layer `i`: its own where the halves
+// differ, else the first's; null where it runs none.
+const LayerKernels* second_kernels_of(const StepGraph& g, std::size_t i) {
+  if (g.micro_batches < 2) return nullptr;
+  if (g.second_layers.empty()) return &g.layers[i];
+  for (const LayerKernels& s : g.second_layers) {
+    if (s.layer == g.layers[i].layer) return &s;
+  }
+  return nullptr;
+}
+
+void add_kernel_events(nlohmann::json& events, const LayerTiming& l, const LayerKernels& lk,
+                       const std::vector<KernelTiming>& timings, const std::vector<double>& starts,
+                       int micro_batch) {
+  for (std::size_t j = 0; j < lk.kernels().size(); ++j) {
+    const Kernel& k = lk.kernels()[j];
+    const KernelTiming& kt = timings[j];
+    nlohmann::json args = {{"layer", l.layer},
+                           {"mode", l.mode},
+                           {"class", std::string(class_key(k.kernel_class))},
+                           {"tiles", kt.tiles},
+                           {"waves", kt.waves},
+                           {"flops", k.flops},
+                           {"hbm_bytes", k.hbm_bytes},
+                           {"bound", std::string(bound_name(kt.bound))}};
+    if (micro_batch > 0) args["micro_batch"] = micro_batch;
+    events.push_back({{"name", micro_batch > 1 ? k.name + " (micro-batch 2)" : k.name},
+                      {"cat", fmt::format("layer {} {}", l.layer, l.mode)},
+                      {"ph", "X"},
+                      {"pid", 1},
+                      {"tid", static_cast<int>(k.stream)},
+                      {"ts", starts[j]},
+                      {"dur", kt.time_us},
+                      {"args", args}});
+  }
+}
+
 }  // namespace
 
 double time_bound_by(const StepTiming& t, Bound bound) {
@@ -301,29 +338,12 @@ nlohmann::json step_trace(const StepReport& r) {
         {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", tracks[tid]}}}});
   }
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", title(r)}}}});
+  const bool split = r.graph.micro_batches > 1;
   for (std::size_t i = 0; i < r.timing.layers.size(); ++i) {
     const LayerTiming& l = r.timing.layers[i];
-    const LayerKernels& lk = r.graph.layers[i];
-    for (std::size_t j = 0; j < lk.kernels().size(); ++j) {
-      const Kernel& k = lk.kernels()[j];
-      const KernelTiming& kt = l.kernels[j];
-      events.push_back({{"name", k.name},
-                        {"cat", fmt::format("layer {} {}", l.layer, l.mode)},
-                        {"ph", "X"},
-                        {"pid", 1},
-                        {"tid", static_cast<int>(k.stream)},
-                        {"ts", l.kernel_start_us[j]},
-                        {"dur", kt.time_us},
-                        {"args",
-                         {{"layer", l.layer},
-                          {"mode", l.mode},
-                          {"class", std::string(class_key(k.kernel_class))},
-                          {"tiles", kt.tiles},
-                          {"waves", kt.waves},
-                          {"flops", k.flops},
-                          {"hbm_bytes", k.hbm_bytes},
-                          {"bound", std::string(bound_name(kt.bound))}}}});
-    }
+    add_kernel_events(events, l, r.graph.layers[i], l.kernels, l.kernel_start_us, split ? 1 : 0);
+    if (const LayerKernels* second = second_kernels_of(r.graph, i); second != nullptr)
+      add_kernel_events(events, l, *second, l.second_kernels, l.second_kernel_start_us, 2);
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
 }

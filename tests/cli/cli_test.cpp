@@ -129,6 +129,29 @@ TEST(Cli, StepJsonAndTrace) {
   int complete = 0;
   for (const auto& e : events) complete += e["ph"] == "X" ? 1 : 0;
   EXPECT_EQ(complete, step["kernel_count"].get<int>());
+  // Two micro-batches: the trace holds both halves' kernels, and no track runs
+  // two kernels at once.
+  const std::string split_trace = (dir / "split.json").string();
+  const auto split =
+      run_json("step --phase prefill --batch 1 --context 16384 --overlap --trace " + split_trace);
+  const auto split_events = nlohmann::json::parse(testing::read_text(split_trace))["traceEvents"];
+  std::map<int, std::vector<std::pair<double, double>>> by_track;
+  int second_half = 0;
+  for (const auto& e : split_events) {
+    if (e["ph"] != "X") continue;
+    by_track[e["tid"].get<int>()].push_back({e["ts"].get<double>(), e["dur"].get<double>()});
+    second_half += e["args"].value("micro_batch", 0) == 2 ? 1 : 0;
+  }
+  int all = 0;
+  for (auto& [track, spans] : by_track) {
+    all += static_cast<int>(spans.size());
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i)
+      EXPECT_GE(spans[i].first, (spans[i - 1].first + spans[i - 1].second) * (1 - 1e-12))
+          << track << " " << i;
+  }
+  EXPECT_EQ(all, split["kernel_count"].get<int>());
+  EXPECT_EQ(2 * second_half, all);
 }
 
 // A decode step carrying prompt chunks costs less than the two steps apart

@@ -21,12 +21,19 @@ TEST(MicroBatchPipeline, TwoMicroBatchesTakeTurnsAsTheirKernelsAllow) {
   const std::vector<TrackSegment> layer{compute(5), transfer(3), compute(6), transfer(7)};
   const PipelineLayout out = lay_out_micro_batches({{&layer, &layer}}, 0.0);
   EXPECT_DOUBLE_EQ(out.end_us, 30);
-  ASSERT_EQ(out.first_spans.size(), 1u);
+  ASSERT_EQ(out.spans[0].size(), 1u);
   const std::vector<std::pair<double, double>> expected{{0, 5}, {5, 8}, {10, 16}, {16, 23}};
-  ASSERT_EQ(out.first_spans[0].size(), expected.size());
+  ASSERT_EQ(out.spans[0][0].size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_DOUBLE_EQ(out.first_spans[0][i].start_us, expected[i].first) << i;
-    EXPECT_DOUBLE_EQ(out.first_spans[0][i].end_us, expected[i].second) << i;
+    EXPECT_DOUBLE_EQ(out.spans[0][0][i].start_us, expected[i].first) << i;
+    EXPECT_DOUBLE_EQ(out.spans[0][0][i].end_us, expected[i].second) << i;
+  }
+  // B's: 5-10, 10-13, 16-22, 23-30.
+  const std::vector<std::pair<double, double>> second{{5, 10}, {10, 13}, {16, 22}, {23, 30}};
+  ASSERT_EQ(out.spans[1][0].size(), second.size());
+  for (std::size_t i = 0; i < second.size(); ++i) {
+    EXPECT_DOUBLE_EQ(out.spans[1][0][i].start_us, second[i].first) << i;
+    EXPECT_DOUBLE_EQ(out.spans[1][0][i].end_us, second[i].second) << i;
   }
   // One micro-batch alone: its chain end to end.
   EXPECT_DOUBLE_EQ(lay_out_micro_batches({{&layer, nullptr}}, 0.5).end_us, 21);
@@ -52,7 +59,7 @@ TEST(MicroBatchPipeline, ASecondMicroBatchMaySkipALayer) {
   ASSERT_EQ(out.layer_end_us.size(), 2u);
   EXPECT_DOUBLE_EQ(out.layer_end_us[0], 6);
   EXPECT_DOUBLE_EQ(out.layer_end_us[1], 7);
-  EXPECT_DOUBLE_EQ(out.first_spans[1][0].start_us, 4);
+  EXPECT_DOUBLE_EQ(out.spans[0][1][0].start_us, 4);
   EXPECT_DOUBLE_EQ(out.end_us, 7);
 }
 
