@@ -284,6 +284,13 @@ nlohmann::json step_json(const StepReport& r) {
                       {"flops", l.flops},
                       {"hbm_bytes", l.hbm_bytes},
                       {"kernels", kernels}});
+    if (const LayerKernels* second = second_kernels_of(r.graph, i); second != nullptr) {
+      nlohmann::json second_json = nlohmann::json::array();
+      for (std::size_t j = 0; j < second->kernels().size(); ++j)
+        second_json.push_back(
+            kernel_json(second->kernels()[j], l.second_kernels[j], l.second_kernel_start_us[j]));
+      layers.back()["second_micro_batch_kernels"] = second_json;
+    }
   }
   nlohmann::json modes = nlohmann::json::array();
   for (const ModeTime& m : time_by_mode(t))

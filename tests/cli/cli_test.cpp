@@ -152,6 +152,11 @@ TEST(Cli, StepJsonAndTrace) {
   }
   EXPECT_EQ(all, split["kernel_count"].get<int>());
   EXPECT_EQ(2 * second_half, all);
+  // The JSON lists the second half's kernels too, with their starts.
+  std::size_t listed = 0;
+  for (const auto& layer : split["layers"])
+    listed += layer["kernels"].size() + layer["second_micro_batch_kernels"].size();
+  EXPECT_EQ(static_cast<int>(listed), all);
 }
 
 // A decode step carrying prompt chunks costs less than the two steps apart
