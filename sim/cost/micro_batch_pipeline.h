@@ -31,6 +31,7 @@ struct TrackSegment {
   bool communication = false;
   double us = 0;          // the kernels' time, each alone on the GPU
   double holding_us = 0;  // of a transfer segment: the time its transfers hold SMs
+  bool operator==(const TrackSegment&) const = default;
 };
 
 // One layer of a step: each micro-batch's segments in kernel order; `second`

@@ -34,7 +34,6 @@ void add_to_layer(LayerTiming& lt, const Kernel& k, const KernelTiming& t, doubl
     lt.host_copy_us += t.time_us * runs;
   } else if (k.stream == Stream::kCommunication) {
     lt.communication_us += t.time_us * runs;
-    if (!k.low_latency) lt.sm_holding_communication_us += t.time_us * runs;
   } else {
     lt.compute_us += t.time_us * runs;
   }
@@ -214,8 +213,9 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
   host_copy_us.reserve(graph.layers.size());
   // Keeps the second micro-batch's own segments alive while the layout points into them.
   std::vector<std::shared_ptr<const std::vector<TrackSegment>>> second_segments;
-  std::vector<const LayerKernels*> second_kernels;  // each layer's second micro-batch's, if it runs one
-  second_kernels.reserve(graph.layers.size());
+  std::vector<const LayerKernels*>
+      second_layer_of;  // each layer's second micro-batch's kernels, if it runs one
+  second_layer_of.reserve(graph.layers.size());
   pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
     const std::pair<int64_t, int64_t> kinds{layer.kind, second != nullptr ? second->kind : -1};
     const bool shared = !full && layer.kind >= 0 && (second == nullptr || second->kind >= 0);
@@ -236,7 +236,7 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     host_copy_us.push_back(lt.host_copy_us);
     // The layout points into the shared segments, which the step's layers and by_kind keep alive.
     pipeline.push_back({lt.segments.get(), sums.second_segments.get()});
-    second_kernels.push_back(second != nullptr ? second : runs > 1 ? &layer : nullptr);
+    second_layer_of.push_back(second != nullptr ? second : runs > 1 ? &layer : nullptr);
     if (sums.second_segments != nullptr && sums.second_segments != lt.segments)
       second_segments.push_back(std::move(sums.second_segments));
     step.layers.push_back(std::move(lt));
@@ -250,8 +250,8 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     double copy_at = layout.copy_start_us[l];
     lt.kernel_start_us = kernel_starts(graph.layers[l].kernels(), lt.kernels, *pipeline[l].first,
                                        layout.pipeline.spans[0][l], copy_at);
-    if (second_kernels[l] != nullptr) {
-      lt.second_kernel_start_us = kernel_starts(second_kernels[l]->kernels(), lt.second_kernels,
+    if (second_layer_of[l] != nullptr) {
+      lt.second_kernel_start_us = kernel_starts(second_layer_of[l]->kernels(), lt.second_kernels,
                                                 *pipeline[l].second, layout.pipeline.spans[1][l], copy_at);
     }
   }

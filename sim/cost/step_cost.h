@@ -34,9 +34,6 @@ struct LayerTracks {
   double compute_us = 0;
   double communication_us = 0;
   double host_copy_us = 0;
-  // Of communication_us, the normal-mode transfers, which hold SMs while they
-  // run (an overlapped layer's compute slows meanwhile).
-  double sm_holding_communication_us = 0;
   // The first micro-batch's kernels as runs on one track, in order: what the
   // micro-batches are laid out from (shared by the layers of one kind, never
   // changed once made: copying a layer's tracks copies no segment).

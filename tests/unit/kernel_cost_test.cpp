@@ -558,7 +558,7 @@ TEST(StepCost, TracksAloneGiveTheFullTimingsSums) {
       EXPECT_EQ(a.compute_us, b.compute_us) << i;
       EXPECT_EQ(a.communication_us, b.communication_us) << i;
       EXPECT_EQ(a.host_copy_us, b.host_copy_us) << i;
-      EXPECT_EQ(a.sm_holding_communication_us, b.sm_holding_communication_us) << i;
+      EXPECT_EQ(*a.segments, *b.segments) << i;
       EXPECT_EQ(a.start_us, b.start_us) << i;
       EXPECT_EQ(a.critical_us, b.critical_us) << i;
       EXPECT_EQ(a.flops, b.flops) << i;
@@ -629,7 +629,7 @@ TEST(StepCost, NormalTransfersHoldSmsWhileTheyOverlapCompute) {
   ASSERT_GT(share, 0.1);
   double lower = 0;
   for (const LayerTiming& l : held.layers) {
-    EXPECT_LE(l.sm_holding_communication_us, l.communication_us);
+    for (const TrackSegment& run : *l.segments) EXPECT_LE(run.holding_us, run.us);
     lower += std::max(l.compute_us, l.communication_us);
   }
   // No faster than each layer's busier track, no slower than the tracks one
