@@ -683,6 +683,42 @@ TEST(StepCost, TwoMicroBatchesPayTheirBatchIndependentWorkTwice) {
   EXPECT_DOUBLE_EQ(timed(m, g.cost, one).total_us, alone);
 }
 
+// Every bundled model, both phases, on a Hopper and a Blackwell GPU: two
+// micro-batches take no less than each layer's busier track and no more than
+// the tracks one after the other, and the serving cache's way from the halves
+// gives the same step.
+TEST(StepCost, TwoMicroBatchesStayBetweenTheirBounds) {
+  int split_steps = 0;
+  for (const char* gpu : {"h800", "b200"}) {
+    GpuUnderTest g(gpu);
+    for (const char* name : {"deepseek_v3", "deepseek_v3_2", "deepseek_v4_flash", "deepseek_v4_pro",
+                             "deepseek_v4_1_flash", "llama_3_1_405b"}) {
+      const ModelAnalysis m = analyze(name);
+      for (const StepShape& base : {shape(Phase::kPrefill, 3, 8192), shape(Phase::kDecode, 65, 32768)}) {
+        StepShape split = base;
+        split.overlap_communication = true;
+        const StepGraph graph = build_step_graph(m, split);
+        if (graph.micro_batches < 2) continue;
+        ++split_steps;
+        const StepTiming t = time_step(graph, g.cost);
+        double busier = 0;
+        for (const LayerTiming& l : t.layers) busier += std::max(l.compute_us, l.communication_us);
+        EXPECT_GE(t.total_us, busier * (1 - 1e-12)) << gpu << " " << name;
+        EXPECT_LE(t.total_us, (t.compute_us + t.communication_us + t.host_copy_us) * (1 + 1e-12))
+            << gpu << " " << name;
+        const std::vector<StepShape> halves = micro_batches_of(split);
+        ASSERT_EQ(halves.size(), 2u);
+        const StepTiming a = time_step(build_step_graph(m, halves[0]), g.cost, TimingDetail::kTracks);
+        const StepTiming b = time_step(build_step_graph(m, halves[1]), g.cost, TimingDetail::kTracks);
+        EXPECT_NEAR(overlapped_span(layer_tracks(a), layer_tracks(b), a.transfer_sm_share).total_us,
+                    t.total_us, 1e-9 * t.total_us)
+            << gpu << " " << name;
+      }
+    }
+  }
+  EXPECT_GE(split_steps, 20);  // the dense model's steps split too (no transfers: the bounds meet)
+}
+
 // The trace places the first micro-batch's kernels in its chain's order:
 // each starts once the one before it is done, and the step outlasts them all.
 TEST(StepCost, AnOverlappedStepPlacesEachKernelAfterTheOneBefore) {
