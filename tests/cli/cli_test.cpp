@@ -157,6 +157,11 @@ TEST(Cli, StepJsonAndTrace) {
   for (const auto& layer : split["layers"])
     listed += layer["kernels"].size() + layer["second_micro_batch_kernels"].size();
   EXPECT_EQ(static_cast<int>(listed), all);
+  // The layout no shorter than the busier-track bound it replaced, and no longer than no overlap at all.
+  EXPECT_GE(split["total_time_us"].get<double>(), split["busier_track_bound_us"].get<double>() * (1 - 1e-12));
+  EXPECT_LE(split["total_time_us"].get<double>(), split["compute_us"].get<double>() +
+                                                      split["communication_us"].get<double>() +
+                                                      split["host_copy_us"].get<double>());
 }
 
 // A decode step carrying prompt chunks costs less than the two steps apart
