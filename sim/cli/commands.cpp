@@ -196,7 +196,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
              "GPU profiles to try for the prefill pool only (disaggregated)");
     add_list("--decode-hw", flags->plan_decode_gpus,
              "GPU profiles to try for the decode pool only (disaggregated)");
-    add_list("--ep", flags->plan_eps, "EP sizes to try (= GPUs per instance)");
+    add_list(
+        "--ep", flags->plan_eps,
+        "EP sizes to try (= GPUs per instance), or domain: each GPU also as one EP group over its NVLink "
+        "domain, with the fewest replicas that deal the experts over it");
     add_list("--prefill-instances", flags->plan_prefill_instances,
              "prefill instance counts to try (disaggregated deployments)");
     add_list("--decode-instances", flags->plan_decode_instances, "decode instance counts to try");
@@ -335,7 +338,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
            "EP group over its NVLink domain where that is larger, unless --ep or --redundant-experts "
            "is given)")
         ->delimiter(',');
-    cmd->add_option("--ep", flags->plan_eps, "EP sizes, comma-separated (default: the deployment's)")
+    cmd->add_option("--ep", flags->plan_eps,
+                    "EP sizes, or domain (one EP group over each GPU's NVLink domain), comma-separated "
+                    "(default: the deployment's)")
         ->delimiter(',');
     add_replicas_flag(cmd);
   };

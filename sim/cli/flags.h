@@ -62,7 +62,7 @@ struct Flags {
   std::vector<std::string> plan_gpus;
   std::vector<std::string> plan_prefill_gpus;
   std::vector<std::string> plan_decode_gpus;
-  std::vector<int64_t> plan_eps;
+  std::vector<std::string> plan_eps;  // sizes, or "domain" (each GPU's NVLink domain)
   std::vector<int64_t> plan_prefill_instances;
   std::vector<int64_t> plan_decode_instances;
   std::vector<double> plan_kv_retentions_h;

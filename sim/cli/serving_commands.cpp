@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +29,7 @@
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/costing/shared_step_times.h"
+#include "sim/hw/gpu_profile_loader.h"
 #include "sim/report/context_view.h"
 #include "sim/report/frontier_view.h"
 #include "sim/report/load_capacity_view.h"
@@ -263,9 +266,9 @@ std::vector<int64_t> replica_counts(const Flags& f, const ModelSpec& model, int6
 // replicas in all (set_ep in deployment_plan.cpp) where they deal the slots
 // evenly; one that no count tried makes possible is the user's error (<= 0:
 // plan_variants says so).
-void require_eps_deal(const Flags& f, const ModelSpec& model, int64_t routed,
+void require_eps_deal(const Flags& f, const std::vector<int64_t>& eps, const ModelSpec& model, int64_t routed,
                       const std::vector<int64_t>& replicas) {
-  for (const int64_t ep : f.plan_eps) {
+  for (const int64_t ep : eps) {
     if (ep <= 0 || routed == 0 || routed % ep == 0) continue;
     const bool deals = std::any_of(replicas.begin(), replicas.end(),
                                    [&](int64_t r) { return r >= 0 && (routed + r) % ep == 0; });
@@ -283,9 +286,35 @@ void require_eps_deal(const Flags& f, const ModelSpec& model, int64_t routed,
 // What plan, capacity, context and frontier vary, from their shared flags
 // (EP sizes and replicas checked against the model and the bases: a grid no
 // variant of which can run is the user's error).
-PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vector<DeploymentSpec>& bases) {
+// An EP size as --ep gives it: an integer (plan_variants refuses one below 1).
+std::optional<int64_t> parse_ep(std::string_view text) {
+  int64_t ep = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ep);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return ep;
+}
+
+// Each GPU the variants may run on (the grid's, else the bases'), with its
+// NVLink domain's size, where --ep says domain.
+std::map<std::string, int64_t> domain_eps(const Catalog& catalog, const Flags& f,
+                                          const std::vector<DeploymentSpec>& bases) {
+  std::map<std::string, int64_t> out;
+  if (std::find(f.plan_eps.begin(), f.plan_eps.end(), "domain") == f.plan_eps.end()) return out;
+  std::vector<std::string> gpus = f.plan_decode_gpus.empty() ? f.plan_gpus : f.plan_decode_gpus;
+  for (const DeploymentSpec& base : bases) gpus.push_back(base.decode.gpu);
+  for (const std::string& gpu : gpus)
+    out.emplace(gpu, load_gpu_profile_file(catalog.resolve_gpu(gpu)).nvlink_domain());
+  return out;
+}
+
+PlanGrid grid_from_flags(const Catalog& catalog, const Flags& f, const ModelSpec& model,
+                         const std::vector<DeploymentSpec>& bases) {
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
-  require_eps_deal(f, model, routed, replica_counts(f, model, routed, bases));
+  std::vector<std::string> sizes;
+  std::copy_if(f.plan_eps.begin(), f.plan_eps.end(), std::back_inserter(sizes),
+               [](const std::string& ep) { return ep != "domain"; });
+  const auto eps = parse_each(sizes, parse_ep, "--ep", "EP sizes (positive integers) or domain");
+  require_eps_deal(f, eps, model, routed, replica_counts(f, model, routed, bases));
   const auto aggregated_steps = parse_each(f.plan_aggregated_steps, parse_aggregated_steps,
                                            "--aggregated-steps", "prefill_first or mixed");
   const auto routings =
@@ -295,7 +324,7 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vect
   return {.gpus = f.plan_gpus,
           .prefill_gpus = f.plan_prefill_gpus,
           .decode_gpus = f.plan_decode_gpus,
-          .eps = f.plan_eps,
+          .eps = eps,
           .prefill_instances = f.plan_prefill_instances,
           .decode_instances = f.plan_decode_instances,
           .kv_retentions_h = f.plan_kv_retentions_h,
@@ -306,7 +335,8 @@ PlanGrid grid_from_flags(const Flags& f, const ModelSpec& model, const std::vect
           .max_tokens_per_step = f.plan_max_tokens_per_step,
           .max_batch_per_gpu = f.plan_max_batch_per_gpu,
           .redundant_experts = f.plan_redundant_experts,
-          .routed_experts = routed};
+          .routed_experts = routed,
+          .domain_eps = domain_eps(catalog, f, bases)};
 }
 
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
@@ -314,7 +344,7 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
   const WorkloadSpec workload = load_workload(catalog, f);
-  const PlanGrid grid = grid_from_flags(f, m.spec, bases);
+  const PlanGrid grid = grid_from_flags(catalog, f, m.spec, bases);
   ServeOptions options = serve_options(f);
   require_confirm_seconds(f, options, workload);
   show_progress(f, options);
@@ -336,13 +366,14 @@ namespace {
 // group over the domain (frontier_layouts).
 std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags& f, const ModelAnalysis& m,
                                             const DeploymentSpec& base) {
-  const PlanGrid grid = grid_from_flags(f, m.spec, {base});
-  if (grid.eps.empty() && grid.redundant_experts.empty())
+  const PlanGrid grid = grid_from_flags(catalog, f, m.spec, {base});
+  if (grid.eps.empty() && grid.redundant_experts.empty() && grid.domain_eps.empty())
     return frontier_layouts(catalog, m.spec, base, grid.gpus);
   return plan_variants(base, PlanGrid{.gpus = grid.gpus,
                                       .eps = grid.eps,
                                       .redundant_experts = grid.redundant_experts,
-                                      .routed_experts = grid.routed_experts});
+                                      .routed_experts = grid.routed_experts,
+                                      .domain_eps = grid.domain_eps});
 }
 
 }  // namespace
@@ -394,7 +425,8 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const std::vector<DeploymentSpec> bases = load_bases(catalog, f);
-  const std::vector<DeploymentSpec> variants = plan_variants(bases, grid_from_flags(f, m.spec, bases));
+  const std::vector<DeploymentSpec> variants =
+      plan_variants(bases, grid_from_flags(catalog, f, m.spec, bases));
   const WorkloadSpec workload = load_workload(catalog, f);
   LoadOptions options;
   options.serve = serve_options(f);

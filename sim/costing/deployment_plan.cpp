@@ -150,18 +150,50 @@ DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu
 }
 
 // Every layout of the grid: GPUs, then EP, prefill and decode instances.
+// The EP sizes to try on one decode GPU: the grid's (or, with neither the
+// grid's nor a domain asked, the base's), and its NVLink domain where asked
+// and not among them; `domain` is set to that size (0: none added).
+std::vector<int64_t> eps_on(const DeploymentSpec& base, const PlanGrid& grid, const std::string& decode_gpu,
+                            int64_t& domain) {
+  std::vector<int64_t> eps = grid.eps.empty() && !grid.domain_eps.empty() ? std::vector<int64_t>{}
+                                                                          : or_base(grid.eps, base.decode.ep);
+  domain = 0;
+  const auto it = grid.domain_eps.find(decode_gpu.empty() ? base.decode.gpu : decode_gpu);
+  if (it != grid.domain_eps.end() && std::find(eps.begin(), eps.end(), it->second) == eps.end()) {
+    domain = it->second;
+    eps.push_back(domain);
+  }
+  return eps;
+}
+
+// A pool run as one EP group over an NVLink domain: the fewest replicas, no
+// fewer than it has, that deal the routed experts over the group (as many
+// as the experts at most: past that the model refuses the variant, saying why).
+void deal_over_domain(PoolSpec& pool, int64_t routed_experts) {
+  if (routed_experts == 0) return;
+  const int64_t replicas = replicas_to_deal(routed_experts, pool.ep, pool.redundant_experts);
+  if (replicas == pool.redundant_experts || replicas > routed_experts) return;
+  pool.redundant_experts = replicas;
+  pool.redundant_experts_at = {"", 0, "--ep domain"};
+}
+
 std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& grid) {
   std::vector<DeploymentSpec> out;
   for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
-    for (const int64_t ep : or_base(grid.eps, base.decode.ep)) {
+    int64_t domain = 0;
+    for (const int64_t ep : eps_on(base, grid, decode_gpu, domain)) {
       for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
         for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
           for (const auto steps : or_base(grid.aggregated_steps, base.aggregated_steps)) {
             for (const auto routing : or_base(grid.routings, base.routing)) {
-              out.push_back(layout(base, prefill_gpu, decode_gpu, ep, grid.routed_experts, prefill, decode));
-              out.back().aggregated_steps = steps;
-              out.back().routing = routing;
-              out.back().routing_named = base.routing_named || !grid.routings.empty();
+              DeploymentSpec& d = out.emplace_back(
+                  layout(base, prefill_gpu, decode_gpu, ep, grid.routed_experts, prefill, decode));
+              if (ep == domain) {
+                for (PoolSpec* pool : {&d.decode, &d.prefill}) deal_over_domain(*pool, grid.routed_experts);
+              }
+              d.aggregated_steps = steps;
+              d.routing = routing;
+              d.routing_named = base.routing_named || !grid.routings.empty();
             }
           }
         }
@@ -197,7 +229,7 @@ std::string scheduler_name(const DeploymentSpec& d, const PlanGrid& grid) {
 
 // The EPLB replicas, where the grid varies them.
 std::string replicas_name(const DeploymentSpec& d, const PlanGrid& grid) {
-  if (grid.redundant_experts.empty()) return "";
+  if (grid.redundant_experts.empty() && grid.domain_eps.empty()) return "";
   return fmt::format(", {} redundant expert{}", d.decode.redundant_experts,
                      d.decode.redundant_experts == 1 ? "" : "s");
 }

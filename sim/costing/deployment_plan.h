@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,12 @@ struct PlanGrid {
   // The model's routed experts (0: not known), for how an EP size carries a
   // base's redundant experts (plan_variants).
   int64_t routed_experts = 0;
+  // EP over each GPU's NVLink domain (`--ep domain`): each decode GPU's domain
+  // size by its name (its profile's, as the variants name their GPUs). Empty: not
+  // asked. Each GPU then also runs one EP group over its whole domain, with
+  // the fewest replicas, no fewer than the base's, that deal the routed
+  // experts over it (unless the grid sets the replicas).
+  std::map<std::string, int64_t> domain_eps{};
 };
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,

@@ -985,6 +985,8 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--warm-up': expected seconds in [0, 2305243] (with --duration 600 "
                "after them), got -1"},
         BadRun{"plan --warm-up nan", "field '--warm-up': expected seconds in [0, 2305243]"},
+        BadRun{"plan --ep domian",
+               "field '--ep': expected EP sizes (positive integers) or domain, got 'domian'"},
         BadRun{"run --workload agent_trace --warm-up 100000",
                "field '--warm-up': the trace's last row comes at"},
         BadRun{"run --sessions-per-s 1e9 --warm-up 0 --duration 60",

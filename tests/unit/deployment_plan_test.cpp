@@ -94,6 +94,39 @@ TEST(DeploymentPlan, RedundantExpertsVaryBothPools) {
   EXPECT_EQ(flag_of_error(base, {.redundant_experts = {-1}}), "--redundant-experts");
 }
 
+// `--ep domain`: each GPU also as one EP group over its NVLink domain, with
+// the fewest replicas, no fewer than the base's, that deal the experts over
+// it; a GPU whose domain is an EP size already tried adds nothing.
+TEST(DeploymentPlan, AnEpGroupOverEachGpusNvlinkDomain) {
+  const DeploymentSpec base = deployment("h200_agg_8");  // EP 8, 32 redundant experts
+  const PlanGrid grid{.gpus = {"h200", "gb200_nvl72"},
+                      .eps = {8},
+                      .routed_experts = 384,
+                      .domain_eps = {{"h200", 8}, {"gb200_nvl72", 72}}};
+  const std::vector<DeploymentSpec> variants = plan_variants(base, grid);
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_EQ(variants[0].name, "1 x 8 h200, aggregated, EP 8, 32 redundant experts");
+  EXPECT_EQ(variants[1].name, "1 x 8 gb200_nvl72, aggregated, EP 8, 32 redundant experts");
+  EXPECT_EQ(variants[2].name, "1 x 72 gb200_nvl72, aggregated, EP 72, 48 redundant experts");
+  for (const PoolSpec* pool : {&variants[2].prefill, &variants[2].decode}) {
+    EXPECT_EQ(pool->ep, 72);
+    EXPECT_EQ(pool->redundant_experts, 48);
+    EXPECT_EQ((384 + pool->redundant_experts) % pool->ep, 0);
+  }
+  // Domain alone: the grid's sizes are not the base's.
+  PlanGrid alone = grid;
+  alone.eps.clear();
+  const std::vector<DeploymentSpec> domain_only = plan_variants(base, alone);
+  ASSERT_EQ(domain_only.size(), 2u);
+  EXPECT_EQ(domain_only[0].decode.ep, 8);
+  EXPECT_EQ(domain_only[1].decode.ep, 72);
+  // Replicas the grid sets override the domain's.
+  PlanGrid set = grid;
+  set.redundant_experts = {120};
+  for (const DeploymentSpec& d : plan_variants(base, set))
+    EXPECT_EQ(d.decode.redundant_experts, 120) << d.name;
+}
+
 // The fewest replicas, from a floor, that deal the experts evenly over EP ranks.
 TEST(DeploymentPlan, ReplicasToDealFillTheLastRank) {
   EXPECT_EQ(replicas_to_deal(384, 72, 0), 48);
