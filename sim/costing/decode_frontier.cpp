@@ -66,20 +66,16 @@ DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& mode
 std::vector<DeploymentSpec> frontier_layouts(const Catalog& catalog, const ModelSpec& model,
                                              const DeploymentSpec& base,
                                              const std::vector<std::string>& gpus) {
-  std::vector<DeploymentSpec> out = plan_variants(base, PlanGrid{.gpus = gpus});
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
+  PlanGrid grid{.gpus = gpus, .eps = {base.decode.ep}, .routed_experts = routed};
   for (const std::string& gpu : gpus.empty() ? std::vector<std::string>{base.decode.gpu} : gpus) {
     const int64_t domain = load_gpu_profile_file(catalog.resolve_gpu(gpu)).nvlink_domain();
     if (routed == 0 || domain <= base.decode.ep) continue;
-    const int64_t replicas = replicas_to_deal(routed, domain, base.decode.redundant_experts);
-    if (replicas > routed) continue;  // more replicas than experts: the model refuses them
-    for (DeploymentSpec& d : plan_variants(
-             base,
-             PlanGrid{
-                 .gpus = {gpu}, .eps = {domain}, .redundant_experts = {replicas}, .routed_experts = routed}))
-      out.push_back(std::move(d));
+    if (replicas_to_deal(routed, domain, base.decode.redundant_experts) > routed)
+      continue;  // the model refuses
+    grid.domain_eps.emplace(gpu, domain);
   }
-  return out;
+  return plan_variants(base, grid);
 }
 
 void mark_pareto(std::vector<DecodeFrontier>& frontiers) {
