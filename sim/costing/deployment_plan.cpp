@@ -149,7 +149,6 @@ DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu
   return d;
 }
 
-// Every layout of the grid: GPUs, then EP, prefill and decode instances.
 // The EP sizes to try on one decode GPU: the grid's (or, with neither the
 // grid's nor a domain asked, the base's), and its NVLink domain where asked
 // and not among them; `domain` is set to that size (0: none added).
@@ -177,6 +176,7 @@ void deal_over_domain(PoolSpec& pool, int64_t routed_experts) {
   pool.redundant_experts_at = {"", 0, "--ep domain"};
 }
 
+// Every layout of the grid: GPUs, then EP, prefill and decode instances.
 std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& grid) {
   std::vector<DeploymentSpec> out;
   for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
