@@ -283,9 +283,6 @@ void require_eps_deal(const Flags& f, const std::vector<int64_t>& eps, const Mod
   }
 }
 
-// What plan, capacity, context and frontier vary, from their shared flags
-// (EP sizes and replicas checked against the model and the bases: a grid no
-// variant of which can run is the user's error).
 // An EP size as --ep gives it: an integer (plan_variants refuses one below 1).
 std::optional<int64_t> parse_ep(std::string_view text) {
   int64_t ep = 0;
@@ -307,6 +304,9 @@ std::map<std::string, int64_t> domain_eps(const Catalog& catalog, const Flags& f
   return out;
 }
 
+// What plan, capacity, context and frontier vary, from their shared flags
+// (EP sizes and replicas checked against the model and the bases: a grid no
+// variant of which can run is the user's error).
 PlanGrid grid_from_flags(const Catalog& catalog, const Flags& f, const ModelSpec& model,
                          const std::vector<DeploymentSpec>& bases) {
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
@@ -369,11 +369,7 @@ std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags&
   const PlanGrid grid = grid_from_flags(catalog, f, m.spec, {base});
   if (grid.eps.empty() && grid.redundant_experts.empty() && grid.domain_eps.empty())
     return frontier_layouts(catalog, m.spec, base, grid.gpus);
-  return plan_variants(base, PlanGrid{.gpus = grid.gpus,
-                                      .eps = grid.eps,
-                                      .redundant_experts = grid.redundant_experts,
-                                      .routed_experts = grid.routed_experts,
-                                      .domain_eps = grid.domain_eps});
+  return plan_variants(base, grid);  // context and frontier take no other grid flags
 }
 
 }  // namespace

@@ -86,48 +86,46 @@ void add_to_segments(std::vector<TrackSegment>& segments, const Kernel& k, doubl
 }
 
 // A layer's sums over its kernels (and its second micro-batch's), its
-// position in the step left out: its tracks and segments, FLOPs and bytes,
-// and each kernel class's time over the first micro-batch's kernels, each
-// once (the band's weights). kFull also keeps every kernel's timing.
+// position in the step left out: its tracks and runs, FLOPs and bytes, and
+// each kernel class's time over the first micro-batch's kernels, each once
+// (the band's weights). kFull also keeps every kernel's timing.
 struct KindSums {
   LayerTiming layer;
   std::array<double, kKernelClassCount> class_us{};
-  // The second micro-batch's segments: the first's where the halves are
-  // alike, its own where it differs, none where it skips the layer or the
-  // step runs one micro-batch (null).
-  std::shared_ptr<const std::vector<TrackSegment>> second_segments;
 };
+
+// One micro-batch's kernels of a layer added to its totals, `runs` times;
+// returns their runs on each track.
+std::shared_ptr<const std::vector<TrackSegment>> add_kernels(LayerTiming& lt,
+                                                             const std::vector<Kernel>& kernels,
+                                                             const std::vector<KernelTiming>& timings,
+                                                             double runs) {
+  std::vector<TrackSegment> segments;
+  segments.reserve(kSegmentsReserved);
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    add_to_layer(lt, kernels[i], timings[i], runs);
+    add_to_segments(segments, kernels[i], timings[i].time_us);
+  }
+  lt.kernels_run += static_cast<int64_t>(kernels.size()) * static_cast<int64_t>(runs);
+  return std::make_shared<const std::vector<TrackSegment>>(std::move(segments));
+}
 
 KindSums sum_layer(const LayerKernels& layer, const LayerKernels* second, LayerTimings& timings, double runs,
                    bool full) {
   KindSums sums;
   LayerTiming& lt = sums.layer;
   const std::vector<KernelTiming>& layer_timings = timings.of(layer, 0);
-  std::vector<TrackSegment> segments;
-  segments.reserve(kSegmentsReserved);
-  for (std::size_t i = 0; i < layer.kernels().size(); ++i) {
-    const Kernel& k = layer.kernels()[i];
-    add_to_layer(lt, k, layer_timings[i], runs);
-    add_to_segments(segments, k, layer_timings[i].time_us);
-    sums.class_us[static_cast<std::size_t>(k.kernel_class)] += layer_timings[i].time_us;
-  }
+  lt.segments = add_kernels(lt, layer.kernels(), layer_timings, runs);
+  for (std::size_t i = 0; i < layer.kernels().size(); ++i)
+    sums.class_us[static_cast<std::size_t>(layer.kernels()[i].kernel_class)] += layer_timings[i].time_us;
   if (full) lt.kernels = layer_timings;
-  lt.kernels_run = static_cast<int64_t>(layer.kernels().size()) * static_cast<int64_t>(runs);
-  lt.segments = std::make_shared<const std::vector<TrackSegment>>(std::move(segments));
   if (runs > 1) {
-    sums.second_segments = lt.segments;
+    lt.second_segments = lt.segments;
     if (full) lt.second_kernels = layer_timings;
   }
   if (second != nullptr) {
     const std::vector<KernelTiming>& second_timings = timings.of(*second, 1);
-    std::vector<TrackSegment> second_segments;
-    second_segments.reserve(kSegmentsReserved);
-    for (std::size_t i = 0; i < second->kernels().size(); ++i) {
-      add_to_layer(lt, second->kernels()[i], second_timings[i], 1.0);
-      add_to_segments(second_segments, second->kernels()[i], second_timings[i].time_us);
-    }
-    lt.kernels_run += static_cast<int64_t>(second->kernels().size());
-    sums.second_segments = std::make_shared<const std::vector<TrackSegment>>(std::move(second_segments));
+    lt.second_segments = add_kernels(lt, second->kernels(), second_timings, 1.0);
     if (full) lt.second_kernels = second_timings;
   }
   return sums;
@@ -207,15 +205,6 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
   // none), as the first layer of that pair summed them (the same kernels in
   // the same order: the same sums).
   std::map<std::pair<int64_t, int64_t>, KindSums> by_kind;
-  std::vector<PipelineLayer> pipeline;
-  std::vector<double> host_copy_us;
-  pipeline.reserve(graph.layers.size());
-  host_copy_us.reserve(graph.layers.size());
-  // Keeps the second micro-batch's own segments alive while the layout points into them.
-  std::vector<std::shared_ptr<const std::vector<TrackSegment>>> second_segments;
-  std::vector<const LayerKernels*>
-      second_layer_of;  // each layer's second micro-batch's kernels, if it runs one
-  second_layer_of.reserve(graph.layers.size());
   pair_layers(graph.layers, graph.second_layers, [&](const LayerKernels& layer, const LayerKernels* second) {
     const std::pair<int64_t, int64_t> kinds{layer.kind, second != nullptr ? second->kind : -1};
     const bool shared = !full && layer.kind >= 0 && (second == nullptr || second->kind >= 0);
@@ -233,14 +222,16 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     step.flops += lt.flops;
     step.hbm_bytes += lt.hbm_bytes;
     step.kernel_count += lt.kernels_run;
-    host_copy_us.push_back(lt.host_copy_us);
-    // The layout points into the shared segments, which the step's layers and by_kind keep alive.
-    pipeline.push_back({lt.segments.get(), sums.second_segments.get()});
-    second_layer_of.push_back(second != nullptr ? second : runs > 1 ? &layer : nullptr);
-    if (sums.second_segments != nullptr && sums.second_segments != lt.segments)
-      second_segments.push_back(std::move(sums.second_segments));
     step.layers.push_back(std::move(lt));
   });
+  std::vector<PipelineLayer> pipeline;
+  std::vector<double> host_copy_us;
+  pipeline.reserve(step.layers.size());
+  host_copy_us.reserve(step.layers.size());
+  for (const LayerTiming& l : step.layers) {
+    pipeline.push_back({l.segments.get(), l.second_segments.get()});
+    host_copy_us.push_back(l.host_copy_us);
+  }
   const StepLayout layout = lay_out_step(pipeline, host_copy_us, step.transfer_sm_share, full);
   for (std::size_t l = 0; l < step.layers.size(); ++l) {
     LayerTiming& lt = step.layers[l];
@@ -248,11 +239,11 @@ StepTiming time_step(const StepGraph& graph, const KernelCostModel& cost, Timing
     lt.critical_us = layout.pipeline.layer_end_us[l] - lt.start_us;
     if (!full) continue;
     double copy_at = layout.copy_start_us[l];
-    lt.kernel_start_us = kernel_starts(graph.layers[l].kernels(), lt.kernels, *pipeline[l].first,
+    lt.kernel_start_us = kernel_starts(graph.layers[l].kernels(), lt.kernels, *lt.segments,
                                        layout.pipeline.spans[0][l], copy_at);
-    if (second_layer_of[l] != nullptr) {
-      lt.second_kernel_start_us = kernel_starts(second_layer_of[l]->kernels(), lt.second_kernels,
-                                                *pipeline[l].second, layout.pipeline.spans[1][l], copy_at);
+    if (const LayerKernels* second = second_micro_batch_layer(graph, l); second != nullptr) {
+      lt.second_kernel_start_us = kernel_starts(second->kernels(), lt.second_kernels, *lt.second_segments,
+                                                layout.pipeline.spans[1][l], copy_at);
     }
   }
   step.total_us = layout.total_us;

@@ -55,6 +55,9 @@ struct LayerTiming : LayerTracks {
   // StepGraph::second_layers). kFull only.
   std::vector<KernelTiming> second_kernels;
   std::vector<double> second_kernel_start_us;
+  // The second micro-batch's runs on each track, where it runs the layer (the
+  // first's where the halves are alike); null otherwise.
+  std::shared_ptr<const std::vector<TrackSegment>> second_segments;
   int64_t kernels_run = 0;  // over every micro-batch
   double critical_us = 0;   // from the layer before it done to this one done, both micro-batches
 };

@@ -281,6 +281,16 @@ bool alike(const StepShape& a, const StepShape& b) {
 // context (an approximation: the first half attends to a shorter span, and
 // under CED only the second runs the decoder's rows). A single decode
 // sequence does not split.
+const LayerKernels* second_micro_batch_layer(const StepGraph& graph, std::size_t i) {
+  if (graph.micro_batches < 2) return nullptr;
+  if (graph.second_layers.empty()) return &graph.layers[i];
+  // The second's layers are some of the first's, in order (by layer id).
+  const int64_t id = graph.layers[i].layer;
+  const auto it = std::lower_bound(graph.second_layers.begin(), graph.second_layers.end(), id,
+                                   [](const LayerKernels& l, int64_t wanted) { return l.layer < wanted; });
+  return it != graph.second_layers.end() && it->layer == id ? &*it : nullptr;
+}
+
 std::vector<StepShape> micro_batches_of(const StepShape& s) {
   if (!s.overlap_communication) return {s};
   StepShape first = s;

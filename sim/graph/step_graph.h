@@ -65,6 +65,11 @@ struct StepGraph {
 // the second as far as it holds them); else the step as it is, alone.
 std::vector<StepShape> micro_batches_of(const StepShape& shape);
 
+// The second micro-batch's kernels for the first's layer `i`: its own where
+// the halves differ, the first's where they are alike; null where it runs none
+// of that layer, or the step runs one micro-batch.
+const LayerKernels* second_micro_batch_layer(const StepGraph& graph, std::size_t i);
+
 // One backbone layer of a step (a micro-batch's shape), built alone. The step
 // graph builds each kind of layer once (what this reads of a layer: its role,
 // mode, ratio, sources, MoE, Engram, CED half) and copies it; a test builds

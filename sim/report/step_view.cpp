@@ -120,17 +120,6 @@ nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_
   return j;
 }
 
-// The second micro-batch's kernels of layer `i`: its own where the halves
-// differ, else the first's; null where it runs none.
-const LayerKernels* second_kernels_of(const StepGraph& g, std::size_t i) {
-  if (g.micro_batches < 2) return nullptr;
-  if (g.second_layers.empty()) return &g.layers[i];
-  for (const LayerKernels& s : g.second_layers) {
-    if (s.layer == g.layers[i].layer) return &s;
-  }
-  return nullptr;
-}
-
 void add_kernel_events(nlohmann::json& events, const LayerTiming& l, const LayerKernels& lk,
                        const std::vector<KernelTiming>& timings, const std::vector<double>& starts,
                        int micro_batch) {
@@ -306,7 +295,7 @@ nlohmann::json step_json(const StepReport& r) {
                       {"flops", l.flops},
                       {"hbm_bytes", l.hbm_bytes},
                       {"kernels", kernels}});
-    if (const LayerKernels* second = second_kernels_of(r.graph, i); second != nullptr) {
+    if (const LayerKernels* second = second_micro_batch_layer(r.graph, i); second != nullptr) {
       nlohmann::json second_json = nlohmann::json::array();
       for (std::size_t j = 0; j < second->kernels().size(); ++j)
         second_json.push_back(
@@ -372,7 +361,7 @@ nlohmann::json step_trace(const StepReport& r) {
   for (std::size_t i = 0; i < r.timing.layers.size(); ++i) {
     const LayerTiming& l = r.timing.layers[i];
     add_kernel_events(events, l, r.graph.layers[i], l.kernels, l.kernel_start_us, split ? 1 : 0);
-    if (const LayerKernels* second = second_kernels_of(r.graph, i); second != nullptr)
+    if (const LayerKernels* second = second_micro_batch_layer(r.graph, i); second != nullptr)
       add_kernel_events(events, l, *second, l.second_kernels, l.second_kernel_start_us, 2);
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
