@@ -491,16 +491,18 @@ std::string plan_section(const Catalog& catalog, const ModelAnalysis& focus, con
 }
 
 // Which GPU, and how many, serve the workload within the SLA for the least
-// money: one base deployment varied over every GPU profile.
+// money: one base deployment varied over every GPU profile, EP size and
+// instance count.
 std::string cheapest_gpu_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                                  SharedStepTimes& steps, nlohmann::json& json) {
   PlanGrid grid;
   for (const std::string& file : catalog.gpu_files()) grid.gpus.push_back(fs::path(file).stem().string());
+  grid.eps = o.plan_eps;
   grid.decode_instances = o.plan_decode_instances;
-  return plan_section(
-      catalog, focus, o, steps, {o.plan_deployment}, grid,
-      fmt::format("The cheapest deployment within the SLA ({} on every GPU profile)", o.plan_deployment),
-      json);
+  return plan_section(catalog, focus, o, steps, {o.plan_deployment}, grid,
+                      fmt::format("The cheapest deployment within the SLA ({} on every GPU profile, EP {})",
+                                  o.plan_deployment, fmt::join(o.plan_eps, " or ")),
+                      json);
 }
 
 // One pool for prefill and decode, or a pool each: the same arrivals and SLA

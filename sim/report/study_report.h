@@ -36,9 +36,12 @@ struct StudyOptions {
   // limits, each deployment run this long.
   std::string mix_workload = "chat_and_agents";
   double mix_seconds = 200;
-  // The cheapest-deployment question: this base varied over every GPU profile
-  // and these decode instance counts, under the serving workload.
+  // The cheapest-deployment question: this base varied over every GPU profile,
+  // these EP sizes (16: two 8-GPU nodes over their NICs, except where the
+  // NVLink domain spans them) and these instance counts, under the serving
+  // workload.
   std::string plan_deployment = "h200_agg_8";
+  std::vector<int64_t> plan_eps{8, 16};
   std::vector<int64_t> plan_decode_instances{1, 2};
   // The layout question: one aggregated pool against prefill/decode split
   // into pools (one instance of each) on these

@@ -257,6 +257,38 @@ void add_plans(Table& t, const json& report) {
       {"one pool or prefill/decode split (same GPUs, same SLA)", answer, "Aggregated or disaggregated"});
 }
 
+// The plan's EP question on each GPU: the same GPUs as several instances of
+// a smaller EP group or as one group (the pool that serves decode).
+void add_ep_choices(Table& t, const json& plan) {
+  const auto instances = [](const json& row) { return row.at("decode").at("instances").get<int64_t>(); };
+  const auto pool_gpus = [&](const json& row) {
+    return instances(row) * row.at("decode").at("ep").get<int64_t>();
+  };
+  const auto shown = [&](const json& row) {
+    return fmt::format("{} x EP {} {:.1f}% within, TPOT p99 {}, {}{}", instances(row),
+                       row.at("decode").at("ep").get<int64_t>(), 100 * row.at("within_sla").get<double>(),
+                       tpot_p99(row), price(row), not_held(row));
+  };
+  std::vector<std::string> parts;
+  for (const json& one : plan.at("rows")) {
+    if (!one.contains("cost") || instances(one) != 1) continue;
+    std::vector<std::string> choices;
+    for (const json& many : plan.at("rows")) {
+      if (!many.contains("cost") || instances(many) == 1) continue;
+      if (many.at("decode").at("gpu") != one.at("decode").at("gpu") || pool_gpus(many) != pool_gpus(one))
+        continue;
+      choices.push_back(shown(many));
+    }
+    if (choices.empty()) continue;
+    choices.push_back(shown(one));
+    parts.push_back(fmt::format("{} on {} GPUs: {}", one.at("decode").at("gpu").get<std::string>(),
+                                pool_gpus(one), fmt::join(choices, " / ")));
+  }
+  if (parts.empty()) return;
+  t.add_row({"the same GPUs as several instances of a smaller EP group, or as one group",
+             fmt::format("{}", fmt::join(parts, "; ")), "The cheapest deployment within the SLA"});
+}
+
 // "workloads/deployments/h200_agg_8.yaml" -> "h200_agg_8".
 std::string file_stem(const std::string& path) {
   const std::string name = path.substr(path.find_last_of('/') + 1);
@@ -431,6 +463,7 @@ Table study_summary(const json& report) {
   if (report.contains("decode_frontier")) add_frontier(t, report.at("decode_frontier"));
   if (report.contains("serving_mix")) add_mix(t, report.at("serving_mix"));
   add_plans(t, report);
+  add_ep_choices(t, report.at("plan"));
   add_aggregated_steps(t, report.at("plan_layouts"));
   if (report.contains("plan_kv_tiers")) add_kv_tiers(t, report.at("plan_kv_tiers"));
   if (report.contains("capacity")) add_capacity(t, report.at("capacity"));

@@ -1244,7 +1244,7 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   for (const char* gpu : {"H20", "H100", "H200", "B200", "GB200"})
     EXPECT_NE(md.find(gpu), std::string::npos) << gpu;
   EXPECT_NE(md.find("holds only if"), std::string::npos);
-  // The cheapest-deployment section ranks one variant per GPU profile and instance count.
+  // The cheapest-deployment section ranks one variant per GPU profile, EP size and instance count.
   EXPECT_NE(md.find("## The cheapest deployment within the SLA"), std::string::npos);
   // The HTML page carries every chart the Markdown links, drawn inline.
   const std::string html = testing::read_text((a / "report.html").string());
@@ -1258,7 +1258,9 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   EXPECT_EQ(occurrences(html, "<img "), 0u);
   EXPECT_EQ(occurrences(html, "<table>"), occurrences(md, "\n| --- |"));
   const auto json = nlohmann::json::parse(testing::read_text((a / "report.json").string()));
-  EXPECT_EQ(json["plan"]["rows"].size(), 12u);  // 6 GPU profiles x 1 or 2 instances
+  EXPECT_EQ(json["plan"]["rows"].size(), 24u);  // 6 GPU profiles x EP 8 or 16 x 1 or 2 instances
+  EXPECT_NE(md.find("| the same GPUs as several instances of a smaller EP group, or as one group |"),
+            std::string::npos);
   // The mix of traffic: every bundled deployment, each class of the mix counted apart, drained.
   EXPECT_NE(md.find("## A mix of traffic on one deployment: chat and coding agents"), std::string::npos);
   ASSERT_EQ(json["serving_mix"].size(), json["serving"].size());

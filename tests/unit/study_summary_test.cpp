@@ -52,6 +52,13 @@ json steps(json plan_row, const std::string& schedule, const std::string& gpu, i
   return plan_row;
 }
 
+// A plan row's decode pool (instances x EP on one GPU) and its share within the SLA.
+json pool(json plan_row, const std::string& gpu, int64_t instances, int64_t ep, double within) {
+  plan_row["decode"] = {{"gpu", gpu}, {"instances", instances}, {"ep", ep}};
+  plan_row["within_sla"] = within;
+  return plan_row;
+}
+
 // A context sweep's point as the report's JSON has it.
 json point(int64_t context, int64_t sessions, double ttft_ms, int64_t batch, const std::string& bound,
            double decode_only, double with_prompt) {
@@ -115,7 +122,9 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       {"plan",
        {{"workload", "agent coding"},
         {"rows",
-         {row("too slow", false, false, 0.1), row("fits", true, false, 0.5), {{"deployment", "x"}}}}}},
+         {pool(row("too slow", false, false, 0.1), "h20", 1, 8, 0.2),
+          pool(row("fits", true, false, 0.5), "h200", 1, 8, 0.995),
+          {{"deployment", "x"}}}}}},
       {"plan_layouts",
        {{"rows",
          {steps(row("one pool", true, false, 0.5), "mixed", "h100_sxm", 1, 18.3),
@@ -234,13 +243,37 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_TRUE(says(text, "prefill at 4194304 tokens: faster on 1 of 1 GPU profiles (mean 0.90x"));
 }
 
+// The same GPUs as several EP groups or one: a pair per GPU and GPU count,
+// the several first; a pool with no counterpart is left out.
+TEST(StudySummary, SetsOneEpGroupAgainstSeveralOnTheSameGpus) {
+  json report{{"claims", json::array()},
+              {"fits", json::array()},
+              {"steps", json::array()},
+              {"plan",
+               {{"workload", "chat"},
+                {"rows",
+                 {pool(row("two", true, false, 0.51), "h200", 2, 8, 0.999),
+                  pool(row("one", false, false, 0.66), "h200", 1, 16, 0.933),
+                  pool(row("alone", true, false, 0.35), "h200", 1, 8, 0.99),
+                  pool(row("other gpu", true, false, 0.64), "b200", 2, 8, 1.0)}}}},
+              {"plan_layouts", {{"rows", json::array()}}},
+              {"validation", json::array()}};
+  const std::string text = study_summary(report).to_text();
+  EXPECT_TRUE(says(text,
+                   "h200 on 16 GPUs: 2 x EP 8 99.9% within, TPOT p99 7.5 ms, $0.51 per 1M output tokens / "
+                   "1 x EP 16 93.3% within, TPOT p99 7.5 ms, $0.66 per 1M output tokens"));
+  EXPECT_FALSE(says(text, "h200 on 8 GPUs"));
+  EXPECT_FALSE(says(text, "b200 on"));
+}
+
 TEST(StudySummary, SaysWhenNoVariantMeetsTheSla) {
-  const json report{{"claims", json::array()},
-                    {"fits", {fit(1048576, "NVIDIA H20", 344)}},
-                    {"steps", {step("decode", 1048576, 29600, false)}},
-                    {"plan", {{"workload", "chat"}, {"rows", {row("slow", false, false, 0.1)}}}},
-                    {"plan_layouts", {{"rows", json::array()}}},
-                    {"validation", json::array()}};
+  const json report{
+      {"claims", json::array()},
+      {"fits", {fit(1048576, "NVIDIA H20", 344)}},
+      {"steps", {step("decode", 1048576, 29600, false)}},
+      {"plan", {{"workload", "chat"}, {"rows", {pool(row("slow", false, false, 0.1), "h20", 1, 8, 0.1)}}}},
+      {"plan_layouts", {{"rows", json::array()}}},
+      {"validation", json::array()}};
   const std::string text = study_summary(report).to_text();
   EXPECT_TRUE(says(text, "H200 29.6 ms"));
   EXPECT_FALSE(says(text, "±"));  // no band known
