@@ -154,6 +154,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
     cmd->add_option(
         "--sessions-per-s", flags->sessions_per_s,
         "arrival rate of sessions, replacing the workload's (a trace's row times are scaled to it)");
+    cmd->add_option("--concurrency", flags->concurrency,
+                    "sessions in flight, replacing a closed-loop workload's (arrival process closed_loop: "
+                    "each session that ends is followed at once by a new one)");
     cmd->add_option("--duration", flags->duration_s, duration)->capture_default_str();
     cmd->add_option(
         "--warm-up", flags->warm_up_s,

@@ -58,6 +58,7 @@ struct Flags {
   double trace_seconds = 60;
   std::string requests_csv;   // run: write every request of the first seed's run here
   double sessions_per_s = 0;  // run / plan: > 0 replaces the workload's arrival rate
+  int64_t concurrency = 0;    // run / plan: != 0 replaces a closed loop's sessions at a time
   // plan (empty lists: the base deployment's value)
   std::vector<std::string> plan_gpus;
   std::vector<std::string> plan_prefill_gpus;

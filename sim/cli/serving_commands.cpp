@@ -103,9 +103,8 @@ void show_progress(const Flags& f, ServeOptions& options) {
                                  const ServeOptions& run_options, const ServedRun& run) {
     const ServingResult& r = run.result;
     progress->say(fmt::format(
-        "{}: {:.4g} sessions/s over {:g} s: {:.1f}% within the SLA, TTFT p99 {:.0f} ms, TPOT p99 {:.1f} ms",
-        deployment.name, workload.sessions_per_s, run_options.duration_s, 100 * run.within_sla(),
-        r.ttft_ms.p99, r.tpot_ms.p99));
+        "{}: {} over {:g} s: {:.1f}% within the SLA, TTFT p99 {:.0f} ms, TPOT p99 {:.1f} ms", deployment.name,
+        load_phrase(workload), run_options.duration_s, 100 * run.within_sla(), r.ttft_ms.p99, r.tpot_ms.p99));
   };
 }
 
@@ -154,6 +153,14 @@ void apply_sla_flags(const Flags& f, DeploymentSpec& d) {
 // (named in the workload's name, so every output says which load it ran).
 WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
   WorkloadSpec w = load_workload_file(catalog.resolve_workload(f.workload));
+  if (f.concurrency != 0) {
+    const InputLocation flag{"", 0, "--concurrency"};
+    const std::string was =
+        fmt::format(" at {} sessions at a time (the file says {})", f.concurrency, w.concurrency);
+    w = at_concurrency(std::move(w), f.concurrency, flag);
+    w.name += was;
+    w.concurrency_where = flag;
+  }
   if (f.sessions_per_s == 0) return w;
   if (!(f.sessions_per_s > 0 && std::isfinite(f.sessions_per_s))) {
     throw InputError({"", 0, "--sessions-per-s"},

@@ -16,6 +16,13 @@ namespace v41sim {
 namespace {
 
 void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
+  if (workload.arrival == WorkloadSpec::Arrival::kClosedLoop) {
+    throw InputError(
+        workload.concurrency_where,
+        fmt::format("capacity scales an arrival rate, which the closed loop '{}' does not have: its "
+                    "load is its {} sessions at a time (run or plan it with --concurrency)",
+                    workload.name, workload.concurrency));
+  }
   if (workload.arrival == WorkloadSpec::Arrival::kTrace && !(workload.sessions_per_s > 0)) {
     throw InputError({workload.file, 0, "arrival"},
                      "the trace's rows all come at time 0: it has no rate to scale");

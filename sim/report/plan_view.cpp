@@ -157,12 +157,17 @@ Table plan_table(const PlanReport& p) {
                            classes_line(p.rows.front().run.result, p.workload)));
     if (const std::string pooled = pooled_latency_note(p.workload); !pooled.empty()) t.add_note(pooled);
   }
-  t.add_note(fmt::format(
-      "SLA: {} for at least {:.1f}% of {}; variants of "
-      "{}, "
-      "each serving the same arrivals ({}, {}), then draining",
-      sla_phrase(sla, p.workload), 100 * p.min_within_sla, verdict_share_phrase(p.workload),
-      fmt::join(base_files, " and "), arrivals_phrase(p.options, p.workload), seeds_phrase(p.options)));
+  // A closed loop's sessions start as the deployment's speed lets them: the
+  // same sessions, in the same order, not at the same times.
+  const char* served = p.workload.arrival == WorkloadSpec::Arrival::kClosedLoop
+                           ? "the same sessions in the same order as its speed lets them start"
+                           : "the same arrivals";
+  t.add_note(
+      fmt::format("SLA: {} for at least {:.1f}% of {}; variants of {}, each serving {} ({}, {}), then "
+                  "draining",
+                  sla_phrase(sla, p.workload), 100 * p.min_within_sla, verdict_share_phrase(p.workload),
+                  fmt::join(base_files, " and "), served, arrivals_phrase(p.options, p.workload),
+                  seeds_phrase(p.options)));
   if (p.bases.size() > 1) {
     t.add_note(
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "

@@ -199,7 +199,9 @@ std::string expert_load_note(const DeploymentSpec& d) {
 }  // namespace
 
 std::string traffic_note(const WorkloadSpec& workload) {
-  return "traffic '" + workload.name + "' (" + workload.source + ")";
+  const std::string note = "traffic '" + workload.name + "' (" + workload.source + ")";
+  if (workload.arrival != WorkloadSpec::Arrival::kClosedLoop) return note;
+  return note + ": " + load_phrase(workload) + ", each session that ends followed at once by a new one";
 }
 
 std::string time_held(const SsdTierCost& tier) {

@@ -29,7 +29,8 @@ nlohmann::json steady_state_json(const ServingResult& x);
 // How long the SSD tier holds a context: its retention, or less where
 // resumed sessions come back sooner or a full tier evicts first.
 std::string time_held(const SsdTierCost& tier);
-// "traffic 'NAME' (SOURCE)": the workload a table served, and where its shape comes from.
+// "traffic 'NAME' (SOURCE)": the workload a table served, and where its shape
+// comes from; a closed loop's adds its sessions at a time.
 std::string traffic_note(const WorkloadSpec& workload);
 nlohmann::json run_json(const RunReport& r);
 

@@ -329,6 +329,7 @@ void ServingSimulation::finish(Request& r) {
   }
   if (s.next_turn >= s.turns || !accepting_) {
     tiers_.forget(r.session);
+    session_ended();
     return;
   }
   tiers_.store(r.session, r.final_context(), sim_.now());

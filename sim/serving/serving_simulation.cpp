@@ -34,7 +34,8 @@ constexpr double kMaxSessionsPerRun = 1e6;
 // Poisson or bursty arrivals: at most as many sessions as the peak rate
 // brings over the run; more than a run is allowed is the user's error.
 void check_sessions_asked(const WorkloadSpec& w, double duration_s) {
-  if (w.arrival == WorkloadSpec::Arrival::kTrace) return;  // the trace's rows bound it
+  // The trace's rows bound it; a closed loop is checked as it starts sessions.
+  if (w.arrival == WorkloadSpec::Arrival::kTrace || w.arrival == WorkloadSpec::Arrival::kClosedLoop) return;
   const double peak =
       w.sessions_per_s * std::max(1.0, w.arrival == WorkloadSpec::Arrival::kBursty ? w.burst_factor : 1.0);
   if (peak * duration_s > kMaxSessionsPerRun) {
@@ -203,16 +204,54 @@ void ServingSimulation::schedule_next_session() {
   } while (uniform01(arrivals_rng_) * peak > arrival_rate_at(t));
   sim_.schedule_at(SimTime::from_s(t), [this] {
     if (!accepting_) return;
-    const int64_t id = static_cast<int64_t>(sessions_.size());
-    // Sessions are created in arrival order, whatever the serving does.
-    Session& s = sessions_.emplace_back(draw_session(sessions_rng_()));
-    s.started = sim_.now();
-    if (s.earlier_context > 0) {
-      tiers_.store_earlier(id, s.earlier_context, sim_.now() - SimTime::from_s(s.resumed_after_s),
-                           sim_.now());
-    }
-    start_turn(id, s.earlier_context);
+    start_session();
     schedule_next_session();
+  });
+}
+
+void ServingSimulation::start_session() {
+  const int64_t id = static_cast<int64_t>(sessions_.size());
+  if (workload_.arrival == WorkloadSpec::Arrival::kClosedLoop) check_closed_loop_moves_on();
+  // Sessions are created in arrival order, whatever the serving does.
+  Session& s = sessions_.emplace_back(draw_session(sessions_rng_()));
+  s.started = sim_.now();
+  if (s.earlier_context > 0) {
+    tiers_.store_earlier(id, s.earlier_context, sim_.now() - SimTime::from_s(s.resumed_after_s), sim_.now());
+  }
+  start_turn(id, s.earlier_context);
+}
+
+// A closed loop whose sessions are refused as they arrive would start new
+// ones at one instant forever; nor may it start more than a run allows.
+void ServingSimulation::check_closed_loop_moves_on() {
+  constexpr int64_t kStartsPerInstant =
+      10;  // times the concurrency: all ended at once, then nine in ten refused
+  if (sim_.now() != closed_loop_instant_) {
+    closed_loop_instant_ = sim_.now();
+    started_at_instant_ = 0;
+  }
+  if (++started_at_instant_ > kStartsPerInstant * workload_.concurrency) {
+    throw InputError(
+        workload_.concurrency_where,
+        fmt::format("the closed loop of {} sessions at a time started {} at {:g} s of simulated "
+                    "time without it moving on: its sessions are refused as they arrive ({})",
+                    workload_.concurrency, started_at_instant_ - 1, sim_.now().s(), last_refusal_));
+  }
+  if (static_cast<double>(sessions_.size()) >= kMaxSessionsPerRun) {
+    throw InputError(
+        workload_.concurrency_where,
+        fmt::format("the closed loop of {} sessions at a time started {:g} sessions by {:g} s of "
+                    "simulated time, the most one run starts: shorten the run",
+                    workload_.concurrency, kMaxSessionsPerRun, sim_.now().s()));
+  }
+}
+
+void ServingSimulation::session_ended() {
+  if (workload_.arrival != WorkloadSpec::Arrival::kClosedLoop) return;
+  // Scheduled, not called: a session refused as it arrives would otherwise
+  // start the next one inside its own admission.
+  sim_.schedule_at(sim_.now(), [this] {
+    if (accepting_) start_session();
   });
 }
 
@@ -263,6 +302,14 @@ ServingSimulation::Session ServingSimulation::draw_session(uint64_t seed, int ea
 double ServingSimulation::tier_keeps_s() const {
   const KvTierSpec& kv = deployment_.kv;
   if (!kv.ssd_capacity_tb || kv.retention_s <= 0) return kv.retention_s;
+  if (workload_.arrival == WorkloadSpec::Arrival::kClosedLoop) {
+    throw InputError(
+        kv.ssd_capacity_tb->where(),
+        fmt::format("a bounded SSD tier is sized by the sessions arriving per second, which the "
+                    "closed loop '{}' leaves to the deployment's speed: expected unbounded, or an "
+                    "open-loop workload",
+                    workload_.name));
+  }
   struct Left {  // what a session leaves in the tier, in tokens
     double context = 0;
     double earlier_context = 0;  // resumed: replaced after the gap
@@ -409,6 +456,7 @@ void ServingSimulation::admit_turn(Request& r) {
 
 void ServingSimulation::reject(Request& r, const char* reason) {
   r.rejected = reason;
+  last_refusal_ = reason;
   if (in_window(r)) {
     ++result_.rejected;
     ++result_.rejected_by_reason[reason];
@@ -422,6 +470,7 @@ void ServingSimulation::reject(Request& r, const char* reason) {
   }
   s.ended_at_context = r.prefix_tokens;
   tiers_.forget(r.session);
+  session_ended();
 }
 
 // ---- bookkeeping ------------------------------------------------------------
@@ -528,6 +577,10 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
       if (row.time_s > end_s) break;
       sim_.schedule_at(SimTime::from_s(row.time_s), [this, &row] { start_trace_turn(row); });
     }
+  } else if (workload_.arrival == WorkloadSpec::Arrival::kClosedLoop) {
+    sim_.schedule_at(SimTime(), [this] {
+      for (int64_t i = 0; i < workload_.concurrency; ++i) start_session();
+    });
   } else {
     schedule_next_session();
   }

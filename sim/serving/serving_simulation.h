@@ -80,6 +80,11 @@ class ServingSimulation {
 
   // Arrivals and sessions.
   void schedule_next_session();
+  void start_session();
+  // A session ended (its last turn done, or a turn refused): a closed loop
+  // starts the next one at once.
+  void session_ended();
+  void check_closed_loop_moves_on();
   double arrival_rate_at(double time_s) const;
   // A session as its seed draws it: its turns and, with the workload's odds,
   // an earlier life it resumes after a gap, drawn from a stream of its own
@@ -263,6 +268,12 @@ class ServingSimulation {
   double slice_s_ = 1;
   double occupancy_interval_s_ = 1;
   bool accepting_ = true;
+  // A closed loop's sessions started at one instant (closed_loop_instant_):
+  // past many times its concurrency, its sessions are refused as they
+  // arrive, and simulated time would never move on.
+  SimTime closed_loop_instant_;
+  int64_t started_at_instant_ = 0;
+  const char* last_refusal_ = "";
   // Transfers queue for their links: each prefill node's client of the SSD
   // tier (PrefillInstance::ssd_free_at) and each GPU's NIC
   // (PrefillRank::nic_free_at, DecodeRank::nic_free_at).

@@ -262,7 +262,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
   w.source = root.required("source").as_string();
   const YamlNode arrival = root.required("arrival");
   arrival.expect_only({"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s",
-                       "file", "block_tokens"});
+                       "file", "block_tokens", "concurrency"});
   const std::string process = arrival.required("process").as_string();
   if (process == "trace") {
     w.arrival = WorkloadSpec::Arrival::kTrace;
@@ -298,18 +298,35 @@ WorkloadSpec load_workload_file(const std::string& path) {
     w.effort_output_multiplier = effort_multiplier(kReferenceEffort);
     return w;
   }
-  const YamlNode rate = arrival.required("sessions_per_s");
-  w.sessions_per_s = rate.as_positive_double();
-  w.sessions_per_s_where = rate.location();
+  if (process != "poisson" && process != "bursty" && process != "closed_loop") {
+    arrival.required("process").fail("unknown arrival process '" + process +
+                                     "' (expected poisson, bursty, closed_loop or trace)");
+  }
+  if (process == "closed_loop") {
+    if (arrival.has("sessions_per_s")) {
+      arrival.required("sessions_per_s")
+          .fail("a closed loop has no arrival rate: its concurrency sets the load (remove sessions_per_s)");
+    }
+    const YamlNode concurrency = arrival.required("concurrency");
+    w.arrival = WorkloadSpec::Arrival::kClosedLoop;
+    w.concurrency = concurrency.as_positive_int();
+    if (w.concurrency > kMostConcurrentSessions) {
+      concurrency.fail(fmt::format("expected at most {} sessions at a time", kMostConcurrentSessions));
+    }
+    w.concurrency_where = concurrency.location();
+  } else {
+    if (arrival.has("concurrency"))
+      arrival.required("concurrency").fail("only a closed_loop arrival has one");
+    const YamlNode rate = arrival.required("sessions_per_s");
+    w.sessions_per_s = rate.as_positive_double();
+    w.sessions_per_s_where = rate.location();
+  }
   if (process == "bursty") {
     w.arrival = WorkloadSpec::Arrival::kBursty;
     w.burst_factor = arrival.required("burst_factor").as_positive_double();
     w.burst_fraction = arrival.required("burst_fraction").as_positive_double();
     if (w.burst_fraction >= 1) arrival.required("burst_fraction").fail("expected a fraction below 1");
     w.burst_period_s = arrival.required("burst_period_s").as_positive_double();
-  } else if (process != "poisson") {
-    arrival.required("process").fail("unknown arrival process '" + process +
-                                     "' (expected poisson, bursty or trace)");
   }
   if (const auto mix = root.optional("mix")) {
     for (const char* unused : {"session", "effort"}) {
@@ -325,6 +342,11 @@ WorkloadSpec load_workload_file(const std::string& path) {
 }
 
 WorkloadSpec at_rate(WorkloadSpec w, double sessions_per_s, const InputLocation& where) {
+  if (w.arrival == WorkloadSpec::Arrival::kClosedLoop) {
+    throw InputError(where, fmt::format("'{}' is a closed loop of {} sessions at a time: it has no arrival "
+                                        "rate to set; its concurrency sets the load (--concurrency)",
+                                        w.name, w.concurrency));
+  }
   if (w.arrival != WorkloadSpec::Arrival::kTrace) {
     w.sessions_per_s = sessions_per_s;
     return w;
@@ -341,6 +363,27 @@ WorkloadSpec at_rate(WorkloadSpec w, double sessions_per_s, const InputLocation&
   for (WorkloadSpec::TraceRow& row : w.trace) row.time_s *= stretch;
   w.sessions_per_s = sessions_per_s;
   return w;
+}
+
+WorkloadSpec at_concurrency(WorkloadSpec w, int64_t concurrency, const InputLocation& where) {
+  if (w.arrival != WorkloadSpec::Arrival::kClosedLoop) {
+    throw InputError(where, fmt::format("'{}' is not a closed loop (its arrival process is not closed_loop): "
+                                        "its arrival rate sets the load (--sessions-per-s)",
+                                        w.name));
+  }
+  if (concurrency < 1 || concurrency > kMostConcurrentSessions) {
+    throw InputError(where, fmt::format("expected 1 to {} sessions at a time, got {}",
+                                        kMostConcurrentSessions, concurrency));
+  }
+  w.concurrency = concurrency;
+  return w;
+}
+
+std::string load_phrase(const WorkloadSpec& w) {
+  if (w.arrival == WorkloadSpec::Arrival::kClosedLoop) {
+    return fmt::format("{} sessions at a time (closed loop)", w.concurrency);
+  }
+  return fmt::format("{:.4g} sessions/s", w.sessions_per_s);
 }
 
 }  // namespace v41sim

@@ -39,6 +39,10 @@ inline constexpr double kMaxTokensPerRequest = static_cast<double>(kMostContextT
 // double (as CSV and JSON numbers are read) no longer holds every integer.
 inline constexpr double kMaxTraceId = 9007199254740992;
 
+// The most sessions a closed loop may keep in flight: a hundred thousand
+// clients is past any serving benchmark's, and far below a run's session guard.
+inline constexpr int64_t kMostConcurrentSessions = 100000;
+
 // The longest a run (or a think time) may last: a quarter of simulated time's
 // range (SimTime: ~106 days), leaving the rest for requests in flight to drain.
 double longest_run_s();
@@ -49,10 +53,17 @@ struct WorkloadSpec {
   std::string name;
   std::string file;
   std::string source;
-  enum class Arrival { kPoisson, kBursty, kTrace };
+  // kClosedLoop: `concurrency` sessions at all times, as a benchmark client
+  // with that many parallel requests keeps them (vllm bench serve
+  // --max-concurrency, SGLang's bench_serving): all start at time 0, and each
+  // one that ends (its last turn done, or refused) is followed at once by a new
+  // one. Its arrival rate is what the deployment's speed makes it.
+  enum class Arrival { kPoisson, kBursty, kTrace, kClosedLoop };
   Arrival arrival = Arrival::kPoisson;
-  double sessions_per_s = 0;           // a trace: its sessions over its last row's time
+  double sessions_per_s = 0;           // a trace: its sessions over its last row's time; closed loop: 0
   InputLocation sessions_per_s_where;  // the file's field, or the flag that replaced it
+  int64_t concurrency = 0;             // closed loop: sessions in flight
+  InputLocation concurrency_where;     // the file's field, or the flag that replaced it
   double burst_factor = 1;             // bursty: rate multiplier while a burst is on
   double burst_fraction = 0;           // bursty: share of time in a burst
   double burst_period_s = 0;
@@ -121,6 +132,14 @@ bool has_class_priorities(const WorkloadSpec& w);
 // InputError naming `where` for a trace whose rows all come at time 0, or
 // one stretched past the simulator's clock.
 WorkloadSpec at_rate(WorkloadSpec w, double sessions_per_s, const InputLocation& where);
+
+// The same closed loop with `concurrency` sessions in flight; InputError
+// naming `where` for a workload that is not a closed loop.
+WorkloadSpec at_concurrency(WorkloadSpec w, int64_t concurrency, const InputLocation& where);
+
+// How the traffic's load is set, for a table's title: "0.43 sessions/s" or
+// "32 sessions at a time (closed loop)".
+std::string load_phrase(const WorkloadSpec& w);
 
 // Output-length multiplier of effort b relative to b = 75 ("high"): the V4.1
 // report gives ~2.5x output tokens from b = 25 to b = 100; an exponential

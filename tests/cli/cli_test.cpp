@@ -1140,6 +1140,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"run --workload agent_trace --sessions-per-s 0.00001",
                "field '--sessions-per-s': 1e-05 sessions/s stretches the trace's 387.612 s past the "
                "simulator's clock"},
+        // A closed loop's load is its concurrency, an open loop's its rate.
+        BadRun{"run --workload bench_random_8k_1k --sessions-per-s 2",
+               "field '--sessions-per-s': 'random 8192 in / 1024 out, closed loop' is a closed loop of 32 "
+               "sessions at a time: it has no arrival rate to set"},
+        BadRun{"run --workload agent_coding --concurrency 4",
+               "field '--concurrency': 'agent coding' is not a closed loop"},
+        BadRun{"run --workload bench_random_8k_1k --concurrency -3",
+               "field '--concurrency': expected 1 to 100000 sessions at a time, got -3"},
+        BadRun{"capacity --workload bench_random_8k_1k",
+               "bench_random_8k_1k.yaml:10: field 'arrival.concurrency': capacity scales an arrival rate"},
         BadRun{"plan --ep 8,0", "field '--ep': expected positive integers, got 0"},
         BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},

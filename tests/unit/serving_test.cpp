@@ -9,6 +9,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 
 #include "sim/common/input_error.h"
@@ -1072,6 +1073,135 @@ TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
   EXPECT_NE(error_of("v41sim_mix_bad10", "mix:\n  - {workload: a, share: 1, priority: high}\n")
                 .find("field 'mix[0].priority': expected an integer"),
             std::string::npos);
+}
+
+// The tiny model on one prefill and one decode GPU, serving a closed loop of
+// `concurrency` one-turn sessions (2048-token prompts, `output` tokens each).
+Fixture tiny_closed_loop(const std::string& folder, int64_t concurrency, int64_t output) {
+  const auto dir = std::filesystem::temp_directory_path() / folder;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "w.yaml") << fmt::format(
+      "name: loop\nsource: test\narrival: {{process: closed_loop, concurrency: {}}}\nsession:\n"
+      "  turns: {{dist: fixed, value: 1}}\n  first_input_tokens: {{dist: fixed, value: 2048}}\n"
+      "  turn_input_tokens: {{dist: fixed, value: 1}}\n  output_tokens: {{dist: fixed, value: {}}}\n"
+      "  think_time_s: {{dist: fixed, value: 1}}\n  resumed: {{fraction: 0}}\neffort: high\n",
+      concurrency, output);
+  return Fixture(data("tests/data/tiny_gqa.yaml"), data("tests/data/one_gpu.yaml"),
+                 (dir / "w.yaml").string());
+}
+
+// A closed loop starts its sessions together and each one that ends is
+// followed by the next at that instant, so as many are in flight throughout.
+TEST(Serving, AClosedLoopKeepsItsSessionsInFlight) {
+  Fixture f = tiny_closed_loop("v41sim_closed_loop", 4, 16);
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_request_log();
+  const ServingResult r = sim.run(60);
+  ASSERT_GT(r.finished, 40);
+  EXPECT_EQ(r.rejected, 0);
+  EXPECT_EQ(r.in_flight, 4);
+  EXPECT_EQ(r.arrived, r.finished + 4);
+  std::multiset<double> ends;
+  int64_t at_start = 0;
+  for (const RequestRecord& x : r.requests) {
+    if (x.arrival_s == 0) ++at_start;
+    if (x.status == "finished") ends.insert(x.arrival_s + x.e2e_ms / 1e3);
+  }
+  EXPECT_EQ(at_start, 4);
+  for (const RequestRecord& x : r.requests) {
+    if (x.arrival_s == 0) continue;
+    const auto end = ends.lower_bound(x.arrival_s - 1e-9);
+    ASSERT_TRUE(end != ends.end() && *end <= x.arrival_s + 1e-9)
+        << "request " << x.id << " at " << x.arrival_s;
+    ends.erase(end);
+  }
+  // Twice the clients, twice the requests in flight: no fewer served (here the
+  // one prefill GPU's pace sets how many), each one waiting longer.
+  Fixture twice = tiny_closed_loop("v41sim_closed_loop", 8, 16);
+  const ServingResult more = twice.run(60);
+  EXPECT_EQ(more.in_flight, 8);
+  EXPECT_GE(more.finished, r.finished);
+  EXPECT_GT(more.e2e_ms.mean, r.e2e_ms.mean);
+  // Drained: the loop stops starting sessions, and those in flight finish.
+  const ServingResult drained = f.run(60, 1, true);
+  EXPECT_EQ(drained.in_flight, 0);
+  EXPECT_EQ(drained.arrived, drained.finished);
+}
+
+// A loop whose sessions are refused as they arrive would start new ones at
+// one instant forever: an error naming the concurrency instead.
+TEST(Serving, AClosedLoopOfRefusedSessionsIsAnError) {
+  Fixture f = tiny_closed_loop("v41sim_closed_loop_refused", 4, 16);
+  f.model.spec.max_context = 1000;  // below every 2048-token prompt
+  try {
+    f.run(60);
+    FAIL() << "ran";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(
+        what.find("w.yaml:3: field 'arrival.concurrency': the closed loop of 4 sessions at a time started "
+                  "40 at 0 s of simulated time without it moving on: its sessions are refused as they "
+                  "arrive (context exceeds the model's max_context)"),
+        std::string::npos)
+        << what;
+  }
+  // A bounded SSD tier is sized by an arrival rate, which a closed loop has not.
+  Fixture bounded = tiny_closed_loop("v41sim_closed_loop_bounded", 4, 16);
+  bounded.deployment.kv.ssd_capacity_tb = SourcedValue::assumed(1, "test");
+  EXPECT_THROW(bounded.run(10), InputError);
+}
+
+TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
+  const auto dir = std::filesystem::temp_directory_path() / "v41sim_closed_loop_bad";
+  std::filesystem::create_directories(dir);
+  const auto error_of = [&](const std::string& arrival) {
+    std::ofstream(dir / "w.yaml") << "name: loop\nsource: test\narrival: " << arrival
+                                  << "\nsession:\n  turns: {dist: fixed, value: 1}\n"
+                                     "  first_input_tokens: {dist: fixed, value: 10}\n"
+                                     "  turn_input_tokens: {dist: fixed, value: 1}\n"
+                                     "  output_tokens: {dist: fixed, value: 10}\n"
+                                     "  think_time_s: {dist: fixed, value: 1}\n  resumed: {fraction: 0}\n"
+                                     "effort: high\n";
+    try {
+      load_workload_file((dir / "w.yaml").string());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  EXPECT_EQ(error_of("{process: closed_loop, concurrency: 3}"), "loaded");
+  EXPECT_NE(error_of("{process: closed_loop}").find("w.yaml:3: field 'arrival.concurrency'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{process: closed_loop, concurrency: 0}").find("field 'arrival.concurrency'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{process: closed_loop, concurrency: 1000000}")
+                .find("field 'arrival.concurrency': expected at most 100000 sessions at a time"),
+            std::string::npos);
+  EXPECT_NE(error_of("{process: closed_loop, concurrency: 3, sessions_per_s: 1}")
+                .find("field 'arrival.sessions_per_s': a closed loop has no arrival rate"),
+            std::string::npos);
+  EXPECT_NE(error_of("{process: poisson, sessions_per_s: 1, concurrency: 3}")
+                .find("field 'arrival.concurrency': only a closed_loop arrival has one"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("{process: closed, concurrency: 3}").find("expected poisson, bursty, closed_loop or trace"),
+      std::string::npos);
+  // Its load is its concurrency, set again where asked; an open loop's is its rate.
+  std::ofstream(dir / "w.yaml")
+      << "name: loop\nsource: test\narrival: {process: closed_loop, concurrency: 3}\n"
+         "session:\n  turns: {dist: fixed, value: 1}\n"
+         "  first_input_tokens: {dist: fixed, value: 10}\n"
+         "  turn_input_tokens: {dist: fixed, value: 1}\n"
+         "  output_tokens: {dist: fixed, value: 10}\n"
+         "  think_time_s: {dist: fixed, value: 1}\n  resumed: {fraction: 0}\n"
+         "effort: high\n";
+  const WorkloadSpec loop = load_workload_file((dir / "w.yaml").string());
+  EXPECT_EQ(load_phrase(loop), "3 sessions at a time (closed loop)");
+  EXPECT_EQ(at_concurrency(loop, 7, {"", 0, "--concurrency"}).concurrency, 7);
+  EXPECT_THROW(at_rate(loop, 2.0, {"", 0, "--sessions-per-s"}), InputError);
+  const WorkloadSpec open = load_workload_file(data("workloads/chat.yaml"));
+  EXPECT_EQ(load_phrase(open), "20 sessions/s");
+  EXPECT_THROW(at_concurrency(open, 7, {"", 0, "--concurrency"}), InputError);
 }
 
 TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
