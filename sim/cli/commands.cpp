@@ -266,7 +266,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
 
   CLI::App* capacity = app.add_subcommand(
       "capacity",
-      "the largest arrival rate each deployment (or variant) serves within its SLA, and every rate tried");
+      "the largest arrival rate (a closed loop: sessions at a time) each deployment (or variant) serves "
+      "within its SLA, and every rate tried");
   add_serving_flags(
       capacity,
       "deployments (workloads/deployments/) names or paths, comma-separated; with the grid flags, "
@@ -275,8 +276,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "random seed (the same sessions at every rate)");
   add_grid_flags(capacity);
   capacity
-      ->add_option("--rate-factors", flags->rate_factors,
-                   "multiples of the workload's arrival rate (or --sessions-per-s) to sweep, comma-separated")
+      ->add_option(
+          "--rate-factors", flags->rate_factors,
+          "multiples of the workload's arrival rate (or --sessions-per-s; a closed loop's sessions at a "
+          "time, or --concurrency, rounded) to sweep, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
   capacity

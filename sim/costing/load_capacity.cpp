@@ -16,13 +16,6 @@ namespace v41sim {
 namespace {
 
 void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
-  if (workload.arrival == WorkloadSpec::Arrival::kClosedLoop) {
-    throw InputError(
-        workload.concurrency_where,
-        fmt::format("capacity scales an arrival rate, which the closed loop '{}' does not have: its "
-                    "load is its {} sessions at a time (run or plan it with --concurrency)",
-                    workload.name, workload.concurrency));
-  }
   if (workload.arrival == WorkloadSpec::Arrival::kTrace && !(workload.sessions_per_s > 0)) {
     throw InputError({workload.file, 0, "arrival"},
                      "the trace's rows all come at time 0: it has no rate to scale");
@@ -47,9 +40,8 @@ void add_points(std::vector<LoadPoint>& points, const std::vector<double>& rates
   std::vector<LoadPoint> added(rates.size());
   parallel_for(rates.size(), [&](std::size_t i) { added[i] = serve(rates[i]); });
   for (LoadPoint& p : added) points.push_back(std::move(p));
-  std::stable_sort(points.begin(), points.end(), [](const LoadPoint& a, const LoadPoint& b) {
-    return a.sessions_per_s < b.sessions_per_s;
-  });
+  std::stable_sort(points.begin(), points.end(),
+                   [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
 }
 
 // The largest rate where `ok` holds and the smallest above it where it does
@@ -72,21 +64,52 @@ Bracket bracket_by(const std::vector<LoadPoint>& points, const std::function<boo
   return b;
 }
 
+// The loads that cut (lo, hi) in three in log space; whole, rounded, and only
+// those strictly between (none once lo and hi are next to each other).
+std::vector<double> thirds(double lo, double hi, bool whole) {
+  const double third = std::cbrt(hi / lo);
+  std::vector<double> cuts{lo * third, lo * third * third};
+  if (!whole) return cuts;
+  std::vector<double> out;
+  for (const double cut : cuts) {
+    const double n = std::round(cut);
+    if (n > lo && n < hi && (out.empty() || n != out.back())) out.push_back(n);
+  }
+  if (out.empty() && hi - lo > 1) out.push_back(lo + 1);  // close together: the next above lo
+  return out;
+}
+
 // Cuts the bracket of `ok` in three (in log space, two rates at a time: a
 // fixed schedule, so the answer does not depend on the cores) until its ends
-// are within `precision` of each other.
-Bracket narrow(std::vector<LoadPoint>& points, double precision,
+// are within `precision` of each other, or whole and next to each other.
+Bracket narrow(std::vector<LoadPoint>& points, double precision, bool whole,
                const std::function<bool(const LoadPoint&)>& ok, const ServeRate& serve) {
   Bracket b = bracket_by(points, ok);
   while (b.lo && b.hi) {
-    const double lo = points[*b.lo].sessions_per_s;
-    const double hi = points[*b.hi].sessions_per_s;
+    const double lo = points[*b.lo].load;
+    const double hi = points[*b.hi].load;
     if (hi / lo <= 1.0 + precision) break;
-    const double third = std::cbrt(hi / lo);
-    add_points(points, {lo * third, lo * third * third}, serve);
+    const std::vector<double> cuts = thirds(lo, hi, whole);
+    if (cuts.empty()) break;
+    add_points(points, cuts, serve);
     b = bracket_by(points, ok);
   }
   return b;
+}
+
+// The sweep: the workload's own load times each factor; whole loads rounded
+// (at least one session at a time), each once.
+std::vector<double> sweep_of(const WorkloadSpec& workload, const std::vector<double>& factors) {
+  std::vector<double> sweep;
+  for (const double f : factors) {
+    const double load = load_of(workload) * f;
+    sweep.push_back(whole_loads(workload) ? std::max(1.0, std::round(load)) : load);
+  }
+  if (whole_loads(workload)) {
+    std::sort(sweep.begin(), sweep.end());
+    sweep.erase(std::unique(sweep.begin(), sweep.end()), sweep.end());
+  }
+  return sweep;
 }
 
 bool meets(const LoadPoint& p) { return p.meets_sla; }
@@ -102,30 +125,29 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
   const DeploymentSteps& steps = (shared != nullptr ? *shared : own).of(deployment);
   ServeOptions drained = options.serve;
   drained.drain = true;
-  const auto serve_over = [&](double sessions_per_s, const ServeOptions& window) {
-    const WorkloadSpec scaled = at_rate(workload, sessions_per_s, {"", 0, "--rate-factors"});
+  const auto serve_over = [&](double load, const ServeOptions& window) {
+    const WorkloadSpec scaled = at_load(workload, load, {"", 0, "--rate-factors"});
     return serve_deployment(steps.gpus, steps.steps, model, deployment, scaled, window);
   };
-  const ServeRate serve = [&](double sessions_per_s) {
+  const ServeRate serve = [&](double load) {
     LoadPoint p;
-    p.sessions_per_s = sessions_per_s;
-    p.run = serve_over(sessions_per_s, drained);
+    p.load = load;
+    p.run = serve_over(load, drained);
     p.meets_sla = p.run.meets_sla(options.min_within_sla);
     return p;
   };
   LoadCapacity c;
-  std::vector<double> sweep;
-  for (const double f : options.rate_factors) sweep.push_back(workload.sessions_per_s * f);
-  add_points(c.points, sweep, serve);
-  const Bracket met = narrow(c.points, options.precision, meets, serve);
+  c.whole_loads = whole_loads(workload);
+  add_points(c.points, sweep_of(workload, options.rate_factors), serve);
+  const Bracket met = narrow(c.points, options.precision, c.whole_loads, meets, serve);
   c.largest_meeting = met.lo;
   c.smallest_failing_above = met.hi;
   if (const std::optional<ServeOptions> longer = confirmation_window(drained, options.confirm_s)) {
     confirm_largest(c, options.min_within_sla,
-                    [&](const LoadPoint& p) { return serve_over(p.sessions_per_s, *longer); });
-    narrow_holding(c, options.precision, [&](double sessions_per_s) {
-      LoadPoint p = serve(sessions_per_s);
-      if (p.meets_sla) confirm(p, options.min_within_sla, serve_over(sessions_per_s, *longer));
+                    [&](const LoadPoint& p) { return serve_over(p.load, *longer); });
+    narrow_holding(c, options.precision, [&](double load) {
+      LoadPoint p = serve(load);
+      if (p.meets_sla) confirm(p, options.min_within_sla, serve_over(load, *longer));
       return p;
     });
   }
@@ -146,7 +168,7 @@ std::vector<LoadCapacity> find_load_capacities(const Catalog& catalog, const Mod
 }
 
 void narrow_holding(LoadCapacity& capacity, double precision, const ServeRate& serve_both) {
-  const Bracket held = narrow(capacity.points, precision, holds, serve_both);
+  const Bracket held = narrow(capacity.points, precision, capacity.whole_loads, holds, serve_both);
   capacity.largest_holding = held.lo;
   capacity.smallest_not_holding_above = held.hi;
   const Bracket met = bracket_by(capacity.points, meets);  // the new points moved the indices

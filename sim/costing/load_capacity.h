@@ -1,16 +1,19 @@
 // LoadCapacity: how much traffic one deployment serves within its SLA, the
 // capacity engineer's question ("how many sessions per second do 8 x H200
-// take before TTFT or TPOT break?"). The workload's arrival rate is scaled
-// (its sessions, turns and think times stay as the file draws them, with the
-// same seed at every rate), each rate is served and drained, and a rate
-// meets the SLA when at least `min_within_sla` of the requests that arrived
-// finished within its TTFT and TPOT limits. A geometric sweep brackets the
-// largest such rate; the bracket is then cut in three (in log space, two runs
-// at a time: a fixed schedule, so the answer does not depend on the cores)
-// until its ends are within `precision` of each other. With a longer
-// confirmation window the meeting rates are served again over it, largest
-// first, until one holds; the bracket between that rate and the next above
-// it is then cut the same way, each new rate served over both windows.
+// take before TTFT or TPOT break?", or for a closed loop "how many requests
+// in flight?"). The workload's load (its arrival rate, or a closed loop's
+// sessions at a time) is scaled (its sessions, turns and think times stay as
+// the file draws them, with the same seed at every load), each load is served
+// and drained, and it meets the SLA when at least `min_within_sla` of the
+// requests that arrived finished within its TTFT and TPOT limits. A geometric
+// sweep brackets the largest such load; the bracket is then cut in three (in
+// log space, two runs at a time: a fixed schedule, so the answer does not
+// depend on the cores; a closed loop's to whole sessions) until its ends are
+// within `precision` of each other (or, whole, next to each other). With a
+// longer confirmation window the meeting loads are served again over it,
+// largest first, until one holds; the bracket between that load and the next
+// above it is then cut the same way, each new load served over both windows.
+// The code says "rate" for either.
 #pragma once
 
 #include <cstddef>
@@ -44,7 +47,7 @@ struct LoadOptions {
 };
 
 struct LoadPoint {
-  double sessions_per_s = 0;
+  double load = 0;  // sessions/s, or a closed loop's sessions at a time (load_of)
   ServedRun run;
   bool meets_sla = false;
   std::optional<ServedRun> confirmation;  // where confirm_largest asked
@@ -52,6 +55,7 @@ struct LoadPoint {
 };
 
 struct LoadCapacity {
+  bool whole_loads = false;       // a closed loop's: the search takes whole sessions at a time
   std::vector<LoadPoint> points;  // every rate served, slowest first
   // The largest rate that met the SLA and the smallest above it that did
   // not: the capacity lies between them. Empty where no rate met it (below
@@ -74,7 +78,7 @@ void confirm_largest(LoadCapacity& capacity, double min_within_sla,
                      const std::function<ServedRun(const LoadPoint&)>& serve_again);
 
 // Serves one rate: its LoadPoint.
-using ServeRate = std::function<LoadPoint(double sessions_per_s)>;
+using ServeRate = std::function<LoadPoint(double load)>;
 
 // After confirm_largest: cuts the bracket between the largest rate that
 // held and the smallest above it that did not in three (in log space, two

@@ -19,19 +19,20 @@ const LoadPoint* point_at(const LoadCapacity& c, const std::optional<std::size_t
   return index ? &c.points[*index] : nullptr;
 }
 
-std::string rate(double sessions_per_s) { return fmt::format("{:.3g}", sessions_per_s); }
-
 // Rates below the largest meeting one that missed the SLA (run-to-run spread near the limit).
-std::string missed_below(const LoadCapacity& c) {
+std::string missed_below(const LoadCapacity& c, const WorkloadSpec& w) {
   std::vector<std::string> out;
   for (std::size_t i = 0; c.largest_meeting && i < *c.largest_meeting; ++i) {
-    if (!c.points[i].meets_sla) out.push_back(rate(c.points[i].sessions_per_s));
+    if (!c.points[i].meets_sla) out.push_back(load_number(w, c.points[i].load));
   }
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
-nlohmann::json point_json(const LoadPoint& p, double min_within_sla) {
-  nlohmann::json j{{"sessions_per_s", p.sessions_per_s}, {"requests_per_s", p.run.result.arrival_rate_per_s}};
+// The JSON key of a load: "sessions_per_s", or a closed loop's "concurrency".
+const char* load_key(const WorkloadSpec& w) { return whole_loads(w) ? "concurrency" : "sessions_per_s"; }
+
+nlohmann::json point_json(const LoadPoint& p, const WorkloadSpec& w, double min_within_sla) {
+  nlohmann::json j{{load_key(w), p.load}, {"requests_per_s", p.run.result.arrival_rate_per_s}};
   j.update(served_run_json(p.run));
   j.update(sla_verdict_json(p.run, min_within_sla));
   if (p.confirmation)
@@ -50,10 +51,10 @@ const LoadPoint* first_confirmed(const LoadCapacity& c) {
 // run's length and its price (what hours of that traffic cost, where the
 // shorter window's may flatter it), "none" where every rate asked failed,
 // "-" unasked.
-std::string held_cell(const LoadCapacity& c) {
+std::string held_cell(const LoadCapacity& c, const WorkloadSpec& w) {
   if (c.largest_holding) {
     const LoadPoint& p = c.points[*c.largest_holding];
-    return fmt::format("{} ({:.0f} s, {})", rate(p.sessions_per_s), p.confirmation->result.duration_s,
+    return fmt::format("{} ({:.0f} s, {})", load_number(w, p.load), p.confirmation->result.duration_s,
                        output_token_price(*p.confirmation));
   }
   return first_confirmed(c) != nullptr ? "none" : "-";
@@ -63,18 +64,18 @@ std::string held_cell(const LoadCapacity& c) {
 // held the SLA there and the smallest above it that did not ("over 1800 s it
 // holds up to 0.25 sessions/s (...); not at 0.262 (97.1% within, settled)");
 // empty where none was asked.
-std::string holding_phrase(const LoadCapacity& c) {
+std::string holding_phrase(const LoadCapacity& c, const WorkloadSpec& w) {
   const LoadPoint* asked = first_confirmed(c);
   if (asked == nullptr) return {};
   const double duration_s = asked->confirmation->result.duration_s;
   if (!c.largest_holding) {
-    return fmt::format("over {:.0f} s no rate tried holds it, not even {} sessions/s ({})", duration_s,
-                       rate(asked->sessions_per_s), confirmation_phrase(*asked->confirmation));
+    return fmt::format("over {:.0f} s no rate tried holds it, not even {} ({})", duration_s,
+                       load_text(w, asked->load), confirmation_phrase(*asked->confirmation));
   }
   const LoadPoint& held = c.points[*c.largest_holding];
   std::string not_at;
   if (const LoadPoint* above = point_at(c, c.smallest_not_holding_above)) {
-    not_at = fmt::format("; not at {} ({})", rate(above->sessions_per_s),
+    not_at = fmt::format("; not at {} ({})", load_number(w, above->load),
                          above->confirmation ? confirmation_phrase(*above->confirmation)
                                              : "misses it over the shorter window already");
   }
@@ -83,15 +84,15 @@ std::string holding_phrase(const LoadCapacity& c) {
   for (std::size_t i = 0; i < *c.largest_holding; ++i) {
     const LoadPoint& p = c.points[i];
     if (p.confirmation && !p.confirmation_holds)
-      below.push_back(fmt::format("{} ({})", rate(p.sessions_per_s), confirmation_phrase(*p.confirmation)));
+      below.push_back(fmt::format("{} ({})", load_number(w, p.load), confirmation_phrase(*p.confirmation)));
   }
   if (!below.empty()) {
     not_at += fmt::format(
         "; below it {} did not hold (near the limit whether a rate holds moves with the sessions drawn)",
         fmt::join(below, ", "));
   }
-  return fmt::format("over {:.0f} s of arrivals it holds up to {} sessions/s ({}; {} per 1M output tokens){}",
-                     duration_s, rate(held.sessions_per_s), confirmation_phrase(*held.confirmation),
+  return fmt::format("over {:.0f} s of arrivals it holds up to {} ({}; {} per 1M output tokens){}",
+                     duration_s, load_text(w, held.load), confirmation_phrase(*held.confirmation),
                      output_token_price(*held.confirmation), not_at);
 }
 
@@ -122,15 +123,15 @@ std::string capacity_verdict(const CapacityReport& r) {
   const LoadPoint* best = point_at(c, c.largest_meeting);
   const LoadPoint* over = point_at(c, c.smallest_failing_above);
   if (!best) {
-    return fmt::format("no rate tried meets the SLA: the capacity is below {} sessions/s",
-                       rate(c.points.front().sessions_per_s));
+    return fmt::format("no rate tried meets the SLA: the capacity is below {}",
+                       load_text(r.workload, c.points.front().load));
   }
   std::string at = fmt::format(
-      "{} sessions/s ({:.2f} requests/s, {:.0f} output tokens/s per GPU, {} per 1M output tokens)",
-      rate(best->sessions_per_s), best->run.result.arrival_rate_per_s,
+      "{} ({:.2f} requests/s, {:.0f} output tokens/s per GPU, {} per 1M output tokens)",
+      load_text(r.workload, best->load), best->run.result.arrival_rate_per_s,
       best->run.spread(&SeedOutcome::output_tokens_per_s_per_gpu).mean, output_token_price(best->run));
   if (best->run.seeds_unsettled() > 0) at += ", over a window whose requests in the system had not settled";
-  const std::string holding = holding_phrase(c);
+  const std::string holding = holding_phrase(c, r.workload);
   const std::string longer = holding.empty() ? "" : "; " + holding;
   if (!over) return "every rate tried meets the SLA: the capacity is above " + at + longer;
   // In a mix, which class it misses on: each class's share there, pooled over the seeds.
@@ -140,28 +141,31 @@ std::string capacity_verdict(const CapacityReport& r) {
     classes.push_back(fmt::format("{} {:.1f}%", r.workload.mix[i].name, 100 * shares[i]));
   const std::string by_class =
       classes.empty() ? "" : fmt::format(" ({} within their SLAs)", fmt::join(classes, ", "));
-  return fmt::format("within the SLA up to {}; {} sessions/s misses it{}{}", at, rate(over->sessions_per_s),
+  return fmt::format("within the SLA up to {}; {} misses it{}{}", at, load_text(r.workload, over->load),
                      by_class, longer);
 }
 
 Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
-  Table t(
-      fmt::format("The largest rate each serves within the SLA under '{}'", reports.front().workload.name),
-      {"deployment", "GPUs", "sessions/s within SLA", "first rate that misses", "held over a longer run",
-       "requests/s", "tokens/s/GPU out", "$ per 1M output tokens"});
+  Table t(fmt::format("The largest {} each serves within the SLA under '{}'",
+                      whole_loads(reports.front().workload) ? "concurrency" : "rate",
+                      reports.front().workload.name),
+          {"deployment", "GPUs", std::string(load_unit(reports.front().workload)) + " within SLA",
+           "first rate that misses", "held over a longer run", "requests/s", "tokens/s/GPU out",
+           "$ per 1M output tokens"});
   for (const CapacityReport& r : reports) {
     const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
     const LoadPoint* over = point_at(r.capacity, r.capacity.smallest_failing_above);
-    const std::string missing = over ? rate(over->sessions_per_s) : "none tried";
+    const std::string missing = over ? load_number(r.workload, over->load) : "none tried";
     if (!best) {
       t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()),
-                 "below " + rate(r.capacity.points.front().sessions_per_s), missing, "-", "-", "-", "-"});
+                 "below " + load_number(r.workload, r.capacity.points.front().load), missing, "-", "-", "-",
+                 "-"});
       continue;
     }
     const ServingResult& x = best->run.result;
     const std::string unsettled = best->run.seeds_unsettled() > 0 ? " (not settled)" : "";
     t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()),
-               rate(best->sessions_per_s) + unsettled, missing, held_cell(r.capacity),
+               load_number(r.workload, best->load) + unsettled, missing, held_cell(r.capacity, r.workload),
                fmt::format("{:.2f}", x.arrival_rate_per_s),
                fmt::format("{:.0f}", best->run.spread(&SeedOutcome::output_tokens_per_s_per_gpu).mean),
                output_token_price(best->run)});
@@ -180,12 +184,13 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
 }
 
 Table capacity_table(const CapacityReport& r) {
-  Table t(fmt::format("{} on {} under '{}': arrival rates served, slowest first", r.model, r.deployment.name,
-                      r.workload.name),
-          with_served_run_columns({"sessions/s", "requests/s"}));
+  Table t(fmt::format("{} on {} under '{}': {} served, {} first", r.model, r.deployment.name, r.workload.name,
+                      whole_loads(r.workload) ? "sessions at a time" : "arrival rates",
+                      whole_loads(r.workload) ? "fewest" : "slowest"),
+          with_served_run_columns({load_unit(r.workload), "requests/s"}));
   std::vector<std::string> kernel_models;
   for (const LoadPoint& p : r.capacity.points) {
-    std::vector<std::string> cells{rate(p.sessions_per_s),
+    std::vector<std::string> cells{load_number(r.workload, p.load),
                                    fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};
     for (std::string& cell :
          served_run_cells(p.run, r.options.min_within_sla, p.confirmation, p.confirmation_holds))
@@ -195,12 +200,11 @@ Table capacity_table(const CapacityReport& r) {
   }
   t.add_note(capacity_verdict(r));
   std::vector<std::pair<std::string, const ServedRun*>> runs;
-  for (const LoadPoint& p : r.capacity.points)
-    runs.emplace_back(rate(p.sessions_per_s) + " sessions/s", &p.run);
+  for (const LoadPoint& p : r.capacity.points) runs.emplace_back(load_text(r.workload, p.load), &p.run);
   if (const std::string note = unsettled_note(runs); !note.empty()) t.add_note(note);
   if (const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
       best && !r.workload.mix.empty()) {
-    t.add_note(fmt::format("by class at {} sessions/s (seed {}'s run): {}", rate(best->sessions_per_s),
+    t.add_note(fmt::format("by class at {} (seed {}'s run): {}", load_text(r.workload, best->load),
                            r.options.serve.seed, classes_line(best->run.result, r.workload)));
     if (const std::string pooled = pooled_latency_note(r.workload); !pooled.empty()) t.add_note(pooled);
   }
@@ -210,20 +214,21 @@ Table capacity_table(const CapacityReport& r) {
         "answer and think time, so where answers slow down fewer turns arrive, and requests/s can fall as "
         "sessions/s rises");
   }
-  if (const std::string below = missed_below(r.capacity); !below.empty()) {
-    t.add_note("missed the SLA below that rate: " + below +
-               " sessions/s; near its limit the share within the SLA moves from run to run with the "
+  if (const std::string below = missed_below(r.capacity, r.workload); !below.empty()) {
+    t.add_note("missed the SLA below that rate: " + below + " " + load_unit(r.workload) +
+               "; near its limit the share within the SLA moves from run to run with the "
                "sessions drawn, so the capacity is known to about that spread (longer runs narrow it)");
   }
-  t.add_note(fmt::format(
-      "SLA: {} for at least {:.1f}% of {}; the "
-      "workload's "
-      "{} sessions/s times {}, then the bracket cut in three until its ends are within {:.0f}%; each rate "
-      "serves {} ({}, the same sessions drawn at every rate), then drains",
-      sla_phrase(r.deployment.sla, r.workload), 100 * r.options.min_within_sla,
-      verdict_share_phrase(r.workload), rate(r.workload.sessions_per_s),
-      fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
-      arrivals_phrase(r.options.serve, r.workload), seeds_phrase(r.options.serve)));
+  t.add_note(
+      fmt::format("SLA: {} for at least {:.1f}% of {}; the "
+                  "workload's "
+                  "{} times {}, then the bracket cut in three until its ends are within {:.0f}%{}; each rate "
+                  "serves {} ({}, the same sessions drawn at every rate), then drains",
+                  sla_phrase(r.deployment.sla, r.workload), 100 * r.options.min_within_sla,
+                  verdict_share_phrase(r.workload), load_text(r.workload, load_of(r.workload)),
+                  fmt::join(r.options.rate_factors, ", "), 100 * r.options.precision,
+                  whole_loads(r.workload) ? " or next to each other (whole sessions at a time)" : "",
+                  arrivals_phrase(r.options.serve, r.workload), seeds_phrase(r.options.serve)));
   t.add_note(traffic_note(r.workload));
   if (r.workload.arrival == WorkloadSpec::Arrival::kTrace) {
     t.add_note(
@@ -239,10 +244,11 @@ Table capacity_table(const CapacityReport& r) {
 nlohmann::json capacity_json(const CapacityReport& r) {
   const LoadCapacity& c = r.capacity;
   nlohmann::json points = nlohmann::json::array();
-  for (const LoadPoint& p : c.points) points.push_back(point_json(p, r.options.min_within_sla));
+  for (const LoadPoint& p : c.points) points.push_back(point_json(p, r.workload, r.options.min_within_sla));
   const auto rate_or_null = [&](const std::optional<std::size_t>& i) {
-    return i ? nlohmann::json(c.points[*i].sessions_per_s) : nlohmann::json(nullptr);
+    return i ? nlohmann::json(c.points[*i].load) : nlohmann::json(nullptr);
   };
+  const std::string key = load_key(r.workload);
   return {{"model", r.model},
           {"deployment", r.deployment.name},
           {"deployment_file", r.deployment.file},
@@ -250,17 +256,17 @@ nlohmann::json capacity_json(const CapacityReport& r) {
                                    ? nlohmann::json(nullptr)
                                    : nlohmann::json(aggregated_steps_name(r.deployment.aggregated_steps))},
           {"workload", r.workload.name},
-          {"workload_sessions_per_s", r.workload.sessions_per_s},
+          {"workload_" + key, load_of(r.workload)},
           {"warm_up_s", warm_up_of(r.options.serve, r.workload)},
           {"duration_s", r.options.serve.duration_s},
           {"seed", r.options.serve.seed},
           {"seeds", r.options.serve.seeds},
           {"min_within_sla", r.options.min_within_sla},
           {"sla", sla_json(r.deployment.sla, r.workload)},
-          {"largest_meeting_sessions_per_s", rate_or_null(c.largest_meeting)},
-          {"smallest_failing_sessions_per_s", rate_or_null(c.smallest_failing_above)},
-          {"largest_holding_sessions_per_s", rate_or_null(c.largest_holding)},
-          {"smallest_not_holding_sessions_per_s", rate_or_null(c.smallest_not_holding_above)},
+          {"largest_meeting_" + key, rate_or_null(c.largest_meeting)},
+          {"smallest_failing_" + key, rate_or_null(c.smallest_failing_above)},
+          {"largest_holding_" + key, rate_or_null(c.largest_holding)},
+          {"smallest_not_holding_" + key, rate_or_null(c.smallest_not_holding_above)},
           {"largest_meeting_settled",
            c.largest_meeting ? nlohmann::json(c.points[*c.largest_meeting].run.seeds_unsettled() == 0)
                              : nlohmann::json(nullptr)},
@@ -278,22 +284,23 @@ std::string capacity_svg(const std::vector<CapacityReport>& reports) {
     LineSeries tpot{r.deployment.name + ": TPOT" + of, {}, false, static_cast<int>(i)};
     LineSeries ttft{r.deployment.name + ": TTFT" + of, {}, true, static_cast<int>(i)};
     for (const LoadPoint& p : r.capacity.points) {
-      slowest = std::min(slowest, p.sessions_per_s), fastest = std::max(fastest, p.sessions_per_s);
+      slowest = std::min(slowest, p.load), fastest = std::max(fastest, p.load);
       // A rate where nothing finished has no latency to draw.
       const double tpot_over = p.run.spread(&SeedOutcome::tpot_p99_over_limit).mean;
       const double ttft_over = p.run.spread(&SeedOutcome::ttft_p99_over_limit).mean;
-      if (tpot_over > 0) tpot.points.emplace_back(p.sessions_per_s, tpot_over);
-      if (ttft_over > 0) ttft.points.emplace_back(p.sessions_per_s, ttft_over);
+      if (tpot_over > 0) tpot.points.emplace_back(p.load, tpot_over);
+      if (ttft_over > 0) ttft.points.emplace_back(p.load, ttft_over);
     }
     series.push_back(std::move(tpot));
     series.push_back(std::move(ttft));
   }
   series.push_back({"SLA limit", {{slowest, 1.0}, {fastest, 1.0}}, false, 5});
   const CapacityReport& first = reports.front();
-  return svg_lines({fmt::format("{} under '{}': p99 latency over its SLA limit, by arrival rate", first.model,
-                                first.workload.name),
-                    "sessions/s", "p99 / SLA limit (mean over seeds)", false},
-                   series);
+  return svg_lines(
+      {fmt::format("{} under '{}': p99 latency over its SLA limit, by {}", first.model, first.workload.name,
+                   whole_loads(first.workload) ? "sessions at a time" : "arrival rate"),
+       load_unit(first.workload), "p99 / SLA limit (mean over seeds)", false},
+      series);
 }
 
 }  // namespace v41sim

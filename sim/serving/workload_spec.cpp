@@ -379,10 +379,33 @@ WorkloadSpec at_concurrency(WorkloadSpec w, int64_t concurrency, const InputLoca
   return w;
 }
 
-std::string load_phrase(const WorkloadSpec& w) {
-  if (w.arrival == WorkloadSpec::Arrival::kClosedLoop) {
-    return fmt::format("{} sessions at a time (closed loop)", w.concurrency);
+bool whole_loads(const WorkloadSpec& w) { return w.arrival == WorkloadSpec::Arrival::kClosedLoop; }
+
+double load_of(const WorkloadSpec& w) {
+  return whole_loads(w) ? static_cast<double>(w.concurrency) : w.sessions_per_s;
+}
+
+WorkloadSpec at_load(WorkloadSpec w, double load, const InputLocation& where) {
+  if (!whole_loads(w)) return at_rate(std::move(w), load, where);
+  if (!(load >= 0.5 && load <= static_cast<double>(kMostConcurrentSessions))) {
+    throw InputError(
+        where, fmt::format("expected 1 to {} sessions at a time, got {:g}", kMostConcurrentSessions, load));
   }
+  return at_concurrency(std::move(w), std::llround(load), where);
+}
+
+std::string load_number(const WorkloadSpec& w, double load) {
+  return whole_loads(w) ? fmt::format("{:.0f}", load) : fmt::format("{:.3g}", load);
+}
+
+const char* load_unit(const WorkloadSpec& w) { return whole_loads(w) ? "sessions at a time" : "sessions/s"; }
+
+std::string load_text(const WorkloadSpec& w, double load) {
+  return load_number(w, load) + " " + load_unit(w);
+}
+
+std::string load_phrase(const WorkloadSpec& w) {
+  if (whole_loads(w)) return load_text(w, load_of(w)) + " (closed loop)";
   return fmt::format("{:.4g} sessions/s", w.sessions_per_s);
 }
 

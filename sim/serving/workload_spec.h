@@ -137,8 +137,19 @@ WorkloadSpec at_rate(WorkloadSpec w, double sessions_per_s, const InputLocation&
 // naming `where` for a workload that is not a closed loop.
 WorkloadSpec at_concurrency(WorkloadSpec w, int64_t concurrency, const InputLocation& where);
 
-// How the traffic's load is set, for a table's title: "0.43 sessions/s" or
-// "32 sessions at a time (closed loop)".
+// The load a capacity search moves: an open loop's arrival rate (sessions/s;
+// a trace's times scaled to it), a closed loop's sessions at a time (whole).
+double load_of(const WorkloadSpec& w);
+bool whole_loads(const WorkloadSpec& w);
+// The same traffic at `load` (at_rate or at_concurrency, rounded); InputError naming `where`.
+WorkloadSpec at_load(WorkloadSpec w, double load, const InputLocation& where);
+// A load in the workload's unit: "0.43" and "sessions/s", or "32" and
+// "sessions at a time"; load_text joins them.
+std::string load_number(const WorkloadSpec& w, double load);
+const char* load_unit(const WorkloadSpec& w);
+std::string load_text(const WorkloadSpec& w, double load);
+// The workload's own load, for a table's title: "0.43 sessions/s" or "32
+// sessions at a time (closed loop)".
 std::string load_phrase(const WorkloadSpec& w);
 
 // Output-length multiplier of effort b relative to b = 75 ("high"): the V4.1

@@ -1148,8 +1148,6 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--concurrency': 'agent coding' is not a closed loop"},
         BadRun{"run --workload bench_random_8k_1k --concurrency -3",
                "field '--concurrency': expected 1 to 100000 sessions at a time, got -3"},
-        BadRun{"capacity --workload bench_random_8k_1k",
-               "bench_random_8k_1k.yaml:10: field 'arrival.concurrency': capacity scales an arrival rate"},
         BadRun{"plan --ep 8,0", "field '--ep': expected positive integers, got 0"},
         BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},

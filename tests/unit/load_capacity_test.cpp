@@ -2,9 +2,13 @@
 // bracketed by runs on either side and cut down to the precision asked.
 #include "sim/costing/load_capacity.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <tuple>
 #include <vector>
@@ -37,24 +41,23 @@ TEST(LoadCapacity, BracketsTheLargestRateWithinTheSla) {
   ASSERT_TRUE(c.largest_meeting.has_value());
   ASSERT_TRUE(c.smallest_failing_above.has_value());
   // Points come slowest first; the bracket's ends are neighbours, within 5%.
-  for (std::size_t i = 1; i < c.points.size(); ++i)
-    EXPECT_LT(c.points[i - 1].sessions_per_s, c.points[i].sessions_per_s);
+  for (std::size_t i = 1; i < c.points.size(); ++i) EXPECT_LT(c.points[i - 1].load, c.points[i].load);
   EXPECT_EQ(*c.smallest_failing_above, *c.largest_meeting + 1);
   const LoadPoint& best = c.points[*c.largest_meeting];
   const LoadPoint& over = c.points[*c.smallest_failing_above];
-  EXPECT_LE(over.sessions_per_s / best.sessions_per_s, 1.05);
+  EXPECT_LE(over.load / best.load, 1.05);
   EXPECT_GE(best.run.within_sla(), 0.99);
   EXPECT_LT(over.run.within_sla(), 0.99);
   // A queue past its service rate never meets a TTFT limit; one at half of
   // it waits a few service times, well inside the 1 s limit.
   const double service_s = best.run.result.mean_prefill_ms / 1e3;
   ASSERT_GT(service_s, 0);
-  EXPECT_LT(best.sessions_per_s, 1.0 / service_s);
-  EXPECT_GT(best.sessions_per_s, 0.5 / service_s);
+  EXPECT_LT(best.load, 1.0 / service_s);
+  EXPECT_GT(best.load, 0.5 / service_s);
   // The same inputs give the same answer.
   const LoadCapacity again = q.find();
   ASSERT_EQ(again.points.size(), c.points.size());
-  EXPECT_EQ(again.points[*again.largest_meeting].sessions_per_s, best.sessions_per_s);
+  EXPECT_EQ(again.points[*again.largest_meeting].load, best.load);
 }
 
 TEST(LoadCapacity, SaysWhenTheSweepDoesNotBracketIt) {
@@ -77,7 +80,7 @@ TEST(LoadCapacity, SaysWhyRequestsFallAsSessionsRise) {
   LoadCapacity c;
   for (const double sessions : {1.0, 2.0}) {
     LoadPoint p;
-    p.sessions_per_s = sessions;
+    p.load = sessions;
     p.run.result.arrival_rate_per_s = 7 * sessions;
     p.run.seeds.push_back(SeedOutcome{});
     c.points.push_back(p);
@@ -99,7 +102,7 @@ TEST(LoadCapacity, ChartsEachRatesLatencyOverItsLimit) {
   LoadCapacity c;
   for (const double sessions : {0.5, 1.0, 2.0}) {
     LoadPoint p;
-    p.sessions_per_s = sessions;
+    p.load = sessions;
     for (const double jitter : {0.9, 1.1}) {
       SeedOutcome seed;
       if (sessions < 2) {
@@ -136,7 +139,7 @@ TEST(LoadCapacity, ChartsEachRatesLatencyOverItsLimit) {
 TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
   const auto point = [](double rate, bool meets) {
     LoadPoint p;
-    p.sessions_per_s = rate;
+    p.load = rate;
     p.meets_sla = meets;
     return p;
   };
@@ -147,12 +150,12 @@ TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
   std::mutex asking;  // a pair is served at once
   confirm_largest(c, 0.99, [&](const LoadPoint& p) {
     const std::lock_guard<std::mutex> hold(asking);
-    asked.push_back(p.sessions_per_s);
+    asked.push_back(p.load);
     SeedOutcome s;
     s.arrived = 100;
-    s.within_sla = p.sessions_per_s < 0.35 ? 1.0 : 0.9;  // the larger rates miss over the longer run
-    s.steady = p.sessions_per_s < 0.15;                  // 0.2 fills up over the first half of the run
-    s.tail_steady = p.sessions_per_s < 0.25;             // and 0.3 still creeps in its second
+    s.within_sla = p.load < 0.35 ? 1.0 : 0.9;  // the larger rates miss over the longer run
+    s.steady = p.load < 0.15;                  // 0.2 fills up over the first half of the run
+    s.tail_steady = p.load < 0.25;             // and 0.3 still creeps in its second
     ServedRun longer;
     longer.seeds.push_back(s);
     return longer;
@@ -160,7 +163,7 @@ TEST(LoadCapacity, ConfirmationWalksDownTheMeetingRatesUntilOneHolds) {
   std::sort(asked.rbegin(), asked.rend());
   EXPECT_EQ(asked, (std::vector<double>{0.4, 0.3, 0.2, 0.1}));  // (0.4, 0.3), then (0.2, 0.1)
   ASSERT_TRUE(c.largest_holding.has_value());
-  EXPECT_EQ(c.points[*c.largest_holding].sessions_per_s, 0.2);
+  EXPECT_EQ(c.points[*c.largest_holding].load, 0.2);
   EXPECT_FALSE(c.points[5].confirmation_holds);
   EXPECT_TRUE(c.points[1].confirmation_holds);  // 0.1, asked with 0.2
   EXPECT_FALSE(c.points[0].confirmation.has_value());
@@ -191,37 +194,35 @@ TEST(LoadCapacity, NarrowingFindsTheSustainedRateToThePrecision) {
   LoadCapacity c;
   for (const double rate : {0.1, 0.2, 0.4, 0.8}) {
     LoadPoint p;
-    p.sessions_per_s = rate;
+    p.load = rate;
     p.meets_sla = rate < kMeetsBelow;
     c.points.push_back(p);
   }
-  confirm_largest(c, 0.99, [&](const LoadPoint& p) { return longer(p.sessions_per_s); });
+  confirm_largest(c, 0.99, [&](const LoadPoint& p) { return longer(p.load); });
   ASSERT_EQ(c.largest_holding, 1u);  // 0.2 held, 0.4 did not
   std::vector<double> served;
   narrow_holding(c, 0.05, [&](double rate) {
     served.push_back(rate);
     LoadPoint p;
-    p.sessions_per_s = rate;
+    p.load = rate;
     p.meets_sla = rate < kMeetsBelow;
     if (p.meets_sla) confirm(p, 0.99, longer(rate));
     return p;
   });
   ASSERT_TRUE(c.largest_holding && c.smallest_not_holding_above);
-  const double held = c.points[*c.largest_holding].sessions_per_s;
-  const double not_held = c.points[*c.smallest_not_holding_above].sessions_per_s;
+  const double held = c.points[*c.largest_holding].load;
+  const double not_held = c.points[*c.smallest_not_holding_above].load;
   EXPECT_LT(held, kHoldsBelow);
   EXPECT_GE(not_held, kHoldsBelow);
   EXPECT_LE(not_held / held, 1.05);
   EXPECT_GE(served.size(), 4u);  // 0.2 to 0.4 is a factor 2: two rounds of two rates at least
-  EXPECT_TRUE(std::is_sorted(c.points.begin(), c.points.end(), [](const LoadPoint& a, const LoadPoint& b) {
-    return a.sessions_per_s < b.sessions_per_s;
-  }));
+  EXPECT_TRUE(std::is_sorted(c.points.begin(), c.points.end(),
+                             [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; }));
   // The shorter window's bracket is found again among the moved points.
   ASSERT_TRUE(c.largest_meeting && c.smallest_failing_above);
-  EXPECT_EQ(c.points[*c.largest_meeting].sessions_per_s, 0.4);
-  EXPECT_EQ(c.points[*c.smallest_failing_above].sessions_per_s, 0.8);
-  for (const LoadPoint& p : c.points)
-    EXPECT_EQ(p.confirmation.has_value(), p.meets_sla && p.sessions_per_s >= 0.2);
+  EXPECT_EQ(c.points[*c.largest_meeting].load, 0.4);
+  EXPECT_EQ(c.points[*c.smallest_failing_above].load, 0.8);
+  for (const LoadPoint& p : c.points) EXPECT_EQ(p.confirmation.has_value(), p.meets_sla && p.load >= 0.2);
 }
 
 // The verdict gives the largest rate that held, the next above that did not,
@@ -246,7 +247,7 @@ TEST(LoadCapacity, VerdictNamesTheHeldBracketAndMissesBelowIt) {
   LoadCapacity c;
   for (const auto& [rate, meets, longer] : rates) {
     LoadPoint p;
-    p.sessions_per_s = rate;
+    p.load = rate;
     p.run = run_of(meets ? 1.0 : 0.5, true, 200);
     p.meets_sla = meets;
     if (longer > 0) confirm(p, 0.99, run_of(longer, longer >= 0.99, 1800));
@@ -264,6 +265,55 @@ TEST(LoadCapacity, VerdictNamesTheHeldBracketAndMissesBelowIt) {
   EXPECT_TRUE(has("not at 0.397 (97.0% within, still moving in its second half)")) << verdict;
   EXPECT_TRUE(has("below it 0.34 (95.0% within, still moving in its second half) did not hold")) << verdict;
   EXPECT_FALSE(has("0.315 (")) << verdict;  // not asked: below the rate that held
+}
+
+// A closed loop's load is its sessions at a time: swept and cut in whole
+// sessions, and said so in every view.
+TEST(LoadCapacity, AClosedLoopIsSearchedInWholeSessionsAtATime) {
+  Queue q;
+  const auto dir = std::filesystem::temp_directory_path() / "v41sim_capacity_closed_loop";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "w.yaml")
+      << "name: loop\nsource: test\narrival: {process: closed_loop, concurrency: 4}\n"
+         "session:\n  turns: {dist: fixed, value: 1}\n"
+         "  first_input_tokens: {dist: fixed, value: 2048}\n"
+         "  turn_input_tokens: {dist: fixed, value: 1}\n"
+         "  output_tokens: {dist: fixed, value: 1}\n"
+         "  think_time_s: {dist: fixed, value: 1}\n  resumed: {fraction: 0}\n"
+         "effort: high\n";
+  q.workload = load_workload_file((dir / "w.yaml").string());
+  q.options.serve.duration_s = 30;
+  q.options.rate_factors = {0.25, 4, 64};
+  const LoadCapacity c = q.find();
+  ASSERT_TRUE(c.whole_loads);
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    EXPECT_EQ(c.points[i].load, std::round(c.points[i].load)) << i;
+    if (i > 0) {
+      EXPECT_LT(c.points[i - 1].load, c.points[i].load);
+    }
+  }
+  EXPECT_EQ(c.points.front().load, 1);  // 0.25 x 4, at least one session
+  ASSERT_TRUE(c.largest_meeting && c.smallest_failing_above);
+  const double best = c.points[*c.largest_meeting].load;
+  const double over = c.points[*c.smallest_failing_above].load;
+  EXPECT_TRUE(over - best == 1 || over / best <= 1.05) << best << " " << over;
+  // Each of N prompts waits for the others' prefill steps: TTFT about N
+  // service times, so the limit is about the SLA's TTFT over one.
+  const double service_ms = c.points[*c.largest_meeting].run.result.mean_prefill_ms;
+  EXPECT_LE(best, q.deployment.sla.ttft_ms / service_ms + 1);
+  const std::vector<DeploymentSpec> deployments{q.deployment};
+  const std::vector<LoadCapacity> capacities{c};
+  const std::string model = "m";
+  const std::vector<CapacityReport> reports =
+      capacity_reports(model, deployments, q.workload, q.options, capacities);
+  EXPECT_NE(
+      capacity_verdict(reports.front()).find(fmt::format("within the SLA up to {} sessions at a time", best)),
+      std::string::npos)
+      << capacity_verdict(reports.front());
+  const nlohmann::json j = capacity_json(reports.front());
+  EXPECT_EQ(j.at("largest_meeting_concurrency"), best);
+  EXPECT_EQ(j.at("workload_concurrency"), 4);
+  EXPECT_EQ(j.at("points").front().at("concurrency"), 1);
 }
 
 TEST(LoadCapacity, BadOptionsAreInputErrors) {
