@@ -224,8 +224,8 @@ void ServingSimulation::start_session() {
 // A closed loop whose sessions are refused as they arrive would start new
 // ones at one instant forever; nor may it start more than a run allows.
 void ServingSimulation::check_closed_loop_moves_on() {
-  constexpr int64_t kStartsPerInstant =
-      10;  // times the concurrency: all ended at once, then nine in ten refused
+  // Times the concurrency: every session ended at once, then nine in ten of their successors refused.
+  constexpr int64_t kStartsPerInstant = 10;
   if (sim_.now() != closed_loop_instant_) {
     closed_loop_instant_ = sim_.now();
     started_at_instant_ = 0;
