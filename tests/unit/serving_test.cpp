@@ -1122,6 +1122,10 @@ TEST(Serving, AClosedLoopKeepsItsSessionsInFlight) {
   EXPECT_EQ(more.in_flight, 8);
   EXPECT_GE(more.finished, r.finished);
   EXPECT_GT(more.e2e_ms.mean, r.e2e_ms.mean);
+  // The same seed, the same run.
+  const ServingResult again = f.run(60);
+  EXPECT_EQ(again.arrived, r.arrived);
+  EXPECT_EQ(again.e2e_ms.mean, r.e2e_ms.mean);
   // Drained: the loop stops starting sessions, and those in flight finish.
   const ServingResult drained = f.run(60, 1, true);
   EXPECT_EQ(drained.in_flight, 0);
