@@ -104,6 +104,26 @@ void BM_ServingOverload(benchmark::State& state) {
 }
 BENCHMARK(BM_ServingOverload)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// A benchmark's closed loop (bench_random_8k_1k) on one 8 x H200 instance,
+// the sessions in flight as the argument: each one that ends starts the next.
+void BM_ServingClosedLoop(benchmark::State& state) {
+  const v41sim::ModelAnalysis model = v41_flash();
+  const v41sim::DeploymentSpec deployment = bundled_deployment("h200_agg_8");
+  const v41sim::WorkloadSpec workload =
+      v41sim::at_concurrency(bundled_workload("bench_random_8k_1k"), state.range(0), {});
+  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
+  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
+  int64_t requests = 0;
+  for (auto _ : state) {
+    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
+    const v41sim::ServingResult r = sim.run(600);
+    requests = r.arrived;
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["requests"] = static_cast<double>(requests);
+}
+BENCHMARK(BM_ServingClosedLoop)->Arg(32)->Arg(256)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 // The bundled block-hashed (Mooncake-format) trace replayed four times as
 // fast on one 8 x H200 instance: every prompt's blocks looked up and stored.
 void BM_ServingBlockHashedTrace(benchmark::State& state) {
