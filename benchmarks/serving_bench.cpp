@@ -31,6 +31,23 @@ v41sim::WorkloadSpec bundled_workload(const std::string& stem) {
   return v41sim::load_workload_file(kRoot + "/workloads/" + stem + ".yaml");
 }
 
+// Times `seconds` of `workload` on `deployment` (its pools on H200), one run
+// an iteration, and counts the requests that arrived in the last.
+void time_serving(benchmark::State& state, const v41sim::DeploymentSpec& deployment,
+                  const v41sim::WorkloadSpec& workload, double seconds) {
+  const v41sim::ModelAnalysis model = v41_flash();
+  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
+  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
+  int64_t requests = 0;
+  for (auto _ : state) {
+    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
+    const v41sim::ServingResult r = sim.run(seconds);
+    requests = r.arrived;
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["requests"] = static_cast<double>(requests);
+}
+
 // A ring of self-rescheduling events, as steps and arrivals behave in a run.
 // Each event captures two pointers, like the serving simulation's
 // ([this, &request]), which std::function stores without allocating.
@@ -59,20 +76,9 @@ BENCHMARK(BM_EventCore)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond);
 // Simulated seconds of the agent workload on 64 x H200; scale the load with the
 // second argument (sessions per second x10) to see how cost grows with requests.
 void BM_ServingRun(benchmark::State& state) {
-  const v41sim::ModelAnalysis model = v41_flash();
-  const v41sim::DeploymentSpec deployment = bundled_deployment("h200_pd_64");
   v41sim::WorkloadSpec workload = bundled_workload("agent_coding");
   workload.sessions_per_s = static_cast<double>(state.range(1)) / 10.0;
-  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
-  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
-  int64_t requests = 0;
-  for (auto _ : state) {
-    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
-    const v41sim::ServingResult r = sim.run(static_cast<double>(state.range(0)));
-    requests = r.arrived;
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["requests"] = static_cast<double>(requests);
+  time_serving(state, bundled_deployment("h200_pd_64"), workload, static_cast<double>(state.range(0)));
 }
 BENCHMARK(BM_ServingRun)
     ->Args({3600, 5})
@@ -85,42 +91,19 @@ BENCHMARK(BM_ServingRun)
 // queues grow to hundreds of thousands of prompts, and routing each one must
 // not rescan them (the cost stays linear in the requests).
 void BM_ServingOverload(benchmark::State& state) {
-  const v41sim::ModelAnalysis model = v41_flash();
-  const v41sim::DeploymentSpec deployment =
-      bundled_deployment(state.range(0) == 0 ? "h200_pd_64" : "h200_agg_8");
   v41sim::WorkloadSpec workload = bundled_workload("agent_coding");
   workload.sessions_per_s = 16000;
-  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
-  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
-  int64_t requests = 0;
-  for (auto _ : state) {
-    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
-    const v41sim::ServingResult r = sim.run(60);
-    requests = r.arrived;
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["requests"] = static_cast<double>(requests);
-  state.SetLabel(state.range(0) == 0 ? "h200_pd_64" : "h200_agg_8");
+  const char* deployment = state.range(0) == 0 ? "h200_pd_64" : "h200_agg_8";
+  time_serving(state, bundled_deployment(deployment), workload, 60);
+  state.SetLabel(deployment);
 }
 BENCHMARK(BM_ServingOverload)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // A benchmark's closed loop (bench_random_8k_1k) on one 8 x H200 instance,
 // the sessions in flight as the argument: each one that ends starts the next.
 void BM_ServingClosedLoop(benchmark::State& state) {
-  const v41sim::ModelAnalysis model = v41_flash();
-  const v41sim::DeploymentSpec deployment = bundled_deployment("h200_agg_8");
-  const v41sim::WorkloadSpec workload =
-      v41sim::at_concurrency(bundled_workload("bench_random_8k_1k"), state.range(0), {});
-  const v41sim::GpuCostModel prefill(kRoot, kRoot + "/hw_profiles/h200.yaml", false);
-  const v41sim::GpuCostModel decode(kRoot, kRoot + "/hw_profiles/h200.yaml", true);
-  int64_t requests = 0;
-  for (auto _ : state) {
-    v41sim::ServingSimulation sim(model, prefill.cost(), decode.cost(), deployment, workload, 1);
-    const v41sim::ServingResult r = sim.run(600);
-    requests = r.arrived;
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["requests"] = static_cast<double>(requests);
+  time_serving(state, bundled_deployment("h200_agg_8"),
+               v41sim::at_concurrency(bundled_workload("bench_random_8k_1k"), state.range(0), {}), 600);
 }
 BENCHMARK(BM_ServingClosedLoop)->Arg(32)->Arg(256)->Unit(benchmark::kMillisecond)->Iterations(1);
 

@@ -1,6 +1,7 @@
 // Paths to the bundled files, for tests.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -41,6 +42,24 @@ inline std::string read_text(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// A workload file of one-turn sessions, `input` tokens in and `output` out,
+// arriving as `arrival` (a YAML flow map, e.g. "{process: closed_loop,
+// concurrency: 4}", on the file's line 3), written as w.yaml in the temp
+// folder `folder`; its path.
+inline std::string one_turn_workload(const std::string& folder, const std::string& arrival, int64_t input,
+                                     int64_t output) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / folder;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "w.yaml") << "name: loop\nsource: test\narrival: " << arrival
+                                << "\nsession:\n  turns: {dist: fixed, value: 1}\n"
+                                << "  first_input_tokens: {dist: fixed, value: " << input << "}\n"
+                                << "  turn_input_tokens: {dist: fixed, value: 1}\n"
+                                << "  output_tokens: {dist: fixed, value: " << output << "}\n"
+                                << "  think_time_s: {dist: fixed, value: 1}\n  resumed: {fraction: 0}\n"
+                                << "effort: high\n";
+  return (dir / "w.yaml").string();
 }
 
 inline ModelAnalysis analyze(const std::string& stem) {

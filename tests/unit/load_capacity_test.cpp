@@ -271,17 +271,8 @@ TEST(LoadCapacity, VerdictNamesTheHeldBracketAndMissesBelowIt) {
 // sessions, and said so in every view.
 TEST(LoadCapacity, AClosedLoopIsSearchedInWholeSessionsAtATime) {
   Queue q;
-  const auto dir = std::filesystem::temp_directory_path() / "v41sim_capacity_closed_loop";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "w.yaml")
-      << "name: loop\nsource: test\narrival: {process: closed_loop, concurrency: 4}\n"
-         "session:\n  turns: {dist: fixed, value: 1}\n"
-         "  first_input_tokens: {dist: fixed, value: 2048}\n"
-         "  turn_input_tokens: {dist: fixed, value: 1}\n"
-         "  output_tokens: {dist: fixed, value: 1}\n"
-         "  think_time_s: {dist: fixed, value: 1}\n  resumed: {fraction: 0}\n"
-         "effort: high\n";
-  q.workload = load_workload_file((dir / "w.yaml").string());
+  q.workload = load_workload_file(testing::one_turn_workload(
+      "v41sim_capacity_closed_loop", "{process: closed_loop, concurrency: 4}", 2048, 1));
   q.options.serve.duration_s = 30;
   q.options.rate_factors = {0.25, 4, 64};
   const LoadCapacity c = q.find();

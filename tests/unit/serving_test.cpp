@@ -1078,16 +1078,10 @@ TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
 // The tiny model on one prefill and one decode GPU, serving a closed loop of
 // `concurrency` one-turn sessions (2048-token prompts, `output` tokens each).
 Fixture tiny_closed_loop(const std::string& folder, int64_t concurrency, int64_t output) {
-  const auto dir = std::filesystem::temp_directory_path() / folder;
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "w.yaml") << fmt::format(
-      "name: loop\nsource: test\narrival: {{process: closed_loop, concurrency: {}}}\nsession:\n"
-      "  turns: {{dist: fixed, value: 1}}\n  first_input_tokens: {{dist: fixed, value: 2048}}\n"
-      "  turn_input_tokens: {{dist: fixed, value: 1}}\n  output_tokens: {{dist: fixed, value: {}}}\n"
-      "  think_time_s: {{dist: fixed, value: 1}}\n  resumed: {{fraction: 0}}\neffort: high\n",
-      concurrency, output);
-  return Fixture(data("tests/data/tiny_gqa.yaml"), data("tests/data/one_gpu.yaml"),
-                 (dir / "w.yaml").string());
+  return Fixture(
+      data("tests/data/tiny_gqa.yaml"), data("tests/data/one_gpu.yaml"),
+      testing::one_turn_workload(
+          folder, fmt::format("{{process: closed_loop, concurrency: {}}}", concurrency), 2048, output));
 }
 
 // A closed loop starts its sessions together and each one that ends is
@@ -1156,18 +1150,9 @@ TEST(Serving, AClosedLoopOfRefusedSessionsIsAnError) {
 }
 
 TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
-  const auto dir = std::filesystem::temp_directory_path() / "v41sim_closed_loop_bad";
-  std::filesystem::create_directories(dir);
-  const auto error_of = [&](const std::string& arrival) {
-    std::ofstream(dir / "w.yaml") << "name: loop\nsource: test\narrival: " << arrival
-                                  << "\nsession:\n  turns: {dist: fixed, value: 1}\n"
-                                     "  first_input_tokens: {dist: fixed, value: 10}\n"
-                                     "  turn_input_tokens: {dist: fixed, value: 1}\n"
-                                     "  output_tokens: {dist: fixed, value: 10}\n"
-                                     "  think_time_s: {dist: fixed, value: 1}\n  resumed: {fraction: 0}\n"
-                                     "effort: high\n";
+  const auto error_of = [](const std::string& arrival) {
     try {
-      load_workload_file((dir / "w.yaml").string());
+      load_workload_file(testing::one_turn_workload("v41sim_closed_loop_bad", arrival, 10, 10));
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -1191,15 +1176,8 @@ TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
       error_of("{process: closed, concurrency: 3}").find("expected poisson, bursty, closed_loop or trace"),
       std::string::npos);
   // Its load is its concurrency, set again where asked; an open loop's is its rate.
-  std::ofstream(dir / "w.yaml")
-      << "name: loop\nsource: test\narrival: {process: closed_loop, concurrency: 3}\n"
-         "session:\n  turns: {dist: fixed, value: 1}\n"
-         "  first_input_tokens: {dist: fixed, value: 10}\n"
-         "  turn_input_tokens: {dist: fixed, value: 1}\n"
-         "  output_tokens: {dist: fixed, value: 10}\n"
-         "  think_time_s: {dist: fixed, value: 1}\n  resumed: {fraction: 0}\n"
-         "effort: high\n";
-  const WorkloadSpec loop = load_workload_file((dir / "w.yaml").string());
+  const WorkloadSpec loop = load_workload_file(
+      testing::one_turn_workload("v41sim_closed_loop_bad", "{process: closed_loop, concurrency: 3}", 10, 10));
   EXPECT_EQ(load_phrase(loop), "3 sessions at a time (closed loop)");
   EXPECT_EQ(at_concurrency(loop, 7, {"", 0, "--concurrency"}).concurrency, 7);
   EXPECT_THROW(at_rate(loop, 2.0, {"", 0, "--sessions-per-s"}), InputError);
