@@ -107,24 +107,44 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   }
   // Each rank packs its queued prompts (one chunk each) up to its token budget.
   std::vector<PrefillChunk> chunks;
-  double step_us = 0;
-  double step_communication_us = 0;
-  ErrorBand step_band;
-  int64_t step_micro_batches = 1;
+  std::vector<bool> prompting(inst.ranks.size(), false);
+  StepTimeCache::StepCost slowest;
   for (std::size_t rank = 0; rank < inst.ranks.size(); ++rank) {
     const RankChunks packed = pack_chunks(inst, rank, deployment_.prefill.max_tokens_per_step, &chunks);
     if (packed.prompts == 0) continue;  // nothing queued, or its head waits for KV room
+    prompting[rank] = true;
     const StepTimeCache::StepCost cost =
         steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context, packed.continuing);
-    if (cost.us > step_us) {  // the slowest rank sets the step and its communication share
-      step_us = cost.us;
-      step_communication_us = cost.communication_us;
-      step_band = cost.band;
-      step_micro_batches = cost.micro_batches;
-    }
+    if (cost.us > slowest.us) slowest = cost;  // the slowest rank sets the step and its communication share
   }
   if (chunks.empty()) return;
-  run_prefill_step(index, std::move(chunks), step_us, step_communication_us, step_band, step_micro_batches);
+  std::vector<double> decode_tokens;
+  if (inst.colocated != nullptr) {
+    const double prompts_us = slowest.us;
+    decode_tokens = decode_beside_prompts(*inst.colocated, prompting, &slowest);
+    const bool decoded =
+        std::any_of(decode_tokens.begin(), decode_tokens.end(), [](double t) { return t > 0; });
+    if (measuring() && decoded) {
+      ++result_.prefill_steps_with_decode;
+      if (slowest.us > prompts_us) ++result_.prefill_steps_set_by_decode;
+    }
+  }
+  run_prefill_step(index, std::move(chunks), slowest, std::move(decode_tokens));
+}
+
+std::vector<double> ServingSimulation::decode_beside_prompts(const DecodeInstance& inst,
+                                                             const std::vector<bool>& prompting,
+                                                             StepTimeCache::StepCost* slowest) {
+  std::vector<double> tokens_per_sequence(inst.ranks.size(), 0.0);
+  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
+    const DecodeRank& rank = inst.ranks[i];
+    if (prompting[i] || rank.active.empty()) continue;
+    const StepTimeCache::DecodeStep step =
+        steps_->decode_step(static_cast<int64_t>(rank.active.size()), rank.mean_history());
+    tokens_per_sequence[i] = step.tokens_per_sequence;
+    if (step.us > slowest->us) *slowest = {step.us, step.communication_us, step.band, step.micro_batches};
+  }
+  return tokens_per_sequence;
 }
 
 bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {
@@ -262,31 +282,38 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
                                 static_cast<double>(ranks - 1) / static_cast<double>(ranks);
   const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;
   if (measuring()) ++result_.context_parallel_steps;
-  run_prefill_step(index, {{&r, tokens}}, cost.us + exchange_us, cost.communication_us + exchange_us,
-                   cost.band, cost.micro_batches);
+  run_prefill_step(
+      index, {{&r, tokens}},
+      {cost.us + exchange_us, cost.communication_us + exchange_us, cost.band, cost.micro_batches}, {});
 }
 
-void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillChunk> chunks, double step_us,
-                                         double communication_us, const ErrorBand& band,
-                                         int64_t micro_batches) {
+void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillChunk> chunks,
+                                         const StepTimeCache::StepCost& step,
+                                         std::vector<double> decode_tokens) {
   PrefillInstance& inst = *prefill_[index];
   inst.engine->busy = true;
   if (measuring()) {
     ++result_.prefill_steps;
-    if (micro_batches > 1) ++result_.prefill_steps_split;
-    prefill_band_.add(band, step_us);
+    if (step.micro_batches > 1) ++result_.prefill_steps_split;
+    prefill_band_.add(step.band, step.us);
   }
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
-             sim_.now() + SimTime::from_us(step_us), static_cast<int64_t>(chunks.size()));
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index, chunks = std::move(chunks), communication_us] {
-    prefill_[index]->engine->busy = false;
-    complete_prefill_chunks(index, chunks, communication_us);
-    if (deployment_.disaggregated) {
-      try_start_prefill(index);
-    } else {
-      next_step(index);
-    }
-  });
+             sim_.now() + SimTime::from_us(step.us), static_cast<int64_t>(chunks.size()));
+  sim_.schedule_after(SimTime::from_us(step.us),
+                      [this, index, chunks = std::move(chunks), decode_tokens = std::move(decode_tokens),
+                       communication_us = step.communication_us] {
+                        prefill_[index]->engine->busy = false;
+                        // The ranks that decoded beside the prompts are credited first, as a mixed step's
+                        // are.
+                        if (!decode_tokens.empty())
+                          emit_decode_tokens(index, decode_tokens, communication_us);
+                        complete_prefill_chunks(index, chunks, communication_us);
+                        if (deployment_.disaggregated) {
+                          try_start_prefill(index);
+                        } else {
+                          next_step(index);
+                        }
+                      });
 }
 
 void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::vector<PrefillChunk>& chunks,

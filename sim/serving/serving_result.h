@@ -166,6 +166,10 @@ struct ServingResult {
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank
   int64_t decode_steps = 0;
   int64_t mixed_steps = 0;  // of decode_steps: carrying prompt chunks (aggregated_steps: mixed)
+  // Of prefill_steps (aggregated): those in which ranks without a prompt
+  // decoded, and of them those whose slowest rank was a decoding one.
+  int64_t prefill_steps_with_decode = 0;
+  int64_t prefill_steps_set_by_decode = 0;
   // Steps run as two overlapped micro-batches (the slowest rank's choice).
   int64_t prefill_steps_split = 0;
   int64_t decode_steps_split = 0;

@@ -170,9 +170,23 @@ class ServingSimulation {
                                double communication_us);
   // One prompt sliced over every rank of the instance (context parallelism).
   void start_context_parallel_step(std::size_t instance, Request& r);
-  // Runs the step for `step_us`, then credits each chunk and hands finished prompts on.
-  void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks, double step_us,
-                        double communication_us, const ErrorBand& band, int64_t micro_batches);
+  // Aggregated, prompts first: the ranks of the colocated decode instance
+  // with no prompt chunk in this step run their decode batch inside it, as
+  // data-parallel attention lets them (SGLang: the ranks step together
+  // through the experts, each with its own batch); a rank with a chunk has its
+  // decode wait. Returns each rank's tokens per sequence (0: no decode) and
+  // raises `slowest` where a decode share is the slowest rank. The share is
+  // timed as that rank's plain decode step (CUDA-graph replay, low-latency
+  // transfers), which engines do not run beside a prompt: a prompt rank almost
+  // always sets the step, so that rarely shows (the run counts the steps a
+  // decoding rank set: 52 of 1,301 in `run --deployment h200_agg_8 --duration 300`).
+  std::vector<double> decode_beside_prompts(const DecodeInstance& instance,
+                                            const std::vector<bool>& prompting,
+                                            StepTimeCache::StepCost* slowest);
+  // Runs the step, then credits the decode beside it (`decode_tokens` per
+  // rank, empty for none) and each chunk, and hands finished prompts on.
+  void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks,
+                        const StepTimeCache::StepCost& step, std::vector<double> decode_tokens);
   // Decode.
   // Disaggregated: a prompt done with prefill waits for room on the decode
   // instance its routing picks, then takes the rank its routing picks of

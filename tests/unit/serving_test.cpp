@@ -259,10 +259,14 @@ TEST(Serving, PromptsArrivingTogetherSpreadOverTheInstancesRanks) {
 // short ones arrive together at two ranks: least load (KV tokens) puts the
 // long one alone on a rank and the three short ones on the other, which then
 // decodes three sequences where an even deal gives two; least requests deals
-// them two and two. On one GPU there is nothing to deal.
+// them two and two. On one GPU there is nothing to deal. Each rank prefills
+// its prompts in one step, so all four decode from the same step on (with
+// chunks, the short prompts' rank would decode beside the long prompt's
+// chunks and finish first).
 TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
   Fixture f =
       tiny_trace("v41sim_rank_imbalance", "1.0,0,60000,500\n1.0,1,100,500\n1.0,2,100,500\n1.0,3,100,500\n");
+  f.deployment.prefill.max_tokens_per_step = 65536;
   const auto imbalance = [&f](int64_t ranks, DeploymentSpec::Routing routing) {
     for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = ranks;
     f.deployment.routing = routing;
@@ -273,6 +277,40 @@ TEST(Serving, TheRunSaysHowUnevenlyItsRanksDecode) {
   EXPECT_DOUBLE_EQ(imbalance(1, DeploymentSpec::Routing::kLeastLoad), 1.0);
   EXPECT_DOUBLE_EQ(imbalance(2, DeploymentSpec::Routing::kLeastRequests), 1.0);
   EXPECT_GT(imbalance(2, DeploymentSpec::Routing::kLeastLoad), 1.3);
+}
+
+// Aggregated, prompts first: a rank with no prompt in a prompt step decodes
+// beside it (data-parallel attention), one token per sequence per step, while
+// a rank with a prompt has its decode wait. One short prompt starts decoding;
+// a long one arrives while it decodes and is prefilled in chunks. On two
+// ranks the long one goes to the idle rank and every one of its chunks'
+// steps carries the first sequence's decode: that sequence emits a token per
+// chunk. On one rank the chunks stall it.
+TEST(Serving, RanksWithoutAPromptDecodeBesideIt) {
+  Fixture f = tiny_trace("v41sim_decode_beside", "1.0,0,100,3000\n1.2,1,16384,2\n");
+  const auto served = [&f](int64_t ranks) {
+    for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = ranks;
+    f.deployment.prefill.max_tokens_per_step = 2048;
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+    sim.enable_request_log();
+    const ServingResult r = sim.run(1e4, true);
+    EXPECT_EQ(r.finished, 2);
+    return r;
+  };
+  const ServingResult two = served(2);
+  ASSERT_EQ(two.requests.size(), 2u);
+  const RequestRecord& first = two.requests[0];
+  const RequestRecord& second = two.requests[1];
+  const auto finished_s = [](const RequestRecord& r) { return r.arrival_s + r.e2e_ms / 1e3; };
+  ASSERT_LT(second.arrival_s, finished_s(first)) << "the long prompt must arrive while the first decodes";
+  EXPECT_EQ(two.prefill_steps, 1 + 16384 / 2048);
+  EXPECT_EQ(two.prefill_steps_with_decode, 16384 / 2048);  // each of the long prompt's chunks
+  EXPECT_EQ(two.prefill_steps_set_by_decode, 0);           // a chunk of 2048 outlasts a decode step of one
+  const ServingResult one = served(1);
+  EXPECT_EQ(one.prefill_steps, two.prefill_steps);
+  EXPECT_EQ(one.prefill_steps_with_decode, 0);
+  // Stalled for eight chunk steps, the first sequence finishes later on one rank.
+  EXPECT_GT(finished_s(one.requests[0]), finished_s(first));
 }
 
 // A returning turn is routed first, then the SSD tier's client on its rank's
@@ -1235,10 +1273,11 @@ TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {
 }
 
 // Mixing prompt chunks into decode steps: every token is still accounted for,
-// the engine still runs one step at a time, decode steps carry the chunks
-// (a prompt-only step runs only when nothing decodes), and decode, no longer
-// stalled behind whole prefill steps and sharing their weight reads, gets
-// faster per token than under prefill-first scheduling.
+// the engine still runs one step at a time, and decode steps carry the chunks
+// (a prompt-only step runs only when nothing decodes). Which of the two
+// schedules gives the faster decode depends on the shapes (prefill first, the
+// other ranks decode beside a prompt; mixed, the prompt's own rank decodes
+// too, in steps launched without CUDA graphs), so it is not asserted.
 TEST(Serving, MixedStepsCarryPromptChunksInsideDecodeSteps) {
   Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_agg_8.yaml"),
             data("workloads/agent_coding.yaml"));
@@ -1252,7 +1291,6 @@ TEST(Serving, MixedStepsCarryPromptChunksInsideDecodeSteps) {
   EXPECT_EQ(mixed.in_flight, 0);
   EXPECT_EQ(mixed.input_tokens_prefilled, mixed.input_tokens_to_compute);
   EXPECT_EQ(mixed.output_tokens_generated, mixed.output_tokens_of_finished);
-  EXPECT_LT(mixed.tpot_ms.mean, first.tpot_ms.mean);
   expect_one_step_at_a_time(f, 60);
 }
 
