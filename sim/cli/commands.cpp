@@ -221,6 +221,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
              "prompt tokens a rank runs in one step (the prefill chunk; aggregated and mixed, the decode "
              "step's budget), to try");
     add_list("--max-batch-per-gpu", flags->plan_max_batch_per_gpu, "sequences a decode rank holds, to try");
+    add_list(
+        "--prefill-delay-steps", flags->plan_prefill_delay_steps,
+        "aggregated, prompts first: decode steps a rank's prompts may wait in a row for the other ranks' "
+        "(SGLang's prefill delayer; 0: none), to try");
     add_replicas_flag(cmd);
   };
 

@@ -73,6 +73,7 @@ struct Flags {
   std::vector<std::string> plan_routings;
   std::vector<int64_t> plan_max_tokens_per_step;
   std::vector<int64_t> plan_max_batch_per_gpu;
+  std::vector<int64_t> plan_prefill_delay_steps;
   std::vector<int64_t> plan_redundant_experts;
   double min_within_sla = 0.99;
   // plan: the cheapest variants within the SLA served again this long, in

@@ -341,6 +341,7 @@ PlanGrid grid_from_flags(const Catalog& catalog, const Flags& f, const ModelSpec
           .routings = routings,
           .max_tokens_per_step = f.plan_max_tokens_per_step,
           .max_batch_per_gpu = f.plan_max_batch_per_gpu,
+          .prefill_delay_steps = f.plan_prefill_delay_steps,
           .redundant_experts = f.plan_redundant_experts,
           .routed_experts = routed,
           .domain_eps = domain_eps(catalog, f, bases)};

@@ -224,6 +224,12 @@ std::string scheduler_name(const DeploymentSpec& d, const PlanGrid& grid) {
     out += fmt::format(", {} prompt token{} a step", d.prefill.max_tokens_per_step,
                        d.prefill.max_tokens_per_step == 1 ? "" : "s");
   if (!grid.max_batch_per_gpu.empty()) out += fmt::format(", decode batch <= {}", d.decode.max_batch_per_gpu);
+  if (!grid.prefill_delay_steps.empty() && !d.mixes_prompt_chunks()) {
+    out += d.prefill_delay_steps == 0
+               ? std::string(", no prefill delay")
+               : fmt::format(", prompts held up to {} step{} for the other ranks'", d.prefill_delay_steps,
+                             d.prefill_delay_steps == 1 ? "" : "s");
+  }
   return out;
 }
 
@@ -295,6 +301,15 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
     throw InputError({base.file, 0, "--aggregated-steps"},
                      "the deployment is disaggregated: its prefill and decode never share a step");
   }
+  for (const int64_t steps : grid.prefill_delay_steps) {
+    if (steps < 0)
+      throw InputError({"", 0, "--prefill-delay-steps"},
+                       fmt::format("expected 0 or more steps, got {}", steps));
+  }
+  if (base.disaggregated && !grid.prefill_delay_steps.empty()) {
+    throw InputError({base.file, 0, "--prefill-delay-steps"},
+                     "the deployment is disaggregated: no decode runs while its prompts wait");
+  }
   std::vector<DeploymentSpec> out = layouts(base, grid);
   out = times(std::move(out), grid.redundant_experts, [](DeploymentSpec& d, int64_t replicas) {
     for (PoolSpec* pool : {&d.prefill, &d.decode}) {
@@ -306,6 +321,16 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
               [](DeploymentSpec& d, int64_t tokens) { d.prefill.max_tokens_per_step = tokens; });
   out = times(std::move(out), grid.max_batch_per_gpu,
               [](DeploymentSpec& d, int64_t batch) { d.decode.max_batch_per_gpu = batch; });
+  out = times(std::move(out), grid.prefill_delay_steps,
+              [](DeploymentSpec& d, int64_t steps) { d.prefill_delay_steps = steps; });
+  // Prompts mixed into decode steps are never held: such a variant runs once, without a delay.
+  std::erase_if(out, [&grid](const DeploymentSpec& d) {
+    return d.mixes_prompt_chunks() && !grid.prefill_delay_steps.empty() &&
+           d.prefill_delay_steps != grid.prefill_delay_steps.front();
+  });
+  for (DeploymentSpec& d : out) {
+    if (d.mixes_prompt_chunks()) d.prefill_delay_steps = 0;
+  }
   out = times(std::move(out), grid.kv_retentions_h,
               [](DeploymentSpec& d, double h) { d.kv.retention_s = h * 3600; });
   out = times(std::move(out), grid.swa_pool_fractions,

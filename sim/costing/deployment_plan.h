@@ -49,6 +49,9 @@ struct PlanGrid {
   // sequences a decode rank holds.
   std::vector<int64_t> max_tokens_per_step{};
   std::vector<int64_t> max_batch_per_gpu{};
+  // Aggregated deployments whose prompts run first only: decode steps a rank's
+  // prompts may wait in a row for the other ranks' (0: no delay).
+  std::vector<int64_t> prefill_delay_steps{};
   // EPLB's replicas of the hottest experts per EP group, both pools (they
   // spread the load and let EP sizes that do not divide the routed experts
   // run; each costs a rank an expert's weights). Empty: as set_ep leaves the base's.
@@ -66,7 +69,7 @@ struct PlanGrid {
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
 // prefill instances, decode instances, aggregated steps, routing, redundant
-// experts, tokens per prefill step, decode batch, KV retention, window-state
+// experts, tokens per prefill step, decode batch, prefill delay, KV retention, window-state
 // pool, SSD tier size). Where the grid does not set them, redundant experts
 // keep the base's count per rank where both EP sizes divide the routed
 // experts (or the model is not known), else their count in all (DeepSeek and

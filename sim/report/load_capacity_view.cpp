@@ -255,6 +255,7 @@ nlohmann::json capacity_json(const CapacityReport& r) {
           {"aggregated_steps", r.deployment.disaggregated
                                    ? nlohmann::json(nullptr)
                                    : nlohmann::json(aggregated_steps_name(r.deployment.aggregated_steps))},
+          {"prefill_delay_steps", r.deployment.prefill_delay_steps},
           {"workload", r.workload.name},
           {"workload_" + key, load_of(r.workload)},
           {"warm_up_s", warm_up_of(r.options.serve, r.workload)},

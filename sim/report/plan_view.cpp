@@ -199,6 +199,7 @@ nlohmann::json plan_json(const PlanReport& p) {
         {"disaggregated", d.disaggregated},
         {"aggregated_steps", d.disaggregated ? nlohmann::json(nullptr)
                                              : nlohmann::json(aggregated_steps_name(d.aggregated_steps))},
+        {"prefill_delay_steps", d.prefill_delay_steps},
         {"kv_tiers",
          {{"retention_h", d.kv.retention_s / 3600},
           {"swa_pool_fraction", d.kv.host_pool_fraction},

@@ -324,6 +324,12 @@ std::vector<Table> run_tables(const RunReport& r) {
     head.add_row({"  prefill steps in which the other ranks decoded; of them timed by a decoding rank",
                   fmt::format("{}; {}", x.prefill_steps_with_decode, x.prefill_steps_set_by_decode)});
   }
+  if (r.deployment.prefill_delay_steps > 0) {
+    head.add_row(
+        {fmt::format("  decode steps run while prompts waited for the other ranks' (up to {} in a row)",
+                     r.deployment.prefill_delay_steps),
+         std::to_string(x.prefill_delays)});
+  }
   if (r.deployment.prefill.context_parallel_min_tokens > 0) {
     head.add_row({fmt::format("  context-parallel prefill steps (prompts >= {} tokens)",
                               r.deployment.prefill.context_parallel_min_tokens),
@@ -512,6 +518,7 @@ nlohmann::json run_json(const RunReport& r) {
             {"decode_with_prompt_chunks", x.mixed_steps},
             {"prefill_with_decode", x.prefill_steps_with_decode},
             {"prefill_set_by_decode", x.prefill_steps_set_by_decode},
+            {"decode_while_prompts_held", x.prefill_delays},
             {"prefill_two_micro_batches", x.prefill_steps_split},
             {"decode_two_micro_batches", x.decode_steps_split},
             {"decode_rank_imbalance", x.decode_rank_imbalance}}},

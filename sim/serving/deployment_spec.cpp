@@ -87,8 +87,8 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
 
 DeploymentSpec load_deployment_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only({"name", "source", "gpu", "disaggregated", "aggregated_steps", "routing", "prefill",
-                    "decode", "kv_tiers", "sla", "reserve_fraction"});
+  root.expect_only({"name", "source", "gpu", "disaggregated", "aggregated_steps", "prefill_delay_steps",
+                    "routing", "prefill", "decode", "kv_tiers", "sla", "reserve_fraction"});
   DeploymentSpec d;
   d.file = path;
   d.name = root.required("name").as_string();
@@ -115,6 +115,14 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   } else if (const auto steps = root.optional("aggregated_steps")) {
     steps->fail(
         "only an aggregated deployment (disaggregated: false) shares its steps between prefill and decode");
+  }
+  if (const auto delay = root.optional("prefill_delay_steps")) {
+    d.prefill_delay_steps = delay->as_non_negative_int();
+    if (d.prefill_delay_steps > 0 && (d.disaggregated || d.mixes_prompt_chunks())) {
+      delay->fail(
+          "expected 0: prompts are held for the other ranks' only where an aggregated deployment runs them "
+          "first (aggregated_steps: prefill_first)");
+    }
   }
   if (const auto routing = root.optional("routing")) {
     const auto policy = parse_routing(routing->as_string());

@@ -63,12 +63,18 @@ struct DeploymentSpec {
   std::string gpu;            // hw_profiles stem or name, for pools that do not name their own
   bool disaggregated = true;  // false: prefill and decode share the decode instances
   // Aggregated only: how the shared engine serves waiting prompts. Prefill
-  // first runs their chunks as steps of their own between decode steps
-  // (SGLang's default); mixed puts them into the decode steps, each rank up to
-  // the prefill block's token budget less its decode tokens (vLLM's chunked
-  // prefill, SGLang's --enable-mixed-chunk).
+  // first runs their chunks as steps of their own between decode steps, the
+  // ranks without a prompt decoding inside them (SGLang's default, with
+  // data-parallel attention); mixed puts them into the decode steps, each rank
+  // up to the prefill block's token budget less its decode tokens (vLLM's
+  // chunked prefill, SGLang's --enable-mixed-chunk).
   enum class AggregatedSteps { kPrefillFirst, kMixed };
   AggregatedSteps aggregated_steps = AggregatedSteps::kPrefillFirst;
+  // Aggregated, prefill first: while some ranks have prompts waiting and
+  // others none, hold the prompts for up to this many decode steps so that
+  // the ranks' prompts land in one step (SGLang's --enable-prefill-delayer,
+  // --prefill-delayer-max-delay-passes). 0: off, as SGLang's default.
+  int64_t prefill_delay_steps = 0;
   // Where a prompt goes among the prefill instances, then among the ranks of
   // the one chosen (data-parallel attention). Least load: prompt tokens to
   // compute plus tokens of KV held, weighted alike (NVIDIA Dynamo's KV

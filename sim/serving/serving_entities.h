@@ -90,6 +90,9 @@ struct ServingSimulation::PrefillInstance {
   // Aggregated: the decode instance on the same GPUs, where a prompt's KV is
   // held from its first chunk on (null when disaggregated).
   DecodeInstance* colocated = nullptr;
+  // Aggregated, with a prefill delay: decode steps run in a row while its
+  // prompts were held for the other ranks' (DeploymentSpec::prefill_delay_steps).
+  int64_t held_steps = 0;
 };
 
 struct ServingSimulation::DecodeRank {

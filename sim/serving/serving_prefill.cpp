@@ -105,6 +105,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     if (hold_context_parallel_kv(inst, head)) start_context_parallel_step(index, head);
     return;
   }
+  if (holds_prompts_for_other_ranks(inst)) return;  // a decode step runs instead
   // Each rank packs its queued prompts (one chunk each) up to its token budget.
   std::vector<PrefillChunk> chunks;
   std::vector<bool> prompting(inst.ranks.size(), false);
@@ -130,6 +131,19 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     }
   }
   run_prefill_step(index, std::move(chunks), slowest, std::move(decode_tokens));
+}
+
+bool ServingSimulation::holds_prompts_for_other_ranks(PrefillInstance& inst) {
+  if (inst.colocated == nullptr || inst.held_steps >= deployment_.prefill_delay_steps) return false;
+  const bool every_rank_waits = std::all_of(inst.ranks.begin(), inst.ranks.end(),
+                                            [](const PrefillRank& r) { return !r.queue.empty(); });
+  const std::vector<DecodeRank>& decode = inst.colocated->ranks;
+  const bool decoding =
+      std::any_of(decode.begin(), decode.end(), [](const DecodeRank& r) { return !r.active.empty(); });
+  if (every_rank_waits || !decoding) return false;  // nothing to wait for, or nothing to run meanwhile
+  ++inst.held_steps;
+  if (measuring()) ++result_.prefill_delays;
+  return true;
 }
 
 std::vector<double> ServingSimulation::decode_beside_prompts(const DecodeInstance& inst,
@@ -292,6 +306,7 @@ void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillC
                                          std::vector<double> decode_tokens) {
   PrefillInstance& inst = *prefill_[index];
   inst.engine->busy = true;
+  inst.held_steps = 0;
   if (measuring()) {
     ++result_.prefill_steps;
     if (step.micro_batches > 1) ++result_.prefill_steps_split;

@@ -170,6 +170,9 @@ struct ServingResult {
   // decoded, and of them those whose slowest rank was a decoding one.
   int64_t prefill_steps_with_decode = 0;
   int64_t prefill_steps_set_by_decode = 0;
+  // Aggregated, with a prefill delay: decode steps run while prompts were held
+  // for the other ranks' (DeploymentSpec::prefill_delay_steps).
+  int64_t prefill_delays = 0;
   // Steps run as two overlapped micro-batches (the slowest rank's choice).
   int64_t prefill_steps_split = 0;
   int64_t decode_steps_split = 0;

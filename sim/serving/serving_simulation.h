@@ -125,6 +125,11 @@ class ServingSimulation {
   double routing_load(const PrefillInstance& instance) const;
   double rank_load(const PrefillInstance& instance, std::size_t rank) const;
   void try_start_prefill(std::size_t instance);
+  // Aggregated, with a prefill delay (SGLang's prefill delayer): while some
+  // ranks have prompts waiting and others none, a decode step runs instead,
+  // up to DeploymentSpec::prefill_delay_steps in a row, so that the other
+  // ranks' prompts can join one prompt step. True where it holds them now.
+  bool holds_prompts_for_other_ranks(PrefillInstance& instance);
   struct PrefillChunk {
     Request* request;
     int64_t tokens;

@@ -1190,7 +1190,19 @@ INSTANTIATE_TEST_SUITE_P(
                "cp_one_gpu.yaml:6: field 'prefill.context_parallel_min_tokens': context parallelism "
                "needs an instance of at least 2 GPUs"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/cp_in_decode.yaml",
-               "context_parallel_min_tokens"}),
+               "context_parallel_min_tokens"},
+        // A prefill delay holds prompts only where an aggregated deployment runs them first.
+        BadRun{
+            "--set workloads/deployments/h200_pd_64.yaml:prefill_delay_steps=30 run --deployment h200_pd_64",
+            "h200_pd_64.yaml:28: field 'prefill_delay_steps': expected 0: prompts are held"},
+        BadRun{"--set workloads/deployments/h200_agg_8.yaml:aggregated_steps=mixed --set "
+               "workloads/deployments/h200_agg_8.yaml:prefill_delay_steps=4 run --deployment h200_agg_8",
+               "field 'prefill_delay_steps': expected 0: prompts are held"},
+        BadRun{
+            "--set workloads/deployments/h200_agg_8.yaml:prefill_delay_steps=-2 run --deployment h200_agg_8",
+            "field 'prefill_delay_steps': expected a non-negative integer, got -2"},
+        BadRun{"plan --deployment h200_pd_64 --prefill-delay-steps 0,30",
+               "field '--prefill-delay-steps': the deployment is disaggregated"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
 
 TEST(Cli, BadModelFileNamesFileAndLine) {

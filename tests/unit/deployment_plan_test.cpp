@@ -346,6 +346,36 @@ TEST(DeploymentPlan, AggregatedStepsVaryTheAggregatedBasesOnly) {
   }
 }
 
+// The prefill delay varies the aggregated variants whose prompts run first;
+// a mixed variant never holds its prompts and runs once, without a delay.
+TEST(DeploymentPlan, PrefillDelaysVaryThePromptsFirstVariantsOnly) {
+  using Steps = DeploymentSpec::AggregatedSteps;
+  const std::vector<DeploymentSpec> variants = plan_variants(
+      deployment("h200_agg_8"),
+      {.aggregated_steps = {Steps::kPrefillFirst, Steps::kMixed}, .prefill_delay_steps = {0, 30}});
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_EQ(variants[0].prefill_delay_steps, 0);
+  EXPECT_EQ(variants[0].name,
+            "1 x 8 h200, aggregated, EP 8, prompts in steps of their own, no prefill delay");
+  EXPECT_EQ(variants[1].prefill_delay_steps, 30);
+  EXPECT_EQ(
+      variants[1].name,
+      "1 x 8 h200, aggregated, EP 8, prompts in steps of their own, prompts held up to 30 steps for the "
+      "other ranks'");
+  EXPECT_TRUE(variants[2].mixes_prompt_chunks());
+  EXPECT_EQ(variants[2].prefill_delay_steps, 0);
+  EXPECT_EQ(variants[2].name, "1 x 8 h200, aggregated, EP 8, prompts mixed into decode steps");
+  for (const auto& [base, grid] : {std::pair{"h200_pd_64", std::vector<int64_t>{30}},
+                                   std::pair{"h200_agg_8", std::vector<int64_t>{-1}}}) {
+    try {
+      plan_variants(deployment(base), {.prefill_delay_steps = grid});
+      FAIL() << base << " took a prefill delay of " << grid[0];
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, "--prefill-delay-steps");
+    }
+  }
+}
+
 // Routing is a dimension of every base: each variant says which it runs.
 TEST(DeploymentPlan, RoutingVariesEveryBase) {
   using Routing = DeploymentSpec::Routing;

@@ -313,6 +313,35 @@ TEST(Serving, RanksWithoutAPromptDecodeBesideIt) {
   EXPECT_GT(finished_s(one.requests[0]), finished_s(first));
 }
 
+// A prefill delay (SGLang's prefill delayer) holds a prompt on one rank while
+// the other has none and decoding goes on, up to the delay's decode steps in
+// a row, then runs it; prompts on both ranks at once run at once. Two
+// sessions arrive together: the first runs alone (nothing decodes yet), and
+// the second, on the other rank, is held while the first decodes. Later one
+// more prompt arrives, held as long; or two together, run at once.
+TEST(Serving, APrefillDelayHoldsARanksPromptForTheOthers) {
+  const auto served = [](const std::string& rows, int64_t delay) {
+    Fixture f = tiny_trace("v41sim_prefill_delay", "1.0,0,100,3000\n1.0,1,100,3000\n" + rows);
+    for (PoolSpec* pool : {&f.deployment.prefill, &f.deployment.decode}) pool->gpus_per_instance = 2;
+    f.deployment.prefill_delay_steps = delay;
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+    sim.enable_request_log();
+    const ServingResult r = sim.run(1e4, true);
+    EXPECT_EQ(r.finished, r.arrived);
+    return r;
+  };
+  EXPECT_EQ(served("", 5).prefill_delays, 5);
+  const std::string one_prompt = "2.0,2,1000,2\n";
+  const ServingResult held = served(one_prompt, 5);
+  const ServingResult not_held = served(one_prompt, 0);
+  EXPECT_EQ(held.prefill_delays, 5 + 5);
+  EXPECT_EQ(not_held.prefill_delays, 0);
+  ASSERT_EQ(held.requests.size(), 3u);
+  // Held for five decode steps of two sequences, its first token comes later by about that much.
+  EXPECT_GT(held.requests[2].ttft_ms, not_held.requests[2].ttft_ms + 4 * not_held.tpot_ms.p50);
+  EXPECT_EQ(served("2.0,2,1000,2\n2.0,3,1000,2\n", 5).prefill_delays, 5);
+}
+
 // A returning turn is routed first, then the SSD tier's client on its rank's
 // node reads its cached prefix: two turns routed to two nodes read at once,
 // each at the client's full rate; two on one node take turns. (Before, one
