@@ -225,10 +225,9 @@ std::string scheduler_name(const DeploymentSpec& d, const PlanGrid& grid) {
                        d.prefill.max_tokens_per_step == 1 ? "" : "s");
   if (!grid.max_batch_per_gpu.empty()) out += fmt::format(", decode batch <= {}", d.decode.max_batch_per_gpu);
   if (!grid.prefill_delay_steps.empty() && !d.mixes_prompt_chunks()) {
-    out += d.prefill_delay_steps == 0
-               ? std::string(", no prefill delay")
-               : fmt::format(", prompts held up to {} step{} for the other ranks'", d.prefill_delay_steps,
-                             d.prefill_delay_steps == 1 ? "" : "s");
+    out += d.prefill_delay_steps == 0 ? std::string(", no prefill delay")
+                                      : fmt::format(", prefill delay up to {} step{}", d.prefill_delay_steps,
+                                                    d.prefill_delay_steps == 1 ? "" : "s");
   }
   return out;
 }
@@ -374,7 +373,10 @@ std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bas
       own.decode_gpus.clear();
       own.prefill_instances.clear();
     }
-    if (bases.size() > 1 && any_aggregated && base.disaggregated) own.aggregated_steps.clear();
+    if (bases.size() > 1 && any_aggregated && base.disaggregated) {  // prefill never shares a step
+      own.aggregated_steps.clear();
+      own.prefill_delay_steps.clear();
+    }
     for (DeploymentSpec& d : plan_variants(base, own)) {
       if (bases.size() > 1) d.name = std::filesystem::path(base.file).stem().string() + ": " + d.name;
       out.push_back(std::move(d));

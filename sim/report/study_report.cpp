@@ -513,12 +513,15 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
                       .eps = {o.ep},
                       .prefill_instances = {1},
                       .decode_instances = {1},
-                      .aggregated_steps = o.layout_aggregated_steps};
+                      .aggregated_steps = o.layout_aggregated_steps,
+                      .prefill_delay_steps = o.layout_prefill_delay_steps};
   return plan_section(
       catalog, focus, o, steps, o.layout_deployments, grid,
       fmt::format("Aggregated or disaggregated ({}, EP {}, one instance of each pool; the aggregated "
-                  "pool with prompts in steps of their own or mixed into decode steps)",
-                  fmt::join(o.layout_deployments, " against "), o.ep),
+                  "pool with prompts in steps of their own, with a prefill delay of up to {} decode steps (a "
+                  "rank's prompts held for the other ranks'), or mixed into decode steps)",
+                  fmt::join(o.layout_deployments, " against "), o.ep,
+                  fmt::join(o.layout_prefill_delay_steps, " or ")),
       json);
 }
 

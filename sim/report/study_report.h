@@ -51,6 +51,9 @@ struct StudyOptions {
   std::vector<std::string> layout_gpus{"h200", "b200"};
   std::vector<DeploymentSpec::AggregatedSteps> layout_aggregated_steps{
       DeploymentSpec::AggregatedSteps::kPrefillFirst, DeploymentSpec::AggregatedSteps::kMixed};
+  // Prompts in steps of their own, with no prefill delay and with SGLang's
+  // prefill delayer at its default (--prefill-delayer-max-delay-passes 30).
+  std::vector<int64_t> layout_prefill_delay_steps{0, 30};
   // Each variant of the plan sections runs with this many seeds (more show
   // each figure's spread and judge the SLA on the seeds' requests pooled;
   // one keeps the study short, as every run first serves

@@ -178,6 +178,13 @@ std::string tpot_p99(const json& row) {
   return fmt::format("{:.1f} ms{}", ms, seed_range(row, "tpot_p99_ms", "{:.1f}"));
 }
 
+// A plan row's TTFT p99 in ms (the mean over its seeds, with their range).
+std::string ttft_p99(const json& row) {
+  const double ms = over_seeds(row) ? row.at("over_seeds").at("ttft_p99_ms").at("mean").get<double>()
+                                    : row.at("ttft_ms").at("p99").get<double>();
+  return fmt::format("{:.0f} ms{}", ms, seed_range(row, "ttft_p99_ms", "{:.0f}"));
+}
+
 // ", not within the SLA over 1800 s" for a plan row within it over its
 // window whose longer run did not hold it; else nothing.
 std::string not_held(const json& row) {
@@ -297,9 +304,21 @@ std::string file_stem(const std::string& path) {
 
 // The layout plan's aggregated rows: on each GPU the cheapest that mixes
 // prompt chunks into decode steps (rows come cheapest first), against the
-// same pool running prompts in steps of their own.
+// same pool running prompts in steps of their own, without a prefill delay
+// and, where the plan tried one, with it.
 void add_aggregated_steps(Table& t, const json& layouts) {
   const auto same_pool = [](const json& a, const json& b) { return a.at("decode") == b.at("decode"); };
+  const auto delayed = [&layouts, &same_pool](const json& own) -> std::string {
+    for (const json& held : layouts.at("rows")) {
+      if (held.value("prefill_delay_steps", int64_t{0}) == 0 || !held.contains("cost")) continue;
+      if (!same_pool(own, held)) continue;
+      return fmt::format(
+          ", with a prefill delay of up to {} steps {} ({:.1f}% within, TPOT p99 {}, TTFT p99 {}{})",
+          held.at("prefill_delay_steps").get<int64_t>(), price(held),
+          100 * held.at("within_sla").get<double>(), tpot_p99(held), ttft_p99(held), not_held(held));
+    }
+    return "";
+  };
   std::vector<std::string> parts;
   std::vector<std::string> gpus_done;
   for (const json& mixed : layouts.at("rows")) {
@@ -309,19 +328,22 @@ void add_aggregated_steps(Table& t, const json& layouts) {
     if (std::find(gpus_done.begin(), gpus_done.end(), gpu) != gpus_done.end()) continue;
     for (const json& own : layouts.at("rows")) {
       if (!own.contains("aggregated_steps") || own.at("aggregated_steps") != "prefill_first") continue;
+      if (own.value("prefill_delay_steps", int64_t{0}) != 0) continue;
       if (!own.contains("cost") || !same_pool(mixed, own)) continue;
       const json& pool = mixed.at("decode");
-      parts.push_back(fmt::format("{} x {} {}: mixed {} (TPOT p99 {}{}), own steps {} (TPOT p99 {}{})",
+      parts.push_back(fmt::format("{} x {} {}: mixed {} (TPOT p99 {}{}), own steps {} (TPOT p99 {}{}){}",
                                   pool.at("instances").get<int64_t>(), pool.at("ep").get<int64_t>(), gpu,
                                   price(mixed), tpot_p99(mixed), not_held(mixed), price(own), tpot_p99(own),
-                                  not_held(own)));
+                                  not_held(own), delayed(own)));
       gpus_done.push_back(gpu);
       break;
     }
   }
   if (parts.empty()) return;
-  t.add_row({"one pool: prompt chunks mixed into decode steps, or prompts in steps of their own",
-             fmt::format("{}", fmt::join(parts, "; ")), "Aggregated or disaggregated"});
+  t.add_row(
+      {"one pool: prompt chunks mixed into decode steps, or prompts in steps of their own (held for "
+       "the other ranks' or not)",
+       fmt::format("{}", fmt::join(parts, "; ")), "Aggregated or disaggregated"});
 }
 
 // The capacity section's verdicts, one per deployment it asked.

@@ -358,13 +358,18 @@ TEST(DeploymentPlan, PrefillDelaysVaryThePromptsFirstVariantsOnly) {
   EXPECT_EQ(variants[0].name,
             "1 x 8 h200, aggregated, EP 8, prompts in steps of their own, no prefill delay");
   EXPECT_EQ(variants[1].prefill_delay_steps, 30);
-  EXPECT_EQ(
-      variants[1].name,
-      "1 x 8 h200, aggregated, EP 8, prompts in steps of their own, prompts held up to 30 steps for the "
-      "other ranks'");
+  EXPECT_EQ(variants[1].name,
+            "1 x 8 h200, aggregated, EP 8, prompts in steps of their own, prefill delay up to 30 steps");
   EXPECT_TRUE(variants[2].mixes_prompt_chunks());
   EXPECT_EQ(variants[2].prefill_delay_steps, 0);
   EXPECT_EQ(variants[2].name, "1 x 8 h200, aggregated, EP 8, prompts mixed into decode steps");
+  // Among several bases the disaggregated ones run without it.
+  const std::vector<DeploymentSpec> both =
+      plan_variants({deployment("h200_agg_8"), deployment("h200_pd_64")},
+                    {.decode_instances = {1}, .prefill_delay_steps = {0, 30}});
+  ASSERT_EQ(both.size(), 3u);
+  EXPECT_TRUE(both[2].disaggregated);
+  EXPECT_EQ(both[2].prefill_delay_steps, 0);
   for (const auto& [base, grid] : {std::pair{"h200_pd_64", std::vector<int64_t>{30}},
                                    std::pair{"h200_agg_8", std::vector<int64_t>{-1}}}) {
     try {

@@ -52,6 +52,15 @@ json steps(json plan_row, const std::string& schedule, const std::string& gpu, i
   return plan_row;
 }
 
+// An aggregated plan row whose prompts wait up to `delay` decode steps for the
+// other ranks', with its share within the SLA and TTFT p99.
+json delayed(json plan_row, int64_t delay, double within, double ttft_p99) {
+  plan_row["prefill_delay_steps"] = delay;
+  plan_row["within_sla"] = within;
+  plan_row["ttft_ms"] = {{"p99", ttft_p99}};
+  return plan_row;
+}
+
 // A plan row's decode pool (instances x EP on one GPU) and its share within the SLA.
 json pool(json plan_row, const std::string& gpu, int64_t instances, int64_t ep, double within) {
   plan_row["decode"] = {{"gpu", gpu}, {"instances", instances}, {"ep", ep}};
@@ -128,6 +137,8 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       {"plan_layouts",
        {{"rows",
          {steps(row("one pool", true, false, 0.5), "mixed", "h100_sxm", 1, 18.3),
+          delayed(steps(row("held", false, false, 0.4), "prefill_first", "h100_sxm", 1, 9.1), 30, 0.97,
+                  12000),
           steps(row("own steps", true, false, 0.59), "prefill_first", "h100_sxm", 1, 23.4),
           over_three_seeds(row("two pools", true, true, 0.7), 1.5, 8.0),
           steps(row("two", true, false, 0.9), "mixed", "h100_sxm", 2, 11.0),
@@ -219,7 +230,8 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_TRUE(
       says(text,
            "1 x 8 h100_sxm: mixed $0.50 per 1M output tokens (TPOT p99 18.3 ms), own steps $0.59 per 1M "
-           "output tokens (TPOT p99 23.4 ms)"));
+           "output tokens (TPOT p99 23.4 ms), with a prefill delay of up to 30 steps $0.40 per 1M output "
+           "tokens (97.0% within, TPOT p99 9.1 ms, TTFT p99 12000 ms)"));
   EXPECT_FALSE(says(text, "2 x 8 h100_sxm: mixed"));
   EXPECT_FALSE(says(text, "h200: mixed"));
   // The first sweep, from its shortest session to its longest.
