@@ -41,11 +41,12 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   // slot is taken as equally likely to be reached) and reads the weights of
   // those its tokens reach.
   const double slots = experts + static_cast<double>(c.redundant_experts);
-  const double group_tokens = c.tokens * static_cast<double>(c.step.ep);
+  const double expert_tokens = c.tokens * c.step.expert_token_share;  // the group's mean (StepShape)
+  const double group_tokens = expert_tokens * static_cast<double>(c.step.ep);
   const BusiestRank busiest = c.step.routed_by_chance ? busiest_rank(group_tokens, top_k, slots, c.step.ep)
                                                       : average_rank(group_tokens, top_k, slots, c.step.ep);
   const double imbalance = c.step.ep_load_imbalance * busiest.rows_over_mean;
-  const double rows = c.tokens * top_k * imbalance;
+  const double rows = expert_tokens * top_k * imbalance;
   const double touched = busiest.experts_reached;
   const bool spans_ranks = c.step.ep > 1;
   if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", kFp8ActivationBytes, imbalance);

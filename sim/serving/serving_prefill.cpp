@@ -108,17 +108,26 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   if (holds_prompts_for_other_ranks(inst)) return;  // a decode step runs instead
   // Each rank packs its queued prompts (one chunk each) up to its token budget.
   std::vector<PrefillChunk> chunks;
+  std::vector<RankChunks> packed(inst.ranks.size());
   std::vector<bool> prompting(inst.ranks.size(), false);
-  StepTimeCache::StepCost slowest;
   for (std::size_t rank = 0; rank < inst.ranks.size(); ++rank) {
-    const RankChunks packed = pack_chunks(inst, rank, deployment_.prefill.max_tokens_per_step, &chunks);
-    if (packed.prompts == 0) continue;  // nothing queued, or its head waits for KV room
-    prompting[rank] = true;
-    const StepTimeCache::StepCost cost =
-        steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context, packed.continuing);
-    if (cost.us > slowest.us) slowest = cost;  // the slowest rank sets the step and its communication share
+    packed[rank] = pack_chunks(inst, rank, deployment_.prefill.max_tokens_per_step, &chunks);
+    prompting[rank] = packed[rank].prompts > 0;  // else nothing queued, or its head waits for KV room
   }
   if (chunks.empty()) return;
+  // The experts take the tokens of every rank, the decode beside the prompts included.
+  const int64_t group_tokens_per_rank =
+      (step_tokens(packed) +
+       (inst.colocated != nullptr ? decode_tokens_beside(*inst.colocated, prompting) : 0) +
+       static_cast<int64_t>(inst.ranks.size()) - 1) /
+      static_cast<int64_t>(inst.ranks.size());
+  StepTimeCache::StepCost slowest;
+  for (const RankChunks& p : packed) {
+    if (p.prompts == 0) continue;
+    const StepTimeCache::StepCost cost = steps_->prefill_step(p.prompts, p.mean_new_tokens, p.mean_context,
+                                                              p.continuing, group_tokens_per_rank);
+    if (cost.us > slowest.us) slowest = cost;  // the slowest rank sets the step and its communication share
+  }
   std::vector<double> decode_tokens;
   if (inst.colocated != nullptr) {
     const double prompts_us = slowest.us;
@@ -131,6 +140,21 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     }
   }
   run_prefill_step(index, std::move(chunks), slowest, std::move(decode_tokens));
+}
+
+int64_t ServingSimulation::step_tokens(const std::vector<RankChunks>& packed) {
+  int64_t tokens = 0;
+  for (const RankChunks& p : packed) tokens += p.tokens;
+  return tokens;
+}
+
+int64_t ServingSimulation::decode_tokens_beside(const DecodeInstance& inst,
+                                                const std::vector<bool>& prompting) {
+  int64_t tokens = 0;
+  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
+    if (!prompting[i]) tokens += static_cast<int64_t>(inst.ranks[i].active.size());
+  }
+  return tokens;
 }
 
 bool ServingSimulation::holds_prompts_for_other_ranks(PrefillInstance& inst) {
@@ -273,7 +297,7 @@ ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& in
   if (n == 0) return {};
   const double dn = static_cast<double>(n);
   return {n, static_cast<int64_t>(std::ceil(new_sum / dn)), static_cast<int64_t>(std::ceil(end_sum / dn)),
-          continuing};
+          continuing, static_cast<int64_t>(new_sum)};
 }
 
 // Every rank takes a consecutive slice of the prompt. Causal attention needs

@@ -142,9 +142,16 @@ class ServingSimulation {
     int64_t mean_new_tokens = 0;
     int64_t mean_context = 0;
     int64_t continuing = 0;
+    int64_t tokens = 0;  // new tokens over its chunks
   };
   RankChunks pack_chunks(PrefillInstance& instance, std::size_t rank, int64_t budget,
                          std::vector<PrefillChunk>* chunks);
+  // A prompt step's tokens over its ranks' chunks, and (aggregated) the
+  // decode tokens of the ranks that run theirs beside it, one per sequence
+  // (a draft's verified tokens left out): with them the experts' rows follow
+  // the group, not the slowest rank's own batch (StepShape::expert_token_share).
+  static int64_t step_tokens(const std::vector<RankChunks>& packed);
+  static int64_t decode_tokens_beside(const DecodeInstance& instance, const std::vector<bool>& prompting);
   // Aggregated: a prompt holds KV room and a batch slot for its final context
   // on its attention rank of the colocated decode instance from its first
   // chunk on; false while that rank lacks either (it waits for its own rank,

@@ -42,11 +42,13 @@ StepTimeCache::ShapeKey StepTimeCache::key_of(const StepShape& shape) {
   const StepShape::PrefillChunks& chunks = shape.mixed_prefill;
   return {
       static_cast<int>(shape.phase),    shape.batch,  shape.new_tokens,  shape.context,  shape.continuing,
-      shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context, chunks.continuing};
+      shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context, chunks.continuing,
+      shape.expert_token_share};
 }
 
 StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens,
-                                               int64_t context, int64_t drafts, int64_t continuing) {
+                                               int64_t context, int64_t drafts, int64_t continuing,
+                                               double expert_token_share) {
   StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
   shape.batch = batch;
   shape.context = std::min(context, model_.spec.max_context);
@@ -54,6 +56,7 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.continuing = continuing;
   shape.decode_tokens_per_sequence = 1 + drafts;
   shape.include_draft = drafts > 0;
+  shape.expert_token_share = expert_token_share;
   const ShapeKey key = key_of(shape);
   {
     const std::shared_lock<std::shared_mutex> look(*lock_);
@@ -104,10 +107,15 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
 }
 
 StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_tokens, int64_t context,
-                                                    int64_t continuing) {
+                                                    int64_t continuing, int64_t group_tokens_per_rank) {
   const int64_t grid_context = round_up_to_grid(context);
   const int64_t grid_new = std::min(round_up_to_grid(new_tokens), grid_context);
-  return compute(Phase::kPrefill, batch, grid_new, grid_context, 0, continuing);
+  // Both sides on the grid, so the shares a run meets are few and repeat.
+  const double share = group_tokens_per_rank > 0
+                           ? static_cast<double>(round_up_to_grid(group_tokens_per_rank)) /
+                                 static_cast<double>(batch * grid_new)
+                           : 1.0;
+  return compute(Phase::kPrefill, batch, grid_new, grid_context, 0, continuing, share);
 }
 
 StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context) {

@@ -38,8 +38,11 @@ class StepTimeCache {
   };
   // One rank's prefill step: `batch` sequences each computing `new_tokens` on top of a
   // cached prefix, ending at `context`; `continuing` of them have chunks to come
-  // (StepShape::continuing).
-  StepCost prefill_step(int64_t batch, int64_t new_tokens, int64_t context, int64_t continuing = 0);
+  // (StepShape::continuing). `group_tokens_per_rank`: the tokens the EP
+  // group's ranks run in the step, on average, where they differ from this
+  // rank's (StepShape::expert_token_share); 0: every rank runs this shape.
+  StepCost prefill_step(int64_t batch, int64_t new_tokens, int64_t context, int64_t continuing = 0,
+                        int64_t group_tokens_per_rank = 0);
   // One rank's decode step: `batch` sequences with `context` tokens of history on
   // average. With speculative decoding on (the decode template's include_draft)
   // the number of draft tokens verified per step is the one that gives the most
@@ -65,7 +68,7 @@ class StepTimeCache {
 
  private:
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0,
-                   int64_t continuing = 0);
+                   int64_t continuing = 0, double expert_token_share = 1.0);
   // A shape as one batch, or as two overlapped micro-batches where its pool
   // always splits, or where splitting is optional and faster.
   StepCost cost_of(StepShape shape, bool overlap_optional);
@@ -86,9 +89,10 @@ class StepTimeCache {
   bool prefill_overlap_optional_;
   bool decode_overlap_optional_;
   // phase, batch, new tokens, context, continuing prompts, tokens per decode
-  // sequence, and the prompt chunks of a mixed step (batch, new tokens, context, continuing)
-  using ShapeKey =
-      std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  // sequence, the prompt chunks of a mixed step (batch, new tokens, context,
+  // continuing), and the experts' token share (a ratio of grid points, exact as a double)
+  using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                              int64_t, double>;
   static ShapeKey key_of(const StepShape& shape);
   std::map<ShapeKey, StepCost> cache_;
   std::map<ShapeKey, OneBatch> one_batch_;

@@ -52,8 +52,11 @@ TEST(ContextSweep, ALonePromptUnderTheChunkBudgetTakesOnePrefillStep) {
   const GpuCostModel decode(s.catalog.data_dir(), s.catalog.resolve_gpu(d.decode.gpu), true);
   StepTimeCache steps = deployment_step_times(s.model, prefill.cost(), decode.cost(), d);
   const ContextPoint& p = sweep.points.at(0);
-  // Aggregated, nothing cached, nothing queued: the first token is the step.
-  EXPECT_NEAR(p.lone_ttft_ms, steps.prefill_step(1, prompt, prompt).us / 1e3, 1e-3);
+  // Aggregated, nothing cached, nothing queued: the first token is the step,
+  // whose experts see the prompt's tokens alone, spread over the EP group.
+  const int64_t ranks = d.decode.gpus_per_instance;
+  EXPECT_NEAR(p.lone_ttft_ms, steps.prefill_step(1, prompt, prompt, 0, (prompt + ranks - 1) / ranks).us / 1e3,
+              1e-3);
   EXPECT_FALSE(p.lone_context_parallel);
   // Two such prompts fill a rank's budget; each pays half the step.
   EXPECT_NEAR(p.prefill_gpu_s, steps.prefill_step(2, prompt, prompt).us / 2e6, 1e-9);

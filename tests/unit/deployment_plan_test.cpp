@@ -240,7 +240,12 @@ TEST(DeploymentPlan, ALongerRetentionCatchesMoreResumedSessions) {
   EXPECT_EQ(hours72.sessions_resumed, hour1.sessions_resumed);  // the same arrivals
   ASSERT_GT(hours72.sessions_resumed, 5);
   EXPECT_GT(hours72.resumed_found, 2 * hour1.resumed_found);
-  EXPECT_GT(hours72.input_tokens_cached, hour1.input_tokens_cached);
+  // A larger share of the prompt tokens comes from the tier (the 1-h run prefills resumed prefixes again).
+  const auto from_tier = [](const ServingResult& r) {
+    return static_cast<double>(r.input_tokens_cached) /
+           static_cast<double>(r.input_tokens_cached + r.input_tokens_to_compute);
+  };
+  EXPECT_GT(from_tier(hours72), from_tier(hour1));
   const double bytes72 = plan.row(true).run.cost.ssd_tier.bytes;
   EXPECT_GT(bytes72, 20 * plan.row(false).run.cost.ssd_tier.bytes);
   // Held less than 72 h on average: the resumed sessions found replaced theirs sooner.

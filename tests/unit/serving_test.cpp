@@ -688,9 +688,11 @@ TEST(Serving, EachNodeReadsItsPrefixesFromTheSsdTier) {
 // each, nine requests; the ninth is given the first rank and waits for the
 // first request's long answer, though the seven others, with one token to
 // decode, left their ranks long before. By load, it takes the first free rank.
+// They arrive 50 ms apart, each prefilled before the next comes (two done in
+// one step would be dealt in the step's rank order, not their arrival order).
 TEST(Serving, RoundRobinDecodeWaitsAtTheRankItWasGiven) {
   std::string rows;
-  for (int i = 0; i < 9; ++i) rows += fmt::format("{},{},1000,{}\n", 0.01 * i, i, i == 0 ? 3000 : 2);
+  for (int i = 0; i < 9; ++i) rows += fmt::format("{},{},1000,{}\n", 0.05 * i, i, i == 0 ? 3000 : 2);
   Fixture f = tiny_trace("v41sim_rr_decode", rows, "tests/data/cp_one_decode_slot.yaml",
                          testing::model_path("deepseek_v4_1_flash"));
   const auto ninth = [&f](DeploymentSpec::Routing routing) {
@@ -800,7 +802,8 @@ TEST(Serving, DisablingCedRaisesPrefillTime) {
 
 // A 64K-token prompt in 16K chunks: under CED the first three chunks run
 // no decoder rows, so each is timed as a continuing chunk; the last as one
-// that ends its prompt (and runs the decoder's last 140 rows).
+// that ends its prompt (and runs the decoder's last 140 rows). Alone on its
+// instance, its tokens are all its experts see, spread over the EP group.
 TEST(Serving, OnlyAPromptsLastChunkRunsTheCedDecoder) {
   Fixture f = Fixture(testing::model_path("deepseek_v4_1_flash"),
                       data("workloads/deployments/h200_pd_64.yaml"), data("workloads/long_doc_qa.yaml"));
@@ -818,9 +821,13 @@ TEST(Serving, OnlyAPromptsLastChunkRunsTheCedDecoder) {
   ASSERT_GE(prefill_us.size(), 4u);
   for (int64_t i = 0; i < 4; ++i) {
     const int64_t continuing = i < 3 ? 1 : 0;
+    const int64_t group_tokens_per_rank = chunk / f.deployment.prefill.gpus_per_instance;
     EXPECT_NEAR(prefill_us[static_cast<std::size_t>(i)],
-                steps.prefill_step(1, chunk, (i + 1) * chunk, continuing).us, 1e-3)
+                steps.prefill_step(1, chunk, (i + 1) * chunk, continuing, group_tokens_per_rank).us, 1e-3)
         << "chunk " << i;
+    // Costed as if every rank ran such a chunk, it would take longer: the experts would see 8 times the rows.
+    EXPECT_GT(steps.prefill_step(1, chunk, (i + 1) * chunk, continuing).us,
+              1.1 * prefill_us[static_cast<std::size_t>(i)]);
   }
   EXPECT_LT(steps.prefill_step(1, chunk, 3 * chunk, 1).us, steps.prefill_step(1, chunk, 3 * chunk, 0).us);
 }

@@ -163,6 +163,44 @@ TEST(StepGraph, CedHalvesPrefillWork) {
   EXPECT_DOUBLE_EQ(flops_of(build_step_graph(v41, d)), flops_of(build_step_graph(all_layers, d)));
 }
 
+// A prefill step in which the other ranks send the experts fewer tokens than
+// this rank runs (one rank's prompt among ranks with none): the routed
+// experts' rows follow the group's mean, while the router, the shared experts,
+// attention and this rank's own all-to-all keep its own tokens (the busiest
+// rank's chance share of the fewer routed copies is a little larger).
+TEST(StepGraph, RoutedExpertsTakeTheGroupsTokens) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  StepShape alone = shape(Phase::kPrefill, 1, 16384);
+  const StepShape every_rank = alone;
+  alone.expert_token_share = 1.0 / 8;
+  const StepGraph a = build_step_graph(v41, alone);
+  const StepGraph e = build_step_graph(v41, every_rank);
+  const LayerKernels& la = a.layers[10];
+  const LayerKernels& le = e.layers[10];
+  const double rows_alone = find_kernel(la, "experts_gate_up")->flops;
+  const double rows_every = find_kernel(le, "experts_gate_up")->flops;
+  EXPECT_LT(rows_alone, 0.2 * rows_every);
+  EXPECT_GT(rows_alone, 0.1 * rows_every);
+  for (const char* name : {"router", "sparse_attention"}) {
+    const Kernel* ka = find_kernel(la, name);
+    const Kernel* ke = find_kernel(le, name);
+    ASSERT_NE(ka, nullptr) << name;
+    ASSERT_NE(ke, nullptr) << name;
+    EXPECT_DOUBLE_EQ(ka->flops, ke->flops) << name;
+    EXPECT_DOUBLE_EQ(ka->hbm_bytes, ke->hbm_bytes) << name;
+  }
+  for (const char* name : {"ep_dispatch", "ep_combine"}) {
+    const Kernel* ka = find_kernel(la, name);
+    const Kernel* ke = find_kernel(le, name);
+    ASSERT_NE(ka, nullptr) << name;
+    ASSERT_NE(ke, nullptr) << name;
+    EXPECT_GE(ka->hbm_bytes, ke->hbm_bytes) << name;
+    EXPECT_LT(ka->hbm_bytes, 1.05 * ke->hbm_bytes) << name;
+  }
+  // Only the routed experts (and their activation) differ.
+  EXPECT_LT(flops_of(a), flops_of(e));
+}
+
 TEST(StepGraph, ReindexIndexerIsFlatPastThePoolAndFullIsLinear) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   auto logits = [&](int64_t context, int64_t layer, const char* name) {
