@@ -110,12 +110,19 @@ StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_t
                                                     int64_t continuing, int64_t group_tokens_per_rank) {
   const int64_t grid_context = round_up_to_grid(context);
   const int64_t grid_new = std::min(round_up_to_grid(new_tokens), grid_context);
-  // Both sides on the grid, so the shares a run meets are few and repeat.
-  const double share = group_tokens_per_rank > 0
-                           ? static_cast<double>(round_up_to_grid(group_tokens_per_rank)) /
-                                 static_cast<double>(batch * grid_new)
-                           : 1.0;
-  return compute(Phase::kPrefill, batch, grid_new, grid_context, 0, continuing, share);
+  return compute(Phase::kPrefill, batch, grid_new, grid_context, 0, continuing,
+                 expert_token_share(group_tokens_per_rank, batch * new_tokens));
+}
+
+double StepTimeCache::expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens) const {
+  if (group_tokens_per_rank <= 0 || own_tokens <= 0) return 1.0;
+  // To the nearest 1 / EP (ranks' worth of tokens), so a run meets few shares
+  // and their shapes repeat in the cache; at most 1: a rank with fewer tokens
+  // than the group's mean does not set the step (every rank waits for the
+  // experts alike, and its own attention is the lighter).
+  const double ep = static_cast<double>(std::max<int64_t>(prefill_template_.ep, 1));
+  const double share = static_cast<double>(group_tokens_per_rank) / static_cast<double>(own_tokens);
+  return std::clamp(std::round(share * ep) / ep, 1.0 / ep, 1.0);
 }
 
 StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context) {

@@ -65,6 +65,10 @@ class StepTimeCache {
   DecodeStep mixed_step(int64_t batch, int64_t context, int64_t prompts, int64_t prompt_new_tokens,
                         int64_t prompt_context, int64_t prompts_continuing = 0);
   std::size_t size() const;  // step shapes costed
+  // The experts' token share of a prefill step (StepShape::expert_token_share)
+  // for a rank of `own_tokens` in a group sending `group_tokens_per_rank` on
+  // average; 1 where that is not given.
+  double expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens) const;
 
  private:
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0,
@@ -90,7 +94,7 @@ class StepTimeCache {
   bool decode_overlap_optional_;
   // phase, batch, new tokens, context, continuing prompts, tokens per decode
   // sequence, the prompt chunks of a mixed step (batch, new tokens, context,
-  // continuing), and the experts' token share (a ratio of grid points, exact as a double)
+  // continuing), and the experts' token share (a multiple of 1 / EP, exact as a double)
   using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                               int64_t, double>;
   static ShapeKey key_of(const StepShape& shape);

@@ -705,8 +705,8 @@ TEST(Serving, RoundRobinDecodeWaitsAtTheRankItWasGiven) {
   };
   const auto [dealt, first] = ninth(DeploymentSpec::Routing::kRoundRobin);
   EXPECT_EQ(dealt.decode_rank, first.decode_rank);
-  // It is admitted only when the first request's answer is done.
-  EXPECT_GE(dealt.arrival_s * 1e3 + dealt.ttft_ms + dealt.decode_wait_ms,
+  // It is admitted only when the first request's answer is done (the two sums in ms, to rounding).
+  EXPECT_GE(dealt.arrival_s * 1e3 + dealt.ttft_ms + dealt.decode_wait_ms + 1e-6,
             first.arrival_s * 1e3 + first.e2e_ms);
   const auto [by_load, also_first] = ninth(DeploymentSpec::Routing::kLeastLoad);
   EXPECT_NE(by_load.decode_rank, also_first.decode_rank);
