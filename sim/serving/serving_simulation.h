@@ -191,7 +191,7 @@ class ServingSimulation {
   // timed as that rank's plain decode step (CUDA-graph replay, low-latency
   // transfers), which engines do not run beside a prompt: a prompt rank almost
   // always sets the step, so that rarely shows (the run counts the steps a
-  // decoding rank set: 52 of 1,301 in `run --deployment h200_agg_8 --duration 300`).
+  // decoding rank set: 41 of 1,793 in `run --deployment h200_agg_8 --duration 300`).
   std::vector<double> decode_beside_prompts(const DecodeInstance& instance,
                                             const std::vector<bool>& prompting,
                                             StepTimeCache::StepCost* slowest);
