@@ -54,12 +54,27 @@ void serve_alone(const ModelAnalysis& model, const GpuCostModel& prefill, const 
   }
   p.lone_ttft_ms = r.ttft_ms.p50;
   p.lone_context_parallel = r.context_parallel_steps > 0;
-  // Alone, a prompt runs its chunks on one rank, as it would with the other
-  // ranks busy with prompts of their own; a context-parallel one holds every
-  // rank of its instance while it runs.
-  const int64_t ranks = p.lone_context_parallel ? deployment.prefill.gpus_per_instance : 1;
-  p.prefill_gpu_s = r.mean_prefill_ms / 1e3 * static_cast<double>(ranks);
+  // A context-parallel prompt holds every rank of its instance while it runs.
+  if (!p.lone_context_parallel) return;
+  p.prefill_gpu_s = r.mean_prefill_ms / 1e3 * static_cast<double>(deployment.prefill.gpus_per_instance);
   p.prefill_band = r.prefill_band;
+}
+
+// A prompt over the chunk budget runs its chunks on one rank, the other ranks
+// busy with prompts of their own: each chunk's step as every rank runs one
+// (alone it would be shorter, its experts taking its tokens alone).
+void price_chunked_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, ContextPoint& p) {
+  double us = 0;
+  ErrorBandMix band;
+  for (int64_t done = 0; done < prompt;) {
+    const int64_t chunk = std::min(budget, prompt - done);
+    done += chunk;
+    const StepTimeCache::StepCost step = steps.prefill_step(1, chunk, done, done < prompt ? 1 : 0);
+    us += step.us;
+    band.add(step.band, step.us);
+  }
+  p.prefill_gpu_s = us / 1e6;
+  p.prefill_band = band.mixed();
 }
 
 // A prompt within a rank's chunk budget shares its step with as many such
@@ -175,6 +190,7 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
                       options.tpot_ms, context, p);
     const int64_t budget = deployment.prefill.max_tokens_per_step;
     if (!p.lone_context_parallel && prompt <= budget) price_packed_prompt(steps, budget, prompt, p);
+    if (!p.lone_context_parallel && prompt > budget) price_chunked_prompt(steps, budget, prompt, p);
     price_output(prefill_price, decode_price, model, deployment.kv, options.output_tokens, p);
   }
   return sweep;

@@ -42,6 +42,27 @@ TEST(ContextSweep, SessionsAreTheDecodeGpusKvRoomOverOneSession) {
   }
 }
 
+// A prompt over the chunk budget: alone, its experts take its tokens only,
+// so its first token comes sooner than its GPU-seconds in a busy deployment,
+// where every rank runs prompts of its own; those are its chunks' steps.
+TEST(ContextSweep, AChunkedPromptIsPricedAsEveryRankRunsOne) {
+  Sweep s;
+  const DeploymentSpec d = deployment("h200_agg_8");
+  const int64_t budget = d.prefill.max_tokens_per_step;
+  const int64_t prompt = 3 * budget;
+  const ContextSweep sweep = sweep_contexts(s.catalog, s.model, d, {{prompt + 100}, 100, 60, 0});
+  const GpuCostModel prefill(s.catalog.data_dir(), s.catalog.resolve_gpu(d.prefill.gpu), false);
+  const GpuCostModel decode(s.catalog.data_dir(), s.catalog.resolve_gpu(d.decode.gpu), true);
+  StepTimeCache steps = deployment_step_times(s.model, prefill.cost(), decode.cost(), d);
+  const ContextPoint& p = sweep.points.at(0);
+  ASSERT_FALSE(p.lone_context_parallel);
+  double us = 0;
+  for (int64_t chunk = 1; chunk <= 3; ++chunk)
+    us += steps.prefill_step(1, budget, chunk * budget, chunk < 3).us;
+  EXPECT_NEAR(p.prefill_gpu_s, us / 1e6, 1e-9);
+  EXPECT_LT(p.lone_ttft_ms / 1e3, p.prefill_gpu_s);
+}
+
 TEST(ContextSweep, ALonePromptUnderTheChunkBudgetTakesOnePrefillStep) {
   Sweep s;
   const DeploymentSpec d = deployment("h200_agg_8");
