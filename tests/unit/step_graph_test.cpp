@@ -8,6 +8,8 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "sim/common/input_error.h"
 #include "sim/graph/expert_load.h"
@@ -175,27 +177,28 @@ TEST(StepGraph, RoutedExpertsTakeTheGroupsTokens) {
   alone.expert_token_share = 1.0 / 8;
   const StepGraph a = build_step_graph(v41, alone);
   const StepGraph e = build_step_graph(v41, every_rank);
-  const LayerKernels& la = a.layers[10];
-  const LayerKernels& le = e.layers[10];
-  const double rows_alone = find_kernel(la, "experts_gate_up")->flops;
-  const double rows_every = find_kernel(le, "experts_gate_up")->flops;
-  EXPECT_LT(rows_alone, 0.2 * rows_every);
-  EXPECT_GT(rows_alone, 0.1 * rows_every);
-  for (const char* name : {"router", "sparse_attention"}) {
-    const Kernel* ka = find_kernel(la, name);
-    const Kernel* ke = find_kernel(le, name);
-    ASSERT_NE(ka, nullptr) << name;
-    ASSERT_NE(ke, nullptr) << name;
+  // A kernel of layer 10 in both graphs (alone, every rank); both must exist.
+  const auto both = [&a, &e](const char* name) {
+    const Kernel* ka = find_kernel(a.layers[10], name);
+    const Kernel* ke = find_kernel(e.layers[10], name);
+    EXPECT_NE(ka, nullptr) << name;
+    EXPECT_NE(ke, nullptr) << name;
+    return std::pair{ka, ke};
+  };
+  const auto [experts_alone, experts_every] = both("experts_gate_up");
+  ASSERT_TRUE(experts_alone && experts_every);
+  EXPECT_LT(experts_alone->flops, 0.2 * experts_every->flops);
+  EXPECT_GT(experts_alone->flops, 0.1 * experts_every->flops);
+  for (const char* name : {"router", "sparse_attention", "ep_dispatch", "ep_combine"}) {
+    const auto [ka, ke] = both(name);
+    ASSERT_TRUE(ka && ke) << name;
     EXPECT_DOUBLE_EQ(ka->flops, ke->flops) << name;
-    EXPECT_DOUBLE_EQ(ka->hbm_bytes, ke->hbm_bytes) << name;
-  }
-  for (const char* name : {"ep_dispatch", "ep_combine"}) {
-    const Kernel* ka = find_kernel(la, name);
-    const Kernel* ke = find_kernel(le, name);
-    ASSERT_NE(ka, nullptr) << name;
-    ASSERT_NE(ke, nullptr) << name;
-    EXPECT_GE(ka->hbm_bytes, ke->hbm_bytes) << name;
-    EXPECT_LT(ka->hbm_bytes, 1.05 * ke->hbm_bytes) << name;
+    if (std::string_view(name).starts_with("ep_")) {  // the busiest rank's chance share, a little larger
+      EXPECT_GE(ka->hbm_bytes, ke->hbm_bytes) << name;
+      EXPECT_LT(ka->hbm_bytes, 1.05 * ke->hbm_bytes) << name;
+    } else {
+      EXPECT_DOUBLE_EQ(ka->hbm_bytes, ke->hbm_bytes) << name;
+    }
   }
   // Only the routed experts (and their activation) differ.
   EXPECT_LT(flops_of(a), flops_of(e));
