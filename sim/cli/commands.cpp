@@ -135,6 +135,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                  "every EP rank receives exactly its share of the routed tokens, as DeepSeek's published "
                  "profiles simulate it (default: each step's routing falls by chance, and the busiest rank "
                  "sets the step)");
+  step->add_option(
+      "--prompt-ranks", flags->prompt_ranks,
+      "prefill: how many of the EP group's ranks run this step's prompts, the others none (their "
+      "experts then take that share of the rows; default: every rank, as a busy engine)");
   step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
   bind(step, run_step);
 

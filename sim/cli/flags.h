@@ -43,6 +43,7 @@ struct Flags {
   int64_t redundant_experts = 0;
   std::optional<double> routing_skew;
   bool balanced_routing = false;
+  int64_t prompt_ranks = 0;  // step, prefill: EP ranks running this shape, the others none (0: every one)
   // step: prompt chunks a decode step carries (an aggregated engine mixing them in)
   int64_t prompt_chunks = 0;
   int64_t chunk_tokens = 0;

@@ -112,11 +112,27 @@ void set_expert_placement(const Flags& f, const ModelAnalysis& m, StepShape* s) 
   s->ep_load_imbalance = ep_load_imbalance(m.spec, s->ep, *f.routing_skew, s->redundant_experts);
 }
 
+// A prefill step run by some of the EP group's ranks, the others idle: the
+// routed experts take that share of the rows (StepShape::expert_token_share).
+void set_prompt_ranks(const Flags& f, StepShape* s) {
+  if (f.prompt_ranks == 0) return;
+  if (s->phase != Phase::kPrefill) {
+    throw InputError({"", 0, "--prompt-ranks"},
+                     "only a prefill step's ranks may differ: give --phase prefill");
+  }
+  if (f.prompt_ranks < 1 || f.prompt_ranks > s->ep) {
+    throw InputError({"", 0, "--prompt-ranks"},
+                     fmt::format("expected 1 to --ep ({}) ranks, got {}", s->ep, f.prompt_ranks));
+  }
+  s->expert_token_share = static_cast<double>(f.prompt_ranks) / static_cast<double>(s->ep);
+}
+
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
   set_expert_placement(f, m, &shape);
   add_prompt_chunks(f, &shape);
+  set_prompt_ranks(f, &shape);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   shape.ep_per_node = g.gpu().nvlink_domain();
   const StepGraph graph = build_step_graph(m, shape);

@@ -47,6 +47,10 @@ std::string title(const StepReport& r) {
                                 r.gpu.name, phase_name(s.phase), s.batch, s.context, s.ep);
   if (s.redundant_experts > 0) out += fmt::format(" with {} redundant experts", s.redundant_experts);
   if (s.ep_load_imbalance != 1.0) out += fmt::format(", busiest rank {:.3f}x the mean", s.ep_load_imbalance);
+  if (s.expert_token_share != 1.0) {
+    out += fmt::format(", the experts taking {:.3g} of the rows every rank's prompts would give",
+                       s.expert_token_share);
+  }
   if (s.is_mixed()) {
     out += fmt::format(", with {} prompt chunks of {} tokens ending at {}", s.mixed_prefill.batch,
                        s.mixed_prefill.new_tokens, s.mixed_prefill.context);
@@ -326,6 +330,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"ep", s.ep},
           {"redundant_experts", s.redundant_experts},
           {"ep_load_imbalance", s.ep_load_imbalance},
+          {"expert_token_share", s.expert_token_share},
           {"routed_by_chance", s.routed_by_chance},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"total_time_us", t.total_us},

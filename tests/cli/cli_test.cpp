@@ -210,6 +210,19 @@ TEST(Cli, StepRoutesByChanceUnlessBalanced) {
             std::string::npos);
 }
 
+// A prefill step that one rank of eight runs: its experts take an eighth of
+// the rows, so the step is shorter than when every rank runs such a prompt.
+TEST(Cli, StepWithSomeRanksPrompting) {
+  const std::string base = "step --phase prefill --context 16384 --ep 8";
+  const auto every = run_json(base);
+  const auto one = run_json(base + " --prompt-ranks 1");
+  EXPECT_DOUBLE_EQ(every["expert_token_share"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(one["expert_token_share"].get<double>(), 0.125);
+  EXPECT_LT(one["total_time_us"].get<double>(), 0.9 * every["total_time_us"].get<double>());
+  EXPECT_DOUBLE_EQ(run_json(base + " --prompt-ranks 8")["total_time_us"].get<double>(),
+                   every["total_time_us"].get<double>());
+}
+
 TEST(Cli, StepWithPromptChunks) {
   const std::string base = "step --model deepseek_v4_1_flash --hw h200 --batch 32 --context 65536 --no-draft";
   const auto decode = run_json(base + " --no-cuda-graph");
@@ -1202,7 +1215,11 @@ INSTANTIATE_TEST_SUITE_P(
             "--set workloads/deployments/h200_agg_8.yaml:prefill_delay_steps=-2 run --deployment h200_agg_8",
             "field 'prefill_delay_steps': expected a non-negative integer, got -2"},
         BadRun{"plan --deployment h200_pd_64 --prefill-delay-steps 0,30",
-               "field '--prefill-delay-steps': the deployment is disaggregated"}),
+               "field '--prefill-delay-steps': the deployment is disaggregated"},
+        BadRun{"step --context 16384 --prompt-ranks 2",
+               "field '--prompt-ranks': only a prefill step's ranks"},
+        BadRun{"step --phase prefill --context 16384 --prompt-ranks 9",
+               "field '--prompt-ranks': expected 1 to --ep (8) ranks, got 9"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
 
 TEST(Cli, BadModelFileNamesFileAndLine) {
