@@ -35,12 +35,11 @@ struct StepShape {
   // Busiest EP rank's routed tokens over the mean (>= 1), as the placement
   // leaves it; see expert_load.h.
   double ep_load_imbalance = 1.0;
-  // Prefill: the tokens each rank of the EP group sends the experts, on
-  // average, over this rank's own. The ranks' batches differ (data-parallel
-  // attention: one rank may run a prompt's chunk while the others run a few
-  // decode tokens or none), and the routed experts take the group's tokens:
-  // their rows follow the group, while the router, the shared experts and
-  // this rank's all-to-all follow its own tokens. 1: every rank runs this shape.
+  // Prefill (and a decode step carrying prompt chunks): the tokens each rank of the EP group sends the
+  // experts, on average, over this rank's own. The ranks' batches differ (data-parallel attention: one rank
+  // may run a prompt's chunk while the others run a few decode tokens or none), and the routed experts take
+  // the group's tokens: their rows follow the group, while the router, the shared experts and this rank's
+  // all-to-all follow its own tokens. 1: every rank runs this shape.
   double expert_token_share = 1.0;
   // Each step's routing falls unevenly by chance on top of that
   // (busiest_rank); false: every rank receives exactly its share, as

@@ -221,23 +221,29 @@ void ServingSimulation::next_step(std::size_t index) {
 
 // One rank's share of a mixed step: its decode batch (drafts as its plain
 // step would verify) and the chunks it takes from its own prompt queue.
-StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(PrefillInstance& prompts, std::size_t rank_index,
-                                                             std::vector<PrefillChunk>* chunks,
-                                                             double* tokens_per_sequence) {
+ServingSimulation::RankMix ServingSimulation::pack_rank_mix(PrefillInstance& prompts, std::size_t rank_index,
+                                                            std::vector<PrefillChunk>* chunks) {
   const DecodeRank& rank = prompts.colocated->ranks[rank_index];
-  const auto n = static_cast<int64_t>(rank.active.size());
-  const StepTimeCache::DecodeStep plain =
-      n > 0 ? steps_->decode_step(n, rank.mean_history()) : StepTimeCache::DecodeStep{};
-  *tokens_per_sequence = plain.tokens_per_sequence;
-  const int64_t budget = deployment_.prefill.max_tokens_per_step - n * (1 + plain.drafts);
-  const RankChunks packed = pack_chunks(prompts, rank_index, budget, chunks);
-  if (packed.prompts == 0) return plain;
-  if (n > 0) {
-    return steps_->mixed_step(n, rank.mean_history(), packed.prompts, packed.mean_new_tokens,
-                              packed.mean_context, packed.continuing);
+  RankMix mix;
+  mix.sequences = static_cast<int64_t>(rank.active.size());
+  mix.history = rank.mean_history();
+  if (mix.sequences > 0) mix.plain = steps_->decode_step(mix.sequences, mix.history);
+  const int64_t budget = deployment_.prefill.max_tokens_per_step - mix.decode_tokens();
+  mix.packed = pack_chunks(prompts, rank_index, budget, chunks);
+  return mix;
+}
+
+// Its time: the experts take the group's tokens (StepShape::expert_token_share).
+StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(const RankMix& mix,
+                                                             int64_t group_tokens_per_rank) {
+  const RankChunks& p = mix.packed;
+  if (p.prompts == 0) return mix.plain;
+  if (mix.sequences > 0) {
+    return steps_->mixed_step(mix.sequences, mix.history, p.prompts, p.mean_new_tokens, p.mean_context,
+                              p.continuing, group_tokens_per_rank);
   }
   const StepTimeCache::StepCost cost =
-      steps_->prefill_step(packed.prompts, packed.mean_new_tokens, packed.mean_context, packed.continuing);
+      steps_->prefill_step(p.prompts, p.mean_new_tokens, p.mean_context, p.continuing, group_tokens_per_rank);
   return {cost.us, cost.communication_us, 1.0, 0, cost.band, cost.micro_batches};
 }
 
@@ -262,14 +268,23 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     return;
   }
   std::vector<PrefillChunk> chunks;
+  std::vector<RankMix> mixes;
+  int64_t group_tokens = 0;
+  int64_t batch = 0;
+  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
+    const RankMix& mix = mixes.emplace_back(pack_rank_mix(prompts, i, &chunks));
+    group_tokens += mix.decode_tokens() + mix.packed.tokens;
+    batch += mix.sequences;
+  }
+  const auto ranks = static_cast<int64_t>(inst.ranks.size());
+  const int64_t group_tokens_per_rank = (group_tokens + ranks - 1) / ranks;
   std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
   StepTimeCache::DecodeStep slowest;
   slowest.us = 0;
-  int64_t batch = 0;
-  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    const StepTimeCache::DecodeStep step = rank_mixed_step(prompts, i, &chunks, &tokens_per_sequence[i]);
+  for (std::size_t i = 0; i < mixes.size(); ++i) {
+    tokens_per_sequence[i] = mixes[i].sequences > 0 ? mixes[i].plain.tokens_per_sequence : 1.0;
+    const StepTimeCache::DecodeStep step = rank_mixed_step(mixes[i], group_tokens_per_rank);
     if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step
-    batch += static_cast<int64_t>(inst.ranks[i].active.size());
   }
   inst.engine->busy = true;
   if (measuring()) {

@@ -151,7 +151,8 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
 
 StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t context, int64_t prompts,
                                                     int64_t prompt_new_tokens, int64_t prompt_context,
-                                                    int64_t prompts_continuing) {
+                                                    int64_t prompts_continuing,
+                                                    int64_t group_tokens_per_rank) {
   const DecodeStep plain = decode_step(batch, context);
   StepShape shape = decode_template_;
   shape.batch = batch;
@@ -161,6 +162,8 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
   const int64_t grid_prompt_context = std::min(round_up_to_grid(prompt_context), model_.spec.max_context);
   shape.mixed_prefill = {prompts, std::min(round_up_to_grid(prompt_new_tokens), grid_prompt_context),
                          grid_prompt_context, prompts_continuing};
+  shape.expert_token_share =
+      expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts) + prompts * prompt_new_tokens);
   const StepCost step = mixed_cost(key_of(shape), shape);
   return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
           step.band, step.micro_batches};

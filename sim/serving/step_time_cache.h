@@ -62,8 +62,10 @@ class StepTimeCache {
   // of them not the last of their prompt (an aggregated engine that mixes them in). The decode sequences
   // verify as many drafts as their plain step would. Timed as launched kernels: engines replay CUDA graphs
   // for decode-only batches only; split as the decode pool says.
+  // `group_tokens_per_rank` as prefill_step's: the experts take the group's tokens.
   DecodeStep mixed_step(int64_t batch, int64_t context, int64_t prompts, int64_t prompt_new_tokens,
-                        int64_t prompt_context, int64_t prompts_continuing = 0);
+                        int64_t prompt_context, int64_t prompts_continuing = 0,
+                        int64_t group_tokens_per_rank = 0);
   std::size_t size() const;  // step shapes costed
   // The experts' token share of a prefill step (StepShape::expert_token_share)
   // for a rank of `own_tokens` in a group sending `group_tokens_per_rank` on

@@ -1330,6 +1330,23 @@ TEST(Serving, MixedStepsCarryPromptChunksInsideDecodeSteps) {
   expect_one_step_at_a_time(f, 60);
 }
 
+// A mixed step whose chunk only this rank carries (the others decode alone):
+// the routed experts take the group's tokens, fewer than every rank running
+// this rank's chunk would send, so the step is shorter; the decode sequences
+// verify the drafts their plain step would either way.
+TEST(Serving, AMixedStepsExpertsTakeTheGroupsTokens) {
+  Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_agg_8.yaml"),
+            data("workloads/agent_coding.yaml"));
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const StepTimeCache::DecodeStep every = steps.mixed_step(32, 65536, 1, 8192, 8192);
+  const int64_t ranks = f.deployment.decode.gpus_per_instance;
+  const int64_t group = (8192 + ranks * 32 + ranks - 1) / ranks;  // one chunk, every rank's decode
+  const StepTimeCache::DecodeStep one = steps.mixed_step(32, 65536, 1, 8192, 8192, 0, group);
+  EXPECT_LT(one.us, 0.95 * every.us);
+  EXPECT_EQ(one.drafts, every.drafts);
+  EXPECT_DOUBLE_EQ(one.tokens_per_sequence, every.tokens_per_sequence);
+}
+
 // Runs that share one deployment's step times (capacity's rates, plan's
 // variants), even at the same time on two threads, give the figures each
 // gives alone: a step time depends on its shape only.
