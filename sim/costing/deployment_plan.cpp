@@ -320,16 +320,20 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
               [](DeploymentSpec& d, int64_t tokens) { d.prefill.max_tokens_per_step = tokens; });
   out = times(std::move(out), grid.max_batch_per_gpu,
               [](DeploymentSpec& d, int64_t batch) { d.decode.max_batch_per_gpu = batch; });
-  out = times(std::move(out), grid.prefill_delay_steps,
-              [](DeploymentSpec& d, int64_t steps) { d.prefill_delay_steps = steps; });
-  // Prompts mixed into decode steps are never held: such a variant runs once, without a delay.
-  std::erase_if(out, [&grid](const DeploymentSpec& d) {
-    return d.mixes_prompt_chunks() && !grid.prefill_delay_steps.empty() &&
-           d.prefill_delay_steps != grid.prefill_delay_steps.front();
-  });
-  for (DeploymentSpec& d : out) {
-    if (d.mixes_prompt_chunks()) d.prefill_delay_steps = 0;
+  // Prompts mixed into decode steps are never held: such a variant runs
+  // once, without a delay (whatever its base said).
+  std::vector<DeploymentSpec> delayed;
+  for (const DeploymentSpec& v : out) {
+    if (v.mixes_prompt_chunks()) {
+      delayed.emplace_back(v).prefill_delay_steps = 0;
+    } else if (grid.prefill_delay_steps.empty()) {
+      delayed.push_back(v);
+    } else {
+      for (const int64_t steps : grid.prefill_delay_steps)
+        delayed.emplace_back(v).prefill_delay_steps = steps;
+    }
   }
+  out = std::move(delayed);
   out = times(std::move(out), grid.kv_retentions_h,
               [](DeploymentSpec& d, double h) { d.kv.retention_s = h * 3600; });
   out = times(std::move(out), grid.swa_pool_fractions,

@@ -171,19 +171,16 @@ std::string price(const json& row) {
                      seed_range(row, "usd_per_million_output", "${:.2f}"));
 }
 
-// A plan row's TPOT p99 in ms (the mean over its seeds, with their range).
-std::string tpot_p99(const json& row) {
-  const double ms = over_seeds(row) ? row.at("over_seeds").at("tpot_p99_ms").at("mean").get<double>()
-                                    : row.at("tpot_ms").at("p99").get<double>();
-  return fmt::format("{:.1f} ms{}", ms, seed_range(row, "tpot_p99_ms", "{:.1f}"));
+// A plan row's p99 of a latency ("tpot" or "ttft") in ms, `format` its
+// number (the mean over its seeds, with their range).
+std::string p99_ms(const json& row, const std::string& latency, const char* format) {
+  const std::string over = latency + "_p99_ms";
+  const double ms = over_seeds(row) ? row.at("over_seeds").at(over).at("mean").get<double>()
+                                    : row.at(latency + "_ms").at("p99").get<double>();
+  return fmt::format(fmt::runtime(format), ms) + " ms" + seed_range(row, over.c_str(), format);
 }
-
-// A plan row's TTFT p99 in ms (the mean over its seeds, with their range).
-std::string ttft_p99(const json& row) {
-  const double ms = over_seeds(row) ? row.at("over_seeds").at("ttft_p99_ms").at("mean").get<double>()
-                                    : row.at("ttft_ms").at("p99").get<double>();
-  return fmt::format("{:.0f} ms{}", ms, seed_range(row, "ttft_p99_ms", "{:.0f}"));
-}
+std::string tpot_p99(const json& row) { return p99_ms(row, "tpot", "{:.1f}"); }
+std::string ttft_p99(const json& row) { return p99_ms(row, "ttft", "{:.0f}"); }
 
 // ", not within the SLA over 1800 s" for a plan row within it over its
 // window whose longer run did not hold it; else nothing.

@@ -276,8 +276,7 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     group_tokens += mix.decode_tokens() + mix.packed.tokens;
     batch += mix.sequences;
   }
-  const auto ranks = static_cast<int64_t>(inst.ranks.size());
-  const int64_t group_tokens_per_rank = (group_tokens + ranks - 1) / ranks;
+  const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
   std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
   StepTimeCache::DecodeStep slowest;
   slowest.us = 0;

@@ -116,11 +116,9 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   }
   if (chunks.empty()) return;
   // The experts take the tokens of every rank, the decode beside the prompts included.
-  const int64_t group_tokens_per_rank =
-      (step_tokens(packed) +
-       (inst.colocated != nullptr ? decode_tokens_beside(*inst.colocated, prompting) : 0) +
-       static_cast<int64_t>(inst.ranks.size()) - 1) /
-      static_cast<int64_t>(inst.ranks.size());
+  int64_t group_tokens = inst.colocated != nullptr ? decode_tokens_beside(*inst.colocated, prompting) : 0;
+  for (const RankChunks& p : packed) group_tokens += p.tokens;
+  const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
   StepTimeCache::StepCost slowest;
   for (const RankChunks& p : packed) {
     if (p.prompts == 0) continue;
@@ -142,10 +140,9 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   run_prefill_step(index, std::move(chunks), slowest, std::move(decode_tokens));
 }
 
-int64_t ServingSimulation::step_tokens(const std::vector<RankChunks>& packed) {
-  int64_t tokens = 0;
-  for (const RankChunks& p : packed) tokens += p.tokens;
-  return tokens;
+int64_t ServingSimulation::per_rank(int64_t group_tokens, std::size_t ranks) {
+  const auto n = static_cast<int64_t>(ranks);
+  return (group_tokens + n - 1) / n;
 }
 
 int64_t ServingSimulation::decode_tokens_beside(const DecodeInstance& inst,

@@ -146,12 +146,13 @@ class ServingSimulation {
   };
   RankChunks pack_chunks(PrefillInstance& instance, std::size_t rank, int64_t budget,
                          std::vector<PrefillChunk>* chunks);
-  // A prompt step's tokens over its ranks' chunks, and (aggregated) the
-  // decode tokens of the ranks that run theirs beside it, one per sequence
-  // (a draft's verified tokens left out): with them the experts' rows follow
-  // the group, not the slowest rank's own batch (StepShape::expert_token_share).
-  static int64_t step_tokens(const std::vector<RankChunks>& packed);
+  // (Aggregated) the decode tokens of the ranks that run theirs beside a
+  // prompt step, one per sequence (a draft's verified tokens left out): with
+  // its chunks' tokens they are the group's, which the experts' rows follow,
+  // not the slowest rank's own batch (StepShape::expert_token_share); per_rank
+  // is their mean over the ranks, rounded up.
   static int64_t decode_tokens_beside(const DecodeInstance& instance, const std::vector<bool>& prompting);
+  static int64_t per_rank(int64_t group_tokens, std::size_t ranks);
   // Aggregated: a prompt holds KV room and a batch slot for its final context
   // on its attention rank of the colocated decode instance from its first
   // chunk on; false while that rank lacks either (it waits for its own rank,
@@ -191,7 +192,7 @@ class ServingSimulation {
   // timed as that rank's plain decode step (CUDA-graph replay, low-latency
   // transfers), which engines do not run beside a prompt: a prompt rank almost
   // always sets the step, so that rarely shows (the run counts the steps a
-  // decoding rank set: 41 of 1,793 in `run --deployment h200_agg_8 --duration 300`).
+  // decoding rank set, ServingResult::prefill_steps_set_by_decode).
   std::vector<double> decode_beside_prompts(const DecodeInstance& instance,
                                             const std::vector<bool>& prompting,
                                             StepTimeCache::StepCost* slowest);
