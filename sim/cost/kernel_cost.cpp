@@ -143,17 +143,32 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
   return cycles;
 }
 
-KernelTiming KernelCostModel::time(const Kernel& kernel) const {
-  const CacheKey key = key_of(kernel);
+KernelTiming KernelCostModel::time(const Kernel& kernel) const { return time(std::span(&kernel, 1)).front(); }
+
+std::vector<KernelTiming> KernelCostModel::time(std::span<const Kernel> kernels) const {
+  std::vector<KernelTiming> timings(kernels.size());
+  std::vector<std::pair<std::size_t, CacheKey>> missing;
   {
     const std::shared_lock<std::shared_mutex> look(*cache_lock_);
-    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      CacheKey key = key_of(kernels[i]);
+      if (const auto it = cache_.find(key); it != cache_.end()) {
+        timings[i] = it->second;
+      } else {
+        missing.emplace_back(i, key);
+      }
+    }
   }
-  const bool is_transfer =
-      kernel.kernel_class == KernelClass::kAllToAll || kernel.kernel_class == KernelClass::kHostCopy;
-  const KernelTiming timing = is_transfer ? transfer(kernel) : compute_kernel(kernel);
+  if (missing.empty()) return timings;
+  for (const auto& [i, key] : missing) {
+    const Kernel& k = kernels[i];
+    const bool is_transfer =
+        k.kernel_class == KernelClass::kAllToAll || k.kernel_class == KernelClass::kHostCopy;
+    timings[i] = is_transfer ? transfer(k) : compute_kernel(k);
+  }
   const std::lock_guard<std::shared_mutex> hold(*cache_lock_);
-  return cache_.emplace(key, timing).first->second;
+  for (const auto& [i, key] : missing) timings[i] = cache_.emplace(key, timings[i]).first->second;
+  return timings;
 }
 
 // A GEMM whose weights need widening either widens them in every M tile, or,

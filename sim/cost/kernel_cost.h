@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string_view>
 
 #include "sim/cost/cost_params.h"
@@ -70,6 +71,11 @@ class KernelCostModel {
 
   // Same kernel, same answer; repeated shapes are served from a cache.
   KernelTiming time(const Kernel& kernel) const;
+  // Each kernel's timing, as time() gives it, in their order: the cache is
+  // locked once for the list's lookups and once for its new entries (not
+  // once per kernel: runs that share the model from several threads would
+  // contend on the lock).
+  std::vector<KernelTiming> time(std::span<const Kernel> kernels) const;
   const CostParams& params() const { return params_; }
   const GpuProfile& gpu() const { return gpu_; }
   double sm_count() const { return sms_; }

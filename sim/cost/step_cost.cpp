@@ -58,12 +58,7 @@ class LayerTimings {
   }
 
  private:
-  std::vector<KernelTiming> time(const std::vector<Kernel>& kernels) const {
-    std::vector<KernelTiming> timings;
-    timings.reserve(kernels.size());
-    for (const Kernel& k : kernels) timings.push_back(cost_.time(k));
-    return timings;
-  }
+  std::vector<KernelTiming> time(const std::vector<Kernel>& kernels) const { return cost_.time(kernels); }
 
   const KernelCostModel& cost_;
   // Deques: the timings handed out stay where they are as more are added.

@@ -69,19 +69,32 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
 }
 
 StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_optional) {
+  // Mixed shapes seldom repeat (their decode batch, both contexts and the
+  // chunk all vary), nor do their halves: their one-batch timings are laid
+  // out and dropped, not kept for the run (whose memory they would fill).
+  const bool keep = !shape.is_mixed();
+  std::optional<OneBatch> first_dropped;
+  std::optional<OneBatch> second_dropped;
+  std::optional<OneBatch> whole_dropped;
+  const auto timed = [&](const StepShape& s, std::optional<OneBatch>& dropped) -> const OneBatch& {
+    if (keep) return one_batch(s);
+    return dropped.emplace(time_one_batch(s));
+  };
   // Two micro-batches: each half's one-batch timing, overlapped (their
   // kernels are the micro-batches'; the band is the first's).
   const std::vector<StepShape> halves = micro_batches_of(shape);
   std::optional<StepCost> split;
   if (halves.size() == 2) {
-    const OneBatch& first = one_batch(halves[0]);
-    const OneBatch& second = one_batch(halves[1]);  // the same entry where the halves are alike
+    const OneBatch& first = timed(halves[0], first_dropped);
+    // The same timing where the halves are alike.
+    const OneBatch& second =
+        key_of(halves[1]) == key_of(halves[0]) ? first : timed(halves[1], second_dropped);
     const OverlappedSpan span = overlapped_span(first.tracks, second.tracks, first.transfer_sm_share);
     split = StepCost{span.total_us, span.exposed_communication_us, first.cost.band, 2};
   }
   if (split && !overlap_optional) return *split;
   shape.overlap_communication = false;
-  const StepCost whole = one_batch(shape).cost;
+  const StepCost whole = timed(shape, whole_dropped).cost;
   return split && split->us < whole.us ? *split : whole;
 }
 
@@ -91,6 +104,12 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
     const std::shared_lock<std::shared_mutex> look(*lock_);
     if (const auto it = one_batch_.find(key); it != one_batch_.end()) return it->second;
   }
+  OneBatch entry = time_one_batch(shape);
+  const std::lock_guard<std::shared_mutex> hold(*lock_);
+  return one_batch_.emplace(key, std::move(entry)).first->second;
+}
+
+StepTimeCache::OneBatch StepTimeCache::time_one_batch(const StepShape& shape) const {
   const KernelCostModel& cost =
       shape.phase == Phase::kPrefill || shape.is_mixed() ? prefill_cost_ : decode_cost_;
   // Each thread builds its graphs in one reused graph (runs share this cache from several threads).
@@ -100,10 +119,8 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
   double exposed = 0;  // communication time compute did not hide
   for (const LayerTiming& layer : timing.layers) exposed += layer.critical_us - layer.compute_us;
   const StepCost step{timing.total_us, std::max(0.0, exposed), step_error_band(timing, cost.params())};
-  // The layers' tracks only: the cache lives for a whole run.
-  OneBatch entry{step, layer_tracks(timing), timing.transfer_sm_share};
-  const std::lock_guard<std::shared_mutex> hold(*lock_);
-  return one_batch_.emplace(key, std::move(entry)).first->second;
+  // The layers' tracks only: a kept entry lives for a whole run.
+  return {step, layer_tracks(timing), timing.transfer_sm_share};
 }
 
 StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_tokens, int64_t context,

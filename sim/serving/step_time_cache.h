@@ -85,7 +85,8 @@ class StepTimeCache {
     std::vector<LayerTracks> tracks;
     double transfer_sm_share = 0;
   };
-  const OneBatch& one_batch(const StepShape& shape);
+  const OneBatch& one_batch(const StepShape& shape);  // kept for the run
+  OneBatch time_one_batch(const StepShape& shape) const;
 
   const ModelAnalysis& model_;
   const KernelCostModel& prefill_cost_;
