@@ -116,7 +116,9 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   }
   if (chunks.empty()) return;
   // The experts take the tokens of every rank, the decode beside the prompts included.
-  int64_t group_tokens = inst.colocated != nullptr ? decode_tokens_beside(*inst.colocated, prompting) : 0;
+  const DecodeBeside decode =
+      inst.colocated != nullptr ? decode_beside_prompts(*inst.colocated, prompting) : DecodeBeside{};
+  int64_t group_tokens = decode.tokens;
   for (const RankChunks& p : packed) group_tokens += p.tokens;
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
   StepTimeCache::StepCost slowest;
@@ -126,32 +128,18 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
                                                               p.continuing, group_tokens_per_rank);
     if (cost.us > slowest.us) slowest = cost;  // the slowest rank sets the step and its communication share
   }
-  std::vector<double> decode_tokens;
-  if (inst.colocated != nullptr) {
-    const double prompts_us = slowest.us;
-    decode_tokens = decode_beside_prompts(*inst.colocated, prompting, &slowest);
-    const bool decoded =
-        std::any_of(decode_tokens.begin(), decode_tokens.end(), [](double t) { return t > 0; });
-    if (measuring() && decoded) {
-      ++result_.prefill_steps_with_decode;
-      if (slowest.us > prompts_us) ++result_.prefill_steps_set_by_decode;
-    }
+  const bool decoded = decode.tokens > 0;
+  if (measuring() && decoded) {
+    ++result_.prefill_steps_with_decode;
+    if (decode.slowest.us > slowest.us) ++result_.prefill_steps_set_by_decode;
   }
-  run_prefill_step(index, std::move(chunks), slowest, std::move(decode_tokens));
+  if (decode.slowest.us > slowest.us) slowest = decode.slowest;
+  run_prefill_step(index, std::move(chunks), slowest, decode.tokens_per_sequence);
 }
 
 int64_t ServingSimulation::per_rank(int64_t group_tokens, std::size_t ranks) {
   const auto n = static_cast<int64_t>(ranks);
   return (group_tokens + n - 1) / n;
-}
-
-int64_t ServingSimulation::decode_tokens_beside(const DecodeInstance& inst,
-                                                const std::vector<bool>& prompting) {
-  int64_t tokens = 0;
-  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    if (!prompting[i]) tokens += static_cast<int64_t>(inst.ranks[i].active.size());
-  }
-  return tokens;
 }
 
 bool ServingSimulation::holds_prompts_for_other_ranks(PrefillInstance& inst) {
@@ -167,19 +155,21 @@ bool ServingSimulation::holds_prompts_for_other_ranks(PrefillInstance& inst) {
   return true;
 }
 
-std::vector<double> ServingSimulation::decode_beside_prompts(const DecodeInstance& inst,
-                                                             const std::vector<bool>& prompting,
-                                                             StepTimeCache::StepCost* slowest) {
-  std::vector<double> tokens_per_sequence(inst.ranks.size(), 0.0);
+ServingSimulation::DecodeBeside ServingSimulation::decode_beside_prompts(const DecodeInstance& inst,
+                                                                         const std::vector<bool>& prompting) {
+  DecodeBeside beside;
+  beside.tokens_per_sequence.assign(inst.ranks.size(), 0.0);
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
     const DecodeRank& rank = inst.ranks[i];
     if (prompting[i] || rank.active.empty()) continue;
-    const StepTimeCache::DecodeStep step =
-        steps_->decode_step(static_cast<int64_t>(rank.active.size()), rank.mean_history());
-    tokens_per_sequence[i] = step.tokens_per_sequence;
-    if (step.us > slowest->us) *slowest = {step.us, step.communication_us, step.band, step.micro_batches};
+    const auto sequences = static_cast<int64_t>(rank.active.size());
+    const StepTimeCache::DecodeStep step = steps_->decode_step(sequences, rank.mean_history());
+    beside.tokens_per_sequence[i] = step.tokens_per_sequence;
+    beside.tokens += sequences * (1 + step.drafts);
+    if (step.us > beside.slowest.us)
+      beside.slowest = {step.us, step.communication_us, step.band, step.micro_batches};
   }
-  return tokens_per_sequence;
+  return beside;
 }
 
 bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {

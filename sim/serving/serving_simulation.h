@@ -146,12 +146,9 @@ class ServingSimulation {
   };
   RankChunks pack_chunks(PrefillInstance& instance, std::size_t rank, int64_t budget,
                          std::vector<PrefillChunk>* chunks);
-  // (Aggregated) the decode tokens of the ranks that run theirs beside a
-  // prompt step, one per sequence (a draft's verified tokens left out): with
-  // its chunks' tokens they are the group's, which the experts' rows follow,
-  // not the slowest rank's own batch (StepShape::expert_token_share); per_rank
-  // is their mean over the ranks, rounded up.
-  static int64_t decode_tokens_beside(const DecodeInstance& instance, const std::vector<bool>& prompting);
+  // A step's tokens over the EP group's ranks, rounded up: the experts' rows
+  // follow the group's tokens, not the slowest rank's own batch
+  // (StepShape::expert_token_share).
   static int64_t per_rank(int64_t group_tokens, std::size_t ranks);
   // Aggregated: a prompt holds KV room and a batch slot for its final context
   // on its attention rank of the colocated decode instance from its first
@@ -193,9 +190,14 @@ class ServingSimulation {
   // transfers), which engines do not run beside a prompt: a prompt rank almost
   // always sets the step, so that rarely shows (the run counts the steps a
   // decoding rank set, ServingResult::prefill_steps_set_by_decode).
-  std::vector<double> decode_beside_prompts(const DecodeInstance& instance,
-                                            const std::vector<bool>& prompting,
-                                            StepTimeCache::StepCost* slowest);
+  struct DecodeBeside {
+    std::vector<double> tokens_per_sequence;  // each rank's (0: no decode)
+    StepTimeCache::StepCost slowest;          // the slowest decoding rank's step (0 us: none)
+    // Every position the decoding ranks verify (their sequences, each with its
+    // drafts): with the chunks' tokens, the group's tokens the experts take.
+    int64_t tokens = 0;
+  };
+  DecodeBeside decode_beside_prompts(const DecodeInstance& instance, const std::vector<bool>& prompting);
   // Runs the step, then credits the decode beside it (`decode_tokens` per
   // rank, empty for none) and each chunk, and hands finished prompts on.
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks,

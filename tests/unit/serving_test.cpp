@@ -313,6 +313,56 @@ TEST(Serving, RanksWithoutAPromptDecodeBesideIt) {
   EXPECT_GT(finished_s(one.requests[0]), finished_s(first));
 }
 
+// The experts of a prompt step take the group's tokens, and the ranks
+// decoding beside it send every position they verify, drafts included. On
+// 8 x H200 routing in turn, seven ranks decode 30 sessions each (the eighth's
+// sessions, and one more each on the seven, ask for one token and are done
+// at once); then a prompt comes to the eighth rank in chunks of 2048 tokens:
+// each chunk's step is timed with the group's 2048 + 7 x 30 x (1 + drafts)
+// tokens, more than its experts would take with one token per sequence.
+TEST(Serving, RanksDecodingBesideAPromptSendTheirDraftsToTheExperts) {
+  constexpr int64_t kRanks = 8;
+  constexpr int64_t kPerRank = 30;
+  constexpr int64_t kChunk = 2048;
+  constexpr int64_t kPrompt = 4 * kChunk;
+  std::string rows;
+  for (int64_t s = 0; s < kRanks * kPerRank; ++s)
+    rows += fmt::format("0,{},100,{}\n", s, s % kRanks == 7 ? 1 : 3000);
+  for (int64_t s = 0; s < kRanks - 1; ++s) rows += fmt::format("0.5,{},100,1\n", 1000 + s);
+  rows += fmt::format("1.0,2000,{},2\n", kPrompt);
+  Fixture f = tiny_trace("v41sim_beside_drafts", rows, "workloads/deployments/h200_agg_8.yaml",
+                         testing::model_path("deepseek_v4_1_flash"));
+  ASSERT_EQ(f.deployment.prefill.gpus_per_instance, kRanks);
+  f.deployment.routing = DeploymentSpec::Routing::kRoundRobin;
+  f.deployment.prefill.max_tokens_per_step = kChunk;
+  f.deployment.prefill_delay_steps = 0;
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const int64_t drafts = steps.decode_step(kPerRank, 150).drafts;
+  ASSERT_GT(drafts, 0) << "the deployment verifies drafts";
+  ASSERT_EQ(steps.decode_step(kPerRank, 3100).drafts, drafts)
+      << "the same drafts over the sessions' histories";
+  const auto group_per_rank = [](int64_t tokens) { return (tokens + kRanks - 1) / kRanks; };
+  const ServingResult r = traced_run(f, 3);
+  std::vector<double> chunk_us;  // the long prompt's steps, in order
+  for (const TraceSpan& span : r.trace) {
+    if (span.kind == TraceSpan::Kind::kPrefillStep && span.start_us >= 1e6)
+      chunk_us.push_back(span.duration_us);
+  }
+  ASSERT_EQ(chunk_us.size(), static_cast<std::size_t>(kPrompt / kChunk));
+  const int64_t decoding = (kRanks - 1) * kPerRank;
+  for (std::size_t i = 0; i < chunk_us.size(); ++i) {
+    const int64_t continuing = i + 1 < chunk_us.size() ? 1 : 0;
+    const int64_t context = static_cast<int64_t>(i + 1) * kChunk;
+    const double verified =
+        steps.prefill_step(1, kChunk, context, continuing, group_per_rank(kChunk + decoding * (1 + drafts)))
+            .us;
+    EXPECT_NEAR(chunk_us[i], verified, 1e-3) << "chunk " << i;
+    const double one_each =
+        steps.prefill_step(1, kChunk, context, continuing, group_per_rank(kChunk + decoding)).us;
+    EXPECT_GT(chunk_us[i], one_each * 1.001) << "chunk " << i;
+  }
+}
+
 // A prefill delay (SGLang's prefill delayer) holds a prompt on one rank while
 // the other has none and decoding goes on, up to the delay's decode steps in
 // a row, then runs it; prompts on both ranks at once run at once. Two
