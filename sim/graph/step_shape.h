@@ -35,9 +35,9 @@ struct StepShape {
   // Busiest EP rank's routed tokens over the mean (>= 1), as the placement
   // leaves it; see expert_load.h.
   double ep_load_imbalance = 1.0;
-  // Prefill (and a decode step carrying prompt chunks): the tokens each rank of the EP group sends the
-  // experts, on average, over this rank's own. The ranks' batches differ (data-parallel attention: one rank
-  // may run a prompt's chunk while the others run a few decode tokens or none), and the routed experts take
+  // The tokens each rank of the EP group sends the experts, on average, over this rank's own. The ranks'
+  // batches differ (data-parallel attention: one rank may run a prompt's chunk while the others run a few
+  // decode tokens or none, or decode more sequences than the others), and the routed experts take
   // the group's tokens: their rows follow the group, while the router, the shared experts and this rank's
   // all-to-all follow its own tokens. 1: every rank runs this shape.
   double expert_token_share = 1.0;

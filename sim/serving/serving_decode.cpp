@@ -137,7 +137,15 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   DecodeInstance& inst = *decode_[index];
   if (inst.engine->busy) return;
   // Ranks step together (EP synchronises them): the slowest sets the step.
-  // Each rank verifies the number of draft tokens best for its own batch.
+  // Each rank verifies the number of draft tokens best for its own batch,
+  // and its experts take the group's tokens (every rank's verified positions).
+  int64_t group_tokens = 0;
+  for (const DecodeRank& rank : inst.ranks) {
+    if (rank.active.empty()) continue;
+    const auto n = static_cast<int64_t>(rank.active.size());
+    group_tokens += n * (1 + steps_->decode_step(n, rank.mean_history()).drafts);
+  }
+  const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
   double step_us = 0;
   double step_communication_us = 0;
   ErrorBand step_band;
@@ -148,7 +156,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
     const DecodeRank& rank = inst.ranks[i];
     if (rank.active.empty()) continue;
     const auto n = static_cast<int64_t>(rank.active.size());
-    const StepTimeCache::DecodeStep step = steps_->decode_step(n, rank.mean_history());
+    const StepTimeCache::DecodeStep step = steps_->decode_step(n, rank.mean_history(), group_tokens_per_rank);
     if (step.us > step_us) {  // the slowest rank sets the step
       step_us = step.us;
       step_communication_us = step.communication_us;

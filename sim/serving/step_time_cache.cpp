@@ -128,16 +128,17 @@ StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_t
   const int64_t grid_context = round_up_to_grid(context);
   const int64_t grid_new = std::min(round_up_to_grid(new_tokens), grid_context);
   return compute(Phase::kPrefill, batch, grid_new, grid_context, 0, continuing,
-                 expert_token_share(group_tokens_per_rank, batch * new_tokens));
+                 expert_token_share(group_tokens_per_rank, batch * new_tokens, prefill_template_.ep));
 }
 
-double StepTimeCache::expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens) const {
+double StepTimeCache::expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens,
+                                         int64_t group_ranks) {
   if (group_tokens_per_rank <= 0 || own_tokens <= 0) return 1.0;
   // To the nearest 1 / EP (ranks' worth of tokens), so a run meets few shares
   // and their shapes repeat in the cache; at most 1: a rank with fewer tokens
   // than the group's mean does not set the step (every rank waits for the
   // experts alike, and its own attention is the lighter).
-  const double ep = static_cast<double>(std::max<int64_t>(prefill_template_.ep, 1));
+  const double ep = static_cast<double>(std::max<int64_t>(group_ranks, 1));
   const double share = static_cast<double>(group_tokens_per_rank) / static_cast<double>(own_tokens);
   return std::clamp(std::round(share * ep) / ep, 1.0 / ep, 1.0);
 }
@@ -166,6 +167,17 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   return decode_choice_.emplace(key, best).first->second;
 }
 
+StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context,
+                                                     int64_t group_tokens_per_rank) {
+  const DecodeStep plain = decode_step(batch, context);
+  const double share =
+      expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts), decode_template_.ep);
+  if (share == 1.0) return plain;
+  const StepCost step = compute(Phase::kDecode, batch, 0, round_up_to_grid(context), plain.drafts, 0, share);
+  return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
+          step.band, step.micro_batches};
+}
+
 StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t context, int64_t prompts,
                                                     int64_t prompt_new_tokens, int64_t prompt_context,
                                                     int64_t prompts_continuing,
@@ -179,8 +191,8 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
   const int64_t grid_prompt_context = std::min(round_up_to_grid(prompt_context), model_.spec.max_context);
   shape.mixed_prefill = {prompts, std::min(round_up_to_grid(prompt_new_tokens), grid_prompt_context),
                          grid_prompt_context, prompts_continuing};
-  shape.expert_token_share =
-      expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts) + prompts * prompt_new_tokens);
+  shape.expert_token_share = expert_token_share(
+      group_tokens_per_rank, batch * (1 + plain.drafts) + prompts * prompt_new_tokens, decode_template_.ep);
   const StepCost step = mixed_cost(key_of(shape), shape);
   return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
           step.band, step.micro_batches};

@@ -57,6 +57,10 @@ class StepTimeCache {
     int64_t micro_batches = 1;
   };
   DecodeStep decode_step(int64_t batch, int64_t context);
+  // The same rank's step where the EP group's ranks send `group_tokens_per_rank`
+  // on average (prefill_step's): its experts take the group's tokens, and its
+  // sequences verify the drafts their plain step would, as a mixed step's do.
+  DecodeStep decode_step(int64_t batch, int64_t context, int64_t group_tokens_per_rank);
   // One rank's decode step that also computes `prompts` prompt chunks of
   // `prompt_new_tokens` each, ending at `prompt_context`, `prompts_continuing`
   // of them not the last of their prompt (an aggregated engine that mixes them in). The decode sequences
@@ -67,12 +71,12 @@ class StepTimeCache {
                         int64_t prompt_context, int64_t prompts_continuing = 0,
                         int64_t group_tokens_per_rank = 0);
   std::size_t size() const;  // step shapes costed
-  // The experts' token share of a prefill step (StepShape::expert_token_share)
-  // for a rank of `own_tokens` in a group sending `group_tokens_per_rank` on
-  // average; 1 where that is not given.
-  double expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens) const;
 
  private:
+  // The experts' token share of a step (StepShape::expert_token_share) for a
+  // rank of `own_tokens` in an EP group of `group_ranks` sending
+  // `group_tokens_per_rank` on average; 1 where that is not given.
+  static double expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens, int64_t group_ranks);
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0,
                    int64_t continuing = 0, double expert_token_share = 1.0);
   // A shape as one batch, or as two overlapped micro-batches where its pool

@@ -363,6 +363,65 @@ TEST(Serving, RanksDecodingBesideAPromptSendTheirDraftsToTheExperts) {
   }
 }
 
+// A plain decode step's experts take the group's tokens too: a rank of 8
+// sequences among ranks of 1 runs its attention on its own batch but its
+// experts on the group's mean, so its step is shorter than if every rank ran
+// 8 (fewer experts reached, fewer weights read); a rank under the mean keeps
+// its own step (at most its own tokens), and either verifies the drafts of
+// its plain step.
+TEST(Serving, ADecodeStepsExpertsTakeTheGroupsTokens) {
+  Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_agg_8.yaml"),
+            data("workloads/agent_coding.yaml"));
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const StepTimeCache::DecodeStep every = steps.decode_step(8, 65536);
+  const StepTimeCache::DecodeStep light = steps.decode_step(1, 65536);
+  const int64_t group_per_rank = (8 * (1 + every.drafts) + 7 * (1 + light.drafts)) / 8;
+  const StepTimeCache::DecodeStep busiest = steps.decode_step(8, 65536, group_per_rank);
+  EXPECT_LT(busiest.us, 0.9 * every.us);
+  EXPECT_EQ(busiest.drafts, every.drafts);
+  EXPECT_DOUBLE_EQ(busiest.tokens_per_sequence, every.tokens_per_sequence);
+  EXPECT_DOUBLE_EQ(steps.decode_step(1, 65536, group_per_rank).us, light.us);
+}
+
+// In a run: eight ranks dealt in turn, the first decoding 6 sessions and the
+// others 1 each (their other sessions ask for one token and are done at
+// once). Each decode step is the first rank's, its experts on the group's
+// mean: shorter than its step with every rank at 30, at any history of the
+// window (a step grows with its history).
+TEST(Serving, AnUnevenDecodeGroupIsTimedByItsMeanTokensInTheExperts) {
+  constexpr int64_t kRanks = 8;
+  constexpr int64_t kBusiest = 6;
+  constexpr int64_t kOthers = 1;
+  constexpr int64_t kPrompt = 100;
+  std::string rows;
+  for (int64_t s = 0; s < kRanks * kBusiest; ++s) {  // session s goes to rank s % 8
+    const bool decodes = s % kRanks == 0 || s / kRanks < kOthers;
+    rows += fmt::format("0,{},{},{}\n", s, kPrompt, decodes ? 3000 : 1);
+  }
+  Fixture f = tiny_trace("v41sim_uneven_decode", rows, "workloads/deployments/h200_agg_8.yaml",
+                         testing::model_path("deepseek_v4_1_flash"));
+  ASSERT_EQ(f.deployment.decode.gpus_per_instance, kRanks);
+  f.deployment.routing = DeploymentSpec::Routing::kRoundRobin;
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const int64_t busiest_drafts = steps.decode_step(kBusiest, kPrompt).drafts;
+  const int64_t other_drafts = steps.decode_step(kOthers, kPrompt).drafts;
+  const int64_t group_tokens = kBusiest * (1 + busiest_drafts) + (kRanks - 1) * kOthers * (1 + other_drafts);
+  const int64_t group_per_rank = (group_tokens + kRanks - 1) / kRanks;
+  const ServingResult r = traced_run(f, 2);
+  int64_t checked = 0;
+  for (const TraceSpan& span : r.trace) {
+    if (span.kind != TraceSpan::Kind::kDecodeStep || span.start_us < 1e6 || span.start_us > 2e6) continue;
+    ASSERT_EQ(span.size, kBusiest + (kRanks - 1) * kOthers) << "every session decoding";
+    EXPECT_LT(span.duration_us, 0.9 * steps.decode_step(kBusiest, kPrompt).us);
+    EXPECT_GE(span.duration_us, steps.decode_step(kBusiest, kPrompt, group_per_rank).us);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+  // The window's histories verify the same drafts (the group's tokens above hold through it).
+  EXPECT_EQ(steps.decode_step(kBusiest, 2 * kPrompt + 200).drafts, busiest_drafts);
+  EXPECT_EQ(steps.decode_step(kOthers, 2 * kPrompt + 200).drafts, other_drafts);
+}
+
 // A prefill delay (SGLang's prefill delayer) holds a prompt on one rank while
 // the other has none and decoding goes on, up to the delay's decode steps in
 // a row, then runs it; prompts on both ranks at once run at once. Two
