@@ -4,8 +4,10 @@
 // batch sizes are exact.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/node_hash_map.h>
+
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -105,16 +107,19 @@ class StepTimeCache {
   using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                               int64_t, double>;
   static ShapeKey key_of(const StepShape& shape);
-  std::map<ShapeKey, StepCost> cache_;
-  std::map<ShapeKey, OneBatch> one_batch_;
-  std::map<ShapeKey, StepCost> mixed_;
+  // Hash tables (a serving run looks a step up for every rank of every step):
+  // never iterated, so their seeded order cannot reach an output. One-batch
+  // entries are handed out by reference, so their table keeps them in place.
+  absl::flat_hash_map<ShapeKey, StepCost> cache_;
+  absl::node_hash_map<ShapeKey, OneBatch> one_batch_;
+  absl::flat_hash_map<ShapeKey, StepCost> mixed_;
   StepCost mixed_cost(const ShapeKey& key, const StepShape& shape);
   // Runs of one deployment may share the cache from several threads (the
   // rates of `capacity`): the lock covers lookups and inserts, not costing; a
   // shape costed twice at once gets the same figures and the first insert
   // stays, so sharing never changes a result. Entries never change once in.
   std::unique_ptr<std::shared_mutex> lock_ = std::make_unique<std::shared_mutex>();
-  std::map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, DecodeStep> decode_choice_;
 };
 
 // Smallest grid point >= tokens (exact below 256).
