@@ -139,6 +139,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "--prompt-ranks", flags->prompt_ranks,
       "prefill: how many of the EP group's ranks run this step's prompts, the others none (their "
       "experts then take that share of the rows; default: every rank, as a busy engine)");
+  step->add_option("--group-batch", flags->group_batch,
+                   "decode: the sequences the EP group's ranks decode on average, 1 to --batch (the others "
+                   "fewer than this rank; its experts then take the group's tokens; default: every rank "
+                   "runs this batch)");
   step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
   bind(step, run_step);
 

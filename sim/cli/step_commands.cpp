@@ -127,12 +127,30 @@ void set_prompt_ranks(const Flags& f, StepShape* s) {
   s->expert_token_share = static_cast<double>(f.prompt_ranks) / static_cast<double>(s->ep);
 }
 
+// A decode step on the busiest rank of its group, the others decoding fewer
+// sequences: the routed experts take the group's mean (as a serving run
+// times it, there to the nearest 1 / EP).
+void set_group_batch(const Flags& f, StepShape* s) {
+  if (f.group_batch == 0) return;
+  if (s->phase != Phase::kDecode || s->is_mixed()) {
+    throw InputError({"", 0, "--group-batch"},
+                     "only a plain decode step's batch may differ from the group's: give --phase decode "
+                     "without --prompt-chunks");
+  }
+  if (f.group_batch < 1 || f.group_batch > s->batch) {
+    throw InputError({"", 0, "--group-batch"},
+                     fmt::format("expected 1 to --batch ({}) sequences, got {}", s->batch, f.group_batch));
+  }
+  s->expert_token_share = static_cast<double>(f.group_batch) / static_cast<double>(s->batch);
+}
+
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
   set_expert_placement(f, m, &shape);
   add_prompt_chunks(f, &shape);
   set_prompt_ranks(f, &shape);
+  set_group_batch(f, &shape);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   shape.ep_per_node = g.gpu().nvlink_domain();
   const StepGraph graph = build_step_graph(m, shape);

@@ -48,8 +48,8 @@ std::string title(const StepReport& r) {
   if (s.redundant_experts > 0) out += fmt::format(" with {} redundant experts", s.redundant_experts);
   if (s.ep_load_imbalance != 1.0) out += fmt::format(", busiest rank {:.3f}x the mean", s.ep_load_imbalance);
   if (s.expert_token_share != 1.0) {
-    out += fmt::format(", the experts taking {:.3g} of the rows every rank's prompts would give",
-                       s.expert_token_share);
+    out += fmt::format(", the experts taking {:.3g} of the rows every rank running this {} would give",
+                       s.expert_token_share, s.phase == Phase::kPrefill ? "step's prompts" : "batch");
   }
   if (s.is_mixed()) {
     out += fmt::format(", with {} prompt chunks of {} tokens ending at {}", s.mixed_prefill.batch,

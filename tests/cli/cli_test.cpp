@@ -223,6 +223,19 @@ TEST(Cli, StepWithSomeRanksPrompting) {
                    every["total_time_us"].get<double>());
 }
 
+// A decode step on a rank of 8 sequences whose group decodes 1 a rank on
+// average: its experts take the group's tokens, so the step is shorter than
+// when every rank runs 8; a group batch equal to its own changes nothing.
+TEST(Cli, StepWithAGroupDecodingFewer) {
+  const std::string base = "step --batch 8 --context 65536 --ep 8";
+  const auto every = run_json(base);
+  const auto busiest = run_json(base + " --group-batch 1");
+  EXPECT_DOUBLE_EQ(busiest["expert_token_share"].get<double>(), 0.125);
+  EXPECT_LT(busiest["total_time_us"].get<double>(), 0.9 * every["total_time_us"].get<double>());
+  EXPECT_DOUBLE_EQ(run_json(base + " --group-batch 8")["total_time_us"].get<double>(),
+                   every["total_time_us"].get<double>());
+}
+
 TEST(Cli, StepWithPromptChunks) {
   const std::string base = "step --model deepseek_v4_1_flash --hw h200 --batch 32 --context 65536 --no-draft";
   const auto decode = run_json(base + " --no-cuda-graph");
@@ -1219,7 +1232,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 16384 --prompt-ranks 2",
                "field '--prompt-ranks': only a prefill step's ranks"},
         BadRun{"step --phase prefill --context 16384 --prompt-ranks 9",
-               "field '--prompt-ranks': expected 1 to --ep (8) ranks, got 9"}),
+               "field '--prompt-ranks': expected 1 to --ep (8) ranks, got 9"},
+        BadRun{"step --phase prefill --context 16384 --group-batch 2",
+               "field '--group-batch': only a plain decode step's batch may differ"},
+        BadRun{"step --batch 8 --context 16384 --group-batch 9",
+               "field '--group-batch': expected 1 to --batch (8) sequences, got 9"},
+        BadRun{"step --batch 8 --context 16384 --prompt-chunks 1 --chunk-tokens 512 --group-batch 2",
+               "field '--group-batch': only a plain decode step's batch may differ"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
 
 TEST(Cli, BadModelFileNamesFileAndLine) {
