@@ -8,6 +8,7 @@
 #include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/error_band_view.h"
+#include "sim/serving/step_time_cache.h"
 
 namespace v41sim {
 namespace {
@@ -195,8 +196,8 @@ std::string expert_load_note(const DeploymentSpec& d) {
     return fmt::format("EP {}, {} redundant experts, Zipf skew {:g}", p.ep, p.redundant_experts,
                        p.routing_skew);
   };
-  return fmt::format("{} (prefill: {}; decode: {}; as the deployment says)", kChanceRoutingAssumption,
-                     pool(d.prefill), pool(d.decode));
+  return fmt::format("{} (prefill: {}; decode: {}; as the deployment says); {}", kChanceRoutingAssumption,
+                     pool(d.prefill), pool(d.decode), kGroupTokensAssumption);
 }
 
 }  // namespace
@@ -711,7 +712,8 @@ void collect_kernel_models(const ServedRun& run, std::vector<std::string>& label
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {
   for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
   table.add_note(std::string(kChanceRoutingAssumption) +
-                 " (each pool's routing_skew and redundant experts, as its deployment says)");
+                 " (each pool's routing_skew and redundant experts, as its deployment says); " +
+                 kGroupTokensAssumption);
   table.add_note(
       "$ per 1M output tokens charges the whole deployment's cost over the measured window to output tokens: "
       "its GPUs, at each profile's price (unknown where no public price exists), and its SSD tier at steady "

@@ -21,6 +21,14 @@
 
 namespace v41sim {
 
+// How a served step charges ranks that carry different tokens, for outputs
+// that serve steps.
+inline constexpr const char* kGroupTokensAssumption =
+    "where the EP group's ranks carry different tokens in a step (a prompt's chunk on one, more decode "
+    "sequences on another), each rank's attention runs its own and the routed experts the group's mean, to "
+    "the nearest 1/EP, and the slowest rank sets the step (assumed, as data-parallel attention's ranks meet "
+    "in the experts; sim/serving/step_time_cache.h)";
+
 class StepTimeCache {
  public:
   // The templates carry each pool's EP size, overlap and load imbalance. A

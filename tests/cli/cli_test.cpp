@@ -437,6 +437,8 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
   const std::string load = r["provenance"]["expert_load"].get<std::string>();
   EXPECT_NE(load.find("busiest EP rank"), std::string::npos) << load;
   EXPECT_NE(load.find("decode: EP 8, 32 redundant experts, Zipf skew 0.8"), std::string::npos) << load;
+  // And how ranks that carry different tokens share the experts.
+  EXPECT_NE(load.find("the routed experts the group's mean"), std::string::npos) << load;
   // A deployment that names no routing gets least load, and says so.
   const auto unnamed =
       run_json("run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated.yaml --model " V41SIM_SOURCE_DIR
