@@ -112,19 +112,27 @@ void set_expert_placement(const Flags& f, const ModelAnalysis& m, StepShape* s) 
   s->ep_load_imbalance = ep_load_imbalance(m.spec, s->ep, *f.routing_skew, s->redundant_experts);
 }
 
+// The experts' share of the rows where this rank's `part` of a step stands
+// against the EP group's `whole` (StepShape::expert_token_share): `part` must
+// be 1 to `whole`, the flag `whole_flag` names.
+void set_expert_share(int64_t part, int64_t whole, const char* field, const char* whole_flag,
+                      const char* unit, StepShape* s) {
+  if (part < 1 || part > whole) {
+    throw InputError({"", 0, field},
+                     fmt::format("expected 1 to {} ({}) {}, got {}", whole_flag, whole, unit, part));
+  }
+  s->expert_token_share = static_cast<double>(part) / static_cast<double>(whole);
+}
+
 // A prefill step run by some of the EP group's ranks, the others idle: the
-// routed experts take that share of the rows (StepShape::expert_token_share).
+// routed experts take that share of the rows.
 void set_prompt_ranks(const Flags& f, StepShape* s) {
   if (f.prompt_ranks == 0) return;
   if (s->phase != Phase::kPrefill) {
     throw InputError({"", 0, "--prompt-ranks"},
                      "only a prefill step's ranks may differ: give --phase prefill");
   }
-  if (f.prompt_ranks < 1 || f.prompt_ranks > s->ep) {
-    throw InputError({"", 0, "--prompt-ranks"},
-                     fmt::format("expected 1 to --ep ({}) ranks, got {}", s->ep, f.prompt_ranks));
-  }
-  s->expert_token_share = static_cast<double>(f.prompt_ranks) / static_cast<double>(s->ep);
+  set_expert_share(f.prompt_ranks, s->ep, "--prompt-ranks", "--ep", "ranks", s);
 }
 
 // A decode step on the busiest rank of its group, the others decoding fewer
@@ -137,11 +145,7 @@ void set_group_batch(const Flags& f, StepShape* s) {
                      "only a plain decode step's batch may differ from the group's: give --phase decode "
                      "without --prompt-chunks");
   }
-  if (f.group_batch < 1 || f.group_batch > s->batch) {
-    throw InputError({"", 0, "--group-batch"},
-                     fmt::format("expected 1 to --batch ({}) sequences, got {}", s->batch, f.group_batch));
-  }
-  s->expert_token_share = static_cast<double>(f.group_batch) / static_cast<double>(s->batch);
+  set_expert_share(f.group_batch, s->batch, "--group-batch", "--batch", "sequences", s);
 }
 
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {

@@ -210,30 +210,31 @@ TEST(Cli, StepRoutesByChanceUnlessBalanced) {
             std::string::npos);
 }
 
+// A step whose experts take an eighth of the rows (`flag` at `few`) is
+// shorter than the same step with every rank running it; `flag` at `all`
+// changes nothing.
+void expect_fewer_rows_shorten_the_step(const std::string& base, const std::string& flag, int few, int all) {
+  const auto every = run_json(base);
+  const auto fewer = run_json(base + " " + flag + " " + std::to_string(few));
+  EXPECT_DOUBLE_EQ(fewer["expert_token_share"].get<double>(), 0.125);
+  EXPECT_LT(fewer["total_time_us"].get<double>(), 0.9 * every["total_time_us"].get<double>());
+  EXPECT_DOUBLE_EQ(run_json(base + " " + flag + " " + std::to_string(all))["total_time_us"].get<double>(),
+                   every["total_time_us"].get<double>());
+}
+
 // A prefill step that one rank of eight runs: its experts take an eighth of
 // the rows, so the step is shorter than when every rank runs such a prompt.
 TEST(Cli, StepWithSomeRanksPrompting) {
   const std::string base = "step --phase prefill --context 16384 --ep 8";
-  const auto every = run_json(base);
-  const auto one = run_json(base + " --prompt-ranks 1");
-  EXPECT_DOUBLE_EQ(every["expert_token_share"].get<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(one["expert_token_share"].get<double>(), 0.125);
-  EXPECT_LT(one["total_time_us"].get<double>(), 0.9 * every["total_time_us"].get<double>());
-  EXPECT_DOUBLE_EQ(run_json(base + " --prompt-ranks 8")["total_time_us"].get<double>(),
-                   every["total_time_us"].get<double>());
+  EXPECT_DOUBLE_EQ(run_json(base)["expert_token_share"].get<double>(), 1.0);
+  expect_fewer_rows_shorten_the_step(base, "--prompt-ranks", 1, 8);
 }
 
 // A decode step on a rank of 8 sequences whose group decodes 1 a rank on
 // average: its experts take the group's tokens, so the step is shorter than
 // when every rank runs 8; a group batch equal to its own changes nothing.
 TEST(Cli, StepWithAGroupDecodingFewer) {
-  const std::string base = "step --batch 8 --context 65536 --ep 8";
-  const auto every = run_json(base);
-  const auto busiest = run_json(base + " --group-batch 1");
-  EXPECT_DOUBLE_EQ(busiest["expert_token_share"].get<double>(), 0.125);
-  EXPECT_LT(busiest["total_time_us"].get<double>(), 0.9 * every["total_time_us"].get<double>());
-  EXPECT_DOUBLE_EQ(run_json(base + " --group-batch 8")["total_time_us"].get<double>(),
-                   every["total_time_us"].get<double>());
+  expect_fewer_rows_shorten_the_step("step --batch 8 --context 65536 --ep 8", "--group-batch", 1, 8);
 }
 
 TEST(Cli, StepWithPromptChunks) {
