@@ -1,5 +1,7 @@
 #include "sim/graph/expert_load.h"
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -7,6 +9,7 @@
 #include <numbers>
 #include <numeric>
 #include <queue>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -103,12 +106,19 @@ BusiestRank average_rank(double tokens, double top_k, double slots, int64_t ep) 
 BusiestRank busiest_rank(double tokens, double top_k, double slots, int64_t ep) {
   BusiestRank out;
   if (!(tokens > 0) || !(slots > 0) || ep < 1) return out;
+  // Memoised per thread on the exact arguments: every MoE layer kind of every
+  // step graph asks it, for a few thousand distinct token counts in a run
+  // (no lock on that path; the same figure on every thread).
+  thread_local absl::flat_hash_map<std::tuple<double, double, double, int64_t>, BusiestRank> known;
+  const auto [it, added] = known.try_emplace(std::tuple{tokens, top_k, slots, ep});
+  if (!added) return it->second;
   const double copies = std::round(tokens * top_k);
   const double local = std::round(slots / static_cast<double>(ep));
   out.experts_reached = expected_max_binomial(local, reach_chance(tokens, top_k, slots), ep);
   if (ep > 1 && copies > 0)
     out.rows_over_mean =
         expected_max_binomial(copies, 1.0 / static_cast<double>(ep), ep) / (copies / static_cast<double>(ep));
+  it->second = out;
   return out;
 }
 
