@@ -55,8 +55,8 @@ BENCHMARK_CAPTURE(BM_Step, prefill_128k, v41sim::Phase::kPrefill, 1)->Unit(bench
 
 // A decode step (batch 64 at 32K) that also computes one prompt chunk whose
 // length changes every iteration, as in a serving run mixing prompts into
-// decode steps, where nearly every step is a shape of its own (README: where a
-// mixed-step run's time goes). Here most of the chunk's kernels are new to the
+// decode steps, where nearly every step is a shape of its own (README:
+// Performance). Here most of the chunk's kernels are new to the
 // kernel-time cache, where a serving run finds most of them: this times the
 // dearer end of costing a new mixed shape, graph built and fully timed.
 void BM_MixedStepNewShape(benchmark::State& state) {

@@ -128,9 +128,8 @@ class KernelCostModel {
   // lock covers lookups and inserts, not the timing (a kernel timed twice at
   // once gets the same figures; the first insert stays). A flat table: a
   // serving run's kernels outgrow the CPU's caches, and a lookup here touches
-  // one slot instead of a bucket and a node (README: where a mixed-step
-  // run's time goes). Never iterated, so its seeded hash order cannot reach
-  // an output.
+  // one slot instead of a bucket and a node (README: Performance). Never
+  // iterated, so its seeded hash order cannot reach an output.
   mutable absl::flat_hash_map<CacheKey, KernelTiming> cache_;
   mutable std::unique_ptr<std::shared_mutex> cache_lock_ = std::make_unique<std::shared_mutex>();
 };
