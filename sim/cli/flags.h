@@ -43,8 +43,10 @@ struct Flags {
   int64_t redundant_experts = 0;
   std::optional<double> routing_skew;
   bool balanced_routing = false;
-  int64_t prompt_ranks = 0;  // step, prefill: EP ranks running this shape, the others none (0: every one)
-  int64_t group_batch = 0;   // step, decode: the EP group's mean sequences per rank (0: this batch)
+  std::optional<int64_t>
+      prompt_ranks;  // step, prefill: EP ranks running this shape, the others none (none: every one)
+  std::optional<int64_t>
+      group_batch;  // step, decode: the EP group's mean sequences per rank (none: this batch)
   // step: prompt chunks a decode step carries (an aggregated engine mixing them in)
   int64_t prompt_chunks = 0;
   int64_t chunk_tokens = 0;

@@ -127,25 +127,30 @@ void set_expert_share(int64_t part, int64_t whole, const char* field, const char
 // A prefill step run by some of the EP group's ranks, the others idle: the
 // routed experts take that share of the rows.
 void set_prompt_ranks(const Flags& f, StepShape* s) {
-  if (f.prompt_ranks == 0) return;
+  if (!f.prompt_ranks) return;
   if (s->phase != Phase::kPrefill) {
     throw InputError({"", 0, "--prompt-ranks"},
                      "only a prefill step's ranks may differ: give --phase prefill");
   }
-  set_expert_share(f.prompt_ranks, s->ep, "--prompt-ranks", "--ep", "ranks", s);
+  set_expert_share(*f.prompt_ranks, s->ep, "--prompt-ranks", "--ep", "ranks", s);
 }
 
 // A decode step on the busiest rank of its group, the others decoding fewer
 // sequences: the routed experts take the group's mean (as a serving run
 // times it, there to the nearest 1 / EP).
 void set_group_batch(const Flags& f, StepShape* s) {
-  if (f.group_batch == 0) return;
+  if (!f.group_batch) return;
   if (s->phase != Phase::kDecode || s->is_mixed()) {
     throw InputError({"", 0, "--group-batch"},
                      "only a plain decode step's batch may differ from the group's: give --phase decode "
                      "without --prompt-chunks");
   }
-  set_expert_share(f.group_batch, s->batch, "--group-batch", "--batch", "sequences", s);
+  if (s->ep == 1 && *f.group_batch != s->batch) {
+    throw InputError({"", 0, "--group-batch"},
+                     fmt::format("with --ep 1 this rank is its group: its mean is --batch ({}), got {}",
+                                 s->batch, *f.group_batch));
+  }
+  set_expert_share(*f.group_batch, s->batch, "--group-batch", "--batch", "sequences", s);
 }
 
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {

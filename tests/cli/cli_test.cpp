@@ -1240,6 +1240,12 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--group-batch': only a plain decode step's batch may differ"},
         BadRun{"step --batch 8 --context 16384 --group-batch 9",
                "field '--group-batch': expected 1 to --batch (8) sequences, got 9"},
+        BadRun{"step --batch 8 --context 16384 --group-batch 0",
+               "field '--group-batch': expected 1 to --batch (8) sequences, got 0"},
+        BadRun{"step --phase prefill --context 16384 --prompt-ranks 0",
+               "field '--prompt-ranks': expected 1 to --ep (8) ranks, got 0"},
+        BadRun{"step --batch 8 --context 16384 --ep 1 --group-batch 2",
+               "field '--group-batch': with --ep 1 this rank is its group: its mean is --batch (8), got 2"},
         BadRun{"step --batch 8 --context 16384 --prompt-chunks 1 --chunk-tokens 512 --group-batch 2",
                "field '--group-batch': only a plain decode step's batch may differ"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
