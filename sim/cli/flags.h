@@ -43,10 +43,11 @@ struct Flags {
   int64_t redundant_experts = 0;
   std::optional<double> routing_skew;
   bool balanced_routing = false;
-  std::optional<int64_t>
-      prompt_ranks;  // step, prefill: EP ranks running this shape, the others none (none: every one)
-  std::optional<int64_t>
-      group_batch;  // step, decode: the EP group's mean sequences per rank (none: this batch)
+  // step, prefill: the EP ranks running this shape, the others none (none
+  // given: every one); decode: the EP group's mean sequences per rank (none
+  // given: this batch)
+  std::optional<int64_t> prompt_ranks;
+  std::optional<int64_t> group_batch;
   // step: prompt chunks a decode step carries (an aggregated engine mixing them in)
   int64_t prompt_chunks = 0;
   int64_t chunk_tokens = 0;
@@ -60,9 +61,9 @@ struct Flags {
   double duration_s = 600;
   std::optional<double> warm_up_s;  // none: ServeOptions' default for the workload
   double trace_seconds = 60;
-  std::string requests_csv;   // run: write every request of the first seed's run here
-  double sessions_per_s = 0;  // run / plan: > 0 replaces the workload's arrival rate
-  int64_t concurrency = 0;    // run / plan: != 0 replaces a closed loop's sessions at a time
+  std::string requests_csv;              // run: write every request of the first seed's run here
+  std::optional<double> sessions_per_s;  // run / plan: replaces the workload's arrival rate
+  std::optional<int64_t> concurrency;    // run / plan: replaces a closed loop's sessions at a time
   // plan (empty lists: the base deployment's value)
   std::vector<std::string> plan_gpus;
   std::vector<std::string> plan_prefill_gpus;
@@ -87,8 +88,8 @@ struct Flags {
   // plan, capacity, sensitivity: a line per run to stderr as it ends (also
   // without it where stderr is a terminal); stdout is the same either way.
   bool progress = false;
-  double sla_ttft_ms = 0;  // > 0: replaces the base deployment's TTFT limit
-  double sla_tpot_ms = 0;  // > 0: replaces its TPOT limit
+  std::optional<double> sla_ttft_ms;  // replaces the base deployment's TTFT limit
+  std::optional<double> sla_tpot_ms;  // replaces its TPOT limit
   // capacity (--min-within-sla, --ttft-ms and --tpot-ms as plan's)
   std::vector<double> rate_factors{0.25, 0.5, 1, 2, 4, 8};
   double precision = 0.05;
@@ -99,7 +100,7 @@ struct Flags {
   std::string context_deployment = "h200_agg_8";
   std::vector<int64_t> contexts{8192, 32768, 131072, 524288, 1048576};
   int64_t output_tokens = 2000;
-  int64_t max_batch_per_gpu = -1;  // < 0: the deployment's decode limit; 0: memory alone
+  std::optional<int64_t> max_batch_per_gpu;  // none: the deployment's decode limit; 0: memory alone
   // frontier (--deployment, --hw and --ep: context_deployment, plan_gpus and plan_eps)
   int64_t frontier_context = 131072;
   // validate

@@ -143,9 +143,10 @@ std::vector<std::string> comma_separated(const std::string& text, const char* fl
 void apply_sla_flags(const Flags& f, DeploymentSpec& d) {
   for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &d.sla.ttft_ms},
                                            std::tuple{"--tpot-ms", f.sla_tpot_ms, &d.sla.tpot_ms}}) {
-    if (!(value >= 0 && std::isfinite(value)))  // 0: not given
-      throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", value));
-    if (value > 0) *limit = value;
+    if (!value) continue;
+    if (!(*value > 0 && std::isfinite(*value)))
+      throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", *value));
+    *limit = *value;
   }
 }
 
@@ -153,25 +154,26 @@ void apply_sla_flags(const Flags& f, DeploymentSpec& d) {
 // (named in the workload's name, so every output says which load it ran).
 WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
   WorkloadSpec w = load_workload_file(catalog.resolve_workload(f.workload));
-  if (f.concurrency != 0) {
+  if (f.concurrency) {
     const InputLocation flag{"", 0, "--concurrency"};
     const std::string was =
-        fmt::format(" at {} sessions at a time (the file says {})", f.concurrency, w.concurrency);
-    w = at_concurrency(std::move(w), f.concurrency, flag);
+        fmt::format(" at {} sessions at a time (the file says {})", *f.concurrency, w.concurrency);
+    w = at_concurrency(std::move(w), *f.concurrency, flag);
     w.name += was;
     w.concurrency_where = flag;
   }
-  if (f.sessions_per_s == 0) return w;
-  if (!(f.sessions_per_s > 0 && std::isfinite(f.sessions_per_s))) {
+  if (!f.sessions_per_s) return w;
+  const double rate = *f.sessions_per_s;
+  if (!(rate > 0 && std::isfinite(rate))) {
     throw InputError({"", 0, "--sessions-per-s"},
-                     fmt::format("expected a finite positive arrival rate, got {}", f.sessions_per_s));
+                     fmt::format("expected a finite positive arrival rate, got {}", rate));
   }
   const bool trace = w.arrival == WorkloadSpec::Arrival::kTrace;
   const std::string was =
-      fmt::format(" at {} sessions/s ({} {:.3g})", f.sessions_per_s,
+      fmt::format(" at {} sessions/s ({} {:.3g})", rate,
                   trace ? "its times scaled from the trace's" : "the file says", w.sessions_per_s);
   const InputLocation flag{"", 0, "--sessions-per-s"};
-  w = at_rate(std::move(w), f.sessions_per_s, flag);
+  w = at_rate(std::move(w), rate, flag);
   w.name += was;
   w.sessions_per_s_where = flag;
   return w;
@@ -385,10 +387,9 @@ std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags&
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
-  ContextSweepOptions options{f.contexts, f.output_tokens,
-                              f.sla_tpot_ms > 0 ? f.sla_tpot_ms : base.sla.tpot_ms,
-                              f.max_batch_per_gpu < 0 ? base.decode.max_batch_per_gpu : f.max_batch_per_gpu};
-  if (!(f.sla_tpot_ms >= 0)) options.tpot_ms = f.sla_tpot_ms;  // refused by sweep_contexts, naming the flag
+  // A flag's value, where given, is checked by sweep_contexts, which names the flag.
+  const ContextSweepOptions options{f.contexts, f.output_tokens, f.sla_tpot_ms.value_or(base.sla.tpot_ms),
+                                    f.max_batch_per_gpu.value_or(base.decode.max_batch_per_gpu)};
   nlohmann::json sweeps = nlohmann::json::array();
   std::vector<Table> tables;
   for (const DeploymentSpec& d : layouts_on_gpus(catalog, f, m, base)) {
