@@ -139,6 +139,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "--prompt-ranks", flags->prompt_ranks,
       "prefill: how many of the EP group's ranks run this step's prompts, the others none (their "
       "experts then take that share of the rows; default: every rank, as a busy engine)");
+  step->add_flag("--beside-prompts", flags->beside_prompts,
+                 "decode: the step a rank runs while another rank of its EP group runs a prompt step "
+                 "(aggregated, prompts in steps of their own): kernels launched, EP transfers in normal "
+                 "mode, as the prompt step's");
   step->add_option("--group-batch", flags->group_batch,
                    "decode: the sequences the EP group's ranks decode on average, 1 to --batch (the others "
                    "fewer than this rank; its experts then take the group's tokens; default: every rank "

@@ -36,6 +36,7 @@ struct Flags {
   bool no_cuda_graph = false;
   bool no_draft = false;
   bool overlap = false;
+  bool beside_prompts = false;  // step, decode: run beside another rank's prompt step
   bool separate_projections = false;
   // step, fit: EPLB's replicas of the hottest experts over the EP group; step:
   // the routing's Zipf skew (none given: every expert as popular), and routing

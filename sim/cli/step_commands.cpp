@@ -87,9 +87,7 @@ void add_prompt_chunks(const Flags& f, StepShape* s) {
 
 // CUDA graphs are how decode-only steps are launched in practice; prefill, and
 // a decode step carrying prompt chunks, launch kernels.
-bool uses_cuda_graph(const Flags& f, const StepShape& s) {
-  return !f.no_cuda_graph && s.phase == Phase::kDecode && !s.is_mixed();
-}
+bool uses_cuda_graph(const Flags& f, const StepShape& s) { return !f.no_cuda_graph && s.decode_only(); }
 
 }  // namespace
 
@@ -153,6 +151,17 @@ void set_group_batch(const Flags& f, StepShape* s) {
   set_expert_share(*f.group_batch, s->batch, "--group-batch", "--batch", "sequences", s);
 }
 
+// A decode step run beside another rank's prompt step (StepShape::beside_prompts).
+void set_beside_prompts(const Flags& f, StepShape* s) {
+  if (!f.beside_prompts) return;
+  if (s->phase != Phase::kDecode || s->is_mixed()) {
+    throw InputError(
+        {"", 0, "--beside-prompts"},
+        "only a plain decode step runs beside prompts: give --phase decode without --prompt-chunks");
+  }
+  s->beside_prompts = true;
+}
+
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
@@ -160,6 +169,7 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   add_prompt_chunks(f, &shape);
   set_prompt_ranks(f, &shape);
   set_group_batch(f, &shape);
+  set_beside_prompts(f, &shape);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   shape.ep_per_node = g.gpu().nvlink_domain();
   const StepGraph graph = build_step_graph(m, shape);

@@ -12,18 +12,16 @@ namespace {
 // Gate and up projections are one GEMM of twice the width.
 constexpr double kGateUp = 2.0;
 
-// Decode moves its few tokens with the low-latency kernels; prefill, and a
-// decode step that carries prompt chunks, with the normal (high-throughput)
-// ones, as SGLang's DeepEP "auto" mode picks them (normal for any batch with
-// prompt tokens).
-bool low_latency_transfers(const StepShape& s) { return s.phase == Phase::kDecode && !s.is_mixed(); }
-
 // The busiest rank (the one that sets the step) receives `load_imbalance` times the mean.
+// Decode alone moves its few tokens with the low-latency kernels; prefill, a
+// decode step that carries prompt chunks and one beside another rank's prompt
+// step, with the normal (high-throughput) ones, as SGLang's DeepEP "auto" mode
+// picks them (normal once any rank of the group has prompt tokens).
 Kernel& add_all_to_all(const LayerContext& c, KernelFactory& f, const char* name, double bytes_per_value,
                        double load_imbalance) {
-  return f.push(make_all_to_all(
-      name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value, c.step.ep, c.step.ep_per_node,
-             load_imbalance, low_latency_transfers(c.step), c.routed_experts}));
+  return f.push(
+      make_all_to_all(name, {c.tokens, c.top_k, c.model.spec.hidden_size, bytes_per_value, c.step.ep,
+                             c.step.ep_per_node, load_imbalance, c.step.decode_only(), c.routed_experts}));
 }
 
 void add_moe(const LayerContext& c, KernelFactory& f) {

@@ -34,6 +34,13 @@ inline constexpr const char* kMixedStepAssumption =
     "batches by default; vLLM V1 replays all but attention as piecewise graphs for batches within its "
     "capture sizes, which would make such a step shorter by the launch overhead its small kernels pay)";
 
+// How a decode step beside another rank's prompt step is modelled (StepShape::beside_prompts).
+inline constexpr const char* kBesidePromptsAssumption =
+    "a rank decoding beside another rank's prompt step runs as that step runs: its kernels launched, no "
+    "CUDA-graph replay, and its EP transfers by the normal kernels (assumed, as SGLang's data-parallel "
+    "attention runs every rank once any rank has prompt tokens: DeepEP's auto mode picks normal, and the "
+    "ranks' CUDA graphs replay only where every rank decodes)";
+
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head and draft stages follow num_layers
   std::string mode;   // the layer plan's mode, or "Head" / "Draft"

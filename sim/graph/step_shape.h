@@ -57,7 +57,17 @@ struct StepShape {
     int64_t continuing = 0;  // chunks that do not end their prompt (as StepShape::continuing)
   };
   PrefillChunks mixed_prefill;
+  // A decode step one rank runs while another rank of its EP group runs a
+  // prompt step (an aggregated engine running prompts in steps of their own,
+  // data-parallel attention): the ranks meet in the experts, so it runs as the
+  // prompt step does, its kernels launched rather than replayed from a CUDA
+  // graph and its EP transfers in normal mode (as SGLang's data-parallel
+  // attention runs every rank once any rank extends).
+  bool beside_prompts = false;
   bool is_mixed() const { return phase == Phase::kDecode && mixed_prefill.batch > 0; }
+  // A step of decode alone, as engines run it: replayed from a CUDA graph,
+  // its EP transfers by the low-latency kernels.
+  bool decode_only() const { return phase == Phase::kDecode && !is_mixed() && !beside_prompts; }
 };
 
 }  // namespace v41sim

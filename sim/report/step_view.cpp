@@ -59,6 +59,7 @@ std::string title(const StepReport& r) {
   }
   const int64_t continuing = s.is_mixed() ? s.mixed_prefill.continuing : s.continuing;
   if (continuing > 0) out += fmt::format(" ({} not their prompt's last)", continuing);
+  if (s.beside_prompts) out += ", beside another rank's prompt step";
   return out;
 }
 
@@ -236,6 +237,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_note(kErrorBandMethod);
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
+  if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
   if (r.graph.shape.ep > 1) summary.add_note(routing_note(r.graph.shape));
 
   Table layers("Per layer",
@@ -331,6 +333,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"redundant_experts", s.redundant_experts},
           {"ep_load_imbalance", s.ep_load_imbalance},
           {"expert_token_share", s.expert_token_share},
+          {"beside_prompts", s.beside_prompts},
           {"routed_by_chance", s.routed_by_chance},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"total_time_us", t.total_us},

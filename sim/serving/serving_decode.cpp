@@ -139,13 +139,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   // Ranks step together (EP synchronises them): the slowest sets the step.
   // Each rank verifies the number of draft tokens best for its own batch,
   // and its experts take the group's tokens (every rank's verified positions).
-  int64_t group_tokens = 0;
-  for (const DecodeRank& rank : inst.ranks) {
-    if (rank.active.empty()) continue;
-    const auto n = static_cast<int64_t>(rank.active.size());
-    group_tokens += n * (1 + steps_->decode_step(n, rank.mean_history()).drafts);
-  }
-  const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
+  const int64_t group_tokens_per_rank = per_rank(decoding_positions(inst, {}), inst.ranks.size());
   double step_us = 0;
   double step_communication_us = 0;
   ErrorBand step_band;

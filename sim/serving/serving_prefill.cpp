@@ -116,11 +116,14 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   }
   if (chunks.empty()) return;
   // The experts take the tokens of every rank, the decode beside the prompts included.
-  const DecodeBeside decode =
-      inst.colocated != nullptr ? decode_beside_prompts(*inst.colocated, prompting) : DecodeBeside{};
-  int64_t group_tokens = decode.tokens;
+  const int64_t decode_tokens =
+      inst.colocated != nullptr ? decoding_positions(*inst.colocated, prompting) : 0;
+  int64_t group_tokens = decode_tokens;
   for (const RankChunks& p : packed) group_tokens += p.tokens;
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
+  const DecodeBeside decode = decode_tokens > 0
+                                  ? decode_beside_prompts(*inst.colocated, prompting, group_tokens_per_rank)
+                                  : DecodeBeside{};
   StepTimeCache::StepCost slowest;
   for (const RankChunks& p : packed) {
     if (p.prompts == 0) continue;
@@ -128,8 +131,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
                                                               p.continuing, group_tokens_per_rank);
     if (cost.us > slowest.us) slowest = cost;  // the slowest rank sets the step and its communication share
   }
-  const bool decoded = decode.tokens > 0;
-  if (measuring() && decoded) {
+  if (measuring() && decode_tokens > 0) {
     ++result_.prefill_steps_with_decode;
     if (decode.slowest.us > slowest.us) ++result_.prefill_steps_set_by_decode;
   }
@@ -155,17 +157,30 @@ bool ServingSimulation::holds_prompts_for_other_ranks(PrefillInstance& inst) {
   return true;
 }
 
+int64_t ServingSimulation::decoding_positions(const DecodeInstance& inst,
+                                              const std::vector<bool>& prompting) {
+  int64_t positions = 0;
+  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
+    const DecodeRank& rank = inst.ranks[i];
+    if ((!prompting.empty() && prompting[i]) || rank.active.empty()) continue;
+    const auto sequences = static_cast<int64_t>(rank.active.size());
+    positions += sequences * (1 + steps_->decode_step(sequences, rank.mean_history()).drafts);
+  }
+  return positions;
+}
+
 ServingSimulation::DecodeBeside ServingSimulation::decode_beside_prompts(const DecodeInstance& inst,
-                                                                         const std::vector<bool>& prompting) {
+                                                                         const std::vector<bool>& prompting,
+                                                                         int64_t group_tokens_per_rank) {
   DecodeBeside beside;
   beside.tokens_per_sequence.assign(inst.ranks.size(), 0.0);
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
     const DecodeRank& rank = inst.ranks[i];
     if (prompting[i] || rank.active.empty()) continue;
     const auto sequences = static_cast<int64_t>(rank.active.size());
-    const StepTimeCache::DecodeStep step = steps_->decode_step(sequences, rank.mean_history());
+    const StepTimeCache::DecodeStep step =
+        steps_->decode_beside_prompts(sequences, rank.mean_history(), group_tokens_per_rank);
     beside.tokens_per_sequence[i] = step.tokens_per_sequence;
-    beside.tokens += sequences * (1 + step.drafts);
     if (step.us > beside.slowest.us)
       beside.slowest = {step.us, step.communication_us, step.band, step.micro_batches};
   }

@@ -184,20 +184,23 @@ class ServingSimulation {
   // with no prompt chunk in this step run their decode batch inside it, as
   // data-parallel attention lets them (SGLang: the ranks step together
   // through the experts, each with its own batch); a rank with a chunk has its
-  // decode wait. Returns each rank's tokens per sequence (0: no decode) and
-  // raises `slowest` where a decode share is the slowest rank. The share is
-  // timed as that rank's plain decode step (CUDA-graph replay, low-latency
-  // transfers), which engines do not run beside a prompt: a prompt rank almost
-  // always sets the step, so that rarely shows (the run counts the steps a
-  // decoding rank set, ServingResult::prefill_steps_set_by_decode).
+  // decode wait. Each rank's share is timed as the engine runs it beside a
+  // prompt (StepTimeCache::decode_beside_prompts: launched, normal-mode
+  // transfers, its experts on the group's `group_tokens_per_rank`). Returns
+  // each rank's tokens per sequence (0: no decode) and the slowest decoding
+  // rank's step (the run counts the steps it set,
+  // ServingResult::prefill_steps_set_by_decode).
   struct DecodeBeside {
     std::vector<double> tokens_per_sequence;  // each rank's (0: no decode)
     StepTimeCache::StepCost slowest;          // the slowest decoding rank's step (0 us: none)
-    // Every position the decoding ranks verify (their sequences, each with its
-    // drafts): with the chunks' tokens, the group's tokens the experts take.
-    int64_t tokens = 0;
   };
-  DecodeBeside decode_beside_prompts(const DecodeInstance& instance, const std::vector<bool>& prompting);
+  DecodeBeside decode_beside_prompts(const DecodeInstance& instance, const std::vector<bool>& prompting,
+                                     int64_t group_tokens_per_rank);
+  // Every position the decoding ranks of `instance` verify in a step (their
+  // sequences, each with the drafts its plain step verifies), the ranks
+  // marked in `prompting` left out (empty: none): with the prompt tokens, the
+  // group's tokens the experts take.
+  int64_t decoding_positions(const DecodeInstance& instance, const std::vector<bool>& prompting);
   // Runs the step, then credits the decode beside it (`decode_tokens` per
   // rank, empty for none) and each chunk, and hands finished prompts on.
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks,

@@ -40,15 +40,23 @@ StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& 
 
 StepTimeCache::ShapeKey StepTimeCache::key_of(const StepShape& shape) {
   const StepShape::PrefillChunks& chunks = shape.mixed_prefill;
-  return {
-      static_cast<int>(shape.phase),    shape.batch,  shape.new_tokens,  shape.context,  shape.continuing,
-      shape.decode_tokens_per_sequence, chunks.batch, chunks.new_tokens, chunks.context, chunks.continuing,
-      shape.expert_token_share};
+  return {static_cast<int>(shape.phase),
+          shape.batch,
+          shape.new_tokens,
+          shape.context,
+          shape.continuing,
+          shape.decode_tokens_per_sequence,
+          chunks.batch,
+          chunks.new_tokens,
+          chunks.context,
+          chunks.continuing,
+          shape.expert_token_share,
+          shape.beside_prompts};
 }
 
 StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64_t new_tokens,
                                                int64_t context, int64_t drafts, int64_t continuing,
-                                               double expert_token_share) {
+                                               double expert_token_share, bool beside_prompts) {
   StepShape shape = phase == Phase::kPrefill ? prefill_template_ : decode_template_;
   shape.batch = batch;
   shape.context = std::min(context, model_.spec.max_context);
@@ -57,6 +65,7 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.decode_tokens_per_sequence = 1 + drafts;
   shape.include_draft = drafts > 0;
   shape.expert_token_share = expert_token_share;
+  shape.beside_prompts = beside_prompts;
   const ShapeKey key = key_of(shape);
   {
     const std::shared_lock<std::shared_mutex> look(*lock_);
@@ -110,8 +119,7 @@ const StepTimeCache::OneBatch& StepTimeCache::one_batch(const StepShape& shape) 
 }
 
 StepTimeCache::OneBatch StepTimeCache::time_one_batch(const StepShape& shape) const {
-  const KernelCostModel& cost =
-      shape.phase == Phase::kPrefill || shape.is_mixed() ? prefill_cost_ : decode_cost_;
+  const KernelCostModel& cost = shape.decode_only() ? decode_cost_ : prefill_cost_;
   // Each thread builds its graphs in one reused graph (runs share this cache from several threads).
   thread_local StepGraph graph;
   build_step_graph(model_, shape, graph);
@@ -169,11 +177,22 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
 
 StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context,
                                                      int64_t group_tokens_per_rank) {
+  return decode_in_group(batch, context, group_tokens_per_rank, false);
+}
+
+StepTimeCache::DecodeStep StepTimeCache::decode_beside_prompts(int64_t batch, int64_t context,
+                                                               int64_t group_tokens_per_rank) {
+  return decode_in_group(batch, context, group_tokens_per_rank, true);
+}
+
+StepTimeCache::DecodeStep StepTimeCache::decode_in_group(int64_t batch, int64_t context,
+                                                         int64_t group_tokens_per_rank, bool beside_prompts) {
   const DecodeStep plain = decode_step(batch, context);
   const double share =
       expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts), decode_template_.ep);
-  if (share == 1.0) return plain;
-  const StepCost step = compute(Phase::kDecode, batch, 0, round_up_to_grid(context), plain.drafts, 0, share);
+  if (share == 1.0 && !beside_prompts) return plain;
+  const StepCost step =
+      compute(Phase::kDecode, batch, 0, round_up_to_grid(context), plain.drafts, 0, share, beside_prompts);
   return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
           step.band, step.micro_batches};
 }

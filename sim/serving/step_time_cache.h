@@ -71,6 +71,11 @@ class StepTimeCache {
   // on average (prefill_step's): its experts take the group's tokens, and its
   // sequences verify the drafts their plain step would, as a mixed step's do.
   DecodeStep decode_step(int64_t batch, int64_t context, int64_t group_tokens_per_rank);
+  // The same rank's decode step run beside another rank's prompt step
+  // (StepShape::beside_prompts): launched, its EP transfers in normal mode,
+  // its experts on the group's tokens, its sequences verifying the drafts
+  // their plain step would.
+  DecodeStep decode_beside_prompts(int64_t batch, int64_t context, int64_t group_tokens_per_rank);
   // One rank's decode step that also computes `prompts` prompt chunks of
   // `prompt_new_tokens` each, ending at `prompt_context`, `prompts_continuing`
   // of them not the last of their prompt (an aggregated engine that mixes them in). The decode sequences
@@ -88,7 +93,9 @@ class StepTimeCache {
   // `group_tokens_per_rank` on average; 1 where that is not given.
   static double expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens, int64_t group_ranks);
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0,
-                   int64_t continuing = 0, double expert_token_share = 1.0);
+                   int64_t continuing = 0, double expert_token_share = 1.0, bool beside_prompts = false);
+  DecodeStep decode_in_group(int64_t batch, int64_t context, int64_t group_tokens_per_rank,
+                             bool beside_prompts);
   // A shape as one batch, or as two overlapped micro-batches where its pool
   // always splits, or where splitting is optional and faster.
   StepCost cost_of(StepShape shape, bool overlap_optional);
@@ -111,9 +118,10 @@ class StepTimeCache {
   bool decode_overlap_optional_;
   // phase, batch, new tokens, context, continuing prompts, tokens per decode
   // sequence, the prompt chunks of a mixed step (batch, new tokens, context,
-  // continuing), and the experts' token share (a multiple of 1 / EP, exact as a double)
+  // continuing), the experts' token share (a multiple of 1 / EP, exact as a double), and
+  // whether a decode step runs beside prompts
   using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                              int64_t, double>;
+                              int64_t, double, bool>;
   static ShapeKey key_of(const StepShape& shape);
   // Hash tables (a serving run looks a step up for every rank of every step):
   // never iterated, so their seeded order cannot reach an output. One-batch

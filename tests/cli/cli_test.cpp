@@ -237,6 +237,20 @@ TEST(Cli, StepWithAGroupDecodingFewer) {
   expect_fewer_rows_shorten_the_step("step --batch 8 --context 65536 --ep 8", "--group-batch", 1, 8);
 }
 
+// A decode step beside another rank's prompt step runs as the prompt step:
+// the same kernels and bytes, launched, its transfers by the normal kernels.
+TEST(Cli, StepBesidePrompts) {
+  const std::string base = "step --batch 32 --context 65536 --ep 8";
+  const auto plain = run_json(base);
+  const auto beside = run_json(base + " --beside-prompts");
+  EXPECT_FALSE(plain["beside_prompts"].get<bool>());
+  EXPECT_TRUE(beside["beside_prompts"].get<bool>());
+  EXPECT_DOUBLE_EQ(beside["flops"].get<double>(), plain["flops"].get<double>());
+  EXPECT_GT(beside["compute_us"].get<double>(), plain["compute_us"].get<double>());  // launched, not replayed
+  EXPECT_NE(beside["communication_us"].get<double>(), plain["communication_us"].get<double>());
+  EXPECT_NE(run(base + " --beside-prompts").output.find("runs as that step runs"), std::string::npos);
+}
+
 TEST(Cli, StepWithPromptChunks) {
   const std::string base = "step --model deepseek_v4_1_flash --hw h200 --batch 32 --context 65536 --no-draft";
   const auto decode = run_json(base + " --no-cuda-graph");
@@ -526,8 +540,10 @@ TEST(Cli, SetGivesAnUnknownFigureTheUsersValue) {
 
 // A run too short for any request to finish prints no latency figures: '-'
 // in the tables and null in the JSON, never zeros a reader takes for times.
+// From empty, its few requests are sessions' first turns, whose whole prompts
+// take longer to prefill than the window lasts.
 TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
-  const std::string args = "run --deployment h200_agg_8 --workload agent_coding --duration 5";
+  const std::string args = "run --deployment h200_agg_8 --workload agent_coding --warm-up 0 --duration 3";
   const auto r = run_json(args);
   ASSERT_EQ(r["requests"]["finished"].get<int64_t>(), 0)
       << "the run must be too short for a request to finish";
@@ -1255,6 +1271,10 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--group-batch': expected 1 to --batch (8) sequences, got 0"},
         BadRun{"step --phase prefill --context 16384 --prompt-ranks 0",
                "field '--prompt-ranks': expected 1 to --ep (8) ranks, got 0"},
+        BadRun{"step --phase prefill --context 16384 --beside-prompts",
+               "field '--beside-prompts': only a plain decode step runs beside prompts"},
+        BadRun{"step --context 16384 --prompt-chunks 1 --chunk-tokens 512 --beside-prompts",
+               "field '--beside-prompts': only a plain decode step runs beside prompts"},
         BadRun{"step --batch 8 --context 16384 --ep 1 --group-batch 2",
                "field '--group-batch': with --ep 1 this rank is its group: its mean is --batch (8), got 2"},
         BadRun{"step --batch 8 --context 16384 --prompt-chunks 1 --chunk-tokens 512 --group-batch 2",

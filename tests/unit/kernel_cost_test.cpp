@@ -373,7 +373,11 @@ TEST(KernelCost, LowLatencyTransfersPayTheirFixedCost) {
 
   const StepGraph decode = build_step_graph(analyze("deepseek_v4_1_flash"), shape(Phase::kDecode, 8, 8192));
   const StepGraph prefill = build_step_graph(analyze("deepseek_v4_1_flash"), shape(Phase::kPrefill, 1, 8192));
-  for (const auto& [graph, expected] : {std::pair{&decode, true}, std::pair{&prefill, false}}) {
+  StepShape beside_prompts = shape(Phase::kDecode, 8, 8192);  // as the prompt step beside it: normal mode
+  beside_prompts.beside_prompts = true;
+  const StepGraph beside = build_step_graph(analyze("deepseek_v4_1_flash"), beside_prompts);
+  for (const auto& [graph, expected] :
+       {std::pair{&decode, true}, std::pair{&prefill, false}, std::pair{&beside, false}}) {
     int transfers = 0;
     for (const LayerKernels& layer : graph->layers) {
       for (const Kernel& k : layer.kernels()) {

@@ -383,6 +383,36 @@ TEST(Serving, ADecodeStepsExpertsTakeTheGroupsTokens) {
   EXPECT_DOUBLE_EQ(steps.decode_step(1, 65536, group_per_rank).us, light.us);
 }
 
+// A rank decoding beside another rank's prompt step runs as that step runs
+// (SGLang's data-parallel attention, once any rank extends): its kernels
+// launched, not replayed from a CUDA graph, its EP transfers in normal mode.
+// Its step is timed so, on the prompt pool's (launched) cost model, while
+// its plain step stays the graph-replayed one; both verify the same drafts.
+TEST(Serving, ARankDecodingBesidePromptsRunsAsThePromptStep) {
+  Fixture f(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_agg_8.yaml"),
+            data("workloads/agent_coding.yaml"));
+  StepShape decode = testing::shape(Phase::kDecode, 1, 1);
+  decode.include_draft = false;  // no drafts to choose: the shapes below are the steps
+  StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1),
+                      decode);
+  const StepTimeCache::DecodeStep plain = steps.decode_step(32, 65536);
+  const StepTimeCache::DecodeStep beside = steps.decode_beside_prompts(32, 65536, 0);
+  StepShape s = decode;
+  s.batch = 32;
+  s.context = 65536;  // on the cache's grid
+  s.beside_prompts = true;
+  const StepGraph beside_graph = build_step_graph(f.model, s);
+  EXPECT_NEAR(beside.us, time_step(beside_graph, f.prefill.cost()).total_us, 1e-6);
+  for (const LayerKernels& layer : beside_graph.layers) {
+    for (const Kernel& k : layer.kernels()) EXPECT_FALSE(k.low_latency) << k.name;
+  }
+  s.beside_prompts = false;
+  EXPECT_NEAR(plain.us, testing::timed(f.model, f.decode.cost(), s).total_us, 1e-6);
+  EXPECT_NE(beside.us, plain.us);
+  EXPECT_EQ(beside.drafts, plain.drafts);
+  EXPECT_DOUBLE_EQ(beside.tokens_per_sequence, plain.tokens_per_sequence);
+}
+
 // In a run: eight ranks dealt in turn, the first decoding 6 sessions and the
 // others 1 each (their other sessions ask for one token and are done at
 // once). Each decode step is the first rank's, its experts on the group's
