@@ -85,8 +85,9 @@ void add_prompt_chunks(const Flags& f, StepShape* s) {
   s->mixed_prefill = {f.prompt_chunks, f.chunk_tokens, context, f.chunks_continuing};
 }
 
-// CUDA graphs are how decode-only steps are launched in practice; prefill, and
-// a decode step carrying prompt chunks, launch kernels.
+// CUDA graphs are how decode-only steps are launched in practice; prefill, a
+// decode step carrying prompt chunks and one beside another rank's prompt
+// step launch kernels.
 bool uses_cuda_graph(const Flags& f, const StepShape& s) { return !f.no_cuda_graph && s.decode_only(); }
 
 }  // namespace

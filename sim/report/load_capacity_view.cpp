@@ -236,7 +236,7 @@ Table capacity_table(const CapacityReport& r) {
         "times scaled to it (sessions, turns and tokens as they are), and a run's window of arrivals ends at "
         "its last row where that comes sooner");
   }
-  if (r.deployment.mixes_prompt_chunks()) t.add_note(kMixedStepAssumption);
+  if (const char* steps = aggregated_steps_assumption(r.deployment)) t.add_note(steps);
   add_served_run_notes(t, kernel_models);
   return t;
 }

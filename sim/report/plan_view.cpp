@@ -179,9 +179,12 @@ Table plan_table(const PlanReport& p) {
       kErrorBandMethod +
       "; published: the band is the priors' error on published kernel figures, not a fit to our "
       "measurements; none: no kernel class of that GPU has a band");
-  const bool any_mixed = std::any_of(p.rows.begin(), p.rows.end(),
-                                     [](const PlanRow& row) { return row.deployment.mixes_prompt_chunks(); });
-  if (any_mixed) t.add_note(kMixedStepAssumption);
+  for (const char* steps : {kMixedStepAssumption, kBesidePromptsAssumption}) {
+    const bool used = std::any_of(p.rows.begin(), p.rows.end(), [steps](const PlanRow& row) {
+      return aggregated_steps_assumption(row.deployment) == steps;
+    });
+    if (used) t.add_note(steps);
+  }
   t.add_note(ssd_tier_note(p.rows));
   add_served_run_notes(t, kernel_models(p.rows));
   return t;

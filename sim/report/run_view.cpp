@@ -368,7 +368,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   }
   head.add_note(tier.priced ? "SSD tier price " + tier.provenance + "; the cost per hour includes it"
                             : tier.provenance + "; the cost per hour is the GPUs' alone");
-  if (r.deployment.mixes_prompt_chunks()) head.add_note(kMixedStepAssumption);
+  if (const char* steps = aggregated_steps_assumption(r.deployment)) head.add_note(steps);
 
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
   latency.add_row(latency_row("TTFT", x.ttft_ms));
@@ -707,6 +707,11 @@ void collect_kernel_models(const ServedRun& run, std::vector<std::string>& label
   for (const std::string& label : {run.prefill_kernel_model, run.decode_kernel_model}) {
     if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
   }
+}
+
+const char* aggregated_steps_assumption(const DeploymentSpec& deployment) {
+  if (deployment.disaggregated) return nullptr;
+  return deployment.mixes_prompt_chunks() ? kMixedStepAssumption : kBesidePromptsAssumption;
 }
 
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {

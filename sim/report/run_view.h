@@ -91,6 +91,10 @@ std::string arrivals_phrase(double duration_s, double warm_up_s);
 std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload);
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);
+// How an aggregated deployment's steps are modelled where prompts and decode
+// share them (kMixedStepAssumption, or kBesidePromptsAssumption for prompts
+// in steps of their own); null for a disaggregated one.
+const char* aggregated_steps_assumption(const DeploymentSpec& deployment);
 // What the KV tiers found over a run (hits, misses, window-state evictions).
 nlohmann::json kv_tiers_json(const KvTierCounters& counters);
 

@@ -839,6 +839,27 @@ TEST(Cli, ContextJsonSweepsEachGpu) {
   EXPECT_EQ(run(args).exit_code, 0);
 }
 
+// A served run names how an aggregated deployment's steps are modelled:
+// decode beside prompt steps, or prompt chunks mixed into decode steps;
+// a disaggregated one neither.
+TEST(Cli, RunNamesHowAggregatedStepsAreModelled) {
+  const std::string beside = "runs as that step runs";
+  const std::string mixed = "a decode step carrying prompt chunks";
+  const std::string window = " --warm-up 0 --duration 5";
+  const std::string first = run("run --deployment h200_agg_8" + window).output;
+  EXPECT_NE(first.find(beside), std::string::npos);
+  EXPECT_EQ(first.find(mixed), std::string::npos);
+  const std::string mixing =
+      run("--set workloads/deployments/h200_agg_8.yaml:aggregated_steps=mixed run --deployment h200_agg_8" +
+          window)
+          .output;
+  EXPECT_NE(mixing.find(mixed), std::string::npos);
+  EXPECT_EQ(mixing.find(beside), std::string::npos);
+  const std::string split = run("run --deployment h200_pd_64" + window).output;
+  EXPECT_EQ(split.find(beside), std::string::npos);
+  EXPECT_EQ(split.find(mixed), std::string::npos);
+}
+
 TEST(Cli, RunTraceHasStepsAndRequests) {
   const auto dir = temp_dir("run_trace");
   const std::string trace = (dir / "run.json").string();
