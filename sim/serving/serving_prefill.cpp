@@ -121,7 +121,7 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   int64_t group_tokens = decode_tokens;
   for (const RankChunks& p : packed) group_tokens += p.tokens;
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
-  const DecodeBeside decode = decode_tokens > 0
+  const DecodeBeside decode = inst.colocated != nullptr
                                   ? decode_beside_prompts(*inst.colocated, prompting, group_tokens_per_rank)
                                   : DecodeBeside{};
   StepTimeCache::StepCost slowest;
