@@ -116,7 +116,7 @@ class KernelCostModel {
   double sm_cycles_per_s_;  // the SM clock, from the FP32 vector rate
   // Everything the timing depends on, compared exactly (a hash alone could collide).
   struct CacheKey {
-    std::array<uint64_t, 20> fields;
+    std::array<uint64_t, 17> fields;
     bool operator==(const CacheKey&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const CacheKey& key) {
