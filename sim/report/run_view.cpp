@@ -449,6 +449,7 @@ nlohmann::json classes_json(const RunReport& r) {
 
 nlohmann::json run_json(const RunReport& r) {
   const ServingResult& x = r.run.result;
+  const char* steps = aggregated_steps_assumption(r.deployment);  // null: disaggregated
   nlohmann::json occupancy = nlohmann::json::array();
   for (const OccupancySample& o : x.occupancy) {
     occupancy.push_back({{"time_s", o.time_s},
@@ -535,7 +536,8 @@ nlohmann::json run_json(const RunReport& r) {
            {{"step_times", r.run.decode_kernel_model},
             {"output_lengths", output_lengths_source(r.workload)},
             {"routing", routing_note(r.deployment)},
-            {"expert_load", expert_load_note(r.deployment)}}}};
+            {"expert_load", expert_load_note(r.deployment)},
+            {"aggregated_steps", steps != nullptr ? nlohmann::json(steps) : nlohmann::json()}}}};
 }
 
 std::string classes_line(const ServingResult& result, const WorkloadSpec& workload) {

@@ -858,6 +858,10 @@ TEST(Cli, RunNamesHowAggregatedStepsAreModelled) {
   const std::string split = run("run --deployment h200_pd_64" + window).output;
   EXPECT_EQ(split.find(beside), std::string::npos);
   EXPECT_EQ(split.find(mixed), std::string::npos);
+  // The JSON names it among the run's provenance (null where disaggregated).
+  const auto json = run_json("run --deployment h200_agg_8" + window);
+  EXPECT_NE(json["provenance"]["aggregated_steps"].get<std::string>().find(beside), std::string::npos);
+  EXPECT_TRUE(run_json("run --deployment h200_pd_64" + window)["provenance"]["aggregated_steps"].is_null());
 }
 
 TEST(Cli, RunTraceHasStepsAndRequests) {
