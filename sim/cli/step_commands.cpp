@@ -134,16 +134,18 @@ void set_prompt_ranks(const Flags& f, StepShape* s) {
   set_expert_share(*f.prompt_ranks, s->ep, "--prompt-ranks", "--ep", "ranks", s);
 }
 
+// `flag` asks for something only a plain decode step has (`what` says it).
+void require_plain_decode(const StepShape& s, const char* flag, const char* what) {
+  if (s.phase == Phase::kDecode && !s.is_mixed()) return;
+  throw InputError({"", 0, flag}, fmt::format("{}: give --phase decode without --prompt-chunks", what));
+}
+
 // A decode step on the busiest rank of its group, the others decoding fewer
 // sequences: the routed experts take the group's mean (as a serving run
 // times it, there to the nearest 1 / EP).
 void set_group_batch(const Flags& f, StepShape* s) {
   if (!f.group_batch) return;
-  if (s->phase != Phase::kDecode || s->is_mixed()) {
-    throw InputError({"", 0, "--group-batch"},
-                     "only a plain decode step's batch may differ from the group's: give --phase decode "
-                     "without --prompt-chunks");
-  }
+  require_plain_decode(*s, "--group-batch", "only a plain decode step's batch may differ from the group's");
   if (s->ep == 1 && *f.group_batch != s->batch) {
     throw InputError({"", 0, "--group-batch"},
                      fmt::format("with --ep 1 this rank is its group: its mean is --batch ({}), got {}",
@@ -155,11 +157,7 @@ void set_group_batch(const Flags& f, StepShape* s) {
 // A decode step run beside another rank's prompt step (StepShape::beside_prompts).
 void set_beside_prompts(const Flags& f, StepShape* s) {
   if (!f.beside_prompts) return;
-  if (s->phase != Phase::kDecode || s->is_mixed()) {
-    throw InputError(
-        {"", 0, "--beside-prompts"},
-        "only a plain decode step runs beside prompts: give --phase decode without --prompt-chunks");
-  }
+  require_plain_decode(*s, "--beside-prompts", "only a plain decode step runs beside prompts");
   s->beside_prompts = true;
 }
 

@@ -139,18 +139,19 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   // Ranks step together (EP synchronises them): the slowest sets the step.
   // Each rank verifies the number of draft tokens best for its own batch,
   // and its experts take the group's tokens (every rank's verified positions).
-  const int64_t group_tokens_per_rank = per_rank(decoding_positions(inst, {}), inst.ranks.size());
+  const std::vector<RankDecode> ranks = rank_decodes(inst, {});
+  const int64_t group_tokens_per_rank = per_rank(decoding_positions(ranks), inst.ranks.size());
   double step_us = 0;
   double step_communication_us = 0;
   ErrorBand step_band;
   int64_t step_micro_batches = 1;
   int64_t batch = 0;
   std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
-  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    const DecodeRank& rank = inst.ranks[i];
-    if (rank.active.empty()) continue;
-    const auto n = static_cast<int64_t>(rank.active.size());
-    const StepTimeCache::DecodeStep step = steps_->decode_step(n, rank.mean_history(), group_tokens_per_rank);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const RankDecode& d = ranks[i];
+    if (d.sequences == 0) continue;
+    const StepTimeCache::DecodeStep step =
+        steps_->decode_in_group(d.plain, d.sequences, d.history, group_tokens_per_rank);
     if (step.us > step_us) {  // the slowest rank sets the step
       step_us = step.us;
       step_communication_us = step.communication_us;
@@ -158,7 +159,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
       step_micro_batches = step.micro_batches;
     }
     tokens_per_sequence[i] = step.tokens_per_sequence;
-    batch += n;
+    batch += d.sequences;
   }
   if (step_us == 0) return;
   inst.engine->busy = true;

@@ -116,14 +116,14 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   }
   if (chunks.empty()) return;
   // The experts take the tokens of every rank, the decode beside the prompts included.
-  const int64_t decode_tokens =
-      inst.colocated != nullptr ? decoding_positions(*inst.colocated, prompting) : 0;
+  const std::vector<RankDecode> beside =
+      inst.colocated != nullptr ? rank_decodes(*inst.colocated, prompting) : std::vector<RankDecode>{};
+  const int64_t decode_tokens = decoding_positions(beside);
   int64_t group_tokens = decode_tokens;
   for (const RankChunks& p : packed) group_tokens += p.tokens;
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
-  const DecodeBeside decode = inst.colocated != nullptr
-                                  ? decode_beside_prompts(*inst.colocated, prompting, group_tokens_per_rank)
-                                  : DecodeBeside{};
+  const DecodeBeside decode =
+      inst.colocated != nullptr ? decode_beside_prompts(beside, group_tokens_per_rank) : DecodeBeside{};
   StepTimeCache::StepCost slowest;
   for (const RankChunks& p : packed) {
     if (p.prompts == 0) continue;
@@ -157,29 +157,35 @@ bool ServingSimulation::holds_prompts_for_other_ranks(PrefillInstance& inst) {
   return true;
 }
 
-int64_t ServingSimulation::decoding_positions(const DecodeInstance& inst,
-                                              const std::vector<bool>& prompting) {
-  int64_t positions = 0;
+std::vector<ServingSimulation::RankDecode> ServingSimulation::rank_decodes(
+    const DecodeInstance& inst, const std::vector<bool>& prompting) {
+  std::vector<RankDecode> out(inst.ranks.size());
   for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
     const DecodeRank& rank = inst.ranks[i];
     if ((!prompting.empty() && prompting[i]) || rank.active.empty()) continue;
-    const auto sequences = static_cast<int64_t>(rank.active.size());
-    positions += sequences * (1 + steps_->decode_step(sequences, rank.mean_history()).drafts);
+    RankDecode& d = out[i];
+    d.sequences = static_cast<int64_t>(rank.active.size());
+    d.history = rank.mean_history();
+    d.plain = steps_->decode_step(d.sequences, d.history);
   }
+  return out;
+}
+
+int64_t ServingSimulation::decoding_positions(const std::vector<RankDecode>& ranks) {
+  int64_t positions = 0;
+  for (const RankDecode& d : ranks) positions += d.sequences * (1 + d.plain.drafts);
   return positions;
 }
 
-ServingSimulation::DecodeBeside ServingSimulation::decode_beside_prompts(const DecodeInstance& inst,
-                                                                         const std::vector<bool>& prompting,
+ServingSimulation::DecodeBeside ServingSimulation::decode_beside_prompts(const std::vector<RankDecode>& ranks,
                                                                          int64_t group_tokens_per_rank) {
   DecodeBeside beside;
-  beside.tokens_per_sequence.assign(inst.ranks.size(), 0.0);
-  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    const DecodeRank& rank = inst.ranks[i];
-    if (prompting[i] || rank.active.empty()) continue;
-    const auto sequences = static_cast<int64_t>(rank.active.size());
+  beside.tokens_per_sequence.assign(ranks.size(), 0.0);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const RankDecode& d = ranks[i];
+    if (d.sequences == 0) continue;
     const StepTimeCache::DecodeStep step =
-        steps_->decode_beside_prompts(sequences, rank.mean_history(), group_tokens_per_rank);
+        steps_->decode_in_group(d.plain, d.sequences, d.history, group_tokens_per_rank, true);
     beside.tokens_per_sequence[i] = step.tokens_per_sequence;
     if (step.us > beside.slowest.us)
       beside.slowest = {step.us, step.communication_us, step.band, step.micro_batches};

@@ -185,22 +185,29 @@ class ServingSimulation {
   // data-parallel attention lets them (SGLang: the ranks step together
   // through the experts, each with its own batch); a rank with a chunk has its
   // decode wait. Each rank's share is timed as the engine runs it beside a
-  // prompt (StepTimeCache::decode_beside_prompts: launched, normal-mode
-  // transfers, its experts on the group's `group_tokens_per_rank`). Returns
-  // each rank's tokens per sequence (0: no decode) and the slowest decoding
-  // rank's step (the run counts the steps it set,
-  // ServingResult::prefill_steps_set_by_decode).
+  // prompt (StepTimeCache::decode_in_group beside prompts: launched,
+  // normal-mode transfers, its experts on the group's
+  // `group_tokens_per_rank`). Returns each rank's tokens per sequence (0: no
+  // decode) and the slowest decoding rank's step (the run counts the steps
+  // it set, ServingResult::prefill_steps_set_by_decode).
   struct DecodeBeside {
     std::vector<double> tokens_per_sequence;  // each rank's (0: no decode)
     StepTimeCache::StepCost slowest;          // the slowest decoding rank's step (0 us: none)
   };
-  DecodeBeside decode_beside_prompts(const DecodeInstance& instance, const std::vector<bool>& prompting,
-                                     int64_t group_tokens_per_rank);
-  // Every position the decoding ranks of `instance` verify in a step (their
-  // sequences, each with the drafts its plain step verifies), the ranks
-  // marked in `prompting` left out (empty: none): with the prompt tokens, the
-  // group's tokens the experts take.
-  int64_t decoding_positions(const DecodeInstance& instance, const std::vector<bool>& prompting);
+  // A rank's decode in a step: its sequences, their mean history and its
+  // plain step (the drafts its own batch verifies); no sequences where it
+  // does not decode. Looked up once a step, then timed in its group.
+  struct RankDecode {
+    int64_t sequences = 0;
+    int64_t history = 0;
+    StepTimeCache::DecodeStep plain;
+  };
+  // Each rank of `instance`, those marked in `prompting` (empty: none) not decoding.
+  std::vector<RankDecode> rank_decodes(const DecodeInstance& instance, const std::vector<bool>& prompting);
+  // Every position the decoding ranks verify (their sequences, each with its
+  // drafts): with the prompt tokens, the group's tokens the experts take.
+  static int64_t decoding_positions(const std::vector<RankDecode>& ranks);
+  DecodeBeside decode_beside_prompts(const std::vector<RankDecode>& ranks, int64_t group_tokens_per_rank);
   // Runs the step, then credits the decode beside it (`decode_tokens` per
   // rank, empty for none) and each chunk, and hands finished prompts on.
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks,

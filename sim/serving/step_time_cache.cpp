@@ -15,6 +15,13 @@ namespace {
 constexpr int64_t kExactBelow = 256;
 constexpr double kStepsPerOctave = 16.0;
 
+// A step that verifies the drafts `plain` chose, timed as `step`.
+StepTimeCache::DecodeStep with_drafts_of(const StepTimeCache::DecodeStep& plain,
+                                         const StepTimeCache::StepCost& step) {
+  return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
+          step.band, step.micro_batches};
+}
+
 }  // namespace
 
 int64_t round_up_to_grid(int64_t tokens) {
@@ -175,26 +182,14 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
   return decode_choice_.emplace(key, best).first->second;
 }
 
-StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t context,
-                                                     int64_t group_tokens_per_rank) {
-  return decode_in_group(batch, context, group_tokens_per_rank, false);
-}
-
-StepTimeCache::DecodeStep StepTimeCache::decode_beside_prompts(int64_t batch, int64_t context,
-                                                               int64_t group_tokens_per_rank) {
-  return decode_in_group(batch, context, group_tokens_per_rank, true);
-}
-
-StepTimeCache::DecodeStep StepTimeCache::decode_in_group(int64_t batch, int64_t context,
-                                                         int64_t group_tokens_per_rank, bool beside_prompts) {
-  const DecodeStep plain = decode_step(batch, context);
+StepTimeCache::DecodeStep StepTimeCache::decode_in_group(const DecodeStep& plain, int64_t batch,
+                                                         int64_t context, int64_t group_tokens_per_rank,
+                                                         bool beside_prompts) {
   const double share =
       expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts), decode_template_.ep);
   if (share == 1.0 && !beside_prompts) return plain;
-  const StepCost step =
-      compute(Phase::kDecode, batch, 0, round_up_to_grid(context), plain.drafts, 0, share, beside_prompts);
-  return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
-          step.band, step.micro_batches};
+  return with_drafts_of(plain, compute(Phase::kDecode, batch, 0, round_up_to_grid(context), plain.drafts, 0,
+                                       share, beside_prompts));
 }
 
 StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t context, int64_t prompts,
@@ -212,9 +207,7 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
                          grid_prompt_context, prompts_continuing};
   shape.expert_token_share = expert_token_share(
       group_tokens_per_rank, batch * (1 + plain.drafts) + prompts * prompt_new_tokens, decode_template_.ep);
-  const StepCost step = mixed_cost(key_of(shape), shape);
-  return {step.us,   step.communication_us, plain.tokens_per_sequence, plain.drafts,
-          step.band, step.micro_batches};
+  return with_drafts_of(plain, mixed_cost(key_of(shape), shape));
 }
 
 StepTimeCache::StepCost StepTimeCache::mixed_cost(const ShapeKey& key, const StepShape& shape) {

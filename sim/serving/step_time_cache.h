@@ -67,15 +67,15 @@ class StepTimeCache {
     int64_t micro_batches = 1;
   };
   DecodeStep decode_step(int64_t batch, int64_t context);
-  // The same rank's step where the EP group's ranks send `group_tokens_per_rank`
-  // on average (prefill_step's): its experts take the group's tokens, and its
-  // sequences verify the drafts their plain step would, as a mixed step's do.
-  DecodeStep decode_step(int64_t batch, int64_t context, int64_t group_tokens_per_rank);
-  // The same rank's decode step run beside another rank's prompt step
-  // (StepShape::beside_prompts): launched, its EP transfers in normal mode,
-  // its experts on the group's tokens, its sequences verifying the drafts
-  // their plain step would.
-  DecodeStep decode_beside_prompts(int64_t batch, int64_t context, int64_t group_tokens_per_rank);
+  // The same rank's step (`plain`, its decode_step) where the EP group's ranks
+  // send `group_tokens_per_rank` on average (prefill_step's): its experts take
+  // the group's tokens, and its sequences verify the drafts their plain step
+  // would, as a mixed step's do. `beside_prompts`: run beside another rank's
+  // prompt step (StepShape::beside_prompts: launched, its EP transfers in
+  // normal mode). Callers that looked the plain step up pass it, so a serving
+  // run's hot path looks each rank's step up once.
+  DecodeStep decode_in_group(const DecodeStep& plain, int64_t batch, int64_t context,
+                             int64_t group_tokens_per_rank, bool beside_prompts = false);
   // One rank's decode step that also computes `prompts` prompt chunks of
   // `prompt_new_tokens` each, ending at `prompt_context`, `prompts_continuing`
   // of them not the last of their prompt (an aggregated engine that mixes them in). The decode sequences
@@ -94,8 +94,6 @@ class StepTimeCache {
   static double expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens, int64_t group_ranks);
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0,
                    int64_t continuing = 0, double expert_token_share = 1.0, bool beside_prompts = false);
-  DecodeStep decode_in_group(int64_t batch, int64_t context, int64_t group_tokens_per_rank,
-                             bool beside_prompts);
   // A shape as one batch, or as two overlapped micro-batches where its pool
   // always splits, or where splitting is optional and faster.
   StepCost cost_of(StepShape shape, bool overlap_optional);

@@ -376,11 +376,11 @@ TEST(Serving, ADecodeStepsExpertsTakeTheGroupsTokens) {
   const StepTimeCache::DecodeStep every = steps.decode_step(8, 65536);
   const StepTimeCache::DecodeStep light = steps.decode_step(1, 65536);
   const int64_t group_per_rank = (8 * (1 + every.drafts) + 7 * (1 + light.drafts)) / 8;
-  const StepTimeCache::DecodeStep busiest = steps.decode_step(8, 65536, group_per_rank);
+  const StepTimeCache::DecodeStep busiest = steps.decode_in_group(every, 8, 65536, group_per_rank);
   EXPECT_LT(busiest.us, 0.9 * every.us);
   EXPECT_EQ(busiest.drafts, every.drafts);
   EXPECT_DOUBLE_EQ(busiest.tokens_per_sequence, every.tokens_per_sequence);
-  EXPECT_DOUBLE_EQ(steps.decode_step(1, 65536, group_per_rank).us, light.us);
+  EXPECT_DOUBLE_EQ(steps.decode_in_group(light, 1, 65536, group_per_rank).us, light.us);
 }
 
 // A rank decoding beside another rank's prompt step runs as that step runs
@@ -396,7 +396,7 @@ TEST(Serving, ARankDecodingBesidePromptsRunsAsThePromptStep) {
   StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1),
                       decode);
   const StepTimeCache::DecodeStep plain = steps.decode_step(32, 65536);
-  const StepTimeCache::DecodeStep beside = steps.decode_beside_prompts(32, 65536, 0);
+  const StepTimeCache::DecodeStep beside = steps.decode_in_group(plain, 32, 65536, 0, true);
   StepShape s = decode;
   s.batch = 32;
   s.context = 65536;  // on the cache's grid
@@ -443,7 +443,9 @@ TEST(Serving, AnUnevenDecodeGroupIsTimedByItsMeanTokensInTheExperts) {
     if (span.kind != TraceSpan::Kind::kDecodeStep || span.start_us < 1e6 || span.start_us > 2e6) continue;
     ASSERT_EQ(span.size, kBusiest + (kRanks - 1) * kOthers) << "every session decoding";
     EXPECT_LT(span.duration_us, 0.9 * steps.decode_step(kBusiest, kPrompt).us);
-    EXPECT_GE(span.duration_us, steps.decode_step(kBusiest, kPrompt, group_per_rank).us);
+    EXPECT_GE(
+        span.duration_us,
+        steps.decode_in_group(steps.decode_step(kBusiest, kPrompt), kBusiest, kPrompt, group_per_rank).us);
     ++checked;
   }
   EXPECT_GT(checked, 10);
