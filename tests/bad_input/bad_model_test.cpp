@@ -43,6 +43,9 @@ struct BadCase {
   const char* line_at;  // text whose line the error must name ("" = do not check)
 };
 
+// Printed as its name (its edit may span lines), not as the bytes of its pointers.
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 class BadModel : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadModel, NamesFileLineAndField) {

@@ -1028,6 +1028,9 @@ struct BadRun {
   const char* message;
 };
 
+// Printed as its command line, so that ctest's list says what each case runs.
+void PrintTo(const BadRun& c, std::ostream* os) { *os << c.args; }
+
 class CliBadInput : public ::testing::TestWithParam<BadRun> {};
 
 TEST_P(CliBadInput, ExitsTwoWithOneLine) {
