@@ -237,10 +237,17 @@ ServingSimulation::RankMix ServingSimulation::pack_rank_mix(PrefillInstance& pro
 }
 
 // Its time: the experts take the group's tokens (StepShape::expert_token_share).
+// A rank with no chunk of its own, in a step where other ranks carry some,
+// decodes as they run: launched, normal-mode transfers (StepShape::beside_prompts).
 StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(const RankMix& mix,
-                                                             int64_t group_tokens_per_rank) {
+                                                             int64_t group_tokens_per_rank,
+                                                             bool group_has_chunks) {
   const RankChunks& p = mix.packed;
-  if (p.prompts == 0) return mix.plain;
+  if (p.prompts == 0) {
+    if (mix.sequences == 0) return mix.plain;
+    return steps_->decode_in_group(mix.plain, mix.sequences, mix.history, group_tokens_per_rank,
+                                   group_has_chunks);
+  }
   if (mix.sequences > 0) {
     return steps_->mixed_step(mix.sequences, mix.history, p.prompts, p.mean_new_tokens, p.mean_context,
                               p.continuing, group_tokens_per_rank);
@@ -285,7 +292,7 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
   slowest.us = 0;
   for (std::size_t i = 0; i < mixes.size(); ++i) {
     tokens_per_sequence[i] = mixes[i].sequences > 0 ? mixes[i].plain.tokens_per_sequence : 1.0;
-    const StepTimeCache::DecodeStep step = rank_mixed_step(mixes[i], group_tokens_per_rank);
+    const StepTimeCache::DecodeStep step = rank_mixed_step(mixes[i], group_tokens_per_rank, !chunks.empty());
     if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step
   }
   inst.engine->busy = true;

@@ -244,7 +244,8 @@ class ServingSimulation {
     int64_t decode_tokens() const { return sequences * (1 + plain.drafts); }
   };
   RankMix pack_rank_mix(PrefillInstance& prompts, std::size_t rank, std::vector<PrefillChunk>* chunks);
-  StepTimeCache::DecodeStep rank_mixed_step(const RankMix& mix, int64_t group_tokens_per_rank);
+  StepTimeCache::DecodeStep rank_mixed_step(const RankMix& mix, int64_t group_tokens_per_rank,
+                                            bool group_has_chunks);
   void finish(Request& r);
   // Bookkeeping.
   // A decode step's rank imbalance (ServingResult::decode_rank_imbalance), by step time.

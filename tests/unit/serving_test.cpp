@@ -313,25 +313,32 @@ TEST(Serving, RanksWithoutAPromptDecodeBesideIt) {
   EXPECT_GT(finished_s(one.requests[0]), finished_s(first));
 }
 
+// A trace for 8 x H200 routing in turn: seven ranks decode `per_rank`
+// sessions of 100-token prompts and 3,000 outputs each (the eighth's sessions,
+// and one more each on the seven, ask for one token and are done at once); at
+// 1 s a prompt of `prompt_tokens` comes to the eighth rank.
+std::string seven_ranks_decoding_then_a_prompt(int64_t per_rank, int64_t prompt_tokens) {
+  constexpr int64_t kRanks = 8;
+  std::string rows;
+  for (int64_t s = 0; s < kRanks * per_rank; ++s)
+    rows += fmt::format("0,{},100,{}\n", s, s % kRanks == 7 ? 1 : 3000);
+  for (int64_t s = 0; s < kRanks - 1; ++s) rows += fmt::format("0.5,{},100,1\n", 1000 + s);
+  return rows + fmt::format("1.0,2000,{},2\n", prompt_tokens);
+}
+
 // The experts of a prompt step take the group's tokens, and the ranks
-// decoding beside it send every position they verify, drafts included. On
-// 8 x H200 routing in turn, seven ranks decode 30 sessions each (the eighth's
-// sessions, and one more each on the seven, ask for one token and are done
-// at once); then a prompt comes to the eighth rank in chunks of 2048 tokens:
-// each chunk's step is timed with the group's 2048 + 7 x 30 x (1 + drafts)
-// tokens, more than its experts would take with one token per sequence.
+// decoding beside it send every position they verify, drafts included.
+// Seven ranks decode 30 sessions each, and the prompt comes to the eighth
+// rank in chunks of 2048 tokens: each chunk's step is timed with the group's
+// 2048 + 7 x 30 x (1 + drafts) tokens, more than its experts would take with
+// one token per sequence.
 TEST(Serving, RanksDecodingBesideAPromptSendTheirDraftsToTheExperts) {
   constexpr int64_t kRanks = 8;
   constexpr int64_t kPerRank = 30;
   constexpr int64_t kChunk = 2048;
   constexpr int64_t kPrompt = 4 * kChunk;
-  std::string rows;
-  for (int64_t s = 0; s < kRanks * kPerRank; ++s)
-    rows += fmt::format("0,{},100,{}\n", s, s % kRanks == 7 ? 1 : 3000);
-  for (int64_t s = 0; s < kRanks - 1; ++s) rows += fmt::format("0.5,{},100,1\n", 1000 + s);
-  rows += fmt::format("1.0,2000,{},2\n", kPrompt);
-  Fixture f = tiny_trace("v41sim_beside_drafts", rows, "workloads/deployments/h200_agg_8.yaml",
-                         testing::model_path("deepseek_v4_1_flash"));
+  Fixture f = tiny_trace("v41sim_beside_drafts", seven_ranks_decoding_then_a_prompt(kPerRank, kPrompt),
+                         "workloads/deployments/h200_agg_8.yaml", testing::model_path("deepseek_v4_1_flash"));
   ASSERT_EQ(f.deployment.prefill.gpus_per_instance, kRanks);
   f.deployment.routing = DeploymentSpec::Routing::kRoundRobin;
   f.deployment.prefill.max_tokens_per_step = kChunk;
@@ -1486,6 +1493,49 @@ TEST(Serving, AMixedStepsExpertsTakeTheGroupsTokens) {
   EXPECT_LT(one.us, 0.95 * every.us);
   EXPECT_EQ(one.drafts, every.drafts);
   EXPECT_DOUBLE_EQ(one.tokens_per_sequence, every.tokens_per_sequence);
+}
+
+// In a mixed step the ranks without a chunk of their own decode as the
+// chunk's rank runs: launched, normal-mode transfers (StepShape::
+// beside_prompts), their experts on the group's tokens. Seven ranks decode
+// 30 sessions each and a 16-token prompt comes to the eighth: the one step
+// carrying it is set by a decoding rank, so it takes that rank's step beside
+// the chunk, not its graph-replayed plain step.
+TEST(Serving, RanksWithoutAChunkDecodeInAMixedStepAsItRuns) {
+  constexpr int64_t kRanks = 8;
+  constexpr int64_t kPerRank = 30;
+  constexpr int64_t kPrompt = 16;
+  Fixture f = tiny_trace("v41sim_mixed_beside", seven_ranks_decoding_then_a_prompt(kPerRank, kPrompt),
+                         "workloads/deployments/h200_agg_8.yaml", testing::model_path("deepseek_v4_1_flash"));
+  ASSERT_EQ(f.deployment.decode.gpus_per_instance, kRanks);
+  f.deployment.routing = DeploymentSpec::Routing::kRoundRobin;
+  f.deployment.aggregated_steps = DeploymentSpec::AggregatedSteps::kMixed;
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const int64_t drafts = steps.decode_step(kPerRank, 101).drafts;
+  ASSERT_EQ(steps.decode_step(kPerRank, 3100).drafts, drafts)
+      << "the same drafts over the window's histories";
+  const int64_t group_tokens = (kRanks - 1) * kPerRank * (1 + drafts) + kPrompt;
+  const int64_t group_per_rank = (group_tokens + kRanks - 1) / kRanks;
+  const auto beside = [&](int64_t history) {
+    return steps
+        .decode_in_group(steps.decode_step(kPerRank, history), kPerRank, history, group_per_rank, true)
+        .us;
+  };
+  ASSERT_LT(steps.prefill_step(1, kPrompt, kPrompt, 0, group_per_rank).us, beside(101))
+      << "test setup: a decoding rank must set the step";
+  const ServingResult r = traced_run(f, 2);
+  const TraceSpan* carrying = nullptr;  // the first decode step after the prompt arrives
+  for (const TraceSpan& span : r.trace) {
+    if (span.kind != TraceSpan::Kind::kDecodeStep || span.start_us < 1e6) continue;
+    if (carrying == nullptr || span.start_us < carrying->start_us) carrying = &span;
+  }
+  ASSERT_NE(carrying, nullptr);
+  EXPECT_EQ(carrying->size, (kRanks - 1) * kPerRank);
+  // Whatever the decoding ranks' histories (their 100-token prompts and up to 3,000 tokens since):
+  // within the beside step's range, and under the plain step at the shortest history.
+  EXPECT_GE(carrying->duration_us, beside(101) - 1e-6);
+  EXPECT_LE(carrying->duration_us, beside(3100) + 1e-6);
+  EXPECT_LT(carrying->duration_us, steps.decode_step(kPerRank, 101).us);
 }
 
 // Runs that share one deployment's step times (capacity's rates, plan's
