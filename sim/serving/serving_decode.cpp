@@ -222,34 +222,20 @@ void ServingSimulation::next_step(std::size_t index) {
   try_start_decode(index);
 }
 
-// One rank's share of a mixed step: its decode batch (drafts as its plain
-// step would verify) and the chunks it takes from its own prompt queue.
-ServingSimulation::RankMix ServingSimulation::pack_rank_mix(PrefillInstance& prompts, std::size_t rank_index,
-                                                            std::vector<PrefillChunk>* chunks) {
-  const DecodeRank& rank = prompts.colocated->ranks[rank_index];
-  RankMix mix;
-  mix.sequences = static_cast<int64_t>(rank.active.size());
-  mix.history = rank.mean_history();
-  if (mix.sequences > 0) mix.plain = steps_->decode_step(mix.sequences, mix.history);
-  const int64_t budget = deployment_.prefill.max_tokens_per_step - mix.decode_tokens();
-  mix.packed = pack_chunks(prompts, rank_index, budget, chunks);
-  return mix;
-}
-
-// Its time: the experts take the group's tokens (StepShape::expert_token_share).
-// A rank with no chunk of its own, in a step where other ranks carry some,
-// decodes as they run: launched, normal-mode transfers (StepShape::beside_prompts).
-StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(const RankMix& mix,
+// One rank's part of a mixed step: its decode (drafts as its plain step
+// verifies them) and the chunks it packed from its own queue. The experts
+// take the group's tokens (StepShape::expert_token_share); a rank with no
+// chunk of its own, in a step where other ranks carry some, decodes as they
+// run: launched, normal-mode transfers (StepShape::beside_prompts).
+StepTimeCache::DecodeStep ServingSimulation::rank_mixed_step(const RankDecode& d, const RankChunks& p,
                                                              int64_t group_tokens_per_rank,
                                                              bool group_has_chunks) {
-  const RankChunks& p = mix.packed;
   if (p.prompts == 0) {
-    if (mix.sequences == 0) return mix.plain;
-    return steps_->decode_in_group(mix.plain, mix.sequences, mix.history, group_tokens_per_rank,
-                                   group_has_chunks);
+    if (d.sequences == 0) return d.plain;
+    return steps_->decode_in_group(d.plain, d.sequences, d.history, group_tokens_per_rank, group_has_chunks);
   }
-  if (mix.sequences > 0) {
-    return steps_->mixed_step(mix.sequences, mix.history, p.prompts, p.mean_new_tokens, p.mean_context,
+  if (d.sequences > 0) {
+    return steps_->mixed_step(d.sequences, d.history, p.prompts, p.mean_new_tokens, p.mean_context,
                               p.continuing, group_tokens_per_rank);
   }
   const StepTimeCache::StepCost cost =
@@ -277,22 +263,24 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     try_start_decode(index);
     return;
   }
+  const std::vector<RankDecode> ranks = rank_decodes(inst, {});
   std::vector<PrefillChunk> chunks;
-  std::vector<RankMix> mixes;
-  int64_t group_tokens = 0;
+  std::vector<RankChunks> packed;
+  int64_t group_tokens = decoding_positions(ranks);
   int64_t batch = 0;
-  for (std::size_t i = 0; i < inst.ranks.size(); ++i) {
-    const RankMix& mix = mixes.emplace_back(pack_rank_mix(prompts, i, &chunks));
-    group_tokens += mix.decode_tokens() + mix.packed.tokens;
-    batch += mix.sequences;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const int64_t budget = deployment_.prefill.max_tokens_per_step - ranks[i].positions();
+    group_tokens += packed.emplace_back(pack_chunks(prompts, i, budget, &chunks)).tokens;
+    batch += ranks[i].sequences;
   }
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
   std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
   StepTimeCache::DecodeStep slowest;
   slowest.us = 0;
-  for (std::size_t i = 0; i < mixes.size(); ++i) {
-    tokens_per_sequence[i] = mixes[i].sequences > 0 ? mixes[i].plain.tokens_per_sequence : 1.0;
-    const StepTimeCache::DecodeStep step = rank_mixed_step(mixes[i], group_tokens_per_rank, !chunks.empty());
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].sequences > 0) tokens_per_sequence[i] = ranks[i].plain.tokens_per_sequence;
+    const StepTimeCache::DecodeStep step =
+        rank_mixed_step(ranks[i], packed[i], group_tokens_per_rank, !chunks.empty());
     if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step
   }
   inst.engine->busy = true;

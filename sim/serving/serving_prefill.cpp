@@ -173,7 +173,7 @@ std::vector<ServingSimulation::RankDecode> ServingSimulation::rank_decodes(
 
 int64_t ServingSimulation::decoding_positions(const std::vector<RankDecode>& ranks) {
   int64_t positions = 0;
-  for (const RankDecode& d : ranks) positions += d.sequences * (1 + d.plain.drafts);
+  for (const RankDecode& d : ranks) positions += d.positions();
   return positions;
 }
 

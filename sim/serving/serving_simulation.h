@@ -201,6 +201,7 @@ class ServingSimulation {
     int64_t sequences = 0;
     int64_t history = 0;
     StepTimeCache::DecodeStep plain;
+    int64_t positions() const { return sequences * (1 + plain.drafts); }  // each verified, drafts included
   };
   // Each rank of `instance`, those marked in `prompting` (empty: none) not decoding.
   std::vector<RankDecode> rank_decodes(const DecodeInstance& instance, const std::vector<bool>& prompting);
@@ -233,19 +234,8 @@ class ServingSimulation {
                           double communication_us);
   // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
   void try_start_mixed_step(std::size_t instance);
-  // One rank's part of a mixed step: its decode batch as its plain step
-  // would run it, and the chunks it packs from its own queue; then its time,
-  // the routed experts taking the group's tokens.
-  struct RankMix {
-    int64_t sequences = 0;
-    int64_t history = 0;
-    StepTimeCache::DecodeStep plain;
-    RankChunks packed;
-    int64_t decode_tokens() const { return sequences * (1 + plain.drafts); }
-  };
-  RankMix pack_rank_mix(PrefillInstance& prompts, std::size_t rank, std::vector<PrefillChunk>* chunks);
-  StepTimeCache::DecodeStep rank_mixed_step(const RankMix& mix, int64_t group_tokens_per_rank,
-                                            bool group_has_chunks);
+  StepTimeCache::DecodeStep rank_mixed_step(const RankDecode& decode, const RankChunks& chunks,
+                                            int64_t group_tokens_per_rank, bool group_has_chunks);
   void finish(Request& r);
   // Bookkeeping.
   // A decode step's rank imbalance (ServingResult::decode_rank_imbalance), by step time.
