@@ -54,14 +54,14 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
   fit.reserve_bytes_per_gpu = fit.hbm_bytes_per_gpu * request.reserve_fraction.value();
   fit.kv_bytes_per_gpu = fit.hbm_bytes_per_gpu - fit.weight_bytes_per_gpu - fit.reserve_bytes_per_gpu;
   if (fit.kv_bytes_per_gpu <= 0) {
+    InputLocation where = request.asked_at;
+    if (where.file.empty() && where.line == 0) where.file = model.spec.file;
     throw InputError(
-        {model.spec.file, 0, "--gpus/--ep"},
-        fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of weights "
-                    "+ {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM (try more GPUs, a larger --ep, "
-                    "--dense-placement sharded or --weights-dtype mxfp4)",
-                    model.spec.name, request.gpus, gpu.name, request.ep,
-                    placement_name(request.dense_placement), fit.weight_bytes_per_gpu / kGB,
-                    fit.reserve_bytes_per_gpu / kGB, fit.hbm_bytes_per_gpu / kGB));
+        where, fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of "
+                           "weights + {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM (try {})",
+                           model.spec.name, request.gpus, gpu.name, request.ep,
+                           placement_name(request.dense_placement), fit.weight_bytes_per_gpu / kGB,
+                           fit.reserve_bytes_per_gpu / kGB, fit.hbm_bytes_per_gpu / kGB, request.remedies));
   }
   fit.session_bytes = model.kv.session_bytes(request.context_tokens);
   fit.kv_tokens_per_gpu =

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/common/input_error.h"
 #include "sim/common/sourced_value.h"
 #include "sim/hw/gpu_profile.h"
 #include "sim/model/model_analysis.h"
@@ -31,6 +32,11 @@ struct FitRequest {
   DensePlacement dense_placement = DensePlacement::kReplicated;
   SourcedValue reserve_fraction;
   int64_t redundant_experts = 0;  // extra expert replicas per EP group (EPLB)
+  // Where a request whose weights and reserve overflow HBM is reported, and
+  // what to try there: the command line's flags unless a file asked (a
+  // deployment's pool names its own field). An empty file: the model's.
+  InputLocation asked_at{"", 0, "--gpus/--ep"};
+  std::string remedies = "more GPUs, a larger --ep, --dense-placement sharded or --weights-dtype mxfp4";
 };
 
 struct FitResult {

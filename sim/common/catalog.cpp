@@ -63,7 +63,7 @@ std::vector<std::string> Catalog::gpu_files() const { return yaml_files("hw_prof
 std::vector<std::string> Catalog::deployment_files() const { return yaml_files("workloads/deployments"); }
 
 std::string Catalog::resolve(const std::string& sub, const std::string& name_or_path,
-                             const char* flag) const {
+                             const InputLocation& named_at) const {
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml")) {
     if (!fs::exists(name_or_path)) throw InputError({name_or_path, 0, ""}, "no such file");
     return name_or_path;
@@ -75,24 +75,28 @@ std::string Catalog::resolve(const std::string& sub, const std::string& name_or_
     if (lower(stem) == wanted || lower(declared_name(file)) == wanted) return file;
     known += (known.empty() ? "" : ", ") + stem;
   }
-  throw InputError({"", 0, flag}, "unknown name '" + name_or_path + "' (expected a path or one of: " + known +
-                                      " in " + (fs::path(data_dir_) / sub).string() + ")");
+  throw InputError(named_at, "unknown name '" + name_or_path + "' (expected a path or one of: " + known +
+                                 " in " + (fs::path(data_dir_) / sub).string() + ")");
 }
 
 std::string Catalog::resolve_model(const std::string& name_or_path) const {
-  return resolve("models", name_or_path, "--model");
+  return resolve("models", name_or_path, {"", 0, "--model"});
 }
 
 std::string Catalog::resolve_gpu(const std::string& name_or_path) const {
-  return resolve("hw_profiles", name_or_path, "--hw");
+  return resolve("hw_profiles", name_or_path, {"", 0, "--hw"});
+}
+
+std::string Catalog::resolve_gpu(const std::string& name_or_path, const InputLocation& named_at) const {
+  return resolve("hw_profiles", name_or_path, named_at);
 }
 
 std::string Catalog::resolve_workload(const std::string& name_or_path) const {
-  return resolve("workloads", name_or_path, "--workload");
+  return resolve("workloads", name_or_path, {"", 0, "--workload"});
 }
 
 std::string Catalog::resolve_deployment(const std::string& name_or_path) const {
-  return resolve("workloads/deployments", name_or_path, "--deployment");
+  return resolve("workloads/deployments", name_or_path, {"", 0, "--deployment"});
 }
 
 std::string path_in_data_dir(const std::string& path, const std::string& data_dir) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/common/input_error.h"
+
 namespace v41sim {
 
 class Catalog {
@@ -22,13 +24,16 @@ class Catalog {
   std::vector<std::string> deployment_files() const;
   std::string resolve_model(const std::string& name_or_path) const;
   std::string resolve_gpu(const std::string& name_or_path) const;
+  // A name a file gave (a deployment's `gpu`): an unknown one is reported there.
+  std::string resolve_gpu(const std::string& name_or_path, const InputLocation& named_at) const;
   std::string resolve_workload(const std::string& name_or_path) const;
   std::string resolve_deployment(const std::string& name_or_path) const;
   const std::string& data_dir() const { return data_dir_; }
 
  private:
   std::vector<std::string> yaml_files(const std::string& sub) const;
-  std::string resolve(const std::string& sub, const std::string& name_or_path, const char* flag) const;
+  std::string resolve(const std::string& sub, const std::string& name_or_path,
+                      const InputLocation& named_at) const;
   std::string data_dir_;
 };
 

@@ -12,8 +12,10 @@ namespace v41sim {
 
 struct DeploymentCostModels {
   DeploymentCostModels(const Catalog& catalog, const DeploymentSpec& deployment)
-      : prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu), false),
-        decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu), true) {}
+      : prefill(catalog.data_dir(), catalog.resolve_gpu(deployment.prefill.gpu, deployment.prefill.gpu_at),
+                false),
+        decode(catalog.data_dir(), catalog.resolve_gpu(deployment.decode.gpu, deployment.decode.gpu_at),
+               true) {}
   GpuCostModel prefill;
   GpuCostModel decode;
 };

@@ -119,8 +119,15 @@ DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu
                       const std::string& decode_gpu, int64_t ep, int64_t routed_experts,
                       int64_t prefill_instances, int64_t decode_instances) {
   DeploymentSpec d = base;
-  if (!prefill_gpu.empty()) d.prefill.gpu = prefill_gpu;
-  if (!decode_gpu.empty()) d.gpu = d.decode.gpu = decode_gpu;
+  // The names come from the flags, checked before any variant is laid out.
+  if (!prefill_gpu.empty()) {
+    d.prefill.gpu = prefill_gpu;
+    d.prefill.gpu_at = {"", 0, "--hw/--prefill-hw"};
+  }
+  if (!decode_gpu.empty()) {
+    d.gpu = d.decode.gpu = decode_gpu;
+    d.decode.gpu_at = {"", 0, "--hw/--decode-hw"};
+  }
   set_ep(d.decode, ep, routed_experts);
   d.decode.instances = decode_instances;
   if (d.disaggregated) {

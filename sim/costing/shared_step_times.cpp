@@ -11,7 +11,7 @@ namespace {
 // What a pool's step times depend on: its GPU's cost model (by file) and its
 // step template, doubles written exactly.
 std::string pool_key(const Catalog& catalog, const ModelAnalysis& model, const PoolSpec& pool) {
-  const std::string file = catalog.resolve_gpu(pool.gpu);
+  const std::string file = catalog.resolve_gpu(pool.gpu, pool.gpu_at);
   const StepShape t = pool_step_template(model, pool, load_gpu_profile_file(file));
   return fmt::format("{}|ep {} of {}|replicas {}|overlap {} {}|fused {}|draft {}|imbalance {:a}", file, t.ep,
                      t.ep_per_node, t.redundant_experts, t.overlap_communication,

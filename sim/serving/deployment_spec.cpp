@@ -27,7 +27,7 @@ double seconds_a_run_can_hold(const YamlNode& node) {
   return s;
 }
 
-PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deployment_gpu) {
+PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deployment_gpu) {
   if (prefill) {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_tokens_per_step",
                       "context_parallel_min_tokens", "routing_skew", "redundant_experts",
@@ -38,7 +38,9 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const std::string& deploy
                       "speculative_decoding", "gpu"});
   }
   PoolSpec p;
-  p.gpu = node.has("gpu") ? node.required("gpu").as_string() : deployment_gpu;
+  const YamlNode gpu = node.has("gpu") ? node.required("gpu") : deployment_gpu;
+  p.gpu = gpu.as_string();
+  p.gpu_at = gpu.location();
   p.instances = node.required("instances").as_positive_int();
   p.gpus_per_instance = node.required("gpus_per_instance").as_positive_int();
   // Each GPU is simulated as a rank of its own: a pool past any cluster's size
@@ -93,11 +95,12 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.file = path;
   d.name = root.required("name").as_string();
   root.required("source").as_string();
-  d.gpu = root.required("gpu").as_string();
+  const YamlNode gpu = root.required("gpu");
+  d.gpu = gpu.as_string();
   const YamlNode disaggregated = root.required("disaggregated");
   d.disaggregated = disaggregated.as_bool();
-  d.prefill = read_pool(root.required("prefill"), true, d.gpu);
-  d.decode = read_pool(root.required("decode"), false, d.gpu);
+  d.prefill = read_pool(root.required("prefill"), true, gpu);
+  d.decode = read_pool(root.required("decode"), false, gpu);
   if (!d.disaggregated) {
     // Aggregated: the prefill block describes how the same instances prefill.
     const bool same = d.prefill.instances == d.decode.instances && d.prefill.gpu == d.decode.gpu &&

@@ -19,7 +19,8 @@ namespace v41sim {
 inline constexpr int64_t kMostPoolGpus = 65536;
 
 struct PoolSpec {
-  std::string gpu;  // hw_profiles stem or name: the deployment's `gpu` unless the pool names its own
+  std::string gpu;       // hw_profiles stem or name: the deployment's `gpu` unless the pool names its own
+  InputLocation gpu_at;  // where that name was said (the pool's field, the deployment's, or a flag)
   int64_t instances = 0;
   int64_t gpus_per_instance = 0;  // data-parallel attention ranks, one EP group
   int64_t ep = 0;

@@ -48,7 +48,9 @@ double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deploy
       model.spec.weights,
       DensePlacement::kReplicated,
       SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
-      pool.redundant_experts};
+      pool.redundant_experts,
+      pool.ep_at,
+      "a larger ep (more GPUs to an instance), a GPU with more HBM or a smaller reserve_fraction"};
   return fit_memory(model, gpu, fit).kv_bytes_per_gpu;
 }
 

@@ -1099,6 +1099,21 @@ INSTANTIATE_TEST_SUITE_P(
                "DeepSeek-V4.1-Flash + 4 redundant replicas = 388 slots"},
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.redundant_experts=400 run --duration 10",
                "h200_pd_64.yaml:16: field 'decode.redundant_experts': expected 0..384 redundant replicas"},
+        // A deployment's GPU names and memory meet the catalog and the model only when a run loads
+        // them: the file's line is named, not a flag the user did not give.
+        BadRun{
+            "--set workloads/deployments/h200_agg_8.yaml:gpu=abc run --deployment h200_agg_8 --duration 10",
+            "h200_agg_8.yaml:4: field 'gpu': unknown name 'abc' (expected a path or one of: b200,"},
+        BadRun{"--set workloads/deployments/h200_prefill_h20_decode.yaml:decode.gpu=h21 run --deployment "
+               "h200_prefill_h20_decode --duration 10",
+               "h200_prefill_h20_decode.yaml:16: field 'decode.gpu': unknown name 'h21'"},
+        BadRun{
+            "--set workloads/deployments/h20_pd_16.yaml:reserve_fraction=0.5 run --deployment h20_pd_16 "
+            "--duration 10",
+            "h20_pd_16.yaml:15: field 'decode.ep': DeepSeek-V4.1-Flash does not fit on 8 x NVIDIA H20 96GB "
+            "at "
+            "EP 8 (replicated dense weights): 48.4 GB of weights + 48.0 GB reserve per GPU exceed 96.0 GB of "
+            "HBM (try a larger ep"},
         BadRun{"step --context 4096 --routing-skew -1",
                "field '--routing-skew': expected a finite Zipf exponent"},
         BadRun{"step --context 4096 --redundant-experts -8", "field '--redundant-experts': expected 0..384"},
