@@ -14,6 +14,20 @@
 namespace v41sim {
 namespace {
 
+// A tile's rows or columns: a thread block's (GEMMs' in the hundreds), or all
+// of a query's keys (attention's, up to the context). Far past any context a
+// tile is a typo, and doubling it in a fit would overflow.
+constexpr int64_t kLargestTile = int64_t{1} << 24;
+// Narrowing tries each width from the narrowest to the class's tile for every
+// shape: a few dozen (DeepGEMM's 16..128 by 8); thousands would stall a run.
+constexpr int64_t kMostNarrowedWidths = 1024;
+
+int64_t read_tile(const YamlNode& node) {
+  const int64_t tile = node.as_positive_int();
+  if (tile > kLargestTile) node.fail(fmt::format("expected a tile of 1 to {}, got {}", kLargestTile, tile));
+  return tile;
+}
+
 TileNarrowing read_narrowing(const YamlNode& node, const ClassCost& c) {
   node.expect_only({"tile_m_min", "tile_n_min", "tile_n_step"});
   TileNarrowing t{node.required("tile_m_min").as_positive_int(),
@@ -21,6 +35,13 @@ TileNarrowing read_narrowing(const YamlNode& node, const ClassCost& c) {
                   node.required("tile_n_step").as_positive_int()};
   if (t.tile_m_min > c.tile_m) node.required("tile_m_min").fail("at most the class's tile_m");
   if (t.tile_n_min > c.tile_n) node.required("tile_n_min").fail("at most the class's tile_n");
+  if ((c.tile_n - t.tile_n_min) / t.tile_n_step >= kMostNarrowedWidths) {
+    node.required("tile_n_step")
+        .fail(fmt::format(
+            "expected at most {} widths from tile_n_min ({}) to the class's tile_n ({}), got a step "
+            "of {}",
+            kMostNarrowedWidths, t.tile_n_min, c.tile_n, t.tile_n_step));
+  }
   return t;
 }
 
@@ -36,8 +57,8 @@ ClassCost read_class(const YamlNode& node) {
                     "memory_efficiency", "fixed_overhead_us", "epilogue_overlap", "widening_overlap",
                     "balance_exponent", "error_band_pct"});
   ClassCost c;
-  c.tile_m = node.required("tile_m").as_positive_int();
-  c.tile_n = node.required("tile_n").as_positive_int();
+  c.tile_m = read_tile(node.required("tile_m"));
+  c.tile_n = read_tile(node.required("tile_n"));
   c.split_min = node.required("split_min").as_positive_int();
   if (const auto narrowing = node.optional("narrowing")) c.narrowing = read_narrowing(*narrowing, c);
   if (const auto pipeline = node.optional("pipeline")) c.pipeline = read_pipeline(*pipeline);

@@ -46,7 +46,9 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
   }
   PublishedBandDerivation d;
   d.bands.measured_on = priors.efficiencies_measured_on;
-  d.bands.architecture = load_gpu_profile_file(catalog.resolve_gpu(d.bands.measured_on)).architecture;
+  d.bands.architecture =
+      load_gpu_profile_file(catalog.resolve_gpu(d.bands.measured_on, priors.efficiencies_measured_on_at))
+          .architecture;
   d.bands.min_references = kMinReferencesForBand;
   d.cross_architecture_extra_pct = priors.transfer.cross_architecture_extra_pct.value();
 
@@ -64,7 +66,8 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
     const auto kernel_class = probed_class(reference.probe_kind);
     if (!kernel_class) continue;
     auto [it, added] = architecture_of.try_emplace(reference.gpu);
-    if (added) it->second = load_gpu_profile_file(catalog.resolve_gpu(reference.gpu)).architecture;
+    if (added)
+      it->second = load_gpu_profile_file(catalog.resolve_gpu(reference.gpu, reference.gpu_at)).architecture;
     const ValidationRow row = validate_reference(reference, catalog, /*priors_only=*/true);
     if (it->second != d.bands.architecture) {
       elsewhere.push_back(row);

@@ -31,7 +31,9 @@ PublishedReference read_reference(const YamlNode& node) {
   r.source = node.required("source").as_string();
   if (const auto prior = node.optional("sets_prior")) r.sets_prior = prior->as_string();
   if (const auto lacks = node.optional("model_lacks")) r.model_lacks = lacks->as_string();
-  r.gpu = node.required("gpu").as_string();
+  const YamlNode gpu = node.required("gpu");
+  r.gpu = gpu.as_string();
+  r.gpu_at = gpu.location();
   const YamlNode probe = node.required("probe");
   r.probe_kind = probe.required("kind").as_string();
   for (const auto& [key, value] : probe.entries()) {
@@ -208,7 +210,7 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
 double predict(const PublishedReference& r, const Catalog& catalog, bool priors_only,
                std::string* kernel_model) {
   const bool in_graph = r.probe_kind == "moe_layer" || (r.probe_kind == "step" && r.probe_phase == "decode");
-  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(r.gpu), in_graph, priors_only);
+  const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(r.gpu, r.gpu_at), in_graph, priors_only);
   *kernel_model = g.cost().params().label();
   const auto& p = r.probe;
   if (r.probe_kind == "gemm") {

@@ -22,6 +22,7 @@ struct PublishedReference {
   std::string file;
   int line = 0;
   std::string gpu;
+  InputLocation gpu_at;    // its line, where an unknown name is reported
   std::string probe_kind;  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention | step
   std::map<std::string, double> probe;
   std::string probe_model;  // moe_layer, attention, step: the model file stem

@@ -161,6 +161,25 @@ TEST(BadPublishedReference, AttentionProbeFieldsAreChecked) {
   }
 }
 
+// A reference's GPU meets the catalog only when it is timed: an unknown name
+// is reported at the reference's own line, not as a --hw flag.
+TEST(BadPublishedReference, AnUnknownGpuIsNamedAtItsLine) {
+  const Catalog catalog = catalog_with(
+      "v41sim_bad_reference_gpu",
+      "  - name: attention\n    source: \"test\"\n    gpu: h801\n    probe: {kind: attention, model: "
+      "deepseek_v3, phase: decode, batch: 1, context: 8192}\n    reference: {metric: tflops, value: 1}\n"
+      "    tolerance_pct: 10\n");
+  try {
+    validate_reference(load_published_references(catalog).front(), catalog);
+    FAIL() << "an unknown GPU was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().file.find("refs.yaml"), std::string::npos) << e.where().file;
+    EXPECT_EQ(e.where().line, 4);
+    EXPECT_EQ(e.where().field, "references[0].gpu");
+    EXPECT_NE(std::string(e.what()).find("unknown name 'h801'"), std::string::npos) << e.what();
+  }
+}
+
 std::string step_reference(const std::string& gpu, const std::string& probe, const std::string& metric) {
   return "  - name: step\n    source: \"test\"\n    gpu: " + gpu +
          "\n    probe: {kind: step, model: deepseek_v3, " + probe + "}\n    reference: {metric: " + metric +

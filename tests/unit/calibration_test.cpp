@@ -549,6 +549,14 @@ TEST(Calibration, NarrowingAndPipelineAreChecked) {
   expect_refused(priors_with("v41sim_narrowing_wide", "narrowing: {tile_m_min: 64, tile_n_min: 16,",
                              "narrowing: {tile_m_min: 64, tile_n_min: 256,"),
                  "tile_n_min", "at most the class's tile_n");
+  // A typo's tile would have every shape try millions of widths (a run that never ends), or overflow.
+  expect_refused(priors_with("v41sim_narrowing_many", "    tile_n: 128\n    split_min: 512   #",
+                             "    tile_n: 100000\n    split_min: 512   #"),
+                 "tile_n_step",
+                 "expected at most 1024 widths from tile_n_min (16) to the class's tile_n (100000)");
+  expect_refused(priors_with("v41sim_tile_huge", "    tile_n: 128\n    split_min: 512   #",
+                             "    tile_n: 2147483648\n    split_min: 512   #"),
+                 "tile_n", "expected a tile of 1 to 16777216, got 2147483648");
   expect_refused(priors_with("v41sim_pipeline_zero", "pipeline: {stages: 8,", "pipeline: {stages: 0,"),
                  "stages");
   expect_refused(priors_with("v41sim_balance_below_one", "balance_exponent: {value: 3,",
