@@ -306,10 +306,12 @@ std::map<std::string, int64_t> domain_eps(const Catalog& catalog, const Flags& f
                                           const std::vector<DeploymentSpec>& bases) {
   std::map<std::string, int64_t> out;
   if (std::find(f.plan_eps.begin(), f.plan_eps.end(), "domain") == f.plan_eps.end()) return out;
-  std::vector<std::string> gpus = f.plan_decode_gpus.empty() ? f.plan_gpus : f.plan_decode_gpus;
-  for (const DeploymentSpec& base : bases) gpus.push_back(base.decode.gpu);
-  for (const std::string& gpu : gpus)
+  for (const std::string& gpu : f.plan_decode_gpus.empty() ? f.plan_gpus : f.plan_decode_gpus)
     out.emplace(gpu, load_gpu_profile_file(catalog.resolve_gpu(gpu)).nvlink_domain());
+  for (const DeploymentSpec& base : bases) {
+    const std::string& gpu = base.decode.gpu;
+    out.emplace(gpu, load_gpu_profile_file(catalog.resolve_gpu(gpu, base.decode.gpu_at)).nvlink_domain());
+  }
   return out;
 }
 

@@ -69,7 +69,9 @@ std::vector<DeploymentSpec> frontier_layouts(const Catalog& catalog, const Model
   const int64_t routed = model.moe ? model.moe->routed_experts : 0;
   PlanGrid grid{.gpus = gpus, .eps = {base.decode.ep}, .routed_experts = routed};
   for (const std::string& gpu : gpus.empty() ? std::vector<std::string>{base.decode.gpu} : gpus) {
-    const int64_t domain = load_gpu_profile_file(catalog.resolve_gpu(gpu)).nvlink_domain();
+    const std::string file =
+        gpus.empty() ? catalog.resolve_gpu(gpu, base.decode.gpu_at) : catalog.resolve_gpu(gpu);
+    const int64_t domain = load_gpu_profile_file(file).nvlink_domain();
     if (routed == 0 || domain <= base.decode.ep) continue;
     if (replicas_to_deal(routed, domain, base.decode.redundant_experts) > routed)
       continue;  // the model refuses

@@ -407,6 +407,9 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
   for (const auto* gpus : {&grid.gpus, &grid.prefill_gpus, &grid.decode_gpus}) {
     for (const std::string& gpu : *gpus) catalog.resolve_gpu(gpu);  // an unknown name is the user's error
   }
+  for (const DeploymentSpec& base : bases) {  // so is one in a file, not a variant that cannot run
+    for (const PoolSpec* pool : {&base.prefill, &base.decode}) catalog.resolve_gpu(pool->gpu, pool->gpu_at);
+  }
   ServeOptions drained = options;
   drained.drain = true;
   std::vector<PlanRow> rows;

@@ -1104,6 +1104,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{
             "--set workloads/deployments/h200_agg_8.yaml:gpu=abc run --deployment h200_agg_8 --duration 10",
             "h200_agg_8.yaml:4: field 'gpu': unknown name 'abc' (expected a path or one of: b200,"},
+        // plan refuses it too, rather than listing a variant that cannot run; context and frontier name it.
+        BadRun{"--set workloads/deployments/h20_pd_16.yaml:gpu=abc plan --deployment h20_pd_16 --duration 10",
+               "h20_pd_16.yaml:4: field 'gpu': unknown name 'abc'"},
+        BadRun{"--set workloads/deployments/h20_pd_16.yaml:gpu=abc context --deployment h20_pd_16",
+               "h20_pd_16.yaml:4: field 'gpu': unknown name 'abc'"},
+        BadRun{"--set workloads/deployments/h20_pd_16.yaml:gpu=abc frontier --deployment h20_pd_16",
+               "h20_pd_16.yaml:4: field 'gpu': unknown name 'abc'"},
         BadRun{"--set workloads/deployments/h200_prefill_h20_decode.yaml:decode.gpu=h21 run --deployment "
                "h200_prefill_h20_decode --duration 10",
                "h200_prefill_h20_decode.yaml:16: field 'decode.gpu': unknown name 'h21'"},
