@@ -10,7 +10,7 @@ DEBIAN_PACKAGES := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libcl
 NVCC := $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: all deps configure build run test bench format clean measure showcase
+.PHONY: all deps configure build run test bench format clean measure showcase fuzz
 all: build
 
 deps:
@@ -45,6 +45,11 @@ showcase: build
 bench: build
 	./$(BUILD)/benchmarks/v41sim_bench
 	./$(BUILD)/benchmarks/v41sim_serving_bench
+
+# Every value of every bundled data file replaced by nonsense, one at a time:
+# each run answers or refuses with one line naming the file (about 8 minutes).
+fuzz: build
+	python3 tests/fuzz/fuzz_data_files.py ./$(BUILD)/sim/v41sim
 
 format:
 	find sim tests benchmarks kernels \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) | xargs clang-format -i
