@@ -191,11 +191,13 @@ YAML::Node node_at(const YAML::Node& root, const std::string& field, const Input
     while (!part.empty() && part.back() == ']') {
       const std::size_t open = part.rfind('[');
       if (open == std::string::npos) throw InputError(where, "expected FIELD as a.b or a.b[0]");
-      try {
-        indices.insert(indices.begin(), std::stoul(part.substr(open + 1, part.size() - open - 2)));
-      } catch (const std::exception&) {
-        throw InputError(where, "expected a list index in [ ]");
+      // Digits only: stoul alone would take "-1" for the largest index and "1x" for 1.
+      const std::string index = part.substr(open + 1, part.size() - open - 2);
+      if (index.empty() || index.size() > 9 ||
+          !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        throw InputError(where, "expected a list index (0, 1, ...) in [ ], got '" + index + "'");
       }
+      indices.insert(indices.begin(), std::stoul(index));
       part.resize(open);
     }
     if (!part.empty()) {

@@ -1121,6 +1121,10 @@ INSTANTIATE_TEST_SUITE_P(
             "at "
             "EP 8 (replicated dense weights): 48.4 GB of weights + 48.0 GB reserve per GPU exceed 96.0 GB of "
             "HBM (try a larger ep"},
+        // A what-if's list index is digits: -1 once read as the largest index there is.
+        BadRun{"--set workloads/chat_and_agents.yaml:mix[-1].share=0.5 kv",
+               "field 'mix[-1].share': expected a list index (0, 1, ...) in [ ], got '-1'"},
+        BadRun{"--set workloads/chat_and_agents.yaml:mix[1x].share=0.5 kv", "got '1x'"},
         BadRun{"step --context 4096 --routing-skew -1",
                "field '--routing-skew': expected a finite Zipf exponent"},
         BadRun{"step --context 4096 --redundant-experts -8", "field '--redundant-experts': expected 0..384"},
