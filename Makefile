@@ -47,7 +47,7 @@ bench: build
 	./$(BUILD)/benchmarks/v41sim_serving_bench
 
 # Every value of every bundled data file replaced by nonsense, one at a time:
-# each run answers or refuses with one line naming the file (about 8 minutes).
+# each run answers or refuses with one line naming the file (about 7 minutes).
 fuzz: build
 	python3 tests/fuzz/fuzz_data_files.py ./$(BUILD)/sim/v41sim
 
