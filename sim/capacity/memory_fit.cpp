@@ -54,8 +54,8 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
   fit.reserve_bytes_per_gpu = fit.hbm_bytes_per_gpu * request.reserve_fraction.value();
   fit.kv_bytes_per_gpu = fit.hbm_bytes_per_gpu - fit.weight_bytes_per_gpu - fit.reserve_bytes_per_gpu;
   if (fit.kv_bytes_per_gpu <= 0) {
-    InputLocation where = request.asked_at;
-    if (where.file.empty() && where.line == 0) where.file = model.spec.file;
+    const InputLocation where =
+        request.asked_at.field.empty() ? InputLocation{model.spec.file, 0, "--gpus/--ep"} : request.asked_at;
     throw InputError(
         where, fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of "
                            "weights + {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM (try {})",

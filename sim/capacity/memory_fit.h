@@ -34,8 +34,9 @@ struct FitRequest {
   int64_t redundant_experts = 0;  // extra expert replicas per EP group (EPLB)
   // Where a request whose weights and reserve overflow HBM is reported, and
   // what to try there: the command line's flags unless a file asked (a
-  // deployment's pool names its own field). An empty file: the model's.
-  InputLocation asked_at{"", 0, "--gpus/--ep"};
+  // deployment's pool names its own field). No field: the model's file and
+  // the command line's --gpus/--ep.
+  InputLocation asked_at{};
   std::string remedies = "more GPUs, a larger --ep, --dense-placement sharded or --weights-dtype mxfp4";
 };
 

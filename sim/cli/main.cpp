@@ -30,8 +30,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : v41sim::kBadInputExitCode;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help: its text, exit 0
+    // CLI11's own wording ("Could not convert: --seed = abc"), on one line as ours are.
+    std::cerr << "v41sim: error: input: " << e.what() << " (--help after the command lists its options)\n";
+    return v41sim::kBadInputExitCode;
   }
   try {
     // Installed before anything loads a file or starts a thread; each said on stderr.

@@ -175,7 +175,6 @@ WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
   const InputLocation flag{"", 0, "--sessions-per-s"};
   w = at_rate(std::move(w), rate, flag);
   w.name += was;
-  w.sessions_per_s_where = flag;
   return w;
 }
 

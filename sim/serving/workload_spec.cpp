@@ -347,6 +347,7 @@ WorkloadSpec at_rate(WorkloadSpec w, double sessions_per_s, const InputLocation&
                                         "rate to set; its concurrency sets the load (--concurrency)",
                                         w.name, w.concurrency));
   }
+  w.sessions_per_s_where = where;  // a rate too high for a run is then named where it was set
   if (w.arrival != WorkloadSpec::Arrival::kTrace) {
     w.sessions_per_s = sessions_per_s;
     return w;

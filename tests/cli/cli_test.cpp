@@ -1037,6 +1037,15 @@ TEST_P(CliBadInput, ExitsTwoWithOneLine) {
   const RunResult r = run(GetParam().args);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(GetParam().message), std::string::npos) << r.output;
+  // One line of error, besides the what-if lines that say which value was replaced.
+  std::istringstream lines(r.output);
+  int errors = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("v41sim: what if: ")) continue;
+    EXPECT_TRUE(line.starts_with("v41sim: error: ")) << line;
+    ++errors;
+  }
+  EXPECT_EQ(errors, 1) << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -1093,10 +1102,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_capacity_tb=lots run --duration 30",
                "h200_pd_64.yaml:21: field 'kv_tiers.ssd_capacity_tb': expected unbounded or a sourced size "
                "in TB"},
-        // EP and redundant experts meet the model only when a run loads both: the file's line is named.
-        BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.redundant_experts=4 run --duration 10",
-               "h200_pd_64.yaml:15: field 'decode.ep': EP size 8 does not divide the 384 routed experts of "
-               "DeepSeek-V4.1-Flash + 4 redundant replicas = 388 slots"},
+        // EP and redundant experts meet the model only when a run loads both: the file's line is named,
+        // the replicas' where the experts alone deal evenly, the EP size's where they do not.
+        BadRun{
+            "--set workloads/deployments/h200_pd_64.yaml:decode.redundant_experts=4 run --duration 10",
+            "h200_pd_64.yaml:16: field 'decode.redundant_experts': EP size 8 does not divide the 384 routed "
+            "experts of DeepSeek-V4.1-Flash + 4 redundant replicas = 388 slots"},
+        BadRun{
+            "--set workloads/deployments/h200_agg_8.yaml:decode.ep=7 --set "
+            "workloads/deployments/h200_agg_8.yaml:decode.gpus_per_instance=7 --set "
+            "workloads/deployments/h200_agg_8.yaml:prefill.ep=7 --set "
+            "workloads/deployments/h200_agg_8.yaml:prefill.gpus_per_instance=7 run --deployment h200_agg_8",
+            "h200_agg_8.yaml:18: field 'decode.ep': EP size 7 does not divide the 384 routed experts"},
+        BadRun{"context --redundant-experts 1",
+               "field '--redundant-experts': EP size 8 does not divide the 384 routed experts"},
+        BadRun{"context --ep 1,2", "field '--ep': DeepSeek-V4.1-Flash does not fit on 1 x NVIDIA H200"},
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:decode.redundant_experts=400 run --duration 10",
                "h200_pd_64.yaml:16: field 'decode.redundant_experts': expected 0..384 redundant replicas"},
         // A deployment's GPU names and memory meet the catalog and the model only when a run loads
@@ -1195,6 +1215,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"kv --no-such-flag", "no-such-flag"}, BadRun{"fit --ep eight", "--ep"},
         BadRun{"step --context 4096 --phase warmup", "--phase"},
         BadRun{"step --phase decode", "--context is required"},
+        // A value CLI11 cannot read is one line too, with our prefix.
+        BadRun{"run --seed abc",
+               "v41sim: error: input: Could not convert: --seed = abc (--help after the command"},
+        BadRun{"step --context 4096 --no-such-flag", "v41sim: error: input: The following argument"},
         BadRun{"step --context 4096 --batch 0", "--batch"},
         BadRun{"step --context 4096 --mhc two-pass", "--mhc"},
         BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
@@ -1234,6 +1258,9 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--sessions-per-s': expected a finite positive arrival rate"},
         BadRun{"run --workload mooncake_sample --sessions-per-s inf",
                "field '--sessions-per-s': expected a finite positive arrival rate, got inf"},
+        // A factor that makes the rate too high for one run is named, not the file's rate it multiplied.
+        BadRun{"capacity --rate-factors 1e12 --duration 10",
+               "field '--rate-factors': 5e+11 sessions/s over 1210 s asks for up to"},
         BadRun{"capacity --rate-factors 1,inf",
                "field '--rate-factors': expected finite factors above 0, got inf"},
         BadRun{"run --workload agent_trace --sessions-per-s 0.00001",
