@@ -32,9 +32,8 @@ inline constexpr const char* kMixedStepAssumption =
     "weight read once) and attention, the indexer and top-k per group; its EP transfers use the normal "
     "kernels and it is timed as launched kernels, no CUDA-graph replay (assumed, as SGLang runs mixed "
     "batches by default; vLLM V1 replays all but attention as piecewise graphs for batches within its "
-    "capture sizes, which would make such a step shorter by the launch overhead its small kernels pay); a "
-    "rank "
-    "taking no chunk in a step where others do decodes as they run";
+    "capture sizes, which would make such a step shorter by the launch overhead its small kernels pay); "
+    "a rank taking no chunk in a step where others do decodes as they run";
 
 // How a decode step beside another rank's prompt step is modelled (StepShape::beside_prompts).
 inline constexpr const char* kBesidePromptsAssumption =
