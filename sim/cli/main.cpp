@@ -13,6 +13,30 @@
 #include "sim/common/input_error.h"
 #include "sim/common/yaml_what_if.h"
 
+namespace {
+
+// A flag's comma-separated values with an empty item ("8,,16", "h200,"):
+// CLI11 drops the empty item and would run 8,16; a slip is said instead.
+// --set is left to its own parser (its VALUE is YAML).
+void refuse_empty_list_items(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!arg.starts_with("--") || arg.starts_with("--set")) continue;
+    const std::size_t equals = arg.find('=');
+    const bool inline_value = equals != std::string::npos;
+    if (!inline_value && (i + 1 >= argc || std::string(argv[i + 1]).starts_with("--"))) continue;
+    const std::string flag = inline_value ? arg.substr(0, equals) : arg;
+    const std::string value = inline_value ? arg.substr(equals + 1) : argv[i + 1];
+    if (value.find(',') == std::string::npos) continue;
+    if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos) {
+      throw v41sim::InputError({"", 0, flag},
+                               "expected items separated by single commas, got '" + value + "'");
+    }
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   v41sim::keep_freed_memory_in_process();
   CLI::App app{"v41sim: performance simulator and cost model for DeepSeek-V4.1-Flash serving"};
@@ -28,7 +52,11 @@ int main(int argc, char** argv) {
   std::function<void()> run;
   v41sim::register_commands(app, global, run, std::cout);
   try {
+    refuse_empty_list_items(argc, argv);
     app.parse(argc, argv);
+  } catch (const v41sim::InputError& e) {
+    std::cerr << "v41sim: error: " << e.what() << "\n";
+    return v41sim::kBadInputExitCode;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help: its text, exit 0
     // CLI11's own wording ("Could not convert: --seed = abc"), on one line as ours are.

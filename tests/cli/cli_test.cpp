@@ -1291,7 +1291,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --min-within-sla 0", "--min-within-sla"}, BadRun{"plan --tpot-ms -5", "--tpot-ms"},
         BadRun{"plan --confirm-seconds -1", "--confirm-seconds"},
         BadRun{"capacity --confirm-seconds -1", "--confirm-seconds"},
-        BadRun{"plan --deployment h200_agg_8,,h200_pd_64", "field '--deployment': expected names separated"},
+        // An empty item in a list is a slip, not a shorter list (CLI11 alone would drop it and run 8,16).
+        BadRun{
+            "plan --deployment h200_agg_8,,h200_pd_64",
+            "field '--deployment': expected items separated by single commas, got 'h200_agg_8,,h200_pd_64'"},
+        BadRun{"plan --ep 8,,16", "field '--ep': expected items separated by single commas, got '8,,16'"},
+        BadRun{"capacity --rate-factors=1,2,",
+               "field '--rate-factors': expected items separated by single commas"},
+        BadRun{"plan --hw ,h200", "field '--hw': expected items separated by single commas, got ',h200'"},
         BadRun{"plan --deployment h200_agg_8,no_such_deployment", "unknown name 'no_such_deployment'"},
         BadRun{"plan --decode-instances two", "--decode-instances"},
         BadRun{"plan --deployment h200_agg_8 --aggregated-steps mixed,interleaved",
