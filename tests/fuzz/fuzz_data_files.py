@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Replaces the bundled data files' values with nonsense, one at a time, and
-runs the commands that read each file: every run must answer (exit 0) or
-refuse with one line naming the file (exit 2), never crash or hang.
+"""Replaces the bundled data files' values with nonsense, one at a time (and
+takes each line out, and repeats it), and runs the commands that read each
+file: every run must answer (exit 0) or refuse with one line naming the file
+(exit 2), never crash or hang.
 
-Not part of `make test` (it runs the binary some 23,000 times: about 7 minutes
+Not part of `make test` (it runs the binary some 29,000 times: about 8 minutes
 on 2 cores); `make fuzz` runs it. Deterministic: the same seed draws the same
 edits. Usage: fuzz_data_files.py BINARY [--values-per-field N] [--seed S]
 """
@@ -48,9 +49,15 @@ def commands(rel):
     return []
 
 
+# Whole lines taken out or said twice: a missing field, a key given twice.
+LINE_EDITS = [DELETE, DUPLICATE] = ["<line deleted>", "<line repeated>"]
+
+
 def yaml_edits(rel, rng, per_field):
     lines = open(os.path.join(SOURCE, rel)).read().split("\n")
     for i, line in enumerate(lines):
+        for edit in LINE_EDITS:
+            yield rel, i, edit
         if SOURCED.search(line) or SCALAR.match(line):
             for value in rng.sample(NONSENSE, per_field):
                 yield rel, i, value
@@ -59,7 +66,11 @@ def yaml_edits(rel, rng, per_field):
 def apply_edit(text, line_index, value, rel):
     lines = text.split("\n")
     line = lines[line_index]
-    if rel.endswith(".csv"):
+    if value == DELETE:
+        del lines[line_index]
+    elif value == DUPLICATE:
+        lines.insert(line_index, line)
+    elif rel.endswith(".csv"):
         column, value = value
         cells = line.split(",")
         cells[column] = value
