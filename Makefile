@@ -46,9 +46,9 @@ bench: build
 	./$(BUILD)/benchmarks/v41sim_bench
 	./$(BUILD)/benchmarks/v41sim_serving_bench
 
-# Every value of every bundled data file replaced by nonsense, one at a time:
-# and each line taken out or repeated: each run answers or refuses with one line
-# naming the file (about 8 minutes).
+# Every value of every bundled data file replaced by nonsense, one at a time,
+# and each line taken out or repeated: each run answers or refuses with one
+# line naming the file (about 8 minutes).
 fuzz: build
 	python3 tests/fuzz/fuzz_data_files.py ./$(BUILD)/sim/v41sim
 
