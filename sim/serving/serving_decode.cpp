@@ -140,47 +140,55 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   // Each rank verifies the number of draft tokens best for its own batch,
   // and its experts take the group's tokens (every rank's verified positions).
   const std::vector<RankDecode> ranks = rank_decodes(inst, {});
-  const int64_t group_tokens_per_rank = per_rank(decoding_positions(ranks), inst.ranks.size());
-  double step_us = 0;
-  double step_communication_us = 0;
-  ErrorBand step_band;
-  int64_t step_micro_batches = 1;
+  GroupDecode group = decode_in_group(ranks, per_rank(decoding_positions(ranks), inst.ranks.size()), false);
+  const StepTimeCache::StepCost& step = group.slowest;
+  if (step.us == 0) return;
   int64_t batch = 0;
-  std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    batch += ranks[i].sequences;
+    // As this step has credited it: a sequence that joins a rank idle at the
+    // step's start is credited one token when the step ends (a known
+    // inaccuracy: it was not in the step; see emit_decode_tokens).
+    if (ranks[i].sequences == 0) group.tokens_per_sequence[i] = 1.0;
+  }
+  inst.engine->busy = true;
+  if (measuring()) {
+    ++result_.decode_steps;
+    if (step.micro_batches > 1) ++result_.decode_steps_split;
+    decode_band_.add(step.band, step.us);
+    add_decode_imbalance(inst, step.us);
+  }
+  trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
+             sim_.now() + SimTime::from_us(step.us), batch);
+  sim_.schedule_after(SimTime::from_us(step.us),
+                      [this, index, tokens_per_sequence = std::move(group.tokens_per_sequence),
+                       communication_us = step.communication_us] {
+                        decode_[index]->engine->busy = false;
+                        emit_decode_tokens(index, tokens_per_sequence, communication_us);
+                        try_admit(index);
+                        if (deployment_.disaggregated) {
+                          try_start_decode(index);
+                        } else {
+                          next_step(index);
+                        }
+                      });
+}
+
+ServingSimulation::GroupDecode ServingSimulation::decode_in_group(const std::vector<RankDecode>& ranks,
+                                                                  int64_t group_tokens_per_rank,
+                                                                  bool beside_prompts) {
+  GroupDecode group;
+  group.tokens_per_sequence.assign(ranks.size(), 0.0);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const RankDecode& d = ranks[i];
     if (d.sequences == 0) continue;
     const StepTimeCache::DecodeStep step =
-        steps_->decode_in_group(d.plain, d.sequences, d.history, group_tokens_per_rank);
-    if (step.us > step_us) {  // the slowest rank sets the step
-      step_us = step.us;
-      step_communication_us = step.communication_us;
-      step_band = step.band;
-      step_micro_batches = step.micro_batches;
-    }
-    tokens_per_sequence[i] = step.tokens_per_sequence;
-    batch += d.sequences;
+        steps_->decode_in_group(d.plain, d.sequences, d.history, group_tokens_per_rank, beside_prompts);
+    group.tokens_per_sequence[i] = step.tokens_per_sequence;
+    if (step.us > group.slowest.us)  // the slowest rank sets the step
+      group.slowest = {step.us, step.communication_us, step.band, step.micro_batches};
   }
-  if (step_us == 0) return;
-  inst.engine->busy = true;
-  if (measuring()) {
-    ++result_.decode_steps;
-    if (step_micro_batches > 1) ++result_.decode_steps_split;
-    decode_band_.add(step_band, step_us);
-    add_decode_imbalance(inst, step_us);
-  }
-  trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
-             sim_.now() + SimTime::from_us(step_us), batch);
-  sim_.schedule_after(SimTime::from_us(step_us), [this, index, tokens_per_sequence, step_communication_us] {
-    decode_[index]->engine->busy = false;
-    emit_decode_tokens(index, tokens_per_sequence, step_communication_us);
-    try_admit(index);
-    if (deployment_.disaggregated) {
-      try_start_decode(index);
-    } else {
-      next_step(index);
-    }
-  });
+  return group;
 }
 
 void ServingSimulation::emit_decode_tokens(std::size_t index, const std::vector<double>& tokens_per_sequence,

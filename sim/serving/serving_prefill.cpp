@@ -122,8 +122,8 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   int64_t group_tokens = decode_tokens;
   for (const RankChunks& p : packed) group_tokens += p.tokens;
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
-  const DecodeBeside decode =
-      inst.colocated != nullptr ? decode_beside_prompts(beside, group_tokens_per_rank) : DecodeBeside{};
+  const GroupDecode decode =
+      inst.colocated != nullptr ? decode_in_group(beside, group_tokens_per_rank, true) : GroupDecode{};
   StepTimeCache::StepCost slowest;
   for (const RankChunks& p : packed) {
     if (p.prompts == 0) continue;
@@ -175,22 +175,6 @@ int64_t ServingSimulation::decoding_positions(const std::vector<RankDecode>& ran
   int64_t positions = 0;
   for (const RankDecode& d : ranks) positions += d.positions();
   return positions;
-}
-
-ServingSimulation::DecodeBeside ServingSimulation::decode_beside_prompts(const std::vector<RankDecode>& ranks,
-                                                                         int64_t group_tokens_per_rank) {
-  DecodeBeside beside;
-  beside.tokens_per_sequence.assign(ranks.size(), 0.0);
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const RankDecode& d = ranks[i];
-    if (d.sequences == 0) continue;
-    const StepTimeCache::DecodeStep step =
-        steps_->decode_in_group(d.plain, d.sequences, d.history, group_tokens_per_rank, true);
-    beside.tokens_per_sequence[i] = step.tokens_per_sequence;
-    if (step.us > beside.slowest.us)
-      beside.slowest = {step.us, step.communication_us, step.band, step.micro_batches};
-  }
-  return beside;
 }
 
 bool ServingSimulation::hold_kv(PrefillInstance& inst, Request& r) {

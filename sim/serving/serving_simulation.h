@@ -180,20 +180,6 @@ class ServingSimulation {
                                double communication_us);
   // One prompt sliced over every rank of the instance (context parallelism).
   void start_context_parallel_step(std::size_t instance, Request& r);
-  // Aggregated, prompts first: the ranks of the colocated decode instance
-  // with no prompt chunk in this step run their decode batch inside it, as
-  // data-parallel attention lets them (SGLang: the ranks step together
-  // through the experts, each with its own batch); a rank with a chunk has its
-  // decode wait. Each rank's share is timed as the engine runs it beside a
-  // prompt (StepTimeCache::decode_in_group beside prompts: launched,
-  // normal-mode transfers, its experts on the group's
-  // `group_tokens_per_rank`). Returns each rank's tokens per sequence (0: no
-  // decode) and the slowest decoding rank's step (the run counts the steps
-  // it set, ServingResult::prefill_steps_set_by_decode).
-  struct DecodeBeside {
-    std::vector<double> tokens_per_sequence;  // each rank's (0: no decode)
-    StepTimeCache::StepCost slowest;          // the slowest decoding rank's step (0 us: none)
-  };
   // A rank's decode in a step: its sequences, their mean history and its
   // plain step (the drafts its own batch verifies); no sequences where it
   // does not decode. Looked up once a step, then timed in its group.
@@ -208,7 +194,23 @@ class ServingSimulation {
   // Every position the decoding ranks verify (their sequences, each with its
   // drafts): with the prompt tokens, the group's tokens the experts take.
   static int64_t decoding_positions(const std::vector<RankDecode>& ranks);
-  DecodeBeside decode_beside_prompts(const std::vector<RankDecode>& ranks, int64_t group_tokens_per_rank);
+  // The decoding ranks' steps in their group (StepTimeCache::decode_in_group:
+  // their experts on the group's `group_tokens_per_rank`). A plain decode
+  // step; or, aggregated with prompts first, the ranks of the colocated decode
+  // instance with no prompt chunk in a prompt step, which run their decode
+  // batch inside it as data-parallel attention lets them (SGLang: the ranks
+  // step together through the experts, each with its own batch; a rank with a
+  // chunk has its decode wait): `beside_prompts`, timed as the engine runs
+  // them there (launched, normal-mode transfers). Each rank's tokens per
+  // sequence (0: no decode) and the slowest rank's step (0 us: none), which
+  // sets a decode step and may set a prompt step (the run counts those,
+  // ServingResult::prefill_steps_set_by_decode).
+  struct GroupDecode {
+    std::vector<double> tokens_per_sequence;
+    StepTimeCache::StepCost slowest;
+  };
+  GroupDecode decode_in_group(const std::vector<RankDecode>& ranks, int64_t group_tokens_per_rank,
+                              bool beside_prompts);
   // Runs the step, then credits the decode beside it (`decode_tokens` per
   // rank, empty for none) and each chunk, and hands finished prompts on.
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks,
@@ -230,6 +232,9 @@ class ServingSimulation {
   void admit(std::size_t instance, std::size_t rank, Request& r);
   void try_start_decode(std::size_t instance);
   // Credits each active sequence with the tokens its rank's step emitted.
+  // Known inaccuracy: a sequence that joined its rank while the step ran is
+  // credited too (its rank's figure, or one token where the rank was idle),
+  // though it was not in the step.
   void emit_decode_tokens(std::size_t instance, const std::vector<double>& tokens_per_sequence,
                           double communication_us);
   // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
