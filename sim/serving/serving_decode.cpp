@@ -2,6 +2,7 @@
 // continuous-batching steps (with speculative decoding), and finishing turns.
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "sim/serving/serving_entities.h"
 
@@ -144,13 +145,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   const StepTimeCache::StepCost& step = group.slowest;
   if (step.us == 0) return;
   int64_t batch = 0;
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    batch += ranks[i].sequences;
-    // As this step has credited it: a sequence that joins a rank idle at the
-    // step's start is credited one token when the step ends (a known
-    // inaccuracy: it was not in the step; see emit_decode_tokens).
-    if (ranks[i].sequences == 0) group.tokens_per_sequence[i] = 1.0;
-  }
+  for (const RankDecode& d : ranks) batch += d.sequences;
   inst.engine->busy = true;
   if (measuring()) {
     ++result_.decode_steps;
@@ -161,10 +156,10 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step.us), batch);
   sim_.schedule_after(SimTime::from_us(step.us),
-                      [this, index, tokens_per_sequence = std::move(group.tokens_per_sequence),
+                      [this, index, credit = credit_at_step_start(inst, std::move(group.tokens_per_sequence)),
                        communication_us = step.communication_us] {
                         decode_[index]->engine->busy = false;
-                        emit_decode_tokens(index, tokens_per_sequence, communication_us);
+                        emit_decode_tokens(index, credit, communication_us);
                         try_admit(index);
                         if (deployment_.disaggregated) {
                           try_start_decode(index);
@@ -191,16 +186,25 @@ ServingSimulation::GroupDecode ServingSimulation::decode_in_group(const std::vec
   return group;
 }
 
-void ServingSimulation::emit_decode_tokens(std::size_t index, const std::vector<double>& tokens_per_sequence,
+ServingSimulation::DecodeCredit ServingSimulation::credit_at_step_start(
+    const DecodeInstance& inst, std::vector<double> tokens_per_sequence) {
+  DecodeCredit credit{std::move(tokens_per_sequence), {}};
+  for (const DecodeRank& rank : inst.ranks) credit.sequences.push_back(rank.active.size());
+  return credit;
+}
+
+void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit& credit,
                                            double communication_us) {
   DecodeInstance& d = *decode_[index];
   for (std::size_t i = 0; i < d.ranks.size(); ++i) {
     DecodeRank& rank = d.ranks[i];
+    // Sequences join at the back (DecodeRank::start_decoding), and stay in order.
+    const auto joined = rank.active.begin() + static_cast<std::ptrdiff_t>(credit.sequences[i]);
     std::vector<Request*> still;
-    for (Request* r : rank.active) {
+    for (Request* r : std::span(rank.active.begin(), joined)) {
       r->communication_us += communication_us;
       // Expected tokens accumulate; whole ones are emitted (deterministic).
-      r->token_credit += tokens_per_sequence[i];
+      r->token_credit += credit.tokens_per_sequence[i];
       const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);
       r->token_credit -= static_cast<double>(emitted);
       r->generated += emitted;
@@ -214,6 +218,7 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const std::vector<
       rank.kv_used -= r->kv_reserved_bytes;
       finish(*r);
     }
+    still.insert(still.end(), joined, rank.active.end());
     rank.active = std::move(still);
   }
 }
@@ -282,7 +287,7 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     batch += ranks[i].sequences;
   }
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
-  std::vector<double> tokens_per_sequence(inst.ranks.size(), 1.0);
+  std::vector<double> tokens_per_sequence(inst.ranks.size(), 0.0);
   StepTimeCache::DecodeStep slowest;
   slowest.us = 0;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -302,10 +307,10 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(slowest.us), batch);
   sim_.schedule_after(SimTime::from_us(slowest.us),
-                      [this, index, tokens_per_sequence, chunks = std::move(chunks),
-                       communication_us = slowest.communication_us] {
+                      [this, index, credit = credit_at_step_start(inst, std::move(tokens_per_sequence)),
+                       chunks = std::move(chunks), communication_us = slowest.communication_us] {
                         // Both halves are credited before the engine takes its next step.
-                        emit_decode_tokens(index, tokens_per_sequence, communication_us);
+                        emit_decode_tokens(index, credit, communication_us);
                         complete_prefill_chunks(index, chunks, communication_us);
                         decode_[index]->engine->busy = false;
                         next_step(index);

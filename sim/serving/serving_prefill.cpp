@@ -136,7 +136,10 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     if (decode.slowest.us > slowest.us) ++result_.prefill_steps_set_by_decode;
   }
   if (decode.slowest.us > slowest.us) slowest = decode.slowest;
-  run_prefill_step(index, std::move(chunks), slowest, decode.tokens_per_sequence);
+  run_prefill_step(index, std::move(chunks), slowest,
+                   inst.colocated != nullptr
+                       ? credit_at_step_start(*inst.colocated, std::move(decode.tokens_per_sequence))
+                       : DecodeCredit{});
 }
 
 int64_t ServingSimulation::per_rank(int64_t group_tokens, std::size_t ranks) {
@@ -318,8 +321,7 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
 }
 
 void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillChunk> chunks,
-                                         const StepTimeCache::StepCost& step,
-                                         std::vector<double> decode_tokens) {
+                                         const StepTimeCache::StepCost& step, DecodeCredit decode_credit) {
   PrefillInstance& inst = *prefill_[index];
   inst.engine->busy = true;
   inst.held_steps = 0;
@@ -331,13 +333,13 @@ void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillC
   trace_span(TraceSpan::Kind::kPrefillStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step.us), static_cast<int64_t>(chunks.size()));
   sim_.schedule_after(SimTime::from_us(step.us),
-                      [this, index, chunks = std::move(chunks), decode_tokens = std::move(decode_tokens),
+                      [this, index, chunks = std::move(chunks), decode_credit = std::move(decode_credit),
                        communication_us = step.communication_us] {
                         prefill_[index]->engine->busy = false;
                         // The ranks that decoded beside the prompts are credited first, as a mixed step's
                         // are.
-                        if (!decode_tokens.empty())
-                          emit_decode_tokens(index, decode_tokens, communication_us);
+                        if (!decode_credit.sequences.empty())
+                          emit_decode_tokens(index, decode_credit, communication_us);
                         complete_prefill_chunks(index, chunks, communication_us);
                         if (deployment_.disaggregated) {
                           try_start_prefill(index);

@@ -211,10 +211,21 @@ class ServingSimulation {
   };
   GroupDecode decode_in_group(const std::vector<RankDecode>& ranks, int64_t group_tokens_per_rank,
                               bool beside_prompts);
-  // Runs the step, then credits the decode beside it (`decode_tokens` per
-  // rank, empty for none) and each chunk, and hands finished prompts on.
+  // What a step emits on each rank of a decode instance: the rank's first
+  // `sequences` (those active when the step began) are each credited
+  // `tokens_per_sequence` and the step's communication. A sequence that joined
+  // the rank while the step ran (its KV arrived) was not in it, and waits for
+  // the next.
+  struct DecodeCredit {
+    std::vector<double> tokens_per_sequence;
+    std::vector<std::size_t> sequences;
+  };
+  static DecodeCredit credit_at_step_start(const DecodeInstance& instance,
+                                           std::vector<double> tokens_per_sequence);
+  // Runs the step, then credits the decode beside it (`decode_credit`, empty
+  // for none) and each chunk, and hands finished prompts on.
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks,
-                        const StepTimeCache::StepCost& step, std::vector<double> decode_tokens);
+                        const StepTimeCache::StepCost& step, DecodeCredit decode_credit);
   // Decode.
   // Disaggregated: a prompt done with prefill waits for room on the decode
   // instance its routing picks, then takes the rank its routing picks of
@@ -231,12 +242,8 @@ class ServingSimulation {
   // A decode rank takes the request's KV room and batch slot; its KV is shipped.
   void admit(std::size_t instance, std::size_t rank, Request& r);
   void try_start_decode(std::size_t instance);
-  // Credits each active sequence with the tokens its rank's step emitted.
-  // Known inaccuracy: a sequence that joined its rank while the step ran is
-  // credited too (its rank's figure, or one token where the rank was idle),
-  // though it was not in the step.
-  void emit_decode_tokens(std::size_t instance, const std::vector<double>& tokens_per_sequence,
-                          double communication_us);
+  // Credits the sequences a step ran (DecodeCredit); finished ones leave.
+  void emit_decode_tokens(std::size_t instance, const DecodeCredit& credit, double communication_us);
   // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
   void try_start_mixed_step(std::size_t instance);
   StepTimeCache::DecodeStep rank_mixed_step(const RankDecode& decode, const RankChunks& chunks,

@@ -1789,6 +1789,39 @@ TEST(Serving, DecodeTakesTheSlotBeforeTheKvIsShipped) {
   EXPECT_GT(r.decode_wait_ms.p99, 0.0);  // requests did wait for the slot
 }
 
+// A sequence whose KV reaches its decode GPU while a step runs was not in that
+// step: it joins the next. Without drafts each step gives each of its
+// sequences one token, so a request's decode (from its KV's arrival to its
+// last token) holds exactly one whole step per token after the first. (Before,
+// the step under way when it arrived credited it too.)
+TEST(Serving, ASequenceArrivingDuringADecodeStepJoinsTheNext) {
+  Fixture f(data("tests/data/tiny_gqa.yaml"), data("tests/data/one_gpu.yaml"), data("workloads/chat.yaml"));
+  f.workload.sessions_per_s = 2;
+  ASSERT_FALSE(f.deployment.decode.speculative_decoding);
+  const ServingResult r = traced_run(f, 30);
+  std::vector<std::pair<double, double>> steps;
+  std::vector<const TraceSpan*> decodes;
+  for (const TraceSpan& s : r.trace) {
+    if (s.kind == TraceSpan::Kind::kDecodeStep) steps.emplace_back(s.start_us, s.start_us + s.duration_us);
+    // Those over by the trace's end, whose every step is traced.
+    if (s.kind == TraceSpan::Kind::kRequestDecode && s.start_us + s.duration_us < 30e6) decodes.push_back(&s);
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_GT(decodes.size(), 20u);
+  int64_t joined_mid_step = 0;
+  for (const TraceSpan* d : decodes) {
+    const double from = d->start_us, to = d->start_us + d->duration_us;
+    const auto whole = std::count_if(steps.begin(), steps.end(), [&](const auto& step) {
+      return step.first >= from - 1e-6 && step.second <= to + 1e-6;
+    });
+    EXPECT_EQ(whole, d->size - 1) << "request " << d->instance;
+    joined_mid_step += std::any_of(steps.begin(), steps.end(), [&](const auto& step) {
+      return step.first < from - 1e-6 && step.second > from + 1e-6;
+    });
+  }
+  EXPECT_GT(joined_mid_step, 10);  // the case this is about
+}
+
 // Disaggregated: a prompt's KV goes from the prefill GPU that holds it to the
 // decode GPU, NIC to NIC, at one NIC's achievable rate; two prompts done
 // together on two prefill ranks queue for the one decode GPU's NIC. (Before,
