@@ -30,6 +30,7 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
   std::string line;
   bool header = false;
   for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a CSV written with CRLF line ends
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> cells;
     std::stringstream fields(line);
