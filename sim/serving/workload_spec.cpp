@@ -31,6 +31,7 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
   bool header = false;
   for (int number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // a CSV written with CRLF line ends
+    if (number == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // and a UTF-8 byte order mark
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> cells;
     std::stringstream fields(line);

@@ -1442,15 +1442,16 @@ TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
   }
 }
 
-// Spreadsheets and Windows tools end CSV lines with CRLF: such a trace reads
-// as the same rows (before, its header was refused as not the header).
-TEST(WorkloadFile, ATraceWithCrlfLineEndsReadsTheSameRows) {
+// Spreadsheets and Windows tools end CSV lines with CRLF, and may open the
+// file with a UTF-8 byte order mark: such a trace reads as the same rows
+// (before, its header was refused as not the header).
+TEST(WorkloadFile, ATraceWithCrlfLineEndsOrAByteOrderMarkReadsTheSameRows) {
   const auto dir = std::filesystem::temp_directory_path() / "v41sim_crlf_trace";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
-  const auto rows = [&](const std::string& end) {
-    std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens" << end << "1.0,0,100,10"
-                                 << end << "2.5,1,200,20" << end;
+  const auto rows = [&](const std::string& end, const std::string& start = "") {
+    std::ofstream(dir / "t.csv") << start << "time_s,session,input_tokens,output_tokens" << end
+                                 << "1.0,0,100,10" << end << "2.5,1,200,20" << end;
     std::vector<std::string> out;
     for (const WorkloadSpec::TraceRow& r : load_workload_file((dir / "w.yaml").string()).trace)
       out.push_back(fmt::format("{} {} {} {}", r.time_s, r.session, r.input_tokens, r.output_tokens));
@@ -1459,6 +1460,7 @@ TEST(WorkloadFile, ATraceWithCrlfLineEndsReadsTheSameRows) {
   const std::vector<std::string> lf = rows("\n");
   ASSERT_EQ(lf.size(), 2u);
   EXPECT_EQ(rows("\r\n"), lf);
+  EXPECT_EQ(rows("\r\n", "\xEF\xBB\xBF"), lf);
 }
 
 TEST(Serving, AggregatedInstancesShareTheirGpusBetweenPrefillAndDecode) {
