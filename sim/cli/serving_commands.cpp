@@ -285,9 +285,10 @@ void require_eps_deal(const Flags& f, const std::vector<int64_t>& eps, const Mod
     throw InputError(
         {"", 0, "--ep"},
         fmt::format("EP size {} does not divide the {} routed experts of {}, nor with {} redundant "
-                    "replicas ({}) added: {} replicas would make {} (--redundant-experts {})",
+                    "replicas ({}) added: {} {} would make {} slots (--redundant-experts {})",
                     ep, routed, model.name, f.plan_redundant_experts.empty() ? "the bases'" : "the",
-                    fmt::join(replicas, ", "), needed, routed + needed, needed));
+                    fmt::join(replicas, ", "), needed, needed == 1 ? "replica" : "replicas", routed + needed,
+                    needed));
   }
 }
 

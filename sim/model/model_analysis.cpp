@@ -41,8 +41,9 @@ void require_ep_divides_expert_slots(const ModelSpec& spec, int64_t ep, int64_t 
   // Named where the fault lies: the replicas where the experts alone deal evenly, else the EP size.
   const InputLocation& at = redundant > 0 && experts % ep == 0 ? redundant_at : ep_at;
   throw InputError(at, fmt::format("EP size {} does not divide the {} routed experts of {}{} (each rank "
-                                   "holds as many); {} redundant replicas would make {}",
-                                   ep, experts, spec.name, replicas, redundant + more, slots + more));
+                                   "holds as many); {} redundant {} would make {} slots",
+                                   ep, experts, spec.name, replicas, redundant + more,
+                                   redundant + more == 1 ? "replica" : "replicas", slots + more));
 }
 
 }  // namespace v41sim

@@ -250,7 +250,7 @@ TEST(BadPublishedReference, StepProbeFieldsAreChecked) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().field, "probe.ep");
     EXPECT_GT(e.where().line, 0);
-    EXPECT_NE(std::string(e.what()).find("32 redundant replicas would make 288"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("32 redundant replicas would make 288 slots"), std::string::npos)
         << e.what();
   }
 }

@@ -183,7 +183,8 @@ TEST(Cli, RedundantExpertsMakeEpSizesThatDoNotDivideTheExperts) {
       << text.output;
   const RunResult alone = run(decode);
   EXPECT_EQ(alone.exit_code, 2);
-  EXPECT_NE(alone.output.find("32 redundant replicas would make 288"), std::string::npos) << alone.output;
+  EXPECT_NE(alone.output.find("32 redundant replicas would make 288 slots"), std::string::npos)
+      << alone.output;
   EXPECT_EQ(run("fit --model deepseek_v3 --hw h800 --gpus 144 --ep 144 --context 4096").exit_code, 2);
   const auto with =
       run_json("fit --model deepseek_v3 --hw h800 --gpus 144 --ep 144 --context 4096 --redundant-experts 32");
@@ -1150,11 +1151,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 4096 --redundant-experts -8", "field '--redundant-experts': expected 0..384"},
         BadRun{"plan --ep 72 --duration 10",
                "field '--ep': EP size 72 does not divide the 384 routed experts of DeepSeek-V4.1-Flash, nor "
-               "with the bases' redundant replicas (32) added: 48 replicas would make 432 "
+               "with the bases' redundant replicas (32) added: 48 replicas would make 432 slots "
                "(--redundant-experts 48)"},
+        BadRun{"plan --ep 7 --duration 10", "added: 1 replica would make 385 slots (--redundant-experts 1)"},
         BadRun{"plan --ep 8,72 --redundant-experts 40,32 --duration 10",
                "field '--ep': EP size 72 does not divide the 384 routed experts of DeepSeek-V4.1-Flash, nor "
-               "with the redundant replicas (32, 40) added: 48 replicas would make 432"},
+               "with the redundant replicas (32, 40) added: 48 replicas would make 432 slots"},
         BadRun{"plan --redundant-experts 0,-32 --duration 10",
                "field '--redundant-experts': expected 0 or more replicas, got -32"},
         BadRun{"plan --redundant-experts 99999999999 --duration 10",
