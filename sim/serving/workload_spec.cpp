@@ -58,7 +58,9 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
       try {
         std::size_t used = 0;
         const double value = std::stod(cell, &used);
-        if (used != cell.size() || !(value >= min && value <= max) || (whole && value != std::floor(value)))
+        // (Every column is 0 or more: a signed zero, "-0", is a typo, not a value.)
+        if (used != cell.size() || !(value >= min && value <= max) || std::signbit(value) ||
+            (whole && value != std::floor(value)))
           throw std::invalid_argument("");
         return value;
       } catch (const std::exception&) {

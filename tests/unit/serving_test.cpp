@@ -1428,6 +1428,16 @@ TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
     EXPECT_EQ(e.where().line, 2);
     EXPECT_EQ(e.where().field, "input_tokens");
   }
+  // A signed zero is no session id (it read as session 0).
+  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,-0.0,100,10\n";
+  try {
+    load_workload_file((dir / "w.yaml").string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_EQ(e.where().field, "session");
+    EXPECT_NE(std::string(e.what()).find("got '-0.0'"), std::string::npos) << e.what();
+  }
   // Counts are whole and bounded (a count past int64 once wrapped simulated time into the past).
   for (const char* tokens : {"99999999999999999999", "2.5", "inf"}) {
     std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,0," << tokens << ",10\n";
