@@ -128,6 +128,10 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
     runs[i].cost = serving_cost(runs[i].result, deployment, prefill.gpu(), decode.gpu());
   });
   ServedRun run = std::move(runs.front());
+  // The seeds share one cache and race to cost a shape first: what each saw
+  // costed when it ended depends on which won; the shapes they costed together
+  // do not (where the cache is shared with other variants too, it counts theirs).
+  run.result.step_shapes_costed = steps->size();
   run.prefill_kernel_model = prefill.cost().params().label();
   run.decode_kernel_model = decode.cost().params().label();
   for (std::size_t i = 0; i < n; ++i) {

@@ -254,11 +254,11 @@ nlohmann::json steady_state_json(const ServingResult& x) {
           {"steady", s.steady()}};
 }
 
-std::vector<Table> run_tables(const RunReport& r) {
+namespace {
+
+// What the run served: requests, tokens and the KV tiers' lookups.
+void add_traffic_rows(Table& head, const RunReport& r) {
   const ServingResult& x = r.run.result;
-  Table head(fmt::format("{} on {} ({} GPUs), workload {}, {}, seed {}", r.model, r.deployment.name, x.gpus,
-                         r.workload.name, arrivals_phrase(x.duration_s, x.warm_up_s), r.seed),
-             {"quantity", "value"});
   head.add_row({"requests arrived / finished / in flight / rejected",
                 fmt::format("{} / {} / {} / {}", x.arrived, x.finished, x.in_flight, x.rejected)});
   for (const auto& [reason, count] : x.rejected_by_reason)
@@ -282,6 +282,11 @@ std::vector<Table> run_tables(const RunReport& r) {
                 fmt::format("{} / {}; {} / {} / {}", x.kv_tiers.global_hits, x.kv_tiers.global_misses,
                             x.kv_tiers.swa_hits, x.kv_tiers.swa_misses, x.kv_tiers.swa_evictions)});
   head.add_row({"decode KV per GPU", format_bytes(x.decode_kv_bytes_per_gpu)});
+}
+
+// What it cost: the SSD tier, the whole deployment per hour and its power.
+void add_cost_rows(Table& head, const RunReport& r) {
+  const ServingResult& x = r.run.result;
   const SsdTierCost& tier = r.run.cost.ssd_tier;
   if (x.sessions_resumed > 0) {
     head.add_row({"sessions resumed after a gap / their earlier context found in the SSD tier",
@@ -313,6 +318,11 @@ std::vector<Table> run_tables(const RunReport& r) {
                 power.known
                     ? fmt::format("{:.1f} kW; {:.3f} kWh", power.rated_kw, power.kwh_per_million_output)
                     : power.provenance});
+}
+
+// How the engines stepped: the steps of each kind the deployment runs.
+void add_step_rows(Table& head, const RunReport& r) {
+  const ServingResult& x = r.run.result;
   head.add_row({"prefill / decode steps", fmt::format("{} / {}", x.prefill_steps, x.decode_steps)});
   head.add_row({"  of them run as two overlapped micro-batches",
                 fmt::format("{} / {}", x.prefill_steps_split, x.decode_steps_split)});
@@ -338,7 +348,14 @@ std::vector<Table> run_tables(const RunReport& r) {
   }
   head.add_row({"kernel-model band of prefill / decode steps",
                 x.prefill_band.describe() + " / " + x.decode_band.describe()});
-  head.add_row({"events; step shapes costed", fmt::format("{}; {}", x.events, x.step_shapes_costed)});
+  head.add_row({r.run.seeds.size() >= 2 ? "events of the first seed; step shapes costed by all seeds"
+                                        : "events; step shapes costed",
+                fmt::format("{}; {}", x.events, x.step_shapes_costed)});
+}
+
+// Where the figures come from, and what the run assumed.
+void add_run_notes(Table& head, const RunReport& r) {
+  const ServingResult& x = r.run.result;
   head.add_note("step times from the kernel model, " + r.run.decode_kernel_model);
   head.add_note(
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
@@ -362,6 +379,8 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note("output lengths " + output_lengths_source(r.workload));
   head.add_note(routing_note(r.deployment));
   head.add_note(expert_load_note(r.deployment));
+  const GpuPower& power = r.run.cost.power;
+  const SsdTierCost& tier = r.run.cost.ssd_tier;
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);
   if (power.known) {
     head.add_note("GPU rated power " + power.provenance + "; " + kRatedPowerCaveat);
@@ -369,14 +388,26 @@ std::vector<Table> run_tables(const RunReport& r) {
   head.add_note(tier.priced ? "SSD tier price " + tier.provenance + "; the cost per hour includes it"
                             : tier.provenance + "; the cost per hour is the GPUs' alone");
   if (const char* steps = aggregated_steps_assumption(r.deployment)) head.add_note(steps);
+}
 
+void note_when_none_finished(const ServingResult& x, Table& table) {
+  if (x.finished > 0) return;
+  table.add_note(
+      "no request finished within the run ('-': no figure); a longer --duration lets some through");
+}
+
+Table latency_table(const ServingResult& x) {
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
   latency.add_row(latency_row("TTFT", x.ttft_ms));
   latency.add_row(latency_row("TPOT (inter-token)", x.tpot_ms));
   latency.add_row(latency_row("end to end", x.e2e_ms));
   latency.add_row(latency_row("prefill queue wait", x.prefill_wait_ms));
   latency.add_row(latency_row("decode admission wait", x.decode_wait_ms));
+  note_when_none_finished(x, latency);
+  return latency;
+}
 
+Table time_breakdown_table(const ServingResult& x) {
   Table breakdown("Where a finished request's time went (mean ms)", {"stage", "ms"});
   breakdown.add_row({"SSD read of cached global KV", finished_mean(x, x.mean_ssd_read_ms)});
   breakdown.add_row({"prefill queue", finished_mean(x, x.prefill_wait_ms.mean)});
@@ -386,20 +417,16 @@ std::vector<Table> run_tables(const RunReport& r) {
   breakdown.add_row({"decode", finished_mean(x, x.mean_decode_ms)});
   breakdown.add_row({"  of prefill + decode: EP communication not hidden by compute",
                      finished_mean(x, x.mean_communication_ms)});
-  if (x.finished == 0) {
-    const std::string none =
-        "no request finished within the run ('-': no figure); "
-        "a longer --duration lets some through";
-    latency.add_note(none);
-    breakdown.add_note(none);
-  }
+  note_when_none_finished(x, breakdown);
+  return breakdown;
+}
 
-  // Disaggregated: the prefill pool's KV, held by prompts until shipped.
-  const bool split = r.deployment.disaggregated;
+// About ten of the samples, evenly spaced, the run's first and last among
+// them; disaggregated, the prefill pool's KV too (held by prompts until shipped).
+Table occupancy_table(const ServingResult& x, bool disaggregated) {
   std::vector<std::string> columns{"time (s)", "decode KV used"};
-  if (split) columns.push_back("prefill KV used");
+  if (disaggregated) columns.push_back("prefill KV used");
   columns.insert(columns.end(), {"prefill queue", "decode queue", "decoding", "SWA states in host pool"});
-  // About ten of the samples, evenly spaced, the run's first and last among them.
   const std::size_t every = std::max<std::size_t>(1, x.occupancy.size() / 10);
   std::size_t shown = 0;
   for (std::size_t i = 0; i < x.occupancy.size(); i += every) ++shown;
@@ -408,14 +435,28 @@ std::vector<Table> run_tables(const RunReport& r) {
     const OccupancySample& o = x.occupancy[i];
     std::vector<std::string> row{format_fixed(o.time_s, x.duration_s < 100 ? 1 : 0),
                                  fmt::format("{:.1f}%", 100 * o.decode_kv_used_fraction)};
-    if (split) row.push_back(fmt::format("{:.1f}%", 100 * o.prefill_kv_used_fraction));
+    if (disaggregated) row.push_back(fmt::format("{:.1f}%", 100 * o.prefill_kv_used_fraction));
     row.insert(row.end(), {std::to_string(o.prefill_queue), std::to_string(o.decode_queue),
                            std::to_string(o.decoding), std::to_string(o.host_pool_sessions)});
     occupancy.add_row(row);
   }
-  std::vector<Table> tables{head, latency};
+  return occupancy;
+}
+
+}  // namespace
+
+std::vector<Table> run_tables(const RunReport& r) {
+  const ServingResult& x = r.run.result;
+  Table head(fmt::format("{} on {} ({} GPUs), workload {}, {}, seed {}", r.model, r.deployment.name, x.gpus,
+                         r.workload.name, arrivals_phrase(x.duration_s, x.warm_up_s), r.seed),
+             {"quantity", "value"});
+  add_traffic_rows(head, r);
+  add_cost_rows(head, r);
+  add_step_rows(head, r);
+  add_run_notes(head, r);
+  std::vector<Table> tables{head, latency_table(x)};
   if (!x.by_class.empty()) tables.push_back(classes_table(r));
-  tables.insert(tables.end(), {breakdown, occupancy});
+  tables.insert(tables.end(), {time_breakdown_table(x), occupancy_table(x, r.deployment.disaggregated)});
   if (r.run.seeds.size() >= 2) tables.push_back(seeds_table(r));
   return tables;
 }

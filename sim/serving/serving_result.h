@@ -186,7 +186,9 @@ struct ServingResult {
   ErrorBand prefill_band;
   ErrorBand decode_band;
   uint64_t events = 0;
-  std::size_t step_shapes_costed = 0;  // with step times shared by several runs: by all of them so far
+  // In the step times this run used; shared by several runs (seeds run side by
+  // side), by all of them: serve_deployment counts them when the seeds are done.
+  std::size_t step_shapes_costed = 0;
   std::vector<OccupancySample> occupancy;
   std::vector<TraceSpan> trace;         // filled only when tracing is on
   std::vector<RequestRecord> requests;  // every request, in arrival order; filled only when asked
