@@ -668,25 +668,30 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
     std::vector<ScatterPoint> points;
     for (const ValidationRow& r : held_out) {
       if (r.reference.gpu == gpu)
-        points.push_back({r.reference.value, r.predicted, r.reference.name, r.within_tolerance});
+        points.push_back({r.reference.value, r.predicted, r.reference.name, gpu, r.within_tolerance});
     }
     const std::string file = fmt::format("validation_measured_{}.svg", gpu);
     write_output(out_dir, file,
-                 svg_scatter(fmt::format("{}: predicted vs measured kernel time (us), held-out shapes", gpu),
-                             points, kHeldOutTolerancePct));
+                 svg_scatter({fmt::format("{}: predicted vs measured kernel time (us), held-out shapes", gpu),
+                              "measured", kHeldOutTolerancePct},
+                             points));
     md += fmt::format("![predicted vs measured on {}]({})\n\n", gpu, file);
   }
   // Published figures: one scatter per metric, so the axes share units.
   for (const char* metric : {"tflops", "gbps", "us", "tokens_per_s_per_node"}) {
     std::vector<ScatterPoint> points;
+    ScatterChart chart{fmt::format("predicted vs published ({}), by GPU", metric), "published", 0};
     for (const ValidationRow& r : rows) {
       if (r.reference.metric != metric) continue;
       points.push_back({r.reference.value, r.predicted, r.reference.name + " (" + r.reference.gpu + ")",
-                        r.within_tolerance});
+                        r.reference.gpu, r.within_tolerance});
+      const double tolerance = r.reference.tolerance_pct;
+      chart.tolerance_varies |= points.size() > 1 && tolerance != chart.band_pct;
+      chart.band_pct = std::max(chart.band_pct, tolerance);
     }
     if (points.empty()) continue;
     const std::string file = fmt::format("validation_{}.svg", metric);
-    write_output(out_dir, file, svg_scatter(fmt::format("predicted vs published ({})", metric), points, 10));
+    write_output(out_dir, file, svg_scatter(chart, points));
     md += fmt::format("![predicted vs published, {}]({})\n\n", metric, file);
   }
   for (const ValidationRow& r : held_out) rows.push_back(r);

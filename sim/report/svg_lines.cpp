@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "sim/report/svg_plot.h"
@@ -16,8 +15,6 @@ constexpr double kHeight = 360;
 constexpr double kMargin = 70;
 constexpr double kLegend = 220;     // room on the right for the legend, at least
 constexpr double kCharWidth = 6.5;  // of a 12-px sans-serif legend text, about
-constexpr std::array<const char*, 6> kPalette{"#1f4e9c", "#c2452d", "#2e8b57",
-                                              "#8a5ab8", "#d08c1a", "#555555"};
 
 }  // namespace
 
@@ -39,7 +36,7 @@ std::string svg_lines(const LineChart& chart, const std::vector<LineSeries>& ser
                     svg_decade_grid(x, y, chart.x_in_tokens ? tokens_tick : plain_tick, plain_tick);
   for (std::size_t i = 0; i < series.size(); ++i) {
     const LineSeries& s = series[i];
-    const char* color = kPalette[static_cast<std::size_t>(s.color) % kPalette.size()];
+    const char* color = series_color(static_cast<std::size_t>(s.color));
     const char* dash = s.dashed ? " stroke-dasharray=\"6 4\"" : "";
     std::string path;
     for (const auto& [px, py] : s.points)

@@ -3,9 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace v41sim {
+
+const char* series_color(std::size_t i) {
+  static constexpr std::array<const char*, 6> kPalette{"#1f4e9c", "#c2452d", "#2e8b57",
+                                                       "#8a5ab8", "#d08c1a", "#555555"};
+  return kPalette[i % kPalette.size()];
+}
 
 std::string svg_escape(const std::string& text) {
   std::string out;

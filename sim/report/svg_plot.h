@@ -3,6 +3,7 @@
 // dependencies, deterministic text (svg_scatter.h, svg_lines.h).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ std::string svg_decade_grid(const LogAxis& x, const LogAxis& y, std::string (*x_
 // Axis titles: under the x axis and turned along the y axis.
 std::string svg_axis_titles(const LogAxis& x, const LogAxis& y, const std::string& x_title,
                             const std::string& y_title);
+
+// The series colours the charts share, in turn (the i-th series, wrapping).
+const char* series_color(std::size_t i);
 
 // Tick labels: "{:g}" as is, and token counts as 1K, 10K, 1M.
 std::string plain_tick(double value);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/report/svg_lines.h"
+#include "sim/report/svg_scatter.h"
 
 namespace v41sim {
 namespace {
@@ -57,6 +58,36 @@ TEST(SvgPlot, LinesDrawEverySeriesWithItsLegend) {
   const std::string wide = svg_lines(chart, long_name);
   EXPECT_EQ(wide.find(width), std::string::npos);
   EXPECT_NE(wide.find("width=\"1340\""), std::string::npos);  // 650 + 50 + 100 x 6.5 - 10
+}
+
+// The validation scatter: each GPU its colour and legend entry, hollow
+// outside tolerance, the reference named as what it is (before, every chart
+// said "published", the measured ones too, and one colour held every GPU).
+TEST(SvgPlot, AScatterColoursEachGpuAndNamesItsReference) {
+  const std::vector<ScatterPoint> points{{100, 105, "gemm <a>", "h800", true},
+                                         {200, 260, "gemm b", "h800", false},
+                                         {300, 310, "attention", "b200", true}};
+  const std::string svg = svg_scatter({"predicted vs measured", "measured", 5}, points);
+  EXPECT_EQ(count(svg, "<circle"), 5u);  // three points, two legend dots
+  EXPECT_EQ(count(svg, std::string("fill=\"") + series_color(0) + "\""),
+            2u);  // h800's filled point, its legend
+  EXPECT_EQ(count(svg, std::string("stroke=\"") + series_color(0) + "\""), 2u);  // both h800 points
+  EXPECT_EQ(count(svg, std::string("fill=\"") + series_color(1) + "\""), 2u);    // b200's point and legend
+  EXPECT_EQ(count(svg, "fill=\"white\" stroke="), 1u);                           // outside: hollow
+  EXPECT_NE(svg.find(">b200</text>"), std::string::npos);
+  EXPECT_NE(svg.find("gemm &lt;a&gt;: measured 100, predicted 105"), std::string::npos);
+  EXPECT_NE(svg.find(">measured</text>"), std::string::npos);  // the x axis
+  EXPECT_EQ(svg.find("published"), std::string::npos);
+  EXPECT_NE(svg.find("within ±5% (dashed band)"), std::string::npos);
+  // One series: no legend, the picture square.
+  const std::vector<ScatterPoint> one{{100, 105, "gemm", "h800", true}};
+  const std::string alone = svg_scatter({"t", "published", 10}, one);
+  EXPECT_EQ(count(alone, "<circle"), 1u);
+  EXPECT_NE(alone.find("width=\"600\" height=\"600\""), std::string::npos) << alone.substr(0, 200);
+  // Tolerances that differ: the widest is drawn, and the note says each point has its own.
+  const std::string mixed = svg_scatter({"t", "published", 15, true}, one);
+  EXPECT_NE(mixed.find("within its own tolerance (the widest, ±15%, dashed)"), std::string::npos);
+  EXPECT_EQ(svg, svg_scatter({"predicted vs measured", "measured", 5}, points));
 }
 
 }  // namespace
