@@ -183,19 +183,23 @@ ServingSimulation::~ServingSimulation() = default;
 
 double ServingSimulation::arrival_rate_at(double time_s) const {
   if (workload_.arrival == WorkloadSpec::Arrival::kPoisson) return workload_.sessions_per_s;
-  // Bursty: `burst_fraction` of each period at `burst_factor` times the quiet
-  // rate, scaled so the mean stays sessions_per_s.
-  const double f = workload_.burst_fraction;
-  const double quiet = workload_.sessions_per_s / (f * workload_.burst_factor + (1.0 - f));
   const double phase = std::fmod(time_s, workload_.burst_period_s) / workload_.burst_period_s;
-  return phase < f ? quiet * workload_.burst_factor : quiet;
+  return phase < workload_.burst_fraction ? quiet_rate() * workload_.burst_factor : quiet_rate();
+}
+
+// Bursty: `burst_fraction` of each period at `burst_factor` times the quiet
+// rate, scaled so the mean stays sessions_per_s.
+double ServingSimulation::quiet_rate() const {
+  const double f = workload_.burst_fraction;
+  return workload_.sessions_per_s / (f * workload_.burst_factor + (1.0 - f));
 }
 
 void ServingSimulation::schedule_next_session() {
-  // Thinning against the peak rate gives a non-homogeneous Poisson process.
+  // Thinning against the peak rate gives a non-homogeneous Poisson process
+  // (a burst_factor below 1 makes the burst a lull, and the quiet rate the peak).
   const double peak = workload_.arrival == WorkloadSpec::Arrival::kPoisson
                           ? workload_.sessions_per_s
-                          : arrival_rate_at(0.0);  // the burst opens each period
+                          : quiet_rate() * std::max(1.0, workload_.burst_factor);
   double t = sim_.now().s();
   do {
     t += exponential(arrivals_rng_, 1.0 / peak);

@@ -86,6 +86,7 @@ class ServingSimulation {
   void session_ended();
   void check_closed_loop_moves_on();
   double arrival_rate_at(double time_s) const;
+  double quiet_rate() const;  // bursty: outside the bursts
   // A session as its seed draws it: its turns and, with the workload's odds,
   // an earlier life it resumes after a gap, drawn from a stream of its own
   // (that life's context is its first prefix). The earlier life may be

@@ -877,6 +877,23 @@ TEST(Serving, DisaggregatedDecodeFollowsTheRouting) {
   EXPECT_GT(imbalance(DeploymentSpec::Routing::kRoundRobin), 1.3);
 }
 
+// Bursty arrivals keep their mean whatever the burst: a burst_factor below 1
+// (a lull) once capped the rest of each period at the lull's rate, so 2
+// sessions/s arrived as 1.33.
+TEST(Serving, BurstyArrivalsKeepTheirMeanRate) {
+  for (const double factor : {3.0, 0.5}) {
+    Fixture f = tiny_aggregated_chat();
+    f.workload.sessions_per_s = 2;
+    f.workload.burst_factor = factor;
+    f.workload.burst_fraction = 0.5;
+    f.workload.burst_period_s = 10;
+    const double seconds = 1000;
+    const double expected = f.workload.sessions_per_s * seconds;
+    const ServingResult r = f.run(seconds);
+    EXPECT_NEAR(static_cast<double>(r.sessions_arrived), expected, 4 * std::sqrt(expected)) << factor;
+  }
+}
+
 TEST(Serving, SameSeedSameResultOtherSeedOtherResult) {
   Fixture f = v41_agents();
   const ServingResult a = f.run(200, 7);
