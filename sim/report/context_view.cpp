@@ -8,6 +8,20 @@
 namespace v41sim {
 namespace {
 
+// The decode batch's limit besides KV memory: the one asked, or, lifted (0),
+// the deployment's own said to be lifted, so the batch reads as what the GPU
+// allows rather than what the deployment's engine is set to run.
+std::string batch_limit_phrase(int64_t asked, int64_t deployments) {
+  if (asked > 0) return fmt::format(" and a batch limit of {}", asked);
+  if (deployments > 0) {
+    return fmt::format(
+        " alone (the deployment's batch limit of {} per GPU lifted: what the GPU allows, not "
+        "what its engine is set to run)",
+        deployments);
+  }
+  return std::string();
+}
+
 std::string dollars(const ContextPoint& p, double usd) {
   return p.cost_known ? fmt::format("${:.2f}", usd) : "unknown";
 }
@@ -112,9 +126,7 @@ Table context_table(const std::string& model, const ContextSweep& s) {
       "decode batch: the largest per GPU whose step, every session at this context, keeps TPOT <= {} ms, "
       "capped by KV memory{}; steady state: every decode rank at that batch, prefill interleaving not "
       "counted; speculative decoding verifies the draft length the engine would pick",
-      s.options.tpot_ms,
-      s.options.max_batch_per_gpu > 0 ? fmt::format(" and a batch limit of {}", s.options.max_batch_per_gpu)
-                                      : std::string()));
+      s.options.tpot_ms, batch_limit_phrase(s.options.max_batch_per_gpu, d.decode.max_batch_per_gpu)));
   t.add_note(
       "prefill per prompt: GPU-seconds of the prompt's prefill with every rank busy with prompts of its own "
       "(short ones packed to the chunk budget, long ones chunked over their growing prefix); a "

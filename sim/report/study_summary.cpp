@@ -115,7 +115,8 @@ void add_context(Table& t, const json& sweeps) {
       })};
   if (first.contains("decode") && last.contains("decode")) {
     parts.push_back(
-        fmt::format("decode batch per GPU within TPOT {} ms ", sweep.at("tpot_limit_ms").get<double>()) +
+        fmt::format("decode batch per GPU within TPOT {} ms{} ", sweep.at("tpot_limit_ms").get<double>(),
+                    sweep.at("max_batch_per_gpu").get<int64_t>() > 0 ? "" : " (no engine batch limit)") +
         both([](const json& p) {
           const json& d = p.at("decode");
           return fmt::format("{} ({})", d.at("batch_per_gpu").get<int64_t>(),

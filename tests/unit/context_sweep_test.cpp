@@ -2,6 +2,7 @@
 // the pieces it reads (the memory fit, the serving simulation's step times).
 #include "sim/costing/context_sweep.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "sim/common/input_error.h"
@@ -131,6 +132,20 @@ TEST(ContextSweep, MemoryAndTheBatchLimitCapTheBatch) {
   const ContextSweep by_limit = sweep_contexts(s.catalog, s.model, d, {{1048576}, 2000, 1e6, 16});
   EXPECT_EQ(by_limit.points.at(0).bound, ContextPoint::Bound::kBatchLimit);
   EXPECT_EQ(by_limit.points.at(0).batch_per_gpu, 16);
+  // The table says which limit held; lifting the deployment's own is said so,
+  // so the batch does not read as what its engine is set to run.
+  const auto batch_note = [&](const ContextSweep& sweep) {
+    const std::string text = context_table("m", sweep).to_markdown();
+    const std::size_t at = text.find("decode batch:");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  ASSERT_GT(d.decode.max_batch_per_gpu, 0);
+  EXPECT_NE(batch_note(by_memory).find(
+                fmt::format("the deployment's batch limit of {} per GPU lifted", d.decode.max_batch_per_gpu)),
+            std::string::npos)
+      << batch_note(by_memory);
+  EXPECT_NE(batch_note(by_limit).find("capped by KV memory and a batch limit of 16;"), std::string::npos)
+      << batch_note(by_limit);
   // A limit no batch meets is said so, and batch 1 is shown.
   const ContextSweep missed = sweep_contexts(s.catalog, s.model, d, {{1048576}, 2000, 0.01, 0});
   EXPECT_EQ(missed.points.at(0).bound, ContextPoint::Bound::kTpotMissed);

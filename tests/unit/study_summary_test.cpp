@@ -111,6 +111,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
        {{{"deployment", "1 x 8 h200"},
          {"output_tokens", 2000},
          {"tpot_limit_ms", 60.0},
+         {"max_batch_per_gpu", 0},
          {"points",
           {point(8192, 7832, 140, 1056, "TPOT", 0.02, 0.05), point(65536, 900, 900, 500, "TPOT", 0.03, 0.3),
            point(1048576, 83, 28800, 83, "KV memory", 0.08, 5.72)}}},
@@ -238,7 +239,8 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_TRUE(says(text, "sessions of 8192 to 1048576 tokens on 1 x 8 h200 (2000 output tokens each)"));
   EXPECT_TRUE(says(text,
                    "sessions per decode GPU 7832 -> 83; first token of one prompt alone 0.14 s -> 28.80 s; "
-                   "decode batch per GPU within TPOT 60 ms 1056 (TPOT) -> 83 (KV memory); $ per 1M output "
+                   "decode batch per GPU within TPOT 60 ms (no engine batch limit) 1056 (TPOT) -> 83 (KV "
+                   "memory); $ per 1M output "
                    "tokens $0.02 -> $0.08 with every prefix cached, $0.05 -> $5.72 with every prompt "
                    "prefilled"));
   EXPECT_FALSE(says(text, "b200"));
