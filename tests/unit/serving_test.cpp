@@ -9,6 +9,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -1425,47 +1426,42 @@ TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
   EXPECT_THROW(at_concurrency(open, 7, {"", 0, "--concurrency"}), InputError);
 }
 
-TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
+// The error a trace of `rows` (after its header) gives, or none.
+std::optional<InputError> trace_error(const std::string& rows) {
   const auto dir = std::filesystem::temp_directory_path() / "v41sim_bad_trace";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,0,100,10\n0.5,1,100,10\n";
+  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n" << rows;
   std::ofstream(dir / "w.yaml") << "name: t\nsource: test\narrival: {process: trace, file: t.csv}\n";
   try {
     load_workload_file((dir / "w.yaml").string());
-    FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where().line, 3);
-    EXPECT_EQ(e.where().field, "time_s");
+    return e;
   }
-  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,0,many,10\n";
-  try {
-    load_workload_file((dir / "w.yaml").string());
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().line, 2);
-    EXPECT_EQ(e.where().field, "input_tokens");
-  }
+  return std::nullopt;
+}
+
+TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
+  const std::optional<InputError> backwards = trace_error("1.0,0,100,10\n0.5,1,100,10\n");
+  ASSERT_TRUE(backwards);
+  EXPECT_EQ(backwards->where().line, 3);
+  EXPECT_EQ(backwards->where().field, "time_s");
+  const std::optional<InputError> words = trace_error("1.0,0,many,10\n");
+  ASSERT_TRUE(words);
+  EXPECT_EQ(words->where().line, 2);
+  EXPECT_EQ(words->where().field, "input_tokens");
   // A signed zero is no session id (it read as session 0).
-  std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,-0.0,100,10\n";
-  try {
-    load_workload_file((dir / "w.yaml").string());
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().line, 2);
-    EXPECT_EQ(e.where().field, "session");
-    EXPECT_NE(std::string(e.what()).find("got '-0.0'"), std::string::npos) << e.what();
-  }
+  const std::optional<InputError> signed_zero = trace_error("1.0,-0.0,100,10\n");
+  ASSERT_TRUE(signed_zero);
+  EXPECT_EQ(signed_zero->where().line, 2);
+  EXPECT_EQ(signed_zero->where().field, "session");
+  EXPECT_NE(std::string(signed_zero->what()).find("got '-0.0'"), std::string::npos) << signed_zero->what();
   // Counts are whole and bounded (a count past int64 once wrapped simulated time into the past).
   for (const char* tokens : {"99999999999999999999", "2.5", "inf"}) {
-    std::ofstream(dir / "t.csv") << "time_s,session,input_tokens,output_tokens\n1.0,0," << tokens << ",10\n";
-    try {
-      load_workload_file((dir / "w.yaml").string());
-      ADD_FAILURE() << tokens;
-    } catch (const InputError& e) {
-      EXPECT_EQ(e.where().field, "input_tokens");
-      EXPECT_NE(std::string(e.what()).find("expected a whole number in [1, 2147483647]"), std::string::npos)
-          << e.what();
-    }
+    const std::optional<InputError> e = trace_error(std::string("1.0,0,") + tokens + ",10\n");
+    ASSERT_TRUE(e) << tokens;
+    EXPECT_EQ(e->where().field, "input_tokens");
+    EXPECT_NE(std::string(e->what()).find("expected a whole number in [1, 2147483647]"), std::string::npos)
+        << e->what();
   }
 }
 
