@@ -145,8 +145,9 @@ int run_checks(const Options& o) {
     const GroupOutcome outcome = run_isolated(
         [&](int fd) {
           std::string why;
-          if (!cuda_device_available(&why)) {
-            std::fprintf(stderr, "no usable CUDA device: %s\n", why.c_str());
+          if (!cuda_device_available(&why)) {  // said on the check's own line
+            const std::string line = "no usable CUDA device: " + why;
+            if (::write(fd, line.data(), line.size()) < 0) return 2;  // not even that could be said
             return 1;
           }
           const CheckResult r = check.run();
