@@ -47,6 +47,11 @@ struct Request {
   double prefill_kv_bytes = 0;
   SimTime prefill_queued;  // joined the prefill queue (after any SSD read)
   SimTime prefill_started;
+  SimTime prefilled;  // its prompt's last chunk ran: the first token is computed
+  // The first token reaches the client: aggregated (or a one-token answer), as
+  // it is prefilled; disaggregated, when its KV reaches the decode GPU, whose
+  // server streams the output, the prefill's token first (SGLang's PD
+  // disaggregation; Dynamo and vLLM's connectors let the decode side emit it).
   SimTime first_token;
   SimTime decode_queued;
   SimTime decode_admitted;  // a decode rank took its KV room and batch slot

@@ -130,6 +130,7 @@ void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r)
     --rank.arriving;
     rank.start_decoding(&r);
     r.decode_started = sim_.now();
+    r.first_token = sim_.now();  // the decode server streams the prefill's token (Request::first_token)
     try_start_decode(index);
   });
 }
@@ -337,7 +338,7 @@ void ServingSimulation::finish(Request& r) {
     result_.output_tokens_of_finished += r.output_tokens;
   }
   trace_span(TraceSpan::Kind::kRequest, r.id, r.arrival, r.finished, r.output_tokens);
-  trace_span(TraceSpan::Kind::kRequestPrefill, r.id, r.prefill_started, r.first_token, r.output_tokens);
+  trace_span(TraceSpan::Kind::kRequestPrefill, r.id, r.prefill_started, r.prefilled, r.output_tokens);
   if (r.output_tokens > 1) {
     if (r.transfer_us > 0) {
       trace_span(TraceSpan::Kind::kRequestKvTransfer, r.id,

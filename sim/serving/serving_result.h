@@ -67,7 +67,7 @@ struct RequestRecord {
   double prefill_wait_ms = 0;  // SSD read done to its first chunk
   double ttft_ms = 0;
   double transfer_ms = 0;
-  double decode_wait_ms = 0;  // first token to a decode rank's room (disaggregated: KV transfer after)
+  double decode_wait_ms = 0;  // prefilled to a decode rank's room (disaggregated: KV transfer after)
   double tpot_ms = 0;
   double e2e_ms = 0;
   // Finished within its TTFT and TPOT limits (its class's in a mix); false where it did not finish.

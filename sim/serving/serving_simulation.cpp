@@ -68,7 +68,7 @@ double stage_ms(SimTime from, SimTime to, bool reached) {
 RequestRecord record_of(const Request& r) {
   const bool routed = r.prefill_instance >= 0;
   const bool started = r.computed > 0 || r.generated > 0;
-  const bool first = r.generated > 0;
+  const bool first = r.first_token > SimTime();
   const bool done = r.generated >= r.output_tokens;
   const bool decoding = r.decode_started > SimTime();
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -679,7 +679,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
     prefill_wait.push_back((r.prefill_started - r.prefill_queued).ms());
     if (r.output_tokens > 1) decode_wait.push_back((r.decode_admitted - r.decode_queued).ms());
     ssd += r.ssd_read_us / 1e3;
-    prefill += (r.first_token - r.prefill_started).ms();
+    prefill += (r.prefilled - r.prefill_started).ms();
     transfer += r.transfer_us / 1e3;
     if (r.output_tokens > 1) decode += (r.finished - r.decode_started).ms();
     sojourn += (r.finished - r.arrival).s();

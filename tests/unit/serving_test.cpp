@@ -1833,6 +1833,47 @@ TEST(Serving, DecodeTakesTheSlotBeforeTheKvIsShipped) {
   EXPECT_GT(r.decode_wait_ms.p99, 0.0);  // requests did wait for the slot
 }
 
+// The first token reaches the client when the decode side streams it:
+// disaggregated, once the prompt's KV has reached its decode GPU (after any
+// wait for a decode slot and the transfer), so TTFT holds those and TPOT
+// counts from there; aggregated, as the prompt is prefilled. (Before, a
+// disaggregated TTFT ended at the prefill, and the transfer and any wait for
+// a decode slot fell into TPOT.)
+TEST(Serving, TheFirstTokenReachesTheClientFromTheDecodeSide) {
+  for (const char* deployment : {"tests/data/one_gpu.yaml", "tests/data/aggregated.yaml"}) {
+    Fixture f(data("tests/data/tiny_gqa.yaml"), data(deployment), data("workloads/chat.yaml"));
+    f.workload.sessions_per_s = 2;
+    f.deployment.decode.max_batch_per_gpu = 4;  // decode slots run short: prompts wait for them
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+    sim.enable_trace(60);
+    sim.enable_request_log();
+    const ServingResult r = sim.run(60, true);
+    std::map<int64_t, double> arrival_us, prefilled_us, at_decode_us, finished_us;
+    for (const TraceSpan& t : r.trace) {
+      if (t.kind == TraceSpan::Kind::kRequest) arrival_us[t.instance] = t.start_us;
+      if (t.kind == TraceSpan::Kind::kRequest) finished_us[t.instance] = t.start_us + t.duration_us;
+      if (t.kind == TraceSpan::Kind::kRequestPrefill) prefilled_us[t.instance] = t.start_us + t.duration_us;
+      if (t.kind == TraceSpan::Kind::kRequestDecode) at_decode_us[t.instance] = t.start_us;
+    }
+    int64_t checked = 0;
+    double waited_ms = 0;
+    for (const RequestRecord& x : r.requests) {
+      if (x.status != "finished" || x.output_tokens < 2 || !at_decode_us.contains(x.id)) continue;
+      const double first_us = f.deployment.disaggregated ? at_decode_us[x.id] : prefilled_us[x.id];
+      EXPECT_NEAR(x.ttft_ms, (first_us - arrival_us[x.id]) / 1e3, 1e-6) << deployment << " " << x.id;
+      EXPECT_NEAR(x.tpot_ms, (finished_us[x.id] - first_us) / 1e3 / static_cast<double>(x.output_tokens - 1),
+                  1e-6)
+          << deployment << " " << x.id;
+      if (f.deployment.disaggregated) waited_ms += x.decode_wait_ms + x.transfer_ms;
+      ++checked;
+    }
+    EXPECT_GT(checked, 20) << deployment;
+    if (f.deployment.disaggregated) {
+      EXPECT_GT(waited_ms, 0.0);  // TTFT holds waits it did not before
+    }
+  }
+}
+
 // A sequence whose KV reaches its decode GPU while a step runs was not in that
 // step: it joins the next. Without drafts each step gives each of its
 // sequences one token, so a request's decode (from its KV's arrival to its
