@@ -237,6 +237,7 @@ Table capacity_table(const CapacityReport& r) {
         "its last row where that comes sooner");
   }
   if (const char* steps = aggregated_steps_assumption(r.deployment)) t.add_note(steps);
+  if (const char* first = first_token_assumption(r.deployment)) t.add_note(first);
   add_served_run_notes(t, kernel_models);
   return t;
 }

@@ -388,6 +388,7 @@ void add_run_notes(Table& head, const RunReport& r) {
   head.add_note(tier.priced ? "SSD tier price " + tier.provenance + "; the cost per hour includes it"
                             : tier.provenance + "; the cost per hour is the GPUs' alone");
   if (const char* steps = aggregated_steps_assumption(r.deployment)) head.add_note(steps);
+  if (const char* first = first_token_assumption(r.deployment)) head.add_note(first);
 }
 
 void note_when_none_finished(const ServingResult& x, Table& table) {
@@ -578,7 +579,9 @@ nlohmann::json run_json(const RunReport& r) {
             {"output_lengths", output_lengths_source(r.workload)},
             {"routing", routing_note(r.deployment)},
             {"expert_load", expert_load_note(r.deployment)},
-            {"aggregated_steps", steps != nullptr ? nlohmann::json(steps) : nlohmann::json()}}}};
+            {"aggregated_steps", steps != nullptr ? nlohmann::json(steps) : nlohmann::json()},
+            {"first_token", r.deployment.disaggregated ? nlohmann::json(kDecodeSideFirstTokenAssumption)
+                                                       : nlohmann::json()}}}};
 }
 
 std::string classes_line(const ServingResult& result, const WorkloadSpec& workload) {
@@ -750,6 +753,10 @@ void collect_kernel_models(const ServedRun& run, std::vector<std::string>& label
   for (const std::string& label : {run.prefill_kernel_model, run.decode_kernel_model}) {
     if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
   }
+}
+
+const char* first_token_assumption(const DeploymentSpec& deployment) {
+  return deployment.disaggregated ? kDecodeSideFirstTokenAssumption : nullptr;
 }
 
 const char* aggregated_steps_assumption(const DeploymentSpec& deployment) {

@@ -95,6 +95,8 @@ void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_m
 // share them (kMixedStepAssumption, or kBesidePromptsAssumption for prompts
 // in steps of their own); null for a disaggregated one.
 const char* aggregated_steps_assumption(const DeploymentSpec& deployment);
+// Where the first token is timed from, for a disaggregated deployment (null: aggregated).
+const char* first_token_assumption(const DeploymentSpec& deployment);
 // What the KV tiers found over a run (hits, misses, window-state evictions).
 nlohmann::json kv_tiers_json(const KvTierCounters& counters);
 

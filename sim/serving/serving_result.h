@@ -14,6 +14,14 @@
 
 namespace v41sim {
 
+// How a disaggregated request's first token is timed (Request::first_token),
+// as the outputs that report TTFT name it.
+inline constexpr const char* kDecodeSideFirstTokenAssumption =
+    "disaggregated, TTFT ends when the prompt's KV reaches its decode GPU, whose server streams the output, "
+    "the prefill's token first (assumed, as SGLang's PD disaggregation does; Dynamo and vLLM's KV connectors "
+    "leave it to the decode worker too): it holds any wait for a decode slot and the KV transfer, and TPOT "
+    "counts from there";
+
 struct OccupancySample {
   double time_s = 0;
   double decode_kv_used_fraction = 0;  // of the decode pool's KV bytes

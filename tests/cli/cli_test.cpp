@@ -863,6 +863,15 @@ TEST(Cli, RunNamesHowAggregatedStepsAreModelled) {
   const auto json = run_json("run --deployment h200_agg_8" + window);
   EXPECT_NE(json["provenance"]["aggregated_steps"].get<std::string>().find(beside), std::string::npos);
   EXPECT_TRUE(run_json("run --deployment h200_pd_64" + window)["provenance"]["aggregated_steps"].is_null());
+  // Disaggregated, it says where TTFT ends instead (the decode side streams the first token).
+  const std::string decode_side = "TTFT ends when the prompt's KV reaches its decode GPU";
+  EXPECT_NE(split.find(decode_side), std::string::npos);
+  EXPECT_EQ(first.find(decode_side), std::string::npos);
+  EXPECT_NE(
+      run_json("run --deployment h200_pd_64" + window)["provenance"]["first_token"].get<std::string>().find(
+          decode_side),
+      std::string::npos);
+  EXPECT_TRUE(json["provenance"]["first_token"].is_null());
 }
 
 TEST(Cli, RunTraceHasStepsAndRequests) {
