@@ -53,6 +53,13 @@ namespace v41sim {
 namespace fs = std::filesystem;
 namespace {
 
+// Where TTFT ends, for a table with a disaggregated deployment among its rows.
+void note_first_token(Table& table, const std::vector<DeploymentSpec>& deployments) {
+  if (std::any_of(deployments.begin(), deployments.end(),
+                  [](const DeploymentSpec& d) { return d.disaggregated; }))
+    table.add_note(kDecodeSideFirstTokenAssumption);
+}
+
 // The report's folder, made before any section runs (they take about a
 // minute): one that cannot be made is the --out flag's error.
 void make_output_folder(const std::string& out_dir) {
@@ -402,6 +409,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
       "input from the KV tiers: prompt tokens whose global KV a returning turn found in the SSD tier, of all "
       "prompt tokens (window replays not counted); window state found: returning turns whose SWA state was "
       "still in the host-DRAM pool (else a bounded replay of the window)");
+  note_first_token(table, deployments);
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }
@@ -450,6 +458,7 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
       "the class's requests that finished within them, of those that arrived (each run drains: every request "
       "that arrived ends finished or rejected); $ per 1M output tokens: the deployment's, over every class's "
       "tokens");
+  note_first_token(table, deployments);
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }
