@@ -1,6 +1,7 @@
 #include "sim/report/frontier_view.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -9,6 +10,27 @@
 #include "sim/report/svg_lines.h"
 
 namespace v41sim {
+namespace {
+
+// The sweep runs to KV-full whatever batch the deployment's engine is set to:
+// said where it passes that limit, so those points do not read as what it runs.
+std::string above_batch_limit(const std::vector<DecodeFrontier>& frontiers) {
+  std::vector<int64_t> limits;
+  for (const DecodeFrontier& f : frontiers) {
+    const int64_t limit = f.deployment.decode.max_batch_per_gpu;
+    const bool passed = std::any_of(f.points.begin(), f.points.end(),
+                                    [limit](const FrontierPoint& p) { return p.rate.batch_per_gpu > limit; });
+    if (limit > 0 && passed && std::find(limits.begin(), limits.end(), limit) == limits.end())
+      limits.push_back(limit);
+  }
+  if (limits.empty()) return "";
+  return fmt::format(
+      "batches above the deployment's own limit ({} per GPU, its max_batch_per_gpu) are what the GPU allows, "
+      "not what its engine is set to run",
+      fmt::join(limits, ", "));
+}
+
+}  // namespace
 
 Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>& frontiers) {
   const int64_t context = frontiers.empty() ? 0 : frontiers.front().context;
@@ -31,6 +53,7 @@ Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>
       "every decode rank at that batch (1, 2, 4, ... and the most one decode GPU's KV memory holds), every "
       "session at this context; steady state of the serving simulation's decode steps: no prefill "
       "interleaving, no queueing; speculative decoding verifies the draft length the engine would pick");
+  if (const std::string above = above_batch_limit(frontiers); !above.empty()) t.add_note(above);
   t.add_note(
       "Pareto: no point of any deployment here gives users as many tokens per second or more for no more $ "
       "per 1M output tokens, one of the two strictly (a point without a price: against its own GPU's points, "

@@ -45,6 +45,23 @@ TEST(DecodeFrontier, BatchesDoubleUpToWhatMemoryHolds) {
   EXPECT_GT(f.points.back().rate.tokens_per_s_per_gpu, f.points.front().rate.tokens_per_s_per_gpu);
 }
 
+// The sweep runs to KV-full whatever the deployment's engine is set to run:
+// the table says so where its batches pass that limit, and only there.
+TEST(DecodeFrontier, BatchesAboveTheDeploymentsLimitAreSaidToBe) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  DeploymentSpec d = deployment("h200_agg_8");
+  const std::string said = "batches above the deployment's own limit (64 per GPU, its max_batch_per_gpu)";
+  ASSERT_EQ(d.decode.max_batch_per_gpu, 64);
+  const DecodeFrontier f = decode_frontier(catalog, model, d, 1048576);
+  ASSERT_GT(f.sessions_per_gpu, 64);
+  EXPECT_NE(frontier_table("m", {f}).to_markdown().find(said), std::string::npos);
+  d.decode.max_batch_per_gpu = f.sessions_per_gpu;  // no point above it
+  EXPECT_EQ(
+      frontier_table("m", {decode_frontier(catalog, model, d, 1048576)}).to_markdown().find("own limit"),
+      std::string::npos);
+}
+
 // Each GPU at the deployment's EP; a GPU whose NVLink domain is larger (an
 // NVL72 rack) also as one EP group over the domain, with as few replicas as
 // deal V4.1's 384 experts over 72 ranks and no fewer than the deployment's.
