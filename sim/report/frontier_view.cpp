@@ -94,6 +94,7 @@ nlohmann::json frontier_json(const std::string& model, const std::vector<DecodeF
                    {"redundant_experts", f.deployment.decode.redundant_experts},
                    {"context", f.context},
                    {"sessions_per_decode_gpu", f.sessions_per_gpu},
+                   {"max_batch_per_gpu", f.deployment.decode.max_batch_per_gpu},
                    {"kernel_model", f.kernel_model},
                    {"price_provenance", f.price_provenance},
                    {"points", points}});

@@ -212,9 +212,15 @@ void add_frontier(Table& t, const json& report) {
       batches.push_back(std::to_string(p.at("batch_per_gpu").get<int64_t>()));
       if (!cheapest.empty() && usd.get<double>() >= cheapest_usd) continue;
       cheapest_usd = usd.get<double>();
-      cheapest = fmt::format("{} at batch {} (${:.3f} per 1M output tokens, {:.0f} tokens/s per user)",
-                             f.at("deployment").get<std::string>(), p.at("batch_per_gpu").get<int64_t>(),
-                             cheapest_usd, p.at("tokens_per_s_per_user").get<double>());
+      const int64_t batch = p.at("batch_per_gpu").get<int64_t>();
+      const int64_t limit = f.at("max_batch_per_gpu").get<int64_t>();
+      cheapest = fmt::format(
+          "{} at batch {} (${:.3f} per 1M output tokens, {:.0f} tokens/s per user{})",
+          f.at("deployment").get<std::string>(), batch, cheapest_usd,
+          p.at("tokens_per_s_per_user").get<double>(),
+          limit > 0 && batch > limit
+              ? fmt::format("; above the deployment's batch limit of {}: what the GPU allows", limit)
+              : std::string());
     }
     if (!batches.empty()) {
       holders.push_back(

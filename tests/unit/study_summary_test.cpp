@@ -147,6 +147,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
       {"decode_frontier",
        {{"frontiers",
          {{{"deployment", "fast"},
+           {"max_batch_per_gpu", 64},
            {"decode_gpu", "b200"},
            {"context", 131072},
            {"points",
@@ -159,6 +160,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
               {"usd_per_million_output_tokens", 0.02},
               {"tokens_per_s_per_user", 28.0}}}}},
           {{"deployment", "slow"},
+           {"max_batch_per_gpu", 64},
            {"decode_gpu", "h100_sxm"},
            {"context", 131072},
            {"points",
@@ -167,6 +169,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
               {"usd_per_million_output_tokens", 1.7},
               {"tokens_per_s_per_user", 214.0}}}}},
           {{"deployment", "unpriced"},
+           {"max_batch_per_gpu", 64},
            {"decode_gpu", "h20"},
            {"context", 131072},
            {"points",
@@ -244,10 +247,11 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
                    "tokens $0.02 -> $0.08 with every prefix cached, $0.05 -> $5.72 with every prompt "
                    "prefilled"));
   EXPECT_FALSE(says(text, "b200"));
-  EXPECT_TRUE(
-      says(text,
-           "fast (batch 1, 951); cheapest of them: fast at batch 951 ($0.020 per 1M output tokens, 28 "
-           "tokens/s per user); not ranked (no public price): h20"));
+  EXPECT_TRUE(says(
+      text,
+      "fast (batch 1, 951); cheapest of them: fast at batch 951 ($0.020 per 1M output tokens, 28 "
+      "tokens/s per user; above the deployment's batch limit of 64: what the GPU allows); not ranked (no "
+      "public price): h20"));
   EXPECT_FALSE(says(text, "slow (batch"));
   EXPECT_TRUE(says(text, "what the KV tiers are worth under 'agent coding' (h200_agg_8)"));
   EXPECT_TRUE(says(text,
