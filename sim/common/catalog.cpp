@@ -83,10 +83,6 @@ std::string Catalog::resolve_model(const std::string& name_or_path) const {
   return resolve("models", name_or_path, {"", 0, "--model"});
 }
 
-std::string Catalog::resolve_gpu(const std::string& name_or_path) const {
-  return resolve("hw_profiles", name_or_path, {"", 0, "--hw"});
-}
-
 std::string Catalog::resolve_gpu(const std::string& name_or_path, const InputLocation& named_at) const {
   return resolve("hw_profiles", name_or_path, named_at);
 }

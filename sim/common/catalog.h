@@ -23,9 +23,10 @@ class Catalog {
   std::vector<std::string> gpu_files() const;
   std::vector<std::string> deployment_files() const;
   std::string resolve_model(const std::string& name_or_path) const;
-  std::string resolve_gpu(const std::string& name_or_path) const;
-  // A name a file gave (a deployment's `gpu`): an unknown one is reported there.
-  std::string resolve_gpu(const std::string& name_or_path, const InputLocation& named_at) const;
+  // An unknown name is reported where it was given: --hw, or a file's field
+  // (a deployment's `gpu`).
+  std::string resolve_gpu(const std::string& name_or_path,
+                          const InputLocation& named_at = {"", 0, "--hw"}) const;
   std::string resolve_workload(const std::string& name_or_path) const;
   std::string resolve_deployment(const std::string& name_or_path) const;
   const std::string& data_dir() const { return data_dir_; }

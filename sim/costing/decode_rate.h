@@ -12,6 +12,11 @@
 
 namespace v41sim {
 
+// What a decode batch above the deployment's own max_batch_per_gpu is, where
+// a sweep goes past it (the context sweep with its limit lifted, the frontier).
+inline constexpr const char* kAboveEngineBatchLimit =
+    "what the GPU allows, not what its engine is set to run";
+
 struct DecodeRate {
   int64_t batch_per_gpu = 0;
   double step_us = 0;

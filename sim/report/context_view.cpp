@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/costing/decode_rate.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/svg_lines.h"
 
@@ -14,10 +15,8 @@ namespace {
 std::string batch_limit_phrase(int64_t asked, int64_t deployments) {
   if (asked > 0) return fmt::format(" and a batch limit of {}", asked);
   if (deployments > 0) {
-    return fmt::format(
-        " alone (the deployment's batch limit of {} per GPU lifted: what the GPU allows, not "
-        "what its engine is set to run)",
-        deployments);
+    return fmt::format(" alone (the deployment's batch limit of {} per GPU lifted: {})", deployments,
+                       kAboveEngineBatchLimit);
   }
   return std::string();
 }

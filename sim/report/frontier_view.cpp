@@ -24,10 +24,8 @@ std::string above_batch_limit(const std::vector<DecodeFrontier>& frontiers) {
       limits.push_back(limit);
   }
   if (limits.empty()) return "";
-  return fmt::format(
-      "batches above the deployment's own limit ({} per GPU, its max_batch_per_gpu) are what the GPU allows, "
-      "not what its engine is set to run",
-      fmt::join(limits, ", "));
+  return fmt::format("batches above the deployment's own limit ({} per GPU, its max_batch_per_gpu) are {}",
+                     fmt::join(limits, ", "), kAboveEngineBatchLimit);
 }
 
 }  // namespace

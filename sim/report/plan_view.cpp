@@ -186,7 +186,7 @@ Table plan_table(const PlanReport& p) {
     if (used) t.add_note(steps);
   }
   if (std::any_of(p.rows.begin(), p.rows.end(),
-                  [](const PlanRow& row) { return row.deployment.disaggregated; }))
+                  [](const PlanRow& row) { return first_token_assumption(row.deployment) != nullptr; }))
     t.add_note(kDecodeSideFirstTokenAssumption);
   t.add_note(ssd_tier_note(p.rows));
   add_served_run_notes(t, kernel_models(p.rows));

@@ -492,6 +492,7 @@ nlohmann::json classes_json(const RunReport& r) {
 nlohmann::json run_json(const RunReport& r) {
   const ServingResult& x = r.run.result;
   const char* steps = aggregated_steps_assumption(r.deployment);  // null: disaggregated
+  const char* first = first_token_assumption(r.deployment);       // null: aggregated
   nlohmann::json occupancy = nlohmann::json::array();
   for (const OccupancySample& o : x.occupancy) {
     occupancy.push_back({{"time_s", o.time_s},
@@ -580,8 +581,7 @@ nlohmann::json run_json(const RunReport& r) {
             {"routing", routing_note(r.deployment)},
             {"expert_load", expert_load_note(r.deployment)},
             {"aggregated_steps", steps != nullptr ? nlohmann::json(steps) : nlohmann::json()},
-            {"first_token", r.deployment.disaggregated ? nlohmann::json(kDecodeSideFirstTokenAssumption)
-                                                       : nlohmann::json()}}}};
+            {"first_token", first != nullptr ? nlohmann::json(first) : nlohmann::json()}}}};
 }
 
 std::string classes_line(const ServingResult& result, const WorkloadSpec& workload) {

@@ -56,7 +56,7 @@ namespace {
 // Where TTFT ends, for a table with a disaggregated deployment among its rows.
 void note_first_token(Table& table, const std::vector<DeploymentSpec>& deployments) {
   if (std::any_of(deployments.begin(), deployments.end(),
-                  [](const DeploymentSpec& d) { return d.disaggregated; }))
+                  [](const DeploymentSpec& d) { return first_token_assumption(d) != nullptr; }))
     table.add_note(kDecodeSideFirstTokenAssumption);
 }
 

@@ -48,11 +48,6 @@ struct Request {
   SimTime prefill_queued;  // joined the prefill queue (after any SSD read)
   SimTime prefill_started;
   SimTime prefilled;  // its prompt's last chunk ran: the first token is computed
-  // The first token reaches the client: aggregated (or a one-token answer), as
-  // it is prefilled; disaggregated, when its KV reaches the decode GPU, whose
-  // server streams the output, the prefill's token first (SGLang's PD
-  // disaggregation; Dynamo and vLLM's connectors let the decode side emit it).
-  SimTime first_token;
   SimTime decode_queued;
   SimTime decode_admitted;  // a decode rank took its KV room and batch slot
   SimTime decode_started;
@@ -60,6 +55,13 @@ struct Request {
   double ssd_read_us = 0;
   double transfer_us = 0;
 
+  // When the first token reaches the client: as it starts decoding, which is
+  // as it is prefilled where it decodes on the same GPUs (aggregated), and
+  // when its KV reaches the decode GPU where it does not (disaggregated: that
+  // server streams the output, the prefill's token first, as SGLang's PD
+  // disaggregation does; Dynamo and vLLM's connectors let the decode side emit
+  // it); an answer of one token, as it is prefilled. SimTime() until then.
+  SimTime first_token() const { return output_tokens > 1 ? decode_started : prefilled; }
   int64_t context() const { return prefix_tokens + new_tokens; }
   int64_t final_context() const { return context() + output_tokens; }
 };

@@ -129,8 +129,7 @@ void ServingSimulation::ship_kv(std::size_t index, DecodeRank& rank, Request& r)
     try_start_prefill(static_cast<std::size_t>(r.prefill_instance));  // a prompt may wait for that room
     --rank.arriving;
     rank.start_decoding(&r);
-    r.decode_started = sim_.now();
-    r.first_token = sim_.now();  // the decode server streams the prefill's token (Request::first_token)
+    r.decode_started = sim_.now();  // and its first token reaches the client (Request::first_token())
     try_start_decode(index);
   });
 }

@@ -364,7 +364,6 @@ void ServingSimulation::complete_prefill_chunks(std::size_t index, const std::ve
     own.queue.erase(std::find(own.queue.begin(), own.queue.end(), &r));
     own.queued_context -= r.context();
     r.prefilled = sim_.now();
-    if (p.colocated != nullptr || r.output_tokens == 1) r.first_token = sim_.now();
     // A block-hashed prompt's KV is persisted once prefilled, as Mooncake's
     // store writes a prompt's blocks to its pool: a prompt sharing them finds them from now on.
     if (r.blocks != nullptr) tiers_.store_blocks(*r.blocks, workload_.trace_block_tokens, sim_.now());

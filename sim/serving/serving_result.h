@@ -14,7 +14,7 @@
 
 namespace v41sim {
 
-// How a disaggregated request's first token is timed (Request::first_token),
+// How a disaggregated request's first token is timed (Request::first_token()),
 // as the outputs that report TTFT name it.
 inline constexpr const char* kDecodeSideFirstTokenAssumption =
     "disaggregated, TTFT ends when the prompt's KV reaches its decode GPU, whose server streams the output, "

@@ -68,7 +68,7 @@ double stage_ms(SimTime from, SimTime to, bool reached) {
 RequestRecord record_of(const Request& r) {
   const bool routed = r.prefill_instance >= 0;
   const bool started = r.computed > 0 || r.generated > 0;
-  const bool first = r.first_token > SimTime();
+  const bool first = r.first_token() > SimTime();
   const bool done = r.generated >= r.output_tokens;
   const bool decoding = r.decode_started > SimTime();
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -91,11 +91,11 @@ RequestRecord record_of(const Request& r) {
   x.decode_rank = r.decode_rank;
   x.ssd_read_ms = routed ? r.ssd_read_us / 1e3 : nan;
   x.prefill_wait_ms = stage_ms(r.prefill_queued, r.prefill_started, started && routed);
-  x.ttft_ms = stage_ms(r.arrival, r.first_token, first);
+  x.ttft_ms = stage_ms(r.arrival, r.first_token(), first);
   x.transfer_ms = decoding ? r.transfer_us / 1e3 : nan;
   x.decode_wait_ms = stage_ms(r.decode_queued, r.decode_admitted, r.decode_admitted > SimTime());
   x.tpot_ms = done && r.output_tokens > 1
-                  ? (r.finished - r.first_token).ms() / static_cast<double>(r.output_tokens - 1)
+                  ? (r.finished - r.first_token()).ms() / static_cast<double>(r.output_tokens - 1)
                   : nan;
   x.e2e_ms = stage_ms(r.arrival, r.finished, done);
   return x;
@@ -184,7 +184,8 @@ ServingSimulation::~ServingSimulation() = default;
 double ServingSimulation::arrival_rate_at(double time_s) const {
   if (workload_.arrival == WorkloadSpec::Arrival::kPoisson) return workload_.sessions_per_s;
   const double phase = std::fmod(time_s, workload_.burst_period_s) / workload_.burst_period_s;
-  return phase < workload_.burst_fraction ? quiet_rate() * workload_.burst_factor : quiet_rate();
+  const double quiet = quiet_rate();
+  return phase < workload_.burst_fraction ? quiet * workload_.burst_factor : quiet;
 }
 
 // Bursty: `burst_fraction` of each period at `burst_factor` times the quiet
@@ -612,9 +613,9 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
 
 ServingSimulation::FinishedTimes ServingSimulation::finished_times(const Request& r) const {
   FinishedTimes t;
-  t.ttft_ms = (r.first_token - r.arrival).ms();
+  t.ttft_ms = (r.first_token() - r.arrival).ms();
   t.tpot_ms = r.output_tokens > 1
-                  ? (r.finished - r.first_token).ms() / static_cast<double>(r.output_tokens - 1)
+                  ? (r.finished - r.first_token()).ms() / static_cast<double>(r.output_tokens - 1)
                   : 0.0;
   t.within_sla = sla_of(r).admits(t.ttft_ms, t.tpot_ms);
   return t;
