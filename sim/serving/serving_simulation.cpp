@@ -47,7 +47,7 @@ void check_sessions_asked(const WorkloadSpec& w, double duration_s) {
 }
 
 int64_t draw_tokens(const Distribution& d, SplitMix64& rng, double scale = 1.0) {
-  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(d.sample(rng) * scale)));
+  return std::max<int64_t>(1, d.sample_whole(rng, scale));
 }
 
 // The stream of one turn of a session (turn -1: the session's own draws;

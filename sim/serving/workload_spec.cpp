@@ -107,6 +107,13 @@ double Distribution::sample(SplitMix64& rng) const {
   return std::clamp(x, min, max);
 }
 
+int64_t Distribution::sample_whole(SplitMix64& rng, double scale) const {
+  const double lowest = std::ceil(min), highest = std::floor(max);
+  if (kind != Kind::kUniform || lowest > highest) return std::llround(sample(rng) * scale);
+  const double span = highest - lowest + 1;
+  return std::llround((lowest + std::min(std::floor(span * uniform01(rng)), span - 1)) * scale);
+}
+
 double longest_run_s() { return std::floor(SimTime::max().s() / 4); }
 
 Distribution read_distribution(const YamlNode& node, double ceiling) {

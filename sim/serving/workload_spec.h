@@ -25,6 +25,10 @@ struct Distribution {
   double min = 0;
   double max = 0;
   double sample(SplitMix64& rng) const;
+  // A count (turns, tokens) times `scale`, rounded: a uniform one draws each
+  // whole number from min to max with the same chance (rounding a continuous
+  // draw would give the two ends half of it); one draw either way.
+  int64_t sample_whole(SplitMix64& rng, double scale = 1.0) const;
 };
 
 // `ceiling`: the largest value the quantity may take (a fixed value or max

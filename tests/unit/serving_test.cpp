@@ -1275,6 +1275,41 @@ TEST(Serving, ARequestJoinsItsQueueByPriorityPassingNothingUnderway) {
   EXPECT_EQ(decode, (std::deque<Request*>{&r[3], &r[2], &r[4], &r[0], &r[1]}));
 }
 
+// `turns: {dist: uniform, min: 1, max: 6}` is a die: each whole number as
+// likely (a continuous draw rounded gives 1 and 6 half the others' share).
+TEST(WorkloadDraws, AUniformCountGivesEachWholeNumberTheSameChance) {
+  const auto shares = [](const Distribution& d, double scale) {
+    SplitMix64 rng(7);
+    std::map<int64_t, double> share;
+    constexpr int kDraws = 60000;
+    for (int i = 0; i < kDraws; ++i) share[d.sample_whole(rng, scale)] += 1.0 / kDraws;
+    return share;
+  };
+  Distribution die{Distribution::Kind::kUniform, 3.5, 0, 1, 6};
+  const std::map<int64_t, double> faces = shares(die, 1.0);
+  ASSERT_EQ(faces.size(), 6u);
+  for (const auto& [face, share] : faces) {
+    EXPECT_GE(face, 1);
+    EXPECT_LE(face, 6);
+    EXPECT_NEAR(share, 1.0 / 6, 0.01) << "face " << face;
+  }
+  // Bounds between whole numbers take the whole numbers inside them.
+  const std::map<int64_t, double> inside = shares({Distribution::Kind::kUniform, 2.5, 0, 1.5, 3.5}, 1.0);
+  ASSERT_EQ(inside.size(), 2u);
+  EXPECT_NEAR(inside.at(2), 0.5, 0.01);
+  EXPECT_NEAR(inside.at(3), 0.5, 0.01);
+  // Scaled (an effort multiplier on output lengths): each count scaled, then rounded.
+  const std::map<int64_t, double> doubled = shares(die, 2.0);
+  ASSERT_EQ(doubled.size(), 6u);
+  EXPECT_NEAR(doubled.at(2), 1.0 / 6, 0.01);
+  EXPECT_NEAR(doubled.at(12), 1.0 / 6, 0.01);
+  // The other kinds round their continuous draw: a lognormal keeps its mean.
+  const std::map<int64_t, double> lognormal = shares({Distribution::Kind::kLognormal, 500, 0.7, 1, 1e6}, 1.0);
+  double mean = 0;
+  for (const auto& [tokens, share] : lognormal) mean += static_cast<double>(tokens) * share;
+  EXPECT_NEAR(mean, 500, 10);
+}
+
 TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
   const auto error_of = [](const std::string& folder, const std::string& mix) {
     try {
