@@ -263,6 +263,14 @@ void add_traffic_rows(Table& head, const RunReport& r) {
                 fmt::format("{} / {} / {} / {}", x.arrived, x.finished, x.in_flight, x.rejected)});
   for (const auto& [reason, count] : x.rejected_by_reason)
     head.add_row({"  rejected: " + reason, std::to_string(count)});
+  if (r.workload.arrival == WorkloadSpec::Arrival::kTrace && r.workload.trace_block_tokens == 0) {
+    head.add_row(
+        {"  of them held for their session's previous answer (mean wait); still held at the end",
+         fmt::format(
+             "{} ({:.1f} s); {}", x.trace_turns_held,
+             x.trace_turns_held > 0 ? x.trace_turns_held_s / static_cast<double>(x.trace_turns_held) : 0.0,
+             x.trace_turns_still_held)});
+  }
   head.add_row({"requests in the system over the measured window", steady_state_phrase(x)});
   head.add_row({"throughput per GPU (input / output tokens/s)",
                 fmt::format("{:.1f} / {:.1f}", x.input_tokens_per_s_per_gpu, x.output_tokens_per_s_per_gpu)});
@@ -516,7 +524,11 @@ nlohmann::json run_json(const RunReport& r) {
             {"finished", x.finished},
             {"in_flight", x.in_flight},
             {"rejected", x.rejected},
-            {"rejected_by_reason", x.rejected_by_reason}}},
+            {"rejected_by_reason", x.rejected_by_reason},
+            {"trace_turns_held", x.trace_turns_held},
+            {"trace_turns_held_mean_s",
+             x.trace_turns_held > 0 ? x.trace_turns_held_s / static_cast<double>(x.trace_turns_held) : 0.0},
+            {"trace_turns_still_held", x.trace_turns_still_held}}},
           {"tokens",
            {{"input_arrived", x.input_tokens_arrived},
             {"input_prefilled", x.input_tokens_prefilled},

@@ -20,6 +20,7 @@ struct Request {
   int64_t new_tokens = 0;     // tokens this turn adds to the context
   int64_t output_tokens = 0;  // tokens to generate (>= 1; the first comes from prefill)
   double think_after_s = 0;   // before the session's next turn, if it has one
+  double held_s = 0;          // a trace's turn: from its row's time to its previous turn's end (0: not held)
   // A block-hashed trace's prompt: its blocks (WorkloadSpec::TraceRow::blocks), else null.
   const std::vector<int64_t>* blocks = nullptr;
   int64_t priority = 0;  // its class's in a mix of traffic (lower is served first); 0 otherwise

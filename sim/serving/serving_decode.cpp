@@ -350,6 +350,7 @@ void ServingSimulation::finish(Request& r) {
   if (r.blocks != nullptr) return;  // its blocks were persisted once prefilled
   if (s.from_trace) {
     tiers_.store(r.session, r.final_context(), sim_.now());
+    trace_turn_ended(r.session);
     return;
   }
   if (s.next_turn >= s.turns || !accepting_) {

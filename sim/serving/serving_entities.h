@@ -38,6 +38,12 @@ struct ServingSimulation::Session {
   int64_t next_turn = 0;
   bool from_trace = false;    // turns come from the trace, not from think times
   int64_t trace_context = 0;  // context the trace's turns have built so far
+  // A trace's session sends a turn once it has its previous turn's answer
+  // (that answer is in the turn's prefix): a row whose time comes while a
+  // turn is underway (a trace replayed faster than it was recorded, or on
+  // slower GPUs) waits here, in order, and is sent when that turn ends.
+  bool trace_turn_underway = false;
+  std::deque<const WorkloadSpec::TraceRow*> trace_rows_held;
   // A block-hashed trace's row: the tokens of its blocks no earlier row names,
   // what it adds to the SSD tier (-1: a session of turns, whose context stays).
   int64_t trace_new_block_tokens = -1;

@@ -57,7 +57,8 @@ struct RequestRecord {
   int64_t session = 0;
   std::string traffic_class;  // its session's class in a mix of traffic; empty without one
   int64_t turn = 0;
-  double arrival_s = 0;
+  double arrival_s = 0;  // when it reached the deployment
+  double held_ms = 0;    // a trace's turn: from its row's time to arrival_s, waiting for its previous answer
   int64_t prefix_tokens = 0;  // context before this turn
   int64_t new_tokens = 0;
   int64_t cached_tokens =
@@ -169,6 +170,12 @@ struct ServingResult {
   // them whose first turn found its earlier context in the SSD tier.
   int64_t sessions_resumed = 0;
   int64_t resumed_found = 0;
+  // A trace's turns that came while their session's previous turn was
+  // underway, and waited for its answer (Request::held_s): how many, and
+  // their waits' sum.
+  int64_t trace_turns_held = 0;
+  double trace_turns_held_s = 0;
+  int64_t trace_turns_still_held = 0;  // at the run's end: never sent
   double decode_kv_bytes_per_gpu = 0;
   int64_t prefill_steps = 0;
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank

@@ -77,6 +77,7 @@ RequestRecord record_of(const Request& r) {
   x.session = r.session;
   x.turn = r.turn;
   x.arrival_s = r.arrival.s();
+  x.held_ms = r.held_s * 1e3;
   x.prefix_tokens = r.prefix_tokens;
   x.new_tokens = r.new_tokens;
   x.cached_tokens = r.cached_tokens;
@@ -396,18 +397,46 @@ int64_t ServingSimulation::last_context(const Session& s) const {
   return context;
 }
 
-void ServingSimulation::start_trace_turn(const WorkloadSpec::TraceRow& row) {
+void ServingSimulation::trace_row_comes(const WorkloadSpec::TraceRow& row) {
   const auto [it, added] = trace_sessions_.emplace(row.session, static_cast<int64_t>(sessions_.size()));
   if (added) {
     sessions_.emplace_back().from_trace = true;
     sessions_.back().started = sim_.now();
   }
   Session& s = sessions_[static_cast<std::size_t>(it->second)];
+  if (s.trace_turn_underway) {
+    s.trace_rows_held.push_back(&row);
+    return;
+  }
+  start_trace_turn(it->second, row);
+}
+
+void ServingSimulation::trace_turn_ended(int64_t session) {
+  Session& s = sessions_[static_cast<std::size_t>(session)];
+  if (s.trace_rows_held.empty() || !accepting_) {
+    s.trace_turn_underway = false;
+    return;
+  }
+  // Sent as an event of its own (the turn that ended may still be on the
+  // stack); the session stays underway, so a row coming meanwhile queues behind.
+  const WorkloadSpec::TraceRow* row = s.trace_rows_held.front();
+  s.trace_rows_held.pop_front();
+  sim_.schedule_after(SimTime(), [this, session, row] { start_trace_turn(session, *row); });
+}
+
+void ServingSimulation::start_trace_turn(int64_t session, const WorkloadSpec::TraceRow& row) {
+  Session& s = sessions_[static_cast<std::size_t>(session)];
+  s.trace_turn_underway = row.blocks.empty();  // a block-hashed row is a session of its own
   Request& r = requests_.emplace_back();
   r.id = static_cast<int64_t>(requests_.size()) - 1;
-  r.session = it->second;
+  r.session = session;
   r.turn = s.next_turn++;
   r.arrival = sim_.now();
+  r.held_s = (sim_.now() - SimTime::from_s(row.time_s)).s();
+  if (r.held_s > 0 && in_window(r)) {
+    ++result_.trace_turns_held;
+    result_.trace_turns_held_s += r.held_s;
+  }
   r.prefix_tokens = s.trace_context;
   r.new_tokens = row.input_tokens;
   r.output_tokens = row.output_tokens;
@@ -471,6 +500,7 @@ void ServingSimulation::reject(Request& r, const char* reason) {
   Session& s = sessions_[static_cast<std::size_t>(r.session)];
   if (s.from_trace) {
     s.trace_context = r.prefix_tokens;  // its later rows still come, on that prefix
+    trace_turn_ended(r.session);
     return;
   }
   s.ended_at_context = r.prefix_tokens;
@@ -580,7 +610,7 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
   if (workload_.arrival == WorkloadSpec::Arrival::kTrace) {
     for (const WorkloadSpec::TraceRow& row : workload_.trace) {
       if (row.time_s > end_s) break;
-      sim_.schedule_at(SimTime::from_s(row.time_s), [this, &row] { start_trace_turn(row); });
+      sim_.schedule_at(SimTime::from_s(row.time_s), [this, &row] { trace_row_comes(row); });
     }
   } else if (workload_.arrival == WorkloadSpec::Arrival::kClosedLoop) {
     sim_.schedule_at(SimTime(), [this] {
@@ -665,6 +695,8 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.steady_state = mser5(in_system_by_slice_);
   out.gpus = deployment_.total_gpus();
   out.in_flight = out.arrived - out.finished - out.rejected;
+  for (const Session& s : sessions_)
+    out.trace_turns_still_held += static_cast<int64_t>(s.trace_rows_held.size());
   out.prefill_band = prefill_band_.mixed();
   out.decode_band = decode_band_.mixed();
   if (decode_time_us_ > 0) out.decode_rank_imbalance = imbalance_time_us_ / decode_time_us_;

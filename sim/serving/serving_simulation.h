@@ -110,7 +110,11 @@ class ServingSimulation {
   // The context after the session's last turn, what the SSD tier keeps the
   // global KV of for its retention time once the session is done.
   int64_t last_context(const Session& s) const;
-  void start_trace_turn(const WorkloadSpec::TraceRow& row);
+  // A trace's row at its time: its session's next turn, sent at once, or
+  // held until the turn underway ends (Session::trace_rows_held).
+  void trace_row_comes(const WorkloadSpec::TraceRow& row);
+  void start_trace_turn(int64_t session, const WorkloadSpec::TraceRow& row);
+  void trace_turn_ended(int64_t session);
   // The tokens of a turn: drawn from the workload's distributions, or given by a trace.
   void admit_turn(Request& r);
   void reject(Request& r, const char* reason);

@@ -742,6 +742,47 @@ TEST(Serving, ATracesRefusedRowLeavesItsSessionsContext) {
   EXPECT_DOUBLE_EQ(r.mean_last_context_tokens, 170);
 }
 
+// A trace's session sends a turn once it has the previous turn's answer,
+// which is in the turn's prefix: a row that comes sooner (a trace replayed
+// faster than recorded) waits for it, then finds that context in the tier.
+TEST(Serving, ATracesTurnWaitsForItsSessionsPreviousAnswer) {
+  Fixture f = tiny_trace("v41sim_trace_held", "0.0,0,100,2000\n0.1,0,50,10\n0.1,1,100,10\n0.2,0,30,10\n");
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_request_log();
+  const ServingResult r = sim.run(60);  // not drained: the run goes on past the trace's last row
+  ASSERT_EQ(r.requests.size(), 4u);
+  const auto finished_s = [](const RequestRecord& x) { return x.arrival_s + x.e2e_ms / 1e3; };
+  const RequestRecord& first = r.requests[0];
+  ASSERT_EQ(first.status, "finished");
+  ASSERT_GT(finished_s(first), 0.2) << "the first answer must outlast the later rows' times";
+  // The other session's row is sent at its time.
+  EXPECT_EQ(r.requests[1].session, 1);
+  EXPECT_DOUBLE_EQ(r.requests[1].held_ms, 0);
+  // Session 0's later turns, in order, each once the one before has ended.
+  const RequestRecord& second = r.requests[2];
+  const RequestRecord& third = r.requests[3];
+  EXPECT_EQ(second.turn, 1);
+  EXPECT_EQ(third.turn, 2);
+  EXPECT_GE(second.arrival_s, finished_s(first) - 1e-9);
+  EXPECT_GE(third.arrival_s, finished_s(second) - 1e-9);
+  EXPECT_NEAR(second.held_ms, (second.arrival_s - 0.1) * 1e3, 1e-6);
+  EXPECT_NEAR(third.held_ms, (third.arrival_s - 0.2) * 1e3, 1e-6);
+  // Each finds the context its previous turn left.
+  EXPECT_EQ(second.prefix_tokens, 2100);
+  EXPECT_EQ(second.cached_tokens, 2100);
+  EXPECT_EQ(third.cached_tokens, 2160);
+  EXPECT_EQ(r.kv_tiers.global_misses, 0);
+  EXPECT_EQ(r.trace_turns_held, 2);
+  EXPECT_NEAR(r.trace_turns_held_s, (second.held_ms + third.held_ms) / 1e3, 1e-9);
+  EXPECT_EQ(r.trace_turns_still_held, 0);
+  // A drained run sends no turn after its window (as a drawn session starts
+  // none): the rows still held then are counted, not served.
+  ServingSimulation drained(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  const ServingResult d = drained.run(60, true);
+  EXPECT_EQ(d.arrived, 2);
+  EXPECT_EQ(d.trace_turns_still_held, 2);
+}
+
 TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   Fixture f = v41_agents();
   ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
