@@ -17,10 +17,9 @@ std::string index(int value) { return value < 0 ? std::string() : std::to_string
 std::string requests_csv(const std::vector<RequestRecord>& requests) {
   std::string out =
       "request,session,class,turn,arrival_s,held_ms,prefix_tokens,new_tokens,cached_tokens,replay_tokens,"
-      "output_"
-      "tokens,"
-      "generated,status,prefill_instance,prefill_rank,context_parallel,decode_instance,decode_rank,"
-      "ssd_read_ms,prefill_wait_ms,ttft_ms,transfer_ms,decode_wait_ms,tpot_ms,e2e_ms,within_sla,measured\n";
+      "output_tokens,generated,status,prefill_instance,prefill_rank,context_parallel,decode_instance,"
+      "decode_rank,ssd_read_ms,prefill_wait_ms,ttft_ms,transfer_ms,decode_wait_ms,tpot_ms,e2e_ms,within_sla,"
+      "measured\n";
   for (const RequestRecord& r : requests) {
     out += fmt::format(
         "{},{},\"{}\",{},{:.6f},{:.3f},{},{},{},{},{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
