@@ -202,6 +202,7 @@ Table capacity_table(const CapacityReport& r) {
   std::vector<std::pair<std::string, const ServedRun*>> runs;
   for (const LoadPoint& p : r.capacity.points) runs.emplace_back(load_text(r.workload, p.load), &p.run);
   if (const std::string note = unsettled_note(runs); !note.empty()) t.add_note(note);
+  if (const std::string note = held_trace_rows_note(runs); !note.empty()) t.add_note(note);
   if (const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
       best && !r.workload.mix.empty()) {
     t.add_note(fmt::format("by class at {} (seed {}'s run): {}", load_text(r.workload, best->load),

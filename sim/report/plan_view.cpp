@@ -152,6 +152,7 @@ Table plan_table(const PlanReport& p) {
     if (row.not_run.empty()) runs.emplace_back(row.deployment.name, &row.run);
   }
   if (const std::string note = unsettled_note(runs); !note.empty()) t.add_note(note);
+  if (const std::string note = held_trace_rows_note(runs); !note.empty()) t.add_note(note);
   if (!p.rows.empty() && p.rows.front().not_run.empty() && !p.rows.front().run.result.by_class.empty()) {
     t.add_note(fmt::format("by class on {} (the first seed's run): {}", p.rows.front().deployment.name,
                            classes_line(p.rows.front().run.result, p.workload)));

@@ -698,7 +698,12 @@ nlohmann::json served_run_json(const ServedRun& run) {
     classes.push_back({{"class", r.by_class[i].name}, {"within_sla", shares[i]}});
   return {{"within_sla", run.within_sla()},
           {"class_within_sla", classes},
-          {"requests", {{"arrived", r.arrived}, {"finished", r.finished}, {"rejected", r.rejected}}},
+          {"window_s", r.duration_s},  // of arrivals measured (a trace's: until its last row was sent)
+          {"requests",
+           {{"arrived", r.arrived},
+            {"finished", r.finished},
+            {"rejected", r.rejected},
+            {"trace_turns_held", r.trace_turns_held}}},
           {"ttft_ms", {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}}},
           {"tpot_ms", {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}}},
           {"throughput_tokens_per_s_per_gpu",
@@ -734,6 +739,22 @@ std::string unsettled_note(const std::vector<std::pair<std::string, const Served
       "--warm-up) or overloaded, whose $ and SLA verdicts are no steady state's",
       fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift, 100 * SteadyState::kSettledRise,
       100 * SteadyState::kSettledFall, SteadyState::kRiseT);
+}
+
+std::string held_trace_rows_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs) {
+  std::vector<std::string> held;
+  for (const auto& [label, run] : runs) {
+    const ServingResult& x = run->result;
+    if (x.trace_turns_held == 0) continue;
+    held.push_back(fmt::format("{} {} of {} ({:.1f} s on average)", label, x.trace_turns_held, x.arrived,
+                               x.trace_turns_held_s / static_cast<double>(x.trace_turns_held)));
+  }
+  if (held.empty()) return {};
+  return fmt::format(
+      "a trace's session sends a turn once its previous turn is answered; rows that waited for it: {}. "
+      "Where its rows wait, the trace's sessions, not its rate, set the load (its requests/s stops rising "
+      "with the rate), and the window of arrivals lasts until its last row is sent",
+      fmt::join(held, "; "));
 }
 
 std::string confirmation_phrase(const ServedRun& run) {

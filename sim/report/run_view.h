@@ -81,6 +81,10 @@ std::string seeds_phrase(const ServeOptions& options);
 // A note naming the runs (each by its label) some seed of which ended its
 // window with an output rate not yet settled; empty when every one had.
 std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs);
+// A note naming the runs (their first seed's) in which a trace's rows waited
+// for their session's previous answer, with how many and how long; empty
+// where none did.
+std::string held_trace_rows_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs);
 // How a longer run (plan's and capacity's confirmation) fared: "97.2% within, not settled".
 std::string confirmation_phrase(const ServedRun& run);
 // A confirmation run as JSON: its window, share within the SLA, verdict and settling.

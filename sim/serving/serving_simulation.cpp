@@ -413,7 +413,9 @@ void ServingSimulation::trace_row_comes(const WorkloadSpec::TraceRow& row) {
 
 void ServingSimulation::trace_turn_ended(int64_t session) {
   Session& s = sessions_[static_cast<std::size_t>(session)];
-  if (s.trace_rows_held.empty() || !accepting_) {
+  // (A drain sends held rows too: they came, by the trace's clock, in the
+  // window; the window of arrivals then lasts until the last is sent.)
+  if (s.trace_rows_held.empty()) {
     s.trace_turn_underway = false;
     return;
   }
@@ -433,6 +435,7 @@ void ServingSimulation::start_trace_turn(int64_t session, const WorkloadSpec::Tr
   r.turn = s.next_turn++;
   r.arrival = sim_.now();
   r.held_s = (sim_.now() - SimTime::from_s(row.time_s)).s();
+  last_trace_turn_sent_ = sim_.now();
   if (r.held_s > 0 && in_window(r)) {
     ++result_.trace_turns_held;
     result_.trace_turns_held_s += r.held_s;
@@ -629,6 +632,10 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
       accepting_ = false;
       sim_.run_until(SimTime::max());
       change_in_system(0);
+      // A trace's rows held past the window's end for their session's
+      // previous answer arrived late: the window of arrivals ends at the last.
+      if (last_trace_turn_sent_ > SimTime::from_s(end_s))
+        duration_s = (last_trace_turn_sent_ - window_start_).s();
     }
   } catch (const std::out_of_range& e) {
     // Only figures off by orders of magnitude make a step or a transfer outlast simulated time.

@@ -303,6 +303,7 @@ class ServingSimulation {
   std::size_t next_decode_instance_ = 0;  // and, disaggregated, the decode instance the next request takes
   std::deque<Request> requests_;          // stable addresses
   std::vector<Session> sessions_;
+  SimTime last_trace_turn_sent_;                         // a trace's: when its last turn so far was sent
   std::unordered_map<int64_t, int64_t> trace_sessions_;  // trace session id -> index into sessions_
   std::vector<std::unique_ptr<Engine>> engines_;
   std::vector<std::unique_ptr<PrefillInstance>> prefill_;

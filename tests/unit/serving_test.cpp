@@ -775,12 +775,17 @@ TEST(Serving, ATracesTurnWaitsForItsSessionsPreviousAnswer) {
   EXPECT_EQ(r.trace_turns_held, 2);
   EXPECT_NEAR(r.trace_turns_held_s, (second.held_ms + third.held_ms) / 1e3, 1e-9);
   EXPECT_EQ(r.trace_turns_still_held, 0);
-  // A drained run sends no turn after its window (as a drawn session starts
-  // none): the rows still held then are counted, not served.
+  // Drained, the window of arrivals ends at the trace's last row, or later
+  // where rows waited past it: it lasts until the last one is sent.
   ServingSimulation drained(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  drained.enable_request_log();
   const ServingResult d = drained.run(60, true);
-  EXPECT_EQ(d.arrived, 2);
-  EXPECT_EQ(d.trace_turns_still_held, 2);
+  ASSERT_EQ(d.requests.size(), 4u);
+  EXPECT_EQ(d.arrived, 4);
+  EXPECT_EQ(d.trace_turns_held, 2);
+  EXPECT_EQ(d.trace_turns_still_held, 0);
+  EXPECT_NEAR(d.duration_s, d.requests[3].arrival_s, 1e-9);
+  EXPECT_GT(d.duration_s, 0.2);
 }
 
 TEST(Serving, TheRequestLogAccountsForEveryRequest) {
