@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/des/random.h"
 #include "sim/des/sim_time.h"
 
 namespace v41sim {
@@ -26,12 +27,15 @@ struct Request {
   int64_t priority = 0;  // its class's in a mix of traffic (lower is served first); 0 otherwise
 
   // Filled in along the way.
-  int64_t cached_tokens = 0;    // prefix found in the KV tiers (a block-hashed trace: leading blocks)
-  int64_t replay_tokens = 0;    // window tokens replayed because the SWA state was gone
-  int64_t to_compute = 0;       // tokens the prefill must run
-  int64_t computed = 0;         // of to_compute, done so far
-  int64_t generated = 0;        // output tokens produced so far
-  double token_credit = 0;      // expected tokens not yet emitted (speculative decoding)
+  int64_t cached_tokens = 0;  // prefix found in the KV tiers (a block-hashed trace: leading blocks)
+  int64_t replay_tokens = 0;  // window tokens replayed because the SWA state was gone
+  int64_t to_compute = 0;     // tokens the prefill must run
+  int64_t computed = 0;       // of to_compute, done so far
+  int64_t generated = 0;      // output tokens produced so far
+  // Its draft-acceptance draws (speculative decoding), a stream of its own
+  // (its session's seed and its turn), so deployments given one seed see the
+  // same acceptances, turn for turn, where they verify the same drafts.
+  SplitMix64 acceptance{0};
   double communication_us = 0;  // EP communication on the critical path of its steps
   int prefill_instance = -1;    // where it is prefilled (disaggregated: where its KV is shipped from)
   int attention_rank = -1;      // the rank of that instance whose attention runs its chunks

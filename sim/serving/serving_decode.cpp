@@ -156,7 +156,7 @@ void ServingSimulation::try_start_decode(std::size_t index) {
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step.us), batch);
   sim_.schedule_after(SimTime::from_us(step.us),
-                      [this, index, credit = credit_at_step_start(inst, std::move(group.tokens_per_sequence)),
+                      [this, index, credit = credit_at_step_start(inst, std::move(group.drafts)),
                        communication_us = step.communication_us] {
                         decode_[index]->engine->busy = false;
                         emit_decode_tokens(index, credit, communication_us);
@@ -173,24 +173,32 @@ ServingSimulation::GroupDecode ServingSimulation::decode_in_group(const std::vec
                                                                   int64_t group_tokens_per_rank,
                                                                   bool beside_prompts) {
   GroupDecode group;
-  group.tokens_per_sequence.assign(ranks.size(), 0.0);
+  group.drafts.assign(ranks.size(), 0);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const RankDecode& d = ranks[i];
     if (d.sequences == 0) continue;
     const StepTimeCache::DecodeStep step =
         steps_->decode_in_group(d.plain, d.sequences, d.history, group_tokens_per_rank, beside_prompts);
-    group.tokens_per_sequence[i] = step.tokens_per_sequence;
+    group.drafts[i] = step.drafts;
     if (step.us > group.slowest.us)  // the slowest rank sets the step
       group.slowest = {step.us, step.communication_us, step.band, step.micro_batches};
   }
   return group;
 }
 
-ServingSimulation::DecodeCredit ServingSimulation::credit_at_step_start(
-    const DecodeInstance& inst, std::vector<double> tokens_per_sequence) {
-  DecodeCredit credit{std::move(tokens_per_sequence), {}};
+ServingSimulation::DecodeCredit ServingSimulation::credit_at_step_start(const DecodeInstance& inst,
+                                                                        std::vector<int64_t> drafts) {
+  DecodeCredit credit{std::move(drafts), {}};
   for (const DecodeRank& rank : inst.ranks) credit.sequences.push_back(rank.active.size());
   return credit;
+}
+
+int64_t ServingSimulation::accepted_drafts(Request& r, int64_t drafts) const {
+  if (drafts <= 0) return 0;
+  const double p = model_.spec.draft->acceptance.value();
+  int64_t accepted = 0;
+  while (accepted < drafts && uniform01(r.acceptance) < p) ++accepted;
+  return accepted;
 }
 
 void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit& credit,
@@ -203,10 +211,9 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit
     std::vector<Request*> still;
     for (Request* r : std::span(rank.active.begin(), joined)) {
       r->communication_us += communication_us;
-      // Expected tokens accumulate; whole ones are emitted (deterministic).
-      r->token_credit += credit.tokens_per_sequence[i];
-      const auto emitted = std::min(static_cast<int64_t>(r->token_credit), r->output_tokens - r->generated);
-      r->token_credit -= static_cast<double>(emitted);
+      // Its own token and the drafts the step accepted (speculative decoding).
+      const int64_t emitted =
+          std::min(1 + accepted_drafts(*r, credit.drafts[i]), r->output_tokens - r->generated);
       r->generated += emitted;
       rank.history_tokens += emitted;
       credit_output_tokens(*r, emitted);
@@ -287,11 +294,11 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     batch += ranks[i].sequences;
   }
   const int64_t group_tokens_per_rank = per_rank(group_tokens, inst.ranks.size());
-  std::vector<double> tokens_per_sequence(inst.ranks.size(), 0.0);
+  std::vector<int64_t> drafts(inst.ranks.size(), 0);
   StepTimeCache::DecodeStep slowest;
   slowest.us = 0;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].sequences > 0) tokens_per_sequence[i] = ranks[i].plain.tokens_per_sequence;
+    if (ranks[i].sequences > 0) drafts[i] = ranks[i].plain.drafts;
     const StepTimeCache::DecodeStep step =
         rank_mixed_step(ranks[i], packed[i], group_tokens_per_rank, !chunks.empty());
     if (step.us > slowest.us) slowest = step;  // the slowest rank sets the step
@@ -307,7 +314,7 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(slowest.us), batch);
   sim_.schedule_after(SimTime::from_us(slowest.us),
-                      [this, index, credit = credit_at_step_start(inst, std::move(tokens_per_sequence)),
+                      [this, index, credit = credit_at_step_start(inst, std::move(drafts)),
                        chunks = std::move(chunks), communication_us = slowest.communication_us] {
                         // Both halves are credited before the engine takes its next step.
                         emit_decode_tokens(index, credit, communication_us);

@@ -137,9 +137,8 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
   }
   if (decode.slowest.us > slowest.us) slowest = decode.slowest;
   run_prefill_step(index, std::move(chunks), slowest,
-                   inst.colocated != nullptr
-                       ? credit_at_step_start(*inst.colocated, std::move(decode.tokens_per_sequence))
-                       : DecodeCredit{});
+                   inst.colocated != nullptr ? credit_at_step_start(*inst.colocated, std::move(decode.drafts))
+                                             : DecodeCredit{});
 }
 
 int64_t ServingSimulation::per_rank(int64_t group_tokens, std::size_t ranks) {

@@ -60,6 +60,13 @@ SplitMix64 turn_stream(uint64_t session_seed, int64_t turn) {
   return SplitMix64(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)));
 }
 
+// A turn's draft-acceptance draws (Request::acceptance): apart from the
+// draws of its tokens, which stay as they were without speculative decoding.
+SplitMix64 acceptance_stream(uint64_t session_seed, int64_t turn) {
+  constexpr uint64_t kAcceptance = 0x6163636570747321ULL;  // "accepts!"
+  return SplitMix64(SplitMix64::mix(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)), kAcceptance));
+}
+
 // How long from `from` to `to`, in ms; NaN where the request never reached `to`.
 double stage_ms(SimTime from, SimTime to, bool reached) {
   return reached ? (to - from).ms() : std::numeric_limits<double>::quiet_NaN();
@@ -131,6 +138,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       sim_(seed),
       arrivals_rng_(sim_.random_stream("arrivals")),
       sessions_rng_(sim_.random_stream("sessions")),
+      trace_sessions_seed_(sim_.random_stream("trace sessions")()),
       steps_(std::move(steps)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   // Decode ranks hold what the memory fit leaves for KV.
@@ -363,6 +371,7 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
   r.session = session;
   r.turn = s.next_turn++;
   r.arrival = sim_.now();
+  r.acceptance = acceptance_stream(s.seed, r.turn);
   r.prefix_tokens = prefix_tokens;
   const TurnDraw turn = draw_turn(s, r.turn);
   r.new_tokens = turn.new_tokens;
@@ -400,8 +409,10 @@ int64_t ServingSimulation::last_context(const Session& s) const {
 void ServingSimulation::trace_row_comes(const WorkloadSpec::TraceRow& row) {
   const auto [it, added] = trace_sessions_.emplace(row.session, static_cast<int64_t>(sessions_.size()));
   if (added) {
-    sessions_.emplace_back().from_trace = true;
-    sessions_.back().started = sim_.now();
+    Session& s = sessions_.emplace_back();
+    s.from_trace = true;
+    s.started = sim_.now();
+    s.seed = SplitMix64::mix(trace_sessions_seed_, static_cast<uint64_t>(row.session));
   }
   Session& s = sessions_[static_cast<std::size_t>(it->second)];
   if (s.trace_turn_underway) {
@@ -434,6 +445,7 @@ void ServingSimulation::start_trace_turn(int64_t session, const WorkloadSpec::Tr
   r.session = session;
   r.turn = s.next_turn++;
   r.arrival = sim_.now();
+  r.acceptance = acceptance_stream(s.seed, r.turn);
   r.held_s = (sim_.now() - SimTime::from_s(row.time_s)).s();
   last_trace_turn_sent_ = sim_.now();
   if (r.held_s > 0 && in_window(r)) {

@@ -211,22 +211,25 @@ class ServingSimulation {
   // sets a decode step and may set a prompt step (the run counts those,
   // ServingResult::prefill_steps_set_by_decode).
   struct GroupDecode {
-    std::vector<double> tokens_per_sequence;
+    std::vector<int64_t> drafts;  // each rank's draft tokens verified per sequence
     StepTimeCache::StepCost slowest;
   };
   GroupDecode decode_in_group(const std::vector<RankDecode>& ranks, int64_t group_tokens_per_rank,
                               bool beside_prompts);
   // What a step emits on each rank of a decode instance: the rank's first
-  // `sequences` (those active when the step began) are each credited
-  // `tokens_per_sequence` and the step's communication. A sequence that joined
-  // the rank while the step ran (its KV arrived) was not in it, and waits for
-  // the next.
+  // `sequences` (those active when the step began) each emit their token
+  // and the rank's `drafts` it accepted, and are credited the step's
+  // communication. A sequence that joined the rank while the step ran (its KV
+  // arrived) was not in it, and waits for the next.
   struct DecodeCredit {
-    std::vector<double> tokens_per_sequence;
+    std::vector<int64_t> drafts;
     std::vector<std::size_t> sequences;
   };
-  static DecodeCredit credit_at_step_start(const DecodeInstance& instance,
-                                           std::vector<double> tokens_per_sequence);
+  static DecodeCredit credit_at_step_start(const DecodeInstance& instance, std::vector<int64_t> drafts);
+  // Of `drafts` draft tokens a sequence verified, how many its step accepts:
+  // each position with the draft's acceptance, given the ones before it were
+  // (the model's per-position assumption), drawn from the request's own stream.
+  int64_t accepted_drafts(Request& r, int64_t drafts) const;
   // Runs the step, then credits the decode beside it (`decode_credit`, empty
   // for none) and each chunk, and hands finished prompts on.
   void run_prefill_step(std::size_t instance, std::vector<PrefillChunk> chunks,
@@ -294,6 +297,7 @@ class ServingSimulation {
   Simulator sim_;
   std::mt19937_64 arrivals_rng_;
   std::mt19937_64 sessions_rng_;
+  uint64_t trace_sessions_seed_;  // a trace's session's seed: this mixed with its id
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double tier_keeps_s_ = 0;

@@ -788,6 +788,31 @@ TEST(Serving, ATracesTurnWaitsForItsSessionsPreviousAnswer) {
   EXPECT_GT(d.duration_s, 0.2);
 }
 
+// Speculative decoding: each step a sequence emits its own token and the
+// drafts it accepted, each position with the draft's acceptance given the
+// ones before it (the model's per-position assumption), drawn per request:
+// over seeds, one answer's decode steps vary, their tokens averaging what the
+// step cache expected when it chose the drafts.
+TEST(Serving, ASequenceEmitsTheDraftsItsStepsAccept) {
+  Fixture f = tiny_trace("v41sim_drafts", "1.0,0,1000,2001\n", "workloads/deployments/h200_agg_8.yaml",
+                         testing::model_path("deepseek_v4_1_flash"));
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  const StepTimeCache::DecodeStep step = steps.decode_step(1, 3001);
+  ASSERT_GT(step.drafts, 0) << "the bundled deployment decodes with drafts";
+  std::set<int64_t> step_counts;
+  double tokens_per_step = 0;
+  constexpr int kSeeds = 24;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    const ServingResult r = f.run(60, seed, true);
+    ASSERT_EQ(r.finished, 1);
+    step_counts.insert(r.decode_steps);
+    tokens_per_step += 2000.0 / static_cast<double>(r.decode_steps) / kSeeds;
+  }
+  EXPECT_GT(step_counts.size(), 3u) << "the steps an answer takes vary with its draws";
+  EXPECT_NEAR(tokens_per_step / step.tokens_per_sequence, 1.0, 0.02)
+      << step.drafts << " drafts, expected " << step.tokens_per_sequence << " tokens a step";
+}
+
 TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   Fixture f = v41_agents();
   ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
