@@ -408,10 +408,14 @@ void note_when_none_finished(const ServingResult& x, Table& table) {
 Table latency_table(const ServingResult& x) {
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
   latency.add_row(latency_row("TTFT", x.ttft_ms));
-  latency.add_row(latency_row("TPOT (inter-token)", x.tpot_ms));
+  latency.add_row(latency_row("TPOT (per request)", x.tpot_ms));
   latency.add_row(latency_row("end to end", x.e2e_ms));
   latency.add_row(latency_row("prefill queue wait", x.prefill_wait_ms));
   latency.add_row(latency_row("decode admission wait", x.decode_wait_ms));
+  latency.add_note(
+      "TPOT: a request's time from its first token to its last over its tokens after the first (as vLLM's "
+      "benchmark reports it), its percentiles over requests; a step that accepts drafts emits several "
+      "tokens at once, so the gaps between single tokens (ITL) come in bursts around it");
   note_when_none_finished(x, latency);
   return latency;
 }
