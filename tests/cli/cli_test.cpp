@@ -516,6 +516,15 @@ TEST(Cli, ATraceRunsAtTheRateAsked) {
     EXPECT_NEAR(p["requests_per_s"].get<double>(), p["requests"]["arrived"].get<double>() / window, 1e-6)
         << p.dump();
   }
+  // The table names the rates whose rows waited, and what sets the load there.
+  const int64_t held = v["points"][1]["requests"]["trace_turns_held"].get<int64_t>();
+  ASSERT_GT(held, 0) << "at four times its rate some of the trace's rows wait";
+  const RunResult table =
+      run("capacity --workload agent_trace --deployment h200_agg_8 --duration 2000 --rate-factors 1,4");
+  EXPECT_NE(table.output.find(fmt::format("rows that waited for it: 0.413 sessions/s {} of 294", held)),
+            std::string::npos)
+      << table.output;
+  EXPECT_NE(table.output.find("the trace's sessions, not its rate, set the load"), std::string::npos);
 }
 
 // --set gives a figure the file marks unknown a value, as the user's
