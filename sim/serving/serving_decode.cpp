@@ -194,10 +194,8 @@ ServingSimulation::DecodeCredit ServingSimulation::credit_at_step_start(const De
 }
 
 int64_t ServingSimulation::accepted_drafts(Request& r, int64_t drafts) const {
-  if (drafts <= 0) return 0;
-  const double p = model_.spec.draft->acceptance.value();
   int64_t accepted = 0;
-  while (accepted < drafts && uniform01(r.acceptance) < p) ++accepted;
+  while (accepted < drafts && uniform01(r.acceptance) < draft_acceptance_) ++accepted;
   return accepted;
 }
 

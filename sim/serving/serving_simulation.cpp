@@ -141,6 +141,8 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       trace_sessions_seed_(sim_.random_stream("trace sessions")()),
       steps_(std::move(steps)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
+  if (model.spec.draft && model.spec.draft->acceptance.known())
+    draft_acceptance_ = model.spec.draft->acceptance.value();
   // Decode ranks hold what the memory fit leaves for KV.
   decode_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu_);
   if (deployment.disaggregated) {
