@@ -184,8 +184,9 @@ Table seeds_table(const RunReport& r) {
   t.add_note(fmt::format(
       "the tables above are seed {}'s run; {}; requests within the SLA pooled over every seed: {:.2f}%",
       r.seed,
-      trace ? "a trace gives every arrival and length, so its seeds run the same requests"
-            : "each seed draws other arrivals, prompt and output lengths and think times",
+      trace ? "a trace gives every arrival and length, so its seeds run the same requests (with speculative "
+              "decoding, each seed draws other draft acceptances)"
+            : "each seed draws other arrivals, prompt and output lengths, think times and draft acceptances",
       100 * all.within_sla()));
   return t;
 }
