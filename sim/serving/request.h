@@ -33,8 +33,8 @@ struct Request {
   int64_t computed = 0;       // of to_compute, done so far
   int64_t generated = 0;      // output tokens produced so far
   // Its draft-acceptance draws (speculative decoding), a stream of its own
-  // (its session's seed and its turn), so deployments given one seed see the
-  // same acceptances, turn for turn, where they verify the same drafts.
+  // (its session's seed and its turn), one draw a decode step, so deployments
+  // given one seed draw the same acceptances for a turn's steps, step for step.
   SplitMix64 acceptance{0};
   double communication_us = 0;  // EP communication on the critical path of its steps
   int prefill_instance = -1;    // where it is prefilled (disaggregated: where its KV is shipped from)

@@ -194,9 +194,15 @@ ServingSimulation::DecodeCredit ServingSimulation::credit_at_step_start(const De
 }
 
 int64_t ServingSimulation::accepted_drafts(Request& r, int64_t drafts) const {
-  int64_t accepted = 0;
-  while (accepted < drafts && uniform01(r.acceptance) < draft_acceptance_) ++accepted;
-  return accepted;
+  // One draw a step, whatever the drafts verified: the run of positions the
+  // draft gets right (each with p given the ones before: P(run >= j) = p^j),
+  // cut at the drafts verified. A request's n-th step draws the same run in
+  // any deployment, so two that verify different numbers of drafts differ
+  // only by the cut (common random numbers).
+  const double at_most_one = 1.0 - uniform01(r.acceptance);  // (0, 1]
+  if (drafts <= 0 || draft_acceptance_ <= 0) return 0;
+  const double run = std::floor(std::log(at_most_one) / std::log(draft_acceptance_));
+  return run >= static_cast<double>(drafts) ? drafts : static_cast<int64_t>(run);
 }
 
 void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit& credit,
