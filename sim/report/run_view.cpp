@@ -265,12 +265,9 @@ void add_traffic_rows(Table& head, const RunReport& r) {
   for (const auto& [reason, count] : x.rejected_by_reason)
     head.add_row({"  rejected: " + reason, std::to_string(count)});
   if (r.workload.arrival == WorkloadSpec::Arrival::kTrace && r.workload.trace_block_tokens == 0) {
-    head.add_row(
-        {"  of them held for their session's previous answer (mean wait); still held at the end",
-         fmt::format(
-             "{} ({:.1f} s); {}", x.trace_turns_held,
-             x.trace_turns_held > 0 ? x.trace_turns_held_s / static_cast<double>(x.trace_turns_held) : 0.0,
-             x.trace_turns_still_held)});
+    head.add_row({"  of them held for their session's previous answer (mean wait); still held at the end",
+                  fmt::format("{} ({:.1f} s); {}", x.trace_turns_held, x.mean_trace_turn_held_s(),
+                              x.trace_turns_still_held)});
   }
   head.add_row({"requests in the system over the measured window", steady_state_phrase(x)});
   head.add_row({"throughput per GPU (input / output tokens/s)",
@@ -531,8 +528,7 @@ nlohmann::json run_json(const RunReport& r) {
             {"rejected", x.rejected},
             {"rejected_by_reason", x.rejected_by_reason},
             {"trace_turns_held", x.trace_turns_held},
-            {"trace_turns_held_mean_s",
-             x.trace_turns_held > 0 ? x.trace_turns_held_s / static_cast<double>(x.trace_turns_held) : 0.0},
+            {"trace_turns_held_mean_s", x.mean_trace_turn_held_s()},
             {"trace_turns_still_held", x.trace_turns_still_held}}},
           {"tokens",
            {{"input_arrived", x.input_tokens_arrived},
@@ -752,7 +748,7 @@ std::string held_trace_rows_note(const std::vector<std::pair<std::string, const 
     const ServingResult& x = run->result;
     if (x.trace_turns_held == 0) continue;
     held.push_back(fmt::format("{} {} of {} ({:.1f} s on average)", label, x.trace_turns_held, x.arrived,
-                               x.trace_turns_held_s / static_cast<double>(x.trace_turns_held)));
+                               x.mean_trace_turn_held_s()));
   }
   if (held.empty()) return {};
   return fmt::format(

@@ -176,6 +176,9 @@ struct ServingResult {
   int64_t trace_turns_held = 0;
   double trace_turns_held_s = 0;
   int64_t trace_turns_still_held = 0;  // at the run's end: never sent
+  double mean_trace_turn_held_s() const {
+    return trace_turns_held > 0 ? trace_turns_held_s / static_cast<double>(trace_turns_held) : 0.0;
+  }
   double decode_kv_bytes_per_gpu = 0;
   int64_t prefill_steps = 0;
   int64_t context_parallel_steps = 0;  // of prefill_steps: one prompt over every rank

@@ -56,15 +56,18 @@ int64_t draw_tokens(const Distribution& d, SplitMix64& rng, double scale = 1.0) 
 constexpr int64_t kSessionStream = -1;
 constexpr int64_t kResumptionStream = -2;
 constexpr int64_t kClassStream = -3;
+uint64_t turn_key(uint64_t session_seed, int64_t turn) {
+  return SplitMix64::mix(session_seed, static_cast<uint64_t>(turn));
+}
 SplitMix64 turn_stream(uint64_t session_seed, int64_t turn) {
-  return SplitMix64(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)));
+  return SplitMix64(turn_key(session_seed, turn));
 }
 
 // A turn's draft-acceptance draws (Request::acceptance): apart from the
 // draws of its tokens, which stay as they were without speculative decoding.
 SplitMix64 acceptance_stream(uint64_t session_seed, int64_t turn) {
   constexpr uint64_t kAcceptance = 0x6163636570747321ULL;  // "accepts!"
-  return SplitMix64(SplitMix64::mix(SplitMix64::mix(session_seed, static_cast<uint64_t>(turn)), kAcceptance));
+  return SplitMix64(SplitMix64::mix(turn_key(session_seed, turn), kAcceptance));
 }
 
 // How long from `from` to `to`, in ms; NaN where the request never reached `to`.
@@ -142,7 +145,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       steps_(std::move(steps)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   if (model.spec.draft && model.spec.draft->acceptance.known())
-    draft_acceptance_ = model.spec.draft->acceptance.value();
+    log_draft_acceptance_ = std::log(model.spec.draft->acceptance.value());
   // Decode ranks hold what the memory fit leaves for KV.
   decode_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu_);
   if (deployment.disaggregated) {

@@ -298,9 +298,9 @@ class ServingSimulation {
   std::mt19937_64 arrivals_rng_;
   std::mt19937_64 sessions_rng_;
   uint64_t trace_sessions_seed_;  // a trace's session's seed: this mixed with its id
-  // The model's per-position draft acceptance, read once (a run draws against
-  // it millions of times); 0 where it has no draft, or none known.
-  double draft_acceptance_ = 0;
+  // The log of the model's per-position draft acceptance, taken once (a run
+  // draws against it millions of times); 0 where it has no draft, or none known.
+  double log_draft_acceptance_ = 0;
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double tier_keeps_s_ = 0;
