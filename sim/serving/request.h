@@ -57,6 +57,11 @@ struct Request {
   SimTime decode_admitted;  // a decode rank took its KV room and batch slot
   SimTime decode_started;
   SimTime finished;
+  // Its output streams a chunk a decode step (the step's token and the drafts
+  // it accepted): when the last reached the client, and the longest gap yet
+  // between two, the first token included (its worst ITL).
+  SimTime last_chunk;
+  SimTime longest_chunk_gap;
   double ssd_read_us = 0;
   double transfer_us = 0;
 

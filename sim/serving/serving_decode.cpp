@@ -205,6 +205,16 @@ int64_t ServingSimulation::accepted_drafts(Request& r, int64_t drafts) const {
   return run >= static_cast<double>(drafts) ? drafts : static_cast<int64_t>(run);
 }
 
+// A step's tokens reach the client together, one streamed chunk: its gap
+// from the one before (the first after the first token: from that token) is
+// one inter-token latency, as vLLM's benchmark counts them.
+void ServingSimulation::stream_chunk(Request& r) {
+  const SimTime gap = sim_.now() - (r.generated == 1 ? r.first_token() : r.last_chunk);
+  r.last_chunk = sim_.now();
+  r.longest_chunk_gap = std::max(r.longest_chunk_gap, gap);
+  if (in_window(r)) chunk_gaps_.add(gap);
+}
+
 void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit& credit,
                                            double communication_us) {
   DecodeInstance& d = *decode_[index];
@@ -215,6 +225,7 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit
     std::vector<Request*> still;
     for (Request* r : std::span(rank.active.begin(), joined)) {
       r->communication_us += communication_us;
+      stream_chunk(*r);
       // Its own token and the drafts the step accepted (speculative decoding).
       const int64_t emitted =
           std::min(1 + accepted_drafts(*r, credit.drafts[i]), r->output_tokens - r->generated);

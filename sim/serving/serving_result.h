@@ -78,6 +78,7 @@ struct RequestRecord {
   double transfer_ms = 0;
   double decode_wait_ms = 0;  // prefilled to a decode rank's room (disaggregated: KV transfer after)
   double tpot_ms = 0;
+  double max_itl_ms = 0;  // its longest gap between streamed chunks (ServingResult::itl_ms)
   double e2e_ms = 0;
   // Finished within its TTFT and TPOT limits (its class's in a mix); false where it did not finish.
   bool within_sla = false;
@@ -130,6 +131,10 @@ struct ServingResult {
   // Latencies of finished requests.
   LatencySummary ttft_ms;
   LatencySummary tpot_ms;
+  // Gaps between streamed output chunks (a decode step's tokens reach the
+  // client together), the first token's included: every chunk of the
+  // window's requests, finished or not; percentiles binned (GapHistogram).
+  LatencySummary itl_ms;
   LatencySummary e2e_ms;
   LatencySummary prefill_wait_ms;  // SSD read done to prefill start
   LatencySummary decode_wait_ms;   // KV transfer done to first decode step

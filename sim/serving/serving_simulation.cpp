@@ -108,6 +108,7 @@ RequestRecord record_of(const Request& r) {
   x.tpot_ms = done && r.output_tokens > 1
                   ? (r.finished - r.first_token()).ms() / static_cast<double>(r.output_tokens - 1)
                   : nan;
+  x.max_itl_ms = r.last_chunk > SimTime() ? r.longest_chunk_gap.ms() : nan;
   x.e2e_ms = stage_ms(r.arrival, r.finished, done);
   return x;
 }
@@ -746,6 +747,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   const double n = std::max<double>(1.0, static_cast<double>(e2e.size()));
   out.ttft_ms = summarize(ttft);
   out.tpot_ms = summarize(tpot);
+  out.itl_ms = chunk_gaps_.summary_ms();
   out.e2e_ms = summarize(e2e);
   out.prefill_wait_ms = summarize(prefill_wait);
   out.decode_wait_ms = summarize(decode_wait);

@@ -27,6 +27,7 @@
 
 #include "sim/des/simulator.h"
 #include "sim/hw/gpu_profile.h"
+#include "sim/metrics/gap_histogram.h"
 #include "sim/model/model_analysis.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/kv_tiers.h"
@@ -251,6 +252,7 @@ class ServingSimulation {
   void admit(std::size_t instance, std::size_t rank, Request& r);
   void try_start_decode(std::size_t instance);
   // Credits the sequences a step ran (DecodeCredit); finished ones leave.
+  void stream_chunk(Request& r);
   void emit_decode_tokens(std::size_t instance, const DecodeCredit& credit, double communication_us);
   // Aggregated, mixed: decode steps that carry the waiting prompts' chunks.
   void try_start_mixed_step(std::size_t instance);
@@ -301,6 +303,7 @@ class ServingSimulation {
   // The log of the model's per-position draft acceptance, taken once (a run
   // draws against it millions of times); 0 where it has no draft, or none known.
   double log_draft_acceptance_ = 0;
+  GapHistogram chunk_gaps_;  // of the window's requests (ServingResult::itl_ms)
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double tier_keeps_s_ = 0;

@@ -952,17 +952,32 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   std::istringstream lines(rows);
   std::string line;
   std::getline(lines, line);
-  EXPECT_NE(line.find(",e2e_ms,within_sla"), std::string::npos) << line;
+  EXPECT_NE(line.find(",tpot_ms,max_itl_ms,e2e_ms,within_sla"), std::string::npos) << line;
+  const auto fields = [](const std::string& row) {  // commas outside quotes, plus one
+    bool quoted = false;
+    std::size_t n = 1;
+    for (char c : row) {
+      if (c == '"') quoted = !quoted;
+      n += c == ',' && !quoted ? 1 : 0;
+    }
+    return n;
+  };
+  const std::size_t columns = fields(line);
   while (std::getline(lines, line)) {
+    ASSERT_EQ(fields(line), columns) << line;
     const std::size_t open = line.find('"');
     const std::string traffic_class = line.substr(open + 1, line.find('"', open + 1) - open - 1);
     within[traffic_class] += line.substr(line.size() - 3) == "1,1" ? 1 : 0;  // within its SLA, measured
   }
   EXPECT_EQ(within["chat"], j["by_class"][0]["within_sla"].get<int64_t>());
   EXPECT_EQ(within["agent coding"], j["by_class"][1]["within_sla"].get<int64_t>());
+  // The gaps between streamed chunks: many more than requests, the longest above the median.
+  EXPECT_GT(j["itl_ms"]["count"].get<int64_t>(), 10 * j["requests"]["finished"].get<int64_t>());
+  EXPECT_GT(j["itl_ms"]["max"].get<double>(), j["itl_ms"]["p50"].get<double>());
   const RunResult text = run(args);
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("By class of traffic"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("ITL (per streamed chunk)"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("output lengths chat: assumed"), std::string::npos) << text.output;
   // The chats are held to a first-token limit of their own, the agents to the deployment's.
   EXPECT_EQ(j["by_class"][0]["sla"]["ttft_ms"].get<double>(), 2000.0);

@@ -813,6 +813,41 @@ TEST(Serving, ASequenceEmitsTheDraftsItsStepsAccept) {
       << step.drafts << " drafts, expected " << step.tokens_per_sequence << " tokens a step";
 }
 
+// Each decode step streams a request one chunk (no drafts here: one token):
+// the gaps add up to its decode, and a prompt's step run between two of a
+// decoding request's steps (aggregated, prefill first) is a gap that long.
+TEST(Serving, ChunkGapsAddUpToEachRequestsDecodeAndShowAPromptsStall) {
+  Fixture f = tiny_trace("v41sim_itl", "0.0,0,100,400\n0.05,1,2000,10\n");
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_request_log();
+  sim.enable_trace(60);
+  const ServingResult r = sim.run(60, true);
+  ASSERT_EQ(r.finished, 2);
+  int64_t chunks = 0;
+  double decode_ms = 0, longest_ms = 0;
+  for (const RequestRecord& x : r.requests) {
+    chunks += x.output_tokens - 1;
+    decode_ms += x.tpot_ms * static_cast<double>(x.output_tokens - 1);
+    longest_ms = std::max(longest_ms, x.max_itl_ms);
+  }
+  EXPECT_EQ(r.itl_ms.count, chunks);
+  EXPECT_NEAR(r.itl_ms.mean * static_cast<double>(r.itl_ms.count), decode_ms, decode_ms * 1e-9);
+  EXPECT_EQ(r.itl_ms.max, longest_ms);
+  // The second prompt's step ran while the first request decoded.
+  double prompt_step_ms = 0, decode_step_ms = 0;
+  for (const TraceSpan& span : r.trace) {
+    if (span.kind == TraceSpan::Kind::kPrefillStep && span.start_us > 0)
+      prompt_step_ms = std::max(prompt_step_ms, span.duration_us / 1e3);
+    if (span.kind == TraceSpan::Kind::kDecodeStep)
+      decode_step_ms = std::max(decode_step_ms, span.duration_us / 1e3);
+  }
+  ASSERT_GT(prompt_step_ms, 2 * decode_step_ms) << "the fixture's prompt step stands out";
+  EXPECT_GE(r.requests[0].max_itl_ms, prompt_step_ms);
+  EXPECT_LE(r.requests[0].max_itl_ms, prompt_step_ms + 2 * decode_step_ms);
+  EXPECT_LT(r.requests[1].max_itl_ms, prompt_step_ms) << "the second request decoded after it";
+  EXPECT_LE(r.itl_ms.p50, decode_step_ms) << "most gaps are a decode step";
+}
+
 TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   Fixture f = v41_agents();
   ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
@@ -833,8 +868,15 @@ TEST(Serving, TheRequestLogAccountsForEveryRequest) {
     if (x.output_tokens > 1) {
       tpot.push_back(x.tpot_ms);
       EXPECT_GE(x.decode_instance, 0) << x.id;  // disaggregated: placed on a decode rank
+      // Its gaps average at least TPOT (a chunk holds one token or more); the longest is no shorter.
+      EXPECT_GE(x.max_itl_ms, x.tpot_ms * (1 - 1e-12)) << x.id;
     }
   }
+  double longest_gap_ms = 0;
+  for (const RequestRecord& x : r.requests) {
+    if (x.measured && !std::isnan(x.max_itl_ms)) longest_gap_ms = std::max(longest_gap_ms, x.max_itl_ms);
+  }
+  EXPECT_EQ(longest_gap_ms, r.itl_ms.max);
   EXPECT_EQ(finished, r.finished);
   EXPECT_EQ(in_flight, r.in_flight);
   EXPECT_EQ(cached, r.input_tokens_cached);
