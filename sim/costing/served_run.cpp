@@ -63,6 +63,7 @@ SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deplo
   s.within_sla = share_within_sla(r.result);
   s.ttft_p99_ms = r.result.ttft_ms.p99;
   s.tpot_p99_ms = r.result.tpot_ms.p99;
+  s.itl_p99_ms = r.result.itl_ms.p99;
   s.output_tokens_per_s_per_gpu = r.result.output_tokens_per_s_per_gpu;
   s.usd_per_million_output = r.cost.known ? r.cost.usd_per_million_output : 0.0;
   s.kwh_per_million_output = r.cost.power.kwh_per_million_output;

@@ -37,6 +37,7 @@ struct SeedOutcome {
   double within_sla = 0;  // share_within_sla of the run
   double ttft_p99_ms = 0;
   double tpot_p99_ms = 0;
+  double itl_p99_ms = 0;  // of the gaps between streamed chunks (ServingResult::itl_ms)
   double output_tokens_per_s_per_gpu = 0;
   double usd_per_million_output = 0;  // 0 when the GPU price is unknown
   double kwh_per_million_output = 0;  // at the GPUs' rated power; 0 when it is unknown

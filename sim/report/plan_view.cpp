@@ -190,6 +190,7 @@ Table plan_table(const PlanReport& p) {
                   [](const PlanRow& row) { return first_token_assumption(row.deployment) != nullptr; }))
     t.add_note(kDecodeSideFirstTokenAssumption);
   t.add_note(ssd_tier_note(p.rows));
+  t.add_note(itl_column_note());
   add_served_run_notes(t, kernel_models(p.rows));
   return t;
 }

@@ -14,6 +14,11 @@
 namespace v41sim {
 namespace {
 
+constexpr const char* kItlMeaning =
+    "ITL: the gap between a request's streamed chunks, the first token's to the first step's included: a "
+    "decode step's token and the drafts it accepted reach the client together (as vLLM's benchmark times "
+    "them), and in an aggregated deployment a prompt's step between two decode steps is one gap";
+
 // A summary of no samples has no figures: null, not zeros a reader would take for latencies.
 nlohmann::json summary_json(const LatencySummary& s) {
   if (s.count == 0)
@@ -43,6 +48,7 @@ nlohmann::json seeds_json(const ServedRun& run) {
                      {"within_sla", s.within_sla},
                      {"ttft_p99_ms", s.ttft_p99_ms},
                      {"tpot_p99_ms", s.tpot_p99_ms},
+                     {"itl_p99_ms", s.itl_p99_ms},
                      {"output_tokens_per_s_per_gpu", s.output_tokens_per_s_per_gpu},
                      {"steady", s.steady},
                      {"usd_per_million_output",
@@ -60,6 +66,7 @@ nlohmann::json over_seeds_json(const ServedRun& run) {
   return {{"count", run.seeds.size()},
           {"ttft_p99_ms", spread(&SeedOutcome::ttft_p99_ms)},
           {"tpot_p99_ms", spread(&SeedOutcome::tpot_p99_ms)},
+          {"itl_p99_ms", spread(&SeedOutcome::itl_p99_ms)},
           {"output_tokens_per_s_per_gpu", spread(&SeedOutcome::output_tokens_per_s_per_gpu)},
           {"usd_per_million_output",
            run.cost.known ? spread(&SeedOutcome::usd_per_million_output) : nlohmann::json(nullptr)}};
@@ -161,12 +168,12 @@ Table classes_table(const RunReport& r) {
 
 Table seeds_table(const RunReport& r) {
   Table t(fmt::format("The same run with {} seeds", r.run.seeds.size()),
-          {"seed", "requests arrived", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out",
-           "$ per 1M output tokens"});
+          {"seed", "requests arrived", "within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "ITL p99 (ms)",
+           "tokens/s/GPU out", "$ per 1M output tokens"});
   const auto price = [&r](double usd) { return r.run.cost.known ? fmt::format("${:.3f}", usd) : "unknown"; };
   for (const SeedOutcome& s : r.run.seeds) {
     t.add_row({std::to_string(s.seed), std::to_string(s.arrived), fmt::format("{:.1f}%", 100 * s.within_sla),
-               format_fixed(s.ttft_p99_ms, 0), format_fixed(s.tpot_p99_ms, 1),
+               format_fixed(s.ttft_p99_ms, 0), format_fixed(s.tpot_p99_ms, 1), format_fixed(s.itl_p99_ms, 1),
                format_fixed(s.output_tokens_per_s_per_gpu, 0), price(s.usd_per_million_output)});
   }
   const ServedRun& all = r.run;
@@ -178,6 +185,7 @@ Table seeds_table(const RunReport& r) {
     t.add_row({name, format_fixed(spread_of(arrived).*pick, 0),
                fmt::format("{:.1f}%", 100 * at(&SeedOutcome::within_sla)),
                format_fixed(at(&SeedOutcome::ttft_p99_ms), 0), format_fixed(at(&SeedOutcome::tpot_p99_ms), 1),
+               format_fixed(at(&SeedOutcome::itl_p99_ms), 1),
                format_fixed(at(&SeedOutcome::output_tokens_per_s_per_gpu), 0),
                price(at(&SeedOutcome::usd_per_million_output))});
   }
@@ -406,11 +414,9 @@ void note_when_none_finished(const ServingResult& x, Table& table) {
 
 std::string itl_note(const ServingResult& x) {
   std::string note = fmt::format(
-      "ITL: the gap between a request's streamed chunks, the first token's to the first step's included: a "
-      "decode step's token and the drafts it accepted reach the client together (as vLLM's benchmark times "
-      "them); over every chunk of the window's requests, finished or not, its percentiles binned to within "
+      "{}; over every chunk of the window's requests, finished or not, its percentiles binned to within "
       "{:.1f}%",
-      GapHistogram::kBinRelativeWidth / 2 * 100);
+      kItlMeaning, GapHistogram::kBinRelativeWidth / 2 * 100);
   if (x.itl_ms.count > 0) note += fmt::format("; the longest {} ms", format_fixed(x.itl_ms.max, 1));
   return note;
 }
@@ -663,9 +669,9 @@ std::string output_token_price(const ServedRun& run, int decimals) {
 }
 
 std::vector<std::string> with_served_run_columns(std::vector<std::string> leading) {
-  for (const char* column :
-       {"within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "tokens/s/GPU out", "$ per 1M output tokens",
-        "kWh per 1M output tokens", "meets SLA", "step band, prefill / decode (90%)"}) {
+  for (const char* column : {"within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "ITL p99 (ms)",
+                             "tokens/s/GPU out", "$ per 1M output tokens", "kWh per 1M output tokens",
+                             "meets SLA", "step band, prefill / decode (90%)"}) {
     leading.emplace_back(column);
   }
   return leading;
@@ -692,6 +698,7 @@ std::vector<std::string> served_run_cells(const ServedRun& run, double min_withi
   return {within,
           cell(&SeedOutcome::ttft_p99_ms, "{:.0f}"),
           cell(&SeedOutcome::tpot_p99_ms, "{:.1f}"),
+          cell(&SeedOutcome::itl_p99_ms, "{:.1f}"),
           cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
           run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
           run.cost.power.known ? cell(&SeedOutcome::kwh_per_million_output, "{:.2f}") : "unknown",
@@ -721,6 +728,7 @@ nlohmann::json served_run_json(const ServedRun& run) {
             {"trace_turns_held", r.trace_turns_held}}},
           {"ttft_ms", {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}}},
           {"tpot_ms", {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}}},
+          {"itl_ms", {{"p50", r.itl_ms.p50}, {"p99", r.itl_ms.p99}, {"max", r.itl_ms.max}}},
           {"throughput_tokens_per_s_per_gpu",
            {{"input", r.input_tokens_per_s_per_gpu}, {"output", r.output_tokens_per_s_per_gpu}}},
           {"cost", cost_json(run.cost)},
@@ -810,6 +818,10 @@ const char* first_token_assumption(const DeploymentSpec& deployment) {
 const char* aggregated_steps_assumption(const DeploymentSpec& deployment) {
   if (deployment.disaggregated) return nullptr;
   return deployment.mixes_prompt_chunks() ? kMixedStepAssumption : kBesidePromptsAssumption;
+}
+
+std::string itl_column_note() {
+  return std::string(kItlMeaning) + "; its percentiles over every chunk of the requests that arrived";
 }
 
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {

@@ -94,6 +94,8 @@ nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bo
 std::string arrivals_phrase(double duration_s, double warm_up_s);
 std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload);
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
+// What a table's ITL column means (run's latency table says it at length).
+std::string itl_column_note();
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);
 // How an aggregated deployment's steps are modelled where prompts and decode
 // share them (kMixedStepAssumption, or kBesidePromptsAssumption for prompts

@@ -368,8 +368,8 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                   arrivals_phrase(study_serve_options(o, o.serving_seconds, false), workload), o.seed);
   Table table("Latency, throughput and cost per deployment",
               {"deployment", "GPUs", "finished", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)",
-               "tokens/s/GPU in / out", "goodput", "input from the KV tiers", "window state found",
-               "$ per 1M output tokens"});
+               "ITL p50 / p99 (ms)", "tokens/s/GPU in / out", "goodput", "input from the KV tiers",
+               "window state found", "$ per 1M output tokens"});
   runs = nlohmann::json::array();
   std::vector<std::string> kernel_models;
   const auto [deployments, served] =
@@ -383,17 +383,23 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
     collect_kernel_models(run, kernel_models);
     table.add_row(
         {d.name, std::to_string(r.gpus), fmt::format("{} of {}", r.finished, r.arrived),
-         fmt::format("{:.0f} / {:.0f}", r.ttft_ms.p50, r.ttft_ms.p99),
-         fmt::format("{:.1f} / {:.1f}", r.tpot_ms.p50, r.tpot_ms.p99),
+         p50_p99(r.ttft_ms, 0), p50_p99(r.tpot_ms, 1), p50_p99(r.itl_ms, 1),
          fmt::format("{:.0f} / {:.0f}", r.input_tokens_per_s_per_gpu, r.output_tokens_per_s_per_gpu),
-         fmt::format("{:.1f}%", 100 * r.goodput_fraction), percent_of(r.input_tokens_cached, input_tokens),
+         r.finished > 0 ? fmt::format("{:.1f}%", 100 * r.goodput_fraction) : "-",
+         percent_of(r.input_tokens_cached, input_tokens),
          percent_of(r.kv_tiers.swa_hits, r.kv_tiers.swa_hits + r.kv_tiers.swa_misses),
          output_token_price(run)});
+    // No sample, no figure: null where nothing finished (or streamed).
+    const auto figure = [](const LatencySummary& s, double LatencySummary::*at) {
+      return s.count > 0 ? nlohmann::json(s.*at) : nlohmann::json(nullptr);
+    };
     runs.push_back({{"deployment", d.name},
-                    {"ttft_ms_p50", r.ttft_ms.p50},
-                    {"ttft_ms_p99", r.ttft_ms.p99},
-                    {"tpot_ms_p50", r.tpot_ms.p50},
-                    {"tpot_ms_p99", r.tpot_ms.p99},
+                    {"ttft_ms_p50", figure(r.ttft_ms, &LatencySummary::p50)},
+                    {"ttft_ms_p99", figure(r.ttft_ms, &LatencySummary::p99)},
+                    {"tpot_ms_p50", figure(r.tpot_ms, &LatencySummary::p50)},
+                    {"tpot_ms_p99", figure(r.tpot_ms, &LatencySummary::p99)},
+                    {"itl_ms_p50", figure(r.itl_ms, &LatencySummary::p50)},
+                    {"itl_ms_p99", figure(r.itl_ms, &LatencySummary::p99)},
                     {"finished", r.finished},
                     {"input_tokens_cached", r.input_tokens_cached},
                     {"input_tokens_prefilled", r.input_tokens_prefilled},
@@ -402,6 +408,9 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                     {"cost", cost_json(cost)}});
   }
   table.add_note(traffic_note(workload));
+  if (std::any_of(served.begin(), served.end(),
+                  [](const ServedRun& run) { return run.result.finished == 0; }))
+    table.add_note("'-' where no request finished within the run: no latency or goodput to take");
   std::vector<std::pair<std::string, const ServedRun*>> labelled;
   for (std::size_t i = 0; i < deployments.size(); ++i) labelled.emplace_back(deployments[i].name, &served[i]);
   if (const std::string note = unsettled_note(labelled); !note.empty()) table.add_note(note);
@@ -410,6 +419,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
       "prompt tokens (window replays not counted); window state found: returning turns whose SWA state was "
       "still in the host-DRAM pool (else a bounded replay of the window)");
   note_first_token(table, deployments);
+  table.add_note(itl_column_note());
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }

@@ -136,6 +136,12 @@ TEST(ServedRun, TheVerdictPoolsTheSeedsRequests) {
   EXPECT_FALSE(idle.meets_sla(0.5));  // nothing arrived: nothing shown to meet it
 }
 
+// Where the "meets SLA" cell sits among a served run's cells.
+std::size_t meets_sla_column() {
+  const std::vector<std::string> columns = with_served_run_columns({});
+  return static_cast<std::size_t>(std::find(columns.begin(), columns.end(), "meets SLA") - columns.begin());
+}
+
 // In a mix, the verdict asks the share of each class, pooled over the seeds:
 // a small class served badly is not hidden in a large class's share.
 TEST(ServedRun, AMixMeetsTheSlaOnlyWhereEachClassDoes) {
@@ -153,7 +159,7 @@ TEST(ServedRun, AMixMeetsTheSlaOnlyWhereEachClassDoes) {
   EXPECT_FALSE(run.meets_sla(0.98));
   EXPECT_EQ(run.seeds_meeting_sla(0.98), 0);
   EXPECT_TRUE(run.meets_sla(0.8));
-  EXPECT_EQ(served_run_cells(run, 0.98)[6], "no: agent 80.0% (0 of 2 seeds alone)");
+  EXPECT_EQ(served_run_cells(run, 0.98)[meets_sla_column()], "no: agent 80.0% (0 of 2 seeds alone)");
   // A class none of whose requests arrived asks nothing.
   run.seeds = {seed_of(1, 100, 1.0, {{100, 100}, {0, 0}})};
   EXPECT_TRUE(run.meets_sla(0.99));
@@ -177,18 +183,19 @@ TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
     for (std::size_t i = 0; i < shares.size(); ++i) run.seeds.push_back(seed_of(i + 1, 1000, shares[i]));
     return served_run_cells(run, 0.99);
   };
+  EXPECT_EQ(cells({0.9896}).size(), with_served_run_columns({}).size()) << "a cell for every column";
   EXPECT_EQ(cells({0.9896})[0], "98.96%");
-  EXPECT_EQ(cells({0.9896})[6], "no");  // the "meets SLA" column
+  EXPECT_EQ(cells({0.9896})[meets_sla_column()], "no");
   EXPECT_EQ(cells({0.99})[0], "99.0%");
-  EXPECT_EQ(cells({0.99})[6], "yes");
+  EXPECT_EQ(cells({0.99})[meets_sla_column()], "yes");
   ServedRun creeping;
   creeping.seeds = {seed_of(1, 1000, 0.995), seed_of(2, 1000, 0.995)};
   creeping.seeds[1].steady = false;
-  EXPECT_EQ(served_run_cells(creeping, 0.99)[6], "yes (2 of 2 seeds alone; 1 not settled)");
+  EXPECT_EQ(served_run_cells(creeping, 0.99)[meets_sla_column()], "yes (2 of 2 seeds alone; 1 not settled)");
   creeping.seeds.pop_back();
-  EXPECT_EQ(served_run_cells(creeping, 0.99)[6], "yes");
+  EXPECT_EQ(served_run_cells(creeping, 0.99)[meets_sla_column()], "yes");
   creeping.seeds.front().steady = false;
-  EXPECT_EQ(served_run_cells(creeping, 0.99)[6], "yes, not settled");
+  EXPECT_EQ(served_run_cells(creeping, 0.99)[meets_sla_column()], "yes, not settled");
   EXPECT_EQ(cells({0.985})[0], "98.5%");
   EXPECT_EQ(cells({0.98999})[0], "98.999%");
   EXPECT_EQ(cells({0.9896, 0.9924})[0], "99.1% (98.96-99.2)");
