@@ -2,8 +2,10 @@
 // Bad input of any kind ends here as one line on stderr and exit status 2;
 // a fault of the program's own as one line and exit status 1.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,10 +17,11 @@
 
 namespace {
 
-// A flag's comma-separated values with an empty item ("8,,16", "h200,"):
-// CLI11 drops the empty item and would run 8,16; a slip is said instead.
-// --set is left to its own parser (its VALUE is YAML).
-void refuse_empty_list_items(int argc, char** argv) {
+// A flag's comma-separated values are alternatives to try, each once. An
+// empty item ("8,,16", "h200,"): CLI11 drops it and would run 8,16; a value
+// given twice ("8,8"): the same variant, rate or sweep point run twice. Each
+// slip is said instead. --set is left to its own parser (its VALUE is YAML).
+void check_list_items(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (!arg.starts_with("--") || arg.starts_with("--set")) continue;
@@ -31,6 +34,16 @@ void refuse_empty_list_items(int argc, char** argv) {
     if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos) {
       throw v41sim::InputError({"", 0, flag},
                                "expected items separated by single commas, got '" + value + "'");
+    }
+    std::set<std::string> seen;
+    for (std::size_t start = 0; start <= value.size();) {
+      const std::size_t comma = std::min(value.find(',', start), value.size());
+      const std::string item = value.substr(start, comma - start);
+      if (!seen.insert(item).second) {
+        throw v41sim::InputError({"", 0, flag},
+                                 "expected each item once, got '" + item + "' twice in '" + value + "'");
+      }
+      start = comma + 1;
     }
   }
 }
@@ -52,7 +65,7 @@ int main(int argc, char** argv) {
   std::function<void()> run;
   v41sim::register_commands(app, global, run, std::cout);
   try {
-    refuse_empty_list_items(argc, argv);
+    check_list_items(argc, argv);
     app.parse(argc, argv);
   } catch (const v41sim::InputError& e) {
     std::cerr << "v41sim: error: " << e.what() << "\n";

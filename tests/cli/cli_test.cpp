@@ -1339,6 +1339,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"capacity --rate-factors=1,2,",
                "field '--rate-factors': expected items separated by single commas"},
         BadRun{"plan --hw ,h200", "field '--hw': expected items separated by single commas, got ',h200'"},
+        // A value twice would run the same variant, rate or point twice.
+        BadRun{"plan --decode-instances 1,2,1",
+               "field '--decode-instances': expected each item once, got '1' twice in '1,2,1'"},
+        BadRun{"capacity --rate-factors=1,1",
+               "field '--rate-factors': expected each item once, got '1' twice"},
+        BadRun{"plan --deployment h200_agg_8,h200_agg_8", "field '--deployment': expected each item once"},
+        BadRun{"context --contexts 8192,8192", "field '--contexts': expected each item once"},
         BadRun{"plan --deployment h200_agg_8,no_such_deployment", "unknown name 'no_such_deployment'"},
         BadRun{"plan --decode-instances two", "--decode-instances"},
         BadRun{"plan --deployment h200_agg_8 --aggregated-steps mixed,interleaved",
