@@ -101,7 +101,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
         ->capture_default_str();
     cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
                   "decode: launch kernels instead of replaying a CUDA graph");
-    cmd->add_flag("--no-draft", flags->no_draft, "decode: leave out the speculative draft stages");
+    cmd->add_flag("--no-draft", flags->no_draft,
+                  "decode: no speculative decoding (no draft stages, no drafts verified)");
     cmd->add_flag("--overlap", flags->overlap, "overlap EP all-to-all with compute (two micro-batches)");
     cmd->add_flag(
         "--separate-projections", flags->separate_projections,
@@ -111,6 +112,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   CLI::App* step = app.add_subcommand("step", "one forward step: kernels, times, bounds, trace");
   add_model(step);
   add_step_flags(step);
+  step->add_option(
+      "--drafts", flags->drafts,
+      "decode: draft tokens each sequence's step verifies (default: the count that gives the most "
+      "expected tokens per second, as serving runs choose it)");
   step->add_option("--prompt-chunks", flags->prompt_chunks,
                    "decode: prompts whose chunks ride on the step (an aggregated engine mixing them in)");
   step->add_option("--chunk-tokens", flags->chunk_tokens,

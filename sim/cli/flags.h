@@ -35,6 +35,7 @@ struct Flags {
   std::string mhc = "model";
   bool no_cuda_graph = false;
   bool no_draft = false;
+  std::optional<int64_t> drafts;  // step, decode: drafts verified (none given: as serving chooses)
   bool overlap = false;
   bool beside_prompts = false;  // step, decode: run beside another rank's prompt step
   bool separate_projections = false;

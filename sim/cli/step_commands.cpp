@@ -8,6 +8,7 @@
 
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
+#include "sim/cost/draft_choice.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/expert_load.h"
@@ -161,6 +162,29 @@ void set_beside_prompts(const Flags& f, StepShape* s) {
   s->beside_prompts = true;
 }
 
+// A decode step verifies the drafts --drafts gives, else those a serving run
+// would (DraftChoice); a prefill step has none to verify.
+DraftChoice set_drafts(const Flags& f, const ModelAnalysis& m, const KernelCostModel& cost, StepShape* s) {
+  if (s->phase != Phase::kDecode) {
+    if (f.drafts) throw InputError({"", 0, "--drafts"}, "a decode step verifies drafts, not a prefill step");
+    return {};
+  }
+  if (!f.drafts) {
+    const SpeculativeStep served = as_served(m, *s, cost);
+    *s = served.shape;
+    return served.choice;
+  }
+  const int64_t most = m.spec.draft && !f.no_draft ? m.spec.draft->block_size : 0;
+  if (*f.drafts < 0 || *f.drafts > most) {
+    const std::string range = most > 0     ? fmt::format("0 to {} drafts (the draft's block size)", most)
+                              : f.no_draft ? "0 drafts (--no-draft)"
+                                           : "0 drafts (the model has no draft)";
+    throw InputError({"", 0, "--drafts"}, fmt::format("expected {}, got {}", range, *f.drafts));
+  }
+  *s = verifying(*s, *f.drafts);
+  return draft_count(m.spec, *f.drafts);
+}
+
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
@@ -171,9 +195,18 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   set_beside_prompts(f, &shape);
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(f.hw), uses_cuda_graph(f, shape));
   shape.ep_per_node = g.gpu().nvlink_domain();
+  const DraftChoice drafts = set_drafts(f, m, g.cost(), &shape);
   const StepGraph graph = build_step_graph(m, shape);
   const StepTiming timing = time_step(graph, g.cost());
-  const StepReport report{m, g.gpu(), g.cost(), graph, timing};
+  const StepReport report{m,
+                          g.gpu(),
+                          g.cost(),
+                          graph,
+                          timing,
+                          drafts,
+                          f.drafts     ? StepReport::DraftsFrom::kGiven
+                          : f.no_draft ? StepReport::DraftsFrom::kSpeculationOff
+                                       : StepReport::DraftsFrom::kChosen};
   if (!f.trace.empty()) {
     std::ofstream trace(f.trace);
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");

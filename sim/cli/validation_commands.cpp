@@ -10,6 +10,7 @@
 #include "sim/common/catalog.h"
 #include "sim/common/output_file.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/draft_choice.h"
 #include "sim/cost/error_band.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
@@ -92,11 +93,14 @@ std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile
     shape.ep = 8;
     shape.ep_per_node = gpu.nvlink_domain();
     const KernelCostModel cost(gpu, params, phase == Phase::kDecode);
-    const StepGraph graph = build_step_graph(model, shape);
+    const SpeculativeStep served =
+        phase == Phase::kDecode ? as_served(model, shape, cost) : SpeculativeStep{{}, shape};
+    const StepGraph graph = build_step_graph(model, served.shape);
     const StepTiming timing = time_step(graph, cost);
     const std::string what =
         phase == Phase::kDecode
-            ? fmt::format("decode step, batch {}, context {}, EP {}", shape.batch, shape.context, shape.ep)
+            ? fmt::format("decode step, batch {}, context {}, EP {}, {} drafts verified a sequence",
+                          shape.batch, shape.context, shape.ep, served.choice.drafts)
             : fmt::format("prefill of one {}-token prompt, EP {}", shape.context, shape.ep);
     rows.push_back({what, timing.total_us, step_error_band(timing, params)});
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/cost/draft_choice.h"
 #include "sim/report/error_band_view.h"
 
 namespace v41sim {
@@ -15,9 +16,11 @@ std::string published_key(Phase phase) {
 
 LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const KernelCostModel& cost,
                                const StepShape& shape) {
-  LayerComparison c{shape, {}};
+  // The backbones alone: models draft differently or not at all, so a layer
+  // of each runs one token a sequence and no draft stage runs.
+  LayerComparison c{verifying(shape, 0), {}};
   for (const ModelAnalysis& m : models) {
-    const StepGraph graph = build_step_graph(m, shape);
+    const StepGraph graph = build_step_graph(m, c.shape);
     ModelStep step{m.spec.name, time_step(graph, cost), {}, 0, 0, {}};
     step.modes = time_by_mode(step.timing);
     step.band = step_error_band(step.timing, cost.params());
@@ -53,6 +56,11 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
   }
   totals.add_note("kernel model: " + cost.params().label());
   totals.add_note(kErrorBandMethod);
+  if (s.phase == Phase::kDecode) {
+    totals.add_note(
+        "decode: the backbones alone, one token a sequence, no speculative draft (`step` times a step with "
+        "the drafts a serving run verifies)");
+  }
 
   Table modes("Time by layer mode", {"model", "mode", "layers", "time (us)", "share of step"});
   for (const ModelStep& m : c.models) {

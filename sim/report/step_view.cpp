@@ -199,6 +199,31 @@ std::vector<ModeTime> time_by_mode(const StepTiming& timing) {
   return modes;
 }
 
+// A decode step's speculative decoding: the drafts each sequence verifies,
+// why that many, and what a sequence can expect from the step.
+void add_draft_rows(const StepReport& r, Table& summary) {
+  const std::optional<DraftSpec>& draft = r.model.spec.draft;
+  const DraftChoice& d = r.drafts;
+  using From = StepReport::DraftsFrom;
+  const std::string why = !draft                                   ? "the model has no draft"
+                          : r.drafts_from == From::kGiven          ? "--drafts"
+                          : r.drafts_from == From::kSpeculationOff ? "--no-draft"
+                          : !draft->acceptance.known()
+                              ? "the draft's acceptance is not known"
+                              : fmt::format(
+                                    "of the draft's block of {}, the count that gives the "
+                                    "most expected tokens per second, as serving runs "
+                                    "choose it; --drafts sets it",
+                                    draft->block_size);
+  summary.add_row({"draft tokens verified per sequence", fmt::format("{} ({})", d.drafts, why)});
+  const double per_token_us = r.timing.total_us / d.tokens_per_sequence;
+  summary.add_row({"expected tokens per sequence; time per output token",
+                   d.drafts == 0 ? fmt::format("1; {:.1f} us", per_token_us)
+                                 : fmt::format("{:.2f} at per-position acceptance {:g} ({}); {:.1f} us",
+                                               d.tokens_per_sequence, draft->acceptance.value(),
+                                               draft->acceptance.provenance().label(), per_token_us)});
+}
+
 std::vector<Table> step_tables(const StepReport& r) {
   const StepTiming& t = r.timing;
   Table summary(title(r), {"quantity", "value"});
@@ -212,6 +237,7 @@ std::vector<Table> step_tables(const StepReport& r) {
                      fmt::format("{:.1f} / {:.1f} / {:.1f} us", bounds.busier_track_us, t.total_us,
                                  bounds.one_after_another_us)});
   }
+  if (r.graph.shape.phase == Phase::kDecode) add_draft_rows(r, summary);
   summary.add_row({"kernels", std::to_string(t.kernel_count)});
   const WideningShare widening = widening_share(t);
   summary.add_row(
@@ -335,6 +361,9 @@ nlohmann::json step_json(const StepReport& r) {
           {"expert_token_share", s.expert_token_share},
           {"beside_prompts", s.beside_prompts},
           {"routed_by_chance", s.routed_by_chance},
+          {"drafts_verified", s.phase == Phase::kDecode ? r.drafts.drafts : 0},
+          {"drafts_chosen", s.phase == Phase::kDecode && r.drafts_from == StepReport::DraftsFrom::kChosen},
+          {"tokens_per_sequence", s.phase == Phase::kDecode ? r.drafts.tokens_per_sequence : 1.0},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"total_time_us", t.total_us},
           {"compute_us", t.compute_us},

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/draft_choice.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile.h"
@@ -20,6 +21,10 @@ struct StepReport {
   const KernelCostModel& cost;
   const StepGraph& graph;
   const StepTiming& timing;
+  // A decode step's drafts verified, and where their count came from.
+  enum class DraftsFrom { kChosen, kGiven, kSpeculationOff };
+  DraftChoice drafts{};
+  DraftsFrom drafts_from = DraftsFrom::kChosen;
 };
 
 std::string phase_name(Phase phase);

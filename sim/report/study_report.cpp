@@ -13,6 +13,7 @@
 #include "sim/common/parallel_for.h"
 #include "sim/common/yaml_what_if.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/draft_choice.h"
 #include "sim/cost/error_band.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/kernel_cost.h"
@@ -150,17 +151,25 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         calibrations.push_back(label);
       for (int64_t context : o.step_contexts) {
         shape.context = context;
-        const StepGraph graph = build_step_graph(focus, shape);
+        // Decode verifies the drafts a serving run would choose (the same in both forms).
+        const SpeculativeStep served =
+            phase == Phase::kDecode ? as_served(focus, shape, cost) : SpeculativeStep{{}, shape};
+        const StepShape& timed = served.shape;
+        const StepGraph graph = build_step_graph(focus, timed);
         const StepTiming t = time_step(graph, cost);
         const ErrorBand band = step_error_band(t, cost.params());
-        StepShape split = shape;  // the same step as two overlapped micro-batches
+        StepShape split = timed;  // the same step as two overlapped micro-batches
         split.overlap_communication = true;
         const double split_us = time_step(build_step_graph(focus, split), cost).total_us;
         // Prefill is reported per 1K prompt tokens so contexts compare.
         const double scale = phase == Phase::kPrefill ? 1000.0 / static_cast<double>(context) : 1.0;
-        std::vector<std::string> row{gpu.name,          std::to_string(context),
-                                     phase_name(phase), fmt::format("{:.1f} us", t.total_us * scale),
-                                     band.describe(),   fmt::format("{:.1f} us", split_us * scale)};
+        const std::string phase_cell =
+            phase == Phase::kDecode && served.choice.drafts > 0
+                ? fmt::format("{} ({} drafts)", phase_name(phase), served.choice.drafts)
+                : phase_name(phase);
+        std::vector<std::string> row{gpu.name,        std::to_string(context),
+                                     phase_cell,      fmt::format("{:.1f} us", t.total_us * scale),
+                                     band.describe(), fmt::format("{:.1f} us", split_us * scale)};
         const std::vector<ModeTime> by_mode = time_by_mode(t);
         double other = t.total_us;
         for (const std::string& mode : modes) {
@@ -180,6 +189,8 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
                                  {"phase", phase_name(phase)},
                                  {"context", context},
                                  {"batch", shape.batch},
+                                 {"drafts_verified", served.choice.drafts},
+                                 {"tokens_per_sequence", served.choice.tokens_per_sequence},
                                  {"total_time_us", t.total_us},
                                  {"two_micro_batches_us", split_us},
                                  {"reported_us", t.total_us * scale},
@@ -195,6 +206,11 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       std::string(kErrorBandMethod) +
       "; until our measurements calibrate a GPU, its bands are the priors' error on published kernel figures "
       "(validate: the priors' error by kernel class), mostly the figures the priors were read off");
+  table.add_note(
+      "decode (k drafts): each sequence verifies its own token and k drafts, the count that gives the most "
+      "expected tokens per second at the draft's per-position acceptance (as serving runs choose it; `step "
+      "--drafts` sets it), and the draft stages propose the next; a sequence emits the accepted run and its "
+      "own token");
   table.add_note(
       "decode uses CUDA-graph replay; time: EP communication after compute; as two micro-batches: the same "
       "step "
@@ -220,24 +236,35 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
 std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions& o, nlohmann::json& json) {
   const std::string model_file = catalog.resolve_model(o.focus_model);
   const std::string gpu_file = catalog.resolve_gpu(o.sensitivity_gpu);
-  const auto step_us = [&] {  // loads everything again: a moved figure reaches whatever reads it
-    const ModelAnalysis model = load(model_file, catalog);
-    const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
+  const auto decode_shape = [&o](const GpuCostModel& gpu) {
     StepShape shape;
     shape.phase = Phase::kDecode;
     shape.batch = o.decode_batch;
     shape.context = o.sensitivity_context;
     shape.ep = o.ep;
     shape.ep_per_node = gpu.gpu().nvlink_domain();
-    return time_step(build_step_graph(model, shape), gpu.cost()).total_us;
+    return shape;
+  };
+  // The drafts a serving run verifies as the files say, held while the
+  // figures move: each moved step does the same work.
+  const int64_t drafts = [&] {
+    const ModelAnalysis model = load(model_file, catalog);
+    const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
+    return as_served(model, decode_shape(gpu), gpu.cost()).choice.drafts;
+  }();
+  const auto step_us = [&] {  // loads everything again: a moved figure reaches whatever reads it
+    const ModelAnalysis model = load(model_file, catalog);
+    const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
+    return time_step(build_step_graph(model, verifying(decode_shape(gpu), drafts)), gpu.cost()).total_us;
   };
   const GpuCostModel as_the_files_say(catalog.data_dir(), gpu_file, true);
   std::vector<std::string> files{model_file};
   for (std::string& file : as_the_files_say.files_read(catalog.data_dir())) files.push_back(std::move(file));
   const StepSensitivity s = step_sensitivity(files, step_us, o.sensitivity_swing);
   const std::string gpu_name = load_gpu(gpu_file, catalog).name;
-  const std::string what = fmt::format("{} decode step, batch {}, {} tokens of context, EP {}", gpu_name,
-                                       o.decode_batch, o.sensitivity_context, o.ep);
+  const std::string what =
+      fmt::format("{} decode step, batch {}, {} tokens of context, EP {}, {} drafts verified a sequence",
+                  gpu_name, o.decode_batch, o.sensitivity_context, o.ep, drafts);
   Table table(
       fmt::format("Which assumed figures move the {} ({:.1f} us as the files say)", what, s.baseline_us),
       {"figure", "where", "as the file says", fmt::format("-{:g}%", 100 * s.swing),

@@ -60,13 +60,19 @@ void add_decode_steps(Table& t, const json& steps) {
     if (s.at("context").get<int64_t>() != context) continue;
     batch = s.at("batch").get<int64_t>();
     const json& band = s.at("error_band");
-    parts.push_back(fmt::format("{} {:.1f} ms{}", short_gpu(s.at("gpu").get<std::string>()),
-                                s.at("total_time_us").get<double>() / 1e3,
+    const double ms = s.at("total_time_us").get<double>() / 1e3;
+    const int64_t drafts = s.value("drafts_verified", int64_t{0});
+    parts.push_back(fmt::format("{} {:.1f} ms{}{}", short_gpu(s.at("gpu").get<std::string>()), ms,
                                 band.at("known").get<bool>()
                                     ? fmt::format(" ±{:.0f}%", band.at("pct_at_90").get<double>())
-                                    : std::string()));
+                                    : std::string(),
+                                drafts > 0 ? fmt::format(" ({} drafts: {:.1f} ms an output token)", drafts,
+                                                         ms / s.at("tokens_per_sequence").get<double>())
+                                           : std::string()));
   }
-  t.add_row({fmt::format("decode step, batch {}, context {} (kernel model; band at 90%)", batch, context),
+  t.add_row({fmt::format("decode step, batch {}, context {} (kernel model; band at 90%; drafts as serving "
+                         "chooses them)",
+                         batch, context),
              fmt::format("{}", fmt::join(parts, ", ")), "Step times"});
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <shared_mutex>
 
+#include "sim/cost/draft_choice.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
 
@@ -69,8 +70,7 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
   shape.context = std::min(context, model_.spec.max_context);
   shape.new_tokens = phase == Phase::kPrefill ? std::min(new_tokens, shape.context) : 0;
   shape.continuing = continuing;
-  shape.decode_tokens_per_sequence = 1 + drafts;
-  shape.include_draft = drafts > 0;
+  shape = verifying(shape, drafts);
   shape.expert_token_share = expert_token_share;
   shape.beside_prompts = beside_prompts;
   const ShapeKey key = key_of(shape);
@@ -165,19 +165,12 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
     const std::shared_lock<std::shared_mutex> look(*lock_);
     if (const auto it = decode_choice_.find(key); it != decode_choice_.end()) return it->second;
   }
-  const StepCost plain = compute(Phase::kDecode, batch, 0, grid_context, 0);
-  DecodeStep best{plain.us, plain.communication_us, 1.0, 0, plain.band, plain.micro_batches};
-  const std::optional<DraftSpec>& draft = model_.spec.draft;
-  if (decode_template_.include_draft && draft) {
-    const double p = draft->acceptance.value();
-    for (int64_t k = 1; k <= draft->block_size; ++k) {
-      // Tokens per step: the accepted run of drafts plus the verifier's own token.
-      const double tokens = (1.0 - std::pow(p, static_cast<double>(k + 1))) / (1.0 - p);
-      const StepCost step = compute(Phase::kDecode, batch, 0, grid_context, k);
-      if (tokens / step.us > best.tokens_per_sequence / best.us)
-        best = {step.us, step.communication_us, tokens, k, step.band, step.micro_batches};
-    }
-  }
+  const DraftChoice choice = best_draft_count(model_.spec, decode_template_.include_draft, [&](int64_t k) {
+    return compute(Phase::kDecode, batch, 0, grid_context, k).us;
+  });
+  const StepCost step = compute(Phase::kDecode, batch, 0, grid_context, choice.drafts);
+  const DecodeStep best{step.us,   step.communication_us, choice.tokens_per_sequence, choice.drafts,
+                        step.band, step.micro_batches};
   const std::lock_guard<std::shared_mutex> hold(*lock_);
   return decode_choice_.emplace(key, best).first->second;
 }
@@ -200,8 +193,7 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
   StepShape shape = decode_template_;
   shape.batch = batch;
   shape.context = std::min(round_up_to_grid(context), model_.spec.max_context);
-  shape.decode_tokens_per_sequence = 1 + plain.drafts;
-  shape.include_draft = plain.drafts > 0;
+  shape = verifying(shape, plain.drafts);
   const int64_t grid_prompt_context = std::min(round_up_to_grid(prompt_context), model_.spec.max_context);
   shape.mixed_prefill = {prompts, std::min(round_up_to_grid(prompt_new_tokens), grid_prompt_context),
                          grid_prompt_context, prompts_continuing};

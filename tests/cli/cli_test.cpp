@@ -199,6 +199,33 @@ TEST(Cli, RedundantExpertsMakeEpSizesThatDoNotDivideTheExperts) {
 // step --balanced-routing: every rank its exact share, as DeepSeek's
 // profiles route; by default each step's routing falls by chance and its
 // busiest rank, reaching more experts' weights, sets a longer step.
+// A decode step verifies the drafts a serving run would choose, or those
+// --drafts gives; the table says which and what a token costs.
+TEST(Cli, StepVerifiesTheDraftsAServingRunWould) {
+  const std::string base = "step --hw h200 --phase decode --batch 32 --context 131072";
+  const auto chosen = run_json(base);
+  EXPECT_TRUE(chosen["drafts_chosen"].get<bool>());
+  const int64_t drafts = chosen["drafts_verified"].get<int64_t>();
+  ASSERT_GT(drafts, 0);
+  // Each verified position is a backbone row: the head samples every one.
+  for (const auto& layer : chosen["layers"]) {
+    if (layer["mode"] == "Head") {
+      EXPECT_EQ(layer["tokens"].get<double>(), 32.0 * static_cast<double>(1 + drafts));
+    }
+  }
+  const auto two = run_json(base + " --drafts 2");
+  EXPECT_FALSE(two["drafts_chosen"].get<bool>());
+  EXPECT_EQ(two["drafts_verified"].get<int64_t>(), 2);
+  EXPECT_NEAR(two["tokens_per_sequence"].get<double>(), 1 + 0.8 + 0.64, 1e-12);  // the model's acceptance 0.8
+  const auto none = run_json(base + " --no-draft");
+  EXPECT_EQ(none["drafts_verified"].get<int64_t>(), 0);
+  EXPECT_LT(none["total_time_us"].get<double>(), two["total_time_us"].get<double>());
+  const std::string text = run(base + " --drafts 2").output;
+  EXPECT_NE(text.find("draft tokens verified per sequence                   2 (--drafts)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2.44 at per-position acceptance 0.8 (assumed:"), std::string::npos) << text;
+}
+
 TEST(Cli, StepRoutesByChanceUnlessBalanced) {
   const std::string base = "step --hw b200 --batch 1 --context 131072 --ep 8 --no-draft";
   const auto chance = run_json(base);
@@ -1339,6 +1366,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"capacity --rate-factors=1,2,",
                "field '--rate-factors': expected items separated by single commas"},
         BadRun{"plan --hw ,h200", "field '--hw': expected items separated by single commas, got ',h200'"},
+        BadRun{"step --context 8192 --drafts 9",
+               "field '--drafts': expected 0 to 5 drafts (the draft's block size), got 9"},
+        BadRun{"step --context 8192 --no-draft --drafts 1",
+               "field '--drafts': expected 0 drafts (--no-draft), got 1"},
+        BadRun{"step --model deepseek_v4_flash --context 8192 --drafts 1",
+               "field '--drafts': expected 0 drafts (the model has no draft), got 1"},
+        BadRun{"step --phase prefill --context 8192 --drafts 1",
+               "field '--drafts': a decode step verifies drafts, not a prefill step"},
         // A value twice would run the same variant, rate or point twice.
         BadRun{"plan --decode-instances 1,2,1",
                "field '--decode-instances': expected each item once, got '1' twice in '1,2,1'"},

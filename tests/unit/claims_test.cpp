@@ -69,12 +69,12 @@ TEST_F(ClaimsTest, TheH20DecodeClaimFollowsTheStepTimes) {
   // A GPU slower at batch 1 as "the H20": the claim fails.
   std::swap(h20_as_, h100_as_);
   EXPECT_EQ(find("h20_decode").verdict, Verdict::kDoesNotHold);
-  // One faster at every batch: it holds, on step time alone.
+  // One faster at every batch: it holds, on time per output token alone.
   const GpuCostModel h200_decode(V41SIM_SOURCE_DIR, gpu_path("h200"), true);
   h20_as_ = &h200_decode;
   const Claim faster = find("h20_decode");
   EXPECT_EQ(faster.verdict, Verdict::kHoldsOnlyIf);
-  EXPECT_EQ(faster.condition, "judged on step time alone (no public H20 price)");
+  EXPECT_EQ(faster.condition, "judged on time per output token alone (no public H20 price)");
 }
 
 TEST_F(ClaimsTest, PersistentKvNamesTheWindowCheckpointItNeeds) {
