@@ -27,8 +27,12 @@ struct StepShape {
   MhcForm mhc_form = MhcForm::kAsModel;
   // GEMMs of one block that read the same input run as one (projection_fusion.h).
   bool fuse_input_projections = true;
-  bool include_draft = true;               // decode: run the speculative draft stages
-  int64_t decode_tokens_per_sequence = 1;  // decode: 1 + draft tokens verified per step
+  // Decode: run the speculative draft stages, and the draft tokens each
+  // sequence verifies. A step with drafts verifies some: verifying() (sim/cost/
+  // draft_choice.h) sets both; on a shape not yet given its drafts (a
+  // deployment's template, `step`'s flags) include_draft says speculation is on.
+  bool include_draft = true;
+  int64_t decode_tokens_per_sequence = 1;  // 1 + draft tokens verified per step
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes less than the sum (step_cost.h).
   bool overlap_communication = false;
