@@ -143,7 +143,7 @@ std::string output_lengths_source(const WorkloadSpec& w) {
 Table classes_table(const RunReport& r) {
   Table t("By class of traffic",
           {"class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "sessions", "requests",
-           "finished", "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)"});
+           "finished", "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "ITL p50 / p99 (ms)"});
   const ServingResult& x = r.run.result;
   for (std::size_t i = 0; i < x.by_class.size(); ++i) {
     const ClassOutcome& c = x.by_class[i];
@@ -151,7 +151,7 @@ Table classes_table(const RunReport& r) {
                fmt::format("{} / {}", c.sla.ttft_ms, c.sla.tpot_ms),
                std::to_string(r.workload.mix[i].priority), std::to_string(c.sessions),
                std::to_string(c.arrived), std::to_string(c.finished), class_within_sla(c),
-               p50_p99(c.ttft_ms, 1), p50_p99(c.tpot_ms, 1)});
+               p50_p99(c.ttft_ms, 1), p50_p99(c.tpot_ms, 1), p50_p99(c.itl_ms, 1)});
   }
   t.add_note(fmt::format(
       "each session is of one class, drawn with the shares; within SLA: requests that finished within their "
@@ -511,7 +511,8 @@ nlohmann::json classes_json(const RunReport& r) {
                      {"own", r.workload.mix[i].sla.gives_any()}}},
                    {"priority", r.workload.mix[i].priority},
                    {"ttft_ms", summary_json(c.ttft_ms)},
-                   {"tpot_ms", summary_json(c.tpot_ms)}});
+                   {"tpot_ms", summary_json(c.tpot_ms)},
+                   {"itl_ms", summary_json(c.itl_ms)}});
   }
   return out;
 }

@@ -459,10 +459,10 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
   std::string md =
       fmt::format("## A mix of traffic on one deployment: {} ({}, then drained; seed {})\n\n", workload.name,
                   arrivals_phrase(study_serve_options(o, o.mix_seconds, true), workload), o.seed);
-  Table table(
-      "Each class of traffic on each deployment",
-      {"deployment", "class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "requests",
-       "within its SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "$ per 1M output tokens (all)"});
+  Table table("Each class of traffic on each deployment",
+              {"deployment", "class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "requests",
+               "within its SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "ITL p50 / p99 (ms)",
+               "$ per 1M output tokens (all)"});
   runs = nlohmann::json::array();
   std::vector<std::string> kernel_models;
   const auto [deployments, served] =
@@ -477,12 +477,14 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
           {c == 0 ? deployments[i].name : "", k.name, fmt::format("{:.0f}%", 100 * workload.mix[c].share),
            fmt::format("{} / {}", k.sla.ttft_ms, k.sla.tpot_ms), std::to_string(workload.mix[c].priority),
            std::to_string(k.arrived), percent_of(k.within_sla, k.arrived), p50_p99(k.ttft_ms, 0),
-           p50_p99(k.tpot_ms, 1), c == 0 ? output_token_price(served[i]) : ""});
-      classes.push_back({{"class", k.name},
-                         {"arrived", k.arrived},
-                         {"within_sla", k.within_sla},
-                         {"ttft_ms_p99", k.ttft_ms.p99},
-                         {"tpot_ms_p99", k.tpot_ms.p99}});
+           p50_p99(k.tpot_ms, 1), p50_p99(k.itl_ms, 1), c == 0 ? output_token_price(served[i]) : ""});
+      classes.push_back(
+          {{"class", k.name},
+           {"arrived", k.arrived},
+           {"within_sla", k.within_sla},
+           {"ttft_ms_p99", k.ttft_ms.p99},
+           {"tpot_ms_p99", k.tpot_ms.p99},
+           {"itl_ms_p99", k.itl_ms.count > 0 ? nlohmann::json(k.itl_ms.p99) : nlohmann::json(nullptr)}});
     }
     runs.push_back({{"deployment", deployments[i].name},
                     {"workload", workload.name},
@@ -496,6 +498,7 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
       "that arrived ends finished or rejected); $ per 1M output tokens: the deployment's, over every class's "
       "tokens");
   note_first_token(table, deployments);
+  table.add_note(itl_column_note());
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }

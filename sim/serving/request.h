@@ -24,7 +24,8 @@ struct Request {
   double held_s = 0;          // a trace's turn: from its row's time to its previous turn's end (0: not held)
   // A block-hashed trace's prompt: its blocks (WorkloadSpec::TraceRow::blocks), else null.
   const std::vector<int64_t>* blocks = nullptr;
-  int64_t priority = 0;  // its class's in a mix of traffic (lower is served first); 0 otherwise
+  int64_t priority = 0;    // its class's in a mix of traffic (lower is served first); 0 otherwise
+  int traffic_class = -1;  // its session's class in a mix of traffic (-1: no mix)
 
   // Filled in along the way.
   int64_t cached_tokens = 0;  // prefix found in the KV tiers (a block-hashed trace: leading blocks)

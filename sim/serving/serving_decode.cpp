@@ -212,7 +212,9 @@ void ServingSimulation::stream_chunk(Request& r) {
   const SimTime gap = sim_.now() - (r.generated == 1 ? r.first_token() : r.last_chunk);
   r.last_chunk = sim_.now();
   r.longest_chunk_gap = std::max(r.longest_chunk_gap, gap);
-  if (in_window(r)) chunk_gaps_.add(gap);
+  if (!in_window(r)) return;
+  chunk_gaps_.add(gap);
+  if (r.traffic_class >= 0) class_chunk_gaps_[static_cast<std::size_t>(r.traffic_class)].add(gap);
 }
 
 void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit& credit,

@@ -95,6 +95,7 @@ struct ClassOutcome {
   SlaSpec sla;             // the limits it is held to: its own from the mix, the deployment's for the rest
   LatencySummary ttft_ms;
   LatencySummary tpot_ms;
+  LatencySummary itl_ms;  // of every chunk of its requests in the window (ServingResult::itl_ms)
 };
 
 struct ServingResult {

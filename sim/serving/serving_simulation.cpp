@@ -147,6 +147,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   if (model.spec.draft && model.spec.draft->acceptance.known())
     log_draft_acceptance_ = std::log(model.spec.draft->acceptance.value());
+  class_chunk_gaps_.resize(workload.mix.size());
   // Decode ranks hold what the memory fit leaves for KV.
   decode_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu_);
   if (deployment.disaggregated) {
@@ -383,6 +384,7 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
   r.new_tokens = turn.new_tokens;
   r.output_tokens = turn.output_tokens;
   r.think_after_s = turn.think_after_s;
+  r.traffic_class = s.traffic_class;
   if (s.traffic_class >= 0) r.priority = workload_.mix[static_cast<std::size_t>(s.traffic_class)].priority;
   admit_turn(r);
 }
@@ -708,6 +710,7 @@ std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
   for (std::size_t i = 0; i < out.size(); ++i) {
     out[i].ttft_ms = summarize(ttft[i]);
     out[i].tpot_ms = summarize(tpot[i]);
+    out[i].itl_ms = class_chunk_gaps_[i].summary_ms();
   }
   return out;
 }

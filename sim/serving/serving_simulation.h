@@ -303,7 +303,8 @@ class ServingSimulation {
   // The log of the model's per-position draft acceptance, taken once (a run
   // draws against it millions of times); 0 where it has no draft, or none known.
   double log_draft_acceptance_ = 0;
-  GapHistogram chunk_gaps_;  // of the window's requests (ServingResult::itl_ms)
+  GapHistogram chunk_gaps_;                     // of the window's requests (ServingResult::itl_ms)
+  std::vector<GapHistogram> class_chunk_gaps_;  // and by class of a mix (ClassOutcome::itl_ms)
   std::shared_ptr<StepTimeCache> steps_;
   SessionKvTiers tiers_;
   double tier_keeps_s_ = 0;

@@ -1001,6 +1001,10 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   // The gaps between streamed chunks: many more than requests, the longest above the median.
   EXPECT_GT(j["itl_ms"]["count"].get<int64_t>(), 10 * j["requests"]["finished"].get<int64_t>());
   EXPECT_GT(j["itl_ms"]["max"].get<double>(), j["itl_ms"]["p50"].get<double>());
+  EXPECT_EQ(
+      j["by_class"][0]["itl_ms"]["count"].get<int64_t>() + j["by_class"][1]["itl_ms"]["count"].get<int64_t>(),
+      j["itl_ms"]["count"].get<int64_t>())
+      << "each chunk is of one class";
   const RunResult text = run(args);
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("By class of traffic"), std::string::npos) << text.output;
