@@ -93,8 +93,7 @@ std::vector<StepBandRow> step_bands(const ModelAnalysis& model, const GpuProfile
     shape.ep = 8;
     shape.ep_per_node = gpu.nvlink_domain();
     const KernelCostModel cost(gpu, params, phase == Phase::kDecode);
-    const SpeculativeStep served =
-        phase == Phase::kDecode ? as_served(model, shape, cost) : SpeculativeStep{{}, shape};
+    const SpeculativeStep served = as_served(model, shape, cost);
     const StepGraph graph = build_step_graph(model, served.shape);
     const StepTiming timing = time_step(graph, cost);
     const std::string what =

@@ -16,8 +16,8 @@ DraftChoice draft_count(const ModelSpec& model, int64_t drafts) {
 DraftChoice best_draft_count(const ModelSpec& model, bool speculative,
                              const std::function<double(int64_t drafts)>& step_us) {
   DraftChoice best;
-  double best_rate = 1.0 / step_us(0);  // tokens per us a sequence
   if (!speculative || !model.draft || !model.draft->acceptance.known()) return best;
+  double best_rate = 1.0 / step_us(0);  // tokens per us a sequence
   for (int64_t k = 1; k <= model.draft->block_size; ++k) {
     const DraftChoice candidate = draft_count(model, k);
     const double rate = candidate.tokens_per_sequence / step_us(k);
@@ -36,6 +36,7 @@ StepShape verifying(StepShape decode, int64_t drafts) {
 }
 
 SpeculativeStep as_served(const ModelAnalysis& model, const StepShape& shape, const KernelCostModel& cost) {
+  if (shape.phase != Phase::kDecode) return {{}, shape};
   StepShape plain = shape;
   plain.mixed_prefill = {};
   plain.beside_prompts = false;

@@ -46,7 +46,8 @@ StepShape verifying(StepShape decode, int64_t drafts);
 
 // A standalone decode step as a serving run would take it: `shape`'s batch
 // and context verifying the draft count it would choose (on the plain
-// decode shape: no prompt chunks, every rank alike), timed on `cost`.
+// decode shape: no prompt chunks, every rank alike), timed on `cost`. A
+// prefill shape has none to verify: itself.
 struct SpeculativeStep {
   DraftChoice choice;
   StepShape shape;  // `shape` verifying choice.drafts

@@ -152,8 +152,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       for (int64_t context : o.step_contexts) {
         shape.context = context;
         // Decode verifies the drafts a serving run would choose (the same in both forms).
-        const SpeculativeStep served =
-            phase == Phase::kDecode ? as_served(focus, shape, cost) : SpeculativeStep{{}, shape};
+        const SpeculativeStep served = as_served(focus, shape, cost);
         const StepShape& timed = served.shape;
         const StepGraph graph = build_step_graph(focus, timed);
         const StepTiming t = time_step(graph, cost);

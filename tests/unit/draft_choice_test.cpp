@@ -77,6 +77,10 @@ TEST(DraftChoice, AStandaloneStepVerifiesWhatAServingRunChooses) {
   const SpeculativeStep plain = as_served(model, decode, h200.cost);
   EXPECT_EQ(plain.choice.drafts, 0);
   EXPECT_FALSE(plain.shape.include_draft);
+  // A prefill step has nothing to verify: it is timed as it is.
+  const SpeculativeStep prefill = as_served(model, testing::shape(Phase::kPrefill, 1, 8192), h200.cost);
+  EXPECT_EQ(prefill.choice.drafts, 0);
+  EXPECT_EQ(prefill.shape.phase, Phase::kPrefill);
 }
 
 }  // namespace
