@@ -377,9 +377,11 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "one deployment with sessions from 8K to 1M tokens: sessions that fit, first token, decode "
       "batch within TPOT, $ per output token");
   add_deployment_on_gpus(context);
-  context->add_option("--contexts", flags->contexts, "tokens per session (prompt + output), comma-separated")
-      ->delimiter(',')
-      ->capture_default_str();
+  context
+      ->add_option("--contexts", flags->contexts,
+                   "tokens per session (prompt + output), comma-separated (default: 8192,32768,131072,524288,"
+                   "1048576, those the model's max_context holds, and it where it cuts them short)")
+      ->delimiter(',');
   context->add_option("--output-tokens", flags->output_tokens, "output tokens of every session (assumed)")
       ->capture_default_str();
   context->add_option("--tpot-ms", flags->sla_tpot_ms,

@@ -100,7 +100,7 @@ struct Flags {
   std::vector<std::string> kinds{"assumed"};  // the sources whose figures it moves
   // context (--hw and --tpot-ms: plan_gpus and sla_tpot_ms)
   std::string context_deployment = "h200_agg_8";
-  std::vector<int64_t> contexts{8192, 32768, 131072, 524288, 1048576};
+  std::vector<int64_t> contexts;  // none given: 8K to 1M, within the model's max_context (contexts_to_sweep)
   int64_t output_tokens = 2000;
   std::optional<int64_t> max_batch_per_gpu;  // none: the deployment's decode limit; 0: memory alone
   // frontier (--deployment, --hw and --ep: context_deployment, plan_gpus and plan_eps)

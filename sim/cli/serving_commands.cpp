@@ -386,11 +386,25 @@ std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags&
 
 }  // namespace
 
+// The contexts --contexts gives (sweep_contexts checks them, naming the
+// flag), else 8K to 1M: those the model holds, and its max_context where it
+// holds fewer than 1M, so a model of 160K tokens sweeps to its longest.
+std::vector<int64_t> contexts_to_sweep(const Flags& f, const ModelSpec& model) {
+  if (!f.contexts.empty()) return f.contexts;
+  std::vector<int64_t> out;
+  for (const int64_t context : {8192, 32768, 131072, 524288, 1048576}) {
+    if (context <= model.max_context) out.push_back(context);
+  }
+  if (out.empty() || (out.back() < 1048576 && out.back() != model.max_context))
+    out.push_back(model.max_context);
+  return out;
+}
+
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
-  // A flag's value, where given, is checked by sweep_contexts, which names the flag.
-  const ContextSweepOptions options{f.contexts, f.output_tokens, f.sla_tpot_ms.value_or(base.sla.tpot_ms),
+  const ContextSweepOptions options{contexts_to_sweep(f, m.spec), f.output_tokens,
+                                    f.sla_tpot_ms.value_or(base.sla.tpot_ms),
                                     f.max_batch_per_gpu.value_or(base.decode.max_batch_per_gpu)};
   nlohmann::json sweeps = nlohmann::json::array();
   std::vector<Table> tables;

@@ -881,6 +881,20 @@ TEST(Cli, ContextJsonSweepsEachGpu) {
   EXPECT_EQ(run(args).exit_code, 0);
 }
 
+// Without --contexts the sweep runs 8K to 1M within the model's
+// max_context, ending at it where it is shorter (V3.2: 160K).
+TEST(Cli, ContextSweepsWithinTheModelsLongestContext) {
+  const auto j = run_json("context --model deepseek_v3_2 --deployment h200_agg_8 --hw h200 --json");
+  ASSERT_EQ(j["sweeps"].size(), 1u);
+  std::vector<int64_t> contexts;
+  for (const auto& p : j["sweeps"][0]["points"]) contexts.push_back(p["context"].get<int64_t>());
+  EXPECT_EQ(contexts, (std::vector<int64_t>{8192, 32768, 131072, 163840}));
+  // Given, a context past it is the flag's error.
+  const RunResult past = run("context --model deepseek_v3_2 --deployment h200_agg_8 --contexts 8192,524288");
+  EXPECT_EQ(past.exit_code, 2);
+  EXPECT_NE(past.output.find("field '--contexts'"), std::string::npos) << past.output;
+}
+
 // A served run names how an aggregated deployment's steps are modelled:
 // decode beside prompt steps, or prompt chunks mixed into decode steps;
 // a disaggregated one neither.
