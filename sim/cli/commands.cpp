@@ -394,8 +394,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       "frontier",
       "decode tokens/s per user against tokens/s per GPU, batch by batch, with the Pareto points");
   add_deployment_on_gpus(frontier);
-  frontier->add_option("--context", flags->frontier_context, "tokens of history per session")
-      ->capture_default_str();
+  frontier->add_option(
+      "--context", flags->frontier_context,
+      "tokens of history per session (default: 131072, or the model's max_context if shorter)");
   frontier->add_option("--svg", flags->trace, "also write the chart (SVG) to this file");
   bind(frontier, run_frontier);
 

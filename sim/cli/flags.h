@@ -104,7 +104,7 @@ struct Flags {
   int64_t output_tokens = 2000;
   std::optional<int64_t> max_batch_per_gpu;  // none: the deployment's decode limit; 0: memory alone
   // frontier (--deployment, --hw and --ep: context_deployment, plan_gpus and plan_eps)
-  int64_t frontier_context = 131072;
+  std::optional<int64_t> frontier_context;  // none given: 131072, or the model's max_context if shorter
   // validate
   bool write_published_bands = false;
   // calibrate

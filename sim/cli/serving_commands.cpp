@@ -428,7 +428,8 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
   std::vector<DecodeFrontier> frontiers;
   for (const DeploymentSpec& d : layouts_on_gpus(catalog, f, m, base))
-    frontiers.push_back(decode_frontier(catalog, m, d, f.frontier_context));
+    frontiers.push_back(decode_frontier(
+        catalog, m, d, f.frontier_context.value_or(std::min<int64_t>(131072, m.spec.max_context))));
   mark_pareto(frontiers);
   if (!f.trace.empty()) {
     std::ofstream svg(f.trace);

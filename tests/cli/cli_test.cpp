@@ -893,6 +893,14 @@ TEST(Cli, ContextSweepsWithinTheModelsLongestContext) {
   const RunResult past = run("context --model deepseek_v3_2 --deployment h200_agg_8 --contexts 8192,524288");
   EXPECT_EQ(past.exit_code, 2);
   EXPECT_NE(past.output.find("field '--contexts'"), std::string::npos) << past.output;
+  // frontier's default context (128K) is the model's max_context where that is shorter.
+  const std::string shorter = "--set models/deepseek_v4_1_flash.yaml:max_context=65536 ";
+  const RunResult frontier =
+      run(shorter + "frontier --deployment h200_agg_8 --hw h200 --json", V41SIM_SOURCE_DIR,
+          "/dev/null");  // stdout alone: the what-if line goes to stderr
+  ASSERT_EQ(frontier.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(frontier.output)["frontiers"][0]["context"].get<int64_t>(), 65536);
+  EXPECT_EQ(run(shorter + "frontier --deployment h200_agg_8 --hw h200 --context 131072").exit_code, 2);
 }
 
 // A served run names how an aggregated deployment's steps are modelled:
