@@ -181,7 +181,13 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                     "deployment up from empty, not counted (default: {:g} for drawn sessions, 0 for "
                     "a trace)",
                     kDefaultWarmUpS));
-    cmd->add_option("--seed", flags->seed, seed)->capture_default_str();
+    // An unsigned flag would take "-1" as 2^64 - 1: a negative seed is refused, not wrapped.
+    const CLI::Validator not_negative(
+        [](std::string& text) {
+          return text.starts_with('-') ? "expected a whole number, 0 or more, got " + text : std::string();
+        },
+        "0 OR MORE");
+    cmd->add_option("--seed", flags->seed, seed)->check(not_negative)->capture_default_str();
     cmd->add_option("--seeds", flags->seeds,
                     "runs with seeds seed, seed + 1, ...: figures as their mean (least-most), SLA verdicts "
                     "on their requests pooled")

@@ -1392,6 +1392,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"capacity --rate-factors=1,2,",
                "field '--rate-factors': expected items separated by single commas"},
         BadRun{"plan --hw ,h200", "field '--hw': expected items separated by single commas, got ',h200'"},
+        BadRun{"run --seed -1", "--seed: expected a whole number, 0 or more, got -1"},
         BadRun{"step --context 8192 --drafts 9",
                "field '--drafts': expected 0 to 5 drafts (the draft's block size), got 9"},
         BadRun{"step --context 8192 --no-draft --drafts 1",
