@@ -5,6 +5,7 @@
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/draft_choice.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
@@ -33,9 +34,10 @@ void BM_MemoryFit(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryFit)->Unit(benchmark::kNanosecond);
 
-// One full decode step (batch 64, 128K context) and one 128K-token prefill of
-// the 40-layer model: build the kernel graph and time it. The kernel-time
-// cache is warm after the first iteration, as in a serving simulation.
+// One full decode step (batch 64, 128K context, verifying the drafts a
+// serving run would) and one 128K-token prefill of the 40-layer model: build
+// the kernel graph and time it. The kernel-time cache is warm after the
+// first iteration, as in a serving simulation.
 void BM_Step(benchmark::State& state, v41sim::Phase phase, int64_t batch) {
   const v41sim::ModelAnalysis model = v41sim::analyze_model(v41sim::load_model_file(kModel));
   const v41sim::GpuProfile gpu = v41sim::load_gpu_profile_file(kGpu);
@@ -44,6 +46,7 @@ void BM_Step(benchmark::State& state, v41sim::Phase phase, int64_t batch) {
   shape.phase = phase;
   shape.batch = batch;
   shape.context = 131072;
+  shape = v41sim::as_served(model, shape, cost).shape;
   for (auto _ : state) {
     benchmark::DoNotOptimize(v41sim::time_step(v41sim::build_step_graph(model, shape), cost));
   }
@@ -66,6 +69,7 @@ void BM_MixedStepNewShape(benchmark::State& state) {
   shape.phase = v41sim::Phase::kDecode;
   shape.batch = 64;
   shape.context = 32768;
+  shape = v41sim::as_served(model, shape, cost).shape;  // its sequences verify their plain step's drafts
   int64_t chunk = 0;
   for (auto _ : state) {
     shape.mixed_prefill = {1, 1000 + chunk++ % 15000, 16384, 0};
