@@ -1,10 +1,13 @@
 #include "sim/cli/commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <memory>
 
 #include "sim/cli/flags.h"
+#include "sim/costing/context_sweep.h"
+#include "sim/costing/decode_frontier.h"
 #include "sim/costing/served_run.h"
 #include "sim/model/model_loader.h"
 
@@ -385,8 +388,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_deployment_on_gpus(context);
   context
       ->add_option("--contexts", flags->contexts,
-                   "tokens per session (prompt + output), comma-separated (default: 8192,32768,131072,524288,"
-                   "1048576, those the model's max_context holds, and it where it cuts them short)")
+                   fmt::format("tokens per session (prompt + output), comma-separated (default: {}, those "
+                               "the model's max_context holds, and it where it cuts them short)",
+                               fmt::join(kSweptContexts, ",")))
       ->delimiter(',');
   context->add_option("--output-tokens", flags->output_tokens, "output tokens of every session (assumed)")
       ->capture_default_str();
@@ -402,7 +406,8 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   add_deployment_on_gpus(frontier);
   frontier->add_option(
       "--context", flags->frontier_context,
-      "tokens of history per session (default: 131072, or the model's max_context if shorter)");
+      fmt::format("tokens of history per session (default: {}, or the model's max_context if shorter)",
+                  kFrontierContext));
   frontier->add_option("--svg", flags->trace, "also write the chart (SVG) to this file");
   bind(frontier, run_frontier);
 

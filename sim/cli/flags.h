@@ -100,11 +100,11 @@ struct Flags {
   std::vector<std::string> kinds{"assumed"};  // the sources whose figures it moves
   // context (--hw and --tpot-ms: plan_gpus and sla_tpot_ms)
   std::string context_deployment = "h200_agg_8";
-  std::vector<int64_t> contexts;  // none given: 8K to 1M, within the model's max_context (contexts_to_sweep)
+  std::vector<int64_t> contexts;  // none given: swept_contexts (context_sweep.h)
   int64_t output_tokens = 2000;
   std::optional<int64_t> max_batch_per_gpu;  // none: the deployment's decode limit; 0: memory alone
   // frontier (--deployment, --hw and --ep: context_deployment, plan_gpus and plan_eps)
-  std::optional<int64_t> frontier_context;  // none given: 131072, or the model's max_context if shorter
+  std::optional<int64_t> frontier_context;  // none given: frontier_context (decode_frontier.h)
   // validate
   bool write_published_bands = false;
   // calibrate

@@ -386,24 +386,12 @@ std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags&
 
 }  // namespace
 
-// The contexts --contexts gives (sweep_contexts checks them, naming the
-// flag), else 8K to 1M: those the model holds, and its max_context where it
-// holds fewer than 1M, so a model of 160K tokens sweeps to its longest.
-std::vector<int64_t> contexts_to_sweep(const Flags& f, const ModelSpec& model) {
-  if (!f.contexts.empty()) return f.contexts;
-  std::vector<int64_t> out;
-  for (const int64_t context : {8192, 32768, 131072, 524288, 1048576}) {
-    if (context <= model.max_context) out.push_back(context);
-  }
-  if (out.empty() || (out.back() < 1048576 && out.back() != model.max_context))
-    out.push_back(model.max_context);
-  return out;
-}
-
+// --contexts as given (sweep_contexts checks them, naming the flag), else
+// those the model holds (swept_contexts).
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
-  const ContextSweepOptions options{contexts_to_sweep(f, m.spec), f.output_tokens,
+  const ContextSweepOptions options{f.contexts.empty() ? swept_contexts(m.spec) : f.contexts, f.output_tokens,
                                     f.sla_tpot_ms.value_or(base.sla.tpot_ms),
                                     f.max_batch_per_gpu.value_or(base.decode.max_batch_per_gpu)};
   nlohmann::json sweeps = nlohmann::json::array();
@@ -428,8 +416,8 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const DeploymentSpec base = load_deployment_file(catalog.resolve_deployment(f.context_deployment));
   std::vector<DecodeFrontier> frontiers;
   for (const DeploymentSpec& d : layouts_on_gpus(catalog, f, m, base))
-    frontiers.push_back(decode_frontier(
-        catalog, m, d, f.frontier_context.value_or(std::min<int64_t>(131072, m.spec.max_context))));
+    frontiers.push_back(
+        decode_frontier(catalog, m, d, f.frontier_context.value_or(frontier_context(m.spec))));
   mark_pareto(frontiers);
   if (!f.trace.empty()) {
     std::ofstream svg(f.trace);

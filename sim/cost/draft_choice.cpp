@@ -1,11 +1,20 @@
 #include "sim/cost/draft_choice.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace v41sim {
 
 double expected_tokens_per_step(double acceptance, int64_t drafts) {
   return (1.0 - std::pow(acceptance, static_cast<double>(drafts + 1))) / (1.0 - acceptance);
+}
+
+std::string draft_acceptance_phrase(const ModelSpec& model) {
+  if (!model.draft) return "no draft";
+  const SourcedValue& p = model.draft->acceptance;
+  if (!p.known()) return "per-position acceptance unknown (" + p.provenance().label() + ")";
+  return fmt::format("per-position acceptance {:g} ({})", p.value(), p.provenance().label());
 }
 
 DraftChoice draft_count(const ModelSpec& model, int64_t drafts) {

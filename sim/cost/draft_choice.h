@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
@@ -36,6 +37,10 @@ double expected_tokens_per_step(double acceptance, int64_t drafts);
 // has no draft, or no known acceptance, or `speculative` is off.
 DraftChoice best_draft_count(const ModelSpec& model, bool speculative,
                              const std::function<double(int64_t drafts)>& step_us);
+
+// "per-position acceptance 0.8 (assumed: ...)": what every draft figure
+// rests on, with its provenance; "no draft" for a model without one.
+std::string draft_acceptance_phrase(const ModelSpec& model);
 
 // `drafts` given (not chosen): the tokens a sequence can expect from them.
 DraftChoice draft_count(const ModelSpec& model, int64_t drafts);

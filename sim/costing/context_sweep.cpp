@@ -151,6 +151,16 @@ const char* bound_name(ContextPoint::Bound bound) {
   return "";
 }
 
+std::vector<int64_t> swept_contexts(const ModelSpec& model) {
+  std::vector<int64_t> out;
+  for (const int64_t context : kSweptContexts) {
+    if (context <= model.max_context) out.push_back(context);
+  }
+  if (out.empty() || (out.back() < kSweptContexts.back() && out.back() != model.max_context))
+    out.push_back(model.max_context);
+  return out;
+}
+
 ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
                             const DeploymentSpec& deployment, const ContextSweepOptions& options) {
   check_options(options, model);

@@ -14,6 +14,7 @@
 // deployment under traffic, with queueing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@
 #include "sim/serving/deployment_spec.h"
 
 namespace v41sim {
+
+// The contexts swept unless told (`context`, the report): 8K to 1M tokens.
+inline constexpr std::array<int64_t, 5> kSweptContexts{8192, 32768, 131072, 524288, 1048576};
+// Of kSweptContexts, those `model` holds, ending at its max_context where it
+// holds fewer than the longest (a model of 160K tokens sweeps to 160K).
+std::vector<int64_t> swept_contexts(const ModelSpec& model);
 
 struct ContextSweepOptions {
   std::vector<int64_t> contexts;  // tokens per session: prompt + output (swept shortest first, once each)

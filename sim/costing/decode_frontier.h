@@ -8,6 +8,7 @@
 // context sweep's): no prefill interleaving, no queueing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +40,13 @@ struct DecodeFrontier {
 // outside (0, max_context] and for one at which not one session fits.
 DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& model,
                                const DeploymentSpec& deployment, int64_t context);
+
+// The context a frontier is taken at unless told (`frontier`, the report):
+// 128K tokens, or the model's max_context where that is shorter.
+inline constexpr int64_t kFrontierContext = 131072;
+inline int64_t frontier_context(const ModelSpec& model) {
+  return std::min(kFrontierContext, model.max_context);
+}
 
 // The layouts a frontier compares: `base` on each of `gpus` (none: its own)
 // at its own EP size; and where a GPU's NVLink domain spans more GPUs than that, one EP

@@ -23,7 +23,6 @@ class GapHistogram {
 
   GapHistogram();
   void add(SimTime gap);  // gap >= 0
-  int64_t count() const { return count_; }
   // In milliseconds, as LatencySummary's other users are.
   LatencySummary summary_ms() const;
 

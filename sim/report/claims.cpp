@@ -317,8 +317,9 @@ Claim h20_decode(const ClaimInputs& in) {
       fmt::format(
           "decode time per output token, {}-token context, EP 8, H20 / H100 (kernel model, H20 {}, "
           "H100 {}; each step verifying the drafts a serving run on that GPU would, its time over the "
-          "tokens a sequence can expect from it): {}",
-          kContext, in.h20_decode.params().status, in.h100_decode.params().status, steps));
+          "tokens a sequence can expect from it at the draft's {}): {}",
+          kContext, in.h20_decode.params().status, in.h100_decode.params().status,
+          draft_acceptance_phrase(in.v41_flash.spec), steps));
   c.findings.push_back(fmt::format(
       "HBM: H20 {:.2f} TB/s, H100 {:.2f} TB/s ({}); per-token cost not checked: no public H20 price",
       in.h20_decode.gpu().hbm_bytes_per_s.value() / 1e12, in.h100_decode.gpu().hbm_bytes_per_s.value() / 1e12,

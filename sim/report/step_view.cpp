@@ -219,9 +219,8 @@ void add_draft_rows(const StepReport& r, Table& summary) {
   const double per_token_us = r.timing.total_us / d.tokens_per_sequence;
   summary.add_row({"expected tokens per sequence; time per output token",
                    d.drafts == 0 ? fmt::format("1; {:.1f} us", per_token_us)
-                                 : fmt::format("{:.2f} at per-position acceptance {:g} ({}); {:.1f} us",
-                                               d.tokens_per_sequence, draft->acceptance.value(),
-                                               draft->acceptance.provenance().label(), per_token_us)});
+                                 : fmt::format("{:.2f} at {}; {:.1f} us", d.tokens_per_sequence,
+                                               draft_acceptance_phrase(r.model.spec), per_token_us)});
 }
 
 std::vector<Table> step_tables(const StepReport& r) {

@@ -54,6 +54,12 @@ namespace v41sim {
 namespace fs = std::filesystem;
 namespace {
 
+// A latency's figure for the JSON: null where it has no sample (nothing
+// finished, or streamed), not a 0 a reader would take for a latency.
+nlohmann::json figure(const LatencySummary& s, double LatencySummary::*at) {
+  return s.count > 0 ? nlohmann::json(s.*at) : nlohmann::json(nullptr);
+}
+
 // Where TTFT ends, for a table with a disaggregated deployment among its rows.
 void note_first_token(Table& table, const std::vector<DeploymentSpec>& deployments) {
   if (std::any_of(deployments.begin(), deployments.end(),
@@ -205,11 +211,12 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       std::string(kErrorBandMethod) +
       "; until our measurements calibrate a GPU, its bands are the priors' error on published kernel figures "
       "(validate: the priors' error by kernel class), mostly the figures the priors were read off");
-  table.add_note(
+  table.add_note(fmt::format(
       "decode (k drafts): each sequence verifies its own token and k drafts, the count that gives the most "
-      "expected tokens per second at the draft's per-position acceptance (as serving runs choose it; `step "
-      "--drafts` sets it), and the draft stages propose the next; a sequence emits the accepted run and its "
-      "own token");
+      "expected tokens per second at the draft's {} (as serving runs choose it; `step --drafts` sets it), "
+      "and "
+      "the draft stages propose the next; a sequence emits the accepted run and its own token",
+      draft_acceptance_phrase(focus.spec)));
   table.add_note(
       "decode uses CUDA-graph replay; time: EP communication after compute; as two micro-batches: the same "
       "step "
@@ -415,10 +422,6 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
          percent_of(r.input_tokens_cached, input_tokens),
          percent_of(r.kv_tiers.swa_hits, r.kv_tiers.swa_hits + r.kv_tiers.swa_misses),
          output_token_price(run)});
-    // No sample, no figure: null where nothing finished (or streamed).
-    const auto figure = [](const LatencySummary& s, double LatencySummary::*at) {
-      return s.count > 0 ? nlohmann::json(s.*at) : nlohmann::json(nullptr);
-    };
     runs.push_back({{"deployment", d.name},
                     {"ttft_ms_p50", figure(r.ttft_ms, &LatencySummary::p50)},
                     {"ttft_ms_p99", figure(r.ttft_ms, &LatencySummary::p99)},
@@ -477,13 +480,12 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
            fmt::format("{} / {}", k.sla.ttft_ms, k.sla.tpot_ms), std::to_string(workload.mix[c].priority),
            std::to_string(k.arrived), percent_of(k.within_sla, k.arrived), p50_p99(k.ttft_ms, 0),
            p50_p99(k.tpot_ms, 1), p50_p99(k.itl_ms, 1), c == 0 ? output_token_price(served[i]) : ""});
-      classes.push_back(
-          {{"class", k.name},
-           {"arrived", k.arrived},
-           {"within_sla", k.within_sla},
-           {"ttft_ms_p99", k.ttft_ms.p99},
-           {"tpot_ms_p99", k.tpot_ms.p99},
-           {"itl_ms_p99", k.itl_ms.count > 0 ? nlohmann::json(k.itl_ms.p99) : nlohmann::json(nullptr)}});
+      classes.push_back({{"class", k.name},
+                         {"arrived", k.arrived},
+                         {"within_sla", k.within_sla},
+                         {"ttft_ms_p99", k.ttft_ms.p99},
+                         {"tpot_ms_p99", k.tpot_ms.p99},
+                         {"itl_ms_p99", figure(k.itl_ms, &LatencySummary::p99)}});
     }
     runs.push_back({{"deployment", deployments[i].name},
                     {"workload", workload.name},

@@ -11,6 +11,8 @@
 #include "sim/common/catalog.h"
 #include "sim/common/sourced_value.h"
 #include "sim/costing/confirmation.h"
+#include "sim/costing/context_sweep.h"
+#include "sim/costing/decode_frontier.h"
 #include "sim/serving/deployment_spec.h"
 
 namespace v41sim {
@@ -87,13 +89,13 @@ struct StudyOptions {
   // this context, batch by batch; each GPU at the deployment's EP, and over
   // its NVLink domain where that is larger (GB200's rack).
   std::vector<std::string> frontier_gpus{"h200", "b200", "gb200_nvl72", "h100_sxm", "h20"};
-  int64_t frontier_context = 131072;
+  int64_t frontier_context = kFrontierContext;
   // The context question: this deployment on these GPUs with sessions of
   // these lengths (prompt + output), the decode batch limited by KV memory
   // and the deployment's TPOT limit alone.
   std::string context_deployment = "h200_agg_8";
   std::vector<std::string> context_gpus{"h200", "b200", "h100_sxm"};
-  std::vector<int64_t> context_sweep{8192, 32768, 131072, 524288, 1048576};
+  std::vector<int64_t> context_sweep{kSweptContexts.begin(), kSweptContexts.end()};
   int64_t context_output_tokens = 2000;  // assumed: about the bundled workloads' mean output
   uint64_t seed = 1;
   SourcedValue reserve_fraction;
