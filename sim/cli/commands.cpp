@@ -283,6 +283,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option(
       "--tpot-ms", flags->sla_tpot_ms,
       "TPOT limit of the SLA (default: the base deployment's; a mix's class with its own keeps it)");
+  plan->add_option(
+      "--itl-ms", flags->sla_itl_ms,
+      "limit on each request's longest gap between streamed chunks, its worst stall (default: the "
+      "base deployment's, if it sets one; a mix's class with its own keeps it)");
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
@@ -316,16 +320,20 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->add_option("--precision", flags->precision,
                    "search until the bracket's ends are within this ratio less one")
       ->capture_default_str();
-  capacity->add_option(
-      "--svg", flags->trace,
-      "also write a chart (SVG) of each variant's TTFT and TPOT p99 over the SLA's limits, by "
-      "rate, to this file");
+  capacity->add_option("--svg", flags->trace,
+                       "also write a chart (SVG) of each variant's TTFT and TPOT p99 (and longest ITL p99, "
+                       "with an ITL limit) over the SLA's limits, by "
+                       "rate, to this file");
   capacity->add_option(
       "--ttft-ms", flags->sla_ttft_ms,
       "TTFT limit of the SLA (default: the deployment's; a mix's class with its own keeps it)");
   capacity->add_option(
       "--tpot-ms", flags->sla_tpot_ms,
       "TPOT limit of the SLA (default: the deployment's; a mix's class with its own keeps it)");
+  capacity->add_option(
+      "--itl-ms", flags->sla_itl_ms,
+      "limit on each request's longest gap between streamed chunks, its worst stall (default: the "
+      "deployment's, if it sets one; a mix's class with its own keeps it)");
   capacity
       ->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")

@@ -92,7 +92,8 @@ struct Flags {
   bool progress = false;
   std::optional<double> sla_ttft_ms;  // replaces the base deployment's TTFT limit
   std::optional<double> sla_tpot_ms;  // replaces its TPOT limit
-  // capacity (--min-within-sla, --ttft-ms and --tpot-ms as plan's)
+  std::optional<double> sla_itl_ms;   // replaces (or sets) its limit on a request's longest ITL
+  // capacity (--min-within-sla, --ttft-ms, --tpot-ms and --itl-ms as plan's)
   std::vector<double> rate_factors{0.25, 0.5, 1, 2, 4, 8};
   double precision = 0.05;
   // sensitivity: how far each assumption moves, as a share of its value

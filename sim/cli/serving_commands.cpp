@@ -139,10 +139,11 @@ std::vector<std::string> comma_separated(const std::string& text, const char* fl
   }
 }
 
-// --ttft-ms and --tpot-ms, where given, replace the deployment's SLA limits.
+// --ttft-ms, --tpot-ms and --itl-ms, where given, replace the deployment's SLA limits.
 void apply_sla_flags(const Flags& f, DeploymentSpec& d) {
   for (const auto& [flag, value, limit] : {std::tuple{"--ttft-ms", f.sla_ttft_ms, &d.sla.ttft_ms},
-                                           std::tuple{"--tpot-ms", f.sla_tpot_ms, &d.sla.tpot_ms}}) {
+                                           std::tuple{"--tpot-ms", f.sla_tpot_ms, &d.sla.tpot_ms},
+                                           std::tuple{"--itl-ms", f.sla_itl_ms, &d.sla.itl_ms}}) {
     if (!value) continue;
     if (!(*value > 0 && std::isfinite(*value)))
       throw InputError({"", 0, flag}, fmt::format("expected a positive latency, got {}", *value));

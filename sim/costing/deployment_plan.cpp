@@ -364,12 +364,16 @@ int64_t replicas_to_deal(int64_t routed_experts, int64_t ep, int64_t at_least) {
 std::vector<DeploymentSpec> plan_variants(const std::vector<DeploymentSpec>& bases, const PlanGrid& grid) {
   if (bases.empty()) throw InputError({"", 0, "--deployment"}, "expected at least one base deployment");
   for (const DeploymentSpec& base : bases) {
-    if (base.sla.ttft_ms != bases.front().sla.ttft_ms || base.sla.tpot_ms != bases.front().sla.tpot_ms) {
-      throw InputError({base.file, 0, "sla"},
-                       fmt::format("TTFT {} ms / TPOT {} ms differs from {}'s {} / {} ms: give --ttft-ms and "
-                                   "--tpot-ms to rank the bases against one SLA",
-                                   base.sla.ttft_ms, base.sla.tpot_ms, bases.front().file,
-                                   bases.front().sla.ttft_ms, bases.front().sla.tpot_ms));
+    const SlaSpec& a = base.sla;
+    const SlaSpec& b = bases.front().sla;
+    if (a.ttft_ms != b.ttft_ms || a.tpot_ms != b.tpot_ms || a.itl_ms != b.itl_ms) {
+      // A missing ITL limit reads as 0 ms: none.
+      throw InputError(
+          {base.file, 0, "sla"},
+          fmt::format("TTFT {} ms / TPOT {} ms / longest ITL {} ms differs from {}'s {} / {} / {} ms "
+                      "(0: no limit): give --ttft-ms, --tpot-ms and --itl-ms to rank the bases "
+                      "against one SLA",
+                      a.ttft_ms, a.tpot_ms, a.itl_ms, bases.front().file, b.ttft_ms, b.tpot_ms, b.itl_ms));
     }
   }
   const bool any_disaggregated =

@@ -37,9 +37,9 @@ bool each_class_meets(const std::vector<ClassShare>& classes, double min_within_
   });
 }
 
-// A latency's p99 over its limit; 0 where nothing finished.
+// A latency's p99 over its limit; 0 where nothing finished or no limit is set.
 double p99_over(const LatencySummary& latency, double limit_ms) {
-  return latency.count == 0 ? 0.0 : latency.p99 / limit_ms;
+  return latency.count == 0 || limit_ms <= 0 ? 0.0 : latency.p99 / limit_ms;
 }
 
 // Sets the seed's p99 over its limits: the run's, or a mix's worst class's.
@@ -47,11 +47,14 @@ void set_p99_over_limits(const ServingResult& r, const SlaSpec& deployment, Seed
   if (r.by_class.empty()) {
     seed.ttft_p99_over_limit = p99_over(r.ttft_ms, deployment.ttft_ms);
     seed.tpot_p99_over_limit = p99_over(r.tpot_ms, deployment.tpot_ms);
+    seed.longest_itl_p99_over_limit = p99_over(r.longest_itl_ms, deployment.itl_ms);
     return;
   }
   for (const ClassOutcome& c : r.by_class) {
     seed.ttft_p99_over_limit = std::max(seed.ttft_p99_over_limit, p99_over(c.ttft_ms, c.sla.ttft_ms));
     seed.tpot_p99_over_limit = std::max(seed.tpot_p99_over_limit, p99_over(c.tpot_ms, c.sla.tpot_ms));
+    seed.longest_itl_p99_over_limit =
+        std::max(seed.longest_itl_p99_over_limit, p99_over(c.longest_itl_ms, c.sla.itl_ms));
   }
 }
 
@@ -64,6 +67,7 @@ SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deplo
   s.ttft_p99_ms = r.result.ttft_ms.p99;
   s.tpot_p99_ms = r.result.tpot_ms.p99;
   s.itl_p99_ms = r.result.itl_ms.p99;
+  s.longest_itl_p99_ms = r.result.longest_itl_ms.p99;
   s.output_tokens_per_s_per_gpu = r.result.output_tokens_per_s_per_gpu;
   s.usd_per_million_output = r.cost.known ? r.cost.usd_per_million_output : 0.0;
   s.kwh_per_million_output = r.cost.power.kwh_per_million_output;

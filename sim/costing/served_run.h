@@ -37,7 +37,8 @@ struct SeedOutcome {
   double within_sla = 0;  // share_within_sla of the run
   double ttft_p99_ms = 0;
   double tpot_p99_ms = 0;
-  double itl_p99_ms = 0;  // of the gaps between streamed chunks (ServingResult::itl_ms)
+  double itl_p99_ms = 0;          // of the gaps between streamed chunks (ServingResult::itl_ms)
+  double longest_itl_p99_ms = 0;  // of each finished request's longest gap (ServingResult::longest_itl_ms)
   double output_tokens_per_s_per_gpu = 0;
   double usd_per_million_output = 0;  // 0 when the GPU price is unknown
   double kwh_per_million_output = 0;  // at the GPUs' rated power; 0 when it is unknown
@@ -45,7 +46,8 @@ struct SeedOutcome {
   // against its own limit (0: nothing finished to take a p99 of).
   double ttft_p99_over_limit = 0;
   double tpot_p99_over_limit = 0;
-  std::vector<ClassShare> classes;  // a mix's, in the workload's order; empty without one
+  double longest_itl_p99_over_limit = 0;  // of each request's longest gap; 0 also where no ITL limit is set
+  std::vector<ClassShare> classes;        // a mix's, in the workload's order; empty without one
   bool steady = true;       // the requests in the system had settled over the window (SteadyState::steady)
   bool tail_steady = true;  // and over its second half (SteadyState::tail_steady)
 };

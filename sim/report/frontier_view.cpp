@@ -28,6 +28,12 @@ std::string above_batch_limit(const std::vector<DecodeFrontier>& frontiers) {
                      fmt::join(limits, ", "), kAboveEngineBatchLimit);
 }
 
+// A user's speed in whole tokens/s, with two significant digits below 10
+// (a 1M-token context's largest batches stream under one token a second).
+std::string user_speed_cell(double tokens_per_s) {
+  return tokens_per_s >= 10 ? fmt::format("{:.0f}", tokens_per_s) : fmt::format("{:.2g}", tokens_per_s);
+}
+
 }  // namespace
 
 Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>& frontiers) {
@@ -40,7 +46,7 @@ Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>
     for (const FrontierPoint& p : f.points) {
       const DecodeRate& r = p.rate;
       t.add_row({f.deployment.name, std::to_string(r.batch_per_gpu), fmt::format("{:.1f}", r.tpot_ms),
-                 fmt::format("{:.0f}", r.tokens_per_s_per_user),
+                 user_speed_cell(r.tokens_per_s_per_user),
                  fmt::format("{:.0f}", r.tokens_per_s_per_gpu), std::to_string(r.drafts),
                  error_band_cell(r.band),
                  p.cost_known ? fmt::format("${:.3f}", p.usd_per_million_output) : std::string("unknown"),

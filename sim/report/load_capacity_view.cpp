@@ -187,13 +187,15 @@ Table capacity_table(const CapacityReport& r) {
   Table t(fmt::format("{} on {} under '{}': {} served, {} first", r.model, r.deployment.name, r.workload.name,
                       whole_loads(r.workload) ? "sessions at a time" : "arrival rates",
                       whole_loads(r.workload) ? "fewest" : "slowest"),
-          with_served_run_columns({load_unit(r.workload), "requests/s"}));
+          with_served_run_columns({load_unit(r.workload), "requests/s"},
+                                  sla_limits_itl(r.deployment.sla, r.workload)));
   std::vector<std::string> kernel_models;
   for (const LoadPoint& p : r.capacity.points) {
     std::vector<std::string> cells{load_number(r.workload, p.load),
                                    fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};
     for (std::string& cell :
-         served_run_cells(p.run, r.options.min_within_sla, p.confirmation, p.confirmation_holds))
+         served_run_cells(p.run, r.options.min_within_sla, sla_limits_itl(r.deployment.sla, r.workload),
+                          p.confirmation, p.confirmation_holds))
       cells.push_back(std::move(cell));
     t.add_row(std::move(cells));
     collect_kernel_models(p.run, kernel_models);
@@ -287,16 +289,20 @@ std::string capacity_svg(const std::vector<CapacityReport>& reports) {
     const std::string of = has_class_slas(r.workload) ? " p99, worst class" : " p99";
     LineSeries tpot{r.deployment.name + ": TPOT" + of, {}, false, static_cast<int>(i)};
     LineSeries ttft{r.deployment.name + ": TTFT" + of, {}, true, static_cast<int>(i)};
+    LineSeries itl{r.deployment.name + ": longest ITL" + of, {}, false, static_cast<int>(i), true};
     for (const LoadPoint& p : r.capacity.points) {
       slowest = std::min(slowest, p.load), fastest = std::max(fastest, p.load);
-      // A rate where nothing finished has no latency to draw.
+      // A rate where nothing finished has no latency to draw; without an ITL limit, no ITL line.
       const double tpot_over = p.run.spread(&SeedOutcome::tpot_p99_over_limit).mean;
       const double ttft_over = p.run.spread(&SeedOutcome::ttft_p99_over_limit).mean;
+      const double itl_over = p.run.spread(&SeedOutcome::longest_itl_p99_over_limit).mean;
       if (tpot_over > 0) tpot.points.emplace_back(p.load, tpot_over);
       if (ttft_over > 0) ttft.points.emplace_back(p.load, ttft_over);
+      if (itl_over > 0) itl.points.emplace_back(p.load, itl_over);
     }
     series.push_back(std::move(tpot));
     series.push_back(std::move(ttft));
+    if (!itl.points.empty()) series.push_back(std::move(itl));
   }
   series.push_back({"SLA limit", {{slowest, 1.0}, {fastest, 1.0}}, false, 5});
   const CapacityReport& first = reports.front();

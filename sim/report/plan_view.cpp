@@ -121,7 +121,8 @@ Table plan_table(const PlanReport& p) {
   std::vector<std::string> base_files;
   for (const DeploymentSpec& base : p.bases) base_files.push_back(base.file);
   const bool tier_column = tiers_vary(p.rows);
-  std::vector<std::string> columns = with_served_run_columns({"rank", "deployment", "GPUs"});
+  const bool longest_itl = sla_limits_itl(sla, p.workload);
+  std::vector<std::string> columns = with_served_run_columns({"rank", "deployment", "GPUs"}, longest_itl);
   if (tier_column) columns.push_back("SSD tier at steady state");
   Table t(
       fmt::format(
@@ -133,15 +134,10 @@ Table plan_table(const PlanReport& p) {
     ++rank;
     std::vector<std::string> cells{std::to_string(rank), row.deployment.name,
                                    std::to_string(row.deployment.total_gpus())};
-    if (!row.not_run.empty()) {
-      for (const char* cell : {"-", "-", "-", "-", "-"}) cells.emplace_back(cell);
-      cells.push_back("cannot run: " + row.not_run);
-      cells.emplace_back("-");
-    } else {
-      for (std::string& cell :
-           served_run_cells(row.run, p.min_within_sla, row.confirmation, row.confirmation_holds))
-        cells.push_back(std::move(cell));
-    }
+    for (std::string& cell : row.not_run.empty() ? served_run_cells(row.run, p.min_within_sla, longest_itl,
+                                                                    row.confirmation, row.confirmation_holds)
+                                                 : not_run_cells(row.not_run, longest_itl))
+      cells.push_back(std::move(cell));
     if (tier_column) cells.push_back(ssd_tier_cell(row));
     t.add_row(std::move(cells));
   }

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 
 #include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
@@ -49,6 +51,7 @@ nlohmann::json seeds_json(const ServedRun& run) {
                      {"ttft_p99_ms", s.ttft_p99_ms},
                      {"tpot_p99_ms", s.tpot_p99_ms},
                      {"itl_p99_ms", s.itl_p99_ms},
+                     {"longest_itl_p99_ms", s.longest_itl_p99_ms},
                      {"output_tokens_per_s_per_gpu", s.output_tokens_per_s_per_gpu},
                      {"steady", s.steady},
                      {"usd_per_million_output",
@@ -67,6 +70,7 @@ nlohmann::json over_seeds_json(const ServedRun& run) {
           {"ttft_p99_ms", spread(&SeedOutcome::ttft_p99_ms)},
           {"tpot_p99_ms", spread(&SeedOutcome::tpot_p99_ms)},
           {"itl_p99_ms", spread(&SeedOutcome::itl_p99_ms)},
+          {"longest_itl_p99_ms", spread(&SeedOutcome::longest_itl_p99_ms)},
           {"output_tokens_per_s_per_gpu", spread(&SeedOutcome::output_tokens_per_s_per_gpu)},
           {"usd_per_million_output",
            run.cost.known ? spread(&SeedOutcome::usd_per_million_output) : nlohmann::json(nullptr)}};
@@ -120,8 +124,19 @@ constexpr const char* kRatedPowerCaveat =
     "cooling not counted";
 
 std::string limits_phrase(const SlaSpec& sla) {
-  return fmt::format("TTFT <= {} ms and TPOT <= {} ms", sla.ttft_ms, sla.tpot_ms);
+  if (!sla.limits_itl()) return fmt::format("TTFT <= {} ms and TPOT <= {} ms", sla.ttft_ms, sla.tpot_ms);
+  return fmt::format("TTFT <= {} ms, TPOT <= {} ms and no gap between streamed chunks over {} ms",
+                     sla.ttft_ms, sla.tpot_ms, sla.itl_ms);
 }
+
+namespace {
+
+// A request's longest gap may be at most this; null: no limit.
+nlohmann::json itl_limit_json(const SlaSpec& sla) {
+  return sla.limits_itl() ? nlohmann::json(sla.itl_ms) : nlohmann::json(nullptr);
+}
+
+}  // namespace
 
 // A class's requests within the SLA, of those that arrived ("-" where none arrived).
 std::string class_within_sla(const ClassOutcome& c) {
@@ -141,17 +156,39 @@ std::string output_lengths_source(const WorkloadSpec& w) {
 
 // A mix of traffic's classes side by side (the first seed's run).
 Table classes_table(const RunReport& r) {
-  Table t("By class of traffic",
-          {"class", "share of sessions", "SLA: TTFT / TPOT (ms)", "priority", "sessions", "requests",
-           "finished", "within SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "ITL p50 / p99 (ms)"});
   const ServingResult& x = r.run.result;
+  const bool itl_limits = sla_limits_itl(r.deployment.sla, r.workload);
+  std::vector<std::string> columns{
+      "class",
+      "share of sessions",
+      itl_limits ? "SLA: TTFT / TPOT / longest ITL (ms)" : "SLA: TTFT / TPOT (ms)",
+      "priority",
+      "sessions",
+      "requests",
+      "finished",
+      "within SLA",
+      "TTFT p50 / p99 (ms)",
+      "TPOT p50 / p99 (ms)",
+      "ITL p50 / p99 (ms)"};
+  if (itl_limits) columns.emplace_back("longest ITL p50 / p99 (ms)");
+  Table t("By class of traffic", columns);
   for (std::size_t i = 0; i < x.by_class.size(); ++i) {
     const ClassOutcome& c = x.by_class[i];
-    t.add_row({c.name, fmt::format("{:.1f}%", 100 * r.workload.mix[i].share),
-               fmt::format("{} / {}", c.sla.ttft_ms, c.sla.tpot_ms),
-               std::to_string(r.workload.mix[i].priority), std::to_string(c.sessions),
-               std::to_string(c.arrived), std::to_string(c.finished), class_within_sla(c),
-               p50_p99(c.ttft_ms, 1), p50_p99(c.tpot_ms, 1), p50_p99(c.itl_ms, 1)});
+    std::string limits = fmt::format("{} / {}", c.sla.ttft_ms, c.sla.tpot_ms);
+    if (itl_limits) limits += c.sla.limits_itl() ? fmt::format(" / {}", c.sla.itl_ms) : " / -";
+    std::vector<std::string> cells{c.name,
+                                   fmt::format("{:.1f}%", 100 * r.workload.mix[i].share),
+                                   limits,
+                                   std::to_string(r.workload.mix[i].priority),
+                                   std::to_string(c.sessions),
+                                   std::to_string(c.arrived),
+                                   std::to_string(c.finished),
+                                   class_within_sla(c),
+                                   p50_p99(c.ttft_ms, 1),
+                                   p50_p99(c.tpot_ms, 1),
+                                   p50_p99(c.itl_ms, 1)};
+    if (itl_limits) cells.push_back(p50_p99(c.longest_itl_ms, 1));
+    t.add_row(cells);
   }
   t.add_note(fmt::format(
       "each session is of one class, drawn with the shares; within SLA: requests that finished within their "
@@ -421,11 +458,14 @@ std::string itl_note(const ServingResult& x) {
   return note;
 }
 
-Table latency_table(const ServingResult& x) {
+// `itl_limited`: an ITL limit judges some request, so its figure, each
+// request's longest gap, is shown beside the chunks'.
+Table latency_table(const ServingResult& x, bool itl_limited) {
   Table latency("Latency of finished requests (ms)", {"metric", "mean", "p50", "p90", "p99"});
   latency.add_row(latency_row("TTFT", x.ttft_ms));
   latency.add_row(latency_row("TPOT (per request)", x.tpot_ms));
   latency.add_row(latency_row("ITL (per streamed chunk)", x.itl_ms));
+  if (itl_limited) latency.add_row(latency_row("longest ITL (per request)", x.longest_itl_ms));
   latency.add_row(latency_row("end to end", x.e2e_ms));
   latency.add_row(latency_row("prefill queue wait", x.prefill_wait_ms));
   latency.add_row(latency_row("decode admission wait", x.decode_wait_ms));
@@ -433,6 +473,10 @@ Table latency_table(const ServingResult& x) {
       "TPOT: a request's time from its first token to its last over its tokens after the first (as vLLM's "
       "benchmark reports it), its percentiles over requests");
   latency.add_note(itl_note(x));
+  if (itl_limited)
+    latency.add_note(
+        "longest ITL: a finished request's longest gap between its streamed chunks, what the "
+        "SLA's ITL limit judges");
   note_when_none_finished(x, latency);
   return latency;
 }
@@ -484,7 +528,7 @@ std::vector<Table> run_tables(const RunReport& r) {
   add_cost_rows(head, r);
   add_step_rows(head, r);
   add_run_notes(head, r);
-  std::vector<Table> tables{head, latency_table(x)};
+  std::vector<Table> tables{head, latency_table(x, sla_limits_itl(r.deployment.sla, r.workload))};
   if (!x.by_class.empty()) tables.push_back(classes_table(r));
   tables.insert(tables.end(), {time_breakdown_table(x), occupancy_table(x, r.deployment.disaggregated)});
   if (r.run.seeds.size() >= 2) tables.push_back(seeds_table(r));
@@ -508,11 +552,13 @@ nlohmann::json classes_json(const RunReport& r) {
                    {"sla",
                     {{"ttft_ms", c.sla.ttft_ms},
                      {"tpot_ms", c.sla.tpot_ms},
+                     {"itl_ms", itl_limit_json(c.sla)},
                      {"own", r.workload.mix[i].sla.gives_any()}}},
                    {"priority", r.workload.mix[i].priority},
                    {"ttft_ms", summary_json(c.ttft_ms)},
                    {"tpot_ms", summary_json(c.tpot_ms)},
-                   {"itl_ms", summary_json(c.itl_ms)}});
+                   {"itl_ms", summary_json(c.itl_ms)},
+                   {"longest_itl_ms", summary_json(c.longest_itl_ms)}});
   }
   return out;
 }
@@ -560,6 +606,7 @@ nlohmann::json run_json(const RunReport& r) {
           {"ttft_ms", summary_json(x.ttft_ms)},
           {"tpot_ms", summary_json(x.tpot_ms)},
           {"itl_ms", summary_json(x.itl_ms)},
+          {"longest_itl_ms", summary_json(x.longest_itl_ms)},
           {"e2e_ms", summary_json(x.e2e_ms)},
           {"prefill_wait_ms", summary_json(x.prefill_wait_ms)},
           {"decode_wait_ms", summary_json(x.decode_wait_ms)},
@@ -577,7 +624,8 @@ nlohmann::json run_json(const RunReport& r) {
            {{"requests_per_s", x.goodput_requests_per_s},
             {"fraction", x.finished > 0 ? nlohmann::json(x.goodput_fraction) : nlohmann::json(nullptr)},
             {"ttft_ms", r.deployment.sla.ttft_ms},
-            {"tpot_ms", r.deployment.sla.tpot_ms}}},
+            {"tpot_ms", r.deployment.sla.tpot_ms},
+            {"itl_ms", itl_limit_json(r.deployment.sla)}}},
           {"littles_law",
            {{"mean_in_system", x.mean_in_system},
             {"arrival_rate_per_s", x.arrival_rate_per_s},
@@ -627,8 +675,10 @@ std::string classes_line(const ServingResult& result, const WorkloadSpec& worklo
     };
     const std::string sla =
         workload.mix[i].sla.gives_any() ? "its SLA of " + limits_phrase(c.sla) : "the SLA";
-    out += fmt::format("{}{} {} within {} (TTFT p99 {} ms, TPOT p99 {} ms)", out.empty() ? "" : "; ", c.name,
-                       class_within_sla(c), sla, p99(c.ttft_ms), p99(c.tpot_ms));
+    const std::string longest =
+        c.sla.limits_itl() ? fmt::format(", longest ITL p99 {} ms", p99(c.longest_itl_ms)) : "";
+    out += fmt::format("{}{} {} within {} (TTFT p99 {} ms, TPOT p99 {} ms{})", out.empty() ? "" : "; ",
+                       c.name, class_within_sla(c), sla, p99(c.ttft_ms), p99(c.tpot_ms), longest);
   }
   return out;
 }
@@ -638,9 +688,15 @@ nlohmann::json sla_json(const SlaSpec& deployment, const WorkloadSpec& workload)
   for (const WorkloadMixClass& c : workload.mix) {
     if (!c.sla.gives_any()) continue;
     const SlaSpec held = held_to(deployment, c.sla);
-    classes.push_back({{"class", c.name}, {"ttft_ms", held.ttft_ms}, {"tpot_ms", held.tpot_ms}});
+    classes.push_back({{"class", c.name},
+                       {"ttft_ms", held.ttft_ms},
+                       {"tpot_ms", held.tpot_ms},
+                       {"itl_ms", itl_limit_json(held)}});
   }
-  return {{"ttft_ms", deployment.ttft_ms}, {"tpot_ms", deployment.tpot_ms}, {"classes", classes}};
+  return {{"ttft_ms", deployment.ttft_ms},
+          {"tpot_ms", deployment.tpot_ms},
+          {"itl_ms", itl_limit_json(deployment)},
+          {"classes", classes}};
 }
 
 std::string sla_phrase(const SlaSpec& deployment, const WorkloadSpec& workload) {
@@ -669,16 +725,48 @@ std::string output_token_price(const ServedRun& run, int decimals) {
   return fmt::format("${:.{}f}", run.spread(&SeedOutcome::usd_per_million_output).mean, decimals);
 }
 
-std::vector<std::string> with_served_run_columns(std::vector<std::string> leading) {
-  for (const char* column : {"within SLA", "TTFT p99 (ms)", "TPOT p99 (ms)", "ITL p99 (ms)",
-                             "tokens/s/GPU out", "$ per 1M output tokens", "kWh per 1M output tokens",
-                             "meets SLA", "step band, prefill / decode (90%)"}) {
-    leading.emplace_back(column);
+namespace {
+
+// The served-run columns, each with its cell of a variant that could not run.
+struct ServedRunColumn {
+  const char* header;
+  bool longest_itl_only;
+};
+constexpr std::array<ServedRunColumn, 10> kServedRunColumns{{{"within SLA", false},
+                                                             {"TTFT p99 (ms)", false},
+                                                             {"TPOT p99 (ms)", false},
+                                                             {"ITL p99 (ms)", false},
+                                                             {"longest ITL p99 (ms)", true},
+                                                             {"tokens/s/GPU out", false},
+                                                             {"$ per 1M output tokens", false},
+                                                             {"kWh per 1M output tokens", false},
+                                                             {"meets SLA", false},
+                                                             {"step band, prefill / decode (90%)", false}}};
+
+}  // namespace
+
+std::vector<std::string> with_served_run_columns(std::vector<std::string> leading, bool longest_itl) {
+  for (const ServedRunColumn& column : kServedRunColumns) {
+    if (longest_itl || !column.longest_itl_only) leading.emplace_back(column.header);
   }
   return leading;
 }
 
-std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla,
+bool sla_limits_itl(const SlaSpec& deployment, const WorkloadSpec& workload) {
+  return deployment.limits_itl() || std::any_of(workload.mix.begin(), workload.mix.end(),
+                                                [](const WorkloadMixClass& c) { return c.sla.limits_itl(); });
+}
+
+std::vector<std::string> not_run_cells(const std::string& why, bool longest_itl) {
+  std::vector<std::string> cells;
+  for (const ServedRunColumn& column : kServedRunColumns) {
+    if (longest_itl || !column.longest_itl_only)
+      cells.push_back(std::string_view(column.header) == "meets SLA" ? "cannot run: " + why : "-");
+  }
+  return cells;
+}
+
+std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla, bool longest_itl,
                                           const std::optional<ServedRun>& confirmation,
                                           bool confirmation_holds) {
   const ServingResult& r = run.result;
@@ -696,16 +784,19 @@ std::vector<std::string> served_run_cells(const ServedRun& run, double min_withi
     within += fmt::format(" ({}-{})", share_beside_threshold(s.min, min_within_sla),
                           share_beside_threshold(s.max, min_within_sla));
   }
-  return {within,
-          cell(&SeedOutcome::ttft_p99_ms, "{:.0f}"),
-          cell(&SeedOutcome::tpot_p99_ms, "{:.1f}"),
-          cell(&SeedOutcome::itl_p99_ms, "{:.1f}"),
-          cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
-          run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
-          run.cost.power.known ? cell(&SeedOutcome::kwh_per_million_output, "{:.2f}") : "unknown",
-          confirmation ? confirmed_cell(run, min_within_sla, *confirmation, confirmation_holds)
-                       : meets_cell(run, min_within_sla),
-          error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)};
+  std::vector<std::string> cells{within, cell(&SeedOutcome::ttft_p99_ms, "{:.0f}"),
+                                 cell(&SeedOutcome::tpot_p99_ms, "{:.1f}"),
+                                 cell(&SeedOutcome::itl_p99_ms, "{:.1f}")};
+  if (longest_itl) cells.push_back(cell(&SeedOutcome::longest_itl_p99_ms, "{:.1f}"));
+  for (std::string& c : std::vector<std::string>{
+           cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
+           run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
+           run.cost.power.known ? cell(&SeedOutcome::kwh_per_million_output, "{:.2f}") : "unknown",
+           confirmation ? confirmed_cell(run, min_within_sla, *confirmation, confirmation_holds)
+                        : meets_cell(run, min_within_sla),
+           error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)})
+    cells.push_back(std::move(c));
+  return cells;
 }
 
 nlohmann::json sla_verdict_json(const ServedRun& run, double min_within_sla) {
@@ -730,6 +821,7 @@ nlohmann::json served_run_json(const ServedRun& run) {
           {"ttft_ms", {{"p50", r.ttft_ms.p50}, {"p99", r.ttft_ms.p99}}},
           {"tpot_ms", {{"p50", r.tpot_ms.p50}, {"p99", r.tpot_ms.p99}}},
           {"itl_ms", {{"p50", r.itl_ms.p50}, {"p99", r.itl_ms.p99}, {"max", r.itl_ms.max}}},
+          {"longest_itl_ms", {{"p50", r.longest_itl_ms.p50}, {"p99", r.longest_itl_ms.p99}}},
           {"throughput_tokens_per_s_per_gpu",
            {{"input", r.input_tokens_per_s_per_gpu}, {"output", r.output_tokens_per_s_per_gpu}}},
           {"cost", cost_json(run.cost)},

@@ -59,19 +59,24 @@ nlohmann::json sla_json(const SlaSpec& deployment, const WorkloadSpec& workload)
 std::string output_token_price(const ServedRun& run, int decimals = 2);
 // Tables that rank served runs (plan's variants, capacity's rates) share
 // these cells, in this order: within SLA (pooled over the seeds), TTFT p99,
-// TPOT p99, output tokens/s per GPU, $ per 1M output tokens (each the mean
-// over the seeds, least-most in brackets where more than one ran), whether
-// it meets the SLA, and the kernel-model band of its steps.
-// `leading` columns, then those.
-std::vector<std::string> with_served_run_columns(std::vector<std::string> leading);
+// TPOT p99, ITL p99 (and, with `longest_itl`, the p99 of each request's
+// longest gap, what an ITL limit judges), output tokens/s per GPU, $ and
+// kWh per 1M output tokens (each the mean over the seeds, least-most in
+// brackets where more than one ran), whether it meets the SLA, and the
+// kernel-model band of its steps. `leading` columns, then those.
+std::vector<std::string> with_served_run_columns(std::vector<std::string> leading, bool longest_itl);
+// Whether an ITL limit judges some request: the deployment's, or a class's of the mix.
+bool sla_limits_itl(const SlaSpec& deployment, const WorkloadSpec& workload);
 // Whether it meets the SLA is judged on the seeds' requests pooled; with
 // several seeds the cell also says how many of them meet it alone. Where it
 // met it and was served again over a longer window (`confirmation`, plan's
 // and capacity's), the cell says how that went: "yes, and over 1800 s" where
 // it held there, "yes, not over a longer run" where it did not.
-std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla,
+std::vector<std::string> served_run_cells(const ServedRun& run, double min_within_sla, bool longest_itl,
                                           const std::optional<ServedRun>& confirmation = std::nullopt,
                                           bool confirmation_holds = false);
+// The same cells for a variant that could not run: "-", and why in the verdict's column.
+std::vector<std::string> not_run_cells(const std::string& why, bool longest_itl);
 // The same figures for JSON, with each seed's; and the verdict, for tables that judge one.
 nlohmann::json served_run_json(const ServedRun& run);
 nlohmann::json sla_verdict_json(const ServedRun& run, double min_within_sla);

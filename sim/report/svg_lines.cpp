@@ -37,7 +37,7 @@ std::string svg_lines(const LineChart& chart, const std::vector<LineSeries>& ser
   for (std::size_t i = 0; i < series.size(); ++i) {
     const LineSeries& s = series[i];
     const char* color = series_color(static_cast<std::size_t>(s.color));
-    const char* dash = s.dashed ? " stroke-dasharray=\"6 4\"" : "";
+    const char* dash = s.dotted ? " stroke-dasharray=\"2 4\"" : s.dashed ? " stroke-dasharray=\"6 4\"" : "";
     std::string path;
     for (const auto& [px, py] : s.points)
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", x(px), y(py));

@@ -12,7 +12,8 @@ struct LineSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y), both > 0
   bool dashed = false;
-  int color = 0;  // index into a fixed palette
+  int color = 0;        // index into a fixed palette
+  bool dotted = false;  // a third line of one color (over dashed)
 };
 
 struct LineChart {

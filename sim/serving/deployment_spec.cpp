@@ -153,9 +153,10 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.kv.host_ttl_s = seconds_a_run_can_hold(kv.required("host_ttl_s"));
   d.kv.bounded_replay = kv.required("bounded_replay").as_bool();
   const YamlNode sla = root.required("sla");
-  sla.expect_only({"ttft_ms", "tpot_ms"});
+  sla.expect_only({"ttft_ms", "tpot_ms", "itl_ms"});
   d.sla.ttft_ms = sla.required("ttft_ms").as_positive_double();
   d.sla.tpot_ms = sla.required("tpot_ms").as_positive_double();
+  if (const auto itl = sla.optional("itl_ms")) d.sla.itl_ms = itl->as_positive_double();  // absent: no limit
   const YamlNode reserve = root.required("reserve_fraction");
   d.reserve_fraction = reserve.as_non_negative_double();
   if (d.reserve_fraction >= 1) reserve.fail("expected a fraction below 1");

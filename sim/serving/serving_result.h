@@ -80,7 +80,8 @@ struct RequestRecord {
   double tpot_ms = 0;
   double max_itl_ms = 0;  // its longest gap between streamed chunks (ServingResult::itl_ms)
   double e2e_ms = 0;
-  // Finished within its TTFT and TPOT limits (its class's in a mix); false where it did not finish.
+  // Finished within its TTFT and TPOT limits, and its ITL limit where one is set (its class's in a mix);
+  // false where it did not finish.
   bool within_sla = false;
   bool measured = true;  // arrived in the measured window, not in the warm-up
 };
@@ -91,11 +92,12 @@ struct ClassOutcome {
   int64_t sessions = 0;
   int64_t arrived = 0;  // requests
   int64_t finished = 0;
-  int64_t within_sla = 0;  // finished within the class's TTFT and TPOT limits (sla)
+  int64_t within_sla = 0;  // finished within the class's limits (sla)
   SlaSpec sla;             // the limits it is held to: its own from the mix, the deployment's for the rest
   LatencySummary ttft_ms;
   LatencySummary tpot_ms;
-  LatencySummary itl_ms;  // of every chunk of its requests in the window (ServingResult::itl_ms)
+  LatencySummary itl_ms;          // of every chunk of its requests in the window (ServingResult::itl_ms)
+  LatencySummary longest_itl_ms;  // of its finished requests (ServingResult::longest_itl_ms)
 };
 
 struct ServingResult {
@@ -136,6 +138,10 @@ struct ServingResult {
   // client together), the first token's included: every chunk of the
   // window's requests, finished or not; percentiles binned (GapHistogram).
   LatencySummary itl_ms;
+  // Each finished request's longest gap between its streamed chunks: what an
+  // ITL limit judges (SlaSpec::itl_ms), a request's worst stall (as TPOT, of
+  // those with more than one token: one alone has no gap).
+  LatencySummary longest_itl_ms;
   LatencySummary e2e_ms;
   LatencySummary prefill_wait_ms;  // SSD read done to prefill start
   LatencySummary decode_wait_ms;   // KV transfer done to first decode step

@@ -674,7 +674,8 @@ ServingSimulation::FinishedTimes ServingSimulation::finished_times(const Request
   t.tpot_ms = r.output_tokens > 1
                   ? (r.finished - r.first_token()).ms() / static_cast<double>(r.output_tokens - 1)
                   : 0.0;
-  t.within_sla = sla_of(r).admits(t.ttft_ms, t.tpot_ms);
+  t.longest_itl_ms = r.longest_chunk_gap.ms();
+  t.within_sla = sla_of(r).admits(t.ttft_ms, t.tpot_ms, t.longest_itl_ms);
   return t;
 }
 
@@ -686,7 +687,7 @@ SlaSpec ServingSimulation::sla_of(const Request& r) const {
 
 std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
   std::vector<ClassOutcome> out(workload_.mix.size());
-  std::vector<std::vector<double>> ttft(out.size()), tpot(out.size());
+  std::vector<std::vector<double>> ttft(out.size()), tpot(out.size()), longest_itl(out.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
     out[i].name = workload_.mix[i].name;
     out[i].sla = held_to(deployment_.sla, workload_.mix[i].sla);
@@ -704,13 +705,17 @@ std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
     ++o.finished;
     const FinishedTimes t = finished_times(r);
     ttft[static_cast<std::size_t>(c)].push_back(t.ttft_ms);
-    if (r.output_tokens > 1) tpot[static_cast<std::size_t>(c)].push_back(t.tpot_ms);
+    if (r.output_tokens > 1) {
+      tpot[static_cast<std::size_t>(c)].push_back(t.tpot_ms);
+      longest_itl[static_cast<std::size_t>(c)].push_back(t.longest_itl_ms);
+    }
     o.within_sla += t.within_sla ? 1 : 0;
   }
   for (std::size_t i = 0; i < out.size(); ++i) {
     out[i].ttft_ms = summarize(ttft[i]);
     out[i].tpot_ms = summarize(tpot[i]);
     out[i].itl_ms = class_chunk_gaps_[i].summary_ms();
+    out[i].longest_itl_ms = summarize(longest_itl[i]);
   }
   return out;
 }
@@ -728,14 +733,17 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.prefill_band = prefill_band_.mixed();
   out.decode_band = decode_band_.mixed();
   if (decode_time_us_ > 0) out.decode_rank_imbalance = imbalance_time_us_ / decode_time_us_;
-  std::vector<double> ttft, tpot, e2e, prefill_wait, decode_wait;
+  std::vector<double> ttft, tpot, longest_itl, e2e, prefill_wait, decode_wait;
   double ssd = 0, prefill = 0, transfer = 0, decode = 0, sojourn = 0, communication = 0;
   int64_t good = 0;
   for (const Request& r : requests_) {
     if (!in_window(r) || r.generated < r.output_tokens) continue;  // warm-up, in flight or rejected
     const FinishedTimes t = finished_times(r);
     ttft.push_back(t.ttft_ms);
-    if (r.output_tokens > 1) tpot.push_back(t.tpot_ms);
+    if (r.output_tokens > 1) {
+      tpot.push_back(t.tpot_ms);
+      longest_itl.push_back(t.longest_itl_ms);
+    }
     e2e.push_back((r.finished - r.arrival).ms());
     prefill_wait.push_back((r.prefill_started - r.prefill_queued).ms());
     if (r.output_tokens > 1) decode_wait.push_back((r.decode_admitted - r.decode_queued).ms());
@@ -751,6 +759,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.ttft_ms = summarize(ttft);
   out.tpot_ms = summarize(tpot);
   out.itl_ms = chunk_gaps_.summary_ms();
+  out.longest_itl_ms = summarize(longest_itl);
   out.e2e_ms = summarize(e2e);
   out.prefill_wait_ms = summarize(prefill_wait);
   out.decode_wait_ms = summarize(decode_wait);

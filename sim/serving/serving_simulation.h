@@ -279,11 +279,12 @@ class ServingSimulation {
   struct FinishedTimes {
     double ttft_ms = 0;
     double tpot_ms = 0;
+    double longest_itl_ms = 0;  // its longest gap between streamed chunks (0: one token, no gap)
     bool within_sla = false;
   };
   FinishedTimes finished_times(const Request& r) const;
   SlaSpec sla_of(const Request& r) const;  // its class's limits in a mix, else the deployment's
-  // Each class of a mix of traffic: its requests, what finished, within the SLA, TTFT and TPOT.
+  // Each class of a mix of traffic: its requests, what finished, within the SLA, its latencies.
   std::vector<ClassOutcome> class_outcomes() const;
 
   const ModelAnalysis& model_;

@@ -207,14 +207,16 @@ void read_sessions(const YamlNode& root, WorkloadSpec& w) {
   w.effort_output_multiplier = effort_multiplier(w.effort);
 }
 
-// A class's own latency limits, `sla: {ttft_ms: T, tpot_ms: P}`, either
-// field alone: the other stays the deployment's.
+// A class's own latency limits, `sla: {ttft_ms: T, tpot_ms: P, itl_ms: I}`,
+// any of the fields: the others stay the deployment's.
 SlaSpec read_class_sla(const YamlNode& node) {
-  node.expect_only({"ttft_ms", "tpot_ms"});
+  node.expect_only({"ttft_ms", "tpot_ms", "itl_ms"});
   SlaSpec sla;
   if (const auto ttft = node.optional("ttft_ms")) sla.ttft_ms = ttft->as_positive_double();
   if (const auto tpot = node.optional("tpot_ms")) sla.tpot_ms = tpot->as_positive_double();
-  if (!sla.gives_any()) node.fail("expected ttft_ms, tpot_ms or both (ms): the limits this class is held to");
+  if (const auto itl = node.optional("itl_ms")) sla.itl_ms = itl->as_positive_double();
+  if (!sla.gives_any())
+    node.fail("expected ttft_ms, tpot_ms, itl_ms or some of them (ms): the limits this class is held to");
   return sla;
 }
 

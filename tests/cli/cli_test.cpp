@@ -415,6 +415,20 @@ TEST(Cli, CapacityOfSeveralVariants) {
        {"prompts in steps of their own: TPOT p99", "prompts in steps of their own: TTFT p99",
         "prompts mixed into decode steps: TPOT p99", "SLA limit"})
     EXPECT_NE(svg.find(series), std::string::npos) << series;
+  EXPECT_EQ(svg.find("longest ITL"), std::string::npos) << "no ITL limit, no line against it";
+  // With one, each variant's p99 of its requests' longest gaps is drawn against it too
+  // (answers of more than one token: the fixed prompts' have one, so chat's).
+  const auto limited = temp_dir("capacity_svg") / "itl.svg";
+  EXPECT_EQ(
+      run("capacity --model " V41SIM_SOURCE_DIR "/tests/data/tiny_gqa.yaml --deployment " V41SIM_SOURCE_DIR
+          "/tests/data/aggregated.yaml --workload chat --duration 30 --rate-factors 1,4 --precision 0.5 "
+          "--itl-ms 50 --svg " +
+          limited.string())
+          .exit_code,
+      0);
+  const std::string itl_svg = testing::read_text(limited.string());
+  EXPECT_NE(itl_svg.find(": longest ITL p99"), std::string::npos);
+  EXPECT_NE(itl_svg.find("stroke-dasharray=\"2 4\""), std::string::npos) << "dotted";
 }
 
 // The GPU day's last steps on synthetic rows: calibrate fits a folder of
@@ -814,6 +828,43 @@ TEST(Cli, ContextSpansAnNvlinkDomainAsFrontierDoes) {
   const RunResult refused = run("context --hw gb200_nvl72 --ep 72 --redundant-experts 0");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("(--redundant-experts 48)"), std::string::npos) << refused.output;
+}
+
+// An ITL limit judges each request's worst stall: an aggregated instance
+// whose prompt steps run 16K tokens meets a TTFT and TPOT SLA, but its
+// decoding requests wait out each prompt step; with 1K-token steps they do
+// not. The table shows the figure the limit judges.
+TEST(Cli, PlanWithAnItlLimitRanksOnEachRequestsLongestStall) {
+  const std::string args =
+      "plan --deployment h200_agg_8 --max-tokens-per-step 1024,16384 --duration 120 --confirm-seconds 0";
+  const auto rows_by_budget = [](const nlohmann::json& plan) {
+    std::map<std::string, nlohmann::json> out;
+    for (const auto& row : plan["rows"]) {
+      const std::string name = row["deployment"].get<std::string>();
+      out[name.find("16384") != std::string::npos ? "16K" : "1K"] = row;
+    }
+    return out;
+  };
+  const auto free = rows_by_budget(run_json(args));
+  const nlohmann::json limited_plan = run_json(args + " --itl-ms 100");
+  const auto limited = rows_by_budget(limited_plan);
+  ASSERT_EQ(free.size(), 2u);
+  ASSERT_EQ(limited.size(), 2u);
+  EXPECT_TRUE(limited_plan["sla"]["itl_ms"].is_number());
+  EXPECT_EQ(limited_plan["sla"]["itl_ms"].get<double>(), 100);
+  EXPECT_TRUE(run_json(args)["sla"]["itl_ms"].is_null()) << "no limit unless asked";
+  EXPECT_TRUE(free.at("16K")["meets_sla"].get<bool>());
+  EXPECT_TRUE(free.at("1K")["meets_sla"].get<bool>());
+  EXPECT_GT(limited.at("16K")["longest_itl_ms"]["p99"].get<double>(), 100);
+  EXPECT_FALSE(limited.at("16K")["meets_sla"].get<bool>());
+  EXPECT_LT(limited.at("1K")["longest_itl_ms"]["p99"].get<double>(), 100);
+  EXPECT_TRUE(limited.at("1K")["meets_sla"].get<bool>());
+  // The same runs: a limit judges them, it does not change them.
+  EXPECT_EQ(limited.at("16K")["tpot_ms"], free.at("16K")["tpot_ms"]);
+  const std::string table = run(args + " --itl-ms 100").output;
+  EXPECT_NE(table.find("longest ITL p99 (ms)"), std::string::npos) << table;
+  EXPECT_NE(table.find("no gap between streamed chunks over 100 ms"), std::string::npos) << table;
+  EXPECT_EQ(run(args).output.find("longest ITL p99 (ms)"), std::string::npos);
 }
 
 TEST(Cli, PlanJsonRanksEveryVariant) {
@@ -1382,6 +1433,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
         BadRun{"plan --min-within-sla 0", "--min-within-sla"}, BadRun{"plan --tpot-ms -5", "--tpot-ms"},
+        BadRun{"plan --itl-ms -5", "field '--itl-ms': expected a positive latency, got -5"},
+        BadRun{"capacity --itl-ms nan", "field '--itl-ms': expected a positive latency, got nan"},
+        BadRun{"--set workloads/deployments/h200_agg_8.yaml:sla.itl_ms=0 run --deployment h200_agg_8 "
+               "--duration 10",
+               "h200_agg_8.yaml:29: field 'sla.itl_ms': expected a positive number, got 0"},
         BadRun{"plan --confirm-seconds -1", "--confirm-seconds"},
         BadRun{"capacity --confirm-seconds -1", "--confirm-seconds"},
         // An empty item in a list is a slip, not a shorter list (CLI11 alone would drop it and run 8,16).

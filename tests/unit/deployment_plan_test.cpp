@@ -443,6 +443,17 @@ TEST(DeploymentPlan, SeveralBasesMustShareTheirSla) {
     EXPECT_EQ(e.where().file, strict.file);
     EXPECT_NE(std::string(e.what()).find("--tpot-ms"), std::string::npos) << e.what();
   }
+  // An ITL limit one base sets and the other does not is a different SLA too.
+  DeploymentSpec stall_free = deployment("h200_pd_64");
+  stall_free.sla.itl_ms = 100;
+  try {
+    plan_variants(std::vector<DeploymentSpec>{agg, stall_free}, {});
+    FAIL() << "bases with different ITL limits were ranked together";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, stall_free.file);
+    EXPECT_NE(std::string(e.what()).find("longest ITL 100 ms"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--itl-ms"), std::string::npos) << e.what();
+  }
   // What only a disaggregated base has is refused where none is.
   try {
     plan_variants(std::vector<DeploymentSpec>{agg, agg}, {.prefill_instances = {2}});

@@ -2,6 +2,7 @@
 // gives alone, and SLA verdicts pool the seeds' requests.
 #include "sim/costing/served_run.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -137,9 +138,40 @@ TEST(ServedRun, TheVerdictPoolsTheSeedsRequests) {
 }
 
 // Where the "meets SLA" cell sits among a served run's cells.
-std::size_t meets_sla_column() {
-  const std::vector<std::string> columns = with_served_run_columns({});
+std::size_t meets_sla_column(bool longest_itl = false) {
+  const std::vector<std::string> columns = with_served_run_columns({}, longest_itl);
   return static_cast<std::size_t>(std::find(columns.begin(), columns.end(), "meets SLA") - columns.begin());
+}
+
+// With an ITL limit the seed's p99 of each request's longest gap is set
+// against it, and the tables show that p99 in a column of its own; a
+// variant that could not run says why in the verdict's column either way.
+TEST(ServedRun, AnItlLimitAddsItsP99OverTheLimitAndItsColumn) {
+  TinyAggregated t;
+  const ServedRun free = t.serve(1, 1);
+  ASSERT_GT(free.result.longest_itl_ms.count, 0);
+  EXPECT_EQ(free.seeds[0].longest_itl_p99_over_limit, 0) << "no limit, nothing over it";
+  EXPECT_EQ(free.seeds[0].longest_itl_p99_ms, free.result.longest_itl_ms.p99);
+  EXPECT_GE(free.result.longest_itl_ms.p99, free.result.tpot_ms.p99 * (1 - 1e-12))
+      << "a request's longest gap is no shorter than its mean one";
+  t.deployment.sla.itl_ms = free.result.longest_itl_ms.p50;
+  const ServedRun limited = t.serve(1, 1);
+  EXPECT_DOUBLE_EQ(limited.seeds[0].longest_itl_p99_over_limit,
+                   free.result.longest_itl_ms.p99 / free.result.longest_itl_ms.p50);
+  EXPECT_LT(limited.within_sla(), free.within_sla()) << "half the requests stall past the median";
+
+  for (const bool longest_itl : {false, true}) {
+    const std::vector<std::string> columns = with_served_run_columns({}, longest_itl);
+    EXPECT_EQ(std::count(columns.begin(), columns.end(), "longest ITL p99 (ms)"), longest_itl ? 1 : 0);
+    EXPECT_EQ(served_run_cells(limited, 0.99, longest_itl).size(), columns.size());
+    const std::vector<std::string> not_run = not_run_cells("it does not fit", longest_itl);
+    ASSERT_EQ(not_run.size(), columns.size());
+    EXPECT_EQ(not_run[meets_sla_column(longest_itl)], "cannot run: it does not fit");
+  }
+  const std::vector<std::string> columns = with_served_run_columns({}, true);
+  const auto longest = std::find(columns.begin(), columns.end(), "longest ITL p99 (ms)") - columns.begin();
+  EXPECT_EQ(served_run_cells(limited, 0.99, true)[static_cast<std::size_t>(longest)],
+            fmt::format("{:.1f}", free.result.longest_itl_ms.p99));
 }
 
 // In a mix, the verdict asks the share of each class, pooled over the seeds:
@@ -159,7 +191,7 @@ TEST(ServedRun, AMixMeetsTheSlaOnlyWhereEachClassDoes) {
   EXPECT_FALSE(run.meets_sla(0.98));
   EXPECT_EQ(run.seeds_meeting_sla(0.98), 0);
   EXPECT_TRUE(run.meets_sla(0.8));
-  EXPECT_EQ(served_run_cells(run, 0.98)[meets_sla_column()], "no: agent 80.0% (0 of 2 seeds alone)");
+  EXPECT_EQ(served_run_cells(run, 0.98, false)[meets_sla_column()], "no: agent 80.0% (0 of 2 seeds alone)");
   // A class none of whose requests arrived asks nothing.
   run.seeds = {seed_of(1, 100, 1.0, {{100, 100}, {0, 0}})};
   EXPECT_TRUE(run.meets_sla(0.99));
@@ -181,9 +213,9 @@ TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
   const auto cells = [](std::vector<double> shares) {
     ServedRun run;
     for (std::size_t i = 0; i < shares.size(); ++i) run.seeds.push_back(seed_of(i + 1, 1000, shares[i]));
-    return served_run_cells(run, 0.99);
+    return served_run_cells(run, 0.99, false);
   };
-  EXPECT_EQ(cells({0.9896}).size(), with_served_run_columns({}).size()) << "a cell for every column";
+  EXPECT_EQ(cells({0.9896}).size(), with_served_run_columns({}, false).size()) << "a cell for every column";
   EXPECT_EQ(cells({0.9896})[0], "98.96%");
   EXPECT_EQ(cells({0.9896})[meets_sla_column()], "no");
   EXPECT_EQ(cells({0.99})[0], "99.0%");
@@ -191,11 +223,12 @@ TEST(ServedRun, AShareNearTheThresholdPrintsOnItsOwnSide) {
   ServedRun creeping;
   creeping.seeds = {seed_of(1, 1000, 0.995), seed_of(2, 1000, 0.995)};
   creeping.seeds[1].steady = false;
-  EXPECT_EQ(served_run_cells(creeping, 0.99)[meets_sla_column()], "yes (2 of 2 seeds alone; 1 not settled)");
+  EXPECT_EQ(served_run_cells(creeping, 0.99, false)[meets_sla_column()],
+            "yes (2 of 2 seeds alone; 1 not settled)");
   creeping.seeds.pop_back();
-  EXPECT_EQ(served_run_cells(creeping, 0.99)[meets_sla_column()], "yes");
+  EXPECT_EQ(served_run_cells(creeping, 0.99, false)[meets_sla_column()], "yes");
   creeping.seeds.front().steady = false;
-  EXPECT_EQ(served_run_cells(creeping, 0.99)[meets_sla_column()], "yes, not settled");
+  EXPECT_EQ(served_run_cells(creeping, 0.99, false)[meets_sla_column()], "yes, not settled");
   EXPECT_EQ(cells({0.985})[0], "98.5%");
   EXPECT_EQ(cells({0.98999})[0], "98.999%");
   EXPECT_EQ(cells({0.9896, 0.9924})[0], "99.1% (98.96-99.2)");

@@ -848,6 +848,38 @@ TEST(Serving, ChunkGapsAddUpToEachRequestsDecodeAndShowAPromptsStall) {
   EXPECT_LE(r.itl_ms.p50, decode_step_ms) << "most gaps are a decode step";
 }
 
+// An ITL limit holds each request to its longest gap, its worst stall: the
+// request that waited out the other's prompt step misses it, the other
+// (whose mean gap, TPOT, the stall hardly moves) does not; without one both
+// are within.
+TEST(Serving, AnItlLimitHoldsEachRequestToItsLongestGap) {
+  const auto served = [](double itl_limit_ms) {
+    Fixture f = tiny_trace("v41sim_itl_limit", "0.0,0,100,400\n0.05,1,2000,10\n");
+    f.deployment.sla.ttft_ms = 1e6;
+    f.deployment.sla.tpot_ms = 1e6;
+    f.deployment.sla.itl_ms = itl_limit_ms;
+    ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+    sim.enable_request_log();
+    return sim.run(60, true);
+  };
+  const ServingResult free = served(0);
+  ASSERT_EQ(free.finished, 2);
+  EXPECT_TRUE(free.requests[0].within_sla && free.requests[1].within_sla);
+  const double stalled_ms = free.requests[0].max_itl_ms;
+  const double smooth_ms = free.requests[1].max_itl_ms;
+  ASSERT_GT(stalled_ms, 2 * smooth_ms) << "the fixture's first request waits out a prompt step";
+  EXPECT_EQ(free.longest_itl_ms.count, 2);
+  EXPECT_EQ(free.longest_itl_ms.max, stalled_ms);
+
+  const ServingResult limited = served((stalled_ms + smooth_ms) / 2);
+  EXPECT_FALSE(limited.requests[0].within_sla);
+  EXPECT_TRUE(limited.requests[1].within_sla);
+  EXPECT_DOUBLE_EQ(limited.goodput_fraction, 0.5);
+  EXPECT_EQ(limited.requests[0].max_itl_ms, stalled_ms) << "a limit judges the run, it does not change it";
+  // A limit at the longest gap itself admits it.
+  EXPECT_TRUE(served(stalled_ms).requests[0].within_sla);
+}
+
 TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   Fixture f = v41_agents();
   ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
@@ -877,6 +909,13 @@ TEST(Serving, TheRequestLogAccountsForEveryRequest) {
     if (x.measured && !std::isnan(x.max_itl_ms)) longest_gap_ms = std::max(longest_gap_ms, x.max_itl_ms);
   }
   EXPECT_EQ(longest_gap_ms, r.itl_ms.max);
+  // What an ITL limit judges: each finished request's longest gap, of those with more than one token.
+  std::vector<double> longest;
+  for (const RequestRecord& x : r.requests) {
+    if (x.measured && x.status == "finished" && x.output_tokens > 1) longest.push_back(x.max_itl_ms);
+  }
+  EXPECT_DOUBLE_EQ(summarize(longest).p99, r.longest_itl_ms.p99);
+  EXPECT_EQ(summarize(longest).count, r.longest_itl_ms.count);
   EXPECT_EQ(finished, r.finished);
   EXPECT_EQ(in_flight, r.in_flight);
   EXPECT_EQ(cached, r.input_tokens_cached);
@@ -1340,6 +1379,20 @@ TEST(Serving, AClassOfAMixIsHeldToItsOwnLimits) {
     return static_cast<int64_t>(std::llround(r.goodput_fraction * static_cast<double>(r.finished)));
   };
   EXPECT_EQ(within(held), within(plain) - plain.by_class[1].within_sla);
+  // An ITL limit below any step: class b's 50-token answers all stall past
+  // it, class a's one-token answers have no gap to judge.
+  f.workload = load_workload_file(mix_workload("v41sim_mix_sla2",
+                                               "mix:\n  - {workload: a, share: 3, sla: {itl_ms: "
+                                               "1e-9}}\n  - {workload: b, share: 1, sla: "
+                                               "{itl_ms: 1e-9}}\n")
+                                      .string());
+  const ServingResult stalls = f.run(600, 1, true);
+  EXPECT_DOUBLE_EQ(stalls.by_class[1].sla.itl_ms, 1e-9);
+  EXPECT_DOUBLE_EQ(stalls.by_class[1].sla.tpot_ms, f.deployment.sla.tpot_ms);
+  EXPECT_EQ(stalls.by_class[1].within_sla, 0);
+  EXPECT_EQ(stalls.by_class[1].longest_itl_ms.count, plain.by_class[1].finished);
+  EXPECT_EQ(stalls.by_class[0].within_sla, plain.by_class[0].within_sla);
+  EXPECT_EQ(stalls.by_class[0].longest_itl_ms.count, 0);
 }
 
 // A class of a higher priority (a lower number) waits ahead of the others:
@@ -1450,10 +1503,13 @@ TEST(WorkloadFile, ABadMixNamesItsLineAndField) {
             std::string::npos);
   // A class's own limits: at least one, each positive, named as fields.
   EXPECT_NE(error_of("v41sim_mix_bad7", "mix:\n  - {workload: a, share: 1, sla: {}}\n")
-                .find("mix.yaml:5: field 'mix[0].sla': expected ttft_ms, tpot_ms or both"),
+                .find("mix.yaml:5: field 'mix[0].sla': expected ttft_ms, tpot_ms, itl_ms or some of them"),
             std::string::npos);
   EXPECT_NE(error_of("v41sim_mix_bad8", "mix:\n  - {workload: a, share: 1, sla: {ttft_ms: -5}}\n")
                 .find("field 'mix[0].sla.ttft_ms': expected a positive number"),
+            std::string::npos);
+  EXPECT_NE(error_of("v41sim_mix_bad11", "mix:\n  - {workload: a, share: 1, sla: {itl_ms: 0}}\n")
+                .find("field 'mix[0].sla.itl_ms': expected a positive number"),
             std::string::npos);
   EXPECT_NE(error_of("v41sim_mix_bad9", "mix:\n  - {workload: a, share: 1, sla: {ttft: 500}}\n")
                 .find("field 'mix[0].sla.ttft'"),
