@@ -72,6 +72,7 @@ SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deplo
   s.usd_per_million_output = r.cost.known ? r.cost.usd_per_million_output : 0.0;
   s.kwh_per_million_output = r.cost.power.kwh_per_million_output;
   set_p99_over_limits(r.result, deployment, s);
+  s.misses = r.result.sla_misses;
   for (const ClassOutcome& c : r.result.by_class) s.classes.push_back({c.arrived, c.within_sla});
   s.steady = r.result.steady_state.steady();
   s.tail_steady = r.result.steady_state.tail_steady();
@@ -155,6 +156,18 @@ double ServedRun::within_sla() const {
     arrived += static_cast<double>(s.arrived);
   }
   return arrived > 0 ? within / arrived : 0.0;
+}
+
+int64_t ServedRun::arrived() const {
+  int64_t n = 0;
+  for (const SeedOutcome& s : seeds) n += s.arrived;
+  return n;
+}
+
+SlaMisses ServedRun::misses() const {
+  SlaMisses pooled;
+  for (const SeedOutcome& s : seeds) pooled += s.misses;
+  return pooled;
 }
 
 std::vector<double> ServedRun::class_within_sla() const {

@@ -47,6 +47,7 @@ struct SeedOutcome {
   double ttft_p99_over_limit = 0;
   double tpot_p99_over_limit = 0;
   double longest_itl_p99_over_limit = 0;  // of each request's longest gap; 0 also where no ITL limit is set
+  SlaMisses misses;                       // its requests that missed the SLA, by what they missed
   std::vector<ClassShare> classes;        // a mix's, in the workload's order; empty without one
   bool steady = true;       // the requests in the system had settled over the window (SteadyState::steady)
   bool tail_steady = true;  // and over its second half (SteadyState::tail_steady)
@@ -70,6 +71,9 @@ struct ServedRun {
   // Requests within the SLA of those that arrived, pooled over the seeds:
   // what an SLA verdict is judged on.
   double within_sla() const;
+  // The same requests, arrived and missing the SLA by what they missed.
+  int64_t arrived() const;
+  SlaMisses misses() const;
   // In a mix, each class's share of its requests within its SLA, pooled over
   // the seeds (0 for a class none of whose requests arrived); else empty.
   std::vector<double> class_within_sla() const;

@@ -46,9 +46,8 @@ Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>
     for (const FrontierPoint& p : f.points) {
       const DecodeRate& r = p.rate;
       t.add_row({f.deployment.name, std::to_string(r.batch_per_gpu), fmt::format("{:.1f}", r.tpot_ms),
-                 user_speed_cell(r.tokens_per_s_per_user),
-                 fmt::format("{:.0f}", r.tokens_per_s_per_gpu), std::to_string(r.drafts),
-                 error_band_cell(r.band),
+                 user_speed_cell(r.tokens_per_s_per_user), fmt::format("{:.0f}", r.tokens_per_s_per_gpu),
+                 std::to_string(r.drafts), error_band_cell(r.band),
                  p.cost_known ? fmt::format("${:.3f}", p.usd_per_million_output) : std::string("unknown"),
                  p.pareto ? "yes" : ""});
     }

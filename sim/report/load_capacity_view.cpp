@@ -141,8 +141,9 @@ std::string capacity_verdict(const CapacityReport& r) {
     classes.push_back(fmt::format("{} {:.1f}%", r.workload.mix[i].name, 100 * shares[i]));
   const std::string by_class =
       classes.empty() ? "" : fmt::format(" ({} within their SLAs)", fmt::join(classes, ", "));
-  return fmt::format("within the SLA up to {}; {} misses it{}{}", at, load_text(r.workload, over->load),
-                     by_class, longer);
+  const std::string missed = misses_phrase(over->run);
+  return fmt::format("within the SLA up to {}; {} misses it{}{}{}", at, load_text(r.workload, over->load),
+                     missed.empty() ? "" : ": " + missed, by_class, longer);
 }
 
 Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
@@ -155,7 +156,9 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
   for (const CapacityReport& r : reports) {
     const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
     const LoadPoint* over = point_at(r.capacity, r.capacity.smallest_failing_above);
-    const std::string missing = over ? load_number(r.workload, over->load) : "none tried";
+    std::string missing = over ? load_number(r.workload, over->load) : "none tried";
+    if (const std::string missed = over ? misses_phrase(over->run) : ""; !missed.empty())
+      missing += " (" + missed + ")";
     if (!best) {
       t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()),
                  "below " + load_number(r.workload, r.capacity.points.front().load), missing, "-", "-", "-",
@@ -242,6 +245,7 @@ Table capacity_table(const CapacityReport& r) {
   if (const char* steps = aggregated_steps_assumption(r.deployment)) t.add_note(steps);
   if (const char* first = first_token_assumption(r.deployment)) t.add_note(first);
   t.add_note(itl_column_note());
+  t.add_note(misses_note());
   add_served_run_notes(t, kernel_models);
   return t;
 }

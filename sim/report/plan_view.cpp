@@ -187,6 +187,7 @@ Table plan_table(const PlanReport& p) {
     t.add_note(kDecodeSideFirstTokenAssumption);
   t.add_note(ssd_tier_note(p.rows));
   t.add_note(itl_column_note());
+  t.add_note(misses_note());
   add_served_run_notes(t, kernel_models(p.rows));
   return t;
 }

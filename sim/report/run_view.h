@@ -101,6 +101,12 @@ std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& wor
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
 // What a table's ITL column means (run's latency table says it at length).
 std::string itl_column_note();
+// What a "no" in the meets-SLA column says after it ("no: 21.4% over TTFT").
+std::string misses_note();
+// What the requests of a run that missed the SLA missed, the most common
+// first: "21.4% over TTFT, 0.3% unfinished" (shares of those that arrived,
+// pooled over the seeds); empty where none missed.
+std::string misses_phrase(const ServedRun& run);
 void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);
 // How an aggregated deployment's steps are modelled where prompts and decode
 // share them (kMixedStepAssumption, or kBesidePromptsAssumption for prompts

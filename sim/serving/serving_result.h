@@ -86,6 +86,20 @@ struct RequestRecord {
   bool measured = true;  // arrived in the measured window, not in the warm-up
 };
 
+// The window's requests that missed their SLA, by what they missed: a
+// request may pass over several limits; one that never finished (in flight
+// at the run's end, or rejected) counts as unfinished alone.
+struct SlaMisses {
+  int64_t unfinished = 0;
+  int64_t ttft = 0;
+  int64_t tpot = 0;
+  int64_t itl = 0;
+  SlaMisses& operator+=(const SlaMisses& o) {
+    unfinished += o.unfinished, ttft += o.ttft, tpot += o.tpot, itl += o.itl;
+    return *this;
+  }
+};
+
 // One class of a mix of traffic (WorkloadSpec::mix), on its own.
 struct ClassOutcome {
   std::string name;
@@ -119,6 +133,7 @@ struct ServingResult {
   int64_t in_flight = 0;
   int64_t rejected = 0;
   std::map<std::string, int64_t> rejected_by_reason;
+  SlaMisses sla_misses;  // of the arrived: each request against its own limits (its class's in a mix)
   // Tokens: what arrived for prefill, what was prefilled, what was generated.
   int64_t input_tokens_arrived = 0;
   int64_t input_tokens_prefilled = 0;  // computed, incl. window replay; excl. cached prefixes

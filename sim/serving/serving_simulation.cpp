@@ -675,7 +675,8 @@ ServingSimulation::FinishedTimes ServingSimulation::finished_times(const Request
                   ? (r.finished - r.first_token()).ms() / static_cast<double>(r.output_tokens - 1)
                   : 0.0;
   t.longest_itl_ms = r.longest_chunk_gap.ms();
-  t.within_sla = sla_of(r).admits(t.ttft_ms, t.tpot_ms, t.longest_itl_ms);
+  t.missed = sla_of(r).missed(t.ttft_ms, t.tpot_ms, t.longest_itl_ms);
+  t.within_sla = !t.missed.any();
   return t;
 }
 
@@ -754,7 +755,11 @@ ServingResult ServingSimulation::collect(double duration_s) {
     sojourn += (r.finished - r.arrival).s();
     communication += r.communication_us / 1e3;
     good += t.within_sla ? 1 : 0;
+    out.sla_misses.ttft += t.missed.ttft ? 1 : 0;
+    out.sla_misses.tpot += t.missed.tpot ? 1 : 0;
+    out.sla_misses.itl += t.missed.itl ? 1 : 0;
   }
+  out.sla_misses.unfinished = out.arrived - out.finished;
   const double n = std::max<double>(1.0, static_cast<double>(e2e.size()));
   out.ttft_ms = summarize(ttft);
   out.tpot_ms = summarize(tpot);

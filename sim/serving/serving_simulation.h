@@ -280,6 +280,7 @@ class ServingSimulation {
     double ttft_ms = 0;
     double tpot_ms = 0;
     double longest_itl_ms = 0;  // its longest gap between streamed chunks (0: one token, no gap)
+    SlaSpec::Missed missed;     // the limits it passed over
     bool within_sla = false;
   };
   FinishedTimes finished_times(const Request& r) const;

@@ -15,13 +15,18 @@ namespace v41sim {
 struct SlaSpec {
   double ttft_ms = 0;  // 0 in a class's own limits: the deployment's
   double tpot_ms = 0;
-  double itl_ms =
-      0;  // the longest gap between streamed chunks; 0: no limit (and in a class: the deployment's)
+  // The longest gap between streamed chunks; 0: no limit (in a class: the deployment's).
+  double itl_ms = 0;
 
-  // A finished request is within the limits when all its times are.
-  bool admits(double ttft_ms_taken, double tpot_ms_taken, double longest_itl_ms_taken) const {
-    return ttft_ms_taken <= ttft_ms && tpot_ms_taken <= tpot_ms &&
-           (itl_ms <= 0 || longest_itl_ms_taken <= itl_ms);
+  // Which limits a finished request's times pass over.
+  struct Missed {
+    bool ttft = false;
+    bool tpot = false;
+    bool itl = false;
+    bool any() const { return ttft || tpot || itl; }
+  };
+  Missed missed(double ttft_ms_taken, double tpot_ms_taken, double longest_itl_ms_taken) const {
+    return {ttft_ms_taken > ttft_ms, tpot_ms_taken > tpot_ms, itl_ms > 0 && longest_itl_ms_taken > itl_ms};
   }
   bool limits_itl() const { return itl_ms > 0; }
   bool gives_any() const { return ttft_ms > 0 || tpot_ms > 0 || itl_ms > 0; }

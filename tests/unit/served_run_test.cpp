@@ -174,6 +174,26 @@ TEST(ServedRun, AnItlLimitAddsItsP99OverTheLimitAndItsColumn) {
             fmt::format("{:.1f}", free.result.longest_itl_ms.p99));
 }
 
+// A miss says what its requests missed, pooled over the seeds, the most
+// common first; a share under 0.05% is not printed as none.
+TEST(ServedRun, AMissSaysWhatItsRequestsMissed) {
+  ServedRun run;
+  run.seeds = {seed_of(1, 1000, 0.88), seed_of(2, 3000, 0.9)};
+  run.seeds[0].misses = {.unfinished = 10, .ttft = 80, .tpot = 30, .itl = 0};
+  run.seeds[1].misses = {.unfinished = 0, .ttft = 200, .tpot = 90, .itl = 1};
+  EXPECT_EQ(run.arrived(), 4000);
+  EXPECT_EQ(run.misses().ttft, 280);
+  EXPECT_EQ(
+      served_run_cells(run, 0.99, false)[meets_sla_column()],
+      "no: 7.0% over TTFT, 3.0% over TPOT, 0.2% unfinished, <0.1% over longest ITL (0 of 2 seeds alone)");
+  // A run that meets it says nothing of the few that missed.
+  EXPECT_EQ(served_run_cells(run, 0.8, false)[meets_sla_column()], "yes (2 of 2 seeds alone)");
+  // Nothing arrived: nothing missed, nothing met.
+  ServedRun idle;
+  idle.seeds = {seed_of(1, 0, 0)};
+  EXPECT_EQ(served_run_cells(idle, 0.99, false)[meets_sla_column()], "no");
+}
+
 // In a mix, the verdict asks the share of each class, pooled over the seeds:
 // a small class served badly is not hidden in a large class's share.
 TEST(ServedRun, AMixMeetsTheSlaOnlyWhereEachClassDoes) {

@@ -876,6 +876,8 @@ TEST(Serving, AnItlLimitHoldsEachRequestToItsLongestGap) {
   EXPECT_TRUE(limited.requests[1].within_sla);
   EXPECT_DOUBLE_EQ(limited.goodput_fraction, 0.5);
   EXPECT_EQ(limited.requests[0].max_itl_ms, stalled_ms) << "a limit judges the run, it does not change it";
+  EXPECT_EQ(limited.sla_misses.itl, 1);
+  EXPECT_EQ(limited.sla_misses.ttft + limited.sla_misses.tpot + limited.sla_misses.unfinished, 0);
   // A limit at the longest gap itself admits it.
   EXPECT_TRUE(served(stalled_ms).requests[0].within_sla);
 }
@@ -916,6 +918,25 @@ TEST(Serving, TheRequestLogAccountsForEveryRequest) {
   }
   EXPECT_DOUBLE_EQ(summarize(longest).p99, r.longest_itl_ms.p99);
   EXPECT_EQ(summarize(longest).count, r.longest_itl_ms.count);
+  // The misses by limit are the log's: each finished request against each limit, the rest unfinished.
+  SlaMisses logged;
+  int64_t within = 0, arrived = 0;
+  for (const RequestRecord& x : r.requests) {
+    if (!x.measured) continue;
+    ++arrived;
+    within += x.within_sla ? 1 : 0;
+    if (x.status != "finished") {
+      ++logged.unfinished;
+      continue;
+    }
+    logged.ttft += x.ttft_ms > f.deployment.sla.ttft_ms ? 1 : 0;
+    logged.tpot += x.output_tokens > 1 && x.tpot_ms > f.deployment.sla.tpot_ms ? 1 : 0;
+  }
+  EXPECT_EQ(r.sla_misses.unfinished, logged.unfinished);
+  EXPECT_EQ(r.sla_misses.ttft, logged.ttft);
+  EXPECT_EQ(r.sla_misses.tpot, logged.tpot);
+  EXPECT_EQ(r.sla_misses.itl, 0) << "no ITL limit";
+  EXPECT_GE(r.sla_misses.unfinished + r.sla_misses.ttft + r.sla_misses.tpot, arrived - within);
   EXPECT_EQ(finished, r.finished);
   EXPECT_EQ(in_flight, r.in_flight);
   EXPECT_EQ(cached, r.input_tokens_cached);
