@@ -143,7 +143,7 @@ std::string capacity_verdict(const CapacityReport& r) {
       classes.empty() ? "" : fmt::format(" ({} within their SLAs)", fmt::join(classes, ", "));
   const std::string missed = misses_phrase(over->run);
   return fmt::format("within the SLA up to {}; {} misses it{}{}{}", at, load_text(r.workload, over->load),
-                     missed.empty() ? "" : ": " + missed, by_class, longer);
+                     by_class, missed.empty() ? "" : ": " + missed, longer);
 }
 
 Table capacity_summary_table(const std::vector<CapacityReport>& reports) {

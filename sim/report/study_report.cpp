@@ -401,8 +401,8 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                   arrivals_phrase(study_serve_options(o, o.serving_seconds, false), workload), o.seed);
   Table table("Latency, throughput and cost per deployment",
               {"deployment", "GPUs", "finished", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)",
-               "ITL p50 / p99 (ms)", "tokens/s/GPU in / out", "goodput", "input from the KV tiers",
-               "window state found", "$ per 1M output tokens"});
+               "ITL p50 / p99 (ms)", "longest ITL p50 / p99 (ms)", "tokens/s/GPU in / out", "goodput",
+               "input from the KV tiers", "window state found", "$ per 1M output tokens"});
   runs = nlohmann::json::array();
   std::vector<std::string> kernel_models;
   const auto [deployments, served] =
@@ -416,7 +416,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
     collect_kernel_models(run, kernel_models);
     table.add_row(
         {d.name, std::to_string(r.gpus), fmt::format("{} of {}", r.finished, r.arrived),
-         p50_p99(r.ttft_ms, 0), p50_p99(r.tpot_ms, 1), p50_p99(r.itl_ms, 1),
+         p50_p99(r.ttft_ms, 0), p50_p99(r.tpot_ms, 1), p50_p99(r.itl_ms, 1), p50_p99(r.longest_itl_ms, 1),
          fmt::format("{:.0f} / {:.0f}", r.input_tokens_per_s_per_gpu, r.output_tokens_per_s_per_gpu),
          r.finished > 0 ? fmt::format("{:.1f}%", 100 * r.goodput_fraction) : "-",
          percent_of(r.input_tokens_cached, input_tokens),
@@ -429,6 +429,8 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                     {"tpot_ms_p99", figure(r.tpot_ms, &LatencySummary::p99)},
                     {"itl_ms_p50", figure(r.itl_ms, &LatencySummary::p50)},
                     {"itl_ms_p99", figure(r.itl_ms, &LatencySummary::p99)},
+                    {"longest_itl_ms_p50", figure(r.longest_itl_ms, &LatencySummary::p50)},
+                    {"longest_itl_ms_p99", figure(r.longest_itl_ms, &LatencySummary::p99)},
                     {"finished", r.finished},
                     {"input_tokens_cached", r.input_tokens_cached},
                     {"input_tokens_prefilled", r.input_tokens_prefilled},
@@ -449,6 +451,10 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
       "still in the host-DRAM pool (else a bounded replay of the window)");
   note_first_token(table, deployments);
   table.add_note(itl_column_note());
+  table.add_note(
+      "longest ITL: each finished request's longest gap between its streamed chunks, its worst stall (what "
+      "an ITL limit judges: plan and capacity --itl-ms); a mean TPOT hides a prompt step that froze the "
+      "stream once");
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }
