@@ -740,8 +740,9 @@ std::string verdict_share_phrase(const WorkloadSpec& workload) {
 
 std::string pooled_latency_note(const WorkloadSpec& workload) {
   if (!has_class_slas(workload)) return "";
-  return "TTFT p99 and TPOT p99: over every class's requests together; each request is judged against its "
-         "class's limits (by class: the line above)";
+  return "the p99 columns (TTFT, TPOT, ITL and, with an ITL limit, the longest ITL): over every class's "
+         "requests "
+         "together; each request is judged against its class's limits (by class: the line above)";
 }
 
 std::string output_token_price(const ServedRun& run, int decimals) {
