@@ -178,7 +178,7 @@ std::string price(const json& row) {
                      seed_range(row, "usd_per_million_output", "${:.2f}"));
 }
 
-// A plan row's p99 of a latency ("tpot", "ttft" or "itl") in ms, `format` its
+// A plan row's p99 of a latency ("tpot", "ttft", "itl" or "longest_itl") in ms, `format` its
 // number (the mean over its seeds, with their range).
 std::string p99_ms(const json& row, const std::string& latency, const char* format) {
   const std::string over = latency + "_p99_ms";
@@ -244,9 +244,12 @@ void add_frontier(Table& t, const json& report) {
        fmt::format("Decode frontier at {} tokens", context)});
 }
 
+// Its price and latencies: TPOT, ITL, and the p99 of each request's longest
+// gap (the stall a mean TPOT hides, where aggregated and split pools part most).
 std::string served(const json& row) {
-  return fmt::format("{} ({}, TPOT p99 {}, ITL p99 {})", row.at("deployment").get<std::string>(), price(row),
-                     tpot_p99(row), p99_ms(row, "itl", "{:.1f}"));
+  return fmt::format("{} ({}, TPOT p99 {}, ITL p99 {}, longest ITL p99 {})",
+                     row.at("deployment").get<std::string>(), price(row), tpot_p99(row),
+                     p99_ms(row, "itl", "{:.1f}"), p99_ms(row, "longest_itl", "{:.1f}"));
 }
 
 // The first row that meets the SLA (plan ranks them first, cheapest first).
