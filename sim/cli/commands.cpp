@@ -216,6 +216,17 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   };
   // What plan varies (each a comma-separated list; empty keeps the base's),
   // and capacity asks about variant by variant.
+  // --ttft-ms, --tpot-ms and --itl-ms: limits other than the deployment's
+  // (`whose`), each replacing one; a mix's class with its own keeps it.
+  auto add_sla_flags = [flags](CLI::App* cmd, const std::string& whose) {
+    const std::string keeps = "; a mix's class with its own keeps it)";
+    cmd->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: " + whose + keeps);
+    cmd->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: " + whose + keeps);
+    cmd->add_option(
+        "--itl-ms", flags->sla_itl_ms,
+        "limit on each request's longest gap between streamed chunks, its worst stall (default: " + whose +
+            ", if it sets one" + keeps);
+  };
   auto add_grid_flags = [flags, &add_replicas_flag](CLI::App* cmd) {
     const auto add_list = [cmd](const char* flag, auto& values, const std::string& help) {
       cmd->add_option(flag, values, help + ", comma-separated")->delimiter(',');
@@ -265,6 +276,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   serve->add_option("--requests", flags->requests_csv,
                     "write every request of the run (of its first seed) to this CSV file: tokens, where it "
                     "went, each stage's time");
+  add_sla_flags(serve, "the deployment's");
   bind(serve, run_serving);
 
   CLI::App* plan = app.add_subcommand("plan",
@@ -277,16 +289,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                     "simulated seconds of arrivals measured after the warm-up (then each variant drains)",
                     "random seed (the same arrivals for every variant)");
   add_grid_flags(plan);
-  plan->add_option(
-      "--ttft-ms", flags->sla_ttft_ms,
-      "TTFT limit of the SLA (default: the base deployment's; a mix's class with its own keeps it)");
-  plan->add_option(
-      "--tpot-ms", flags->sla_tpot_ms,
-      "TPOT limit of the SLA (default: the base deployment's; a mix's class with its own keeps it)");
-  plan->add_option(
-      "--itl-ms", flags->sla_itl_ms,
-      "limit on each request's longest gap between streamed chunks, its worst stall (default: the "
-      "base deployment's, if it sets one; a mix's class with its own keeps it)");
+  add_sla_flags(plan, "the base deployment's");
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
@@ -324,16 +327,7 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
                        "also write a chart (SVG) of each variant's TTFT and TPOT p99 (and longest ITL p99, "
                        "with an ITL limit) over the SLA's limits, by "
                        "rate, to this file");
-  capacity->add_option(
-      "--ttft-ms", flags->sla_ttft_ms,
-      "TTFT limit of the SLA (default: the deployment's; a mix's class with its own keeps it)");
-  capacity->add_option(
-      "--tpot-ms", flags->sla_tpot_ms,
-      "TPOT limit of the SLA (default: the deployment's; a mix's class with its own keeps it)");
-  capacity->add_option(
-      "--itl-ms", flags->sla_itl_ms,
-      "limit on each request's longest gap between streamed chunks, its worst stall (default: the "
-      "deployment's, if it sets one; a mix's class with its own keeps it)");
+  add_sla_flags(capacity, "the deployment's");
   capacity
       ->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")

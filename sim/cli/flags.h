@@ -90,7 +90,8 @@ struct Flags {
   // plan, capacity, sensitivity: a line per run to stderr as it ends (also
   // without it where stderr is a terminal); stdout is the same either way.
   bool progress = false;
-  std::optional<double> sla_ttft_ms;  // replaces the base deployment's TTFT limit
+  // run, plan and capacity: SLA limits other than the deployment's
+  std::optional<double> sla_ttft_ms;  // replaces the (base) deployment's TTFT limit
   std::optional<double> sla_tpot_ms;  // replaces its TPOT limit
   std::optional<double> sla_itl_ms;   // replaces (or sets) its limit on a request's longest ITL
   // capacity (--min-within-sla, --ttft-ms, --tpot-ms and --itl-ms as plan's)

@@ -184,7 +184,8 @@ WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
+  DeploymentSpec deployment = load_deployment_file(catalog.resolve_deployment(f.deployment));
+  apply_sla_flags(f, deployment);
   const WorkloadSpec workload = load_workload(catalog, f);
   ServeOptions options = serve_options(f);
   if (!(f.trace_seconds > 0 && std::isfinite(f.trace_seconds))) {

@@ -867,6 +867,23 @@ TEST(Cli, PlanWithAnItlLimitRanksOnEachRequestsLongestStall) {
   EXPECT_EQ(run(args).output.find("longest ITL p99 (ms)"), std::string::npos);
 }
 
+// run takes the SLA flags plan and capacity take: the same run, judged
+// against other limits, and its misses by limit in the JSON.
+TEST(Cli, RunJudgesTheSameRunAgainstTheLimitsItIsGiven) {
+  const std::string args = "run --deployment h200_agg_8 --warm-up 120 --duration 60 --json";
+  const auto plain = run_json(args);
+  const auto stalls = run_json(args + " --itl-ms 100");
+  EXPECT_TRUE(plain["goodput"]["itl_ms"].is_null());
+  EXPECT_EQ(stalls["goodput"]["itl_ms"].get<double>(), 100);
+  EXPECT_EQ(plain["goodput"]["misses"]["over_longest_itl"].get<int64_t>(), 0);
+  EXPECT_GT(stalls["goodput"]["misses"]["over_longest_itl"].get<int64_t>(), 0);
+  EXPECT_LT(stalls["goodput"]["fraction"].get<double>(), plain["goodput"]["fraction"].get<double>());
+  EXPECT_EQ(stalls["longest_itl_ms"], plain["longest_itl_ms"]) << "the same run";
+  const auto strict = run_json(args + " --tpot-ms 1");
+  EXPECT_EQ(strict["goodput"]["misses"]["over_tpot"].get<int64_t>(),
+            strict["requests"]["finished"].get<int64_t>());
+}
+
 TEST(Cli, PlanJsonRanksEveryVariant) {
   const std::string args =
       "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --warm-up 60 --duration 60 "
@@ -1434,6 +1451,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --deployment h200_agg_8 --prefill-instances 2", "the deployment is aggregated"},
         BadRun{"plan --min-within-sla 0", "--min-within-sla"}, BadRun{"plan --tpot-ms -5", "--tpot-ms"},
         BadRun{"plan --itl-ms -5", "field '--itl-ms': expected a positive latency, got -5"},
+        BadRun{"run --duration 10 --itl-ms 0", "field '--itl-ms': expected a positive latency, got 0"},
+        BadRun{"run --duration 10 --ttft-ms inf", "field '--ttft-ms': expected a positive latency, got inf"},
         BadRun{"capacity --itl-ms nan", "field '--itl-ms': expected a positive latency, got nan"},
         BadRun{"--set workloads/deployments/h200_agg_8.yaml:sla.itl_ms=0 run --deployment h200_agg_8 "
                "--duration 10",
