@@ -148,20 +148,17 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
   return run;
 }
 
-double ServedRun::within_sla() const {
-  double within = 0;
-  double arrived = 0;
-  for (const SeedOutcome& s : seeds) {
-    within += s.within_sla * static_cast<double>(s.arrived);
-    arrived += static_cast<double>(s.arrived);
-  }
-  return arrived > 0 ? within / arrived : 0.0;
-}
-
 int64_t ServedRun::arrived() const {
   int64_t n = 0;
   for (const SeedOutcome& s : seeds) n += s.arrived;
   return n;
+}
+
+double ServedRun::within_sla() const {
+  double within = 0;
+  for (const SeedOutcome& s : seeds) within += s.within_sla * static_cast<double>(s.arrived);
+  const int64_t n = arrived();
+  return n > 0 ? within / static_cast<double>(n) : 0.0;
 }
 
 SlaMisses ServedRun::misses() const {

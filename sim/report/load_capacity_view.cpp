@@ -187,18 +187,17 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
 }
 
 Table capacity_table(const CapacityReport& r) {
+  const bool longest_itl = sla_limits_itl(r.deployment.sla, r.workload);
   Table t(fmt::format("{} on {} under '{}': {} served, {} first", r.model, r.deployment.name, r.workload.name,
                       whole_loads(r.workload) ? "sessions at a time" : "arrival rates",
                       whole_loads(r.workload) ? "fewest" : "slowest"),
-          with_served_run_columns({load_unit(r.workload), "requests/s"},
-                                  sla_limits_itl(r.deployment.sla, r.workload)));
+          with_served_run_columns({load_unit(r.workload), "requests/s"}, longest_itl));
   std::vector<std::string> kernel_models;
   for (const LoadPoint& p : r.capacity.points) {
     std::vector<std::string> cells{load_number(r.workload, p.load),
                                    fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};
     for (std::string& cell :
-         served_run_cells(p.run, r.options.min_within_sla, sla_limits_itl(r.deployment.sla, r.workload),
-                          p.confirmation, p.confirmation_holds))
+         served_run_cells(p.run, r.options.min_within_sla, longest_itl, p.confirmation, p.confirmation_holds))
       cells.push_back(std::move(cell));
     t.add_row(std::move(cells));
     collect_kernel_models(p.run, kernel_models);

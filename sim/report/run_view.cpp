@@ -94,7 +94,7 @@ std::string meets_cell(const ServedRun& run, double min_within_sla) {
   std::string verdict = meets ? "yes" : "no";
   if (!meets && run.within_sla() < min_within_sla) {
     if (const std::string missed = misses_phrase(run); !missed.empty()) verdict += ": " + missed;
-  } else if (!meets && run.within_sla() >= min_within_sla) {
+  } else if (!meets) {
     const std::vector<double> shares = run.class_within_sla();
     std::vector<std::string> short_of;
     for (std::size_t i = 0; i < shares.size() && i < run.result.by_class.size(); ++i) {
@@ -137,6 +137,14 @@ namespace {
 // A request's longest gap may be at most this; null: no limit.
 nlohmann::json itl_limit_json(const SlaSpec& sla) {
   return sla.limits_itl() ? nlohmann::json(sla.itl_ms) : nlohmann::json(nullptr);
+}
+
+// Requests that missed the SLA, by what they missed (a request may miss several).
+nlohmann::json sla_misses_json(const SlaMisses& m) {
+  return {{"unfinished", m.unfinished},
+          {"over_ttft", m.ttft},
+          {"over_tpot", m.tpot},
+          {"over_longest_itl", m.itl}};
 }
 
 }  // namespace
@@ -492,10 +500,7 @@ Table latency_table(const ServingResult& x, bool itl_limited) {
       "TPOT: a request's time from its first token to its last over its tokens after the first (as vLLM's "
       "benchmark reports it), its percentiles over requests");
   latency.add_note(itl_note(x));
-  if (itl_limited)
-    latency.add_note(
-        "longest ITL: a finished request's longest gap between its streamed chunks, what the "
-        "SLA's ITL limit judges");
+  if (itl_limited) latency.add_note(longest_itl_column_note());
   note_when_none_finished(x, latency);
   return latency;
 }
@@ -645,11 +650,7 @@ nlohmann::json run_json(const RunReport& r) {
             {"ttft_ms", r.deployment.sla.ttft_ms},
             {"tpot_ms", r.deployment.sla.tpot_ms},
             {"itl_ms", itl_limit_json(r.deployment.sla)},
-            {"misses",
-             {{"unfinished", x.sla_misses.unfinished},
-              {"over_ttft", x.sla_misses.ttft},
-              {"over_tpot", x.sla_misses.tpot},
-              {"over_longest_itl", x.sla_misses.itl}}}}},
+            {"misses", sla_misses_json(x.sla_misses)}}},
           {"littles_law",
            {{"mean_in_system", x.mean_in_system},
             {"arrival_rate_per_s", x.arrival_rate_per_s},
@@ -741,8 +742,7 @@ std::string verdict_share_phrase(const WorkloadSpec& workload) {
 std::string pooled_latency_note(const WorkloadSpec& workload) {
   if (!has_class_slas(workload)) return "";
   return "the p99 columns (TTFT, TPOT, ITL and, with an ITL limit, the longest ITL): over every class's "
-         "requests "
-         "together; each request is judged against its class's limits (by class: the line above)";
+         "requests together; each request is judged against its class's limits (by class: the line above)";
 }
 
 std::string output_token_price(const ServedRun& run, int decimals) {
@@ -752,7 +752,7 @@ std::string output_token_price(const ServedRun& run, int decimals) {
 
 namespace {
 
-// The served-run columns, each with its cell of a variant that could not run.
+// The served-run columns, in order; one only where an ITL limit judges.
 struct ServedRunColumn {
   const char* header;
   bool longest_itl_only;
@@ -813,14 +813,13 @@ std::vector<std::string> served_run_cells(const ServedRun& run, double min_withi
                                  cell(&SeedOutcome::tpot_p99_ms, "{:.1f}"),
                                  cell(&SeedOutcome::itl_p99_ms, "{:.1f}")};
   if (longest_itl) cells.push_back(cell(&SeedOutcome::longest_itl_p99_ms, "{:.1f}"));
-  for (std::string& c : std::vector<std::string>{
-           cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
-           run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
-           run.cost.power.known ? cell(&SeedOutcome::kwh_per_million_output, "{:.2f}") : "unknown",
-           confirmation ? confirmed_cell(run, min_within_sla, *confirmation, confirmation_holds)
-                        : meets_cell(run, min_within_sla),
-           error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)})
-    cells.push_back(std::move(c));
+  cells.insert(cells.end(),
+               {cell(&SeedOutcome::output_tokens_per_s_per_gpu, "{:.0f}"),
+                run.cost.known ? cell(&SeedOutcome::usd_per_million_output, "${:.2f}") : "unknown",
+                run.cost.power.known ? cell(&SeedOutcome::kwh_per_million_output, "{:.2f}") : "unknown",
+                confirmation ? confirmed_cell(run, min_within_sla, *confirmation, confirmation_holds)
+                             : meets_cell(run, min_within_sla),
+                error_band_cell(r.prefill_band) + " / " + error_band_cell(r.decode_band)});
   return cells;
 }
 
@@ -835,15 +834,9 @@ nlohmann::json served_run_json(const ServedRun& run) {
   const std::vector<double> shares = run.class_within_sla();
   for (std::size_t i = 0; i < shares.size() && i < r.by_class.size(); ++i)
     classes.push_back({{"class", r.by_class[i].name}, {"within_sla", shares[i]}});
-  const SlaMisses missed = run.misses();
   return {{"within_sla", run.within_sla()},
           {"class_within_sla", classes},
-          // Requests that missed it, by what they missed (pooled over the seeds; a request may miss several).
-          {"sla_misses",
-           {{"unfinished", missed.unfinished},
-            {"over_ttft", missed.ttft},
-            {"over_tpot", missed.tpot},
-            {"over_longest_itl", missed.itl}}},
+          {"sla_misses", sla_misses_json(run.misses())},  // pooled over the seeds
           {"window_s", r.duration_s},  // of arrivals measured (a trace's: until its last row was sent)
           {"requests",
            {{"arrived", r.arrived},
@@ -965,6 +958,13 @@ std::string misses_phrase(const ServedRun& run) {
     out.push_back(pct < 0.05 ? "<0.1% " + what : fmt::format("{:.1f}% {}", pct, what));
   }
   return fmt::format("{}", fmt::join(out, ", "));
+}
+
+std::string longest_itl_column_note() {
+  return "longest ITL: each finished request's longest gap between its streamed chunks, its worst stall "
+         "(what "
+         "an ITL limit judges: run, plan and capacity --itl-ms); a mean TPOT hides a prompt step that froze "
+         "the stream once";
 }
 
 std::string misses_note() {

@@ -101,6 +101,8 @@ std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& wor
 void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
 // What a table's ITL column means (run's latency table says it at length).
 std::string itl_column_note();
+// What a "longest ITL" column or row means.
+std::string longest_itl_column_note();
 // What a "no" in the meets-SLA column says after it ("no: 21.4% over TTFT").
 std::string misses_note();
 // What the requests of a run that missed the SLA missed, the most common

@@ -452,10 +452,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
       "still in the host-DRAM pool (else a bounded replay of the window)");
   note_first_token(table, deployments);
   table.add_note(itl_column_note());
-  table.add_note(
-      "longest ITL: each finished request's longest gap between its streamed chunks, its worst stall (what "
-      "an ITL limit judges: plan and capacity --itl-ms); a mean TPOT hides a prompt step that froze the "
-      "stream once");
+  table.add_note(longest_itl_column_note());
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();
 }
@@ -824,13 +821,11 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   // less CPU than with a cache each).
   SharedStepTimes steps(catalog, focus);
   // The plans and the capacity searches run beside each other and the
-  // serving sections: each waits on rounds of runs whose lengths differ,
-  // which left half a core idle on average (1.53 of 2 busy; beside each
-  // other 1.65, both busy until the capacity search's last runs: 55.7 s
-  // against 59.5 s). A section reads only its
-  // own inputs and the step times, which depend on a step's shape alone, so
-  // running beside another changes no figure; each writes its own JSON,
-  // joined below in the report's order.
+  // serving sections: alone, each waits on rounds of runs whose lengths
+  // differ and leaves a core idle (README: Performance). A section reads
+  // only its own inputs and the step times, which depend on a step's shape
+  // alone, so running beside another changes no figure; each writes its own
+  // JSON, joined below in the report's order.
   struct Beside {
     nlohmann::json json;
     std::future<std::string> md;

@@ -676,7 +676,6 @@ ServingSimulation::FinishedTimes ServingSimulation::finished_times(const Request
                   : 0.0;
   t.longest_itl_ms = r.longest_chunk_gap.ms();
   t.missed = sla_of(r).missed(t.ttft_ms, t.tpot_ms, t.longest_itl_ms);
-  t.within_sla = !t.missed.any();
   return t;
 }
 
@@ -710,7 +709,7 @@ std::vector<ClassOutcome> ServingSimulation::class_outcomes() const {
       tpot[static_cast<std::size_t>(c)].push_back(t.tpot_ms);
       longest_itl[static_cast<std::size_t>(c)].push_back(t.longest_itl_ms);
     }
-    o.within_sla += t.within_sla ? 1 : 0;
+    o.within_sla += t.within_sla() ? 1 : 0;
   }
   for (std::size_t i = 0; i < out.size(); ++i) {
     out[i].ttft_ms = summarize(ttft[i]);
@@ -754,7 +753,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
     if (r.output_tokens > 1) decode += (r.finished - r.decode_started).ms();
     sojourn += (r.finished - r.arrival).s();
     communication += r.communication_us / 1e3;
-    good += t.within_sla ? 1 : 0;
+    good += t.within_sla() ? 1 : 0;
     out.sla_misses.ttft += t.missed.ttft ? 1 : 0;
     out.sla_misses.tpot += t.missed.tpot ? 1 : 0;
     out.sla_misses.itl += t.missed.itl ? 1 : 0;
@@ -791,7 +790,7 @@ ServingResult ServingSimulation::collect(double duration_s) {
       RequestRecord& record = out.requests.emplace_back(record_of(r));
       const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
       if (c >= 0) record.traffic_class = workload_.mix[static_cast<std::size_t>(c)].name;
-      record.within_sla = r.generated >= r.output_tokens && finished_times(r).within_sla;
+      record.within_sla = r.generated >= r.output_tokens && finished_times(r).within_sla();
       record.measured = in_window(r);
     }
   }

@@ -281,7 +281,7 @@ class ServingSimulation {
     double tpot_ms = 0;
     double longest_itl_ms = 0;  // its longest gap between streamed chunks (0: one token, no gap)
     SlaSpec::Missed missed;     // the limits it passed over
-    bool within_sla = false;
+    bool within_sla() const { return !missed.any(); }
   };
   FinishedTimes finished_times(const Request& r) const;
   SlaSpec sla_of(const Request& r) const;  // its class's limits in a mix, else the deployment's
