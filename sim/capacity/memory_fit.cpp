@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace v41sim {
@@ -37,7 +38,7 @@ SourcedValue default_reserve_fraction() {
                                "(vLLM's default gpu_memory_utilization 0.9)");
 }
 
-FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request) {
+FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request) {
   check_parallelism(model, request);
   const WeightBytes weights = weight_bytes(model.spec, model.params, request.weights);
   FitResult fit;
@@ -53,6 +54,28 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
       fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu + fit.embedding_bytes_per_gpu;
   fit.reserve_bytes_per_gpu = fit.hbm_bytes_per_gpu * request.reserve_fraction.value();
   fit.kv_bytes_per_gpu = fit.hbm_bytes_per_gpu - fit.weight_bytes_per_gpu - fit.reserve_bytes_per_gpu;
+  fit.session_bytes = model.kv.session_bytes(request.context_tokens);
+  const double kv_bytes = std::max(fit.kv_bytes_per_gpu, 0.0);  // none where the weights overflow
+  fit.kv_tokens_per_gpu = static_cast<int64_t>(std::floor(kv_bytes / model.kv.global_bytes_per_token));
+  if (request.dense_placement == DensePlacement::kReplicated) {
+    // Data-parallel attention: a session's KV lives whole on one GPU.
+    fit.sessions_per_gpu = static_cast<int64_t>(std::floor(kv_bytes / fit.session_bytes));
+    fit.sessions = fit.sessions_per_gpu * request.gpus;
+  } else {
+    // Sharded attention (tensor parallel): each session's KV is split over all GPUs.
+    const double total_kv = kv_bytes * static_cast<double>(request.gpus);
+    fit.sessions = static_cast<int64_t>(std::floor(total_kv / fit.session_bytes));
+    fit.sessions_per_gpu = fit.sessions / request.gpus;
+  }
+  fit.host_weight_bytes_per_node = weights.host;
+  if (gpu.host_dram_bytes_per_node.known()) {
+    fit.host_dram_bytes_per_node = gpu.host_dram_bytes_per_node.value();
+  }
+  return fit;
+}
+
+FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request) {
+  FitResult fit = lay_out_memory(model, gpu, request);
   if (fit.kv_bytes_per_gpu <= 0) {
     const InputLocation where =
         request.asked_at.field.empty() ? InputLocation{model.spec.file, 0, "--gpus/--ep"} : request.asked_at;
@@ -62,23 +85,6 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
                            model.spec.name, request.gpus, gpu.name, request.ep,
                            placement_name(request.dense_placement), fit.weight_bytes_per_gpu / kGB,
                            fit.reserve_bytes_per_gpu / kGB, fit.hbm_bytes_per_gpu / kGB, request.remedies));
-  }
-  fit.session_bytes = model.kv.session_bytes(request.context_tokens);
-  fit.kv_tokens_per_gpu =
-      static_cast<int64_t>(std::floor(fit.kv_bytes_per_gpu / model.kv.global_bytes_per_token));
-  if (request.dense_placement == DensePlacement::kReplicated) {
-    // Data-parallel attention: a session's KV lives whole on one GPU.
-    fit.sessions_per_gpu = static_cast<int64_t>(std::floor(fit.kv_bytes_per_gpu / fit.session_bytes));
-    fit.sessions = fit.sessions_per_gpu * request.gpus;
-  } else {
-    // Sharded attention (tensor parallel): each session's KV is split over all GPUs.
-    const double total_kv = fit.kv_bytes_per_gpu * static_cast<double>(request.gpus);
-    fit.sessions = static_cast<int64_t>(std::floor(total_kv / fit.session_bytes));
-    fit.sessions_per_gpu = fit.sessions / request.gpus;
-  }
-  fit.host_weight_bytes_per_node = weights.host;
-  if (gpu.host_dram_bytes_per_node.known()) {
-    fit.host_dram_bytes_per_node = gpu.host_dram_bytes_per_node.value();
   }
   return fit;
 }

@@ -59,6 +59,10 @@ struct FitResult {
 // Throws InputError for an EP size that does not divide the expert slots
 // (routed + redundant) or the GPU count, and for a model whose weights do not fit.
 FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request);
+// The same split where the weights may overflow (kv_bytes_per_gpu <= 0 then,
+// and no sessions fit): for outputs that time a shape and say whether it fits
+// rather than refuse it. Throws for the parallelism as fit_memory does.
+FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request);
 
 std::string_view placement_name(DensePlacement placement);
 

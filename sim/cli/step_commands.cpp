@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/capacity/memory_fit.h"
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
 #include "sim/cost/draft_choice.h"
@@ -185,6 +186,27 @@ DraftChoice set_drafts(const Flags& f, const ModelAnalysis& m, const KernelCostM
   return draft_count(m.spec, *f.drafts);
 }
 
+// What the step's sequences hold in KV against what one GPU of its EP group
+// keeps for KV, the weights placed as a serving run places them: the
+// model's own formats, dense weights on every GPU, the default reserve.
+StepMemory step_memory(const ModelAnalysis& m, const GpuProfile& gpu, const StepShape& s) {
+  StepMemory memory;
+  memory.kv_bytes = static_cast<double>(s.batch) * m.kv.session_bytes(s.context);
+  if (s.is_mixed()) {
+    memory.kv_bytes +=
+        static_cast<double>(s.mixed_prefill.batch) * m.kv.session_bytes(s.mixed_prefill.context);
+  }
+  memory.request = FitRequest{s.ep,
+                              s.ep,
+                              s.context,
+                              m.spec.weights,
+                              DensePlacement::kReplicated,
+                              default_reserve_fraction(),
+                              s.redundant_experts};
+  memory.fit = lay_out_memory(m, gpu, memory.request);
+  return memory;
+}
+
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
@@ -206,7 +228,8 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
                           drafts,
                           f.drafts     ? StepReport::DraftsFrom::kGiven
                           : f.no_draft ? StepReport::DraftsFrom::kSpeculationOff
-                                       : StepReport::DraftsFrom::kChosen};
+                                       : StepReport::DraftsFrom::kChosen,
+                          step_memory(m, g.gpu(), shape)};
   if (!f.trace.empty()) {
     std::ofstream trace(f.trace);
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");

@@ -223,6 +223,50 @@ void add_draft_rows(const StepReport& r, Table& summary) {
                                                draft_acceptance_phrase(r.model.spec), per_token_us)});
 }
 
+namespace {
+
+// The step's sequences' KV against what one GPU keeps for it: a shape
+// outside the GPU is timed all the same, and the row says so.
+std::string memory_row(const StepMemory& m, int64_t context) {
+  const FitResult& f = m.fit;
+  if (f.kv_bytes_per_gpu <= 0) {
+    return fmt::format(
+        "{}, but the weights alone ({}) and the reserve ({}) overflow the GPU's {} at EP {}: timed as if "
+        "they fit",
+        format_bytes(m.kv_bytes), format_bytes(f.weight_bytes_per_gpu), format_bytes(f.reserve_bytes_per_gpu),
+        format_bytes(f.hbm_bytes_per_gpu), m.request.ep);
+  }
+  const std::string held = fmt::format("{} sequences of {} tokens fit", f.sessions_per_gpu, context);
+  if (m.kv_bytes <= f.kv_bytes_per_gpu) {
+    return fmt::format("{} of the {} one GPU keeps for KV ({:.0f}%; {})", format_bytes(m.kv_bytes),
+                       format_bytes(f.kv_bytes_per_gpu), 100.0 * m.kv_bytes / f.kv_bytes_per_gpu, held);
+  }
+  return fmt::format("{}: more than the {} one GPU keeps for KV ({}): timed as if it fit",
+                     format_bytes(m.kv_bytes), format_bytes(f.kv_bytes_per_gpu), held);
+}
+
+std::string memory_note(const StepMemory& m) {
+  const FitRequest& r = m.request;
+  const std::string replicas =
+      r.redundant_experts > 0 ? fmt::format(", {} redundant experts", r.redundant_experts) : std::string();
+  return fmt::format(
+      "KV held: each sequence's global KV at its context, and its window and compressor state (derived); "
+      "kept "
+      "for KV: the GPU's HBM less its weights at EP {}{} (dense weights {}) and its reserve ({}); v41sim fit "
+      "shows the split",
+      r.ep, replicas, placement_name(r.dense_placement), r.reserve_fraction.provenance().label());
+}
+
+nlohmann::json memory_json(const std::optional<StepMemory>& m) {
+  if (!m) return nullptr;
+  return {{"kv_bytes", m->kv_bytes},
+          {"kept_for_kv_bytes", m->fit.kv_bytes_per_gpu},
+          {"sequences_held_at_context", m->fit.sessions_per_gpu},
+          {"fits", m->fit.kv_bytes_per_gpu > 0 && m->kv_bytes <= m->fit.kv_bytes_per_gpu}};
+}
+
+}  // namespace
+
 std::vector<Table> step_tables(const StepReport& r) {
   const StepTiming& t = r.timing;
   Table summary(title(r), {"quantity", "value"});
@@ -253,6 +297,8 @@ std::vector<Table> step_tables(const StepReport& r) {
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
+  if (r.memory)
+    summary.add_row({"KV held by the step's sequences", memory_row(*r.memory, r.graph.shape.context)});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
   summary.add_note(
       r.graph.shape.fuse_input_projections
@@ -260,6 +306,7 @@ std::vector<Table> step_tables(const StepReport& r) {
             "V3 serving runs q_a and kv_a); --separate-projections runs each alone"
           : "each projection runs as its own GEMM (--separate-projections)");
   summary.add_note(kErrorBandMethod);
+  if (r.memory) summary.add_note(memory_note(*r.memory));
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
@@ -377,6 +424,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"widening_bound_us", widening.bound_us},
           {"latency_bound_us", time_bound_by(t, Bound::kLatency)},
           {"error_band", error_band_json(step_error_band(t, r.cost.params()))},
+          {"kv_memory", memory_json(r.memory)},
           {"time_by_mode", modes},
           {"layers", layers},
           {"provenance",

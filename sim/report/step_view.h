@@ -3,9 +3,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/capacity/memory_fit.h"
 #include "sim/cost/draft_choice.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
@@ -14,6 +16,15 @@
 #include "sim/report/table.h"
 
 namespace v41sim {
+
+// The KV the step's sequences hold against what one GPU keeps for KV once
+// `fit`'s split has placed the weights at the step's EP: a step that would
+// not fit is timed all the same, and says so.
+struct StepMemory {
+  double kv_bytes = 0;  // each sequence's global KV at its context and its bounded state (derived)
+  FitRequest request;
+  FitResult fit;  // sessions at the step's context
+};
 
 struct StepReport {
   const ModelAnalysis& model;
@@ -25,6 +36,7 @@ struct StepReport {
   enum class DraftsFrom { kChosen, kGiven, kSpeculationOff };
   DraftChoice drafts{};
   DraftsFrom drafts_from = DraftsFrom::kChosen;
+  std::optional<StepMemory> memory{};
 };
 
 std::string phase_name(Phase phase);

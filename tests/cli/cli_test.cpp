@@ -164,6 +164,28 @@ TEST(Cli, StepJsonAndTrace) {
                                                       split["host_copy_us"].get<double>());
 }
 
+// step says whether its sequences' KV fits the GPU, on fit's own split: as
+// many sequences as fit holds fit, one more does not, and a step whose
+// weights overflow the GPU is still timed, saying so.
+TEST(Cli, StepSaysWhetherItsSequencesFit) {
+  const auto fit = run_json("fit --hw b200 --gpus 8 --ep 8 --context 1048576");
+  const int64_t held = fit["sessions_per_gpu"].get<int64_t>();
+  ASSERT_GT(held, 1);
+  const std::string step = "step --hw b200 --phase decode --context 1048576 --batch ";
+  const auto at_most = run_json(step + std::to_string(held))["kv_memory"];
+  EXPECT_TRUE(at_most["fits"].get<bool>());
+  EXPECT_EQ(at_most["sequences_held_at_context"].get<int64_t>(), held);
+  EXPECT_DOUBLE_EQ(at_most["kv_bytes"].get<double>(),
+                   static_cast<double>(held) * fit["session_bytes"].get<double>());
+  EXPECT_DOUBLE_EQ(at_most["kept_for_kv_bytes"].get<double>(), fit["kv_bytes_per_gpu"].get<double>());
+  EXPECT_FALSE(run_json(step + std::to_string(held + 1))["kv_memory"]["fits"].get<bool>());
+  const RunResult over = run(step + std::to_string(held + 1));
+  EXPECT_NE(over.output.find("timed as if it fit"), std::string::npos) << over.output;
+  const RunResult alone = run("step --hw h20 --phase decode --batch 1 --context 4096 --ep 1");
+  EXPECT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_NE(alone.output.find("the weights alone"), std::string::npos) << alone.output;
+}
+
 // A decode step carrying prompt chunks costs less than the two steps apart
 // (the weights are read once) and more than either alone.
 // DeepSeek's decode layout: V3's 256 experts and 32 replicas over EP 144,
