@@ -32,7 +32,10 @@ std::size_t least_loaded(std::size_t n, LoadOf load_of) {
 }
 
 struct ServingSimulation::Session {
-  SimTime started;         // its first turn's arrival
+  SimTime started;  // its first turn's arrival
+  // One of a closed loop's sessions at time 0: the loop's standing
+  // population, not an arrival (its successors arrive as sessions end).
+  bool fills_closed_loop = false;
   int traffic_class = -1;  // of the workload's mix (-1: no mix)
   int64_t turns = 0;
   int64_t next_turn = 0;

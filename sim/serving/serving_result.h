@@ -179,7 +179,9 @@ struct ServingResult {
   double arrival_rate_per_s = 0;
   double mean_sojourn_s = 0;
   KvTierCounters kv_tiers;
-  // The SSD tier's footprint: sessions that arrived, and the global KV of
+  // The SSD tier's footprint: sessions that arrived in the window (a closed
+  // loop's sessions at time 0 are its population; their successors arrive as
+  // they end, at the rate the tier fills), and the global KV of
   // each one's last context (its turns as drawn, whether or not the run saw
   // them all), the mean over them. The tier keeps it for the retention time
   // after the session's last turn (sim/costing/serving_cost.h).

@@ -400,6 +400,10 @@ ServingSimulation::TurnDraw ServingSimulation::draw_turn(const Session& s, int64
   return d;
 }
 
+bool ServingSimulation::arrived_in_window(const Session& s) const {
+  return s.started >= window_start_ && !s.fills_closed_loop;
+}
+
 int64_t ServingSimulation::last_context(const Session& s) const {
   if (s.from_trace) return s.trace_new_block_tokens >= 0 ? s.trace_new_block_tokens : s.trace_context;
   if (s.ended_at_context >= 0) return s.ended_at_context;
@@ -637,7 +641,10 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
     }
   } else if (workload_.arrival == WorkloadSpec::Arrival::kClosedLoop) {
     sim_.schedule_at(SimTime(), [this] {
-      for (int64_t i = 0; i < workload_.concurrency; ++i) start_session();
+      for (int64_t i = 0; i < workload_.concurrency; ++i) {
+        start_session();
+        sessions_.back().fills_closed_loop = true;
+      }
     });
   } else {
     schedule_next_session();
@@ -795,14 +802,14 @@ ServingResult ServingSimulation::collect(double duration_s) {
     }
   }
   out.sessions_arrived = std::count_if(sessions_.begin(), sessions_.end(),
-                                       [this](const Session& s) { return s.started >= window_start_; });
+                                       [this](const Session& s) { return arrived_in_window(s); });
   out.by_class = class_outcomes();
   // Each session's last context stays as long as the tier keeps it, but an
   // earlier life a resumed session found there stayed only until it came back
   // (its entry replaced then): token-weighted, the mean time a context is held.
   double persisted = 0, held_token_s = 0;
   for (const Session& s : sessions_) {
-    if (s.started < window_start_) continue;
+    if (!arrived_in_window(s)) continue;
     const auto context = static_cast<double>(last_context(s));
     persisted += context;
     held_token_s += context * tier_keeps_s_;

@@ -111,6 +111,9 @@ class ServingSimulation {
   // The context after the session's last turn, what the SSD tier keeps the
   // global KV of for its retention time once the session is done.
   int64_t last_context(const Session& s) const;
+  // A session that arrived in the measured window, counted in the SSD tier's
+  // inflow (a closed loop's first fill is its population, not an arrival).
+  bool arrived_in_window(const Session& s) const;
   // A trace's row at its time: its session's next turn, sent at once, or
   // held until the turn underway ends (Session::trace_rows_held).
   void trace_row_comes(const WorkloadSpec::TraceRow& row);

@@ -1567,6 +1567,9 @@ TEST(Serving, AClosedLoopKeepsItsSessionsInFlight) {
     if (x.status == "finished") ends.insert(x.arrival_s + x.e2e_ms / 1e3);
   }
   EXPECT_EQ(at_start, 4);
+  // The loop's first four are its population, not arrivals: the SSD tier
+  // fills at the rate sessions end and their successors arrive.
+  EXPECT_EQ(r.sessions_arrived, r.finished);
   for (const RequestRecord& x : r.requests) {
     if (x.arrival_s == 0) continue;
     const auto end = ends.lower_bound(x.arrival_s - 1e-9);
