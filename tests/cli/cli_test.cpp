@@ -186,8 +186,6 @@ TEST(Cli, StepSaysWhetherItsSequencesFit) {
   EXPECT_NE(alone.output.find("the weights alone"), std::string::npos) << alone.output;
 }
 
-// A decode step carrying prompt chunks costs less than the two steps apart
-// (the weights are read once) and more than either alone.
 // DeepSeek's decode layout: V3's 256 experts and 32 replicas over EP 144,
 // two a GPU. The replicas make the size possible and the memory fit counts
 // them; a skewed routing makes the busiest rank set the step, which EPLB's
@@ -218,9 +216,6 @@ TEST(Cli, RedundantExpertsMakeEpSizesThatDoNotDivideTheExperts) {
       2.0 / 8.0, 1e-12);
 }
 
-// step --balanced-routing: every rank its exact share, as DeepSeek's
-// profiles route; by default each step's routing falls by chance and its
-// busiest rank, reaching more experts' weights, sets a longer step.
 // A decode step verifies the drafts a serving run would choose, or those
 // --drafts gives; the table says which and what a token costs.
 TEST(Cli, StepVerifiesTheDraftsAServingRunWould) {
@@ -248,6 +243,9 @@ TEST(Cli, StepVerifiesTheDraftsAServingRunWould) {
   EXPECT_NE(text.find("2.44 at per-position acceptance 0.8 (assumed:"), std::string::npos) << text;
 }
 
+// step --balanced-routing: every rank its exact share, as DeepSeek's
+// profiles route; by default each step's routing falls by chance and its
+// busiest rank, reaching more experts' weights, sets a longer step.
 TEST(Cli, StepRoutesByChanceUnlessBalanced) {
   const std::string base = "step --hw b200 --batch 1 --context 131072 --ep 8 --no-draft";
   const auto chance = run_json(base);
@@ -301,6 +299,8 @@ TEST(Cli, StepBesidePrompts) {
   EXPECT_NE(run(base + " --beside-prompts").output.find("runs as that step runs"), std::string::npos);
 }
 
+// A decode step carrying prompt chunks costs less than the two steps apart
+// (the weights are read once) and more than either alone.
 TEST(Cli, StepWithPromptChunks) {
   const std::string base = "step --model deepseek_v4_1_flash --hw h200 --batch 32 --context 65536 --no-draft";
   const auto decode = run_json(base + " --no-cuda-graph");
