@@ -79,6 +79,23 @@ SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deplo
   return s;
 }
 
+// A window no request arrived in has nothing to judge: its shares and
+// percentiles would read as a deployment that serves nothing (plan: no
+// variant meets the SLA; capacity: a capacity below the rate).
+void require_arrivals(const ServedRun& run, const WorkloadSpec& workload, const ServeOptions& options) {
+  if (run.arrived() > 0) return;
+  const bool closed_loop = workload.arrival == WorkloadSpec::Arrival::kClosedLoop;
+  const std::string why =
+      closed_loop ? std::string("a closed loop: none of its sessions ended to start another")
+                  : fmt::format("{:.4g} sessions/s: about {:.2g} sessions in it", workload.sessions_per_s,
+                                workload.sessions_per_s * options.duration_s);
+  throw InputError({"", 0, "--duration"},
+                   fmt::format("no request arrived in the {:g} s measured window of '{}' ({}{}): nothing to "
+                               "judge a deployment by; lengthen --duration or raise the rate",
+                               options.duration_s, workload.name, why,
+                               options.seeds > 1 ? fmt::format(", {} seeds", options.seeds) : ""));
+}
+
 }  // namespace
 
 double warm_up_of(const ServeOptions& options, const WorkloadSpec& workload) {
@@ -144,6 +161,7 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
     const ServedRun& r = i == 0 ? run : runs[i];
     run.seeds.push_back(seed_outcome(r, options.seed + i, deployment.sla));
   }
+  require_arrivals(run, workload, options);
   if (options.on_served) options.on_served(deployment, workload, options, run);
   return run;
 }

@@ -645,16 +645,17 @@ TEST(Cli, ARunWhereNothingFinishedHasNoLatencyFigures) {
 // A rate so low that the next session comes after any run could end (at
 // 1e-300 sessions/s, at infinity), or a run shorter than a tick of simulated
 // time (whose occupancy samples once came at one instant forever), is a run
-// in which nothing arrives.
-TEST(Cli, ARunTooSlowOrTooShortForAnyArrivalServesNothing) {
-  EXPECT_EQ(run_json("run --deployment h200_agg_8 --duration 1e-300")["requests"]["arrived"].get<int64_t>(),
-            0);
-  const auto r =
-      run_json("run --deployment h200_agg_8 --workload agent_coding --duration 30 --sessions-per-s 1e-300");
-  EXPECT_EQ(r["requests"]["arrived"].get<int64_t>(), 0);
-  const RunResult bursty =
-      run("run --deployment h200_agg_8 --workload chat --duration 30 --sessions-per-s 1e-300");
-  EXPECT_EQ(bursty.exit_code, 0) << bursty.output;
+// in which nothing arrives: it ends, saying so, with nothing to judge.
+TEST(Cli, ARunTooSlowOrTooShortForAnyArrivalIsRefused) {
+  for (const std::string args :
+       {"run --deployment h200_agg_8 --duration 1e-300",
+        "run --deployment h200_agg_8 --workload agent_coding --duration 30 "
+        "--sessions-per-s 1e-300",
+        "run --deployment h200_agg_8 --workload chat --duration 30 --sessions-per-s 1e-300"}) {
+    const RunResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("field '--duration': no request arrived in the"), std::string::npos) << r.output;
+  }
 }
 
 TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
@@ -772,7 +773,7 @@ TEST(Cli, SetEditsOneValueOfAFile) {
   // prefill pool's { } map), and its loader reads it.
   const RunResult cp =
       run("--set workloads/deployments/h200_pd_64.yaml:prefill.context_parallel_min_tokens=65536 run "
-          "--deployment h200_pd_64 --workload stress_1m --duration 120");
+          "--deployment h200_pd_64 --workload stress_1m --duration 300");
   ASSERT_EQ(cp.exit_code, 0) << cp.output;
   EXPECT_NE(cp.output.find("prefill.context_parallel_min_tokens = 65536 in "
                            "workloads/deployments/h200_pd_64.yaml:14 (added: the file does not say it)"),
@@ -1253,6 +1254,12 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--ep': expected EP sizes (positive integers) or domain, got 'domian'"},
         BadRun{"run --workload agent_trace --warm-up 100000",
                "field '--warm-up': the trace's last row comes at"},
+        // A window nothing arrived in has nothing to judge (not a deployment that serves nothing).
+        BadRun{"run --workload chat --sessions-per-s 0.0001 --duration 60",
+               "field '--duration': no request arrived in the 60 s measured window of 'chat at 0.0001 "
+               "sessions/s (the file says 20)' (0.0001 sessions/s: about 0.006 sessions in it)"},
+        BadRun{"capacity --workload chat --sessions-per-s 0.0001 --duration 60 --rate-factors 1,2",
+               "field '--duration': no request arrived in the 60 s measured window"},
         BadRun{"run --sessions-per-s 1e9 --warm-up 0 --duration 60",
                "field '--sessions-per-s': 1e+09 sessions/s over 60 s asks for up to 6e+10 sessions; one run "
                "starts at most 1e+06"},
