@@ -232,6 +232,11 @@ void read_file(const std::string& path, MeasurementSet& set) {
 
 MeasurementSet load_measurements(const std::string& dir) {
   namespace fs = std::filesystem;
+  if (!fs::exists(dir)) {
+    throw InputError({dir, 0, "--measurements"},
+                     "no such folder: the measuring harness writes one per GPU, on that GPU (make measure "
+                     "GPU=<gpu>; validation/measurements/README.md)");
+  }
   if (!fs::is_directory(dir)) throw InputError({dir, 0, "--measurements"}, "not a directory");
   std::vector<std::string> paths;
   for (const auto& entry : fs::directory_iterator(dir)) {
