@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -135,31 +136,76 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
   return cycles;
 }
 
+// Consecutive step shapes repeat most of their kernels: a small table per
+// thread, direct-mapped by the key's hash, serves them from the core's own
+// cache, where the shared table (millions of entries) would miss in it and
+// take its lock (README: Performance). An entry holds what the shared table
+// holds for its key, so which table answers changes no figure.
+struct KernelCostModel::RecentKernels {
+  static constexpr std::size_t kSlots = 4096;  // of 256 bytes: 1 MB a thread
+  struct Slot {
+    uint64_t model = 0;  // the serial of the model it came from; 0: empty
+    CacheKey key;
+    KernelTiming timing;
+  };
+  std::vector<Slot> slots = std::vector<Slot>(kSlots);
+  Slot& at(std::size_t hash) { return slots[hash % kSlots]; }
+};
+
+uint64_t KernelCostModel::new_serial() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
+KernelCostModel::RecentKernels& KernelCostModel::recent_kernels() {
+  thread_local RecentKernels recent;
+  return recent;
+}
+
 KernelTiming KernelCostModel::time(const Kernel& kernel) const { return time(std::span(&kernel, 1)).front(); }
 
 std::vector<KernelTiming> KernelCostModel::time(std::span<const Kernel> kernels) const {
   std::vector<KernelTiming> timings(kernels.size());
-  std::vector<std::pair<std::size_t, CacheKey>> missing;
+  RecentKernels& recent = recent_kernels();
+  struct Asked {
+    std::size_t index;
+    CacheKey key;
+    std::size_t hash;
+  };
+  std::vector<Asked> not_recent;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    CacheKey key = key_of(kernels[i]);
+    const std::size_t hash = cache_.hash_function()(key);
+    const RecentKernels::Slot& slot = recent.at(hash);
+    if (slot.model == serial_ && slot.key == key) {
+      timings[i] = slot.timing;
+    } else {
+      not_recent.push_back({i, key, hash});
+    }
+  }
+  if (not_recent.empty()) return timings;
+  std::vector<Asked> missing;
   {
     const std::shared_lock<std::shared_mutex> look(*cache_lock_);
-    for (std::size_t i = 0; i < kernels.size(); ++i) {
-      CacheKey key = key_of(kernels[i]);
-      if (const auto it = cache_.find(key); it != cache_.end()) {
-        timings[i] = it->second;
+    for (const Asked& a : not_recent) {
+      if (const auto it = cache_.find(a.key, a.hash); it != cache_.end()) {
+        timings[a.index] = it->second;
       } else {
-        missing.emplace_back(i, key);
+        missing.push_back(a);
       }
     }
   }
-  if (missing.empty()) return timings;
-  for (const auto& [i, key] : missing) {
-    const Kernel& k = kernels[i];
-    const bool is_transfer =
-        k.kernel_class == KernelClass::kAllToAll || k.kernel_class == KernelClass::kHostCopy;
-    timings[i] = is_transfer ? transfer(k) : compute_kernel(k);
+  if (!missing.empty()) {
+    for (const Asked& a : missing) {
+      const Kernel& k = kernels[a.index];
+      const bool is_transfer =
+          k.kernel_class == KernelClass::kAllToAll || k.kernel_class == KernelClass::kHostCopy;
+      timings[a.index] = is_transfer ? transfer(k) : compute_kernel(k);
+    }
+    const std::lock_guard<std::shared_mutex> hold(*cache_lock_);
+    for (const Asked& a : missing) timings[a.index] = cache_.emplace(a.key, timings[a.index]).first->second;
   }
-  const std::lock_guard<std::shared_mutex> hold(*cache_lock_);
-  for (const auto& [i, key] : missing) timings[i] = cache_.emplace(key, timings[i]).first->second;
+  for (const Asked& a : not_recent) recent.at(a.hash) = {serial_, a.key, timings[a.index]};
   return timings;
 }
 

@@ -124,6 +124,12 @@ class KernelCostModel {
     }
   };
   static CacheKey key_of(const Kernel& kernel);
+  // A thread's recently timed kernels, in front of cache_ (kernel_cost.cpp).
+  struct RecentKernels;
+  static RecentKernels& recent_kernels();
+  static uint64_t new_serial();
+  uint64_t serial_ =
+      new_serial();  // names this model in the threads' recent kernels (an address could be reused)
   // Runs that share a cost model may time kernels from several threads: the
   // lock covers lookups and inserts, not the timing (a kernel timed twice at
   // once gets the same figures; the first insert stays). A flat table: a
