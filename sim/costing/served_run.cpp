@@ -84,15 +84,16 @@ SeedOutcome seed_outcome(const ServedRun& r, uint64_t seed, const SlaSpec& deplo
 // variant meets the SLA; capacity: a capacity below the rate).
 void require_arrivals(const ServedRun& run, const WorkloadSpec& workload, const ServeOptions& options) {
   if (run.arrived() > 0) return;
+  // Named where the load was set (the workload's field, or the flag that replaced it).
   const bool closed_loop = workload.arrival == WorkloadSpec::Arrival::kClosedLoop;
-  const std::string why =
-      closed_loop ? std::string("a closed loop: none of its sessions ended to start another")
+  const std::string load =
+      closed_loop ? fmt::format("{} sessions at a time: none ended to start another", workload.concurrency)
                   : fmt::format("{:.4g} sessions/s: about {:.2g} sessions in it", workload.sessions_per_s,
                                 workload.sessions_per_s * options.duration_s);
-  throw InputError({"", 0, "--duration"},
+  throw InputError(closed_loop ? workload.concurrency_where : workload.sessions_per_s_where,
                    fmt::format("no request arrived in the {:g} s measured window of '{}' ({}{}): nothing to "
-                               "judge a deployment by; lengthen --duration or raise the rate",
-                               options.duration_s, workload.name, why,
+                               "judge a deployment by; lengthen --duration or raise the load",
+                               options.duration_s, workload.name, load,
                                options.seeds > 1 ? fmt::format(", {} seeds", options.seeds) : ""));
 }
 

@@ -237,7 +237,7 @@ std::string memory_row(const StepMemory& m, int64_t context) {
         format_bytes(f.hbm_bytes_per_gpu), m.request.ep);
   }
   const std::string held = fmt::format("{} sequences of {} tokens fit", f.sessions_per_gpu, context);
-  if (m.kv_bytes <= f.kv_bytes_per_gpu) {
+  if (m.fits()) {
     return fmt::format("{} of the {} one GPU keeps for KV ({:.0f}%; {})", format_bytes(m.kv_bytes),
                        format_bytes(f.kv_bytes_per_gpu), 100.0 * m.kv_bytes / f.kv_bytes_per_gpu, held);
   }
@@ -251,9 +251,8 @@ std::string memory_note(const StepMemory& m) {
       r.redundant_experts > 0 ? fmt::format(", {} redundant experts", r.redundant_experts) : std::string();
   return fmt::format(
       "KV held: each sequence's global KV at its context, and its window and compressor state (derived); "
-      "kept "
-      "for KV: the GPU's HBM less its weights at EP {}{} (dense weights {}) and its reserve ({}); v41sim fit "
-      "shows the split",
+      "kept for KV: the GPU's HBM less its weights at EP {}{} (dense weights {}) and its reserve ({}); "
+      "v41sim fit shows the split",
       r.ep, replicas, placement_name(r.dense_placement), r.reserve_fraction.provenance().label());
 }
 
@@ -262,7 +261,7 @@ nlohmann::json memory_json(const std::optional<StepMemory>& m) {
   return {{"kv_bytes", m->kv_bytes},
           {"kept_for_kv_bytes", m->fit.kv_bytes_per_gpu},
           {"sequences_held_at_context", m->fit.sessions_per_gpu},
-          {"fits", m->fit.kv_bytes_per_gpu > 0 && m->kv_bytes <= m->fit.kv_bytes_per_gpu}};
+          {"fits", m->fits()}};
 }
 
 }  // namespace

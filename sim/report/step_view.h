@@ -24,6 +24,7 @@ struct StepMemory {
   double kv_bytes = 0;  // each sequence's global KV at its context and its bounded state (derived)
   FitRequest request;
   FitResult fit;  // sessions at the step's context
+  bool fits() const { return fit.kv_bytes_per_gpu > 0 && kv_bytes <= fit.kv_bytes_per_gpu; }
 };
 
 struct StepReport {

@@ -654,8 +654,22 @@ TEST(Cli, ARunTooSlowOrTooShortForAnyArrivalIsRefused) {
         "run --deployment h200_agg_8 --workload chat --duration 30 --sessions-per-s 1e-300"}) {
     const RunResult r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
-    EXPECT_NE(r.output.find("field '--duration': no request arrived in the"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("no request arrived in the"), std::string::npos) << r.output;
   }
+}
+
+// plan keeps going past a variant that cannot run, saying why in its row;
+// where none could (here no request arrives in the window), it says so
+// rather than that none meets the SLA.
+TEST(Cli, PlanWhereNoVariantCouldRun) {
+  const RunResult r =
+      run("plan --deployment h200_agg_8 --workload chat --sessions-per-s 0.0001 --duration 60");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no variant could run (each row says why)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot run: input: field '--sessions-per-s': no request arrived"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("no variant meets the SLA"), std::string::npos) << r.output;
 }
 
 TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
@@ -1256,10 +1270,15 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--warm-up': the trace's last row comes at"},
         // A window nothing arrived in has nothing to judge (not a deployment that serves nothing).
         BadRun{"run --workload chat --sessions-per-s 0.0001 --duration 60",
-               "field '--duration': no request arrived in the 60 s measured window of 'chat at 0.0001 "
+               "field '--sessions-per-s': no request arrived in the 60 s measured window of 'chat at 0.0001 "
                "sessions/s (the file says 20)' (0.0001 sessions/s: about 0.006 sessions in it)"},
         BadRun{"capacity --workload chat --sessions-per-s 0.0001 --duration 60 --rate-factors 1,2",
-               "field '--duration': no request arrived in the 60 s measured window"},
+               "field '--rate-factors': no request arrived in the 60 s measured window"},
+        // Named where the rate was set: here the workload's own field.
+        BadRun{"run --workload stress_1m --duration 20 --warm-up 0",
+               "stress_1m.yaml:4: field 'arrival.sessions_per_s': no request arrived in the 20 s measured "
+               "window of "
+               "'1M-context stress' (0.02 sessions/s: about 0.4 sessions in it)"},
         BadRun{"run --sessions-per-s 1e9 --warm-up 0 --duration 60",
                "field '--sessions-per-s': 1e+09 sessions/s over 60 s asks for up to 6e+10 sessions; one run "
                "starts at most 1e+06"},

@@ -43,7 +43,10 @@ def commands(rel):
         workload = "agent_trace" if rel.endswith(".csv") else "mooncake_sample"
         return [["run", "--workload", workload, "--deployment", "h200_agg_8", "--duration", "30", "--warm-up", "0"]]
     if rel.startswith("workloads/"):
-        return [["run", "--workload", stem, "--duration", "20", "--warm-up", "0"]]
+        # Long enough for requests to arrive (a window none arrives in is refused): 1M-token
+        # sessions come at 0.02 a second.
+        duration = "250" if stem == "stress_1m" else "20"
+        return [["run", "--workload", stem, "--duration", duration, "--warm-up", "0"]]
     if rel.startswith("validation/"):
         return [["validate"]]
     return []
