@@ -83,9 +83,9 @@ class PlanBuilder {
   std::string label(LayerRole role, int64_t layer) const {
     const auto it = a_.mode_labels.find(role);
     if (it == a_.mode_labels.end()) {
-      throw LayerPlanError("mode_labels", fmt::format("layer {} has role '{}', which mode_labels "
-                                                      "does not name",
-                                                      layer, role_key(role)));
+      throw LayerPlanError(
+          "mode_labels",
+          fmt::format("layer {} has role '{}', which mode_labels does not name", layer, role_key(role)));
     }
     return it->second;
   }
@@ -102,10 +102,9 @@ class PlanBuilder {
     }
     e.kv_source = latest_at_or_before(kv_sources_, layer);
     if (!e.kv_source) {
-      throw LayerPlanError("kv_source_layer_ids",
-                           fmt::format("layer {} (compress ratio {}) has no KV source at or before "
-                                       "it",
-                                       layer, e.ratio));
+      throw LayerPlanError(
+          "kv_source_layer_ids",
+          fmt::format("layer {} (compress ratio {}) has no KV source at or before it", layer, e.ratio));
     }
     if (ratio(*e.kv_source) != e.ratio) {
       throw LayerPlanError("kv_source_layer_ids",

@@ -123,8 +123,16 @@ std::string capacity_verdict(const CapacityReport& r) {
   const LoadPoint* best = point_at(c, c.largest_meeting);
   const LoadPoint* over = point_at(c, c.smallest_failing_above);
   if (!best) {
-    return fmt::format("no rate tried meets the SLA: the capacity is below {}",
-                       load_text(r.workload, c.points.front().load));
+    // What the lightest load missed: a limit a prompt misses alone (its own
+    // prefill against TTFT) is no matter of load, which `context` shows.
+    const LoadPoint& lightest = c.points.front();
+    const std::string missed = misses_phrase(lightest.run);
+    return fmt::format("no rate tried meets the SLA: the capacity is below {}{}",
+                       load_text(r.workload, lightest.load),
+                       missed.empty() ? ""
+                                      : fmt::format(" (there {}; if a lighter load would not help, `context` "
+                                                    "shows one prompt alone against the limits)",
+                                                    missed));
   }
   std::string at = fmt::format(
       "{} ({:.2f} requests/s, {:.0f} output tokens/s per GPU, {} per 1M output tokens)",

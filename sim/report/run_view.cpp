@@ -962,9 +962,8 @@ std::string misses_phrase(const ServedRun& run) {
 
 std::string longest_itl_column_note() {
   return "longest ITL: each finished request's longest gap between its streamed chunks, its worst stall "
-         "(what "
-         "an ITL limit judges: run, plan and capacity --itl-ms); a mean TPOT hides a prompt step that froze "
-         "the stream once";
+         "(what an ITL limit judges: run, plan and capacity --itl-ms); a mean TPOT hides a prompt step that "
+         "froze the stream once";
 }
 
 std::string misses_note() {

@@ -381,6 +381,21 @@ TEST(Cli, CapacityJsonBracketsTheLargestRate) {
   EXPECT_NE(c["verdict"].get<std::string>().find("within the SLA up to"), std::string::npos);
 }
 
+// Where no rate meets the SLA, the verdict says what the lightest load
+// missed: 1M-token prompts miss a 10 s TTFT at any rate, their prefill alone
+// taking longer, which `context` shows.
+TEST(Cli, CapacityBelowEveryRateSaysWhatTheLightestMissed) {
+  const RunResult r =
+      run("capacity --deployment h200_pd_64 --workload stress_1m --rate-factors 1 --duration 250");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no rate tried meets the SLA: the capacity is below 0.02 sessions/s (there "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("over TTFT; if a lighter load would not help, `context` shows one prompt alone"),
+            std::string::npos)
+      << r.output;
+}
+
 // A long search says how it goes on stderr, a line per run as it ends
 // (here not a terminal: asked with --progress); stdout is the same answer,
 // byte for byte, with or without it.
