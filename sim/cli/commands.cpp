@@ -293,11 +293,12 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
-  plan->add_option("--confirm-seconds", flags->confirm_s,
-                   "serve the cheapest variants within the SLA again over this many seconds, in rank order, "
-                   "two at a time, until one holds it with its window settled (not longer than --duration: "
-                   "do not)")
-      ->capture_default_str();
+  plan->add_option(
+      "--confirm-seconds", flags->confirm_s,
+      fmt::format("serve the cheapest variants within the SLA again over this many seconds, in "
+                  "rank order, two at a time, until one holds it with its window settled (longer "
+                  "than --duration, or 0: none; default {:g} where longer than --duration)",
+                  kDefaultConfirmS));
   add_progress_flag(plan, served_line);
   bind(plan, run_plan);
 
@@ -332,12 +333,13 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
-  capacity
-      ->add_option("--confirm-seconds", flags->confirm_s,
-                   "serve the rates that met the SLA again over this many seconds, largest first, two at a "
-                   "time, until one holds it with its window settled, then cut the bracket above it to "
-                   "--precision (not longer than --duration: do not)")
-      ->capture_default_str();
+  capacity->add_option(
+      "--confirm-seconds", flags->confirm_s,
+      fmt::format("serve the rates that met the SLA again over this many seconds, largest first, "
+                  "two at a time, until one holds it with its window settled, then cut the bracket "
+                  "above it to --precision (longer than --duration, or 0: none; default {:g} "
+                  "where longer than --duration)",
+                  kDefaultConfirmS));
   add_progress_flag(capacity, served_line);
   bind(capacity, run_capacity);
 

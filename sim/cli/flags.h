@@ -85,8 +85,9 @@ struct Flags {
   double min_within_sla = 0.99;
   // plan: the cheapest variants within the SLA served again this long, in
   // rank order until one holds it; capacity: the rates that met it, largest
-  // first (not past --duration: not asked).
-  double confirm_s = kDefaultConfirmS;
+  // first. None given: kDefaultConfirmS, where it is longer than --duration
+  // (a value given must be, or 0: none).
+  std::optional<double> confirm_s;
   // plan, capacity, sensitivity: a line per run to stderr as it ends (also
   // without it where stderr is a terminal); stdout is the same either way.
   bool progress = false;

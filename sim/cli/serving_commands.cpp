@@ -55,13 +55,24 @@ void require_run_duration(const Flags& f) {
   if (f.warm_up_s) require_warm_up(*f.warm_up_s, f.duration_s);
 }
 
-// --confirm-seconds in [0, longest_run_s()], with the warm-up before it within simulated time.
-void require_confirm_seconds(const Flags& f, const ServeOptions& options, const WorkloadSpec& workload) {
-  if (!(f.confirm_s >= 0 && f.confirm_s <= longest_run_s())) {
-    throw InputError({"", 0, "--confirm-seconds"},
-                     fmt::format("expected seconds in [0, {:.0f}], got {}", longest_run_s(), f.confirm_s));
+// The confirmation window: --confirm-seconds, 0 (none) or longer than
+// --duration and within simulated time with the warm-up before it; none
+// given, the default where it is longer than --duration (else none).
+double confirm_seconds(const Flags& f, const ServeOptions& options, const WorkloadSpec& workload) {
+  const InputLocation flag{"", 0, "--confirm-seconds"};
+  const double confirm_s = f.confirm_s.value_or(kDefaultConfirmS);
+  if (!(confirm_s >= 0 && confirm_s <= longest_run_s())) {
+    throw InputError(flag,
+                     fmt::format("expected seconds in [0, {:.0f}], got {}", longest_run_s(), confirm_s));
   }
-  if (f.confirm_s > 0) require_warm_up(warm_up_of(options, workload), f.confirm_s);
+  if (f.confirm_s && confirm_s > 0 && confirm_s <= options.duration_s) {
+    throw InputError(flag,
+                     fmt::format("expected 0 (none) or more seconds than --duration's {:g} (a confirmation "
+                                 "serves a longer window), got {:g}",
+                                 options.duration_s, confirm_s));
+  }
+  if (confirm_s > 0) require_warm_up(warm_up_of(options, workload), confirm_s);
+  return confirm_s;
 }
 
 // What each serving command's runs take from the flags.
@@ -360,10 +371,10 @@ void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const WorkloadSpec workload = load_workload(catalog, f);
   const PlanGrid grid = grid_from_flags(catalog, f, m.spec, bases);
   ServeOptions options = serve_options(f);
-  require_confirm_seconds(f, options, workload);
+  const double confirm_s = confirm_seconds(f, options, workload);
   show_progress(f, options);
   const std::vector<PlanRow> rows =
-      run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla, f.confirm_s);
+      run_plan(catalog, m, bases, grid, workload, options, f.min_within_sla, confirm_s);
   const PlanReport report{m.spec.name, bases, workload, options, f.min_within_sla, rows};
   if (f.json) {
     out << plan_json(report).dump(2) << "\n";
@@ -445,8 +456,7 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   options.min_within_sla = f.min_within_sla;
   options.rate_factors = f.rate_factors;
   options.precision = f.precision;
-  require_confirm_seconds(f, options.serve, workload);
-  options.confirm_s = f.confirm_s;
+  options.confirm_s = confirm_seconds(f, options.serve, workload);
   show_progress(f, options.serve);
   // The chart's file is opened before the search, which may run for minutes.
   std::ofstream svg;

@@ -24,9 +24,11 @@ void check_options(const ContextSweepOptions& o, const ModelAnalysis& model) {
   for (const int64_t context : o.contexts) {
     require_servable_context(model.spec, context, "--contexts");
     if (context <= o.output_tokens) {
-      throw InputError({"", 0, "--contexts"},
-                       fmt::format("expected contexts longer than the {} output tokens, got {}",
-                                   o.output_tokens, context));
+      // Either flag may be the one to change (the contexts swept by default start at 8K).
+      throw InputError({"", 0, "--contexts/--output-tokens"},
+                       fmt::format("a session of {} tokens cannot end {} output tokens after its prompt: "
+                                   "expected contexts longer than the output, got {}",
+                                   context, o.output_tokens, context));
     }
   }
   if (!(o.tpot_ms > 0 && std::isfinite(o.tpot_ms))) {

@@ -976,10 +976,19 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
       run_json("plan --deployment h200_agg_8 --hw b200 --duration 120 --confirm-seconds 300");
   EXPECT_TRUE(settled["rows"][0]["confirmation"]["holds"].get<bool>());
   EXPECT_TRUE(settled["rows"][0]["holds"].get<bool>());
-  // A confirmation no longer than the window is not asked.
+  // A confirmation no longer than the window is refused where asked for, and
+  // the default not asked where the window is as long.
+  const RunResult asked = run("plan --deployment h200_agg_8 --hw b200 --duration 120 --confirm-seconds 120");
+  EXPECT_EQ(asked.exit_code, 2) << asked.output;
+  EXPECT_NE(
+      asked.output.find("field '--confirm-seconds': expected 0 (none) or more seconds than --duration's "
+                        "120 (a confirmation serves a longer window), got 120"),
+      std::string::npos)
+      << asked.output;
   EXPECT_FALSE(
-      run_json("plan --deployment h200_agg_8 --hw b200 --duration 120 --confirm-seconds 120")["rows"][0]
-          .contains("confirmation"));
+      run_json("plan --deployment h200_agg_8 --hw b200 --sessions-per-s 0.05 --duration 1800 --warm-up 0")
+          ["rows"][0]
+              .contains("confirmation"));
 }
 
 TEST(Cli, ContextJsonSweepsEachGpu) {
@@ -1554,7 +1563,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --kv-retention-h 72,-1",
                "field '--kv-retention-h': expected hours in [0, 640.5], got -1"},
         BadRun{"plan --swa-pool-fraction 1.5", "field '--swa-pool-fraction': expected a share in [0, 1)"},
-        BadRun{"context --contexts 8192,1000", "field '--contexts': expected contexts longer than the 2000"},
+        BadRun{"context --contexts 8192,1000",
+               "field '--contexts/--output-tokens': a session of 1000 tokens cannot end 2000 output tokens "
+               "after "
+               "its prompt: expected contexts longer than the output, got 1000"},
+        BadRun{
+            "context --output-tokens 1048576",
+            "field '--contexts/--output-tokens': a session of 8192 tokens cannot end 1048576 output tokens"},
         BadRun{"context --output-tokens 0", "field '--output-tokens'"},
         BadRun{"context --tpot-ms -3", "field '--tpot-ms'"}, BadRun{"context --contexts 8k", "--contexts"},
         BadRun{"context --hw h200,no_such_gpu", "unknown name 'no_such_gpu'"},
