@@ -206,17 +206,20 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   // Past the run's end there is nothing more to trace.
   options.trace_seconds = f.trace.empty() ? 0.0 : std::min(f.trace_seconds, f.duration_s);
   options.log_requests = !f.requests_csv.empty();
-  const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
+  // The files are opened before the run, which may last minutes (as capacity's chart).
+  std::ofstream csv;
   if (options.log_requests) {
-    std::ofstream csv(f.requests_csv);
+    csv.open(f.requests_csv);
     if (!csv) throw InputError({f.requests_csv, 0, "--requests"}, "cannot write the requests file");
-    csv << requests_csv(run.result.requests);
   }
+  std::ofstream trace;
   if (!f.trace.empty()) {
-    std::ofstream trace(f.trace);
+    trace.open(f.trace);
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");
-    trace << run_trace(run.result, deployment).dump() << "\n";
   }
+  const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
+  if (options.log_requests) csv << requests_csv(run.result.requests);
+  if (!f.trace.empty()) trace << run_trace(run.result, deployment).dump() << "\n";
   const RunReport report{m.spec.name, deployment, workload, f.seed, run};
   if (f.json) {
     out << run_json(report).dump(2) << "\n";
