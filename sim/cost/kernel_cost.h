@@ -128,8 +128,8 @@ class KernelCostModel {
   struct RecentKernels;
   static RecentKernels& recent_kernels();
   static uint64_t new_serial();
-  uint64_t serial_ =
-      new_serial();  // names this model in the threads' recent kernels (an address could be reused)
+  // Names this model in the threads' recent kernels (an address could be reused).
+  uint64_t serial_ = new_serial();
   // Runs that share a cost model may time kernels from several threads: the
   // lock covers lookups and inserts, not the timing (a kernel timed twice at
   // once gets the same figures; the first insert stays). A flat table: a
