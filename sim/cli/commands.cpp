@@ -227,6 +227,11 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
         "limit on each request's longest gap between streamed chunks, its worst stall (default: " + whose +
             ", if it sets one" + keeps);
   };
+  // --confirm-seconds: what plan or capacity does with it, and which values it takes.
+  const auto confirm_help = [](const std::string& what) {
+    return fmt::format("{} (longer than --duration, or 0: none; default {:g} where longer than --duration)",
+                       what, kDefaultConfirmS);
+  };
   auto add_grid_flags = [flags, &add_replicas_flag](CLI::App* cmd) {
     const auto add_list = [cmd](const char* flag, auto& values, const std::string& help) {
       cmd->add_option(flag, values, help + ", comma-separated")->delimiter(',');
@@ -293,12 +298,9 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
   plan->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
-  plan->add_option(
-      "--confirm-seconds", flags->confirm_s,
-      fmt::format("serve the cheapest variants within the SLA again over this many seconds, in "
-                  "rank order, two at a time, until one holds it with its window settled (longer "
-                  "than --duration, or 0: none; default {:g} where longer than --duration)",
-                  kDefaultConfirmS));
+  plan->add_option("--confirm-seconds", flags->confirm_s,
+                   confirm_help("serve the cheapest variants within the SLA again over this many seconds, in "
+                                "rank order, two at a time, until one holds it with its window settled"));
   add_progress_flag(plan, served_line);
   bind(plan, run_plan);
 
@@ -333,13 +335,10 @@ void register_commands(CLI::App& app, const GlobalOptions& global, std::function
       ->add_option("--min-within-sla", flags->min_within_sla,
                    "share of the arrived requests that must finish within the SLA")
       ->capture_default_str();
-  capacity->add_option(
-      "--confirm-seconds", flags->confirm_s,
-      fmt::format("serve the rates that met the SLA again over this many seconds, largest first, "
-                  "two at a time, until one holds it with its window settled, then cut the bracket "
-                  "above it to --precision (longer than --duration, or 0: none; default {:g} "
-                  "where longer than --duration)",
-                  kDefaultConfirmS));
+  capacity->add_option("--confirm-seconds", flags->confirm_s,
+                       confirm_help("serve the rates that met the SLA again over this many seconds, largest "
+                                    "first, two at a time, until one holds it with its window settled, then "
+                                    "cut the bracket above it to --precision"));
   add_progress_flag(capacity, served_line);
   bind(capacity, run_capacity);
 

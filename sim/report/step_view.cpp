@@ -227,7 +227,7 @@ namespace {
 
 // The step's sequences' KV against what one GPU keeps for it: a shape
 // outside the GPU is timed all the same, and the row says so.
-std::string memory_row(const StepMemory& m, int64_t context) {
+std::string memory_row(const StepMemory& m) {
   const FitResult& f = m.fit;
   if (f.kv_bytes_per_gpu <= 0) {
     return fmt::format(
@@ -236,7 +236,8 @@ std::string memory_row(const StepMemory& m, int64_t context) {
         format_bytes(m.kv_bytes), format_bytes(f.weight_bytes_per_gpu), format_bytes(f.reserve_bytes_per_gpu),
         format_bytes(f.hbm_bytes_per_gpu), m.request.ep);
   }
-  const std::string held = fmt::format("{} sequences of {} tokens fit", f.sessions_per_gpu, context);
+  const std::string held =
+      fmt::format("{} sequences of {} tokens fit", f.sessions_per_gpu, m.request.context_tokens);
   if (m.fits()) {
     return fmt::format("{} of the {} one GPU keeps for KV ({:.0f}%; {})", format_bytes(m.kv_bytes),
                        format_bytes(f.kv_bytes_per_gpu), 100.0 * m.kv_bytes / f.kv_bytes_per_gpu, held);
@@ -256,12 +257,11 @@ std::string memory_note(const StepMemory& m) {
       r.ep, replicas, placement_name(r.dense_placement), r.reserve_fraction.provenance().label());
 }
 
-nlohmann::json memory_json(const std::optional<StepMemory>& m) {
-  if (!m) return nullptr;
-  return {{"kv_bytes", m->kv_bytes},
-          {"kept_for_kv_bytes", m->fit.kv_bytes_per_gpu},
-          {"sequences_held_at_context", m->fit.sessions_per_gpu},
-          {"fits", m->fits()}};
+nlohmann::json memory_json(const StepMemory& m) {
+  return {{"kv_bytes", m.kv_bytes},
+          {"kept_for_kv_bytes", m.fit.kv_bytes_per_gpu},
+          {"sequences_held_at_context", m.fit.sessions_per_gpu},
+          {"fits", m.fits()}};
 }
 
 }  // namespace
@@ -296,8 +296,7 @@ std::vector<Table> step_tables(const StepReport& r) {
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
-  if (r.memory)
-    summary.add_row({"KV held by the step's sequences", memory_row(*r.memory, r.graph.shape.context)});
+  summary.add_row({"KV held by the step's sequences", memory_row(r.memory)});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
   summary.add_note(
       r.graph.shape.fuse_input_projections
@@ -305,7 +304,7 @@ std::vector<Table> step_tables(const StepReport& r) {
             "V3 serving runs q_a and kv_a); --separate-projections runs each alone"
           : "each projection runs as its own GEMM (--separate-projections)");
   summary.add_note(kErrorBandMethod);
-  if (r.memory) summary.add_note(memory_note(*r.memory));
+  summary.add_note(memory_note(r.memory));
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +36,7 @@ struct StepReport {
   enum class DraftsFrom { kChosen, kGiven, kSpeculationOff };
   DraftChoice drafts{};
   DraftsFrom drafts_from = DraftsFrom::kChosen;
-  std::optional<StepMemory> memory{};
+  StepMemory memory;
 };
 
 std::string phase_name(Phase phase);

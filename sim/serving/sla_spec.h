@@ -26,7 +26,7 @@ struct SlaSpec {
     bool any() const { return ttft || tpot || itl; }
   };
   Missed missed(double ttft_ms_taken, double tpot_ms_taken, double longest_itl_ms_taken) const {
-    return {ttft_ms_taken > ttft_ms, tpot_ms_taken > tpot_ms, itl_ms > 0 && longest_itl_ms_taken > itl_ms};
+    return {ttft_ms_taken > ttft_ms, tpot_ms_taken > tpot_ms, limits_itl() && longest_itl_ms_taken > itl_ms};
   }
   bool limits_itl() const { return itl_ms > 0; }
   bool gives_any() const { return ttft_ms > 0 || tpot_ms > 0 || itl_ms > 0; }

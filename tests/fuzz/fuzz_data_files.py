@@ -26,6 +26,13 @@ SCALAR = re.compile(r"^(\s*(?:- )?[A-Za-z_]\w*:)\s*[^\s#\[{|>][^#]*$")
 SOURCED = re.compile(r"\{value: [^,}]+")
 
 
+def arriving_window(rel):
+    """Seconds in which the workload's own rate brings about five sessions, at least 20: a window
+    no request arrives in is refused, which would hide what an edit does."""
+    rate = re.search(r"sessions_per_s:\s*([0-9.eE+-]+)", open(os.path.join(SOURCE, rel)).read())
+    return str(max(20, round(5 / float(rate.group(1))))) if rate else "20"
+
+
 def commands(rel):
     """What reads the file `rel` (relative to the data folder)."""
     stem = os.path.splitext(os.path.basename(rel))[0]
@@ -43,10 +50,7 @@ def commands(rel):
         workload = "agent_trace" if rel.endswith(".csv") else "mooncake_sample"
         return [["run", "--workload", workload, "--deployment", "h200_agg_8", "--duration", "30", "--warm-up", "0"]]
     if rel.startswith("workloads/"):
-        # Long enough for requests to arrive (a window none arrives in is refused): 1M-token
-        # sessions come at 0.02 a second.
-        duration = "250" if stem == "stress_1m" else "20"
-        return [["run", "--workload", stem, "--duration", duration, "--warm-up", "0"]]
+        return [["run", "--workload", stem, "--duration", arriving_window(rel), "--warm-up", "0"]]
     if rel.startswith("validation/"):
         return [["validate"]]
     return []
