@@ -47,17 +47,20 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   const double rows = expert_tokens * top_k * imbalance;
   const double touched = busiest.experts_reached;
   const bool spans_ranks = c.step.ep > 1;
-  if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", kFp8ActivationBytes, imbalance);
+  // Tokens travel as the expert GEMMs take them (FP8 before FP8 math).
+  const double expert_row_bytes = gemm_row_operand_bytes(gemm_math_for(m.weights.routed_experts));
+  if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", expert_row_bytes, imbalance);
   f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts);
   f.elementwise("experts_swiglu_quant", rows, inter,
-                rows * inter * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
+                rows * inter * (kGateUp * kBf16ActivationBytes + expert_row_bytes));
   f.grouped_gemm("experts_down", rows, touched, h, inter, m.weights.routed_experts);
   if (c.shared_experts > 0) {
     const double width = inter * static_cast<double>(c.shared_experts);
-    f.gemm("shared_gate_up", c.tokens, kGateUp * width, h, m.weights.dense, MathType::kFp8);
+    const double dense_row_bytes = gemm_row_operand_bytes(gemm_math_for(m.weights.dense));
+    f.gemm("shared_gate_up", c.tokens, kGateUp * width, h, m.weights.dense, gemm_math_for(m.weights.dense));
     f.elementwise("shared_swiglu_quant", c.tokens, width,
-                  c.tokens * width * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
-    f.gemm("shared_down", c.tokens, h, width, m.weights.dense, MathType::kFp8);
+                  c.tokens * width * (kGateUp * kBf16ActivationBytes + dense_row_bytes));
+    f.gemm("shared_down", c.tokens, h, width, m.weights.dense, gemm_math_for(m.weights.dense));
   }
   if (spans_ranks) add_all_to_all(c, f, "ep_combine", kBf16ActivationBytes, imbalance);
 }
@@ -66,10 +69,11 @@ void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const double h = static_cast<double>(m.hidden_size);
   const double inter = static_cast<double>(c.ffn_intermediate);
-  f.gemm("mlp_gate_up", c.tokens, kGateUp * inter, h, m.weights.dense, MathType::kFp8);
+  const MathType math = gemm_math_for(m.weights.dense);
+  f.gemm("mlp_gate_up", c.tokens, kGateUp * inter, h, m.weights.dense, math);
   f.elementwise("mlp_swiglu_quant", c.tokens, inter,
-                c.tokens * inter * (kGateUp * kBf16ActivationBytes + kFp8ActivationBytes));
-  f.gemm("mlp_down", c.tokens, h, inter, m.weights.dense, MathType::kFp8);
+                c.tokens * inter * (kGateUp * kBf16ActivationBytes + gemm_row_operand_bytes(math)));
+  f.gemm("mlp_down", c.tokens, h, inter, m.weights.dense, math);
 }
 
 }  // namespace

@@ -10,6 +10,10 @@ int64_t rounded(double value) { return std::max<int64_t>(1, static_cast<int64_t>
 
 }  // namespace
 
+MathType gemm_math_for(const BlockScaledFormat& weights) {
+  return bits_of(weights.values) <= 8 ? MathType::kFp8 : MathType::kBf16;
+}
+
 Kernel& KernelFactory::push(Kernel kernel) {
   out_.push_back(std::move(kernel));
   return out_.back();
@@ -37,15 +41,16 @@ Kernel& KernelFactory::grouped_gemm(std::string name, double tokens, double expe
   Kernel kernel;
   kernel.name = std::move(name);
   kernel.kernel_class = KernelClass::kGroupedGemm;
-  kernel.math = MathType::kFp8;  // FP8 activations; FP4 weights are widened in registers
+  kernel.math = gemm_math_for(weights);
+  const double row_bytes = gemm_row_operand_bytes(kernel.math);
   const double per_expert = experts_touched > 0 ? tokens / experts_touched : 0;
   kernel.shape = {rounded(per_expert), rounded(n), rounded(k), rounded(experts_touched)};
   kernel.flops = 2.0 * tokens * n * k;
   kernel.epilogue_bytes = gemm_epilogue_bytes(tokens, n);
-  kernel.hbm_bytes = experts_touched * n * k * weights.bytes_per_value() + tokens * k * kFp8ActivationBytes +
-                     kernel.epilogue_bytes;
+  kernel.hbm_bytes =
+      experts_touched * n * k * weights.bytes_per_value() + tokens * k * row_bytes + kernel.epilogue_bytes;
   kernel.narrow.add(weights.values, experts_touched * n * k);
-  kernel.operands = {kFp8ActivationBytes, weights.bytes_per_value()};
+  kernel.operands = {row_bytes, weights.bytes_per_value()};
   return push(std::move(kernel));
 }
 

@@ -28,6 +28,12 @@ inline double gemm_row_operand_bytes(MathType math) {
   return math == MathType::kBf16 || math == MathType::kFp32 ? kBf16ActivationBytes : kFp8ActivationBytes;
 }
 
+// The math a GEMM over `weights` runs: FP8 activations where the weights are
+// stored in 8 bits or fewer (DeepGEMM's path; FP4 weights widened in registers
+// or taken natively), else 16-bit math on BF16 activations (a BF16 checkpoint
+// runs BF16 GEMMs at BF16's tensor rate; wider weights are served as BF16).
+MathType gemm_math_for(const BlockScaledFormat& weights);
+
 class KernelFactory {
  public:
   // Room for a layer's kernels up front: growing the vector would copy every
@@ -38,7 +44,8 @@ class KernelFactory {
   // tokens x k -> tokens x n per group; weights n x k per group in `weights` format.
   Kernel& gemm(std::string name, double tokens, double n, double k, const BlockScaledFormat& weights,
                MathType math, double groups = 1);
-  // Grouped expert GEMM: `experts_touched` weight matrices are read; `tokens` rows in all.
+  // Grouped expert GEMM: `experts_touched` weight matrices are read; `tokens`
+  // rows in all, in the math gemm_math_for(weights) gives.
   Kernel& grouped_gemm(std::string name, double tokens, double experts_touched, double n, double k,
                        const BlockScaledFormat& weights);
   // A memory-streaming kernel: `rows` x `width` items, `bytes` of traffic, `ops` vector ops.

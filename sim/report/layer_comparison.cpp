@@ -21,7 +21,7 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const K
   LayerComparison c{verifying(shape, 0), {}};
   for (const ModelAnalysis& m : models) {
     const StepGraph graph = build_step_graph(m, c.shape);
-    ModelStep step{m.spec.name, time_step(graph, cost), {}, 0, 0, {}};
+    ModelStep step{m.spec.name, !m.spec.moe, time_step(graph, cost), {}, 0, 0, {}};
     step.modes = time_by_mode(step.timing);
     step.band = step_error_band(step.timing, cost.params());
     for (std::size_t i = 0; i < m.plan.size(); ++i) {
@@ -56,6 +56,9 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
   }
   totals.add_note("kernel model: " + cost.params().label());
   totals.add_note(kErrorBandMethod);
+  for (const ModelStep& m : c.models) {
+    if (m.dense) totals.add_note(m.model + ": " + std::string(kDenseModelStep));
+  }
   if (s.phase == Phase::kDecode) {
     totals.add_note(
         "decode: the backbones alone, one token a sequence, no speculative draft (`step` times a step with "

@@ -15,6 +15,7 @@ namespace v41sim {
 
 struct ModelStep {
   std::string model;
+  bool dense = false;  // no routed experts: kDenseModelStep
   StepTiming timing;
   std::vector<ModeTime> modes;
   int64_t reuse_layer_kernels = 0;  // kernels of one Reuse-mode layer, 0 if the model has none

@@ -308,7 +308,11 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
-  if (r.graph.shape.ep > 1) summary.add_note(routing_note(r.graph.shape));
+  if (!r.model.spec.moe) {
+    summary.add_note(r.model.spec.name + ": " + std::string(kDenseModelStep));
+  } else if (r.graph.shape.ep > 1) {
+    summary.add_note(routing_note(r.graph.shape));
+  }
 
   Table layers("Per layer",
                {"layers", "mode", "tokens", "kernels", "time each (us)", "time all (us)", "TFLOP/s", "GB/s"});

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/capacity/memory_fit.h"
@@ -15,6 +16,12 @@
 #include "sim/report/table.h"
 
 namespace v41sim {
+
+// How a dense model's step (no routed experts) is timed: the EP size spreads
+// nothing, so the step is one GPU holding and running every weight.
+inline constexpr std::string_view kDenseModelStep =
+    "no routed experts to spread over EP ranks, so one GPU holds and runs the whole model (tensor "
+    "parallelism is not modelled)";
 
 // The KV the step's sequences hold against what one GPU keeps for KV once
 // `fit`'s split has placed the weights at the step's EP: a step that would

@@ -172,8 +172,10 @@ TEST(AssumptionSensitivity, MovesEachAssumptionThroughTheLoaders) {
   const AssumptionEffect launch = effect("launch_overhead_us");
   EXPECT_DOUBLE_EQ(launch.low.value, 3.0);
   EXPECT_DOUBLE_EQ(launch.high.value, 5.0);
-  EXPECT_LT(launch.low.outcome.seeds.front().ttft_p99_ms, s.baseline.seeds.front().ttft_p99_ms);
-  EXPECT_LT(s.baseline.seeds.front().ttft_p99_ms, launch.high.outcome.seeds.front().ttft_p99_ms);
+  // (The mean: a p99 of this short run's hundred-odd first tokens is one or two
+  // requests, whose waits behind other steps can move either way.)
+  EXPECT_LT(launch.low.outcome.result.ttft_ms.mean, s.baseline.result.ttft_ms.mean);
+  EXPECT_LT(s.baseline.result.ttft_ms.mean, launch.high.outcome.result.ttft_ms.mean);
   EXPECT_EQ(launch.usd_change, 0);
   // An efficiency of 1 moved up is refused by the loader, with its reason; moved down it ran.
   const AssumptionEffect unused = effect("classes.all_to_all.memory_efficiency");

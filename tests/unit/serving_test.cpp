@@ -1428,7 +1428,12 @@ TEST(Serving, AClassOfAHigherPriorityWaitsAheadOfTheOthers) {
         load_workload_file(mix_workload(folder, "mix:\n  - {workload: a, share: 3" + a_extra +
                                                     "}\n  - {workload: b, share: 1" + b_extra + "}\n")
                                .string());
-    f.workload.sessions_per_s = 200;  // near the one GPU's limit: prompts queue
+    // Near the one prefill GPU's limit, so prompts queue: class a's 2048-token
+    // prompts alone keep it 82% busy (b's short ones add a few percent).
+    StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1, 1),
+                        testing::shape(Phase::kDecode, 1, 1, 1));
+    const double a_prompt_s = steps.prefill_step(1, 2048, 2048).us * 1e-6;
+    f.workload.sessions_per_s = 0.82 / (0.75 * a_prompt_s);
     return f.run(120, 1, true);
   };
   const ServingResult plain = run_with("v41sim_mix_prio0", "", "");

@@ -315,6 +315,33 @@ TEST(StepGraph, DecodeWeightBytesMatchTheParameterCount) {
   }
 }
 
+// A GEMM runs the math its weights allow: Llama's BF16 checkpoint runs BF16
+// GEMMs on 2-byte activations (an FP8 GEMM over BF16 weights would claim twice
+// the tensor rate), V4.1's FP8 dense and FP4 expert weights take FP8 math on
+// 1-byte activations. Each GEMM's bytes hold its weights and its row operand.
+TEST(StepGraph, GemmMathFollowsTheWeightsFormat) {
+  struct Case {
+    const char* stem;
+    MathType math;
+    double row_bytes;
+  };
+  for (const Case& expected :
+       {Case{"llama_3_1_405b", MathType::kBf16, 2.0}, Case{"deepseek_v4_1_flash", MathType::kFp8, 1.0}}) {
+    const ModelAnalysis m = analyze(expected.stem);
+    const int64_t ep = m.spec.moe ? 8 : 1;
+    const StepGraph g = build_step_graph(m, shape(Phase::kPrefill, 2, 4096, ep));
+    int gemms = 0;
+    for (const Kernel& k : g.layers[3].kernels()) {
+      const bool gemm = k.kernel_class == KernelClass::kGemm || k.kernel_class == KernelClass::kGroupedGemm;
+      if (!gemm || k.name == "router" || k.name.starts_with("index_head")) continue;
+      ++gemms;
+      EXPECT_EQ(k.math, expected.math) << expected.stem << " " << k.name;
+      EXPECT_DOUBLE_EQ(k.operands.row_bytes, expected.row_bytes) << expected.stem << " " << k.name;
+    }
+    EXPECT_GE(gemms, 3) << expected.stem;
+  }
+}
+
 TEST(StepGraph, SameMachineryForOtherFamilies) {
   for (const char* stem :
        {"deepseek_v4_flash", "deepseek_v4_pro", "deepseek_v3", "deepseek_v3_2", "llama_3_1_405b"}) {
