@@ -12,6 +12,7 @@
 #include "sim/cost/draft_choice.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
+#include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/layer_comparison.h"
@@ -189,8 +190,17 @@ DraftChoice set_drafts(const Flags& f, const ModelAnalysis& m, const KernelCostM
 // What the step's sequences hold in KV against what one GPU of its EP group
 // keeps for KV, the weights placed as a serving run places them: the
 // model's own formats, dense weights on every GPU, the default reserve.
-StepMemory step_memory(const ModelAnalysis& m, const GpuProfile& gpu, const StepShape& s) {
+// And the residual streams of the layer that runs the most rows (CED's
+// encoder layers run a prompt's every token; both micro-batches are live).
+StepMemory step_memory(const ModelAnalysis& m, const GpuProfile& gpu, const StepGraph& graph) {
+  const StepShape& s = graph.shape;
   StepMemory memory;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const LayerKernels* second = second_micro_batch_layer(graph, i);
+    memory.residual_rows =
+        std::max(memory.residual_rows, graph.layers[i].tokens + (second != nullptr ? second->tokens : 0.0));
+  }
+  memory.residual_stream_bytes = memory.residual_rows * residual_bytes_per_token(m.spec);
   memory.kv_bytes = static_cast<double>(s.batch) * m.kv.session_bytes(s.context);
   if (s.is_mixed()) {
     memory.kv_bytes +=
@@ -229,7 +239,7 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
                           f.drafts     ? StepReport::DraftsFrom::kGiven
                           : f.no_draft ? StepReport::DraftsFrom::kSpeculationOff
                                        : StepReport::DraftsFrom::kChosen,
-                          step_memory(m, g.gpu(), shape)};
+                          step_memory(m, g.gpu(), graph)};
   if (!f.trace.empty()) {
     std::ofstream trace(f.trace);
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");

@@ -284,6 +284,11 @@ void add_output_projection(const LayerContext& c, KernelFactory& f) {
 
 }  // namespace
 
+double residual_bytes_per_token(const ModelSpec& m) {
+  const double streams = m.mhc ? static_cast<double>(m.mhc->streams) : 1.0;
+  return streams * static_cast<double>(m.hidden_size) * kBf16ActivationBytes;
+}
+
 // mHC over `streams` residual streams (V4 / V4.1) or a plain residual + RMSNorm.
 // Single-pass mHC reads the streams once and writes them once per block; the
 // three-kernel form reads them again for the coefficients and the merge.

@@ -11,6 +11,9 @@
 namespace v41sim {
 
 void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* block);
+// What a token carries from layer to layer: mHC's residual streams (or the
+// one residual) in BF16, as add_residual_mixing counts their traffic.
+double residual_bytes_per_token(const ModelSpec& m);
 void add_attention_block(const LayerContext& c, KernelFactory& f);
 
 }  // namespace v41sim

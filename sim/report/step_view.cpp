@@ -246,6 +246,24 @@ std::string memory_row(const StepMemory& m) {
                      format_bytes(m.kv_bytes), format_bytes(f.kv_bytes_per_gpu), held);
 }
 
+// The residual streams the step's widest layer holds against the reserve
+// `fit` keeps for activations: a floor, before any layer's own buffers.
+std::string residual_row(const StepMemory& m) {
+  const double reserve = m.fit.reserve_bytes_per_gpu;
+  const std::string held =
+      fmt::format("{:.0f} tokens x {} = {}", m.residual_rows,
+                  format_bytes(m.residual_rows > 0 ? m.residual_stream_bytes / m.residual_rows : 0.0),
+                  format_bytes(m.residual_stream_bytes));
+  if (m.residual_stream_bytes <= reserve) {
+    return fmt::format("{}, {:.1f}% of the {} reserve for activations", held,
+                       100.0 * m.residual_stream_bytes / reserve, format_bytes(reserve));
+  }
+  return fmt::format(
+      "{}: more than the {} reserve for activations before any layer's own buffers: timed as if it fit "
+      "(serving runs chunk prompts to their max_tokens_per_step; --chunk-tokens here)",
+      held, format_bytes(reserve));
+}
+
 std::string memory_note(const StepMemory& m) {
   const FitRequest& r = m.request;
   const std::string replicas =
@@ -253,13 +271,17 @@ std::string memory_note(const StepMemory& m) {
   return fmt::format(
       "KV held: each sequence's global KV at its context, and its window and compressor state (derived); "
       "kept for KV: the GPU's HBM less its weights at EP {}{} (dense weights {}) and its reserve ({}); "
-      "v41sim fit shows the split",
+      "v41sim fit shows the split; residual streams: what each token of the layer running the most rows "
+      "carries between layers (mHC's streams, or the one residual, in BF16), a floor under the step's "
+      "activations, which the reserve holds",
       r.ep, replicas, placement_name(r.dense_placement), r.reserve_fraction.provenance().label());
 }
 
 nlohmann::json memory_json(const StepMemory& m) {
   return {{"kv_bytes", m.kv_bytes},
           {"kept_for_kv_bytes", m.fit.kv_bytes_per_gpu},
+          {"residual_stream_bytes", m.residual_stream_bytes},
+          {"reserve_bytes", m.fit.reserve_bytes_per_gpu},
           {"sequences_held_at_context", m.fit.sessions_per_gpu},
           {"fits", m.fits()}};
 }
@@ -297,6 +319,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
   summary.add_row({"KV held by the step's sequences", memory_row(r.memory)});
+  summary.add_row({"residual streams of its widest layer", residual_row(r.memory)});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
   summary.add_note(
       r.graph.shape.fuse_input_projections

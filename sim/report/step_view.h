@@ -24,10 +24,13 @@ inline constexpr std::string_view kDenseModelStep =
     "parallelism is not modelled)";
 
 // The KV the step's sequences hold against what one GPU keeps for KV once
-// `fit`'s split has placed the weights at the step's EP: a step that would
-// not fit is timed all the same, and says so.
+// `fit`'s split has placed the weights at the step's EP, and the residual
+// streams its widest layer holds against the reserve kept for activations: a
+// step that would not fit is timed all the same, and says so.
 struct StepMemory {
-  double kv_bytes = 0;  // each sequence's global KV at its context and its bounded state (derived)
+  double kv_bytes = 0;       // each sequence's global KV at its context and its bounded state (derived)
+  double residual_rows = 0;  // tokens of the layer that runs the most (both micro-batches)
+  double residual_stream_bytes = 0;  // their residual streams: a floor under the step's activations
   FitRequest request;
   FitResult fit;  // sessions at the step's context
   bool fits() const { return fit.kv_bytes_per_gpu > 0 && kv_bytes <= fit.kv_bytes_per_gpu; }

@@ -186,6 +186,24 @@ TEST(Cli, StepSaysWhetherItsSequencesFit) {
   EXPECT_NE(alone.output.find("the weights alone"), std::string::npos) << alone.output;
 }
 
+// A prefill step of a whole 1M-token prompt holds its residual streams (mHC's
+// 4 x 5120 BF16 a token) for every token, past the reserve fit keeps for
+// activations: step says so, and the prompt's 16K-token chunk fits in it.
+TEST(Cli, StepSaysWhenItsResidualStreamsPassTheReserve) {
+  const std::string prompt = "step --hw h200 --phase prefill --batch 1 --context 1048576";
+  const auto whole = run_json(prompt)["kv_memory"];
+  const double per_token = 4.0 * 5120.0 * 2.0;
+  EXPECT_DOUBLE_EQ(whole["residual_stream_bytes"].get<double>(), 1048576.0 * per_token);
+  const double reserve = run_json("fit --hw h200 --context 1048576")["reserve_bytes_per_gpu"].get<double>();
+  EXPECT_DOUBLE_EQ(whole["reserve_bytes"].get<double>(), reserve);
+  EXPECT_GT(whole["residual_stream_bytes"].get<double>(), reserve);
+  EXPECT_NE(run(prompt).output.find("more than the 13.13 GiB (14.1 GB) reserve for activations"),
+            std::string::npos);
+  const auto chunk = run_json(prompt + " --chunk-tokens 16384")["kv_memory"];
+  EXPECT_DOUBLE_EQ(chunk["residual_stream_bytes"].get<double>(), 16384.0 * per_token);
+  EXPECT_EQ(run(prompt + " --chunk-tokens 16384").output.find("more than the"), std::string::npos);
+}
+
 // DeepSeek's decode layout: V3's 256 experts and 32 replicas over EP 144,
 // two a GPU. The replicas make the size possible and the memory fit counts
 // them; a skewed routing makes the busiest rank set the step, which EPLB's
