@@ -128,6 +128,14 @@ ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan, const 
   return active;
 }
 
+std::string dense_weights_label(const ModelSpec& model) {
+  std::string label = "attention";
+  if (model.dense_mlp.leading_layers > 0) label += ", dense MLPs";
+  if (model.moe && model.moe->shared_experts > 0) label += ", shared experts";
+  if (model.moe) label += ", routers";
+  return label;
+}
+
 WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, const WeightFormats& formats) {
   WeightBytes bytes;
   const auto routed = static_cast<double>(counts.routed_expert_total());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/model/layer_plan.h"
@@ -55,6 +56,10 @@ struct WeightBytes {
   double host = 0;       // Engram tables in host memory
   double gpu_total() const { return routed_experts + dense + embedding; }
 };
+
+// What WeightBytes::dense holds for this model, its parts named: e.g.
+// "attention, shared experts, routers" (V4.1), "attention, dense MLPs" (Llama).
+std::string dense_weights_label(const ModelSpec& model);
 
 ParamCounts count_params(const ModelSpec& model, const LayerPlan& plan);
 ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan, const ParamCounts& counts);

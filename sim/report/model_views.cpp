@@ -127,7 +127,7 @@ std::vector<Table> params_tables(const ModelAnalysis& m) {
   bytes.add_row(
       {"routed experts", m.spec.weights.routed_experts.describe(), format_bytes(m.weights.routed_experts)});
   bytes.add_row(
-      {"attention, shared experts, routers", m.spec.weights.dense.describe(), format_bytes(m.weights.dense)});
+      {dense_weights_label(m.spec), m.spec.weights.dense.describe(), format_bytes(m.weights.dense)});
   bytes.add_row({"embedding + head", m.spec.weights.embedding.describe(), format_bytes(m.weights.embedding)});
   bytes.add_row({"GPU-resident total", "", format_bytes(m.weights.gpu_total())});
   bytes.add_row({"host-resident total", m.spec.engram ? m.spec.cache(m.spec.engram->row_cache).name : "-",

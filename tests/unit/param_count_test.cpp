@@ -63,5 +63,14 @@ TEST(ParamCount, OnlyReindexAndFullLayersCarryIndexerQueries) {
   EXPECT_EQ(v41.params.layers[25].index_query, 0);
 }
 
+// The dense weights' label names what the model has: Llama's MLPs are
+// dense, V3's first three layers too, V4.1 has none and routes every layer.
+TEST(ParamCount, DenseWeightsLabelNamesTheModelsParts) {
+  EXPECT_EQ(dense_weights_label(analyze("llama_3_1_405b").spec), "attention, dense MLPs");
+  EXPECT_EQ(dense_weights_label(analyze("deepseek_v3").spec),
+            "attention, dense MLPs, shared experts, routers");
+  EXPECT_EQ(dense_weights_label(analyze("deepseek_v4_1_flash").spec), "attention, shared experts, routers");
+}
+
 }  // namespace
 }  // namespace v41sim
