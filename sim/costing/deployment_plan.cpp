@@ -323,8 +323,10 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
       pool->redundant_experts_at = {"", 0, "--redundant-experts"};
     }
   });
-  out = times(std::move(out), grid.max_tokens_per_step,
-              [](DeploymentSpec& d, int64_t tokens) { d.prefill.max_tokens_per_step = tokens; });
+  out = times(std::move(out), grid.max_tokens_per_step, [](DeploymentSpec& d, int64_t tokens) {
+    d.prefill.max_tokens_per_step = tokens;
+    d.prefill.max_tokens_per_step_at = {"", 0, "--max-tokens-per-step"};
+  });
   out = times(std::move(out), grid.max_batch_per_gpu,
               [](DeploymentSpec& d, int64_t batch) { d.decode.max_batch_per_gpu = batch; });
   // Prompts mixed into decode steps are never held: such a variant runs
@@ -343,8 +345,10 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   out = std::move(delayed);
   out = times(std::move(out), grid.kv_retentions_h,
               [](DeploymentSpec& d, double h) { d.kv.retention_s = h * 3600; });
-  out = times(std::move(out), grid.swa_pool_fractions,
-              [](DeploymentSpec& d, double share) { d.kv.host_pool_fraction = share; });
+  out = times(std::move(out), grid.swa_pool_fractions, [](DeploymentSpec& d, double share) {
+    d.kv.host_pool_fraction = share;
+    d.kv.host_pool_fraction_at = {"", 0, "--swa-pool-fraction"};
+  });
   out = times(std::move(out), grid.ssd_capacities_tb, [](DeploymentSpec& d, double tb) {
     if (tb == 0) d.kv.ssd_capacity_tb.reset();  // unbounded
     if (tb > 0) d.kv.ssd_capacity_tb = SourcedValue::assumed(tb, "plan --ssd-capacity-tb");

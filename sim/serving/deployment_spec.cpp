@@ -72,7 +72,9 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   if (const auto fuse = node.optional("fuse_input_projections")) p.fuse_input_projections = fuse->as_bool();
   if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
   if (prefill) {
-    p.max_tokens_per_step = node.required("max_tokens_per_step").as_positive_int();
+    const YamlNode chunk = node.required("max_tokens_per_step");
+    p.max_tokens_per_step = chunk.as_positive_int();
+    p.max_tokens_per_step_at = chunk.location();
     if (const auto cp = node.optional("context_parallel_min_tokens")) {
       p.context_parallel_min_tokens = cp->as_non_negative_int();
       if (p.context_parallel_min_tokens > 0 && p.gpus_per_instance < 2) {
@@ -148,8 +150,10 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   }
   // 0 keeps nothing (no SSD tier; no window-state pool), as plan's variants may say.
   d.kv.retention_s = seconds_a_run_can_hold(kv.required("retention_s"));
-  d.kv.host_pool_fraction = kv.required("host_pool_fraction").as_non_negative_double();
-  if (d.kv.host_pool_fraction >= 1) kv.required("host_pool_fraction").fail("expected a fraction below 1");
+  const YamlNode host_pool = kv.required("host_pool_fraction");
+  d.kv.host_pool_fraction = host_pool.as_non_negative_double();
+  d.kv.host_pool_fraction_at = host_pool.location();
+  if (d.kv.host_pool_fraction >= 1) host_pool.fail("expected a fraction below 1");
   d.kv.host_ttl_s = seconds_a_run_can_hold(kv.required("host_ttl_s"));
   d.kv.bounded_replay = kv.required("bounded_replay").as_bool();
   const YamlNode sla = root.required("sla");

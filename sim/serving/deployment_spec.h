@@ -24,7 +24,8 @@ struct PoolSpec {
   int64_t instances = 0;
   int64_t gpus_per_instance = 0;  // data-parallel attention ranks, one EP group
   int64_t ep = 0;
-  int64_t max_tokens_per_step = 0;  // prefill: chunk size per rank
+  int64_t max_tokens_per_step = 0;       // prefill: chunk size per rank
+  InputLocation max_tokens_per_step_at;  // where it was said (file and line, or a flag)
   // prefill: a prompt with at least this many tokens left takes every rank of
   // its instance for a step, each rank a slice of it (context parallelism); 0: off
   int64_t context_parallel_min_tokens = 0;
@@ -52,10 +53,11 @@ struct KvTierSpec {
   // The tier's size (10^12 bytes), least recently stored out first when it
   // is full; nullopt: unbounded, as large as what the retention keeps.
   std::optional<SourcedValue> ssd_capacity_tb;
-  double retention_s = 0;         // how long a session's global KV stays
-  double host_pool_fraction = 0;  // share of each node's DRAM for SWA state
-  double host_ttl_s = 0;          // how long SWA state stays in the pool
-  bool bounded_replay = true;     // SWA miss: replay one window (V4.1) or rebuild exactly
+  double retention_s = 0;               // how long a session's global KV stays
+  double host_pool_fraction = 0;        // share of each node's DRAM for SWA state
+  InputLocation host_pool_fraction_at;  // where it was said (file and line, or a flag)
+  double host_ttl_s = 0;                // how long SWA state stays in the pool
+  bool bounded_replay = true;           // SWA miss: replay one window (V4.1) or rebuild exactly
 };
 
 struct DeploymentSpec {

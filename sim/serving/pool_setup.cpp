@@ -1,8 +1,12 @@
 #include "sim/serving/pool_setup.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "sim/capacity/memory_fit.h"
+#include "sim/common/input_error.h"
+#include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
 
 namespace v41sim {
@@ -52,6 +56,38 @@ double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deploy
       pool.ep_at,
       "a larger ep (more GPUs to an instance), a GPU with more HBM or a smaller reserve_fraction"};
   return fit_memory(model, gpu, fit).kv_bytes_per_gpu;
+}
+
+void require_prefill_chunk_fits_reserve(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                        const GpuProfile& prefill_gpu) {
+  const PoolSpec& pool = deployment.prefill;
+  const double per_token = residual_bytes_per_token(model.spec);
+  const double streams = static_cast<double>(pool.max_tokens_per_step) * per_token;
+  const double reserve = prefill_gpu.hbm_bytes.value() * deployment.reserve_fraction;
+  if (streams <= reserve) return;
+  throw InputError(
+      pool.max_tokens_per_step_at,
+      fmt::format("a step of {} prompt tokens holds {:.1f} GB of residual streams ({:g} B a token "
+                  "of {}), more than the {:.1f} GB a GPU of {} keeps for activations "
+                  "(reserve_fraction {:g} of its HBM): expected at most {} tokens a step, or a "
+                  "larger reserve_fraction",
+                  pool.max_tokens_per_step, streams / 1e9, per_token, model.spec.name, reserve / 1e9,
+                  prefill_gpu.name, deployment.reserve_fraction,
+                  static_cast<int64_t>(std::floor(reserve / per_token))));
+}
+
+void require_host_pool_fits_beside_host_weights(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                                const GpuProfile& gpu) {
+  const double dram = gpu.host_dram_bytes_per_node.value();
+  const double pool = dram * deployment.kv.host_pool_fraction;
+  if (pool + model.weights.host <= dram) return;
+  throw InputError(deployment.kv.host_pool_fraction_at,
+                   fmt::format("{:g} of a node's {:.1f} GB of DRAM ({}) for window state leaves {:.1f} GB, "
+                               "less than the {:.1f} GB of {}'s host-resident weights (its Engram tables, a "
+                               "copy a node): expected a fraction of at most {:.4g}",
+                               deployment.kv.host_pool_fraction, dram / 1e9, gpu.name, (dram - pool) / 1e9,
+                               model.weights.host / 1e9, model.spec.name,
+                               std::floor((1.0 - model.weights.host / dram) * 1e4) / 1e4));
 }
 
 int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,

@@ -29,6 +29,21 @@ StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCost
 double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment, const PoolSpec& pool,
                         const GpuProfile& gpu);
 
+// A prompt chunk's tokens carry their residual streams through every layer
+// of its step (residual_bytes_per_token): at the deployment's chunk size
+// (max_tokens_per_step, a rank's prompt tokens in one step) they must fit the
+// reserve the deployment keeps for activations on the GPU that prefills.
+// Throws InputError at max_tokens_per_step (or the reserve) where they do not.
+void require_prefill_chunk_fits_reserve(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                        const GpuProfile& prefill_gpu);
+
+// Each node's DRAM holds the model's host-resident weights (Engram's tables,
+// a copy a node) beside the share the deployment parks window state in
+// (host_pool_fraction): together they must fit. Throws InputError at
+// host_pool_fraction where they do not.
+void require_host_pool_fits_beside_host_weights(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                                const GpuProfile& gpu);
+
 // Sessions of `context` tokens (global KV + window and compressor state) that
 // one decode GPU's KV room holds.
 int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,

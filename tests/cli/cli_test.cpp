@@ -186,6 +186,19 @@ TEST(Cli, StepSaysWhetherItsSequencesFit) {
   EXPECT_NE(alone.output.find("the weights alone"), std::string::npos) << alone.output;
 }
 
+// A chunk whose residual streams pass the activation reserve cannot run: a
+// plan's variant says so in its row, at the flag that set it.
+TEST(Cli, PlanRefusesAChunkPastTheActivationReserve) {
+  const RunResult r = run("plan --max-tokens-per-step 400000 --duration 10 --confirm-seconds 0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cannot run: input: field '--max-tokens-per-step': a step of 400000 prompt tokens "
+                          "holds 16.4 GB of residual streams (40960 B a token of DeepSeek-V4.1-Flash), more "
+                          "than the 14.1 GB a GPU of NVIDIA H200 SXM 141GB keeps for activations "
+                          "(reserve_fraction 0.1 of its HBM): expected at most 344238 tokens a step"),
+            std::string::npos)
+      << r.output;
+}
+
 // A prefill step of a whole 1M-token prompt holds its residual streams (mHC's
 // 4 x 5120 BF16 a token) for every token, past the reserve fit keeps for
 // activations: step says so, and the prompt's 16K-token chunk fits in it.
@@ -1348,6 +1361,16 @@ INSTANTIATE_TEST_SUITE_P(
                "--duration 10",
                "h200_pd_64.yaml:20: field 'kv_tiers.ssd_usd_per_tb_month.value': expected a positive number, "
                "got -1"},
+        BadRun{
+            "--set workloads/deployments/h200_pd_64.yaml:prefill.max_tokens_per_step=1048576 run "
+            "--duration 10",
+            "h200_pd_64.yaml:13: field 'prefill.max_tokens_per_step': a step of 1048576 prompt tokens holds "
+            "42.9 GB of residual streams"},
+        BadRun{
+            "--set workloads/deployments/h200_pd_64.yaml:kv_tiers.host_pool_fraction=0.95 run --duration 10",
+            "h200_pd_64.yaml:23: field 'kv_tiers.host_pool_fraction': 0.95 of a node's 2000.0 GB of DRAM "
+            "(NVIDIA H200 SXM 141GB) for window state leaves 100.0 GB, less than the 202.8 GB of "
+            "DeepSeek-V4.1-Flash's host-resident weights"},
         BadRun{"run --duration 10 --requests /nonexistent/dir/requests.csv",
                "/nonexistent/dir/requests.csv: field '--requests': cannot write the requests file"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
