@@ -38,8 +38,11 @@ Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest&
   if (f.host_weight_bytes_per_node > 0) {
     const std::string dram =
         f.host_dram_bytes_per_node > 0 ? format_bytes(f.host_dram_bytes_per_node) : std::string("unknown");
+    const bool over =
+        f.host_dram_bytes_per_node > 0 && f.host_weight_bytes_per_node > f.host_dram_bytes_per_node;
     t.add_row({"host memory per node (Engram tables)",
-               fmt::format("{} of {}", format_bytes(f.host_weight_bytes_per_node), dram),
+               fmt::format("{} of {}{}", format_bytes(f.host_weight_bytes_per_node), dram,
+                           over ? ": more than the node holds (serving runs refuse it)" : ""),
                gpu.host_dram_bytes_per_node.provenance().label()});
   }
   t.add_note(weights_label(r));

@@ -81,6 +81,12 @@ void require_host_pool_fits_beside_host_weights(const ModelAnalysis& model, cons
   const double dram = gpu.host_dram_bytes_per_node.value();
   const double pool = dram * deployment.kv.host_pool_fraction;
   if (pool + model.weights.host <= dram) return;
+  if (model.weights.host > dram) {
+    throw InputError({gpu.file, 0, "host_dram_bytes_per_node"},
+                     fmt::format("{}'s {:.1f} GB of DRAM a node cannot hold {}'s {:.1f} GB of host-resident "
+                                 "weights (its Engram tables, a copy a node)",
+                                 gpu.name, dram / 1e9, model.spec.name, model.weights.host / 1e9));
+  }
   throw InputError(deployment.kv.host_pool_fraction_at,
                    fmt::format("{:g} of a node's {:.1f} GB of DRAM ({}) for window state leaves {:.1f} GB, "
                                "less than the {:.1f} GB of {}'s host-resident weights (its Engram tables, a "

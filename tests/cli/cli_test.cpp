@@ -1371,6 +1371,9 @@ INSTANTIATE_TEST_SUITE_P(
             "h200_pd_64.yaml:23: field 'kv_tiers.host_pool_fraction': 0.95 of a node's 2000.0 GB of DRAM "
             "(NVIDIA H200 SXM 141GB) for window state leaves 100.0 GB, less than the 202.8 GB of "
             "DeepSeek-V4.1-Flash's host-resident weights"},
+        BadRun{"--set hw_profiles/h200.yaml:host_dram_bytes_per_node.value=100e9 run --duration 10",
+               "h200.yaml: field 'host_dram_bytes_per_node': NVIDIA H200 SXM 141GB's 100.0 GB of DRAM a node "
+               "cannot hold DeepSeek-V4.1-Flash's 202.8 GB of host-resident weights"},
         BadRun{"run --duration 10 --requests /nonexistent/dir/requests.csv",
                "/nonexistent/dir/requests.csv: field '--requests': cannot write the requests file"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
