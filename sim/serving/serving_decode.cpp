@@ -2,7 +2,6 @@
 // continuous-batching steps (with speculative decoding), and finishing turns.
 #include <algorithm>
 #include <cmath>
-#include <span>
 
 #include "sim/serving/serving_entities.h"
 
@@ -222,10 +221,13 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit
   DecodeInstance& d = *decode_[index];
   for (std::size_t i = 0; i < d.ranks.size(); ++i) {
     DecodeRank& rank = d.ranks[i];
-    // Sequences join at the back (DecodeRank::start_decoding), and stay in order.
-    const auto joined = rank.active.begin() + static_cast<std::ptrdiff_t>(credit.sequences[i]);
-    std::vector<Request*> still;
-    for (Request* r : std::span(rank.active.begin(), joined)) {
+    // Sequences join at the back (DecodeRank::start_decoding), and stay in
+    // order: the step's that go on close up in place (no list a step), those
+    // that joined since it started stay behind them.
+    const std::size_t stepped = credit.sequences[i];
+    std::size_t kept = 0;
+    for (std::size_t j = 0; j < stepped; ++j) {
+      Request* r = rank.active[j];
       r->communication_us += communication_us;
       stream_chunk(*r);
       // Its own token and the drafts the step accepted (speculative decoding).
@@ -235,15 +237,15 @@ void ServingSimulation::emit_decode_tokens(std::size_t index, const DecodeCredit
       rank.history_tokens += emitted;
       credit_output_tokens(*r, emitted);
       if (r->generated < r->output_tokens) {
-        still.push_back(r);
+        rank.active[kept++] = r;
         continue;
       }
       rank.history_tokens -= r->context() + r->generated;
       rank.kv_used -= r->kv_reserved_bytes;
       finish(*r);
     }
-    still.insert(still.end(), joined, rank.active.end());
-    rank.active = std::move(still);
+    rank.active.erase(rank.active.begin() + static_cast<std::ptrdiff_t>(kept),
+                      rank.active.begin() + static_cast<std::ptrdiff_t>(stepped));
   }
 }
 
