@@ -56,15 +56,19 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
   fit.kv_bytes_per_gpu = fit.hbm_bytes_per_gpu - fit.weight_bytes_per_gpu - fit.reserve_bytes_per_gpu;
   fit.session_bytes = model.kv.session_bytes(request.context_tokens);
   const double kv_bytes = std::max(fit.kv_bytes_per_gpu, 0.0);  // none where the weights overflow
-  fit.kv_tokens_per_gpu = static_cast<int64_t>(std::floor(kv_bytes / model.kv.global_bytes_per_token));
+  if (request.dense_placement == DensePlacement::kSharded) {
+    fit.kv_split_ways = std::max<int64_t>(1, std::min(request.gpus, model.spec.attention.kv_heads));
+  }
+  const auto ways = static_cast<double>(fit.kv_split_ways);
+  fit.kv_tokens_per_gpu = static_cast<int64_t>(std::floor(kv_bytes * ways / model.kv.global_bytes_per_token));
   if (request.dense_placement == DensePlacement::kReplicated) {
     // Data-parallel attention: a session's KV lives whole on one GPU.
     fit.sessions_per_gpu = static_cast<int64_t>(std::floor(kv_bytes / fit.session_bytes));
     fit.sessions = fit.sessions_per_gpu * request.gpus;
   } else {
-    // Sharded attention (tensor parallel): each session's KV is split over all GPUs.
-    const double total_kv = kv_bytes * static_cast<double>(request.gpus);
-    fit.sessions = static_cast<int64_t>(std::floor(total_kv / fit.session_bytes));
+    // Sharded attention (tensor parallel): every GPU holds each session's
+    // KV, split `ways` ways (whole where the model has one KV head).
+    fit.sessions = static_cast<int64_t>(std::floor(kv_bytes * ways / fit.session_bytes));
     fit.sessions_per_gpu = fit.sessions / request.gpus;
   }
   fit.host_weight_bytes_per_node = weights.host;

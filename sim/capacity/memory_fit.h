@@ -49,8 +49,13 @@ struct FitResult {
   double reserve_bytes_per_gpu = 0;
   double kv_bytes_per_gpu = 0;
   double session_bytes = 0;  // global KV at the context + bounded per-request state
-  int64_t kv_tokens_per_gpu = 0;
-  int64_t sessions_per_gpu = 0;  // sharded: sessions / gpus, rounded down
+  // GPUs a session's KV is split over: 1 where attention is replicated (data
+  // parallel); sharded (tensor parallel), one per KV head at most (GQA's 8
+  // heads over 8 GPUs), so MLA's and MQA's single latent is held whole by
+  // every GPU of the group.
+  int64_t kv_split_ways = 1;
+  int64_t kv_tokens_per_gpu = 0;  // tokens whose KV (its share of each, when split) the GPU holds
+  int64_t sessions_per_gpu = 0;   // sharded: sessions / gpus, rounded down
   int64_t sessions = 0;
   double host_weight_bytes_per_node = 0;  // Engram tables (one copy per node)
   double host_dram_bytes_per_node = 0;

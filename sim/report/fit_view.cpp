@@ -33,6 +33,14 @@ Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest&
              r.reserve_fraction.provenance().label()});
   t.add_row({"left for KV", format_bytes(f.kv_bytes_per_gpu), "derived"});
   t.add_row({"one session (global KV + window/compressor state)", format_bytes(f.session_bytes), "derived"});
+  if (r.dense_placement == DensePlacement::kSharded) {
+    t.add_row({"a session's KV split over",
+               fmt::format("{} of the {} GPUs ({} KV head{}: each GPU holds {} of every session's)",
+                           f.kv_split_ways, r.gpus, m.spec.attention.kv_heads,
+                           m.spec.attention.kv_heads == 1 ? "" : "s",
+                           f.kv_split_ways == 1 ? std::string("all") : fmt::format("1/{}", f.kv_split_ways)),
+               "derived"});
+  }
   t.add_row({"KV capacity", fmt::format("{} tokens", f.kv_tokens_per_gpu), "derived"});
   t.add_row({"sessions", fmt::format("{} per GPU, {} in all", f.sessions_per_gpu, f.sessions), "derived"});
   if (f.host_weight_bytes_per_node > 0) {
@@ -66,6 +74,7 @@ nlohmann::json fit_json(const ModelAnalysis& m, const GpuProfile& gpu, const Fit
           {"reserve_bytes_per_gpu", f.reserve_bytes_per_gpu},
           {"kv_bytes_per_gpu", f.kv_bytes_per_gpu},
           {"session_bytes", f.session_bytes},
+          {"kv_split_ways", f.kv_split_ways},
           {"kv_tokens_per_gpu", f.kv_tokens_per_gpu},
           {"sessions_per_gpu", f.sessions_per_gpu},
           {"sessions", f.sessions},

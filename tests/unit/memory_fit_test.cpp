@@ -52,6 +52,29 @@ TEST(MemoryFit, ShardedAttentionSplitsASessionOverAllGpus) {
   EXPECT_GT(f.sessions, 0);
 }
 
+// Tensor-parallel attention splits a session's KV by KV head, at most one
+// way a head: MQA's single latent (V4.1) is held whole by every GPU, so the
+// group holds what one GPU does (DeepSeek's reason for data-parallel
+// attention); Llama's 8 heads split 8 ways over 8 or 16 GPUs.
+TEST(MemoryFit, ShardedAttentionSplitsKvNoFurtherThanItsHeads) {
+  const GpuProfile h200 = load_gpu_profile_file(gpu_path("h200"));
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  FitRequest r = request(v41, 8, 8, 131072);
+  r.dense_placement = DensePlacement::kSharded;
+  const FitResult whole = fit_memory(v41, h200, r);
+  EXPECT_EQ(whole.kv_split_ways, 1);
+  EXPECT_EQ(whole.sessions, static_cast<int64_t>(std::floor(whole.kv_bytes_per_gpu / whole.session_bytes)));
+  EXPECT_EQ(whole.kv_tokens_per_gpu, static_cast<int64_t>(std::floor(whole.kv_bytes_per_gpu / 890.0)));
+  const ModelAnalysis llama = analyze("llama_3_1_405b");
+  for (const int64_t gpus : {8, 16}) {
+    FitRequest tp = request(llama, gpus, 1, 131072);
+    tp.dense_placement = DensePlacement::kSharded;
+    const FitResult f = fit_memory(llama, h200, tp);
+    EXPECT_EQ(f.kv_split_ways, 8) << gpus;
+    EXPECT_EQ(f.sessions, static_cast<int64_t>(std::floor(8 * f.kv_bytes_per_gpu / f.session_bytes))) << gpus;
+  }
+}
+
 TEST(MemoryFit, MoreContextMeansFewerSessions) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   const GpuProfile h20 = load_gpu_profile_file(gpu_path("h20"));
