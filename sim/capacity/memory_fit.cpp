@@ -81,14 +81,24 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
 FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request) {
   FitResult fit = lay_out_memory(model, gpu, request);
   if (fit.kv_bytes_per_gpu <= 0) {
+    const bool from_flags = request.asked_at.field.empty();
     const InputLocation where =
-        request.asked_at.field.empty() ? InputLocation{model.spec.file, 0, "--gpus/--ep"} : request.asked_at;
-    throw InputError(
-        where, fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of "
-                           "weights + {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM (try {})",
-                           model.spec.name, request.gpus, gpu.name, request.ep,
-                           placement_name(request.dense_placement), fit.weight_bytes_per_gpu / kGB,
-                           fit.reserve_bytes_per_gpu / kGB, fit.hbm_bytes_per_gpu / kGB, request.remedies));
+        from_flags ? InputLocation{model.spec.file, 0, "--gpus/--ep"} : request.asked_at;
+    // A dense model's replicated weights shrink neither with EP nor with more GPUs.
+    const bool dense_replicated = !model.spec.moe && request.dense_placement == DensePlacement::kReplicated;
+    const std::string remedies =
+        !dense_replicated ? request.remedies
+        : from_flags
+            ? "--dense-placement sharded over enough GPUs, or a GPU with more HBM: a dense model has "
+              "no experts for EP to spread"
+            : "a GPU with more HBM: a dense model has no experts for EP to spread, and serving runs "
+              "replicate its weights on every GPU";
+    throw InputError(where,
+                     fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of "
+                                 "weights + {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM (try {})",
+                                 model.spec.name, request.gpus, gpu.name, request.ep,
+                                 placement_name(request.dense_placement), fit.weight_bytes_per_gpu / kGB,
+                                 fit.reserve_bytes_per_gpu / kGB, fit.hbm_bytes_per_gpu / kGB, remedies));
   }
   return fit;
 }

@@ -9,8 +9,9 @@ std::string title(const ModelAnalysis& m, const GpuProfile& gpu, const FitReques
   const std::string replicas = r.redundant_experts > 0
                                    ? fmt::format(" with {} redundant experts", r.redundant_experts)
                                    : std::string();
-  return fmt::format("{} on {} x {}, EP {}{}, {} tokens per session", m.spec.name, r.gpus, gpu.name, r.ep,
-                     replicas, r.context_tokens);
+  const std::string ep = m.spec.moe ? fmt::format(", EP {}{}", r.ep, replicas) : std::string();
+  return fmt::format("{} on {} x {}{}, {} tokens per session", m.spec.name, r.gpus, gpu.name, ep,
+                     r.context_tokens);
 }
 
 std::string weights_label(const FitRequest& r) {
@@ -24,8 +25,10 @@ std::string weights_label(const FitRequest& r) {
 Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest& r, const FitResult& f) {
   Table t(title(m, gpu, r), {"per GPU", "bytes", "source"});
   t.add_row({"HBM", format_bytes(f.hbm_bytes_per_gpu), gpu.hbm_bytes.provenance().label()});
-  t.add_row({"routed experts ((routed + redundant) / EP of them)",
-             format_bytes(f.routed_expert_bytes_per_gpu), "derived"});
+  if (m.spec.moe) {
+    t.add_row({"routed experts ((routed + redundant) / EP of them)",
+               format_bytes(f.routed_expert_bytes_per_gpu), "derived"});
+  }
   t.add_row({dense_weights_label(m.spec), format_bytes(f.dense_bytes_per_gpu), "derived"});
   t.add_row({"embedding + head", format_bytes(f.embedding_bytes_per_gpu), "derived"});
   t.add_row({"weights total", format_bytes(f.weight_bytes_per_gpu), "derived"});

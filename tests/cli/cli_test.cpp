@@ -1374,6 +1374,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set hw_profiles/h200.yaml:host_dram_bytes_per_node.value=100e9 run --duration 10",
                "h200.yaml: field 'host_dram_bytes_per_node': NVIDIA H200 SXM 141GB's 100.0 GB of DRAM a node "
                "cannot hold DeepSeek-V4.1-Flash's 202.8 GB of host-resident weights"},
+        BadRun{
+            "fit --model llama_3_1_405b",
+            "(try --dense-placement sharded over enough GPUs, or a GPU with more HBM: a dense model has no "
+            "experts for EP to spread)"},
+        BadRun{"run --model llama_3_1_405b --duration 10",
+               "h200_pd_64.yaml:15: field 'decode.ep': Llama-3.1-405B does not fit on 8 x NVIDIA H200 SXM "
+               "141GB"},
         BadRun{"run --duration 10 --requests /nonexistent/dir/requests.csv",
                "/nonexistent/dir/requests.csv: field '--requests': cannot write the requests file"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
