@@ -32,6 +32,10 @@ SourcedValue reserve_from(const Flags& f) {
 WeightFormats weights_from(const Flags& f, const ModelAnalysis& m) {
   WeightFormats w = m.spec.weights;
   if (f.weights_dtype == "released") return w;
+  if (!m.spec.moe && (f.weights_dtype == "fp8" || f.weights_dtype == "mxfp4")) {
+    throw InputError({"", 0, "--weights-dtype"},
+                     m.spec.name + " has no routed experts, whose weights are all --weights-dtype changes");
+  }
   if (f.weights_dtype == "fp8") {
     w.routed_experts = m.spec.weights.dense;  // the checkpoint's own block-scaled FP8
     return w;

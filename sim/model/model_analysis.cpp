@@ -25,7 +25,14 @@ void require_servable_context(const ModelSpec& spec, int64_t context, const char
 void require_ep_divides_expert_slots(const ModelSpec& spec, int64_t ep, int64_t redundant,
                                      const InputLocation& ep_at, const InputLocation& redundant_at) {
   if (ep <= 0) throw InputError(ep_at, fmt::format("expected a positive EP size, got {}", ep));
-  if (!spec.moe) return;
+  if (!spec.moe) {
+    if (redundant != 0) {
+      throw InputError(redundant_at,
+                       fmt::format("expected 0 redundant replicas: {} has no routed experts, got {}",
+                                   spec.name, redundant));
+    }
+    return;
+  }
   const int64_t experts = spec.moe->routed_experts;
   if (redundant < 0 || redundant > experts) {
     throw InputError(redundant_at, fmt::format("expected 0..{} redundant replicas (at most as many as {}'s "

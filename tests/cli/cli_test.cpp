@@ -1378,9 +1378,20 @@ INSTANTIATE_TEST_SUITE_P(
             "fit --model llama_3_1_405b",
             "(try --dense-placement sharded over enough GPUs, or a GPU with more HBM: a dense model has no "
             "experts for EP to spread)"},
+        BadRun{"fit --model llama_3_1_405b --weights-dtype mxfp4",
+               "field '--weights-dtype': Llama-3.1-405B has no routed experts, whose weights are all "
+               "--weights-dtype changes"},
         BadRun{"run --model llama_3_1_405b --duration 10",
+               "h200_pd_64.yaml:16: field 'decode.redundant_experts': expected 0 redundant replicas: "
+               "Llama-3.1-405B has no routed experts, got 32"},
+        BadRun{"--set workloads/deployments/h200_pd_64.yaml:prefill.redundant_experts=0 --set "
+               "workloads/deployments/h200_pd_64.yaml:decode.redundant_experts=0 run --model llama_3_1_405b "
+               "--duration 10",
                "h200_pd_64.yaml:15: field 'decode.ep': Llama-3.1-405B does not fit on 8 x NVIDIA H200 SXM "
                "141GB"},
+        BadRun{"fit --model llama_3_1_405b --dense-placement sharded --redundant-experts 32",
+               "field '--redundant-experts': expected 0 redundant replicas: Llama-3.1-405B has no routed "
+               "experts"},
         BadRun{"run --duration 10 --requests /nonexistent/dir/requests.csv",
                "/nonexistent/dir/requests.csv: field '--requests': cannot write the requests file"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
