@@ -53,14 +53,12 @@ void add_query_projection(const LayerContext& c, KernelFactory& f) {
   const double q_out = static_cast<double>(a.num_heads * a.head_dim);
   if (a.q_lora_rank > 0) {
     const double rank = static_cast<double>(a.q_lora_rank);
-    f.gemm("q_down_proj", c.tokens, rank, h, m.weights.dense, gemm_math_for(m.weights.dense)).input =
-        kBlockInput;
-    const double q_up_row_bytes = gemm_row_operand_bytes(gemm_math_for(m.weights.dense));
+    f.gemm_for_weights("q_down_proj", c.tokens, rank, h, m.weights.dense).input = kBlockInput;
+    const double q_up_row_bytes = gemm_row_bytes_for(m.weights.dense);
     f.elementwise("q_norm", c.tokens, rank, c.tokens * rank * (kBf16ActivationBytes + q_up_row_bytes));
-    f.gemm("q_up_proj", c.tokens, q_out, rank, m.weights.dense, gemm_math_for(m.weights.dense)).input =
-        kQueryLatent;
+    f.gemm_for_weights("q_up_proj", c.tokens, q_out, rank, m.weights.dense).input = kQueryLatent;
   } else {
-    f.gemm("q_proj", c.tokens, q_out, h, m.weights.dense, gemm_math_for(m.weights.dense)).input = kBlockInput;
+    f.gemm_for_weights("q_proj", c.tokens, q_out, h, m.weights.dense).input = kBlockInput;
   }
 }
 
@@ -72,8 +70,7 @@ void add_window_kv(const LayerContext& c, KernelFactory& f) {
   if (a.kv_projection != KvProjection::kSharedLatent || !c.plan.has_window) return;
   const double h = static_cast<double>(m.hidden_size);
   const double latent = static_cast<double>(a.kv_heads * a.head_dim);
-  f.gemm("window_kv_proj", c.tokens, latent, h, m.weights.dense, gemm_math_for(m.weights.dense)).input =
-      kBlockInput;
+  f.gemm_for_weights("window_kv_proj", c.tokens, latent, h, m.weights.dense).input = kBlockInput;
   const double entry = static_cast<double>(m.cache(a.window_cache).bytes);
   f.elementwise("window_kv_norm_rope_quant_write", c.tokens, latent,
                 c.tokens * (latent * kBf16ActivationBytes + entry));
@@ -90,7 +87,7 @@ void add_global_kv(const LayerContext& c, KernelFactory& f) {
   const double out = a.kv_projection == KvProjection::kMla
                          ? static_cast<double>(a.kv_lora_rank + a.rope_dim)
                          : static_cast<double>(a.kv_heads * (a.head_dim + a.v_head_dim));
-  f.gemm("kv_proj", c.kv_tokens, out, h, m.weights.dense, gemm_math_for(m.weights.dense)).input = kBlockInput;
+  f.gemm_for_weights("kv_proj", c.kv_tokens, out, h, m.weights.dense).input = kBlockInput;
   const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
   f.elementwise("kv_norm_rope_cache_write", c.kv_tokens, out,
                 c.kv_tokens * (out * kBf16ActivationBytes + entry));
@@ -104,8 +101,7 @@ void add_compressor(const LayerContext& c, KernelFactory& f, const std::string& 
   const double ratio = static_cast<double>(c.plan.ratio);
   const double overlap = static_cast<double>(m.attention.compressor.overlap(c.plan.ratio));
   const double out = c.plan.ratio > 1 ? 2.0 * overlap * dim : dim;  // KV and gate when pooling
-  f.gemm(what + "_compress_proj", c.kv_tokens, out, h, m.weights.dense, gemm_math_for(m.weights.dense))
-      .input = kBlockInput;
+  f.gemm_for_weights(what + "_compress_proj", c.kv_tokens, out, h, m.weights.dense).input = kBlockInput;
   const double entries = c.kv_tokens / ratio;
   const double entry = static_cast<double>(m.cache(cache).bytes);
   f.elementwise(what + (c.plan.ratio > 1 ? "_pool_rope_quant_write" : "_rope_quant_write"), entries, dim,
@@ -122,7 +118,7 @@ void add_indexer_queries(const LayerContext& c, KernelFactory& f) {
   const double heads = static_cast<double>(idx.heads);
   const double dim = static_cast<double>(idx.head_dim);
   const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : h;
-  f.gemm("index_q_proj", c.tokens, heads * dim, q_in, m.weights.dense, gemm_math_for(m.weights.dense)).input =
+  f.gemm_for_weights("index_q_proj", c.tokens, heads * dim, q_in, m.weights.dense).input =
       a.q_lora_rank > 0 ? kQueryLatent : kBlockInput;
   f.gemm("index_head_weights", c.tokens, heads, h, m.weights.dense, MathType::kBf16).input = kBlockInput;
 }
@@ -261,8 +257,7 @@ void add_attention_kernel(const LayerContext& c, const SequenceGroup& g, KernelF
     // Prefill up-projects every visible latent to per-head keys and values.
     const double rank = static_cast<double>(a.kv_lora_rank);
     const double out = heads * static_cast<double>(a.head_dim - a.rope_dim + a.v_head_dim);
-    f.gemm("kv_up_proj" + g.name_suffix, g.sequences * g.query_end, out, rank, m.weights.dense,
-           gemm_math_for(m.weights.dense));
+    f.gemm_for_weights("kv_up_proj" + g.name_suffix, g.sequences * g.query_end, out, rank, m.weights.dense);
   }
 }
 
@@ -274,11 +269,10 @@ void add_output_projection(const LayerContext& c, KernelFactory& f) {
   if (a.output_groups > 0) {
     const double groups = static_cast<double>(a.output_groups);
     const double rank = static_cast<double>(a.output_lora_rank);
-    f.gemm("out_group_proj", c.tokens, rank, attn_out / groups, m.weights.dense,
-           gemm_math_for(m.weights.dense), groups);
-    f.gemm("out_proj", c.tokens, h, groups * rank, m.weights.dense, gemm_math_for(m.weights.dense));
+    f.gemm_for_weights("out_group_proj", c.tokens, rank, attn_out / groups, m.weights.dense, groups);
+    f.gemm_for_weights("out_proj", c.tokens, h, groups * rank, m.weights.dense);
   } else {
-    f.gemm("out_proj", c.tokens, h, attn_out, m.weights.dense, gemm_math_for(m.weights.dense));
+    f.gemm_for_weights("out_proj", c.tokens, h, attn_out, m.weights.dense);
   }
 }
 

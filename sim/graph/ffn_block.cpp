@@ -48,7 +48,7 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   const double touched = busiest.experts_reached;
   const bool spans_ranks = c.step.ep > 1;
   // Tokens travel as the expert GEMMs take them (FP8 before FP8 math).
-  const double expert_row_bytes = gemm_row_operand_bytes(gemm_math_for(m.weights.routed_experts));
+  const double expert_row_bytes = gemm_row_bytes_for(m.weights.routed_experts);
   if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", expert_row_bytes, imbalance);
   f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts);
   f.elementwise("experts_swiglu_quant", rows, inter,
@@ -56,11 +56,11 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   f.grouped_gemm("experts_down", rows, touched, h, inter, m.weights.routed_experts);
   if (c.shared_experts > 0) {
     const double width = inter * static_cast<double>(c.shared_experts);
-    const double dense_row_bytes = gemm_row_operand_bytes(gemm_math_for(m.weights.dense));
-    f.gemm("shared_gate_up", c.tokens, kGateUp * width, h, m.weights.dense, gemm_math_for(m.weights.dense));
+    const double dense_row_bytes = gemm_row_bytes_for(m.weights.dense);
+    f.gemm_for_weights("shared_gate_up", c.tokens, kGateUp * width, h, m.weights.dense);
     f.elementwise("shared_swiglu_quant", c.tokens, width,
                   c.tokens * width * (kGateUp * kBf16ActivationBytes + dense_row_bytes));
-    f.gemm("shared_down", c.tokens, h, width, m.weights.dense, gemm_math_for(m.weights.dense));
+    f.gemm_for_weights("shared_down", c.tokens, h, width, m.weights.dense);
   }
   if (spans_ranks) add_all_to_all(c, f, "ep_combine", kBf16ActivationBytes, imbalance);
 }
@@ -69,11 +69,10 @@ void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const double h = static_cast<double>(m.hidden_size);
   const double inter = static_cast<double>(c.ffn_intermediate);
-  const MathType math = gemm_math_for(m.weights.dense);
-  f.gemm("mlp_gate_up", c.tokens, kGateUp * inter, h, m.weights.dense, math);
+  f.gemm_for_weights("mlp_gate_up", c.tokens, kGateUp * inter, h, m.weights.dense);
   f.elementwise("mlp_swiglu_quant", c.tokens, inter,
-                c.tokens * inter * (kGateUp * kBf16ActivationBytes + gemm_row_operand_bytes(math)));
-  f.gemm("mlp_down", c.tokens, h, inter, m.weights.dense, math);
+                c.tokens * inter * (kGateUp * kBf16ActivationBytes + gemm_row_bytes_for(m.weights.dense)));
+  f.gemm_for_weights("mlp_down", c.tokens, h, inter, m.weights.dense);
 }
 
 }  // namespace

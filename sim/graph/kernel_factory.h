@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/graph/kernel.h"
@@ -33,6 +34,11 @@ inline double gemm_row_operand_bytes(MathType math) {
 // or taken natively), else 16-bit math on BF16 activations (a BF16 checkpoint
 // runs BF16 GEMMs at BF16's tensor rate; wider weights are served as BF16).
 MathType gemm_math_for(const BlockScaledFormat& weights);
+// Bytes a value of the activations such a GEMM takes (what quantizing
+// kernels write and transfers carry ahead of it).
+inline double gemm_row_bytes_for(const BlockScaledFormat& weights) {
+  return gemm_row_operand_bytes(gemm_math_for(weights));
+}
 
 class KernelFactory {
  public:
@@ -44,6 +50,11 @@ class KernelFactory {
   // tokens x k -> tokens x n per group; weights n x k per group in `weights` format.
   Kernel& gemm(std::string name, double tokens, double n, double k, const BlockScaledFormat& weights,
                MathType math, double groups = 1);
+  // A GEMM in the math its weights allow (gemm_math_for).
+  Kernel& gemm_for_weights(std::string name, double tokens, double n, double k,
+                           const BlockScaledFormat& weights, double groups = 1) {
+    return gemm(std::move(name), tokens, n, k, weights, gemm_math_for(weights), groups);
+  }
   // Grouped expert GEMM: `experts_touched` weight matrices are read; `tokens`
   // rows in all, in the math gemm_math_for(weights) gives.
   Kernel& grouped_gemm(std::string name, double tokens, double experts_touched, double n, double k,
