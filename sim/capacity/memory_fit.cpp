@@ -38,6 +38,10 @@ SourcedValue default_reserve_fraction() {
                                "(vLLM's default gpu_memory_utilization 0.9)");
 }
 
+double reserve_bytes_per_gpu(const GpuProfile& gpu, double fraction) {
+  return gpu.hbm_bytes.value() * fraction;
+}
+
 FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request) {
   check_parallelism(model, request);
   const WeightBytes weights = weight_bytes(model.spec, model.params, request.weights);
@@ -52,7 +56,7 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
   fit.embedding_bytes_per_gpu = weights.embedding * share;
   fit.weight_bytes_per_gpu =
       fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu + fit.embedding_bytes_per_gpu;
-  fit.reserve_bytes_per_gpu = fit.hbm_bytes_per_gpu * request.reserve_fraction.value();
+  fit.reserve_bytes_per_gpu = reserve_bytes_per_gpu(gpu, request.reserve_fraction.value());
   fit.kv_bytes_per_gpu = fit.hbm_bytes_per_gpu - fit.weight_bytes_per_gpu - fit.reserve_bytes_per_gpu;
   fit.session_bytes = model.kv.session_bytes(request.context_tokens);
   const double kv_bytes = std::max(fit.kv_bytes_per_gpu, 0.0);  // none where the weights overflow

@@ -61,6 +61,10 @@ struct FitResult {
   double host_dram_bytes_per_node = 0;
 };
 
+// What a GPU keeps back from weights and KV for activations, workspace and
+// its CUDA context: `fraction` of its HBM (FitResult::reserve_bytes_per_gpu).
+double reserve_bytes_per_gpu(const GpuProfile& gpu, double fraction);
+
 // Throws InputError for an EP size that does not divide the expert slots
 // (routed + redundant) or the GPU count, and for a model whose weights do not fit.
 FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request);

@@ -200,7 +200,7 @@ StepMemory step_memory(const ModelAnalysis& m, const GpuProfile& gpu, const Step
     memory.residual_rows =
         std::max(memory.residual_rows, graph.layers[i].tokens + (second != nullptr ? second->tokens : 0.0));
   }
-  memory.residual_stream_bytes = memory.residual_rows * residual_bytes_per_token(m.spec);
+  memory.residual_bytes_per_token = residual_bytes_per_token(m.spec);
   memory.kv_bytes = static_cast<double>(s.batch) * m.kv.session_bytes(s.context);
   if (s.is_mixed()) {
     memory.kv_bytes +=

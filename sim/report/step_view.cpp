@@ -251,12 +251,11 @@ std::string memory_row(const StepMemory& m) {
 std::string residual_row(const StepMemory& m) {
   const double reserve = m.fit.reserve_bytes_per_gpu;
   const std::string held =
-      fmt::format("{:.0f} tokens x {} = {}", m.residual_rows,
-                  format_bytes(m.residual_rows > 0 ? m.residual_stream_bytes / m.residual_rows : 0.0),
-                  format_bytes(m.residual_stream_bytes));
-  if (m.residual_stream_bytes <= reserve) {
+      fmt::format("{:.0f} tokens x {} = {}", m.residual_rows, format_bytes(m.residual_bytes_per_token),
+                  format_bytes(m.residual_stream_bytes()));
+  if (m.residual_stream_bytes() <= reserve) {
     return fmt::format("{}, {:.1f}% of the {} reserve for activations", held,
-                       100.0 * m.residual_stream_bytes / reserve, format_bytes(reserve));
+                       100.0 * m.residual_stream_bytes() / reserve, format_bytes(reserve));
   }
   return fmt::format(
       "{}: more than the {} reserve for activations before any layer's own buffers: timed as if it fit "
@@ -280,7 +279,7 @@ std::string memory_note(const StepMemory& m) {
 nlohmann::json memory_json(const StepMemory& m) {
   return {{"kv_bytes", m.kv_bytes},
           {"kept_for_kv_bytes", m.fit.kv_bytes_per_gpu},
-          {"residual_stream_bytes", m.residual_stream_bytes},
+          {"residual_stream_bytes", m.residual_stream_bytes()},
           {"reserve_bytes", m.fit.reserve_bytes_per_gpu},
           {"sequences_held_at_context", m.fit.sessions_per_gpu},
           {"fits", m.fits()}};

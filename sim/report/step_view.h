@@ -30,7 +30,9 @@ inline constexpr std::string_view kDenseModelStep =
 struct StepMemory {
   double kv_bytes = 0;       // each sequence's global KV at its context and its bounded state (derived)
   double residual_rows = 0;  // tokens of the layer that runs the most (both micro-batches)
-  double residual_stream_bytes = 0;  // their residual streams: a floor under the step's activations
+  double residual_bytes_per_token = 0;  // what each carries between layers (residual_bytes_per_token)
+  // Their residual streams: a floor under the step's activations.
+  double residual_stream_bytes() const { return residual_rows * residual_bytes_per_token; }
   FitRequest request;
   FitResult fit;  // sessions at the step's context
   bool fits() const { return fit.kv_bytes_per_gpu > 0 && kv_bytes <= fit.kv_bytes_per_gpu; }

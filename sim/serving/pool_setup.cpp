@@ -63,7 +63,7 @@ void require_prefill_chunk_fits_reserve(const ModelAnalysis& model, const Deploy
   const PoolSpec& pool = deployment.prefill;
   const double per_token = residual_bytes_per_token(model.spec);
   const double streams = static_cast<double>(pool.max_tokens_per_step) * per_token;
-  const double reserve = prefill_gpu.hbm_bytes.value() * deployment.reserve_fraction;
+  const double reserve = reserve_bytes_per_gpu(prefill_gpu, deployment.reserve_fraction);
   if (streams <= reserve) return;
   throw InputError(
       pool.max_tokens_per_step_at,
