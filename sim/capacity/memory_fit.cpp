@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace v41sim {
 namespace {
@@ -24,6 +26,25 @@ void check_parallelism(const ModelAnalysis& model, const FitRequest& r) {
   }
   require_ep_divides_expert_slots(model.spec, r.ep, r.redundant_experts, ep_flag,
                                   {"", 0, "--redundant-experts"});
+}
+
+// The flags that shrink what each GPU of `r` holds: only those not already
+// at their smallest (experts already 4-bit gain nothing from mxfp4).
+std::string flag_remedies(const ModelAnalysis& model, const FitRequest& r) {
+  std::vector<std::string> tries;
+  if (!model.spec.moe) {
+    if (r.dense_placement == DensePlacement::kSharded) return "more GPUs, or a GPU with more HBM";
+    return "--dense-placement sharded over enough GPUs, or a GPU with more HBM: a dense model has no "
+           "experts for EP to spread";
+  }
+  tries.emplace_back(r.ep < r.gpus ? "a larger --ep" : "more GPUs with a larger --ep");
+  if (r.dense_placement == DensePlacement::kReplicated) tries.emplace_back("--dense-placement sharded");
+  if (r.weights.routed_experts.values != ElementFormat::kFp4E2M1) tries.emplace_back("--weights-dtype mxfp4");
+  if (r.redundant_experts > 0) tries.emplace_back("fewer --redundant-experts");
+  tries.emplace_back("a GPU with more HBM");
+  std::string text = tries.front();
+  for (size_t i = 1; i < tries.size(); ++i) text += (i + 1 == tries.size() ? " or " : ", ") + tries[i];
+  return text;
 }
 
 }  // namespace
@@ -91,12 +112,11 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
     // A dense model's replicated weights shrink neither with EP nor with more GPUs.
     const bool dense_replicated = !model.spec.moe && request.dense_placement == DensePlacement::kReplicated;
     const std::string remedies =
-        !dense_replicated ? request.remedies
-        : from_flags
-            ? "--dense-placement sharded over enough GPUs, or a GPU with more HBM: a dense model has "
-              "no experts for EP to spread"
-            : "a GPU with more HBM: a dense model has no experts for EP to spread, and serving runs "
-              "replicate its weights on every GPU";
+        from_flags ? flag_remedies(model, request)
+        : dense_replicated
+            ? "a GPU with more HBM: a dense model has no experts for EP to spread, and serving runs "
+              "replicate its weights on every GPU"
+            : request.remedies;
     throw InputError(where,
                      fmt::format("{} does not fit on {} x {} at EP {} ({} dense weights): {:.1f} GB of "
                                  "weights + {:.1f} GB reserve per GPU exceed {:.1f} GB of HBM (try {})",

@@ -35,9 +35,10 @@ struct FitRequest {
   // Where a request whose weights and reserve overflow HBM is reported, and
   // what to try there: the command line's flags unless a file asked (a
   // deployment's pool names its own field). No field: the model's file and
-  // the command line's --gpus/--ep.
+  // the command line's --gpus/--ep, and the flags that would shrink what this
+  // request holds (none where remedies is empty).
   InputLocation asked_at{};
-  std::string remedies = "more GPUs, a larger --ep, --dense-placement sharded or --weights-dtype mxfp4";
+  std::string remedies{};
 };
 
 struct FitResult {

@@ -189,6 +189,17 @@ AttentionSpec read_attention(const YamlNode& node, int64_t num_layers) {
   if (const auto indexer = node.optional("indexer")) spec.indexer = read_indexer(*indexer);
   if (const auto pool = node.optional("candidate_pool")) {
     spec.candidate_pool = read_candidate_pool(*pool, num_layers);
+    // Reindex layers pick their top-k among the pool's positions: a pool
+    // smaller than k would leave them fewer than k to attend to.
+    const int64_t positions = spec.candidate_pool->top_blocks * spec.candidate_pool->block_size;
+    if (spec.indexer && positions < spec.indexer->topk) {
+      pool->required("top_blocks")
+          .fail(fmt::format(
+              "expected a pool of at least the indexer's top-k ({} positions), got {} blocks x {} "
+              "= {}",
+              spec.indexer->topk, spec.candidate_pool->top_blocks, spec.candidate_pool->block_size,
+              positions));
+    }
   }
   if (const auto compressor = node.optional("compressor")) {
     spec.compressor = read_compressor(*compressor);
@@ -350,7 +361,7 @@ DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
   const YamlNode acceptance = node.required("acceptance");
   spec.acceptance = read_sourced_value(acceptance);
   if (spec.acceptance.known() && spec.acceptance.value() >= 1.0)
-    acceptance.fail("an acceptance rate is below 1");
+    acceptance.fail(fmt::format("expected an acceptance rate below 1, got {}", spec.acceptance.value()));
   return spec;
 }
 

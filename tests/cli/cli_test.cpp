@@ -1378,6 +1378,21 @@ INSTANTIATE_TEST_SUITE_P(
             "fit --model llama_3_1_405b",
             "(try --dense-placement sharded over enough GPUs, or a GPU with more HBM: a dense model has no "
             "experts for EP to spread)"},
+        BadRun{"--set models/deepseek_v4_1_flash.yaml:attention.candidate_pool.top_blocks=63 kv",
+               "deepseek_v4_1_flash.yaml:29: field 'attention.candidate_pool.top_blocks': expected a pool of "
+               "at least the indexer's top-k (512 positions), got 63 blocks x 8 = 504"},
+        BadRun{"--set models/deepseek_v4_1_flash.yaml:draft.acceptance.value=1 kv",
+               "deepseek_v4_1_flash.yaml:79: field 'draft.acceptance': expected an acceptance rate below 1, "
+               "got 1"},
+        // Only the flags that would shrink what this request holds: V4-Pro's
+        // experts are 4-bit already, V3's are FP8.
+        BadRun{"fit --model deepseek_v4_pro",
+               "(try more GPUs with a larger --ep, --dense-placement sharded or a GPU with more HBM)"},
+        BadRun{"fit --model deepseek_v3 --hw h100_sxm --gpus 16 --ep 8 --redundant-experts 32",
+               "(try a larger --ep, --dense-placement sharded, --weights-dtype mxfp4, fewer "
+               "--redundant-experts or a GPU with more HBM)"},
+        BadRun{"fit --model llama_3_1_405b --dense-placement sharded --gpus 2 --ep 2",
+               "(try more GPUs, or a GPU with more HBM)"},
         BadRun{"fit --model llama_3_1_405b --weights-dtype mxfp4",
                "field '--weights-dtype': Llama-3.1-405B has no routed experts, whose weights are all "
                "--weights-dtype changes"},
