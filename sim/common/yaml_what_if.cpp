@@ -271,6 +271,26 @@ std::string with_field_added(const std::string& text, const YAML::Node& map, con
                               "', and --set adds a field only at the top level or inside a { } map");
 }
 
+// The file's text with the { } map or [ ] list `node` replaced by
+// `edit->value`; sets the edit's line and what the file said. Throws where
+// the collection is not written in brackets on one line (replacing lines
+// would move those after them, and every later message's line with them).
+std::string with_flow_collection_replaced(const std::string& text, const YAML::Node& node, ValueEdit* edit) {
+  const YAML::Mark mark = node.Mark();
+  const auto open = static_cast<std::size_t>(std::max(0, mark.pos));
+  const bool bracketed = mark.pos >= 0 && open < text.size() && (text[open] == '{' || text[open] == '[');
+  const std::size_t close = bracketed ? closing_bracket(text, open) : std::string::npos;
+  if (close == std::string::npos || text.find('\n', open) < close) {
+    throw InputError({edit->file, mark.line + 1, edit->field},
+                     "--set replaces a map or list only where the file writes it in { } or [ ] on one line");
+  }
+  edit->line = mark.line + 1;
+  edit->was = text.substr(open, close + 1 - open);
+  std::string out = text;
+  out.replace(open, close + 1 - open, edit->value);
+  return out;
+}
+
 }  // namespace
 
 ValueEdit install_value_edit(const std::string& spec, const std::string& data_dir) {
@@ -314,8 +334,9 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
     }
   }
   YAML::Node node = node_at(root, edit.field, where);
-  // A figure the file marks unknown gets the value as the user's assumption: its whole { } map replaced.
-  if (node.IsMap() && node["unknown"] && !node["value"]) {
+  const bool collection_given = edit.value.front() == '{' || edit.value.front() == '[';
+  // A figure the file marks unknown gets a number as the user's assumption: its whole { } map replaced.
+  if (node.IsMap() && node["unknown"] && !node["value"] && !collection_given) {
     const auto open = static_cast<std::size_t>(std::max(0, node.Mark().pos));
     const std::size_t close = text[open] == '{' ? closing_bracket(text, open) : std::string::npos;
     if (node.Mark().pos < 0 || close == std::string::npos) {
@@ -329,6 +350,14 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
     edited.replace(open, close + 1 - open,
                    "{value: " + edit.value + ", assumed: \"--set on the command line\"}");
     all.texts[key] = std::move(edited);
+    all.edits.push_back(edit);
+    return edit;
+  }
+  // A { } map or [ ] list written on one line (a distribution, a list of
+  // layers) is replaced whole by a value that is itself one; a sourced
+  // value's number alone by a plain number.
+  if ((node.IsMap() || node.IsSequence()) && (collection_given || !node["value"])) {
+    all.texts[key] = with_flow_collection_replaced(text, node, &edit);
     all.edits.push_back(edit);
     return edit;
   }

@@ -72,5 +72,51 @@ TEST(ValueEdit, RefusesToAddInsideANestedBlockMap) {
   EXPECT_THROW(install_value_edit(path + ":name=y\nother: 1", ""), InputError);  // would move lines
 }
 
+// A distribution or a list written in brackets on one line is replaced whole
+// (what a what-if on a workload's shape needs); a sourced value takes a
+// plain number as its number, or a map as a new value with its source.
+TEST(ValueEdit, ReplacesAOneLineMapOrListWhole) {
+  const std::string path = write_yaml("collection",
+                                      "out: {dist: lognormal, mean: 500}  # {x}\n"
+                                      "ids: [1, [2, 3]]\n"
+                                      "price: {value: 1.4, published: \"a\"}\n"
+                                      "cost: {value: 2.0, published: \"b\"}\n"
+                                      "after: 2\n");
+  const ValueEdit out = install_value_edit(path + ":out={dist: fixed, value: 1}", "");
+  EXPECT_EQ(out.was, "{dist: lognormal, mean: 500}");
+  EXPECT_EQ(out.line, 1);
+  install_value_edit(path + ":ids=[4]", "");
+  install_value_edit(path + ":price=1.9", "");
+  install_value_edit(path + ":cost={value: 3, assumed: \"mine\"}", "");
+  const YAML::Node edited = YAML::Load(yaml_text(path));
+  EXPECT_EQ(edited["out"]["dist"].as<std::string>(), "fixed");
+  EXPECT_FALSE(edited["out"]["mean"]);
+  EXPECT_EQ(edited["ids"].size(), 1u);
+  EXPECT_EQ(edited["ids"][0].as<int>(), 4);
+  EXPECT_EQ(edited["price"]["value"].as<double>(), 1.9);
+  EXPECT_EQ(edited["price"]["published"].as<std::string>(), "a");
+  EXPECT_EQ(edited["cost"]["value"].as<double>(), 3);
+  EXPECT_EQ(edited["cost"]["assumed"].as<std::string>(), "mine");
+  EXPECT_FALSE(edited["cost"]["published"]);
+  EXPECT_EQ(line_of(edited["after"]), 5);
+  EXPECT_NE(describe(out, "").find("(the file says {dist: lognormal, mean: 500})"), std::string::npos);
+}
+
+// Replacing lines would move every later line: a collection over several
+// lines, or a block map, is refused with what --set can replace.
+TEST(ValueEdit, RefusesToReplaceAMapOverSeveralLines) {
+  const std::string path = write_yaml("multiline", "ids: [1,\n      2]\nblock:\n  a: 1\n");
+  for (const std::string field : {"ids=[3]", "block={a: 2}"}) {
+    try {
+      install_value_edit(path + ":" + field, "");
+      FAIL() << "replaced " << field;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("only where the file writes it in { } or [ ] on one line"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace v41sim
