@@ -230,8 +230,10 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const DraftChoice drafts = set_drafts(f, m, g.cost(), &shape);
   const StepGraph graph = build_step_graph(m, shape);
   const StepTiming timing = time_step(graph, g.cost());
+  GpuProfile gpu = g.gpu();
+  gpu.file = path_in_data_dir(gpu.file, catalog.data_dir());  // outputs read the same wherever the data sits
   const StepReport report{m,
-                          g.gpu(),
+                          gpu,
                           g.cost(),
                           graph,
                           timing,
@@ -239,7 +241,7 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
                           f.drafts     ? StepReport::DraftsFrom::kGiven
                           : f.no_draft ? StepReport::DraftsFrom::kSpeculationOff
                                        : StepReport::DraftsFrom::kChosen,
-                          step_memory(m, g.gpu(), graph)};
+                          step_memory(m, gpu, graph)};
   if (!f.trace.empty()) {
     std::ofstream trace(f.trace);
     if (!trace) throw InputError({f.trace, 0, "--trace"}, "cannot write the trace file");

@@ -43,8 +43,9 @@ std::string sync_published_bands(const Catalog& catalog, const PublishedBandDeri
   }
   std::stringstream committed;
   committed << std::ifstream(file).rdbuf();
-  if (committed.str() == text) return file + " matches";
-  return file + (std::filesystem::exists(file) ? " is out of date" : " is missing") +
+  const std::string shown = path_in_data_dir(file, catalog.data_dir());
+  if (committed.str() == text) return shown + " matches";
+  return shown + (std::filesystem::exists(file) ? " is out of date" : " is missing") +
          ": run v41sim validate --write-published-bands";
 }
 

@@ -1758,6 +1758,22 @@ TEST(Cli, ADraftWithoutItsAcceptanceIsRefused) {
   }
 }
 
+// Each command names the files it read relative to the data folder: the same
+// data seen from another folder gives the same bytes, tables and JSON alike.
+TEST(Cli, CommandsReadTheSameFromAnyDataFolder) {
+  const auto elsewhere = testing::scratch_data_dir("v41sim_commands_elsewhere",
+                                                   {"models", "hw_profiles", "workloads", "validation"});
+  for (const char* command :
+       {"kv", "params --json", "step --context 8192", "step --context 8192 --json", "context --contexts 8192",
+        "context --contexts 8192 --json", "run --duration 10 --warm-up 10", "validate",
+        "plan --duration 10 --warm-up 10 --confirm-seconds 0 --decode-instances 1"}) {
+    const RunResult here = run(command, V41SIM_SOURCE_DIR, "/dev/null");
+    ASSERT_EQ(here.exit_code, 0) << command;
+    EXPECT_EQ(here.output.find(V41SIM_SOURCE_DIR), std::string::npos) << command;
+    EXPECT_EQ(here.output, run(command, elsewhere.string(), "/dev/null").output) << command;
+  }
+}
+
 TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   const auto a = temp_dir("report_a");
   const auto b = temp_dir("report_b");
