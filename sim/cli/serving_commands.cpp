@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "sim/cli/flags.h"
@@ -26,6 +27,7 @@
 #include "sim/costing/context_sweep.h"
 #include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
+#include "sim/costing/layout_refusal.h"
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/costing/shared_step_times.h"
@@ -400,6 +402,40 @@ std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags&
   return plan_variants(base, grid);  // context and frontier take no other grid flags
 }
 
+// Of layouts_on_gpus, those the model can run; each other with why it cannot
+// (layout_refusal), for a table or a JSON list of its own. Throws where none can run.
+struct SplitLayouts {
+  std::vector<DeploymentSpec> runnable;
+  std::vector<std::pair<std::string, std::string>> refused;  // name, reason
+};
+
+SplitLayouts split_layouts(const Catalog& catalog, const Flags& f, const ModelAnalysis& m,
+                           const DeploymentSpec& base) {
+  const std::vector<DeploymentSpec> layouts = layouts_on_gpus(catalog, f, m, base);
+  require_one_servable_layout(catalog, m, layouts);
+  SplitLayouts split;
+  for (const DeploymentSpec& d : layouts) {
+    if (const std::optional<std::string> why = layout_refusal(catalog, m, d)) {
+      split.refused.emplace_back(d.name, *why);
+    } else {
+      split.runnable.push_back(d);
+    }
+  }
+  return split;
+}
+
+Table refused_layouts_table(const SplitLayouts& split) {
+  Table t("Layouts the model cannot run", {"deployment", "why"});
+  for (const auto& [name, why] : split.refused) t.add_row({name, why});
+  return t;
+}
+
+nlohmann::json refused_layouts_json(const SplitLayouts& split) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, why] : split.refused) out.push_back({{"deployment", name}, {"not_run", why}});
+  return out;
+}
+
 }  // namespace
 
 // --contexts as given (sweep_contexts checks them, naming the flag), else
@@ -412,7 +448,8 @@ void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
                                     f.max_batch_per_gpu.value_or(base.decode.max_batch_per_gpu)};
   nlohmann::json sweeps = nlohmann::json::array();
   std::vector<Table> tables;
-  for (const DeploymentSpec& d : layouts_on_gpus(catalog, f, m, base)) {
+  const SplitLayouts layouts = split_layouts(catalog, f, m, base);
+  for (const DeploymentSpec& d : layouts.runnable) {
     const ContextSweep sweep = sweep_contexts(catalog, m, d, options);
     if (f.json) {
       sweeps.push_back(context_json(m.spec.name, sweep));
@@ -420,8 +457,9 @@ void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
       tables.push_back(context_table(m.spec.name, sweep));
     }
   }
+  if (!layouts.refused.empty()) tables.push_back(refused_layouts_table(layouts));
   if (f.json) {
-    out << nlohmann::json{{"sweeps", sweeps}}.dump(2) << "\n";
+    out << nlohmann::json{{"sweeps", sweeps}, {"not_run", refused_layouts_json(layouts)}}.dump(2) << "\n";
   } else {
     print_tables(out, tables);
   }
@@ -431,7 +469,8 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const DeploymentSpec base = load_deployment_named(catalog, f.context_deployment);
   std::vector<DecodeFrontier> frontiers;
-  for (const DeploymentSpec& d : layouts_on_gpus(catalog, f, m, base))
+  const SplitLayouts layouts = split_layouts(catalog, f, m, base);
+  for (const DeploymentSpec& d : layouts.runnable)
     frontiers.push_back(
         decode_frontier(catalog, m, d, f.frontier_context.value_or(frontier_context(m.spec))));
   mark_pareto(frontiers);
@@ -441,9 +480,12 @@ void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
     svg << frontier_svg(m.spec.name, frontiers);
   }
   if (f.json) {
-    out << frontier_json(m.spec.name, frontiers).dump(2) << "\n";
+    nlohmann::json json = frontier_json(m.spec.name, frontiers);
+    json["not_run"] = refused_layouts_json(layouts);
+    out << json.dump(2) << "\n";
   } else {
     out << frontier_table(m.spec.name, frontiers).to_text();
+    if (!layouts.refused.empty()) out << "\n" << refused_layouts_table(layouts).to_text();
   }
 }
 
@@ -480,7 +522,9 @@ void run_capacity(const Catalog& catalog, const Flags& f, std::ostream& out) {
     return;
   }
   std::vector<Table> tables;
-  for (const CapacityReport& r : reports) tables.push_back(capacity_table(r));
+  for (const CapacityReport& r : reports) {
+    if (r.capacity.not_run.empty()) tables.push_back(capacity_table(r));
+  }
   if (reports.size() > 1) tables.push_back(capacity_summary_table(reports));
   print_tables(out, tables);
 }

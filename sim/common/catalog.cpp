@@ -103,4 +103,10 @@ std::string path_in_data_dir(const std::string& path, const std::string& data_di
   return inside.string();
 }
 
+std::string message_in_data_dir(const InputError& error, const std::string& data_dir) {
+  const InputLocation& where = error.where();
+  const std::string file = where.file.empty() ? where.file : path_in_data_dir(where.file, data_dir);
+  return InputError({file, where.line, where.field}, error.detail()).what();
+}
+
 }  // namespace v41sim

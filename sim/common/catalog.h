@@ -41,5 +41,8 @@ class Catalog {
 // `path` relative to `data_dir` where it lies inside it, else as given: what
 // outputs print, so a report says the same wherever the data folder sits.
 std::string path_in_data_dir(const std::string& path, const std::string& data_dir);
+// An input error's message with its file named as path_in_data_dir names it:
+// what an output keeps of a variant it could not run.
+std::string message_in_data_dir(const InputError& error, const std::string& data_dir);
 
 }  // namespace v41sim

@@ -104,11 +104,12 @@ std::vector<std::pair<std::string, std::string>> gpu_pairs(const DeploymentSpec&
 // Serves one variant into its row; a variant the model cannot run (it does
 // not fit, its EP size does not divide the experts) keeps the reason instead.
 void serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model, const WorkloadSpec& workload,
-                   const ServeOptions& options, double min_within_sla, PlanRow& row) {
+                   const ServeOptions& options, double min_within_sla, const std::string& data_dir,
+                   PlanRow& row) {
   try {
     row.run = serve_deployment(shared.gpus, shared.steps, model, row.deployment, workload, options);
   } catch (const InputError& e) {
-    row.not_run = e.what();
+    row.not_run = message_in_data_dir(e, data_dir);
     return;
   }
   row.meets_sla = row.run.meets_sla(min_within_sla);
@@ -435,11 +436,12 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
     try {
       steps[i] = &sharing.of(rows[i].deployment);
     } catch (const InputError& e) {
-      rows[i].not_run = e.what();
+      rows[i].not_run = message_in_data_dir(e, catalog.data_dir());
     }
   }
   parallel_for(rows.size(), [&](std::size_t i) {
-    if (steps[i] != nullptr) serve_variant(*steps[i], model, workload, drained, min_within_sla, rows[i]);
+    if (steps[i] != nullptr)
+      serve_variant(*steps[i], model, workload, drained, min_within_sla, catalog.data_dir(), rows[i]);
   });
   rank_plan_rows(rows);
   if (const std::optional<ServeOptions> longer = confirmation_window(drained, confirm_s)) {

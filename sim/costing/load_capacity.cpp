@@ -10,6 +10,7 @@
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
+#include "sim/costing/layout_refusal.h"
 #include "sim/costing/shared_step_times.h"
 
 namespace v41sim {
@@ -159,10 +160,14 @@ std::vector<LoadCapacity> find_load_capacities(const Catalog& catalog, const Mod
                                                const WorkloadSpec& workload, const LoadOptions& options,
                                                SharedStepTimes* shared) {
   SharedStepTimes own(catalog, model);
+  SharedStepTimes& sharing = shared != nullptr ? *shared : own;
+  require_one_servable_layout(catalog, model, deployments);
   std::vector<LoadCapacity> capacities(deployments.size());
+  for (std::size_t i = 0; i < deployments.size(); ++i)
+    capacities[i].not_run = layout_refusal(catalog, model, deployments[i]).value_or("");
   parallel_for(deployments.size(), [&](std::size_t i) {
-    capacities[i] = find_load_capacity(catalog, model, deployments[i], workload, options,
-                                       shared != nullptr ? shared : &own);
+    if (capacities[i].not_run.empty())
+      capacities[i] = find_load_capacity(catalog, model, deployments[i], workload, options, &sharing);
   });
   return capacities;
 }

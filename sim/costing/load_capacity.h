@@ -55,6 +55,10 @@ struct LoadPoint {
 };
 
 struct LoadCapacity {
+  // Why a variant of a grid the model cannot run (it does not fit, its EP
+  // size does not deal the experts) was not served; empty where it ran. Its
+  // points are empty then.
+  std::string not_run;
   bool whole_loads = false;       // a closed loop's: the search takes whole sessions at a time
   std::vector<LoadPoint> points;  // every rate served, slowest first
   // The largest rate that met the SLA and the smallest above it that did
@@ -99,6 +103,9 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
                                 const LoadOptions& options, SharedStepTimes* shared = nullptr);
 // Each deployment's, searched side by side (a search spends much of its time
 // on runs one after another: the confirmation walk), in the deployments' order.
+// A deployment whose layout the model cannot run (layout_refusal) keeps the
+// reason in not_run, as plan keeps it in its row; where none can run, the
+// first one's InputError is thrown.
 std::vector<LoadCapacity> find_load_capacities(const Catalog& catalog, const ModelAnalysis& model,
                                                const std::vector<DeploymentSpec>& deployments,
                                                const WorkloadSpec& workload, const LoadOptions& options,

@@ -120,6 +120,7 @@ std::vector<CapacityReport> capacity_reports(const std::string& model,
 
 std::string capacity_verdict(const CapacityReport& r) {
   const LoadCapacity& c = r.capacity;
+  if (!c.not_run.empty()) return "cannot run: " + c.not_run;
   const LoadPoint* best = point_at(c, c.largest_meeting);
   const LoadPoint* over = point_at(c, c.smallest_failing_above);
   if (!best) {
@@ -162,6 +163,11 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
            "first rate that misses", "held over a longer run", "requests/s", "tokens/s/GPU out",
            "$ per 1M output tokens"});
   for (const CapacityReport& r : reports) {
+    if (!r.capacity.not_run.empty()) {
+      t.add_row({r.deployment.name, std::to_string(r.deployment.total_gpus()), capacity_verdict(r), "-", "-",
+                 "-", "-", "-"});
+      continue;
+    }
     const LoadPoint* best = point_at(r.capacity, r.capacity.largest_meeting);
     const LoadPoint* over = point_at(r.capacity, r.capacity.smallest_failing_above);
     std::string missing = over ? load_number(r.workload, over->load) : "none tried";
@@ -259,6 +265,10 @@ Table capacity_table(const CapacityReport& r) {
 
 nlohmann::json capacity_json(const CapacityReport& r) {
   const LoadCapacity& c = r.capacity;
+  if (!c.not_run.empty()) {
+    return {{"model", r.model},     {"deployment", r.deployment.name}, {"deployment_file", r.deployment.file},
+            {"not_run", c.not_run}, {"verdict", capacity_verdict(r)},  {"points", nlohmann::json::array()}};
+  }
   nlohmann::json points = nlohmann::json::array();
   for (const LoadPoint& p : c.points) points.push_back(point_json(p, r.workload, r.options.min_within_sla));
   const auto rate_or_null = [&](const std::optional<std::size_t>& i) {
@@ -296,6 +306,7 @@ std::string capacity_svg(const std::vector<CapacityReport>& reports) {
   double slowest = INFINITY, fastest = 0;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const CapacityReport& r = reports[i];
+    if (!r.capacity.not_run.empty()) continue;  // nothing served, nothing to draw
     // In a mix whose classes have limits of their own, each class against its own, the worst drawn.
     const std::string of = has_class_slas(r.workload) ? " p99, worst class" : " p99";
     LineSeries tpot{r.deployment.name + ": TPOT" + of, {}, false, static_cast<int>(i)};

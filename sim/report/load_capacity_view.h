@@ -27,6 +27,8 @@ std::vector<CapacityReport> capacity_reports(const std::string& model,
                                              const WorkloadSpec& workload, const LoadOptions& options,
                                              const std::vector<LoadCapacity>& capacities);
 
+// Every rate one deployment ran (not for one that could not run: the
+// summary and the verdict say why).
 Table capacity_table(const CapacityReport& r);
 nlohmann::json capacity_json(const CapacityReport& r);
 // The answer in one line ("... sessions/s: between X and Y ...").

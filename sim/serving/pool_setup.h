@@ -44,6 +44,14 @@ void require_prefill_chunk_fits_reserve(const ModelAnalysis& model, const Deploy
 void require_host_pool_fits_beside_host_weights(const ModelAnalysis& model, const DeploymentSpec& deployment,
                                                 const GpuProfile& gpu);
 
+// Every check a deployment's layout passes before it serves a request, each
+// throwing InputError at its line: each pool's memory fit
+// (kv_bytes_per_gpu), the prompt chunk against the reserve, and the host pool
+// beside the host-resident weights on every pool's nodes. What a plan or a
+// capacity grid asks of each variant before it serves one.
+void require_servable_layout(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                             const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);
+
 // Sessions of `context` tokens (global KV + window and compressor state) that
 // one decode GPU's KV room holds.
 int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,

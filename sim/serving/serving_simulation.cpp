@@ -149,17 +149,13 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     log_draft_acceptance_ = std::log(model.spec.draft->acceptance.value());
   class_chunk_gaps_.resize(workload.mix.size());
   // Decode ranks hold what the memory fit leaves for KV; the ranks that
-  // prefill hold a chunk's activations in the reserve.
+  // prefill hold a chunk's activations in the reserve; the SWA pool, a share
+  // of every node's DRAM, sits beside the model's host-resident weights.
+  require_servable_layout(model, deployment, prefill_gpu_, decode_gpu_);
   decode_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu_);
   if (deployment.disaggregated) {
     prefill_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.prefill, prefill_gpu_);
   }
-  require_prefill_chunk_fits_reserve(model, deployment,
-                                     deployment.disaggregated ? prefill_gpu_ : decode_gpu_);
-  // The SWA pool: a share of every node's DRAM, counted in sessions' window
-  // state, beside the model's host-resident weights.
-  require_host_pool_fits_beside_host_weights(model, deployment, decode_gpu_);
-  if (deployment.disaggregated) require_host_pool_fits_beside_host_weights(model, deployment, prefill_gpu_);
   const double decode_nodes =
       static_cast<double>(deployment.decode.instances * deployment.decode.gpus_per_instance) /
       decode_gpu_.gpus_per_node.value();

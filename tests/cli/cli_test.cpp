@@ -726,6 +726,61 @@ TEST(Cli, PlanWhereNoVariantCouldRun) {
   EXPECT_EQ(r.output.find("no variant meets the SLA"), std::string::npos) << r.output;
 }
 
+// A grid variant the model cannot run (V4-Pro's weights overflow 8 H200s)
+// keeps its reason, its file named inside the data folder, beside the
+// variants that ran: in plan's row, capacity's summary, context's and
+// frontier's table of their own, and each one's JSON; where no variant can
+// run, the command stops at the first one's line.
+TEST(Cli, AVariantThatCannotRunKeepsItsReason) {
+  const std::string grid =
+      "--model deepseek_v4_pro --deployment h200_agg_8 --hw h200 --ep 8,16 --duration 20 --warm-up 20 "
+      "--confirm-seconds 0";
+  const std::string reason =
+      "cannot run: workloads/deployments/h200_agg_8.yaml:18: field 'decode.ep': DeepSeek-V4-Pro does not fit "
+      "on 8 x NVIDIA H200 SXM 141GB at EP 8";
+  const RunResult plan = run("plan " + grid, V41SIM_SOURCE_DIR, "/dev/null");
+  EXPECT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_NE(plan.output.find(reason), std::string::npos) << plan.output;
+  const RunResult capacity = run("capacity " + grid + " --rate-factors 1", V41SIM_SOURCE_DIR, "/dev/null");
+  EXPECT_EQ(capacity.exit_code, 0) << capacity.output;
+  EXPECT_NE(capacity.output.find("1 x 8 h200, aggregated, EP 8    8     " + reason), std::string::npos)
+      << capacity.output;
+  EXPECT_NE(
+      capacity.output.find("on 1 x 16 h200, aggregated, EP 16 under 'agent coding': arrival rates served"),
+      std::string::npos)
+      << capacity.output;
+  const auto json = nlohmann::json::parse(run("capacity " + grid + " --rate-factors 1 --json").output);
+  ASSERT_EQ(json["variants"].size(), 2u);
+  EXPECT_EQ("cannot run: " + json["variants"][0]["not_run"].get<std::string>(),
+            json["variants"][0]["verdict"]);
+  EXPECT_TRUE(json["variants"][0]["points"].empty());
+  EXPECT_FALSE(json["variants"][1]["points"].empty());
+  // context and frontier: the layouts that run, then a table of those that cannot.
+  for (const char* command : {"context --contexts 131072", "frontier"}) {
+    const std::string layouts = std::string(command) + " --model deepseek_v4_pro --hw h200,b200 --ep 8,16";
+    const RunResult r = run(layouts, V41SIM_SOURCE_DIR, "/dev/null");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("Layouts the model cannot run"), std::string::npos) << r.output;
+    EXPECT_NE(
+        r.output.find("1 x 8 h200, aggregated, EP 8  " + reason.substr(std::string("cannot run: ").size())),
+        std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("1 x 16 b200, aggregated, EP 16"), std::string::npos) << r.output;
+    const auto listed =
+        nlohmann::json::parse(run(layouts + " --json", V41SIM_SOURCE_DIR, "/dev/null").output);
+    ASSERT_EQ(listed["not_run"].size(), 1u) << command;
+    EXPECT_EQ(listed["not_run"][0]["deployment"], "1 x 8 h200, aggregated, EP 8");
+  }
+  for (const char* command : {"capacity --duration 20", "context", "frontier"}) {
+    const RunResult none =
+        run(std::string(command) + " --model deepseek_v4_pro --deployment h200_agg_8 --hw h200 --ep 8");
+    EXPECT_EQ(none.exit_code, 2) << command << ": " << none.output;
+    EXPECT_NE(none.output.find("h200_agg_8.yaml:18: field 'decode.ep': DeepSeek-V4-Pro does not fit"),
+              std::string::npos)
+        << none.output;
+  }
+}
+
 TEST(Cli, SeedsRepeatTheRunAndShowTheSpread) {
   const auto r =
       run_json("run --deployment h200_agg_8 --workload chat --warm-up 0 --duration 30 --seed 2 --seeds 3");

@@ -1,0 +1,28 @@
+// Which layouts of a grid (plan's or capacity's variants, context's and
+// frontier's GPUs and EP sizes) the model can run at all. A variant whose
+// weights overflow its GPUs, or whose EP size does not deal the experts,
+// keeps its reason beside the variants that ran, rather than ending the
+// command; where none can run, the command ends at the first one's line.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/common/catalog.h"
+#include "sim/model/model_analysis.h"
+#include "sim/serving/deployment_spec.h"
+
+namespace v41sim {
+
+// Why the model cannot run `deployment` (require_servable_layout: each
+// pool's memory fit and expert slots, the prompt chunk, the host pool), its
+// file named inside the data folder (message_in_data_dir); none where it can.
+std::optional<std::string> layout_refusal(const Catalog& catalog, const ModelAnalysis& model,
+                                          const DeploymentSpec& deployment);
+
+// Throws the first deployment's InputError where none of `deployments` can run.
+void require_one_servable_layout(const Catalog& catalog, const ModelAnalysis& model,
+                                 const std::vector<DeploymentSpec>& deployments);
+
+}  // namespace v41sim
