@@ -403,7 +403,7 @@ std::vector<DeploymentSpec> layouts_on_gpus(const Catalog& catalog, const Flags&
 }
 
 // Of layouts_on_gpus, those the model can run; each other with why it cannot
-// (layout_refusal), for a table or a JSON list of its own. Throws where none can run.
+// (layout_refusals), for a table or a JSON list of its own. Throws where none can run.
 struct SplitLayouts {
   std::vector<DeploymentSpec> runnable;
   std::vector<std::pair<std::string, std::string>> refused;  // name, reason
@@ -412,13 +412,13 @@ struct SplitLayouts {
 SplitLayouts split_layouts(const Catalog& catalog, const Flags& f, const ModelAnalysis& m,
                            const DeploymentSpec& base) {
   const std::vector<DeploymentSpec> layouts = layouts_on_gpus(catalog, f, m, base);
-  require_one_servable_layout(catalog, m, layouts);
+  const std::vector<std::optional<std::string>> refusals = layout_refusals(catalog, m, layouts);
   SplitLayouts split;
-  for (const DeploymentSpec& d : layouts) {
-    if (const std::optional<std::string> why = layout_refusal(catalog, m, d)) {
-      split.refused.emplace_back(d.name, *why);
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    if (refusals[i]) {
+      split.refused.emplace_back(layouts[i].name, *refusals[i]);
     } else {
-      split.runnable.push_back(d);
+      split.runnable.push_back(layouts[i]);
     }
   }
   return split;

@@ -17,22 +17,22 @@ void require_servable(const Catalog& catalog, const ModelAnalysis& model, const 
 
 }  // namespace
 
-std::optional<std::string> layout_refusal(const Catalog& catalog, const ModelAnalysis& model,
-                                          const DeploymentSpec& deployment) {
-  try {
-    require_servable(catalog, model, deployment);
-  } catch (const InputError& e) {
-    return message_in_data_dir(e, catalog.data_dir());
+std::vector<std::optional<std::string>> layout_refusals(const Catalog& catalog, const ModelAnalysis& model,
+                                                        const std::vector<DeploymentSpec>& deployments) {
+  std::vector<std::optional<std::string>> refusals;
+  std::optional<InputError> first;
+  for (const DeploymentSpec& d : deployments) {
+    try {
+      require_servable(catalog, model, d);
+      refusals.emplace_back();
+    } catch (const InputError& e) {
+      refusals.emplace_back(message_in_data_dir(e, catalog.data_dir()));
+      if (!first) first = e;
+    }
   }
-  return std::nullopt;
-}
-
-void require_one_servable_layout(const Catalog& catalog, const ModelAnalysis& model,
-                                 const std::vector<DeploymentSpec>& deployments) {
-  const bool none = std::none_of(deployments.begin(), deployments.end(), [&](const DeploymentSpec& d) {
-    return !layout_refusal(catalog, model, d).has_value();
-  });
-  if (none && !deployments.empty()) require_servable(catalog, model, deployments.front());
+  if (first && std::all_of(refusals.begin(), refusals.end(), [](const auto& r) { return r.has_value(); }))
+    throw *first;
+  return refusals;
 }
 
 }  // namespace v41sim

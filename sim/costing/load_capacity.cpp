@@ -6,7 +6,10 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "sim/common/input_error.h"
 #include "sim/common/parallel_for.h"
@@ -161,10 +164,9 @@ std::vector<LoadCapacity> find_load_capacities(const Catalog& catalog, const Mod
                                                SharedStepTimes* shared) {
   SharedStepTimes own(catalog, model);
   SharedStepTimes& sharing = shared != nullptr ? *shared : own;
-  require_one_servable_layout(catalog, model, deployments);
+  const std::vector<std::optional<std::string>> refusals = layout_refusals(catalog, model, deployments);
   std::vector<LoadCapacity> capacities(deployments.size());
-  for (std::size_t i = 0; i < deployments.size(); ++i)
-    capacities[i].not_run = layout_refusal(catalog, model, deployments[i]).value_or("");
+  for (std::size_t i = 0; i < deployments.size(); ++i) capacities[i].not_run = refusals[i].value_or("");
   parallel_for(deployments.size(), [&](std::size_t i) {
     if (capacities[i].not_run.empty())
       capacities[i] = find_load_capacity(catalog, model, deployments[i], workload, options, &sharing);

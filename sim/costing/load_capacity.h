@@ -103,7 +103,7 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
                                 const LoadOptions& options, SharedStepTimes* shared = nullptr);
 // Each deployment's, searched side by side (a search spends much of its time
 // on runs one after another: the confirmation walk), in the deployments' order.
-// A deployment whose layout the model cannot run (layout_refusal) keeps the
+// A deployment whose layout the model cannot run (layout_refusals) keeps the
 // reason in not_run, as plan keeps it in its row; where none can run, the
 // first one's InputError is thrown.
 std::vector<LoadCapacity> find_load_capacities(const Catalog& catalog, const ModelAnalysis& model,
