@@ -1,12 +1,18 @@
 // v41sim: one binary, one subcommand per question.
 // Bad input of any kind ends here as one line on stderr and exit status 2;
 // a fault of the program's own as one line and exit status 1.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <exception>
 #include <iostream>
 #include <set>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "sim/cli/commands.h"
@@ -17,33 +23,83 @@
 
 namespace {
 
-// A flag's comma-separated values are alternatives to try, each once. An
-// empty item ("8,,16", "h200,"): CLI11 drops it and would run 8,16; a value
-// given twice ("8,8"): the same variant, rate or sweep point run twice. Each
-// slip is said instead. --set is left to its own parser (its VALUE is YAML).
-void check_list_items(int argc, char** argv) {
+// Each --flag's value as given (--flag VALUE or --flag=VALUE); --set is left
+// to its own parser (its VALUE is YAML).
+std::vector<std::pair<std::string, std::string>> flag_values(int argc, char** argv) {
+  std::vector<std::pair<std::string, std::string>> out;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (!arg.starts_with("--") || arg.starts_with("--set")) continue;
     const std::size_t equals = arg.find('=');
-    const bool inline_value = equals != std::string::npos;
-    if (!inline_value && (i + 1 >= argc || std::string(argv[i + 1]).starts_with("--"))) continue;
-    const std::string flag = inline_value ? arg.substr(0, equals) : arg;
-    const std::string value = inline_value ? arg.substr(equals + 1) : argv[i + 1];
-    if (value.find(',') == std::string::npos) continue;
-    if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos) {
-      throw v41sim::InputError({"", 0, flag},
-                               "expected items separated by single commas, got '" + value + "'");
+    if (equals != std::string::npos) {
+      out.emplace_back(arg.substr(0, equals), arg.substr(equals + 1));
+    } else if (i + 1 < argc && !std::string(argv[i + 1]).starts_with("--")) {
+      out.emplace_back(arg, argv[i + 1]);
     }
-    std::set<std::string> seen;
-    for (std::size_t start = 0; start <= value.size();) {
-      const std::size_t comma = std::min(value.find(',', start), value.size());
-      const std::string item = value.substr(start, comma - start);
-      if (!seen.insert(item).second) {
-        throw v41sim::InputError({"", 0, flag},
-                                 "expected each item once, got '" + item + "' twice in '" + value + "'");
+  }
+  return out;
+}
+
+// A flag's comma-separated values are alternatives to try, each once. An
+// empty item ("8,,16", "h200,"): CLI11 drops it and would run 8,16; a value
+// given twice ("8,8"): the same variant, rate or sweep point run twice. Each
+// slip is said instead.
+void check_list_items(const std::string& flag, const std::string& value) {
+  if (value.find(',') == std::string::npos) return;
+  if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos) {
+    throw v41sim::InputError({"", 0, flag}, "expected items separated by single commas, got '" + value + "'");
+  }
+  std::set<std::string> seen;
+  for (std::size_t start = 0; start <= value.size();) {
+    const std::size_t comma = std::min(value.find(',', start), value.size());
+    const std::string item = value.substr(start, comma - start);
+    if (!seen.insert(item).second) {
+      throw v41sim::InputError({"", 0, flag},
+                               "expected each item once, got '" + item + "' twice in '" + value + "'");
+    }
+    start = comma + 1;
+  }
+}
+
+// A whole number past 64 bits reaches a flag as the largest one CLI11 can
+// convert, and one written with a leading 0 as octal (010 as 8): an error
+// would then quote, or a run use, a number the user never typed. Each value
+// of a whole-number flag is checked as typed.
+void check_whole_number(const std::string& flag, const std::string& item, bool is_unsigned) {
+  const std::size_t sign = item.starts_with('-') ? 1 : 0;
+  const std::string digits = item.substr(std::min(sign, item.size()));
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return;  // CLI11 converts it or says it cannot
+  if (digits.size() > 1 && digits.front() == '0') {
+    throw v41sim::InputError({"", 0, flag}, "expected a whole number without leading zeros, got " + item);
+  }
+  uint64_t magnitude = 0;
+  const bool fits =
+      std::from_chars(digits.data(), digits.data() + digits.size(), magnitude).ec == std::errc{} &&
+      magnitude <= (is_unsigned ? UINT64_MAX : static_cast<uint64_t>(INT64_MAX));
+  if (!fits) {
+    throw v41sim::InputError({"", 0, flag},
+                             fmt::format("expected a whole number of at most {} in magnitude, got {}",
+                                         is_unsigned ? UINT64_MAX : INT64_MAX, item));
+  }
+}
+
+void check_whole_numbers(const CLI::App& app) {
+  std::vector<const CLI::App*> commands{&app};
+  for (const CLI::App* command : app.get_subcommands()) commands.push_back(command);
+  for (const CLI::App* command : commands) {
+    for (const CLI::Option* option : command->get_options()) {
+      const std::string type = option->get_type_name();
+      if (!type.starts_with("INT") && !type.starts_with("UINT")) continue;
+      for (const std::string& value : option->results()) {
+        for (std::size_t start = 0; start <= value.size();) {
+          const std::size_t comma = std::min(value.find(',', start), value.size());
+          check_whole_number(option->get_name(), value.substr(start, comma - start),
+                             type.starts_with("UINT"));
+          start = comma + 1;
+        }
       }
-      start = comma + 1;
     }
   }
 }
@@ -65,8 +121,9 @@ int main(int argc, char** argv) {
   std::function<void()> run;
   v41sim::register_commands(app, global, run, std::cout);
   try {
-    check_list_items(argc, argv);
+    for (const auto& [flag, value] : flag_values(argc, argv)) check_list_items(flag, value);
     app.parse(argc, argv);
+    check_whole_numbers(app);
   } catch (const v41sim::InputError& e) {
     std::cerr << "v41sim: error: " << e.what() << "\n";
     return v41sim::kBadInputExitCode;

@@ -1585,6 +1585,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"fit --hw no_such_gpu", "unknown name 'no_such_gpu'"},
         BadRun{"fit --weights-dtype fp6", "--weights-dtype"},
         BadRun{"fit --reserve-fraction 1.5", "--reserve-fraction"}, BadRun{"kv --context -5", "--context"},
+        // Past 64 bits or with a leading 0 (octal to CLI11), as typed rather than as converted.
+        BadRun{"kv --context 18446744073709551615",
+               "field '--context': expected a whole number of at most 9223372036854775807 in magnitude, got "
+               "18446744073709551615"},
+        BadRun{"kv --context 010",
+               "field '--context': expected a whole number without leading zeros, got 010"},
+        BadRun{"context --contexts 8192,0131072",
+               "field '--contexts': expected a whole number without leading zeros, got 0131072"},
+        BadRun{"run --seed 99999999999999999999 --duration 10",
+               "field '--seed': expected a whole number of at most 18446744073709551615 in magnitude, got "
+               "99999999999999999999"},
         BadRun{"kv --no-such-flag", "no-such-flag"}, BadRun{"fit --ep eight", "--ep"},
         BadRun{"step --context 4096 --phase warmup", "--phase"},
         BadRun{"step --phase decode", "--context is required"},
