@@ -75,8 +75,14 @@ std::string Catalog::resolve(const std::string& sub, const std::string& name_or_
     if (lower(stem) == wanted || lower(declared_name(file)) == wanted) return file;
     known += (known.empty() ? "" : ", ") + stem;
   }
+  const std::string folder = (fs::path(data_dir_) / sub).string();
+  if (known.empty()) {  // a --data-dir (or V41SIM_DATA_DIR) that is not the data folder
+    throw InputError(named_at, "unknown name '" + name_or_path + "' (expected a path: " + folder +
+                                   " holds no .yaml files; --data-dir names the folder that holds models/, "
+                                   "hw_profiles/ and workloads/)");
+  }
   throw InputError(named_at, "unknown name '" + name_or_path + "' (expected a path or one of: " + known +
-                                 " in " + (fs::path(data_dir_) / sub).string() + ")");
+                                 " in " + folder + ")");
 }
 
 std::string Catalog::resolve_model(const std::string& name_or_path) const {

@@ -1824,6 +1824,18 @@ TEST(Cli, ADraftWithoutItsAcceptanceIsRefused) {
   }
 }
 
+// A data folder that is not one (a --data-dir or V41SIM_DATA_DIR off by a
+// level) is said as such, not as an empty list of names.
+TEST(Cli, ADataFolderWithoutModelsIsNamed) {
+  const RunResult r = run("kv", "/nonexistent");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("field '--model': unknown name 'deepseek_v4_1_flash' (expected a path: "
+                          "/nonexistent/models holds no .yaml files; --data-dir names the folder that holds "
+                          "models/, hw_profiles/ and workloads/)"),
+            std::string::npos)
+      << r.output;
+}
+
 // Each command names the files it read relative to the data folder: the same
 // data seen from another folder gives the same bytes, tables and JSON alike.
 TEST(Cli, CommandsReadTheSameFromAnyDataFolder) {
