@@ -140,6 +140,10 @@ int main(int argc, char** argv) {
       std::cerr << "v41sim: what if: " << v41sim::describe(edit, global.data_dir) << "\n";
     }
     run();
+    for (const std::string& file : v41sim::unread_edited_files()) {
+      std::cerr << "v41sim: what if: this command did not read "
+                << v41sim::path_in_data_dir(file, global.data_dir) << ": its --set changed nothing\n";
+    }
   } catch (const v41sim::InputError& e) {
     std::cerr << "v41sim: error: " << e.what() << "\n";
     return v41sim::kBadInputExitCode;

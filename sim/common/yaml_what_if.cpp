@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -23,9 +24,16 @@ thread_local const ScopedYamlOverride* innermost = nullptr;
 // of traffic's priority), not assumptions the file's own source could lend to.
 const std::vector<std::string> kAskedKeys{"sla", "priority"};
 
+// An edited file's text, and whether anything read it after the edits were
+// installed (from any thread).
+struct EditedText {
+  std::string text;
+  std::atomic<bool> read{false};
+};
+
 // Value edits from the command line: each edited file's text, and the edits.
 struct InstalledEdits {
-  std::map<std::string, std::string> texts;  // normalised path -> edited text
+  std::map<std::string, EditedText> texts;  // normalised path -> edited text
   std::vector<ValueEdit> edits;
 };
 InstalledEdits& installed() {
@@ -174,7 +182,9 @@ const std::string* ScopedYamlOverride::text_for(const std::string& path) {
     if (o->key_ == key) return &o->text_;
   }
   const auto edited = installed().texts.find(key);
-  return edited == installed().texts.end() ? nullptr : &edited->second;
+  if (edited == installed().texts.end()) return nullptr;
+  edited->second.read = true;
+  return &edited->second.text;
 }
 
 namespace {
@@ -312,7 +322,9 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   const InputLocation where{edit.file, 0, edit.field};
   const std::string key = normalised(edit.file);
   InstalledEdits& all = installed();
-  const std::string text = yaml_text(edit.file);  // with the edits installed before this one
+  // With the edits installed before this one (looked up here, so as not to count as a read).
+  const auto earlier = all.texts.find(key);
+  const std::string text = earlier != all.texts.end() ? earlier->second.text : read_text_file(edit.file);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -328,7 +340,7 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
     const YAML::Node map = parent.empty() ? root : node_at(root, parent, where);
     if (map.IsMap() && !map[last]) {
       edit.was = "";
-      all.texts[key] = with_field_added(text, map, parent, last, edit.value, where, &edit.line);
+      all.texts[key].text = with_field_added(text, map, parent, last, edit.value, where, &edit.line);
       all.edits.push_back(edit);
       return edit;
     }
@@ -349,7 +361,7 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
     std::string edited = text;
     edited.replace(open, close + 1 - open,
                    "{value: " + edit.value + ", assumed: \"--set on the command line\"}");
-    all.texts[key] = std::move(edited);
+    all.texts[key].text = std::move(edited);
     all.edits.push_back(edit);
     return edit;
   }
@@ -357,7 +369,7 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   // layers) is replaced whole by a value that is itself one; a sourced
   // value's number alone by a plain number.
   if ((node.IsMap() || node.IsSequence()) && (collection_given || !node["value"])) {
-    all.texts[key] = with_flow_collection_replaced(text, node, &edit);
+    all.texts[key].text = with_flow_collection_replaced(text, node, &edit);
     all.edits.push_back(edit);
     return edit;
   }
@@ -372,12 +384,22 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   edit.was = node.Scalar();
   std::string edited = text;
   edited.replace(offset, edit.was.size(), edit.value);
-  all.texts[key] = std::move(edited);
+  all.texts[key].text = std::move(edited);
   all.edits.push_back(edit);
   return edit;
 }
 
 const std::vector<ValueEdit>& installed_value_edits() { return installed().edits; }
+
+std::vector<std::string> unread_edited_files() {
+  std::vector<std::string> unread;
+  for (const ValueEdit& edit : installed().edits) {
+    const EditedText& text = installed().texts.at(normalised(edit.file));
+    if (!text.read && std::find(unread.begin(), unread.end(), edit.file) == unread.end())
+      unread.push_back(edit.file);
+  }
+  return unread;
+}
 
 std::string describe(const ValueEdit& edit, const std::string& data_dir) {
   return fmt::format("{} = {} in {}:{} ({})", edit.field, edit.value, path_in_data_dir(edit.file, data_dir),

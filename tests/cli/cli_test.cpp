@@ -1824,6 +1824,22 @@ TEST(Cli, ADraftWithoutItsAcceptanceIsRefused) {
   }
 }
 
+// A --set on a file the command never reads changes nothing, and is said so
+// on stderr after the answer; one the command reads is not.
+TEST(Cli, ASetOnAFileTheCommandDoesNotReadIsSaid) {
+  const std::string note =
+      "v41sim: what if: this command did not read hw_profiles/h200.yaml: its --set changed nothing";
+  const RunResult kv = run("--set hw_profiles/h200.yaml:price_usd_per_gpu_hour=2 kv");
+  EXPECT_EQ(kv.exit_code, 0) << kv.output;
+  EXPECT_NE(kv.output.find(note), std::string::npos) << kv.output;
+  const RunResult fit = run("--set hw_profiles/h200.yaml:price_usd_per_gpu_hour=2 fit");
+  EXPECT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_EQ(fit.output.find("did not read"), std::string::npos) << fit.output;
+  const RunResult other = run("--set hw_profiles/h20.yaml:power_watts=500 run --duration 10 --warm-up 10");
+  EXPECT_NE(other.output.find("this command did not read hw_profiles/h20.yaml"), std::string::npos)
+      << other.output;
+}
+
 // A data folder that is not one (a --data-dir or V41SIM_DATA_DIR off by a
 // level) is said as such, not as an empty list of names.
 TEST(Cli, ADataFolderWithoutModelsIsNamed) {
