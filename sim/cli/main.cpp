@@ -40,6 +40,17 @@ std::vector<std::pair<std::string, std::string>> flag_values(int argc, char** ar
   return out;
 }
 
+// A value's comma-separated items, empty ones included.
+std::vector<std::string> comma_items(const std::string& value) {
+  std::vector<std::string> items;
+  for (std::size_t start = 0; start <= value.size();) {
+    const std::size_t comma = std::min(value.find(',', start), value.size());
+    items.push_back(value.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 // A flag's comma-separated values are alternatives to try, each once. An
 // empty item ("8,,16", "h200,"): CLI11 drops it and would run 8,16; a value
 // given twice ("8,8"): the same variant, rate or sweep point run twice. Each
@@ -50,14 +61,11 @@ void check_list_items(const std::string& flag, const std::string& value) {
     throw v41sim::InputError({"", 0, flag}, "expected items separated by single commas, got '" + value + "'");
   }
   std::set<std::string> seen;
-  for (std::size_t start = 0; start <= value.size();) {
-    const std::size_t comma = std::min(value.find(',', start), value.size());
-    const std::string item = value.substr(start, comma - start);
+  for (const std::string& item : comma_items(value)) {
     if (!seen.insert(item).second) {
       throw v41sim::InputError({"", 0, flag},
                                "expected each item once, got '" + item + "' twice in '" + value + "'");
     }
-    start = comma + 1;
   }
 }
 
@@ -93,12 +101,8 @@ void check_whole_numbers(const CLI::App& app) {
       const std::string type = option->get_type_name();
       if (!type.starts_with("INT") && !type.starts_with("UINT")) continue;
       for (const std::string& value : option->results()) {
-        for (std::size_t start = 0; start <= value.size();) {
-          const std::size_t comma = std::min(value.find(',', start), value.size());
-          check_whole_number(option->get_name(), value.substr(start, comma - start),
-                             type.starts_with("UINT"));
-          start = comma + 1;
-        }
+        for (const std::string& item : comma_items(value))
+          check_whole_number(option->get_name(), item, type.starts_with("UINT"));
       }
     }
   }
