@@ -15,15 +15,7 @@ namespace v41sim {
 namespace cli {
 
 ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name) {
-  ModelSpec spec = load_model_file(catalog.resolve_model(name));
-  spec.file = path_in_data_dir(spec.file, catalog.data_dir());
-  return analyze_model(std::move(spec));
-}
-
-DeploymentSpec load_deployment_named(const Catalog& catalog, const std::string& name) {
-  DeploymentSpec d = load_deployment_file(catalog.resolve_deployment(name));
-  d.file = path_in_data_dir(d.file, catalog.data_dir());
-  return d;
+  return analyze_model(load_model_by_name(catalog, name));
 }
 
 void print_tables(std::ostream& out, const std::vector<Table>& tables) {

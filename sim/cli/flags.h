@@ -13,7 +13,6 @@
 #include "sim/costing/confirmation.h"
 #include "sim/model/model_analysis.h"
 #include "sim/report/table.h"
-#include "sim/serving/deployment_spec.h"
 
 namespace v41sim::cli {
 
@@ -119,10 +118,8 @@ struct Flags {
   int64_t seeds = 1;  // run, plan, capacity: replications with seeds seed, seed + 1, ...
 };
 
-// A model or deployment by name or path, its file named relative to the data
-// folder where it lies there, so outputs read the same wherever that sits.
+// A model by name or path, analysed (load_model_by_name).
 ModelAnalysis load_model_named(const Catalog& catalog, const std::string& name);
-DeploymentSpec load_deployment_named(const Catalog& catalog, const std::string& name);
 void print_tables(std::ostream& out, const std::vector<Table>& tables);
 
 // memory_commands.cpp

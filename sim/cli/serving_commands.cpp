@@ -197,7 +197,7 @@ WorkloadSpec load_workload(const Catalog& catalog, const Flags& f) {
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  DeploymentSpec deployment = load_deployment_named(catalog, f.deployment);
+  DeploymentSpec deployment = load_deployment_by_name(catalog, f.deployment);
   apply_sla_flags(f, deployment);
   const WorkloadSpec workload = load_workload(catalog, f);
   ServeOptions options = serve_options(f);
@@ -234,7 +234,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
 std::vector<DeploymentSpec> load_bases(const Catalog& catalog, const Flags& f) {
   std::vector<DeploymentSpec> bases;
   for (const std::string& name : comma_separated(f.deployment, "--deployment"))
-    bases.push_back(load_deployment_named(catalog, name));
+    bases.push_back(load_deployment_by_name(catalog, name));
   for (DeploymentSpec& base : bases) apply_sla_flags(f, base);
   return bases;
 }
@@ -442,7 +442,7 @@ nlohmann::json refused_layouts_json(const SplitLayouts& split) {
 // those the model holds (swept_contexts).
 void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const DeploymentSpec base = load_deployment_named(catalog, f.context_deployment);
+  const DeploymentSpec base = load_deployment_by_name(catalog, f.context_deployment);
   const ContextSweepOptions options{f.contexts.empty() ? swept_contexts(m.spec) : f.contexts, f.output_tokens,
                                     f.sla_tpot_ms.value_or(base.sla.tpot_ms),
                                     f.max_batch_per_gpu.value_or(base.decode.max_batch_per_gpu)};
@@ -467,7 +467,7 @@ void run_context(const Catalog& catalog, const Flags& f, std::ostream& out) {
 
 void run_frontier(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const DeploymentSpec base = load_deployment_named(catalog, f.context_deployment);
+  const DeploymentSpec base = load_deployment_by_name(catalog, f.context_deployment);
   std::vector<DecodeFrontier> frontiers;
   const SplitLayouts layouts = split_layouts(catalog, f, m, base);
   for (const DeploymentSpec& d : layouts.runnable)
@@ -550,14 +550,15 @@ std::vector<std::string> files_read_by_run(const Catalog& catalog, const Flags& 
 void run_sensitivity(const Catalog& catalog, const Flags& f, std::ostream& out) {
   require_run_duration(f);
   const ModelAnalysis m = load_model_named(catalog, f.model);
-  const DeploymentSpec deployment = load_deployment_named(catalog, f.deployment);
+  const DeploymentSpec deployment = load_deployment_by_name(catalog, f.deployment);
   const WorkloadSpec workload = load_workload(catalog, f);
   ServeOptions options = serve_options(f);
   options.drain = true;
   // Everything is loaded again inside each run, so a moved value reaches whatever reads it.
   const auto serve = [&] {
     return serve_deployment(catalog, load_model_named(catalog, f.model),
-                            load_deployment_named(catalog, f.deployment), load_workload(catalog, f), options);
+                            load_deployment_by_name(catalog, f.deployment), load_workload(catalog, f),
+                            options);
   };
   const Sensitivity sensitivity =
       assumption_sensitivity(files_read_by_run(catalog, f, deployment, workload), serve, f.swing, f.kinds,

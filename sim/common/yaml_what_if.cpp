@@ -282,10 +282,11 @@ std::string with_field_added(const std::string& text, const YAML::Node& map, con
 }
 
 // The file's text with the { } map or [ ] list `node` replaced by
-// `edit->value`; sets the edit's line and what the file said. Throws where
+// `replacement`; sets the edit's line and what the file said. Throws where
 // the collection is not written in brackets on one line (replacing lines
 // would move those after them, and every later message's line with them).
-std::string with_flow_collection_replaced(const std::string& text, const YAML::Node& node, ValueEdit* edit) {
+std::string with_flow_collection_replaced(const std::string& text, const YAML::Node& node,
+                                          const std::string& replacement, ValueEdit* edit) {
   const YAML::Mark mark = node.Mark();
   const auto open = static_cast<std::size_t>(std::max(0, mark.pos));
   const bool bracketed = mark.pos >= 0 && open < text.size() && (text[open] == '{' || text[open] == '[');
@@ -297,7 +298,7 @@ std::string with_flow_collection_replaced(const std::string& text, const YAML::N
   edit->line = mark.line + 1;
   edit->was = text.substr(open, close + 1 - open);
   std::string out = text;
-  out.replace(open, close + 1 - open, edit->value);
+  out.replace(open, close + 1 - open, replacement);
   return out;
 }
 
@@ -349,19 +350,9 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   const bool collection_given = edit.value.front() == '{' || edit.value.front() == '[';
   // A figure the file marks unknown gets a number as the user's assumption: its whole { } map replaced.
   if (node.IsMap() && node["unknown"] && !node["value"] && !collection_given) {
-    const auto open = static_cast<std::size_t>(std::max(0, node.Mark().pos));
-    const std::size_t close = text[open] == '{' ? closing_bracket(text, open) : std::string::npos;
-    if (node.Mark().pos < 0 || close == std::string::npos) {
-      throw InputError({edit.file, node.Mark().line + 1, edit.field},
-                       "--set replaces an unknown figure "
-                       "only where it is written { unknown: ... }");
-    }
-    edit.line = node.Mark().line + 1;
+    all.texts[key].text = with_flow_collection_replaced(
+        text, node, "{value: " + edit.value + ", assumed: \"--set on the command line\"}", &edit);
     edit.was = "unknown: " + node["unknown"].Scalar();
-    std::string edited = text;
-    edited.replace(open, close + 1 - open,
-                   "{value: " + edit.value + ", assumed: \"--set on the command line\"}");
-    all.texts[key].text = std::move(edited);
     all.edits.push_back(edit);
     return edit;
   }
@@ -369,7 +360,7 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   // layers) is replaced whole by a value that is itself one; a sourced
   // value's number alone by a plain number.
   if ((node.IsMap() || node.IsSequence()) && (collection_given || !node["value"])) {
-    all.texts[key].text = with_flow_collection_replaced(text, node, &edit);
+    all.texts[key].text = with_flow_collection_replaced(text, node, edit.value, &edit);
     all.edits.push_back(edit);
     return edit;
   }

@@ -10,9 +10,8 @@ namespace v41sim {
 namespace {
 
 void require_servable(const Catalog& catalog, const ModelAnalysis& model, const DeploymentSpec& d) {
-  const GpuProfile prefill = load_gpu_profile_file(catalog.resolve_gpu(d.prefill.gpu, d.prefill.gpu_at));
-  const GpuProfile decode = load_gpu_profile_file(catalog.resolve_gpu(d.decode.gpu, d.decode.gpu_at));
-  require_servable_layout(model, d, prefill, decode);
+  servable_kv_room(model, d, load_gpu_profile_by_name(catalog, d.prefill.gpu, d.prefill.gpu_at),
+                   load_gpu_profile_by_name(catalog, d.decode.gpu, d.decode.gpu_at));
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 namespace v41sim {
 
 // For each of `deployments`, in order, why the model cannot run it
-// (require_servable_layout: each pool's memory fit and expert slots, the
+// (servable_kv_room: each pool's memory fit and expert slots, the
 // prompt chunk, the host pool), its file named inside the data folder
 // (message_in_data_dir); none where it can. Throws the first one's
 // InputError where none can run.

@@ -70,4 +70,11 @@ GpuProfile load_gpu_profile_file(const std::string& path) {
   return load_gpu_profile(YamlNode::load_file(path));
 }
 
+GpuProfile load_gpu_profile_by_name(const Catalog& catalog, const std::string& name_or_path,
+                                    const InputLocation& named_at) {
+  GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(name_or_path, named_at));
+  gpu.file = path_in_data_dir(gpu.file, catalog.data_dir());
+  return gpu;
+}
+
 }  // namespace v41sim

@@ -447,6 +447,12 @@ ModelSpec load_model(const YamlNode& root) {
 
 ModelSpec load_model_file(const std::string& path) { return load_model(YamlNode::load_file(path)); }
 
+ModelSpec load_model_by_name(const Catalog& catalog, const std::string& name_or_path) {
+  ModelSpec spec = load_model_file(catalog.resolve_model(name_or_path));
+  spec.file = path_in_data_dir(spec.file, catalog.data_dir());
+  return spec;
+}
+
 int64_t CompressorSpec::overlap(int64_t ratio) const {
   const auto it = overlap_by_ratio.find(ratio);
   return it == overlap_by_ratio.end() ? 1 : it->second;

@@ -86,28 +86,6 @@ void write_output(const std::string& out_dir, const std::string& name, const std
 constexpr const char* kStudyTitle =
     "v41sim study: DeepSeek-V4.1-Flash memory, claims, step times, serving and cost";
 
-std::string relative(const std::string& path, const Catalog& catalog) {
-  return path_in_data_dir(path, catalog.data_dir());
-}
-
-DeploymentSpec load_deployment(const std::string& name, const Catalog& catalog) {
-  DeploymentSpec d = load_deployment_file(catalog.resolve_deployment(name));
-  d.file = relative(d.file, catalog);
-  return d;
-}
-
-ModelAnalysis load(const std::string& path, const Catalog& catalog) {
-  ModelSpec spec = load_model_file(path);
-  spec.file = relative(path, catalog);  // reports name files relative to the data dir
-  return analyze_model(std::move(spec));
-}
-
-GpuProfile load_gpu(const std::string& path, const Catalog& catalog) {
-  GpuProfile gpu = load_gpu_profile_file(path);
-  gpu.file = relative(path, catalog);
-  return gpu;
-}
-
 Table kv_overview(const std::vector<ModelAnalysis>& models, const std::vector<int64_t>& contexts) {
   std::vector<std::string> headers{"model", "global B/token", "per-request state"};
   for (int64_t n : contexts) headers.push_back(fmt::format("global KV at {} tokens", n));
@@ -255,12 +233,12 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
   // The drafts a serving run verifies as the files say, held while the
   // figures move: each moved step does the same work.
   const int64_t drafts = [&] {
-    const ModelAnalysis model = load(model_file, catalog);
+    const ModelAnalysis model = analyze_model(load_model_by_name(catalog, model_file));
     const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
     return as_served(model, decode_shape(gpu), gpu.cost()).choice.drafts;
   }();
   const auto step_us = [&] {  // loads everything again: a moved figure reaches whatever reads it
-    const ModelAnalysis model = load(model_file, catalog);
+    const ModelAnalysis model = analyze_model(load_model_by_name(catalog, model_file));
     const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
     return time_step(build_step_graph(model, verifying(decode_shape(gpu), drafts)), gpu.cost()).total_us;
   };
@@ -268,7 +246,7 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
   std::vector<std::string> files{model_file};
   for (std::string& file : as_the_files_say.files_read(catalog.data_dir())) files.push_back(std::move(file));
   const StepSensitivity s = step_sensitivity(files, step_us, o.sensitivity_swing);
-  const std::string gpu_name = load_gpu(gpu_file, catalog).name;
+  const std::string gpu_name = load_gpu_profile_by_name(catalog, gpu_file).name;
   const std::string what =
       fmt::format("{} decode step, batch {}, {} tokens of context, EP {}, {} drafts verified a sequence",
                   gpu_name, o.decode_batch, o.sensitivity_context, o.ep, drafts);
@@ -314,7 +292,7 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
 // lengths on a few GPUs (context_sweep.h).
 std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                             const std::string& out_dir, nlohmann::json& json) {
-  const DeploymentSpec base = load_deployment(o.context_deployment, catalog);
+  const DeploymentSpec base = load_deployment_by_name(catalog, o.context_deployment);
   const ContextSweepOptions options{o.context_sweep, o.context_output_tokens, base.sla.tpot_ms, 0};
   std::string md = fmt::format("## From {} to {} tokens of context ({} on {})\n\n", o.context_sweep.front(),
                                o.context_sweep.back(), o.context_deployment, fmt::join(o.context_gpus, ", "));
@@ -339,7 +317,7 @@ std::string context_section(const Catalog& catalog, const ModelAnalysis& focus, 
 // and the Pareto points by user speed and $ per output token.
 std::string frontier_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                              const std::string& out_dir, nlohmann::json& json) {
-  const DeploymentSpec base = load_deployment(o.context_deployment, catalog);
+  const DeploymentSpec base = load_deployment_by_name(catalog, o.context_deployment);
   const std::vector<DeploymentSpec> variants = frontier_layouts(catalog, focus.spec, base, o.frontier_gpus);
   std::vector<DecodeFrontier> frontiers(variants.size());
   parallel_for(variants.size(), [&](std::size_t i) {
@@ -381,7 +359,7 @@ ServedDeployments serve_every_deployment(const Catalog& catalog, const ModelAnal
                                          const WorkloadSpec& workload, double seconds, bool drain) {
   ServedDeployments out;
   for (const std::string& file : catalog.deployment_files())
-    out.deployments.push_back(load_deployment(file, catalog));
+    out.deployments.push_back(load_deployment_by_name(catalog, file));
   const ServeOptions options = study_serve_options(o, seconds, drain);
   std::vector<const DeploymentSteps*> shared;
   for (const DeploymentSpec& d : out.deployments) shared.push_back(&steps.of(d));
@@ -525,7 +503,7 @@ StudyPlan study_plan(const Catalog& catalog, const ModelAnalysis& focus, const S
                      const std::string& workload) {
   StudyPlan plan;
   plan.model = focus.spec.name;
-  for (const std::string& name : base_names) plan.bases.push_back(load_deployment(name, catalog));
+  for (const std::string& name : base_names) plan.bases.push_back(load_deployment_by_name(catalog, name));
   plan.workload = load_workload_file(catalog.resolve_workload(workload));
   plan.options.duration_s = o.serving_seconds;
   plan.options.seed = o.seed;
@@ -583,7 +561,7 @@ std::string layout_section(const Catalog& catalog, const ModelAnalysis& focus, c
 // workload's rate swept and bisected (capacity).
 std::string load_capacity_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                                   const std::string& out_dir, SharedStepTimes& steps, nlohmann::json& json) {
-  const DeploymentSpec base = load_deployment(o.capacity_deployment, catalog);
+  const DeploymentSpec base = load_deployment_by_name(catalog, o.capacity_deployment);
   const WorkloadSpec workload = load_workload_file(catalog.resolve_workload(o.serving_workload));
   LoadOptions options;
   options.serve.duration_s = o.capacity_seconds;
@@ -763,10 +741,11 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
 StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   make_output_folder(o.out_dir);
   std::vector<ModelAnalysis> models;
-  for (const std::string& file : catalog.model_files()) models.push_back(load(file, catalog));
+  for (const std::string& file : catalog.model_files())
+    models.push_back(analyze_model(load_model_by_name(catalog, file)));
   std::vector<GpuProfile> gpus;
-  for (const std::string& file : catalog.gpu_files()) gpus.push_back(load_gpu(file, catalog));
-  const ModelAnalysis focus = load(catalog.resolve_model(o.focus_model), catalog);
+  for (const std::string& file : catalog.gpu_files()) gpus.push_back(load_gpu_profile_by_name(catalog, file));
+  const ModelAnalysis focus = analyze_model(load_model_by_name(catalog, o.focus_model));
 
   std::string md;  // the sections; the title and the answers in brief go above them at the end
   nlohmann::json json{{"models", nlohmann::json::array()}, {"fits", nlohmann::json::array()}};
@@ -781,8 +760,8 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   for (const Table& t : params_tables(focus)) md += t.to_markdown();
 
   md += "## Claims of the seed article\n\n";
-  const auto find_model = [&](const char* name) { return load(catalog.resolve_model(name), catalog); };
-  const auto find_gpu = [&](const char* name) { return load_gpu(catalog.resolve_gpu(name), catalog); };
+  const auto find_model = [&](const char* name) { return analyze_model(load_model_by_name(catalog, name)); };
+  const auto find_gpu = [&](const char* name) { return load_gpu_profile_by_name(catalog, name); };
   const ModelAnalysis v4_flash = find_model("deepseek_v4_flash");
   const GpuProfile h100 = find_gpu("h100_sxm");
   const GpuProfile h200 = find_gpu("h200");

@@ -89,6 +89,12 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
 
 }  // namespace
 
+DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string& name_or_path) {
+  DeploymentSpec d = load_deployment_file(catalog.resolve_deployment(name_or_path));
+  d.file = path_in_data_dir(d.file, catalog.data_dir());
+  return d;
+}
+
 DeploymentSpec load_deployment_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.expect_only({"name", "source", "gpu", "disaggregated", "aggregated_steps", "prefill_delay_steps",

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
 #include "sim/common/sourced_value.h"
 #include "sim/serving/sla_spec.h"
@@ -102,6 +103,9 @@ struct DeploymentSpec {
 };
 
 DeploymentSpec load_deployment_file(const std::string& path);
+// By name (workloads/deployments/) or path, its file named as
+// path_in_data_dir names it (outputs read the same wherever the data sits).
+DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string& name_or_path);
 
 // "least_load" / "round_robin", as deployment files spell them.
 std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text);

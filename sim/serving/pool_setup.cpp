@@ -58,13 +58,16 @@ double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deploy
   return fit_memory(model, gpu, fit).kv_bytes_per_gpu;
 }
 
-void require_servable_layout(const ModelAnalysis& model, const DeploymentSpec& deployment,
-                             const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu) {
-  kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu);
-  if (deployment.disaggregated) kv_bytes_per_gpu(model, deployment, deployment.prefill, prefill_gpu);
+PoolKvRoom servable_kv_room(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                            const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu) {
+  PoolKvRoom room;
+  room.decode_bytes_per_gpu = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu);
+  if (deployment.disaggregated)
+    room.prefill_bytes_per_gpu = kv_bytes_per_gpu(model, deployment, deployment.prefill, prefill_gpu);
   require_prefill_chunk_fits_reserve(model, deployment, deployment.disaggregated ? prefill_gpu : decode_gpu);
   require_host_pool_fits_beside_host_weights(model, deployment, decode_gpu);
   if (deployment.disaggregated) require_host_pool_fits_beside_host_weights(model, deployment, prefill_gpu);
+  return room;
 }
 
 void require_prefill_chunk_fits_reserve(const ModelAnalysis& model, const DeploymentSpec& deployment,

@@ -44,13 +44,19 @@ void require_prefill_chunk_fits_reserve(const ModelAnalysis& model, const Deploy
 void require_host_pool_fits_beside_host_weights(const ModelAnalysis& model, const DeploymentSpec& deployment,
                                                 const GpuProfile& gpu);
 
-// Every check a deployment's layout passes before it serves a request, each
-// throwing InputError at its line: each pool's memory fit
-// (kv_bytes_per_gpu), the prompt chunk against the reserve, and the host pool
-// beside the host-resident weights on every pool's nodes. What a plan or a
-// capacity grid asks of each variant before it serves one.
-void require_servable_layout(const ModelAnalysis& model, const DeploymentSpec& deployment,
-                             const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);
+// Bytes of KV a GPU of each pool holds (kv_bytes_per_gpu; the prefill
+// pool's only where disaggregated), once every check a deployment's layout
+// passes before it serves a request has passed, each throwing InputError at
+// its line: each pool's memory fit, the prompt chunk against the reserve, and
+// the host pool beside the host-resident weights on every pool's nodes. What
+// the serving simulation starts from, and what a capacity grid, context or
+// frontier asks of each layout before serving one (layout_refusals).
+struct PoolKvRoom {
+  double decode_bytes_per_gpu = 0;
+  double prefill_bytes_per_gpu = 0;  // 0 where one pool serves both
+};
+PoolKvRoom servable_kv_room(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                            const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);
 
 // Sessions of `context` tokens (global KV + window and compressor state) that
 // one decode GPU's KV room holds.

@@ -151,11 +151,9 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
   // Decode ranks hold what the memory fit leaves for KV; the ranks that
   // prefill hold a chunk's activations in the reserve; the SWA pool, a share
   // of every node's DRAM, sits beside the model's host-resident weights.
-  require_servable_layout(model, deployment, prefill_gpu_, decode_gpu_);
-  decode_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu_);
-  if (deployment.disaggregated) {
-    prefill_kv_bytes_per_gpu_ = kv_bytes_per_gpu(model, deployment, deployment.prefill, prefill_gpu_);
-  }
+  const PoolKvRoom room = servable_kv_room(model, deployment, prefill_gpu_, decode_gpu_);
+  decode_kv_bytes_per_gpu_ = room.decode_bytes_per_gpu;
+  prefill_kv_bytes_per_gpu_ = room.prefill_bytes_per_gpu;
   const double decode_nodes =
       static_cast<double>(deployment.decode.instances * deployment.decode.gpus_per_instance) /
       decode_gpu_.gpus_per_node.value();
