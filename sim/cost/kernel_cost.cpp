@@ -136,11 +136,13 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
   return cycles;
 }
 
-// Consecutive step shapes repeat most of their kernels: a small table per
-// thread, direct-mapped by the key's hash, serves them from the core's own
-// cache, where the shared table (millions of entries) would miss in it and
-// take its lock (README: Performance). An entry holds what the shared table
-// holds for its key, so which table answers changes no figure.
+// Consecutive step shapes repeat most of their kernels: a table per thread,
+// direct-mapped by the key's hash, keeps the latest kernel of each slot. A
+// kernel it does not hold is timed again, which costs about what a lookup in
+// a shared table of every kernel timed did (that table outgrew the CPU's
+// caches: each lookup missed in them, and held a lock), and takes no memory
+// beyond the slots (README: Performance). A slot holds the timing its key
+// gives, so whether it answers changes no figure.
 struct KernelCostModel::RecentKernels {
   static constexpr std::size_t kSlots = 4096;  // of 256 bytes: 1 MB a thread
   struct Slot {
@@ -165,48 +167,22 @@ KernelCostModel::RecentKernels& KernelCostModel::recent_kernels() {
 KernelTiming KernelCostModel::time(const Kernel& kernel) const { return time(std::span(&kernel, 1)).front(); }
 
 std::vector<KernelTiming> KernelCostModel::time(std::span<const Kernel> kernels) const {
-  std::vector<KernelTiming> timings(kernels.size());
+  std::vector<KernelTiming> timings;
+  timings.reserve(kernels.size());
   RecentKernels& recent = recent_kernels();
-  struct Asked {
-    std::size_t index;
-    CacheKey key;
-    std::size_t hash;
-  };
-  std::vector<Asked> not_recent;
-  for (std::size_t i = 0; i < kernels.size(); ++i) {
-    CacheKey key = key_of(kernels[i]);
-    const std::size_t hash = cache_.hash_function()(key);
-    const RecentKernels::Slot& slot = recent.at(hash);
-    if (slot.model == serial_ && slot.key == key) {
-      timings[i] = slot.timing;
-    } else {
-      not_recent.push_back({i, key, hash});
-    }
+  for (const Kernel& k : kernels) {
+    const CacheKey key = key_of(k);
+    RecentKernels::Slot& slot = recent.at(absl::Hash<CacheKey>{}(key));
+    if (slot.model != serial_ || slot.key != key) slot = {serial_, key, timed(k)};
+    timings.push_back(slot.timing);
   }
-  if (not_recent.empty()) return timings;
-  std::vector<Asked> missing;
-  {
-    const std::shared_lock<std::shared_mutex> look(*cache_lock_);
-    for (const Asked& a : not_recent) {
-      if (const auto it = cache_.find(a.key, a.hash); it != cache_.end()) {
-        timings[a.index] = it->second;
-      } else {
-        missing.push_back(a);
-      }
-    }
-  }
-  if (!missing.empty()) {
-    for (const Asked& a : missing) {
-      const Kernel& k = kernels[a.index];
-      const bool is_transfer =
-          k.kernel_class == KernelClass::kAllToAll || k.kernel_class == KernelClass::kHostCopy;
-      timings[a.index] = is_transfer ? transfer(k) : compute_kernel(k);
-    }
-    const std::lock_guard<std::shared_mutex> hold(*cache_lock_);
-    for (const Asked& a : missing) timings[a.index] = cache_.emplace(a.key, timings[a.index]).first->second;
-  }
-  for (const Asked& a : not_recent) recent.at(a.hash) = {serial_, a.key, timings[a.index]};
   return timings;
+}
+
+KernelTiming KernelCostModel::timed(const Kernel& k) const {
+  const bool is_transfer =
+      k.kernel_class == KernelClass::kAllToAll || k.kernel_class == KernelClass::kHostCopy;
+  return is_transfer ? transfer(k) : compute_kernel(k);
 }
 
 // A GEMM whose weights need widening either widens them in every M tile, or,

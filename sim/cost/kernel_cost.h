@@ -18,14 +18,11 @@
 // Transfers (EP all-to-all, host copies) are timed on their links instead.
 #pragma once
 
-#include <absl/container/flat_hash_map.h>
+#include <absl/hash/hash.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <span>
 #include <string_view>
 
@@ -69,12 +66,10 @@ class KernelCostModel {
  public:
   KernelCostModel(const GpuProfile& gpu, CostParams params, bool cuda_graph);
 
-  // Same kernel, same answer; repeated shapes are served from a cache.
+  // Same kernel, same answer; a kernel timed lately is served from the
+  // thread's recent kernels (safe to call from several threads at once).
   KernelTiming time(const Kernel& kernel) const;
-  // Each kernel's timing, as time() gives it, in their order: the cache is
-  // locked once for the list's lookups and once for its new entries (not
-  // once per kernel: runs that share the model from several threads would
-  // contend on the lock).
+  // Each kernel's timing, as time() gives it, in their order.
   std::vector<KernelTiming> time(std::span<const Kernel> kernels) const;
   const CostParams& params() const { return params_; }
   const GpuProfile& gpu() const { return gpu_; }
@@ -94,6 +89,7 @@ class KernelCostModel {
   int64_t split_count(const Kernel& kernel, const ClassCost& cls, TileShape tile, int64_t tiles) const;
   static Bound bound_of(const KernelTiming& timing, bool stream_bound, bool memory_side);
   double pipeline_seconds(const Kernel& kernel, const ClassCost& cls, TileShape tile, int64_t k_slice) const;
+  KernelTiming timed(const Kernel& kernel) const;  // computed, not looked up
   KernelTiming compute_kernel(const Kernel& kernel) const;
   // The tile/wave timing with `widen_cycles` of CUDA-core widening spread over the tiles.
   KernelTiming tiled(const Kernel& kernel, TileShape tile, double widen_cycles) const;
@@ -124,20 +120,12 @@ class KernelCostModel {
     }
   };
   static CacheKey key_of(const Kernel& kernel);
-  // A thread's recently timed kernels, in front of cache_ (kernel_cost.cpp).
+  // A thread's recently timed kernels (kernel_cost.cpp).
   struct RecentKernels;
   static RecentKernels& recent_kernels();
   static uint64_t new_serial();
   // Names this model in the threads' recent kernels (an address could be reused).
   uint64_t serial_ = new_serial();
-  // Runs that share a cost model may time kernels from several threads: the
-  // lock covers lookups and inserts, not the timing (a kernel timed twice at
-  // once gets the same figures; the first insert stays). A flat table: a
-  // serving run's kernels outgrow the CPU's caches, and a lookup here touches
-  // one slot instead of a bucket and a node (README: Performance). Never
-  // iterated, so its seeded hash order cannot reach an output.
-  mutable absl::flat_hash_map<CacheKey, KernelTiming> cache_;
-  mutable std::unique_ptr<std::shared_mutex> cache_lock_ = std::make_unique<std::shared_mutex>();
 };
 
 }  // namespace v41sim
