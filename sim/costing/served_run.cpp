@@ -158,6 +158,8 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
   run.result.step_shapes_costed = steps->size();
   run.prefill_kernel_model = prefill.cost().params().label();
   run.decode_kernel_model = decode.cost().params().label();
+  run.prefill_gpu = deployment.prefill.gpu;
+  run.decode_gpu = deployment.decode.gpu;
   for (std::size_t i = 0; i < n; ++i) {
     const ServedRun& r = i == 0 ? run : runs[i];
     run.seeds.push_back(seed_outcome(r, options.seed + i, deployment.sla));

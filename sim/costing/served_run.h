@@ -66,6 +66,8 @@ struct ServedRun {
   ServingCost cost;                  // of the first seed's run
   std::string prefill_kernel_model;  // calibration labels of each pool's GPU
   std::string decode_kernel_model;
+  std::string prefill_gpu;  // each pool's GPU, as the deployment names it
+  std::string decode_gpu;
   std::vector<SeedOutcome> seeds;  // every seed run, the first included
 
   // Requests within the SLA of those that arrived, pooled over the seeds:

@@ -206,7 +206,7 @@ Table capacity_table(const CapacityReport& r) {
                       whole_loads(r.workload) ? "sessions at a time" : "arrival rates",
                       whole_loads(r.workload) ? "fewest" : "slowest"),
           with_served_run_columns({load_unit(r.workload), "requests/s"}, longest_itl));
-  std::vector<std::string> kernel_models;
+  std::vector<KernelModelUse> kernel_models;
   for (const LoadPoint& p : r.capacity.points) {
     std::vector<std::string> cells{load_number(r.workload, p.load),
                                    fmt::format("{:.2f}", p.run.result.arrival_rate_per_s)};

@@ -12,9 +12,9 @@
 namespace v41sim {
 namespace {
 
-// The distinct kernel-model labels of the rows that ran, in order.
-std::vector<std::string> kernel_models(const std::vector<PlanRow>& rows) {
-  std::vector<std::string> out;
+// The kernel-model labels of the rows that ran, with their GPUs, in order.
+std::vector<KernelModelUse> kernel_models(const std::vector<PlanRow>& rows) {
+  std::vector<KernelModelUse> out;
   for (const PlanRow& r : rows) {
     if (r.not_run.empty()) collect_kernel_models(r.run, out);
   }
@@ -238,7 +238,7 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"seeds", p.options.seeds},
           {"min_within_sla", p.min_within_sla},
           {"sla", sla_json(p.bases.front().sla, p.workload)},
-          {"kernel_models", kernel_models(p.rows)},
+          {"kernel_models", kernel_models_json(kernel_models(p.rows))},
           {"rows", rows}};
 }
 

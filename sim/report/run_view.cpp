@@ -435,7 +435,7 @@ void add_step_rows(Table& head, const RunReport& r) {
 // Where the figures come from, and what the run assumed.
 void add_run_notes(Table& head, const RunReport& r) {
   const ServingResult& x = r.run.result;
-  head.add_note("step times from the kernel model, " + r.run.decode_kernel_model);
+  add_kernel_model_notes(head, kernel_models_of(r.run));
   head.add_note(
       "step bands: time-weighted over the steps simulated; TTFT and TPOT inherit them for their compute "
       "share (queueing is the simulator's own)");
@@ -683,7 +683,7 @@ nlohmann::json run_json(const RunReport& r) {
           {"by_class", classes_json(r)},
           {"seeds", seeds_json(r.run)},
           {"provenance",
-           {{"step_times", r.run.decode_kernel_model},
+           {{"step_times", kernel_models_json(kernel_models_of(r.run))},
             {"output_lengths", output_lengths_source(r.workload)},
             {"routing", routing_note(r.deployment)},
             {"expert_load", expert_load_note(r.deployment)},
@@ -923,10 +923,26 @@ std::string seeds_phrase(const ServeOptions& options) {
       options.seed, options.seed + static_cast<uint64_t>(options.seeds) - 1, options.seed);
 }
 
-void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels) {
-  for (const std::string& label : {run.prefill_kernel_model, run.decode_kernel_model}) {
-    if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+void collect_kernel_models(const ServedRun& run, std::vector<KernelModelUse>& uses) {
+  for (const auto& [label, gpu] : {std::pair{&run.prefill_kernel_model, &run.prefill_gpu},
+                                   std::pair{&run.decode_kernel_model, &run.decode_gpu}}) {
+    auto use =
+        std::find_if(uses.begin(), uses.end(), [&](const KernelModelUse& u) { return u.label == *label; });
+    if (use == uses.end()) use = uses.insert(uses.end(), {*label, {}});
+    if (std::find(use->gpus.begin(), use->gpus.end(), *gpu) == use->gpus.end()) use->gpus.push_back(*gpu);
   }
+}
+
+std::vector<KernelModelUse> kernel_models_of(const ServedRun& run) {
+  std::vector<KernelModelUse> uses;
+  collect_kernel_models(run, uses);
+  return uses;
+}
+
+nlohmann::json kernel_models_json(const std::vector<KernelModelUse>& uses) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const KernelModelUse& u : uses) out.push_back({{"gpus", u.gpus}, {"label", u.label}});
+  return out;
 }
 
 const char* first_token_assumption(const DeploymentSpec& deployment) {
@@ -972,8 +988,16 @@ std::string misses_note() {
          "(in flight at the run's end, or rejected); a request may pass over several limits";
 }
 
-void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models) {
-  for (const std::string& label : kernel_models) table.add_note("step times from the kernel model, " + label);
+void add_kernel_model_notes(Table& table, const std::vector<KernelModelUse>& kernel_models) {
+  // Several GPUs may share a label: each note names the GPUs it is about.
+  for (const KernelModelUse& u : kernel_models) {
+    table.add_note(
+        fmt::format("step times on {} from the kernel model, {}", fmt::join(u.gpus, ", "), u.label));
+  }
+}
+
+void add_served_run_notes(Table& table, const std::vector<KernelModelUse>& kernel_models) {
+  add_kernel_model_notes(table, kernel_models);
   table.add_note(std::string(kChanceRoutingAssumption) +
                  " (each pool's routing_skew and redundant experts, as its deployment says); " +
                  kGroupTokensAssumption);

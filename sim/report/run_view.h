@@ -98,7 +98,17 @@ nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bo
 // served, or what each run of a command serves.
 std::string arrivals_phrase(double duration_s, double warm_up_s);
 std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload);
-void collect_kernel_models(const ServedRun& run, std::vector<std::string>& labels);
+// A kernel model's calibration label and the GPUs whose step times it gave.
+struct KernelModelUse {
+  std::string label;
+  std::vector<std::string> gpus;  // as the deployments name them, in the order met
+};
+// Adds the run's pools' GPUs under their labels (labels and GPUs in the order met).
+void collect_kernel_models(const ServedRun& run, std::vector<KernelModelUse>& uses);
+std::vector<KernelModelUse> kernel_models_of(const ServedRun& run);
+nlohmann::json kernel_models_json(const std::vector<KernelModelUse>& uses);
+// "step times on h200, b200 from the kernel model, <label>": a note per label.
+void add_kernel_model_notes(Table& table, const std::vector<KernelModelUse>& kernel_models);
 // What a table's ITL column means (run's latency table says it at length).
 std::string itl_column_note();
 // What a "longest ITL" column or row means.
@@ -109,7 +119,7 @@ std::string misses_note();
 // first: "21.4% over TTFT, 0.3% unfinished" (shares of those that arrived,
 // pooled over the seeds); empty where none missed.
 std::string misses_phrase(const ServedRun& run);
-void add_served_run_notes(Table& table, const std::vector<std::string>& kernel_models);
+void add_served_run_notes(Table& table, const std::vector<KernelModelUse>& kernel_models);
 // How an aggregated deployment's steps are modelled where prompts and decode
 // share them (kMixedStepAssumption, or kBesidePromptsAssumption for prompts
 // in steps of their own); null for a disaggregated one.

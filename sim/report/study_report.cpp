@@ -383,7 +383,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
                "ITL p50 / p99 (ms)", "longest ITL p50 / p99 (ms)", "tokens/s/GPU in / out", "goodput",
                "input from the KV tiers", "window state found", "$ per 1M output tokens"});
   runs = nlohmann::json::array();
-  std::vector<std::string> kernel_models;
+  std::vector<KernelModelUse> kernel_models;
   const auto [deployments, served] =
       serve_every_deployment(catalog, focus, o, steps, workload, o.serving_seconds, false);
   for (std::size_t i = 0; i < deployments.size(); ++i) {
@@ -448,7 +448,7 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
                "within its SLA", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "ITL p50 / p99 (ms)",
                "$ per 1M output tokens (all)"});
   runs = nlohmann::json::array();
-  std::vector<std::string> kernel_models;
+  std::vector<KernelModelUse> kernel_models;
   const auto [deployments, served] =
       serve_every_deployment(catalog, focus, o, steps, workload, o.mix_seconds, true);
   for (std::size_t i = 0; i < deployments.size(); ++i) {

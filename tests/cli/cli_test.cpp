@@ -562,9 +562,14 @@ TEST(Cli, RunJsonAccountsForEveryRequest) {
   EXPECT_EQ(q["arrived"].get<int64_t>(),
             q["finished"].get<int64_t>() + q["in_flight"].get<int64_t>() + q["rejected"].get<int64_t>());
   // Where its figures come from, the routing assumption included.
-  for (const char* key : {"step_times", "output_lengths", "routing"}) {
+  for (const char* key : {"output_lengths", "routing"}) {
     EXPECT_FALSE(r["provenance"][key].get<std::string>().empty()) << key;
   }
+  // Each kernel model's label, with the GPUs it timed.
+  ASSERT_EQ(r["provenance"]["step_times"].size(), 1u);
+  EXPECT_EQ(r["provenance"]["step_times"][0]["gpus"], nlohmann::json::array({"h200"}));
+  EXPECT_NE(r["provenance"]["step_times"][0]["label"].get<std::string>().find("uncalibrated"),
+            std::string::npos);
   EXPECT_NE(r["provenance"]["routing"].get<std::string>().find("(least_load in "), std::string::npos);
   // How each MoE layer's busiest EP rank is charged, with the pools' own placement.
   const std::string load = r["provenance"]["expert_load"].get<std::string>();
