@@ -4,6 +4,7 @@
 
 #include "sim/costing/decode_rate.h"
 #include "sim/report/error_band_view.h"
+#include "sim/report/run_view.h"
 #include "sim/report/svg_lines.h"
 
 namespace v41sim {
@@ -148,12 +149,10 @@ Table context_table(const std::string& model, const ContextSweep& s) {
       "a session coming back within the retention finds cached instead of prefilling again (its SSD read "
       "and window replay not counted)");
   t.add_note(std::string("decode band: the step's; ") + kErrorBandMethod);
-  if (s.decode_kernel_model == s.prefill_kernel_model) {
-    t.add_note("step times from the kernel model, " + s.decode_kernel_model);
-  } else {
-    t.add_note("prefill step times from the kernel model, " + s.prefill_kernel_model);
-    t.add_note("decode step times from the kernel model, " + s.decode_kernel_model);
-  }
+  std::vector<KernelModelUse> kernel_models;
+  add_kernel_model_use(kernel_models, s.prefill_kernel_model, s.deployment.prefill.gpu);
+  add_kernel_model_use(kernel_models, s.decode_kernel_model, s.deployment.decode.gpu);
+  add_kernel_model_notes(t, kernel_models);
   return t;
 }
 

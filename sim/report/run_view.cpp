@@ -923,14 +923,17 @@ std::string seeds_phrase(const ServeOptions& options) {
       options.seed, options.seed + static_cast<uint64_t>(options.seeds) - 1, options.seed);
 }
 
+void add_kernel_model_use(std::vector<KernelModelUse>& uses, const std::string& label,
+                          const std::string& gpu) {
+  auto use =
+      std::find_if(uses.begin(), uses.end(), [&](const KernelModelUse& u) { return u.label == label; });
+  if (use == uses.end()) use = uses.insert(uses.end(), {label, {}});
+  if (std::find(use->gpus.begin(), use->gpus.end(), gpu) == use->gpus.end()) use->gpus.push_back(gpu);
+}
+
 void collect_kernel_models(const ServedRun& run, std::vector<KernelModelUse>& uses) {
-  for (const auto& [label, gpu] : {std::pair{&run.prefill_kernel_model, &run.prefill_gpu},
-                                   std::pair{&run.decode_kernel_model, &run.decode_gpu}}) {
-    auto use =
-        std::find_if(uses.begin(), uses.end(), [&](const KernelModelUse& u) { return u.label == *label; });
-    if (use == uses.end()) use = uses.insert(uses.end(), {*label, {}});
-    if (std::find(use->gpus.begin(), use->gpus.end(), *gpu) == use->gpus.end()) use->gpus.push_back(*gpu);
-  }
+  add_kernel_model_use(uses, run.prefill_kernel_model, run.prefill_gpu);
+  add_kernel_model_use(uses, run.decode_kernel_model, run.decode_gpu);
 }
 
 std::vector<KernelModelUse> kernel_models_of(const ServedRun& run) {

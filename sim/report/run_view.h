@@ -103,7 +103,10 @@ struct KernelModelUse {
   std::string label;
   std::vector<std::string> gpus;  // as the deployments name them, in the order met
 };
-// Adds the run's pools' GPUs under their labels (labels and GPUs in the order met).
+// Adds `gpu` under `label` (labels and GPUs in the order met, each once).
+void add_kernel_model_use(std::vector<KernelModelUse>& uses, const std::string& label,
+                          const std::string& gpu);
+// Adds the run's pools' GPUs under their labels.
 void collect_kernel_models(const ServedRun& run, std::vector<KernelModelUse>& uses);
 std::vector<KernelModelUse> kernel_models_of(const ServedRun& run);
 nlohmann::json kernel_models_json(const std::vector<KernelModelUse>& uses);
