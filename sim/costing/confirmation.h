@@ -34,6 +34,10 @@ inline std::optional<ServeOptions> confirmation_window(const ServeOptions& run, 
   return longer;
 }
 
+// A run whose window a trace's last row ended served every row a longer one
+// would: it stands as its own confirmation instead of being served again.
+inline bool longer_run_adds_nothing(const ServedRun& run) { return run.result.window_ends_with_trace; }
+
 // Records `longer`, the candidate served again, and whether the SLA held over it.
 template <typename Candidate>
 void confirm(Candidate& candidate, double min_within_sla, ServedRun longer) {
@@ -54,7 +58,7 @@ std::optional<std::size_t> confirm_two_at_a_time(
     const std::size_t n = std::min<std::size_t>(2, candidates.size() - from);
     parallel_for(n, [&](std::size_t i) {
       Candidate& c = *candidates[from + i];
-      confirm(c, min_within_sla, serve_again(c));
+      confirm(c, min_within_sla, longer_run_adds_nothing(c.run) ? c.run : serve_again(c));
     });
     for (std::size_t i = from; i < from + n; ++i) {
       if (candidates[i]->confirmation_holds) return i;

@@ -455,7 +455,7 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
 
 bool PlanRow::holds() const {
   if (confirmation) return confirmation_holds;
-  return run.seeds_unsettled() == 0;
+  return run.result.replays_trace || run.seeds_unsettled() == 0;  // as ServedRun::holds_sla judges
 }
 
 void rank_plan_rows(std::vector<PlanRow>& rows) { std::stable_sort(rows.begin(), rows.end(), ranks_before); }

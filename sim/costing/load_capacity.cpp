@@ -151,7 +151,10 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
                     [&](const LoadPoint& p) { return serve_over(p.load, *longer); });
     narrow_holding(c, options.precision, [&](double load) {
       LoadPoint p = serve(load);
-      if (p.meets_sla) confirm(p, options.min_within_sla, serve_over(load, *longer));
+      if (p.meets_sla) {
+        confirm(p, options.min_within_sla,
+                longer_run_adds_nothing(p.run) ? p.run : serve_over(load, *longer));
+      }
       return p;
     });
   }

@@ -94,9 +94,12 @@ struct ServedRun {
   // and a second half alone, of fewer batch means, swings more.
   int64_t seeds_unsettled_at_end() const;
   // A longer run's verdict (plan's and capacity's confirmation): within the
-  // SLA, and no seed left unsettled at its end.
+  // SLA, and no seed left unsettled at its end. A trace's replay is judged on
+  // the SLA alone: its rows are the whole traffic, whose load moves as its
+  // sessions start and end (a queue that grows shows in the latencies of the
+  // rows after it, all of which a drained run serves).
   bool holds_sla(double min_within_sla) const {
-    return meets_sla(min_within_sla) && seeds_unsettled_at_end() == 0;
+    return meets_sla(min_within_sla) && (result.replays_trace || seeds_unsettled_at_end() == 0);
   }
 };
 

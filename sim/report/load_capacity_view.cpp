@@ -69,7 +69,8 @@ std::string holding_phrase(const LoadCapacity& c, const WorkloadSpec& w) {
   if (asked == nullptr) return {};
   const double duration_s = asked->confirmation->result.duration_s;
   if (!c.largest_holding) {
-    return fmt::format("over {:.0f} s no rate tried holds it, not even {} ({})", duration_s,
+    return fmt::format("over {} no rate tried holds it, not even {} ({})",
+                       longer_window(*asked->confirmation, fmt::format("{:.0f} s", duration_s)),
                        load_text(w, asked->load), confirmation_phrase(*asked->confirmation));
   }
   const LoadPoint& held = c.points[*c.largest_holding];
@@ -91,8 +92,9 @@ std::string holding_phrase(const LoadCapacity& c, const WorkloadSpec& w) {
         "; below it {} did not hold (near the limit whether a rate holds moves with the sessions drawn)",
         fmt::join(below, ", "));
   }
-  return fmt::format("over {:.0f} s of arrivals it holds up to {} ({}; {} per 1M output tokens){}",
-                     duration_s, load_text(w, held.load), confirmation_phrase(*held.confirmation),
+  return fmt::format("over {} it holds up to {} ({}; {} per 1M output tokens){}",
+                     longer_window(*held.confirmation, fmt::format("{:.0f} s of arrivals", duration_s)),
+                     load_text(w, held.load), confirmation_phrase(*held.confirmation),
                      output_token_price(*held.confirmation), not_at);
 }
 
@@ -193,7 +195,8 @@ Table capacity_summary_table(const std::vector<CapacityReport>& reports) {
       "not settled: the rate met the SLA over the window while its requests in the system were still "
       "rising or moving; what the deployment sustains for hours may be less (a longer --duration tells)");
   t.add_note(
-      "held over a longer run: of the rates that met the SLA, the largest that also met it, settled, when "
+      "held over a longer run: of the rates that met the SLA, the largest that also met it, settled (a "
+      "trace's replay: met it), when "
       "served again over --confirm-seconds of arrivals (the same seed and warm-up), the rates between it and "
       "the next that did not cut in three to the same precision; in brackets that run's length and $ per 1M "
       "output tokens; the deployment's own table says which did not");
@@ -253,7 +256,8 @@ Table capacity_table(const CapacityReport& r) {
     t.add_note(
         "a trace's rate is its sessions over its last row's time; at another rate its rows come at their "
         "times scaled to it (sessions, turns and tokens as they are), and a run's window of arrivals ends at "
-        "its last row where that comes sooner");
+        "its last row where that comes sooner; " +
+        std::string(kTraceHoldsAssumption));
   }
   if (const char* steps = aggregated_steps_assumption(r.deployment)) t.add_note(steps);
   if (const char* first = first_token_assumption(r.deployment)) t.add_note(first);

@@ -25,18 +25,18 @@ std::vector<KernelModelUse> kernel_models(const std::vector<PlanRow>& rows) {
 // longer run asked of them, with how they fared there.
 std::string failed_confirmations_note(const std::vector<PlanRow>& rows) {
   std::vector<std::string> failed;
-  double duration_s = 0;
+  std::string window;
   for (const PlanRow& row : rows) {
     if (!row.confirmation || row.confirmation_holds) continue;
-    duration_s = row.confirmation->result.duration_s;
+    window = longer_window(*row.confirmation,
+                           fmt::format("{:.0f} s of arrivals", row.confirmation->result.duration_s));
     failed.push_back(fmt::format("{} ({})", row.deployment.name, confirmation_phrase(*row.confirmation)));
   }
   if (failed.empty()) return {};
   return fmt::format(
-      "within the SLA over the window but not over {:.0f} s of arrivals (the same seed and warm-up), so "
-      "ranked "
-      "after those that hold it: {}",
-      duration_s, fmt::join(failed, "; "));
+      "within the SLA over the window but not over {} (the same seed and warm-up), so ranked after those "
+      "that hold it: {}",
+      window, fmt::join(failed, "; "));
 }
 
 // The answer in one line: the first row, if it meets the SLA.
@@ -51,11 +51,13 @@ std::string verdict(const std::vector<PlanRow>& rows) {
     return "within the SLA: " + best.deployment.name + ", but no variant within it has a known GPU price";
   }
   std::string held;
+  const std::string window =
+      best.confirmation ? fmt::format("{:.0f} s", best.confirmation->result.duration_s) : std::string();
   if (best.confirmation && best.confirmation_holds) {
-    held = fmt::format(", and within it over {:.0f} s ({})", best.confirmation->result.duration_s,
+    held = fmt::format(", and within it over {} ({})", longer_window(*best.confirmation, window),
                        confirmation_phrase(*best.confirmation));
   } else if (best.confirmation) {
-    held = fmt::format(", but not over {:.0f} s: {}", best.confirmation->result.duration_s,
+    held = fmt::format(", but not over {}: {}", longer_window(*best.confirmation, window),
                        confirmation_phrase(*best.confirmation));
   } else if (best.run.seeds_unsettled() > 0) {
     held = ", but over a window whose requests in the system had not settled";
@@ -175,6 +177,7 @@ Table plan_table(const PlanReport& p) {
         "disaggregated bases only, aggregated steps the aggregated ones");
   }
   t.add_note(traffic_note(p.workload));
+  if (p.workload.arrival == WorkloadSpec::Arrival::kTrace) t.add_note(kTraceHoldsAssumption);
   t.add_note(
       std::string("step band: over the steps each variant ran, on the share of their time it covers; ") +
       kErrorBandMethod +

@@ -92,6 +92,15 @@ std::string unsettled_note(const std::vector<std::pair<std::string, const Served
 std::string held_trace_rows_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs);
 // How a longer run (plan's and capacity's confirmation) fared: "97.2% within, not settled".
 std::string confirmation_phrase(const ServedRun& run);
+// How a trace's replay is judged when served again over a longer window.
+inline constexpr const char* kTraceHoldsAssumption =
+    "served again over the longer window, a trace's replay holds where it meets the SLA: its rows are the "
+    "whole traffic, whose load moves as its sessions start and end, so its requests in the system are not "
+    "asked to settle (a queue that grows shows in the latencies of the rows after it, all of which the "
+    "drained run serves)";
+// What a longer run served: `plain` ("1800 s"), or "the whole trace" where a
+// trace's last row ended its window first.
+std::string longer_window(const ServedRun& confirmation, const std::string& plain);
 // A confirmation run as JSON: its window, share within the SLA, verdict and settling.
 nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bool holds);
 // "600 simulated s of arrivals measured after 1200 s of warm-up": what a run

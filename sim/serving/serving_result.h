@@ -122,6 +122,12 @@ struct ServingResult {
   // were produced in it, and in a drained run only those of its requests.
   double warm_up_s = 0;
   double duration_s = 0;
+  // Arrivals replayed from a trace: its load rises and falls as its sessions
+  // do, so the requests in the system need not settle (ServedRun::holds_sla).
+  bool replays_trace = false;
+  // Drained, the window ended with the trace's last row, before the time asked:
+  // it served the whole trace from the warm-up on.
+  bool window_ends_with_trace = false;
   // Had the deployment settled over the window? MSER-5 on the requests in
   // the system (sim/metrics/steady_state.h): the load sessions of many turns
   // build up, and an overloaded deployment's queue, which never settles.

@@ -628,8 +628,12 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
     // would count idle time in every rate and $ figure (a trace of rows at time
     // 0 alone keeps the window asked). Not drained, the run goes on to the time
     // asked, serving what the trace brought.
-    if (drain && last_s > 0 && last_s < warm_up_s + duration_s) duration_s = last_s - warm_up_s;
+    if (drain && last_s > 0 && last_s < warm_up_s + duration_s) {
+      duration_s = last_s - warm_up_s;
+      result_.window_ends_with_trace = true;
+    }
   }
+  result_.replays_trace = workload_.arrival == WorkloadSpec::Arrival::kTrace;
   const double end_s = warm_up_s + duration_s;
   occupancy_interval_s_ = end_s / kOccupancySamples;
   slice_s_ = duration_s / kSteadyStateSlices;

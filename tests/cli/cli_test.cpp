@@ -649,6 +649,50 @@ TEST(Cli, ATraceRunsAtTheRateAsked) {
   EXPECT_NE(table.output.find("the trace's sessions, not its rate, set the load"), std::string::npos);
 }
 
+// A trace served again over a longer window is judged on the SLA alone: its
+// load rises and falls as its 40 sessions do, so its requests in the system
+// never settle, at any rate. Where the trace's last row ended the run's own
+// window, the run is its own confirmation (a longer one serves the same rows).
+TEST(Cli, ATraceReplayHoldsWhereItMeetsTheSla) {
+  const auto c = run_json(
+      "capacity --workload agent_trace --deployment h200_agg_8 --duration 120 --rate-factors 1,8 "
+      "--precision 1");
+  const auto& v = c["variants"][0];
+  ASSERT_EQ(v["points"].size(), 2u) << v.dump();
+  const auto& slow = v["points"][0];  // 120 s of a trace that lasts 387.6 s at this rate
+  const auto& fast = v["points"][1];  // the whole trace comes within 120 s
+  EXPECT_EQ(slow["window_s"].get<double>(), 120);
+  EXPECT_LT(fast["window_s"].get<double>(), 120);
+  for (const auto* p : {&slow, &fast}) ASSERT_TRUE((*p)["meets_sla"].get<bool>()) << p->dump();
+  // The fast rate met it and ran the whole trace: its run stands as its confirmation.
+  const auto& own = fast["confirmation"];
+  ASSERT_TRUE(own.is_object()) << fast.dump();
+  EXPECT_TRUE(own["window_ends_with_trace"].get<bool>());
+  EXPECT_EQ(own["duration_s"], fast["window_s"]);
+  EXPECT_TRUE(own["holds"].get<bool>());
+  EXPECT_FALSE(own["settled_in_second_half"].get<bool>()) << "the sample trace's load still moves";
+  EXPECT_EQ(v["largest_holding_sessions_per_s"], fast["sessions_per_s"]);
+  // Served again alone, the slow rate runs the whole trace, longer than its window, and holds unsettled.
+  const auto alone =
+      run_json("capacity --workload agent_trace --deployment h200_agg_8 --duration 120 --rate-factors 1");
+  const auto& longer = alone["variants"][0]["points"][0]["confirmation"];
+  ASSERT_TRUE(longer.is_object()) << alone.dump();
+  EXPECT_NEAR(longer["duration_s"].get<double>(), 387.612, 1e-9);
+  EXPECT_TRUE(longer["window_ends_with_trace"].get<bool>());
+  EXPECT_FALSE(longer["settled_in_second_half"].get<bool>());
+  EXPECT_TRUE(longer["holds"].get<bool>());
+  // The table says what the longer run covered, and how a trace is judged.
+  const RunResult table =
+      run("capacity --workload agent_trace --deployment h200_agg_8 --duration 120 "
+          "--rate-factors 1");
+  EXPECT_NE(table.output.find("and over the whole trace"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("a trace's replay holds where it meets the SLA"), std::string::npos);
+  // plan judges a trace's variants the same way.
+  const RunResult plan = run("plan --workload agent_trace --deployment h200_agg_8 --duration 120");
+  EXPECT_NE(plan.output.find("and within it over the whole trace (100.0% within)"), std::string::npos)
+      << plan.output;
+}
+
 // --set gives a figure the file marks unknown a value, as the user's
 // assumption: H20's price, which no public source gives, so its runs are priced.
 TEST(Cli, SetGivesAnUnknownFigureTheUsersValue) {
