@@ -301,6 +301,12 @@ std::string steady_state_phrase(const ServingResult& x) {
       fmt::format("MSER-5 truncates {} of {} batches ({:.0f} s), which moves the mean {:+.1f}%", s.truncated,
                   s.batches, dropped_s, 100 * s.mean_shift);
   if (s.steady()) return fmt::format("steady ({}): {}", ends, mser);
+  if (x.replays_trace) {
+    return fmt::format(
+        "not settled ({}): {}; a trace's load rises and falls as its sessions start and end, and where the "
+        "queue grows the deployment is overloaded: its rates and $ are this trace's, no steady state's",
+        ends, mser);
+  }
   return fmt::format(
       "not settled ({}): {}; the deployment was still filling up (a longer --warm-up) or, where the queue "
       "grows, overloaded, and its rates and $ are no steady state's",
@@ -870,18 +876,22 @@ std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& wor
 
 std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs) {
   std::vector<std::string> unsettled;
+  bool traces = false;
   for (const auto& [label, run] : runs) {
     if (const int64_t n = run->seeds_unsettled(); n > 0)
       unsettled.push_back(fmt::format("{} ({} of {} seeds)", label, n, run->seeds.size()));
+    traces = traces || run->result.replays_trace;
   }
   if (unsettled.empty()) return {};
   return fmt::format(
       "not settled: the requests in the system of {} were still moving over the measured window (dropping "
       "the start MSER-5 picks would move their mean over {:.0f}%, or a line through them rises over {:.0f}% "
       "or falls over {:.0f}%, beyond their noise, |t| > {:g}): a deployment still filling up (a longer "
-      "--warm-up) or overloaded, whose $ and SLA verdicts are no steady state's",
+      "--warm-up) or overloaded, whose $ and SLA verdicts are no steady state's{}",
       fmt::join(unsettled, ", "), 100 * SteadyState::kSettledShift, 100 * SteadyState::kSettledRise,
-      100 * SteadyState::kSettledFall, SteadyState::kRiseT);
+      100 * SteadyState::kSettledFall, SteadyState::kRiseT,
+      traces ? "; or, replaying a trace, the trace's own load rising or falling as its sessions start and end"
+             : "");
 }
 
 std::string held_trace_rows_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs) {

@@ -687,6 +687,13 @@ TEST(Cli, ATraceReplayHoldsWhereItMeetsTheSla) {
           "--rate-factors 1");
   EXPECT_NE(table.output.find("and over the whole trace"), std::string::npos) << table.output;
   EXPECT_NE(table.output.find("a trace's replay holds where it meets the SLA"), std::string::npos);
+  EXPECT_NE(table.output.find("or, replaying a trace, the trace's own load rising or falling"),
+            std::string::npos);
+  // run says why a trace's window need not settle.
+  const RunResult one = run("run --workload agent_trace --deployment h200_agg_8 --duration 300");
+  EXPECT_NE(one.output.find("not settled"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("a trace's load rises and falls as its sessions start and end"),
+            std::string::npos);
   // plan judges a trace's variants the same way.
   const RunResult plan = run("plan --workload agent_trace --deployment h200_agg_8 --duration 120");
   EXPECT_NE(plan.output.find("and within it over the whole trace (100.0% within)"), std::string::npos)
