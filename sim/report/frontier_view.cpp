@@ -64,7 +64,7 @@ Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>
   t.add_note(
       "$ per 1M output tokens: the decode GPU's price per second over its output rate (prompts and the SSD "
       "tier not counted: `context` adds both)");
-  t.add_note(std::string("step band: ") + kErrorBandMethod);
+  t.add_note(std::string("step band: the decode step's; ") + kErrorBandMethod);
   std::vector<std::string> labels;
   for (const DecodeFrontier& f : frontiers) {
     const std::string note = "kernel model on " + f.deployment.decode.gpu + ": " + f.kernel_model +

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "sim/common/input_error.h"
 #include "sim/cost/draft_choice.h"
 #include "sim/report/error_band_view.h"
 
@@ -18,9 +21,18 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const K
                                const StepShape& shape) {
   // The backbones alone: models draft differently or not at all, so a layer
   // of each runs one token a sequence and no draft stage runs.
-  LayerComparison c{verifying(shape, 0), {}};
+  LayerComparison c{verifying(shape, 0), {}, {}};
+  std::optional<InputError> first_refusal;
   for (const ModelAnalysis& m : models) {
-    const StepGraph graph = build_step_graph(m, c.shape);
+    StepGraph graph;
+    try {
+      graph = build_step_graph(m, c.shape);
+    } catch (const InputError& e) {
+      // The others still compare: 1M tokens of context is the point of V4, which V3.2 cannot hold.
+      c.not_run.push_back({m.spec.name, e.detail()});
+      if (!first_refusal) first_refusal = e;
+      continue;
+    }
     ModelStep step{m.spec.name, !m.spec.moe, time_step(graph, cost), {}, 0, 0, {}};
     step.modes = time_by_mode(step.timing);
     step.band = step_error_band(step.timing, cost.params());
@@ -35,6 +47,7 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const K
     }
     c.models.push_back(std::move(step));
   }
+  if (c.models.empty() && first_refusal) throw *first_refusal;
   return c;
 }
 
@@ -59,6 +72,7 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
   for (const ModelStep& m : c.models) {
     if (m.dense) totals.add_note(m.model + ": " + std::string(kDenseModelStep));
   }
+  for (const ModelNotRun& m : c.not_run) totals.add_note(m.model + ": cannot run this step: " + m.reason);
   if (s.phase == Phase::kDecode) {
     totals.add_note(
         "decode: the backbones alone, one token a sequence, no speculative draft (`step` times a step with "
@@ -107,13 +121,12 @@ nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, 
                       {"reuse_layer_kernels", m.reuse_layer_kernels},
                       {"time_by_mode", modes}});
   }
-  return {{"gpu", gpu.name},
-          {"phase", phase_name(c.shape.phase)},
-          {"batch", c.shape.batch},
-          {"context", c.shape.context},
-          {"ep", c.shape.ep},
-          {"models", models},
-          {"provenance", {{"kernel_model", cost.params().label()}}}};
+  nlohmann::json not_run = nlohmann::json::array();
+  for (const ModelNotRun& m : c.not_run) not_run.push_back({{"model", m.model}, {"reason", m.reason}});
+  return {{"gpu", gpu.name},        {"phase", phase_name(c.shape.phase)},
+          {"batch", c.shape.batch}, {"context", c.shape.context},
+          {"ep", c.shape.ep},       {"models", models},
+          {"not_run", not_run},     {"provenance", {{"kernel_model", cost.params().label()}}}};
 }
 
 }  // namespace v41sim

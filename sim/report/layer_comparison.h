@@ -23,11 +23,20 @@ struct ModelStep {
   ErrorBand band;  // the kernel model's 90% band for this step
 };
 
+// A model the step cannot run (a context past its max_context, an EP size
+// that does not divide its experts), with why.
+struct ModelNotRun {
+  std::string model;
+  std::string reason;
+};
+
 struct LayerComparison {
   StepShape shape;
   std::vector<ModelStep> models;
+  std::vector<ModelNotRun> not_run;
 };
 
+// Throws the first model's InputError where none of them can run the step.
 LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const KernelCostModel& cost,
                                const StepShape& shape);
 std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile& gpu,

@@ -549,6 +549,30 @@ TEST(Cli, CompareLayersJson) {
   ASSERT_EQ(c["models"].size(), 3u);
   // CED: V4.1's prefill is cheaper than V4-Flash's on the same GPU.
   EXPECT_LT(c["models"][0]["total_time_us"].get<double>(), c["models"][1]["total_time_us"].get<double>());
+  EXPECT_TRUE(c["not_run"].empty());
+}
+
+// At 1M tokens of context (V4's point) the models that hold it compare, and
+// V3.2, whose max_context is 163840, is named with why; where none can, the
+// command refuses at the flag.
+TEST(Cli, CompareLayersKeepsTheModelsThatCanRun) {
+  const auto c = run_json("compare-layers --context 1048576");
+  ASSERT_EQ(c["models"].size(), 2u);
+  EXPECT_EQ(c["models"][0]["model"], "DeepSeek-V4.1-Flash");
+  EXPECT_EQ(c["models"][1]["model"], "DeepSeek-V4-Flash");
+  ASSERT_EQ(c["not_run"].size(), 1u);
+  EXPECT_EQ(c["not_run"][0]["model"], "DeepSeek-V3.2");
+  EXPECT_EQ(c["not_run"][0]["reason"], "1048576 tokens exceed DeepSeek-V3.2's max_context of 163840");
+  const RunResult table = run("compare-layers --context 1048576");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("DeepSeek-V3.2: cannot run this step: 1048576 tokens exceed"),
+            std::string::npos)
+      << table.output;
+  const RunResult none = run("compare-layers --context 1048576 --models deepseek_v3_2");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("field '--context': 1048576 tokens exceed DeepSeek-V3.2's max_context"),
+            std::string::npos)
+      << none.output;
 }
 
 TEST(Cli, RunJsonAccountsForEveryRequest) {
