@@ -121,12 +121,16 @@ nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, 
                       {"reuse_layer_kernels", m.reuse_layer_kernels},
                       {"time_by_mode", modes}});
   }
-  nlohmann::json not_run = nlohmann::json::array();
-  for (const ModelNotRun& m : c.not_run) not_run.push_back({{"model", m.model}, {"reason", m.reason}});
-  return {{"gpu", gpu.name},        {"phase", phase_name(c.shape.phase)},
-          {"batch", c.shape.batch}, {"context", c.shape.context},
-          {"ep", c.shape.ep},       {"models", models},
-          {"not_run", not_run},     {"provenance", {{"kernel_model", cost.params().label()}}}};
+  nlohmann::json out = {{"gpu", gpu.name},
+                        {"phase", phase_name(c.shape.phase)},
+                        {"batch", c.shape.batch},
+                        {"context", c.shape.context},
+                        {"ep", c.shape.ep},
+                        {"models", models},
+                        {"not_run", nlohmann::json::array()},
+                        {"provenance", {{"kernel_model", cost.params().label()}}}};
+  for (const ModelNotRun& m : c.not_run) out["not_run"].push_back({{"model", m.model}, {"reason", m.reason}});
+  return out;
 }
 
 }  // namespace v41sim

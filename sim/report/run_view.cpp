@@ -925,11 +925,15 @@ std::string longer_window(const ServedRun& confirmation, const std::string& plai
 }
 
 nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bool holds) {
-  return {
-      {"duration_s", run.result.duration_s},   {"window_ends_with_trace", run.result.window_ends_with_trace},
-      {"within_sla", run.within_sla()},        {"meets_sla", run.meets_sla(min_within_sla)},
-      {"settled", run.seeds_unsettled() == 0}, {"settled_in_second_half", run.seeds_unsettled_at_end() == 0},
-      {"cost", cost_json(run.cost)},           {"holds", holds}};
+  nlohmann::json out = {{"duration_s", run.result.duration_s},
+                        {"within_sla", run.within_sla()},
+                        {"meets_sla", run.meets_sla(min_within_sla)},
+                        {"settled", run.seeds_unsettled() == 0},
+                        {"settled_in_second_half", run.seeds_unsettled_at_end() == 0},
+                        {"cost", cost_json(run.cost)},
+                        {"holds", holds}};
+  out["window_ends_with_trace"] = run.result.window_ends_with_trace;  // a trace's last row ended it
+  return out;
 }
 
 std::string seeds_phrase(const ServeOptions& options) {
