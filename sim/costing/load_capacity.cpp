@@ -36,6 +36,22 @@ void require_valid(const WorkloadSpec& workload, const LoadOptions& o) {
     if (!(f > 0 && std::isfinite(f)))
       throw InputError({"", 0, "--rate-factors"}, fmt::format("expected finite factors above 0, got {}", f));
   }
+  // A trace swept faster ends sooner: at the largest factor its last row must
+  // still come after the warm-up (the run would refuse it, naming no rate).
+  if (workload.arrival == WorkloadSpec::Arrival::kTrace && !workload.trace.empty()) {
+    const double fastest = *std::max_element(o.rate_factors.begin(), o.rate_factors.end());
+    const WorkloadSpec scaled = at_load(workload, load_of(workload) * fastest, {"", 0, "--rate-factors"});
+    const double last_s = scaled.trace.back().time_s;
+    const double warm_up_s = warm_up_of(o.serve, workload);
+    if (warm_up_s > 0 && last_s <= warm_up_s) {
+      throw InputError(
+          {"", 0, "--warm-up"},
+          fmt::format("at {} ({:g} x the trace's rate, the largest --rate-factors) the trace's "
+                      "last row comes at {:g} s: a warm-up of {:g} s leaves no arrival to measure "
+                      "(expected a warm-up under {:g} s, or smaller --rate-factors)",
+                      load_text(workload, load_of(workload) * fastest), fastest, last_s, warm_up_s, last_s));
+    }
+  }
 }
 
 // Serves each rate (in parallel: each run has its own simulation, the step

@@ -1466,6 +1466,12 @@ INSTANTIATE_TEST_SUITE_P(
                "field '--ep': expected EP sizes (positive integers) or domain, got 'domian'"},
         BadRun{"run --workload agent_trace --warm-up 100000",
                "field '--warm-up': the trace's last row comes at"},
+        // capacity sweeps the trace faster: the fastest rate's last row comes before the warm-up ends.
+        BadRun{
+            "capacity --workload agent_trace --deployment h200_agg_8 --duration 120 --warm-up 50",
+            "field '--warm-up': at 0.826 sessions/s (8 x the trace's rate, the largest --rate-factors) the "
+            "trace's last row comes at 48.4515 s: a warm-up of 50 s leaves no arrival to measure (expected a "
+            "warm-up under 48.4515 s, or smaller --rate-factors)"},
         // A window nothing arrived in has nothing to judge (not a deployment that serves nothing).
         BadRun{"run --workload chat --sessions-per-s 0.0001 --duration 60",
                "field '--sessions-per-s': no request arrived in the 60 s measured window of 'chat at 0.0001 "
