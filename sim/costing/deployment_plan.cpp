@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "sim/common/input_error.h"
@@ -103,16 +104,18 @@ std::vector<std::pair<std::string, std::string>> gpu_pairs(const DeploymentSpec&
 
 // Serves one variant into its row; a variant the model cannot run (it does
 // not fit, its EP size does not divide the experts) keeps the reason instead.
-void serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model, const WorkloadSpec& workload,
-                   const ServeOptions& options, double min_within_sla, const std::string& data_dir,
-                   PlanRow& row) {
+// Serves one variant; where it cannot run, returns why (its row says so too).
+std::optional<InputError> serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model,
+                                        const WorkloadSpec& workload, const ServeOptions& options,
+                                        double min_within_sla, const std::string& data_dir, PlanRow& row) {
   try {
     row.run = serve_deployment(shared.gpus, shared.steps, model, row.deployment, workload, options);
   } catch (const InputError& e) {
     row.not_run = message_in_data_dir(e, data_dir);
-    return;
+    return e;
   }
   row.meets_sla = row.run.meets_sla(min_within_sla);
+  return std::nullopt;
 }
 
 // The base laid out on other GPUs, EP size and instance counts.
@@ -432,17 +435,26 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
   SharedStepTimes own(catalog, model);
   SharedStepTimes& sharing = shared != nullptr ? *shared : own;
   std::vector<const DeploymentSteps*> steps(rows.size(), nullptr);
+  std::vector<std::optional<InputError>> refusals(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     try {
       steps[i] = &sharing.of(rows[i].deployment);
     } catch (const InputError& e) {
       rows[i].not_run = message_in_data_dir(e, catalog.data_dir());
+      refusals[i] = e;
     }
   }
   parallel_for(rows.size(), [&](std::size_t i) {
     if (steps[i] != nullptr)
-      serve_variant(*steps[i], model, workload, drained, min_within_sla, catalog.data_dir(), rows[i]);
+      refusals[i] =
+          serve_variant(*steps[i], model, workload, drained, min_within_sla, catalog.data_dir(), rows[i]);
   });
+  // Where no variant can run, the input is wrong for all of them (a flag, or
+  // every layout asked): the command stops at the first one's line, as
+  // capacity and context do.
+  if (!refusals.empty() &&
+      std::all_of(refusals.begin(), refusals.end(), [](const auto& r) { return r.has_value(); }))
+    throw *refusals.front();
   rank_plan_rows(rows);
   if (const std::optional<ServeOptions> longer = confirmation_window(drained, confirm_s)) {
     confirm_in_rank_order(rows, min_within_sla, [&](const PlanRow& row) {

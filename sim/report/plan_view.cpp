@@ -41,10 +41,6 @@ std::string failed_confirmations_note(const std::vector<PlanRow>& rows) {
 
 // The answer in one line: the first row, if it meets the SLA.
 std::string verdict(const std::vector<PlanRow>& rows) {
-  const auto could_not_run = [](const PlanRow& row) { return !row.not_run.empty(); };
-  if (!rows.empty() && std::all_of(rows.begin(), rows.end(), could_not_run)) {
-    return "no variant could run (each row says why)";
-  }
   if (rows.empty() || !rows.front().meets_sla) return "no variant meets the SLA";
   const PlanRow& best = rows.front();
   if (!best.run.cost.known) {

@@ -189,13 +189,15 @@ TEST(Cli, StepSaysWhetherItsSequencesFit) {
 // A chunk whose residual streams pass the activation reserve cannot run: a
 // plan's variant says so in its row, at the flag that set it.
 TEST(Cli, PlanRefusesAChunkPastTheActivationReserve) {
+  // Every variant refuses it, so plan stops at the line (PlanWhereNoVariantCouldRun).
   const RunResult r = run("plan --max-tokens-per-step 400000 --duration 10 --confirm-seconds 0");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("cannot run: input: field '--max-tokens-per-step': a step of 400000 prompt tokens "
-                          "holds 16.4 GB of residual streams (40960 B a token of DeepSeek-V4.1-Flash), more "
-                          "than the 14.1 GB a GPU of NVIDIA H200 SXM 141GB keeps for activations "
-                          "(reserve_fraction 0.1 of its HBM): expected at most 344238 tokens a step"),
-            std::string::npos)
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(
+      r.output.find("v41sim: error: input: field '--max-tokens-per-step': a step of 400000 prompt tokens "
+                    "holds 16.4 GB of residual streams (40960 B a token of DeepSeek-V4.1-Flash), more "
+                    "than the 14.1 GB a GPU of NVIDIA H200 SXM 141GB keeps for activations "
+                    "(reserve_fraction 0.1 of its HBM): expected at most 344238 tokens a step"),
+      std::string::npos)
       << r.output;
 }
 
@@ -793,17 +795,22 @@ TEST(Cli, ARunTooSlowOrTooShortForAnyArrivalIsRefused) {
 }
 
 // plan keeps going past a variant that cannot run, saying why in its row;
-// where none could (here no request arrives in the window), it says so
-// rather than that none meets the SLA.
+// where none could (here no request arrives in the window, or a trace ends
+// before the warm-up), the input is wrong for all: it stops at the first
+// one's line (exit 2), as capacity and context do, not with a table of
+// refusals and exit 0.
 TEST(Cli, PlanWhereNoVariantCouldRun) {
-  const RunResult r =
-      run("plan --deployment h200_agg_8 --workload chat --sessions-per-s 0.0001 --duration 60");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("no variant could run (each row says why)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("cannot run: input: field '--sessions-per-s': no request arrived"),
-            std::string::npos)
-      << r.output;
-  EXPECT_EQ(r.output.find("no variant meets the SLA"), std::string::npos) << r.output;
+  for (const auto& [args, error] :
+       {std::pair{"plan --deployment h200_agg_8 --workload chat --sessions-per-s 0.0001 --duration 60",
+                  "v41sim: error: input: field '--sessions-per-s': no request arrived"},
+        std::pair{
+            "plan --workload agent_trace --deployment h200_agg_8 --hw h200,b200 --warm-up 500 --duration 60",
+            "v41sim: error: input: field '--warm-up': the trace's last row comes at 387.612 s"}}) {
+    const RunResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(error), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("no variant meets the SLA"), std::string::npos) << r.output;
+  }
 }
 
 // A grid variant the model cannot run (V4-Pro's weights overflow 8 H200s)
