@@ -6,7 +6,6 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <functional>
 
 namespace v41sim {
 namespace {

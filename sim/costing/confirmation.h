@@ -34,15 +34,21 @@ inline std::optional<ServeOptions> confirmation_window(const ServeOptions& run, 
   return longer;
 }
 
-// A run whose window a trace's last row ended served every row a longer one
-// would: it stands as its own confirmation instead of being served again.
-inline bool longer_run_adds_nothing(const ServedRun& run) { return run.result.window_ends_with_trace; }
-
 // Records `longer`, the candidate served again, and whether the SLA held over it.
 template <typename Candidate>
 void confirm(Candidate& candidate, double min_within_sla, ServedRun longer) {
   candidate.confirmation = std::move(longer);
   candidate.confirmation_holds = candidate.confirmation->holds_sla(min_within_sla);
+}
+
+// The candidate served again by `serve_again` and confirmed. A run whose
+// window a trace's last row ended served every row a longer one would: it
+// stands as its own confirmation, not served again.
+template <typename Candidate>
+void confirm_served_again(Candidate& candidate, double min_within_sla,
+                          const std::function<ServedRun(const Candidate&)>& serve_again) {
+  const ServedRun& run = candidate.run;
+  confirm(candidate, min_within_sla, run.result.window_ends_with_trace ? run : serve_again(candidate));
 }
 
 // Serves `candidates` again with `serve_again` in their order, two at a time
@@ -58,7 +64,7 @@ std::optional<std::size_t> confirm_two_at_a_time(
     const std::size_t n = std::min<std::size_t>(2, candidates.size() - from);
     parallel_for(n, [&](std::size_t i) {
       Candidate& c = *candidates[from + i];
-      confirm(c, min_within_sla, longer_run_adds_nothing(c.run) ? c.run : serve_again(c));
+      confirm_served_again(c, min_within_sla, serve_again);
     });
     for (std::size_t i = from; i < from + n; ++i) {
       if (candidates[i]->confirmation_holds) return i;

@@ -104,14 +104,13 @@ std::vector<std::pair<std::string, std::string>> gpu_pairs(const DeploymentSpec&
 
 // Serves one variant into its row; a variant the model cannot run (it does
 // not fit, its EP size does not divide the experts) keeps the reason instead.
-// Serves one variant; where it cannot run, returns why (its row says so too).
+// Serves one variant; where it cannot run, returns why.
 std::optional<InputError> serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model,
                                         const WorkloadSpec& workload, const ServeOptions& options,
-                                        double min_within_sla, const std::string& data_dir, PlanRow& row) {
+                                        double min_within_sla, PlanRow& row) {
   try {
     row.run = serve_deployment(shared.gpus, shared.steps, model, row.deployment, workload, options);
   } catch (const InputError& e) {
-    row.not_run = message_in_data_dir(e, data_dir);
     return e;
   }
   row.meets_sla = row.run.meets_sla(min_within_sla);
@@ -440,15 +439,16 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
     try {
       steps[i] = &sharing.of(rows[i].deployment);
     } catch (const InputError& e) {
-      rows[i].not_run = message_in_data_dir(e, catalog.data_dir());
       refusals[i] = e;
     }
   }
   parallel_for(rows.size(), [&](std::size_t i) {
     if (steps[i] != nullptr)
-      refusals[i] =
-          serve_variant(*steps[i], model, workload, drained, min_within_sla, catalog.data_dir(), rows[i]);
+      refusals[i] = serve_variant(*steps[i], model, workload, drained, min_within_sla, rows[i]);
   });
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (refusals[i]) rows[i].not_run = message_in_data_dir(*refusals[i], catalog.data_dir());
+  }
   // Where no variant can run, the input is wrong for all of them (a flag, or
   // every layout asked): the command stops at the first one's line, as
   // capacity and context do.
@@ -467,7 +467,7 @@ std::vector<PlanRow> run_plan(const Catalog& catalog, const ModelAnalysis& model
 
 bool PlanRow::holds() const {
   if (confirmation) return confirmation_holds;
-  return run.result.replays_trace || run.seeds_unsettled() == 0;  // as ServedRun::holds_sla judges
+  return !run.asks_settling() || run.seeds_unsettled() == 0;
 }
 
 void rank_plan_rows(std::vector<PlanRow>& rows) { std::stable_sort(rows.begin(), rows.end(), ranks_before); }

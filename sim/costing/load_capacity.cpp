@@ -163,14 +163,13 @@ LoadCapacity find_load_capacity(const Catalog& catalog, const ModelAnalysis& mod
   c.largest_meeting = met.lo;
   c.smallest_failing_above = met.hi;
   if (const std::optional<ServeOptions> longer = confirmation_window(drained, options.confirm_s)) {
-    confirm_largest(c, options.min_within_sla,
-                    [&](const LoadPoint& p) { return serve_over(p.load, *longer); });
+    const std::function<ServedRun(const LoadPoint&)> serve_longer = [&](const LoadPoint& p) {
+      return serve_over(p.load, *longer);
+    };
+    confirm_largest(c, options.min_within_sla, serve_longer);
     narrow_holding(c, options.precision, [&](double load) {
       LoadPoint p = serve(load);
-      if (p.meets_sla) {
-        confirm(p, options.min_within_sla,
-                longer_run_adds_nothing(p.run) ? p.run : serve_over(load, *longer));
-      }
+      if (p.meets_sla) confirm_served_again(p, options.min_within_sla, serve_longer);
       return p;
     });
   }

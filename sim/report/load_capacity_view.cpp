@@ -67,11 +67,10 @@ std::string held_cell(const LoadCapacity& c, const WorkloadSpec& w) {
 std::string holding_phrase(const LoadCapacity& c, const WorkloadSpec& w) {
   const LoadPoint* asked = first_confirmed(c);
   if (asked == nullptr) return {};
-  const double duration_s = asked->confirmation->result.duration_s;
   if (!c.largest_holding) {
     return fmt::format("over {} no rate tried holds it, not even {} ({})",
-                       longer_window(*asked->confirmation, fmt::format("{:.0f} s", duration_s)),
-                       load_text(w, asked->load), confirmation_phrase(*asked->confirmation));
+                       longer_window(*asked->confirmation), load_text(w, asked->load),
+                       confirmation_phrase(*asked->confirmation));
   }
   const LoadPoint& held = c.points[*c.largest_holding];
   std::string not_at;
@@ -93,9 +92,8 @@ std::string holding_phrase(const LoadCapacity& c, const WorkloadSpec& w) {
         fmt::join(below, ", "));
   }
   return fmt::format("over {} it holds up to {} ({}; {} per 1M output tokens){}",
-                     longer_window(*held.confirmation, fmt::format("{:.0f} s of arrivals", duration_s)),
-                     load_text(w, held.load), confirmation_phrase(*held.confirmation),
-                     output_token_price(*held.confirmation), not_at);
+                     longer_window(*held.confirmation, " of arrivals"), load_text(w, held.load),
+                     confirmation_phrase(*held.confirmation), output_token_price(*held.confirmation), not_at);
 }
 
 // Whether a higher arrival rate of sessions brought fewer requests (turns);

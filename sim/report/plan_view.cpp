@@ -28,8 +28,7 @@ std::string failed_confirmations_note(const std::vector<PlanRow>& rows) {
   std::string window;
   for (const PlanRow& row : rows) {
     if (!row.confirmation || row.confirmation_holds) continue;
-    window = longer_window(*row.confirmation,
-                           fmt::format("{:.0f} s of arrivals", row.confirmation->result.duration_s));
+    window = longer_window(*row.confirmation, " of arrivals");
     failed.push_back(fmt::format("{} ({})", row.deployment.name, confirmation_phrase(*row.confirmation)));
   }
   if (failed.empty()) return {};
@@ -47,13 +46,11 @@ std::string verdict(const std::vector<PlanRow>& rows) {
     return "within the SLA: " + best.deployment.name + ", but no variant within it has a known GPU price";
   }
   std::string held;
-  const std::string window =
-      best.confirmation ? fmt::format("{:.0f} s", best.confirmation->result.duration_s) : std::string();
   if (best.confirmation && best.confirmation_holds) {
-    held = fmt::format(", and within it over {} ({})", longer_window(*best.confirmation, window),
+    held = fmt::format(", and within it over {} ({})", longer_window(*best.confirmation),
                        confirmation_phrase(*best.confirmation));
   } else if (best.confirmation) {
-    held = fmt::format(", but not over {}: {}", longer_window(*best.confirmation, window),
+    held = fmt::format(", but not over {}: {}", longer_window(*best.confirmation),
                        confirmation_phrase(*best.confirmation));
   } else if (best.run.seeds_unsettled() > 0) {
     held = ", but over a window whose requests in the system had not settled";

@@ -116,9 +116,7 @@ std::string meets_cell(const ServedRun& run, double min_within_sla) {
 std::string confirmed_cell(const ServedRun& run, double min_within_sla, const ServedRun& confirmation,
                            bool holds) {
   const std::string met = meets_cell(run, min_within_sla);
-  return holds ? fmt::format(
-                     "{}, and over {}", met,
-                     longer_window(confirmation, fmt::format("{:.0f} s", confirmation.result.duration_s)))
+  return holds ? fmt::format("{}, and over {}", met, longer_window(confirmation))
                : met + ", not over a longer run";
 }
 
@@ -911,17 +909,17 @@ std::string held_trace_rows_note(const std::vector<std::pair<std::string, const 
 }
 
 std::string confirmation_phrase(const ServedRun& run) {
-  // A trace's replay is judged on the SLA alone (ServedRun::holds_sla).
-  if (run.result.replays_trace) return fmt::format("{:.1f}% within", 100 * run.within_sla());
+  if (!run.asks_settling()) return fmt::format("{:.1f}% within", 100 * run.within_sla());
   const char* settling = run.seeds_unsettled() == 0          ? "settled"
                          : run.seeds_unsettled_at_end() == 0 ? "settled in its second half"
                                                              : "still moving in its second half";
   return fmt::format("{:.1f}% within, {}", 100 * run.within_sla(), settling);
 }
 
-std::string longer_window(const ServedRun& confirmation, const std::string& plain) {
-  if (!confirmation.result.window_ends_with_trace) return plain;
-  return confirmation.result.warm_up_s > 0 ? "the trace's rows after the warm-up" : "the whole trace";
+std::string longer_window(const ServedRun& confirmation, std::string_view seconds_of) {
+  const ServingResult& r = confirmation.result;
+  if (!r.window_ends_with_trace) return fmt::format("{:.0f} s{}", r.duration_s, seconds_of);
+  return r.warm_up_s > 0 ? "the trace's rows after the warm-up" : "the whole trace";
 }
 
 nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bool holds) {

@@ -98,9 +98,10 @@ inline constexpr const char* kTraceHoldsAssumption =
     "whole traffic, whose load moves as its sessions start and end, so its requests in the system are not "
     "asked to settle (a queue that grows shows in the latencies of the rows after it, all of which the "
     "drained run serves)";
-// What a longer run served: `plain` ("1800 s"), or "the whole trace" where a
-// trace's last row ended its window first.
-std::string longer_window(const ServedRun& confirmation, const std::string& plain);
+// What a longer run served: its window ("1800 s", or with `seconds_of`
+// "1800 s of arrivals"), or "the whole trace" where a trace's last row ended
+// the window first.
+std::string longer_window(const ServedRun& confirmation, std::string_view seconds_of = "");
 // A confirmation run as JSON: its window, share within the SLA, verdict and settling.
 nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bool holds);
 // "600 simulated s of arrivals measured after 1200 s of warm-up": what a run
