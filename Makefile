@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 DEBIAN_PACKAGES := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libcli11-dev \
                    nlohmann-json3-dev libgtest-dev libbenchmark-dev \
-                   libmd4c-dev libmd4c-html0-dev libabsl-dev
+                   libmd4c-dev libmd4c-html0-dev libabsl-dev libmimalloc-dev
 # nvcc is optional; where the CUDA toolkit is installed, kernels/ is compiled too.
 NVCC := $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "sim/cli/commands.h"
-#include "sim/common/allocator_tuning.h"
 #include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
 #include "sim/common/yaml_what_if.h"
@@ -111,7 +110,6 @@ void check_whole_numbers(const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  v41sim::keep_freed_memory_in_process();
   CLI::App app{"v41sim: performance simulator and cost model for DeepSeek-V4.1-Flash serving"};
   v41sim::GlobalOptions global{v41sim::Catalog::default_data_dir()};
   app.add_option("--data-dir", global.data_dir,
