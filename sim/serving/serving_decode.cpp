@@ -199,9 +199,7 @@ int64_t ServingSimulation::accepted_drafts(Request& r, int64_t drafts) const {
   // any deployment, so two that verify different numbers of drafts differ
   // only by the cut (common random numbers).
   const double at_most_one = 1.0 - uniform01(r.acceptance);  // (0, 1]
-  if (drafts <= 0 || log_draft_acceptance_ >= 0) return 0;
-  const double run = std::floor(std::log(at_most_one) / log_draft_acceptance_);
-  return run >= static_cast<double>(drafts) ? drafts : static_cast<int64_t>(run);
+  return draft_acceptance_.accepted(at_most_one, drafts);
 }
 
 // A step's tokens reach the client together, one streamed chunk: its gap

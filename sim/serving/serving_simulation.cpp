@@ -146,7 +146,7 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
       steps_(std::move(steps)),
       tiers_(deployment.kv.retention_s, deployment.kv.host_ttl_s, 0) {
   if (model.spec.draft && model.spec.draft->acceptance.known())
-    log_draft_acceptance_ = std::log(model.spec.draft->acceptance.value());
+    draft_acceptance_ = DraftAcceptance(model.spec.draft->acceptance.value(), model.spec.draft->block_size);
   class_chunk_gaps_.resize(workload.mix.size());
   // Decode ranks hold what the memory fit leaves for KV; the ranks that
   // prefill hold a chunk's activations in the reserve; the SWA pool, a share

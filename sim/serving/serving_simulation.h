@@ -30,6 +30,7 @@
 #include "sim/metrics/gap_histogram.h"
 #include "sim/model/model_analysis.h"
 #include "sim/serving/deployment_spec.h"
+#include "sim/serving/draft_acceptance.h"
 #include "sim/serving/kv_tiers.h"
 #include "sim/serving/request.h"
 #include "sim/serving/serving_result.h"
@@ -305,9 +306,9 @@ class ServingSimulation {
   std::mt19937_64 arrivals_rng_;
   std::mt19937_64 sessions_rng_;
   uint64_t trace_sessions_seed_;  // a trace's session's seed: this mixed with its id
-  // The log of the model's per-position draft acceptance, taken once (a run
-  // draws against it millions of times); 0 where it has no draft, or none known.
-  double log_draft_acceptance_ = 0;
+  // The drafts a sequence's draw accepts, at the model's per-position
+  // acceptance (none where it has no draft, or none known).
+  DraftAcceptance draft_acceptance_;
   GapHistogram chunk_gaps_;                     // of the window's requests (ServingResult::itl_ms)
   std::vector<GapHistogram> class_chunk_gaps_;  // and by class of a mix (ClassOutcome::itl_ms)
   std::shared_ptr<StepTimeCache> steps_;
