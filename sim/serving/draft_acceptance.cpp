@@ -1,5 +1,6 @@
 #include "sim/serving/draft_acceptance.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -43,10 +44,12 @@ int64_t DraftAcceptance::run_of(double at_most_one) const {
 
 int64_t DraftAcceptance::accepted(double at_most_one, int64_t drafts) const {
   if (drafts <= 0 || log_acceptance_ >= 0) return 0;
+  // The thresholds fall as j grows, so those the draw is within are the
+  // first `run`: counted without a branch on the draw (its run is random).
+  const auto kept =
+      static_cast<std::size_t>(std::min<int64_t>(drafts, static_cast<int64_t>(reaches_.size())));
   int64_t run = 0;
-  while (run < drafts && run < static_cast<int64_t>(reaches_.size()) &&
-         at_most_one <= reaches_[static_cast<std::size_t>(run)])
-    ++run;
+  for (std::size_t j = 0; j < kept; ++j) run += at_most_one <= reaches_[j] ? 1 : 0;
   // Past the kept thresholds (more drafts than the block size): the expression.
   if (run == static_cast<int64_t>(reaches_.size()) && run < drafts)
     return std::min(run_of(at_most_one), drafts);

@@ -13,33 +13,43 @@
 namespace v41sim {
 
 struct Request {
-  int64_t id = 0;
-  int64_t session = 0;
-  int64_t turn = 0;
+  // What every decode step it is in reads or writes, first and together: a
+  // run's steps touch these for each sequence, so they share cache lines
+  // rather than spread over the whole request.
   SimTime arrival;
-  int64_t prefix_tokens = 0;  // context the session already had before this turn
-  int64_t new_tokens = 0;     // tokens this turn adds to the context
   int64_t output_tokens = 0;  // tokens to generate (>= 1; the first comes from prefill)
-  double think_after_s = 0;   // before the session's next turn, if it has one
-  double held_s = 0;          // a trace's turn: from its row's time to its previous turn's end (0: not held)
-  // A block-hashed trace's prompt: its blocks (WorkloadSpec::TraceRow::blocks), else null.
-  const std::vector<int64_t>* blocks = nullptr;
-  int64_t priority = 0;    // its class's in a mix of traffic (lower is served first); 0 otherwise
-  int traffic_class = -1;  // its session's class in a mix of traffic (-1: no mix)
-
-  // Filled in along the way.
-  int64_t cached_tokens = 0;  // prefix found in the KV tiers (a block-hashed trace: leading blocks)
-  int64_t replay_tokens = 0;  // window tokens replayed because the SWA state was gone
-  int64_t to_compute = 0;     // tokens the prefill must run
-  int64_t computed = 0;       // of to_compute, done so far
   int64_t generated = 0;      // output tokens produced so far
   // Its draft-acceptance draws (speculative decoding), a stream of its own
   // (its session's seed and its turn), one draw a decode step, so deployments
   // given one seed draw the same acceptances for a turn's steps, step for step.
   SplitMix64 acceptance{0};
   double communication_us = 0;  // EP communication on the critical path of its steps
-  int prefill_instance = -1;    // where it is prefilled (disaggregated: where its KV is shipped from)
-  int attention_rank = -1;      // the rank of that instance whose attention runs its chunks
+  // Its output streams a chunk a decode step (the step's token and the drafts
+  // it accepted): when the last reached the client, and the longest gap yet
+  // between two, the first token included (its worst ITL).
+  SimTime last_chunk;
+  SimTime longest_chunk_gap;
+  int traffic_class = -1;  // its session's class in a mix of traffic (-1: no mix)
+
+  // Given when it arrives.
+  int64_t id = 0;
+  int64_t session = 0;
+  int64_t turn = 0;
+  int64_t prefix_tokens = 0;  // context the session already had before this turn
+  int64_t new_tokens = 0;     // tokens this turn adds to the context
+  double think_after_s = 0;   // before the session's next turn, if it has one
+  double held_s = 0;          // a trace's turn: from its row's time to its previous turn's end (0: not held)
+  // A block-hashed trace's prompt: its blocks (WorkloadSpec::TraceRow::blocks), else null.
+  const std::vector<int64_t>* blocks = nullptr;
+  int64_t priority = 0;  // its class's in a mix of traffic (lower is served first); 0 otherwise
+
+  // Filled in along the way.
+  int64_t cached_tokens = 0;  // prefix found in the KV tiers (a block-hashed trace: leading blocks)
+  int64_t replay_tokens = 0;  // window tokens replayed because the SWA state was gone
+  int64_t to_compute = 0;     // tokens the prefill must run
+  int64_t computed = 0;       // of to_compute, done so far
+  int prefill_instance = -1;  // where it is prefilled (disaggregated: where its KV is shipped from)
+  int attention_rank = -1;    // the rank of that instance whose attention runs its chunks
   int decode_instance = -1;
   int decode_rank = -1;
   const char* rejected = nullptr;  // why, if it was
@@ -58,11 +68,6 @@ struct Request {
   SimTime decode_admitted;  // a decode rank took its KV room and batch slot
   SimTime decode_started;
   SimTime finished;
-  // Its output streams a chunk a decode step (the step's token and the drafts
-  // it accepted): when the last reached the client, and the longest gap yet
-  // between two, the first token included (its worst ITL).
-  SimTime last_chunk;
-  SimTime longest_chunk_gap;
   double ssd_read_us = 0;
   double transfer_us = 0;
 
