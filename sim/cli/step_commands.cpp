@@ -6,13 +6,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/capacity/memory_fit.h"
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
 #include "sim/cost/draft_choice.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
-#include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/layer_comparison.h"
@@ -187,36 +185,6 @@ DraftChoice set_drafts(const Flags& f, const ModelAnalysis& m, const KernelCostM
   return draft_count(m.spec, *f.drafts);
 }
 
-// What the step's sequences hold in KV against what one GPU of its EP group
-// keeps for KV, the weights placed as a serving run places them: the
-// model's own formats, dense weights on every GPU, the default reserve.
-// And the residual streams of the layer that runs the most rows (CED's
-// encoder layers run a prompt's every token; both micro-batches are live).
-StepMemory step_memory(const ModelAnalysis& m, const GpuProfile& gpu, const StepGraph& graph) {
-  const StepShape& s = graph.shape;
-  StepMemory memory;
-  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    const LayerKernels* second = second_micro_batch_layer(graph, i);
-    memory.residual_rows =
-        std::max(memory.residual_rows, graph.layers[i].tokens + (second != nullptr ? second->tokens : 0.0));
-  }
-  memory.residual_bytes_per_token = residual_bytes_per_token(m.spec);
-  memory.kv_bytes = static_cast<double>(s.batch) * m.kv.session_bytes(s.context);
-  if (s.is_mixed()) {
-    memory.kv_bytes +=
-        static_cast<double>(s.mixed_prefill.batch) * m.kv.session_bytes(s.mixed_prefill.context);
-  }
-  memory.request = FitRequest{s.ep,
-                              s.ep,
-                              s.context,
-                              m.spec.weights,
-                              DensePlacement::kReplicated,
-                              default_reserve_fraction(),
-                              s.redundant_experts};
-  memory.fit = lay_out_memory(m, gpu, memory.request);
-  return memory;
-}
-
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
@@ -262,7 +230,7 @@ void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& ou
   std::vector<ModelAnalysis> models;
   std::stringstream names(f.models);
   for (std::string name; std::getline(names, name, ',');) models.push_back(load_model_named(catalog, name));
-  const LayerComparison comparison = compare_layers(models, g.cost(), shape);
+  const LayerComparison comparison = compare_layers(models, g.gpu(), g.cost(), shape);
   if (f.json) {
     out << comparison_json(comparison, g.gpu(), g.cost()).dump(2) << "\n";
   } else {

@@ -17,8 +17,8 @@ std::string published_key(Phase phase) {
 
 }  // namespace
 
-LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const KernelCostModel& cost,
-                               const StepShape& shape) {
+LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const GpuProfile& gpu,
+                               const KernelCostModel& cost, const StepShape& shape) {
   // The backbones alone: models draft differently or not at all, so a layer
   // of each runs one token a sequence and no draft stage runs.
   LayerComparison c{verifying(shape, 0), {}, {}};
@@ -33,7 +33,8 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const K
       if (!first_refusal) first_refusal = e;
       continue;
     }
-    ModelStep step{m.spec.name, !m.spec.moe, time_step(graph, cost), {}, 0, 0, {}};
+    ModelStep step{m.spec.name, !m.spec.moe, time_step(graph, cost),    {}, 0,
+                   0,           {},          step_memory(m, gpu, graph)};
     step.modes = time_by_mode(step.timing);
     step.band = step_error_band(step.timing, cost.params());
     for (std::size_t i = 0; i < m.plan.size(); ++i) {
@@ -71,6 +72,8 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
   totals.add_note(kErrorBandMethod);
   for (const ModelStep& m : c.models) {
     if (m.dense) totals.add_note(m.model + ": " + std::string(kDenseModelStep));
+    if (!m.memory.fits())
+      totals.add_note(m.model + ": KV held by the step's sequences " + kv_memory_phrase(m.memory));
   }
   for (const ModelNotRun& m : c.not_run) totals.add_note(m.model + ": cannot run this step: " + m.reason);
   if (s.phase == Phase::kDecode) {
@@ -119,6 +122,7 @@ nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, 
                       {"communication_us", m.timing.communication_us},
                       {"kernel_count", m.timing.kernel_count},
                       {"reuse_layer_kernels", m.reuse_layer_kernels},
+                      {"kv_memory", kv_memory_json(m.memory)},
                       {"time_by_mode", modes}});
   }
   nlohmann::json out = {{"gpu", gpu.name},

@@ -9,6 +9,7 @@
 
 #include "sim/cost/error_band.h"
 #include "sim/cost/step_cost.h"
+#include "sim/graph/step_memory.h"
 #include "sim/report/step_view.h"
 
 namespace v41sim {
@@ -21,6 +22,8 @@ struct ModelStep {
   int64_t reuse_layer_kernels = 0;  // kernels of one Reuse-mode layer, 0 if the model has none
   double published_reuse_layer_kernels = 0;
   ErrorBand band;  // the kernel model's 90% band for this step
+  StepMemory
+      memory;  // its KV and weights against one GPU's HBM: a step that does not fit is timed all the same
 };
 
 // A model the step cannot run (a context past its max_context, an EP size
@@ -37,8 +40,8 @@ struct LayerComparison {
 };
 
 // Throws the first model's InputError where none of them can run the step.
-LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const KernelCostModel& cost,
-                               const StepShape& shape);
+LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const GpuProfile& gpu,
+                               const KernelCostModel& cost, const StepShape& shape);
 std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile& gpu,
                                      const KernelCostModel& cost);
 nlohmann::json comparison_json(const LayerComparison& c, const GpuProfile& gpu, const KernelCostModel& cost);

@@ -188,6 +188,36 @@ WideningShare widening_share(const StepTiming& t) {
 
 std::string phase_name(Phase phase) { return phase == Phase::kPrefill ? "prefill" : "decode"; }
 
+// The step's sequences' KV against what one GPU keeps for it: a shape
+// outside the GPU is timed all the same, and the row says so.
+std::string kv_memory_phrase(const StepMemory& m) {
+  const FitResult& f = m.fit;
+  if (f.kv_bytes_per_gpu <= 0) {
+    return fmt::format(
+        "{}, but the weights alone ({}) and the reserve ({}) overflow the GPU's {} at EP {}: timed as if "
+        "they fit",
+        format_bytes(m.kv_bytes), format_bytes(f.weight_bytes_per_gpu), format_bytes(f.reserve_bytes_per_gpu),
+        format_bytes(f.hbm_bytes_per_gpu), m.request.ep);
+  }
+  const std::string held =
+      fmt::format("{} sequences of {} tokens fit", f.sessions_per_gpu, m.request.context_tokens);
+  if (m.fits()) {
+    return fmt::format("{} of the {} one GPU keeps for KV ({:.0f}%; {})", format_bytes(m.kv_bytes),
+                       format_bytes(f.kv_bytes_per_gpu), 100.0 * m.kv_bytes / f.kv_bytes_per_gpu, held);
+  }
+  return fmt::format("{}: more than the {} one GPU keeps for KV ({}): timed as if it fit",
+                     format_bytes(m.kv_bytes), format_bytes(f.kv_bytes_per_gpu), held);
+}
+
+nlohmann::json kv_memory_json(const StepMemory& m) {
+  return {{"kv_bytes", m.kv_bytes},
+          {"kept_for_kv_bytes", m.fit.kv_bytes_per_gpu},
+          {"residual_stream_bytes", m.residual_stream_bytes()},
+          {"reserve_bytes", m.fit.reserve_bytes_per_gpu},
+          {"sequences_held_at_context", m.fit.sessions_per_gpu},
+          {"fits", m.fits()}};
+}
+
 std::vector<ModeTime> time_by_mode(const StepTiming& timing) {
   std::vector<ModeTime> modes;
   for (const LayerTiming& l : timing.layers) {
@@ -225,27 +255,6 @@ void add_draft_rows(const StepReport& r, Table& summary) {
 
 namespace {
 
-// The step's sequences' KV against what one GPU keeps for it: a shape
-// outside the GPU is timed all the same, and the row says so.
-std::string memory_row(const StepMemory& m) {
-  const FitResult& f = m.fit;
-  if (f.kv_bytes_per_gpu <= 0) {
-    return fmt::format(
-        "{}, but the weights alone ({}) and the reserve ({}) overflow the GPU's {} at EP {}: timed as if "
-        "they fit",
-        format_bytes(m.kv_bytes), format_bytes(f.weight_bytes_per_gpu), format_bytes(f.reserve_bytes_per_gpu),
-        format_bytes(f.hbm_bytes_per_gpu), m.request.ep);
-  }
-  const std::string held =
-      fmt::format("{} sequences of {} tokens fit", f.sessions_per_gpu, m.request.context_tokens);
-  if (m.fits()) {
-    return fmt::format("{} of the {} one GPU keeps for KV ({:.0f}%; {})", format_bytes(m.kv_bytes),
-                       format_bytes(f.kv_bytes_per_gpu), 100.0 * m.kv_bytes / f.kv_bytes_per_gpu, held);
-  }
-  return fmt::format("{}: more than the {} one GPU keeps for KV ({}): timed as if it fit",
-                     format_bytes(m.kv_bytes), format_bytes(f.kv_bytes_per_gpu), held);
-}
-
 // The residual streams the step's widest layer holds against the reserve
 // `fit` keeps for activations: a floor, before any layer's own buffers.
 std::string residual_row(const StepMemory& m) {
@@ -274,15 +283,6 @@ std::string memory_note(const StepMemory& m) {
       "carries between layers (mHC's streams, or the one residual, in BF16), a floor under the step's "
       "activations, which the reserve holds",
       r.ep, replicas, placement_name(r.dense_placement), r.reserve_fraction.provenance().label());
-}
-
-nlohmann::json memory_json(const StepMemory& m) {
-  return {{"kv_bytes", m.kv_bytes},
-          {"kept_for_kv_bytes", m.fit.kv_bytes_per_gpu},
-          {"residual_stream_bytes", m.residual_stream_bytes()},
-          {"reserve_bytes", m.fit.reserve_bytes_per_gpu},
-          {"sequences_held_at_context", m.fit.sessions_per_gpu},
-          {"fits", m.fits()}};
 }
 
 }  // namespace
@@ -317,7 +317,7 @@ std::vector<Table> step_tables(const StepReport& r) {
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
-  summary.add_row({"KV held by the step's sequences", memory_row(r.memory)});
+  summary.add_row({"KV held by the step's sequences", kv_memory_phrase(r.memory)});
   summary.add_row({"residual streams of its widest layer", residual_row(r.memory)});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
   summary.add_note(
@@ -448,7 +448,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"widening_bound_us", widening.bound_us},
           {"latency_bound_us", time_bound_by(t, Bound::kLatency)},
           {"error_band", error_band_json(step_error_band(t, r.cost.params()))},
-          {"kv_memory", memory_json(r.memory)},
+          {"kv_memory", kv_memory_json(r.memory)},
           {"time_by_mode", modes},
           {"layers", layers},
           {"provenance",

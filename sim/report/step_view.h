@@ -11,6 +11,7 @@
 #include "sim/cost/draft_choice.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
+#include "sim/graph/step_memory.h"
 #include "sim/hw/gpu_profile.h"
 #include "sim/model/model_analysis.h"
 #include "sim/report/table.h"
@@ -22,21 +23,6 @@ namespace v41sim {
 inline constexpr std::string_view kDenseModelStep =
     "no routed experts to spread over EP ranks, so one GPU holds and runs the whole model (tensor "
     "parallelism is not modelled)";
-
-// The KV the step's sequences hold against what one GPU keeps for KV once
-// `fit`'s split has placed the weights at the step's EP, and the residual
-// streams its widest layer holds against the reserve kept for activations: a
-// step that would not fit is timed all the same, and says so.
-struct StepMemory {
-  double kv_bytes = 0;       // each sequence's global KV at its context and its bounded state (derived)
-  double residual_rows = 0;  // tokens of the layer that runs the most (both micro-batches)
-  double residual_bytes_per_token = 0;  // what each carries between layers (residual_bytes_per_token)
-  // Their residual streams: a floor under the step's activations.
-  double residual_stream_bytes() const { return residual_rows * residual_bytes_per_token; }
-  FitRequest request;
-  FitResult fit;  // sessions at the step's context
-  bool fits() const { return fit.kv_bytes_per_gpu > 0 && kv_bytes <= fit.kv_bytes_per_gpu; }
-};
 
 struct StepReport {
   const ModelAnalysis& model;
@@ -52,6 +38,10 @@ struct StepReport {
 };
 
 std::string phase_name(Phase phase);
+// The step's sequences' KV against what one GPU keeps for it (a shape outside
+// the GPU is timed all the same, and this says so), and as JSON.
+std::string kv_memory_phrase(const StepMemory& m);
+nlohmann::json kv_memory_json(const StepMemory& m);
 std::vector<Table> step_tables(const StepReport& r);
 nlohmann::json step_json(const StepReport& r);
 // Chrome trace event format ("X" events, one track per stream); opens in ui.perfetto.dev.

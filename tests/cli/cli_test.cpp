@@ -577,6 +577,35 @@ TEST(Cli, CompareLayersKeepsTheModelsThatCanRun) {
       << none.output;
 }
 
+// A step past one GPU's memory is compared all the same, as `step` times it,
+// and says so: a dense model whose weights overflow the GPU, a model whose
+// sequences' KV does.
+TEST(Cli, CompareLayersSaysWhichStepsDoNotFit) {
+  const auto c = run_json("compare-layers --models llama_3_1_405b,deepseek_v4_1_flash --context 8192");
+  ASSERT_EQ(c["models"].size(), 2u);
+  EXPECT_FALSE(c["models"][0]["kv_memory"]["fits"].get<bool>());
+  EXPECT_LE(c["models"][0]["kv_memory"]["kept_for_kv_bytes"].get<double>(), 0.0);  // the weights overflow
+  EXPECT_TRUE(c["models"][1]["kv_memory"]["fits"].get<bool>());
+  const RunResult table = run("compare-layers --models llama_3_1_405b,deepseek_v4_1_flash --context 8192");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("Llama-3.1-405B: KV held by the step's sequences"), std::string::npos)
+      << table.output;
+  EXPECT_NE(table.output.find("overflow the GPU's"), std::string::npos) << table.output;
+  EXPECT_EQ(table.output.find("DeepSeek-V4.1-Flash: KV held"), std::string::npos) << table.output;
+  const RunResult kv = run("compare-layers --models deepseek_v4_flash --context 1048576 --batch 64");
+  ASSERT_EQ(kv.exit_code, 0) << kv.output;
+  EXPECT_NE(kv.output.find("DeepSeek-V4-Flash: KV held by the step's sequences"), std::string::npos)
+      << kv.output;
+  const auto kv_json = run_json("compare-layers --models deepseek_v4_flash --context 1048576 --batch 64");
+  const auto& memory = kv_json["models"][0]["kv_memory"];
+  EXPECT_GT(memory["kv_bytes"].get<double>(), memory["kept_for_kv_bytes"].get<double>());
+  EXPECT_NE(kv.output.find(
+                fmt::format("one GPU keeps for KV ({} sequences of 1048576 tokens fit): timed as if it fit",
+                            memory["sequences_held_at_context"].get<int64_t>())),
+            std::string::npos)
+      << kv.output;
+}
+
 TEST(Cli, RunJsonAccountsForEveryRequest) {
   const auto r = run_json("run --deployment h200_pd_64 --workload agent_coding --duration 120 --seed 3");
   for (const char* key : {"ttft_ms", "tpot_ms"}) {

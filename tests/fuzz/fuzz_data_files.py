@@ -37,12 +37,15 @@ def commands(rel):
     """What reads the file `rel` (relative to the data folder)."""
     stem = os.path.splitext(os.path.basename(rel))[0]
     if rel.startswith("models/"):
+        # compare-layers puts the model beside another generation, layer mode by layer mode; claims
+        # reads the two Flash models (and fits and steps them on several GPUs).
         return [["kv", "--model", stem], ["params", "--model", stem], ["fit", "--model", stem],
                 ["step", "--model", stem, "--context", "8192"],
-                ["step", "--model", stem, "--context", "8192", "--phase", "prefill"]]
+                ["step", "--model", stem, "--context", "8192", "--phase", "prefill"],
+                ["compare-layers", "--models", stem + ",deepseek_v3", "--context", "8192"], ["claims"]]
     if rel.startswith("hw_profiles/"):
         return [["step", "--hw", stem, "--context", "8192"],
-                ["step", "--hw", stem, "--context", "8192", "--phase", "prefill"]]
+                ["step", "--hw", stem, "--context", "8192", "--phase", "prefill"], ["claims"]]
     if rel.startswith("workloads/deployments/"):
         return [["run", "--deployment", stem, "--duration", "20", "--warm-up", "0"],
                 ["context", "--deployment", stem], ["frontier", "--deployment", stem]]
