@@ -121,6 +121,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       headers);
   json["steps"] = nlohmann::json::array();
   std::vector<std::string> calibrations;
+  std::vector<std::string> past_memory;
   for (const GpuProfile& gpu : gpus) {
     const std::string stem = fs::path(gpu.file).stem().string();
     for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
@@ -142,6 +143,12 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         const StepGraph graph = build_step_graph(focus, timed);
         const StepTiming t = time_step(graph, cost);
         const ErrorBand band = step_error_band(t, cost.params());
+        // A step past the GPU's memory is timed all the same, and its note says so.
+        const StepMemory memory = step_memory(focus, gpu, graph);
+        if (!memory.fits()) {
+          past_memory.push_back(fmt::format("{} at {} tokens, {}: KV held by the step's sequences {}",
+                                            gpu.name, context, phase_name(phase), kv_memory_phrase(memory)));
+        }
         StepShape split = timed;  // the same step as two overlapped micro-batches
         split.overlap_communication = true;
         const double split_us = time_step(build_step_graph(focus, split), cost).total_us;
@@ -181,11 +188,13 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
                                  {"error_band", error_band_json(band)},
                                  {"widening_bound_us", widening.bound_us},
                                  {"widening_work_us", widening.work_us},
-                                 {"latency_bound_us", latency_bound_us}});
+                                 {"latency_bound_us", latency_bound_us},
+                                 {"kv_memory", kv_memory_json(memory)}});
       }
     }
   }
   for (const std::string& label : calibrations) table.add_note("kernel model on " + label);
+  for (const std::string& step : past_memory) table.add_note(step);
   table.add_note(
       std::string(kErrorBandMethod) +
       "; until our measurements calibrate a GPU, its bands are the priors' error on published kernel figures "

@@ -62,13 +62,22 @@ void add_decode_steps(Table& t, const json& steps) {
     const json& band = s.at("error_band");
     const double ms = s.at("total_time_us").get<double>() / 1e3;
     const int64_t drafts = s.value("drafts_verified", int64_t{0});
-    parts.push_back(fmt::format("{} {:.1f} ms{}{}", short_gpu(s.at("gpu").get<std::string>()), ms,
-                                band.at("known").get<bool>()
-                                    ? fmt::format(" ±{:.0f}%", band.at("pct_at_90").get<double>())
-                                    : std::string(),
-                                drafts > 0 ? fmt::format(" ({} drafts: {:.1f} ms an output token)", drafts,
-                                                         ms / s.at("tokens_per_sequence").get<double>())
-                                           : std::string()));
+    std::vector<std::string> asides;
+    if (drafts > 0) {
+      asides.push_back(fmt::format("{} drafts: {:.1f} ms an output token", drafts,
+                                   ms / s.at("tokens_per_sequence").get<double>()));
+    }
+    // A step whose sequences' KV one GPU cannot hold is timed all the same; the brief says so.
+    const json& memory = s.at("kv_memory");
+    if (!memory.at("fits").get<bool>()) {
+      asides.push_back(fmt::format("past its memory: KV for {} of the {} sequences",
+                                   memory.at("sequences_held_at_context").get<int64_t>(), batch));
+    }
+    parts.push_back(fmt::format(
+        "{} {:.1f} ms{}{}", short_gpu(s.at("gpu").get<std::string>()), ms,
+        band.at("known").get<bool>() ? fmt::format(" ±{:.0f}%", band.at("pct_at_90").get<double>())
+                                     : std::string(),
+        asides.empty() ? std::string() : fmt::format(" ({})", fmt::join(asides, "; "))));
   }
   t.add_row({fmt::format("decode step, batch {}, context {} (kernel model; band at 90%; drafts as serving "
                          "chooses them)",

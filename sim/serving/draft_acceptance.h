@@ -4,7 +4,7 @@
 // Each draft is right with probability p given the ones before it, so the run
 // of right ones has P(run >= j) = p^j, and a draw u in (0, 1] gives the run
 // floor(log(u) / log(p)). A serving run draws once a sequence a step, and that
-// logarithm was a tenth of a run's time. As the expression only falls as u
+// logarithm was some 7% of the report's time. As the expression only falls as u
 // grows, the largest u whose run reaches j is one number for each j: those
 // are found once, by bisection over the doubles in (0, 1] with the expression
 // itself, and a draw is compared with them, which gives the run the

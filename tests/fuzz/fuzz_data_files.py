@@ -42,7 +42,8 @@ def commands(rel):
         return [["kv", "--model", stem], ["params", "--model", stem], ["fit", "--model", stem],
                 ["step", "--model", stem, "--context", "8192"],
                 ["step", "--model", stem, "--context", "8192", "--phase", "prefill"],
-                ["compare-layers", "--models", stem + ",deepseek_v3", "--context", "8192"], ["claims"]]
+                ["compare-layers", "--models", stem + "," + ("deepseek_v3" if stem != "deepseek_v3" else "deepseek_v3_2"),
+                 "--context", "8192"], ["claims"]]
     if rel.startswith("hw_profiles/"):
         return [["step", "--hw", stem, "--context", "8192"],
                 ["step", "--hw", stem, "--context", "8192", "--phase", "prefill"], ["claims"]]

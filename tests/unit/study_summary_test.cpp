@@ -24,15 +24,18 @@ json fit(int64_t context, const std::string& gpu, int64_t sessions) {
   return {{"context_tokens", context}, {"gpu", gpu}, {"gpus", 8}, {"ep", 8}, {"sessions", sessions}};
 }
 
-// A step as the report's JSON has it; split_us: its time as two micro-batches (default 1.5x).
-json step(const std::string& phase, int64_t context, double us, bool known, double split_us = 0) {
+// A step as the report's JSON has it; split_us: its time as two micro-batches (default 1.5x);
+// held: the sequences of its context one GPU keeps KV for (its batch of 32 fits from 32 on).
+json step(const std::string& phase, int64_t context, double us, bool known, double split_us = 0,
+          int64_t held = 87) {
   return {{"phase", phase},
           {"context", context},
           {"batch", 32},
           {"gpu", "NVIDIA H200 SXM 141GB"},
           {"total_time_us", us},
           {"two_micro_batches_us", split_us > 0 ? split_us : 1.5 * us},
-          {"error_band", {{"known", known}, {"pct_at_90", 12.0}}}};
+          {"error_band", {{"known", known}, {"pct_at_90", 12.0}}},
+          {"kv_memory", {{"fits", held >= 32}, {"sequences_held_at_context", held}}}};
 }
 
 json row(const std::string& name, bool meets, bool disaggregated, double usd) {
@@ -302,8 +305,22 @@ TEST(StudySummary, SaysWhenNoVariantMeetsTheSla) {
       {"validation", json::array()}};
   const std::string text = study_summary(report).to_text();
   EXPECT_TRUE(says(text, "H200 29.6 ms"));
-  EXPECT_FALSE(says(text, "±"));  // no band known
+  EXPECT_FALSE(says(text, "past its memory"));  // its batch fits
+  EXPECT_FALSE(says(text, "±"));                // no band known
   EXPECT_TRUE(says(text, "no variant meets the SLA"));
+}
+
+// A step whose batch's KV one GPU cannot hold is timed all the same, and the
+// brief says so beside its time.
+TEST(StudySummary, SaysWhichStepsArePastTheirMemory) {
+  const json report{{"claims", json::array()},
+                    {"fits", json::array()},
+                    {"steps", {step("decode", 1048576, 46100, true, 0, 28)}},
+                    {"plan", {{"workload", "chat"}, {"rows", json::array()}}},
+                    {"plan_layouts", {{"rows", json::array()}}},
+                    {"validation", json::array()}};
+  const std::string text = study_summary(report).to_text();
+  EXPECT_TRUE(says(text, "H200 46.1 ms ±12% (past its memory: KV for 28 of the 32 sequences)"));
 }
 
 }  // namespace
