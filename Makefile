@@ -48,7 +48,7 @@ bench: build
 
 # Every value of every bundled data file replaced by nonsense, one at a time,
 # and each line taken out or repeated: each run answers or refuses with one
-# line naming the file (about 8 minutes).
+# line naming the file (about 15 minutes on 2 cores).
 fuzz: build
 	python3 tests/fuzz/fuzz_data_files.py ./$(BUILD)/sim/v41sim
 

@@ -4,8 +4,8 @@ takes each line out, and repeats it), and runs the commands that read each
 file: every run must answer (exit 0) or refuse with one line naming the file
 (exit 2), never crash or hang.
 
-Not part of `make test` (it runs the binary some 29,000 times: about 8 minutes
-on 2 cores); `make fuzz` runs it. Deterministic: the same seed draws the same
+Not part of `make test` (it runs the binary some 37,000 times: about 15
+minutes on 2 cores); `make fuzz` runs it. Deterministic: the same seed draws the same
 edits. Usage: fuzz_data_files.py BINARY [--values-per-field N] [--seed S]
 """
 import argparse
