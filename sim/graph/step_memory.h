@@ -21,6 +21,7 @@ struct StepMemory {
   FitRequest request;
   FitResult fit;  // sessions at the step's context
   bool fits() const { return fit.kv_bytes_per_gpu > 0 && kv_bytes <= fit.kv_bytes_per_gpu; }
+  bool activations_fit() const { return residual_stream_bytes() <= fit.reserve_bytes_per_gpu; }
 };
 
 // The weights placed as a serving run places them: the model's own formats,

@@ -33,8 +33,8 @@ LayerComparison compare_layers(const std::vector<ModelAnalysis>& models, const G
       if (!first_refusal) first_refusal = e;
       continue;
     }
-    ModelStep step{m.spec.name, !m.spec.moe, time_step(graph, cost),    {}, 0,
-                   0,           {},          step_memory(m, gpu, graph)};
+    ModelStep step{m.spec.name, !m.spec.moe, time_step(graph, cost), {}, 0, 0, {}, {}};
+    step.memory = step_memory(m, gpu, graph);
     step.modes = time_by_mode(step.timing);
     step.band = step_error_band(step.timing, cost.params());
     for (std::size_t i = 0; i < m.plan.size(); ++i) {
@@ -74,6 +74,8 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
     if (m.dense) totals.add_note(m.model + ": " + std::string(kDenseModelStep));
     if (!m.memory.fits())
       totals.add_note(m.model + ": KV held by the step's sequences " + kv_memory_phrase(m.memory));
+    if (!m.memory.activations_fit())
+      totals.add_note(m.model + ": residual streams of its widest layer " + residual_memory_phrase(m.memory));
   }
   for (const ModelNotRun& m : c.not_run) totals.add_note(m.model + ": cannot run this step: " + m.reason);
   if (s.phase == Phase::kDecode) {

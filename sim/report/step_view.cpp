@@ -209,13 +209,31 @@ std::string kv_memory_phrase(const StepMemory& m) {
                      format_bytes(m.kv_bytes), format_bytes(f.kv_bytes_per_gpu), held);
 }
 
+// The residual streams the step's widest layer holds against the reserve
+// `fit` keeps for activations: a floor, before any layer's own buffers.
+std::string residual_memory_phrase(const StepMemory& m) {
+  const double reserve = m.fit.reserve_bytes_per_gpu;
+  const std::string held =
+      fmt::format("{:.0f} tokens x {} = {}", m.residual_rows, format_bytes(m.residual_bytes_per_token),
+                  format_bytes(m.residual_stream_bytes()));
+  if (m.activations_fit()) {
+    return fmt::format("{}, {:.1f}% of the {} reserve for activations", held,
+                       100.0 * m.residual_stream_bytes() / reserve, format_bytes(reserve));
+  }
+  return fmt::format(
+      "{}: more than the {} reserve for activations before any layer's own buffers: timed as if it fit "
+      "(serving runs chunk prompts to their max_tokens_per_step)",
+      held, format_bytes(reserve));
+}
+
 nlohmann::json kv_memory_json(const StepMemory& m) {
   return {{"kv_bytes", m.kv_bytes},
           {"kept_for_kv_bytes", m.fit.kv_bytes_per_gpu},
           {"residual_stream_bytes", m.residual_stream_bytes()},
           {"reserve_bytes", m.fit.reserve_bytes_per_gpu},
           {"sequences_held_at_context", m.fit.sessions_per_gpu},
-          {"fits", m.fits()}};
+          {"fits", m.fits()},
+          {"activations_fit", m.activations_fit()}};
 }
 
 std::vector<ModeTime> time_by_mode(const StepTiming& timing) {
@@ -254,23 +272,6 @@ void add_draft_rows(const StepReport& r, Table& summary) {
 }
 
 namespace {
-
-// The residual streams the step's widest layer holds against the reserve
-// `fit` keeps for activations: a floor, before any layer's own buffers.
-std::string residual_row(const StepMemory& m) {
-  const double reserve = m.fit.reserve_bytes_per_gpu;
-  const std::string held =
-      fmt::format("{:.0f} tokens x {} = {}", m.residual_rows, format_bytes(m.residual_bytes_per_token),
-                  format_bytes(m.residual_stream_bytes()));
-  if (m.residual_stream_bytes() <= reserve) {
-    return fmt::format("{}, {:.1f}% of the {} reserve for activations", held,
-                       100.0 * m.residual_stream_bytes() / reserve, format_bytes(reserve));
-  }
-  return fmt::format(
-      "{}: more than the {} reserve for activations before any layer's own buffers: timed as if it fit "
-      "(serving runs chunk prompts to their max_tokens_per_step; --chunk-tokens here)",
-      held, format_bytes(reserve));
-}
 
 std::string memory_note(const StepMemory& m) {
   const FitRequest& r = m.request;
@@ -318,7 +319,9 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
   summary.add_row({"KV held by the step's sequences", kv_memory_phrase(r.memory)});
-  summary.add_row({"residual streams of its widest layer", residual_row(r.memory)});
+  summary.add_row({"residual streams of its widest layer",
+                   residual_memory_phrase(r.memory) +
+                       (r.memory.activations_fit() ? "" : "; --chunk-tokens chunks it here")});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);
   summary.add_note(
       r.graph.shape.fuse_input_projections

@@ -41,6 +41,8 @@ std::string phase_name(Phase phase);
 // The step's sequences' KV against what one GPU keeps for it (a shape outside
 // the GPU is timed all the same, and this says so), and as JSON.
 std::string kv_memory_phrase(const StepMemory& m);
+// Its widest layer's residual streams against the reserve kept for activations.
+std::string residual_memory_phrase(const StepMemory& m);
 nlohmann::json kv_memory_json(const StepMemory& m);
 std::vector<Table> step_tables(const StepReport& r);
 nlohmann::json step_json(const StepReport& r);

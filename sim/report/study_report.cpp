@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "sim/capacity/memory_fit.h"
@@ -122,6 +123,10 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   json["steps"] = nlohmann::json::array();
   std::vector<std::string> calibrations;
   std::vector<std::string> past_memory;
+  // Steps whose widest layer's residual streams outgrow the activation reserve,
+  // by phase and context: the GPUs (with their reserves) and the streams' bytes.
+  std::map<std::pair<std::string, int64_t>, std::vector<std::string>> past_reserve;
+  std::map<std::pair<std::string, int64_t>, double> residual_bytes;
   for (const GpuProfile& gpu : gpus) {
     const std::string stem = fs::path(gpu.file).stem().string();
     for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
@@ -148,6 +153,11 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         if (!memory.fits()) {
           past_memory.push_back(fmt::format("{} at {} tokens, {}: KV held by the step's sequences {}",
                                             gpu.name, context, phase_name(phase), kv_memory_phrase(memory)));
+        }
+        if (!memory.activations_fit()) {
+          past_reserve[{phase_name(phase), context}].push_back(
+              fmt::format("{} against {}", gpu.name, format_bytes(memory.fit.reserve_bytes_per_gpu)));
+          residual_bytes[{phase_name(phase), context}] = memory.residual_stream_bytes();
         }
         StepShape split = timed;  // the same step as two overlapped micro-batches
         split.overlap_communication = true;
@@ -195,6 +205,12 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   }
   for (const std::string& label : calibrations) table.add_note("kernel model on " + label);
   for (const std::string& step : past_memory) table.add_note(step);
+  for (const auto& [step, gpus_past] : past_reserve) {
+    table.add_note(fmt::format(
+        "{} at {} tokens: its widest layer's residual streams ({}) are more than the reserve for activations "
+        "({}): timed as if they fit (serving runs chunk prompts to their max_tokens_per_step)",
+        step.first, step.second, format_bytes(residual_bytes.at(step)), fmt::join(gpus_past, ", ")));
+  }
   table.add_note(
       std::string(kErrorBandMethod) +
       "; until our measurements calibrate a GPU, its bands are the priors' error on published kernel figures "

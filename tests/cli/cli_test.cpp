@@ -579,7 +579,7 @@ TEST(Cli, CompareLayersKeepsTheModelsThatCanRun) {
 
 // A step past one GPU's memory is compared all the same, as `step` times it,
 // and says so: a dense model whose weights overflow the GPU, a model whose
-// sequences' KV does.
+// sequences' KV does, a prompt whose residual streams outgrow the reserve.
 TEST(Cli, CompareLayersSaysWhichStepsDoNotFit) {
   const auto c = run_json("compare-layers --models llama_3_1_405b,deepseek_v4_1_flash --context 8192");
   ASSERT_EQ(c["models"].size(), 2u);
@@ -604,6 +604,19 @@ TEST(Cli, CompareLayersSaysWhichStepsDoNotFit) {
                             memory["sequences_held_at_context"].get<int64_t>())),
             std::string::npos)
       << kv.output;
+  // A whole 1M-token prompt in one step: its residual streams outgrow the activation reserve.
+  const auto prompt =
+      run_json("compare-layers --models deepseek_v4_1_flash --phase prefill --context 1048576");
+  EXPECT_FALSE(prompt["models"][0]["kv_memory"]["activations_fit"].get<bool>());
+  EXPECT_TRUE(c["models"][1]["kv_memory"]["activations_fit"].get<bool>());
+  const RunResult prompt_table =
+      run("compare-layers --models deepseek_v4_1_flash --phase prefill --context 1048576");
+  EXPECT_NE(
+      prompt_table.output.find("DeepSeek-V4.1-Flash: residual streams of its widest layer 1048576 tokens"),
+      std::string::npos)
+      << prompt_table.output;
+  EXPECT_EQ(prompt_table.output.find("--chunk-tokens"), std::string::npos)
+      << prompt_table.output;  // step's flag
 }
 
 TEST(Cli, RunJsonAccountsForEveryRequest) {
