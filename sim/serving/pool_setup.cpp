@@ -45,16 +45,23 @@ StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCost
 double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment, const PoolSpec& pool,
                         const GpuProfile& gpu) {
   require_even_expert_slots(model, pool);
-  const FitRequest fit{
-      pool.gpus_per_instance,
-      pool.ep,
-      1,
-      model.spec.weights,
-      DensePlacement::kReplicated,
-      SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
-      pool.redundant_experts,
-      pool.ep_at,
-      "a larger ep (more GPUs to an instance), a GPU with more HBM or a smaller reserve_fraction"};
+  FitRequest fit{pool.gpus_per_instance,
+                 pool.ep,
+                 1,
+                 model.spec.weights,
+                 DensePlacement::kReplicated,
+                 SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
+                 pool.redundant_experts,
+                 pool.ep_at,
+                 "a larger ep (more GPUs to an instance), a GPU with more HBM or a smaller reserve_fraction"};
+  // Where the weights alone fit, the reserve that would leave room for KV.
+  const FitResult laid_out = lay_out_memory(model, gpu, fit);
+  const double free_share = 1.0 - laid_out.weight_bytes_per_gpu / laid_out.hbm_bytes_per_gpu;
+  if (laid_out.kv_bytes_per_gpu <= 0 && free_share > 0) {
+    fit.remedies = fmt::format(
+        "a larger ep (more GPUs to an instance), a GPU with more HBM or a reserve_fraction below {:.4g}",
+        std::floor(free_share * 1e4) / 1e4);
+  }
   return fit_memory(model, gpu, fit).kv_bytes_per_gpu;
 }
 

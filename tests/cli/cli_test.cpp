@@ -1648,6 +1648,10 @@ INSTANTIATE_TEST_SUITE_P(
             "at "
             "EP 8 (replicated dense weights): 48.4 GB of weights + 48.0 GB reserve per GPU exceed 96.0 GB of "
             "HBM (try a larger ep"},
+        // The reserve that would leave room for KV: (96.0 - 48.4) / 96.0 of the H20's HBM.
+        BadRun{"--set workloads/deployments/h20_pd_16.yaml:reserve_fraction=0.5 run --deployment h20_pd_16 "
+               "--duration 10",
+               "a GPU with more HBM or a reserve_fraction below 0.4959)"},
         // A what-if's list index is digits: -1 once read as the largest index there is.
         BadRun{"--set workloads/chat_and_agents.yaml:mix[-1].share=0.5 kv",
                "field 'mix[-1].share': expected a list index (0, 1, ...) in [ ], got '-1'"},
