@@ -102,9 +102,8 @@ std::vector<std::pair<std::string, std::string>> gpu_pairs(const DeploymentSpec&
   return out;
 }
 
-// Serves one variant into its row; a variant the model cannot run (it does
-// not fit, its EP size does not divide the experts) keeps the reason instead.
-// Serves one variant; where it cannot run, returns why.
+// Serves one variant into its row; where the model cannot run it (it does
+// not fit, its EP size does not divide the experts), returns why.
 std::optional<InputError> serve_variant(const DeploymentSteps& shared, const ModelAnalysis& model,
                                         const WorkloadSpec& workload, const ServeOptions& options,
                                         double min_within_sla, PlanRow& row) {

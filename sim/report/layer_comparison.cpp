@@ -73,9 +73,10 @@ std::vector<Table> comparison_tables(const LayerComparison& c, const GpuProfile&
   for (const ModelStep& m : c.models) {
     if (m.dense) totals.add_note(m.model + ": " + std::string(kDenseModelStep));
     if (!m.memory.fits())
-      totals.add_note(m.model + ": KV held by the step's sequences " + kv_memory_phrase(m.memory));
+      totals.add_note(fmt::format("{}: {} {}", m.model, kKvHeldLabel, kv_memory_phrase(m.memory)));
     if (!m.memory.activations_fit())
-      totals.add_note(m.model + ": residual streams of its widest layer " + residual_memory_phrase(m.memory));
+      totals.add_note(
+          fmt::format("{}: {} {}", m.model, kResidualStreamsLabel, residual_memory_phrase(m.memory)));
   }
   for (const ModelNotRun& m : c.not_run) totals.add_note(m.model + ": cannot run this step: " + m.reason);
   if (s.phase == Phase::kDecode) {

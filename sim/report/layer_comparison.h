@@ -22,8 +22,9 @@ struct ModelStep {
   int64_t reuse_layer_kernels = 0;  // kernels of one Reuse-mode layer, 0 if the model has none
   double published_reuse_layer_kernels = 0;
   ErrorBand band;  // the kernel model's 90% band for this step
-  StepMemory
-      memory;  // its KV and weights against one GPU's HBM: a step that does not fit is timed all the same
+  // Its KV, weights and activations against one GPU's HBM: a step that does
+  // not fit is timed all the same, and a note says so.
+  StepMemory memory;
 };
 
 // A model the step cannot run (a context past its max_context, an EP size

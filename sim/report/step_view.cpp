@@ -318,8 +318,8 @@ std::vector<Table> step_tables(const StepReport& r) {
       {"FLOPs / HBM bytes", fmt::format("{} / {}", format_count(t.flops), format_bytes(t.hbm_bytes))});
   summary.add_row({"achieved", fmt::format("{:.1f} TFLOP/s, {:.0f} GB/s", tflops(t.flops, t.total_us),
                                            gbps(t.hbm_bytes, t.total_us))});
-  summary.add_row({"KV held by the step's sequences", kv_memory_phrase(r.memory)});
-  summary.add_row({"residual streams of its widest layer",
+  summary.add_row({std::string(kKvHeldLabel), kv_memory_phrase(r.memory)});
+  summary.add_row({std::string(kResidualStreamsLabel),
                    residual_memory_phrase(r.memory) +
                        (r.memory.activations_fit() ? "" : "; --chunk-tokens chunks it here")});
   summary.add_note("kernel model: " + r.cost.params().label() + "; GPU figures from " + r.gpu.file);

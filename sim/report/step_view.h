@@ -40,8 +40,10 @@ struct StepReport {
 std::string phase_name(Phase phase);
 // The step's sequences' KV against what one GPU keeps for it (a shape outside
 // the GPU is timed all the same, and this says so), and as JSON.
+inline constexpr std::string_view kKvHeldLabel = "KV held by the step's sequences";
 std::string kv_memory_phrase(const StepMemory& m);
 // Its widest layer's residual streams against the reserve kept for activations.
+inline constexpr std::string_view kResidualStreamsLabel = "residual streams of its widest layer";
 std::string residual_memory_phrase(const StepMemory& m);
 nlohmann::json kv_memory_json(const StepMemory& m);
 std::vector<Table> step_tables(const StepReport& r);

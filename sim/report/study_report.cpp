@@ -124,9 +124,13 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   std::vector<std::string> calibrations;
   std::vector<std::string> past_memory;
   // Steps whose widest layer's residual streams outgrow the activation reserve,
-  // by phase and context: the GPUs (with their reserves) and the streams' bytes.
-  std::map<std::pair<std::string, int64_t>, std::vector<std::string>> past_reserve;
-  std::map<std::pair<std::string, int64_t>, double> residual_bytes;
+  // by phase and context (alike on every GPU): the streams' bytes, and the
+  // GPUs with their reserves.
+  struct PastReserve {
+    double residual_bytes = 0;
+    std::vector<std::string> gpus;
+  };
+  std::map<std::pair<std::string, int64_t>, PastReserve> past_reserve;
   for (const GpuProfile& gpu : gpus) {
     const std::string stem = fs::path(gpu.file).stem().string();
     for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
@@ -151,13 +155,14 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
         // A step past the GPU's memory is timed all the same, and its note says so.
         const StepMemory memory = step_memory(focus, gpu, graph);
         if (!memory.fits()) {
-          past_memory.push_back(fmt::format("{} at {} tokens, {}: KV held by the step's sequences {}",
-                                            gpu.name, context, phase_name(phase), kv_memory_phrase(memory)));
+          past_memory.push_back(fmt::format("{} at {} tokens, {}: {} {}", gpu.name, context,
+                                            phase_name(phase), kKvHeldLabel, kv_memory_phrase(memory)));
         }
         if (!memory.activations_fit()) {
-          past_reserve[{phase_name(phase), context}].push_back(
+          PastReserve& past = past_reserve[{phase_name(phase), context}];
+          past.residual_bytes = memory.residual_stream_bytes();
+          past.gpus.push_back(
               fmt::format("{} against {}", gpu.name, format_bytes(memory.fit.reserve_bytes_per_gpu)));
-          residual_bytes[{phase_name(phase), context}] = memory.residual_stream_bytes();
         }
         StepShape split = timed;  // the same step as two overlapped micro-batches
         split.overlap_communication = true;
@@ -205,11 +210,11 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   }
   for (const std::string& label : calibrations) table.add_note("kernel model on " + label);
   for (const std::string& step : past_memory) table.add_note(step);
-  for (const auto& [step, gpus_past] : past_reserve) {
+  for (const auto& [step, past] : past_reserve) {
     table.add_note(fmt::format(
         "{} at {} tokens: its widest layer's residual streams ({}) are more than the reserve for activations "
         "({}): timed as if they fit (serving runs chunk prompts to their max_tokens_per_step)",
-        step.first, step.second, format_bytes(residual_bytes.at(step)), fmt::join(gpus_past, ", ")));
+        step.first, step.second, format_bytes(past.residual_bytes), fmt::join(past.gpus, ", ")));
   }
   table.add_note(
       std::string(kErrorBandMethod) +

@@ -26,10 +26,10 @@ class DraftAcceptance {
   // The drafts of `drafts` that a draw `at_most_one` in (0, 1] accepts.
   int64_t accepted(double at_most_one, int64_t drafts) const;
 
+ private:
   // floor(log(u) / log(p)) itself, for u in (0, 1].
   int64_t run_of(double at_most_one) const;
 
- private:
   double log_acceptance_ = 0;  // 0: nothing is accepted
   // reaches_[j - 1]: the largest draw whose run is at least j (0: none is).
   std::vector<double> reaches_;

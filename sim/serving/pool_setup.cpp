@@ -52,16 +52,16 @@ double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deploy
                  DensePlacement::kReplicated,
                  SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
                  pool.redundant_experts,
-                 pool.ep_at,
-                 "a larger ep (more GPUs to an instance), a GPU with more HBM or a smaller reserve_fraction"};
-  // Where the weights alone fit, the reserve that would leave room for KV.
+                 pool.ep_at};
   const FitResult laid_out = lay_out_memory(model, gpu, fit);
+  if (laid_out.kv_bytes_per_gpu > 0) return laid_out.kv_bytes_per_gpu;
+  // It does not fit: fit_memory refuses it, naming the remedies; where the
+  // weights alone fit, the reserve that would leave room for KV.
   const double free_share = 1.0 - laid_out.weight_bytes_per_gpu / laid_out.hbm_bytes_per_gpu;
-  if (laid_out.kv_bytes_per_gpu <= 0 && free_share > 0) {
-    fit.remedies = fmt::format(
-        "a larger ep (more GPUs to an instance), a GPU with more HBM or a reserve_fraction below {:.4g}",
-        std::floor(free_share * 1e4) / 1e4);
-  }
+  fit.remedies =
+      "a larger ep (more GPUs to an instance), a GPU with more HBM or " +
+      (free_share > 0 ? fmt::format("a reserve_fraction below {:.4g}", std::floor(free_share * 1e4) / 1e4)
+                      : std::string("a smaller reserve_fraction"));
   return fit_memory(model, gpu, fit).kv_bytes_per_gpu;
 }
 

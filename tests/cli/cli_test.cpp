@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "tests/test_data.h"
 
@@ -45,6 +46,23 @@ nlohmann::json run_json(const std::string& args) {
   const RunResult r = run(args + " --json");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return nlohmann::json::parse(r.output);
+}
+
+// A command's table and its --json, both asked (they say the same).
+struct TableAndJson {
+  RunResult table;
+  nlohmann::json json;
+};
+TableAndJson table_and_json(const std::string& args) {
+  TableAndJson both{run(args), run_json(args)};
+  EXPECT_EQ(both.table.exit_code, 0) << both.table.output;
+  return both;
+}
+
+// Whether a run's output says `phrase`; the output where it does not.
+::testing::AssertionResult says(const RunResult& r, std::string_view phrase) {
+  if (r.output.find(phrase) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "it does not say '" << phrase << "' in:\n" << r.output;
 }
 
 // Where the n-th comma (from 1) of a CSV line is.
@@ -558,65 +576,47 @@ TEST(Cli, CompareLayersJson) {
 // V3.2, whose max_context is 163840, is named with why; where none can, the
 // command refuses at the flag.
 TEST(Cli, CompareLayersKeepsTheModelsThatCanRun) {
-  const auto c = run_json("compare-layers --context 1048576");
+  const auto [table, c] = table_and_json("compare-layers --context 1048576");
   ASSERT_EQ(c["models"].size(), 2u);
   EXPECT_EQ(c["models"][0]["model"], "DeepSeek-V4.1-Flash");
   EXPECT_EQ(c["models"][1]["model"], "DeepSeek-V4-Flash");
   ASSERT_EQ(c["not_run"].size(), 1u);
   EXPECT_EQ(c["not_run"][0]["model"], "DeepSeek-V3.2");
   EXPECT_EQ(c["not_run"][0]["reason"], "1048576 tokens exceed DeepSeek-V3.2's max_context of 163840");
-  const RunResult table = run("compare-layers --context 1048576");
-  ASSERT_EQ(table.exit_code, 0) << table.output;
-  EXPECT_NE(table.output.find("DeepSeek-V3.2: cannot run this step: 1048576 tokens exceed"),
-            std::string::npos)
-      << table.output;
+  EXPECT_TRUE(says(table, "DeepSeek-V3.2: cannot run this step: 1048576 tokens exceed"));
   const RunResult none = run("compare-layers --context 1048576 --models deepseek_v3_2");
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_NE(none.output.find("field '--context': 1048576 tokens exceed DeepSeek-V3.2's max_context"),
-            std::string::npos)
-      << none.output;
+  EXPECT_TRUE(says(none, "field '--context': 1048576 tokens exceed DeepSeek-V3.2's max_context"));
 }
 
 // A step past one GPU's memory is compared all the same, as `step` times it,
 // and says so: a dense model whose weights overflow the GPU, a model whose
 // sequences' KV does, a prompt whose residual streams outgrow the reserve.
 TEST(Cli, CompareLayersSaysWhichStepsDoNotFit) {
-  const auto c = run_json("compare-layers --models llama_3_1_405b,deepseek_v4_1_flash --context 8192");
+  const auto [dense, c] =
+      table_and_json("compare-layers --models llama_3_1_405b,deepseek_v4_1_flash --context 8192");
   ASSERT_EQ(c["models"].size(), 2u);
   EXPECT_FALSE(c["models"][0]["kv_memory"]["fits"].get<bool>());
   EXPECT_LE(c["models"][0]["kv_memory"]["kept_for_kv_bytes"].get<double>(), 0.0);  // the weights overflow
   EXPECT_TRUE(c["models"][1]["kv_memory"]["fits"].get<bool>());
-  const RunResult table = run("compare-layers --models llama_3_1_405b,deepseek_v4_1_flash --context 8192");
-  ASSERT_EQ(table.exit_code, 0) << table.output;
-  EXPECT_NE(table.output.find("Llama-3.1-405B: KV held by the step's sequences"), std::string::npos)
-      << table.output;
-  EXPECT_NE(table.output.find("overflow the GPU's"), std::string::npos) << table.output;
-  EXPECT_EQ(table.output.find("DeepSeek-V4.1-Flash: KV held"), std::string::npos) << table.output;
-  const RunResult kv = run("compare-layers --models deepseek_v4_flash --context 1048576 --batch 64");
-  ASSERT_EQ(kv.exit_code, 0) << kv.output;
-  EXPECT_NE(kv.output.find("DeepSeek-V4-Flash: KV held by the step's sequences"), std::string::npos)
-      << kv.output;
-  const auto kv_json = run_json("compare-layers --models deepseek_v4_flash --context 1048576 --batch 64");
+  EXPECT_TRUE(c["models"][1]["kv_memory"]["activations_fit"].get<bool>());
+  EXPECT_TRUE(says(dense, "Llama-3.1-405B: KV held by the step's sequences"));
+  EXPECT_TRUE(says(dense, "overflow the GPU's"));
+  EXPECT_FALSE(says(dense, "DeepSeek-V4.1-Flash: KV held"));
+  const auto [kv, kv_json] =
+      table_and_json("compare-layers --models deepseek_v4_flash --context 1048576 --batch 64");
   const auto& memory = kv_json["models"][0]["kv_memory"];
   EXPECT_GT(memory["kv_bytes"].get<double>(), memory["kept_for_kv_bytes"].get<double>());
-  EXPECT_NE(kv.output.find(
-                fmt::format("one GPU keeps for KV ({} sequences of 1048576 tokens fit): timed as if it fit",
-                            memory["sequences_held_at_context"].get<int64_t>())),
-            std::string::npos)
-      << kv.output;
+  EXPECT_TRUE(says(kv, "DeepSeek-V4-Flash: KV held by the step's sequences"));
+  EXPECT_TRUE(
+      says(kv, fmt::format("one GPU keeps for KV ({} sequences of 1048576 tokens fit): timed as if it fit",
+                           memory["sequences_held_at_context"].get<int64_t>())));
   // A whole 1M-token prompt in one step: its residual streams outgrow the activation reserve.
-  const auto prompt =
-      run_json("compare-layers --models deepseek_v4_1_flash --phase prefill --context 1048576");
-  EXPECT_FALSE(prompt["models"][0]["kv_memory"]["activations_fit"].get<bool>());
-  EXPECT_TRUE(c["models"][1]["kv_memory"]["activations_fit"].get<bool>());
-  const RunResult prompt_table =
-      run("compare-layers --models deepseek_v4_1_flash --phase prefill --context 1048576");
-  EXPECT_NE(
-      prompt_table.output.find("DeepSeek-V4.1-Flash: residual streams of its widest layer 1048576 tokens"),
-      std::string::npos)
-      << prompt_table.output;
-  EXPECT_EQ(prompt_table.output.find("--chunk-tokens"), std::string::npos)
-      << prompt_table.output;  // step's flag
+  const auto [prompt, prompt_json] =
+      table_and_json("compare-layers --models deepseek_v4_1_flash --phase prefill --context 1048576");
+  EXPECT_FALSE(prompt_json["models"][0]["kv_memory"]["activations_fit"].get<bool>());
+  EXPECT_TRUE(says(prompt, "DeepSeek-V4.1-Flash: residual streams of its widest layer 1048576 tokens"));
+  EXPECT_FALSE(says(prompt, "--chunk-tokens"));  // step's flag
 }
 
 TEST(Cli, RunJsonAccountsForEveryRequest) {
