@@ -42,414 +42,474 @@ using cli::run_step;
 using cli::run_targets;
 using cli::run_validate;
 
-void register_commands(CLI::App& app, const GlobalOptions& global, std::function<void()>& run,
-                       std::ostream& out) {
-  auto flags = std::make_shared<Flags>();
-  auto bind = [&global, &run, &out, flags](CLI::App* cmd,
-                                           void (*fn)(const Catalog&, const Flags&, std::ostream&)) {
-    cmd->add_flag("--json", flags->json, "print one JSON object instead of tables");
-    cmd->callback([&global, &run, &out, flags, fn] {
+namespace {
+
+using CommandFn = void (*)(const Catalog&, const Flags&, std::ostream&);
+
+// What registering a subcommand takes: the app, the one Flags every command
+// fills (only the chosen command's are read), and where the chosen command's
+// action goes. The options that several commands share are added here, once.
+class CommandRegistrar {
+ public:
+  CommandRegistrar(CLI::App& app, const GlobalOptions& global, std::function<void()>& run, std::ostream& out)
+      : app_(app), global_(global), run_(run), out_(out), flags_(std::make_shared<Flags>()) {}
+
+  CLI::App* add(const char* name, const std::string& description) const {
+    return app_.add_subcommand(name, description);
+  }
+  Flags& flags() const { return *flags_; }
+  const std::shared_ptr<Flags>& shared_flags() const { return flags_; }
+
+  // Last, after the command's own options: --json, and the action that runs it.
+  void bind(CLI::App* cmd, CommandFn fn) const {
+    cmd->add_flag("--json", flags_->json, "print one JSON object instead of tables");
+    cmd->callback([&global = global_, &run = run_, &out = out_, flags = flags_, fn] {
       run = [&global, &out, flags, fn] { fn(Catalog(global.data_dir), *flags, out); };
     });
-  };
-  auto add_model = [flags](CLI::App* cmd) {
-    cmd->add_option("--model", flags->model, "model name (file stem or name:) or path")
+  }
+
+  void add_model(CLI::App* cmd) const {
+    cmd->add_option("--model", flags_->model, "model name (file stem or name:) or path")
         ->capture_default_str();
-  };
-  auto add_context = [flags](CLI::App* cmd) {
-    cmd->add_option("--context", flags->session_context,
+  }
+  void add_session_context(CLI::App* cmd) const {
+    cmd->add_option("--context", flags_->session_context,
                     "tokens per session (default: the model's max_context)");
-  };
-  auto add_reserve = [flags](CLI::App* cmd) {
-    cmd->add_option("--reserve-fraction", flags->reserve_fraction,
+  }
+  void add_reserve(CLI::App* cmd) const {
+    cmd->add_option("--reserve-fraction", flags_->reserve_fraction,
                     "fraction of HBM held for activations and workspace (default 0.10, an assumption)");
+  }
+  void add_step_flags(CLI::App* cmd) const;
+  // A deployment serving a workload: what run, plan, capacity and sensitivity take.
+  void add_serving_flags(CLI::App* cmd, const char* deployment, const char* duration, const char* seed) const;
+  // plan, capacity and sensitivity serve runs for minutes: each says so as it ends.
+  void add_progress_flag(CLI::App* cmd, const char* line) const {
+    cmd->add_flag(
+        "--progress", flags_->progress,
+        std::string("a line to stderr as each run ends (") + line +
+            "); shown without this flag where stderr is a terminal; the output is the same either way");
+  }
+  // EPLB replica counts to try (plan, capacity, context and frontier).
+  void add_replicas_flag(CLI::App* cmd) const {
+    cmd->add_option(
+           "--redundant-experts", flags_->plan_redundant_experts,
+           "EPLB replicas of the hottest experts per EP group, both pools, to try (0: none); an EP size "
+           "need only divide routed + redundant; comma-separated")
+        ->delimiter(',');
+  }
+  // --ttft-ms, --tpot-ms and --itl-ms: limits other than the deployment's
+  // (`whose`), each replacing one; a mix's class with its own keeps it.
+  void add_sla_flags(CLI::App* cmd, const std::string& whose) const;
+  // plan and capacity: the SLA, the share of requests that must meet it, and
+  // what --confirm-seconds does (`confirm_what`) and which values it takes.
+  void add_verdict_flags(CLI::App* cmd, const std::string& whose, const std::string& confirm_what) const;
+  // What plan varies (each a comma-separated list; empty keeps the base's),
+  // and capacity asks about variant by variant.
+  void add_grid_flags(CLI::App* cmd) const;
+  // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what
+  // context and frontier both take. Without --ep and --redundant-experts,
+  // each GPU also as one EP group over its NVLink domain where that is
+  // larger than the deployment's EP.
+  void add_deployment_on_gpus(CLI::App* cmd) const;
+
+ private:
+  CLI::App& app_;
+  const GlobalOptions& global_;
+  std::function<void()>& run_;
+  std::ostream& out_;
+  std::shared_ptr<Flags> flags_;
+};
+
+void CommandRegistrar::add_step_flags(CLI::App* cmd) const {
+  Flags& f = *flags_;
+  cmd->add_option("--hw", f.hw, "GPU profile (file stem or name:) or path")->capture_default_str();
+  cmd->add_option("--phase", f.phase, "prefill or decode")->capture_default_str();
+  cmd->add_option("--batch", f.batch, "sequences in the step")->capture_default_str();
+  cmd->add_option("--context", f.context, "prefill: prompt tokens each; decode: history tokens each")
+      ->required();
+  cmd->add_option("--ep", f.ep, "expert-parallel size")->capture_default_str();
+  cmd->add_option("--mhc", f.mhc,
+                  "mHC form: model (as the model file says), fused (single pass) or three-kernel")
+      ->capture_default_str();
+  cmd->add_flag("--no-cuda-graph", f.no_cuda_graph,
+                "decode: launch kernels instead of replaying a CUDA graph");
+  cmd->add_flag("--no-draft", f.no_draft,
+                "decode: no speculative decoding (no draft stages, no drafts verified)");
+  cmd->add_flag("--overlap", f.overlap, "overlap EP all-to-all with compute (two micro-batches)");
+  cmd->add_flag("--separate-projections", f.separate_projections,
+                "run each projection of one input as its own GEMM (default: one GEMM, weights concatenated)");
+}
+
+void CommandRegistrar::add_serving_flags(CLI::App* cmd, const char* deployment, const char* duration,
+                                         const char* seed) const {
+  Flags& f = *flags_;
+  add_model(cmd);
+  cmd->add_option("--deployment", f.deployment, deployment)->capture_default_str();
+  cmd->add_option("--workload", f.workload, "workload (workloads/) name or path")->capture_default_str();
+  cmd->add_option(
+      "--sessions-per-s", f.sessions_per_s,
+      "arrival rate of sessions, replacing the workload's (a trace's row times are scaled to it)");
+  cmd->add_option("--concurrency", f.concurrency,
+                  "sessions in flight, replacing a closed-loop workload's (arrival process closed_loop: "
+                  "each session that ends is followed at once by a new one)");
+  cmd->add_option("--duration", f.duration_s, duration)->capture_default_str();
+  cmd->add_option(
+      "--warm-up", f.warm_up_s,
+      fmt::format("simulated seconds of arrivals served before the measured window, to build the "
+                  "deployment up from empty, not counted (default: {:g} for drawn sessions, 0 for "
+                  "a trace)",
+                  kDefaultWarmUpS));
+  // An unsigned flag would take "-1" as 2^64 - 1: a negative seed is refused, not wrapped.
+  const CLI::Validator not_negative(
+      [](std::string& text) {
+        return text.starts_with('-') ? "expected a whole number, 0 or more, got " + text : std::string();
+      },
+      "0 OR MORE");
+  cmd->add_option("--seed", f.seed, seed)->check(not_negative)->capture_default_str();
+  cmd->add_option("--seeds", f.seeds,
+                  "runs with seeds seed, seed + 1, ...: figures as their mean (least-most), SLA verdicts "
+                  "on their requests pooled")
+      ->capture_default_str();
+}
+
+void CommandRegistrar::add_sla_flags(CLI::App* cmd, const std::string& whose) const {
+  const std::string keeps = "; a mix's class with its own keeps it)";
+  cmd->add_option("--ttft-ms", flags_->sla_ttft_ms, "TTFT limit of the SLA (default: " + whose + keeps);
+  cmd->add_option("--tpot-ms", flags_->sla_tpot_ms, "TPOT limit of the SLA (default: " + whose + keeps);
+  cmd->add_option("--itl-ms", flags_->sla_itl_ms,
+                  "limit on each request's longest gap between streamed chunks, its worst stall (default: " +
+                      whose + ", if it sets one" + keeps);
+}
+
+void CommandRegistrar::add_verdict_flags(CLI::App* cmd, const std::string& whose,
+                                         const std::string& confirm_what) const {
+  add_sla_flags(cmd, whose);
+  cmd->add_option("--min-within-sla", flags_->min_within_sla,
+                  "share of the arrived requests that must finish within the SLA")
+      ->capture_default_str();
+  cmd->add_option(
+      "--confirm-seconds", flags_->confirm_s,
+      fmt::format("{} (longer than --duration, or 0: none; default {:g} where longer than --duration)",
+                  confirm_what, kDefaultConfirmS));
+}
+
+void CommandRegistrar::add_grid_flags(CLI::App* cmd) const {
+  Flags& f = *flags_;
+  const auto add_list = [cmd](const char* flag, auto& values, const std::string& help) {
+    cmd->add_option(flag, values, help + ", comma-separated")->delimiter(',');
   };
+  add_list("--hw", f.plan_gpus, "GPU profiles to try for both pools (default: the base's)");
+  add_list("--prefill-hw", f.plan_prefill_gpus,
+           "GPU profiles to try for the prefill pool only (disaggregated)");
+  add_list("--decode-hw", f.plan_decode_gpus, "GPU profiles to try for the decode pool only (disaggregated)");
+  add_list("--ep", f.plan_eps,
+           "EP sizes to try (= GPUs per instance), or domain: each GPU also as one EP group over its NVLink "
+           "domain, with the fewest replicas that deal the experts over it");
+  add_list("--prefill-instances", f.plan_prefill_instances,
+           "prefill instance counts to try (disaggregated deployments)");
+  add_list("--decode-instances", f.plan_decode_instances, "decode instance counts to try");
+  add_list("--kv-retention-h", f.plan_kv_retentions_h,
+           "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
+  add_list("--swa-pool-fraction", f.plan_swa_pool_fractions,
+           "shares of each node's DRAM that park window state, to try (0: none)");
+  add_list("--ssd-capacity-tb", f.plan_ssd_capacities_tb,
+           "sizes of the SSD tier in TB, to try (least recently stored out first when full), or unbounded");
+  add_list("--aggregated-steps", f.plan_aggregated_steps,
+           "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
+           "(chunks inside decode steps)");
+  add_list("--routing", f.plan_routings,
+           "where prompts go among instances and ranks, to try: least_load, least_requests or round_robin");
+  add_list("--max-tokens-per-step", f.plan_max_tokens_per_step,
+           "prompt tokens a rank runs in one step (the prefill chunk; aggregated and mixed, the decode "
+           "step's budget), to try");
+  add_list("--max-batch-per-gpu", f.plan_max_batch_per_gpu, "sequences a decode rank holds, to try");
+  add_list("--prefill-delay-steps", f.plan_prefill_delay_steps,
+           "aggregated, prompts first: decode steps a rank's prompts may wait in a row for the other ranks' "
+           "(SGLang's prefill delayer; 0: none), to try");
+  add_replicas_flag(cmd);
+}
 
-  CLI::App* kv = app.add_subcommand("kv", "KV cache bytes per layer and per token");
-  add_model(kv);
-  add_context(kv);
-  bind(kv, run_kv);
+void CommandRegistrar::add_deployment_on_gpus(CLI::App* cmd) const {
+  Flags& f = *flags_;
+  add_model(cmd);
+  cmd->add_option("--deployment", f.context_deployment, "deployment (workloads/deployments/) name or path")
+      ->capture_default_str();
+  cmd->add_option("--hw", f.plan_gpus,
+                  "GPU profiles for both pools, comma-separated (default: the deployment's; each also as one "
+                  "EP group over its NVLink domain where that is larger, unless --ep or --redundant-experts "
+                  "is given)")
+      ->delimiter(',');
+  cmd->add_option("--ep", f.plan_eps,
+                  "EP sizes, or domain (one EP group over each GPU's NVLink domain), comma-separated "
+                  "(default: the deployment's)")
+      ->delimiter(',');
+  add_replicas_flag(cmd);
+}
 
-  CLI::App* params = app.add_subcommand("params", "total and active parameters, weight bytes");
-  add_model(params);
-  bind(params, run_params);
+// kv, params and fit: what the model stores and what fits where.
+void register_memory_commands(const CommandRegistrar& r) {
+  Flags& f = r.flags();
+  CLI::App* kv = r.add("kv", "KV cache bytes per layer and per token");
+  r.add_model(kv);
+  r.add_session_context(kv);
+  r.bind(kv, run_kv);
 
-  CLI::App* fit = app.add_subcommand("fit", "per-GPU memory: weights, reserve, KV, sessions");
-  add_model(fit);
-  add_context(fit);
-  add_reserve(fit);
-  fit->add_option("--hw", flags->hw, "GPU profile (file stem or name:) or path")->capture_default_str();
-  fit->add_option("--gpus", flags->gpus, "number of GPUs")->capture_default_str();
-  fit->add_option("--ep", flags->ep, "expert-parallel size")->capture_default_str();
-  fit->add_option("--redundant-experts", flags->redundant_experts,
+  CLI::App* params = r.add("params", "total and active parameters, weight bytes");
+  r.add_model(params);
+  r.bind(params, run_params);
+
+  CLI::App* fit = r.add("fit", "per-GPU memory: weights, reserve, KV, sessions");
+  r.add_model(fit);
+  r.add_session_context(fit);
+  r.add_reserve(fit);
+  fit->add_option("--hw", f.hw, "GPU profile (file stem or name:) or path")->capture_default_str();
+  fit->add_option("--gpus", f.gpus, "number of GPUs")->capture_default_str();
+  fit->add_option("--ep", f.ep, "expert-parallel size")->capture_default_str();
+  fit->add_option("--redundant-experts", f.redundant_experts,
                   "replicas of the hottest routed experts over the EP group (EPLB); the EP size must divide "
                   "routed + redundant")
       ->capture_default_str();
-  fit->add_option("--weights-dtype", flags->weights_dtype, "routed-expert weights: released, fp8 or mxfp4")
+  fit->add_option("--weights-dtype", f.weights_dtype, "routed-expert weights: released, fp8 or mxfp4")
       ->capture_default_str();
-  fit->add_option("--dense-placement", flags->dense_placement,
+  fit->add_option("--dense-placement", f.dense_placement,
                   "non-expert weights: replicated (DP attention) or sharded over all GPUs")
       ->capture_default_str();
-  bind(fit, run_fit);
+  r.bind(fit, run_fit);
+}
 
-  auto add_step_flags = [flags](CLI::App* cmd) {
-    cmd->add_option("--hw", flags->hw, "GPU profile (file stem or name:) or path")->capture_default_str();
-    cmd->add_option("--phase", flags->phase, "prefill or decode")->capture_default_str();
-    cmd->add_option("--batch", flags->batch, "sequences in the step")->capture_default_str();
-    cmd->add_option("--context", flags->context, "prefill: prompt tokens each; decode: history tokens each")
-        ->required();
-    cmd->add_option("--ep", flags->ep, "expert-parallel size")->capture_default_str();
-    cmd->add_option("--mhc", flags->mhc,
-                    "mHC form: model (as the model file says), fused (single pass) or three-kernel")
-        ->capture_default_str();
-    cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
-                  "decode: launch kernels instead of replaying a CUDA graph");
-    cmd->add_flag("--no-draft", flags->no_draft,
-                  "decode: no speculative decoding (no draft stages, no drafts verified)");
-    cmd->add_flag("--overlap", flags->overlap, "overlap EP all-to-all with compute (two micro-batches)");
-    cmd->add_flag(
-        "--separate-projections", flags->separate_projections,
-        "run each projection of one input as its own GEMM (default: one GEMM, weights concatenated)");
-  };
-
-  CLI::App* step = app.add_subcommand("step", "one forward step: kernels, times, bounds, trace");
-  add_model(step);
-  add_step_flags(step);
+// step and compare-layers: one forward step's kernels.
+void register_step_commands(const CommandRegistrar& r) {
+  Flags& f = r.flags();
+  CLI::App* step = r.add("step", "one forward step: kernels, times, bounds, trace");
+  r.add_model(step);
+  r.add_step_flags(step);
   step->add_option(
-      "--drafts", flags->drafts,
+      "--drafts", f.drafts,
       "decode: draft tokens each sequence's step verifies (default: the count that gives the most "
       "expected tokens per second, as serving runs choose it)");
-  step->add_option("--prompt-chunks", flags->prompt_chunks,
+  step->add_option("--prompt-chunks", f.prompt_chunks,
                    "decode: prompts whose chunks ride on the step (an aggregated engine mixing them in)");
-  step->add_option("--chunk-tokens", flags->chunk_tokens,
+  step->add_option("--chunk-tokens", f.chunk_tokens,
                    "new tokens of each chunk: with --prompt-chunks, or in a prefill step (each of --batch "
                    "prompts computes its last this many tokens; the rest is its cached prefix)");
   step->add_option(
-      "--chunk-context", flags->chunk_context,
+      "--chunk-context", f.chunk_context,
       "with --prompt-chunks: tokens of each prompt up to the chunk's end (default: --chunk-tokens)");
   step->add_option(
-      "--chunks-continuing", flags->chunks_continuing,
+      "--chunks-continuing", f.chunks_continuing,
       "of the chunks (--prompt-chunks, or a prefill step's --batch), how many are not their "
       "prompt's last (default 0; under CED their decoder layers and sampling wait for the last)");
   step->add_option(
-          "--redundant-experts", flags->redundant_experts,
+          "--redundant-experts", f.redundant_experts,
           "replicas of the hottest routed experts over the EP group (EPLB): each rank holds (routed + "
           "redundant) / EP, so sizes that do not divide the experts become possible")
       ->capture_default_str();
-  step->add_option("--routing-skew", flags->routing_skew,
+  step->add_option("--routing-skew", f.routing_skew,
                    "Zipf exponent of expert popularity, placed greedily with the replicas; the busiest rank "
                    "sets the step (default: every expert as popular)");
-  step->add_flag("--balanced-routing", flags->balanced_routing,
+  step->add_flag("--balanced-routing", f.balanced_routing,
                  "every EP rank receives exactly its share of the routed tokens, as DeepSeek's published "
                  "profiles simulate it (default: each step's routing falls by chance, and the busiest rank "
                  "sets the step)");
   step->add_option(
-      "--prompt-ranks", flags->prompt_ranks,
+      "--prompt-ranks", f.prompt_ranks,
       "prefill: how many of the EP group's ranks run this step's prompts, the others none (their "
       "experts then take that share of the rows; default: every rank, as a busy engine)");
-  step->add_flag("--beside-prompts", flags->beside_prompts,
+  step->add_flag("--beside-prompts", f.beside_prompts,
                  "decode: the step a rank runs while another rank of its EP group runs a prompt step "
                  "(aggregated, prompts in steps of their own): kernels launched, EP transfers in normal "
                  "mode, as the prompt step's");
-  step->add_option("--group-batch", flags->group_batch,
+  step->add_option("--group-batch", f.group_batch,
                    "decode: the sequences the EP group's ranks decode on average, 1 to --batch (the others "
                    "fewer than this rank; its experts then take the group's tokens; default: every rank "
                    "runs this batch)");
-  step->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the step to this file");
-  bind(step, run_step);
+  step->add_option("--trace", f.trace, "write a Chrome/Perfetto trace of the step to this file");
+  r.bind(step, run_step);
 
-  CLI::App* compare =
-      app.add_subcommand("compare-layers", "the same step across model generations, by layer mode");
-  add_step_flags(compare);
-  compare->add_option("--models", flags->models, "comma-separated models")->capture_default_str();
-  bind(compare, run_compare_layers);
+  CLI::App* compare = r.add("compare-layers", "the same step across model generations, by layer mode");
+  r.add_step_flags(compare);
+  compare->add_option("--models", f.models, "comma-separated models")->capture_default_str();
+  r.bind(compare, run_compare_layers);
+}
 
-  // A deployment serving a workload: what run and plan both take.
-  auto add_serving_flags = [flags, &add_model](CLI::App* cmd, const char* deployment, const char* duration,
-                                               const char* seed) {
-    add_model(cmd);
-    cmd->add_option("--deployment", flags->deployment, deployment)->capture_default_str();
-    cmd->add_option("--workload", flags->workload, "workload (workloads/) name or path")
-        ->capture_default_str();
-    cmd->add_option(
-        "--sessions-per-s", flags->sessions_per_s,
-        "arrival rate of sessions, replacing the workload's (a trace's row times are scaled to it)");
-    cmd->add_option("--concurrency", flags->concurrency,
-                    "sessions in flight, replacing a closed-loop workload's (arrival process closed_loop: "
-                    "each session that ends is followed at once by a new one)");
-    cmd->add_option("--duration", flags->duration_s, duration)->capture_default_str();
-    cmd->add_option(
-        "--warm-up", flags->warm_up_s,
-        fmt::format("simulated seconds of arrivals served before the measured window, to build the "
-                    "deployment up from empty, not counted (default: {:g} for drawn sessions, 0 for "
-                    "a trace)",
-                    kDefaultWarmUpS));
-    // An unsigned flag would take "-1" as 2^64 - 1: a negative seed is refused, not wrapped.
-    const CLI::Validator not_negative(
-        [](std::string& text) {
-          return text.starts_with('-') ? "expected a whole number, 0 or more, got " + text : std::string();
-        },
-        "0 OR MORE");
-    cmd->add_option("--seed", flags->seed, seed)->check(not_negative)->capture_default_str();
-    cmd->add_option("--seeds", flags->seeds,
-                    "runs with seeds seed, seed + 1, ...: figures as their mean (least-most), SLA verdicts "
-                    "on their requests pooled")
-        ->capture_default_str();
-  };
+constexpr const char* kServedLine = "its rate, window, share within the SLA and p99s";
 
-  // plan, capacity and sensitivity serve runs for minutes: each says so as it ends.
-  auto add_progress_flag = [flags](CLI::App* cmd, const char* line) {
-    cmd->add_flag(
-        "--progress", flags->progress,
-        std::string("a line to stderr as each run ends (") + line +
-            "); shown without this flag where stderr is a terminal; the output is the same either way");
-  };
-  const char* served_line = "its rate, window, share within the SLA and p99s";
-
-  // EPLB replica counts to try (plan, capacity, context and frontier).
-  auto add_replicas_flag = [flags](CLI::App* cmd) {
-    cmd->add_option(
-           "--redundant-experts", flags->plan_redundant_experts,
-           "EPLB replicas of the hottest experts per EP group, both pools, to try (0: none); an EP size "
-           "need only divide routed + redundant; comma-separated")
-        ->delimiter(',');
-  };
-  // What plan varies (each a comma-separated list; empty keeps the base's),
-  // and capacity asks about variant by variant.
-  // --ttft-ms, --tpot-ms and --itl-ms: limits other than the deployment's
-  // (`whose`), each replacing one; a mix's class with its own keeps it.
-  auto add_sla_flags = [flags](CLI::App* cmd, const std::string& whose) {
-    const std::string keeps = "; a mix's class with its own keeps it)";
-    cmd->add_option("--ttft-ms", flags->sla_ttft_ms, "TTFT limit of the SLA (default: " + whose + keeps);
-    cmd->add_option("--tpot-ms", flags->sla_tpot_ms, "TPOT limit of the SLA (default: " + whose + keeps);
-    cmd->add_option(
-        "--itl-ms", flags->sla_itl_ms,
-        "limit on each request's longest gap between streamed chunks, its worst stall (default: " + whose +
-            ", if it sets one" + keeps);
-  };
-  // --confirm-seconds: what plan or capacity does with it, and which values it takes.
-  const auto confirm_help = [](const std::string& what) {
-    return fmt::format("{} (longer than --duration, or 0: none; default {:g} where longer than --duration)",
-                       what, kDefaultConfirmS);
-  };
-  auto add_grid_flags = [flags, &add_replicas_flag](CLI::App* cmd) {
-    const auto add_list = [cmd](const char* flag, auto& values, const std::string& help) {
-      cmd->add_option(flag, values, help + ", comma-separated")->delimiter(',');
-    };
-    add_list("--hw", flags->plan_gpus, "GPU profiles to try for both pools (default: the base's)");
-    add_list("--prefill-hw", flags->plan_prefill_gpus,
-             "GPU profiles to try for the prefill pool only (disaggregated)");
-    add_list("--decode-hw", flags->plan_decode_gpus,
-             "GPU profiles to try for the decode pool only (disaggregated)");
-    add_list(
-        "--ep", flags->plan_eps,
-        "EP sizes to try (= GPUs per instance), or domain: each GPU also as one EP group over its NVLink "
-        "domain, with the fewest replicas that deal the experts over it");
-    add_list("--prefill-instances", flags->plan_prefill_instances,
-             "prefill instance counts to try (disaggregated deployments)");
-    add_list("--decode-instances", flags->plan_decode_instances, "decode instance counts to try");
-    add_list("--kv-retention-h", flags->plan_kv_retentions_h,
-             "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
-    add_list("--swa-pool-fraction", flags->plan_swa_pool_fractions,
-             "shares of each node's DRAM that park window state, to try (0: none)");
-    add_list("--ssd-capacity-tb", flags->plan_ssd_capacities_tb,
-             "sizes of the SSD tier in TB, to try (least recently stored out first when full), or unbounded");
-    add_list("--aggregated-steps", flags->plan_aggregated_steps,
-             "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
-             "(chunks inside decode steps)");
-    add_list("--routing", flags->plan_routings,
-             "where prompts go among instances and ranks, to try: least_load, least_requests or round_robin");
-    add_list("--max-tokens-per-step", flags->plan_max_tokens_per_step,
-             "prompt tokens a rank runs in one step (the prefill chunk; aggregated and mixed, the decode "
-             "step's budget), to try");
-    add_list("--max-batch-per-gpu", flags->plan_max_batch_per_gpu, "sequences a decode rank holds, to try");
-    add_list(
-        "--prefill-delay-steps", flags->plan_prefill_delay_steps,
-        "aggregated, prompts first: decode steps a rank's prompts may wait in a row for the other ranks' "
-        "(SGLang's prefill delayer; 0: none), to try");
-    add_replicas_flag(cmd);
-  };
-
-  CLI::App* serve = app.add_subcommand("run", "simulate a deployment serving a workload over time");
-  add_serving_flags(serve, "deployment (workloads/deployments/) name or path",
-                    "simulated seconds measured, after the warm-up", "random seed");
-  serve->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace of the run to this file");
+// run, plan, capacity and sensitivity: deployments serving a workload over time.
+void register_serving_commands(const CommandRegistrar& r) {
+  Flags& f = r.flags();
+  CLI::App* serve = r.add("run", "simulate a deployment serving a workload over time");
+  r.add_serving_flags(serve, "deployment (workloads/deployments/) name or path",
+                      "simulated seconds measured, after the warm-up", "random seed");
+  serve->add_option("--trace", f.trace, "write a Chrome/Perfetto trace of the run to this file");
   serve
-      ->add_option("--trace-seconds", flags->trace_seconds,
+      ->add_option("--trace-seconds", f.trace_seconds,
                    "trace the first this many simulated seconds of the measured window")
       ->capture_default_str();
-  serve->add_option("--requests", flags->requests_csv,
+  serve->add_option("--requests", f.requests_csv,
                     "write every request of the run (of its first seed) to this CSV file: tokens, where it "
                     "went, each stage's time");
-  add_sla_flags(serve, "the deployment's");
-  bind(serve, run_serving);
+  r.add_sla_flags(serve, "the deployment's");
+  r.bind(serve, run_serving);
 
-  CLI::App* plan = app.add_subcommand("plan",
-                                      "the cheapest variant of one or more deployments (GPU, EP size, "
-                                      "instances) that serves a workload within "
-                                      "their SLA");
-  add_serving_flags(plan,
-                    "base deployments (workloads/deployments/) names or paths, comma-separated (e.g. an "
-                    "aggregated and a disaggregated layout, ranked together)",
-                    "simulated seconds of arrivals measured after the warm-up (then each variant drains)",
-                    "random seed (the same arrivals for every variant)");
-  add_grid_flags(plan);
-  add_sla_flags(plan, "the base deployment's");
-  plan->add_option("--min-within-sla", flags->min_within_sla,
-                   "share of the arrived requests that must finish within the SLA")
-      ->capture_default_str();
-  plan->add_option("--confirm-seconds", flags->confirm_s,
-                   confirm_help("serve the cheapest variants within the SLA again over this many seconds, in "
-                                "rank order, two at a time, until one holds it with its window settled"));
-  add_progress_flag(plan, served_line);
-  bind(plan, run_plan);
+  CLI::App* plan =
+      r.add("plan",
+            "the cheapest variant of one or more deployments (GPU, EP size, instances) that serves "
+            "a workload within their SLA");
+  r.add_serving_flags(plan,
+                      "base deployments (workloads/deployments/) names or paths, comma-separated (e.g. an "
+                      "aggregated and a disaggregated layout, ranked together)",
+                      "simulated seconds of arrivals measured after the warm-up (then each variant drains)",
+                      "random seed (the same arrivals for every variant)");
+  r.add_grid_flags(plan);
+  r.add_verdict_flags(
+      plan, "the base deployment's",
+      "serve the cheapest variants within the SLA again over this many seconds, in rank order, "
+      "two at a time, until one holds it with its window settled");
+  r.add_progress_flag(plan, kServedLine);
+  r.bind(plan, run_plan);
 
-  CLI::App* capacity = app.add_subcommand(
-      "capacity",
-      "the largest arrival rate (a closed loop: sessions at a time) each deployment (or variant) serves "
-      "within its SLA, and every rate tried");
-  add_serving_flags(
+  CLI::App* capacity =
+      r.add("capacity",
+            "the largest arrival rate (a closed loop: sessions at a time) each deployment (or "
+            "variant) serves within its SLA, and every rate tried");
+  r.add_serving_flags(
       capacity,
-      "deployments (workloads/deployments/) names or paths, comma-separated; with the grid flags, "
-      "each variant is asked in turn",
+      "deployments (workloads/deployments/) names or paths, comma-separated; with the grid "
+      "flags, each variant is asked in turn",
       "simulated seconds of arrivals measured at each rate after the warm-up (then each drains)",
       "random seed (the same sessions at every rate)");
-  add_grid_flags(capacity);
+  r.add_grid_flags(capacity);
   capacity
       ->add_option(
-          "--rate-factors", flags->rate_factors,
+          "--rate-factors", f.rate_factors,
           "multiples of the workload's arrival rate (or --sessions-per-s; a closed loop's sessions at a "
           "time, or --concurrency, rounded) to sweep, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
   capacity
-      ->add_option("--precision", flags->precision,
+      ->add_option("--precision", f.precision,
                    "search until the bracket's ends are within this ratio less one")
       ->capture_default_str();
-  capacity->add_option("--svg", flags->trace,
+  capacity->add_option("--svg", f.trace,
                        "also write a chart (SVG) of each variant's TTFT and TPOT p99 (and longest ITL p99, "
-                       "with an ITL limit) over the SLA's limits, by "
-                       "rate, to this file");
-  add_sla_flags(capacity, "the deployment's");
-  capacity
-      ->add_option("--min-within-sla", flags->min_within_sla,
-                   "share of the arrived requests that must finish within the SLA")
-      ->capture_default_str();
-  capacity->add_option("--confirm-seconds", flags->confirm_s,
-                       confirm_help("serve the rates that met the SLA again over this many seconds, largest "
-                                    "first, two at a time, until one holds it with its window settled, then "
-                                    "cut the bracket above it to --precision"));
-  add_progress_flag(capacity, served_line);
-  bind(capacity, run_capacity);
+                       "with an ITL limit) over the SLA's limits, by rate, to this file");
+  r.add_verdict_flags(
+      capacity, "the deployment's",
+      "serve the rates that met the SLA again over this many seconds, largest first, two at a "
+      "time, until one holds it with its window settled, then cut the bracket above it to "
+      "--precision");
+  r.add_progress_flag(capacity, kServedLine);
+  r.bind(capacity, run_capacity);
 
-  CLI::App* sensitivity = app.add_subcommand(
-      "sensitivity",
-      "which assumed figures (model, GPU, kernel-model priors, the workload's traffic) move a "
-      "served run's $ per token and TPOT: each "
-      "moved down and up in turn");
-  add_serving_flags(sensitivity, "deployment (workloads/deployments/) name or path",
-                    "simulated seconds of arrivals measured in each run after the warm-up (then it drains)",
-                    "random seed (the same traffic drawn in every run)");
-  sensitivity->add_option("--swing", flags->swing, "how far each assumption moves, as a share of its value")
+  CLI::App* sensitivity =
+      r.add("sensitivity",
+            "which assumed figures (model, GPU, kernel-model priors, the workload's traffic) "
+            "move a served run's $ per token and TPOT: each moved down and up in turn");
+  r.add_serving_flags(sensitivity, "deployment (workloads/deployments/) name or path",
+                      "simulated seconds of arrivals measured in each run after the warm-up (then it drains)",
+                      "random seed (the same traffic drawn in every run)");
+  sensitivity->add_option("--swing", f.swing, "how far each assumption moves, as a share of its value")
       ->capture_default_str();
   sensitivity
-      ->add_option(
-          "--kinds", flags->kinds,
-          "which figures to move, by their source: assumed, datasheet, published, measured, calibrated; "
-          "comma-separated")
+      ->add_option("--kinds", f.kinds,
+                   "which figures to move, by their source: assumed, datasheet, published, measured, "
+                   "calibrated; comma-separated")
       ->delimiter(',')
       ->capture_default_str();
-  add_progress_flag(sensitivity, "which figure it moved to what, and the run's $ per token and TPOT p99");
-  bind(sensitivity, run_sensitivity);
+  r.add_progress_flag(sensitivity, "which figure it moved to what, and the run's $ per token and TPOT p99");
+  r.bind(sensitivity, run_sensitivity);
+}
 
-  // One deployment (h200_agg_8 unless named) on the GPUs --hw lists: what
-  // context and frontier both take.
-  // Without --ep and --redundant-experts, each GPU also as one EP group over
-  // its NVLink domain where that is larger than the deployment's EP.
-  auto add_deployment_on_gpus = [flags, &add_model, &add_replicas_flag](CLI::App* cmd) {
-    add_model(cmd);
-    cmd->add_option("--deployment", flags->context_deployment,
-                    "deployment (workloads/deployments/) name or path")
-        ->capture_default_str();
-    cmd->add_option(
-           "--hw", flags->plan_gpus,
-           "GPU profiles for both pools, comma-separated (default: the deployment's; each also as one "
-           "EP group over its NVLink domain where that is larger, unless --ep or --redundant-experts "
-           "is given)")
-        ->delimiter(',');
-    cmd->add_option("--ep", flags->plan_eps,
-                    "EP sizes, or domain (one EP group over each GPU's NVLink domain), comma-separated "
-                    "(default: the deployment's)")
-        ->delimiter(',');
-    add_replicas_flag(cmd);
-  };
-
-  CLI::App* context = app.add_subcommand(
-      "context",
-      "one deployment with sessions from 8K to 1M tokens: sessions that fit, first token, decode "
-      "batch within TPOT, $ per output token");
-  add_deployment_on_gpus(context);
+// context and frontier: one deployment's answers without serving it over time.
+void register_sweep_commands(const CommandRegistrar& r) {
+  Flags& f = r.flags();
+  CLI::App* context =
+      r.add("context",
+            "one deployment with sessions from 8K to 1M tokens: sessions that fit, first token, "
+            "decode batch within TPOT, $ per output token");
+  r.add_deployment_on_gpus(context);
   context
-      ->add_option("--contexts", flags->contexts,
+      ->add_option("--contexts", f.contexts,
                    fmt::format("tokens per session (prompt + output), comma-separated (default: {}, those "
                                "the model's max_context holds, and it where it cuts them short)",
                                fmt::join(kSweptContexts, ",")))
       ->delimiter(',');
-  context->add_option("--output-tokens", flags->output_tokens, "output tokens of every session (assumed)")
+  context->add_option("--output-tokens", f.output_tokens, "output tokens of every session (assumed)")
       ->capture_default_str();
-  context->add_option("--tpot-ms", flags->sla_tpot_ms,
+  context->add_option("--tpot-ms", f.sla_tpot_ms,
                       "TPOT limit of the decode batch (default: the deployment's SLA)");
-  context->add_option("--max-batch-per-gpu", flags->max_batch_per_gpu,
+  context->add_option("--max-batch-per-gpu", f.max_batch_per_gpu,
                       "decode batch limit per GPU (default: the deployment's; 0: KV memory alone)");
-  bind(context, run_context);
+  r.bind(context, run_context);
 
-  CLI::App* frontier = app.add_subcommand(
-      "frontier",
-      "decode tokens/s per user against tokens/s per GPU, batch by batch, with the Pareto points");
-  add_deployment_on_gpus(frontier);
+  CLI::App* frontier =
+      r.add("frontier",
+            "decode tokens/s per user against tokens/s per GPU, batch by batch, with the Pareto points");
+  r.add_deployment_on_gpus(frontier);
   frontier->add_option(
-      "--context", flags->frontier_context,
-      fmt::format("tokens of history per session (default: {}, or the model's max_context if shorter)",
+      "--context", f.frontier_context,
+      fmt::format("tokens of history per session (default: {}, or the model's max_context if "
+                  "shorter)",
                   kFrontierContext));
-  frontier->add_option("--svg", flags->trace, "also write the chart (SVG) to this file");
-  bind(frontier, run_frontier);
+  frontier->add_option("--svg", f.trace, "also write the chart (SVG) to this file");
+  r.bind(frontier, run_frontier);
+}
 
-  CLI::App* calib = app.add_subcommand("calibrate", "fit the kernel model to measured kernel times");
+// calibrate, targets and validate: the kernel model against measurements and published figures.
+void register_validation_commands(const CommandRegistrar& r) {
+  Flags& f = r.flags();
+  const std::shared_ptr<Flags>& flags = r.shared_flags();
+  CLI::App* calib = r.add("calibrate", "fit the kernel model to measured kernel times");
   calib
-      ->add_option("--measurements", flags->measurements,
+      ->add_option("--measurements", f.measurements,
                    "folder of measurement CSVs (validation/measurements/<gpu>)")
       ->required();
-  calib->add_option("--hw", flags->hw, "GPU profile (default: the measurement folder's name)")
+  calib->add_option("--hw", f.hw, "GPU profile (default: the measurement folder's name)")
       ->each([flags](const std::string&) { flags->hw_given = true; });
-  calib->add_option("--out", flags->out_dir, "calibration file (default validation/calibration/<gpu>.yaml)")
+  calib->add_option("--out", f.out_dir, "calibration file (default validation/calibration/<gpu>.yaml)")
       ->each([flags](const std::string&) { flags->out_given = true; });
-  bind(calib, run_calibrate);
+  r.bind(calib, run_calibrate);
 
-  CLI::App* targets =
-      app.add_subcommand("targets", "our CUDA kernels' measured rows against their performance targets");
+  CLI::App* targets = r.add("targets", "our CUDA kernels' measured rows against their performance targets");
   targets
-      ->add_option("--measurements", flags->measurements,
+      ->add_option("--measurements", f.measurements,
                    "folder of measurement CSVs (validation/measurements/<gpu>)")
       ->required();
-  add_model(targets);
-  bind(targets, run_targets);
+  r.add_model(targets);
+  r.bind(targets, run_targets);
 
-  CLI::App* validate = app.add_subcommand("validate", "the kernel model against published kernel figures");
+  CLI::App* validate = r.add("validate", "the kernel model against published kernel figures");
   validate->add_flag(
-      "--write-published-bands", flags->write_published_bands,
+      "--write-published-bands", f.write_published_bands,
       "write the priors' error per kernel class to validation/calibration/published_bands.yaml");
-  bind(validate, run_validate);
+  r.bind(validate, run_validate);
+}
 
-  CLI::App* claims = app.add_subcommand("claims", "check the seed article's quantitative claims");
-  add_reserve(claims);
-  bind(claims, run_claims);
+// claims and report: the seed article's claims, and the whole study.
+void register_study_commands(const CommandRegistrar& r) {
+  CLI::App* claims = r.add("claims", "check the seed article's quantitative claims");
+  r.add_reserve(claims);
+  r.bind(claims, run_claims);
 
-  CLI::App* report = app.add_subcommand(
-      "report", "write the main study report (Markdown, JSON, and one HTML page with its SVG charts)");
-  add_reserve(report);
-  report->add_option("--out", flags->out_dir, "output directory")->capture_default_str();
-  bind(report, run_report);
+  CLI::App* report =
+      r.add("report", "write the main study report (Markdown, JSON, and one HTML page with its SVG charts)");
+  r.add_reserve(report);
+  report->add_option("--out", r.flags().out_dir, "output directory")->capture_default_str();
+  r.bind(report, run_report);
+}
 
+}  // namespace
+
+void register_commands(CLI::App& app, const GlobalOptions& global, std::function<void()>& run,
+                       std::ostream& out) {
+  const CommandRegistrar registrar(app, global, run, out);
+  register_memory_commands(registrar);
+  register_step_commands(registrar);
+  register_serving_commands(registrar);
+  register_sweep_commands(registrar);
+  register_validation_commands(registrar);
+  register_study_commands(registrar);
   app.require_subcommand(1);
 }
 

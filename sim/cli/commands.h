@@ -13,8 +13,8 @@ struct GlobalOptions {
   std::string data_dir;
 };
 
-// Adds kv, params, fit, claims and report to `app`; the chosen one's action
-// is stored in `run` and executed by main() after parsing.
+// Adds every subcommand to `app`; the chosen one's action is stored in `run`
+// and executed by main() after parsing.
 void register_commands(CLI::App& app, const GlobalOptions& global, std::function<void()>& run,
                        std::ostream& out);
 
