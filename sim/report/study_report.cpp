@@ -102,115 +102,90 @@ Table kv_overview(const std::vector<ModelAnalysis>& models, const std::vector<in
   return t;
 }
 
-// Decode step and prefill per 1K prompt tokens on every GPU profile, by layer mode.
-std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focus,
-                               const std::vector<GpuProfile>& gpus, const StudyOptions& o,
-                               nlohmann::json& json) {
-  std::string md = fmt::format("## Step times of {} (EP {})\n\n", focus.spec.name, o.ep);
-  std::vector<std::string> modes;
-  for (const LayerPlanEntry& e : focus.plan) {
-    if (std::find(modes.begin(), modes.end(), e.mode) == modes.end()) modes.push_back(e.mode);
-  }
-  std::vector<std::string> headers{"GPU", "context", "phase", "time", "band (90%)", "as two micro-batches"};
-  for (const std::string& mode : modes) headers.push_back(mode);
-  headers.push_back("other (head, draft)");
-  headers.push_back("in widening-bound kernels");
-  headers.push_back("in latency-bound GEMMs");
-  Table table(
-      fmt::format("Decode step (batch {}) and prefill per 1K prompt tokens (one prompt), time by layer mode",
-                  o.decode_batch),
-      headers);
-  json["steps"] = nlohmann::json::array();
-  std::vector<std::string> calibrations;
-  std::vector<std::string> past_memory;
-  // Steps whose widest layer's residual streams outgrow the activation reserve,
-  // by phase and context (alike on every GPU): the streams' bytes, and the
-  // GPUs with their reserves.
+// What the step-times table's notes gather over its rows.
+struct StepTimesNotes {
+  std::vector<std::string> calibrations;  // each GPU's kernel model, once
+  std::vector<std::string> past_memory;   // steps whose KV does not fit the GPU
+  // Steps whose widest layer's residual streams outgrow the activation
+  // reserve, by phase and context (alike on every GPU): the streams' bytes,
+  // and the GPUs with their reserves.
   struct PastReserve {
     double residual_bytes = 0;
     std::vector<std::string> gpus;
   };
   std::map<std::pair<std::string, int64_t>, PastReserve> past_reserve;
-  for (const GpuProfile& gpu : gpus) {
-    const std::string stem = fs::path(gpu.file).stem().string();
-    for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
-      StepShape shape;
-      shape.phase = phase;
-      shape.ep = o.ep;
-      shape.ep_per_node = gpu.nvlink_domain();
-      shape.batch = phase == Phase::kDecode ? o.decode_batch : 1;
-      const GpuCostModel model(catalog.data_dir(), catalog.resolve_gpu(stem), phase == Phase::kDecode);
-      const KernelCostModel& cost = model.cost();
-      const std::string label = gpu.name + ": " + cost.params().label();
-      if (std::find(calibrations.begin(), calibrations.end(), label) == calibrations.end())
-        calibrations.push_back(label);
-      for (int64_t context : o.step_contexts) {
-        shape.context = context;
-        // Decode verifies the drafts a serving run would choose (the same in both forms).
-        const SpeculativeStep served = as_served(focus, shape, cost);
-        const StepShape& timed = served.shape;
-        const StepGraph graph = build_step_graph(focus, timed);
-        const StepTiming t = time_step(graph, cost);
-        const ErrorBand band = step_error_band(t, cost.params());
-        // A step past the GPU's memory is timed all the same, and its note says so.
-        const StepMemory memory = step_memory(focus, gpu, graph);
-        if (!memory.fits()) {
-          past_memory.push_back(fmt::format("{} at {} tokens, {}: {} {}", gpu.name, context,
+};
+
+// One row of the step-times table (and its JSON): `shape` on `gpu`, its
+// time by layer mode (`modes`), prefill per 1K prompt tokens so contexts compare.
+void add_step_row(const ModelAnalysis& focus, const GpuProfile& gpu, const KernelCostModel& cost,
+                  const StepShape& shape, const std::vector<std::string>& modes, Table& table,
+                  nlohmann::json& steps, StepTimesNotes& notes) {
+  const Phase phase = shape.phase;
+  const int64_t context = shape.context;
+  // Decode verifies the drafts a serving run would choose (the same in both forms).
+  const SpeculativeStep served = as_served(focus, shape, cost);
+  const StepShape& timed = served.shape;
+  const StepGraph graph = build_step_graph(focus, timed);
+  const StepTiming t = time_step(graph, cost);
+  const ErrorBand band = step_error_band(t, cost.params());
+  // A step past the GPU's memory is timed all the same, and its note says so.
+  const StepMemory memory = step_memory(focus, gpu, graph);
+  if (!memory.fits()) {
+    notes.past_memory.push_back(fmt::format("{} at {} tokens, {}: {} {}", gpu.name, context,
                                             phase_name(phase), kKvHeldLabel, kv_memory_phrase(memory)));
-        }
-        if (!memory.activations_fit()) {
-          PastReserve& past = past_reserve[{phase_name(phase), context}];
-          past.residual_bytes = memory.residual_stream_bytes();
-          past.gpus.push_back(
-              fmt::format("{} against {}", gpu.name, format_bytes(memory.fit.reserve_bytes_per_gpu)));
-        }
-        StepShape split = timed;  // the same step as two overlapped micro-batches
-        split.overlap_communication = true;
-        const double split_us = time_step(build_step_graph(focus, split), cost).total_us;
-        // Prefill is reported per 1K prompt tokens so contexts compare.
-        const double scale = phase == Phase::kPrefill ? 1000.0 / static_cast<double>(context) : 1.0;
-        const std::string phase_cell =
-            phase == Phase::kDecode && served.choice.drafts > 0
-                ? fmt::format("{} ({} drafts)", phase_name(phase), served.choice.drafts)
-                : phase_name(phase);
-        std::vector<std::string> row{gpu.name,        std::to_string(context),
-                                     phase_cell,      fmt::format("{:.1f} us", t.total_us * scale),
-                                     band.describe(), fmt::format("{:.1f} us", split_us * scale)};
-        const std::vector<ModeTime> by_mode = time_by_mode(t);
-        double other = t.total_us;
-        for (const std::string& mode : modes) {
-          const auto it =
-              std::find_if(by_mode.begin(), by_mode.end(), [&](const ModeTime& m) { return m.mode == mode; });
-          const double us = it == by_mode.end() ? 0.0 : it->time_us;
-          other -= us;
-          row.push_back(format_fixed(us * scale, 1));
-        }
-        row.push_back(format_fixed(other * scale, 1));
-        const WideningShare widening = widening_share(t);
-        row.push_back(format_fixed(widening.bound_us * scale, 1));
-        const double latency_bound_us = time_bound_by(t, Bound::kLatency);
-        row.push_back(format_fixed(latency_bound_us * scale, 1));
-        table.add_row(row);
-        json["steps"].push_back({{"gpu", gpu.name},
-                                 {"phase", phase_name(phase)},
-                                 {"context", context},
-                                 {"batch", shape.batch},
-                                 {"drafts_verified", served.choice.drafts},
-                                 {"tokens_per_sequence", served.choice.tokens_per_sequence},
-                                 {"total_time_us", t.total_us},
-                                 {"two_micro_batches_us", split_us},
-                                 {"reported_us", t.total_us * scale},
-                                 {"error_band", error_band_json(band)},
-                                 {"widening_bound_us", widening.bound_us},
-                                 {"widening_work_us", widening.work_us},
-                                 {"latency_bound_us", latency_bound_us},
-                                 {"kv_memory", kv_memory_json(memory)}});
-      }
-    }
   }
-  for (const std::string& label : calibrations) table.add_note("kernel model on " + label);
-  for (const std::string& step : past_memory) table.add_note(step);
-  for (const auto& [step, past] : past_reserve) {
+  if (!memory.activations_fit()) {
+    StepTimesNotes::PastReserve& past = notes.past_reserve[{phase_name(phase), context}];
+    past.residual_bytes = memory.residual_stream_bytes();
+    past.gpus.push_back(
+        fmt::format("{} against {}", gpu.name, format_bytes(memory.fit.reserve_bytes_per_gpu)));
+  }
+  StepShape split = timed;  // the same step as two overlapped micro-batches
+  split.overlap_communication = true;
+  const double split_us = time_step(build_step_graph(focus, split), cost).total_us;
+  const double scale = phase == Phase::kPrefill ? 1000.0 / static_cast<double>(context) : 1.0;
+  const std::string phase_cell = phase == Phase::kDecode && served.choice.drafts > 0
+                                     ? fmt::format("{} ({} drafts)", phase_name(phase), served.choice.drafts)
+                                     : phase_name(phase);
+  std::vector<std::string> row{gpu.name,        std::to_string(context),
+                               phase_cell,      fmt::format("{:.1f} us", t.total_us * scale),
+                               band.describe(), fmt::format("{:.1f} us", split_us * scale)};
+  const std::vector<ModeTime> by_mode = time_by_mode(t);
+  double other = t.total_us;
+  for (const std::string& mode : modes) {
+    const auto it =
+        std::find_if(by_mode.begin(), by_mode.end(), [&](const ModeTime& m) { return m.mode == mode; });
+    const double us = it == by_mode.end() ? 0.0 : it->time_us;
+    other -= us;
+    row.push_back(format_fixed(us * scale, 1));
+  }
+  row.push_back(format_fixed(other * scale, 1));
+  const WideningShare widening = widening_share(t);
+  row.push_back(format_fixed(widening.bound_us * scale, 1));
+  const double latency_bound_us = time_bound_by(t, Bound::kLatency);
+  row.push_back(format_fixed(latency_bound_us * scale, 1));
+  table.add_row(row);
+  steps.push_back({{"gpu", gpu.name},
+                   {"phase", phase_name(phase)},
+                   {"context", context},
+                   {"batch", shape.batch},
+                   {"drafts_verified", served.choice.drafts},
+                   {"tokens_per_sequence", served.choice.tokens_per_sequence},
+                   {"total_time_us", t.total_us},
+                   {"two_micro_batches_us", split_us},
+                   {"reported_us", t.total_us * scale},
+                   {"error_band", error_band_json(band)},
+                   {"widening_bound_us", widening.bound_us},
+                   {"widening_work_us", widening.work_us},
+                   {"latency_bound_us", latency_bound_us},
+                   {"kv_memory", kv_memory_json(memory)}});
+}
+
+void add_step_times_notes(const ModelAnalysis& focus, const StepTimesNotes& notes, Table& table) {
+  for (const std::string& label : notes.calibrations) table.add_note("kernel model on " + label);
+  for (const std::string& step : notes.past_memory) table.add_note(step);
+  for (const auto& [step, past] : notes.past_reserve) {
     table.add_note(fmt::format(
         "{} at {} tokens: its widest layer's residual streams ({}) are more than the reserve for activations "
         "({}): timed as if they fit (serving runs chunk prompts to their max_tokens_per_step)",
@@ -218,8 +193,9 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   }
   table.add_note(
       std::string(kErrorBandMethod) +
-      "; until our measurements calibrate a GPU, its bands are the priors' error on published kernel figures "
-      "(validate: the priors' error by kernel class), mostly the figures the priors were read off");
+      "; until our measurements calibrate a GPU, its bands are the priors' error on published kernel "
+      "figures (validate: the priors' error by kernel class), mostly the figures the priors were "
+      "read off");
   table.add_note(fmt::format(
       "decode (k drafts): each sequence verifies its own token and k drafts, the count that gives the most "
       "expected tokens per second at the draft's {} (as serving runs choose it; `step --drafts` sets it), "
@@ -242,6 +218,47 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       "in latency-bound GEMMs: time of the GEMMs whose load pipelines (shared-memory stages refilled once "
       "per "
       "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
+}
+
+// Decode step and prefill per 1K prompt tokens on every GPU profile, by layer mode.
+std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focus,
+                               const std::vector<GpuProfile>& gpus, const StudyOptions& o,
+                               nlohmann::json& json) {
+  std::string md = fmt::format("## Step times of {} (EP {})\n\n", focus.spec.name, o.ep);
+  std::vector<std::string> modes;
+  for (const LayerPlanEntry& e : focus.plan) {
+    if (std::find(modes.begin(), modes.end(), e.mode) == modes.end()) modes.push_back(e.mode);
+  }
+  std::vector<std::string> headers{"GPU", "context", "phase", "time", "band (90%)", "as two micro-batches"};
+  for (const std::string& mode : modes) headers.push_back(mode);
+  headers.push_back("other (head, draft)");
+  headers.push_back("in widening-bound kernels");
+  headers.push_back("in latency-bound GEMMs");
+  Table table(
+      fmt::format("Decode step (batch {}) and prefill per 1K prompt tokens (one prompt), time by layer mode",
+                  o.decode_batch),
+      headers);
+  json["steps"] = nlohmann::json::array();
+  StepTimesNotes notes;
+  for (const GpuProfile& gpu : gpus) {
+    const std::string stem = fs::path(gpu.file).stem().string();
+    for (const Phase phase : {Phase::kDecode, Phase::kPrefill}) {
+      StepShape shape;
+      shape.phase = phase;
+      shape.ep = o.ep;
+      shape.ep_per_node = gpu.nvlink_domain();
+      shape.batch = phase == Phase::kDecode ? o.decode_batch : 1;
+      const GpuCostModel model(catalog.data_dir(), catalog.resolve_gpu(stem), phase == Phase::kDecode);
+      const std::string label = gpu.name + ": " + model.cost().params().label();
+      if (std::find(notes.calibrations.begin(), notes.calibrations.end(), label) == notes.calibrations.end())
+        notes.calibrations.push_back(label);
+      for (int64_t context : o.step_contexts) {
+        shape.context = context;
+        add_step_row(focus, gpu, model.cost(), shape, modes, table, json["steps"], notes);
+      }
+    }
+  }
+  add_step_times_notes(focus, notes, table);
   return md + table.to_markdown();
 }
 
@@ -768,28 +785,19 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
 
 }  // namespace
 
-StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
-  make_output_folder(o.out_dir);
-  std::vector<ModelAnalysis> models;
-  for (const std::string& file : catalog.model_files())
-    models.push_back(analyze_model(load_model_by_name(catalog, file)));
-  std::vector<GpuProfile> gpus;
-  for (const std::string& file : catalog.gpu_files()) gpus.push_back(load_gpu_profile_by_name(catalog, file));
-  const ModelAnalysis focus = analyze_model(load_model_by_name(catalog, o.focus_model));
-
-  std::string md;  // the sections; the title and the answers in brief go above them at the end
-  nlohmann::json json{{"models", nlohmann::json::array()}, {"fits", nlohmann::json::array()}};
-
-  md += "## KV cache\n\n" + kv_overview(models, o.contexts).to_markdown();
+// Global KV per token of every bundled model, and each one's per-layer table.
+std::string kv_section(const std::vector<ModelAnalysis>& models, const StudyOptions& o,
+                       nlohmann::json& json) {
+  std::string md = "## KV cache\n\n" + kv_overview(models, o.contexts).to_markdown();
   for (const ModelAnalysis& m : models) {
     md += kv_tables(m, o.contexts.back()).front().to_markdown();
-    json["models"].push_back({{"kv", kv_json(m, o.contexts.back())}, {"params", params_json(m)}});
+    json.push_back({{"kv", kv_json(m, o.contexts.back())}, {"params", params_json(m)}});
   }
+  return md;
+}
 
-  md += "## Parameters\n\n";
-  for (const Table& t : params_tables(focus)) md += t.to_markdown();
-
-  md += "## Claims of the seed article\n\n";
+std::string claims_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
+                           nlohmann::json& json) {
   const auto find_model = [&](const char* name) { return analyze_model(load_model_by_name(catalog, name)); };
   const auto find_gpu = [&](const char* name) { return load_gpu_profile_by_name(catalog, name); };
   const ModelAnalysis v4_flash = find_model("deepseek_v4_flash");
@@ -799,10 +807,13 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   const GpuCostModel h100_decode(catalog.data_dir(), catalog.resolve_gpu("h100_sxm"), true);
   const auto claims =
       check_claims({focus, v4_flash, h100, h200, o.reserve_fraction, h20_decode.cost(), h100_decode.cost()});
-  md += claims_table(claims).to_markdown();
-  json["claims"] = claims_json(claims)["claims"];
+  json = claims_json(claims)["claims"];
+  return "## Claims of the seed article\n\n" + claims_table(claims).to_markdown();
+}
 
-  md += fmt::format("## Memory fit of {} on {} GPUs, EP {}\n\n", focus.spec.name, o.gpus, o.ep);
+// Sessions that o.gpus GPUs of each profile hold at each context, with each fit's details.
+std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<GpuProfile>& gpus,
+                               const StudyOptions& o, nlohmann::json& fits) {
   Table summary("Sessions per GPU profile (details below)",
                 {"GPU", "context tokens", "weights per GPU", "left for KV per GPU", "sessions on all GPUs"});
   std::string details;
@@ -814,13 +825,48 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
       summary.add_row({gpu.name, std::to_string(context), format_bytes(fit.weight_bytes_per_gpu),
                        format_bytes(fit.kv_bytes_per_gpu), std::to_string(fit.sessions)});
       details += fit_table(focus, gpu, r, fit).to_markdown();
-      json["fits"].push_back(fit_json(focus, gpu, r, fit));
+      fits.push_back(fit_json(focus, gpu, r, fit));
     }
   }
   summary.add_note("derived; HBM sizes from each profile's datasheet entry; reserve " +
                    o.reserve_fraction.provenance().label());
-  md += summary.to_markdown() + details;
+  return fmt::format("## Memory fit of {} on {} GPUs, EP {}\n\n", focus.spec.name, o.gpus, o.ep) +
+         summary.to_markdown() + details;
+}
 
+// The title, the values --set edited (they change the files this report
+// read: it says which, at its top) and the answers in brief, drawn from the
+// sections' JSON.
+std::string report_head(const Catalog& catalog, nlohmann::json& json) {
+  std::string what_if;
+  json["what_if"] = nlohmann::json::array();
+  for (const ValueEdit& edit : installed_value_edits()) {
+    what_if += "- what if: " + describe(edit, catalog.data_dir()) + "\n";
+    json["what_if"].push_back(describe(edit, catalog.data_dir()));
+  }
+  if (!what_if.empty()) what_if = "**This report reads edited values (`--set`):**\n\n" + what_if + "\n";
+  return fmt::format("# {}\n\n", kStudyTitle) +
+         "Generated by `v41sim report` from the bundled model and GPU files. Every figure is derived "
+         "from those files unless its row or note names another source.\n\n" +
+         what_if + "## Answers in brief\n\n" + study_summary(json).to_markdown();
+}
+
+StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
+  make_output_folder(o.out_dir);
+  std::vector<ModelAnalysis> models;
+  for (const std::string& file : catalog.model_files())
+    models.push_back(analyze_model(load_model_by_name(catalog, file)));
+  std::vector<GpuProfile> gpus;
+  for (const std::string& file : catalog.gpu_files()) gpus.push_back(load_gpu_profile_by_name(catalog, file));
+  const ModelAnalysis focus = analyze_model(load_model_by_name(catalog, o.focus_model));
+
+  std::string md;  // the sections; the title and the answers in brief go above them at the end
+  nlohmann::json json{{"models", nlohmann::json::array()}, {"fits", nlohmann::json::array()}};
+  md += kv_section(models, o, json["models"]);
+  md += "## Parameters\n\n";
+  for (const Table& t : params_tables(focus)) md += t.to_markdown();
+  md += claims_section(catalog, focus, o, json["claims"]);
+  md += memory_fit_section(focus, gpus, o, json["fits"]);
   md += step_times_section(catalog, focus, gpus, o, json);
   md += step_sensitivity_section(catalog, o, json["step_sensitivity"]);
   md += context_section(catalog, focus, o, o.out_dir, json["context_sweeps"]);
@@ -859,20 +905,7 @@ StudyOutput write_study_report(const Catalog& catalog, const StudyOptions& o) {
   }
   md += validation_section(catalog, o.out_dir, json);
 
-  // Values set with --set change the files this report read: it says which, at its top.
-  std::string what_if;
-  json["what_if"] = nlohmann::json::array();
-  for (const ValueEdit& edit : installed_value_edits()) {
-    what_if += "- what if: " + describe(edit, catalog.data_dir()) + "\n";
-    json["what_if"].push_back(describe(edit, catalog.data_dir()));
-  }
-  if (!what_if.empty()) what_if = "**This report reads edited values (`--set`):**\n\n" + what_if + "\n";
-  const std::string head =
-      fmt::format("# {}\n\n", kStudyTitle) +
-      "Generated by `v41sim report` from the bundled model and GPU files. Every figure is derived "
-      "from those files unless its row or note names another source.\n\n" +
-      what_if + "## Answers in brief\n\n" + study_summary(json).to_markdown();
-  md = head + md;
+  md = report_head(catalog, json) + md;
 
   write_output(o.out_dir, "report.md", md);
   write_output(o.out_dir, "report.json", json.dump(2) + "\n");
