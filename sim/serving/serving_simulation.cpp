@@ -744,6 +744,29 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.prefill_band = prefill_band_.mixed();
   out.decode_band = decode_band_.mixed();
   if (decode_time_us_ > 0) out.decode_rank_imbalance = imbalance_time_us_ / decode_time_us_;
+  collect_finished_requests(duration_s);
+  std::size_t clients = 0;
+  for (const auto& p : prefill_) clients += p->ssd_free_at.size();
+  out.ssd_clients_busy_fraction = ssd_read_seconds_ / (duration_s * static_cast<double>(clients));
+  const double gpu_seconds = duration_s * static_cast<double>(out.gpus);
+  out.input_tokens_per_s_per_gpu = static_cast<double>(out.input_tokens_prefilled) / gpu_seconds;
+  out.output_tokens_per_s_per_gpu = static_cast<double>(out.output_tokens_generated) / gpu_seconds;
+  out.mean_in_system = in_system_area_ / duration_s;
+  out.arrival_rate_per_s = static_cast<double>(out.arrived) / duration_s;
+  out.kv_tiers = tiers_.counters() - tiers_at_window_start_;
+  if (log_requests_) collect_request_records();
+  out.sessions_arrived = std::count_if(sessions_.begin(), sessions_.end(),
+                                       [this](const Session& s) { return arrived_in_window(s); });
+  out.by_class = class_outcomes();
+  collect_session_retention();
+  out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
+  out.events = sim_.events_processed();
+  out.step_shapes_costed = steps_->size();
+  return out;
+}
+
+void ServingSimulation::collect_finished_requests(double duration_s) {
+  ServingResult& out = result_;
   std::vector<double> ttft, tpot, longest_itl, e2e, prefill_wait, decode_wait;
   double ssd = 0, prefill = 0, transfer = 0, decode = 0, sojourn = 0, communication = 0;
   int64_t good = 0;
@@ -779,38 +802,32 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.prefill_wait_ms = summarize(prefill_wait);
   out.decode_wait_ms = summarize(decode_wait);
   out.mean_ssd_read_ms = ssd / n;
-  std::size_t clients = 0;
-  for (const auto& p : prefill_) clients += p->ssd_free_at.size();
-  out.ssd_clients_busy_fraction = ssd_read_seconds_ / (duration_s * static_cast<double>(clients));
   out.mean_prefill_ms = prefill / n;
   out.mean_transfer_ms = transfer / n;
   out.mean_decode_ms = decode / n;
   out.mean_communication_ms = communication / n;
   out.mean_sojourn_s = sojourn / n;
-  const double gpu_seconds = duration_s * static_cast<double>(out.gpus);
-  out.input_tokens_per_s_per_gpu = static_cast<double>(out.input_tokens_prefilled) / gpu_seconds;
-  out.output_tokens_per_s_per_gpu = static_cast<double>(out.output_tokens_generated) / gpu_seconds;
   out.goodput_requests_per_s = static_cast<double>(good) / duration_s;
   out.goodput_fraction = static_cast<double>(good) / n;
-  out.mean_in_system = in_system_area_ / duration_s;
-  out.arrival_rate_per_s = static_cast<double>(out.arrived) / duration_s;
-  out.kv_tiers = tiers_.counters() - tiers_at_window_start_;
-  if (log_requests_) {
-    out.requests.reserve(requests_.size());
-    for (const Request& r : requests_) {
-      RequestRecord& record = out.requests.emplace_back(record_of(r));
-      const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
-      if (c >= 0) record.traffic_class = workload_.mix[static_cast<std::size_t>(c)].name;
-      record.within_sla = r.generated >= r.output_tokens && finished_times(r).within_sla();
-      record.measured = in_window(r);
-    }
+}
+
+void ServingSimulation::collect_request_records() {
+  ServingResult& out = result_;
+  out.requests.reserve(requests_.size());
+  for (const Request& r : requests_) {
+    RequestRecord& record = out.requests.emplace_back(record_of(r));
+    const int c = sessions_[static_cast<std::size_t>(r.session)].traffic_class;
+    if (c >= 0) record.traffic_class = workload_.mix[static_cast<std::size_t>(c)].name;
+    record.within_sla = r.generated >= r.output_tokens && finished_times(r).within_sla();
+    record.measured = in_window(r);
   }
-  out.sessions_arrived = std::count_if(sessions_.begin(), sessions_.end(),
-                                       [this](const Session& s) { return arrived_in_window(s); });
-  out.by_class = class_outcomes();
-  // Each session's last context stays as long as the tier keeps it, but an
-  // earlier life a resumed session found there stayed only until it came back
-  // (its entry replaced then): token-weighted, the mean time a context is held.
+}
+
+// Each session's last context stays as long as the tier keeps it, but an
+// earlier life a resumed session found there stayed only until it came back
+// (its entry replaced then): token-weighted, the mean time a context is held.
+void ServingSimulation::collect_session_retention() {
+  ServingResult& out = result_;
   double persisted = 0, held_token_s = 0;
   for (const Session& s : sessions_) {
     if (!arrived_in_window(s)) continue;
@@ -828,10 +845,6 @@ ServingResult ServingSimulation::collect(double duration_s) {
   out.mean_hold_s = persisted > 0 ? held_token_s / persisted : tier_keeps_s_;
   out.tier_keeps_s = tier_keeps_s_;
   out.persisted_bytes_per_session = out.mean_last_context_tokens * model_.kv.global_bytes_per_token;
-  out.decode_kv_bytes_per_gpu = decode_kv_bytes_per_gpu_;
-  out.events = sim_.events_processed();
-  out.step_shapes_costed = steps_->size();
-  return out;
 }
 
 }  // namespace v41sim

@@ -279,6 +279,12 @@ class ServingSimulation {
   void add_in_system_by_slice(SimTime from, SimTime to);  // in_system_ from `from` to `to`
   void sample_occupancy();
   ServingResult collect(double duration_s);
+  // collect's parts: the measured window's finished requests (latencies, means,
+  // goodput); every request's record (where asked); the sessions' last contexts
+  // and how long the SSD tier holds them.
+  void collect_finished_requests(double duration_s);
+  void collect_request_records();
+  void collect_session_retention();
   // A finished request's TTFT and TPOT (0 for a one-token answer), and whether both are within its SLA.
   struct FinishedTimes {
     double ttft_ms = 0;
