@@ -130,6 +130,7 @@ nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
     out.push_back(
         {{"name", r.reference.name},
          {"kind", r.reference.probe_kind == "held_out_measurement" ? "held_out_measurement" : "published"},
+         {"probe", r.reference.probe_kind},
          {"source", r.reference.source},
          {"gpu", r.reference.gpu},
          {"metric", r.reference.metric},

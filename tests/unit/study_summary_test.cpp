@@ -323,5 +323,36 @@ TEST(StudySummary, SaysWhichStepsArePastTheirMemory) {
   EXPECT_TRUE(says(text, "H200 46.1 ms ±12% (past its memory: KV for 28 of the 32 sequences)"));
 }
 
+// The whole steps that engines published, apart from the kernel figures: how
+// far the model's throughput is from theirs, on which GPUs.
+TEST(StudySummary, SaysHowFarWholeStepsAreFromTheEngines) {
+  const auto reference = [](const char* probe, const char* gpu, double error_pct, bool within) {
+    return json{{"kind", "published"},
+                {"probe", probe},
+                {"gpu", gpu},
+                {"error_pct", error_pct},
+                {"within_tolerance", within}};
+  };
+  json report{{"claims", json::array()},
+              {"fits", json::array()},
+              {"steps", json::array()},
+              {"plan", {{"workload", "chat"}, {"rows", json::array()}}},
+              {"plan_layouts", {{"rows", json::array()}}},
+              {"validation",
+               {reference("gemm", "h800", -60.0, false), reference("step", "h800", 29.5, false),
+                reference("step", "h100_sxm", 38.8, false), reference("step", "gb200_nvl72", 33.8, false),
+                reference("step", "h100_sxm", 10.0, true)}}};
+  std::string text = study_summary(report).to_text();
+  EXPECT_TRUE(says(text, "1 of 5 within tolerance; no GPU of ours measured yet"));
+  EXPECT_TRUE(says(text,
+                   "whole forward steps that serving engines published (4 on gb200_nvl72, h100_sxm (2), "
+                   "h800)"));
+  // The GEMM's -60% is not a step's.
+  EXPECT_TRUE(says(text, "the model's throughput +10.0% to +38.8% against theirs, 1 of 4 within tolerance"));
+  report["validation"] = json::array({reference("gemm", "h800", 5.0, true)});
+  text = study_summary(report).to_text();
+  EXPECT_FALSE(says(text, "whole forward steps"));
+}
+
 }  // namespace
 }  // namespace v41sim
