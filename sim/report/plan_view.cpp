@@ -164,6 +164,11 @@ Table plan_table(const PlanReport& p) {
                   sla_phrase(sla, p.workload), 100 * p.min_within_sla, verdict_share_phrase(p.workload),
                   fmt::join(base_files, " and "), served, arrivals_phrase(p.options, p.workload),
                   seeds_phrase(p.options)));
+  if (p.rows.size() <= p.bases.size()) {
+    t.add_note(
+        "one variant of each base: nothing was ranked against it; the grid flags (--hw, --ep, "
+        "--prefill-instances, --decode-instances, --kv-retention-h, ...) each take a list of values to try");
+  }
   if (p.bases.size() > 1) {
     t.add_note(
         "several bases: each variant is named after its base; per-pool GPUs and prefill instances vary the "

@@ -1159,6 +1159,17 @@ TEST(Cli, RunJudgesTheSameRunAgainstTheLimitsItIsGiven) {
             strict["requests"]["finished"].get<int64_t>());
 }
 
+// Without grid flags plan serves the base alone, and says what would rank it
+// against others.
+TEST(Cli, PlanWithoutAGridSaysNothingWasRanked) {
+  const RunResult r = run("plan --deployment h200_agg_8 --warm-up 60 --duration 60 --confirm-seconds 0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("one variant of each base: nothing was ranked against it; the grid flags (--hw, "
+                          "--ep, --prefill-instances, --decode-instances"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, PlanJsonRanksEveryVariant) {
   const std::string args =
       "plan --deployment h200_agg_8 --hw h200,b200 --decode-instances 1,2 --warm-up 60 --duration 60 "
@@ -1194,6 +1205,7 @@ TEST(Cli, PlanJsonRanksEveryVariant) {
             std::string::npos)
       << answer;
   EXPECT_NE(answer.find("but not over 300 s: "), std::string::npos) << answer;
+  EXPECT_EQ(answer.find("one variant of each base"), std::string::npos) << answer;
   // After the default warm-up the cheapest holds over the longer window.
   const auto settled =
       run_json("plan --deployment h200_agg_8 --hw b200 --duration 120 --confirm-seconds 300");
