@@ -483,6 +483,14 @@ void register_validation_commands(const CommandRegistrar& r) {
   validate->add_flag(
       "--write-published-bands", f.write_published_bands,
       "write the priors' error per kernel class to validation/calibration/published_bands.yaml");
+  validate
+      ->add_option(
+          "--probe", f.validate_probes,
+          "list only the references of these probes (gemm, grouped_gemm, attention, stream, moe_layer, "
+          "all_to_all, step, held_out_measurement), comma-separated")
+      ->delimiter(',');
+  validate->add_option("--gpu", f.validate_gpus, "list only the references on these GPUs, comma-separated")
+      ->delimiter(',');
   r.bind(validate, run_validate);
 }
 

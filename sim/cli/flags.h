@@ -110,6 +110,8 @@ struct Flags {
   std::optional<int64_t> frontier_context;  // none given: frontier_context (decode_frontier.h)
   // validate
   bool write_published_bands = false;
+  std::vector<std::string> validate_probes;  // none: every probe kind
+  std::vector<std::string> validate_gpus;    // none: every GPU
   // calibrate
   std::string measurements;
   bool hw_given = false;

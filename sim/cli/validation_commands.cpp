@@ -2,8 +2,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "sim/cli/flags.h"
@@ -49,14 +51,45 @@ std::string sync_published_bands(const Catalog& catalog, const PublishedBandDeri
          ": run v41sim validate --write-published-bands";
 }
 
+// The rows whose probe and GPU the flags name (each list empty: all). A
+// value no reference has is refused, with those there are.
+std::vector<ValidationRow> rows_asked(std::vector<ValidationRow> rows, const Flags& f) {
+  const auto require_known = [&rows](const std::vector<std::string>& asked, const char* flag, auto key) {
+    std::set<std::string> known;
+    for (const ValidationRow& r : rows) known.insert(key(r));
+    for (const std::string& value : asked) {
+      if (!known.contains(value))
+        throw InputError({"", 0, flag},
+                         fmt::format("no reference has {} (those there: {})", value, fmt::join(known, ", ")));
+    }
+  };
+  const auto probe = [](const ValidationRow& r) { return r.reference.probe_kind; };
+  const auto gpu = [](const ValidationRow& r) { return r.reference.gpu; };
+  require_known(f.validate_probes, "--probe", probe);
+  require_known(f.validate_gpus, "--gpu", gpu);
+  const auto listed = [](const std::vector<std::string>& asked, const std::string& value) {
+    return asked.empty() || std::find(asked.begin(), asked.end(), value) != asked.end();
+  };
+  std::erase_if(rows, [&](const ValidationRow& r) {
+    return !listed(f.validate_probes, probe(r)) || !listed(f.validate_gpus, gpu(r));
+  });
+  if (rows.empty()) {
+    throw InputError({"", 0, "--probe/--gpu"},
+                     fmt::format("no reference of probe {} is on GPU {}",
+                                 fmt::join(f.validate_probes, " or "), fmt::join(f.validate_gpus, " or ")));
+  }
+  return rows;
+}
+
 }  // namespace
 
 void run_validate(const Catalog& catalog, const Flags& f, std::ostream& out) {
-  std::vector<ValidationRow> rows;
+  std::vector<ValidationRow> all;
   for (const PublishedReference& reference : load_published_references(catalog)) {
-    rows.push_back(validate_reference(reference, catalog));
+    all.push_back(validate_reference(reference, catalog));
   }
-  for (ValidationRow& row : validate_held_out_measurements(catalog)) rows.push_back(std::move(row));
+  for (ValidationRow& row : validate_held_out_measurements(catalog)) all.push_back(std::move(row));
+  const std::vector<ValidationRow> rows = rows_asked(std::move(all), f);
   const PublishedBandDerivation bands = derive_published_bands(catalog);
   const std::string bands_file = sync_published_bands(catalog, bands, f.write_published_bands);
   if (f.json) {

@@ -1431,6 +1431,34 @@ TEST(Cli, RunShowsEachClassOfAMixApart) {
   EXPECT_EQ(sla["classes"][0]["ttft_ms"].get<double>(), 2000.0);
 }
 
+// --probe and --gpu list only the references asked for; a value no
+// reference has is refused with those there are.
+TEST(Cli, ValidateListsTheProbesAndGpusAsked) {
+  const auto all = run_json("validate")["references"];
+  std::size_t steps = 0, steps_on_h100 = 0;
+  for (const auto& r : all) {
+    steps += r["probe"] == "step" ? 1 : 0;
+    steps_on_h100 += r["probe"] == "step" && r["gpu"] == "h100_sxm" ? 1 : 0;
+  }
+  ASSERT_GT(steps, steps_on_h100);
+  ASSERT_GT(steps_on_h100, 0u);
+  const auto asked = run_json("validate --probe step")["references"];
+  EXPECT_EQ(asked.size(), steps);
+  for (const auto& r : asked) EXPECT_EQ(r["probe"], "step");
+  EXPECT_EQ(run_json("validate --probe step --gpu h100_sxm")["references"].size(), steps_on_h100);
+  EXPECT_EQ(run_json("validate --probe step,gemm")["references"].size() - steps,
+            static_cast<std::size_t>(
+                std::count_if(all.begin(), all.end(), [](const auto& r) { return r["probe"] == "gemm"; })));
+  for (const auto& [args, error] :
+       {std::pair{"validate --probe steps", "field '--probe': no reference has steps (those there: "},
+        std::pair{"validate --gpu h999", "field '--gpu': no reference has h999"},
+        std::pair{"validate --probe step --gpu h20", "no reference of probe step is on GPU h20"}}) {
+    const RunResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.output.find(error), std::string::npos) << r.output;
+  }
+}
+
 TEST(Cli, ValidateReportsEveryReference) {
   const auto v = run_json("validate");
   ASSERT_GE(v["references"].size(), 10u);
