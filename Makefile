@@ -50,6 +50,7 @@ bench: build
 # and each line taken out or repeated: each run answers or refuses with one
 # line naming the file (about 15 minutes on 2 cores).
 fuzz: build
+	python3 tests/fuzz/fuzz_flags.py ./$(BUILD)/sim/v41sim
 	python3 tests/fuzz/fuzz_data_files.py ./$(BUILD)/sim/v41sim
 
 format:

@@ -50,11 +50,14 @@ std::vector<std::string> comma_items(const std::string& value) {
   return items;
 }
 
-// A flag's comma-separated values are alternatives to try, each once. An
-// empty item ("8,,16", "h200,"): CLI11 drops it and would run 8,16; a value
-// given twice ("8,8"): the same variant, rate or sweep point run twice. Each
-// slip is said instead.
-void check_list_items(const std::string& flag, const std::string& value) {
+// A flag's value is never empty, and its comma-separated values are
+// alternatives to try, each once. An empty item ("8,,16", "h200,"): CLI11
+// drops it and would run 8,16; a value given twice ("8,8"): the same
+// variant, rate or sweep point run twice. Each slip is said instead.
+void check_flag_value(const std::string& flag, const std::string& value) {
+  // An empty value (a script's unset variable: --tpot-ms "$TPOT"): CLI11
+  // would keep the default, or read 0.
+  if (value.empty()) throw v41sim::InputError({"", 0, flag}, "expected a value, got an empty one");
   if (value.find(',') == std::string::npos) return;
   if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos) {
     throw v41sim::InputError({"", 0, flag}, "expected items separated by single commas, got '" + value + "'");
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
   std::function<void()> run;
   v41sim::register_commands(app, global, run, std::cout);
   try {
-    for (const auto& [flag, value] : flag_values(argc, argv)) check_list_items(flag, value);
+    for (const auto& [flag, value] : flag_values(argc, argv)) check_flag_value(flag, value);
     app.parse(argc, argv);
     check_whole_numbers(app);
   } catch (const v41sim::InputError& e) {

@@ -1869,6 +1869,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"capacity --rate-factors=1,2,",
                "field '--rate-factors': expected items separated by single commas"},
         BadRun{"plan --hw ,h200", "field '--hw': expected items separated by single commas, got ',h200'"},
+        // An empty value (a script's unset variable) is a slip too: CLI11 alone kept the default, or read 0.
+        BadRun{"context --tpot-ms ''", "field '--tpot-ms': expected a value, got an empty one"},
+        BadRun{"context --tpot-ms=", "field '--tpot-ms': expected a value, got an empty one"},
+        BadRun{"fit --gpus ''", "field '--gpus': expected a value, got an empty one"},
+        BadRun{"plan --hw '' --duration 10", "field '--hw': expected a value, got an empty one"},
         BadRun{"run --seed -1", "--seed: expected a whole number, 0 or more, got -1"},
         BadRun{"step --context 8192 --drafts 9",
                "field '--drafts': expected 0 to 5 drafts (the draft's block size), got 9"},
