@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Gives every option of every command nonsense values, one at a time, and
-runs the command: each run must answer (exit 0) or refuse with one line
+runs the command (a global option, such as --data-dir or --set, before
+`kv`): each run must answer (exit 0) or refuse with one line
 `v41sim: error: ...` (exit 2), never crash or hang, and a numeric option
 must refuse what is not a finite number.
 
@@ -44,12 +45,17 @@ def commands(binary):
 
 
 def options(binary, command):
-    """Each option of `command` that takes a value, with the type its --help names."""
-    text = subprocess.run([binary, command, "--help"], capture_output=True, text=True).stdout
+    """Each option of `command` (None: the global ones) that takes a value, with the type its --help names."""
+    help_args = [command, "--help"] if command else ["--help"]
+    text = subprocess.run([binary] + help_args, capture_output=True, text=True).stdout
+    if not command:
+        text = text.split("Subcommands:", 1)[0]
     return OPTION.findall(text)
 
 
 def with_value(command, option, value):
+    if not command:  # a global option, before the quickest command
+        return [option, value, "kv"]
     args = list(BASE.get(command, []))
     if option in args:
         args[args.index(option) + 1] = value
@@ -84,7 +90,7 @@ def main():
     parser.add_argument("binary")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
-    cases = [(command, option, kind, value) for command in commands(binary)
+    cases = [(command, option, kind, value) for command in [None] + commands(binary)
              for option, kind in options(binary, command) for value in NONSENSE]
     print(f"{len(cases)} runs", flush=True)
     with tempfile.TemporaryDirectory(prefix="v41sim_flags_") as scratch:
