@@ -10,7 +10,7 @@ soon as it exists. Left out: `report` (each run writes the whole study,
 about 45 s; its --reserve-fraction is claims' and fit's) and `calibrate` /
 `targets` (they need a folder of measurements, which only a GPU writes).
 Runs in a scratch folder, so options that name output files write there.
-Not part of `make test` (some 2,800 runs, a few minutes on 2 cores); `make
+Not part of `make test` (some 2,000 runs, about a minute on 2 cores); `make
 fuzz` runs it. Usage: fuzz_flags.py BINARY
 """
 import argparse
