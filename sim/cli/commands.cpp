@@ -209,6 +209,10 @@ void CommandRegistrar::add_grid_flags(CLI::App* cmd) const {
   add_list("--prefill-instances", f.plan_prefill_instances,
            "prefill instance counts to try (disaggregated deployments)");
   add_list("--decode-instances", f.plan_decode_instances, "decode instance counts to try");
+  cmd->add_flag(
+      "--keep-gpus", f.plan_keep_gpus,
+      "each pool keeps the base's GPUs at every EP size: its instances are its GPUs over the EP size "
+      "(instead of the base's instance count)");
   add_list("--kv-retention-h", f.plan_kv_retentions_h,
            "hours the SSD tier keeps a session's global KV, to try (0: no persistent tier)");
   add_list("--swa-pool-fraction", f.plan_swa_pool_fractions,

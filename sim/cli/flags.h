@@ -73,6 +73,7 @@ struct Flags {
   std::vector<std::string> plan_eps;  // sizes, or "domain" (each GPU's NVLink domain)
   std::vector<int64_t> plan_prefill_instances;
   std::vector<int64_t> plan_decode_instances;
+  bool plan_keep_gpus = false;  // each pool keeps the base's GPUs at every EP size
   std::vector<double> plan_kv_retentions_h;
   std::vector<double> plan_swa_pool_fractions;
   std::vector<std::string> plan_ssd_capacities_tb;

@@ -356,6 +356,7 @@ PlanGrid grid_from_flags(const Catalog& catalog, const Flags& f, const ModelSpec
           .eps = eps,
           .prefill_instances = f.plan_prefill_instances,
           .decode_instances = f.plan_decode_instances,
+          .keep_gpus = f.plan_keep_gpus,
           .kv_retentions_h = f.plan_kv_retentions_h,
           .swa_pool_fractions = f.plan_swa_pool_fractions,
           .ssd_capacities_tb = ssd_capacities_tb,

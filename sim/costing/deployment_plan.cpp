@@ -185,14 +185,32 @@ void deal_over_domain(PoolSpec& pool, int64_t routed_experts) {
   pool.redundant_experts_at = {"", 0, "--ep domain"};
 }
 
+// A pool's instance counts to try at EP size `ep`: the grid's (else the
+// base's), or with keep_gpus the one that keeps the base pool's GPUs.
+std::vector<int64_t> instances_at(const DeploymentSpec& base, const PoolSpec& pool,
+                                  const std::vector<int64_t>& counts, int64_t ep, bool keep_gpus,
+                                  const char* which) {
+  if (!keep_gpus) return or_base(counts, pool.instances);
+  const int64_t gpus = pool.instances * pool.gpus_per_instance;
+  if (gpus % ep != 0) {
+    throw InputError({base.file, 0, "--keep-gpus"},
+                     fmt::format("EP {} does not divide the {} pool's {} GPUs ({} x {})", ep, which, gpus,
+                                 pool.instances, pool.gpus_per_instance));
+  }
+  return {gpus / ep};
+}
+
 // Every layout of the grid: GPUs, then EP, prefill and decode instances.
 std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& grid) {
   std::vector<DeploymentSpec> out;
   for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
     int64_t domain = 0;
     for (const int64_t ep : eps_on(base, grid, decode_gpu, domain)) {
-      for (const int64_t prefill : or_base(grid.prefill_instances, base.prefill.instances)) {
-        for (const int64_t decode : or_base(grid.decode_instances, base.decode.instances)) {
+      const bool keep = grid.keep_gpus;
+      for (const int64_t prefill : instances_at(base, base.prefill, grid.prefill_instances, ep,
+                                                keep && base.disaggregated, "prefill")) {
+        for (const int64_t decode :
+             instances_at(base, base.decode, grid.decode_instances, ep, keep, "decode")) {
           for (const auto steps : or_base(grid.aggregated_steps, base.aggregated_steps)) {
             for (const auto routing : or_base(grid.routings, base.routing)) {
               DeploymentSpec& d = out.emplace_back(
@@ -301,6 +319,11 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
              fmt::format("hours in [0, {:.1f}]", longest_h).c_str());
   require_in(grid.swa_pool_fractions, 0, 1, "--swa-pool-fraction", "a share in [0, 1)");
   require_in(grid.ssd_capacities_tb, 0, INFINITY, "--ssd-capacity-tb", "unbounded or TB above 0");
+  if (grid.keep_gpus && (!grid.prefill_instances.empty() || !grid.decode_instances.empty())) {
+    throw InputError(
+        {"", 0, "--keep-gpus"},
+        "it sets the instance counts: give it or --prefill-instances / --decode-instances, not both");
+  }
   if (!base.disaggregated && !grid.prefill_instances.empty()) {
     throw InputError({base.file, 0, "--prefill-instances"},
                      "the deployment is aggregated: prefill runs on the decode instances");

@@ -33,6 +33,9 @@ struct PlanGrid {
   std::vector<int64_t> eps{};                // EP size = GPUs per instance, both pools
   std::vector<int64_t> prefill_instances{};  // disaggregated deployments only
   std::vector<int64_t> decode_instances{};
+  // Each pool keeps the base's GPUs at every EP size: its instances are its
+  // GPUs over the EP size (which must divide them), not the base's count.
+  bool keep_gpus = false;
   // KV tiers: how long the SSD tier keeps a session's global KV (hours; 0:
   // no persistent tier) and the share of each node's DRAM that parks window
   // state (0: none, every returning turn replays its window).

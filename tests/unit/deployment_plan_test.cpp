@@ -283,6 +283,28 @@ TEST(DeploymentPlan, AggregatedVariantsKeepOnePool) {
   EXPECT_EQ(d.total_gpus(), 32);
 }
 
+// --keep-gpus: each pool keeps the base's GPUs at every EP size, its
+// instances its GPUs over the EP size, in both layouts.
+TEST(DeploymentPlan, KeepingTheGpusSetsTheInstanceCounts) {
+  const DeploymentSpec split = deployment("h200_pd_64");  // prefill 2 x 8, decode 6 x 8
+  const std::vector<DeploymentSpec> variants = plan_variants(split, {.eps = {4, 8, 16}, .keep_gpus = true});
+  ASSERT_EQ(variants.size(), 3u);
+  for (const DeploymentSpec& d : variants) {
+    EXPECT_EQ(d.prefill.instances * d.prefill.gpus_per_instance, 16) << d.name;
+    EXPECT_EQ(d.decode.instances * d.decode.gpus_per_instance, 48) << d.name;
+  }
+  EXPECT_EQ(variants[2].name, "prefill 1 x 16 h200, decode 3 x 16 h200, EP 16");
+  const std::vector<DeploymentSpec> one_pool =
+      plan_variants(deployment("h200_agg_8"), {.eps = {2, 8}, .keep_gpus = true});
+  ASSERT_EQ(one_pool.size(), 2u);
+  EXPECT_EQ(one_pool[0].decode.instances, 4);
+  EXPECT_EQ(one_pool[0].prefill.instances, 4);
+  EXPECT_EQ(one_pool[1].total_gpus(), 8);
+  // An EP size that does not divide a pool's GPUs, or instance counts beside it: refused.
+  EXPECT_EQ(flag_of_error(split, {.eps = {32}, .keep_gpus = true}), "--keep-gpus");
+  EXPECT_EQ(flag_of_error(split, {.decode_instances = {2}, .keep_gpus = true}), "--keep-gpus");
+}
+
 TEST(DeploymentPlan, BadValuesNameTheirFlag) {
   const DeploymentSpec base = deployment("h200_pd_64");
   EXPECT_EQ(flag_of_error(base, {.eps = {0}}), "--ep");
