@@ -11,6 +11,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -95,16 +96,28 @@ void check_whole_number(const std::string& flag, const std::string& item, bool i
   }
 }
 
-void check_whole_numbers(const CLI::App& app) {
+// CLI11 reads 0x3c as 60, and a hexadecimal float too: the run would use,
+// and its output quote, a number the user did not write in decimal.
+void check_decimal(const std::string& flag, const std::string& item) {
+  const std::string_view digits =
+      std::string_view(item).substr(item.starts_with('-') || item.starts_with('+'));
+  if (digits.starts_with("0x") || digits.starts_with("0X"))
+    throw v41sim::InputError({"", 0, flag}, "expected a decimal number, got " + item);
+}
+
+void check_numbers(const CLI::App& app) {
   std::vector<const CLI::App*> commands{&app};
   for (const CLI::App* command : app.get_subcommands()) commands.push_back(command);
   for (const CLI::App* command : commands) {
     for (const CLI::Option* option : command->get_options()) {
       const std::string type = option->get_type_name();
-      if (!type.starts_with("INT") && !type.starts_with("UINT")) continue;
+      const bool whole = type.starts_with("INT") || type.starts_with("UINT");
+      if (!whole && !type.starts_with("FLOAT")) continue;
       for (const std::string& value : option->results()) {
-        for (const std::string& item : comma_items(value))
-          check_whole_number(option->get_name(), item, type.starts_with("UINT"));
+        for (const std::string& item : comma_items(value)) {
+          check_decimal(option->get_name(), item);
+          if (whole) check_whole_number(option->get_name(), item, type.starts_with("UINT"));
+        }
       }
     }
   }
@@ -128,7 +141,7 @@ int main(int argc, char** argv) {
   try {
     for (const auto& [flag, value] : flag_values(argc, argv)) check_flag_value(flag, value);
     app.parse(argc, argv);
-    check_whole_numbers(app);
+    check_numbers(app);
   } catch (const v41sim::InputError& e) {
     std::cerr << "v41sim: error: " << e.what() << "\n";
     return v41sim::kBadInputExitCode;

@@ -1871,6 +1871,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"plan --hw ,h200", "field '--hw': expected items separated by single commas, got ',h200'"},
         // An empty value (a script's unset variable) is a slip too: CLI11 alone kept the default, or read 0.
         BadRun{"context --tpot-ms ''", "field '--tpot-ms': expected a value, got an empty one"},
+        // CLI11 alone reads hexadecimal (0x3c as 60): the output would quote a number not written.
+        BadRun{"context --tpot-ms 0x3c", "field '--tpot-ms': expected a decimal number, got 0x3c"},
+        BadRun{"step --context 0x10", "field '--context': expected a decimal number, got 0x10"},
+        BadRun{"fit --reserve-fraction -0x0.1p0", "field '--reserve-fraction': expected a decimal number"},
         BadRun{"context --tpot-ms=", "field '--tpot-ms': expected a value, got an empty one"},
         BadRun{"fit --gpus ''", "field '--gpus': expected a value, got an empty one"},
         BadRun{"plan --hw '' --duration 10", "field '--hw': expected a value, got an empty one"},

@@ -3,14 +3,14 @@
 runs the command (a global option, such as --data-dir or --set, before
 `kv`): each run must answer (exit 0) or refuse with one line
 `v41sim: error: ...` (exit 2), never crash or hang, and a numeric option
-must refuse what is not a finite number.
+must refuse what is not a finite decimal number.
 
 The options are read off each command's --help, so a new flag is swept as
 soon as it exists. Left out: `report` (each run writes the whole study,
 about 45 s; its --reserve-fraction is claims' and fit's) and `calibrate` /
 `targets` (they need a folder of measurements, which only a GPU writes).
 Runs in a scratch folder, so options that name output files write there.
-Not part of `make test` (some 2,000 runs, about a minute on 2 cores); `make
+Not part of `make test` (some 2,200 runs, about a minute on 2 cores); `make
 fuzz` runs it. Usage: fuzz_flags.py BINARY
 """
 import argparse
@@ -22,9 +22,9 @@ import sys
 import tempfile
 
 NONSENSE = ["0", "-1", "nan", "inf", "-inf", "1e308", "1e-300", "abc", "", "9223372036854775807",
-            "18446744073709551616", "0.5", "1,,2", ","]
-# What a numeric option must refuse: anything that is not a finite number.
-NOT_A_NUMBER = {"nan", "inf", "-inf", "abc", ""}
+            "18446744073709551616", "0.5", "1,,2", ",", "0x10"]
+# What a numeric option must refuse: anything that is not a finite decimal number.
+NOT_A_NUMBER = {"nan", "inf", "-inf", "abc", "", "0x10"}
 LEFT_OUT = {"report", "calibrate", "targets"}
 # Arguments that keep each run short, or that the command requires.
 BASE = {
