@@ -99,8 +99,8 @@ void check_whole_number(const std::string& flag, const std::string& item, bool i
 // CLI11 reads 0x3c as 60, and a hexadecimal float too: the run would use,
 // and its output quote, a number the user did not write in decimal.
 void check_decimal(const std::string& flag, const std::string& item) {
-  const std::string_view digits =
-      std::string_view(item).substr(item.starts_with('-') || item.starts_with('+'));
+  const std::size_t sign = item.starts_with('-') || item.starts_with('+') ? 1 : 0;
+  const std::string_view digits = std::string_view(item).substr(sign);
   if (digits.starts_with("0x") || digits.starts_with("0X"))
     throw v41sim::InputError({"", 0, flag}, "expected a decimal number, got " + item);
 }

@@ -194,7 +194,7 @@ std::vector<int64_t> instances_at(const DeploymentSpec& base, const PoolSpec& po
   const int64_t gpus = pool.instances * pool.gpus_per_instance;
   if (gpus % ep != 0) {
     throw InputError({base.file, 0, "--keep-gpus"},
-                     fmt::format("EP {} does not divide the {} pool's {} GPUs ({} x {})", ep, which, gpus,
+                     fmt::format("EP {} does not divide the {}'s {} GPUs ({} x {})", ep, which, gpus,
                                  pool.instances, pool.gpus_per_instance));
   }
   return {gpus / ep};
@@ -208,9 +208,9 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
     for (const int64_t ep : eps_on(base, grid, decode_gpu, domain)) {
       const bool keep = grid.keep_gpus;
       for (const int64_t prefill : instances_at(base, base.prefill, grid.prefill_instances, ep,
-                                                keep && base.disaggregated, "prefill")) {
-        for (const int64_t decode :
-             instances_at(base, base.decode, grid.decode_instances, ep, keep, "decode")) {
+                                                keep && base.disaggregated, "prefill pool")) {
+        for (const int64_t decode : instances_at(base, base.decode, grid.decode_instances, ep, keep,
+                                                 base.disaggregated ? "decode pool" : "pool")) {
           for (const auto steps : or_base(grid.aggregated_steps, base.aggregated_steps)) {
             for (const auto routing : or_base(grid.routings, base.routing)) {
               DeploymentSpec& d = out.emplace_back(
