@@ -23,13 +23,12 @@
 
 namespace {
 
-// Each --flag's value as given (--flag VALUE or --flag=VALUE); --set is left
-// to its own parser (its VALUE is YAML).
+// Each --flag's value as given (--flag VALUE or --flag=VALUE).
 std::vector<std::pair<std::string, std::string>> flag_values(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> out;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (!arg.starts_with("--") || arg.starts_with("--set")) continue;
+    if (!arg.starts_with("--")) continue;
     const std::size_t equals = arg.find('=');
     if (equals != std::string::npos) {
       out.emplace_back(arg.substr(0, equals), arg.substr(equals + 1));
@@ -59,7 +58,8 @@ void check_flag_value(const std::string& flag, const std::string& value) {
   // An empty value (a script's unset variable: --tpot-ms "$TPOT"): CLI11
   // would keep the default, or read 0.
   if (value.empty()) throw v41sim::InputError({"", 0, flag}, "expected a value, got an empty one");
-  if (value.find(',') == std::string::npos) return;
+  // --set's VALUE is YAML, commas and all: its own parser reads it.
+  if (flag == "--set" || value.find(',') == std::string::npos) return;
   if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos) {
     throw v41sim::InputError({"", 0, flag}, "expected items separated by single commas, got '" + value + "'");
   }

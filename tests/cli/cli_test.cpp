@@ -1877,6 +1877,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"fit --reserve-fraction -0x0.1p0", "field '--reserve-fraction': expected a decimal number"},
         BadRun{"context --tpot-ms=", "field '--tpot-ms': expected a value, got an empty one"},
         BadRun{"fit --gpus ''", "field '--gpus': expected a value, got an empty one"},
+        BadRun{"--set= kv", "field '--set': expected a value, got an empty one"},
         BadRun{"plan --hw '' --duration 10", "field '--hw': expected a value, got an empty one"},
         BadRun{"run --seed -1", "--seed: expected a whole number, 0 or more, got -1"},
         BadRun{"step --context 8192 --drafts 9",
