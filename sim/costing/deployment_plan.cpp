@@ -206,10 +206,10 @@ std::vector<DeploymentSpec> layouts(const DeploymentSpec& base, const PlanGrid& 
   for (const auto& [prefill_gpu, decode_gpu] : gpu_pairs(base, grid)) {
     int64_t domain = 0;
     for (const int64_t ep : eps_on(base, grid, decode_gpu, domain)) {
-      const bool keep = grid.keep_gpus;
+      // An aggregated base's prefill mirrors its decode pool (layout): only the decode pool is kept.
       for (const int64_t prefill : instances_at(base, base.prefill, grid.prefill_instances, ep,
-                                                keep && base.disaggregated, "prefill pool")) {
-        for (const int64_t decode : instances_at(base, base.decode, grid.decode_instances, ep, keep,
+                                                grid.keep_gpus && base.disaggregated, "prefill pool")) {
+        for (const int64_t decode : instances_at(base, base.decode, grid.decode_instances, ep, grid.keep_gpus,
                                                  base.disaggregated ? "decode pool" : "pool")) {
           for (const auto steps : or_base(grid.aggregated_steps, base.aggregated_steps)) {
             for (const auto routing : or_base(grid.routings, base.routing)) {
