@@ -729,6 +729,18 @@ std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnal
          plan_table(sized.report()).to_markdown();
 }
 
+// The chart a published figure goes on: whole steps share one, per GPU, as
+// some engines publish them per node and some per GPU.
+std::string chart_metric(const PublishedReference& r) {
+  return r.probe_kind == "step" ? "tokens_per_s_per_gpu" : r.metric;
+}
+
+// What turns a figure into its chart's metric: a per-node step over its
+// node's GPUs (reference and prediction alike, so its error is unchanged).
+double chart_scale(const PublishedReference& r) {
+  return r.metric == "tokens_per_s_per_node" ? 1.0 / r.probe.at("gpus_per_node") : 1.0;
+}
+
 // How far the kernel model is from published kernel figures and from our held-out measurements.
 std::string validation_section(const Catalog& catalog, const std::string& out_dir, nlohmann::json& json) {
   std::vector<ValidationRow> rows;
@@ -757,13 +769,18 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
     md += fmt::format("![predicted vs measured on {}]({})\n\n", gpu, file);
   }
   // Published figures: one scatter per metric, so the axes share units.
-  for (const char* metric : {"tflops", "gbps", "us", "tokens_per_s_per_node"}) {
+  for (const char* metric : {"tflops", "gbps", "us", "tokens_per_s_per_gpu"}) {
     std::vector<ScatterPoint> points;
-    ScatterChart chart{fmt::format("predicted vs published ({}), by GPU", metric), "published", 0};
+    const bool steps = std::string_view(metric) == "tokens_per_s_per_gpu";
+    ScatterChart chart{steps ? "whole steps: predicted vs published tokens/s per GPU (per node / its GPUs)"
+                             : fmt::format("predicted vs published ({}), by GPU", metric),
+                       "published", 0};
     for (const ValidationRow& r : rows) {
-      if (r.reference.metric != metric) continue;
-      points.push_back({r.reference.value, r.predicted, r.reference.name + " (" + r.reference.gpu + ")",
-                        r.reference.gpu, r.within_tolerance});
+      if (chart_metric(r.reference) != metric) continue;
+      const double scale = chart_scale(r.reference);
+      points.push_back({scale * r.reference.value, scale * r.predicted,
+                        r.reference.name + " (" + r.reference.gpu + ")", r.reference.gpu,
+                        r.within_tolerance});
       const double tolerance = r.reference.tolerance_pct;
       chart.tolerance_varies |= points.size() > 1 && tolerance != chart.band_pct;
       chart.band_pct = std::max(chart.band_pct, tolerance);

@@ -117,7 +117,8 @@ Table validation_summary_table(const std::vector<ValidationRow>& rows) {
       "probe: gemm and grouped_gemm time one GEMM, attention one attention kernel, stream a streaming "
       "kernel, "
       "all_to_all one EP transfer, moe_layer an MoE layer's kernels together, step a serving engine's whole "
-      "forward step (tokens per second per node); held_out_measurement: our own rows");
+      "forward step (tokens per second per node or per GPU, as published); held_out_measurement: our own "
+      "rows");
   t.add_note(
       "bias: mean signed error (positive: the model predicts more than the reference, in its metric); "
       "90% band: the 90th percentile of the absolute errors");

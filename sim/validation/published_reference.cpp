@@ -57,7 +57,7 @@ PublishedReference read_reference(const YamlNode& node) {
       {"moe_layer", {"ep", "tokens_per_rank"}},
       {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
       {"attention", {"model", "phase", "batch", "context"}},
-      {"step", {"model", "phase", "batch", "context", "ep", "gpus_per_node"}}};
+      {"step", {"model", "phase", "batch", "context", "ep"}}};
   const auto needed = kRequired.find(r.probe_kind);
   if (needed == kRequired.end()) {
     probe.required("kind").fail(
@@ -81,7 +81,7 @@ PublishedReference read_reference(const YamlNode& node) {
       {"moe_layer", {"model", "overlap"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
-      {"step", {"overlap", "redundant_experts", "routing_skew", "balanced_routing"}}};
+      {"step", {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -104,9 +104,16 @@ PublishedReference read_reference(const YamlNode& node) {
   reference.expect_only({"metric", "value"});
   r.metric = reference.required("metric").as_string();
   if (r.probe_kind == "step") {
-    // A serving engine's step is published as throughput, per node.
-    if (r.metric != "tokens_per_s_per_node")
-      reference.required("metric").fail("expected tokens_per_s_per_node");
+    // A serving engine's step is published as throughput, per node (the
+    // probe then says how many GPUs a node has) or per GPU: kept as published.
+    if (r.metric == "tokens_per_s_per_node") {
+      probe.required("gpus_per_node");
+    } else if (r.metric == "tokens_per_s_per_gpu") {
+      if (const auto per_node = probe.optional("gpus_per_node"))
+        per_node->fail("not used by a tokens_per_s_per_gpu figure (only per node)");
+    } else {
+      reference.required("metric").fail("expected tokens_per_s_per_node or tokens_per_s_per_gpu");
+    }
   } else if (r.metric != "tflops" && r.metric != "gbps" && r.metric != "us") {
     reference.required("metric").fail("expected tflops, gbps or us");
   }
@@ -179,8 +186,9 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
 
 // step: a whole forward step of the model on the reference's GPU, as a
 // serving engine runs it (decode replays a CUDA graph; no speculative draft),
-// in tokens per second per node: prompt tokens computed (prefill) or one
-// token per sequence (decode), times the node's GPUs, over the step's time.
+// in tokens per second per GPU or per node: prompt tokens computed (prefill)
+// or one token per sequence (decode), times the node's GPUs where the figure
+// is per node, over the step's time.
 double predict_step(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const auto& p = r.probe;
   const ModelAnalysis model = analyze_model(load_model_file(catalog.resolve_model(r.probe_model)));
@@ -203,7 +211,8 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
   const StepTiming timing = time_step(build_step_graph(model, shape), g.cost());
   const double tokens_per_gpu =
       static_cast<double>(shape.phase == Phase::kPrefill ? shape.batch * shape.context : shape.batch);
-  return tokens_per_gpu * p.at("gpus_per_node") / (timing.total_us * 1e-6);
+  const double gpus = r.metric == "tokens_per_s_per_node" ? p.at("gpus_per_node") : 1.0;
+  return tokens_per_gpu * gpus / (timing.total_us * 1e-6);
 }
 
 // What the model says, in the reference's metric.

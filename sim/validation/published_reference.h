@@ -5,7 +5,7 @@
 // (a GEMM, a streaming kernel, an MoE layer's dispatch-experts-combine, one
 // EP all-to-all, or a serving engine's whole forward step), times it with
 // that GPU's cost model, and reports the published metric (TFLOP/s, GB/s,
-// microseconds, or a step's tokens per second per node).
+// microseconds, or a step's tokens per second per node or per GPU).
 #pragma once
 
 #include <map>
@@ -28,7 +28,7 @@ struct PublishedReference {
   std::string probe_model;  // moe_layer, attention, step: the model file stem
   std::string probe_phase;  // attention, step: decode | prefill
   std::string probe_math;   // gemm: fp8 | bf16
-  std::string metric;       // tflops | gbps | us | tokens_per_s_per_node (step)
+  std::string metric;       // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step)
   // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
   // empty when it set none: an out-of-sample test of the uncalibrated model.
   std::string sets_prior;

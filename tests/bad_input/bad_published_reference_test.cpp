@@ -187,8 +187,9 @@ std::string step_reference(const std::string& gpu, const std::string& probe, con
 }
 
 // A step probe is a serving engine's whole forward step, in tokens per
-// second per node: per GPU times the node's GPUs; two micro-batches hide
-// prefill's EP transfers; a skewed routing makes the busiest rank set it.
+// second per node (per GPU times the node's GPUs) or per GPU; two
+// micro-batches hide prefill's EP transfers; a skewed routing makes the
+// busiest rank set it.
 TEST(PublishedReference, StepProbeTimesAWholeStepPerNode) {
   const std::string prefill = "phase: prefill, batch: 2, context: 4096, ep: 32";
   const Catalog catalog = catalog_with(
@@ -200,9 +201,10 @@ TEST(PublishedReference, StepProbeTimesAWholeStepPerNode) {
           step_reference(
               "h100_sxm",
               "phase: decode, batch: 64, context: 2000, ep: 72, gpus_per_node: 8, redundant_experts: 32",
-              "tokens_per_s_per_node"));
+              "tokens_per_s_per_node") +
+          step_reference("h800", prefill, "tokens_per_s_per_gpu"));
   const auto refs = load_published_references(catalog);
-  ASSERT_EQ(refs.size(), 5u);
+  ASSERT_EQ(refs.size(), 6u);
   std::vector<double> tokens_per_s;
   for (const PublishedReference& r : refs) tokens_per_s.push_back(validate_reference(r, catalog).predicted);
   EXPECT_NEAR(tokens_per_s[1], tokens_per_s[0] / 2, 1e-9 * tokens_per_s[0]);
@@ -211,6 +213,7 @@ TEST(PublishedReference, StepProbeTimesAWholeStepPerNode) {
   // Decode counts a token a sequence: 64 sequences on 8 GPUs in well over a millisecond.
   EXPECT_GT(tokens_per_s[4], 0);
   EXPECT_LT(tokens_per_s[4], 64.0 * 8 / 1e-3);
+  EXPECT_NEAR(tokens_per_s[5], tokens_per_s[0] / 8, 1e-9 * tokens_per_s[0]);
 }
 
 TEST(BadPublishedReference, StepProbeFieldsAreChecked) {
@@ -222,7 +225,12 @@ TEST(BadPublishedReference, StepProbeFieldsAreChecked) {
   };
   const std::vector<Case> cases = {
       {step_reference("h800", decode + ", ep: 8", "us"), "reference.metric",
-       "expected tokens_per_s_per_node"},
+       "expected tokens_per_s_per_node or tokens_per_s_per_gpu"},
+      // A per-node figure needs the node's GPUs; a per-GPU one does not use them, so naming them is refused.
+      {step_reference("h800", "phase: decode, batch: 64, context: 2000, ep: 8", "tokens_per_s_per_node"),
+       "probe.gpus_per_node", "required"},
+      {step_reference("h800", decode + ", ep: 8", "tokens_per_s_per_gpu"), "probe.gpus_per_node",
+       "not used by a tokens_per_s_per_gpu figure"},
       {step_reference("h800", decode + ", ep: 8, redundant_experts: 2.5", "tokens_per_s_per_node"),
        "probe.redundant_experts", "expected a whole number"},
       {step_reference("h800", decode + ", ep: 8, draft: 1", "tokens_per_s_per_node"), "probe.draft",

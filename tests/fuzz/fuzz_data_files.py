@@ -150,6 +150,8 @@ def main():
     parser.add_argument("binary")
     parser.add_argument("--values-per-field", type=int, default=len(NONSENSE))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", default="",
+                        help="edit only the data files whose path contains this (e.g. after changing one loader)")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     rng = random.Random(args.seed)
@@ -157,9 +159,11 @@ def main():
     for folder in ["models", "hw_profiles", "workloads", "workloads/deployments", "validation/published",
                    "validation/calibration"]:
         for name in sorted(os.listdir(os.path.join(SOURCE, folder))):
-            if name.endswith(".yaml"):
-                edits += yaml_edits(os.path.join(folder, name), rng, args.values_per_field)
-    edits += trace_edits(rng, min(args.values_per_field, 5))
+            path = os.path.join(folder, name)
+            if name.endswith(".yaml") and args.only in path:
+                edits += yaml_edits(path, rng, args.values_per_field)
+    if not args.only:
+        edits += trace_edits(rng, min(args.values_per_field, 5))
     print(f"{len(edits)} edits", flush=True)
     problems = []
     with tempfile.TemporaryDirectory(prefix="v41sim_fuzz_") as scratch:
