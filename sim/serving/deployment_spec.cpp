@@ -169,6 +169,7 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   if (const auto itl = sla.optional("itl_ms")) d.sla.itl_ms = itl->as_positive_double();  // absent: no limit
   const YamlNode reserve = root.required("reserve_fraction");
   d.reserve_fraction = reserve.as_non_negative_double();
+  d.reserve_fraction_at = reserve.location();
   if (d.reserve_fraction >= 1) reserve.fail("expected a fraction below 1");
   return d;
 }

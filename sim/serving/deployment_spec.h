@@ -94,6 +94,7 @@ struct DeploymentSpec {
   KvTierSpec kv;
   SlaSpec sla;
   double reserve_fraction = 0;  // HBM held back for activations and workspace
+  InputLocation reserve_fraction_at;
   // An aggregated pool that puts prompt chunks into its decode steps.
   bool mixes_prompt_chunks() const { return !disaggregated && aggregated_steps == AggregatedSteps::kMixed; }
   int64_t total_gpus() const {

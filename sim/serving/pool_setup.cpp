@@ -56,8 +56,12 @@ double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deploy
   const FitResult laid_out = lay_out_memory(model, gpu, fit);
   if (laid_out.kv_bytes_per_gpu > 0) return laid_out.kv_bytes_per_gpu;
   // It does not fit: fit_memory refuses it, naming the remedies; where the
-  // weights alone fit, the reserve that would leave room for KV.
+  // weights alone fit, the reserve that would leave room for KV. The field
+  // blamed is the reserve where the weights fit beside the assumed default
+  // one (the file's larger reserve is what overflows), else the pool's EP.
   const double free_share = 1.0 - laid_out.weight_bytes_per_gpu / laid_out.hbm_bytes_per_gpu;
+  if (free_share > default_reserve_fraction().value() && deployment.reserve_fraction_at.line > 0)
+    fit.asked_at = deployment.reserve_fraction_at;
   fit.remedies =
       "a larger ep (more GPUs to an instance), a GPU with more HBM or " +
       (free_share > 0 ? fmt::format("a reserve_fraction below {:.4g}", std::floor(free_share * 1e4) / 1e4)
