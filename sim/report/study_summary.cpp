@@ -257,34 +257,60 @@ void add_frontier(Table& t, const json& report) {
 // Its price and latencies: TPOT, ITL, and the p99 of each request's longest
 // gap (the stall a mean TPOT hides, where aggregated and split pools part most).
 std::string served(const json& row) {
-  return fmt::format("{} ({}, TPOT p99 {}, ITL p99 {}, longest ITL p99 {})",
+  return fmt::format("{} ({}, TPOT p99 {}, ITL p99 {}, longest ITL p99 {}{})",
                      row.at("deployment").get<std::string>(), price(row), tpot_p99(row),
-                     p99_ms(row, "itl", "{:.1f}"), p99_ms(row, "longest_itl", "{:.1f}"));
+                     p99_ms(row, "itl", "{:.1f}"), p99_ms(row, "longest_itl", "{:.1f}"), not_held(row));
 }
 
+bool meets_sla(const json& row) { return row.contains("meets_sla") && row.at("meets_sla").get<bool>(); }
+
 // The first row that meets the SLA (plan ranks them first, cheapest first).
-const json* cheapest_within(const json& plan, bool disaggregated_only) {
+const json* cheapest_within(const json& plan) {
   for (const json& row : plan.at("rows")) {
-    if (!row.contains("meets_sla") || !row.at("meets_sla").get<bool>()) continue;
-    if (disaggregated_only && !row.at("disaggregated").get<bool>()) continue;
-    return &row;
+    if (meets_sla(row)) return &row;
   }
   return nullptr;
 }
 
+// The GPU both pools of a row run on; empty where they differ.
+std::string one_gpu(const json& row) {
+  if (!row.contains("decode") || !row.contains("prefill")) return "";
+  const json& gpu = row.at("decode").at("gpu");
+  return row.at("prefill").at("gpu") == gpu ? gpu.get<std::string>() : std::string();
+}
+
+// The layout plan's question on each GPU it tried for both pools (GPUs in
+// the order of their cheapest row): the cheapest one-pool variant within the
+// SLA against the cheapest prefill/decode split, on that GPU alone.
+void add_pool_or_split(Table& t, const json& layouts) {
+  std::vector<std::string> gpus;
+  for (const json& row : layouts.at("rows")) {
+    const std::string gpu = one_gpu(row);
+    if (!gpu.empty() && std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
+  }
+  std::vector<std::string> parts;
+  for (const std::string& gpu : gpus) {
+    const auto cheapest = [&](bool split) -> std::string {
+      for (const json& row : layouts.at("rows")) {
+        if (meets_sla(row) && one_gpu(row) == gpu && row.at("disaggregated").get<bool>() == split)
+          return served(row);
+      }
+      return "none within the SLA";
+    };
+    parts.push_back(fmt::format("on {}: one pool {}; split {}", gpu, cheapest(false), cheapest(true)));
+  }
+  if (parts.empty()) return;
+  t.add_row({"one pool or prefill/decode split (the same GPU for both, the same SLA)",
+             fmt::format("{}", fmt::join(parts, " | ")), "Aggregated or disaggregated"});
+}
+
 void add_plans(Table& t, const json& report) {
   const json& plan = report.at("plan");
-  const json* best = cheapest_within(plan, false);
+  const json* best = cheapest_within(plan);
   t.add_row(
       {fmt::format("cheapest deployment within the SLA under '{}'", plan.at("workload").get<std::string>()),
        best ? served(*best) : "no variant meets the SLA", "The cheapest deployment within the SLA"});
-  const json& layouts = report.at("plan_layouts");
-  const json* any = cheapest_within(layouts, false);
-  const json* split = cheapest_within(layouts, true);
-  std::string answer = any ? served(*any) : "no variant meets the SLA";
-  if (any && split && split != any) answer += "; cheapest disaggregated: " + served(*split);
-  t.add_row(
-      {"one pool or prefill/decode split (same GPUs, same SLA)", answer, "Aggregated or disaggregated"});
+  add_pool_or_split(t, report.at("plan_layouts"));
 }
 
 // The plan's EP question on each GPU: the same GPUs as several instances of

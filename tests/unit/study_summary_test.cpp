@@ -53,7 +53,15 @@ json steps(json plan_row, const std::string& schedule, const std::string& gpu, i
            double p99) {
   plan_row["aggregated_steps"] = schedule;
   plan_row["decode"] = {{"gpu", gpu}, {"instances", instances}, {"ep", 8}};
+  plan_row["prefill"] = {{"gpu", gpu}};
   plan_row["tpot_ms"]["p99"] = p99;
+  return plan_row;
+}
+
+// A plan row's pools: prefill on one GPU, decode on another.
+json on(json plan_row, const std::string& prefill_gpu, const std::string& decode_gpu) {
+  plan_row["prefill"] = {{"gpu", prefill_gpu}};
+  plan_row["decode"] = {{"gpu", decode_gpu}, {"instances", 1}, {"ep", 8}};
   return plan_row;
 }
 
@@ -150,7 +158,8 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
           delayed(steps(row("held", false, false, 0.4), "prefill_first", "h100_sxm", 1, 9.1), 30, 0.97,
                   12000),
           steps(row("own steps", true, false, 0.59), "prefill_first", "h100_sxm", 1, 23.4),
-          over_three_seeds(row("two pools", true, true, 0.7), 1.5, 8.0),
+          on(over_three_seeds(row("two pools", true, true, 0.7), 1.5, 8.0), "h100_sxm", "h100_sxm"),
+          on(row("two GPUs", true, true, 0.6), "h200", "h100_sxm"),
           steps(row("two", true, false, 0.9), "mixed", "h100_sxm", 2, 11.0),
           steps(row("no pair", true, false, 0.62), "mixed", "h200", 1, 44.7)}}}},
       {"decode_frontier",
@@ -223,13 +232,16 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
   EXPECT_TRUE(says(
       text, "fits ($0.50 per 1M output tokens, TPOT p99 7.5 ms, ITL p99 30.5 ms, longest ITL p99 41.5 ms)"));
   EXPECT_FALSE(says(text, "too slow"));
-  EXPECT_TRUE(says(text, "one pool ($0.50"));
+  // One pool against a split on each GPU alone: a split over two GPUs, though cheaper, is not either's.
+  EXPECT_TRUE(says(text, "on h100_sxm: one pool one pool ($0.50"));
   // A row run with several seeds gives their means (not the first seed's figures) and their range.
   EXPECT_TRUE(
       says(text,
-           "cheapest disaggregated: two pools ($1.50 per 1M output tokens [$1.00-$2.00 over 3 seeds], "
+           "; split two pools ($1.50 per 1M output tokens [$1.00-$2.00 over 3 seeds], "
            "TPOT p99 8.0 ms [7.5-8.5 over 3 seeds], ITL p99 32.0 ms [31.5-32.5 over 3 seeds], longest ITL "
-           "p99 40.0 ms [39.5-40.5 over 3 seeds])"));
+           "p99 40.0 ms [39.5-40.5 over 3 seeds]) | on h200: one pool no pair ($0.62"));
+  EXPECT_TRUE(says(text, "ITL p99 41.5 ms); split none within the SLA"));
+  EXPECT_FALSE(says(text, "two GPUs ("));
   EXPECT_TRUE(says(text, "2 of 3 within tolerance; no GPU of ours measured yet"));
   EXPECT_TRUE(
       says(text, "the SSD tier pays for itself if 40% -> 1.4% of sessions come back within its retention"));
