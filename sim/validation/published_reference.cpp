@@ -21,35 +21,9 @@ namespace {
 const std::set<std::string> kMoeKernels{"ep_dispatch", "experts_gate_up", "experts_swiglu_quant",
                                         "experts_down", "ep_combine"};
 
-PublishedReference read_reference(const YamlNode& node) {
-  node.expect_only(
-      {"name", "source", "sets_prior", "model_lacks", "gpu", "probe", "reference", "tolerance_pct"});
-  PublishedReference r;
-  r.file = node.file();
-  r.line = node.line();
-  r.name = node.required("name").as_string();
-  r.source = node.required("source").as_string();
-  if (const auto prior = node.optional("sets_prior")) r.sets_prior = prior->as_string();
-  if (const auto lacks = node.optional("model_lacks")) r.model_lacks = lacks->as_string();
-  const YamlNode gpu = node.required("gpu");
-  r.gpu = gpu.as_string();
-  r.gpu_at = gpu.location();
-  const YamlNode probe = node.required("probe");
-  r.probe_kind = probe.required("kind").as_string();
-  for (const auto& [key, value] : probe.entries()) {
-    if (key == "kind") continue;
-    if (key == "model") {
-      r.probe_model = value.as_string();
-    } else if (key == "phase") {
-      r.probe_phase = value.as_string();
-      if (r.probe_phase != "decode" && r.probe_phase != "prefill") value.fail("expected decode or prefill");
-    } else if (key == "math") {
-      r.probe_math = value.as_string();
-      if (r.probe_math != "fp8" && r.probe_math != "bf16") value.fail("expected fp8 or bf16");
-    } else {
-      r.probe[key] = value.as_positive_double();
-    }
-  }
+// The fields a probe's kind requires, the ones it allows besides them, and
+// the whole numbers a step's shape needs.
+void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   static const std::map<std::string, std::vector<std::string>> kRequired{
       {"gemm", {"m", "n", "k"}},
       {"grouped_gemm", {"groups", "m", "n", "k"}},
@@ -100,7 +74,32 @@ PublishedReference read_reference(const YamlNode& node) {
         probe.required(key).fail("expected a whole number");
     }
   }
-  const YamlNode reference = node.required("reference");
+}
+
+// The probe: its kind, the model, phase and math it names, and its numbers,
+// each checked against the fields its kind requires or allows.
+void read_probe(const YamlNode& probe, PublishedReference& r) {
+  r.probe_kind = probe.required("kind").as_string();
+  for (const auto& [key, value] : probe.entries()) {
+    if (key == "kind") continue;
+    if (key == "model") {
+      r.probe_model = value.as_string();
+    } else if (key == "phase") {
+      r.probe_phase = value.as_string();
+      if (r.probe_phase != "decode" && r.probe_phase != "prefill") value.fail("expected decode or prefill");
+    } else if (key == "math") {
+      r.probe_math = value.as_string();
+      if (r.probe_math != "fp8" && r.probe_math != "bf16") value.fail("expected fp8 or bf16");
+    } else {
+      r.probe[key] = value.as_positive_double();
+    }
+  }
+  check_probe_fields(probe, r);
+}
+
+// The published figure's metric, which the probe's kind decides, and the
+// fields a step's metric needs from its probe.
+void read_metric(const YamlNode& reference, const YamlNode& probe, PublishedReference& r) {
   reference.expect_only({"metric", "value"});
   r.metric = reference.required("metric").as_string();
   if (r.probe_kind == "step") {
@@ -117,6 +116,25 @@ PublishedReference read_reference(const YamlNode& node) {
   } else if (r.metric != "tflops" && r.metric != "gbps" && r.metric != "us") {
     reference.required("metric").fail("expected tflops, gbps or us");
   }
+}
+
+PublishedReference read_reference(const YamlNode& node) {
+  node.expect_only(
+      {"name", "source", "sets_prior", "model_lacks", "gpu", "probe", "reference", "tolerance_pct"});
+  PublishedReference r;
+  r.file = node.file();
+  r.line = node.line();
+  r.name = node.required("name").as_string();
+  r.source = node.required("source").as_string();
+  if (const auto prior = node.optional("sets_prior")) r.sets_prior = prior->as_string();
+  if (const auto lacks = node.optional("model_lacks")) r.model_lacks = lacks->as_string();
+  const YamlNode gpu = node.required("gpu");
+  r.gpu = gpu.as_string();
+  r.gpu_at = gpu.location();
+  const YamlNode probe = node.required("probe");
+  read_probe(probe, r);
+  const YamlNode reference = node.required("reference");
+  read_metric(reference, probe, r);
   r.value = reference.required("value").as_positive_double();
   r.tolerance_pct = node.required("tolerance_pct").as_positive_double();
   return r;
