@@ -302,9 +302,8 @@ std::string with_flow_collection_replaced(const std::string& text, const YAML::N
   return out;
 }
 
-}  // namespace
-
-ValueEdit install_value_edit(const std::string& spec, const std::string& data_dir) {
+// FILE:FIELD=VALUE, its FILE taken under the data folder where it is there.
+ValueEdit parse_value_edit(const std::string& spec, const std::string& data_dir) {
   const std::size_t colon = spec.find(':');
   const std::size_t equals = spec.find('=', colon == std::string::npos ? 0 : colon);
   if (colon == std::string::npos || equals == std::string::npos || colon == 0 || equals == colon + 1 ||
@@ -320,12 +319,13 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   }
   const std::filesystem::path in_data = std::filesystem::path(data_dir) / file;
   edit.file = std::filesystem::exists(in_data) ? in_data.string() : file;
+  return edit;
+}
+
+// The file's text with the edit made in place; the edit learns its line and
+// what the file said there.
+std::string edited_text(const std::string& text, ValueEdit& edit) {
   const InputLocation where{edit.file, 0, edit.field};
-  const std::string key = normalised(edit.file);
-  InstalledEdits& all = installed();
-  // With the edits installed before this one (looked up here, so as not to count as a read).
-  const auto earlier = all.texts.find(key);
-  const std::string text = earlier != all.texts.end() ? earlier->second.text : read_text_file(edit.file);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -341,29 +341,23 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
     const YAML::Node map = parent.empty() ? root : node_at(root, parent, where);
     if (map.IsMap() && !map[last]) {
       edit.was = "";
-      all.texts[key].text = with_field_added(text, map, parent, last, edit.value, where, &edit.line);
-      all.edits.push_back(edit);
-      return edit;
+      return with_field_added(text, map, parent, last, edit.value, where, &edit.line);
     }
   }
   YAML::Node node = node_at(root, edit.field, where);
   const bool collection_given = edit.value.front() == '{' || edit.value.front() == '[';
   // A figure the file marks unknown gets a number as the user's assumption: its whole { } map replaced.
   if (node.IsMap() && node["unknown"] && !node["value"] && !collection_given) {
-    all.texts[key].text = with_flow_collection_replaced(
+    std::string edited = with_flow_collection_replaced(
         text, node, "{value: " + edit.value + ", assumed: \"--set on the command line\"}", &edit);
     edit.was = "unknown: " + node["unknown"].Scalar();
-    all.edits.push_back(edit);
-    return edit;
+    return edited;
   }
   // A { } map or [ ] list written on one line (a distribution, a list of
   // layers) is replaced whole by a value that is itself one; a sourced
   // value's number alone by a plain number.
-  if ((node.IsMap() || node.IsSequence()) && (collection_given || !node["value"])) {
-    all.texts[key].text = with_flow_collection_replaced(text, node, edit.value, &edit);
-    all.edits.push_back(edit);
-    return edit;
-  }
+  if ((node.IsMap() || node.IsSequence()) && (collection_given || !node["value"]))
+    return with_flow_collection_replaced(text, node, edit.value, &edit);
   if (node.IsMap() && node["value"]) node.reset(node["value"]);  // a sourced value: set its number
   const YAML::Mark mark = node.Mark();
   const auto offset = static_cast<std::size_t>(std::max(0, mark.pos));
@@ -375,6 +369,19 @@ ValueEdit install_value_edit(const std::string& spec, const std::string& data_di
   edit.was = node.Scalar();
   std::string edited = text;
   edited.replace(offset, edit.was.size(), edit.value);
+  return edited;
+}
+
+}  // namespace
+
+ValueEdit install_value_edit(const std::string& spec, const std::string& data_dir) {
+  ValueEdit edit = parse_value_edit(spec, data_dir);
+  const std::string key = normalised(edit.file);
+  InstalledEdits& all = installed();
+  // With the edits installed before this one (looked up here, so as not to count as a read).
+  const auto earlier = all.texts.find(key);
+  const std::string text = earlier != all.texts.end() ? earlier->second.text : read_text_file(edit.file);
+  std::string edited = edited_text(text, edit);
   all.texts[key].text = std::move(edited);
   all.edits.push_back(edit);
   return edit;
