@@ -127,6 +127,44 @@ std::map<LayerRole, std::string> read_mode_labels(const YamlNode& node) {
   return labels;
 }
 
+// Each layer's compression ratio (1: every token kept), one per layer; none
+// given: every layer keeps every token.
+std::vector<int64_t> read_compress_ratios(const YamlNode& node, int64_t num_layers) {
+  const auto ratios = node.optional("compress_ratios");
+  if (!ratios) return std::vector<int64_t>(static_cast<std::size_t>(num_layers), 1);
+  std::vector<int64_t> out = ratios->as_int_list();
+  if (static_cast<int64_t>(out.size()) != num_layers) {
+    ratios->fail(fmt::format("expected {} entries (one per layer), got {}", num_layers, out.size()));
+  }
+  for (int64_t r : out) {
+    if (r < 0) ratios->fail(fmt::format("compress ratios must be >= 0, got {}", r));
+  }
+  return out;
+}
+
+// What sparse and compressed attention add: the indexer, the candidate pool
+// Reindex layers pick from, and the compressor.
+void read_sparse_parts(const YamlNode& node, int64_t num_layers, AttentionSpec& spec) {
+  if (const auto indexer = node.optional("indexer")) spec.indexer = read_indexer(*indexer);
+  if (const auto pool = node.optional("candidate_pool")) {
+    spec.candidate_pool = read_candidate_pool(*pool, num_layers);
+    // Reindex layers pick their top-k among the pool's positions: a pool
+    // smaller than k would leave them fewer than k to attend to.
+    const int64_t positions = spec.candidate_pool->top_blocks * spec.candidate_pool->block_size;
+    if (spec.indexer && positions < spec.indexer->topk) {
+      pool->required("top_blocks")
+          .fail(fmt::format(
+              "expected a pool of at least the indexer's top-k ({} positions), got {} blocks x {} "
+              "= {}",
+              spec.indexer->topk, spec.candidate_pool->top_blocks, spec.candidate_pool->block_size,
+              positions));
+    }
+  }
+  if (const auto compressor = node.optional("compressor")) {
+    spec.compressor = read_compressor(*compressor);
+  }
+}
+
 AttentionSpec read_attention(const YamlNode& node, int64_t num_layers) {
   node.expect_only({"num_heads",
                     "head_dim",
@@ -168,42 +206,14 @@ AttentionSpec read_attention(const YamlNode& node, int64_t num_layers) {
     spec.output_lora_rank = dimension(node.required("output_lora_rank"), kWidth);
   }
   spec.sliding_window = optional_dimension(node, "sliding_window", 0, kTokensRead);
-  if (const auto ratios = node.optional("compress_ratios")) {
-    spec.compress_ratios = ratios->as_int_list();
-    if (static_cast<int64_t>(spec.compress_ratios.size()) != num_layers) {
-      ratios->fail(fmt::format("expected {} entries (one per layer), got {}", num_layers,
-                               spec.compress_ratios.size()));
-    }
-    for (int64_t r : spec.compress_ratios) {
-      if (r < 0) ratios->fail(fmt::format("compress ratios must be >= 0, got {}", r));
-    }
-  } else {
-    spec.compress_ratios.assign(static_cast<std::size_t>(num_layers), 1);
-  }
+  spec.compress_ratios = read_compress_ratios(node, num_layers);
   if (const auto ids = node.optional("kv_source_layer_ids")) {
     spec.kv_source_layer_ids = read_layer_ids(*ids, num_layers);
   }
   if (const auto ids = node.optional("index_source_layer_ids")) {
     spec.index_source_layer_ids = read_layer_ids(*ids, num_layers);
   }
-  if (const auto indexer = node.optional("indexer")) spec.indexer = read_indexer(*indexer);
-  if (const auto pool = node.optional("candidate_pool")) {
-    spec.candidate_pool = read_candidate_pool(*pool, num_layers);
-    // Reindex layers pick their top-k among the pool's positions: a pool
-    // smaller than k would leave them fewer than k to attend to.
-    const int64_t positions = spec.candidate_pool->top_blocks * spec.candidate_pool->block_size;
-    if (spec.indexer && positions < spec.indexer->topk) {
-      pool->required("top_blocks")
-          .fail(fmt::format(
-              "expected a pool of at least the indexer's top-k ({} positions), got {} blocks x {} "
-              "= {}",
-              spec.indexer->topk, spec.candidate_pool->top_blocks, spec.candidate_pool->block_size,
-              positions));
-    }
-  }
-  if (const auto compressor = node.optional("compressor")) {
-    spec.compressor = read_compressor(*compressor);
-  }
+  read_sparse_parts(node, num_layers, spec);
   spec.main_cache = node.required("main_cache").as_string();
   if (spec.sliding_window > 0) spec.window_cache = node.required("window_cache").as_string();
   spec.mode_labels = read_mode_labels(node.required("mode_labels"));
