@@ -21,7 +21,6 @@ struct GpuProfile {
   std::string file;
   std::string architecture;  // hopper | blackwell: calibrations transfer within one
   SourcedValue sm_count;
-  SourcedValue boost_clock_ghz;
   SourcedValue hbm_bytes;
   SourcedValue hbm_bytes_per_s;
   SourcedValue l2_bytes;

@@ -6,7 +6,6 @@ namespace {
 // Each figure's plausible range (sourced_value.h): a decade or more past every
 // bundled profile either way.
 constexpr PlausibleRange kSms{8, 2000, "SMs"};
-constexpr PlausibleRange kClockGhz{0.3, 6, "GHz"};
 constexpr PlausibleRange kHbmBytes{4e9, 1e13, "bytes (141 GB is 141e9)"};
 constexpr PlausibleRange kHbmBytesPerS{1e11, 1e15, "bytes per second (4.8 TB/s is 4.8e12)"};
 constexpr PlausibleRange kL2Bytes{1e5, 1e10, "bytes (50 MB is 50e6)"};
@@ -23,10 +22,10 @@ constexpr PlausibleRange kUsdPerHour{0.01, 1000, "$ per GPU-hour"};
 }  // namespace
 
 GpuProfile load_gpu_profile(const YamlNode& root) {
-  root.expect_only({"name", "architecture", "notes", "sm_count", "boost_clock_ghz", "hbm_bytes",
-                    "hbm_bytes_per_s", "l2_bytes", "tensor_tflops", "fp32_vector_tflops",
-                    "nvlink_bytes_per_s", "nvlink_domain_gpus", "nic_bytes_per_s", "host_link_bytes_per_s",
-                    "host_dram_bytes_per_node", "gpus_per_node", "power_watts", "price_usd_per_gpu_hour"});
+  root.expect_only({"name", "architecture", "notes", "sm_count", "hbm_bytes", "hbm_bytes_per_s", "l2_bytes",
+                    "tensor_tflops", "fp32_vector_tflops", "nvlink_bytes_per_s", "nvlink_domain_gpus",
+                    "nic_bytes_per_s", "host_link_bytes_per_s", "host_dram_bytes_per_node", "gpus_per_node",
+                    "power_watts", "price_usd_per_gpu_hour"});
   GpuProfile gpu;
   gpu.file = root.file();
   gpu.name = root.required("name").as_string();
@@ -42,7 +41,6 @@ GpuProfile load_gpu_profile(const YamlNode& root) {
     return read_plausible_value(root.required(key), range, ValueRange::kCount);
   };
   gpu.sm_count = count("sm_count", kSms);
-  gpu.boost_clock_ghz = field("boost_clock_ghz", kClockGhz);
   gpu.hbm_bytes = field("hbm_bytes", kHbmBytes);
   gpu.hbm_bytes_per_s = field("hbm_bytes_per_s", kHbmBytesPerS);
   gpu.l2_bytes = field("l2_bytes", kL2Bytes);

@@ -778,7 +778,7 @@ TEST(Cli, SetGivesAnUnknownFigureTheUsersValue) {
           "--json");
   ASSERT_EQ(priced.exit_code, 0) << priced.output;
   EXPECT_NE(
-      priced.output.find("price_usd_per_gpu_hour = 1.5 in hw_profiles/h20.yaml:23 (the file says unknown: "),
+      priced.output.find("price_usd_per_gpu_hour = 1.5 in hw_profiles/h20.yaml:25 (the file says unknown: "),
       std::string::npos)
       << priced.output;
   const auto cost = nlohmann::json::parse(priced.output.substr(priced.output.find('{')))["cost"];
@@ -790,7 +790,7 @@ TEST(Cli, SetGivesAnUnknownFigureTheUsersValue) {
   const RunResult bad =
       run("--set hw_profiles/h20.yaml:price_usd_per_gpu_hour=-2 run --deployment h20_pd_16 --duration 30");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("h20.yaml:23: field 'price_usd_per_gpu_hour.value'"), std::string::npos)
+  EXPECT_NE(bad.output.find("h20.yaml:25: field 'price_usd_per_gpu_hour.value'"), std::string::npos)
       << bad.output;
 }
 
@@ -1577,7 +1577,7 @@ INSTANTIATE_TEST_SUITE_P(
                "starts at most 1e+06"},
         BadRun{
             "--set hw_profiles/h200.yaml:hbm_bytes_per_s.value=1 run --duration 30",
-            "h200.yaml:9: field 'hbm_bytes_per_s.value': 1 is out of the plausible range 1e+11 to 1e+15 for "
+            "h200.yaml:11: field 'hbm_bytes_per_s.value': 1 is out of the plausible range 1e+11 to 1e+15 for "
             "this figure, in bytes per second (4.8 TB/s is 4.8e12)"},
         BadRun{"--set "
                "validation/calibration/defaults.yaml:classes.grouped_gemm.memory_efficiency.value=1e-12 run "
