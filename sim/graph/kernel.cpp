@@ -16,8 +16,6 @@ std::string_view class_key(KernelClass kernel_class) {
       return "topk";
     case KernelClass::kElementwise:
       return "elementwise";
-    case KernelClass::kGather:
-      return "gather";
     case KernelClass::kAllToAll:
       return "all_to_all";
     case KernelClass::kHostCopy:

@@ -19,11 +19,10 @@ enum class KernelClass {
   kIndexer,      // indexer logits: m queries x n positions, batch = heads
   kTopK,         // selection over n scores for m rows
   kElementwise,  // norms, RoPE, quantize, pooling, mHC mixing: m rows x n values
-  kGather,       // gathers / scatters of cache rows
   kAllToAll,     // EP dispatch / combine over the scale-up (NVLink) or scale-out network
   kHostCopy,     // host memory -> HBM over PCIe / C2C (Engram prefetch)
 };
-inline constexpr int kKernelClassCount = 9;
+inline constexpr int kKernelClassCount = 8;
 
 // Which math unit does the arithmetic (the storage format may be narrower).
 enum class MathType { kBf16, kFp8, kFp4, kFp32 };

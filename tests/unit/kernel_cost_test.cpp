@@ -805,14 +805,14 @@ TEST(StepCost, ReuseLayersHitL2WhenTheGatherFits) {
   }
   ASSERT_NE(reuse, nullptr);
   EXPECT_GT(reuse->l2_reuse_bytes, 0.0);
-  Kernel gather;
-  gather.kernel_class = KernelClass::kGather;
-  gather.shape = {4096, 4096, 1, 1};
-  gather.hbm_bytes = 8e6;
-  Kernel warm = gather;
+  Kernel stream;  // a memory-bound kernel reading its bytes once
+  stream.kernel_class = KernelClass::kElementwise;
+  stream.shape = {4096, 4096, 1, 1};
+  stream.hbm_bytes = 8e6;
+  Kernel warm = stream;
   warm.l2_reuse_bytes = 8e6;  // fits in half of the H200's 50 MB L2
-  EXPECT_LT(g.cost.time(warm).busy_us, 0.6 * g.cost.time(gather).busy_us);
-  Kernel too_big = gather;
+  EXPECT_LT(g.cost.time(warm).busy_us, 0.6 * g.cost.time(stream).busy_us);
+  Kernel too_big = stream;
   too_big.hbm_bytes = too_big.l2_reuse_bytes = 400e6;
   Kernel too_big_cold = too_big;
   too_big_cold.l2_reuse_bytes = 0;
