@@ -262,6 +262,45 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   return md + table.to_markdown();
 }
 
+// The figures that moved the step, each with the step timed at both ends
+// (a refused value with its reason), and those that did not move it.
+Table step_sensitivity_table(const StepSensitivity& s, const std::string& what, const std::string& data_dir,
+                             nlohmann::json& json) {
+  Table table(
+      fmt::format("Which assumed figures move the {} ({:.1f} us as the files say)", what, s.baseline_us),
+      {"figure", "where", "as the file says", fmt::format("-{:g}%", 100 * s.swing),
+       fmt::format("+{:g}%", 100 * s.swing), "largest change"});
+  std::vector<std::string> still;
+  json = {{"step", what},
+          {"baseline_us", s.baseline_us},
+          {"swing", s.swing},
+          {"figures", nlohmann::json::array()}};
+  for (const StepEffect& e : s.effects) {
+    const std::string where = fmt::format("{}:{}", path_in_data_dir(e.figure.file, data_dir), e.figure.line);
+    if (e.change_pct == 0) {
+      still.push_back(e.figure.field + " (" + where + ")");
+      continue;
+    }
+    const auto side = [&](const MovedSide<double>& m) {
+      const std::string value = fmt::format("{:.4g}", m.value);
+      if (!m.rejected.empty()) return value + ": refused (" + m.rejected + ")";
+      return fmt::format("{}: {:.1f} us ({:+.1f}%)", value, m.outcome, 100 * (m.outcome / s.baseline_us - 1));
+    };
+    table.add_row({e.figure.field, where, e.figure.text + " (" + e.figure.source + ")", side(e.low),
+                   side(e.high), fmt::format("{:.1f}%", e.change_pct)});
+    json["figures"].push_back({{"field", e.figure.field},
+                               {"file", path_in_data_dir(e.figure.file, data_dir)},
+                               {"change_pct", e.change_pct}});
+  }
+  table.add_note(fmt::format(
+      "each assumed figure of the model file, the GPU profile, the kernel-model calibration it uses and the "
+      "GPU those priors were published on, moved {:g}% down and up in turn (integers by at least 1) and the "
+      "step timed again through the same loaders; a value a loader refuses is shown with its reason",
+      100 * s.swing));
+  if (!still.empty()) table.add_note(fmt::format("no effect on this step: {}", fmt::join(still, "; ")));
+  return table;
+}
+
 // Which assumed figures move one decode step on the kernel model, each moved
 // down and up (step_sensitivity.h): until a GPU of ours is measured, these
 // are the figures the step times rest on most.
@@ -297,39 +336,7 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
   const std::string what =
       fmt::format("{} decode step, batch {}, {} tokens of context, EP {}, {} drafts verified a sequence",
                   gpu_name, o.decode_batch, o.sensitivity_context, o.ep, drafts);
-  Table table(
-      fmt::format("Which assumed figures move the {} ({:.1f} us as the files say)", what, s.baseline_us),
-      {"figure", "where", "as the file says", fmt::format("-{:g}%", 100 * s.swing),
-       fmt::format("+{:g}%", 100 * s.swing), "largest change"});
-  std::vector<std::string> still;
-  json = {{"step", what},
-          {"baseline_us", s.baseline_us},
-          {"swing", s.swing},
-          {"figures", nlohmann::json::array()}};
-  for (const StepEffect& e : s.effects) {
-    const std::string where =
-        fmt::format("{}:{}", path_in_data_dir(e.figure.file, catalog.data_dir()), e.figure.line);
-    if (e.change_pct == 0) {
-      still.push_back(e.figure.field + " (" + where + ")");
-      continue;
-    }
-    const auto side = [&](const MovedSide<double>& m) {
-      const std::string value = fmt::format("{:.4g}", m.value);
-      if (!m.rejected.empty()) return value + ": refused (" + m.rejected + ")";
-      return fmt::format("{}: {:.1f} us ({:+.1f}%)", value, m.outcome, 100 * (m.outcome / s.baseline_us - 1));
-    };
-    table.add_row({e.figure.field, where, e.figure.text + " (" + e.figure.source + ")", side(e.low),
-                   side(e.high), fmt::format("{:.1f}%", e.change_pct)});
-    json["figures"].push_back({{"field", e.figure.field},
-                               {"file", path_in_data_dir(e.figure.file, catalog.data_dir())},
-                               {"change_pct", e.change_pct}});
-  }
-  table.add_note(fmt::format(
-      "each assumed figure of the model file, the GPU profile, the kernel-model calibration it uses and the "
-      "GPU those priors were published on, moved {:g}% down and up in turn (integers by at least 1) and the "
-      "step timed again through the same loaders; a value a loader refuses is shown with its reason",
-      100 * s.swing));
-  if (!still.empty()) table.add_note(fmt::format("no effect on this step: {}", fmt::join(still, "; ")));
+  Table table = step_sensitivity_table(s, what, catalog.data_dir(), json);
   table.add_note("step times from the kernel model, " + as_the_files_say.cost().params().label());
   table.add_note("`v41sim sensitivity` does the same for a served run's $ per token and TPOT");
   return "## Which assumptions the step times rest on\n\n" + table.to_markdown();
