@@ -742,12 +742,6 @@ std::string chart_metric(const PublishedReference& r) {
   return r.probe_kind == "step" ? "tokens_per_s_per_gpu" : r.metric;
 }
 
-// What turns a figure into its chart's metric: a per-node step over its
-// node's GPUs (reference and prediction alike, so its error is unchanged).
-double chart_scale(const PublishedReference& r) {
-  return r.metric == "tokens_per_s_per_node" ? 1.0 / r.probe.at("gpus_per_node") : 1.0;
-}
-
 // How far the kernel model is from published kernel figures and from our held-out measurements.
 std::string validation_section(const Catalog& catalog, const std::string& out_dir, nlohmann::json& json) {
   std::vector<ValidationRow> rows;
@@ -784,7 +778,8 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
                        "published", 0};
     for (const ValidationRow& r : rows) {
       if (chart_metric(r.reference) != metric) continue;
-      const double scale = chart_scale(r.reference);
+      // A per-node step over its node's GPUs, reference and prediction alike (its error unchanged).
+      const double scale = 1.0 / gpus_in_figure(r.reference);
       points.push_back({scale * r.reference.value, scale * r.predicted,
                         r.reference.name + " (" + r.reference.gpu + ")", r.reference.gpu,
                         r.within_tolerance});

@@ -229,8 +229,7 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
   const StepTiming timing = time_step(build_step_graph(model, shape), g.cost());
   const double tokens_per_gpu =
       static_cast<double>(shape.phase == Phase::kPrefill ? shape.batch * shape.context : shape.batch);
-  const double gpus = r.metric == "tokens_per_s_per_node" ? p.at("gpus_per_node") : 1.0;
-  return tokens_per_gpu * gpus / (timing.total_us * 1e-6);
+  return tokens_per_gpu * gpus_in_figure(r) / (timing.total_us * 1e-6);
 }
 
 // What the model says, in the reference's metric.
@@ -311,6 +310,10 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
 }
 
 }  // namespace
+
+double gpus_in_figure(const PublishedReference& reference) {
+  return reference.metric == "tokens_per_s_per_node" ? reference.probe.at("gpus_per_node") : 1.0;
+}
 
 std::vector<PublishedReference> load_published_references(const Catalog& catalog) {
   std::vector<PublishedReference> out;

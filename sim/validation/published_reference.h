@@ -48,6 +48,10 @@ struct ValidationRow {
   std::string kernel_model;  // calibration label of the GPU's cost model
 };
 
+// The GPUs a step figure counts: its node's where it is published per node,
+// else 1 (per GPU, and every kernel figure).
+double gpus_in_figure(const PublishedReference& reference);
+
 std::vector<PublishedReference> load_published_references(const Catalog& catalog);
 // With priors_only, the GPU's kernel model uses the published priors whatever
 // calibrations exist (for the priors' own error, published_band_derivation.h).
