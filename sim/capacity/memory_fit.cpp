@@ -73,7 +73,7 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
   fit.routed_expert_bytes_per_gpu = weights.routed_experts * replicas / static_cast<double>(request.ep);
   const double share =
       request.dense_placement == DensePlacement::kReplicated ? 1.0 : 1.0 / static_cast<double>(request.gpus);
-  fit.dense_bytes_per_gpu = weights.dense * share;
+  fit.dense_bytes_per_gpu = (weights.dense + weights.mhc) * share;
   fit.embedding_bytes_per_gpu = weights.embedding * share;
   fit.weight_bytes_per_gpu =
       fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu + fit.embedding_bytes_per_gpu;

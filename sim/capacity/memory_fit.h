@@ -44,7 +44,7 @@ struct FitRequest {
 struct FitResult {
   double hbm_bytes_per_gpu = 0;
   double routed_expert_bytes_per_gpu = 0;
-  double dense_bytes_per_gpu = 0;      // attention, shared experts, routers, dense MLPs
+  double dense_bytes_per_gpu = 0;      // attention, mHC mixing, shared experts, routers, dense MLPs
   double embedding_bytes_per_gpu = 0;  // embedding + head
   double weight_bytes_per_gpu = 0;
   double reserve_bytes_per_gpu = 0;

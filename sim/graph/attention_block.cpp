@@ -276,6 +276,37 @@ void add_output_projection(const LayerContext& c, KernelFactory& f) {
   }
 }
 
+// What one mHC site computes on the CUDA cores, from the released structure
+// (Transformers' and vLLM's DeepseekV4HyperConnection), in operations a
+// token: the s flattened streams' sum of squares for their RMS norm (3 a
+// value); the pre and post weights through sigmoids and the s x s
+// combination through a softmax and `sinkhorn_iters` normalisations of its
+// rows and columns (about 4 operations a value each); the streams collapsed
+// into the block's input and RMS-normed; after the block, the streams
+// combined and its output added to each. The projection to the (2 + s) s
+// mixing logits runs on the tensor cores (vLLM calls DeepGEMM's split-K
+// tf32_hc_prenorm_gemm), 2 s h (2 + s) s FLOPs a token against the streams'
+// (2 s + 2) h x 2 bytes: some 10 FLOPs a byte, far under any TF32 ridge, so
+// it is taken to hide under the traffic, and is not timed (assumed), nor is
+// the read of its weights, (2 + s) s x s h values a site (2 MB in FP32 for
+// V4.1: 0.4 us at 4.8 TB/s; memory fit holds them).
+struct MhcWork {
+  double coefficients = 0;
+  double pre_mix = 0;
+  double post_merge = 0;
+};
+
+MhcWork mhc_work(const ModelSpec& m) {
+  const double s = static_cast<double>(m.mhc->streams);
+  const double h = static_cast<double>(m.hidden_size);
+  const double normalisations = 1.0 + 2.0 * static_cast<double>(m.mhc->sinkhorn_iters);
+  MhcWork w;
+  w.coefficients = 3.0 * s * h + 4.0 * 2.0 * s + 4.0 * s * s * normalisations;
+  w.pre_mix = 2.0 * s * h + 3.0 * h;
+  w.post_merge = 2.0 * s * s * h + 2.0 * s * h;
+  return w;
+}
+
 }  // namespace
 
 double residual_bytes_per_token(const ModelSpec& m) {
@@ -295,21 +326,22 @@ void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* bl
     return;
   }
   const double s = static_cast<double>(m.mhc->streams);
-  const double ops = c.tokens * h * s * s * static_cast<double>(m.mhc->sinkhorn_iters > 0 ? 2 : 1);
+  const MhcWork w = mhc_work(m);
   const bool single_pass = c.step.mhc_form == StepShape::MhcForm::kAsModel
                                ? m.mhc->single_pass
                                : c.step.mhc_form == StepShape::MhcForm::kSinglePass;
   if (single_pass) {
     f.elementwise(prefix + "mhc_fused", c.tokens, s * h,
-                  c.tokens * (2.0 * s + 2.0) * h * kBf16ActivationBytes, ops);
+                  c.tokens * (2.0 * s + 2.0) * h * kBf16ActivationBytes,
+                  c.tokens * (w.coefficients + w.pre_mix + w.post_merge));
     return;
   }
   f.elementwise(prefix + "mhc_coefficients", c.tokens, s * h, c.tokens * s * h * kBf16ActivationBytes,
-                ops / 2);
+                c.tokens * w.coefficients);
   f.elementwise(prefix + "mhc_pre_mix_norm", c.tokens, s * h, c.tokens * (s + 1.0) * h * kBf16ActivationBytes,
-                ops / 4);
+                c.tokens * w.pre_mix);
   f.elementwise(prefix + "mhc_post_merge", c.tokens, s * h,
-                c.tokens * (2.0 * s + 1.0) * h * kBf16ActivationBytes, ops / 4);
+                c.tokens * (2.0 * s + 1.0) * h * kBf16ActivationBytes, c.tokens * w.post_merge);
 }
 
 // Rows that only write the layer's caches (CED: a decoder layer's prompt
@@ -324,9 +356,9 @@ void add_cache_rows_input(const LayerContext& c, KernelFactory& f) {
     return;
   }
   const double s = static_cast<double>(m.mhc->streams);
-  const double ops = rows * h * s * s * static_cast<double>(m.mhc->sinkhorn_iters > 0 ? 2 : 1);
+  const MhcWork w = mhc_work(m);
   f.elementwise("attn_cache_rows_mhc_pre_mix_norm", rows, s * h, rows * (s + 1.0) * h * kBf16ActivationBytes,
-                ops * 3 / 4);  // the coefficients' and the pre-mix's share of the three-kernel form
+                rows * (w.coefficients + w.pre_mix));
 }
 
 // A layer no row runs (CED: a decoder layer in a chunk that does not end its

@@ -327,11 +327,12 @@ CedSpec read_ced(const YamlNode& node, int64_t num_layers) {
 }
 
 MhcSpec read_mhc(const YamlNode& node) {
-  node.expect_only({"streams", "sinkhorn_iters", "single_pass"});
+  node.expect_only({"streams", "sinkhorn_iters", "single_pass", "projection"});
   MhcSpec spec;
   spec.streams = dimension(node.required("streams"), kSmall);
   spec.sinkhorn_iters = dimension(node.required("sinkhorn_iters"), kSmall);
   spec.single_pass = node.required("single_pass").as_bool();
+  spec.projection = read_weight_format(node.required("projection"));
   return spec;
 }
 

@@ -125,6 +125,9 @@ struct MhcSpec {
   int64_t streams = 0;
   int64_t sinkhorn_iters = 0;
   bool single_pass = false;
+  // The learned projection from the flattened streams to the mixing logits
+  // ((2 + streams) x streams of them), one per mHC site: its storage format.
+  BlockScaledFormat projection;
 };
 
 // Engram n-gram tables, held in host memory.

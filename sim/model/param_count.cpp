@@ -63,13 +63,18 @@ LayerParams layer_params(const ModelSpec& m, const LayerPlanEntry& e) {
   } else {
     p.dense_mlp = kGatedMlpMatrices * h * m.dense_mlp.intermediate;
   }
+  if (m.mhc) {
+    // Attention's site and the FFN's: (2 + s) s mixing logits from s x hidden flattened streams.
+    const int64_t s = m.mhc->streams;
+    p.mhc = 2 * (2 + s) * s * s * h;
+  }
   return p;
 }
 
 // Parameters one token reads in a layer: attention, router, shared and top-k experts.
 int64_t layer_active(const ModelSpec& m, const LayerParams& p) {
   const int64_t top_k = m.moe ? m.moe->top_k : 0;
-  return p.attention() + p.router + p.shared_experts + top_k * p.routed_expert_each + p.dense_mlp;
+  return p.attention() + p.router + p.shared_experts + top_k * p.routed_expert_each + p.dense_mlp + p.mhc;
 }
 
 }  // namespace
@@ -83,6 +88,12 @@ int64_t ParamCounts::backbone_total() const {
 int64_t ParamCounts::routed_expert_total() const {
   int64_t total = 0;
   for (const LayerParams& p : layers) total += p.routed_experts;
+  return total;
+}
+
+int64_t ParamCounts::mhc_total() const {
+  int64_t total = 0;
+  for (const LayerParams& p : layers) total += p.mhc;
   return total;
 }
 
@@ -128,8 +139,9 @@ ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan, const 
   return active;
 }
 
-std::string dense_weights_label(const ModelSpec& model) {
+std::string dense_weights_label(const ModelSpec& model, bool with_mhc) {
   std::string label = "attention";
+  if (with_mhc && model.mhc) label += ", mHC mixing";
   if (model.dense_mlp.leading_layers > 0) label += ", dense MLPs";
   if (model.moe && model.moe->shared_experts > 0) label += ", shared experts";
   if (model.moe) label += ", routers";
@@ -140,9 +152,11 @@ WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, cons
   WeightBytes bytes;
   const auto routed = static_cast<double>(counts.routed_expert_total());
   const auto embedding = static_cast<double>(counts.embedding + counts.lm_head);
-  const double dense = static_cast<double>(counts.backbone_total()) - routed - embedding;
+  const auto mhc = static_cast<double>(counts.mhc_total());
+  const double dense = static_cast<double>(counts.backbone_total()) - routed - embedding - mhc;
   bytes.routed_experts = routed * formats.routed_experts.bytes_per_value();
   bytes.dense = dense * formats.dense.bytes_per_value();
+  if (model.mhc) bytes.mhc = mhc * model.mhc->projection.bytes_per_value();
   bytes.embedding = embedding * formats.embedding.bytes_per_value();
   if (model.engram) {
     int64_t rows = 0;

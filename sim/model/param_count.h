@@ -26,9 +26,10 @@ struct LayerParams {
   int64_t routed_experts = 0;  // all routed experts of the layer
   int64_t routed_expert_each = 0;
   int64_t dense_mlp = 0;
+  int64_t mhc = 0;  // mHC's mixing projections, both sites (stored in their own format)
 
   int64_t attention() const { return query + kv + output + compressor + index_query + index_key; }
-  int64_t total() const { return attention() + router + shared_experts + routed_experts + dense_mlp; }
+  int64_t total() const { return attention() + router + shared_experts + routed_experts + dense_mlp + mhc; }
 };
 
 struct ParamCounts {
@@ -39,6 +40,7 @@ struct ParamCounts {
 
   int64_t backbone_total() const;  // everything but Engram
   int64_t routed_expert_total() const;
+  int64_t mhc_total() const;
 };
 
 struct ActiveParams {
@@ -53,13 +55,15 @@ struct WeightBytes {
   double routed_experts = 0;
   double dense = 0;      // attention, shared experts, routers, dense MLPs
   double embedding = 0;  // input embedding + output head
+  double mhc = 0;        // mHC's mixing projections (replicated as the dense weights are)
   double host = 0;       // Engram tables in host memory
-  double gpu_total() const { return routed_experts + dense + embedding; }
+  double gpu_total() const { return routed_experts + dense + mhc + embedding; }
 };
 
 // What WeightBytes::dense holds for this model, its parts named: e.g.
-// "attention, shared experts, routers" (V4.1), "attention, dense MLPs" (Llama).
-std::string dense_weights_label(const ModelSpec& model);
+// "attention, shared experts, routers" (V4.1), "attention, dense MLPs" (Llama);
+// with_mhc: with mHC's mixing projections beside it (as memory fit places them).
+std::string dense_weights_label(const ModelSpec& model, bool with_mhc);
 
 ParamCounts count_params(const ModelSpec& model, const LayerPlan& plan);
 ActiveParams active_params(const ModelSpec& model, const LayerPlan& plan, const ParamCounts& counts);

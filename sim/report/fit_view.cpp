@@ -29,7 +29,7 @@ Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest&
     t.add_row({"routed experts ((routed + redundant) / EP of them)",
                format_bytes(f.routed_expert_bytes_per_gpu), "derived"});
   }
-  t.add_row({dense_weights_label(m.spec), format_bytes(f.dense_bytes_per_gpu), "derived"});
+  t.add_row({dense_weights_label(m.spec, true), format_bytes(f.dense_bytes_per_gpu), "derived"});
   t.add_row({"embedding + head", format_bytes(f.embedding_bytes_per_gpu), "derived"});
   t.add_row({"weights total", format_bytes(f.weight_bytes_per_gpu), "derived"});
   t.add_row({"activation / workspace reserve", format_bytes(f.reserve_bytes_per_gpu),

@@ -127,7 +127,10 @@ std::vector<Table> params_tables(const ModelAnalysis& m) {
   bytes.add_row(
       {"routed experts", m.spec.weights.routed_experts.describe(), format_bytes(m.weights.routed_experts)});
   bytes.add_row(
-      {dense_weights_label(m.spec), m.spec.weights.dense.describe(), format_bytes(m.weights.dense)});
+      {dense_weights_label(m.spec, false), m.spec.weights.dense.describe(), format_bytes(m.weights.dense)});
+  if (m.spec.mhc) {
+    bytes.add_row({"mHC mixing projections", m.spec.mhc->projection.describe(), format_bytes(m.weights.mhc)});
+  }
   bytes.add_row({"embedding + head", m.spec.weights.embedding.describe(), format_bytes(m.weights.embedding)});
   bytes.add_row({"GPU-resident total", "", format_bytes(m.weights.gpu_total())});
   bytes.add_row({"host-resident total", m.spec.engram ? m.spec.cache(m.spec.engram->row_cache).name : "-",
@@ -149,6 +152,7 @@ nlohmann::json params_json(const ModelAnalysis& m) {
           {"weight_bytes",
            {{"routed_experts", m.weights.routed_experts},
             {"dense", m.weights.dense},
+            {"mhc", m.weights.mhc},
             {"embedding", m.weights.embedding}}},
           {"weight_formats",
            {{"routed_experts", m.spec.weights.routed_experts.describe()},

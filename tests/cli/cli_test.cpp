@@ -1008,18 +1008,18 @@ TEST(Cli, SetEditsOneValueOfAFile) {
       topk8.output.find("what if: moe.top_k = 8 in models/deepseek_v4_1_flash.yaml:41 (the file says 6)"),
       std::string::npos)
       << topk8.output;
-  EXPECT_NE(plain.output.find("15.78 B"), std::string::npos) << plain.output;  // active per decode token
-  EXPECT_EQ(topk8.output.find("15.78 B"), std::string::npos) << topk8.output;
+  EXPECT_NE(plain.output.find("15.82 B"), std::string::npos) << plain.output;  // active per decode token
+  EXPECT_EQ(topk8.output.find("15.82 B"), std::string::npos) << topk8.output;
   // A sourced figure is set by naming it: its number changes, its source stays.
   const RunResult acceptance = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance=0.7 kv");
   EXPECT_NE(acceptance.output.find(
-                "draft.acceptance = 0.7 in models/deepseek_v4_1_flash.yaml:79 (the file says 0.8)"),
+                "draft.acceptance = 0.7 in models/deepseek_v4_1_flash.yaml:82 (the file says 0.8)"),
             std::string::npos)
       << acceptance.output;
   // The loader's checks apply to the edited value, naming the line.
   const RunResult too_high = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance=1.2 kv");
   EXPECT_EQ(too_high.exit_code, 2);
-  EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:79: field 'draft.acceptance'"), std::string::npos)
+  EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:82: field 'draft.acceptance'"), std::string::npos)
       << too_high.output;
   // A field the file lacks is added where no line moves (here inside the
   // prefill pool's { } map), and its loader reads it.
@@ -1612,7 +1612,7 @@ INSTANTIATE_TEST_SUITE_P(
                "deepseek_v4_1_flash.yaml:29: field 'attention.candidate_pool.top_blocks': expected a pool of "
                "at least the indexer's top-k (512 positions), got 63 blocks x 8 = 504"},
         BadRun{"--set models/deepseek_v4_1_flash.yaml:draft.acceptance.value=1 kv",
-               "deepseek_v4_1_flash.yaml:79: field 'draft.acceptance': expected an acceptance rate below 1, "
+               "deepseek_v4_1_flash.yaml:82: field 'draft.acceptance': expected an acceptance rate below 1, "
                "got 1"},
         // Only the flags that would shrink what this request holds: V4-Pro's
         // experts are 4-bit already, V3's are FP8.
@@ -1687,12 +1687,12 @@ INSTANTIATE_TEST_SUITE_P(
             "--set workloads/deployments/h20_pd_16.yaml:reserve_fraction=0.5 run --deployment h20_pd_16 "
             "--duration 10",
             "h20_pd_16.yaml:27: field 'reserve_fraction': DeepSeek-V4.1-Flash does not fit on 8 x NVIDIA H20 "
-            "96GB at EP 8 (replicated dense weights): 48.4 GB of weights + 48.0 GB reserve per GPU exceed "
+            "96GB at EP 8 (replicated dense weights): 48.5 GB of weights + 48.0 GB reserve per GPU exceed "
             "96.0 GB of HBM (try a larger ep"},
-        // The reserve that would leave room for KV: (96.0 - 48.4) / 96.0 of the H20's HBM.
+        // The reserve that would leave room for KV: (96.0 - 48.5) / 96.0 of the H20's HBM.
         BadRun{"--set workloads/deployments/h20_pd_16.yaml:reserve_fraction=0.5 run --deployment h20_pd_16 "
                "--duration 10",
-               "a GPU with more HBM or a reserve_fraction below 0.4959)"},
+               "a GPU with more HBM or a reserve_fraction below 0.4943)"},
         // A what-if's list index is digits: -1 once read as the largest index there is.
         BadRun{"--set workloads/chat_and_agents.yaml:mix[-1].share=0.5 kv",
                "field 'mix[-1].share': expected a list index (0, 1, ...) in [ ], got '-1'"},

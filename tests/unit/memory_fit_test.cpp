@@ -23,7 +23,8 @@ TEST(MemoryFit, ArithmeticAddsUp) {
   const FitResult f = fit_memory(m, h200, request(m, 8, 8, 1 << 20));
   EXPECT_DOUBLE_EQ(f.hbm_bytes_per_gpu, 141e9);
   EXPECT_DOUBLE_EQ(f.routed_expert_bytes_per_gpu, m.weights.routed_experts / 8);
-  EXPECT_DOUBLE_EQ(f.dense_bytes_per_gpu, m.weights.dense);
+  EXPECT_GT(m.weights.mhc, 0);  // mHC's projections, replicated with the dense weights
+  EXPECT_DOUBLE_EQ(f.dense_bytes_per_gpu, m.weights.dense + m.weights.mhc);
   EXPECT_DOUBLE_EQ(f.reserve_bytes_per_gpu, 0.10 * 141e9);
   EXPECT_NEAR(f.kv_bytes_per_gpu + f.weight_bytes_per_gpu + f.reserve_bytes_per_gpu, 141e9, 1.0);
   EXPECT_EQ(f.sessions_per_gpu, static_cast<int64_t>(std::floor(f.kv_bytes_per_gpu / f.session_bytes)));
@@ -37,7 +38,7 @@ TEST(MemoryFit, ShardingDenseWeightsSplitsThemOverAllGpus) {
   FitRequest r = request(m, 16, 8, 131072);
   r.dense_placement = DensePlacement::kSharded;
   const FitResult f = fit_memory(m, h100, r);
-  EXPECT_DOUBLE_EQ(f.dense_bytes_per_gpu, m.weights.dense / 16);
+  EXPECT_DOUBLE_EQ(f.dense_bytes_per_gpu, (m.weights.dense + m.weights.mhc) / 16);
   EXPECT_DOUBLE_EQ(f.routed_expert_bytes_per_gpu, m.weights.routed_experts / 8);
 }
 

@@ -64,12 +64,29 @@ TEST(ParamCount, OnlyReindexAndFullLayersCarryIndexerQueries) {
 }
 
 // The dense weights' label names what the model has: Llama's MLPs are
-// dense, V3's first three layers too, V4.1 has none and routes every layer.
+// dense, V3's first three layers too, V4.1 has none and routes every layer;
+// mHC's projections are named where they are placed with them.
 TEST(ParamCount, DenseWeightsLabelNamesTheModelsParts) {
-  EXPECT_EQ(dense_weights_label(analyze("llama_3_1_405b").spec), "attention, dense MLPs");
-  EXPECT_EQ(dense_weights_label(analyze("deepseek_v3").spec),
+  EXPECT_EQ(dense_weights_label(analyze("llama_3_1_405b").spec, true), "attention, dense MLPs");
+  EXPECT_EQ(dense_weights_label(analyze("deepseek_v3").spec, true),
             "attention, dense MLPs, shared experts, routers");
-  EXPECT_EQ(dense_weights_label(analyze("deepseek_v4_1_flash").spec), "attention, shared experts, routers");
+  EXPECT_EQ(dense_weights_label(analyze("deepseek_v4_1_flash").spec, false),
+            "attention, shared experts, routers");
+  EXPECT_EQ(dense_weights_label(analyze("deepseek_v4_1_flash").spec, true),
+            "attention, mHC mixing, shared experts, routers");
+}
+
+// mHC's two sites a layer each project the flattened streams (4 x 5120 in
+// V4.1) to (2 + 4) x 4 mixing logits, stored in FP32 as the checkpoint does;
+// V3 has no mHC. Every token reads them, so they count as active.
+TEST(ParamCount, MhcProjectionsAreCountedInTheirOwnFormat) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  const int64_t per_layer = 2 * 24 * 4 * v41.spec.hidden_size;
+  EXPECT_EQ(v41.params.layers[0].mhc, per_layer);
+  EXPECT_EQ(v41.params.mhc_total(), per_layer * v41.spec.num_layers);
+  EXPECT_DOUBLE_EQ(v41.weights.mhc, 4.0 * static_cast<double>(v41.params.mhc_total()));
+  EXPECT_EQ(analyze("deepseek_v3").params.mhc_total(), 0);
+  EXPECT_EQ(analyze("deepseek_v3").weights.mhc, 0.0);
 }
 
 }  // namespace

@@ -372,6 +372,29 @@ TEST(StepGraph, MhcFusionHalvesItsTraffic) {
   EXPECT_NEAR(three_kernel / fused, 1.8, 0.05);  // (4s+2)/(2s+2) with 4 streams
 }
 
+// One decode token: the fused mHC kernel moves the token's streams in and
+// out ((2s + 2) h BF16 values; the projection, on the tensor cores, is not
+// timed); its CUDA-core work grows with the Sinkhorn iterations (2
+// normalisations of s x s each).
+TEST(StepGraph, MhcCountsItsSinkhornIterations) {
+  ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const StepShape s = shape(Phase::kDecode, 1, 4096);
+  const auto fused = [&](const ModelAnalysis& model) {
+    const StepGraph g = build_step_graph(model, s);
+    for (const Kernel& k : g.layers[5].kernels()) {
+      if (k.name == "attn_mhc_fused") return k;
+    }
+    ADD_FAILURE() << "no attn_mhc_fused kernel";
+    return Kernel{};
+  };
+  const Kernel k = fused(m);
+  const double h = static_cast<double>(m.spec.hidden_size);
+  const auto tokens = static_cast<double>(k.shape.m);
+  EXPECT_DOUBLE_EQ(k.hbm_bytes, tokens * 10 * h * 2);
+  m.spec.mhc->sinkhorn_iters += 10;
+  EXPECT_DOUBLE_EQ(fused(m).flops - k.flops, tokens * 10 * 2 * 4 * 16);
+}
+
 TEST(StepGraph, BadShapesAreInputErrors) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   EXPECT_THROW(build_step_graph(m, shape(Phase::kDecode, 0, 100)), InputError);
