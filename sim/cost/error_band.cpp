@@ -8,6 +8,7 @@
 namespace v41sim {
 
 std::string ErrorBand::describe() const {
+  if (no_steps) return "no such steps ran";
   if (covered_share <= 0) {
     return "unknown (no kernel class calibrated on measurements or checked against enough published figures)";
   }

@@ -25,6 +25,9 @@ struct ErrorBand {
   double pct = 0;              // +/- percent at 90%, over the covered time
   double covered_share = 0;    // share of kernel time from classes with a band
   double published_share = 0;  // share of the covered time whose band is the priors' published error
+  // A mix of no steps at all (a run whose prompts all went into mixed decode
+  // steps has no prompt steps): nothing to band, which is not an unknown band.
+  bool no_steps = false;
   // "±4.2% at 90% on 35% of the time (no band on the rest)"; names the
   // published share: "(the priors' error on published figures)".
   std::string describe() const;
@@ -57,6 +60,7 @@ class ErrorBandMix {
       out.published_share = published_ / covered_;
     }
     if (time_ > 0) out.covered_share = covered_ / time_;
+    out.no_steps = time_ <= 0;
     return out;
   }
 

@@ -10,10 +10,12 @@ nlohmann::json error_band_json(const ErrorBand& band) {
           {"pct_at_90", known ? nlohmann::json(band.pct) : nlohmann::json()},
           {"covered_share", band.covered_share},
           {"published_share", band.published_share},
+          {"no_steps", band.no_steps},
           {"note", band.describe()}};
 }
 
 std::string error_band_cell(const ErrorBand& band) {
+  if (band.no_steps) return "no steps";
   if (band.covered_share <= 0) return "none";
   std::string origin;
   if (band.published_share >= 0.999) {

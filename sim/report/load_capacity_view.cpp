@@ -260,6 +260,7 @@ Table capacity_table(const CapacityReport& r) {
   if (const char* steps = aggregated_steps_assumption(r.deployment)) t.add_note(steps);
   if (const char* first = first_token_assumption(r.deployment)) t.add_note(first);
   t.add_note(itl_column_note());
+  t.add_note(step_band_column_note());
   t.add_note(misses_note());
   add_served_run_notes(t, kernel_models);
   return t;

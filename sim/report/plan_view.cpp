@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "sim/graph/step_graph.h"
-#include "sim/report/error_band_view.h"
 #include "sim/report/run_view.h"
 
 namespace v41sim {
@@ -176,11 +175,7 @@ Table plan_table(const PlanReport& p) {
   }
   t.add_note(traffic_note(p.workload));
   if (p.workload.arrival == WorkloadSpec::Arrival::kTrace) t.add_note(kTraceHoldsAssumption);
-  t.add_note(
-      std::string("step band: over the steps each variant ran, on the share of their time it covers; ") +
-      kErrorBandMethod +
-      "; published: the band is the priors' error on published kernel figures, not a fit to our "
-      "measurements; none: no kernel class of that GPU has a band");
+  t.add_note(step_band_column_note());
   for (const char* steps : {kMixedStepAssumption, kBesidePromptsAssumption}) {
     const bool used = std::any_of(p.rows.begin(), p.rows.end(), [steps](const PlanRow& row) {
       return aggregated_steps_assumption(row.deployment) == steps;

@@ -980,6 +980,14 @@ std::string itl_column_note() {
   return std::string(kItlMeaning) + "; its percentiles over every chunk of the requests that arrived";
 }
 
+std::string step_band_column_note() {
+  return std::string("step band: over the steps each run ran, on the share of their time it covers; ") +
+         kErrorBandMethod +
+         "; published: the band is the priors' error on published kernel figures, not a fit to our "
+         "measurements; none: no kernel class of that GPU has a band; no steps: the run ran no step of that "
+         "kind (every prompt mixed into decode steps, which the decode band covers)";
+}
+
 std::string misses_phrase(const ServedRun& run) {
   const SlaMisses m = run.misses();
   const double arrived = static_cast<double>(run.arrived());

@@ -126,6 +126,8 @@ void add_kernel_model_notes(Table& table, const std::vector<KernelModelUse>& ker
 std::string itl_column_note();
 // What a "longest ITL" column or row means.
 std::string longest_itl_column_note();
+// What the "step band, prefill / decode" column of served runs means.
+std::string step_band_column_note();
 // What a "no" in the meets-SLA column says after it ("no: 21.4% over TTFT").
 std::string misses_note();
 // What the requests of a run that missed the SLA missed, the most common

@@ -16,6 +16,7 @@
 #include "sim/cost/error_band.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/hw/gpu_profile_loader.h"
+#include "sim/report/error_band_view.h"
 #include "sim/validation/published_band_derivation.h"
 #include "sim/validation/published_reference.h"
 #include "tests/step_test_support.h"
@@ -171,6 +172,21 @@ TEST(PublishedBands, AStepSaysWhichShareOfItsBandIsPublished) {
   mix.add({5.0, 1.0, 1.0}, 10.0);
   mix.add({5.0, 1.0, 0.0}, 10.0);
   EXPECT_DOUBLE_EQ(mix.mixed().published_share, 0.5);
+  EXPECT_FALSE(mix.mixed().no_steps);
+}
+
+// A run whose prompts all went into mixed decode steps ran no prompt step:
+// its prompt-step band says so rather than "unknown".
+TEST(PublishedBands, AMixOfNoStepsSaysNoneRan) {
+  const ErrorBand none = ErrorBandMix().mixed();
+  EXPECT_TRUE(none.no_steps);
+  EXPECT_EQ(none.describe(), "no such steps ran");
+  EXPECT_EQ(error_band_cell(none), "no steps");
+  EXPECT_EQ(error_band_json(none)["no_steps"], true);
+  ErrorBandMix uncovered;  // steps ran, but no class of theirs has a band
+  uncovered.add({0.0, 0.0, 0.0}, 10.0);
+  EXPECT_FALSE(uncovered.mixed().no_steps);
+  EXPECT_NE(uncovered.mixed().describe().find("unknown"), std::string::npos);
 }
 
 }  // namespace
