@@ -86,6 +86,16 @@ ClassCost read_class(const YamlNode& node) {
   return c;
 }
 
+// A class timed on its links has no tiles or efficiencies: its entry, where
+// there is one, holds only its error band (a calibration's or the priors').
+ClassCost read_link_timed_class(const YamlNode& node) {
+  node.expect_only({"error_band_pct"});
+  ClassCost c;
+  if (const auto band = node.optional("error_band_pct"))
+    c.error_band_pct = read_sourced_value(*band, ValueRange::kNonNegative);
+  return c;
+}
+
 LinkCost read_links(const YamlNode& node) {
   node.expect_only({"nvlink_efficiency", "nic_efficiency", "host_link_efficiency",
                     "all_to_all_latency_intra_us", "all_to_all_latency_inter_us",
@@ -198,7 +208,12 @@ CostParams load_cost_params_file(const std::string& path) {
   const YamlNode classes = root.required("classes");
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto kernel_class = static_cast<KernelClass>(i);
-    p.classes[static_cast<std::size_t>(i)] = read_class(classes.required(class_key(kernel_class)));
+    ClassCost& c = p.classes[static_cast<std::size_t>(i)];
+    if (!timed_on_links(kernel_class)) {
+      c = read_class(classes.required(class_key(kernel_class)));
+    } else if (const auto entry = classes.optional(class_key(kernel_class))) {
+      c = read_link_timed_class(*entry);
+    }
   }
   std::string allowed;
   for (const auto& [key, node] : classes.entries()) {

@@ -179,9 +179,7 @@ std::vector<KernelTiming> KernelCostModel::time(std::span<const Kernel> kernels)
 }
 
 KernelTiming KernelCostModel::timed(const Kernel& k) const {
-  const bool is_transfer =
-      k.kernel_class == KernelClass::kAllToAll || k.kernel_class == KernelClass::kHostCopy;
-  return is_transfer ? transfer(k) : compute_kernel(k);
+  return timed_on_links(k.kernel_class) ? transfer(k) : compute_kernel(k);
 }
 
 // A GEMM whose weights need widening either widens them in every M tile, or,

@@ -24,6 +24,10 @@ std::string_view class_key(KernelClass kernel_class) {
   return "?";
 }
 
+bool timed_on_links(KernelClass kernel_class) {
+  return kernel_class == KernelClass::kAllToAll || kernel_class == KernelClass::kHostCopy;
+}
+
 void NarrowValues::add(ElementFormat format, double count) {
   if (format == ElementFormat::kFp8E4M3 || format == ElementFormat::kFp8E5M2) fp8 += count;
   if (format == ElementFormat::kFp4E2M1) fp4 += count;

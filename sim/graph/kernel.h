@@ -24,6 +24,10 @@ enum class KernelClass {
 };
 inline constexpr int kKernelClassCount = 8;
 
+// EP transfers and host copies are timed on their links, not by a class's
+// tiles and efficiencies (which only the compute classes have).
+bool timed_on_links(KernelClass kernel_class);
+
 // Which math unit does the arithmetic (the storage format may be narrower).
 enum class MathType { kBf16, kFp8, kFp4, kFp32 };
 

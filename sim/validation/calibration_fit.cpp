@@ -218,10 +218,6 @@ double predicted_device_us(const KernelCostModel& model, const Measurement& m) {
   return model.time(m.kernel).busy_us;
 }
 
-bool is_fitted_class(KernelClass cls) {
-  return cls != KernelClass::kAllToAll && cls != KernelClass::kHostCopy;
-}
-
 bool is_baseline_row(const Measurement& m) {
   constexpr std::string_view kSuffix = "_baseline";
   return m.kernel.name.size() >= kSuffix.size() &&
@@ -236,7 +232,7 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile
   result.params = priors;
   for (int i = 0; i < kKernelClassCount; ++i) {
     const auto cls = static_cast<KernelClass>(i);
-    if (!is_fitted_class(cls)) continue;
+    if (timed_on_links(cls)) continue;  // not fitted: validate compares them with the link model
     std::vector<const Measurement*> rows;
     for (const Measurement& m : measurements.rows) {
       if (m.kernel.kernel_class == cls && !is_baseline_row(m)) rows.push_back(&m);
@@ -326,9 +322,17 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
   out += "  cross_architecture_extra_pct: " + sourced(r.params.transfer.cross_architecture_extra_pct) + "\n";
   out += "classes:\n";
   for (int i = 0; i < kKernelClassCount; ++i) {
+    const auto kernel_class = static_cast<KernelClass>(i);
     const ClassCost& c = r.params.classes[static_cast<std::size_t>(i)];
-    out += fmt::format("  {}:\n    tile_m: {}\n    tile_n: {}\n    split_min: {}\n",
-                       class_key(static_cast<KernelClass>(i)), c.tile_m, c.tile_n, c.split_min);
+    if (timed_on_links(kernel_class)) {  // no tiles or efficiencies: at most a band
+      if (c.error_band_pct) {
+        out += fmt::format("  {}:\n    error_band_pct: {}\n", class_key(kernel_class),
+                           sourced(*c.error_band_pct));
+      }
+      continue;
+    }
+    out += fmt::format("  {}:\n    tile_m: {}\n    tile_n: {}\n    split_min: {}\n", class_key(kernel_class),
+                       c.tile_m, c.tile_n, c.split_min);
     if (c.narrowing) {
       out += fmt::format("    narrowing: {{tile_m_min: {}, tile_n_min: {}, tile_n_step: {}}}\n",
                          c.narrowing->tile_m_min, c.narrowing->tile_n_min, c.narrowing->tile_n_step);

@@ -48,11 +48,6 @@ struct ClassFit {
 // efficiencies toward a kernel the simulator does not model.
 bool is_baseline_row(const Measurement& m);
 
-// Transfers (EP all-to-all, host copies) are timed on links, not by the class
-// parameters the fit moves: their rows are not fitted, and validate compares
-// every one of them with the link model.
-bool is_fitted_class(KernelClass cls);
-
 // The split the fit uses within a class: rows in a fixed order (by name and
 // shape), every fourth held out. validate reports the held-out rows.
 struct RowSplit {

@@ -59,7 +59,7 @@ std::vector<ValidationRow> validate_held_out_measurements(const Catalog& catalog
           of_class.push_back(&m);
       }
       // Fitted classes: the shapes the fit held out; link-timed classes: every shape.
-      if (is_fitted_class(static_cast<KernelClass>(i))) of_class = split_rows(std::move(of_class)).held_out;
+      if (!timed_on_links(static_cast<KernelClass>(i))) of_class = split_rows(std::move(of_class)).held_out;
       for (const Measurement* m : of_class) rows.push_back(held_out_row(*m, stem, model, params.label()));
     }
   }

@@ -177,11 +177,11 @@ TEST(AssumptionSensitivity, MovesEachAssumptionThroughTheLoaders) {
   EXPECT_LT(launch.low.outcome.result.ttft_ms.mean, s.baseline.result.ttft_ms.mean);
   EXPECT_LT(s.baseline.result.ttft_ms.mean, launch.high.outcome.result.ttft_ms.mean);
   EXPECT_EQ(launch.usd_change, 0);
-  // An efficiency of 1 moved up is refused by the loader, with its reason; moved down it ran.
-  const AssumptionEffect unused = effect("classes.all_to_all.memory_efficiency");
-  EXPECT_FALSE(unused.high.rejected.empty());
+  // A share of 1 moved up is refused by the loader, with its reason; moved down it ran.
+  const AssumptionEffect unused = effect("classes.grouped_gemm.widening_overlap");
+  EXPECT_NE(unused.high.rejected.find("at most 1"), std::string::npos) << unused.high.rejected;
   EXPECT_TRUE(unused.low.rejected.empty());
-  // Transfers are timed on links, not by this class: moving it changes nothing.
+  // The tiny dense model has no experts to widen: moving it changes nothing.
   EXPECT_EQ(unused.usd_change, 0);
   EXPECT_EQ(unused.tpot_p99_change_ms, 0);
   // Largest $ change first.

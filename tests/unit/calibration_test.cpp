@@ -497,6 +497,21 @@ TEST(Calibration, WideningFieldsAreChecked) {
       "fp4_to_f");
 }
 
+// EP transfers and host copies are timed on their links: their classes need no
+// entry, and one may hold a band but no tiles or efficiencies, which nothing
+// would read.
+TEST(Calibration, LinkTimedClassesHoldOnlyABand) {
+  const std::string end_of_classes = "  # all_to_all and host_copy have no entry";
+  const std::string banded = priors_with(
+      "v41sim_all_to_all_band", end_of_classes,
+      "  all_to_all:\n    error_band_pct: {value: 7.5, assumed: \"a test's band\"}\n" + end_of_classes);
+  EXPECT_DOUBLE_EQ(load_cost_params_file(banded).error_band_pct(KernelClass::kAllToAll).value_or(0), 7.5);
+  EXPECT_FALSE(load_cost_params_file(kPriors).of(KernelClass::kHostCopy).error_band_pct.has_value());
+  expect_refused(
+      priors_with("v41sim_host_copy_tile", end_of_classes, "  host_copy:\n    tile_m: 1\n" + end_of_classes),
+      "host_copy.tile_m");
+}
+
 }  // namespace
 }  // namespace v41sim
 
