@@ -4,7 +4,6 @@
 #include "sim/capacity/memory_fit.h"
 #include "sim/cli/flags.h"
 #include "sim/common/catalog.h"
-#include "sim/cost/gpu_cost_model.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/report/claims.h"
 #include "sim/report/fit_view.h"
@@ -97,13 +96,7 @@ void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
 
 void run_claims(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis v41 = load_model_named(catalog, "deepseek_v4_1_flash");
-  const ModelAnalysis v4 = load_model_named(catalog, "deepseek_v4_flash");
-  const GpuProfile h100 = load_gpu_profile_file(catalog.resolve_gpu("h100_sxm"));
-  const GpuProfile h200 = load_gpu_profile_file(catalog.resolve_gpu("h200"));
-  const GpuCostModel h20_decode(catalog.data_dir(), catalog.resolve_gpu("h20"), true);
-  const GpuCostModel h100_decode(catalog.data_dir(), catalog.resolve_gpu("h100_sxm"), true);
-  const auto claims =
-      check_claims({v41, v4, h100, h200, reserve_from(f), h20_decode.cost(), h100_decode.cost()});
+  const auto claims = check_bundled_claims(catalog, v41, reserve_from(f));
   if (f.json) {
     out << claims_json(claims).dump(2) << "\n";
     return;

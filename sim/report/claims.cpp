@@ -1,14 +1,21 @@
 #include "sim/report/claims.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "sim/capacity/memory_fit.h"
+#include "sim/common/input_error.h"
 #include "sim/cost/draft_choice.h"
+#include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
+#include "sim/costing/deployment_plan.h"
 #include "sim/graph/step_graph.h"
+#include "sim/hw/gpu_profile_loader.h"
+#include "sim/model/model_loader.h"
 #include "sim/report/step_view.h"
 
 namespace v41sim {
@@ -245,21 +252,24 @@ Claim active_params(const ClaimInputs& in) {
   return c;
 }
 
-// V4.1-Flash's decode step at EP 8 on one GPU's cost model, verifying the
-// drafts a serving run on it would: each GPU its own count.
+// V4.1-Flash's decode step on one GPU's cost model, verifying the drafts a
+// serving run on it would (each GPU its own count), its EP group holding the
+// fewest EPLB replicas that deal the routed experts over it (none at EP 8;
+// every expert taken as popular as the others).
 struct ServedDecode {
   StepTiming timing;
   DraftChoice drafts;
   double per_token_us() const { return timing.total_us / drafts.tokens_per_sequence; }
 };
-ServedDecode decode_step(const ModelAnalysis& m, const KernelCostModel& cost, int64_t batch,
-                         int64_t context) {
+ServedDecode decode_step(const ModelAnalysis& m, const KernelCostModel& cost, int64_t batch, int64_t context,
+                         int64_t ep = 8) {
   StepShape shape;
   shape.phase = Phase::kDecode;
   shape.batch = batch;
   shape.context = context;
-  shape.ep = 8;
+  shape.ep = ep;
   shape.ep_per_node = cost.gpu().nvlink_domain();
+  shape.redundant_experts = m.spec.moe ? replicas_to_deal(m.spec.moe->routed_experts, ep, 0) : 0;
   const SpeculativeStep served = as_served(m, shape, cost);
   return {time_step(build_step_graph(m, served.shape), cost), served.choice};
 }
@@ -386,11 +396,174 @@ Claim mhc_traffic(const ClaimInputs& in) {
   return c;
 }
 
+// "EP 72 (48 replicas)", "EP 16 over 2 NVLink domains".
+std::string ep_group_name(const ModelAnalysis& m, const KernelCostModel& cost, int64_t ep) {
+  const int64_t replicas = replicas_to_deal(m.spec.moe->routed_experts, ep, 0);
+  const int64_t domains = (ep + cost.gpu().nvlink_domain() - 1) / cost.gpu().nvlink_domain();
+  return fmt::format("EP {}{}{}", ep, replicas > 0 ? fmt::format(" ({} replicas)", replicas) : "",
+                     domains > 1 ? fmt::format(" over {} NVLink domains", domains) : "");
+}
+
+// One GPU's decode token at a smaller and a larger EP group, batch by batch.
+struct EpComparison {
+  std::string gpu;     // "H200"
+  std::string larger;  // "EP 16 over 2 NVLink domains"
+  std::string findings;
+  std::vector<std::pair<int64_t, double>>
+      ratios;  // batch, the larger group's time per token over the smaller's
+
+  bool larger_slower_everywhere() const {
+    return std::all_of(ratios.begin(), ratios.end(), [](const auto& r) { return r.second > 1; });
+  }
+  bool larger_faster_everywhere() const {
+    return std::all_of(ratios.begin(), ratios.end(), [](const auto& r) { return r.second < 1; });
+  }
+  // "on H200, EP 16 over 2 NVLink domains is slower at batch 64 (to +13.9% a token) and faster at batch 1, 16
+  // (to -12.7%)"
+  std::string outcome() const {
+    std::string slower, faster, same;
+    double most = 1, least = 1;
+    for (const auto& [batch, ratio] : ratios) {
+      std::string& list = ratio > 1 ? slower : ratio < 1 ? faster : same;
+      list += fmt::format("{}{}", list.empty() ? "" : ", ", batch);
+      most = std::max(most, ratio);
+      least = std::min(least, ratio);
+    }
+    std::vector<std::string> parts;
+    if (!slower.empty())
+      parts.push_back(fmt::format("slower at batch {} (to {:+.1f}% a token)", slower, 100 * (most - 1)));
+    if (!faster.empty())
+      parts.push_back(fmt::format("faster at batch {} (to {:+.1f}%)", faster, 100 * (least - 1)));
+    if (!same.empty()) parts.push_back(fmt::format("as fast at batch {}", same));
+    return fmt::format("on {}, {} is {}", gpu, larger, fmt::format("{}", fmt::join(parts, " and ")));
+  }
+};
+
+EpComparison compare_ep(const ModelAnalysis& m, const KernelCostModel& cost, const std::string& gpu,
+                        int64_t small_ep, int64_t large_ep, int64_t context) {
+  EpComparison out{gpu, ep_group_name(m, cost, large_ep), "", {}};
+  out.findings = fmt::format("{}, {} / {}, time per output token:", cost.gpu().name,
+                             ep_group_name(m, cost, small_ep), out.larger);
+  const auto ms = [](double us) { return us / 1e3; };
+  const auto at = [](const StepTiming& t, KernelClass k) { return t.class_us[static_cast<std::size_t>(k)]; };
+  for (const int64_t batch : {1, 16, 64}) {
+    const ServedDecode small = decode_step(m, cost, batch, context, small_ep);
+    const ServedDecode large = decode_step(m, cost, batch, context, large_ep);
+    out.ratios.emplace_back(batch, large.per_token_us() / small.per_token_us());
+    out.findings += fmt::format(
+        "{} batch {}: {:.2f} / {:.2f} ms (in the step: routed experts' GEMMs {:.1f} / {:.1f} ms, EP "
+        "transfers "
+        "{:.1f} / {:.1f} ms)",
+        batch == 1 ? "" : ";", batch, ms(small.per_token_us()), ms(large.per_token_us()),
+        ms(at(small.timing, KernelClass::kGroupedGemm)), ms(at(large.timing, KernelClass::kGroupedGemm)),
+        ms(at(small.timing, KernelClass::kAllToAll)), ms(at(large.timing, KernelClass::kAllToAll)));
+  }
+  return out;
+}
+
+// What the comparisons say of the claim: it holds where every larger group is
+// the slower, fails where every one is the faster, and holds only under the
+// conditions the comparisons name otherwise.
+void judge_ep_claim(Claim& c, const EpComparison& across, const std::optional<EpComparison>& within) {
+  const bool all_slower =
+      across.larger_slower_everywhere() && (!within || within->larger_slower_everywhere());
+  const bool all_faster =
+      across.larger_faster_everywhere() && (!within || within->larger_faster_everywhere());
+  if (all_slower || all_faster) {
+    c.verdict = all_slower ? Verdict::kHolds : Verdict::kDoesNotHold;
+    return;
+  }
+  c.verdict = Verdict::kHoldsOnlyIf;
+  c.condition =
+      across.larger_slower_everywhere()
+          ? fmt::format("the larger group reaches across NVLink domains ({})", across.outcome())
+          : fmt::format(
+                "the larger group reaches across NVLink domains and decode batches are large enough "
+                "that its EP transfers outweigh its ranks' lighter expert reads ({})",
+                across.outcome());
+  if (within && within->larger_faster_everywhere()) {
+    c.condition += fmt::format("; not within one NVLink domain ({}), so that domain still pays in decode",
+                               within->outcome());
+  } else if (within) {
+    c.condition += fmt::format("; within one NVLink domain, {}", within->outcome());
+  }
+  c.condition +=
+      "; decode steps alone: an aggregated group also runs all its GPUs' prompts, which the "
+      "cheapest-deployment section serves";
+}
+
+Claim ep_group_size(const ClaimInputs& in) {
+  Claim c{
+      "ep_group_size",
+      "Once the weights fit, EP is best as small and as near one machine as it can be (fewer all-to-alls "
+      "across machines, better expert balance); GB200's 72-GPU NVLink domain, built for large-scale EP, is "
+      "no longer needed",
+      {},
+      {},
+      {}};
+  constexpr int64_t kContext = 131072;
+  const ModelAnalysis& m = in.v41_flash;
+  if (!m.spec.moe) {
+    c.findings.push_back(m.spec.name + " has no experts: no EP group to size");
+    return c;
+  }
+  const int64_t node = in.h200_decode.gpu().nvlink_domain();
+  const int64_t rack = in.gb200_decode.gpu().nvlink_domain();
+  // The routed experts deal over at most twice their number of ranks with no
+  // more replicas than experts: the largest group compared.
+  const int64_t routed = m.spec.moe->routed_experts;
+  for (const auto& [gpu, groups] :
+       {std::pair{&in.h200_decode.gpu(), int64_t{2}}, std::pair{&in.gb200_decode.gpu(), int64_t{1}}}) {
+    if (groups * gpu->nvlink_domain() > 2 * routed) {
+      throw InputError(
+          gpu->nvlink_domain_gpus.where(),
+          fmt::format("expected at most {} GPUs in one NVLink domain (claims compares an EP group over {}, "
+                      "and {}'s {} routed experts deal over at most {} ranks with no more replicas "
+                      "than experts), got {}",
+                      2 * routed / groups, groups > 1 ? "two such domains" : "the whole domain", m.spec.name,
+                      routed, 2 * routed, gpu->nvlink_domain()));
+    }
+  }
+  c.findings.push_back(fmt::format(
+      "decode alone at {} tokens of context, the same batch per GPU on either group (a GPU's price and count "
+      "cancel: time per token is cost per token), each step verifying the drafts serving would and routed "
+      "by chance over experts taken as equally popular (kernel model: H200 {}, GB200 {})",
+      kContext, in.h200_decode.params().status, in.gb200_decode.params().status));
+  const EpComparison across = compare_ep(m, in.h200_decode, "H200", node, 2 * node, kContext);
+  c.findings.push_back(across.findings);
+  std::optional<EpComparison> within;
+  if (rack > node) {
+    within = compare_ep(m, in.gb200_decode, "GB200 NVL72", node, rack, kContext);
+    c.findings.push_back(within->findings);
+  } else {
+    c.findings.push_back(
+        fmt::format("{}: its NVLink domain ({} GPUs) is no larger than an H200 node's ({}): "
+                    "no larger group within it to compare",
+                    in.gb200_decode.gpu().name, rack, node));
+  }
+  judge_ep_claim(c, across, within);
+  return c;
+}
+
 }  // namespace
 
 std::vector<Claim> check_claims(const ClaimInputs& in) {
-  return {kv_per_token(in), session_size(in),  persistent_kv(in), sessions_on_h200(in),
-          h100_weights(in), active_params(in), mhc_traffic(in),   h20_decode(in)};
+  return {kv_per_token(in),  session_size(in), persistent_kv(in), sessions_on_h200(in), h100_weights(in),
+          active_params(in), mhc_traffic(in),  h20_decode(in),    ep_group_size(in)};
+}
+
+std::vector<Claim> check_bundled_claims(const Catalog& catalog, const ModelAnalysis& v41_flash,
+                                        const SourcedValue& reserve_fraction) {
+  const ModelAnalysis v4_flash = analyze_model(load_model_by_name(catalog, "deepseek_v4_flash"));
+  const GpuProfile h100 = load_gpu_profile_by_name(catalog, "h100_sxm");
+  const GpuProfile h200 = load_gpu_profile_by_name(catalog, "h200");
+  const auto decode = [&catalog](const char* gpu) {
+    return std::make_unique<GpuCostModel>(catalog.data_dir(), catalog.resolve_gpu(gpu), true);
+  };
+  const auto h20_decode = decode("h20"), h100_decode = decode("h100_sxm"), h200_decode = decode("h200"),
+             gb200_decode = decode("gb200_nvl72");
+  return check_claims({v41_flash, v4_flash, h100, h200, reserve_fraction, h20_decode->cost(),
+                       h100_decode->cost(), h200_decode->cost(), gb200_decode->cost()});
 }
 
 std::string verdict_text(const Claim& c) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/common/catalog.h"
 #include "sim/common/sourced_value.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/hw/gpu_profile.h"
@@ -34,9 +35,18 @@ struct ClaimInputs {
   // the H20 is the better decode GPU.
   const KernelCostModel& h20_decode;
   const KernelCostModel& h100_decode;
+  // Decode on an H200 node and a GB200 NVL72 rack, for the claim that EP is
+  // best kept within one machine and the rack's NVLink domain no longer pays.
+  const KernelCostModel& h200_decode;
+  const KernelCostModel& gb200_decode;
 };
 
 std::vector<Claim> check_claims(const ClaimInputs& inputs);
+// The same on the catalog's bundled files: V4-Flash, the H100 and H200
+// profiles, and decode (CUDA-graph replay) on the H20, H100, H200 and GB200
+// NVL72; `v41_flash` as the caller has it (the report's model).
+std::vector<Claim> check_bundled_claims(const Catalog& catalog, const ModelAnalysis& v41_flash,
+                                        const SourcedValue& reserve_fraction);
 
 std::string verdict_text(const Claim& claim);
 Table claims_table(const std::vector<Claim>& claims);

@@ -817,15 +817,7 @@ std::string kv_section(const std::vector<ModelAnalysis>& models, const StudyOpti
 
 std::string claims_section(const Catalog& catalog, const ModelAnalysis& focus, const StudyOptions& o,
                            nlohmann::json& json) {
-  const auto find_model = [&](const char* name) { return analyze_model(load_model_by_name(catalog, name)); };
-  const auto find_gpu = [&](const char* name) { return load_gpu_profile_by_name(catalog, name); };
-  const ModelAnalysis v4_flash = find_model("deepseek_v4_flash");
-  const GpuProfile h100 = find_gpu("h100_sxm");
-  const GpuProfile h200 = find_gpu("h200");
-  const GpuCostModel h20_decode(catalog.data_dir(), catalog.resolve_gpu("h20"), true);
-  const GpuCostModel h100_decode(catalog.data_dir(), catalog.resolve_gpu("h100_sxm"), true);
-  const auto claims =
-      check_claims({focus, v4_flash, h100, h200, o.reserve_fraction, h20_decode.cost(), h100_decode.cost()});
+  const auto claims = check_bundled_claims(catalog, focus, o.reserve_fraction);
   json = claims_json(claims)["claims"];
   return "## Claims of the seed article\n\n" + claims_table(claims).to_markdown();
 }

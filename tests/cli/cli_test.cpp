@@ -109,10 +109,11 @@ TEST(Cli, FitJsonKeys) {
 
 TEST(Cli, ClaimsJson) {
   const auto c = run_json("claims");
-  ASSERT_EQ(c["claims"].size(), 8u);
+  ASSERT_EQ(c["claims"].size(), 9u);
   EXPECT_EQ(c["claims"][0]["verdict"], "holds");
   EXPECT_EQ(c["claims"][2]["id"], "persistent_kv_eighth");
   EXPECT_EQ(c["claims"][7]["id"], "h20_decode");
+  EXPECT_EQ(c["claims"][8]["id"], "ep_group_size");
 }
 
 TEST(Cli, StepJsonAndTrace) {
@@ -1693,6 +1694,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set workloads/deployments/h20_pd_16.yaml:reserve_fraction=0.5 run --deployment h20_pd_16 "
                "--duration 10",
                "a GPU with more HBM or a reserve_fraction below 0.4943)"},
+        // claims sizes an EP group to the rack's NVLink domain: one past what V4.1's
+        // 384 experts deal over (768 ranks, a replica each) is named at its line.
+        BadRun{"--set hw_profiles/gb200_nvl72.yaml:nvlink_domain_gpus=769 claims",
+               "gb200_nvl72.yaml:20: field 'nvlink_domain_gpus': expected at most 768 GPUs in one NVLink "
+               "domain"},
         // A what-if's list index is digits: -1 once read as the largest index there is.
         BadRun{"--set workloads/chat_and_agents.yaml:mix[-1].share=0.5 kv",
                "field 'mix[-1].share': expected a list index (0, 1, ...) in [ ], got '-1'"},

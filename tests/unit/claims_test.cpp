@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "sim/capacity/memory_fit.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/hw/gpu_profile_loader.h"
@@ -21,14 +24,19 @@ class ClaimsTest : public ::testing::Test {
   GpuProfile h200_ = load_gpu_profile_file(gpu_path("h200"));
   GpuCostModel h20_decode_{V41SIM_SOURCE_DIR, gpu_path("h20"), true};
   GpuCostModel h100_decode_{V41SIM_SOURCE_DIR, gpu_path("h100_sxm"), true};
+  GpuCostModel h200_decode_{V41SIM_SOURCE_DIR, gpu_path("h200"), true};
+  GpuCostModel gb200_decode_{V41SIM_SOURCE_DIR, gpu_path("gb200_nvl72"), true};
 
   // The decode GPUs the H20 claim compares, as "H20" and "H100" (swappable).
   const GpuCostModel* h20_as_ = &h20_decode_;
   const GpuCostModel* h100_as_ = &h100_decode_;
+  // The node and the rack the EP claim compares (swappable too).
+  const GpuCostModel* node_as_ = &h200_decode_;
+  const GpuCostModel* rack_as_ = &gb200_decode_;
 
   Claim find(const std::string& id) {
-    for (const Claim& c : check_claims(
-             {v41_, v4_, h100_, h200_, default_reserve_fraction(), h20_as_->cost(), h100_as_->cost()})) {
+    for (const Claim& c : check_claims({v41_, v4_, h100_, h200_, default_reserve_fraction(), h20_as_->cost(),
+                                        h100_as_->cost(), node_as_->cost(), rack_as_->cost()})) {
       if (c.id == id) return c;
     }
     ADD_FAILURE() << "no claim " << id;
@@ -101,6 +109,55 @@ TEST_F(ClaimsTest, HoldsOnlyIfNamesTheAssumption) {
   const Claim c = find("h200_sessions");
   EXPECT_NE(verdict_text(c).find("no weights"), std::string::npos);
   EXPECT_GE(c.findings.size(), 3u);
+}
+
+}  // namespace
+}  // namespace v41sim
+
+namespace v41sim {
+namespace {
+
+// The EP claim sets a node's group against one twice its size over the
+// network, and against one over the rack's whole NVLink domain: each
+// comparison is a finding, and the verdict names what each showed.
+TEST_F(ClaimsTest, EpGroupSizeComparesAcrossNodesAndWithinTheRack) {
+  const Claim c = find("ep_group_size");
+  ASSERT_EQ(c.findings.size(), 3u);
+  EXPECT_NE(c.findings[1].find("EP 8 / EP 16 over 2 NVLink domains"), std::string::npos) << c.findings[1];
+  EXPECT_NE(c.findings[2].find("EP 8 / EP 72 (48 replicas)"), std::string::npos) << c.findings[2];
+  ASSERT_EQ(c.verdict, Verdict::kHoldsOnlyIf) << c.condition;
+  EXPECT_NE(c.condition.find("on H200, EP 16 over 2 NVLink domains is"), std::string::npos) << c.condition;
+  EXPECT_NE(c.condition.find("on GB200 NVL72, EP 72 (48 replicas) is"), std::string::npos) << c.condition;
+}
+
+// A "rack" whose NVLink domain is no larger than a node's has no larger group
+// within it: the claim is judged across nodes alone, and says why.
+TEST_F(ClaimsTest, EpGroupSizeWithoutALargerDomainJudgesAcrossNodesAlone) {
+  rack_as_ = &h200_decode_;
+  const Claim c = find("ep_group_size");
+  ASSERT_EQ(c.findings.size(), 3u);
+  EXPECT_NE(c.findings[2].find("no larger group within it to compare"), std::string::npos) << c.findings[2];
+  EXPECT_EQ(c.condition.find("GB200"), std::string::npos) << c.condition;
+}
+
+// A domain past what the routed experts deal over is refused at its line.
+TEST_F(ClaimsTest, EpGroupSizeRefusesADomainTheExpertsCannotFill) {
+  std::ifstream in(gpu_path("gb200_nvl72"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "nvlink_domain_gpus: {value: 72,";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "nvlink_domain_gpus: {value: 800,");
+  const auto path = std::filesystem::temp_directory_path() / "v41sim_claims_rack_800.yaml";
+  std::ofstream(path) << text;
+  const GpuCostModel wide(V41SIM_SOURCE_DIR, path.string(), true);
+  rack_as_ = &wide;
+  try {
+    find("ep_group_size");
+    ADD_FAILURE() << "a domain of 800 GPUs was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "nvlink_domain_gpus");
+    EXPECT_NE(std::string(e.what()).find("expected at most 768 GPUs"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
