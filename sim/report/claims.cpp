@@ -409,8 +409,8 @@ struct EpComparison {
   std::string gpu;     // "H200"
   std::string larger;  // "EP 16 over 2 NVLink domains"
   std::string findings;
-  std::vector<std::pair<int64_t, double>>
-      ratios;  // batch, the larger group's time per token over the smaller's
+  // Per batch, the larger group's time per output token over the smaller's.
+  std::vector<std::pair<int64_t, double>> ratios;
 
   bool larger_slower_everywhere() const {
     return std::all_of(ratios.begin(), ratios.end(), [](const auto& r) { return r.second > 1; });
