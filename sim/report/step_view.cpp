@@ -333,6 +333,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
+  if (r.model.spec.mhc) summary.add_note(kMhcProjectionAssumption);
   if (!r.model.spec.moe) {
     summary.add_note(r.model.spec.name + ": " + std::string(kDenseModelStep));
   } else if (r.graph.shape.ep > 1) {

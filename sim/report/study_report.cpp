@@ -218,6 +218,7 @@ void add_step_times_notes(const ModelAnalysis& focus, const StepTimesNotes& note
       "in latency-bound GEMMs: time of the GEMMs whose load pipelines (shared-memory stages refilled once "
       "per "
       "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
+  if (focus.spec.mhc) table.add_note(kMhcProjectionAssumption);
 }
 
 // Decode step and prefill per 1K prompt tokens on every GPU profile, by layer mode.

@@ -205,6 +205,17 @@ TEST(Cli, StepSaysWhetherItsSequencesFit) {
   EXPECT_NE(alone.output.find("the weights alone"), std::string::npos) << alone.output;
 }
 
+// What mHC's kernels leave untimed is named where a model has mHC, not where
+// it has none (V3's one residual).
+TEST(Cli, StepNamesTheMhcProjectionAssumption) {
+  const std::string note = "mHC: each site's projection of the flattened streams";
+  const RunResult v41 = run("step --hw h200 --phase decode --batch 4 --context 8192");
+  EXPECT_NE(v41.output.find(note), std::string::npos) << v41.output;
+  const RunResult v3 = run("step --model deepseek_v3 --hw h200 --phase decode --batch 4 --context 8192");
+  EXPECT_EQ(v3.exit_code, 0) << v3.output;
+  EXPECT_EQ(v3.output.find(note), std::string::npos) << v3.output;
+}
+
 // A chunk whose residual streams pass the activation reserve cannot run: a
 // plan's variant says so in its row, at the flag that set it.
 TEST(Cli, PlanRefusesAChunkPastTheActivationReserve) {
