@@ -75,8 +75,12 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
       request.dense_placement == DensePlacement::kReplicated ? 1.0 : 1.0 / static_cast<double>(request.gpus);
   fit.dense_bytes_per_gpu = (weights.dense + weights.mhc) * share;
   fit.embedding_bytes_per_gpu = weights.embedding * share;
-  fit.weight_bytes_per_gpu =
-      fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu + fit.embedding_bytes_per_gpu;
+  // The draft's experts spread over the EP group without replicas (the step
+  // graph gives them none); the rest of its stages sits beside the dense weights.
+  fit.draft_bytes_per_gpu =
+      weights.draft_experts / static_cast<double>(request.ep) + weights.draft_other * share;
+  fit.weight_bytes_per_gpu = fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu +
+                             fit.embedding_bytes_per_gpu + fit.draft_bytes_per_gpu;
   fit.reserve_bytes_per_gpu = reserve_bytes_per_gpu(gpu, request.reserve_fraction.value());
   fit.kv_bytes_per_gpu = fit.hbm_bytes_per_gpu - fit.weight_bytes_per_gpu - fit.reserve_bytes_per_gpu;
   fit.session_bytes = model.kv.session_bytes(request.context_tokens);

@@ -46,6 +46,7 @@ struct FitResult {
   double routed_expert_bytes_per_gpu = 0;
   double dense_bytes_per_gpu = 0;      // attention, mHC mixing, shared experts, routers, dense MLPs
   double embedding_bytes_per_gpu = 0;  // embedding + head
+  double draft_bytes_per_gpu = 0;      // the speculative draft's stages (DSpark)
   double weight_bytes_per_gpu = 0;
   double reserve_bytes_per_gpu = 0;
   double kv_bytes_per_gpu = 0;

@@ -77,6 +77,31 @@ int64_t layer_active(const ModelSpec& m, const LayerParams& p) {
   return p.attention() + p.router + p.shared_experts + top_k * p.routed_expert_each + p.dense_mlp + p.mhc;
 }
 
+// A draft stage as the step graph builds it (step_graph.cpp draft_stage): a
+// window-only attention block with mHC, and an MoE of the draft's own routed
+// experts at the backbone's expert width, without shared experts (the widths
+// are the model file's assumption).
+LayerParams draft_stage_params(const ModelSpec& m) {
+  LayerPlanEntry e;
+  e.role = LayerRole::kWindowOnly;
+  e.mode = "Draft";
+  e.layer = m.num_layers + 1;
+  e.has_window = m.attention.sliding_window > 0;
+  LayerParams p = layer_params(m, e);
+  const DraftSpec& d = *m.draft;
+  const int64_t h = m.hidden_size;
+  const int64_t width = m.moe ? m.moe->expert_intermediate : m.dense_mlp.intermediate;
+  p.router = p.shared_experts = p.routed_experts = p.routed_expert_each = p.dense_mlp = 0;
+  if (d.routed_experts > 0) {
+    p.router = h * d.routed_experts;
+    p.routed_expert_each = kGatedMlpMatrices * h * width;
+    p.routed_experts = d.routed_experts * p.routed_expert_each;
+  } else {
+    p.dense_mlp = kGatedMlpMatrices * h * width;
+  }
+  return p;
+}
+
 }  // namespace
 
 int64_t ParamCounts::backbone_total() const {
@@ -104,6 +129,10 @@ ParamCounts count_params(const ModelSpec& model, const LayerPlan& plan) {
   counts.lm_head = model.tied_embeddings ? 0 : model.vocab_size * model.hidden_size;
   if (model.engram) {
     for (int64_t rows : model.engram->table_rows) counts.engram += rows * model.engram->row_dim;
+  }
+  if (model.draft) {
+    counts.draft_stage = draft_stage_params(model);
+    counts.draft_stages = model.draft->stages;
   }
   return counts;
 }
@@ -158,6 +187,16 @@ WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, cons
   bytes.dense = dense * formats.dense.bytes_per_value();
   if (model.mhc) bytes.mhc = mhc * model.mhc->projection.bytes_per_value();
   bytes.embedding = embedding * formats.embedding.bytes_per_value();
+  if (counts.draft_stages > 0) {
+    const auto stages = static_cast<double>(counts.draft_stages);
+    const LayerParams& d = counts.draft_stage;
+    bytes.draft_experts =
+        stages * static_cast<double>(d.routed_experts) * formats.routed_experts.bytes_per_value();
+    bytes.draft_other =
+        stages *
+        (static_cast<double>(d.total() - d.routed_experts - d.mhc) * formats.dense.bytes_per_value() +
+         (model.mhc ? static_cast<double>(d.mhc) * model.mhc->projection.bytes_per_value() : 0));
+  }
   if (model.engram) {
     int64_t rows = 0;
     for (int64_t r : model.engram->table_rows) rows += r;

@@ -37,8 +37,12 @@ struct ParamCounts {
   int64_t embedding = 0;
   int64_t lm_head = 0;
   int64_t engram = 0;  // host-resident n-gram tables
+  // The speculative draft's stages (DSpark), alike; not part of the backbone.
+  LayerParams draft_stage;
+  int64_t draft_stages = 0;
 
-  int64_t backbone_total() const;  // everything but Engram
+  int64_t backbone_total() const;  // everything but Engram and the draft
+  int64_t draft_total() const { return draft_stages * draft_stage.total(); }
   int64_t routed_expert_total() const;
   int64_t mhc_total() const;
 };
@@ -56,8 +60,12 @@ struct WeightBytes {
   double dense = 0;      // attention, shared experts, routers, dense MLPs
   double embedding = 0;  // input embedding + output head
   double mhc = 0;        // mHC's mixing projections (replicated as the dense weights are)
-  double host = 0;       // Engram tables in host memory
-  double gpu_total() const { return routed_experts + dense + mhc + embedding; }
+  // The draft's stages: their routed experts (spread over the EP group, no
+  // replicas) and the rest (attention, routers, mHC; replicated).
+  double draft_experts = 0;
+  double draft_other = 0;
+  double host = 0;  // Engram tables in host memory
+  double gpu_total() const { return routed_experts + dense + mhc + embedding + draft_experts + draft_other; }
 };
 
 // What WeightBytes::dense holds for this model, its parts named: e.g.

@@ -211,9 +211,18 @@ Claim h100_weights(const ClaimInputs& in) {
       fit_memory(m, in.h100, node_request(context, all_fp8, DensePlacement::kReplicated, no_reserve));
   const FitResult released =
       fit_memory(m, in.h100, node_request(context, m.spec.weights, DensePlacement::kReplicated, no_reserve));
-  c.findings.push_back(fmt::format("all weights FP8 ({}), split evenly over 8: {:.1f} GB/GPU, {:.1f} GB left",
-                                   m.spec.weights.dense.describe(), even.weight_bytes_per_gpu / kGB,
-                                   even.kv_bytes_per_gpu / kGB));
+  // The article counts the backbone (552B); a deployment that drafts holds the draft's stages too.
+  const double backbone_even = even.weight_bytes_per_gpu - even.draft_bytes_per_gpu;
+  const double left_even = even.kv_bytes_per_gpu + even.draft_bytes_per_gpu;
+  std::string with_draft;
+  if (m.spec.draft) {
+    with_draft = fmt::format(" (with the {} draft's {:.1f}B parameters: {:.1f} GB/GPU, {:.1f} GB left)",
+                             m.spec.draft->kind, static_cast<double>(m.params.draft_total()) / 1e9,
+                             even.weight_bytes_per_gpu / kGB, even.kv_bytes_per_gpu / kGB);
+  }
+  c.findings.push_back(
+      fmt::format("all weights FP8 ({}), split evenly over 8: {:.1f} GB/GPU, {:.1f} GB left{}",
+                  m.spec.weights.dense.describe(), backbone_even / kGB, left_even / kGB, with_draft));
   c.findings.push_back(
       fmt::format("all FP8 with attention/shared/embedding replicated (DP attention): "
                   "{:.1f} GB/GPU, {:.1f} GB left",
@@ -222,11 +231,15 @@ Claim h100_weights(const ClaimInputs& in) {
       fmt::format("released FP4 experts ({}), rest replicated: {:.1f} GB/GPU, {:.1f} GB left",
                   m.spec.weights.routed_experts.describe(), released.weight_bytes_per_gpu / kGB,
                   released.kv_bytes_per_gpu / kGB));
-  const bool arithmetic = near(even.weight_bytes_per_gpu, 69e9) && near(even.kv_bytes_per_gpu, 11e9);
+  const bool arithmetic = near(backbone_even, 69e9) && near(left_even, 11e9);
   c.verdict = arithmetic ? Verdict::kHoldsOnlyIf : Verdict::kDoesNotHold;
   c.condition =
       "every weight (experts included) is FP8 and all of them, attention and embeddings too, "
-      "are split evenly over the 8 GPUs; the released FP4 experts halve the expert bytes";
+      "are split evenly over the 8 GPUs" +
+      std::string(m.spec.draft ? ", and the speculative draft's stages, which a deployment that drafts holds "
+                                 "too, are left out"
+                               : "") +
+      "; the released FP4 experts halve the expert bytes";
   return c;
 }
 

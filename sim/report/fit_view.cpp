@@ -31,6 +31,11 @@ Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest&
   }
   t.add_row({dense_weights_label(m.spec, true), format_bytes(f.dense_bytes_per_gpu), "derived"});
   t.add_row({"embedding + head", format_bytes(f.embedding_bytes_per_gpu), "derived"});
+  if (m.spec.draft) {
+    t.add_row({fmt::format("{} draft, {} stages (experts / EP, the rest as the dense weights)",
+                           m.spec.draft->kind, m.spec.draft->stages),
+               format_bytes(f.draft_bytes_per_gpu), "derived (widths assumed as the model file says)"});
+  }
   t.add_row({"weights total", format_bytes(f.weight_bytes_per_gpu), "derived"});
   t.add_row({"activation / workspace reserve", format_bytes(f.reserve_bytes_per_gpu),
              r.reserve_fraction.provenance().label()});

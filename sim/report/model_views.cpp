@@ -113,6 +113,11 @@ std::vector<Table> params_tables(const ModelAnalysis& m) {
         {fmt::format("prefill decoder tail (last {} tokens, per token)", m.active.prefill_tail_tokens),
          format_count(static_cast<double>(m.active.prefill_tail_params_per_token)), "-"});
   }
+  if (m.params.draft_stages > 0) {
+    counts.add_row({fmt::format("{} draft ({} stages; widths assumed, not in the published total)",
+                                m.spec.draft->kind, m.params.draft_stages),
+                    format_count(static_cast<double>(m.params.draft_total())), "-"});
+  }
   if (m.params.engram > 0) {
     counts.add_row(
         {"host-resident (Engram tables)", format_count(static_cast<double>(m.params.engram)), "-"});
@@ -132,6 +137,12 @@ std::vector<Table> params_tables(const ModelAnalysis& m) {
     bytes.add_row({"mHC mixing projections", m.spec.mhc->projection.describe(), format_bytes(m.weights.mhc)});
   }
   bytes.add_row({"embedding + head", m.spec.weights.embedding.describe(), format_bytes(m.weights.embedding)});
+  if (m.spec.draft) {
+    bytes.add_row({fmt::format("{} draft: routed experts", m.spec.draft->kind),
+                   m.spec.weights.routed_experts.describe(), format_bytes(m.weights.draft_experts)});
+    bytes.add_row({fmt::format("{} draft: attention, routers, mHC", m.spec.draft->kind),
+                   m.spec.weights.dense.describe(), format_bytes(m.weights.draft_other)});
+  }
   bytes.add_row({"GPU-resident total", "", format_bytes(m.weights.gpu_total())});
   bytes.add_row({"host-resident total", m.spec.engram ? m.spec.cache(m.spec.engram->row_cache).name : "-",
                  format_bytes(m.weights.host)});
@@ -153,6 +164,8 @@ nlohmann::json params_json(const ModelAnalysis& m) {
            {{"routed_experts", m.weights.routed_experts},
             {"dense", m.weights.dense},
             {"mhc", m.weights.mhc},
+            {"draft_experts", m.weights.draft_experts},
+            {"draft_other", m.weights.draft_other},
             {"embedding", m.weights.embedding}}},
           {"weight_formats",
            {{"routed_experts", m.spec.weights.routed_experts.describe()},

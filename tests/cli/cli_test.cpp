@@ -1699,12 +1699,12 @@ INSTANTIATE_TEST_SUITE_P(
             "--set workloads/deployments/h20_pd_16.yaml:reserve_fraction=0.5 run --deployment h20_pd_16 "
             "--duration 10",
             "h20_pd_16.yaml:27: field 'reserve_fraction': DeepSeek-V4.1-Flash does not fit on 8 x NVIDIA H20 "
-            "96GB at EP 8 (replicated dense weights): 48.5 GB of weights + 48.0 GB reserve per GPU exceed "
+            "96GB at EP 8 (replicated dense weights): 49.8 GB of weights + 48.0 GB reserve per GPU exceed "
             "96.0 GB of HBM (try a larger ep"},
-        // The reserve that would leave room for KV: (96.0 - 48.5) / 96.0 of the H20's HBM.
+        // The reserve that would leave room for KV: (96.0 - 49.8) / 96.0 of the H20's HBM.
         BadRun{"--set workloads/deployments/h20_pd_16.yaml:reserve_fraction=0.5 run --deployment h20_pd_16 "
                "--duration 10",
-               "a GPU with more HBM or a reserve_fraction below 0.4943)"},
+               "a GPU with more HBM or a reserve_fraction below 0.4808)"},
         // claims sizes an EP group to the rack's NVLink domain: one past what V4.1's
         // 384 experts deal over (768 ranks, a replica each) is named at its line.
         BadRun{"--set hw_profiles/gb200_nvl72.yaml:nvlink_domain_gpus=769 claims",

@@ -25,6 +25,10 @@ TEST(MemoryFit, ArithmeticAddsUp) {
   EXPECT_DOUBLE_EQ(f.routed_expert_bytes_per_gpu, m.weights.routed_experts / 8);
   EXPECT_GT(m.weights.mhc, 0);  // mHC's projections, replicated with the dense weights
   EXPECT_DOUBLE_EQ(f.dense_bytes_per_gpu, m.weights.dense + m.weights.mhc);
+  // The draft's experts spread over EP 8; the rest of its stages on every GPU.
+  EXPECT_DOUBLE_EQ(f.draft_bytes_per_gpu, m.weights.draft_experts / 8 + m.weights.draft_other);
+  EXPECT_DOUBLE_EQ(f.weight_bytes_per_gpu, f.routed_expert_bytes_per_gpu + f.dense_bytes_per_gpu +
+                                               f.embedding_bytes_per_gpu + f.draft_bytes_per_gpu);
   EXPECT_DOUBLE_EQ(f.reserve_bytes_per_gpu, 0.10 * 141e9);
   EXPECT_NEAR(f.kv_bytes_per_gpu + f.weight_bytes_per_gpu + f.reserve_bytes_per_gpu, 141e9, 1.0);
   EXPECT_EQ(f.sessions_per_gpu, static_cast<int64_t>(std::floor(f.kv_bytes_per_gpu / f.session_bytes)));

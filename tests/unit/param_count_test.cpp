@@ -89,5 +89,33 @@ TEST(ParamCount, MhcProjectionsAreCountedInTheirOwnFormat) {
   EXPECT_EQ(analyze("deepseek_v3").weights.mhc, 0.0);
 }
 
+// V4.1's DSpark draft: three stages, each a window-only attention block and
+// 128 routed experts of the backbone's width (no shared expert), as the step
+// graph builds them; counted beside the backbone, not in it. Its experts take
+// the routed experts' format, the rest the dense weights'.
+TEST(ParamCount, TheDraftStagesAreCountedBesideTheBackbone) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  const ParamCounts& p = v41.params;
+  ASSERT_EQ(p.draft_stages, 3);
+  const int64_t h = v41.spec.hidden_size;
+  const int64_t each = 3 * h * v41.spec.moe->expert_intermediate;
+  EXPECT_EQ(p.draft_stage.routed_experts, 128 * each);
+  EXPECT_EQ(p.draft_stage.router, 128 * h);
+  EXPECT_EQ(p.draft_stage.shared_experts, 0);
+  EXPECT_EQ(p.draft_stage.compressor, 0);  // window-only: no compressed KV
+  EXPECT_EQ(p.draft_total(), 3 * p.draft_stage.total());
+  EXPECT_DOUBLE_EQ(v41.weights.draft_experts, 3.0 * static_cast<double>(p.draft_stage.routed_experts) *
+                                                  v41.spec.weights.routed_experts.bytes_per_value());
+  EXPECT_GT(v41.weights.draft_other, 0);
+  const double without_draft =
+      v41.weights.routed_experts + v41.weights.dense + v41.weights.mhc + v41.weights.embedding;
+  EXPECT_DOUBLE_EQ(v41.weights.gpu_total(),
+                   without_draft + v41.weights.draft_experts + v41.weights.draft_other);
+  // No draft block, nothing counted.
+  const ModelAnalysis v3 = analyze("deepseek_v3");
+  EXPECT_EQ(v3.params.draft_total(), 0);
+  EXPECT_EQ(v3.weights.draft_experts + v3.weights.draft_other, 0.0);
+}
+
 }  // namespace
 }  // namespace v41sim

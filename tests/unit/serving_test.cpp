@@ -2173,7 +2173,7 @@ TEST(Serving, PrefillKvMemoryBoundsThePromptsWaitingForDecode) {
   f.deployment.prefill.instances = 1;
   f.deployment.decode.instances = 1;
   f.deployment.decode.max_batch_per_gpu = 1;
-  f.deployment.reserve_fraction = 0.64;  // about 2.3 GB of KV per H200 after 48.5 GB of weights
+  f.deployment.reserve_fraction = 0.64;  // about 0.9 GB of KV per H200 after 49.8 GB of weights
   f.workload.sessions_per_s = 4;
   f.workload.turns = {Distribution::Kind::kFixed, 1, 0, 1, 1};
   f.workload.first_input_tokens = {Distribution::Kind::kFixed, 100000, 0, 100000, 100000};
