@@ -78,6 +78,7 @@ nlohmann::json fit_json(const ModelAnalysis& m, const GpuProfile& gpu, const Fit
           {"routed_expert_bytes_per_gpu", f.routed_expert_bytes_per_gpu},
           {"dense_bytes_per_gpu", f.dense_bytes_per_gpu},
           {"embedding_bytes_per_gpu", f.embedding_bytes_per_gpu},
+          {"draft_bytes_per_gpu", f.draft_bytes_per_gpu},
           {"weight_bytes_per_gpu", f.weight_bytes_per_gpu},
           {"reserve_bytes_per_gpu", f.reserve_bytes_per_gpu},
           {"kv_bytes_per_gpu", f.kv_bytes_per_gpu},

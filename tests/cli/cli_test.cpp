@@ -103,6 +103,11 @@ TEST(Cli, FitJsonKeys) {
   for (const char* key : {"weight_bytes_per_gpu", "kv_bytes_per_gpu", "sessions"})
     EXPECT_TRUE(f.contains(key)) << key;
   EXPECT_GT(f["sessions"].get<int64_t>(), 0);
+  // The weights are their parts, the speculative draft's among them.
+  EXPECT_GT(f["draft_bytes_per_gpu"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(f["weight_bytes_per_gpu"].get<double>(),
+                   f["routed_expert_bytes_per_gpu"].get<double>() + f["dense_bytes_per_gpu"].get<double>() +
+                       f["embedding_bytes_per_gpu"].get<double>() + f["draft_bytes_per_gpu"].get<double>());
   const auto fp8 = run_json("fit --hw h200 --weights-dtype fp8");
   EXPECT_GT(fp8["weight_bytes_per_gpu"].get<double>(), f["weight_bytes_per_gpu"].get<double>());
 }
