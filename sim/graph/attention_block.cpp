@@ -1,5 +1,7 @@
 #include "sim/graph/attention_block.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -308,6 +310,21 @@ MhcWork mhc_work(const ModelSpec& m) {
 }
 
 }  // namespace
+
+std::string mhc_projection_assumption(const ModelSpec& m) {
+  if (!m.mhc) return "";
+  const double s = static_cast<double>(m.mhc->streams);
+  const double h = static_cast<double>(m.hidden_size);
+  const double projection_flops = 2.0 * s * h * (2.0 + s) * s;
+  const double fused_stream_bytes = (2.0 * s + 2.0) * h * kBf16ActivationBytes;
+  return fmt::format(
+      "mHC: each site's projection of the flattened streams to their mixing logits (on the tensor cores, "
+      "{:.1f} FLOPs a byte of the streams the fused kernel moves) is taken as hidden under that traffic, "
+      "with the read of its {} weights (assumed; vLLM runs it as DeepGEMM's tf32_hc_prenorm_gemm); the "
+      "norms, "
+      "sigmoids, softmax and {} Sinkhorn iterations run on the CUDA cores, counted",
+      projection_flops / fused_stream_bytes, m.mhc->projection.describe(), m.mhc->sinkhorn_iters);
+}
 
 double residual_bytes_per_token(const ModelSpec& m) {
   const double streams = m.mhc ? static_cast<double>(m.mhc->streams) : 1.0;

@@ -98,36 +98,24 @@ LayerKernels output_head(const ModelAnalysis& model, double tokens) {
   return layer_of(m.num_layers, "Head", tokens, std::move(kernels));
 }
 
-// A DSpark stage: a window-only attention block and its own MoE, run on
-// `block_size` positions per sequence. Its widths are not published; the
-// backbone's are assumed (see the model file's draft block). The stages run
-// alike; this is the first, numbered after the head.
+// A DSpark stage (draft_stage_shape: the shape its parameter count uses too),
+// run on `block_size` positions per sequence. The stages run alike; this is
+// the first, numbered after the head.
 LayerKernels draft_stage(const ModelAnalysis& model, const StepShape& s) {
-  const ModelSpec& m = model.spec;
-  const DraftSpec& d = *m.draft;
-  static const LayerPlanEntry kDraftPlan = [] {
-    LayerPlanEntry e;
-    e.role = LayerRole::kWindowOnly;
-    e.mode = "Draft";
-    e.has_window = true;
-    return e;
-  }();
-  LayerPlanEntry plan = kDraftPlan;
-  plan.layer = m.num_layers + 1;
-  plan.has_window = m.attention.sliding_window > 0;
-  LayerContext c{model, s, plan};
-  c.tokens = c.kv_tokens = static_cast<double>(s.batch * d.block_size);
+  const DraftStageShape shape = draft_stage_shape(model.spec);
+  LayerContext c{model, s, shape.plan};
+  c.tokens = c.kv_tokens = static_cast<double>(s.batch * model.spec.draft->block_size);
   c.groups.push_back(
       {Phase::kDecode, static_cast<double>(s.batch), c.tokens, static_cast<double>(s.context), ""});
-  c.moe = d.routed_experts > 0;
-  c.routed_experts = d.routed_experts;
-  c.top_k = d.top_k;
-  c.ffn_intermediate = m.moe ? m.moe->expert_intermediate : m.dense_mlp.intermediate;
+  c.moe = shape.routed_experts > 0;
+  c.routed_experts = shape.routed_experts;
+  c.top_k = shape.top_k;
+  c.ffn_intermediate = shape.ffn_intermediate;
   std::vector<Kernel> kernels;
   KernelFactory f(kernels);
   add_attention_block(c, f);
   add_ffn_block(c, f);
-  return layer_of(plan.layer, "Draft", c.tokens, std::move(kernels));
+  return layer_of(shape.plan.layer, shape.plan.mode, c.tokens, std::move(kernels));
 }
 
 }  // namespace

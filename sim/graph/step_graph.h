@@ -42,13 +42,6 @@ inline constexpr const char* kBesidePromptsAssumption =
     "attention runs every rank once any rank has prompt tokens: DeepEP's auto mode picks normal, and the "
     "ranks' CUDA graphs replay only where every rank decodes)";
 
-// How mHC's kernels are timed, for outputs that show a model with mHC.
-inline constexpr const char* kMhcProjectionAssumption =
-    "mHC: each site's projection of the flattened streams to their mixing logits (on the tensor cores, some "
-    "10 FLOPs a byte of the streams it reads) is taken as hidden under the streams' traffic, with the read "
-    "of its FP32 weights (assumed; vLLM runs it as DeepGEMM's tf32_hc_prenorm_gemm); the norms, sigmoids, "
-    "softmax and Sinkhorn iterations run on the CUDA cores, counted";
-
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head and draft stages follow num_layers
   std::string mode;   // the layer plan's mode, or "Head" / "Draft"

@@ -160,4 +160,16 @@ class PlanBuilder {
 
 LayerPlan derive_layer_plan(const ModelSpec& model) { return PlanBuilder(model).build(); }
 
+DraftStageShape draft_stage_shape(const ModelSpec& model) {
+  DraftStageShape shape;
+  shape.plan.layer = model.num_layers + 1;
+  shape.plan.role = LayerRole::kWindowOnly;
+  shape.plan.mode = "Draft";
+  shape.plan.has_window = model.attention.sliding_window > 0;
+  shape.routed_experts = model.draft->routed_experts;
+  shape.top_k = model.draft->top_k;
+  shape.ffn_intermediate = model.moe ? model.moe->expert_intermediate : model.dense_mlp.intermediate;
+  return shape;
+}
+
 }  // namespace v41sim

@@ -50,4 +50,17 @@ class LayerPlanError : public std::runtime_error {
 
 LayerPlan derive_layer_plan(const ModelSpec& model);
 
+// A speculative draft stage (DSpark), the one shape both its parameter count
+// and its step graph use: a window-only layer numbered past the output head,
+// with a feed-forward of its own: the draft's routed experts at the backbone's
+// expert width and no shared expert, or a dense MLP of the backbone's width
+// where it has none (its widths are not published: the model file says so).
+struct DraftStageShape {
+  LayerPlanEntry plan;
+  int64_t routed_experts = 0;
+  int64_t top_k = 0;
+  int64_t ffn_intermediate = 0;
+};
+DraftStageShape draft_stage_shape(const ModelSpec& model);  // model.draft set
+
 }  // namespace v41sim

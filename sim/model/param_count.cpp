@@ -77,27 +77,19 @@ int64_t layer_active(const ModelSpec& m, const LayerParams& p) {
   return p.attention() + p.router + p.shared_experts + top_k * p.routed_expert_each + p.dense_mlp + p.mhc;
 }
 
-// A draft stage as the step graph builds it (step_graph.cpp draft_stage): a
-// window-only attention block with mHC, and an MoE of the draft's own routed
-// experts at the backbone's expert width, without shared experts (the widths
-// are the model file's assumption).
+// A draft stage (draft_stage_shape, the shape its step graph builds): its
+// attention as a backbone layer of that plan has it, its own feed-forward.
 LayerParams draft_stage_params(const ModelSpec& m) {
-  LayerPlanEntry e;
-  e.role = LayerRole::kWindowOnly;
-  e.mode = "Draft";
-  e.layer = m.num_layers + 1;
-  e.has_window = m.attention.sliding_window > 0;
-  LayerParams p = layer_params(m, e);
-  const DraftSpec& d = *m.draft;
+  const DraftStageShape shape = draft_stage_shape(m);
+  LayerParams p = layer_params(m, shape.plan);
   const int64_t h = m.hidden_size;
-  const int64_t width = m.moe ? m.moe->expert_intermediate : m.dense_mlp.intermediate;
   p.router = p.shared_experts = p.routed_experts = p.routed_expert_each = p.dense_mlp = 0;
-  if (d.routed_experts > 0) {
-    p.router = h * d.routed_experts;
-    p.routed_expert_each = kGatedMlpMatrices * h * width;
-    p.routed_experts = d.routed_experts * p.routed_expert_each;
+  if (shape.routed_experts > 0) {
+    p.router = h * shape.routed_experts;
+    p.routed_expert_each = kGatedMlpMatrices * h * shape.ffn_intermediate;
+    p.routed_experts = shape.routed_experts * p.routed_expert_each;
   } else {
-    p.dense_mlp = kGatedMlpMatrices * h * width;
+    p.dense_mlp = kGatedMlpMatrices * h * shape.ffn_intermediate;
   }
   return p;
 }

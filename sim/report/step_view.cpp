@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/cost/error_band.h"
+#include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
 #include "sim/report/error_band_view.h"
 
@@ -333,7 +334,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
-  if (r.model.spec.mhc) summary.add_note(kMhcProjectionAssumption);
+  if (r.model.spec.mhc) summary.add_note(mhc_projection_assumption(r.model.spec));
   if (!r.model.spec.moe) {
     summary.add_note(r.model.spec.name + ": " + std::string(kDenseModelStep));
   } else if (r.graph.shape.ep > 1) {

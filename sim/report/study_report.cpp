@@ -27,6 +27,7 @@
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/costing/shared_step_times.h"
+#include "sim/graph/attention_block.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
@@ -218,7 +219,7 @@ void add_step_times_notes(const ModelAnalysis& focus, const StepTimesNotes& note
       "in latency-bound GEMMs: time of the GEMMs whose load pipelines (shared-memory stages refilled once "
       "per "
       "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
-  if (focus.spec.mhc) table.add_note(kMhcProjectionAssumption);
+  if (focus.spec.mhc) table.add_note(mhc_projection_assumption(focus.spec));
 }
 
 // Decode step and prefill per 1K prompt tokens on every GPU profile, by layer mode.
