@@ -88,14 +88,19 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
 
 namespace {
 
-LayerKernels output_head(const ModelAnalysis& model, double tokens) {
+// The final norm and the projection onto the vocabulary of `tokens` rows,
+// numbered `layer`: the backbone's head, or the draft's (which reads the
+// same weights: kDraftHeadAssumption), its kernels named with `prefix`.
+LayerKernels output_head(const ModelAnalysis& model, double tokens, int64_t layer, const std::string& mode,
+                         const std::string& prefix) {
   const ModelSpec& m = model.spec;
   const double h = static_cast<double>(m.hidden_size);
   std::vector<Kernel> kernels;
   KernelFactory f(kernels);
-  f.elementwise("final_norm", tokens, h, tokens * h * 2.0 * kBf16ActivationBytes);
-  f.gemm("lm_head", tokens, static_cast<double>(m.vocab_size), h, m.weights.embedding, MathType::kBf16);
-  return layer_of(m.num_layers, "Head", tokens, std::move(kernels));
+  f.elementwise(prefix + "final_norm", tokens, h, tokens * h * 2.0 * kBf16ActivationBytes);
+  f.gemm(prefix + "lm_head", tokens, static_cast<double>(m.vocab_size), h, m.weights.embedding,
+         MathType::kBf16);
+  return layer_of(layer, mode, tokens, std::move(kernels));
 }
 
 // A DSpark stage (draft_stage_shape: the shape its parameter count uses too),
@@ -245,13 +250,17 @@ void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<Layer
                               ? s.batch * s.decode_tokens_per_sequence +
                                     (s.is_mixed() ? s.mixed_prefill.batch - s.mixed_prefill.continuing : 0)
                               : s.batch - s.continuing;
-  if (sampled > 0) put(output_head(model, static_cast<double>(sampled)));
+  const int64_t head = model.spec.num_layers;
+  if (sampled > 0) put(output_head(model, static_cast<double>(sampled), head, "Head", ""));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft) {
     // The stages run alike: one is built, and the others share its kernels
-    // as one more kind (numbered past the backbone's, in either list).
+    // as one more kind (numbered past the backbone's, in either list). Their
+    // block of positions then goes through the draft's head, of no kind.
     LayerKernels stage = draft_stage(model, s);
     stage.kind = static_cast<int64_t>(kinds.size());
-    for (int64_t i = 0; i < model.spec.draft->stages; ++i) put(stage).layer = stage.layer + i;
+    const int64_t stages = model.spec.draft->stages;
+    for (int64_t i = 0; i < stages; ++i) put(stage).layer = stage.layer + i;
+    put(output_head(model, stage.tokens, stage.layer + stages, kDraftHeadMode, "draft_"));
   }
   layers.resize(count);
 }

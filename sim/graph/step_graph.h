@@ -4,7 +4,8 @@
 // sequence; prefill runs every layer on the whole prompt, except under CED
 // (V4.1), where layers past the encoder run on the last `decoder_keep_tokens`
 // only and the decoder's KV-source layers still project the whole prompt.
-// After the backbone come the output head and, in decode, the draft stages.
+// After the backbone come the output head and, in decode, the draft stages
+// and the draft's head.
 //
 // Two-micro-batch overlap (StepShape::overlap_communication) splits the step
 // in two halves that take turns on the SMs and on the links: the graph then
@@ -42,16 +43,26 @@ inline constexpr const char* kBesidePromptsAssumption =
     "attention runs every rank once any rank has prompt tokens: DeepEP's auto mode picks normal, and the "
     "ranks' CUDA graphs replay only where every rank decodes)";
 
+// The mode of the layer that projects the draft's block onto the vocabulary.
+inline constexpr const char* kDraftHeadMode = "Draft head";
+
+// How the draft's output is modelled, for outputs that show a step with drafts.
+inline constexpr const char* kDraftHeadAssumption =
+    "each sequence's block of draft positions goes through a final norm and the backbone's output head "
+    "(its weights shared, none of the draft's own: assumed, as V3's MTP modules and DFlash's block "
+    "drafter share their target's head); the draft's Markov and confidence heads are left out (no "
+    "published shapes)";
+
 struct LayerKernels {
-  int64_t layer = 0;  // backbone layer id; head and draft stages follow num_layers
-  std::string mode;   // the layer plan's mode, or "Head" / "Draft"
+  int64_t layer = 0;  // backbone layer id; head, draft stages and draft head follow num_layers
+  std::string mode;   // the layer plan's mode, or "Head" / "Draft" / kDraftHeadMode
   double tokens = 0;
   // The layer's kernels, in launch order, never changed once built: layers of
   // one kind share one list, so a step's graph copies no kernel.
   std::shared_ptr<const std::vector<Kernel>> kernel_list = std::make_shared<const std::vector<Kernel>>();
   // Layers of one kind (the same number, within one list of layers) run the
   // same kernels: the graph built them once. Backbone kinds are numbered
-  // first, then the draft stages' one; -1: the head.
+  // first, then the draft stages' one; -1: the heads.
   int64_t kind = -1;
   const std::vector<Kernel>& kernels() const { return *kernel_list; }
 };

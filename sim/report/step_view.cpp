@@ -335,6 +335,8 @@ std::vector<Table> step_tables(const StepReport& r) {
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
   if (r.model.spec.mhc) summary.add_note(mhc_projection_assumption(r.model.spec));
+  if (r.graph.shape.phase == Phase::kDecode && r.graph.shape.include_draft && r.model.spec.draft)
+    summary.add_note(kDraftHeadAssumption);
   if (!r.model.spec.moe) {
     summary.add_note(r.model.spec.name + ": " + std::string(kDenseModelStep));
   } else if (r.graph.shape.ep > 1) {

@@ -129,7 +129,7 @@ TEST(Cli, StepJsonAndTrace) {
       "--trace " +
       trace);
   EXPECT_GT(step["total_time_us"].get<double>(), 0);
-  ASSERT_EQ(step["layers"].size(), 44u);  // 40 layers, head, 3 draft stages
+  ASSERT_EQ(step["layers"].size(), 45u);  // 40 layers, head, 3 draft stages, draft head
   EXPECT_EQ(step["layers"][24]["mode"], "Reindex");
   EXPECT_FALSE(step["layers"][24]["kernels"].empty());
   // The widening of FP4/FP8 operands: the step's total is its kernels' sum, and

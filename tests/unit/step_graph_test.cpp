@@ -507,16 +507,19 @@ void expect_each_layer_as_built_alone(const ModelAnalysis& m, const StepShape& m
     expect_same_kernels(layers[next], alone, at);
     ++next;
   }
-  // What follows the backbone is the head, of no kind, and the draft stages,
-  // one kind past every backbone kind, numbered on from the head.
+  // What follows the backbone is the head, of no kind, the draft stages, one
+  // kind past every backbone kind, numbered on from the head, and the
+  // draft's head, of no kind.
   int64_t backbone_kinds = 0;
   for (std::size_t i = 0; i < next; ++i) backbone_kinds = std::max(backbone_kinds, layers[i].kind + 1);
   const int64_t head = m.spec.num_layers;
+  const int64_t draft_head = head + 1 + (m.spec.draft ? m.spec.draft->stages : 0);
   for (; next < layers.size(); ++next) {
     const LayerKernels& layer = layers[next];
-    EXPECT_EQ(layer.kind, layer.layer == head ? -1 : backbone_kinds) << where << " layer " << layer.layer;
+    const bool a_head = layer.layer == head || layer.layer == draft_head;
+    EXPECT_EQ(layer.kind, a_head ? -1 : backbone_kinds) << where << " layer " << layer.layer;
     if (layer.layer > head) {
-      EXPECT_EQ(layer.mode, "Draft") << where;
+      EXPECT_EQ(layer.mode, layer.layer == draft_head ? kDraftHeadMode : "Draft") << where;
     }
   }
 }
@@ -731,6 +734,40 @@ TEST(StepGraph, LayersOfOneKindShareOneKernelList) {
   const auto drafts = std::count_if(g.layers.begin(), g.layers.end(),
                                     [](const LayerKernels& l) { return l.mode == "Draft"; });
   EXPECT_EQ(drafts, model.spec.draft->stages);
+}
+
+// The draft's block of positions a sequence ends in a projection onto the
+// vocabulary after the last stage: the backbone's head, run again on the
+// block (the same weights read again); a step without drafts runs none.
+TEST(StepGraph, TheDraftsBlockGoesThroughTheOutputHead) {
+  const ModelAnalysis model = analyze("deepseek_v4_1_flash");
+  const DraftSpec& draft = *model.spec.draft;
+  StepShape decode = shape(Phase::kDecode, 33, 65536);
+  decode.decode_tokens_per_sequence = 3;
+  decode.include_draft = true;
+  const StepGraph g = build_step_graph(model, decode);
+  const LayerKernels& last = g.layers.back();
+  EXPECT_EQ(last.mode, kDraftHeadMode);
+  EXPECT_EQ(last.layer, model.spec.num_layers + 1 + draft.stages);
+  EXPECT_EQ(last.kind, -1);
+  EXPECT_EQ(last.tokens, static_cast<double>(33 * draft.block_size));
+  const Kernel* draft_head = find_kernel(last, "draft_lm_head");
+  ASSERT_NE(draft_head, nullptr);
+  const double h = static_cast<double>(model.spec.hidden_size);
+  const double vocab = static_cast<double>(model.spec.vocab_size);
+  EXPECT_DOUBLE_EQ(draft_head->flops, 2.0 * last.tokens * vocab * h);
+  const auto head =
+      std::find_if(g.layers.begin(), g.layers.end(), [](const LayerKernels& l) { return l.mode == "Head"; });
+  ASSERT_NE(head, g.layers.end());
+  const Kernel* lm_head = find_kernel(*head, "lm_head");
+  ASSERT_NE(lm_head, nullptr);
+  // Both read the head's weights (vocab x hidden at the embedding's format)
+  // and their own rows in and logits out: the bytes part by the rows alone.
+  const double row_bytes = (lm_head->hbm_bytes - draft_head->hbm_bytes) / (head->tokens - last.tokens);
+  EXPECT_GT(draft_head->hbm_bytes - last.tokens * row_bytes, vocab * h * 0.5);
+  decode.include_draft = false;
+  const StepGraph plain = build_step_graph(model, decode);
+  EXPECT_EQ(plain.layers.back().mode, "Head");
 }
 
 }  // namespace
