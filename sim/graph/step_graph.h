@@ -50,8 +50,8 @@ inline constexpr const char* kDraftHeadMode = "Draft head";
 inline constexpr const char* kDraftHeadAssumption =
     "each sequence's block of draft positions goes through a final norm and the backbone's output head "
     "(its weights shared, none of the draft's own: assumed, as V3's MTP modules and DFlash's block "
-    "drafter share their target's head); the draft's Markov and confidence heads are left out (no "
-    "published shapes)";
+    "drafter share their target's head); any further heads of the draft (DSpark's Markov and confidence "
+    "heads) are left out: no shapes are published";
 
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head, draft stages and draft head follow num_layers
