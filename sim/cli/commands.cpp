@@ -39,6 +39,7 @@ using cli::run_report;
 using cli::run_sensitivity;
 using cli::run_serving;
 using cli::run_step;
+using cli::run_step_log;
 using cli::run_targets;
 using cli::run_validate;
 
@@ -335,6 +336,31 @@ void register_step_commands(const CommandRegistrar& r) {
   r.add_step_flags(compare);
   compare->add_option("--models", f.models, "comma-separated models")->capture_default_str();
   r.bind(compare, run_compare_layers);
+
+  CLI::App* log =
+      r.add("step-log", "an engine's logged steps, each timed by the kernel model, against its times");
+  r.add_model(log);
+  log->add_option("--log", f.step_log,
+                  "CSV of steps: phase,batch,context,new_tokens,drafts[,continuing][,measured_us] (one row "
+                  "per step, per GPU; see the README)")
+      ->required();
+  log->add_option("--hw", f.hw, "GPU profile (file stem or name:) or path")->capture_default_str();
+  log->add_option("--ep", f.ep, "expert-parallel size")->capture_default_str();
+  log->add_option("--mhc", f.mhc,
+                  "mHC form: model (as the model file says), fused (single pass) or three-kernel")
+      ->capture_default_str();
+  log->add_flag("--no-cuda-graph", f.no_cuda_graph,
+                "decode: launch kernels instead of replaying a CUDA graph");
+  log->add_flag("--overlap", f.overlap, "overlap EP all-to-all with compute (two micro-batches)");
+  log->add_flag("--separate-projections", f.separate_projections,
+                "run each projection of one input as its own GEMM (default: one GEMM, weights concatenated)");
+  log->add_option("--redundant-experts", f.redundant_experts, "replicas of the hottest routed experts (EPLB)")
+      ->capture_default_str();
+  log->add_option("--routing-skew", f.routing_skew,
+                  "Zipf exponent of expert popularity (default: every expert as popular)");
+  log->add_flag("--balanced-routing", f.balanced_routing,
+                "every EP rank receives exactly its share of the routed tokens (default: by chance)");
+  r.bind(log, run_step_log);
 }
 
 constexpr const char* kServedLine = "its rate, window, share within the SLA and p99s";

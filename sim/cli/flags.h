@@ -38,6 +38,7 @@ struct Flags {
   std::optional<int64_t> drafts;  // step, decode: drafts verified (none given: as serving chooses)
   bool overlap = false;
   bool beside_prompts = false;  // step, decode: run beside another rank's prompt step
+  std::string step_log;         // step-log: the engine's log of steps (step_log.h)
   bool separate_projections = false;
   // step, fit: EPLB's replicas of the hottest experts over the EP group; step:
   // the routing's Zipf skew (none given: every expert as popular), and routing
@@ -134,6 +135,7 @@ void run_report(const Catalog& catalog, const Flags& f, std::ostream& out);
 // step_commands.cpp
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_compare_layers(const Catalog& catalog, const Flags& f, std::ostream& out);
+void run_step_log(const Catalog& catalog, const Flags& f, std::ostream& out);
 // serving_commands.cpp
 void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out);
 void run_plan(const Catalog& catalog, const Flags& f, std::ostream& out);

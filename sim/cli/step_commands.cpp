@@ -14,7 +14,10 @@
 #include "sim/graph/expert_load.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/layer_comparison.h"
+#include "sim/report/step_log_view.h"
 #include "sim/report/step_view.h"
+#include "sim/validation/step_log.h"
+#include "sim/validation/step_log_comparison.h"
 
 namespace v41sim::cli {
 namespace {
@@ -220,6 +223,38 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   } else {
     print_tables(out, step_tables(report));
     if (!f.trace.empty()) out << "trace written to " << f.trace << " (open in ui.perfetto.dev)\n";
+  }
+}
+
+// The deployment every logged step runs on, in words.
+std::string step_log_settings(const StepShape& s, const Flags& f) {
+  return fmt::format(
+      "EP {}{}, {}; decode steps {}, prefill steps launched; {}{}", s.ep,
+      s.redundant_experts > 0 ? fmt::format(" with {} redundant experts", s.redundant_experts) : "",
+      s.routed_by_chance ? "each step's routing by chance" : "every rank its exact share of the routing",
+      f.no_cuda_graph ? "launched" : "replayed from a CUDA graph",
+      s.overlap_communication ? "two micro-batches" : "one batch (EP transfers after compute)",
+      s.fuse_input_projections ? "" : ", each projection its own GEMM");
+}
+
+void run_step_log(const Catalog& catalog, const Flags& f, std::ostream& out) {
+  const StepLog log = load_step_log(f.step_log);
+  const ModelAnalysis m = load_model_named(catalog, f.model);
+  StepShape base = step_shape_from(f);
+  set_expert_placement(f, m, &base);
+  const std::string gpu_file = catalog.resolve_gpu(f.hw);
+  const GpuCostModel launched(catalog.data_dir(), gpu_file, false);
+  const GpuCostModel replayed(catalog.data_dir(), gpu_file, !f.no_cuda_graph);
+  base.ep_per_node = launched.gpu().nvlink_domain();
+  const StepLogComparison comparison = compare_step_log(log, m, base, launched.cost(), replayed.cost());
+  GpuProfile gpu = launched.gpu();
+  gpu.file = path_in_data_dir(gpu.file, catalog.data_dir());
+  const StepLogReport report{log, comparison, gpu, launched.cost().params().label(),
+                             step_log_settings(base, f)};
+  if (f.json) {
+    out << step_log_json(report).dump(2) << "\n";
+  } else {
+    print_tables(out, step_log_tables(report));
   }
 }
 

@@ -92,6 +92,8 @@ std::vector<std::pair<std::string, KindErrors>> errors_by_kind(const std::vector
   return kinds;
 }
 
+}  // namespace
+
 nlohmann::json stats_json(const ErrorStats& s) {
   return {{"count", s.count},
           {"mape_pct", s.mape_pct},
@@ -99,8 +101,6 @@ nlohmann::json stats_json(const ErrorStats& s) {
           {"bias_pct", s.bias_pct},
           {"band_90_pct", s.band_90_pct}};
 }
-
-}  // namespace
 
 Table validation_summary_table(const std::vector<ValidationRow>& rows) {
   Table t("Errors by what the references exercise", {"probe", "references", "within tolerance", "MAPE",

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/report/table.h"
+#include "sim/validation/error_stats.h"
 #include "sim/validation/published_reference.h"
 
 namespace v41sim {
@@ -15,5 +16,7 @@ Table validation_table(const std::vector<ValidationRow>& rows);
 // and over the out-of-sample references alone.
 Table validation_summary_table(const std::vector<ValidationRow>& rows);
 nlohmann::json validation_json(const std::vector<ValidationRow>& rows);
+// An ErrorStats as JSON: count, mape_pct, worst_pct, bias_pct, band_90_pct.
+nlohmann::json stats_json(const ErrorStats& s);
 
 }  // namespace v41sim

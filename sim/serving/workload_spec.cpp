@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/common/csv_cells.h"
 #include "sim/des/random.h"
 #include "sim/des/sim_time.h"
 #include "sim/serving/mooncake_trace.h"
@@ -23,28 +24,20 @@ constexpr double kEffortSpan = 75.0;      // 100 - 25
 
 // time_s,session,input_tokens,output_tokens: one row per turn, times non-decreasing.
 std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, ""}, "cannot open file");
   const char* const kColumns[] = {"time_s", "session", "input_tokens", "output_tokens"};
   std::vector<WorkloadSpec::TraceRow> rows;
-  std::string line;
   bool header = false;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // a CSV written with CRLF line ends
-    if (number == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // and a UTF-8 byte order mark
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cells;
-    std::stringstream fields(line);
-    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+  for (const CsvLine& line : read_csv_lines(path)) {
+    const std::vector<std::string>& cells = line.cells;
     if (cells.size() != 4) {
-      throw InputError({path, number, ""},
+      throw InputError({path, line.number, ""},
                        fmt::format("expected 4 columns ({}), got {}",
                                    "time_s,session,input_tokens,output_tokens", cells.size()));
     }
     if (!header) {
       for (int c = 0; c < 4; ++c) {
         if (cells[static_cast<std::size_t>(c)] != kColumns[c]) {
-          throw InputError({path, number, kColumns[c]},
+          throw InputError({path, line.number, kColumns[c]},
                            "expected the header time_s,session,input_tokens,output_tokens");
         }
       }
@@ -54,29 +47,15 @@ std::vector<WorkloadSpec::TraceRow> read_trace_csv(const std::string& path) {
     WorkloadSpec::TraceRow row;
     // A finite number in [min, max]; counts (whole) without a fraction.
     auto number_in = [&](int c, double min, double max, bool whole) {
-      const std::string& cell = cells[static_cast<std::size_t>(c)];
-      try {
-        std::size_t used = 0;
-        const double value = std::stod(cell, &used);
-        // (Every column is 0 or more: a signed zero, "-0", is a typo, not a value.)
-        if (used != cell.size() || !(value >= min && value <= max) || std::signbit(value) ||
-            (whole && value != std::floor(value)))
-          throw std::invalid_argument("");
-        return value;
-      } catch (const std::exception&) {
-        const std::string range =
-            whole ? fmt::format("[{:.0f}, {:.0f}]", min, max) : fmt::format("[{:g}, {:g}]", min, max);
-        throw InputError(
-            {path, number, kColumns[c]},
-            fmt::format("expected {} in {}, got '{}'", whole ? "a whole number" : "a number", range, cell));
-      }
+      return csv_number(cells[static_cast<std::size_t>(c)], min, max, whole,
+                        {path, line.number, kColumns[c]});
     };
     row.time_s = number_in(0, 0, longest_run_s(), false);
     row.session = static_cast<int64_t>(number_in(1, 0, kMaxTraceId, true));
     row.input_tokens = static_cast<int64_t>(number_in(2, 1, kMaxTokensPerRequest, true));
     row.output_tokens = static_cast<int64_t>(number_in(3, 1, kMaxTokensPerRequest, true));
     if (!rows.empty() && row.time_s < rows.back().time_s) {
-      throw InputError({path, number, "time_s"}, "rows must be in time order");
+      throw InputError({path, line.number, "time_s"}, "rows must be in time order");
     }
     rows.push_back(row);
   }

@@ -284,6 +284,32 @@ TEST(Cli, RedundantExpertsMakeEpSizesThatDoNotDivideTheExperts) {
       2.0 / 8.0, 1e-12);
 }
 
+// step-log times each logged step as `step` times that shape, sets the
+// logged times against it by phase, and refuses a bad row with its line.
+TEST(Cli, StepLogTimesEachStepAsStepDoes) {
+  const auto dir = temp_dir("step_log");
+  const std::string log = (dir / "steps.csv").string();
+  std::ofstream(log) << "phase,batch,context,new_tokens,drafts,measured_us\n"
+                     << "decode,32,131072,0,2,40000\nprefill,1,16384,16384,0,500000\n";
+  const auto both = table_and_json("step-log --hw h200 --ep 8 --log " + log);
+  const auto& steps = both.json["steps"];
+  ASSERT_EQ(steps.size(), 2u);
+  const auto decode = run_json("step --hw h200 --ep 8 --phase decode --batch 32 --context 131072 --drafts 2");
+  EXPECT_DOUBLE_EQ(steps[0]["predicted_us"].get<double>(), decode["total_time_us"].get<double>());
+  const auto prefill = run_json("step --hw h200 --ep 8 --phase prefill --batch 1 --context 16384");
+  EXPECT_DOUBLE_EQ(steps[1]["predicted_us"].get<double>(), prefill["total_time_us"].get<double>());
+  EXPECT_NEAR(steps[0]["error_pct"].get<double>(), 100 * (decode["total_time_us"].get<double>() / 40000 - 1),
+              1e-9);
+  ASSERT_EQ(both.json["phases"].size(), 2u);
+  EXPECT_EQ(both.json["phases"][1]["phase"], "decode");
+  EXPECT_TRUE(both.json["phases"][1]["errors"].contains("mape_pct"));
+  EXPECT_TRUE(says(both.table, "The 2 steps the model is furthest from"));
+  std::ofstream(log) << "phase,batch,context,new_tokens,drafts\ndecode,32,131072,0,9\n";
+  const RunResult bad = run("step-log --log " + log);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(says(bad, log + ":2: field 'drafts': expected 0 to 5 drafts")) << bad.output;
+}
+
 // A decode step verifies the drafts a serving run would choose, or those
 // --drafts gives; the table says which and what a token costs.
 TEST(Cli, StepVerifiesTheDraftsAServingRunWould) {

@@ -162,8 +162,8 @@ def main():
             path = os.path.join(folder, name)
             if name.endswith(".yaml") and args.only in path:
                 edits += yaml_edits(path, rng, args.values_per_field)
-    if not args.only:
-        edits += trace_edits(rng, min(args.values_per_field, 5))
+    if args.only in "workloads/traces/agent_sample.csv" or args.only in "workloads/traces/mooncake_sample.jsonl":
+        edits += [e for e in trace_edits(rng, min(args.values_per_field, 5)) if args.only in e[0]]
     print(f"{len(edits)} edits", flush=True)
     problems = []
     with tempfile.TemporaryDirectory(prefix="v41sim_fuzz_") as scratch:

@@ -1,0 +1,110 @@
+#include "sim/validation/step_log_comparison.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "sim/common/input_error.h"
+#include "sim/cost/draft_choice.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
+
+namespace v41sim {
+namespace {
+
+// The row's checks that need the model, at the row's line.
+void check_against_model(const StepLog& log, const LoggedStep& s, const ModelSpec& m) {
+  if (s.context > m.max_context) {
+    throw InputError({log.file, s.line, "context"}, fmt::format("{} tokens exceed {}'s max_context of {}",
+                                                                s.context, m.name, m.max_context));
+  }
+  const int64_t most = m.draft ? m.draft->block_size : 0;
+  if (s.drafts > most) {
+    throw InputError(
+        {log.file, s.line, "drafts"},
+        most > 0 ? fmt::format("expected 0 to {} drafts (the draft's block size), got {}", most, s.drafts)
+                 : fmt::format("expected 0 drafts ({} has no draft), got {}", m.name, s.drafts));
+  }
+}
+
+// The log's row on the deployment `base` describes.
+StepShape shape_of(const LoggedStep& s, const StepShape& base) {
+  StepShape shape = base;
+  shape.phase = s.phase;
+  shape.batch = s.batch;
+  shape.context = s.context;
+  if (s.phase == Phase::kPrefill) {
+    shape.new_tokens = s.new_tokens;
+    shape.continuing = s.continuing;
+    return shape;
+  }
+  return verifying(shape, s.drafts);
+}
+
+// Pearson's r of two series of one length; 0 where either has no spread.
+double pearson_r(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  if (x.size() < 2) return 0;
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= n;
+  my /= n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+PhaseComparison compare_phase(const std::vector<TimedStep>& steps, Phase phase) {
+  PhaseComparison c;
+  c.phase = phase;
+  std::vector<double> predicted, measured, errors;
+  for (const TimedStep& t : steps) {
+    if (t.logged.phase != phase) continue;
+    ++c.steps;
+    c.predicted_us += t.predicted_us;
+    if (!t.logged.measured_us) continue;
+    c.measured_us += *t.logged.measured_us;
+    predicted.push_back(t.predicted_us);
+    measured.push_back(*t.logged.measured_us);
+    errors.push_back(t.predicted_us / *t.logged.measured_us - 1.0);
+  }
+  c.errors = error_stats(errors);
+  c.pearson_r = pearson_r(predicted, measured);
+  return c;
+}
+
+}  // namespace
+
+StepLogComparison compare_step_log(const StepLog& log, const ModelAnalysis& model, const StepShape& base,
+                                   const KernelCostModel& prefill_cost, const KernelCostModel& decode_cost) {
+  StepLogComparison out;
+  // A log repeats its shapes (a decode batch over many steps): each is timed once.
+  std::map<std::tuple<Phase, int64_t, int64_t, int64_t, int64_t, int64_t>, double> known;
+  for (const LoggedStep& s : log.steps) {
+    check_against_model(log, s, model.spec);
+    const StepShape shape = shape_of(s, base);
+    const auto key = std::make_tuple(s.phase, s.batch, s.context, s.new_tokens, s.drafts, s.continuing);
+    auto it = known.find(key);
+    if (it == known.end()) {
+      const KernelCostModel& cost = s.phase == Phase::kPrefill ? prefill_cost : decode_cost;
+      it = known.emplace(key, time_step(build_step_graph(model, shape), cost).total_us).first;
+    }
+    out.steps.push_back({s, shape, it->second});
+  }
+  for (const Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    PhaseComparison c = compare_phase(out.steps, phase);
+    if (c.steps > 0) out.phases.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace v41sim
