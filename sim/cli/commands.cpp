@@ -340,9 +340,11 @@ void register_step_commands(const CommandRegistrar& r) {
   CLI::App* log =
       r.add("step-log", "an engine's logged steps, each timed by the kernel model, against its times");
   r.add_model(log);
-  log->add_option("--log", f.step_log,
-                  "CSV of steps: phase,batch,context,new_tokens,drafts[,continuing][,measured_us] (one row "
-                  "per step, per GPU; see the README)")
+  log->add_option(
+         "--log", f.step_log,
+         "CSV of steps: phase (prefill, decode or mixed),batch,context,new_tokens,drafts, optionally "
+         "continuing, chunk_prompts,chunk_tokens,chunk_context (a mixed row's prompt chunks) and "
+         "measured_us (one row per step, per GPU; see the README)")
       ->required();
   log->add_option("--hw", f.hw, "GPU profile (file stem or name:) or path")->capture_default_str();
   log->add_option("--ep", f.ep, "expert-parallel size")->capture_default_str();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/graph/step_graph.h"
 #include "sim/report/step_view.h"
 #include "sim/report/validation_view.h"
 
@@ -18,6 +19,13 @@ double error_of(const TimedStep& t) { return t.predicted_us / *t.logged.measured
 
 std::string pct(double value) { return fmt::format("{:+.1f}%", value); }
 
+// A mixed row's prompt chunks: "2 x 4096 of 16384 (1 continuing)"; empty elsewhere.
+std::string chunks_phrase(const LoggedStep& l) {
+  if (l.kind != LoggedKind::kMixed) return "";
+  return fmt::format("{} x {} of {}{}", l.chunk_prompts, l.chunk_tokens, l.chunk_context,
+                     l.continuing > 0 ? fmt::format(" ({} continuing)", l.continuing) : "");
+}
+
 Table phase_table(const StepLogReport& r) {
   Table t(fmt::format("Steps of {} timed on {}", r.log.file, r.gpu.name),
           {"phase", "steps", "predicted (s)", "logged (s)", "predicted / logged", "MAPE", "bias", "worst",
@@ -25,14 +33,15 @@ Table phase_table(const StepLogReport& r) {
   for (const PhaseComparison& c : r.comparison.phases) {
     const std::string predicted = format_fixed(c.predicted_us / 1e6, 3);
     if (!r.log.measured) {
-      t.add_row({phase_name(c.phase), std::to_string(c.steps), predicted, "not in the log", "", "", "", "",
-                 "", ""});
+      t.add_row({logged_kind_name(c.kind), std::to_string(c.steps), predicted, "not in the log", "", "", "",
+                 "", "", ""});
       continue;
     }
     const ErrorStats& e = c.errors;
-    t.add_row({phase_name(c.phase), std::to_string(c.steps), predicted, format_fixed(c.measured_us / 1e6, 3),
-               format_fixed(c.predicted_us / c.measured_us, 3), fmt::format("{:.1f}%", e.mape_pct),
-               pct(e.bias_pct), fmt::format("{:.1f}%", e.worst_pct), fmt::format("{:.1f}%", e.band_90_pct),
+    t.add_row({logged_kind_name(c.kind), std::to_string(c.steps), predicted,
+               format_fixed(c.measured_us / 1e6, 3), format_fixed(c.predicted_us / c.measured_us, 3),
+               fmt::format("{:.1f}%", e.mape_pct), pct(e.bias_pct), fmt::format("{:.1f}%", e.worst_pct),
+               fmt::format("{:.1f}%", e.band_90_pct),
                c.steps >= 2 ? format_fixed(c.pearson_r, 3) : "one step"});
   }
   t.add_note("kernel model: " + r.cost_label + "; GPU figures from " + r.gpu.file);
@@ -40,7 +49,11 @@ Table phase_table(const StepLogReport& r) {
   t.add_note(
       "a decode row's sequences all at its context (the model times a batch at one context; give the "
       "batch's mean), verifying its drafts; a prefill row's prompts each computing new_tokens of its context "
-      "(the rest cached), their chunks ending their prompts but for `continuing`");
+      "(the rest cached), their chunks ending their prompts but for `continuing`; a mixed row, a decode "
+      "step carrying prompt chunks, launched as a serving run times it");
+  for (const PhaseComparison& c : r.comparison.phases) {
+    if (c.kind == LoggedKind::kMixed) t.add_note(kMixedStepAssumption);
+  }
   if (r.log.measured) {
     t.add_note(
         "error: (predicted - logged) / logged per step; MAPE its mean |error|, bias its mean, predicted / "
@@ -60,14 +73,15 @@ Table steps_table(const StepLogReport& r) {
   const std::size_t shown = std::min(listed.size(), kListedSteps);
   Table t(r.log.measured ? fmt::format("The {} steps the model is furthest from", shown)
                          : fmt::format("The first {} steps as timed", shown),
-          {"line", "phase", "batch", "context", "new tokens", "drafts", "predicted (us)", "logged (us)",
-           "error"});
+          {"line", "phase", "batch", "context", "new tokens", "drafts", "prompt chunks", "predicted (us)",
+           "logged (us)", "error"});
   for (std::size_t i = 0; i < shown; ++i) {
     const TimedStep& s = *listed[i];
     const LoggedStep& l = s.logged;
-    t.add_row({std::to_string(l.line), phase_name(l.phase), std::to_string(l.batch),
+    t.add_row({std::to_string(l.line), logged_kind_name(l.kind), std::to_string(l.batch),
                std::to_string(l.context), std::to_string(l.new_tokens), std::to_string(l.drafts),
-               format_fixed(s.predicted_us, 1), l.measured_us ? format_fixed(*l.measured_us, 1) : "",
+               chunks_phrase(l), format_fixed(s.predicted_us, 1),
+               l.measured_us ? format_fixed(*l.measured_us, 1) : "",
                l.measured_us ? pct(100 * error_of(s)) : ""});
   }
   if (listed.size() > shown) t.add_note(fmt::format("of {} steps; --json lists every one", listed.size()));
@@ -87,7 +101,8 @@ nlohmann::json step_log_json(const StepLogReport& r) {
                       {"phases", nlohmann::json::array()},
                       {"steps", nlohmann::json::array()}};
   for (const PhaseComparison& c : r.comparison.phases) {
-    nlohmann::json p = {{"phase", phase_name(c.phase)}, {"steps", c.steps}, {"predicted_us", c.predicted_us}};
+    nlohmann::json p = {
+        {"phase", logged_kind_name(c.kind)}, {"steps", c.steps}, {"predicted_us", c.predicted_us}};
     if (r.log.measured) {
       p["measured_us"] = c.measured_us;
       p["errors"] = stats_json(c.errors);
@@ -98,13 +113,18 @@ nlohmann::json step_log_json(const StepLogReport& r) {
   for (const TimedStep& s : r.comparison.steps) {
     const LoggedStep& l = s.logged;
     nlohmann::json step = {{"line", l.line},
-                           {"phase", phase_name(l.phase)},
+                           {"phase", logged_kind_name(l.kind)},
                            {"batch", l.batch},
                            {"context", l.context},
                            {"new_tokens", l.new_tokens},
                            {"drafts", l.drafts},
                            {"continuing", l.continuing},
                            {"predicted_us", s.predicted_us}};
+    if (l.kind == LoggedKind::kMixed) {
+      step["chunk_prompts"] = l.chunk_prompts;
+      step["chunk_tokens"] = l.chunk_tokens;
+      step["chunk_context"] = l.chunk_context;
+    }
     if (l.measured_us) {
       step["measured_us"] = *l.measured_us;
       step["error_pct"] = 100 * error_of(s);

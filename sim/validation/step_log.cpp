@@ -14,7 +14,9 @@ namespace v41sim {
 namespace {
 
 constexpr std::array<const char*, 5> kRequiredColumns = {"phase", "batch", "context", "new_tokens", "drafts"};
-constexpr std::array<const char*, 2> kOptionalColumns = {"continuing", "measured_us"};
+constexpr std::array<const char*, 5> kOptionalColumns = {"continuing", "chunk_prompts", "chunk_tokens",
+                                                         "chunk_context", "measured_us"};
+constexpr std::array<const char*, 3> kChunkColumns = {"chunk_prompts", "chunk_tokens", "chunk_context"};
 
 // Ceilings past any step a GPU runs, low enough that token counts stay exact:
 // 2^24 sequences (as a step graph takes them), 2^31 - 1 tokens (as a request's).
@@ -73,25 +75,62 @@ class RowReader {
   const std::string& path_;
 };
 
+LoggedKind read_kind(const RowReader& row) {
+  const std::string& phase = row.cell("phase");
+  if (phase == "prefill") return LoggedKind::kPrefill;
+  if (phase == "decode") return LoggedKind::kDecode;
+  if (phase == "mixed") {
+    for (const char* column : kChunkColumns) {
+      if (!row.has(column)) {
+        throw InputError(row.at("phase"),
+                         fmt::format("a mixed row needs the columns {} (the header lacks {})",
+                                     fmt::join(kChunkColumns, ","), column));
+      }
+    }
+    return LoggedKind::kMixed;
+  }
+  throw InputError(row.at("phase"), "expected prefill, decode or mixed, got '" + phase + "'");
+}
+
+// A prefill row's prompts, each computing new_tokens of its context.
+void read_prompts(const RowReader& row, LoggedStep& step) {
+  step.new_tokens = row.count("new_tokens", 1, static_cast<double>(step.context));
+  row.require_zero("drafts", "a prefill row verifies no drafts");
+  if (row.has("continuing")) step.continuing = row.count("continuing", 0, static_cast<double>(step.batch));
+}
+
+// A decode (or mixed) row's sequences, each verifying its drafts; a mixed
+// row's prompt chunks beside them.
+void read_sequences(const RowReader& row, LoggedStep& step) {
+  row.require_zero("new_tokens", "a decode row's sequences each compute their own token and its drafts");
+  step.drafts = row.count("drafts", 0, kMostDrafts);
+  if (step.kind != LoggedKind::kMixed) {
+    if (row.has("continuing")) row.require_zero("continuing", "only prompt chunks continue");
+    return;
+  }
+  step.chunk_prompts = row.count("chunk_prompts", 1, kMostSequences);
+  step.chunk_context = row.count("chunk_context", 1, kMostTokens);
+  step.chunk_tokens = row.count("chunk_tokens", 1, static_cast<double>(step.chunk_context));
+  if (row.has("continuing")) {
+    step.continuing = row.count("continuing", 0, static_cast<double>(step.chunk_prompts));
+  }
+}
+
 LoggedStep read_step(const RowReader& row, int line) {
   LoggedStep step;
   step.line = line;
-  const std::string& phase = row.cell("phase");
-  if (phase != "prefill" && phase != "decode") {
-    throw InputError(row.at("phase"), "expected prefill or decode, got '" + phase + "'");
-  }
-  step.phase = phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
+  step.kind = read_kind(row);
   step.batch = row.count("batch", 1, kMostSequences);
   step.context = row.count("context", 1, kMostTokens);
-  const bool prefill = step.phase == Phase::kPrefill;
-  if (prefill) {
-    step.new_tokens = row.count("new_tokens", 1, static_cast<double>(step.context));
-    row.require_zero("drafts", "a prefill row verifies no drafts");
-    if (row.has("continuing")) step.continuing = row.count("continuing", 0, static_cast<double>(step.batch));
+  if (step.kind == LoggedKind::kPrefill) {
+    read_prompts(row, step);
   } else {
-    row.require_zero("new_tokens", "a decode row's sequences each compute their own token and its drafts");
-    step.drafts = row.count("drafts", 0, kMostDrafts);
-    if (row.has("continuing")) row.require_zero("continuing", "only a prefill row's chunks continue");
+    read_sequences(row, step);
+  }
+  if (step.kind != LoggedKind::kMixed) {
+    for (const char* column : kChunkColumns) {
+      if (row.has(column)) row.require_zero(column, "only a mixed row carries prompt chunks");
+    }
   }
   if (row.has("measured_us")) {
     step.measured_us = csv_number(row.cell("measured_us"), 0, kLongestStepUs, false, row.at("measured_us"));
@@ -101,6 +140,18 @@ LoggedStep read_step(const RowReader& row, int line) {
 }
 
 }  // namespace
+
+const char* logged_kind_name(LoggedKind kind) {
+  switch (kind) {
+    case LoggedKind::kPrefill:
+      return "prefill";
+    case LoggedKind::kMixed:
+      return "mixed";
+    case LoggedKind::kDecode:
+      break;
+  }
+  return "decode";
+}
 
 StepLog load_step_log(const std::string& path) {
   StepLog log{path, false, {}};

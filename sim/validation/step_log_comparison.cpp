@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "sim/common/input_error.h"
 #include "sim/cost/draft_choice.h"
@@ -16,9 +17,12 @@ namespace {
 
 // The row's checks that need the model, at the row's line.
 void check_against_model(const StepLog& log, const LoggedStep& s, const ModelSpec& m) {
-  if (s.context > m.max_context) {
-    throw InputError({log.file, s.line, "context"}, fmt::format("{} tokens exceed {}'s max_context of {}",
-                                                                s.context, m.name, m.max_context));
+  for (const auto& [column, tokens] :
+       {std::pair{"context", s.context}, std::pair{"chunk_context", s.chunk_context}}) {
+    if (tokens > m.max_context) {
+      throw InputError({log.file, s.line, column},
+                       fmt::format("{} tokens exceed {}'s max_context of {}", tokens, m.name, m.max_context));
+    }
   }
   const int64_t most = m.draft ? m.draft->block_size : 0;
   if (s.drafts > most) {
@@ -32,15 +36,19 @@ void check_against_model(const StepLog& log, const LoggedStep& s, const ModelSpe
 // The log's row on the deployment `base` describes.
 StepShape shape_of(const LoggedStep& s, const StepShape& base) {
   StepShape shape = base;
-  shape.phase = s.phase;
+  shape.phase = s.kind == LoggedKind::kPrefill ? Phase::kPrefill : Phase::kDecode;
   shape.batch = s.batch;
   shape.context = s.context;
-  if (s.phase == Phase::kPrefill) {
+  if (s.kind == LoggedKind::kPrefill) {
     shape.new_tokens = s.new_tokens;
     shape.continuing = s.continuing;
     return shape;
   }
-  return verifying(shape, s.drafts);
+  shape = verifying(shape, s.drafts);
+  if (s.kind == LoggedKind::kMixed) {
+    shape.mixed_prefill = {s.chunk_prompts, s.chunk_tokens, s.chunk_context, s.continuing};
+  }
+  return shape;
 }
 
 // Pearson's r of two series of one length; 0 where either has no spread.
@@ -63,12 +71,12 @@ double pearson_r(const std::vector<double>& x, const std::vector<double>& y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
 
-PhaseComparison compare_phase(const std::vector<TimedStep>& steps, Phase phase) {
+PhaseComparison compare_phase(const std::vector<TimedStep>& steps, LoggedKind kind) {
   PhaseComparison c;
-  c.phase = phase;
+  c.kind = kind;
   std::vector<double> predicted, measured, errors;
   for (const TimedStep& t : steps) {
-    if (t.logged.phase != phase) continue;
+    if (t.logged.kind != kind) continue;
     ++c.steps;
     c.predicted_us += t.predicted_us;
     if (!t.logged.measured_us) continue;
@@ -85,23 +93,25 @@ PhaseComparison compare_phase(const std::vector<TimedStep>& steps, Phase phase) 
 }  // namespace
 
 StepLogComparison compare_step_log(const StepLog& log, const ModelAnalysis& model, const StepShape& base,
-                                   const KernelCostModel& prefill_cost, const KernelCostModel& decode_cost) {
+                                   const KernelCostModel& launched_cost, const KernelCostModel& decode_cost) {
   StepLogComparison out;
   // A log repeats its shapes (a decode batch over many steps): each is timed once.
-  std::map<std::tuple<Phase, int64_t, int64_t, int64_t, int64_t, int64_t>, double> known;
+  using Key = std::tuple<LoggedKind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::map<Key, double> known;
   for (const LoggedStep& s : log.steps) {
     check_against_model(log, s, model.spec);
     const StepShape shape = shape_of(s, base);
-    const auto key = std::make_tuple(s.phase, s.batch, s.context, s.new_tokens, s.drafts, s.continuing);
+    const Key key{s.kind,       s.batch,         s.context,      s.new_tokens,   s.drafts,
+                  s.continuing, s.chunk_prompts, s.chunk_tokens, s.chunk_context};
     auto it = known.find(key);
     if (it == known.end()) {
-      const KernelCostModel& cost = s.phase == Phase::kPrefill ? prefill_cost : decode_cost;
+      const KernelCostModel& cost = s.kind == LoggedKind::kDecode ? decode_cost : launched_cost;
       it = known.emplace(key, time_step(build_step_graph(model, shape), cost).total_us).first;
     }
     out.steps.push_back({s, shape, it->second});
   }
-  for (const Phase phase : {Phase::kPrefill, Phase::kDecode}) {
-    PhaseComparison c = compare_phase(out.steps, phase);
+  for (const LoggedKind kind : {LoggedKind::kPrefill, LoggedKind::kDecode, LoggedKind::kMixed}) {
+    PhaseComparison c = compare_phase(out.steps, kind);
     if (c.steps > 0) out.phases.push_back(c);
   }
   return out;

@@ -21,7 +21,7 @@ struct TimedStep {
 };
 
 struct PhaseComparison {
-  Phase phase = Phase::kDecode;
+  LoggedKind kind = LoggedKind::kDecode;
   int steps = 0;
   double predicted_us = 0;  // summed over the phase's steps
   double measured_us = 0;   // summed; 0 where the log has no times
@@ -31,15 +31,16 @@ struct PhaseComparison {
 
 struct StepLogComparison {
   std::vector<TimedStep> steps;         // in the log's order
-  std::vector<PhaseComparison> phases;  // prefill, then decode, those the log has
+  std::vector<PhaseComparison> phases;  // prefill, decode, mixed: those the log has
 };
 
 // Times each step of `log` as `base` (EP, placement, overlap, projections,
-// mHC form) runs it: decode steps on `decode_cost` (CUDA-graph replay unless
-// the caller says otherwise), prefill steps on `prefill_cost`. A row the
-// model cannot run (a context past its max_context, more drafts than its
-// block) is an InputError at the row's line and column.
+// mHC form) runs it: plain decode steps on `decode_cost` (CUDA-graph replay
+// unless the caller says otherwise), prefill and mixed steps on
+// `launched_cost` (as a serving run times them). A row the model cannot run
+// (a context past its max_context, more drafts than its block) is an
+// InputError at the row's line and column.
 StepLogComparison compare_step_log(const StepLog& log, const ModelAnalysis& model, const StepShape& base,
-                                   const KernelCostModel& prefill_cost, const KernelCostModel& decode_cost);
+                                   const KernelCostModel& launched_cost, const KernelCostModel& decode_cost);
 
 }  // namespace v41sim

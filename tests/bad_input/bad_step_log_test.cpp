@@ -33,7 +33,20 @@ TEST(BadStepLog, MalformedFileIsRefusedWithWhereAndWhat) {
       {"phase,batch,context,new_tokens\n", 1, "drafts", "missing column"},
       {header.substr(0, header.size() - 1) + ",speed\n", 1, "speed", "unknown column"},
       {"phase,batch,phase,context,new_tokens,drafts\n", 1, "phase", "column given twice"},
-      {header + "verify,1,8,0,0\n", 2, "phase", "expected prefill or decode"},
+      {header + "verify,1,8,0,0\n", 2, "phase", "expected prefill, decode or mixed"},
+      {header + "mixed,1,8,0,0\n", 2, "phase", "a mixed row needs the columns chunk_prompts"},
+      {"phase,batch,context,new_tokens,drafts,chunk_prompts,chunk_tokens,chunk_context\ndecode,1,8,0,0,2,0,"
+       "0\n",
+       2, "chunk_prompts", "only a mixed row carries prompt chunks"},
+      {"phase,batch,context,new_tokens,drafts,chunk_prompts,chunk_tokens,chunk_context\nmixed,1,8,0,0,0,8,"
+       "8\n",
+       2, "chunk_prompts", "[1, 16777216]"},
+      {"phase,batch,context,new_tokens,drafts,chunk_prompts,chunk_tokens,chunk_context\nmixed,1,8,0,0,1,9,"
+       "8\n",
+       2, "chunk_tokens", "[1, 8]"},
+      {"phase,batch,context,new_tokens,drafts,chunk_prompts,chunk_tokens,chunk_context,continuing\n"
+       "mixed,1,8,0,0,1,8,8,2\n",
+       2, "continuing", "[0, 1]"},
       {header + "decode,0,8,0,0\n", 2, "batch", "expected a whole number in [1, 16777216]"},
       {header + "decode,1.5,8,0,0\n", 2, "batch", "whole number"},
       {header + "decode,1,-8,0,0\n", 2, "context", "whole number"},
@@ -43,7 +56,7 @@ TEST(BadStepLog, MalformedFileIsRefusedWithWhereAndWhat) {
       {header + "decode,1,8,0,nan\n", 2, "drafts", "whole number"},
       {"phase,batch,context,new_tokens,drafts,continuing\nprefill,2,8,8,0,3\n", 2, "continuing", "[0, 2]"},
       {"phase,batch,context,new_tokens,drafts,continuing\ndecode,2,8,0,0,1\n", 2, "continuing",
-       "only a prefill row"},
+       "only prompt chunks continue"},
       {"phase,batch,context,new_tokens,drafts,measured_us\ndecode,1,8,0,0,0\n", 2, "measured_us", "above 0"},
       {"phase,batch,context,new_tokens,drafts,measured_us\ndecode,1,8,0,0,inf\n", 2, "measured_us",
        "a number"},
@@ -71,12 +84,15 @@ TEST(BadStepLog, RowsTheModelCannotRunAreRefusedAtTheirLine) {
   const fs::path file = fs::temp_directory_path() / "v41sim_bad_step_log_model.csv";
   const testing::GpuUnderTest gpu("h200");
   const std::vector<BadLog> cases = {
-      {"decode,1,2000000,0,0\n", 3, "context", "max_context of 1048576"},
-      {"decode,1,8192,0,6\n", 3, "drafts", "expected 0 to 5 drafts"},
+      {"decode,1,2000000,0,0,0,0,0\n", 3, "context", "max_context of 1048576"},
+      {"decode,1,8192,0,6,0,0,0\n", 3, "drafts", "expected 0 to 5 drafts"},
+      {"mixed,1,8192,0,1,1,4096,2000000\n", 3, "chunk_context", "max_context of 1048576"},
   };
   for (const BadLog& c : cases) {
     SCOPED_TRACE(c.text);
-    std::ofstream(file) << "phase,batch,context,new_tokens,drafts\ndecode,1,8192,0,1\n" << c.text;
+    std::ofstream(file) << "phase,batch,context,new_tokens,drafts,chunk_prompts,chunk_tokens,chunk_context\n"
+                        << "decode,1,8192,0,1,0,0,0\n"
+                        << c.text;
     try {
       compare_step_log(load_step_log(file.string()), testing::analyze("deepseek_v4_1_flash"), StepShape{},
                        gpu.cost, gpu.cost);

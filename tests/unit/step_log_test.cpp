@@ -38,14 +38,14 @@ TEST(StepLog, ReadsColumnsInAnyOrderWithCrlfBomAndComments) {
   EXPECT_TRUE(log.measured);
   const LoggedStep& d = log.steps[0];
   EXPECT_EQ(d.line, 4);
-  EXPECT_EQ(d.phase, Phase::kDecode);
+  EXPECT_EQ(d.kind, LoggedKind::kDecode);
   EXPECT_EQ(d.batch, 16);
   EXPECT_EQ(d.context, 65536);
   EXPECT_EQ(d.drafts, 3);
   EXPECT_DOUBLE_EQ(*d.measured_us, 21000.5);
   const LoggedStep& p = log.steps[1];
   EXPECT_EQ(p.line, 6);
-  EXPECT_EQ(p.phase, Phase::kPrefill);
+  EXPECT_EQ(p.kind, LoggedKind::kPrefill);
   EXPECT_EQ(p.new_tokens, 4096);
   EXPECT_EQ(p.continuing, 1);
   const StepLog bare =
@@ -81,10 +81,38 @@ TEST(StepLog, EachStepIsTimedAsTheStepGraphTimesIt) {
   EXPECT_GT(c.steps[0].predicted_us,
             timed(m, replayed.cost, verifying(shape(Phase::kDecode, 32, 131072), 0)).total_us);
   ASSERT_EQ(c.phases.size(), 2u);
-  EXPECT_EQ(c.phases[0].phase, Phase::kPrefill);
+  EXPECT_EQ(c.phases[0].kind, LoggedKind::kPrefill);
   EXPECT_EQ(c.phases[1].steps, 2);
   EXPECT_DOUBLE_EQ(c.phases[1].predicted_us, c.steps[0].predicted_us + c.steps[1].predicted_us);
   EXPECT_EQ(c.phases[1].errors.count, 0);  // no times logged
+}
+
+// A mixed row is the decode step carrying its prompt chunks, launched, as
+// `step --prompt-chunks` times it; its chunk columns read as the step's flags.
+TEST(StepLog, AMixedRowIsTheDecodeStepCarryingItsChunks) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const GpuUnderTest replayed("h200", true);
+  const GpuUnderTest launched("h200", false);
+  const StepLog log = load_step_log(
+      log_file("mixed",
+               "phase,batch,context,new_tokens,drafts,continuing,chunk_prompts,chunk_tokens,chunk_context\n"
+               "mixed,16,65536,0,2,1,2,4096,16384\ndecode,16,65536,0,2,0,0,0,0\n"));
+  ASSERT_EQ(log.steps.size(), 2u);
+  const LoggedStep& row = log.steps[0];
+  EXPECT_EQ(row.kind, LoggedKind::kMixed);
+  EXPECT_EQ(row.chunk_prompts, 2);
+  EXPECT_EQ(row.chunk_tokens, 4096);
+  EXPECT_EQ(row.chunk_context, 16384);
+  EXPECT_EQ(row.continuing, 1);
+  StepShape base;
+  const StepLogComparison c = compare_step_log(log, m, base, launched.cost, replayed.cost);
+  StepShape mixed = verifying(shape(Phase::kDecode, 16, 65536), 2);
+  mixed.mixed_prefill = {2, 4096, 16384, 1};
+  EXPECT_DOUBLE_EQ(c.steps[0].predicted_us, timed(m, launched.cost, mixed).total_us);
+  EXPECT_GT(c.steps[0].predicted_us, c.steps[1].predicted_us);  // the chunks' work on top
+  ASSERT_EQ(c.phases.size(), 2u);
+  EXPECT_EQ(c.phases[1].kind, LoggedKind::kMixed);
+  EXPECT_STREQ(logged_kind_name(c.phases[1].kind), "mixed");
 }
 
 // Logged times a known factor from the model's give that error on every
