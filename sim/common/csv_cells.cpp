@@ -28,6 +28,9 @@ std::vector<CsvLine> read_csv_lines(const std::string& path) {
 
 double csv_number(const std::string& cell, double min, double max, bool whole, const InputLocation& where) {
   try {
+    // A plain decimal (std::stod would also read "0x3c", "inf" and leading blanks).
+    if (cell.empty() || cell.find_first_not_of("0123456789+-.eE") != std::string::npos)
+      throw std::invalid_argument("");
     std::size_t used = 0;
     const double value = std::stod(cell, &used);
     if (used != cell.size() || !(value >= min && value <= max) || (value == 0 && std::signbit(value)) ||

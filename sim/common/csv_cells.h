@@ -21,9 +21,10 @@ struct CsvLine {
 // InputError where the file cannot be opened.
 std::vector<CsvLine> read_csv_lines(const std::string& path);
 
-// The number `cell` holds, finite and in [min, max] (whole: without a
-// fraction); else InputError at `where` ("expected a whole number in [1, 5],
-// got '0.5'"). A signed zero ("-0") is refused as the typo it is.
+// The number `cell` holds, written as a plain decimal, finite and in [min,
+// max] (whole: without a fraction); else InputError at `where` ("expected a
+// whole number in [1, 5], got '0.5'"). A signed zero ("-0") is refused as the
+// typo it is, and so are hexadecimal, "inf" and blanks around the number.
 double csv_number(const std::string& cell, double min, double max, bool whole, const InputLocation& where);
 
 }  // namespace v41sim

@@ -49,6 +49,8 @@ TEST(BadStepLog, MalformedFileIsRefusedWithWhereAndWhat) {
        2, "continuing", "[0, 1]"},
       {header + "decode,0,8,0,0\n", 2, "batch", "expected a whole number in [1, 16777216]"},
       {header + "decode,1.5,8,0,0\n", 2, "batch", "whole number"},
+      {header + "decode,0x10,8,0,0\n", 2, "batch", "got '0x10'"},
+      {header + "decode, 1,8,0,0\n", 2, "batch", "whole number"},
       {header + "decode,1,-8,0,0\n", 2, "context", "whole number"},
       {header + "decode,1,8,4,0\n", 2, "new_tokens", "expected 0 (a decode row"},
       {header + "prefill,1,8,9,0\n", 2, "new_tokens", "[1, 8]"},

@@ -1689,7 +1689,8 @@ TEST(WorkloadFile, BadTraceRowsNameLineAndColumn) {
   EXPECT_EQ(signed_zero->where().field, "session");
   EXPECT_NE(std::string(signed_zero->what()).find("got '-0.0'"), std::string::npos) << signed_zero->what();
   // Counts are whole and bounded (a count past int64 once wrapped simulated time into the past).
-  for (const char* tokens : {"99999999999999999999", "2.5", "inf"}) {
+  // Written as plain decimals: a hexadecimal count (which std::stod reads) or a blank is a typo.
+  for (const char* tokens : {"99999999999999999999", "2.5", "inf", "0x64", " 100"}) {
     const std::optional<InputError> e = trace_error(std::string("1.0,0,") + tokens + ",10\n");
     ASSERT_TRUE(e) << tokens;
     EXPECT_EQ(e->where().field, "input_tokens");
