@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/cost/error_band.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/step_view.h"
 #include "sim/report/validation_view.h"
@@ -28,21 +29,23 @@ std::string chunks_phrase(const LoggedStep& l) {
 
 Table phase_table(const StepLogReport& r) {
   Table t(fmt::format("Steps of {} timed on {}", r.log.file, r.gpu.name),
-          {"phase", "steps", "predicted (s)", "logged (s)", "predicted / logged", "MAPE", "bias", "worst",
-           "90% of |error|", "Pearson r"});
+          {"phase", "steps", "predicted (s)", "band (90%)", "logged (s)", "predicted / logged", "MAPE",
+           "bias", "worst", "90% of |error|", "Pearson r", "logged within the band"});
   for (const PhaseComparison& c : r.comparison.phases) {
     const std::string predicted = format_fixed(c.predicted_us / 1e6, 3);
+    const std::string band = c.band.describe();
     if (!r.log.measured) {
-      t.add_row({logged_kind_name(c.kind), std::to_string(c.steps), predicted, "not in the log", "", "", "",
-                 "", "", ""});
+      t.add_row({logged_kind_name(c.kind), std::to_string(c.steps), predicted, band, "not in the log", "", "",
+                 "", "", "", "", ""});
       continue;
     }
     const ErrorStats& e = c.errors;
-    t.add_row({logged_kind_name(c.kind), std::to_string(c.steps), predicted,
+    t.add_row({logged_kind_name(c.kind), std::to_string(c.steps), predicted, band,
                format_fixed(c.measured_us / 1e6, 3), format_fixed(c.predicted_us / c.measured_us, 3),
                fmt::format("{:.1f}%", e.mape_pct), pct(e.bias_pct), fmt::format("{:.1f}%", e.worst_pct),
                fmt::format("{:.1f}%", e.band_90_pct),
-               c.steps >= 2 ? format_fixed(c.pearson_r, 3) : "one step"});
+               c.steps >= 2 ? format_fixed(c.pearson_r, 3) : "one step",
+               fmt::format("{:.0f}% of steps", 100 * c.within_band_share)});
   }
   t.add_note("kernel model: " + r.cost_label + "; GPU figures from " + r.gpu.file);
   t.add_note("each row runs on " + r.settings);
@@ -57,7 +60,11 @@ Table phase_table(const StepLogReport& r) {
   if (r.log.measured) {
     t.add_note(
         "error: (predicted - logged) / logged per step; MAPE its mean |error|, bias its mean, predicted / "
-        "logged the phase's summed times; a negative bias: the model is faster than the engine");
+        "logged the phase's summed times; a negative bias: the model is faster than the engine; within the "
+        "band: |logged - predicted| at most the step's band times its prediction (honest 90% bands hold "
+        "about "
+        "9 steps in 10; a band covers only its share of the time, the rest unbanded)");
+    t.add_note(kErrorBandMethod);
   }
   return t;
 }
@@ -101,12 +108,16 @@ nlohmann::json step_log_json(const StepLogReport& r) {
                       {"phases", nlohmann::json::array()},
                       {"steps", nlohmann::json::array()}};
   for (const PhaseComparison& c : r.comparison.phases) {
-    nlohmann::json p = {
-        {"phase", logged_kind_name(c.kind)}, {"steps", c.steps}, {"predicted_us", c.predicted_us}};
+    nlohmann::json p = {{"phase", logged_kind_name(c.kind)},
+                        {"steps", c.steps},
+                        {"predicted_us", c.predicted_us},
+                        {"band_90_pct", c.band.pct},
+                        {"band_covered_share", c.band.covered_share}};
     if (r.log.measured) {
       p["measured_us"] = c.measured_us;
       p["errors"] = stats_json(c.errors);
       p["pearson_r"] = c.pearson_r;
+      p["within_band_share"] = c.within_band_share;
     }
     j["phases"].push_back(p);
   }
@@ -119,7 +130,8 @@ nlohmann::json step_log_json(const StepLogReport& r) {
                            {"new_tokens", l.new_tokens},
                            {"drafts", l.drafts},
                            {"continuing", l.continuing},
-                           {"predicted_us", s.predicted_us}};
+                           {"predicted_us", s.predicted_us},
+                           {"band_90_pct", s.band.pct}};
     if (l.kind == LoggedKind::kMixed) {
       step["chunk_prompts"] = l.chunk_prompts;
       step["chunk_tokens"] = l.chunk_tokens;

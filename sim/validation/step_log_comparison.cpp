@@ -75,18 +75,24 @@ PhaseComparison compare_phase(const std::vector<TimedStep>& steps, LoggedKind ki
   PhaseComparison c;
   c.kind = kind;
   std::vector<double> predicted, measured, errors;
+  ErrorBandMix bands;
+  int within = 0;
   for (const TimedStep& t : steps) {
     if (t.logged.kind != kind) continue;
     ++c.steps;
     c.predicted_us += t.predicted_us;
+    bands.add(t.band, t.predicted_us);
     if (!t.logged.measured_us) continue;
     c.measured_us += *t.logged.measured_us;
     predicted.push_back(t.predicted_us);
     measured.push_back(*t.logged.measured_us);
     errors.push_back(t.predicted_us / *t.logged.measured_us - 1.0);
+    if (std::fabs(*t.logged.measured_us - t.predicted_us) <= t.band.pct / 100.0 * t.predicted_us) ++within;
   }
   c.errors = error_stats(errors);
   c.pearson_r = pearson_r(predicted, measured);
+  c.band = bands.mixed();
+  if (!errors.empty()) c.within_band_share = static_cast<double>(within) / static_cast<double>(errors.size());
   return c;
 }
 
@@ -97,7 +103,7 @@ StepLogComparison compare_step_log(const StepLog& log, const ModelAnalysis& mode
   StepLogComparison out;
   // A log repeats its shapes (a decode batch over many steps): each is timed once.
   using Key = std::tuple<LoggedKind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
-  std::map<Key, double> known;
+  std::map<Key, std::pair<double, ErrorBand>> known;
   for (const LoggedStep& s : log.steps) {
     check_against_model(log, s, model.spec);
     const StepShape shape = shape_of(s, base);
@@ -106,9 +112,10 @@ StepLogComparison compare_step_log(const StepLog& log, const ModelAnalysis& mode
     auto it = known.find(key);
     if (it == known.end()) {
       const KernelCostModel& cost = s.kind == LoggedKind::kDecode ? decode_cost : launched_cost;
-      it = known.emplace(key, time_step(build_step_graph(model, shape), cost).total_us).first;
+      const StepTiming timing = time_step(build_step_graph(model, shape), cost);
+      it = known.emplace(key, std::pair{timing.total_us, step_error_band(timing, cost.params())}).first;
     }
-    out.steps.push_back({s, shape, it->second});
+    out.steps.push_back({s, shape, it->second.first, it->second.second});
   }
   for (const LoggedKind kind : {LoggedKind::kPrefill, LoggedKind::kDecode, LoggedKind::kMixed}) {
     PhaseComparison c = compare_phase(out.steps, kind);

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "sim/cost/error_band.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/graph/step_shape.h"
 #include "sim/model/model_analysis.h"
@@ -18,6 +19,7 @@ struct TimedStep {
   LoggedStep logged;
   StepShape shape;  // as timed: the log's row on the settings' deployment
   double predicted_us = 0;
+  ErrorBand band;  // the prediction's 90% band (the kernel model's, as `step` gives it)
 };
 
 struct PhaseComparison {
@@ -27,6 +29,10 @@ struct PhaseComparison {
   double measured_us = 0;   // summed; 0 where the log has no times
   ErrorStats errors;        // of each step's (predicted - measured) / measured
   double pearson_r = 0;     // of predicted against measured times (0 under 2 steps or no spread)
+  ErrorBand band;           // the steps' bands, mixed by predicted time
+  // Of the steps with a logged time, the share within its prediction's band
+  // (|logged - predicted| <= band x predicted): near 0.9 where the bands are honest.
+  double within_band_share = 0;
 };
 
 struct StepLogComparison {

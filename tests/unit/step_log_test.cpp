@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sim/cost/draft_choice.h"
+#include "sim/cost/error_band.h"
 #include "sim/validation/step_log_comparison.h"
 #include "tests/step_test_support.h"
 
@@ -141,6 +142,21 @@ TEST(StepLog, ErrorsAgainstLoggedTimesAreSummarizedByPhase) {
   EXPECT_NEAR(decode.errors.worst_pct, 20.0, 1e-4);
   EXPECT_NEAR(decode.pearson_r, 1.0, 1e-9);
   EXPECT_NEAR(decode.measured_us, 1.25 * decode.predicted_us, 1e-3 * decode.predicted_us);
+  // Each step carries `step`'s band; 25% off is outside every one of them (the
+  // priors' bands are near 15%), 1% off inside.
+  for (const TimedStep& t : c.steps) {
+    EXPECT_DOUBLE_EQ(t.band.pct, step_error_band(timed(m, gpu.cost, t.shape), gpu.cost.params()).pct);
+    EXPECT_GT(t.band.pct, 1.0);
+    EXPECT_LT(t.band.pct, 25.0);
+  }
+  EXPECT_GT(decode.band.pct, 0);
+  EXPECT_EQ(decode.within_band_share, 0.0);
+  std::string close = "phase,batch,context,new_tokens,drafts,measured_us\n";
+  for (std::size_t i = 0; i < 3; ++i)
+    close += rows[i] + "," + std::to_string(first.steps[i].predicted_us * 1.01) + "\n";
+  const StepLogComparison near =
+      compare_step_log(load_step_log(log_file("close", close)), m, base, gpu.cost, gpu.cost);
+  EXPECT_EQ(near.phases.at(0).within_band_share, 1.0);
   const StepLogComparison against =
       compare_step_log(load_step_log(log_file("reversed", reversed)), m, base, gpu.cost, gpu.cost);
   EXPECT_LT(against.phases.at(0).pearson_r, 0);
