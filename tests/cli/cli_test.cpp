@@ -2019,7 +2019,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --batch 8 --context 16384 --ep 1 --group-batch 2",
                "field '--group-batch': with --ep 1 this rank is its group: its mean is --batch (8), got 2"},
         BadRun{"step --batch 8 --context 16384 --prompt-chunks 1 --chunk-tokens 512 --group-batch 2",
-               "field '--group-batch': only a plain decode step's batch may differ"}),
+               "field '--group-batch': only a plain decode step's batch may differ"},
+        BadRun{"step-log --log /nonexistent/steps.csv", "/nonexistent/steps.csv: cannot open file"},
+        BadRun{"step-log --log /tmp", "/tmp: no header line"}, BadRun{"step-log", "--log is required"}),
     [](const ::testing::TestParamInfo<BadRun>& param) { return "case_" + std::to_string(param.index); });
 
 TEST(Cli, BadModelFileNamesFileAndLine) {
