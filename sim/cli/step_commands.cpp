@@ -229,12 +229,15 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
 // The deployment every logged step runs on, in words.
 std::string step_log_settings(const StepShape& s, const Flags& f) {
   return fmt::format(
-      "EP {}{}, {}; decode steps {}, prefill and mixed steps launched; {}{}", s.ep,
+      "EP {}{}, {}, {}; decode steps {}, prefill and mixed steps launched; {}{}{}", s.ep,
       s.redundant_experts > 0 ? fmt::format(" with {} redundant experts", s.redundant_experts) : "",
+      f.routing_skew ? fmt::format("experts' popularity Zipf {:g}", *f.routing_skew)
+                     : "every expert as popular",
       s.routed_by_chance ? "each step's routing by chance" : "every rank its exact share of the routing",
       f.no_cuda_graph ? "launched" : "replayed from a CUDA graph",
       s.overlap_communication ? "two micro-batches" : "one batch (EP transfers after compute)",
-      s.fuse_input_projections ? "" : ", each projection its own GEMM");
+      s.fuse_input_projections ? "" : ", each projection its own GEMM",
+      f.mhc == "model" ? "" : ", mHC " + f.mhc);
 }
 
 void run_step_log(const Catalog& catalog, const Flags& f, std::ostream& out) {
