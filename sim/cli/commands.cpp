@@ -81,7 +81,13 @@ class CommandRegistrar {
     cmd->add_option("--reserve-fraction", flags_->reserve_fraction,
                     "fraction of HBM held for activations and workspace (default 0.10, an assumption)");
   }
+  // A step's shape and the deployment it runs on: step and compare-layers.
   void add_step_flags(CLI::App* cmd) const;
+  // The deployment a step runs on (GPU, EP, mHC form, launch, overlap,
+  // projections): step, compare-layers and step-log.
+  void add_step_deployment_flags(CLI::App* cmd) const;
+  // EPLB's replicas and how the routing falls: step and step-log.
+  void add_expert_placement_flags(CLI::App* cmd) const;
   // A deployment serving a workload: what run, plan, capacity and sensitivity take.
   void add_serving_flags(CLI::App* cmd, const char* deployment, const char* duration, const char* seed) const;
   // plan, capacity and sensitivity serve runs for minutes: each says so as it ends.
@@ -124,22 +130,43 @@ class CommandRegistrar {
 
 void CommandRegistrar::add_step_flags(CLI::App* cmd) const {
   Flags& f = *flags_;
-  cmd->add_option("--hw", f.hw, "GPU profile (file stem or name:) or path")->capture_default_str();
   cmd->add_option("--phase", f.phase, "prefill or decode")->capture_default_str();
   cmd->add_option("--batch", f.batch, "sequences in the step")->capture_default_str();
   cmd->add_option("--context", f.context, "prefill: prompt tokens each; decode: history tokens each")
       ->required();
+  cmd->add_flag("--no-draft", f.no_draft,
+                "decode: no speculative decoding (no draft stages, no drafts verified)");
+  add_step_deployment_flags(cmd);
+}
+
+void CommandRegistrar::add_step_deployment_flags(CLI::App* cmd) const {
+  Flags& f = *flags_;
+  cmd->add_option("--hw", f.hw, "GPU profile (file stem or name:) or path")->capture_default_str();
   cmd->add_option("--ep", f.ep, "expert-parallel size")->capture_default_str();
   cmd->add_option("--mhc", f.mhc,
                   "mHC form: model (as the model file says), fused (single pass) or three-kernel")
       ->capture_default_str();
   cmd->add_flag("--no-cuda-graph", f.no_cuda_graph,
                 "decode: launch kernels instead of replaying a CUDA graph");
-  cmd->add_flag("--no-draft", f.no_draft,
-                "decode: no speculative decoding (no draft stages, no drafts verified)");
   cmd->add_flag("--overlap", f.overlap, "overlap EP all-to-all with compute (two micro-batches)");
   cmd->add_flag("--separate-projections", f.separate_projections,
                 "run each projection of one input as its own GEMM (default: one GEMM, weights concatenated)");
+}
+
+void CommandRegistrar::add_expert_placement_flags(CLI::App* cmd) const {
+  Flags& f = *flags_;
+  cmd->add_option(
+         "--redundant-experts", f.redundant_experts,
+         "replicas of the hottest routed experts over the EP group (EPLB): each rank holds (routed + "
+         "redundant) / EP, so sizes that do not divide the experts become possible")
+      ->capture_default_str();
+  cmd->add_option("--routing-skew", f.routing_skew,
+                  "Zipf exponent of expert popularity, placed greedily with the replicas; the busiest rank "
+                  "sets the step (default: every expert as popular)");
+  cmd->add_flag("--balanced-routing", f.balanced_routing,
+                "every EP rank receives exactly its share of the routed tokens, as DeepSeek's published "
+                "profiles simulate it (default: each step's routing falls by chance, and the busiest rank "
+                "sets the step)");
 }
 
 void CommandRegistrar::add_serving_flags(CLI::App* cmd, const char* deployment, const char* duration,
@@ -305,18 +332,7 @@ void register_step_commands(const CommandRegistrar& r) {
       "--chunks-continuing", f.chunks_continuing,
       "of the chunks (--prompt-chunks, or a prefill step's --batch), how many are not their "
       "prompt's last (default 0; under CED their decoder layers and sampling wait for the last)");
-  step->add_option(
-          "--redundant-experts", f.redundant_experts,
-          "replicas of the hottest routed experts over the EP group (EPLB): each rank holds (routed + "
-          "redundant) / EP, so sizes that do not divide the experts become possible")
-      ->capture_default_str();
-  step->add_option("--routing-skew", f.routing_skew,
-                   "Zipf exponent of expert popularity, placed greedily with the replicas; the busiest rank "
-                   "sets the step (default: every expert as popular)");
-  step->add_flag("--balanced-routing", f.balanced_routing,
-                 "every EP rank receives exactly its share of the routed tokens, as DeepSeek's published "
-                 "profiles simulate it (default: each step's routing falls by chance, and the busiest rank "
-                 "sets the step)");
+  r.add_expert_placement_flags(step);
   step->add_option(
       "--prompt-ranks", f.prompt_ranks,
       "prefill: how many of the EP group's ranks run this step's prompts, the others none (their "
@@ -346,22 +362,8 @@ void register_step_commands(const CommandRegistrar& r) {
          "continuing, chunk_prompts,chunk_tokens,chunk_context (a mixed row's prompt chunks) and "
          "measured_us (one row per step, per GPU; see the README)")
       ->required();
-  log->add_option("--hw", f.hw, "GPU profile (file stem or name:) or path")->capture_default_str();
-  log->add_option("--ep", f.ep, "expert-parallel size")->capture_default_str();
-  log->add_option("--mhc", f.mhc,
-                  "mHC form: model (as the model file says), fused (single pass) or three-kernel")
-      ->capture_default_str();
-  log->add_flag("--no-cuda-graph", f.no_cuda_graph,
-                "decode: launch kernels instead of replaying a CUDA graph");
-  log->add_flag("--overlap", f.overlap, "overlap EP all-to-all with compute (two micro-batches)");
-  log->add_flag("--separate-projections", f.separate_projections,
-                "run each projection of one input as its own GEMM (default: one GEMM, weights concatenated)");
-  log->add_option("--redundant-experts", f.redundant_experts, "replicas of the hottest routed experts (EPLB)")
-      ->capture_default_str();
-  log->add_option("--routing-skew", f.routing_skew,
-                  "Zipf exponent of expert popularity (default: every expert as popular)");
-  log->add_flag("--balanced-routing", f.balanced_routing,
-                "every EP rank receives exactly its share of the routed tokens (default: by chance)");
+  r.add_step_deployment_flags(log);
+  r.add_expert_placement_flags(log);
   r.bind(log, run_step_log);
 }
 

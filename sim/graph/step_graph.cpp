@@ -13,11 +13,6 @@
 namespace v41sim {
 namespace {
 
-// Sequences one step may carry per GPU: far past what any GPU's memory holds
-// (each keeps at least a token of KV), and small enough that a step's token
-// and tile counts stay exact in 64-bit integers.
-constexpr int64_t kMaxSequencesPerStep = int64_t{1} << 24;
-
 bool is_engram_layer(const ModelSpec& m, int64_t layer) {
   return m.engram &&
          std::find(m.engram->layers.begin(), m.engram->layers.end(), layer) != m.engram->layers.end();

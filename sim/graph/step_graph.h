@@ -95,6 +95,11 @@ const LayerKernels* second_micro_batch_layer(const StepGraph& graph, std::size_t
 // every layer with this to check that shortcut.
 LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& shape, const LayerPlanEntry& plan);
 
+// Sequences one step may carry per GPU: far past what any GPU's memory holds
+// (each keeps at least a token of KV), and small enough that a step's token
+// and tile counts stay exact in 64-bit integers.
+inline constexpr int64_t kMaxSequencesPerStep = int64_t{1} << 24;
+
 // Throws InputError naming the flag for a batch, context or EP size that cannot be.
 void validate_step_shape(const ModelAnalysis& model, const StepShape& shape);
 StepGraph build_step_graph(const ModelAnalysis& model, const StepShape& shape);

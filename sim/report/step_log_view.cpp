@@ -16,8 +16,6 @@ namespace {
 // Rows the text lists; JSON holds every step.
 constexpr std::size_t kListedSteps = 10;
 
-double error_of(const TimedStep& t) { return t.predicted_us / *t.logged.measured_us - 1.0; }
-
 std::string pct(double value) { return fmt::format("{:+.1f}%", value); }
 
 // A mixed row's prompt chunks: "2 x 4096 of 16384 (1 continuing)"; empty elsewhere.
@@ -74,7 +72,7 @@ Table steps_table(const StepLogReport& r) {
   for (const TimedStep& t : r.comparison.steps) listed.push_back(&t);
   if (r.log.measured) {
     std::stable_sort(listed.begin(), listed.end(), [](const TimedStep* a, const TimedStep* b) {
-      return std::fabs(error_of(*a)) > std::fabs(error_of(*b));
+      return std::fabs(*a->error) > std::fabs(*b->error);
     });
   }
   const std::size_t shown = std::min(listed.size(), kListedSteps);
@@ -88,8 +86,7 @@ Table steps_table(const StepLogReport& r) {
     t.add_row({std::to_string(l.line), logged_kind_name(l.kind), std::to_string(l.batch),
                std::to_string(l.context), std::to_string(l.new_tokens), std::to_string(l.drafts),
                chunks_phrase(l), format_fixed(s.predicted_us, 1),
-               l.measured_us ? format_fixed(*l.measured_us, 1) : "",
-               l.measured_us ? pct(100 * error_of(s)) : ""});
+               l.measured_us ? format_fixed(*l.measured_us, 1) : "", s.error ? pct(100 * *s.error) : ""});
   }
   if (listed.size() > shown) t.add_note(fmt::format("of {} steps; --json lists every one", listed.size()));
   return t;
@@ -139,7 +136,7 @@ nlohmann::json step_log_json(const StepLogReport& r) {
     }
     if (l.measured_us) {
       step["measured_us"] = *l.measured_us;
-      step["error_pct"] = 100 * error_of(s);
+      step["error_pct"] = 100 * *s.error;
     }
     j["steps"].push_back(step);
   }

@@ -9,6 +9,8 @@
 
 #include "sim/common/csv_cells.h"
 #include "sim/common/input_error.h"
+#include "sim/graph/step_graph.h"
+#include "sim/model/model_spec.h"
 
 namespace v41sim {
 namespace {
@@ -18,12 +20,12 @@ constexpr std::array<const char*, 5> kOptionalColumns = {"continuing", "chunk_pr
                                                          "chunk_context", "measured_us"};
 constexpr std::array<const char*, 3> kChunkColumns = {"chunk_prompts", "chunk_tokens", "chunk_context"};
 
-// Ceilings past any step a GPU runs, low enough that token counts stay exact:
-// 2^24 sequences (as a step graph takes them), 2^31 - 1 tokens (as a request's).
-constexpr double kMostSequences = 16777216;
-constexpr double kMostTokens = 2147483647;
-constexpr double kMostDrafts = 1024;
-constexpr double kLongestStepUs = 1e9;  // a thousand seconds
+// Ceilings past any step a GPU runs, low enough that counts stay exact: the
+// sequences a step graph takes, the tokens a model's context may hold (drafts
+// too: the model's block is checked when the steps are timed).
+constexpr auto kMostSequences = static_cast<double>(kMaxSequencesPerStep);
+constexpr auto kMostTokens = static_cast<double>(kMostContextTokens);
+constexpr double kLongestStepUs = 1e9;  // a thousand seconds: a time past it is a unit typed wrong
 
 bool known_column(const std::string& name) {
   const auto is = [&name](const char* c) { return name == c; };
@@ -103,7 +105,7 @@ void read_prompts(const RowReader& row, LoggedStep& step) {
 // row's prompt chunks beside them.
 void read_sequences(const RowReader& row, LoggedStep& step) {
   row.require_zero("new_tokens", "a decode row's sequences each compute their own token and its drafts");
-  step.drafts = row.count("drafts", 0, kMostDrafts);
+  step.drafts = row.count("drafts", 0, kMostTokens);
   if (step.kind != LoggedKind::kMixed) {
     if (row.has("continuing")) row.require_zero("continuing", "only prompt chunks continue");
     return;

@@ -82,11 +82,11 @@ PhaseComparison compare_phase(const std::vector<TimedStep>& steps, LoggedKind ki
     ++c.steps;
     c.predicted_us += t.predicted_us;
     bands.add(t.band, t.predicted_us);
-    if (!t.logged.measured_us) continue;
+    if (!t.error) continue;
     c.measured_us += *t.logged.measured_us;
     predicted.push_back(t.predicted_us);
     measured.push_back(*t.logged.measured_us);
-    errors.push_back(t.predicted_us / *t.logged.measured_us - 1.0);
+    errors.push_back(*t.error);
     if (std::fabs(*t.logged.measured_us - t.predicted_us) <= t.band.pct / 100.0 * t.predicted_us) ++within;
   }
   c.errors = error_stats(errors);
@@ -115,7 +115,10 @@ StepLogComparison compare_step_log(const StepLog& log, const ModelAnalysis& mode
       const StepTiming timing = time_step(build_step_graph(model, shape), cost);
       it = known.emplace(key, std::pair{timing.total_us, step_error_band(timing, cost.params())}).first;
     }
-    out.steps.push_back({s, shape, it->second.first, it->second.second});
+    const auto& [predicted_us, band] = it->second;
+    std::optional<double> error;
+    if (s.measured_us) error = predicted_us / *s.measured_us - 1.0;
+    out.steps.push_back({s, shape, predicted_us, band, error});
   }
   for (const LoggedKind kind : {LoggedKind::kPrefill, LoggedKind::kDecode, LoggedKind::kMixed}) {
     PhaseComparison c = compare_phase(out.steps, kind);

@@ -4,6 +4,7 @@
 // of (validate's probe `step`), on the user's own engine and traffic.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "sim/cost/error_band.h"
@@ -20,6 +21,8 @@ struct TimedStep {
   StepShape shape;  // as timed: the log's row on the settings' deployment
   double predicted_us = 0;
   ErrorBand band;  // the prediction's 90% band (the kernel model's, as `step` gives it)
+  // (predicted - logged) / logged, where the log gives the step's time.
+  std::optional<double> error;
 };
 
 struct PhaseComparison {
