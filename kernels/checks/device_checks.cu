@@ -19,6 +19,7 @@
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
 #include "kernels/mhc/mhc_mixing.h"
+#include "kernels/mhc/mhc_projection_tiles.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -215,20 +216,46 @@ CheckResult check_engram() {
   return exact("engram gather", engram_gather_cuda(table, rows), engram_gather_reference(table, rows));
 }
 
-// V4.1's hidden size, and one that leaves the last elements of the single
-// pass's unrolled loop (4 per thread in steps of 4) partly empty.
+// One site step of an mHC form against the reference: the streams and the
+// next block's input in BF16 (a value may round the other way where the
+// device fuses a multiply-add the host does not: one BF16 step, 0.4% of a
+// value), the next coefficients from FP32 tensor-core sums against FP64 ones.
+CheckResult mhc_step_matches(const std::string& form, const MhcStepResult& got, const MhcStepResult& want) {
+  const auto streams = from_bf16_values(got.streams), streams_want = from_bf16_values(want.streams);
+  const auto input = from_bf16_values(got.next_input), input_want = from_bf16_values(want.next_input);
+  for (const CheckResult& r : {within_scale("streams", streams, streams_want, 1e-2f),
+                               within_norm("streams", streams, streams_want, 1e-3),
+                               within_scale("next input", input, input_want, 1e-2f),
+                               within_norm("next input", input, input_want, 1e-3),
+                               within_scale("next coefficients", got.next_coeffs, want.next_coeffs, 1e-3f)}) {
+    if (!r.ok) return {false, form + ": " + r.detail};
+  }
+  return {true, ""};
+}
+
+// Both forms against the reference: V4.1's hidden size and 1000 (rows of
+// 125 vectors, 250 reduction steps); 37 tokens leave a partial projection
+// tile and a partial CTA of 2 or 4 single-pass tokens, and split the
+// projection's reduction over CTAs; 8448 tokens fill the GPU with one split.
 CheckResult check_mhc() {
-  const int64_t tokens = 64;
-  for (const int64_t hidden : {int64_t{5120}, int64_t{1000}}) {
-    const auto X = normal_values(static_cast<std::size_t>(tokens * kStreams * hidden), 4);
-    const auto y = normal_values(static_cast<std::size_t>(tokens * hidden), 5);
-    const auto c = mhc_coefficients_reference(X, tokens, hidden);
-    const MhcFusedResult device = mhc_fused_cuda(X, y, c, tokens, hidden);
-    const MhcFusedResult reference = mhc_fused_reference(X, y, c, tokens, hidden);
-    for (const CheckResult& r : {within("mhc streams", device.streams, reference.streams, 1e-4f),
-                                 within("mhc next input", device.next_input, reference.next_input, 1e-3f)}) {
-      if (!r.ok) return {false, r.detail + " (hidden " + std::to_string(hidden) + ")"};
+  struct Case {
+    int64_t hidden, tokens;
+  };
+  for (const Case& c : {Case{5120, 37}, Case{1000, 37}, Case{1000, 8448}}) {
+    const std::string where =
+        " (hidden " + std::to_string(c.hidden) + ", " + std::to_string(c.tokens) + " tokens)";
+    const auto X = to_bf16_values(normal_values(static_cast<std::size_t>(c.tokens * kStreams * c.hidden), 4));
+    const auto y = to_bf16_values(normal_values(static_cast<std::size_t>(c.tokens * c.hidden), 5));
+    const auto coeffs = mhc_coefficients_reference(X, random_mhc_weights(c.hidden, 6), c.tokens, c.hidden);
+    const MhcWeights next = random_mhc_weights(c.hidden, 7);
+    const MhcStepResult want = mhc_step_reference(X, y, coeffs, next, c.tokens, c.hidden);
+    CheckResult r = mhc_step_matches("three kernels",
+                                     mhc_three_kernel_cuda(X, y, coeffs, next, c.tokens, c.hidden), want);
+    for (int per_cta = 1; r.ok && per_cta <= kMaxFusedTokens; per_cta *= 2) {
+      r = mhc_step_matches("single pass, " + std::to_string(per_cta) + " tokens a CTA",
+                           mhc_fused_cuda(X, y, coeffs, next, per_cta, c.tokens, c.hidden), want);
     }
+    if (!r.ok) return {false, r.detail + where};
   }
   return {true, ""};
 }

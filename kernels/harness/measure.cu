@@ -53,7 +53,7 @@ const std::vector<Group>& groups() {
        [](const RowWriter& w, const Device& d, bool q) { return measure_sparse_decode(w, d, q); }},
       {"compress", [](const RowWriter& w, const Device& d, bool q) { return measure_compress(w, d, q); }},
       {"engram", [](const RowWriter& w, const Device&, bool q) { return measure_engram(w, q); }},
-      {"mhc", [](const RowWriter& w, const Device&, bool q) { return measure_mhc(w, q); }},
+      {"mhc", [](const RowWriter& w, const Device& d, bool q) { return measure_mhc(w, d, q); }},
       {"expert_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_gemm(w, q); }},
       {"dense_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_dense_gemm(w, q); }},
   };

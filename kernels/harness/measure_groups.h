@@ -13,7 +13,7 @@ int measure_ceilings(int fd);
 int measure_mxfp4(const RowWriter& w, const Device& d, bool quick);
 int measure_compress(const RowWriter& w, const Device& d, bool quick);
 int measure_engram(const RowWriter& w, bool quick);
-int measure_mhc(const RowWriter& w, bool quick);
+int measure_mhc(const RowWriter& w, const Device& d, bool quick);
 int measure_indexer_decode(const RowWriter& w, bool quick);
 int measure_indexer_prefill(const RowWriter& w, bool quick);
 int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick);

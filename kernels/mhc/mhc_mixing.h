@@ -1,88 +1,82 @@
 // mHC residual mixing over 4 streams, in the two forms the V4.1 report
-// contrasts: three kernels per block (coefficients; pre-mix; post-merge) and
-// the single pass that merges block i's output and prepares block i+1's input
-// in one read and one write of the streams.
-//
-// The coefficient function here is a stand-in with the real one's data
-// movement (a reduction over every stream, then a small s x s Sinkhorn
-// normalisation): stream features f_s = mean over H of X_s; pre-mix weights
-// a = softmax(f); post-merge B = Sinkhorn(exp(f_s - f_t)); output weights
-// b = softmax(-f). The learned projection of the released model is not
-// reproduced; the bytes and passes, which are what the kernels measure, are.
-//   X: tokens x 4 x H streams; y: tokens x H block output; all float.
+// contrasts, with the released coefficient function (mhc_coefficients.h):
+//  - three kernels a site: the projection of the streams (tensor cores, split
+//    over the reduction), the block input (which finishes the coefficients),
+//    and after the block the merge back into the streams;
+//  - the single pass: block i's merge, block i+1's projection and its input
+//    in one kernel that holds a few tokens' merged streams in shared memory,
+//    so the streams are read once and written once.
+// Streams X: tokens x 4 x H, block output y and block input: tokens x H, all
+// BF16 as the model keeps them; coefficients: tokens x 24 FP32; arithmetic in
+// FP32. H must be a multiple of 8 (16-byte vectors of 8 values).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "kernels/common/host_device.h"
+#include "kernels/mhc/mhc_coefficients.h"
 
 namespace v41sim::kernels {
 
-inline constexpr int kStreams = 4;
-inline constexpr int kSinkhornIters = 20;
-inline constexpr int kCoefficients = kStreams + kStreams * kStreams + kStreams;  // a, B, b
+// Random site parameters for hidden size H: fn of unit-variance dot products
+// with unit-variance streams, scales and biases near the trained ones' sizes.
+MhcWeights random_mhc_weights(int64_t hidden, uint32_t seed);
 
-// Coefficients from the 4 stream means: a[4], B[16] (row-major), b[4].
-V41_HD void mhc_coefficients(const float* features, float* c) {
-  float mx = features[0], mn = features[0];
-  for (int s = 1; s < kStreams; ++s) {
-    mx = fmaxf(mx, features[s]);
-    mn = fminf(mn, features[s]);
-  }
-  float sa = 0, sb = 0;
-  for (int s = 0; s < kStreams; ++s) {
-    c[s] = expf(features[s] - mx);
-    c[kStreams + kStreams * kStreams + s] = expf(mn - features[s]);
-    sa += c[s];
-    sb += c[kStreams + kStreams * kStreams + s];
-  }
-  for (int s = 0; s < kStreams; ++s) {
-    c[s] /= sa;
-    c[kStreams + kStreams * kStreams + s] /= sb;
-  }
-  float* B = c + kStreams;
-  for (int s = 0; s < kStreams; ++s) {
-    for (int t = 0; t < kStreams; ++t) B[s * kStreams + t] = expf(fminf(features[s] - features[t], 20.0f));
-  }
-  for (int it = 0; it < kSinkhornIters; ++it) {  // rows, then columns, to 1
-    for (int s = 0; s < kStreams; ++s) {
-      float r = 0;
-      for (int t = 0; t < kStreams; ++t) r += B[s * kStreams + t];
-      for (int t = 0; t < kStreams; ++t) B[s * kStreams + t] /= r;
-    }
-    for (int t = 0; t < kStreams; ++t) {
-      float col = 0;
-      for (int s = 0; s < kStreams; ++s) col += B[s * kStreams + t];
-      for (int s = 0; s < kStreams; ++s) B[s * kStreams + t] /= col;
-    }
-  }
-}
+// BF16 copies of float values (rounded to nearest even).
+std::vector<uint16_t> to_bf16_values(const std::vector<float>& values);
+std::vector<float> from_bf16_values(const std::vector<uint16_t>& values);
 
-// CPU references. Three-kernel form:
-std::vector<float> mhc_coefficients_reference(const std::vector<float>& X, int64_t tokens, int64_t hidden);
-std::vector<float> mhc_pre_mix_reference(const std::vector<float>& X, const std::vector<float>& coeffs,
-                                         int64_t tokens, int64_t hidden);
-std::vector<float> mhc_post_merge_reference(const std::vector<float>& X, const std::vector<float>& y,
-                                            const std::vector<float>& coeffs, int64_t tokens, int64_t hidden);
-// Single pass: post-merge with `coeffs`, then next block's coefficients and input.
-struct MhcFusedResult {
-  std::vector<float> streams;      // X'
-  std::vector<float> next_input;   // x_in of the next block
-  std::vector<float> next_coeffs;  // coefficients of the next block
+// CPU references, FP64 sums where the kernels reduce.
+std::vector<float> mhc_coefficients_reference(const std::vector<uint16_t>& X, const MhcWeights& w,
+                                              int64_t tokens, int64_t hidden);
+std::vector<uint16_t> mhc_pre_mix_reference(const std::vector<uint16_t>& X, const std::vector<float>& coeffs,
+                                            int64_t tokens, int64_t hidden);
+std::vector<uint16_t> mhc_post_merge_reference(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                                               const std::vector<float>& coeffs, int64_t tokens,
+                                               int64_t hidden);
+
+// Block i's merge, then block i+1's coefficients (from the merged streams as
+// stored, in BF16) and its input: what both forms compute.
+struct MhcStepResult {
+  std::vector<uint16_t> streams;     // X'
+  std::vector<uint16_t> next_input;  // block i+1's input
+  std::vector<float> next_coeffs;    // block i+1's coefficients
 };
-MhcFusedResult mhc_fused_reference(const std::vector<float>& X, const std::vector<float>& y,
-                                   const std::vector<float>& coeffs, int64_t tokens, int64_t hidden);
+MhcStepResult mhc_step_reference(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                                 const std::vector<float>& coeffs, const MhcWeights& next, int64_t tokens,
+                                 int64_t hidden);
 
-// CUDA launchers (device pointers) and host wrappers.
-void launch_mhc_coefficients(const float* X, float* coeffs, int64_t tokens, int64_t hidden);
-void launch_mhc_pre_mix(const float* X, const float* coeffs, float* x_in, int64_t tokens, int64_t hidden);
-void launch_mhc_post_merge(const float* X, const float* y, const float* coeffs, float* X_out, int64_t tokens,
-                           int64_t hidden);
-void launch_mhc_fused(const float* X, const float* y, const float* coeffs, float* X_out, float* next_input,
-                      float* next_coeffs, int64_t tokens, int64_t hidden);
-MhcFusedResult mhc_fused_cuda(const std::vector<float>& X, const std::vector<float>& y,
-                              const std::vector<float>& coeffs, int64_t tokens, int64_t hidden);
+// Device-side parameters of a site.
+struct MhcSiteDevice {
+  const uint16_t* fn;
+  MhcScales scales;
+};
+
+// The three-kernel form's launchers (device pointers). The projection writes
+// `splits` partial sums a token (mhc_projection_workspace_floats); the block
+// input finishes them into the coefficients, which the merge reads.
+int64_t mhc_projection_workspace_floats(int64_t tokens, int splits);
+void launch_mhc_projection(const uint16_t* X, const uint16_t* fn, float* workspace, int splits,
+                           int64_t tokens, int64_t hidden);
+void launch_mhc_pre_mix(const uint16_t* X, const float* workspace, int splits, const MhcScales& scales,
+                        float* coeffs, uint16_t* x_in, int64_t tokens, int64_t hidden);
+void launch_mhc_post_merge(const uint16_t* X, const uint16_t* y, const float* coeffs, uint16_t* X_out,
+                           int64_t tokens, int64_t hidden);
+// The single pass, `tokens_per_cta` (mhc_fused_tokens_per_cta) tokens a CTA.
+void launch_mhc_fused(const uint16_t* X, const uint16_t* y, const float* coeffs, const MhcSiteDevice& next,
+                      uint16_t* X_out, uint16_t* next_input, float* next_coeffs, int tokens_per_cta,
+                      int64_t tokens, int64_t hidden);
+// The launch choices on the current device.
+int mhc_projection_splits_here(int64_t tokens, int64_t hidden);
+int mhc_fused_tokens_per_cta_here(int64_t tokens, int64_t hidden);
+
+// Host wrappers for the checks: one site step by each form (the single pass
+// with `tokens_per_cta` 1, 2 or 4 tokens a CTA).
+MhcStepResult mhc_three_kernel_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                                    const std::vector<float>& coeffs, const MhcWeights& next, int64_t tokens,
+                                    int64_t hidden);
+MhcStepResult mhc_fused_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                             const std::vector<float>& coeffs, const MhcWeights& next, int tokens_per_cta,
+                             int64_t tokens, int64_t hidden);
 
 }  // namespace v41sim::kernels

@@ -1,187 +1,431 @@
-// mHC mixing kernels. The three-kernel form reads the streams three times
-// (coefficients, pre-mix, post-merge); the single pass reads them once,
-// keeps the merged streams in registers for the next block's coefficients
-// and input, and writes each result once: about half the traffic.
+// mHC mixing kernels. The three-kernel form reads a site's streams three
+// times (the projection, the block input, the merge after the block); the
+// single pass reads them once: it merges block i's output into the streams,
+// keeps its tokens' merged streams in shared memory while it projects them
+// for block i+1's coefficients, and makes block i+1's input from that copy.
+// Both project on the tensor cores (mhc_projection_tiles.h). What the single
+// pass pays instead is fn: its CTA holds at most 4 tokens, so it reads fn's
+// 1 MB (BF16, V4.1) from L2 once for every 1 to 4 tokens, where the
+// three-kernel form's projection reads it once for every 32.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/fp_codec.h"
+#include "kernels/common/mma_sync.cuh"
 #include "kernels/mhc/mhc_mixing.h"
+#include "kernels/mhc/mhc_projection_tiles.h"
 
 namespace v41sim::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kMaxPerThread = 32;  // hidden <= 8192 for the single pass (a multiple of 4)
+constexpr int kVector = 8;            // BF16 values in a 16-byte vector
+constexpr int kElementThreads = 128;  // the block input and the merge: a CTA a token
 
-// Sums of the 4 streams over the block; every thread gets them.
-__device__ void block_stream_sums(float (&local)[kStreams], float (&total)[kStreams]) {
-  __shared__ float partial[kThreads / 32][kStreams];
-  for (int s = 0; s < kStreams; ++s) {
-    float v = local[s];
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32][s] = v;
+__device__ inline void unpack8(uint4 v, float (&f)[kVector]) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = mma::from_bf16(static_cast<uint16_t>(words[i] & 0xFFFFu));
+    f[2 * i + 1] = mma::from_bf16(static_cast<uint16_t>(words[i] >> 16));
+  }
+}
+
+__device__ inline uint4 pack8(const float (&f)[kVector]) {
+  return {mma::pack(bf16_bits(f[0]), bf16_bits(f[1])), mma::pack(bf16_bits(f[2]), bf16_bits(f[3])),
+          mma::pack(bf16_bits(f[4]), bf16_bits(f[5])), mma::pack(bf16_bits(f[6]), bf16_bits(f[7]))};
+}
+
+__device__ inline float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Element e of a vector of each stream, as the coefficient functions take it.
+__device__ inline void streams_at(const float (&x)[kStreams][kVector], int e, float (&out)[kStreams]) {
+#pragma unroll
+  for (int s = 0; s < kStreams; ++s) out[s] = x[s][e];
+}
+
+// Stream d after the block for 8 values, rounded to BF16 as stored.
+__device__ inline uint4 merged_vector(const float* c, int d, const float (&x)[kStreams][kVector],
+                                      const float (&y)[kVector]) {
+  float out[kVector];
+#pragma unroll
+  for (int e = 0; e < kVector; ++e) {
+    float xs[kStreams];
+    streams_at(x, e, xs);
+    out[e] = mhc_merged(c, d, y[e], xs);
+  }
+  return pack8(out);
+}
+
+// The block input for 8 values, rounded to BF16.
+__device__ inline uint4 block_input_vector(const float* c, const float (&x)[kStreams][kVector]) {
+  float out[kVector];
+#pragma unroll
+  for (int e = 0; e < kVector; ++e) {
+    float xs[kStreams];
+    streams_at(x, e, xs);
+    out[e] = mhc_block_input(c, xs);
+  }
+  return pack8(out);
+}
+
+__device__ inline float vector_squares(uint4 v) {
+  return pair_squares(v.x) + pair_squares(v.y) + pair_squares(v.z) + pair_squares(v.w);
+}
+
+// One warp's k16 steps of the projection of token rows [0, 16 kMTiles) of
+// `tile`; with kSquares it also sums each row's squares from its fragments.
+template <int kMTiles, bool kSquares>
+__device__ inline void project_steps(const uint16_t* tile, int64_t stride, int rows, const uint16_t* fn,
+                                     int64_t k, StepRange range, mma::Lane l,
+                                     float (&acc)[kMTiles][kMixTiles][4], float (&squares)[kMTiles][2]) {
+  for (int64_t step = range.begin; step < range.end; ++step) {
+    const int64_t k0 = step * mma::kK;
+    uint32_t b[kMixTiles][2];
+#pragma unroll
+    for (int nt = 0; nt < kMixTiles; ++nt) {
+#pragma unroll
+      for (int reg = 0; reg < 2; ++reg) b[nt][reg] = fn_fragment(fn, k, nt, k0, l, reg);
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      uint32_t a[4];
+#pragma unroll
+      for (int reg = 0; reg < 4; ++reg) {
+        a[reg] = token_fragment(tile, stride, rows, mt * mma::kM, k0, l, reg);
+        if constexpr (kSquares) squares[mt][reg & 1] += pair_squares(a[reg]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < kMixTiles; ++nt) mma::mma_bf16_16816(acc[mt][nt], a, b[nt]);
+    }
+  }
+}
+
+// A warp's dot products into its rows of `dest` (rows at or past `rows` dropped).
+template <int kMTiles, int kRows>
+__device__ inline void store_dots(float (&dest)[kRows][kProjectionSums],
+                                  const float (&acc)[kMTiles][kMixTiles][4], mma::Lane l, int rows) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kMixTiles; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = mt * mma::kM + mma::c_row(l, i);
+        if (row < rows) dest[row][nt * mma::kN + mma::c_col(l, i)] = acc[mt][nt][i];
+      }
+    }
+  }
+}
+
+// The three-kernel form's projection: 32 tokens and one of `gridDim.y`
+// shares of the reduction a CTA, each warp an equal part of that share; the
+// CTA's sums (per token: 24 dot products, then the sum of squares) go to
+// the workspace, one set per split.
+__global__ void __launch_bounds__(kProjectionWarps * 32)
+    projection_kernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ fn,
+                      float* __restrict__ workspace, int64_t tokens, int64_t hidden) {
+  __shared__ float partial[kProjectionWarps][kProjectionTokens][kProjectionSums];
+  const int64_t k = kStreams * hidden;
+  const int64_t token0 = static_cast<int64_t>(blockIdx.x) * kProjectionTokens;
+  const int rows =
+      static_cast<int>(tokens - token0 < kProjectionTokens ? tokens - token0 : kProjectionTokens);
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const mma::Lane l = mma::lane_of(static_cast<int>(threadIdx.x) % 32);
+  const StepRange range = step_range(k / mma::kK, static_cast<int64_t>(blockIdx.y) * kProjectionWarps + warp,
+                                     static_cast<int64_t>(gridDim.y) * kProjectionWarps);
+  float acc[kProjectionMTiles][kMixTiles][4] = {};
+  float squares[kProjectionMTiles][2] = {};
+  project_steps<kProjectionMTiles, true>(X + token0 * k, k, rows, fn, k, range, l, acc, squares);
+  store_dots<kProjectionMTiles, kProjectionTokens>(partial[warp], acc, l, rows);
+#pragma unroll
+  for (int mt = 0; mt < kProjectionMTiles; ++mt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {  // a row's values lie with the 4 lanes of its group
+      float s = squares[mt][half];
+      s += __shfl_xor_sync(0xffffffffu, s, 1);
+      s += __shfl_xor_sync(0xffffffffu, s, 2);
+      const int row = mt * mma::kM + l.group + half * 8;
+      if (l.pair == 0 && row < rows) partial[warp][row][kMixes] = s;
+    }
   }
   __syncthreads();
-  for (int s = 0; s < kStreams; ++s) {
-    float sum = 0;
-    for (int w = 0; w < kThreads / 32; ++w) sum += partial[w][s];
-    total[s] = sum;
-  }
-  __syncthreads();
-}
-
-__global__ void coefficients_kernel(const float* __restrict__ X, float* __restrict__ coeffs, int64_t hidden) {
-  const int64_t t = blockIdx.x;
-  float local[kStreams] = {0, 0, 0, 0};
-  for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
-    for (int s = 0; s < kStreams; ++s) local[s] += X[(t * kStreams + s) * hidden + i];
-  }
-  float total[kStreams];
-  block_stream_sums(local, total);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStreams; ++s) total[s] /= static_cast<float>(hidden);
-    mhc_coefficients(total, coeffs + t * kCoefficients);
+  float* out = workspace + (static_cast<int64_t>(blockIdx.y) * tokens + token0) * kProjectionSums;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * kProjectionSums; i += static_cast<int>(blockDim.x)) {
+    float sum = 0.0f;
+    for (int w = 0; w < kProjectionWarps; ++w) sum += partial[w][i / kProjectionSums][i % kProjectionSums];
+    out[i] = sum;
   }
 }
 
-__global__ void pre_mix_kernel(const float* __restrict__ X, const float* __restrict__ coeffs,
-                               float* __restrict__ x_in, int64_t tokens, int64_t hidden) {
-  const int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (flat >= tokens * hidden) return;
-  const int64_t t = flat / hidden;
-  const int64_t i = flat % hidden;
-  float acc = 0;
-  for (int s = 0; s < kStreams; ++s)
-    acc += coeffs[t * kCoefficients + s] * X[(t * kStreams + s) * hidden + i];
-  x_in[flat] = acc;
-}
-
-__global__ void post_merge_kernel(const float* __restrict__ X, const float* __restrict__ y,
-                                  const float* __restrict__ coeffs, float* __restrict__ X_out, int64_t tokens,
-                                  int64_t hidden) {
-  const int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (flat >= tokens * hidden) return;
-  const int64_t t = flat / hidden;
-  const int64_t i = flat % hidden;
-  const float* B = coeffs + t * kCoefficients + kStreams;
-  const float* b = B + kStreams * kStreams;
-  float x[kStreams];
-  for (int u = 0; u < kStreams; ++u) x[u] = X[(t * kStreams + u) * hidden + i];
-  for (int s = 0; s < kStreams; ++s) {
-    float acc = b[s] * y[flat];
-    for (int u = 0; u < kStreams; ++u) acc += B[s * kStreams + u] * x[u];
-    X_out[(t * kStreams + s) * hidden + i] = acc;
-  }
-}
-
-// The merged streams stay in registers between the two halves, so the
-// element loops are unrolled over a compile-time count per thread: with a
-// runtime count, ptxas keeps them in a local-memory array (a 512-byte stack
-// frame per thread) whose traffic would eat the saving being measured.
-template <int kPerThread>
-__global__ void __launch_bounds__(kThreads)
-    fused_kernel(const float* __restrict__ X, const float* __restrict__ y, const float* __restrict__ coeffs,
-                 float* __restrict__ X_out, float* __restrict__ next_input, float* __restrict__ next_coeffs,
-                 int64_t hidden) {
-  const int64_t t = blockIdx.x;
+// The block input, a CTA a token: the splits' sums finished into the
+// coefficients (kept for the merge), then sum_s pre[s] X_s.
+__global__ void __launch_bounds__(kElementThreads)
+    pre_mix_kernel(const uint16_t* __restrict__ X, const float* __restrict__ workspace, int splits,
+                   MhcScales scales, float* __restrict__ coeffs, uint16_t* __restrict__ x_in, int64_t tokens,
+                   int64_t hidden) {
+  __shared__ float sums[kProjectionSums];
   __shared__ float c[kCoefficients];
-  __shared__ float next[kCoefficients];
+  const int64_t t = blockIdx.x;
+  if (threadIdx.x < kProjectionSums) {
+    float sum = 0.0f;
+    for (int split = 0; split < splits; ++split)
+      sum += workspace[(split * tokens + t) * kProjectionSums + threadIdx.x];
+    sums[threadIdx.x] = sum;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) mhc_coefficients_of(sums, static_cast<float>(kStreams * hidden), scales, c);
+  __syncthreads();
+  if (threadIdx.x < kCoefficients) coeffs[t * kCoefficients + threadIdx.x] = c[threadIdx.x];
+  const int64_t vectors = hidden / kVector;
+  const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
+  uint4* out = reinterpret_cast<uint4*>(x_in + t * hidden);
+  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
+    float x[kStreams][kVector];
+#pragma unroll
+    for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
+    out[v] = block_input_vector(c, x);
+  }
+}
+
+// The merge after the block, a CTA a token.
+__global__ void __launch_bounds__(kElementThreads)
+    post_merge_kernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ y,
+                      const float* __restrict__ coeffs, uint16_t* __restrict__ X_out, int64_t hidden) {
+  __shared__ float c[kCoefficients];
+  const int64_t t = blockIdx.x;
   if (threadIdx.x < kCoefficients) c[threadIdx.x] = coeffs[t * kCoefficients + threadIdx.x];
   __syncthreads();
-  const float* B = c + kStreams;
-  const float* b = B + kStreams * kStreams;
-  float merged[kPerThread][kStreams];
-  float local[kStreams] = {0, 0, 0, 0};
+  const int64_t vectors = hidden / kVector;
+  const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
+  const uint4* output = reinterpret_cast<const uint4*>(y + t * hidden);
+  uint4* out = reinterpret_cast<uint4*>(X_out + t * kStreams * hidden);
+  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
+    float x[kStreams][kVector], yv[kVector];
 #pragma unroll
-  for (int n = 0; n < kPerThread; ++n) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(n) * kThreads;
-    if (i >= hidden) break;
-    float x[kStreams];
+    for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
+    unpack8(output[v], yv);
 #pragma unroll
-    for (int u = 0; u < kStreams; ++u) x[u] = X[(t * kStreams + u) * hidden + i];
-    const float yi = y[t * hidden + i];
-#pragma unroll
-    for (int s = 0; s < kStreams; ++s) {
-      float acc = b[s] * yi;
-#pragma unroll
-      for (int u = 0; u < kStreams; ++u) acc += B[s * kStreams + u] * x[u];
-      merged[n][s] = acc;
-      X_out[(t * kStreams + s) * hidden + i] = acc;
-      local[s] += acc;
-    }
+    for (int d = 0; d < kStreams; ++d) out[d * vectors + v] = merged_vector(c, d, x, yv);
   }
-  float total[kStreams];
-  block_stream_sums(local, total);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStreams; ++s) total[s] /= static_cast<float>(hidden);
-    mhc_coefficients(total, next);
-    for (int k = 0; k < kCoefficients; ++k) next_coeffs[t * kCoefficients + k] = next[k];
+}
+
+// The single pass, kTokens tokens a CTA: (1) block i's merge, to memory and
+// into the shared tile (rows of 4H values, padded); (2) block i+1's
+// projection of the tile, the 16 warps splitting the reduction; (3) its
+// coefficients; (4) its input, from the tile.
+template <int kTokens>
+__global__ void __launch_bounds__(kFusedWarps * 32, 1)
+    fused_kernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ y,
+                 const float* __restrict__ coeffs, MhcSiteDevice next, uint16_t* __restrict__ X_out,
+                 uint16_t* __restrict__ next_input, float* __restrict__ next_coeffs, int64_t tokens,
+                 int64_t hidden) {
+  extern __shared__ uint4 tile_vectors[];
+  __shared__ float c[kTokens][kCoefficients];
+  __shared__ float partial[kFusedWarps][kTokens][kProjectionSums];
+  __shared__ float sums[kTokens][kProjectionSums];
+  const uint16_t* tile = reinterpret_cast<const uint16_t*>(tile_vectors);
+  const int64_t k = kStreams * hidden;
+  const int64_t stride = k + kFusedRowPad;  // values; a multiple of 8
+  const int64_t vectors = hidden / kVector;
+  const int64_t token0 = static_cast<int64_t>(blockIdx.x) * kTokens;
+  const int rows = static_cast<int>(tokens - token0 < kTokens ? tokens - token0 : kTokens);
+  const int thread = static_cast<int>(threadIdx.x);
+  const int warp = thread / 32;
+  const mma::Lane l = mma::lane_of(thread % 32);
+  for (int i = thread; i < rows * kCoefficients; i += static_cast<int>(blockDim.x))
+    c[i / kCoefficients][i % kCoefficients] = coeffs[token0 * kCoefficients + i];
+  __syncthreads();
+
+  // (1) The merge; each token's squares from its values as stored (BF16).
+#pragma unroll
+  for (int r = 0; r < kTokens; ++r) {
+    float squares = 0.0f;
+    if (r < rows) {
+      const uint4* streams = reinterpret_cast<const uint4*>(X + (token0 + r) * k);
+      const uint4* output = reinterpret_cast<const uint4*>(y + (token0 + r) * hidden);
+      uint4* out = reinterpret_cast<uint4*>(X_out + (token0 + r) * k);
+      uint4* kept = tile_vectors + r * stride / kVector;
+      for (int64_t v = thread; v < vectors; v += blockDim.x) {
+        float x[kStreams][kVector], yv[kVector];
+#pragma unroll
+        for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
+        unpack8(output[v], yv);
+#pragma unroll
+        for (int d = 0; d < kStreams; ++d) {
+          const uint4 merged = merged_vector(c[r], d, x, yv);
+          out[d * vectors + v] = merged;
+          kept[d * vectors + v] = merged;
+          squares += vector_squares(merged);
+        }
+      }
+    }
+    squares = warp_sum(squares);
+    if (l.group == 0 && l.pair == 0) partial[warp][r][kMixes] = squares;
   }
   __syncthreads();
-#pragma unroll
-  for (int n = 0; n < kPerThread; ++n) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(n) * kThreads;
-    if (i >= hidden) break;
-    float acc = 0;
-#pragma unroll
-    for (int s = 0; s < kStreams; ++s) acc += next[s] * merged[n][s];
-    next_input[t * hidden + i] = acc;
-  }
-}
 
-// The single pass for up to kPerThread elements per thread, or the next
-// wider instantiation (steps of 4 elements: hidden up to 1024 per step).
-template <int kPerThread>
-void launch_fused_for(int64_t per_thread, const float* X, const float* y, const float* coeffs, float* X_out,
-                      float* next_input, float* next_coeffs, int64_t tokens, int64_t hidden) {
-  if constexpr (kPerThread < kMaxPerThread) {
-    if (per_thread > kPerThread) {
-      launch_fused_for<kPerThread + 4>(per_thread, X, y, coeffs, X_out, next_input, next_coeffs, tokens,
-                                       hidden);
-      return;
+  // (2) The projection of the tile.
+  float acc[1][kMixTiles][4] = {};
+  float unused[1][2] = {};
+  project_steps<1, false>(tile, stride, rows, next.fn, k, step_range(k / mma::kK, warp, kFusedWarps), l, acc,
+                          unused);
+  store_dots<1, kTokens>(partial[warp], acc, l, rows);
+  __syncthreads();
+
+  // (3) Block i+1's coefficients.
+  for (int i = thread; i < rows * kProjectionSums; i += static_cast<int>(blockDim.x)) {
+    float sum = 0.0f;
+    for (int w = 0; w < kFusedWarps; ++w) sum += partial[w][i / kProjectionSums][i % kProjectionSums];
+    sums[i / kProjectionSums][i % kProjectionSums] = sum;
+  }
+  __syncthreads();
+  if (thread < rows) mhc_coefficients_of(sums[thread], static_cast<float>(k), next.scales, c[thread]);
+  __syncthreads();
+  for (int i = thread; i < rows * kCoefficients; i += static_cast<int>(blockDim.x))
+    next_coeffs[token0 * kCoefficients + i] = c[i / kCoefficients][i % kCoefficients];
+
+  // (4) Block i+1's input, from the tile.
+  for (int r = 0; r < rows; ++r) {
+    const uint4* kept = tile_vectors + r * stride / kVector;
+    uint4* out = reinterpret_cast<uint4*>(next_input + (token0 + r) * hidden);
+    for (int64_t v = thread; v < vectors; v += blockDim.x) {
+      float x[kStreams][kVector];
+#pragma unroll
+      for (int s = 0; s < kStreams; ++s) unpack8(kept[s * vectors + v], x[s]);
+      out[v] = block_input_vector(c[r], x);
     }
   }
-  fused_kernel<kPerThread>
-      <<<static_cast<unsigned>(tokens), kThreads>>>(X, y, coeffs, X_out, next_input, next_coeffs, hidden);
 }
 
-unsigned elementwise_blocks(int64_t tokens, int64_t hidden) {
-  return static_cast<unsigned>((tokens * hidden + kThreads - 1) / kThreads);
+int64_t fused_tile_bytes(int tokens_per_cta, int64_t hidden) {
+  return tokens_per_cta * (kStreams * hidden + kFusedRowPad) * static_cast<int64_t>(sizeof(uint16_t));
+}
+
+template <int kTokens>
+void launch_fused_with(const uint16_t* X, const uint16_t* y, const float* coeffs, const MhcSiteDevice& next,
+                       uint16_t* X_out, uint16_t* next_input, float* next_coeffs, int64_t tokens,
+                       int64_t hidden) {
+  const int64_t bytes = fused_tile_bytes(kTokens, hidden);
+  static int64_t configured = 48 * 1024;  // what a launch may ask without opting in
+  if (bytes > configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(fused_kernel<kTokens>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)));
+    configured = bytes;
+  }
+  const auto ctas = static_cast<unsigned>((tokens + kTokens - 1) / kTokens);
+  fused_kernel<kTokens><<<ctas, kFusedWarps * 32, static_cast<std::size_t>(bytes)>>>(
+      X, y, coeffs, next, X_out, next_input, next_coeffs, tokens, hidden);
+}
+
+void check_shape(int64_t tokens, int64_t hidden) {
+  if (tokens <= 0 || hidden <= 0 || hidden % kVector != 0)
+    throw std::invalid_argument("mhc: tokens must be positive and hidden a positive multiple of 8");
+}
+
+struct DeviceLimits {
+  int sms = 0;
+  int64_t fused_tile_bytes = 0;  // dynamic shared memory a single-pass CTA may hold
+};
+
+DeviceLimits device_limits() {
+  int device = 0, sms = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes widest{};
+  CUDA_CHECK(cudaFuncGetAttributes(&widest, fused_kernel<kMaxFusedTokens>));
+  return {sms, static_cast<int64_t>(optin) - static_cast<int64_t>(widest.sharedSizeBytes)};
 }
 
 }  // namespace
 
-void launch_mhc_coefficients(const float* X, float* coeffs, int64_t tokens, int64_t hidden) {
-  coefficients_kernel<<<static_cast<unsigned>(tokens), kThreads>>>(X, coeffs, hidden);
+int64_t mhc_projection_workspace_floats(int64_t tokens, int splits) {
+  return tokens * splits * kProjectionSums;
 }
 
-void launch_mhc_pre_mix(const float* X, const float* coeffs, float* x_in, int64_t tokens, int64_t hidden) {
-  pre_mix_kernel<<<elementwise_blocks(tokens, hidden), kThreads>>>(X, coeffs, x_in, tokens, hidden);
+void launch_mhc_projection(const uint16_t* X, const uint16_t* fn, float* workspace, int splits,
+                           int64_t tokens, int64_t hidden) {
+  check_shape(tokens, hidden);
+  const dim3 grid(static_cast<unsigned>((tokens + kProjectionTokens - 1) / kProjectionTokens),
+                  static_cast<unsigned>(splits));
+  projection_kernel<<<grid, kProjectionWarps * 32>>>(X, fn, workspace, tokens, hidden);
 }
 
-void launch_mhc_post_merge(const float* X, const float* y, const float* coeffs, float* X_out, int64_t tokens,
-                           int64_t hidden) {
-  post_merge_kernel<<<elementwise_blocks(tokens, hidden), kThreads>>>(X, y, coeffs, X_out, tokens, hidden);
+void launch_mhc_pre_mix(const uint16_t* X, const float* workspace, int splits, const MhcScales& scales,
+                        float* coeffs, uint16_t* x_in, int64_t tokens, int64_t hidden) {
+  check_shape(tokens, hidden);
+  pre_mix_kernel<<<static_cast<unsigned>(tokens), kElementThreads>>>(X, workspace, splits, scales, coeffs,
+                                                                     x_in, tokens, hidden);
 }
 
-void launch_mhc_fused(const float* X, const float* y, const float* coeffs, float* X_out, float* next_input,
-                      float* next_coeffs, int64_t tokens, int64_t hidden) {
-  if (hidden > static_cast<int64_t>(kThreads) * kMaxPerThread)
-    throw std::invalid_argument("mhc fused: hidden > 8192");
-  const int64_t per_thread = (hidden + kThreads - 1) / kThreads;
-  launch_fused_for<4>(per_thread, X, y, coeffs, X_out, next_input, next_coeffs, tokens, hidden);
+void launch_mhc_post_merge(const uint16_t* X, const uint16_t* y, const float* coeffs, uint16_t* X_out,
+                           int64_t tokens, int64_t hidden) {
+  check_shape(tokens, hidden);
+  post_merge_kernel<<<static_cast<unsigned>(tokens), kElementThreads>>>(X, y, coeffs, X_out, hidden);
 }
 
-MhcFusedResult mhc_fused_cuda(const std::vector<float>& X, const std::vector<float>& y,
-                              const std::vector<float>& coeffs, int64_t tokens, int64_t hidden) {
-  const DeviceBuffer<float> dX(X), dy(y), dc(coeffs);
-  const DeviceBuffer<float> dXo(X.size()), dnext(y.size()), dnc(coeffs.size());
-  launch_mhc_fused(dX.get(), dy.get(), dc.get(), dXo.get(), dnext.get(), dnc.get(), tokens, hidden);
+void launch_mhc_fused(const uint16_t* X, const uint16_t* y, const float* coeffs, const MhcSiteDevice& next,
+                      uint16_t* X_out, uint16_t* next_input, float* next_coeffs, int tokens_per_cta,
+                      int64_t tokens, int64_t hidden) {
+  check_shape(tokens, hidden);
+  switch (tokens_per_cta) {
+    case 1:
+      return launch_fused_with<1>(X, y, coeffs, next, X_out, next_input, next_coeffs, tokens, hidden);
+    case 2:
+      return launch_fused_with<2>(X, y, coeffs, next, X_out, next_input, next_coeffs, tokens, hidden);
+    case 4:
+      return launch_fused_with<4>(X, y, coeffs, next, X_out, next_input, next_coeffs, tokens, hidden);
+    default:
+      throw std::invalid_argument("mhc single pass: 1, 2 or 4 tokens a CTA");
+  }
+}
+
+int mhc_projection_splits_here(int64_t tokens, int64_t hidden) {
+  return mhc_projection_splits(tokens, hidden, device_limits().sms);
+}
+
+int mhc_fused_tokens_per_cta_here(int64_t tokens, int64_t hidden) {
+  const DeviceLimits limits = device_limits();
+  const int per_cta = mhc_fused_tokens_per_cta(tokens, hidden, limits.sms, limits.fused_tile_bytes);
+  if (per_cta == 0) throw std::invalid_argument("mhc single pass: one token's streams exceed shared memory");
+  return per_cta;
+}
+
+MhcStepResult mhc_three_kernel_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                                    const std::vector<float>& coeffs, const MhcWeights& next, int64_t tokens,
+                                    int64_t hidden) {
+  const int splits = mhc_projection_splits_here(tokens, hidden);
+  const DeviceBuffer<uint16_t> dX(X), dy(y), dfn(next.fn);
+  const DeviceBuffer<float> dc(coeffs),
+      workspace(static_cast<std::size_t>(mhc_projection_workspace_floats(tokens, splits)));
+  const DeviceBuffer<uint16_t> merged(X.size()), input(y.size());
+  const DeviceBuffer<float> next_coeffs(coeffs.size());
+  launch_mhc_post_merge(dX.get(), dy.get(), dc.get(), merged.get(), tokens, hidden);
+  launch_mhc_projection(merged.get(), dfn.get(), workspace.get(), splits, tokens, hidden);
+  launch_mhc_pre_mix(merged.get(), workspace.get(), splits, next.scales, next_coeffs.get(), input.get(),
+                     tokens, hidden);
   CUDA_CHECK(cudaGetLastError());
-  return {dXo.download(X.size()), dnext.download(y.size()), dnc.download(coeffs.size())};
+  return {merged.download(X.size()), input.download(y.size()), next_coeffs.download(coeffs.size())};
+}
+
+MhcStepResult mhc_fused_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                             const std::vector<float>& coeffs, const MhcWeights& next, int tokens_per_cta,
+                             int64_t tokens, int64_t hidden) {
+  const DeviceBuffer<uint16_t> dX(X), dy(y), dfn(next.fn);
+  const DeviceBuffer<float> dc(coeffs);
+  const DeviceBuffer<uint16_t> merged(X.size()), input(y.size());
+  const DeviceBuffer<float> next_coeffs(coeffs.size());
+  launch_mhc_fused(dX.get(), dy.get(), dc.get(), {dfn.get(), next.scales}, merged.get(), input.get(),
+                   next_coeffs.get(), tokens_per_cta, tokens, hidden);
+  CUDA_CHECK(cudaGetLastError());
+  return {merged.download(X.size()), input.download(y.size()), next_coeffs.download(coeffs.size())};
 }
 
 }  // namespace v41sim::kernels

@@ -1,55 +1,226 @@
-// mHC mixing: coefficient validity, the single pass equal to the three kernels
-// composed, and the CUDA single pass against the reference where a GPU exists.
+// mHC mixing: the coefficient function against a plain transcription of the
+// released one, its ranges and invariances, the merge's orientation, the
+// single step composed of the three kernels' references, the tensor-core
+// projection's loads replayed lane by lane, the launch choices, and both
+// CUDA forms against the reference where a GPU exists.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
+#include <vector>
 
 #include "kernels/common/random_values.h"
 #include "kernels/mhc/mhc_mixing.h"
+#include "kernels/mhc/mhc_projection_tiles.h"
 #include "tests/kernels/device_check_support.h"
+#include "tests/kernels/mma_bf16_emulation.h"
 
 namespace v41sim::kernels {
 namespace {
 
-TEST(Mhc, CoefficientsAreNormalised) {
-  const auto X = normal_values(3 * kStreams * 64, 1);
-  const auto c = mhc_coefficients_reference(X, 3, 64);
-  for (int64_t t = 0; t < 3; ++t) {
-    const float* a = c.data() + t * kCoefficients;
-    const float* B = a + kStreams;
-    const float* b = B + kStreams * kStreams;
-    float sa = 0, sb = 0;
-    for (int s = 0; s < kStreams; ++s) {
-      sa += a[s];
-      sb += b[s];
-      float row = 0, col = 0;
-      for (int u = 0; u < kStreams; ++u) {
-        row += B[s * kStreams + u];
-        col += B[u * kStreams + s];
-      }
-      EXPECT_NEAR(row, 1.0f, 1e-4f);
-      EXPECT_NEAR(col, 1.0f, 1e-5f);
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// The released hc_split_sinkhorn, line by line in FP64, on RMS-scaled mixes.
+std::vector<double> released_coefficients(const std::vector<double>& mixes, const MhcScales& p) {
+  std::vector<double> c(kCoefficients);
+  for (int s = 0; s < 4; ++s) {
+    c[s] = sigmoid(mixes[s] * p.scale[0] + p.base[s]) + 1e-6;
+    c[4 + s] = 2.0 * sigmoid(mixes[4 + s] * p.scale[1] + p.base[4 + s]);
+  }
+  double comb[4][4];
+  for (int i = 0; i < 4; ++i) {
+    double mx = -1e300, sum = 0;
+    for (int j = 0; j < 4; ++j) mx = std::max(mx, mixes[8 + 4 * i + j] * p.scale[2] + p.base[8 + 4 * i + j]);
+    for (int j = 0; j < 4; ++j)
+      sum += std::exp(mixes[8 + 4 * i + j] * p.scale[2] + p.base[8 + 4 * i + j] - mx);
+    for (int j = 0; j < 4; ++j)
+      comb[i][j] = std::exp(mixes[8 + 4 * i + j] * p.scale[2] + p.base[8 + 4 * i + j] - mx) / sum + 1e-6;
+  }
+  const auto normalise_columns = [&] {
+    for (int j = 0; j < 4; ++j) {
+      const double col = comb[0][j] + comb[1][j] + comb[2][j] + comb[3][j] + 1e-6;
+      for (int i = 0; i < 4; ++i) comb[i][j] /= col;
     }
-    EXPECT_NEAR(sa, 1.0f, 1e-6f);
-    EXPECT_NEAR(sb, 1.0f, 1e-6f);
+  };
+  normalise_columns();
+  for (int it = 0; it < 19; ++it) {
+    for (int i = 0; i < 4; ++i) {
+      const double row = comb[i][0] + comb[i][1] + comb[i][2] + comb[i][3] + 1e-6;
+      for (int j = 0; j < 4; ++j) comb[i][j] /= row;
+    }
+    normalise_columns();
+  }
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) c[8 + 4 * i + j] = comb[i][j];
+  }
+  return c;
+}
+
+TEST(Mhc, CoefficientsFollowTheReleasedFunction) {
+  const MhcWeights w = random_mhc_weights(8, 11);
+  const auto dots = normal_values(kMixes * 5, 12, 3.0f);
+  for (int t = 0; t < 5; ++t) {
+    const float values = 32.0f, squares = 40.0f;  // an RMS of sqrt(1.25)
+    float sums[kProjectionSums];
+    std::vector<double> mixes(kMixes);
+    for (int j = 0; j < kMixes; ++j) {
+      sums[j] = dots[static_cast<std::size_t>(t * kMixes + j)];
+      mixes[static_cast<std::size_t>(j)] = sums[j] / std::sqrt(squares / values + 1e-6);
+    }
+    sums[kMixes] = squares;
+    float c[kCoefficients];
+    mhc_coefficients_of(sums, values, w.scales, c);
+    const std::vector<double> want = released_coefficients(mixes, w.scales);
+    for (int j = 0; j < kCoefficients; ++j) EXPECT_NEAR(c[j], want[static_cast<std::size_t>(j)], 1e-5) << j;
   }
 }
 
-TEST(Mhc, SinglePassEqualsTheThreeKernelsComposed) {
-  const int64_t tokens = 5, hidden = 96;
-  const auto X = normal_values(tokens * kStreams * hidden, 2);
-  const auto y = normal_values(tokens * hidden, 3);
-  const auto c = mhc_coefficients_reference(X, tokens, hidden);
-  const MhcFusedResult fused = mhc_fused_reference(X, y, c, tokens, hidden);
-  const auto merged = mhc_post_merge_reference(X, y, c, tokens, hidden);
-  const auto next_c = mhc_coefficients_reference(merged, tokens, hidden);
-  EXPECT_EQ(fused.streams, merged);
-  EXPECT_EQ(fused.next_coeffs, next_c);
-  EXPECT_EQ(fused.next_input, mhc_pre_mix_reference(merged, next_c, tokens, hidden));
+TEST(Mhc, CoefficientsStayInTheirRangesAndCombIsDoublyStochastic) {
+  const int64_t tokens = 6, hidden = 64;
+  const auto X = to_bf16_values(normal_values(tokens * kStreams * hidden, 1));
+  const auto c = mhc_coefficients_reference(X, random_mhc_weights(hidden, 2), tokens, hidden);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* k = c.data() + t * kCoefficients;
+    for (int s = 0; s < kStreams; ++s) {
+      EXPECT_GT(k[kPreOffset + s], 0.0f);
+      EXPECT_LE(k[kPreOffset + s], 1.0f + kMhcEps);
+      EXPECT_GT(k[kPostOffset + s], 0.0f);
+      EXPECT_LT(k[kPostOffset + s], 2.0f);
+      float row = 0, col = 0;
+      for (int u = 0; u < kStreams; ++u) {
+        EXPECT_GT(k[kCombOffset + s * kStreams + u], 0.0f);
+        row += k[kCombOffset + s * kStreams + u];
+        col += k[kCombOffset + u * kStreams + s];
+      }
+      EXPECT_NEAR(col, 1.0f, 1e-5f);  // the last step normalises columns
+      EXPECT_NEAR(row, 1.0f, 1e-3f);
+    }
+  }
 }
 
-TEST(MhcCuda, SinglePassMatchesTheReference) { expect_device_checks({"mhc"}); }
+TEST(Mhc, CoefficientsIgnoreTheStreamsScale) {
+  const int64_t tokens = 3, hidden = 32;
+  const auto values = normal_values(tokens * kStreams * hidden, 3);
+  std::vector<float> doubled(values);
+  for (float& v : doubled) v *= 2.0f;  // exact in BF16
+  const MhcWeights w = random_mhc_weights(hidden, 4);
+  const auto c = mhc_coefficients_reference(to_bf16_values(values), w, tokens, hidden);
+  const auto c2 = mhc_coefficients_reference(to_bf16_values(doubled), w, tokens, hidden);
+  for (std::size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], c2[i], 1e-5f) << i;
+}
+
+// comb[s][d] sends stream s to stream d: one stream of ones, no block output.
+TEST(Mhc, MergeReadsCombAsSourceByDestination) {
+  const int64_t hidden = 8;
+  std::vector<float> coeffs(kCoefficients, 0.0f);
+  const float from_stream_1[kStreams] = {0.5f, 0.25f, 0.125f, 0.125f};
+  for (int d = 0; d < kStreams; ++d) coeffs[kCombOffset + 1 * kStreams + d] = from_stream_1[d];
+  std::vector<float> X(kStreams * hidden, 0.0f);
+  for (int64_t i = 0; i < hidden; ++i) X[static_cast<std::size_t>(1 * hidden + i)] = 1.0f;
+  const auto merged = from_bf16_values(mhc_post_merge_reference(
+      to_bf16_values(X), to_bf16_values(std::vector<float>(hidden, 3.0f)), coeffs, 1, hidden));
+  for (int d = 0; d < kStreams; ++d) {
+    for (int64_t i = 0; i < hidden; ++i)
+      EXPECT_EQ(merged[static_cast<std::size_t>(d * hidden + i)], from_stream_1[d]);
+  }
+}
+
+TEST(Mhc, StepReferenceComposesTheThreeKernels) {
+  const int64_t tokens = 5, hidden = 96;
+  const auto X = to_bf16_values(normal_values(tokens * kStreams * hidden, 2));
+  const auto y = to_bf16_values(normal_values(tokens * hidden, 3));
+  const auto c = mhc_coefficients_reference(X, random_mhc_weights(hidden, 5), tokens, hidden);
+  const MhcWeights next = random_mhc_weights(hidden, 6);
+  const MhcStepResult step = mhc_step_reference(X, y, c, next, tokens, hidden);
+  const auto merged = mhc_post_merge_reference(X, y, c, tokens, hidden);
+  const auto next_c = mhc_coefficients_reference(merged, next, tokens, hidden);
+  EXPECT_EQ(step.streams, merged);
+  EXPECT_EQ(step.next_coeffs, next_c);
+  EXPECT_EQ(step.next_input, mhc_pre_mix_reference(merged, next_c, tokens, hidden));
+}
+
+// The kernels' projection loop on the CPU: every lane's token and fn
+// fragments, mma emulated, the reduction split into slices as the warps
+// split it; rows past `rows` read the last row and are dropped.
+template <int kMTiles>
+void expect_lane_replay_matches(int rows, int64_t hidden, int slices) {
+  const int64_t k = kStreams * hidden;
+  const auto tile = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 21));
+  const MhcWeights w = random_mhc_weights(hidden, 22);
+  float acc[kMTiles][kMixTiles][32][4] = {};
+  float squares[kMTiles][32][2] = {};
+  for (int slice = 0; slice < slices; ++slice) {
+    const StepRange range = step_range(k / mma::kK, slice, slices);
+    for (int64_t step = range.begin; step < range.end; ++step) {
+      const int64_t k0 = step * mma::kK;
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        uint32_t a[32][4];
+        for (int lane = 0; lane < 32; ++lane) {
+          for (int reg = 0; reg < 4; ++reg) {
+            a[lane][reg] = token_fragment(tile.data(), k, rows, mt * mma::kM, k0, mma::lane_of(lane), reg);
+            squares[mt][lane][reg & 1] += pair_squares(a[lane][reg]);
+          }
+        }
+        for (int nt = 0; nt < kMixTiles; ++nt) {
+          uint32_t b[32][2];
+          for (int lane = 0; lane < 32; ++lane) {
+            for (int reg = 0; reg < 2; ++reg)
+              b[lane][reg] = fn_fragment(w.fn.data(), k, nt, k0, mma::lane_of(lane), reg);
+          }
+          testing::emulate_mma_bf16(acc[mt][nt], a, b);
+        }
+      }
+    }
+  }
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int lane = 0; lane < 32; ++lane) {
+      const mma::Lane l = mma::lane_of(lane);
+      for (int nt = 0; nt < kMixTiles; ++nt) {
+        for (int i = 0; i < 4; ++i) {
+          const int row = mt * mma::kM + mma::c_row(l, i), mix = nt * mma::kN + mma::c_col(l, i);
+          if (row >= rows) continue;
+          double want = 0;
+          for (int64_t j = 0; j < k; ++j)
+            want += double{mma::from_bf16(tile[static_cast<std::size_t>(row * k + j)])} *
+                    mma::from_bf16(w.fn[static_cast<std::size_t>(mix * k + j)]);
+          EXPECT_NEAR(acc[mt][nt][lane][i], want, 1e-4 * (1.0 + std::fabs(want))) << row << " " << mix;
+        }
+      }
+      if (l.pair != 0) continue;  // a row's squares: the 4 lanes of its group together
+      for (int half = 0; half < 2; ++half) {
+        const int row = mt * mma::kM + l.group + half * 8;
+        if (row >= rows) continue;
+        float got = 0;
+        for (int pair = 0; pair < 4; ++pair) got += squares[mt][lane + pair][half];
+        double want = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          const double v = mma::from_bf16(tile[static_cast<std::size_t>(row * k + j)]);
+          want += v * v;
+        }
+        EXPECT_NEAR(got, want, 1e-4 * want) << row;
+      }
+    }
+  }
+}
+
+TEST(MhcProjection, LaneReplayReproducesDotProductsAndSquares) {
+  expect_lane_replay_matches<1>(3, 40, 3);   // the single pass: a few tokens, rows clamped
+  expect_lane_replay_matches<2>(21, 24, 2);  // the three-kernel form's 32-token tile, partly filled
+}
+
+TEST(MhcProjection, LaunchChoicesFillTheGpuWithinSharedMemory) {
+  // 37 tokens are 2 tiles: as many splits as give 264 CTAs, to 20 (1280 steps, 8 warps of 8 or more each).
+  EXPECT_EQ(mhc_projection_splits(37, 5120, 132), 20);
+  EXPECT_EQ(mhc_projection_splits(37, 1000, 132), 3);
+  EXPECT_EQ(mhc_projection_splits(8448, 1000, 132), 1);
+  const int64_t h100_tile_bytes = 227 * 1024 - 8 * 1024;
+  EXPECT_EQ(mhc_fused_tokens_per_cta(8192, 5120, 132, h100_tile_bytes), 4);
+  EXPECT_EQ(mhc_fused_tokens_per_cta(1024, 5120, 132, h100_tile_bytes), 2);  // 256 CTAs of 4 leave SMs idle
+  EXPECT_EQ(mhc_fused_tokens_per_cta(64, 5120, 132, h100_tile_bytes), 1);
+  EXPECT_EQ(mhc_fused_tokens_per_cta(8192, 5120, 132, 100000), 2);  // 4 rows of 40,976 B do not fit
+  EXPECT_EQ(mhc_fused_tokens_per_cta(8192, 30000, 132, h100_tile_bytes), 0);
+}
+
+TEST(MhcCuda, BothFormsMatchTheReference) { expect_device_checks({"mhc"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

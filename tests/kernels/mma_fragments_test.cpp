@@ -13,34 +13,13 @@
 #include "kernels/attention/sparse_decode_types.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/random_values.h"
+#include "tests/kernels/mma_bf16_emulation.h"
 
 namespace v41sim::kernels {
 namespace {
 
 using mma::Lane;
 using mma::lane_of;
-
-// One mma.m16n8k16 of a warp: the 32 lanes' registers in, accumulators updated.
-void emulate_mma(float (&d)[32][4], const uint32_t (&a)[32][4], const uint32_t (&b)[32][2]) {
-  float A[16][16] = {}, B[16][8] = {};
-  for (int lane = 0; lane < 32; ++lane) {
-    const Lane l = lane_of(lane);
-    for (int r = 0; r < 4; ++r) {
-      A[mma::a_row(l, r)][mma::a_col(l, r)] = mma::from_bf16(static_cast<uint16_t>(a[lane][r] & 0xFFFF));
-      A[mma::a_row(l, r)][mma::a_col(l, r) + 1] = mma::from_bf16(static_cast<uint16_t>(a[lane][r] >> 16));
-    }
-    for (int r = 0; r < 2; ++r) {
-      B[mma::b_k(l, r)][mma::b_n(l)] = mma::from_bf16(static_cast<uint16_t>(b[lane][r] & 0xFFFF));
-      B[mma::b_k(l, r) + 1][mma::b_n(l)] = mma::from_bf16(static_cast<uint16_t>(b[lane][r] >> 16));
-    }
-  }
-  for (int lane = 0; lane < 32; ++lane) {
-    const Lane l = lane_of(lane);
-    for (int i = 0; i < 4; ++i) {
-      for (int k = 0; k < 16; ++k) d[lane][i] += A[mma::c_row(l, i)][k] * B[k][mma::c_col(l, i)];
-    }
-  }
-}
 
 std::vector<uint16_t> bf16_tile(int rows, int stride, int cols, uint32_t seed) {
   const auto values = normal_values(static_cast<std::size_t>(rows * cols), seed);
@@ -158,7 +137,7 @@ TEST(MmaFragments, ScoreTileLoadsReproduceQTimesKTransposed) {
           for (int r = 0; r < 2; ++r)
             b[lane][r] = mma::load_b_n_major(k.data(), kStride, key0 + t * mma::kN, k0, lane_of(lane), r);
         }
-        emulate_mma(acc[t], a, b);
+        testing::emulate_mma_bf16(acc[t], a, b);
       }
     }
     for (int t = 0; t < 4; ++t) {
@@ -200,7 +179,7 @@ TEST(MmaFragments, OutputTileLoadsReproducePTimesV) {
         for (int r = 0; r < 2; ++r)
           b[lane][r] = mma::load_b_k_major(v.data(), kStride, k0, dim0 + t * mma::kN, lane_of(lane), r);
       }
-      emulate_mma(acc[t], a, b);
+      testing::emulate_mma_bf16(acc[t], a, b);
     }
   }
   for (int t = 0; t < 32; ++t) {

@@ -1,0 +1,34 @@
+// A warp's mma.sync.m16n8k16 with BF16 operands, emulated on the CPU from
+// the 32 lanes' registers (fragment layout: mma_fragments.h), for the tests
+// that replay the kernels' loads.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/mma_fragments.h"
+
+namespace v41sim::kernels::testing {
+
+// Accumulates d += A x B from every lane's A (4 registers) and B (2).
+inline void emulate_mma_bf16(float (&d)[32][4], const uint32_t (&a)[32][4], const uint32_t (&b)[32][2]) {
+  float A[16][16] = {}, B[16][8] = {};
+  for (int lane = 0; lane < 32; ++lane) {
+    const mma::Lane l = mma::lane_of(lane);
+    for (int r = 0; r < 4; ++r) {
+      A[mma::a_row(l, r)][mma::a_col(l, r)] = mma::from_bf16(static_cast<uint16_t>(a[lane][r] & 0xFFFF));
+      A[mma::a_row(l, r)][mma::a_col(l, r) + 1] = mma::from_bf16(static_cast<uint16_t>(a[lane][r] >> 16));
+    }
+    for (int r = 0; r < 2; ++r) {
+      B[mma::b_k(l, r)][mma::b_n(l)] = mma::from_bf16(static_cast<uint16_t>(b[lane][r] & 0xFFFF));
+      B[mma::b_k(l, r) + 1][mma::b_n(l)] = mma::from_bf16(static_cast<uint16_t>(b[lane][r] >> 16));
+    }
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const mma::Lane l = mma::lane_of(lane);
+    for (int i = 0; i < 4; ++i) {
+      for (int k = 0; k < 16; ++k) d[lane][i] += A[mma::c_row(l, i)][k] * B[k][mma::c_col(l, i)];
+    }
+  }
+}
+
+}  // namespace v41sim::kernels::testing
