@@ -79,7 +79,14 @@ fs::path write_file(const std::string& name, bool with_host_ceiling = true) {
          {3000.0, 2900, 3100},
          1e7});
   w.row({"expert_gate_up", "grouped_gemm", "fp8", 16, 4608, 5120, 48, 0, 1e10, 6e8, {200.0, 190, 210}, 1e6});
-  w.row({"mhc_three_kernel", "elementwise", "fp32", 4096, 20480, 1, 1, 0, 0, 2e8, {100.0, 99, 101}});
+  // The three-kernel form as its three rows (2e8 bytes in 100 us together); a
+  // token count with only two of them pairs with nothing.
+  w.row({"mhc_projection", "elementwise", "fp32", 4096, 20480, 1, 1, 0, 0, 5e7, {30.0, 29, 31}});
+  w.row({"mhc_pre_mix", "elementwise", "fp32", 4096, 20480, 1, 1, 0, 0, 6e7, {25.0, 24, 26}});
+  w.row({"mhc_post_merge", "elementwise", "fp32", 4096, 20480, 1, 1, 0, 0, 9e7, {45.0, 44, 46}});
+  w.row({"mhc_projection", "elementwise", "fp32", 64, 20480, 1, 1, 0, 0, 1e6, {3.0, 3, 3}});
+  w.row({"mhc_post_merge", "elementwise", "fp32", 64, 20480, 1, 1, 0, 0, 2e6, {4.0, 4, 4}});
+  w.row({"mhc_single_pass", "elementwise", "fp32", 64, 20480, 1, 1, 0, 0, 1e6, {100.0, 100, 100}});
   w.row({"mhc_single_pass", "elementwise", "fp32", 4096, 20480, 1, 1, 0, 0, 1e8, {55.0, 54, 56}});
   ::close(fd);
   return dir;
@@ -112,6 +119,7 @@ TEST(KernelTargets, EachTargetOverTheRowsItCovers) {
   ASSERT_TRUE(experts.worst_roofline.has_value());
   EXPECT_DOUBLE_EQ(*experts.worst_roofline, 1.0);
   EXPECT_FALSE(quantize.worst_roofline.has_value());
+  EXPECT_EQ(results[4].rows, 1);             // 64 tokens lack a three-kernel row
   EXPECT_NEAR(results[4].worst, 0.5, 1e-9);  // half the bytes
   EXPECT_TRUE(results[4].met);
   EXPECT_NEAR(results[5].worst, 1.1, 1e-9);  // 55% of the time for 50% of the bytes
