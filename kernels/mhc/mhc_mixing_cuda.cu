@@ -75,6 +75,18 @@ __device__ inline uint4 block_input_vector(const float* c, const float (&x)[kStr
   return pack8(out);
 }
 
+// A token's coefficients copied out of shared memory once, so the element
+// loops read registers (each output value takes five of them).
+struct TokenCoefficients {
+  float values[kCoefficients];
+};
+__device__ inline TokenCoefficients coefficients_of(const float* shared) {
+  TokenCoefficients token;
+#pragma unroll
+  for (int j = 0; j < kCoefficients; ++j) token.values[j] = shared[j];
+  return token;
+}
+
 __device__ inline float vector_squares(uint4 v) {
   return pair_squares(v.x) + pair_squares(v.y) + pair_squares(v.z) + pair_squares(v.w);
 }
@@ -183,6 +195,7 @@ __global__ void __launch_bounds__(kElementThreads)
   if (threadIdx.x == 0) mhc_coefficients_of(sums, static_cast<float>(kStreams * hidden), scales, c);
   __syncthreads();
   if (threadIdx.x < kCoefficients) coeffs[t * kCoefficients + threadIdx.x] = c[threadIdx.x];
+  const TokenCoefficients token = coefficients_of(c);
   const int64_t vectors = hidden / kVector;
   const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
   uint4* out = reinterpret_cast<uint4*>(x_in + t * hidden);
@@ -190,7 +203,7 @@ __global__ void __launch_bounds__(kElementThreads)
     float x[kStreams][kVector];
 #pragma unroll
     for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
-    out[v] = block_input_vector(c, x);
+    out[v] = block_input_vector(token.values, x);
   }
 }
 
@@ -202,6 +215,7 @@ __global__ void __launch_bounds__(kElementThreads)
   const int64_t t = blockIdx.x;
   if (threadIdx.x < kCoefficients) c[threadIdx.x] = coeffs[t * kCoefficients + threadIdx.x];
   __syncthreads();
+  const TokenCoefficients token = coefficients_of(c);
   const int64_t vectors = hidden / kVector;
   const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
   const uint4* output = reinterpret_cast<const uint4*>(y + t * hidden);
@@ -212,7 +226,7 @@ __global__ void __launch_bounds__(kElementThreads)
     for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
     unpack8(output[v], yv);
 #pragma unroll
-    for (int d = 0; d < kStreams; ++d) out[d * vectors + v] = merged_vector(c, d, x, yv);
+    for (int d = 0; d < kStreams; ++d) out[d * vectors + v] = merged_vector(token.values, d, x, yv);
   }
 }
 
@@ -248,6 +262,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   for (int r = 0; r < kTokens; ++r) {
     float squares = 0.0f;
     if (r < rows) {
+      const TokenCoefficients token = coefficients_of(c[r]);
       const uint4* streams = reinterpret_cast<const uint4*>(X + (token0 + r) * k);
       const uint4* output = reinterpret_cast<const uint4*>(y + (token0 + r) * hidden);
       uint4* out = reinterpret_cast<uint4*>(X_out + (token0 + r) * k);
@@ -259,7 +274,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
         unpack8(output[v], yv);
 #pragma unroll
         for (int d = 0; d < kStreams; ++d) {
-          const uint4 merged = merged_vector(c[r], d, x, yv);
+          const uint4 merged = merged_vector(token.values, d, x, yv);
           out[d * vectors + v] = merged;
           kept[d * vectors + v] = merged;
           squares += vector_squares(merged);
@@ -293,13 +308,14 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
 
   // (4) Block i+1's input, from the tile.
   for (int r = 0; r < rows; ++r) {
+    const TokenCoefficients token = coefficients_of(c[r]);
     const uint4* kept = tile_vectors + r * stride / kVector;
     uint4* out = reinterpret_cast<uint4*>(next_input + (token0 + r) * hidden);
     for (int64_t v = thread; v < vectors; v += blockDim.x) {
       float x[kStreams][kVector];
 #pragma unroll
       for (int s = 0; s < kStreams; ++s) unpack8(kept[s * vectors + v], x[s]);
-      out[v] = block_input_vector(c[r], x);
+      out[v] = block_input_vector(token.values, x);
     }
   }
 }
