@@ -20,6 +20,7 @@
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
 #include "kernels/mhc/mhc_mixing.h"
+#include "kernels/mhc/mhc_projection_tiles.h"
 
 namespace v41sim::kernels {
 
@@ -169,12 +170,24 @@ int measure_mhc(const RowWriter& w, const Device& d, bool quick) {
                              pick(input, i), tokens, kHidden);
         },
         kWarmup, kRuns);
-    const TimingStats fused = time_kernel(
-        [&](int i) {
-          launch_mhc_fused(pick(X, i), pick(y, i), c.get(), {pick(fn, i), site.scales}, pick(merged, i),
-                           pick(input, i), c_next.get(), per_cta, tokens, kHidden);
-        },
-        kWarmup, kRuns);
+    // The single pass at each tokens-a-CTA choice that fits, for the log (how
+    // fn's L2 reads trade against CTAs resident a SM); the row is the
+    // launcher's choice, as an engine would run it.
+    const auto time_fused = [&](int tokens_per_cta) {
+      return time_kernel(
+          [&](int i) {
+            launch_mhc_fused(pick(X, i), pick(y, i), c.get(), {pick(fn, i), site.scales}, pick(merged, i),
+                             pick(input, i), c_next.get(), tokens_per_cta, tokens, kHidden);
+          },
+          kWarmup, kRuns);
+    };
+    const TimingStats fused = time_fused(per_cta);
+    for (int other = 1; other <= kMaxFusedTokens; other *= 2) {
+      if (other == per_cta || other > tokens || !mhc_fused_fits_here(other, kHidden)) continue;
+      std::printf("mhc %6lld tokens: single pass at %d tokens a CTA %.1f us (the launcher's %d: %.1f us)\n",
+                  static_cast<long long>(tokens), other, time_fused(other).median_us, per_cta,
+                  fused.median_us);
+    }
     CUDA_CHECK(cudaGetLastError());
     // HBM bytes of the streams as the simulator counts them (BF16): the
     // projection reads the streams, the block input reads them and writes

@@ -69,6 +69,8 @@ void launch_mhc_fused(const uint16_t* X, const uint16_t* y, const float* coeffs,
 // The launch choices on the current device.
 int mhc_projection_splits_here(int64_t tokens, int64_t hidden);
 int mhc_fused_tokens_per_cta_here(int64_t tokens, int64_t hidden);
+// Whether the single pass fits `tokens_per_cta` tokens' streams in shared memory here.
+bool mhc_fused_fits_here(int tokens_per_cta, int64_t hidden);
 
 // Host wrappers for the checks: one site step by each form (the single pass
 // with `tokens_per_cta` 1, 2 or 4 tokens a CTA).

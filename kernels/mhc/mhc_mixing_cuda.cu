@@ -414,6 +414,10 @@ int mhc_fused_tokens_per_cta_here(int64_t tokens, int64_t hidden) {
   return per_cta;
 }
 
+bool mhc_fused_fits_here(int tokens_per_cta, int64_t hidden) {
+  return fused_tile_bytes(tokens_per_cta, hidden) <= device_limits().fused_tile_bytes;
+}
+
 MhcStepResult mhc_three_kernel_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
                                     const std::vector<float>& coeffs, const MhcWeights& next, int64_t tokens,
                                     int64_t hidden) {
