@@ -42,20 +42,23 @@ struct Group {
   int (*run)(const RowWriter&, const Device&, bool quick);
 };
 
+// In the order a deadline should cut them: what weighs most in a step first
+// (the GEMMs: most of a prefill step and of a decode step's weight reads;
+// then attention and the indexer), the small memory-bound kernels last.
 const std::vector<Group>& groups() {
   static const std::vector<Group> all{
-      {"mxfp4_kv", [](const RowWriter& w, const Device& d, bool q) { return measure_mxfp4(w, d, q); }},
+      {"expert_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_gemm(w, q); }},
+      {"dense_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_dense_gemm(w, q); }},
+      {"sparse_decode",
+       [](const RowWriter& w, const Device& d, bool q) { return measure_sparse_decode(w, d, q); }},
       {"indexer_decode",
        [](const RowWriter& w, const Device&, bool q) { return measure_indexer_decode(w, q); }},
       {"indexer_prefill",
        [](const RowWriter& w, const Device&, bool q) { return measure_indexer_prefill(w, q); }},
-      {"sparse_decode",
-       [](const RowWriter& w, const Device& d, bool q) { return measure_sparse_decode(w, d, q); }},
+      {"mhc", [](const RowWriter& w, const Device& d, bool q) { return measure_mhc(w, d, q); }},
+      {"mxfp4_kv", [](const RowWriter& w, const Device& d, bool q) { return measure_mxfp4(w, d, q); }},
       {"compress", [](const RowWriter& w, const Device& d, bool q) { return measure_compress(w, d, q); }},
       {"engram", [](const RowWriter& w, const Device&, bool q) { return measure_engram(w, q); }},
-      {"mhc", [](const RowWriter& w, const Device& d, bool q) { return measure_mhc(w, d, q); }},
-      {"expert_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_gemm(w, q); }},
-      {"dense_gemm", [](const RowWriter& w, const Device&, bool q) { return measure_dense_gemm(w, q); }},
   };
   return all;
 }
