@@ -118,9 +118,12 @@ int measure_engram(const RowWriter& w, bool quick) {
 // mHC: one site step by the three-kernel form and by the single pass on the
 // same tokens (decode batches to prefill chunks), so the traffic halving is
 // measured rather than assumed, the single pass's extra reads of fn included.
-// Bytes are the streams' as the simulator counts them (BF16, HBM); fn's
-// reads (1 MB a CTA from L2) and the projection's tensor-core work are not
-// counted there: the simulator takes them as hidden, and these rows test it.
+// Bytes are what a kernel moves from HBM: the streams as the simulator
+// counts them (BF16), and for the projection and the single pass fn's one
+// read (1 MB; the simulator leaves it out, 2 MB a site and step in FP32).
+// fn's further reads from L2 (once a CTA) and the projection's tensor-core
+// work are counted nowhere: the simulator takes them as hidden under the
+// streams' traffic, and these rows test that.
 int measure_mhc(const RowWriter& w, const Device& d, bool quick) {
   if (!passes("mhc", check_mhc())) return 1;
   constexpr int64_t kHidden = kV41Hidden;
@@ -189,19 +192,21 @@ int measure_mhc(const RowWriter& w, const Device& d, bool quick) {
                   fused.median_us);
     }
     CUDA_CHECK(cudaGetLastError());
-    // HBM bytes of the streams as the simulator counts them (BF16): the
-    // projection reads the streams, the block input reads them and writes
-    // one row, the merge reads them and the block output and writes them.
+    // The projection reads the streams and fn, the block input reads the
+    // streams and writes one row, the merge reads them and the block output
+    // and writes them; the single pass reads the streams, the block output
+    // and fn, and writes the streams and one row.
     const double h = static_cast<double>(hidden) * sizeof(uint16_t);
     const double s = kStreams;
-    w.row(
-        {"mhc_projection", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, s * h, projection});
+    const double fn_read = static_cast<double>(fn_bytes);
+    w.row({"mhc_projection", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, s * h + fn_read,
+           projection});
     w.row({"mhc_pre_mix", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, (s + 1) * h,
            block_input});
     w.row({"mhc_post_merge", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, (2 * s + 1) * h,
            merge});
-    w.row({"mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, (2 * s + 2) * h,
-           fused});
+    w.row({"mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0,
+           (2 * s + 2) * h + fn_read, fused});
     const double three_us = projection.median_us + block_input.median_us + merge.median_us;
     std::printf(
         "mhc %6lld tokens: three kernels %.1f us (projection %.1f, split %d ways; block input %.1f; merge "
@@ -210,8 +215,9 @@ int measure_mhc(const RowWriter& w, const Device& d, bool quick) {
         "copy\n",
         static_cast<long long>(tokens), three_us, projection.median_us, splits, block_input.median_us,
         merge.median_us, fused.median_us, per_cta, static_cast<double>(fn_bytes) / per_cta / 1e3,
-        three_us / fused.median_us, 100.0 * (4 * s + 2) * h / three_us / 1e3 / w.ceilings().copy_gbps,
-        100.0 * (2 * s + 2) * h / fused.median_us / 1e3 / w.ceilings().copy_gbps);
+        three_us / fused.median_us,
+        100.0 * ((4 * s + 2) * h + fn_read) / three_us / 1e3 / w.ceilings().copy_gbps,
+        100.0 * ((2 * s + 2) * h + fn_read) / fused.median_us / 1e3 / w.ceilings().copy_gbps);
   }
   return 0;
 }
