@@ -100,7 +100,7 @@ fs::path write_file(const std::string& name, bool with_host_ceiling = true) {
 TEST(KernelTargets, EachTargetOverTheRowsItCovers) {
   const auto results =
       evaluate_kernel_targets(load_measurements(write_file("v41sim_targets").string()), kHeads);
-  ASSERT_EQ(results.size(), 6u);
+  ASSERT_EQ(results.size(), 7u);
   const TargetResult& quantize = results[0];
   EXPECT_EQ(quantize.rows, 2);  // the 1 MB launch is not a streaming row
   EXPECT_NEAR(quantize.best, 0.75, 1e-3);
@@ -130,6 +130,12 @@ TEST(KernelTargets, EachTargetOverTheRowsItCovers) {
   EXPECT_TRUE(results[4].met);
   EXPECT_NEAR(results[5].worst, 1.1, 1e-9);  // 55% of the time for 50% of the bytes
   EXPECT_TRUE(results[5].met);
+  // The single pass's 100 MB rows stream at 1.67 and 1.82 TB/s (60 and 55 us);
+  // the 1 MB decode row is not a streaming row.
+  const TargetResult& fused = results[6];
+  EXPECT_EQ(fused.rows, 2);
+  EXPECT_NEAR(fused.worst, 1e8 / 60.0 / 1e3 / 4000.0, 1e-9);
+  EXPECT_FALSE(fused.met);
 }
 
 TEST(KernelTargets, AMissingCeilingIsNamed) {
