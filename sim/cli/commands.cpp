@@ -383,6 +383,9 @@ void register_serving_commands(const CommandRegistrar& r) {
   serve->add_option("--requests", f.requests_csv,
                     "write every request of the run (of its first seed) to this CSV file: tokens, where it "
                     "went, each stage's time");
+  serve->add_option("--steps", f.steps_csv,
+                    "write every step of the run's measured window (of its first seed) to this CSV file: "
+                    "when, which engine, what it carried, how long it took");
   r.add_sla_flags(serve, "the deployment's");
   r.bind(serve, run_serving);
 

@@ -65,6 +65,7 @@ struct Flags {
   std::optional<double> warm_up_s;  // none: ServeOptions' default for the workload
   double trace_seconds = 60;
   std::string requests_csv;              // run: write every request of the first seed's run here
+  std::string steps_csv;                 // run: write every measured step of the first seed's run here
   std::optional<double> sessions_per_s;  // run / plan: replaces the workload's arrival rate
   std::optional<int64_t> concurrency;    // run / plan: replaces a closed loop's sessions at a time
   // plan (empty lists: the base deployment's value)

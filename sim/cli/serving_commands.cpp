@@ -40,6 +40,7 @@
 #include "sim/report/run_trace.h"
 #include "sim/report/run_view.h"
 #include "sim/report/sensitivity_view.h"
+#include "sim/report/steps_csv.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/workload_spec.h"
 
@@ -208,11 +209,17 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   // Past the run's end there is nothing more to trace.
   options.trace_seconds = f.trace.empty() ? 0.0 : std::min(f.trace_seconds, f.duration_s);
   options.log_requests = !f.requests_csv.empty();
+  options.log_steps = !f.steps_csv.empty();
   // The files are opened before the run, which may last minutes (as capacity's chart).
   std::ofstream csv;
   if (options.log_requests) {
     csv.open(f.requests_csv);
     if (!csv) throw InputError({f.requests_csv, 0, "--requests"}, "cannot write the requests file");
+  }
+  std::ofstream steps_file;
+  if (options.log_steps) {
+    steps_file.open(f.steps_csv);
+    if (!steps_file) throw InputError({f.steps_csv, 0, "--steps"}, "cannot write the steps file");
   }
   std::ofstream trace;
   if (!f.trace.empty()) {
@@ -221,6 +228,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
   const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
   if (options.log_requests) csv << requests_csv(run.result.requests);
+  if (options.log_steps) steps_file << steps_csv(run.result.steps);
   if (!f.trace.empty()) trace << run_trace(run.result, deployment).dump() << "\n";
   const RunReport report{m.spec.name, deployment, workload, f.seed, run};
   if (f.json) {

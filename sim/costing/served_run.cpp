@@ -148,6 +148,7 @@ ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_p
     simulation.set_warm_up(warm_up_s);
     if (i == 0 && options.trace_seconds > 0) simulation.enable_trace(options.trace_seconds);
     if (i == 0 && options.log_requests) simulation.enable_request_log();
+    if (i == 0 && options.log_steps) simulation.enable_step_log();
     runs[i].result = simulation.run(options.duration_s, options.drain);
     runs[i].cost = serving_cost(runs[i].result, deployment, prefill.gpu(), decode.gpu());
   });

@@ -128,6 +128,7 @@ struct ServeOptions {
   // > 0: record the first seed's spans that start this early in the measured window, for the trace.
   double trace_seconds = 0;
   bool log_requests = false;  // keep a record of each of the first seed's requests (ServingResult::requests)
+  bool log_steps = false;  // keep a record of each of the first seed's measured steps (ServingResult::steps)
   // Told of each run as it ends, from the thread that served it: long
   // searches (plan, capacity) show their progress through it. It sees the
   // workload at the rate served and the options of that run (a confirmation's

@@ -152,6 +152,8 @@ void ServingSimulation::try_start_decode(std::size_t index) {
     decode_band_.add(step.band, step.us);
     add_decode_imbalance(inst, step.us);
   }
+  log_step(StepRecord::Kind::kDecode, false, index, ranks, group.drafts, {}, step.us, step.communication_us,
+           step.micro_batches);
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(step.us), batch);
   sim_.schedule_after(SimTime::from_us(step.us),
@@ -328,6 +330,8 @@ void ServingSimulation::try_start_mixed_step(std::size_t index) {
     decode_band_.add(slowest.band, slowest.us);
     add_decode_imbalance(inst, slowest.us);
   }
+  log_step(chunks.empty() ? StepRecord::Kind::kDecode : StepRecord::Kind::kMixed, false, index, ranks, drafts,
+           chunks, slowest.us, slowest.communication_us, slowest.micro_batches);
   trace_span(TraceSpan::Kind::kDecodeStep, static_cast<int64_t>(index), sim_.now(),
              sim_.now() + SimTime::from_us(slowest.us), batch);
   sim_.schedule_after(SimTime::from_us(slowest.us),

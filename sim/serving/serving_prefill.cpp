@@ -136,6 +136,8 @@ void ServingSimulation::try_start_prefill(std::size_t index) {
     if (decode.slowest.us > slowest.us) ++result_.prefill_steps_set_by_decode;
   }
   if (decode.slowest.us > slowest.us) slowest = decode.slowest;
+  log_step(StepRecord::Kind::kPrefill, true, index, beside, decode.drafts, chunks, slowest.us,
+           slowest.communication_us, slowest.micro_batches);
   run_prefill_step(index, std::move(chunks), slowest,
                    inst.colocated != nullptr ? credit_at_step_start(*inst.colocated, std::move(decode.drafts))
                                              : DecodeCredit{});
@@ -314,6 +316,8 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
                                 static_cast<double>(ranks - 1) / static_cast<double>(ranks);
   const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;
   if (measuring()) ++result_.context_parallel_steps;
+  log_step(StepRecord::Kind::kContextParallel, true, index, {}, {}, {{&r, tokens}}, cost.us + exchange_us,
+           cost.communication_us + exchange_us, cost.micro_batches);
   run_prefill_step(
       index, {{&r, tokens}},
       {cost.us + exchange_us, cost.communication_us + exchange_us, cost.band, cost.micro_batches}, {});

@@ -86,6 +86,38 @@ struct RequestRecord {
   bool measured = true;  // arrived in the measured window, not in the warm-up
 };
 
+// One step of a run's measured window, as `run --steps` writes it: which
+// engine ran it, what it carried (its ranks together) and how long it took.
+struct StepRecord {
+  enum class Kind { kPrefill, kContextParallel, kDecode, kMixed };
+  double start_s = 0;        // when it began, on the clock of RequestRecord::arrival_s
+  bool prefill_pool = true;  // the instance is the prefill pool's (aggregated: an instance's prompt steps)
+  int instance = 0;
+  Kind kind = Kind::kDecode;
+  int64_t sequences = 0;      // decoding in it, every rank (a prompt step: the ranks decoding beside it)
+  double decode_context = 0;  // their tokens so far, on average (0: none)
+  double drafts = 0;          // draft tokens each verified, on average
+  int64_t prompts = 0;        // prompt chunks in it, every rank
+  int64_t prompt_tokens = 0;  // tokens those chunks computed
+  double prompt_context = 0;  // each prompt's tokens up to its chunk's end, on average (0: none)
+  double step_ms = 0;
+  double communication_ms = 0;  // EP communication left on the critical path
+  int64_t micro_batches = 1;
+};
+inline const char* step_kind_name(StepRecord::Kind kind) {
+  switch (kind) {
+    case StepRecord::Kind::kPrefill:
+      return "prefill";
+    case StepRecord::Kind::kContextParallel:
+      return "context_parallel";
+    case StepRecord::Kind::kDecode:
+      return "decode";
+    case StepRecord::Kind::kMixed:
+      return "mixed";
+  }
+  return "";
+}
+
 // The window's requests that missed their SLA, by what they missed: a
 // request may pass over several limits; one that never finished (in flight
 // at the run's end, or rejected) counts as unfinished alone.
@@ -245,6 +277,7 @@ struct ServingResult {
   std::vector<OccupancySample> occupancy;
   std::vector<TraceSpan> trace;         // filled only when tracing is on
   std::vector<RequestRecord> requests;  // every request, in arrival order; filled only when asked
+  std::vector<StepRecord> steps;        // every step of the measured window, as begun; filled only when asked
   std::vector<ClassOutcome> by_class;   // a mix of traffic's classes, in the workload's order; else empty
 };
 

@@ -547,6 +547,40 @@ SimTime ServingSimulation::queue_for(SimTime& free_at, double seconds) {
   return free_at;
 }
 
+void ServingSimulation::log_step(StepRecord::Kind kind, bool prefill_pool, std::size_t instance,
+                                 const std::vector<RankDecode>& decoding, const std::vector<int64_t>& drafts,
+                                 const std::vector<PrefillChunk>& chunks, double us, double communication_us,
+                                 int64_t micro_batches) {
+  if (!log_steps_ || !measuring()) return;
+  StepRecord& step = result_.steps.emplace_back();
+  step.start_s = sim_.now().s();
+  step.prefill_pool = prefill_pool;
+  step.instance = static_cast<int>(instance);
+  step.kind = kind;
+  double context_sum = 0, drafts_sum = 0;
+  for (std::size_t i = 0; i < decoding.size(); ++i) {
+    const auto n = static_cast<double>(decoding[i].sequences);
+    step.sequences += decoding[i].sequences;
+    context_sum += n * static_cast<double>(decoding[i].history);
+    if (i < drafts.size()) drafts_sum += n * static_cast<double>(drafts[i]);
+  }
+  if (step.sequences > 0) {
+    step.decode_context = context_sum / static_cast<double>(step.sequences);
+    step.drafts = drafts_sum / static_cast<double>(step.sequences);
+  }
+  double end_sum = 0;
+  for (const PrefillChunk& c : chunks) {
+    const Request& r = *c.request;
+    ++step.prompts;
+    step.prompt_tokens += c.tokens;
+    end_sum += static_cast<double>(r.context() - r.to_compute + r.computed + c.tokens);
+  }
+  if (step.prompts > 0) step.prompt_context = end_sum / static_cast<double>(step.prompts);
+  step.step_ms = us / 1e3;
+  step.communication_ms = communication_us / 1e3;
+  step.micro_batches = micro_batches;
+}
+
 void ServingSimulation::trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end,
                                    int64_t size) {
   if (start < window_start_ || start >= window_start_ + trace_seconds_) return;

@@ -66,6 +66,8 @@ class ServingSimulation {
   void enable_trace(double seconds) { trace_seconds_ = SimTime::from_s(seconds); }
   // Keep a record of every request in the result (ServingResult::requests).
   void enable_request_log() { log_requests_ = true; }
+  // Keep a record of every step of the measured window (ServingResult::steps).
+  void enable_step_log() { log_steps_ = true; }
 
   // A resumed session's earlier lives go back at most this many generations:
   // past a few, the model's context has long been reached, and with every
@@ -362,6 +364,13 @@ class ServingSimulation {
   int64_t prefill_gpus_per_node() const;  // of the prefill pool's GPU (at least 1)
   SimTime trace_seconds_;                 // zero: no trace
   bool log_requests_ = false;
+  bool log_steps_ = false;
+  // A step beginning now, for the step log (ServingResult::steps): its
+  // decoding ranks with the drafts each verifies, and its prompt chunks.
+  void log_step(StepRecord::Kind kind, bool prefill_pool, std::size_t instance,
+                const std::vector<RankDecode>& decoding, const std::vector<int64_t>& drafts,
+                const std::vector<PrefillChunk>& chunks, double us, double communication_us,
+                int64_t micro_batches);
   void trace_span(TraceSpan::Kind kind, int64_t instance, SimTime start, SimTime end, int64_t size);
 };
 

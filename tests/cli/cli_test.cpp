@@ -1387,6 +1387,26 @@ TEST(Cli, RunWritesEveryRequestToCsv) {
   EXPECT_DOUBLE_EQ(j["warm_up_s"].get<double>(), 120);
 }
 
+// Every step of the measured window, one row each, as many as the run counts.
+TEST(Cli, RunWritesEveryMeasuredStepToCsv) {
+  const auto dir = temp_dir("run_steps");
+  const std::string csv = (dir / "steps.csv").string();
+  const auto j = run_json("run --deployment h200_agg_8 --warm-up 60 --duration 20 --json --steps " + csv);
+  const std::string text = testing::read_text(csv);
+  EXPECT_EQ(
+      text.rfind("start_s,pool,instance,kind,sequences,decode_context,drafts,prompts,prompt_tokens,", 0), 0u)
+      << text.substr(0, 80);
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);
+  int64_t rows = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_GE(std::stod(line), 60.0) << line;  // the window's steps only
+    ++rows;
+  }
+  EXPECT_EQ(rows, j["steps"]["prefill"].get<int64_t>() + j["steps"]["decode"].get<int64_t>());
+}
+
 // The bundled mix of chats and agents: each class's requests and latencies
 // apart, in the table, the JSON and each request's row.
 TEST(Cli, RunShowsEachClassOfAMixApart) {
@@ -1682,6 +1702,8 @@ INSTANTIATE_TEST_SUITE_P(
                "experts"},
         BadRun{"run --duration 10 --requests /nonexistent/dir/requests.csv",
                "/nonexistent/dir/requests.csv: field '--requests': cannot write the requests file"},
+        BadRun{"run --duration 10 --steps /nonexistent/dir/steps.csv",
+               "/nonexistent/dir/steps.csv: field '--steps': cannot write the steps file"},
         BadRun{"--set workloads/agent_coding.yaml:session.turns.max=1e30 run --duration 60",
                "field 'session.turns.max': expected at most 1000000"},
         BadRun{"--set workloads/agent_resumed.yaml:session.resumed.fraction=1.5 run --workload agent_resumed "

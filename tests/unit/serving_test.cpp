@@ -115,6 +115,75 @@ TEST(Serving, EveryRequestAndTokenIsAccountedFor) {
   EXPECT_GT(drained.input_tokens_cached, 0);
 }
 
+// The step log (`run --steps`) holds every step of the measured window as
+// the run counted and ran it: its kinds and pools add up to the run's step
+// counts, each kind carries what it should, and an engine's steps follow one
+// another (an aggregated instance's prompt and decode steps share its engine).
+ServingResult expect_step_log_matches(const Fixture& f, double warm_up_s, double seconds) {
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.set_warm_up(warm_up_s);
+  sim.enable_step_log();
+  const ServingResult r = sim.run(seconds);
+  EXPECT_EQ(static_cast<int64_t>(r.steps.size()), r.prefill_steps + r.decode_steps);
+  EXPECT_GT(r.steps.size(), 10u);
+  int64_t prefill = 0, mixed = 0, context_parallel = 0, prefill_split = 0, decode_split = 0;
+  std::map<std::pair<bool, int>, double> engine_free_s;
+  for (const StepRecord& s : r.steps) {
+    EXPECT_GE(s.start_s, warm_up_s);
+    EXPECT_GT(s.step_ms, 0);
+    EXPECT_LE(s.communication_ms, s.step_ms + 1e-9);
+    prefill += s.prefill_pool;
+    (s.prefill_pool ? prefill_split : decode_split) += s.micro_batches > 1;
+    switch (s.kind) {
+      case StepRecord::Kind::kDecode:
+        EXPECT_FALSE(s.prefill_pool);
+        EXPECT_GT(s.sequences, 0);
+        EXPECT_EQ(s.prompts, 0);
+        EXPECT_GT(s.decode_context, 0);
+        break;
+      case StepRecord::Kind::kMixed:
+        ++mixed;
+        EXPECT_GT(s.prompts, 0);
+        EXPECT_GT(s.prompt_tokens, 0);
+        break;
+      case StepRecord::Kind::kContextParallel:
+        ++context_parallel;
+        EXPECT_EQ(s.prompts, 1);
+        break;
+      case StepRecord::Kind::kPrefill:
+        EXPECT_TRUE(s.prefill_pool);
+        EXPECT_GT(s.prompts, 0);
+        EXPECT_GE(s.prompt_context,
+                  static_cast<double>(s.prompt_tokens) / static_cast<double>(s.prompts) - 1);
+        break;
+    }
+    const std::pair<bool, int> engine{!f.deployment.disaggregated || s.prefill_pool, s.instance};
+    if (engine_free_s.count(engine) > 0) {
+      EXPECT_GE(s.start_s, engine_free_s[engine] - 1e-9) << s.start_s;
+    }
+    engine_free_s[engine] = s.start_s + s.step_ms / 1e3;
+  }
+  EXPECT_EQ(prefill, r.prefill_steps);
+  EXPECT_EQ(mixed, r.mixed_steps);
+  EXPECT_EQ(context_parallel, r.context_parallel_steps);
+  EXPECT_EQ(prefill_split, r.prefill_steps_split);
+  EXPECT_EQ(decode_split, r.decode_steps_split);
+  return r;
+}
+
+TEST(Serving, TheStepLogHoldsEveryMeasuredStepAsItRan) {
+  Fixture aggregated(testing::model_path("deepseek_v4_1_flash"),
+                     data("workloads/deployments/h200_agg_8.yaml"), data("workloads/chat.yaml"));
+  EXPECT_GT(expect_step_log_matches(aggregated, 30, 30).prefill_steps_with_decode, 0);
+  aggregated.deployment.aggregated_steps = DeploymentSpec::AggregatedSteps::kMixed;
+  EXPECT_GT(expect_step_log_matches(aggregated, 30, 30).mixed_steps, 0);
+  Fixture split(testing::model_path("deepseek_v4_1_flash"), data("workloads/deployments/h200_pd_64_cp.yaml"),
+                data("workloads/stress_1m.yaml"));
+  const ServingResult r = expect_step_log_matches(split, 0, 300);
+  EXPECT_GT(r.context_parallel_steps, 0);
+  EXPECT_GT(r.decode_steps, 0);
+}
+
 // A warm-up is served, not counted: a drained run's figures are those of the
 // requests that arrived after it, every one of its own (and only its own)
 // requests' tokens, and the tiers' lookups of the window.
