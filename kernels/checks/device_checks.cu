@@ -5,6 +5,7 @@
 
 #include "kernels/attention/sparse_decode_cuda.h"
 #include "kernels/checks/device_checks.h"
+#include "kernels/common/bf16_values.h"
 #include "kernels/common/compare.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/mma_fragments.h"
@@ -83,14 +84,16 @@ CheckResult exact(const char* what, const std::vector<T>& got, const std::vector
 
 }  // namespace
 
+// BF16 values in, the reference on the same values widened (exactly): the
+// entries match byte for byte, and so do the values read back (exact in BF16).
 CheckResult check_mxfp4_kv() {
   const int64_t tokens = 1000, dim = 512;
-  const auto kv = normal_values(static_cast<std::size_t>(tokens * dim), 11);
-  const auto reference = quantize_mxfp4_kv_reference(kv, tokens, dim);
+  const auto kv = to_bf16_values(normal_values(static_cast<std::size_t>(tokens * dim), 11));
+  const auto reference = quantize_mxfp4_kv_reference(from_bf16_values(kv), tokens, dim);
   const auto device = quantize_mxfp4_kv_cuda(kv, tokens, dim);
   const CheckResult q = exact("mxfp4 quantize", device, reference);
   if (!q.ok) return q;
-  return exact("mxfp4 dequantize", dequantize_mxfp4_kv_cuda(device, tokens, dim),
+  return exact("mxfp4 dequantize", from_bf16_values(dequantize_mxfp4_kv_cuda(device, tokens, dim)),
                dequantize_mxfp4_kv_reference(reference, tokens, dim));
 }
 
@@ -195,12 +198,12 @@ CheckResult check_sparse_decode_mma() {
 
 CheckResult check_compress() {
   const int64_t tokens = 4096;
-  const auto kv = normal_values(static_cast<std::size_t>(tokens * 512), 2);
-  const auto score = normal_values(static_cast<std::size_t>(tokens * 512), 3);
+  const auto kv = to_bf16_values(normal_values(static_cast<std::size_t>(tokens * 512), 2));
+  const auto score = to_bf16_values(normal_values(static_cast<std::size_t>(tokens * 512), 3));
   const auto ape = normal_values(2 * 512, 4);
   const auto a = dequantize_mxfp4_kv_reference(compress_ratio2_cuda(kv, score, ape, tokens), tokens / 2, 512);
-  const auto b =
-      dequantize_mxfp4_kv_reference(compress_ratio2_reference(kv, score, ape, tokens), tokens / 2, 512);
+  const auto b = dequantize_mxfp4_kv_reference(
+      compress_ratio2_reference(from_bf16_values(kv), from_bf16_values(score), ape, tokens), tokens / 2, 512);
   // expf may differ by an ulp between host and device: allow a rare one-step difference.
   int64_t differ = 0;
   for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];

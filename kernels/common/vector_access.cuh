@@ -1,12 +1,15 @@
 // Wide loads and stores for kernels where one thread owns a 16-value scale
-// group. Sixteen scalar 4-byte loads per thread at a 64-byte stride make each
-// warp instruction touch 16 cache lines for 128 useful bytes, so the L1 tag
-// lookups, not HBM, would set the rate; four 16-byte loads move the same
-// bytes in a quarter of the lookups. Callers guarantee the alignment (each
-// launcher checks it).
+// group. Sixteen scalar loads per thread, the lanes a group apart (32 bytes
+// for BF16, 64 for floats), make each warp instruction touch 8 or 16 cache
+// lines for 64 or 128 useful bytes, so the L1 tag lookups, not HBM, would set
+// the rate; 16-byte loads (two for 16 BF16 values, four for 16 floats) move
+// the same bytes in an eighth or a quarter of the instructions. Callers
+// guarantee the alignment (each launcher checks it).
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/common/fp_codec.h"
 
 namespace v41sim::kernels {
 
@@ -23,11 +26,36 @@ __device__ inline void load_floats16(const float* __restrict__ p, float (&v)[16]
   }
 }
 
-// 16 floats to a 16-byte-aligned address.
-__device__ inline void store_floats16(float* __restrict__ p, const float (&v)[16]) {
-  auto* q = reinterpret_cast<float4*>(p);
+// 16 BF16 values, widened to float (exact), from a 16-byte-aligned address:
+// two 16-byte loads.
+__device__ inline void load_bf16x16(const uint16_t* __restrict__ p, float (&v)[16]) {
+  const auto* q = reinterpret_cast<const uint4*>(p);
 #pragma unroll
-  for (int j = 0; j < 4; ++j) q[j] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+  for (int j = 0; j < 2; ++j) {
+    const uint4 w = q[j];
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[8 * j + 2 * i] = __uint_as_float(words[i] << 16);
+      v[8 * j + 2 * i + 1] = __uint_as_float(words[i] & 0xFFFF0000u);
+    }
+  }
+}
+
+// 16 values as BF16 (rounded to nearest even) to a 16-byte-aligned address:
+// two 16-byte stores.
+__device__ inline void store_bf16x16(uint16_t* __restrict__ p, const float (&v)[16]) {
+  auto* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    uint32_t words[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      words[i] = static_cast<uint32_t>(bf16_bits(v[8 * j + 2 * i])) |
+                 (static_cast<uint32_t>(bf16_bits(v[8 * j + 2 * i + 1])) << 16);
+    }
+    q[j] = make_uint4(words[0], words[1], words[2], words[3]);
+  }
 }
 
 // 8 bytes (byte i at address p + i) from an 8-byte-aligned address.

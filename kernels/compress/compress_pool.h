@@ -3,7 +3,8 @@
 // their gate scores plus a learned position bias (V4's `ape`), then the
 // MXFP4 quantizer writes the 288-byte cache entry. (RoPE on the last 64
 // dims, applied before quantization in the model, is not part of this kernel.)
-//   kv, score: tokens x 512 (float); ape: 2 x 512; out: tokens/2 x 288 bytes
+//   kv, score: tokens x 512 (the reference takes floats, the CUDA kernel BF16
+//   bits); ape: 2 x 512 floats; out: tokens/2 x 288 bytes
 #pragma once
 
 #include <cstdint>
@@ -41,9 +42,10 @@ V41_HD void pool_ratio2_values(const float* kv0, const float* kv1, const float* 
 
 std::vector<uint8_t> compress_ratio2_reference(const std::vector<float>& kv, const std::vector<float>& score,
                                                const std::vector<float>& ape, int64_t tokens);
-std::vector<uint8_t> compress_ratio2_cuda(const std::vector<float>& kv, const std::vector<float>& score,
+// The CUDA kernel takes kv and score as BF16 bits, as the compressor's projection writes them.
+std::vector<uint8_t> compress_ratio2_cuda(const std::vector<uint16_t>& kv, const std::vector<uint16_t>& score,
                                           const std::vector<float>& ape, int64_t tokens);
-void launch_compress_ratio2(const float* kv, const float* score, const float* ape, uint8_t* out,
+void launch_compress_ratio2(const uint16_t* kv, const uint16_t* score, const float* ape, uint8_t* out,
                             int64_t tokens);
 
 }  // namespace v41sim::kernels

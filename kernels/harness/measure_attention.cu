@@ -40,10 +40,10 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
   const DeviceBuffer<uint8_t> main_kv(static_cast<std::size_t>(max_entries * kMainEntryBytes));
   {
     const int64_t chunk = 65536;
-    const DeviceBuffer<float> latent(static_cast<std::size_t>(chunk * kDim));
+    const DeviceBuffer<uint16_t> latent(static_cast<std::size_t>(chunk * kDim));
     for (int64_t first = 0; first < max_entries; first += chunk) {
       const int64_t count = std::min(chunk, max_entries - first);
-      fill_uniform(latent.get(), count * kDim, 1000 + static_cast<uint64_t>(first));
+      fill_bf16(latent.get(), count * kDim, 1000 + static_cast<uint64_t>(first));
       launch_quantize_mxfp4_kv(latent.get(), main_kv.get() + first * kMainEntryBytes, count, kDim);
     }
     CUDA_CHECK(cudaDeviceSynchronize());

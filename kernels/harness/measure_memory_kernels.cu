@@ -30,12 +30,12 @@ int measure_mxfp4(const RowWriter& w, const Device& d, bool quick) {
       quick ? std::vector<int64_t>{4096, 262144}
             : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144, 1048576};
   for (const int64_t tokens : token_counts) {
-    const int64_t in_bytes = tokens * kDim * static_cast<int64_t>(sizeof(float));
+    const int64_t in_bytes = tokens * kDim * static_cast<int64_t>(sizeof(uint16_t));  // BF16 values
     const int64_t out_bytes = tokens * mxfp4_entry_bytes(kDim);
     const int copies = rotation_for(in_bytes + out_bytes, d);
-    const auto kv = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto kv = rotated<uint16_t>(copies, static_cast<std::size_t>(tokens * kDim));
     const auto cache = rotated<uint8_t>(copies, static_cast<std::size_t>(out_bytes));
-    for (int i = 0; i < copies; ++i) fill_uniform(pick(kv, i), tokens * kDim, 10 + static_cast<uint64_t>(i));
+    for (int i = 0; i < copies; ++i) fill_bf16(pick(kv, i), tokens * kDim, 10 + static_cast<uint64_t>(i));
     const TimingStats q = time_kernel(
         [&](int i) { launch_quantize_mxfp4_kv(pick(kv, i), pick(cache, i), tokens, kDim); }, kWarmup, kRuns);
     const TimingStats dq =
@@ -60,16 +60,16 @@ int measure_compress(const RowWriter& w, const Device& d, bool quick) {
   const std::vector<int64_t> token_counts =
       quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 65536, 524288};
   for (const int64_t tokens : token_counts) {
-    const int64_t in_bytes = 2 * tokens * kDim * static_cast<int64_t>(sizeof(float));
+    const int64_t in_bytes = 2 * tokens * kDim * static_cast<int64_t>(sizeof(uint16_t));  // BF16 kv and score
     const int64_t out_bytes = tokens / 2 * mxfp4_entry_bytes(kDim);
     const int copies = rotation_for(in_bytes + out_bytes, d);
-    const auto kv = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
-    const auto score = rotated<float>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto kv = rotated<uint16_t>(copies, static_cast<std::size_t>(tokens * kDim));
+    const auto score = rotated<uint16_t>(copies, static_cast<std::size_t>(tokens * kDim));
     const auto entries = rotated<uint8_t>(copies, static_cast<std::size_t>(out_bytes));
     const DeviceBuffer<float> ape(static_cast<std::size_t>(2 * kDim));
     for (int i = 0; i < copies; ++i) {
-      fill_uniform(pick(kv, i), tokens * kDim, 20 + static_cast<uint64_t>(i));
-      fill_uniform(pick(score, i), tokens * kDim, 40 + static_cast<uint64_t>(i));
+      fill_bf16(pick(kv, i), tokens * kDim, 20 + static_cast<uint64_t>(i));
+      fill_bf16(pick(score, i), tokens * kDim, 40 + static_cast<uint64_t>(i));
     }
     fill_uniform(ape.get(), 2 * kDim, 60);
     const TimingStats t = time_kernel(

@@ -1,8 +1,10 @@
 // MXFP4 KV cache write (quantize) and read (dequantize) for V4.1's compressed
 // main KV: one thread per 16-value scale group, so a 512-dim entry is 32
-// threads (one warp) and a CTA of 256 threads covers 8 tokens. Each thread
-// moves its group's floats as four 16-byte accesses and its packed values as
-// one 8-byte access (vector_access.cuh says why).
+// threads (one warp) and a CTA of 256 threads covers 8 tokens. The values are
+// BF16, as the KV projection writes them and attention takes them; each
+// thread moves its group's as two 16-byte accesses and its packed values as
+// one 8-byte access (vector_access.cuh says why). Dequantized values are
+// exact in BF16 (an E2M1 value times an E4M3 scale has at most 4 significant bits).
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -37,7 +39,7 @@ __device__ GroupIndex this_thread_group(const Mxfp4KvParams& p) {
   return {flat / groups_per_row, flat % groups_per_row, flat < p.tokens * groups_per_row};
 }
 
-__global__ void quantize_mxfp4_kv_kernel(const float* __restrict__ kv, uint8_t* __restrict__ cache,
+__global__ void quantize_mxfp4_kv_kernel(const uint16_t* __restrict__ kv, uint8_t* __restrict__ cache,
                                          Mxfp4KvParams p) {
   const GroupIndex at = this_thread_group(p);
   if (!at.valid) return;
@@ -45,13 +47,13 @@ __global__ void quantize_mxfp4_kv_kernel(const float* __restrict__ kv, uint8_t* 
   const int64_t g = at.group;
   uint8_t* entry = cache + token * mxfp4_entry_bytes_device(p.dim);
   float values[kMxfp4GroupSize];
-  load_floats16(kv + token * p.dim + g * kMxfp4GroupSize, values);
+  load_bf16x16(kv + token * p.dim + g * kMxfp4GroupSize, values);
   uint8_t packed[kMxfp4GroupSize / 2];
   quantize_mxfp4_group(values, packed, entry + p.dim / 2 + g);
   store_bytes8(entry + g * (kMxfp4GroupSize / 2), packed);
 }
 
-__global__ void dequantize_mxfp4_kv_kernel(const uint8_t* __restrict__ cache, float* __restrict__ kv,
+__global__ void dequantize_mxfp4_kv_kernel(const uint8_t* __restrict__ cache, uint16_t* __restrict__ kv,
                                            Mxfp4KvParams p) {
   const GroupIndex at = this_thread_group(p);
   if (!at.valid) return;
@@ -62,7 +64,7 @@ __global__ void dequantize_mxfp4_kv_kernel(const uint8_t* __restrict__ cache, fl
   load_bytes8(entry + g * (kMxfp4GroupSize / 2), packed);
   float values[kMxfp4GroupSize];
   dequantize_mxfp4_group(packed, entry[p.dim / 2 + g], values);
-  store_floats16(kv + token * p.dim + g * kMxfp4GroupSize, values);
+  store_bf16x16(kv + token * p.dim + g * kMxfp4GroupSize, values);
 }
 
 unsigned grid_for(const Mxfp4KvParams& p) {
@@ -70,10 +72,10 @@ unsigned grid_for(const Mxfp4KvParams& p) {
   return static_cast<unsigned>((groups + kThreadsPerBlock - 1) / kThreadsPerBlock);
 }
 
-// The wide accesses need 16-byte-aligned rows of floats and 8-byte-aligned
+// The wide accesses need 16-byte-aligned rows of values and 8-byte-aligned
 // packed values: an entry of dim/2 + dim/16 bytes is a multiple of 8 when dim
 // is a multiple of 128 (V4.1: 512 dims, 288 bytes).
-Mxfp4KvParams checked(int64_t tokens, int64_t dim, const float* kv, const uint8_t* cache) {
+Mxfp4KvParams checked(int64_t tokens, int64_t dim, const uint16_t* kv, const uint8_t* cache) {
   if (tokens <= 0 || dim <= 0 || dim % 128 != 0) {
     throw std::invalid_argument("mxfp4 kv kernel: dim must be a positive multiple of 128");
   }
@@ -85,29 +87,30 @@ Mxfp4KvParams checked(int64_t tokens, int64_t dim, const float* kv, const uint8_
 
 }  // namespace
 
-void launch_quantize_mxfp4_kv(const float* kv, uint8_t* cache, int64_t tokens, int64_t dim) {
+void launch_quantize_mxfp4_kv(const uint16_t* kv, uint8_t* cache, int64_t tokens, int64_t dim) {
   const Mxfp4KvParams p = checked(tokens, dim, kv, cache);
   quantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(kv, cache, p);
 }
 
-void launch_dequantize_mxfp4_kv(const uint8_t* cache, float* kv, int64_t tokens, int64_t dim) {
+void launch_dequantize_mxfp4_kv(const uint8_t* cache, uint16_t* kv, int64_t tokens, int64_t dim) {
   const Mxfp4KvParams p = checked(tokens, dim, kv, cache);
   dequantize_mxfp4_kv_kernel<<<grid_for(p), kThreadsPerBlock>>>(cache, kv, p);
 }
 
-std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<float>& kv, int64_t tokens, int64_t dim) {
+std::vector<uint8_t> quantize_mxfp4_kv_cuda(const std::vector<uint16_t>& kv, int64_t tokens, int64_t dim) {
   const std::size_t cache_bytes = static_cast<std::size_t>(tokens * mxfp4_entry_bytes(dim));
-  const DeviceBuffer<float> d_kv(kv);
+  const DeviceBuffer<uint16_t> d_kv(kv);
   const DeviceBuffer<uint8_t> d_cache(cache_bytes);
   launch_quantize_mxfp4_kv(d_kv.get(), d_cache.get(), tokens, dim);
   CUDA_CHECK(cudaGetLastError());
   return d_cache.download(cache_bytes);
 }
 
-std::vector<float> dequantize_mxfp4_kv_cuda(const std::vector<uint8_t>& cache, int64_t tokens, int64_t dim) {
+std::vector<uint16_t> dequantize_mxfp4_kv_cuda(const std::vector<uint8_t>& cache, int64_t tokens,
+                                               int64_t dim) {
   const std::size_t values = static_cast<std::size_t>(tokens * dim);
   const DeviceBuffer<uint8_t> d_cache(cache);
-  const DeviceBuffer<float> d_kv(values);
+  const DeviceBuffer<uint16_t> d_kv(values);
   launch_dequantize_mxfp4_kv(d_cache.get(), d_kv.get(), tokens, dim);
   CUDA_CHECK(cudaGetLastError());
   return d_kv.download(values);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/bf16_values.h"
 #include "kernels/mhc/mhc_coefficients.h"
 
 namespace v41sim::kernels {
@@ -21,10 +22,6 @@ namespace v41sim::kernels {
 // Random site parameters for hidden size H: fn of unit-variance dot products
 // with unit-variance streams, scales and biases near the trained ones' sizes.
 MhcWeights random_mhc_weights(int64_t hidden, uint32_t seed);
-
-// BF16 copies of float values (rounded to nearest even).
-std::vector<uint16_t> to_bf16_values(const std::vector<float>& values);
-std::vector<float> from_bf16_values(const std::vector<uint16_t>& values);
 
 // CPU references, FP64 sums where the kernels reduce.
 std::vector<float> mhc_coefficients_reference(const std::vector<uint16_t>& X, const MhcWeights& w,

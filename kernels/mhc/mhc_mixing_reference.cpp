@@ -35,18 +35,6 @@ MhcWeights random_mhc_weights(int64_t hidden, uint32_t seed) {
   return w;
 }
 
-std::vector<uint16_t> to_bf16_values(const std::vector<float>& values) {
-  std::vector<uint16_t> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = bf16_bits(values[i]);
-  return out;
-}
-
-std::vector<float> from_bf16_values(const std::vector<uint16_t>& values) {
-  std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = mma::from_bf16(values[i]);
-  return out;
-}
-
 std::vector<float> mhc_coefficients_reference(const std::vector<uint16_t>& X, const MhcWeights& w,
                                               int64_t tokens, int64_t hidden) {
   check(X, tokens, hidden);
