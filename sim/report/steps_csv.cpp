@@ -6,9 +6,8 @@ namespace v41sim {
 
 std::string steps_csv(const std::vector<StepRecord>& steps) {
   std::string out =
-      "start_s,pool,instance,kind,sequences,decode_context,drafts,prompts,prompt_tokens,prompt_context,step_"
-      "ms,"
-      "communication_ms,micro_batches\n";
+      "start_s,pool,instance,kind,sequences,decode_context,drafts,"
+      "prompts,prompt_tokens,prompt_context,step_ms,communication_ms,micro_batches\n";
   for (const StepRecord& s : steps) {
     out += fmt::format("{:.6f},{},{},{},{},{:.1f},{:.3f},{},{},{:.1f},{:.3f},{:.3f},{}\n", s.start_s,
                        s.prefill_pool ? "prefill" : "decode", s.instance, step_kind_name(s.kind), s.sequences,

@@ -316,11 +316,12 @@ void ServingSimulation::start_context_parallel_step(std::size_t index, Request& 
                                 static_cast<double>(ranks - 1) / static_cast<double>(ranks);
   const double exchange_us = exchange_bytes / prefill_nvlink_bytes_per_s_ * 1e6;
   if (measuring()) ++result_.context_parallel_steps;
-  log_step(StepRecord::Kind::kContextParallel, true, index, {}, {}, {{&r, tokens}}, cost.us + exchange_us,
-           cost.communication_us + exchange_us, cost.micro_batches);
-  run_prefill_step(
-      index, {{&r, tokens}},
-      {cost.us + exchange_us, cost.communication_us + exchange_us, cost.band, cost.micro_batches}, {});
+  const StepTimeCache::StepCost step{cost.us + exchange_us, cost.communication_us + exchange_us, cost.band,
+                                     cost.micro_batches};
+  std::vector<PrefillChunk> chunk{{&r, tokens}};
+  log_step(StepRecord::Kind::kContextParallel, true, index, {}, {}, chunk, step.us, step.communication_us,
+           step.micro_batches);
+  run_prefill_step(index, std::move(chunk), step, {});
 }
 
 void ServingSimulation::run_prefill_step(std::size_t index, std::vector<PrefillChunk> chunks,
