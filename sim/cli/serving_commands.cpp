@@ -228,7 +228,7 @@ void run_serving(const Catalog& catalog, const Flags& f, std::ostream& out) {
   }
   const ServedRun run = serve_deployment(catalog, m, deployment, workload, options);
   if (options.log_requests) csv << requests_csv(run.result.requests);
-  if (options.log_steps) steps_file << steps_csv(run.result.steps);
+  if (options.log_steps) write_steps_csv(steps_file, run.result.steps);
   if (!f.trace.empty()) trace << run_trace(run.result, deployment).dump() << "\n";
   const RunReport report{m.spec.name, deployment, workload, f.seed, run};
   if (f.json) {
