@@ -19,7 +19,7 @@ inline std::vector<uint16_t> to_bf16_values(const std::vector<float>& values) {
 
 inline std::vector<float> from_bf16_values(const std::vector<uint16_t>& values) {
   std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = bits_float(static_cast<uint32_t>(values[i]) << 16);
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = bf16_value(values[i]);
   return out;
 }
 

@@ -84,6 +84,9 @@ V41_HD uint16_t bf16_bits(float x) {
   return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
+// A BF16 value from its bits (exact).
+V41_HD float bf16_value(uint16_t bits) { return bits_float(static_cast<uint32_t>(bits) << 16); }
+
 // E8M0 to float by its bits (no ldexpf: the expert GEMM decodes one per
 // accumulator pair per 32 weights). Codes 1..254 are normal floats; code 0 is
 // 2^-127, a float subnormal; 255 is NaN.

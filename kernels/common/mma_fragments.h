@@ -25,7 +25,7 @@ inline constexpr int kK = 16;
 // BF16 as raw bits: round to nearest even from float (fp_codec.h), and back.
 V41_HD uint16_t to_bf16(float x) { return bf16_bits(x); }
 
-V41_HD float from_bf16(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+V41_HD float from_bf16(uint16_t b) { return bf16_value(b); }
 
 struct Lane {
   int group;  // lane / 4

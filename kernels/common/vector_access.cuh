@@ -26,36 +26,44 @@ __device__ inline void load_floats16(const float* __restrict__ p, float (&v)[16]
   }
 }
 
-// 16 BF16 values, widened to float (exact), from a 16-byte-aligned address:
-// two 16-byte loads.
-__device__ inline void load_bf16x16(const uint16_t* __restrict__ p, float (&v)[16]) {
-  const auto* q = reinterpret_cast<const uint4*>(p);
+// A 16-byte vector of 8 BF16 values, widened to float (exact), and 8 values
+// rounded to BF16 (nearest even) into one; the lower value in the low bits.
+__device__ inline void unpack_bf16x8(uint4 v, float (&f)[8]) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const uint4 w = q[j];
-    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[8 * j + 2 * i] = __uint_as_float(words[i] << 16);
-      v[8 * j + 2 * i + 1] = __uint_as_float(words[i] & 0xFFFF0000u);
-    }
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = bf16_value(static_cast<uint16_t>(words[i] & 0xFFFFu));
+    f[2 * i + 1] = bf16_value(static_cast<uint16_t>(words[i] >> 16));
   }
 }
 
-// 16 values as BF16 (rounded to nearest even) to a 16-byte-aligned address:
-// two 16-byte stores.
+__device__ inline uint4 pack_bf16x8(const float (&f)[8]) {
+  uint32_t words[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    words[i] =
+        static_cast<uint32_t>(bf16_bits(f[2 * i])) | (static_cast<uint32_t>(bf16_bits(f[2 * i + 1])) << 16);
+  return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// 16 BF16 values, widened to float, from a 16-byte-aligned address: two 16-byte loads.
+__device__ inline void load_bf16x16(const uint16_t* __restrict__ p, float (&v)[16]) {
+  const auto* q = reinterpret_cast<const uint4*>(p);
+  float half[2][8];
+  unpack_bf16x8(q[0], half[0]);
+  unpack_bf16x8(q[1], half[1]);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) v[i] = half[i / 8][i % 8];
+}
+
+// 16 values as BF16 to a 16-byte-aligned address: two 16-byte stores.
 __device__ inline void store_bf16x16(uint16_t* __restrict__ p, const float (&v)[16]) {
   auto* q = reinterpret_cast<uint4*>(p);
+  float half[2][8];
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    uint32_t words[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      words[i] = static_cast<uint32_t>(bf16_bits(v[8 * j + 2 * i])) |
-                 (static_cast<uint32_t>(bf16_bits(v[8 * j + 2 * i + 1])) << 16);
-    }
-    q[j] = make_uint4(words[0], words[1], words[2], words[3]);
-  }
+  for (int i = 0; i < 16; ++i) half[i / 8][i % 8] = v[i];
+  q[0] = pack_bf16x8(half[0]);
+  q[1] = pack_bf16x8(half[1]);
 }
 
 // 8 bytes (byte i at address p + i) from an 8-byte-aligned address.

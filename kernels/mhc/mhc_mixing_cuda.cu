@@ -15,6 +15,7 @@
 #include "kernels/common/device_buffer.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/mma_sync.cuh"
+#include "kernels/common/vector_access.cuh"
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 
@@ -23,26 +24,6 @@ namespace {
 
 constexpr int kVector = 8;            // BF16 values in a 16-byte vector
 constexpr int kElementThreads = 128;  // the block input and the merge: a CTA a token
-
-__device__ inline void unpack8(uint4 v, float (&f)[kVector]) {
-  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = mma::from_bf16(static_cast<uint16_t>(words[i] & 0xFFFFu));
-    f[2 * i + 1] = mma::from_bf16(static_cast<uint16_t>(words[i] >> 16));
-  }
-}
-
-__device__ inline uint4 pack8(const float (&f)[kVector]) {
-  return {mma::pack(bf16_bits(f[0]), bf16_bits(f[1])), mma::pack(bf16_bits(f[2]), bf16_bits(f[3])),
-          mma::pack(bf16_bits(f[4]), bf16_bits(f[5])), mma::pack(bf16_bits(f[6]), bf16_bits(f[7]))};
-}
-
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
 
 // Element e of a vector of each stream, as the coefficient functions take it.
 __device__ inline void streams_at(const float (&x)[kStreams][kVector], int e, float (&out)[kStreams]) {
@@ -60,7 +41,7 @@ __device__ inline uint4 merged_vector(const float* c, int d, const float (&x)[kS
     streams_at(x, e, xs);
     out[e] = mhc_merged(c, d, y[e], xs);
   }
-  return pack8(out);
+  return pack_bf16x8(out);
 }
 
 // The block input for 8 values, rounded to BF16.
@@ -72,7 +53,7 @@ __device__ inline uint4 block_input_vector(const float* c, const float (&x)[kStr
     streams_at(x, e, xs);
     out[e] = mhc_block_input(c, xs);
   }
-  return pack8(out);
+  return pack_bf16x8(out);
 }
 
 // A token's coefficients copied out of shared memory once, so the element
@@ -87,13 +68,10 @@ __device__ inline TokenCoefficients coefficients_of(const float* shared) {
   return token;
 }
 
-__device__ inline float vector_squares(uint4 v) {
-  return pair_squares(v.x) + pair_squares(v.y) + pair_squares(v.z) + pair_squares(v.w);
-}
-
 // One warp's k16 steps of the projection of token rows [0, 16 kMTiles) of
-// `tile`; with kSquares it also sums each row's squares from its fragments.
-template <int kMTiles, bool kSquares>
+// `tile`, and each row's squares from the same fragments (the values as
+// stored, BF16, as the released model's norm reads them).
+template <int kMTiles>
 __device__ inline void project_steps(const uint16_t* tile, int64_t stride, int rows, const uint16_t* fn,
                                      int64_t k, StepRange range, mma::Lane l,
                                      float (&acc)[kMTiles][kMixTiles][4], float (&squares)[kMTiles][2]) {
@@ -111,7 +89,7 @@ __device__ inline void project_steps(const uint16_t* tile, int64_t stride, int r
 #pragma unroll
       for (int reg = 0; reg < 4; ++reg) {
         a[reg] = token_fragment(tile, stride, rows, mt * mma::kM, k0, l, reg);
-        if constexpr (kSquares) squares[mt][reg & 1] += pair_squares(a[reg]);
+        squares[mt][reg & 1] += pair_squares(a[reg]);
       }
 #pragma unroll
       for (int nt = 0; nt < kMixTiles; ++nt) mma::mma_bf16_16816(acc[mt][nt], a, b[nt]);
@@ -119,10 +97,13 @@ __device__ inline void project_steps(const uint16_t* tile, int64_t stride, int r
   }
 }
 
-// A warp's dot products into its rows of `dest` (rows at or past `rows` dropped).
+// A warp's sums into its rows of `dest`: the dot products, and each row's
+// squares, which lie with the 4 lanes of its group (rows at or past `rows`
+// dropped). All lanes take part (the shuffles).
 template <int kMTiles, int kRows>
-__device__ inline void store_dots(float (&dest)[kRows][kProjectionSums],
-                                  const float (&acc)[kMTiles][kMixTiles][4], mma::Lane l, int rows) {
+__device__ inline void store_sums(float (&dest)[kRows][kProjectionSums],
+                                  const float (&acc)[kMTiles][kMixTiles][4],
+                                  const float (&squares)[kMTiles][2], mma::Lane l, int rows) {
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -133,7 +114,23 @@ __device__ inline void store_dots(float (&dest)[kRows][kProjectionSums],
         if (row < rows) dest[row][nt * mma::kN + mma::c_col(l, i)] = acc[mt][nt][i];
       }
     }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float sum = squares[mt][half];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = mt * mma::kM + l.group + half * 8;
+      if (l.pair == 0 && row < rows) dest[row][kMixes] = sum;
+    }
   }
+}
+
+// Sum `i` of the CTA's rows (row i / kProjectionSums), over its warps.
+template <int kWarps, int kRows>
+__device__ inline float sum_over_warps(const float (&partial)[kWarps][kRows][kProjectionSums], int i) {
+  float sum = 0.0f;
+  for (int w = 0; w < kWarps; ++w) sum += partial[w][i / kProjectionSums][i % kProjectionSums];
+  return sum;
 }
 
 // The three-kernel form's projection: 32 tokens and one of `gridDim.y`
@@ -154,26 +151,12 @@ __global__ void __launch_bounds__(kProjectionWarps * 32)
                                      static_cast<int64_t>(gridDim.y) * kProjectionWarps);
   float acc[kProjectionMTiles][kMixTiles][4] = {};
   float squares[kProjectionMTiles][2] = {};
-  project_steps<kProjectionMTiles, true>(X + token0 * k, k, rows, fn, k, range, l, acc, squares);
-  store_dots<kProjectionMTiles, kProjectionTokens>(partial[warp], acc, l, rows);
-#pragma unroll
-  for (int mt = 0; mt < kProjectionMTiles; ++mt) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {  // a row's values lie with the 4 lanes of its group
-      float s = squares[mt][half];
-      s += __shfl_xor_sync(0xffffffffu, s, 1);
-      s += __shfl_xor_sync(0xffffffffu, s, 2);
-      const int row = mt * mma::kM + l.group + half * 8;
-      if (l.pair == 0 && row < rows) partial[warp][row][kMixes] = s;
-    }
-  }
+  project_steps<kProjectionMTiles>(X + token0 * k, k, rows, fn, k, range, l, acc, squares);
+  store_sums<kProjectionMTiles, kProjectionTokens>(partial[warp], acc, squares, l, rows);
   __syncthreads();
   float* out = workspace + (static_cast<int64_t>(blockIdx.y) * tokens + token0) * kProjectionSums;
-  for (int i = static_cast<int>(threadIdx.x); i < rows * kProjectionSums; i += static_cast<int>(blockDim.x)) {
-    float sum = 0.0f;
-    for (int w = 0; w < kProjectionWarps; ++w) sum += partial[w][i / kProjectionSums][i % kProjectionSums];
-    out[i] = sum;
-  }
+  for (int i = static_cast<int>(threadIdx.x); i < rows * kProjectionSums; i += static_cast<int>(blockDim.x))
+    out[i] = sum_over_warps(partial, i);
 }
 
 // The block input, a CTA a token: the splits' sums finished into the
@@ -202,7 +185,7 @@ __global__ void __launch_bounds__(kElementThreads)
   for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
     float x[kStreams][kVector];
 #pragma unroll
-    for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
+    for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * vectors + v], x[s]);
     out[v] = block_input_vector(token.values, x);
   }
 }
@@ -223,8 +206,8 @@ __global__ void __launch_bounds__(kElementThreads)
   for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
     float x[kStreams][kVector], yv[kVector];
 #pragma unroll
-    for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
-    unpack8(output[v], yv);
+    for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * vectors + v], x[s]);
+    unpack_bf16x8(output[v], yv);
 #pragma unroll
     for (int d = 0; d < kStreams; ++d) out[d * vectors + v] = merged_vector(token.values, d, x, yv);
   }
@@ -257,49 +240,39 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     c[i / kCoefficients][i % kCoefficients] = coeffs[token0 * kCoefficients + i];
   __syncthreads();
 
-  // (1) The merge; each token's squares from its values as stored (BF16).
+  // (1) The merge.
+  for (int r = 0; r < rows; ++r) {
+    const TokenCoefficients token = coefficients_of(c[r]);
+    const uint4* streams = reinterpret_cast<const uint4*>(X + (token0 + r) * k);
+    const uint4* output = reinterpret_cast<const uint4*>(y + (token0 + r) * hidden);
+    uint4* out = reinterpret_cast<uint4*>(X_out + (token0 + r) * k);
+    uint4* kept = tile_vectors + r * stride / kVector;
+    for (int64_t v = thread; v < vectors; v += blockDim.x) {
+      float x[kStreams][kVector], yv[kVector];
 #pragma unroll
-  for (int r = 0; r < kTokens; ++r) {
-    float squares = 0.0f;
-    if (r < rows) {
-      const TokenCoefficients token = coefficients_of(c[r]);
-      const uint4* streams = reinterpret_cast<const uint4*>(X + (token0 + r) * k);
-      const uint4* output = reinterpret_cast<const uint4*>(y + (token0 + r) * hidden);
-      uint4* out = reinterpret_cast<uint4*>(X_out + (token0 + r) * k);
-      uint4* kept = tile_vectors + r * stride / kVector;
-      for (int64_t v = thread; v < vectors; v += blockDim.x) {
-        float x[kStreams][kVector], yv[kVector];
+      for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * vectors + v], x[s]);
+      unpack_bf16x8(output[v], yv);
 #pragma unroll
-        for (int s = 0; s < kStreams; ++s) unpack8(streams[s * vectors + v], x[s]);
-        unpack8(output[v], yv);
-#pragma unroll
-        for (int d = 0; d < kStreams; ++d) {
-          const uint4 merged = merged_vector(token.values, d, x, yv);
-          out[d * vectors + v] = merged;
-          kept[d * vectors + v] = merged;
-          squares += vector_squares(merged);
-        }
+      for (int d = 0; d < kStreams; ++d) {
+        const uint4 merged = merged_vector(token.values, d, x, yv);
+        out[d * vectors + v] = merged;
+        kept[d * vectors + v] = merged;
       }
     }
-    squares = warp_sum(squares);
-    if (l.group == 0 && l.pair == 0) partial[warp][r][kMixes] = squares;
   }
   __syncthreads();
 
   // (2) The projection of the tile.
   float acc[1][kMixTiles][4] = {};
-  float unused[1][2] = {};
-  project_steps<1, false>(tile, stride, rows, next.fn, k, step_range(k / mma::kK, warp, kFusedWarps), l, acc,
-                          unused);
-  store_dots<1, kTokens>(partial[warp], acc, l, rows);
+  float squares[1][2] = {};
+  project_steps<1>(tile, stride, rows, next.fn, k, step_range(k / mma::kK, warp, kFusedWarps), l, acc,
+                   squares);
+  store_sums<1, kTokens>(partial[warp], acc, squares, l, rows);
   __syncthreads();
 
   // (3) Block i+1's coefficients.
-  for (int i = thread; i < rows * kProjectionSums; i += static_cast<int>(blockDim.x)) {
-    float sum = 0.0f;
-    for (int w = 0; w < kFusedWarps; ++w) sum += partial[w][i / kProjectionSums][i % kProjectionSums];
-    sums[i / kProjectionSums][i % kProjectionSums] = sum;
-  }
+  for (int i = thread; i < rows * kProjectionSums; i += static_cast<int>(blockDim.x))
+    sums[i / kProjectionSums][i % kProjectionSums] = sum_over_warps(partial, i);
   __syncthreads();
   if (thread < rows) mhc_coefficients_of(sums[thread], static_cast<float>(k), next.scales, c[thread]);
   __syncthreads();
@@ -314,7 +287,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     for (int64_t v = thread; v < vectors; v += blockDim.x) {
       float x[kStreams][kVector];
 #pragma unroll
-      for (int s = 0; s < kStreams; ++s) unpack8(kept[s * vectors + v], x[s]);
+      for (int s = 0; s < kStreams; ++s) unpack_bf16x8(kept[s * vectors + v], x[s]);
       out[v] = block_input_vector(token.values, x);
     }
   }
