@@ -6,8 +6,9 @@
 // keys, so each key is fetched and widened once per CTA), walks the slice in
 // tiles of 16 keys with an online softmax, and writes an unnormalised partial
 // output with its running max and sum. A second kernel merges the splits and
-// the attention sink with log-sum-exp weights. Math is FP32 on CUDA cores: a
-// correctness-first baseline for the tensor-core version.
+// the attention sink with log-sum-exp weights and writes the output. Queries
+// come in and outputs go out in BF16, as FlashMLA takes and writes them. Math
+// is FP32 on CUDA cores: a correctness-first baseline for the tensor-core version.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "kernels/attention/sparse_decode_cuda.h"
 #include "kernels/attention/sparse_decode_split.cuh"
+#include "kernels/common/bf16_values.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
 
@@ -52,7 +54,7 @@ __global__ void sparse_decode_split_kernel(SparseDecodeDevice d) {
   const float scale = rsqrtf(static_cast<float>(kLatentDim));
 
   for (int64_t i = threadIdx.x; i < heads * kLatentDim; i += kThreads)
-    q_s[i] = d.q[b * heads * kLatentDim + i];
+    q_s[i] = bf16_value(d.q[b * heads * kLatentDim + i]);
   const int head = threadIdx.x / kThreadsPerHead;
   const int part = threadIdx.x % kThreadsPerHead;
   const bool active = head < heads;
@@ -129,7 +131,7 @@ __global__ void sparse_decode_combine_kernel(SparseDecodeDevice d) {
     denominator += weight * base[s * stride + kLatentDim + 1];
     acc += weight * base[s * stride + i];
   }
-  d.out[(b * d.shape.heads + head) * kLatentDim + i] = acc / denominator;
+  d.out[(b * d.shape.heads + head) * kLatentDim + i] = bf16_bits(acc / denominator);
 }
 
 }  // namespace
@@ -174,20 +176,20 @@ std::vector<float> run_sparse_decode(const SparseDecodeInputs& in,
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const DeviceBuffer<float> q(in.q);
+  const DeviceBuffer<uint16_t> q(in.q);
   const DeviceBuffer<uint8_t> main_kv(in.main_kv);
   const DeviceBuffer<int32_t> topk(in.topk);
   const DeviceBuffer<uint8_t> window(in.window);
   const DeviceBuffer<int32_t> window_len(in.window_len);
   const DeviceBuffer<float> sink(in.sink);
   const int splits = sparse_decode_splits(in.shape, sms);
-  const DeviceBuffer<float> out(in.q.size());
+  const DeviceBuffer<uint16_t> out(in.q.size());
   const DeviceBuffer<float> workspace(
       static_cast<std::size_t>(sparse_decode_workspace_floats(in.shape, splits)));
   launch({in.shape, q.get(), main_kv.get(), topk.get(), window.get(), window_len.get(), sink.get(), out.get(),
           workspace.get(), splits});
   CUDA_CHECK(cudaGetLastError());
-  return out.download(in.q.size());
+  return from_bf16_values(out.download(in.q.size()));
 }
 
 }  // namespace v41sim::kernels

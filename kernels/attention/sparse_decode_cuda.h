@@ -9,20 +9,20 @@
 namespace v41sim::kernels {
 
 // The FP32-unit baseline and the tensor-core kernel (BF16 mma.sync); same
-// inputs, same results within BF16 rounding of Q and of the softmax weights.
+// inputs, same results within BF16 rounding of the softmax weights.
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in);
 std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in);
 
 // Device buffers for the harness; `splits` 0 picks a split count that fills the SMs.
 struct SparseDecodeDevice {
   SparseDecodeShape shape;
-  const float* q;
+  const uint16_t* q;  // BF16, batch x heads x 512
   const uint8_t* main_kv;
   const int32_t* topk;
   const uint8_t* window;
   const int32_t* window_len;
   const float* sink;
-  float* out;
+  uint16_t* out;     // BF16, batch x heads x 512
   float* workspace;  // sparse_decode_workspace_floats(shape, splits)
   int splits;
 };
@@ -31,7 +31,8 @@ int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int split
 void launch_sparse_decode(const SparseDecodeDevice& d);
 void launch_sparse_decode_mma(const SparseDecodeDevice& d);
 
-// Uploads the inputs, runs `launch` with splits that fill the SMs, downloads the output.
+// Uploads the inputs, runs `launch` with splits that fill the SMs, downloads
+// the output (BF16, returned widened to float).
 std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch)(const SparseDecodeDevice&));
 
 }  // namespace v41sim::kernels

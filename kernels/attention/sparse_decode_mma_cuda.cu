@@ -3,11 +3,11 @@
 //
 // Same grid, key list, splits and combine as the FP32 baseline
 // (sparse_decode_split.cuh). Per CTA (one request, one split), 8 warps:
-//   - the request's 64 query heads are staged once as BF16 (64 x 512);
+//   - the request's 64 query heads (BF16, 64 x 512) are staged once;
 //   - per tile of 64 keys, the entries are widened to BF16 in shared memory.
 //     That is exact: an FP4 value times an E4M3 scale, or an FP8 value times
-//     a power of two, needs at most 5 significant bits, BF16 has 8. Only Q
-//     and the softmax weights P are rounded to BF16;
+//     a power of two, needs at most 5 significant bits, BF16 has 8. Only
+//     the softmax weights P are rounded to BF16 (Q comes in BF16);
 //   - S = Q.K^T: each warp a 16-head x 32-key block over the 512 dims;
 //   - online softmax, 4 threads per head; P written as BF16;
 //   - O = O * correction + P.V: each warp owns 16 heads x 256 dims of O in
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDe
   for (int i = threadIdx.x; i < kHeads * kLatentDim; i += kThreads) {
     const int h = i / kLatentDim;
     const int c = i % kLatentDim;
-    q_s[h * kRowStride + c] = mma::to_bf16(h < heads ? d.q[(b * heads + h) * kLatentDim + c] : 0.0f);
+    q_s[h * kRowStride + c] = h < heads ? d.q[(b * heads + h) * kLatentDim + c] : uint16_t{0};
   }
   for (int h = threadIdx.x; h < kHeads; h += kThreads) {
     m_s[h] = -INFINITY;

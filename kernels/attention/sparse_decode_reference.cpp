@@ -5,6 +5,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "kernels/common/fp_codec.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
 
 namespace v41sim::kernels {
@@ -17,7 +18,7 @@ SparseDecodeInputs make_sparse_decode_inputs(const SparseDecodeShape& s, uint32_
   SparseDecodeInputs in;
   in.shape = s;
   in.q.resize(static_cast<std::size_t>(s.batch * s.heads * kLatentDim));
-  for (float& v : in.q) v = normal(rng) * 0.1f;
+  for (uint16_t& v : in.q) v = bf16_bits(normal(rng) * 0.1f);
   std::vector<float> latent(static_cast<std::size_t>(s.main_entries * kLatentDim));
   for (float& v : latent) v = normal(rng);
   in.main_kv = quantize_mxfp4_kv_reference(latent, s.main_entries, kLatentDim);
@@ -45,6 +46,7 @@ std::vector<float> sparse_decode_reference(const SparseDecodeInputs& in) {
   std::vector<float> out(static_cast<std::size_t>(s.batch * s.heads * kLatentDim), 0.0f);
   std::vector<const uint8_t*> keys;
   std::vector<bool> is_main;
+  std::vector<double> q(kLatentDim);
   for (int64_t b = 0; b < s.batch; ++b) {
     keys.clear();
     is_main.clear();
@@ -59,13 +61,16 @@ std::vector<float> sparse_decode_reference(const SparseDecodeInputs& in) {
       is_main.push_back(false);
     }
     for (int64_t h = 0; h < s.heads; ++h) {
-      const float* q = in.q.data() + (b * s.heads + h) * kLatentDim;
+      for (int i = 0; i < kLatentDim; ++i)
+        q[static_cast<std::size_t>(i)] =
+            bf16_value(in.q[static_cast<std::size_t>((b * s.heads + h) * kLatentDim + i)]);
       std::vector<double> scores(keys.size());
       double max_score = in.sink[static_cast<std::size_t>(h)];
       for (std::size_t j = 0; j < keys.size(); ++j) {
         double dot = 0;
         for (int i = 0; i < kLatentDim; ++i) {
-          dot += q[i] * (is_main[j] ? main_entry_value(keys[j], i) : window_entry_value(keys[j], i));
+          dot += q[static_cast<std::size_t>(i)] *
+                 (is_main[j] ? main_entry_value(keys[j], i) : window_entry_value(keys[j], i));
         }
         scores[j] = dot * scale;
         max_score = std::max(max_score, scores[j]);

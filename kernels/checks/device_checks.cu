@@ -181,13 +181,16 @@ CheckResult check_candidate_pool(IndexerMath math) {
                pool_topk_reference(pooled, pool, queries, block, topk));
 }
 
+// Both kernels write BF16 outputs: one rounding, at most 2^-9 of a value, on
+// top of FP32 sums.
 CheckResult check_sparse_decode() {
   const SparseDecodeInputs in = make_sparse_decode_inputs({6, 64, 512, 20000}, 3);
-  return within("sparse decode", sparse_decode_cuda(in), sparse_decode_reference(in), 2e-3f);
+  return within("sparse decode", sparse_decode_cuda(in), sparse_decode_reference(in), 3e-3f);
 }
 
-// BF16 operands: Q and the softmax weights carry 2^-9 relative rounding (the
-// entries are exact in BF16), so outputs of magnitude <= 1 may move by ~1e-3.
+// BF16 operands: the softmax weights carry 2^-9 relative rounding (Q comes in
+// BF16, the entries are exact in BF16), and so does the output, so outputs of
+// magnitude <= 1 may move by ~2e-3.
 CheckResult check_sparse_decode_mma() {
   const SparseDecodeInputs in = make_sparse_decode_inputs({6, 64, 512, 20000}, 3);
   const std::vector<float> got = sparse_decode_mma_cuda(in), want = sparse_decode_reference(in);

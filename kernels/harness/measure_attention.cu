@@ -51,7 +51,10 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
   for (const int64_t batch : batches) {
     // Queries, windows and sink from the reference's generator; its own main KV is unused (one entry).
     const SparseDecodeInputs host = make_sparse_decode_inputs({batch, kV41QueryHeads, kV41TopK, 1}, 41);
-    const DeviceBuffer<float> q(host.q), sink(host.sink), out(host.q.size());
+    const DeviceBuffer<uint16_t> q(host.q), out(host.q.size());
+    const DeviceBuffer<float> sink(host.sink);
+    // The queries in and the outputs out, BF16, outside the main loop.
+    const double edge_bytes = 2.0 * static_cast<double>(host.q.size() * sizeof(uint16_t));
     const DeviceBuffer<int32_t> window_len(host.window_len);
     const int64_t gathered = batch * (kV41TopK * kMainEntryBytes + kWindowTokens * kWindowEntryBytes);
     const int copies = rotation_for(gathered, dev);
@@ -77,8 +80,7 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
       }
       const double keys = static_cast<double>(kV41TopK + kWindowTokens);
       const double flops = 2.0 * static_cast<double>(batch * kV41QueryHeads) * keys * 2.0 * kLatentDim;
-      const double bytes =
-          static_cast<double>(gathered) + 2.0 * static_cast<double>(host.q.size() * sizeof(float));
+      const double bytes = static_cast<double>(gathered) + edge_bytes;
       struct Variant {
         bool ok;
         const char* name;
@@ -96,9 +98,7 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
             },
             kWarmup, kRuns);
         CUDA_CHECK(cudaGetLastError());
-        // Outside the main loop: the queries in and the outputs out. FP4
-        // compressed entries and FP8 window entries, widened to BF16 in registers.
-        const double edge_bytes = 2.0 * static_cast<double>(host.q.size() * sizeof(float));
+        // FP4 compressed entries and FP8 window entries, widened to BF16 in registers.
         w.row({v.name, "attention", v.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
                2 * kLatentDim, 1, context, flops, bytes, t, edge_bytes,
                static_cast<double>(batch * kWindowTokens * kLatentDim),
