@@ -239,29 +239,57 @@ CheckResult mhc_step_matches(const std::string& form, const MhcStepResult& got, 
   return {true, ""};
 }
 
-// Both forms against the reference: V4.1's hidden size and 1000 (rows of
-// 125 vectors, 250 reduction steps); 37 tokens leave a partial projection
-// tile and a partial CTA of 2 or 4 single-pass tokens, and split the
-// projection's reduction over CTAs; 8448 tokens fill the GPU with one split.
+// One site's inputs and the reference's step for `hidden` and `tokens`.
+struct MhcCase {
+  int64_t hidden, tokens;
+  std::vector<uint16_t> X, y;
+  std::vector<float> coeffs;
+  MhcWeights next;
+  MhcStepResult want;
+  std::string where;
+};
+MhcCase mhc_case(int64_t hidden, int64_t tokens) {
+  MhcCase c{hidden, tokens, {}, {}, {}, random_mhc_weights(hidden, 7), {}, ""};
+  c.X = to_bf16_values(normal_values(static_cast<std::size_t>(tokens * kStreams * hidden), 4));
+  c.y = to_bf16_values(normal_values(static_cast<std::size_t>(tokens * hidden), 5));
+  c.coeffs = mhc_coefficients_reference(c.X, random_mhc_weights(hidden, 6), tokens, hidden);
+  c.want = mhc_step_reference(c.X, c.y, c.coeffs, c.next, tokens, hidden);
+  c.where = " (hidden " + std::to_string(hidden) + ", " + std::to_string(tokens) + " tokens)";
+  return c;
+}
+
+// V4.1's hidden size and 1000 (rows of 125 vectors, 250 reduction steps; 15
+// or 16 vectors a cluster slice); 37 tokens leave partial tiles of every
+// kind and split the projection's reduction over CTAs; 8448 tokens fill the
+// GPU with one split, and walk each persistent cluster over many tiles.
+const std::vector<std::pair<int64_t, int64_t>> kMhcCases{{5120, 37}, {1000, 37}, {1000, 8448}};
+
+// The three-kernel form and the token-tile single pass at each tokens-a-CTA choice.
 CheckResult check_mhc() {
-  struct Case {
-    int64_t hidden, tokens;
-  };
-  for (const Case& c : {Case{5120, 37}, Case{1000, 37}, Case{1000, 8448}}) {
-    const std::string where =
-        " (hidden " + std::to_string(c.hidden) + ", " + std::to_string(c.tokens) + " tokens)";
-    const auto X = to_bf16_values(normal_values(static_cast<std::size_t>(c.tokens * kStreams * c.hidden), 4));
-    const auto y = to_bf16_values(normal_values(static_cast<std::size_t>(c.tokens * c.hidden), 5));
-    const auto coeffs = mhc_coefficients_reference(X, random_mhc_weights(c.hidden, 6), c.tokens, c.hidden);
-    const MhcWeights next = random_mhc_weights(c.hidden, 7);
-    const MhcStepResult want = mhc_step_reference(X, y, coeffs, next, c.tokens, c.hidden);
-    CheckResult r = mhc_step_matches("three kernels",
-                                     mhc_three_kernel_cuda(X, y, coeffs, next, c.tokens, c.hidden), want);
+  for (const auto& [hidden, tokens] : kMhcCases) {
+    const MhcCase c = mhc_case(hidden, tokens);
+    CheckResult r = mhc_step_matches(
+        "three kernels", mhc_three_kernel_cuda(c.X, c.y, c.coeffs, c.next, c.tokens, c.hidden), c.want);
     for (int per_cta = 1; r.ok && per_cta <= kMaxFusedTokens; per_cta *= 2) {
       r = mhc_step_matches("single pass, " + std::to_string(per_cta) + " tokens a CTA",
-                           mhc_fused_cuda(X, y, coeffs, next, per_cta, c.tokens, c.hidden), want);
+                           mhc_fused_cuda(c.X, c.y, c.coeffs, c.next, per_cta, c.tokens, c.hidden), c.want);
     }
-    if (!r.ok) return {false, r.detail + where};
+    if (!r.ok) return {false, r.detail + c.where};
+  }
+  return {true, ""};
+}
+
+// The cluster single pass at the plan's tile and at 1, 3 and 8 token rows a tile.
+CheckResult check_mhc_cluster() {
+  for (const auto& [hidden, tokens] : kMhcCases) {
+    const MhcCase c = mhc_case(hidden, tokens);
+    for (const int rows : {0, 1, 3, 8}) {
+      const std::string form = "cluster pass, " + (rows == 0 ? std::string("the plan's tile")
+                                                             : std::to_string(rows) + " rows a tile");
+      const CheckResult r = mhc_step_matches(
+          form, mhc_cluster_pass_cuda(c.X, c.y, c.coeffs, c.next, rows, c.tokens, c.hidden), c.want);
+      if (!r.ok) return {false, r.detail + c.where};
+    }
   }
   return {true, ""};
 }
@@ -361,6 +389,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"compress", check_compress},
       {"engram", check_engram},
       {"mhc", check_mhc},
+      {"mhc_cluster", check_mhc_cluster},
       {"expert_gemm", check_expert_gemm},
       {"expert_gemm_w4a8", check_expert_gemm_w4a8},
       {"bf16_gemm", check_bf16_gemm},

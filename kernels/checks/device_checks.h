@@ -24,6 +24,7 @@ CheckResult check_sparse_decode_mma();
 CheckResult check_compress();
 CheckResult check_engram();
 CheckResult check_mhc();
+CheckResult check_mhc_cluster();  // the single pass by clusters (sm_90 and later)
 CheckResult check_expert_gemm();
 CheckResult check_expert_gemm_w4a8();
 CheckResult check_bf16_gemm();

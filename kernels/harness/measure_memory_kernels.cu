@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "kernels/harness/measure_groups.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "kernels/mhc/mhc_cluster_slices.h"
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 
@@ -118,106 +121,208 @@ int measure_engram(const RowWriter& w, bool quick) {
 // mHC: one site step by the three-kernel form and by the single pass on the
 // same tokens (decode batches to prefill chunks), so the traffic halving is
 // measured rather than assumed, the single pass's extra reads of fn included.
+// The single pass runs in two forms, by token tiles (fn read from L2 once for
+// every 1 to 4 tokens) and by clusters (fn's slices resident, read once a
+// CTA); the faster carries the simulator's name, the other is a baseline row.
 // Bytes are what a kernel moves from HBM: the streams as the simulator
 // counts them (BF16), and for the projection and the single pass fn's one
 // read (1 MB; the simulator leaves it out, 2 MB a site and step in FP32).
-// fn's further reads from L2 (once a CTA) and the projection's tensor-core
-// work are counted nowhere: the simulator takes them as hidden under the
-// streams' traffic, and these rows test that.
-int measure_mhc(const RowWriter& w, const Device& d, bool quick) {
-  if (!passes("mhc", check_mhc())) return 1;
-  constexpr int64_t kHidden = kV41Hidden;
-  const MhcWeights site = random_mhc_weights(kHidden, 72);
-  const std::vector<int64_t> token_counts =
-      quick ? std::vector<int64_t>{256, 4096} : std::vector<int64_t>{64, 256, 1024, 8192, 32768};
-  for (const int64_t tokens : token_counts) {
-    const auto streams = static_cast<std::size_t>(tokens * kStreams * kHidden);
-    const auto hidden = static_cast<std::size_t>(tokens * kHidden);
-    const int splits = mhc_projection_splits_here(tokens, kHidden);
-    const int per_cta = mhc_fused_tokens_per_cta_here(tokens, kHidden);
-    const auto fn_bytes = static_cast<int64_t>(site.fn.size() * sizeof(uint16_t));
-    const int copies =
-        rotation_for(static_cast<int64_t>((2 * streams + 2 * hidden) * sizeof(uint16_t)) + fn_bytes, d);
-    const auto X = rotated<uint16_t>(copies, streams), merged = rotated<uint16_t>(copies, streams);
-    const auto y = rotated<uint16_t>(copies, hidden), input = rotated<uint16_t>(copies, hidden);
-    const auto fn = rotated<uint16_t>(copies, site.fn.size());
+// fn's further reads from L2 and the projection's tensor-core work are
+// counted nowhere: the simulator takes them as hidden under the streams'
+// traffic, and these rows test that.
+namespace {
+
+constexpr int64_t kMhcHidden = kV41Hidden;
+
+// One site's device buffers for `tokens` tokens, rotated against L2, with
+// block i's coefficients made as a site makes them.
+struct MhcSiteBuffers {
+  int64_t tokens;
+  int copies;
+  std::vector<DeviceBuffer<uint16_t>> X, merged, y, input, fn;
+  DeviceBuffer<float> c, c_next;
+
+  MhcSiteBuffers(const MhcWeights& site, int64_t token_count, const Device& d)
+      : tokens(token_count),
+        copies(rotation_for(
+            static_cast<int64_t>((2 * streams() + 2 * rows() + site.fn.size()) * sizeof(uint16_t)), d)),
+        X(rotated<uint16_t>(copies, streams())),
+        merged(rotated<uint16_t>(copies, streams())),
+        y(rotated<uint16_t>(copies, rows())),
+        input(rotated<uint16_t>(copies, rows())),
+        fn(rotated<uint16_t>(copies, site.fn.size())),
+        c(static_cast<std::size_t>(tokens * kCoefficients)),
+        c_next(static_cast<std::size_t>(tokens * kCoefficients)) {
     for (int i = 0; i < copies; ++i) {
-      fill_bf16(pick(X, i), static_cast<int64_t>(streams), 70 + static_cast<uint64_t>(i));
-      fill_bf16(pick(y, i), static_cast<int64_t>(hidden), 170 + static_cast<uint64_t>(i));
-      CUDA_CHECK(cudaMemcpy(pick(fn, i), site.fn.data(), static_cast<std::size_t>(fn_bytes),
-                            cudaMemcpyHostToDevice));
+      fill_bf16(pick(X, i), static_cast<int64_t>(streams()), 70 + static_cast<uint64_t>(i));
+      fill_bf16(pick(y, i), static_cast<int64_t>(rows()), 170 + static_cast<uint64_t>(i));
+      CUDA_CHECK(
+          cudaMemcpy(pick(fn, i), site.fn.data(), site.fn.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
     }
-    const auto coefficients = static_cast<std::size_t>(tokens * kCoefficients);
-    const DeviceBuffer<float> c(coefficients), c_next(coefficients);
+    const int splits = mhc_projection_splits_here(tokens, kMhcHidden);
     const DeviceBuffer<float> workspace(
         static_cast<std::size_t>(mhc_projection_workspace_floats(tokens, splits)));
-    // Block i's coefficients, as a site makes them.
-    launch_mhc_projection(pick(X, 0), pick(fn, 0), workspace.get(), splits, tokens, kHidden);
+    launch_mhc_projection(pick(X, 0), pick(fn, 0), workspace.get(), splits, tokens, kMhcHidden);
     launch_mhc_pre_mix(pick(X, 0), workspace.get(), splits, site.scales, c.get(), pick(input, 0), tokens,
-                       kHidden);
-    // The three kernels each timed alone (one row a kernel, as the simulator
-    // times them); the form's time is their sum.
-    const TimingStats merge = time_kernel(
-        [&](int i) {
-          launch_mhc_post_merge(pick(X, i), pick(y, i), c.get(), pick(merged, i), tokens, kHidden);
-        },
-        kWarmup, kRuns);
-    const TimingStats projection = time_kernel(
-        [&](int i) {
-          launch_mhc_projection(pick(merged, i), pick(fn, i), workspace.get(), splits, tokens, kHidden);
-        },
-        kWarmup, kRuns);
-    const TimingStats block_input = time_kernel(
-        [&](int i) {
-          launch_mhc_pre_mix(pick(merged, i), workspace.get(), splits, site.scales, c_next.get(),
-                             pick(input, i), tokens, kHidden);
-        },
-        kWarmup, kRuns);
-    // The single pass at each tokens-a-CTA choice that fits, for the log (how
-    // fn's L2 reads trade against CTAs resident a SM); the row is the
-    // launcher's choice, as an engine would run it.
-    const auto time_fused = [&](int tokens_per_cta) {
-      return time_kernel(
-          [&](int i) {
-            launch_mhc_fused(pick(X, i), pick(y, i), c.get(), {pick(fn, i), site.scales}, pick(merged, i),
-                             pick(input, i), c_next.get(), tokens_per_cta, tokens, kHidden);
-          },
-          kWarmup, kRuns);
-    };
-    const TimingStats fused = time_fused(per_cta);
+                       kMhcHidden);
+  }
+  std::size_t streams() const { return static_cast<std::size_t>(tokens * kStreams * kMhcHidden); }
+  std::size_t rows() const { return static_cast<std::size_t>(tokens * kMhcHidden); }
+};
+
+// The three-kernel form's kernels, each timed alone (one row a kernel, as
+// the simulator times them; the form's time is their sum).
+struct ThreeKernelTimes {
+  TimingStats merge, projection, block_input;
+  int splits;
+  double total_us() const { return merge.median_us + projection.median_us + block_input.median_us; }
+};
+ThreeKernelTimes time_three_kernels(const MhcSiteBuffers& b, const MhcScales& scales) {
+  ThreeKernelTimes t{};
+  t.splits = mhc_projection_splits_here(b.tokens, kMhcHidden);
+  const DeviceBuffer<float> workspace(
+      static_cast<std::size_t>(mhc_projection_workspace_floats(b.tokens, t.splits)));
+  t.merge = time_kernel(
+      [&](int i) {
+        launch_mhc_post_merge(pick(b.X, i), pick(b.y, i), b.c.get(), pick(b.merged, i), b.tokens, kMhcHidden);
+      },
+      kWarmup, kRuns);
+  t.projection = time_kernel(
+      [&](int i) {
+        launch_mhc_projection(pick(b.merged, i), pick(b.fn, i), workspace.get(), t.splits, b.tokens,
+                              kMhcHidden);
+      },
+      kWarmup, kRuns);
+  t.block_input = time_kernel(
+      [&](int i) {
+        launch_mhc_pre_mix(pick(b.merged, i), workspace.get(), t.splits, scales, b.c_next.get(),
+                           pick(b.input, i), b.tokens, kMhcHidden);
+      },
+      kWarmup, kRuns);
+  return t;
+}
+
+// The token-tile single pass at `tokens_per_cta`.
+TimingStats time_token_tiles(const MhcSiteBuffers& b, const MhcScales& scales, int tokens_per_cta) {
+  return time_kernel(
+      [&](int i) {
+        launch_mhc_fused(pick(b.X, i), pick(b.y, i), b.c.get(), {pick(b.fn, i), scales}, pick(b.merged, i),
+                         pick(b.input, i), b.c_next.get(), tokens_per_cta, b.tokens, kMhcHidden);
+      },
+      kWarmup, kRuns);
+}
+
+TimingStats time_clusters(const MhcSiteBuffers& b, const MhcScales& scales, const MhcClusterPlan& plan) {
+  return time_kernel(
+      [&](int i) {
+        launch_mhc_cluster_pass(pick(b.X, i), pick(b.y, i), b.c.get(), {pick(b.fn, i), scales},
+                                pick(b.merged, i), pick(b.input, i), b.c_next.get(), plan, b.tokens,
+                                kMhcHidden);
+      },
+      kWarmup, kRuns);
+}
+
+// One token count's single pass by token tiles, and (later) by clusters.
+struct SinglePassTimes {
+  int64_t tokens;
+  int tokens_per_cta;
+  TimingStats token_tiles;
+  double three_kernels_us;
+  std::optional<TimingStats> clusters;
+  MhcClusterPlan plan;
+};
+
+// Every token count's single pass by clusters, where its check passes. A
+// launch the device refuses ends this form only; the rows already timed stand.
+void time_cluster_form(const MhcWeights& site, const Device& d,
+                       std::vector<SinglePassTimes>& passes_by_tokens) {
+  try {
+    if (!passes("mhc cluster pass", check_mhc_cluster())) return;
+    for (SinglePassTimes& p : passes_by_tokens) {
+      p.plan = mhc_cluster_plan_here(p.tokens, kMhcHidden);
+      if (p.plan.clusters <= 0) continue;
+      const MhcSiteBuffers b(site, p.tokens, d);
+      p.clusters = time_clusters(b, site.scales, p.plan);
+      CUDA_CHECK(cudaGetLastError());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mhc cluster pass: %s; not timed\n", e.what());
+    for (SinglePassTimes& p : passes_by_tokens) p.clusters.reset();
+  }
+}
+
+}  // namespace
+
+// The three kernels and the token tiles first, their rows written (but for
+// the single pass's, whose name waits on the cluster form); then the cluster
+// form, newest and the likeliest to fail; then the single pass's rows.
+int measure_mhc(const RowWriter& w, const Device& d, bool quick) {
+  if (!passes("mhc", check_mhc())) return 1;
+  const MhcWeights site = random_mhc_weights(kMhcHidden, 72);
+  const std::vector<int64_t> token_counts =
+      quick ? std::vector<int64_t>{256, 4096} : std::vector<int64_t>{64, 256, 1024, 8192, 32768};
+  // The projection reads the streams and fn, the block input reads the
+  // streams and writes one row, the merge reads them and the block output
+  // and writes them; the single pass reads the streams, the block output
+  // and fn, and writes the streams and one row.
+  const double s = kStreams, fn_read = static_cast<double>(site.fn.size() * sizeof(uint16_t));
+  const auto row_bytes = [](int64_t tokens) {
+    return static_cast<double>(tokens * kMhcHidden) * sizeof(uint16_t);
+  };
+  std::vector<SinglePassTimes> single;
+  for (const int64_t tokens : token_counts) {
+    const MhcSiteBuffers b(site, tokens, d);
+    const ThreeKernelTimes three = time_three_kernels(b, site.scales);
+    const int per_cta = mhc_fused_tokens_per_cta_here(tokens, kMhcHidden);
+    single.push_back({tokens, per_cta, time_token_tiles(b, site.scales, per_cta), three.total_us(), {}, {}});
+    // The token tiles at each other choice that fits, for the log (how fn's
+    // L2 reads trade against CTAs resident a SM); the row is the launcher's.
     for (int other = 1; other <= kMaxFusedTokens; other *= 2) {
-      if (other == per_cta || other > tokens || !mhc_fused_fits_here(other, kHidden)) continue;
+      if (other == per_cta || other > tokens || !mhc_fused_fits_here(other, kMhcHidden)) continue;
       std::printf("mhc %6lld tokens: single pass at %d tokens a CTA %.1f us (the launcher's %d: %.1f us)\n",
-                  static_cast<long long>(tokens), other, time_fused(other).median_us, per_cta,
-                  fused.median_us);
+                  static_cast<long long>(tokens), other, time_token_tiles(b, site.scales, other).median_us,
+                  per_cta, single.back().token_tiles.median_us);
     }
     CUDA_CHECK(cudaGetLastError());
-    // The projection reads the streams and fn, the block input reads the
-    // streams and writes one row, the merge reads them and the block output
-    // and writes them; the single pass reads the streams, the block output
-    // and fn, and writes the streams and one row.
-    const double h = static_cast<double>(hidden) * sizeof(uint16_t);
-    const double s = kStreams;
-    const double fn_read = static_cast<double>(fn_bytes);
-    w.row({"mhc_projection", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, s * h + fn_read,
-           projection});
-    w.row({"mhc_pre_mix", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, (s + 1) * h,
-           block_input});
-    w.row({"mhc_post_merge", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0, (2 * s + 1) * h,
-           merge});
-    w.row({"mhc_single_pass", "elementwise", "fp32", tokens, kStreams * kHidden, 1, 1, 0, 0,
-           (2 * s + 2) * h + fn_read, fused});
-    const double three_us = projection.median_us + block_input.median_us + merge.median_us;
+    const double h = row_bytes(tokens);
+    w.row({"mhc_projection", "elementwise", "fp32", tokens, kStreams * kMhcHidden, 1, 1, 0, 0,
+           s * h + fn_read, three.projection});
+    w.row({"mhc_pre_mix", "elementwise", "fp32", tokens, kStreams * kMhcHidden, 1, 1, 0, 0, (s + 1) * h,
+           three.block_input});
+    w.row({"mhc_post_merge", "elementwise", "fp32", tokens, kStreams * kMhcHidden, 1, 1, 0, 0,
+           (2 * s + 1) * h, three.merge});
     std::printf(
         "mhc %6lld tokens: three kernels %.1f us (projection %.1f, split %d ways; block input %.1f; merge "
-        "%.1f), "
-        "single pass %.1f us (%d tokens a CTA, fn read from L2 %.0f KB a token); %.2fx; %.0f%% / %.0f%% of "
-        "copy\n",
-        static_cast<long long>(tokens), three_us, projection.median_us, splits, block_input.median_us,
-        merge.median_us, fused.median_us, per_cta, static_cast<double>(fn_bytes) / per_cta / 1e3,
-        three_us / fused.median_us,
-        100.0 * ((4 * s + 2) * h + fn_read) / three_us / 1e3 / w.ceilings().copy_gbps,
-        100.0 * ((2 * s + 2) * h + fn_read) / fused.median_us / 1e3 / w.ceilings().copy_gbps);
+        "%.1f), %.0f%% of copy\n",
+        static_cast<long long>(tokens), three.total_us(), three.projection.median_us, three.splits,
+        three.block_input.median_us, three.merge.median_us,
+        100.0 * ((4 * s + 2) * h + fn_read) / three.total_us() / 1e3 / w.ceilings().copy_gbps);
+  }
+  time_cluster_form(site, d, single);
+  for (const SinglePassTimes& p : single) {
+    const double bytes = (2 * s + 2) * row_bytes(p.tokens) + fn_read;
+    const bool clusters_win = p.clusters && p.clusters->median_us < p.token_tiles.median_us;
+    w.row({clusters_win ? "mhc_single_pass_by_token_tiles_baseline" : "mhc_single_pass", "elementwise",
+           "fp32", p.tokens, kStreams * kMhcHidden, 1, 1, 0, 0, bytes, p.token_tiles});
+    if (p.clusters) {
+      w.row({clusters_win ? "mhc_single_pass" : "mhc_single_pass_by_clusters_baseline", "elementwise", "fp32",
+             p.tokens, kStreams * kMhcHidden, 1, 1, 0, 0, bytes, *p.clusters});
+    }
+    const TimingStats& fastest = clusters_win ? *p.clusters : p.token_tiles;
+    std::printf(
+        "mhc %6lld tokens: single pass by token tiles %.1f us (%d tokens a CTA, fn read from L2 %.0f KB "
+        "a token)",
+        static_cast<long long>(p.tokens), p.token_tiles.median_us, p.tokens_per_cta,
+        fn_read / p.tokens_per_cta / 1e3);
+    if (p.clusters) {
+      std::printf(
+          ", by clusters %.1f us (%d clusters of %d CTAs, %d token rows a tile, fn read from L2 %.1f MB "
+          "in all)",
+          p.clusters->median_us, p.plan.clusters, kClusterCtas, p.plan.tile_rows,
+          fn_read * p.plan.clusters / 1e6);
+    }
+    std::printf("; %.2fx the three kernels' speed, %.0f%% of copy\n", p.three_kernels_us / fastest.median_us,
+                100.0 * bytes / fastest.median_us / 1e3 / w.ceilings().copy_gbps);
   }
   return 0;
 }

@@ -4,8 +4,10 @@
 //    over the reduction), the block input (which finishes the coefficients),
 //    and after the block the merge back into the streams;
 //  - the single pass: block i's merge, block i+1's projection and its input
-//    in one kernel that holds a few tokens' merged streams in shared memory,
-//    so the streams are read once and written once.
+//    in one kernel, so the streams are read once and written once; by token
+//    tiles (a CTA holds a few tokens' merged streams in shared memory) or by
+//    clusters (8 CTAs share each token, each an eighth of the hidden size,
+//    with its eighth of fn resident: mhc_cluster_slices.h).
 // Streams X: tokens x 4 x H, block output y and block input: tokens x H, all
 // BF16 as the model keeps them; coefficients: tokens x 24 FP32; arithmetic in
 // FP32. H must be a multiple of 8 (16-byte vectors of 8 values).
@@ -69,13 +71,29 @@ int mhc_fused_tokens_per_cta_here(int64_t tokens, int64_t hidden);
 // Whether the single pass fits `tokens_per_cta` tokens' streams in shared memory here.
 bool mhc_fused_fits_here(int tokens_per_cta, int64_t hidden);
 
-// Host wrappers for the checks: one site step by each form (the single pass
-// with `tokens_per_cta` 1, 2 or 4 tokens a CTA).
+// The single pass by clusters (mhc_cluster_slices.h, sm_90 and later): how
+// many clusters of 8 CTAs run and how many token rows a tile; no clusters
+// where its slices do not fit in shared memory.
+struct MhcClusterPlan {
+  int clusters = 0;
+  int tile_rows = 0;
+};
+MhcClusterPlan mhc_cluster_plan_here(int64_t tokens, int64_t hidden);
+void launch_mhc_cluster_pass(const uint16_t* X, const uint16_t* y, const float* coeffs,
+                             const MhcSiteDevice& next, uint16_t* X_out, uint16_t* next_input,
+                             float* next_coeffs, const MhcClusterPlan& plan, int64_t tokens, int64_t hidden);
+
+// Host wrappers for the checks: one site step by each form (the token-tile
+// single pass with `tokens_per_cta` 1, 2 or 4 tokens a CTA; the cluster pass
+// with `tile_rows` 1 to 8 token rows a tile, 0 for the plan's).
 MhcStepResult mhc_three_kernel_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
                                     const std::vector<float>& coeffs, const MhcWeights& next, int64_t tokens,
                                     int64_t hidden);
 MhcStepResult mhc_fused_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
                              const std::vector<float>& coeffs, const MhcWeights& next, int tokens_per_cta,
                              int64_t tokens, int64_t hidden);
+MhcStepResult mhc_cluster_pass_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                                    const std::vector<float>& coeffs, const MhcWeights& next, int tile_rows,
+                                    int64_t tokens, int64_t hidden);
 
 }  // namespace v41sim::kernels

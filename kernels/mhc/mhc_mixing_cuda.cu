@@ -16,122 +16,17 @@
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/mma_sync.cuh"
 #include "kernels/common/vector_access.cuh"
+#include "kernels/mhc/mhc_device_steps.cuh"
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
+#include "kernels/mhc/mhc_step_run.h"
 
 namespace v41sim::kernels {
 namespace {
 
-constexpr int kVector = 8;            // BF16 values in a 16-byte vector
+using namespace mhc_steps;  // NOLINT: the shared device steps
+
 constexpr int kElementThreads = 128;  // the block input and the merge: a CTA a token
-
-// Element e of a vector of each stream, as the coefficient functions take it.
-__device__ inline void streams_at(const float (&x)[kStreams][kVector], int e, float (&out)[kStreams]) {
-#pragma unroll
-  for (int s = 0; s < kStreams; ++s) out[s] = x[s][e];
-}
-
-// Stream d after the block for 8 values, rounded to BF16 as stored.
-__device__ inline uint4 merged_vector(const float* c, int d, const float (&x)[kStreams][kVector],
-                                      const float (&y)[kVector]) {
-  float out[kVector];
-#pragma unroll
-  for (int e = 0; e < kVector; ++e) {
-    float xs[kStreams];
-    streams_at(x, e, xs);
-    out[e] = mhc_merged(c, d, y[e], xs);
-  }
-  return pack_bf16x8(out);
-}
-
-// The block input for 8 values, rounded to BF16.
-__device__ inline uint4 block_input_vector(const float* c, const float (&x)[kStreams][kVector]) {
-  float out[kVector];
-#pragma unroll
-  for (int e = 0; e < kVector; ++e) {
-    float xs[kStreams];
-    streams_at(x, e, xs);
-    out[e] = mhc_block_input(c, xs);
-  }
-  return pack_bf16x8(out);
-}
-
-// A token's coefficients copied out of shared memory once, so the element
-// loops read registers (each output value takes five of them).
-struct TokenCoefficients {
-  float values[kCoefficients];
-};
-__device__ inline TokenCoefficients coefficients_of(const float* shared) {
-  TokenCoefficients token;
-#pragma unroll
-  for (int j = 0; j < kCoefficients; ++j) token.values[j] = shared[j];
-  return token;
-}
-
-// One warp's k16 steps of the projection of token rows [0, 16 kMTiles) of
-// `tile`, and each row's squares from the same fragments (the values as
-// stored, BF16, as the released model's norm reads them).
-template <int kMTiles>
-__device__ inline void project_steps(const uint16_t* tile, int64_t stride, int rows, const uint16_t* fn,
-                                     int64_t k, StepRange range, mma::Lane l,
-                                     float (&acc)[kMTiles][kMixTiles][4], float (&squares)[kMTiles][2]) {
-  for (int64_t step = range.begin; step < range.end; ++step) {
-    const int64_t k0 = step * mma::kK;
-    uint32_t b[kMixTiles][2];
-#pragma unroll
-    for (int nt = 0; nt < kMixTiles; ++nt) {
-#pragma unroll
-      for (int reg = 0; reg < 2; ++reg) b[nt][reg] = fn_fragment(fn, k, nt, k0, l, reg);
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      uint32_t a[4];
-#pragma unroll
-      for (int reg = 0; reg < 4; ++reg) {
-        a[reg] = token_fragment(tile, stride, rows, mt * mma::kM, k0, l, reg);
-        squares[mt][reg & 1] += pair_squares(a[reg]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < kMixTiles; ++nt) mma::mma_bf16_16816(acc[mt][nt], a, b[nt]);
-    }
-  }
-}
-
-// A warp's sums into its rows of `dest`: the dot products, and each row's
-// squares, which lie with the 4 lanes of its group (rows at or past `rows`
-// dropped). All lanes take part (the shuffles).
-template <int kMTiles, int kRows>
-__device__ inline void store_sums(float (&dest)[kRows][kProjectionSums],
-                                  const float (&acc)[kMTiles][kMixTiles][4],
-                                  const float (&squares)[kMTiles][2], mma::Lane l, int rows) {
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < kMixTiles; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int row = mt * mma::kM + mma::c_row(l, i);
-        if (row < rows) dest[row][nt * mma::kN + mma::c_col(l, i)] = acc[mt][nt][i];
-      }
-    }
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float sum = squares[mt][half];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int row = mt * mma::kM + l.group + half * 8;
-      if (l.pair == 0 && row < rows) dest[row][kMixes] = sum;
-    }
-  }
-}
-
-// Sum `i` of the CTA's rows (row i / kProjectionSums), over its warps.
-template <int kWarps, int kRows>
-__device__ inline float sum_over_warps(const float (&partial)[kWarps][kRows][kProjectionSums], int i) {
-  float sum = 0.0f;
-  for (int w = 0; w < kWarps; ++w) sum += partial[w][i / kProjectionSums][i % kProjectionSums];
-  return sum;
-}
 
 // The three-kernel form's projection: 32 tokens and one of `gridDim.y`
 // shares of the reduction a CTA, each warp an equal part of that share; the
@@ -182,12 +77,8 @@ __global__ void __launch_bounds__(kElementThreads)
   const int64_t vectors = hidden / kVector;
   const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
   uint4* out = reinterpret_cast<uint4*>(x_in + t * hidden);
-  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
-    float x[kStreams][kVector];
-#pragma unroll
-    for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * vectors + v], x[s]);
-    out[v] = block_input_vector(token.values, x);
-  }
+  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x)
+    out[v] = block_input_at(token.values, streams, vectors, v);
 }
 
 // The merge after the block, a CTA a token.
@@ -204,12 +95,10 @@ __global__ void __launch_bounds__(kElementThreads)
   const uint4* output = reinterpret_cast<const uint4*>(y + t * hidden);
   uint4* out = reinterpret_cast<uint4*>(X_out + t * kStreams * hidden);
   for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
-    float x[kStreams][kVector], yv[kVector];
+    uint4 merged[kStreams];
+    merge_at(token.values, streams, vectors, output, v, merged);
 #pragma unroll
-    for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * vectors + v], x[s]);
-    unpack_bf16x8(output[v], yv);
-#pragma unroll
-    for (int d = 0; d < kStreams; ++d) out[d * vectors + v] = merged_vector(token.values, d, x, yv);
+    for (int d = 0; d < kStreams; ++d) out[d * vectors + v] = merged[d];
   }
 }
 
@@ -248,15 +137,12 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     uint4* out = reinterpret_cast<uint4*>(X_out + (token0 + r) * k);
     uint4* kept = tile_vectors + r * stride / kVector;
     for (int64_t v = thread; v < vectors; v += blockDim.x) {
-      float x[kStreams][kVector], yv[kVector];
-#pragma unroll
-      for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * vectors + v], x[s]);
-      unpack_bf16x8(output[v], yv);
+      uint4 merged[kStreams];
+      merge_at(token.values, streams, vectors, output, v, merged);
 #pragma unroll
       for (int d = 0; d < kStreams; ++d) {
-        const uint4 merged = merged_vector(token.values, d, x, yv);
-        out[d * vectors + v] = merged;
-        kept[d * vectors + v] = merged;
+        out[d * vectors + v] = merged[d];
+        kept[d * vectors + v] = merged[d];
       }
     }
   }
@@ -284,12 +170,8 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     const TokenCoefficients token = coefficients_of(c[r]);
     const uint4* kept = tile_vectors + r * stride / kVector;
     uint4* out = reinterpret_cast<uint4*>(next_input + (token0 + r) * hidden);
-    for (int64_t v = thread; v < vectors; v += blockDim.x) {
-      float x[kStreams][kVector];
-#pragma unroll
-      for (int s = 0; s < kStreams; ++s) unpack_bf16x8(kept[s * vectors + v], x[s]);
-      out[v] = block_input_vector(token.values, x);
-    }
+    for (int64_t v = thread; v < vectors; v += blockDim.x)
+      out[v] = block_input_at(token.values, kept, vectors, v);
   }
 }
 
@@ -395,30 +277,23 @@ MhcStepResult mhc_three_kernel_cuda(const std::vector<uint16_t>& X, const std::v
                                     const std::vector<float>& coeffs, const MhcWeights& next, int64_t tokens,
                                     int64_t hidden) {
   const int splits = mhc_projection_splits_here(tokens, hidden);
-  const DeviceBuffer<uint16_t> dX(X), dy(y), dfn(next.fn);
-  const DeviceBuffer<float> dc(coeffs),
-      workspace(static_cast<std::size_t>(mhc_projection_workspace_floats(tokens, splits)));
-  const DeviceBuffer<uint16_t> merged(X.size()), input(y.size());
-  const DeviceBuffer<float> next_coeffs(coeffs.size());
-  launch_mhc_post_merge(dX.get(), dy.get(), dc.get(), merged.get(), tokens, hidden);
-  launch_mhc_projection(merged.get(), dfn.get(), workspace.get(), splits, tokens, hidden);
-  launch_mhc_pre_mix(merged.get(), workspace.get(), splits, next.scales, next_coeffs.get(), input.get(),
-                     tokens, hidden);
-  CUDA_CHECK(cudaGetLastError());
-  return {merged.download(X.size()), input.download(y.size()), next_coeffs.download(coeffs.size())};
+  const DeviceBuffer<float> workspace(
+      static_cast<std::size_t>(mhc_projection_workspace_floats(tokens, splits)));
+  return run_mhc_step(X, y, coeffs, next, [&](const MhcStepDevice& d) {
+    launch_mhc_post_merge(d.X, d.y, d.coeffs, d.streams, tokens, hidden);
+    launch_mhc_projection(d.streams, d.next.fn, workspace.get(), splits, tokens, hidden);
+    launch_mhc_pre_mix(d.streams, workspace.get(), splits, d.next.scales, d.next_coeffs, d.next_input, tokens,
+                       hidden);
+  });
 }
 
 MhcStepResult mhc_fused_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
                              const std::vector<float>& coeffs, const MhcWeights& next, int tokens_per_cta,
                              int64_t tokens, int64_t hidden) {
-  const DeviceBuffer<uint16_t> dX(X), dy(y), dfn(next.fn);
-  const DeviceBuffer<float> dc(coeffs);
-  const DeviceBuffer<uint16_t> merged(X.size()), input(y.size());
-  const DeviceBuffer<float> next_coeffs(coeffs.size());
-  launch_mhc_fused(dX.get(), dy.get(), dc.get(), {dfn.get(), next.scales}, merged.get(), input.get(),
-                   next_coeffs.get(), tokens_per_cta, tokens, hidden);
-  CUDA_CHECK(cudaGetLastError());
-  return {merged.download(X.size()), input.download(y.size()), next_coeffs.download(coeffs.size())};
+  return run_mhc_step(X, y, coeffs, next, [&](const MhcStepDevice& d) {
+    launch_mhc_fused(d.X, d.y, d.coeffs, d.next, d.streams, d.next_input, d.next_coeffs, tokens_per_cta,
+                     tokens, hidden);
+  });
 }
 
 }  // namespace v41sim::kernels

@@ -1,14 +1,16 @@
 // mHC mixing: the coefficient function against a plain transcription of the
 // released one, its ranges and invariances, the merge's orientation, the
 // single step composed of the three kernels' references, the tensor-core
-// projection's loads replayed lane by lane, the launch choices, and both
-// CUDA forms against the reference where a GPU exists.
+// projection's loads replayed lane by lane (whole rows, and a cluster's
+// slices), the launch choices, and the CUDA forms against the reference
+// where a GPU exists.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "kernels/common/random_values.h"
+#include "kernels/mhc/mhc_cluster_slices.h"
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 #include "tests/kernels/device_check_support.h"
@@ -138,25 +140,37 @@ TEST(Mhc, StepReferenceComposesTheThreeKernels) {
   EXPECT_EQ(step.next_input, mhc_pre_mix_reference(merged, next_c, tokens, hidden));
 }
 
+// A token tile and fn as a kernel's projection reads them: rows of values
+// `stride` apart (the whole flattened streams, or a cluster CTA's slice).
+struct ProjectionOperands {
+  const uint16_t* tile;
+  const uint16_t* fn;
+  int64_t stride;
+  int rows;
+  int64_t columns;  // a row's values that take part (a multiple of 16)
+};
+
+// Per row: the 24 dot products, then the sum of squares.
+using RowSums = std::vector<std::vector<double>>;
+
 // The kernels' projection loop on the CPU: every lane's token and fn
-// fragments, mma emulated, the reduction split into slices as the warps
-// split it; rows past `rows` read the last row and are dropped.
+// fragments, mma emulated, the reduction split into `slices` as the warps
+// split it; rows past `rows` read the last row and are dropped. Returns each
+// row's sums as the lanes hold them.
 template <int kMTiles>
-void expect_lane_replay_matches(int rows, int64_t hidden, int slices) {
-  const int64_t k = kStreams * hidden;
-  const auto tile = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 21));
-  const MhcWeights w = random_mhc_weights(hidden, 22);
+RowSums replay_projection(const ProjectionOperands& in, int slices) {
   float acc[kMTiles][kMixTiles][32][4] = {};
   float squares[kMTiles][32][2] = {};
   for (int slice = 0; slice < slices; ++slice) {
-    const StepRange range = step_range(k / mma::kK, slice, slices);
+    const StepRange range = step_range(in.columns / mma::kK, slice, slices);
     for (int64_t step = range.begin; step < range.end; ++step) {
       const int64_t k0 = step * mma::kK;
       for (int mt = 0; mt < kMTiles; ++mt) {
         uint32_t a[32][4];
         for (int lane = 0; lane < 32; ++lane) {
           for (int reg = 0; reg < 4; ++reg) {
-            a[lane][reg] = token_fragment(tile.data(), k, rows, mt * mma::kM, k0, mma::lane_of(lane), reg);
+            a[lane][reg] =
+                token_fragment(in.tile, in.stride, in.rows, mt * mma::kM, k0, mma::lane_of(lane), reg);
             squares[mt][lane][reg & 1] += pair_squares(a[lane][reg]);
           }
         }
@@ -164,47 +178,137 @@ void expect_lane_replay_matches(int rows, int64_t hidden, int slices) {
           uint32_t b[32][2];
           for (int lane = 0; lane < 32; ++lane) {
             for (int reg = 0; reg < 2; ++reg)
-              b[lane][reg] = fn_fragment(w.fn.data(), k, nt, k0, mma::lane_of(lane), reg);
+              b[lane][reg] = fn_fragment(in.fn, in.stride, nt, k0, mma::lane_of(lane), reg);
           }
           testing::emulate_mma_bf16(acc[mt][nt], a, b);
         }
       }
     }
   }
+  RowSums sums(static_cast<std::size_t>(in.rows), std::vector<double>(kProjectionSums, 0.0));
   for (int mt = 0; mt < kMTiles; ++mt) {
     for (int lane = 0; lane < 32; ++lane) {
       const mma::Lane l = mma::lane_of(lane);
       for (int nt = 0; nt < kMixTiles; ++nt) {
         for (int i = 0; i < 4; ++i) {
-          const int row = mt * mma::kM + mma::c_row(l, i), mix = nt * mma::kN + mma::c_col(l, i);
-          if (row >= rows) continue;
-          double want = 0;
-          for (int64_t j = 0; j < k; ++j)
-            want += double{mma::from_bf16(tile[static_cast<std::size_t>(row * k + j)])} *
-                    mma::from_bf16(w.fn[static_cast<std::size_t>(mix * k + j)]);
-          EXPECT_NEAR(acc[mt][nt][lane][i], want, 1e-4 * (1.0 + std::fabs(want))) << row << " " << mix;
+          const int row = mt * mma::kM + mma::c_row(l, i);
+          if (row < in.rows) sums[row][nt * mma::kN + mma::c_col(l, i)] = acc[mt][nt][lane][i];
         }
       }
-      if (l.pair != 0) continue;  // a row's squares: the 4 lanes of its group together
-      for (int half = 0; half < 2; ++half) {
+      for (int half = 0; half < 2; ++half) {  // a row's squares: spread over the 4 lanes of its group
         const int row = mt * mma::kM + l.group + half * 8;
-        if (row >= rows) continue;
-        float got = 0;
-        for (int pair = 0; pair < 4; ++pair) got += squares[mt][lane + pair][half];
-        double want = 0;
-        for (int64_t j = 0; j < k; ++j) {
-          const double v = mma::from_bf16(tile[static_cast<std::size_t>(row * k + j)]);
-          want += v * v;
-        }
-        EXPECT_NEAR(got, want, 1e-4 * want) << row;
+        if (row < in.rows) sums[row][kMixes] += squares[mt][lane][half];
       }
     }
   }
+  return sums;
+}
+
+// The sums in FP64 over a token's whole flattened streams (rows of k values).
+RowSums whole_sums(const std::vector<uint16_t>& tile, const std::vector<uint16_t>& fn, int rows, int64_t k) {
+  RowSums sums(static_cast<std::size_t>(rows), std::vector<double>(kProjectionSums, 0.0));
+  for (int row = 0; row < rows; ++row) {
+    for (int64_t j = 0; j < k; ++j) {
+      const double v = mma::from_bf16(tile[static_cast<std::size_t>(row * k + j)]);
+      for (int mix = 0; mix < kMixes; ++mix)
+        sums[row][mix] += v * mma::from_bf16(fn[static_cast<std::size_t>(mix * k + j)]);
+      sums[row][kMixes] += v * v;
+    }
+  }
+  return sums;
+}
+
+void expect_sums_near(const RowSums& got, const RowSums& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t row = 0; row < got.size(); ++row) {
+    for (int i = 0; i < kProjectionSums; ++i)
+      EXPECT_NEAR(got[row][i], want[row][i], 1e-4 * (1.0 + std::fabs(want[row][i]))) << row << " " << i;
+  }
+}
+
+template <int kMTiles>
+void expect_lane_replay_matches(int rows, int64_t hidden, int slices) {
+  const int64_t k = kStreams * hidden;
+  const auto tile = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 21));
+  const MhcWeights w = random_mhc_weights(hidden, 22);
+  expect_sums_near(replay_projection<kMTiles>({tile.data(), w.fn.data(), k, rows, k}, slices),
+                   whole_sums(tile, w.fn, rows, k));
 }
 
 TEST(MhcProjection, LaneReplayReproducesDotProductsAndSquares) {
   expect_lane_replay_matches<1>(3, 40, 3);   // the single pass: a few tokens, rows clamped
   expect_lane_replay_matches<2>(21, 24, 2);  // the three-kernel form's 32-token tile, partly filled
+}
+
+// Every value of a token's flattened streams lies in exactly one cluster
+// CTA's slice; slices are whole k16 steps and fit their padded rows.
+TEST(MhcClusterPass, SlicesCoverTheStreamsOnce) {
+  for (const int64_t hidden : {5120, 1000, 64, 8}) {
+    std::vector<int> seen(static_cast<std::size_t>(kStreams * hidden), 0);
+    const int64_t stride = cluster_slice_stride(hidden);
+    EXPECT_EQ(stride % kClusterVector, 0);
+    // A fragment load reads 4 consecutive banks from each of 8 rows: the rows
+    // must start in 8 different groups of 4 banks.
+    std::vector<bool> group_taken(8, false);
+    for (int64_t row = 0; row < 8; ++row) {
+      const int64_t bank = row * stride / 2 % 32;  // 4-byte banks; a row's values are 2 bytes
+      EXPECT_EQ(bank % 4, 0);
+      EXPECT_FALSE(group_taken[static_cast<std::size_t>(bank / 4)]) << "hidden " << hidden << " row " << row;
+      group_taken[static_cast<std::size_t>(bank / 4)] = true;
+    }
+    for (int rank = 0; rank < kClusterCtas; ++rank) {
+      const int64_t columns = cluster_slice_columns(hidden, rank);
+      EXPECT_EQ(columns % mma::kK, 0);
+      EXPECT_LE(columns + kClusterRowPad, stride);
+      for (int64_t column = 0; column < columns; ++column)
+        ++seen[static_cast<std::size_t>(cluster_flat_index(hidden, rank, column))];
+    }
+    for (std::size_t i = 0; i < seen.size(); ++i)
+      ASSERT_EQ(seen[i], 1) << "hidden " << hidden << " value " << i;
+  }
+  EXPECT_EQ(cluster_slice_columns(5120, 3), 2560);                     // an eighth of each stream
+  EXPECT_LE(cluster_pass_shared_bytes(5120), 227 * 1024 - 16 * 1024);  // room for the static arrays on Hopper
+}
+
+// The cluster's projection as it runs: each rank's slices of the tokens and
+// of fn laid out as in its shared memory, each rank's 16 warps replayed lane
+// by lane, and the ranks' sums added in rank order, against the whole sums.
+TEST(MhcClusterPass, RanksSlicedProjectionsAddUpToTheWhole) {
+  for (const int64_t hidden : {1000, 136}) {
+    const int rows = 5;
+    const int64_t k = kStreams * hidden, stride = cluster_slice_stride(hidden);
+    const auto tokens = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 31));
+    const MhcWeights w = random_mhc_weights(hidden, 32);
+    RowSums total(static_cast<std::size_t>(rows), std::vector<double>(kProjectionSums, 0.0));
+    for (int rank = 0; rank < kClusterCtas; ++rank) {
+      const int64_t columns = cluster_slice_columns(hidden, rank);
+      std::vector<uint16_t> tile(static_cast<std::size_t>(kClusterMaxTileRows * stride), 0xFFFF);
+      std::vector<uint16_t> fn(static_cast<std::size_t>(kMixes * stride), 0xFFFF);  // padding poisoned
+      for (int64_t column = 0; column < columns; ++column) {
+        const int64_t at = cluster_flat_index(hidden, rank, column);
+        for (int row = 0; row < rows; ++row)
+          tile[static_cast<std::size_t>(row * stride + column)] =
+              tokens[static_cast<std::size_t>(row * k + at)];
+        for (int mix = 0; mix < kMixes; ++mix)
+          fn[static_cast<std::size_t>(mix * stride + column)] = w.fn[static_cast<std::size_t>(mix * k + at)];
+      }
+      const RowSums part =
+          replay_projection<1>({tile.data(), fn.data(), stride, rows, columns}, kClusterWarps);
+      for (int row = 0; row < rows; ++row) {
+        for (int i = 0; i < kProjectionSums; ++i) total[row][i] += part[row][i];
+      }
+    }
+    expect_sums_near(total, whole_sums(tokens, w.fn, rows, k));
+  }
+}
+
+// Tiles as large as still give every cluster one; a decode batch takes small ones.
+TEST(MhcClusterPass, TileRowsSpreadTokensOverTheClusters) {
+  EXPECT_EQ(mhc_cluster_tile_rows(8448, 16), 8);
+  EXPECT_EQ(mhc_cluster_tile_rows(128, 16), 8);
+  EXPECT_EQ(mhc_cluster_tile_rows(64, 16), 4);
+  EXPECT_EQ(mhc_cluster_tile_rows(37, 16), 2);
+  EXPECT_EQ(mhc_cluster_tile_rows(5, 16), 1);
 }
 
 TEST(MhcProjection, LaunchChoicesFillTheGpuWithinSharedMemory) {
@@ -221,6 +325,8 @@ TEST(MhcProjection, LaunchChoicesFillTheGpuWithinSharedMemory) {
 }
 
 TEST(MhcCuda, BothFormsMatchTheReference) { expect_device_checks({"mhc"}); }
+
+TEST(MhcClusterPassCuda, MatchesTheReference) { expect_device_checks({"mhc_cluster"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

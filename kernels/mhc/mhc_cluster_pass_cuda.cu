@@ -1,0 +1,251 @@
+// The mHC single pass by clusters (sm_90 and later): block i's merge, block
+// i+1's projection and its input in one persistent kernel, the hidden
+// dimension split over a cluster of 8 CTAs (mhc_cluster_slices.h says why).
+//
+// Per tile of up to 8 tokens, each CTA (16 warps):
+//   (1) merges its slice of the tokens' streams (all four, its H/8 values of
+//       each) with the block output: to HBM, and into its shared tile;
+//   (2) projects the tile against its slice of fn, resident in shared memory
+//       since the launch (tensor cores; the warps split the slice's steps);
+//   (3) adds its warps' sums and posts them in shared memory; after a cluster
+//       barrier every CTA adds the 8 CTAs' sums in rank order over distributed
+//       shared memory and finishes the coefficients (the same in every CTA);
+//   (4) makes its slice of block i+1's input from the tile.
+// The posted sums are double-buffered by tile, so one barrier a tile suffices:
+// a CTA writes a buffer again only two tiles later, past a barrier every CTA
+// reaches after reading it. A last barrier keeps each CTA's shared memory
+// alive until the cluster is done with it.
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "kernels/common/cuda_check.h"
+#include "kernels/mhc/mhc_cluster_slices.h"
+#include "kernels/mhc/mhc_device_steps.cuh"
+#include "kernels/mhc/mhc_mixing.h"
+#include "kernels/mhc/mhc_step_run.h"
+
+namespace v41sim::kernels {
+namespace {
+
+namespace cg = cooperative_groups;
+using namespace mhc_steps;  // NOLINT: the shared device steps
+
+static_assert(kClusterVector == kVector, "slices are counted in the steps' 16-byte vectors");
+constexpr int kThreads = kClusterWarps * 32;
+
+struct ClusterPassArgs {
+  const uint16_t* X;
+  const uint16_t* y;
+  const float* coeffs;
+  MhcSiteDevice next;
+  uint16_t* X_out;
+  uint16_t* next_input;
+  float* next_coeffs;
+  int64_t tokens;
+  int64_t hidden;
+  int tile_rows;
+};
+
+// This CTA's share of a site: its rank, its vectors of each stream, its slices' row stride.
+struct Slice {
+  int rank;
+  int64_t first_vector;  // of each stream
+  int64_t vectors;       // of each stream
+  int64_t columns;       // 4 x vectors x 8
+  int64_t stride;        // values between slice rows
+};
+
+// fn's columns of this slice, row by row, into shared memory (once a launch),
+// a 16-byte vector at a time.
+__device__ void load_fn_slice(const uint16_t* fn, int64_t hidden, const Slice& slice, uint4* fn_s) {
+  const int64_t per_row = kStreams * slice.vectors;
+  for (int64_t i = threadIdx.x; i < kMixes * per_row; i += kThreads) {
+    const int64_t row = i / per_row, column = i % per_row * kVector;
+    fn_s[(row * slice.stride + column) / kVector] = *reinterpret_cast<const uint4*>(
+        fn + row * kStreams * hidden + cluster_flat_index(hidden, slice.rank, column));
+  }
+}
+
+// (1) Block i's merge of the tile's tokens, this slice of them.
+__device__ void merge_slice(const ClusterPassArgs& a, const Slice& slice, int64_t token0, int rows,
+                            const float (&c)[kClusterMaxTileRows][kCoefficients], uint4* tile_s) {
+  const int64_t vectors = a.hidden / kVector;
+  for (int64_t i = threadIdx.x; i < rows * slice.vectors; i += kThreads) {
+    const int r = static_cast<int>(i / slice.vectors);
+    const int64_t v = i % slice.vectors, at = slice.first_vector + v;
+    const TokenCoefficients token = coefficients_of(c[r]);
+    const uint4* streams = reinterpret_cast<const uint4*>(a.X + (token0 + r) * kStreams * a.hidden);
+    const uint4* output = reinterpret_cast<const uint4*>(a.y + (token0 + r) * a.hidden);
+    uint4* out = reinterpret_cast<uint4*>(a.X_out + (token0 + r) * kStreams * a.hidden);
+    uint4* kept = tile_s + (r * slice.stride) / kVector;
+    uint4 merged[kStreams];
+    merge_at(token.values, streams, vectors, output, at, merged);
+#pragma unroll
+    for (int d = 0; d < kStreams; ++d) {
+      out[d * vectors + at] = merged[d];
+      kept[d * slice.vectors + v] = merged[d];
+    }
+  }
+}
+
+// (4) This slice of block i+1's input, from the tile.
+__device__ void input_slice(const ClusterPassArgs& a, const Slice& slice, int64_t token0, int rows,
+                            const float (&c)[kClusterMaxTileRows][kCoefficients], const uint4* tile_s) {
+  for (int64_t i = threadIdx.x; i < rows * slice.vectors; i += kThreads) {
+    const int r = static_cast<int>(i / slice.vectors);
+    const int64_t v = i % slice.vectors;
+    const TokenCoefficients token = coefficients_of(c[r]);
+    const uint4* kept = tile_s + (r * slice.stride) / kVector;
+    reinterpret_cast<uint4*>(a.next_input + (token0 + r) * a.hidden)[slice.first_vector + v] =
+        block_input_at(token.values, kept, slice.vectors, v);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) cluster_pass_kernel(ClusterPassArgs a) {
+  extern __shared__ uint4 shared_vectors[];
+  __shared__ float c[kClusterMaxTileRows][kCoefficients];
+  __shared__ float partial[kClusterWarps][kClusterMaxTileRows][kProjectionSums];
+  __shared__ float posted[2][kClusterMaxTileRows][kProjectionSums];  // this CTA's sums, read by the cluster
+  __shared__ float sums[kClusterMaxTileRows][kProjectionSums];       // the cluster's
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const VectorRange owned = cluster_vectors(a.hidden, rank);
+  const Slice slice{rank, owned.begin, owned.end - owned.begin, cluster_slice_columns(a.hidden, rank),
+                    cluster_slice_stride(a.hidden)};
+  uint4* fn_s = shared_vectors;
+  uint4* tile_s = shared_vectors + (kMixes * slice.stride) / kVector;
+  const auto* fn_values = reinterpret_cast<const uint16_t*>(fn_s);
+  const auto* tile_values = reinterpret_cast<const uint16_t*>(tile_s);
+  const int thread = static_cast<int>(threadIdx.x);
+  const int warp = thread / 32;
+  const mma::Lane l = mma::lane_of(thread % 32);
+  const StepRange steps = step_range(slice.columns / mma::kK, warp, kClusterWarps);
+  load_fn_slice(a.next.fn, a.hidden, slice, fn_s);
+
+  const int64_t tiles = (a.tokens + a.tile_rows - 1) / a.tile_rows;
+  const int64_t clusters = gridDim.x / kClusterCtas;
+  int buffer = 0;
+  for (int64_t tile = blockIdx.x / kClusterCtas; tile < tiles; tile += clusters, buffer ^= 1) {
+    const int64_t token0 = tile * a.tile_rows;
+    const int rows = static_cast<int>(a.tokens - token0 < a.tile_rows ? a.tokens - token0 : a.tile_rows);
+    __syncthreads();  // the previous tile's input is done with c and the tile (and fn is loaded)
+    for (int i = thread; i < rows * kCoefficients; i += kThreads)
+      c[i / kCoefficients][i % kCoefficients] = a.coeffs[token0 * kCoefficients + i];
+    __syncthreads();
+    merge_slice(a, slice, token0, rows, c, tile_s);
+    __syncthreads();
+
+    // (2) The projection of the slice.
+    float acc[1][kMixTiles][4] = {};
+    float squares[1][2] = {};
+    project_steps<1>(tile_values, slice.stride, rows, fn_values, slice.stride, steps, l, acc, squares);
+    store_sums<1, kClusterMaxTileRows>(partial[warp], acc, squares, l, rows);
+    __syncthreads();
+
+    // (3) The cluster's sums, in rank order, and the coefficients.
+    for (int i = thread; i < rows * kProjectionSums; i += kThreads)
+      posted[buffer][i / kProjectionSums][i % kProjectionSums] = sum_over_warps(partial, i);
+    cluster.sync();
+    for (int i = thread; i < rows * kProjectionSums; i += kThreads) {
+      float sum = 0.0f;
+      for (int from = 0; from < kClusterCtas; ++from)
+        sum += cluster.map_shared_rank(&posted[buffer][0][0], from)[i];
+      sums[i / kProjectionSums][i % kProjectionSums] = sum;
+    }
+    __syncthreads();
+    if (thread < rows)
+      mhc_coefficients_of(sums[thread], static_cast<float>(kStreams * a.hidden), a.next.scales, c[thread]);
+    __syncthreads();
+    if (rank == 0) {
+      for (int i = thread; i < rows * kCoefficients; i += kThreads)
+        a.next_coeffs[token0 * kCoefficients + i] = c[i / kCoefficients][i % kCoefficients];
+    }
+    input_slice(a, slice, token0, rows, c, tile_s);
+  }
+  cluster.sync();  // no CTA leaves while another may still read its posted sums
+}
+
+void check_cluster_shape(int64_t tokens, int64_t hidden, int tile_rows) {
+  if (tokens <= 0 || hidden <= 0 || hidden % kVector != 0)
+    throw std::invalid_argument(
+        "mhc cluster pass: tokens must be positive and hidden a positive multiple of 8");
+  if (tile_rows < 1 || tile_rows > kClusterMaxTileRows)
+    throw std::invalid_argument("mhc cluster pass: 1 to 8 token rows a tile");
+}
+
+// The launch, `clusters` clusters of 8 CTAs.
+cudaLaunchConfig_t cluster_config(int clusters, int64_t hidden, cudaLaunchAttribute* attribute) {
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim.x = kClusterCtas;
+  attribute->val.clusterDim.y = 1;
+  attribute->val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(clusters * kClusterCtas));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<std::size_t>(cluster_pass_shared_bytes(hidden));
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+// Lets the kernel hold `hidden`'s slices; false where shared memory is too small.
+bool allow_shared_memory(int64_t hidden) {
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, cluster_pass_kernel));
+  const int64_t bytes = cluster_pass_shared_bytes(hidden);
+  if (bytes + static_cast<int64_t>(attributes.sharedSizeBytes) > optin) return false;
+  CUDA_CHECK(cudaFuncSetAttribute(cluster_pass_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
+  return true;
+}
+
+}  // namespace
+
+MhcClusterPlan mhc_cluster_plan_here(int64_t tokens, int64_t hidden) {
+  check_cluster_shape(tokens, hidden, 1);
+  if (!allow_shared_memory(hidden)) return {0, 0};
+  cudaLaunchAttribute attribute{};
+  const cudaLaunchConfig_t config = cluster_config(1, hidden, &attribute);
+  int resident = 0;
+  CUDA_CHECK(
+      cudaOccupancyMaxActiveClusters(&resident, reinterpret_cast<const void*>(cluster_pass_kernel), &config));
+  if (resident <= 0) return {0, 0};
+  const int tile_rows = mhc_cluster_tile_rows(tokens, resident);
+  const int64_t tiles = (tokens + tile_rows - 1) / tile_rows;
+  return {static_cast<int>(std::min<int64_t>(resident, tiles)), tile_rows};
+}
+
+void launch_mhc_cluster_pass(const uint16_t* X, const uint16_t* y, const float* coeffs,
+                             const MhcSiteDevice& next, uint16_t* X_out, uint16_t* next_input,
+                             float* next_coeffs, const MhcClusterPlan& plan, int64_t tokens, int64_t hidden) {
+  check_cluster_shape(tokens, hidden, plan.tile_rows);
+  if (plan.clusters <= 0) throw std::invalid_argument("mhc cluster pass: no cluster fits this device");
+  cudaLaunchAttribute attribute{};
+  const cudaLaunchConfig_t config = cluster_config(plan.clusters, hidden, &attribute);
+  const ClusterPassArgs args{X,          y,           coeffs, next,   X_out,
+                             next_input, next_coeffs, tokens, hidden, plan.tile_rows};
+  CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_pass_kernel, args));
+}
+
+MhcStepResult mhc_cluster_pass_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
+                                    const std::vector<float>& coeffs, const MhcWeights& next, int tile_rows,
+                                    int64_t tokens, int64_t hidden) {
+  MhcClusterPlan plan = mhc_cluster_plan_here(tokens, hidden);
+  if (plan.clusters <= 0) throw std::invalid_argument("mhc cluster pass: no cluster fits this device");
+  if (tile_rows > 0) {
+    plan.tile_rows = tile_rows;
+    plan.clusters = static_cast<int>(std::min<int64_t>(plan.clusters, (tokens + tile_rows - 1) / tile_rows));
+  }
+  return run_mhc_step(X, y, coeffs, next, [&](const MhcStepDevice& d) {
+    launch_mhc_cluster_pass(d.X, d.y, d.coeffs, d.next, d.streams, d.next_input, d.next_coeffs, plan, tokens,
+                            hidden);
+  });
+}
+
+}  // namespace v41sim::kernels

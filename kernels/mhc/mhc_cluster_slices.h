@@ -1,0 +1,81 @@
+// How the cluster single pass divides a site's work (mhc_cluster_pass_cuda.cu).
+//
+// The token-tile single pass (mhc_mixing_cuda.cu) holds a few whole tokens a
+// CTA and so reads all of fn (1 MB for V4.1) from L2 for every 1 to 4 tokens.
+// The cluster form turns that around: a cluster of 8 CTAs shares every token,
+// each CTA owning one eighth of the hidden dimension in all four streams, and
+// keeps its eighth of fn (24 rows x 4 x H/8 values) in shared memory for the
+// whole launch. A CTA merges, projects and mixes only its slice; the slices'
+// projection sums meet in distributed shared memory, where every CTA of the
+// cluster adds them in rank order (the same sum everywhere, deterministic) and
+// finishes the coefficients. The clusters are persistent and walk the tokens a
+// tile at a time, so fn leaves L2 once a CTA, not once a token.
+//
+// Plain index arithmetic, on host and device alike, so a CPU test checks that
+// the slices cover every value of the flattened streams once.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/host_device.h"
+#include "kernels/mhc/mhc_coefficients.h"
+
+namespace v41sim::kernels {
+
+inline constexpr int kClusterCtas = 8;  // the portable cluster size (Hopper and Blackwell)
+inline constexpr int kClusterWarps = 16;
+inline constexpr int kClusterMaxTileRows = 8;  // token rows a tile: half an mma M tile at most
+inline constexpr int kClusterRowPad = 8;       // values: shifts consecutive slice rows by 4 banks
+inline constexpr int kClusterVector = 8;       // BF16 values in a 16-byte vector
+
+// The 16-byte vectors of each stream that `rank` owns: [begin, end) of H / 8.
+struct VectorRange {
+  int64_t begin;
+  int64_t end;
+};
+V41_HD VectorRange cluster_vectors(int64_t hidden, int rank) {
+  const int64_t vectors = hidden / kClusterVector;
+  return {vectors * rank / kClusterCtas, vectors * (rank + 1) / kClusterCtas};
+}
+
+// A rank's slice is its vectors of stream 0, then of stream 1, 2 and 3: this
+// many values of each stream, and columns in all (always a multiple of 32, so
+// whole mma k16 steps).
+V41_HD int64_t cluster_stream_columns(int64_t hidden, int rank) {
+  const VectorRange r = cluster_vectors(hidden, rank);
+  return (r.end - r.begin) * kClusterVector;
+}
+V41_HD int64_t cluster_slice_columns(int64_t hidden, int rank) {
+  return kStreams * cluster_stream_columns(hidden, rank);
+}
+
+// Where slice column `column` of `rank` lies in a token's flattened streams (s H + e).
+V41_HD int64_t cluster_flat_index(int64_t hidden, int rank, int64_t column) {
+  const int64_t per_stream = cluster_stream_columns(hidden, rank);
+  const int64_t stream = column / per_stream;
+  return stream * hidden + cluster_vectors(hidden, rank).begin * kClusterVector + column % per_stream;
+}
+
+// Values between consecutive rows of a slice (fn's rows and the tokens' rows
+// alike), the widest rank's columns padded; a multiple of 8, so every row
+// starts 16-byte aligned.
+V41_HD int64_t cluster_slice_stride(int64_t hidden) {
+  const int64_t vectors = hidden / kClusterVector;
+  return kStreams * ((vectors + kClusterCtas - 1) / kClusterCtas) * kClusterVector + kClusterRowPad;
+}
+
+// Dynamic shared memory a CTA holds: its slice of fn and a tile of token rows.
+inline int64_t cluster_pass_shared_bytes(int64_t hidden) {
+  return (kMixes + kClusterMaxTileRows) * cluster_slice_stride(hidden) * 2;
+}
+
+// Token rows a tile: the most (to 8) that still give each of the device's
+// `clusters` a tile, so a decode batch spreads over the GPU.
+inline int mhc_cluster_tile_rows(int64_t tokens, int clusters) {
+  for (int rows = kClusterMaxTileRows; rows > 1; rows /= 2) {
+    if ((tokens + rows - 1) / rows >= clusters) return rows;
+  }
+  return 1;
+}
+
+}  // namespace v41sim::kernels
