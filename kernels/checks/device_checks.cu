@@ -19,6 +19,7 @@
 #include "kernels/indexer/indexer_reference.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
+#include "kernels/mhc/mhc_cluster_slices.h"
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 
@@ -279,16 +280,25 @@ CheckResult check_mhc() {
   return {true, ""};
 }
 
-// The cluster single pass at the plan's tile and at 1, 3 and 8 token rows a tile.
+// The cluster single pass at each cluster size the device schedules (8, the
+// portable size, must), at the plan's tile and at 1, 3 and 8 token rows a tile.
 CheckResult check_mhc_cluster() {
-  for (const auto& [hidden, tokens] : kMhcCases) {
-    const MhcCase c = mhc_case(hidden, tokens);
-    for (const int rows : {0, 1, 3, 8}) {
-      const std::string form = "cluster pass, " + (rows == 0 ? std::string("the plan's tile")
-                                                             : std::to_string(rows) + " rows a tile");
-      const CheckResult r = mhc_step_matches(
-          form, mhc_cluster_pass_cuda(c.X, c.y, c.coeffs, c.next, rows, c.tokens, c.hidden), c.want);
-      if (!r.ok) return {false, r.detail + c.where};
+  for (const int ctas : kClusterSizes) {
+    if (mhc_cluster_plan_here(ctas, 37, 5120).clusters == 0) {
+      if (ctas == kClusterSizes[0])
+        return {false, "cluster pass: the portable cluster size does not schedule"};
+      continue;  // a non-portable size this device cannot run: the harness says so and times the other
+    }
+    for (const auto& [hidden, tokens] : kMhcCases) {
+      const MhcCase c = mhc_case(hidden, tokens);
+      for (const int rows : {0, 1, 3, 8}) {
+        const std::string form =
+            "cluster pass, " + std::to_string(ctas) + " CTAs, " +
+            (rows == 0 ? std::string("the plan's tile") : std::to_string(rows) + " rows a tile");
+        const CheckResult r = mhc_step_matches(
+            form, mhc_cluster_pass_cuda(c.X, c.y, c.coeffs, c.next, ctas, rows, c.tokens, c.hidden), c.want);
+        if (!r.ok) return {false, r.detail + c.where};
+      }
     }
   }
   return {true, ""};

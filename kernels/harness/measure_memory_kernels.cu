@@ -232,18 +232,33 @@ struct SinglePassTimes {
   MhcClusterPlan plan;
 };
 
-// Every token count's single pass by clusters, where its check passes. A
-// launch the device refuses ends this form only; the rows already timed stand.
+// Every token count's single pass by clusters, at each cluster size the
+// device schedules (the faster kept), where its check passes. A launch the
+// device refuses ends this form only; the rows already timed stand.
 void time_cluster_form(const MhcWeights& site, const Device& d,
                        std::vector<SinglePassTimes>& passes_by_tokens) {
   try {
     if (!passes("mhc cluster pass", check_mhc_cluster())) return;
     for (SinglePassTimes& p : passes_by_tokens) {
-      p.plan = mhc_cluster_plan_here(p.tokens, kMhcHidden);
-      if (p.plan.clusters <= 0) continue;
       const MhcSiteBuffers b(site, p.tokens, d);
-      p.clusters = time_clusters(b, site.scales, p.plan);
-      CUDA_CHECK(cudaGetLastError());
+      for (const int ctas : kClusterSizes) {
+        const MhcClusterPlan plan = mhc_cluster_plan_here(ctas, p.tokens, kMhcHidden);
+        if (plan.clusters <= 0) {
+          std::printf("mhc %6lld tokens: clusters of %d CTAs do not schedule here\n",
+                      static_cast<long long>(p.tokens), ctas);
+          continue;
+        }
+        const TimingStats t = time_clusters(b, site.scales, plan);
+        CUDA_CHECK(cudaGetLastError());
+        std::printf(
+            "mhc %6lld tokens: single pass by clusters of %d CTAs %.1f us (%d clusters, %d token rows a "
+            "tile)\n",
+            static_cast<long long>(p.tokens), ctas, t.median_us, plan.clusters, plan.tile_rows);
+        if (!p.clusters || t.median_us < p.clusters->median_us) {
+          p.clusters = t;
+          p.plan = plan;
+        }
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mhc cluster pass: %s; not timed\n", e.what());
@@ -318,7 +333,7 @@ int measure_mhc(const RowWriter& w, const Device& d, bool quick) {
       std::printf(
           ", by clusters %.1f us (%d clusters of %d CTAs, %d token rows a tile, fn read from L2 %.1f MB "
           "in all)",
-          p.clusters->median_us, p.plan.clusters, kClusterCtas, p.plan.tile_rows,
+          p.clusters->median_us, p.plan.clusters, p.plan.ctas, p.plan.tile_rows,
           fn_read * p.plan.clusters / 1e6);
     }
     std::printf("; %.2fx the three kernels' speed, %.0f%% of copy\n", p.three_kernels_us / fastest.median_us,

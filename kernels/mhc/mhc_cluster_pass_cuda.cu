@@ -1,14 +1,14 @@
 // The mHC single pass by clusters (sm_90 and later): block i's merge, block
 // i+1's projection and its input in one persistent kernel, the hidden
-// dimension split over a cluster of 8 CTAs (mhc_cluster_slices.h says why).
+// dimension split over a cluster of 8 or 16 CTAs (mhc_cluster_slices.h says why).
 //
-// Per tile of up to 8 tokens, each CTA (16 warps):
+// Per tile of up to 8 tokens, each CTA (16 or 8 warps):
 //   (1) merges its slice of the tokens' streams (all four, its H/8 values of
 //       each) with the block output: to HBM, and into its shared tile;
 //   (2) projects the tile against its slice of fn, resident in shared memory
 //       since the launch (tensor cores; the warps split the slice's steps);
 //   (3) adds its warps' sums and posts them in shared memory; after a cluster
-//       barrier every CTA adds the 8 CTAs' sums in rank order over distributed
+//       barrier every CTA adds the cluster's sums in rank order over distributed
 //       shared memory and finishes the coefficients (the same in every CTA);
 //   (4) makes its slice of block i+1's input from the tile.
 // The posted sums are double-buffered by tile, so one barrier a tile suffices:
@@ -34,7 +34,6 @@ namespace cg = cooperative_groups;
 using namespace mhc_steps;  // NOLINT: the shared device steps
 
 static_assert(kClusterVector == kVector, "slices are counted in the steps' 16-byte vectors");
-constexpr int kThreads = kClusterWarps * 32;
 
 struct ClusterPassArgs {
   const uint16_t* X;
@@ -60,12 +59,12 @@ struct Slice {
 
 // fn's columns of this slice, row by row, into shared memory (once a launch),
 // a 16-byte vector at a time.
-__device__ void load_fn_slice(const uint16_t* fn, int64_t hidden, const Slice& slice, uint4* fn_s) {
+__device__ void load_fn_slice(const uint16_t* fn, int64_t hidden, int ctas, const Slice& slice, uint4* fn_s) {
   const int64_t per_row = kStreams * slice.vectors;
-  for (int64_t i = threadIdx.x; i < kMixes * per_row; i += kThreads) {
+  for (int64_t i = threadIdx.x; i < kMixes * per_row; i += blockDim.x) {
     const int64_t row = i / per_row, column = i % per_row * kVector;
     fn_s[(row * slice.stride + column) / kVector] = *reinterpret_cast<const uint4*>(
-        fn + row * kStreams * hidden + cluster_flat_index(hidden, slice.rank, column));
+        fn + row * kStreams * hidden + cluster_flat_index(hidden, ctas, slice.rank, column));
   }
 }
 
@@ -73,7 +72,7 @@ __device__ void load_fn_slice(const uint16_t* fn, int64_t hidden, const Slice& s
 __device__ void merge_slice(const ClusterPassArgs& a, const Slice& slice, int64_t token0, int rows,
                             const float (&c)[kClusterMaxTileRows][kCoefficients], uint4* tile_s) {
   const int64_t vectors = a.hidden / kVector;
-  for (int64_t i = threadIdx.x; i < rows * slice.vectors; i += kThreads) {
+  for (int64_t i = threadIdx.x; i < rows * slice.vectors; i += blockDim.x) {
     const int r = static_cast<int>(i / slice.vectors);
     const int64_t v = i % slice.vectors, at = slice.first_vector + v;
     const TokenCoefficients token = coefficients_of(c[r]);
@@ -94,7 +93,7 @@ __device__ void merge_slice(const ClusterPassArgs& a, const Slice& slice, int64_
 // (4) This slice of block i+1's input, from the tile.
 __device__ void input_slice(const ClusterPassArgs& a, const Slice& slice, int64_t token0, int rows,
                             const float (&c)[kClusterMaxTileRows][kCoefficients], const uint4* tile_s) {
-  for (int64_t i = threadIdx.x; i < rows * slice.vectors; i += kThreads) {
+  for (int64_t i = threadIdx.x; i < rows * slice.vectors; i += blockDim.x) {
     const int r = static_cast<int>(i / slice.vectors);
     const int64_t v = i % slice.vectors;
     const TokenCoefficients token = coefficients_of(c[r]);
@@ -104,17 +103,24 @@ __device__ void input_slice(const ClusterPassArgs& a, const Slice& slice, int64_
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 1) cluster_pass_kernel(ClusterPassArgs a) {
+template <int kCtas>
+constexpr int kWarpsOf = cluster_warps(kCtas);
+
+template <int kCtas>
+__global__ void __launch_bounds__(kWarpsOf<kCtas> * 32, cluster_ctas_an_sm(kCtas))
+    cluster_pass_kernel(ClusterPassArgs a) {
+  constexpr int kWarps = kWarpsOf<kCtas>;
+  constexpr int kThreads = kWarps * 32;
   extern __shared__ uint4 shared_vectors[];
   __shared__ float c[kClusterMaxTileRows][kCoefficients];
-  __shared__ float partial[kClusterWarps][kClusterMaxTileRows][kProjectionSums];
+  __shared__ float partial[kWarps][kClusterMaxTileRows][kProjectionSums];
   __shared__ float posted[2][kClusterMaxTileRows][kProjectionSums];  // this CTA's sums, read by the cluster
   __shared__ float sums[kClusterMaxTileRows][kProjectionSums];       // the cluster's
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
-  const VectorRange owned = cluster_vectors(a.hidden, rank);
-  const Slice slice{rank, owned.begin, owned.end - owned.begin, cluster_slice_columns(a.hidden, rank),
-                    cluster_slice_stride(a.hidden)};
+  const VectorRange owned = cluster_vectors(a.hidden, kCtas, rank);
+  const Slice slice{rank, owned.begin, owned.end - owned.begin, cluster_slice_columns(a.hidden, kCtas, rank),
+                    cluster_slice_stride(a.hidden, kCtas)};
   uint4* fn_s = shared_vectors;
   uint4* tile_s = shared_vectors + (kMixes * slice.stride) / kVector;
   const auto* fn_values = reinterpret_cast<const uint16_t*>(fn_s);
@@ -122,13 +128,13 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_pass_kernel(ClusterPassAr
   const int thread = static_cast<int>(threadIdx.x);
   const int warp = thread / 32;
   const mma::Lane l = mma::lane_of(thread % 32);
-  const StepRange steps = step_range(slice.columns / mma::kK, warp, kClusterWarps);
-  load_fn_slice(a.next.fn, a.hidden, slice, fn_s);
+  const StepRange steps = step_range(slice.columns / mma::kK, warp, kWarps);
+  load_fn_slice(a.next.fn, a.hidden, kCtas, slice, fn_s);
 
   const int64_t tiles = (a.tokens + a.tile_rows - 1) / a.tile_rows;
-  const int64_t clusters = gridDim.x / kClusterCtas;
+  const int64_t clusters = gridDim.x / kCtas;
   int buffer = 0;
-  for (int64_t tile = blockIdx.x / kClusterCtas; tile < tiles; tile += clusters, buffer ^= 1) {
+  for (int64_t tile = blockIdx.x / kCtas; tile < tiles; tile += clusters, buffer ^= 1) {
     const int64_t token0 = tile * a.tile_rows;
     const int rows = static_cast<int>(a.tokens - token0 < a.tile_rows ? a.tokens - token0 : a.tile_rows);
     __syncthreads();  // the previous tile's input is done with c and the tile (and fn is loaded)
@@ -151,8 +157,7 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_pass_kernel(ClusterPassAr
     cluster.sync();
     for (int i = thread; i < rows * kProjectionSums; i += kThreads) {
       float sum = 0.0f;
-      for (int from = 0; from < kClusterCtas; ++from)
-        sum += cluster.map_shared_rank(&posted[buffer][0][0], from)[i];
+      for (int from = 0; from < kCtas; ++from) sum += cluster.map_shared_rank(&posted[buffer][0][0], from)[i];
       sums[i / kProjectionSums][i % kProjectionSums] = sum;
     }
     __syncthreads();
@@ -176,49 +181,68 @@ void check_cluster_shape(int64_t tokens, int64_t hidden, int tile_rows) {
     throw std::invalid_argument("mhc cluster pass: 1 to 8 token rows a tile");
 }
 
-// The launch, `clusters` clusters of 8 CTAs.
-cudaLaunchConfig_t cluster_config(int clusters, int64_t hidden, cudaLaunchAttribute* attribute) {
+// The kernel for a cluster size, as the host API takes it.
+using ClusterKernel = void (*)(ClusterPassArgs);
+ClusterKernel kernel_for(int ctas) {
+  switch (ctas) {
+    case 8:
+      return cluster_pass_kernel<8>;
+    case 16:
+      return cluster_pass_kernel<16>;
+    default:
+      throw std::invalid_argument("mhc cluster pass: 8 or 16 CTAs a cluster");
+  }
+}
+
+// The launch, `clusters` clusters of `ctas` CTAs.
+cudaLaunchConfig_t cluster_config(int ctas, int clusters, int64_t hidden, cudaLaunchAttribute* attribute) {
   attribute->id = cudaLaunchAttributeClusterDimension;
-  attribute->val.clusterDim.x = kClusterCtas;
+  attribute->val.clusterDim.x = static_cast<unsigned>(ctas);
   attribute->val.clusterDim.y = 1;
   attribute->val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(clusters * kClusterCtas));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<std::size_t>(cluster_pass_shared_bytes(hidden));
+  config.gridDim = dim3(static_cast<unsigned>(clusters * ctas));
+  config.blockDim = dim3(static_cast<unsigned>(cluster_warps(ctas) * 32));
+  config.dynamicSmemBytes = static_cast<std::size_t>(cluster_pass_shared_bytes(hidden, ctas));
   config.attrs = attribute;
   config.numAttrs = 1;
   return config;
 }
 
-// Lets the kernel hold `hidden`'s slices; false where shared memory is too small.
-bool allow_shared_memory(int64_t hidden) {
+// Lets the kernel hold `hidden`'s slices (and a 16-CTA cluster, beyond the
+// portable size); false where shared memory is too small.
+bool allow_cluster(int ctas, int64_t hidden) {
+  const ClusterKernel kernel = kernel_for(ctas);
   int device = 0, optin = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, cluster_pass_kernel));
-  const int64_t bytes = cluster_pass_shared_bytes(hidden);
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const int64_t bytes = cluster_pass_shared_bytes(hidden, ctas);
   if (bytes + static_cast<int64_t>(attributes.sharedSizeBytes) > optin) return false;
-  CUDA_CHECK(cudaFuncSetAttribute(cluster_pass_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  if (ctas > 8) CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   return true;
 }
 
 }  // namespace
 
-MhcClusterPlan mhc_cluster_plan_here(int64_t tokens, int64_t hidden) {
+MhcClusterPlan mhc_cluster_plan_here(int ctas, int64_t tokens, int64_t hidden) {
   check_cluster_shape(tokens, hidden, 1);
-  if (!allow_shared_memory(hidden)) return {0, 0};
+  if (!allow_cluster(ctas, hidden)) return {};
   cudaLaunchAttribute attribute{};
-  const cudaLaunchConfig_t config = cluster_config(1, hidden, &attribute);
+  const cudaLaunchConfig_t config = cluster_config(ctas, 1, hidden, &attribute);
   int resident = 0;
-  CUDA_CHECK(
-      cudaOccupancyMaxActiveClusters(&resident, reinterpret_cast<const void*>(cluster_pass_kernel), &config));
-  if (resident <= 0) return {0, 0};
+  if (cudaOccupancyMaxActiveClusters(&resident, reinterpret_cast<const void*>(kernel_for(ctas)), &config) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();  // a cluster size this device cannot schedule: not an error of the run
+    return {};
+  }
+  if (resident <= 0) return {};
   const int tile_rows = mhc_cluster_tile_rows(tokens, resident);
   const int64_t tiles = (tokens + tile_rows - 1) / tile_rows;
-  return {static_cast<int>(std::min<int64_t>(resident, tiles)), tile_rows};
+  return {ctas, static_cast<int>(std::min<int64_t>(resident, tiles)), tile_rows};
 }
 
 void launch_mhc_cluster_pass(const uint16_t* X, const uint16_t* y, const float* coeffs,
@@ -227,16 +251,16 @@ void launch_mhc_cluster_pass(const uint16_t* X, const uint16_t* y, const float* 
   check_cluster_shape(tokens, hidden, plan.tile_rows);
   if (plan.clusters <= 0) throw std::invalid_argument("mhc cluster pass: no cluster fits this device");
   cudaLaunchAttribute attribute{};
-  const cudaLaunchConfig_t config = cluster_config(plan.clusters, hidden, &attribute);
+  const cudaLaunchConfig_t config = cluster_config(plan.ctas, plan.clusters, hidden, &attribute);
   const ClusterPassArgs args{X,          y,           coeffs, next,   X_out,
                              next_input, next_coeffs, tokens, hidden, plan.tile_rows};
-  CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_pass_kernel, args));
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel_for(plan.ctas), args));
 }
 
 MhcStepResult mhc_cluster_pass_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
-                                    const std::vector<float>& coeffs, const MhcWeights& next, int tile_rows,
-                                    int64_t tokens, int64_t hidden) {
-  MhcClusterPlan plan = mhc_cluster_plan_here(tokens, hidden);
+                                    const std::vector<float>& coeffs, const MhcWeights& next, int ctas,
+                                    int tile_rows, int64_t tokens, int64_t hidden) {
+  MhcClusterPlan plan = mhc_cluster_plan_here(ctas, tokens, hidden);
   if (plan.clusters <= 0) throw std::invalid_argument("mhc cluster pass: no cluster fits this device");
   if (tile_rows > 0) {
     plan.tile_rows = tile_rows;

@@ -6,8 +6,8 @@
 //  - the single pass: block i's merge, block i+1's projection and its input
 //    in one kernel, so the streams are read once and written once; by token
 //    tiles (a CTA holds a few tokens' merged streams in shared memory) or by
-//    clusters (8 CTAs share each token, each an eighth of the hidden size,
-//    with its eighth of fn resident: mhc_cluster_slices.h).
+//    clusters (8 or 16 CTAs share each token, each a share of the hidden
+//    size, with its share of fn resident: mhc_cluster_slices.h).
 // Streams X: tokens x 4 x H, block output y and block input: tokens x H, all
 // BF16 as the model keeps them; coefficients: tokens x 24 FP32; arithmetic in
 // FP32. H must be a multiple of 8 (16-byte vectors of 8 values).
@@ -71,21 +71,24 @@ int mhc_fused_tokens_per_cta_here(int64_t tokens, int64_t hidden);
 // Whether the single pass fits `tokens_per_cta` tokens' streams in shared memory here.
 bool mhc_fused_fits_here(int tokens_per_cta, int64_t hidden);
 
-// The single pass by clusters (mhc_cluster_slices.h, sm_90 and later): how
-// many clusters of 8 CTAs run and how many token rows a tile; no clusters
-// where its slices do not fit in shared memory.
+// The single pass by clusters of 8 or 16 CTAs (mhc_cluster_slices.h, sm_90
+// and later): how many clusters run and how many token rows a tile; no
+// clusters where the slices do not fit in shared memory or the device cannot
+// schedule the cluster size.
 struct MhcClusterPlan {
+  int ctas = 0;
   int clusters = 0;
   int tile_rows = 0;
 };
-MhcClusterPlan mhc_cluster_plan_here(int64_t tokens, int64_t hidden);
+MhcClusterPlan mhc_cluster_plan_here(int ctas, int64_t tokens, int64_t hidden);
 void launch_mhc_cluster_pass(const uint16_t* X, const uint16_t* y, const float* coeffs,
                              const MhcSiteDevice& next, uint16_t* X_out, uint16_t* next_input,
                              float* next_coeffs, const MhcClusterPlan& plan, int64_t tokens, int64_t hidden);
 
 // Host wrappers for the checks: one site step by each form (the token-tile
 // single pass with `tokens_per_cta` 1, 2 or 4 tokens a CTA; the cluster pass
-// with `tile_rows` 1 to 8 token rows a tile, 0 for the plan's).
+// in clusters of `ctas` CTAs with `tile_rows` 1 to 8 token rows a tile, 0 for
+// the plan's; it throws where the device cannot run that cluster size).
 MhcStepResult mhc_three_kernel_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
                                     const std::vector<float>& coeffs, const MhcWeights& next, int64_t tokens,
                                     int64_t hidden);
@@ -93,7 +96,7 @@ MhcStepResult mhc_fused_cuda(const std::vector<uint16_t>& X, const std::vector<u
                              const std::vector<float>& coeffs, const MhcWeights& next, int tokens_per_cta,
                              int64_t tokens, int64_t hidden);
 MhcStepResult mhc_cluster_pass_cuda(const std::vector<uint16_t>& X, const std::vector<uint16_t>& y,
-                                    const std::vector<float>& coeffs, const MhcWeights& next, int tile_rows,
-                                    int64_t tokens, int64_t hidden);
+                                    const std::vector<float>& coeffs, const MhcWeights& next, int ctas,
+                                    int tile_rows, int64_t tokens, int64_t hidden);
 
 }  // namespace v41sim::kernels

@@ -241,64 +241,75 @@ TEST(MhcProjection, LaneReplayReproducesDotProductsAndSquares) {
 }
 
 // Every value of a token's flattened streams lies in exactly one cluster
-// CTA's slice; slices are whole k16 steps and fit their padded rows.
+// CTA's slice, for both cluster sizes; slices are whole k16 steps and fit
+// their padded rows, whose starts spread over the banks.
 TEST(MhcClusterPass, SlicesCoverTheStreamsOnce) {
-  for (const int64_t hidden : {5120, 1000, 64, 8}) {
-    std::vector<int> seen(static_cast<std::size_t>(kStreams * hidden), 0);
-    const int64_t stride = cluster_slice_stride(hidden);
-    EXPECT_EQ(stride % kClusterVector, 0);
-    // A fragment load reads 4 consecutive banks from each of 8 rows: the rows
-    // must start in 8 different groups of 4 banks.
-    std::vector<bool> group_taken(8, false);
-    for (int64_t row = 0; row < 8; ++row) {
-      const int64_t bank = row * stride / 2 % 32;  // 4-byte banks; a row's values are 2 bytes
-      EXPECT_EQ(bank % 4, 0);
-      EXPECT_FALSE(group_taken[static_cast<std::size_t>(bank / 4)]) << "hidden " << hidden << " row " << row;
-      group_taken[static_cast<std::size_t>(bank / 4)] = true;
+  for (const int ctas : kClusterSizes) {
+    for (const int64_t hidden : {5120, 1000, 64, 8}) {
+      std::vector<int> seen(static_cast<std::size_t>(kStreams * hidden), 0);
+      const int64_t stride = cluster_slice_stride(hidden, ctas);
+      EXPECT_EQ(stride % kClusterVector, 0);
+      // A fragment load reads 4 consecutive banks from each of 8 rows: the rows
+      // must start in 8 different groups of 4 banks.
+      std::vector<bool> group_taken(8, false);
+      for (int64_t row = 0; row < 8; ++row) {
+        const int64_t bank = row * stride / 2 % 32;  // 4-byte banks; a row's values are 2 bytes
+        EXPECT_EQ(bank % 4, 0);
+        EXPECT_FALSE(group_taken[static_cast<std::size_t>(bank / 4)])
+            << "hidden " << hidden << " row " << row;
+        group_taken[static_cast<std::size_t>(bank / 4)] = true;
+      }
+      for (int rank = 0; rank < ctas; ++rank) {
+        const int64_t columns = cluster_slice_columns(hidden, ctas, rank);
+        EXPECT_EQ(columns % mma::kK, 0);
+        EXPECT_LE(columns + kClusterRowPad, stride);
+        for (int64_t column = 0; column < columns; ++column)
+          ++seen[static_cast<std::size_t>(cluster_flat_index(hidden, ctas, rank, column))];
+      }
+      for (std::size_t i = 0; i < seen.size(); ++i)
+        ASSERT_EQ(seen[i], 1) << ctas << " CTAs, hidden " << hidden << ", value " << i;
     }
-    for (int rank = 0; rank < kClusterCtas; ++rank) {
-      const int64_t columns = cluster_slice_columns(hidden, rank);
-      EXPECT_EQ(columns % mma::kK, 0);
-      EXPECT_LE(columns + kClusterRowPad, stride);
-      for (int64_t column = 0; column < columns; ++column)
-        ++seen[static_cast<std::size_t>(cluster_flat_index(hidden, rank, column))];
-    }
-    for (std::size_t i = 0; i < seen.size(); ++i)
-      ASSERT_EQ(seen[i], 1) << "hidden " << hidden << " value " << i;
   }
-  EXPECT_EQ(cluster_slice_columns(5120, 3), 2560);                     // an eighth of each stream
-  EXPECT_LE(cluster_pass_shared_bytes(5120), 227 * 1024 - 16 * 1024);  // room for the static arrays on Hopper
+  EXPECT_EQ(cluster_slice_columns(5120, 8, 3), 2560);   // an eighth of each stream
+  EXPECT_EQ(cluster_slice_columns(5120, 16, 3), 1280);  // a sixteenth
+  // Hopper's 227 KB a CTA, less room for the static arrays: one CTA an SM at
+  // 8 a cluster; at 16, two of them in its 228 KB.
+  EXPECT_LE(cluster_pass_shared_bytes(5120, 8), 227 * 1024 - 16 * 1024);
+  EXPECT_LE(2 * (cluster_pass_shared_bytes(5120, 16) + 12 * 1024), 228 * 1024);
 }
 
 // The cluster's projection as it runs: each rank's slices of the tokens and
-// of fn laid out as in its shared memory, each rank's 16 warps replayed lane
-// by lane, and the ranks' sums added in rank order, against the whole sums.
+// of fn laid out as in its shared memory, each rank's warps replayed lane by
+// lane, and the ranks' sums added in rank order, against the whole sums.
 TEST(MhcClusterPass, RanksSlicedProjectionsAddUpToTheWhole) {
-  for (const int64_t hidden : {1000, 136}) {
-    const int rows = 5;
-    const int64_t k = kStreams * hidden, stride = cluster_slice_stride(hidden);
-    const auto tokens = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 31));
-    const MhcWeights w = random_mhc_weights(hidden, 32);
-    RowSums total(static_cast<std::size_t>(rows), std::vector<double>(kProjectionSums, 0.0));
-    for (int rank = 0; rank < kClusterCtas; ++rank) {
-      const int64_t columns = cluster_slice_columns(hidden, rank);
-      std::vector<uint16_t> tile(static_cast<std::size_t>(kClusterMaxTileRows * stride), 0xFFFF);
-      std::vector<uint16_t> fn(static_cast<std::size_t>(kMixes * stride), 0xFFFF);  // padding poisoned
-      for (int64_t column = 0; column < columns; ++column) {
-        const int64_t at = cluster_flat_index(hidden, rank, column);
-        for (int row = 0; row < rows; ++row)
-          tile[static_cast<std::size_t>(row * stride + column)] =
-              tokens[static_cast<std::size_t>(row * k + at)];
-        for (int mix = 0; mix < kMixes; ++mix)
-          fn[static_cast<std::size_t>(mix * stride + column)] = w.fn[static_cast<std::size_t>(mix * k + at)];
+  for (const int ctas : kClusterSizes) {
+    for (const int64_t hidden : {1000, 136}) {
+      const int rows = 5;
+      const int64_t k = kStreams * hidden, stride = cluster_slice_stride(hidden, ctas);
+      const auto tokens = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 31));
+      const MhcWeights w = random_mhc_weights(hidden, 32);
+      RowSums total(static_cast<std::size_t>(rows), std::vector<double>(kProjectionSums, 0.0));
+      for (int rank = 0; rank < ctas; ++rank) {
+        const int64_t columns = cluster_slice_columns(hidden, ctas, rank);
+        std::vector<uint16_t> tile(static_cast<std::size_t>(kClusterMaxTileRows * stride), 0xFFFF);
+        std::vector<uint16_t> fn(static_cast<std::size_t>(kMixes * stride), 0xFFFF);  // padding poisoned
+        for (int64_t column = 0; column < columns; ++column) {
+          const int64_t at = cluster_flat_index(hidden, ctas, rank, column);
+          for (int row = 0; row < rows; ++row)
+            tile[static_cast<std::size_t>(row * stride + column)] =
+                tokens[static_cast<std::size_t>(row * k + at)];
+          for (int mix = 0; mix < kMixes; ++mix)
+            fn[static_cast<std::size_t>(mix * stride + column)] =
+                w.fn[static_cast<std::size_t>(mix * k + at)];
+        }
+        const RowSums part =
+            replay_projection<1>({tile.data(), fn.data(), stride, rows, columns}, cluster_warps(ctas));
+        for (int row = 0; row < rows; ++row) {
+          for (int i = 0; i < kProjectionSums; ++i) total[row][i] += part[row][i];
+        }
       }
-      const RowSums part =
-          replay_projection<1>({tile.data(), fn.data(), stride, rows, columns}, kClusterWarps);
-      for (int row = 0; row < rows; ++row) {
-        for (int i = 0; i < kProjectionSums; ++i) total[row][i] += part[row][i];
-      }
+      expect_sums_near(total, whole_sums(tokens, w.fn, rows, k));
     }
-    expect_sums_near(total, whole_sums(tokens, w.fn, rows, k));
   }
 }
 
