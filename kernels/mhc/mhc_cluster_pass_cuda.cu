@@ -222,7 +222,11 @@ bool allow_cluster(int ctas, int64_t hidden) {
   if (bytes + static_cast<int64_t>(attributes.sharedSizeBytes) > optin) return false;
   CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  if (ctas > 8) CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  if (ctas > 8 &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();  // a device without non-portable clusters: this size does not run here
+    return false;
+  }
   return true;
 }
 
