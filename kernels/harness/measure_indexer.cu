@@ -27,13 +27,14 @@ namespace {
 // queries are one sequence's chunk and share its keys.
 struct IndexerInputs {
   DeviceBuffer<uint8_t> keys;
-  DeviceBuffer<float> q, w;
+  DeviceBuffer<uint8_t> q;  // E4M3, each head's scale folded into its weight
+  DeviceBuffer<float> w;
   IndexerInputs(int64_t key_sets, int64_t queries, int64_t positions, uint64_t seed)
       : keys(static_cast<std::size_t>(key_sets * positions * kIndexKeyBytes)),
         q(static_cast<std::size_t>(queries * kV41IndexHeads * kIndexDim)),
         w(static_cast<std::size_t>(queries * kV41IndexHeads)) {
     fill_index_keys(keys.get(), key_sets * positions, seed);
-    fill_uniform(q.get(), queries * kV41IndexHeads * kIndexDim, seed + 1);
+    fill_e4m3(q.get(), queries * kV41IndexHeads * kIndexDim, seed + 1);
     fill_uniform(w.get(), queries * kV41IndexHeads, seed + 2);
   }
 };
@@ -45,8 +46,9 @@ struct IndexerPath {
   const char* logits_name;
   const char* pool_logits_name;
   const char* math;
-  void (*logits)(const float*, const float*, const uint8_t*, float*, int64_t, int64_t, int64_t, float*, bool);
-  void (*pool_logits)(const float*, const float*, const uint8_t*, const int32_t*, float*, int64_t, int64_t,
+  void (*logits)(const uint8_t*, const float*, const uint8_t*, float*, int64_t, int64_t, int64_t, float*,
+                 bool);
+  void (*pool_logits)(const uint8_t*, const float*, const uint8_t*, const int32_t*, float*, int64_t, int64_t,
                       int64_t, int64_t, bool);
 };
 

@@ -48,10 +48,10 @@ struct QuerySmem {
   float w[kMaxHeads];
 };
 
-__device__ void stage_query(QuerySmem& s, const float* q, const float* weights, int64_t query,
+__device__ void stage_query(QuerySmem& s, const uint8_t* q, const float* weights, int64_t query,
                             int64_t heads) {
   for (int64_t i = threadIdx.x; i < heads * kIndexDim; i += blockDim.x)
-    s.q[i] = q[query * heads * kIndexDim + i];
+    s.q[i] = decode_e4m3(q[query * heads * kIndexDim + i]);
   for (int64_t h = threadIdx.x; h < heads; h += blockDim.x) s.w[h] = weights[query * heads + h];
   __syncthreads();
 }
@@ -72,7 +72,7 @@ __device__ float score_key(const QuerySmem& s, int64_t heads, const uint8_t* ent
   return logit;
 }
 
-__global__ void indexer_logits_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+__global__ void indexer_logits_kernel(const uint8_t* __restrict__ q, const float* __restrict__ weights,
                                       const uint8_t* __restrict__ keys, float* __restrict__ logits,
                                       float* __restrict__ block_max, IndexerParams p) {
   __shared__ QuerySmem smem;
@@ -102,7 +102,7 @@ __device__ int64_t pool_position(const int32_t* pool, int64_t query, int64_t poo
   return static_cast<int64_t>(pool[query * pool_blocks + slot / kPoolBlock]) * kPoolBlock + slot % kPoolBlock;
 }
 
-__global__ void indexer_pool_logits_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+__global__ void indexer_pool_logits_kernel(const uint8_t* __restrict__ q, const float* __restrict__ weights,
                                            const uint8_t* __restrict__ keys, const int32_t* __restrict__ pool,
                                            float* __restrict__ pool_logits, IndexerParams p,
                                            int64_t pool_blocks) {
@@ -234,7 +234,7 @@ IndexerParams scoring_params(int64_t queries, int64_t heads, int64_t positions, 
 
 }  // namespace
 
-void launch_indexer_logits(const float* q, const float* weights, const uint8_t* keys, float* logits,
+void launch_indexer_logits(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                            int64_t queries, int64_t heads, int64_t positions, float* block_max,
                            bool per_query_keys) {
   const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
@@ -242,7 +242,7 @@ void launch_indexer_logits(const float* q, const float* weights, const uint8_t* 
                                                                            block_max, p);
 }
 
-void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys,
+void launch_indexer_pool_logits(const uint8_t* q, const float* weights, const uint8_t* keys,
                                 const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                 int64_t positions, int64_t pool_blocks, bool per_query_keys) {
   const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
@@ -261,20 +261,21 @@ void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_
   topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(logits, selected, pool, positions, topk);
 }
 
-std::vector<float> indexer_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
+std::vector<float> indexer_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                        int64_t positions, IndexerMath math) {
   return indexer_logits_with_block_max_cuda(q, weights, keys, queries, heads, positions, false, math).logits;
 }
 
-LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& q,
+LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<uint8_t>& q,
                                                       const std::vector<float>& weights,
                                                       const std::vector<uint8_t>& keys, int64_t queries,
                                                       int64_t heads, int64_t positions, bool per_query_keys,
                                                       IndexerMath math) {
   const auto logit_count = static_cast<std::size_t>(queries * positions);
   const auto block_count = static_cast<std::size_t>(queries * ((positions + kPoolBlock - 1) / kPoolBlock));
-  const DeviceBuffer<float> d_q(q), d_w(weights), d_logits(logit_count), d_block_max(block_count);
+  const DeviceBuffer<uint8_t> d_q(q);
+  const DeviceBuffer<float> d_w(weights), d_logits(logit_count), d_block_max(block_count);
   const DeviceBuffer<uint8_t> d_keys(keys);
   auto launch = math == IndexerMath::kTensorCores ? launch_indexer_logits_mma : launch_indexer_logits;
   launch(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions, d_block_max.get(),
@@ -283,13 +284,14 @@ LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& 
   return {d_logits.download(logit_count), d_block_max.download(block_count)};
 }
 
-std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
+std::vector<float> indexer_pool_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys,
                                             const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
                                             int64_t positions, bool per_query_keys, IndexerMath math) {
   const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
   const auto slot_count = static_cast<std::size_t>(queries * pool_blocks * kPoolBlock);
-  const DeviceBuffer<float> d_q(q), d_w(weights), d_out(slot_count);
+  const DeviceBuffer<uint8_t> d_q(q);
+  const DeviceBuffer<float> d_w(weights), d_out(slot_count);
   const DeviceBuffer<uint8_t> d_keys(keys);
   const DeviceBuffer<int32_t> d_pool(pool);
   auto launch =

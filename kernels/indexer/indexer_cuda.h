@@ -8,10 +8,10 @@
 namespace v41sim::kernels {
 
 // The logits run on the FP32 units (the correctness-first baseline) or on
-// tensor cores (BF16 mma.sync: keys widen exactly, queries round to BF16).
+// tensor cores (BF16 mma.sync: keys and the E4M3 queries widen exactly).
 enum class IndexerMath { kFp32Units, kTensorCores };
 
-std::vector<float> indexer_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
+std::vector<float> indexer_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                        int64_t positions, IndexerMath math = IndexerMath::kFp32Units);
 std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
@@ -28,12 +28,12 @@ struct LogitsWithBlockMax {
   std::vector<float> logits;     // queries x positions
   std::vector<float> block_max;  // queries x ceil(positions / block)
 };
-LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<float>& q,
+LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<uint8_t>& q,
                                                       const std::vector<float>& weights,
                                                       const std::vector<uint8_t>& keys, int64_t queries,
                                                       int64_t heads, int64_t positions, bool per_query_keys,
                                                       IndexerMath math);
-std::vector<float> indexer_pool_logits_cuda(const std::vector<float>& q, const std::vector<float>& weights,
+std::vector<float> indexer_pool_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys,
                                             const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
                                             int64_t positions, bool per_query_keys, IndexerMath math);
@@ -43,17 +43,17 @@ std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const
 
 // Device-pointer launchers for the measuring harness (no copies, no sync).
 // block_max may be null (no pool built at this layer).
-void launch_indexer_logits(const float* q, const float* weights, const uint8_t* keys, float* logits,
+void launch_indexer_logits(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                            int64_t queries, int64_t heads, int64_t positions, float* block_max = nullptr,
                            bool per_query_keys = false);
-void launch_indexer_pool_logits(const float* q, const float* weights, const uint8_t* keys,
+void launch_indexer_pool_logits(const uint8_t* q, const float* weights, const uint8_t* keys,
                                 const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                 int64_t positions, int64_t pool_blocks, bool per_query_keys);
 // The same on tensor cores (heads 1..32).
-void launch_indexer_logits_mma(const float* q, const float* weights, const uint8_t* keys, float* logits,
+void launch_indexer_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                                int64_t queries, int64_t heads, int64_t positions, float* block_max,
                                bool per_query_keys);
-void launch_indexer_pool_logits_mma(const float* q, const float* weights, const uint8_t* keys,
+void launch_indexer_pool_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                     const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                     int64_t positions, int64_t pool_blocks, bool per_query_keys);
 // With a pool (queries x positions / block ids), the row is pool slots and the

@@ -156,7 +156,7 @@ __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const float
 
 template <int kQueries>
 __global__ void __launch_bounds__(kThreads)
-    indexer_logits_mma_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+    indexer_logits_mma_kernel(const uint8_t* __restrict__ q, const float* __restrict__ weights,
                               const uint8_t* __restrict__ keys, float* __restrict__ logits,
                               float* __restrict__ block_max, Params p, ColumnMap map) {
   using Layout = Smem<kQueries>;
@@ -172,8 +172,8 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t query = query0 + row / kHeads;
     const int h = row % kHeads;
     const bool real = query < p.queries && h < p.heads;
-    q_s[row * kRowStride + i % kIndexDim] =
-        mma::to_bf16(real ? q[(query * p.heads + h) * kIndexDim + i % kIndexDim] : 0.0f);
+    q_s[row * kRowStride + i % kIndexDim] = mma::to_bf16(
+        real ? decode_e4m3(q[(query * p.heads + h) * kIndexDim + i % kIndexDim]) : 0.0f);  // exact
   }
   for (int row = threadIdx.x; row < Layout::kRows; row += kThreads) {
     const int64_t query = query0 + row / kHeads;
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int kQueries>
-void launch_tile(const float* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
+void launch_tile(const uint8_t* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
                  const Params& p, const ColumnMap& map) {
   static bool configured = false;
   if (!configured) {
@@ -214,7 +214,7 @@ void launch_tile(const float* q, const float* weights, const uint8_t* keys, floa
 // keys, or its own pool) goes one query to a CTA.
 constexpr int kSharedKeyQueries = 4;
 
-void launch(const float* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
+void launch(const uint8_t* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
             const Params& p, const ColumnMap& map) {
   if (p.heads <= 0 || p.heads > kHeads || p.queries <= 0 || p.positions <= 0 || p.columns <= 0) {
     throw std::invalid_argument(
@@ -229,7 +229,7 @@ void launch(const float* q, const float* weights, const uint8_t* keys, float* ou
 
 }  // namespace
 
-void launch_indexer_logits_mma(const float* q, const float* weights, const uint8_t* keys, float* logits,
+void launch_indexer_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                                int64_t queries, int64_t heads, int64_t positions, float* block_max,
                                bool per_query_keys) {
   launch(q, weights, keys, logits, block_max,
@@ -237,7 +237,7 @@ void launch_indexer_logits_mma(const float* q, const float* weights, const uint8
          {nullptr, 0});
 }
 
-void launch_indexer_pool_logits_mma(const float* q, const float* weights, const uint8_t* keys,
+void launch_indexer_pool_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                     const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                     int64_t positions, int64_t pool_blocks, bool per_query_keys) {
   if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");

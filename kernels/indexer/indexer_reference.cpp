@@ -26,7 +26,20 @@ float score_key(const float* q, const float* weights, int64_t heads, const float
   return logit;
 }
 
+// The queries' E4M3 codes as values (exact).
+std::vector<float> query_values(const std::vector<uint8_t>& q) {
+  std::vector<float> values(q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) values[i] = decode_e4m3(q[i]);
+  return values;
+}
+
 }  // namespace
+
+std::vector<uint8_t> index_queries_e4m3(const std::vector<float>& values) {
+  std::vector<uint8_t> codes(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) codes[i] = encode_e4m3(values[i]);
+  return codes;
+}
 
 std::vector<uint8_t> quantize_index_keys_reference(const std::vector<float>& values, int64_t keys) {
   if (static_cast<int64_t>(values.size()) != keys * kIndexDim)
@@ -37,7 +50,7 @@ std::vector<uint8_t> quantize_index_keys_reference(const std::vector<float>& val
   return out;
 }
 
-std::vector<float> indexer_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
+std::vector<float> indexer_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                             int64_t positions) {
   if (static_cast<int64_t>(q.size()) != queries * heads * kIndexDim ||
@@ -47,11 +60,12 @@ std::vector<float> indexer_logits_reference(const std::vector<float>& q, const s
   }
   std::vector<float> logits(static_cast<std::size_t>(queries * positions));
   std::vector<float> key(kIndexDim);
+  const std::vector<float> qv = query_values(q);
   for (int64_t j = 0; j < positions; ++j) {
     widen_key(keys.data() + j * kIndexKeyBytes, key.data());
     for (int64_t t = 0; t < queries; ++t) {
       logits[static_cast<std::size_t>(t * positions + j)] =
-          score_key(q.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
+          score_key(qv.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
     }
   }
   return logits;
@@ -99,7 +113,7 @@ std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_ma
   return topk_reference(block_max, queries, blocks, std::min(top_blocks, blocks));
 }
 
-std::vector<float> pool_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
+std::vector<float> pool_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                          const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
                                          int64_t queries, int64_t heads, int64_t positions,
                                          int64_t block_size) {
@@ -111,6 +125,7 @@ std::vector<float> pool_logits_reference(const std::vector<float>& q, const std:
   const int64_t slots = pool_blocks * block_size;
   std::vector<float> out(static_cast<std::size_t>(queries * slots), -std::numeric_limits<float>::infinity());
   std::vector<float> key(kIndexDim);
+  const std::vector<float> qv = query_values(q);
   for (int64_t t = 0; t < queries; ++t) {
     for (int64_t s = 0; s < slots; ++s) {
       const int64_t position =
@@ -119,7 +134,7 @@ std::vector<float> pool_logits_reference(const std::vector<float>& q, const std:
       if (position >= positions) continue;
       widen_key(keys.data() + position * kIndexKeyBytes, key.data());
       out[static_cast<std::size_t>(t * slots + s)] =
-          score_key(q.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
+          score_key(qv.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
     }
   }
   return out;

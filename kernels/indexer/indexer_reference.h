@@ -12,8 +12,13 @@ namespace v41sim::kernels {
 // values: keys x 128 floats -> keys x 68 bytes.
 std::vector<uint8_t> quantize_index_keys_reference(const std::vector<float>& values, int64_t keys);
 
-// q: queries x heads x 128; weights: queries x heads; keys: positions x 68 bytes.
-std::vector<float> indexer_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
+// Index queries come as FP8 E4M3 codes, each head's scale folded into its
+// head weight, as DeepGEMM's FP8 MQA-logits kernels take them (q FP8 with FP4
+// or FP8 keys); these are the codes of `values` (rounded to nearest).
+std::vector<uint8_t> index_queries_e4m3(const std::vector<float>& values);
+
+// q: queries x heads x 128 E4M3 codes; weights: queries x heads; keys: positions x 68 bytes.
+std::vector<float> indexer_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                             int64_t positions);
 
@@ -35,7 +40,7 @@ std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_ma
 // Reindex scoring restricted to the pool: per query, slot s holds the logit of
 // position pool[s / block_size] * block_size + s % block_size (pool_blocks x
 // block_size slots; slots past the last position hold -infinity).
-std::vector<float> pool_logits_reference(const std::vector<float>& q, const std::vector<float>& weights,
+std::vector<float> pool_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                          const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
                                          int64_t queries, int64_t heads, int64_t positions,
                                          int64_t block_size);

@@ -76,7 +76,7 @@ TEST(IndexKey, WidenedHalvesMatchTheValues) {
 
 TEST(IndexerReference, LogitsFollowTheDefinition) {
   const int64_t queries = 3, heads = 4, positions = 50;
-  const auto q = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 5);
+  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 5));
   auto w = normal_values(static_cast<std::size_t>(queries * heads), 6);
   const auto keys = quantize_index_keys_reference(
       normal_values(static_cast<std::size_t>(positions * kIndexDim), 7), positions);
@@ -87,7 +87,8 @@ TEST(IndexerReference, LogitsFollowTheDefinition) {
   for (int64_t h = 0; h < heads; ++h) {
     double dot = 0;
     for (int i = 0; i < kIndexDim; ++i)
-      dot += q[(t * heads + h) * kIndexDim + i] * index_key_value(keys.data() + j * kIndexKeyBytes, i);
+      dot += decode_e4m3(q[(t * heads + h) * kIndexDim + i]) *
+             index_key_value(keys.data() + j * kIndexKeyBytes, i);
     expected += w[t * heads + h] * std::max(dot, 0.0);
   }
   EXPECT_NEAR(logits[t * positions + j], expected, 1e-3 * std::max(1.0, std::fabs(expected)));
@@ -132,7 +133,7 @@ TEST(CandidatePoolReference, ReindexScoresOnlyThePoolAndSelectsInsideIt) {
   const int64_t queries = 2, heads = 4, positions = 205, block = 8, top_blocks = 6, topk = 12;
   const auto keys = quantize_index_keys_reference(
       normal_values(static_cast<std::size_t>(positions * kIndexDim), 41), positions);
-  const auto q = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 42);
+  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 42));
   const auto w = normal_values(static_cast<std::size_t>(queries * heads), 43);
   const auto layer20 = indexer_logits_reference(q, w, keys, queries, heads, positions);
   const int64_t blocks = (positions + block - 1) / block;
@@ -140,7 +141,8 @@ TEST(CandidatePoolReference, ReindexScoresOnlyThePoolAndSelectsInsideIt) {
                                              blocks, top_blocks);
   ASSERT_EQ(pool.size(), static_cast<std::size_t>(queries * top_blocks));
   // A Reindex query: its full logits, masked to the pool, are what the pool path must reproduce.
-  const auto q2 = normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 44);
+  const auto q2 =
+      index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 44));
   const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 45);
   const auto full = indexer_logits_reference(q2, w2, keys, queries, heads, positions);
   const auto pooled = pool_logits_reference(q2, w2, keys, pool, queries, heads, positions, block);
