@@ -29,7 +29,6 @@ constexpr int kTile = 16;
 constexpr int kThreadsPerHead = kThreads / kMaxHeads;         // 4
 constexpr int kDimsPerThread = kLatentDim / kThreadsPerHead;  // 128
 constexpr int kKeysPerThread = kTile / kThreadsPerHead;       // 4
-constexpr int kMinKeysPerSplit = 64;
 
 struct SharedLayout {
   static constexpr int kQ = kMaxHeads * kLatentDim;
@@ -139,13 +138,6 @@ __global__ void sparse_decode_combine_kernel(SparseDecodeDevice d) {
 void launch_sparse_decode_combine(const SparseDecodeDevice& d) {
   const dim3 grid(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch));
   sparse_decode_combine_kernel<<<grid, kLatentDim>>>(d);
-}
-
-int sparse_decode_splits(const SparseDecodeShape& shape, int sms) {
-  const int64_t slots = shape.topk + kWindowTokens;
-  const int64_t most = std::max<int64_t>(1, slots / kMinKeysPerSplit);
-  const int64_t wanted = (2LL * sms + shape.batch - 1) / shape.batch;
-  return static_cast<int>(std::clamp<int64_t>(wanted, 1, most));
 }
 
 int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int splits) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/attention/sparse_decode_reference.h"
+#include "kernels/attention/sparse_decode_splits.h"
 
 namespace v41sim::kernels {
 
@@ -13,7 +14,7 @@ namespace v41sim::kernels {
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in);
 std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in);
 
-// Device buffers for the harness; `splits` 0 picks a split count that fills the SMs.
+// Device buffers for the harness; `splits` as sparse_decode_splits chooses them.
 struct SparseDecodeDevice {
   SparseDecodeShape shape;
   const uint16_t* q;  // BF16, batch x heads x 512
@@ -26,12 +27,11 @@ struct SparseDecodeDevice {
   float* workspace;  // sparse_decode_workspace_floats(shape, splits)
   int splits;
 };
-int sparse_decode_splits(const SparseDecodeShape& shape, int sms);
 int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int splits);
 void launch_sparse_decode(const SparseDecodeDevice& d);
 void launch_sparse_decode_mma(const SparseDecodeDevice& d);
 
-// Uploads the inputs, runs `launch` with splits that fill the SMs, downloads
+// Uploads the inputs, runs `launch` with sparse_decode_splits' count, downloads
 // the output (BF16, returned widened to float).
 std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch)(const SparseDecodeDevice&));
 

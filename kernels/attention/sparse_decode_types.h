@@ -1,12 +1,12 @@
 // Shapes and cache layouts of V4.1's sparse attention decode, shared by the
 // CPU reference and the CUDA kernel.
-//   q:        batch x heads x 512 (float)
+//   q:        batch x heads x 512 (BF16)
 //   main KV:  compressed entries, 288 B each (512 FP4 e2m1 + 32 e4m3 scales)
 //   topk:     batch x topk indices into the main KV (-1: no entry)
 //   window:   batch x 128 entries of 528 B (512 FP8 e4m3 + 16 e8m0 scales),
 //             the first window_len[b] of them valid
 //   sink:     heads logits (attention sink: in the softmax, no value)
-//   out:      batch x heads x 512 (float)
+//   out:      batch x heads x 512 (BF16)
 // K = V: the 512-dim latent is both key and value; scores are scaled by 1/sqrt(512).
 #pragma once
 

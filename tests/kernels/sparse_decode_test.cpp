@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/attention/sparse_decode_reference.h"
+#include "kernels/attention/sparse_decode_splits.h"
 #include "kernels/common/mma_fragments.h"
 #include "kernels/common/v41_shapes.h"
 #include "tests/kernels/device_check_support.h"
@@ -85,6 +86,21 @@ TEST(SparseDecode, WidenedWindowPartsMatchTheValues) {
   }
   EXPECT_NE(window_widening_multiplier(127), 0u);  // typical scales take the bit path
   EXPECT_EQ(window_widening_multiplier(2), 0u);
+}
+
+// Split-KV as FlashMLA's scheduler weighs it: V4.1's 640 keys a request are
+// 10 blocks of 64; a split costs 5 more. On 132 SMs a lone request takes 10
+// splits of one block (6 a CTA); 32 requests take 4 (128 CTAs of 3 + 5 blocks,
+// one wave: 5 splits would need two); from 128 requests on, one CTA a request.
+TEST(SparseDecode, SplitsWeighTheirPartialOutputsAgainstWaves) {
+  const auto splits = [](int64_t batch) { return sparse_decode_splits({batch, 64, 512, 1}, 132); };
+  EXPECT_EQ(splits(1), 10);
+  EXPECT_EQ(splits(8), 10);
+  EXPECT_EQ(splits(32), 4);
+  EXPECT_EQ(splits(64), 2);
+  EXPECT_EQ(splits(128), 1);
+  EXPECT_EQ(splits(1000), 1);
+  EXPECT_EQ(sparse_decode_splits({1, 64, 16, 1}, 132), 3);  // a short key list: 144 keys, 3 blocks
 }
 
 TEST(SparseDecodeCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_fp32"}); }
