@@ -3,8 +3,8 @@
 // dimension split over a cluster of 8 or 16 CTAs (mhc_cluster_slices.h says why).
 //
 // Per tile of up to 8 tokens, each CTA (16 or 8 warps):
-//   (1) merges its slice of the tokens' streams (all four, its H/8 values of
-//       each) with the block output: to HBM, and into its shared tile;
+//   (1) merges its slice of the tokens' streams (all four, its H/8 or H/16
+//       values of each) with the block output: to HBM, and into its shared tile;
 //   (2) projects the tile against its slice of fn, resident in shared memory
 //       since the launch (tensor cores; the warps split the slice's steps);
 //   (3) adds its warps' sums and posts them in shared memory; after a cluster
