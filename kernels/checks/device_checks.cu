@@ -116,6 +116,28 @@ CheckResult check_indexer(IndexerMath math) {
                topk_reference(device, queries, positions, topk));
 }
 
+// The top-k alone, on rows with many ties (values on a coarse grid, so the
+// k-th largest is shared across tiles): one pass (8,192), a last tile of one
+// position, a last tile shorter than k, 32 tiles (a 1M-token context), and a
+// pool-sized k; exact against the reference (ties to the lower position).
+CheckResult check_topk() {
+  struct Case {
+    int64_t positions, topk;
+  };
+  for (const Case& c :
+       {Case{8192, 512}, Case{8193, 512}, Case{16484, 512}, Case{262144, 512}, Case{40000, 2048}}) {
+    const int64_t queries = 3;
+    std::vector<float> logits = normal_values(static_cast<std::size_t>(queries * c.positions), 51);
+    for (float& v : logits) v = std::round(v * 8.0f) / 8.0f;
+    const CheckResult r = exact("top-k", topk_cuda(logits, queries, c.positions, c.topk),
+                                topk_reference(logits, queries, c.positions, c.topk));
+    if (!r.ok)
+      return {false, r.detail + " (" + std::to_string(c.positions) + " positions, k " +
+                         std::to_string(c.topk) + ")"};
+  }
+  return {true, ""};
+}
+
 // Per query, the CPU reference over that query's own keys (a decode batch:
 // each query is a different request).
 template <typename T, typename Fn>
@@ -397,6 +419,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"indexer_tensor_cores", [] { return check_indexer(IndexerMath::kTensorCores); }},
       {"candidate_pool_fp32", [] { return check_candidate_pool(IndexerMath::kFp32Units); }},
       {"candidate_pool_tensor_cores", [] { return check_candidate_pool(IndexerMath::kTensorCores); }},
+      {"topk", check_topk},
       {"sparse_decode_fp32", check_sparse_decode},
       {"sparse_decode_tensor_cores", check_sparse_decode_mma},
       {"compress", check_compress},

@@ -19,6 +19,7 @@ CheckResult check_mxfp4_kv();
 // Indexer logits on either path (the top-k after them is exact on both).
 CheckResult check_indexer(IndexerMath math = IndexerMath::kFp32Units);
 CheckResult check_candidate_pool(IndexerMath math = IndexerMath::kFp32Units);
+CheckResult check_topk();
 CheckResult check_sparse_decode();
 CheckResult check_sparse_decode_mma();
 CheckResult check_compress();

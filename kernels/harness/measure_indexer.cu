@@ -92,6 +92,14 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
       const DeviceBuffer<float> logits(static_cast<std::size_t>(batch * positions));
       const DeviceBuffer<float> block_max(static_cast<std::size_t>(batch * blocks));
       const DeviceBuffer<int32_t> selected(static_cast<std::size_t>(batch * kV41TopK));
+      // Candidates of the tiled top-k passes (the widest of this shape's three).
+      const auto entries =
+          static_cast<std::size_t>(std::max({topk_workspace_entries(batch, positions, kV41TopK),
+                                             topk_workspace_entries(batch, blocks, pool_blocks),
+                                             topk_workspace_entries(batch, pool_slots, kV41TopK)}));
+      const DeviceBuffer<float> candidate_values(entries);
+      const DeviceBuffer<int32_t> candidate_slots(entries);
+      const TopkWorkspace candidates{candidate_values.get(), candidate_slots.get()};
       const double pairs = static_cast<double>(batch * positions);
       const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
       for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
@@ -108,17 +116,21 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
                     static_cast<long long>(batch), static_cast<long long>(positions), t.median_us,
                     2.0 * dims * pairs / t.median_us / 1e6);
       }
-      const TimingStats s =
-          time_kernel([&](int) { launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK); },
-                      kWarmup, kRuns);
+      const TimingStats s = time_kernel(
+          [&](int) {
+            launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK, nullptr, candidates);
+          },
+          kWarmup, kRuns);
       w.row({"topk_select", "topk", "fp32", batch, positions, 1, 1, positions, 2.0 * pairs,
              pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, s});
       std::printf("  top-512 over %lld positions: %.1f us\n", static_cast<long long>(positions), s.median_us);
       if (builds_pool) {
         const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(batch * pool_blocks));
-        const TimingStats b =
-            time_kernel([&](int) { launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks); },
-                        kWarmup, kRuns);
+        const TimingStats b = time_kernel(
+            [&](int) {
+              launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks, nullptr, candidates);
+            },
+            kWarmup, kRuns);
         w.row({"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1, positions,
                2.0 * static_cast<double>(batch * blocks),
                block_bytes + static_cast<double>(batch * pool_blocks) * 4.0, b});
@@ -138,7 +150,9 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
           std::printf("  %s: %.1f us\n", it->pool_logits_name, r.median_us);
         }
         const TimingStats rs = time_kernel(
-            [&](int) { launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get()); },
+            [&](int) {
+              launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get(), candidates);
+            },
             kWarmup, kRuns);
         w.row({"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
                pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, rs});

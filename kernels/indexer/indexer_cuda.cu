@@ -10,10 +10,7 @@
 // Reindex layers score only the pooled positions, so their cost stops growing
 // once the context passes 16,384 compressed positions.
 //
-// Top-k: one CTA per row. A radix select over order-preserving keys (four
-// 8-bit digits, a shared histogram each) finds the k-th largest key; then each
-// warp compacts its contiguous span with ballots, so the output keeps index
-// order and ties go to the lower position. Reads stay coalesced in every pass.
+// The top-k over these logits is topk_cuda.cu's.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -23,14 +20,13 @@
 #include "kernels/common/v41_shapes.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/pool_slots.h"
 
 namespace v41sim::kernels {
 namespace {
 
 constexpr int kKeysPerBlock = 128;
 constexpr int kMaxHeads = 64;
-constexpr int kTopkThreads = 1024;
-constexpr int kTopkWarps = kTopkThreads / 32;
 constexpr int kPoolBlock = static_cast<int>(kV41PoolBlockSize);
 constexpr unsigned kFullMask = 0xffffffffu;
 static_assert(kKeysPerBlock % kPoolBlock == 0 && 32 % kPoolBlock == 0, "pool blocks must not straddle warps");
@@ -97,11 +93,6 @@ __global__ void indexer_logits_kernel(const uint8_t* __restrict__ q, const float
   }
 }
 
-// Slot s of a query's pool stands for position pool[s / 8] * 8 + s % 8.
-__device__ int64_t pool_position(const int32_t* pool, int64_t query, int64_t pool_blocks, int64_t slot) {
-  return static_cast<int64_t>(pool[query * pool_blocks + slot / kPoolBlock]) * kPoolBlock + slot % kPoolBlock;
-}
-
 __global__ void indexer_pool_logits_kernel(const uint8_t* __restrict__ q, const float* __restrict__ weights,
                                            const uint8_t* __restrict__ keys, const int32_t* __restrict__ pool,
                                            float* __restrict__ pool_logits, IndexerParams p,
@@ -117,107 +108,6 @@ __global__ void indexer_pool_logits_kernel(const uint8_t* __restrict__ q, const 
       position < p.positions
           ? score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes)
           : -INFINITY;
-}
-
-// The k-th largest order-preserving key of a row, and how many keys equal to
-// it the top-k takes (k minus the count strictly above it).
-struct Threshold {
-  uint32_t key;
-  int ties_needed;
-};
-
-__device__ Threshold radix_select(const float* row, int64_t positions, int64_t topk) {
-  __shared__ int histogram[256];
-  __shared__ uint32_t chosen_prefix;
-  __shared__ int chosen_remaining;
-  uint32_t prefix = 0;
-  uint32_t mask = 0;
-  int remaining = static_cast<int>(topk);
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) histogram[i] = 0;
-    __syncthreads();
-    for (int64_t i = threadIdx.x; i < positions; i += blockDim.x) {
-      const uint32_t key = ordered_bits(row[i]);
-      if ((key & mask) == prefix) atomicAdd(&histogram[(key >> shift) & 0xFFu], 1);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {  // the digit where the count from the top reaches what is left of k
-      int above = 0;
-      int digit = 255;
-      for (; digit > 0 && above + histogram[digit] < remaining; --digit) above += histogram[digit];
-      chosen_prefix = prefix | (static_cast<uint32_t>(digit) << shift);
-      chosen_remaining = remaining - above;
-    }
-    __syncthreads();
-    prefix = chosen_prefix;
-    remaining = chosen_remaining;
-    mask |= 0xFFu << shift;
-    __syncthreads();  // everyone has read the choice before the next pass overwrites it
-  }
-  return {prefix, remaining};
-}
-
-__global__ void topk_kernel(const float* __restrict__ logits, int32_t* __restrict__ selected,
-                            const int32_t* __restrict__ pool, int64_t positions, int64_t topk) {
-  const int64_t query = blockIdx.x;
-  const float* row = logits + query * positions;
-  int32_t* out = selected + query * topk;
-  const Threshold t = radix_select(row, positions, topk);
-
-  // Each warp owns a contiguous span (a multiple of 32), so counting then
-  // writing span by span keeps index order.
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const int64_t span = ((positions + kTopkWarps - 1) / kTopkWarps + 31) / 32 * 32;
-  const int64_t begin = warp * span;
-  const int64_t end = begin + span < positions ? begin + span : positions;
-  int above = 0;
-  int equal = 0;
-  for (int64_t base = begin; base < end; base += 32) {
-    const int64_t i = base + lane;
-    const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
-    above += __popc(__ballot_sync(kFullMask, i < end && key > t.key));
-    equal += __popc(__ballot_sync(kFullMask, i < end && key == t.key));
-  }
-  __shared__ int above_before[kTopkWarps];
-  __shared__ int equal_before[kTopkWarps];
-  if (lane == 0) {
-    above_before[warp] = above;
-    equal_before[warp] = equal;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {  // exclusive scans over 32 warps
-    int a = 0;
-    int e = 0;
-    for (int w = 0; w < kTopkWarps; ++w) {
-      const int na = above_before[w];
-      const int ne = equal_before[w];
-      above_before[w] = a;
-      equal_before[w] = e;
-      a += na;
-      e += ne;
-    }
-  }
-  __syncthreads();
-  const int64_t pool_blocks = positions / kPoolBlock;
-  const unsigned lanes_below = (1u << lane) - 1u;
-  int ties_seen = equal_before[warp];
-  int written = above_before[warp] + min(ties_seen, t.ties_needed);
-  for (int64_t base = begin; base < end; base += 32) {
-    const int64_t i = base + lane;
-    const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
-    const bool tie = i < end && key == t.key;
-    const unsigned ties = __ballot_sync(kFullMask, tie);
-    const bool take =
-        (i < end && key > t.key) || (tie && ties_seen + __popc(ties & lanes_below) < t.ties_needed);
-    const unsigned takes = __ballot_sync(kFullMask, take);
-    if (take) {
-      const int64_t position = pool != nullptr ? pool_position(pool, query, pool_blocks, i) : i;
-      out[written + __popc(takes & lanes_below)] = static_cast<int32_t>(position);
-    }
-    written += __popc(takes);
-    ties_seen += __popc(ties);
-  }
 }
 
 dim3 score_grid(int64_t columns, int64_t queries) {
@@ -249,16 +139,6 @@ void launch_indexer_pool_logits(const uint8_t* q, const float* weights, const ui
   if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");
   indexer_pool_logits_kernel<<<score_grid(pool_blocks * kPoolBlock, queries), kKeysPerBlock>>>(
       q, weights, keys, pool, pool_logits, p, pool_blocks);
-}
-
-void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
-                 const int32_t* pool) {
-  if (topk <= 0 || topk > positions || queries <= 0)
-    throw std::invalid_argument("topk: need 0 < k <= positions");
-  if (pool != nullptr && positions % kPoolBlock != 0) {
-    throw std::invalid_argument("topk over a pool: the row must be whole pool blocks");
-  }
-  topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(logits, selected, pool, positions, topk);
 }
 
 std::vector<float> indexer_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
@@ -300,25 +180,6 @@ std::vector<float> indexer_pool_logits_cuda(const std::vector<uint8_t>& q, const
          pool_blocks, per_query_keys);
   CUDA_CHECK(cudaGetLastError());
   return d_out.download(slot_count);
-}
-
-std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
-                               int64_t topk) {
-  const DeviceBuffer<float> d_logits(logits);
-  const DeviceBuffer<int32_t> d_out(static_cast<std::size_t>(queries * topk));
-  launch_topk(d_logits.get(), d_out.get(), queries, positions, topk);
-  CUDA_CHECK(cudaGetLastError());
-  return d_out.download(static_cast<std::size_t>(queries * topk));
-}
-
-std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
-                                    int64_t queries, int64_t topk) {
-  const int64_t slots = static_cast<int64_t>(pool_logits.size()) / queries;
-  const DeviceBuffer<float> d_logits(pool_logits);
-  const DeviceBuffer<int32_t> d_pool(pool), d_out(static_cast<std::size_t>(queries * topk));
-  launch_topk(d_logits.get(), d_out.get(), queries, slots, topk, d_pool.get());
-  CUDA_CHECK(cudaGetLastError());
-  return d_out.download(static_cast<std::size_t>(queries * topk));
 }
 
 }  // namespace v41sim::kernels

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/indexer/topk_cuda.h"
+
 namespace v41sim::kernels {
 
 // The logits run on the FP32 units (the correctness-first baseline) or on
@@ -14,8 +16,6 @@ enum class IndexerMath { kFp32Units, kTensorCores };
 std::vector<float> indexer_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                        int64_t positions, IndexerMath math = IndexerMath::kFp32Units);
-std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
-                               int64_t topk);
 
 // Keys: one sequence's positions x 68 bytes shared by all queries (a prefill
 // chunk), or with per_query_keys one such set per query (a decode batch, each
@@ -37,10 +37,6 @@ std::vector<float> indexer_pool_logits_cuda(const std::vector<uint8_t>& q, const
                                             const std::vector<uint8_t>& keys,
                                             const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
                                             int64_t positions, bool per_query_keys, IndexerMath math);
-// Top-k of pool logits, written as positions (pool_topk_reference's result).
-std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
-                                    int64_t queries, int64_t topk);
-
 // Device-pointer launchers for the measuring harness (no copies, no sync).
 // block_max may be null (no pool built at this layer).
 void launch_indexer_logits(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
@@ -56,9 +52,5 @@ void launch_indexer_logits_mma(const uint8_t* q, const float* weights, const uin
 void launch_indexer_pool_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                     const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                     int64_t positions, int64_t pool_blocks, bool per_query_keys);
-// With a pool (queries x positions / block ids), the row is pool slots and the
-// output holds the positions they stand for.
-void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
-                 const int32_t* pool = nullptr);
 
 }  // namespace v41sim::kernels

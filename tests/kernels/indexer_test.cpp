@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "kernels/common/random_values.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_reference.h"
+#include "kernels/indexer/topk_tiles.h"
 #include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
 
@@ -117,6 +119,46 @@ TEST(IndexerReference, TopkSelectsTheLargestAndBreaksTiesByPosition) {
   }
 }
 
+// The tiled top-k's design on the CPU: each tile's own top-k (the reference
+// on the tile), the candidates laid out as topk_tiles.h says, then the top-k
+// of the candidates mapped back to positions, equals the top-k of the row,
+// ties across tiles included; and the sizes the kernels allocate.
+TEST(TopkTiles, TheCandidatesHoldTheRowsTopK) {
+  for (const int64_t positions : {8193, 16484, 40000}) {
+    for (const int64_t topk : {512, 2048}) {
+      ASSERT_TRUE(topk_in_tiles(positions, topk));
+      std::vector<float> row = normal_values(static_cast<std::size_t>(positions), 61);
+      for (float& v : row) v = std::round(v * 8.0f) / 8.0f;  // ties across tiles
+      const int64_t tiles = topk_tiles(positions);
+      std::vector<float> values;
+      std::vector<int32_t> slots;
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t first = t * kTopkTilePositions;
+        const int64_t count = std::min(kTopkTilePositions, positions - first);
+        const std::vector<float> tile(row.begin() + first, row.begin() + first + count);
+        const std::vector<int32_t> chosen =
+            count <= topk ? [&] { std::vector<int32_t> all(static_cast<std::size_t>(count)); std::iota(all.begin(), all.end(), 0); return all; }()
+                          : topk_reference(tile, 1, count, topk);
+        for (const int32_t i : chosen) {
+          values.push_back(tile[static_cast<std::size_t>(i)]);
+          slots.push_back(static_cast<int32_t>(first + i));
+        }
+      }
+      ASSERT_EQ(static_cast<int64_t>(values.size()), topk_candidates(positions, topk));
+      std::vector<int32_t> got;
+      for (const int32_t c : topk_reference(values, 1, static_cast<int64_t>(values.size()), topk))
+        got.push_back(slots[static_cast<std::size_t>(c)]);
+      EXPECT_EQ(got, topk_reference(row, 1, positions, topk)) << positions << " positions, k " << topk;
+    }
+  }
+  EXPECT_FALSE(topk_in_tiles(8192, 512));    // one tile: one pass
+  EXPECT_FALSE(topk_in_tiles(40000, 5000));  // k too near the tile to shrink it
+  EXPECT_EQ(topk_tiles(262144), 32);
+  EXPECT_EQ(topk_candidates(16484, 512), 2 * 512 + 100);
+  EXPECT_EQ(topk_workspace_entries(4, 262144, 512), 4 * 32 * 512);
+  EXPECT_EQ(topk_workspace_entries(4, 8192, 512), 0);
+}
+
 TEST(CandidatePoolReference, BlockMaximaAndTopBlocks) {
   // 20 positions in blocks of 8: the last block is short (4 positions).
   std::vector<float> row(20);
@@ -174,6 +216,8 @@ TEST(CandidatePoolCuda, MatchesTheReference) {
 }
 
 TEST(IndexerCuda, MatchesTheReference) { expect_device_checks({"indexer_fp32", "indexer_tensor_cores"}); }
+
+TEST(TopkCuda, MatchesTheReferenceOnTiesAcrossTiles) { expect_device_checks({"topk"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

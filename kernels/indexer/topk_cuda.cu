@@ -1,0 +1,230 @@
+// Top-k of the indexer's logits rows: the k largest, returned as positions in
+// ascending order, ties to the lower position (indexer_reference.h).
+//
+// Selection: a radix select over order-preserving keys (four 8-bit digits, a
+// shared histogram each) finds the k-th largest key; then each warp compacts
+// its contiguous span with ballots, so the output keeps index order and ties
+// go to the lower position.
+//
+// A long row runs in two passes (topk_tiles.h): one CTA per tile of 8,192
+// positions loads the tile into shared memory once and selects its own top-k
+// there, writing values and slots in index order; then one CTA per row
+// selects from those candidates, which lie contiguous and in index order, so
+// the same selection gives the same answer as over the whole row. A short row
+// runs the second pass alone, over the logits themselves.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/indexer/index_key_block.h"
+#include "kernels/indexer/pool_slots.h"
+#include "kernels/indexer/topk_cuda.h"
+#include "kernels/indexer/topk_tiles.h"
+
+namespace v41sim::kernels {
+namespace {
+
+constexpr int kTopkThreads = 1024;
+constexpr int kTopkWarps = kTopkThreads / 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// The k-th largest order-preserving key of a row, and how many keys equal to
+// it the top-k takes (k minus the count strictly above it).
+struct Threshold {
+  uint32_t key;
+  int ties_needed;
+};
+
+__device__ Threshold radix_select(const float* row, int64_t positions, int64_t topk) {
+  __shared__ int histogram[256];
+  __shared__ uint32_t chosen_prefix;
+  __shared__ int chosen_remaining;
+  uint32_t prefix = 0;
+  uint32_t mask = 0;
+  int remaining = static_cast<int>(topk);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) histogram[i] = 0;
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < positions; i += blockDim.x) {
+      const uint32_t key = ordered_bits(row[i]);
+      if ((key & mask) == prefix) atomicAdd(&histogram[(key >> shift) & 0xFFu], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {  // the digit where the count from the top reaches what is left of k
+      int above = 0;
+      int digit = 255;
+      for (; digit > 0 && above + histogram[digit] < remaining; --digit) above += histogram[digit];
+      chosen_prefix = prefix | (static_cast<uint32_t>(digit) << shift);
+      chosen_remaining = remaining - above;
+    }
+    __syncthreads();
+    prefix = chosen_prefix;
+    remaining = chosen_remaining;
+    mask |= 0xFFu << shift;
+    __syncthreads();  // everyone has read the choice before the next pass overwrites it
+  }
+  return {prefix, remaining};
+}
+
+// Calls emit(n, i) for the n-th selected index i of `row` (n ascending with
+// i): every key above the threshold and its first ties. All threads take part.
+template <typename Emit>
+__device__ void select_in_order(const float* row, int64_t positions, const Threshold& t, Emit&& emit) {
+  // Each warp owns a contiguous span (a multiple of 32), so counting then
+  // writing span by span keeps index order.
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int64_t span = ((positions + kTopkWarps - 1) / kTopkWarps + 31) / 32 * 32;
+  const int64_t begin = warp * span;
+  const int64_t end = begin + span < positions ? begin + span : positions;
+  int above = 0;
+  int equal = 0;
+  for (int64_t base = begin; base < end; base += 32) {
+    const int64_t i = base + lane;
+    const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
+    above += __popc(__ballot_sync(kFullMask, i < end && key > t.key));
+    equal += __popc(__ballot_sync(kFullMask, i < end && key == t.key));
+  }
+  __shared__ int above_before[kTopkWarps];
+  __shared__ int equal_before[kTopkWarps];
+  if (lane == 0) {
+    above_before[warp] = above;
+    equal_before[warp] = equal;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {  // exclusive scans over 32 warps
+    int a = 0;
+    int e = 0;
+    for (int w = 0; w < kTopkWarps; ++w) {
+      const int na = above_before[w];
+      const int ne = equal_before[w];
+      above_before[w] = a;
+      equal_before[w] = e;
+      a += na;
+      e += ne;
+    }
+  }
+  __syncthreads();
+  const unsigned lanes_below = (1u << lane) - 1u;
+  int ties_seen = equal_before[warp];
+  int written = above_before[warp] + min(ties_seen, t.ties_needed);
+  for (int64_t base = begin; base < end; base += 32) {
+    const int64_t i = base + lane;
+    const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
+    const bool tie = i < end && key == t.key;
+    const unsigned ties = __ballot_sync(kFullMask, tie);
+    const bool take =
+        (i < end && key > t.key) || (tie && ties_seen + __popc(ties & lanes_below) < t.ties_needed);
+    const unsigned takes = __ballot_sync(kFullMask, take);
+    if (take) emit(written + __popc(takes & lanes_below), i);
+    written += __popc(takes);
+    ties_seen += __popc(ties);
+  }
+}
+
+// The first pass of a long row: one CTA a tile, its top-k (or the whole tile
+// where it holds no more) as candidates, values and slots in index order.
+__global__ void __launch_bounds__(kTopkThreads)
+    topk_tile_kernel(const float* __restrict__ logits, int64_t positions, int64_t topk,
+                     float* __restrict__ candidate_values, int32_t* __restrict__ candidate_slots) {
+  __shared__ float tile_values[kTopkTilePositions];
+  const int64_t query = blockIdx.y, tile = blockIdx.x;
+  const int64_t first = tile * kTopkTilePositions;
+  const int64_t count = positions - first < kTopkTilePositions ? positions - first : kTopkTilePositions;
+  const float* row = logits + query * positions + first;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) tile_values[i] = row[i];
+  __syncthreads();
+  const int64_t out = (query * gridDim.x + tile) * topk;
+  if (count <= topk) {
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+      candidate_values[out + i] = tile_values[i];
+      candidate_slots[out + i] = static_cast<int32_t>(first + i);
+    }
+    return;
+  }
+  const Threshold t = radix_select(tile_values, count, topk);
+  select_in_order(tile_values, count, t, [&](int64_t n, int64_t i) {
+    candidate_values[out + n] = tile_values[i];
+    candidate_slots[out + n] = static_cast<int32_t>(first + i);
+  });
+}
+
+// A row's top-k: over `length` values `stride` apart from row to row, each
+// standing for slot i (or slots[i] where the first pass left candidates),
+// written as the slot or, with a pool, the position it stands for.
+struct SelectRows {
+  const float* values;
+  const int32_t* slots;  // null: value i is slot i
+  int64_t stride;
+  int64_t length;
+  const int32_t* pool;  // null: slots are positions
+  int64_t pool_blocks;
+  int32_t* selected;
+  int64_t topk;
+};
+
+__global__ void __launch_bounds__(kTopkThreads) topk_kernel(SelectRows r) {
+  const int64_t query = blockIdx.x;
+  const float* row = r.values + query * r.stride;
+  int32_t* out = r.selected + query * r.topk;
+  const Threshold t = radix_select(row, r.length, r.topk);
+  select_in_order(row, r.length, t, [&](int64_t n, int64_t i) {
+    const int64_t slot = r.slots != nullptr ? r.slots[query * r.stride + i] : i;
+    out[n] =
+        static_cast<int32_t>(r.pool != nullptr ? pool_position(r.pool, query, r.pool_blocks, slot) : slot);
+  });
+}
+
+}  // namespace
+
+void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
+                 const int32_t* pool, const TopkWorkspace& workspace) {
+  if (topk <= 0 || topk > positions || queries <= 0)
+    throw std::invalid_argument("topk: need 0 < k <= positions");
+  if (pool != nullptr && positions % kV41PoolBlockSize != 0)
+    throw std::invalid_argument("topk over a pool: the row must be whole pool blocks");
+  const int64_t pool_blocks = positions / kV41PoolBlockSize;
+  if (!topk_in_tiles(positions, topk)) {
+    topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(
+        {logits, nullptr, positions, positions, pool, pool_blocks, selected, topk});
+    return;
+  }
+  if (workspace.values == nullptr || workspace.slots == nullptr)
+    throw std::invalid_argument("topk: a row over 8192 positions needs a workspace (topk_workspace_entries)");
+  const int64_t tiles = topk_tiles(positions);
+  topk_tile_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(queries)), kTopkThreads>>>(
+      logits, positions, topk, workspace.values, workspace.slots);
+  topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(
+      {workspace.values, workspace.slots, tiles * topk, topk_candidates(positions, topk), pool, pool_blocks,
+       selected, topk});
+}
+
+namespace {
+
+std::vector<int32_t> run_topk(const std::vector<float>& logits, const int32_t* pool, int64_t queries,
+                              int64_t positions, int64_t topk) {
+  const auto entries = static_cast<std::size_t>(topk_workspace_entries(queries, positions, topk));
+  const DeviceBuffer<float> d_logits(logits), values(entries);
+  const DeviceBuffer<int32_t> slots(entries), d_out(static_cast<std::size_t>(queries * topk));
+  launch_topk(d_logits.get(), d_out.get(), queries, positions, topk, pool, {values.get(), slots.get()});
+  CUDA_CHECK(cudaGetLastError());
+  return d_out.download(static_cast<std::size_t>(queries * topk));
+}
+
+}  // namespace
+
+std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
+                               int64_t topk) {
+  return run_topk(logits, nullptr, queries, positions, topk);
+}
+
+std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
+                                    int64_t queries, int64_t topk) {
+  const DeviceBuffer<int32_t> d_pool(pool);
+  return run_topk(pool_logits, d_pool.get(), queries, static_cast<int64_t>(pool_logits.size()) / queries,
+                  topk);
+}
+
+}  // namespace v41sim::kernels
