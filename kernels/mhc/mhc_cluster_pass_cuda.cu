@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/mhc/mhc_cluster_slices.h"
 #include "kernels/mhc/mhc_device_steps.cuh"
@@ -57,15 +58,18 @@ struct Slice {
   int64_t stride;        // values between slice rows
 };
 
-// fn's columns of this slice, row by row, into shared memory (once a launch),
-// a 16-byte vector at a time.
-__device__ void load_fn_slice(const uint16_t* fn, int64_t hidden, int ctas, const Slice& slice, uint4* fn_s) {
+// fn's columns of this slice, row by row, into shared memory (once a
+// launch), 16 bytes a copy, asynchronously: the first tile's merge streams
+// while they land (they are waited for before its projection).
+__device__ void start_fn_slice(const uint16_t* fn, int64_t hidden, int ctas, const Slice& slice,
+                               uint4* fn_s) {
   const int64_t per_row = kStreams * slice.vectors;
   for (int64_t i = threadIdx.x; i < kMixes * per_row; i += blockDim.x) {
     const int64_t row = i / per_row, column = i % per_row * kVector;
-    fn_s[(row * slice.stride + column) / kVector] = *reinterpret_cast<const uint4*>(
-        fn + row * kStreams * hidden + cluster_flat_index(hidden, ctas, slice.rank, column));
+    cp_async_16(fn_s + (row * slice.stride + column) / kVector,
+                fn + row * kStreams * hidden + cluster_flat_index(hidden, ctas, slice.rank, column), true);
   }
+  cp_async_commit();
 }
 
 // (1) Block i's merge of the tile's tokens, this slice of them.
@@ -129,7 +133,7 @@ __global__ void __launch_bounds__(kWarpsOf<kCtas> * 32, cluster_ctas_an_sm(kCtas
   const int warp = thread / 32;
   const mma::Lane l = mma::lane_of(thread % 32);
   const StepRange steps = step_range(slice.columns / mma::kK, warp, kWarps);
-  load_fn_slice(a.next.fn, a.hidden, kCtas, slice, fn_s);
+  start_fn_slice(a.next.fn, a.hidden, kCtas, slice, fn_s);
 
   const int64_t tiles = (a.tokens + a.tile_rows - 1) / a.tile_rows;
   const int64_t clusters = gridDim.x / kCtas;
@@ -137,11 +141,12 @@ __global__ void __launch_bounds__(kWarpsOf<kCtas> * 32, cluster_ctas_an_sm(kCtas
   for (int64_t tile = blockIdx.x / kCtas; tile < tiles; tile += clusters, buffer ^= 1) {
     const int64_t token0 = tile * a.tile_rows;
     const int rows = static_cast<int>(a.tokens - token0 < a.tile_rows ? a.tokens - token0 : a.tile_rows);
-    __syncthreads();  // the previous tile's input is done with c and the tile (and fn is loaded)
+    __syncthreads();  // the previous tile's input is done with c and the tile
     for (int i = thread; i < rows * kCoefficients; i += kThreads)
       c[i / kCoefficients][i % kCoefficients] = a.coeffs[token0 * kCoefficients + i];
     __syncthreads();
     merge_slice(a, slice, token0, rows, c, tile_s);
+    cp_async_wait<0>();  // fn's slice has landed (at once after the first tile)
     __syncthreads();
 
     // (2) The projection of the slice.
