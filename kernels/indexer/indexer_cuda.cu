@@ -1,10 +1,11 @@
 // Lightning indexer on the GPU, with the hierarchical candidate pool.
 //
-// Logits: one CTA per (query, 128 positions); the query's heads and weights
-// sit in shared memory, each thread widens one 68-byte FP4 key into registers
-// and runs the head dot products on the FP32 units. (DeepGEMM's FP4 indexer
-// runs these on tensor cores; this kernel is the correctness-first baseline
-// the harness times and a tensor-core version will be checked against.) When
+// Logits: one CTA per (query, 128 positions); the query's heads (E4M3,
+// widened once) and weights sit in shared memory, each thread widens one
+// 68-byte FP4 key into registers and runs the head dot products on the FP32
+// units. (DeepGEMM's FP4 indexer runs these on tensor cores, as
+// indexer_mma_cuda.cu does; this is the correctness-first baseline, timed as
+// a baseline row.) When
 // layer 20 builds the candidate pool, the same pass writes each block's max
 // logit (8 lanes, three shuffles), so the pool never re-reads the logits.
 // Reindex layers score only the pooled positions, so their cost stops growing
