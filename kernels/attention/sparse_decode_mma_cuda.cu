@@ -4,7 +4,9 @@
 // Same grid, key list, splits and combine as the FP32 baseline
 // (sparse_decode_split.cuh). Per CTA (one request, one split), 8 warps:
 //   - the request's 64 query heads (BF16, 64 x 512) are staged once;
-//   - per tile of 64 keys, the entries are widened to BF16 in shared memory.
+//   - per tile of 64 keys, the entries are gathered as stored into shared
+//     memory by cp.async while the CTA computes on the tile before, then
+//     widened to BF16 there.
 //     That is exact: an FP4 value times an E4M3 scale, or an FP8 value times
 //     a power of two, needs at most 5 significant bits, BF16 has 8. Only
 //     the softmax weights P are rounded to BF16 (Q comes in BF16);
@@ -20,6 +22,7 @@
 
 #include "kernels/attention/sparse_decode_cuda.h"
 #include "kernels/attention/sparse_decode_split.cuh"
+#include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
 #include "kernels/common/mma_fragments.h"
@@ -40,6 +43,15 @@ constexpr int kHalves = kWarps / kHeadBlocks;           // each head block: 2 wa
 constexpr int kScoreTiles = kTile / kHalves / mma::kN;  // 4 n-tiles of 8 keys per warp
 constexpr int kOutputTiles = kLatentDim / kHalves / mma::kN;      // 32 n-tiles of 8 dims per warp
 constexpr int kDimsPerWidener = kLatentDim / (kThreads / kTile);  // 128: 4 threads widen one key
+// A tile's entries as stored, staged in shared memory: rows wide enough for
+// the wider (window) entry, copied 16 bytes at a time.
+constexpr int kChunk = 16;
+constexpr int kRawStride = kWindowEntryBytes;
+constexpr int kChunksPerRow = kRawStride / kChunk;
+static_assert(kMainEntryBytes % kChunk == 0 && kWindowEntryBytes % kChunk == 0 &&
+                  kMainEntryBytes <= kRawStride,
+              "entries copy in whole 16-byte chunks");
+enum EntryKind : int { kNoEntry = 0, kMainEntry = 1, kWindowEntry = 2 };
 static_assert(kHalves * kHeadBlocks == kWarps, "warps tile the heads");
 
 struct Smem {
@@ -51,28 +63,46 @@ struct Smem {
   static constexpr std::size_t l = m + sizeof(float) * kHeads;
   static constexpr std::size_t correction = l + sizeof(float) * kHeads;
   static constexpr std::size_t valid = correction + sizeof(float) * kHeads;
-  static constexpr std::size_t bytes = valid + sizeof(int) * kTile;
+  static constexpr std::size_t raw = valid + sizeof(int) * kTile;
+  static constexpr std::size_t kind = raw + kRawStride * kTile;
+  static constexpr std::size_t bytes = kind + sizeof(int) * kTile;
 };
-static_assert(Smem::k % 16 == 0 && Smem::s % 16 == 0 && Smem::p % 16 == 0 && Smem::m % 16 == 0,
+static_assert(Smem::k % 16 == 0 && Smem::s % 16 == 0 && Smem::p % 16 == 0 && Smem::m % 16 == 0 &&
+                  Smem::raw % 16 == 0,
               "shared arrays stay 16-byte aligned");
 
-// Widens the tile's entries into k_s (zero rows for padding) and marks which are real.
-__device__ void widen_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile, int64_t end, uint16_t* k_s,
-                           int* valid_s) {
+// Starts copying the tile's entries, as stored, into raw_s (cp.async: they
+// land while the CTA computes on the previous tile) and notes each key's
+// kind; the caller commits the copies and waits for them before widening.
+__device__ void stage_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile, int64_t end, uint8_t* raw_s,
+                           int* kind_s) {
+  for (int i = threadIdx.x; i < kTile * kChunksPerRow; i += kThreads) {
+    const int key = i / kChunksPerRow, chunk = i % kChunksPerRow;
+    bool is_main = false;
+    const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
+    if (chunk == 0) kind_s[key] = entry == nullptr ? kNoEntry : (is_main ? kMainEntry : kWindowEntry);
+    const int chunks = (is_main ? kMainEntryBytes : kWindowEntryBytes) / kChunk;
+    if (entry != nullptr && chunk < chunks)
+      cp_async_16(raw_s + key * kRawStride + chunk * kChunk, entry + chunk * kChunk, true);
+  }
+}
+
+// Widens the staged entries into k_s (zero rows for padding) and marks which are real.
+__device__ void widen_tile(const uint8_t* raw_s, const int* kind_s, uint16_t* k_s, int* valid_s) {
   const int key = threadIdx.x / (kThreads / kTile);
   const int part = threadIdx.x % (kThreads / kTile);
-  bool is_main = false;
-  const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
+  const int kind = kind_s[key];
+  const uint8_t* entry = raw_s + key * kRawStride;
   uint16_t* row = k_s + key * kRowStride + part * kDimsPerWidener;
   uint32_t* words = reinterpret_cast<uint32_t*>(row);
-  if (entry == nullptr) {
+  if (kind == kNoEntry) {
     for (int i = 0; i < kDimsPerWidener / 2; ++i) words[i] = 0;
-  } else if (is_main) {
+  } else if (kind == kMainEntry) {
     widen_main_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, words);
   } else {
     widen_window_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, words);
   }
-  if (part == 0) valid_s[key] = entry != nullptr;
+  if (part == 0) valid_s[key] = kind != kNoEntry;
 }
 
 // S = Q.K^T for this warp's 16 heads x 32 keys, scaled; padding keys get -inf.
@@ -174,6 +204,8 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDe
   auto* l_s = reinterpret_cast<float*>(smem + Smem::l);
   auto* correction_s = reinterpret_cast<float*>(smem + Smem::correction);
   auto* valid_s = reinterpret_cast<int*>(smem + Smem::valid);
+  auto* raw_s = reinterpret_cast<uint8_t*>(smem + Smem::raw);
+  auto* kind_s = reinterpret_cast<int*>(smem + Smem::kind);
 
   const int64_t b = blockIdx.y;
   const int split = blockIdx.x;
@@ -195,10 +227,15 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDe
   }
   float o[kOutputTiles][4] = {};
   const float scale = rsqrtf(static_cast<float>(kLatentDim));
+  if (begin < end) stage_tile(d, b, begin, end, raw_s, kind_s);
+  cp_async_commit();
   for (int64_t tile = begin; tile < end; tile += kTile) {
-    __syncthreads();  // the previous tile's P.V is done with k_s and p_s (and Q is staged)
-    widen_tile(d, b, tile, end, k_s, valid_s);
-    __syncthreads();
+    cp_async_wait<0>();  // this tile's entries have landed
+    __syncthreads();     // for every thread; and the previous tile's P.V is done with k_s and p_s
+    widen_tile(raw_s, kind_s, k_s, valid_s);
+    __syncthreads();  // raw_s and kind_s are free: the next tile's entries come in under this one's math
+    if (tile + kTile < end) stage_tile(d, b, tile + kTile, end, raw_s, kind_s);
+    cp_async_commit();
     score_tile(q_s, k_s, valid_s, s_s, head0, half * (kTile / kHalves), lane, scale);
     __syncthreads();
     softmax_tile(s_s, p_s, m_s, l_s, correction_s);
