@@ -160,11 +160,11 @@ void launch_sparse_decode(const SparseDecodeDevice& d) {
 }
 
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in) {
-  return run_sparse_decode(in, launch_sparse_decode);
+  return run_sparse_decode(in, launch_sparse_decode, 0);
 }
 
-std::vector<float> run_sparse_decode(const SparseDecodeInputs& in,
-                                     void (*launch)(const SparseDecodeDevice&)) {
+std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch)(const SparseDecodeDevice&),
+                                     int forced_splits) {
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -174,7 +174,7 @@ std::vector<float> run_sparse_decode(const SparseDecodeInputs& in,
   const DeviceBuffer<uint8_t> window(in.window);
   const DeviceBuffer<int32_t> window_len(in.window_len);
   const DeviceBuffer<float> sink(in.sink);
-  const int splits = sparse_decode_splits(in.shape, sms);
+  const int splits = forced_splits > 0 ? forced_splits : sparse_decode_splits(in.shape, sms);
   const DeviceBuffer<uint16_t> out(in.q.size());
   const DeviceBuffer<float> workspace(
       static_cast<std::size_t>(sparse_decode_workspace_floats(in.shape, splits)));

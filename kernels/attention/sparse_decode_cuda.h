@@ -10,9 +10,11 @@
 namespace v41sim::kernels {
 
 // The FP32-unit baseline and the tensor-core kernel (BF16 mma.sync); same
-// inputs, same results within BF16 rounding of the softmax weights.
+// inputs, same results within BF16 rounding of the softmax weights. The
+// tensor-core kernel takes `splits` (0: sparse_decode_splits' choice), so a
+// check can run it whole (1: no partials, no combine) and split.
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in);
-std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in);
+std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in, int splits = 0);
 
 // Device buffers for the harness; `splits` as sparse_decode_splits chooses them.
 struct SparseDecodeDevice {
@@ -24,15 +26,17 @@ struct SparseDecodeDevice {
   const int32_t* window_len;
   const float* sink;
   uint16_t* out;     // BF16, batch x heads x 512
-  float* workspace;  // sparse_decode_workspace_floats(shape, splits)
+  float* workspace;  // sparse_decode_workspace_floats(shape, splits); unused by the
+                     // tensor-core kernel at 1 split, which writes `out` itself
   int splits;
 };
 int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int splits);
 void launch_sparse_decode(const SparseDecodeDevice& d);
 void launch_sparse_decode_mma(const SparseDecodeDevice& d);
 
-// Uploads the inputs, runs `launch` with sparse_decode_splits' count, downloads
-// the output (BF16, returned widened to float).
-std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch)(const SparseDecodeDevice&));
+// Uploads the inputs, runs `launch` with `splits` (0: sparse_decode_splits'
+// count), downloads the output (BF16, returned widened to float).
+std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch)(const SparseDecodeDevice&),
+                                     int splits);
 
 }  // namespace v41sim::kernels

@@ -194,6 +194,25 @@ __device__ void accumulate_tile(const uint16_t* p_s, const uint16_t* k_s, const 
   }
 }
 
+// The request's output (BF16) from this warp's 16 heads x 256 dims of O,
+// where one CTA held the whole key list.
+__device__ void write_output(const SparseDecodeDevice& d, int64_t b, const float (&o)[kOutputTiles][4],
+                             const float* m_s, const float* l_s, int head0, int dim0, mma::Lane lane) {
+#pragma unroll
+  for (int rows = 0; rows < 2; ++rows) {  // accumulator registers 0-1: row c_row(lane, 0); 2-3: 8 below
+    const int h = head0 + mma::c_row(lane, 2 * rows);
+    if (h >= d.shape.heads) continue;
+    const float factor = whole_list_factor(d.sink[h], m_s[h], l_s[h]);
+    uint16_t* out = d.out + (b * d.shape.heads + h) * kLatentDim + dim0;
+#pragma unroll
+    for (int t = 0; t < kOutputTiles; ++t) {
+      const int col = t * mma::kN + mma::c_col(lane, 2 * rows);  // even: the pair's first column
+      *reinterpret_cast<uint32_t*>(out + col) =
+          mma::pack(mma::to_bf16(o[t][2 * rows] * factor), mma::to_bf16(o[t][2 * rows + 1] * factor));
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDecodeDevice d) {
   extern __shared__ __align__(16) unsigned char smem[];
   auto* q_s = reinterpret_cast<uint16_t*>(smem + Smem::q);
@@ -244,6 +263,10 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDe
   }
   __syncthreads();
   const int dim0 = half * (kLatentDim / kHalves);
+  if (d.splits == 1) {  // the whole key list: finish the output here, no partials, no combine
+    write_output(d, b, o, m_s, l_s, head0, dim0, lane);
+    return;
+  }
 #pragma unroll
   for (int t = 0; t < kOutputTiles; ++t) {
 #pragma unroll
@@ -272,11 +295,11 @@ void launch_sparse_decode_mma(const SparseDecodeDevice& d) {
   }
   const dim3 grid(static_cast<unsigned>(d.splits), static_cast<unsigned>(d.shape.batch));
   sparse_decode_mma_kernel<<<grid, kThreads, Smem::bytes>>>(d);
-  launch_sparse_decode_combine(d);
+  if (d.splits > 1) launch_sparse_decode_combine(d);
 }
 
-std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in) {
-  return run_sparse_decode(in, launch_sparse_decode_mma);
+std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in, int splits) {
+  return run_sparse_decode(in, launch_sparse_decode_mma, splits);
 }
 
 }  // namespace v41sim::kernels

@@ -40,7 +40,18 @@ __device__ inline float* partial_of(const SparseDecodeDevice& d, int64_t b, int 
   return d.workspace + ((b * d.splits + split) * d.shape.heads + head) * (kLatentDim + 2);
 }
 
-// Merges the splits and the sink (sparse_decode_cuda.cu); both kernels' launchers call it.
+// What turns one split's unnormalised output into the attention output, where
+// the split is the whole key list: with its largest logit m and its sum l of
+// exp(s - m), the sink joining the softmax's denominator (the combine's
+// arithmetic for a single split; 0 where no key was valid, m = -inf).
+__device__ inline float whole_list_factor(float sink, float m, float l) {
+  const float max_all = fmaxf(sink, m);
+  const float weight = __expf(m - max_all);
+  return weight / (__expf(sink - max_all) + weight * l);
+}
+
+// Merges the splits and the sink (sparse_decode_cuda.cu); the launchers call
+// it where a request's keys were split.
 void launch_sparse_decode_combine(const SparseDecodeDevice& d);
 
 }  // namespace v41sim::kernels
