@@ -164,7 +164,7 @@ std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in) {
 }
 
 std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch)(const SparseDecodeDevice&),
-                                     int forced_splits) {
+                                     int splits_wanted) {
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -174,7 +174,7 @@ std::vector<float> run_sparse_decode(const SparseDecodeInputs& in, void (*launch
   const DeviceBuffer<uint8_t> window(in.window);
   const DeviceBuffer<int32_t> window_len(in.window_len);
   const DeviceBuffer<float> sink(in.sink);
-  const int splits = forced_splits > 0 ? forced_splits : sparse_decode_splits(in.shape, sms);
+  const int splits = splits_wanted > 0 ? splits_wanted : sparse_decode_splits(in.shape, sms);
   const DeviceBuffer<uint16_t> out(in.q.size());
   const DeviceBuffer<float> workspace(
       static_cast<std::size_t>(sparse_decode_workspace_floats(in.shape, splits)));

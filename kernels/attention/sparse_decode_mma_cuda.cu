@@ -47,7 +47,7 @@ constexpr int kDimsPerWidener = kLatentDim / (kThreads / kTile);  // 128: 4 thre
 // the wider (window) entry, copied 16 bytes at a time.
 constexpr int kChunk = 16;
 constexpr int kRawStride = kWindowEntryBytes;
-constexpr int kChunksPerRow = kRawStride / kChunk;
+static_assert(kTile == kSplitBlockKeys, "a split's cost counts this kernel's tiles (sparse_decode_splits.h)");
 static_assert(kMainEntryBytes % kChunk == 0 && kWindowEntryBytes % kChunk == 0 &&
                   kMainEntryBytes <= kRawStride,
               "entries copy in whole 16-byte chunks");
@@ -74,17 +74,19 @@ static_assert(Smem::k % 16 == 0 && Smem::s % 16 == 0 && Smem::p % 16 == 0 && Sme
 // Starts copying the tile's entries, as stored, into raw_s (cp.async: they
 // land while the CTA computes on the previous tile) and notes each key's
 // kind; the caller commits the copies and waits for them before widening.
+// Threads split the keys as widen_tile does (4 a key), so each looks its
+// key's entry up once and copies every 4th of its chunks.
 __device__ void stage_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile, int64_t end, uint8_t* raw_s,
                            int* kind_s) {
-  for (int i = threadIdx.x; i < kTile * kChunksPerRow; i += kThreads) {
-    const int key = i / kChunksPerRow, chunk = i % kChunksPerRow;
-    bool is_main = false;
-    const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
-    if (chunk == 0) kind_s[key] = entry == nullptr ? kNoEntry : (is_main ? kMainEntry : kWindowEntry);
-    const int chunks = (is_main ? kMainEntryBytes : kWindowEntryBytes) / kChunk;
-    if (entry != nullptr && chunk < chunks)
-      cp_async_16(raw_s + key * kRawStride + chunk * kChunk, entry + chunk * kChunk, true);
-  }
+  const int key = threadIdx.x / (kThreads / kTile);
+  const int part = threadIdx.x % (kThreads / kTile);
+  bool is_main = false;
+  const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
+  if (part == 0) kind_s[key] = entry == nullptr ? kNoEntry : (is_main ? kMainEntry : kWindowEntry);
+  if (entry == nullptr) return;
+  const int chunks = (is_main ? kMainEntryBytes : kWindowEntryBytes) / kChunk;
+  for (int chunk = part; chunk < chunks; chunk += kThreads / kTile)
+    cp_async_16(raw_s + key * kRawStride + chunk * kChunk, entry + chunk * kChunk, true);
 }
 
 // Widens the staged entries into k_s (zero rows for padding) and marks which are real.

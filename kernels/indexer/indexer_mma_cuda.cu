@@ -21,6 +21,7 @@
 #include "kernels/common/v41_shapes.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/pool_slots.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -42,9 +43,7 @@ struct ColumnMap {
   const int32_t* pool;  // null: plain positions
   int64_t pool_blocks;
   __device__ int64_t position(int64_t query, int64_t column) const {
-    if (pool == nullptr) return column;
-    return static_cast<int64_t>(pool[query * pool_blocks + column / kPoolBlock]) * kPoolBlock +
-           column % kPoolBlock;
+    return pool == nullptr ? column : pool_position(pool, query, pool_blocks, column);
   }
 };
 

@@ -13,6 +13,7 @@
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_reference.h"
 #include "kernels/indexer/topk_tiles.h"
+#include "sim/cost/cost_params.h"
 #include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
 
@@ -151,6 +152,10 @@ TEST(TopkTiles, TheCandidatesHoldTheRowsTopK) {
       EXPECT_EQ(got, topk_reference(row, 1, positions, topk)) << positions << " positions, k " << topk;
     }
   }
+  // The kernel's tile is the kernel model's top-k tile.
+  const CostParams priors =
+      load_cost_params_file(std::string(V41SIM_SOURCE_DIR) + "/validation/calibration/defaults.yaml");
+  EXPECT_EQ(kTopkTilePositions, priors.of(KernelClass::kTopK).tile_n);
   EXPECT_FALSE(topk_in_tiles(8192, 512));    // one tile: one pass
   EXPECT_FALSE(topk_in_tiles(40000, 5000));  // k too near the tile to shrink it
   EXPECT_EQ(topk_tiles(262144), 32);

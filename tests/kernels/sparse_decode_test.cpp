@@ -8,6 +8,7 @@
 #include "kernels/attention/sparse_decode_splits.h"
 #include "kernels/common/mma_fragments.h"
 #include "kernels/common/v41_shapes.h"
+#include "sim/cost/cost_params.h"
 #include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
 
@@ -93,6 +94,10 @@ TEST(SparseDecode, WidenedWindowPartsMatchTheValues) {
 // splits of one block (6 a CTA); 32 requests take 4 (128 CTAs of 3 + 5 blocks,
 // one wave: 5 splits would need two); from 128 requests on, one CTA a request.
 TEST(SparseDecode, SplitsWeighTheirPartialOutputsAgainstWaves) {
+  // The kernel's split block is the kernel model's (FlashMLA's 64 keys).
+  const CostParams priors =
+      load_cost_params_file(std::string(V41SIM_SOURCE_DIR) + "/validation/calibration/defaults.yaml");
+  EXPECT_EQ(kSplitBlockKeys, priors.of(KernelClass::kAttention).split_min);
   const auto splits = [](int64_t batch) { return sparse_decode_splits({batch, 64, 512, 1}, 132); };
   EXPECT_EQ(splits(1), 10);
   EXPECT_EQ(splits(8), 10);
