@@ -422,6 +422,44 @@ CheckResult check_expert_gemm_w4a8() {
   return {true, ""};
 }
 
+// The wgmma kernel (Hopper only) on 5, 130 and 300 rows per expert (one
+// partial m-tile; two and three, the last partial), two 128-row weight tiles,
+// three k-blocks, two experts per launch. Group scales span 2^20 over rows and
+// k-blocks, and up to 2^3 within a row's k-block: the folding is exact there,
+// so a scale applied to the wrong weight row or block shows.
+CheckResult check_expert_gemm_w4a8_wgmma() {
+  std::string why;
+  if (!expert_gemm_w4a8_wgmma_supported(&why)) return {false, "w4a8 wgmma expert gemm not run: " + why};
+  const int64_t experts = 2, n = 256, k = 384;
+  std::vector<ExpertWeights> weights;
+  for (int64_t e = 0; e < experts; ++e) {
+    std::vector<float> values =
+        normal_values(static_cast<std::size_t>(n * k), 130 + static_cast<uint32_t>(e));
+    for (int64_t i = 0; i < n * k; ++i) {
+      const int64_t row = i / k, block = (i % k) / 128, group = (i % k) / kWeightScaleGroup;
+      values[static_cast<std::size_t>(i)] *= std::ldexp(
+          1.0f, static_cast<int>((row * 5 + block * 7 + e) % 21) - 10 + static_cast<int>((row + group) % 4));
+    }
+    weights.push_back(quantize_expert_weights(values, n, k));
+  }
+  for (const int64_t m : {5, 130, 300}) {
+    std::vector<uint8_t> a;
+    for (float v : normal_values(static_cast<std::size_t>(experts * m * k), 140)) a.push_back(encode_e4m3(v));
+    std::vector<float> want;
+    for (int64_t e = 0; e < experts; ++e) {
+      const std::vector<uint8_t> slice(a.begin() + e * m * k, a.begin() + (e + 1) * m * k);
+      const std::vector<float> part =
+          expert_gemm_reference(slice, 0.5f, m, weights[static_cast<std::size_t>(e)]);
+      want.insert(want.end(), part.begin(), part.end());
+    }
+    const std::string what = "w4a8 wgmma expert gemm, m " + std::to_string(m);
+    const CheckResult r =
+        within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights, W4a8Kernel::kWgmma), want, 1e-5);
+    if (!r.ok) return r;
+  }
+  return {true, ""};
+}
+
 const std::vector<NamedCheck>& all_checks() {
   static const std::vector<NamedCheck> checks{
       {"mxfp4_kv", check_mxfp4_kv},
@@ -438,6 +476,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"mhc_cluster", check_mhc_cluster},
       {"expert_gemm", check_expert_gemm},
       {"expert_gemm_w4a8", check_expert_gemm_w4a8},
+      {"expert_gemm_w4a8_wgmma", check_expert_gemm_w4a8_wgmma},
       {"bf16_gemm", check_bf16_gemm},
   };
   return checks;

@@ -141,12 +141,35 @@ V41_HD uint32_t byte_permute(uint32_t lo, uint32_t hi, uint32_t selector) {
 // of codes 0 and 2, those of x the signs of codes 1 and 3, so a second permute
 // in sign-replicate mode spreads them to bytes 0..3. Five integer operations
 // for four values (the simulator's widening cost is counted from this).
-V41_HD uint32_t widen_e2m1x4_to_e4m3x4(uint16_t nibbles) {
-  constexpr uint32_t kLow = 0x3C383000u, kHigh = 0x4C484440u;
+// The E4M3 bytes of the eight E2M1 magnitudes, codes 0-3 in `low` and 4-7 in
+// `high`: the table one byte permute looks the magnitudes up in.
+struct E2m1ToE4m3Table {
+  uint32_t low, high;
+};
+inline constexpr E2m1ToE4m3Table kE2m1AsE4m3{0x3C383000u, 0x4C484440u};
+
+V41_HD uint32_t widen_e2m1x4_to_e4m3x4(uint16_t nibbles, E2m1ToE4m3Table table) {
   const uint32_t x = nibbles;
-  const uint32_t magnitudes = byte_select(kLow, kHigh, x & 0x7777u);
+  const uint32_t magnitudes = byte_select(table.low, table.high, x & 0x7777u);
   const uint32_t signs = byte_permute(x << 4, x, 0xD9C8u) & 0x80808080u;
   return magnitudes | signs;
+}
+
+V41_HD uint32_t widen_e2m1x4_to_e4m3x4(uint16_t nibbles) {
+  return widen_e2m1x4_to_e4m3x4(nibbles, kE2m1AsE4m3);
+}
+
+// The table for the magnitudes times 2^-shift, each rounded to E4M3 (to
+// nearest, ties to even): a group's scale folded into its values. Exact for
+// shift <= 8: the smallest product, 0.5 x 2^-8, is E4M3's smallest subnormal
+// 2^-9, and 1.5 x 2^-8 its third; beyond that the small magnitudes round.
+V41_HD E2m1ToE4m3Table e2m1_to_e4m3_table(int shift) {
+  uint32_t bytes[2] = {0, 0};
+  for (int code = 0; code < 8; ++code) {
+    const uint8_t byte = encode_e4m3(ldexpf(e2m1_magnitude(static_cast<uint8_t>(code)), -shift));
+    bytes[code / 4] |= static_cast<uint32_t>(byte) << (8 * (code % 4));
+  }
+  return {bytes[0], bytes[1]};
 }
 
 // Two BF16 products, rounded to nearest even: the device's mul.rn.bf16x2; on

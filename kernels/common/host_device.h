@@ -43,4 +43,19 @@ V41_HD uint32_t load_word(const uint8_t* p) {
 #endif
 }
 
+// Eight bytes as two little-endian words, low first (8-byte aligned on the
+// device: one 8-byte access, where two 4-byte ones would conflict in shared
+// memory banks across a warp reading consecutive 8-byte pieces).
+struct WordPair {
+  uint32_t low, high;
+};
+V41_HD WordPair load_word_pair(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  const uint2 v = *reinterpret_cast<const uint2*>(p);
+  return {v.x, v.y};
+#else
+  return {load_word(p), load_word(p + 4)};
+#endif
+}
+
 }  // namespace v41sim::kernels

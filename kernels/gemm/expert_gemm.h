@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace v41sim::kernels {
@@ -44,9 +45,20 @@ struct ExpertGemmW4A8 {
 };
 void run_expert_gemm_w4a8(const ExpertGemmW4A8& gemm);  // launches on the default stream
 
-// The same from host vectors (a is experts x m x k), for the checks.
+// The same on Hopper's warpgroup MMA (wgmma, sm_90a: H100, H200, H20, H800),
+// for prefill shapes: 128 x 128 tiles, the weights widened to FP8 in shared
+// memory with each row's four group scales in a k-block of 128 folded in
+// relative to the largest, which promotes the block's sums (exact while they
+// lie within 2^8 of each other; kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h).
+// n and k multiples of 128. Throws where the device is not sm_90.
+bool expert_gemm_w4a8_wgmma_supported(std::string* why);
+void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& gemm);
+
+// Either kernel from host vectors (a is experts x m x k), for the checks.
+enum class W4a8Kernel { kMmaSync, kWgmma };
 std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
-                                         const std::vector<ExpertWeights>& experts);
+                                         const std::vector<ExpertWeights>& experts,
+                                         W4a8Kernel kernel = W4a8Kernel::kMmaSync);
 
 // Device weights widened to FP8 E4M3 in memory: out (rows x k) = value /
 // 2^scale_exponent, exact while every group scale lies within 2^8 below

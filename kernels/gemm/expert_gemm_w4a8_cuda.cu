@@ -161,7 +161,7 @@ void run_expert_gemm_w4a8(const ExpertGemmW4A8& g) {
 }
 
 std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
-                                         const std::vector<ExpertWeights>& experts) {
+                                         const std::vector<ExpertWeights>& experts, W4a8Kernel kernel) {
   if (experts.empty()) throw std::invalid_argument("expert gemm w4a8: no experts");
   const int64_t n = experts.front().n, k = experts.front().k;
   const auto count = static_cast<int64_t>(experts.size());
@@ -176,7 +176,12 @@ std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_
   }
   const DeviceBuffer<uint8_t> d_a(a), d_packed(packed), d_scales(scales);
   const DeviceBuffer<float> d_out(static_cast<std::size_t>(count * m * n));
-  run_expert_gemm_w4a8({d_a.get(), d_packed.get(), d_scales.get(), d_out.get(), a_scale, count, m, n, k});
+  const ExpertGemmW4A8 gemm{d_a.get(), d_packed.get(), d_scales.get(), d_out.get(), a_scale, count, m, n, k};
+  if (kernel == W4a8Kernel::kWgmma) {
+    run_expert_gemm_w4a8_wgmma(gemm);
+  } else {
+    run_expert_gemm_w4a8(gemm);
+  }
   CUDA_CHECK(cudaDeviceSynchronize());
   return d_out.download(static_cast<std::size_t>(count * m * n));
 }

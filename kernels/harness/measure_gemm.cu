@@ -19,6 +19,7 @@
 #include "kernels/common/v41_shapes.h"
 #include "kernels/gemm/expert_gemm.h"
 #include "kernels/gemm/expert_gemm_w4a8_tiling.h"
+#include "kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h"
 #include "kernels/harness/device_fill.h"
 #include "kernels/harness/measure_groups.h"
 
@@ -28,16 +29,81 @@ namespace v41sim::kernels {
 // routing, as the simulator's grouped GEMM counts them (m rows per expert,
 // batch = experts; bytes with the weights as FP4). Decode: the 48 local
 // experts of EP 8 with a few rows each (4 rows is a batch of 32 per rank:
-// 32 x 8 ranks x top-6 / 384 experts); prefill: fewer, fuller groups. Two
-// complete paths per shape, as an engine would dispatch by shape:
-//  - our W4A8 kernel, the FP4 weights read as FP4;
+// 32 x 8 ranks x top-6 / 384 experts); prefill: fewer, fuller groups. Up to
+// three complete paths per shape, as an engine would dispatch by shape:
+//  - our W4A8 kernel on mma.sync, the FP4 weights read as FP4;
+//  - our W4A8 kernel on wgmma (Hopper, 64 rows an expert and more), the
+//    same reads, the weights widened in shared memory; only where its check
+//    passed on this device;
 //  - the weights widened to FP8 in memory, then cuBLASLt's FP8 GEMM, both
 //    timed (m a multiple of 16).
-// The faster one's row carries the simulator's kernel name and is fitted;
-// the other is recorded as "*_w4a8_baseline" or "*_fp8_widened_baseline".
+// The fastest one's row carries the simulator's kernel name and is fitted;
+// the others are recorded as "*_w4a8_baseline", "*_w4a8_wgmma_baseline" or
+// "*_fp8_widened_baseline".
+namespace {
+
+struct TimedPath {
+  const char* suffix;  // of its baseline row's name
+  TimingStats timing;
+  std::string tiling;
+};
+
+// cuBLASLt on weights widened to FP8 in memory, the widening timed with it;
+// none where cuBLASLt has no algorithm for the shape.
+std::optional<TimingStats> time_widened_path(const ExpertGemmW4A8& gemm) {
+  constexpr int kLargestScaleExponent = kWeightScaleCodeMax - 127;  // the widened path's tensor scale
+  const int64_t e = gemm.experts, m = gemm.m, n = gemm.n, k = gemm.k;
+  const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(e * n * k));
+  const DeviceBuffer<float> scales(std::vector<float>{std::ldexp(1.0f, kLargestScaleExponent), 1.0f});
+  try {
+    const GemmPlan plan(GemmOperands::kFp8E4M3, w8.get(), gemm.activations, gemm.out, scales.get(),
+                        scales.get() + 1, m, n, k, e);
+    const TimingStats t = time_kernel(
+        [&](int) {
+          widen_expert_weights_to_fp8(gemm.packed_weights, gemm.weight_scales, w8.get(), e * n, k,
+                                      kLargestScaleExponent);
+          plan.run();
+        },
+        kWarmup, kRuns);
+    CUDA_CHECK(cudaGetLastError());
+    return t;
+  } catch (const std::runtime_error& refused) {  // cuBLASLt has no algorithm: W4A8 only
+    std::printf("  cuBLASLt path skipped: %s\n", refused.what());
+    return std::nullopt;
+  }
+}
+
+// Times every path that serves the shape.
+std::vector<TimedPath> time_expert_paths(const ExpertGemmW4A8& gemm, bool wgmma_ok) {
+  std::vector<TimedPath> paths;
+  paths.push_back({"w4a8", time_kernel([&](int) { run_expert_gemm_w4a8(gemm); }, kWarmup, kRuns),
+                   std::to_string(w4a8::block_rows(gemm.m)) + "x" + std::to_string(w4a8::kBlockN)});
+  CUDA_CHECK(cudaGetLastError());
+  if (wgmma_ok && gemm.m >= w4a8::wgmma_tiles::kTileM / 2) {
+    paths.push_back(
+        {"w4a8_wgmma", time_kernel([&](int) { run_expert_gemm_w4a8_wgmma(gemm); }, kWarmup, kRuns),
+         std::to_string(w4a8::wgmma_tiles::kTileM) + "x" + std::to_string(w4a8::wgmma_tiles::kTileN)});
+    CUDA_CHECK(cudaGetLastError());
+  }
+  if (gemm.m % 16 == 0) {
+    // The widened path's GEMM is cuBLASLt's, which splits K.
+    if (const std::optional<TimingStats> widened = time_widened_path(gemm))
+      paths.push_back({"fp8_widened", *widened, "split"});
+  }
+  return paths;
+}
+
+}  // namespace
+
 int measure_gemm(const RowWriter& w, bool quick) {
   if (!passes("expert gemm w4a8", check_expert_gemm_w4a8()) || !passes("expert gemm", check_expert_gemm()))
     return 1;
+  // The wgmma kernel is one path of three: where it cannot run or fails its
+  // check, the others are still timed.
+  std::string why;
+  const bool wgmma_ok = expert_gemm_w4a8_wgmma_supported(&why)
+                            ? passes("expert gemm w4a8 wgmma", check_expert_gemm_w4a8_wgmma())
+                            : (std::printf("expert gemm w4a8 wgmma: not timed: %s\n", why.c_str()), false);
   struct Group {
     int64_t experts, rows;
   };
@@ -46,7 +112,6 @@ int measure_gemm(const RowWriter& w, bool quick) {
             : std::vector<Group>{{48, 4},   {48, 8},  {48, 16},  {48, 32}, {48, 64},
                                  {48, 128}, {8, 512}, {8, 2048}, {1, 8192}};
   constexpr uint64_t kScaleSeed = 86;
-  constexpr int kLargestScaleExponent = kWeightScaleCodeMax - 127;  // the widened path's tensor scale
   struct Shape {
     const char* name;
     int64_t n, k;
@@ -63,54 +128,32 @@ int measure_gemm(const RowWriter& w, bool quick) {
         fill_mxfp4_weights(packed.get(), weight_scales.get(), e * s.n * s.k, kScaleSeed);
         fill_e4m3(a.get(), e * m * s.k, 87);
         const ExpertGemmW4A8 gemm{a.get(), packed.get(), weight_scales.get(), d.get(), 1.0f, e, m, s.n, s.k};
-        const TimingStats w4a8 = time_kernel([&](int) { run_expert_gemm_w4a8(gemm); }, kWarmup, kRuns);
-        CUDA_CHECK(cudaGetLastError());
-        std::optional<TimingStats> widened;
-        if (m % 16 == 0) {
-          const DeviceBuffer<uint8_t> w8(static_cast<std::size_t>(e * s.n * s.k));
-          const DeviceBuffer<float> scales(std::vector<float>{std::ldexp(1.0f, kLargestScaleExponent), 1.0f});
-          try {
-            const GemmPlan plan(GemmOperands::kFp8E4M3, w8.get(), a.get(), d.get(), scales.get(),
-                                scales.get() + 1, m, s.n, s.k, e);
-            widened = time_kernel(
-                [&](int) {
-                  widen_expert_weights_to_fp8(packed.get(), weight_scales.get(), w8.get(), e * s.n, s.k,
-                                              kLargestScaleExponent);
-                  plan.run();
-                },
-                kWarmup, kRuns);
-            CUDA_CHECK(cudaGetLastError());
-          } catch (const std::runtime_error& refused) {  // cuBLASLt has no algorithm: W4A8 only
-            std::printf("  cuBLASLt path skipped: %s\n", refused.what());
-          }
-        }
+        const std::vector<TimedPath> paths = time_expert_paths(gemm, wgmma_ok);
+        const auto fastest = std::min_element(paths.begin(), paths.end(), [](const auto& x, const auto& y) {
+          return x.timing.median_us < y.timing.median_us;
+        });
         const double flops =
             2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
         const double output_bytes = 4.0 * static_cast<double>(e * m * s.n);  // FP32
         const double bytes = static_cast<double>(e * s.n * s.k / 2 + e * s.n * s.k / kWeightScaleGroup) +
                              static_cast<double>(e * m * s.k) + output_bytes;
-        const bool widened_wins = widened && widened->median_us < w4a8.median_us;
-        // Our kernel's fixed tiles; the widened path's GEMM is cuBLASLt's, which splits K.
-        const std::string w4a8_tiles =
-            std::to_string(w4a8::block_rows(m)) + "x" + std::to_string(w4a8::kBlockN);
-        const auto report = [&](const std::string& kernel, const TimingStats& t, const std::string& tiling) {
+        for (auto path = paths.begin(); path != paths.end(); ++path) {
+          const std::string kernel =
+              path == fastest ? std::string(s.name) : std::string(s.name) + "_" + path->suffix + "_baseline";
+          const TimingStats& t = path->timing;
           Row row{kernel, "grouped_gemm", "fp8", m, s.n,          s.k, e,
                   0,      flops,          bytes, t, output_bytes, 0.0, static_cast<double>(e * s.n * s.k)};
-          row.tiling = tiling;
+          row.tiling = path->tiling;
           w.row(row);
           std::printf(
-              "%s %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), %.0f "
-              "GB/s "
-              "of FP4 weights\n",
-              kernel.c_str(), static_cast<long long>(e), static_cast<long long>(m),
+              "%s (%s) %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), "
+              "%.0f "
+              "GB/s of FP4 weights\n",
+              kernel.c_str(), path->suffix, static_cast<long long>(e), static_cast<long long>(m),
               static_cast<long long>(s.n), static_cast<long long>(s.k), t.median_us,
               flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops,
               bytes / t.median_us / 1e3);
-        };
-        report(widened_wins ? std::string(s.name) + "_w4a8_baseline" : std::string(s.name), w4a8, w4a8_tiles);
-        if (widened)
-          report(widened_wins ? std::string(s.name) : std::string(s.name) + "_fp8_widened_baseline", *widened,
-                 "split");
+        }
       });
     }
   }

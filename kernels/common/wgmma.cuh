@@ -1,0 +1,57 @@
+// The warpgroup MMA instructions (sm_90a): one m64n128k32 FP8 E4M3 step with
+// FP32 accumulators, both operands from shared memory through descriptors
+// (kernels/common/wgmma_layout.h), and the fences and groups that order it.
+// Compiled only for the arch-specific target (-gencode arch=compute_90a);
+// elsewhere the functions trap, and the host side refuses to launch.
+#pragma once
+
+#include <cstdint>
+
+namespace v41sim::kernels::wgmma {
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define V41SIM_WGMMA_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define V41SIM_WGMMA_ASM(...) __trap()
+#endif
+
+// Before the first wgmma that reads or writes accumulator registers the
+// threads have touched since.
+__device__ inline void fence() { V41SIM_WGMMA_ASM("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void commit_group() { V41SIM_WGMMA_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ inline void wait_group() {
+  V41SIM_WGMMA_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Shared memory written by ordinary stores that a wgmma reads next: each
+// writing thread fences, then the CTA meets at a barrier.
+__device__ inline void fence_shared_for_async_proxy() {
+  V41SIM_WGMMA_ASM("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// d (64 x 128, the warpgroup's 64 values a thread) = a x b^T (+ d where
+// accumulate), a 64 x 32 and b 128 x 32 E4M3, both K-major.
+__device__ inline void mma_m64n128k32_e4m3(float (&d)[64], uint64_t a, uint64_t b, bool accumulate) {
+  V41SIM_WGMMA_ASM(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+        "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+        "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+        "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),
+        "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
+        "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+#undef V41SIM_WGMMA_ASM
+
+}  // namespace v41sim::kernels::wgmma

@@ -1,0 +1,122 @@
+// The warpgroup-MMA W4A8 expert GEMM's tiling (expert_gemm_w4a8_wgmma_cuda.cu)
+// as plain host-and-device functions: where each copy chunk lands in a stage,
+// how a 16-value chunk of FP4 weights is widened to FP8 into the swizzled
+// operand tile, with its group's scale folded in, and which scale each
+// accumulator column is promoted with. The CUDA kernel issues them as cp.async
+// copies, shared-memory stores and wgmma steps; a CPU test runs the same
+// functions CTA by CTA, reads the tiles through the wgmma descriptors' address
+// arithmetic (kernels/common/wgmma_layout.h) and checks the result against
+// the reference.
+//
+// Scales: wgmma takes one FP8 operand pair a step, with no per-32 scale, so a
+// weight row's four group scales in a k-block of 128 are folded into its FP8
+// values relative to the largest of the four (E2M1 x 2^-shift, rounded to
+// E4M3: exact for a shift up to 8), and the block's partial sums are promoted
+// into the FP32 accumulators with that largest scale, as DeepGEMM promotes
+// per 128 on Hopper. Exact while a row's group scales within each k-block lie
+// within 2^8 of each other (the mma.sync kernel is exact for any spread).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/fp_codec.h"
+#include "kernels/common/host_device.h"
+#include "kernels/common/wgmma_layout.h"
+#include "kernels/gemm/expert_gemm_w4a8_tiling.h"
+
+namespace v41sim::kernels::w4a8::wgmma_tiles {
+
+inline constexpr int kTileM = 128;  // two warpgroups of 64 activation rows
+inline constexpr int kTileN = 128;  // weight rows: one m64n128 wgmma's N
+inline constexpr int kStages = 4;
+inline constexpr int kWarpgroups = kTileM / wgmma::kM;
+inline constexpr int kThreads = kWarpgroups * wgmma::kThreads;
+inline constexpr int kStepsPerBlock = kBlockK / wgmma::kK;
+static_assert(kBlockK == wgmma::kRowBytes, "a k-block is one swizzled row of FP8 values");
+
+// One stage: activations (swizzled), packed weights (64 bytes a row), the
+// rows' four group scale codes; padded so every stage's activations start
+// 1,024-byte aligned.
+inline constexpr int kActivationBytes = kTileM * kBlockK;
+inline constexpr int kPackedRowBytes = kBlockK / 2;
+inline constexpr int kPackedOffset = kActivationBytes;
+inline constexpr int kScaleOffset = kPackedOffset + kTileN * kPackedRowBytes;
+inline constexpr int kStageBytes =
+    (kScaleOffset + kTileN * kGroupsPerBlock + wgmma::kAtomBytes - 1) / wgmma::kAtomBytes * wgmma::kAtomBytes;
+// After the stages: two widened weight tiles (swizzled), their rows' scales
+// (float), the 16 folding tables.
+inline constexpr int kWeightTileBytes = kTileN * kBlockK;
+inline constexpr int kWeightTilesOffset = kStages * kStageBytes;
+inline constexpr int kRowScalesOffset = kWeightTilesOffset + 2 * kWeightTileBytes;
+inline constexpr int kFoldingTables = 16;  // shifts 0-15; from 13 on every magnitude rounds to zero
+inline constexpr int kTablesOffset = kRowScalesOffset + 2 * kTileN * static_cast<int>(sizeof(float));
+inline constexpr int kSharedBytes =
+    kTablesOffset + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
+inline constexpr int kSharedBytesAllocated = kSharedBytes + wgmma::kAtomBytes;  // room to align the base
+static_assert(kSharedBytesAllocated <= 227 * 1024, "one CTA within Hopper's shared memory");
+
+inline constexpr int kActivationChunks = kTileM * (kBlockK / kChunkBytes);
+inline constexpr int kWeightChunks = kTileN * (kPackedRowBytes / kChunkBytes);
+inline constexpr int kWidenedChunks = kTileN * (kBlockK / kChunkBytes);  // 16 values each
+
+// Activation chunk c of k-block kb: 16 bytes of a row, into its swizzled
+// place; rows past m are zero-filled.
+V41_HD Copy activation_copy(int c, const Problem& p, const CtaOrigin& o, int64_t kb) {
+  const int r = c / (kBlockK / kChunkBytes), byte = (c % (kBlockK / kChunkBytes)) * kChunkBytes;
+  const bool valid = o.row0 + r < p.m;
+  return {wgmma::swizzled_offset(r, byte),
+          (o.expert * p.m + (valid ? o.row0 + r : 0)) * p.k + kb * kBlockK + byte, valid};
+}
+
+// Packed-weight chunk c: 16 bytes (32 codes) of one of the CTA's weight rows.
+V41_HD Copy weight_copy(int c, const Problem& p, const CtaOrigin& o, int64_t kb) {
+  const int r = c / (kPackedRowBytes / kChunkBytes),
+            byte = (c % (kPackedRowBytes / kChunkBytes)) * kChunkBytes;
+  return {kPackedOffset + r * kPackedRowBytes + byte,
+          (o.expert * p.n + o.n0 + r) * (p.k / 2) + kb * kPackedRowBytes + byte, true};
+}
+
+// Weight row r's four scale codes for this k-block (4 bytes).
+V41_HD Copy scale_copy(int r, const Problem& p, const CtaOrigin& o, int64_t kb) {
+  return {kScaleOffset + r * kGroupsPerBlock,
+          (o.expert * p.n + o.n0 + r) * (p.k / kWeightScaleGroup) + kb * kGroupsPerBlock, true};
+}
+
+// The largest of four E8M0 codes (a word's bytes).
+V41_HD uint32_t largest_code(uint32_t codes) {
+  const uint32_t a = codes & 0xFFu, b = (codes >> 8) & 0xFFu, c = (codes >> 16) & 0xFFu, d = codes >> 24;
+  const uint32_t ab = a > b ? a : b, cd = c > d ? c : d;
+  return ab > cd ? ab : cd;
+}
+
+// Widened chunk q (0-1,023) of a stage's weights: weight row q / 8, values
+// 16 (q % 8) to +15 of the k-block (one half of a scale group), as E4M3 with
+// the group's scale over the row's largest folded in; `words` go to
+// `tile_offset` in the widened tile (16 bytes, swizzled).
+struct WidenedChunk {
+  int tile_offset;
+  uint32_t words[4];
+};
+V41_HD WidenedChunk widen_chunk(const uint8_t* stage, int q, const E2m1ToE4m3Table* tables) {
+  const int row = q / (kBlockK / kChunkBytes), part = q % (kBlockK / kChunkBytes);
+  const uint32_t codes = load_word(stage + kScaleOffset + row * kGroupsPerBlock);
+  const uint32_t group_code = (codes >> (8 * (part / 2))) & 0xFFu;
+  const uint32_t shift = largest_code(codes) - group_code;
+  const E2m1ToE4m3Table table = tables[shift < kFoldingTables ? shift : kFoldingTables - 1];
+  const uint8_t* packed = stage + kPackedOffset + row * kPackedRowBytes + part * (kChunkBytes / 2);
+  const auto [low, high] = load_word_pair(packed);
+  WidenedChunk out{wgmma::swizzled_offset(row, part * kChunkBytes), {}};
+  out.words[0] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(low & 0xFFFFu), table);
+  out.words[1] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(low >> 16), table);
+  out.words[2] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(high & 0xFFFFu), table);
+  out.words[3] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(high >> 16), table);
+  return out;
+}
+
+// Weight row r's promotion scale for the k-block: its largest group scale.
+V41_HD float row_scale(const uint8_t* stage, int r) {
+  return e8m0_value(
+      static_cast<uint8_t>(largest_code(load_word(stage + kScaleOffset + r * kGroupsPerBlock))));
+}
+
+}  // namespace v41sim::kernels::w4a8::wgmma_tiles
