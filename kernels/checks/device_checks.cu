@@ -57,15 +57,9 @@ CheckResult within_scale(const char* what, const std::vector<float>& got, const 
 CheckResult within_norm(const char* what, const std::vector<float>& got, const std::vector<float>& want,
                         double rel_tol) {
   if (got.size() != want.size()) return {false, std::string(what) + ": size differs"};
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i]))
-      return {false, std::string(what) + ": element " + std::to_string(i) + " is not finite"};
-    diff += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
-    norm += double{want[i]} * want[i];
-  }
-  const double relative = std::sqrt(diff / std::max(norm, 1e-30));
+  const double relative = relative_norm_error(got, want);
   if (relative <= rel_tol) return {true, ""};
+  if (std::isnan(relative)) return {false, std::string(what) + ": a value is not finite"};
   return {false, std::string(what) + ": relative error " + std::to_string(relative) + " over the tolerance"};
 }
 
@@ -361,31 +355,17 @@ CheckResult check_bf16_gemm() {
 CheckResult check_expert_gemm() {
   const int64_t m = 64, n = 256, k = 5120;
   const ExpertWeights w = quantize_expert_weights(normal_values(static_cast<std::size_t>(n * k), 81), n, k);
-  std::vector<uint8_t> a;
-  for (float v : normal_values(static_cast<std::size_t>(m * k), 82)) a.push_back(encode_e4m3(v));
+  const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(m * k), 82);
   const CheckResult one =
       within("expert gemm", expert_gemm_cuda(a, 0.5f, m, w), expert_gemm_reference(a, 0.5f, m, w), 1e-3f);
   if (!one.ok) return one;
   // Three experts in one batched launch, each against its own reference.
   const int64_t groups = 3, rows = 32;
-  std::vector<ExpertWeights> experts;
-  for (int64_t g = 0; g < groups; ++g) {
-    experts.push_back(quantize_expert_weights(
-        normal_values(static_cast<std::size_t>(n * k), 90 + static_cast<uint32_t>(g)), n, k));
-  }
-  std::vector<uint8_t> activations;
-  for (float v : normal_values(static_cast<std::size_t>(groups * rows * k), 93))
-    activations.push_back(encode_e4m3(v));
-  std::vector<float> want;
-  for (int64_t g = 0; g < groups; ++g) {
-    const std::vector<uint8_t> slice(activations.begin() + g * rows * k,
-                                     activations.begin() + (g + 1) * rows * k);
-    const std::vector<float> part =
-        expert_gemm_reference(slice, 0.5f, rows, experts[static_cast<std::size_t>(g)]);
-    want.insert(want.end(), part.begin(), part.end());
-  }
-  return within("grouped expert gemm", expert_gemm_grouped_cuda(activations, 0.5f, rows, experts), want,
-                1e-3f);
+  const std::vector<ExpertWeights> experts =
+      scaled_expert_weights(groups, n, k, 90, [](int64_t, int64_t, int64_t) { return 0; });
+  const std::vector<uint8_t> activations = normal_e4m3_codes(static_cast<std::size_t>(groups * rows * k), 93);
+  return within("grouped expert gemm", expert_gemm_grouped_cuda(activations, 0.5f, rows, experts),
+                experts_gemm_reference(activations, 0.5f, rows, experts), 1e-3f);
 }
 
 // Our W4A8 kernel on each of its tilings (m = 5, 20, 130 rows per expert, 130
@@ -395,28 +375,14 @@ CheckResult check_expert_gemm() {
 CheckResult check_expert_gemm_w4a8() {
   const int64_t experts = 2, n = 128;
   for (const auto [m, k] : {std::pair<int64_t, int64_t>{5, 128}, {5, 384}, {20, 384}, {130, 384}}) {
-    std::vector<ExpertWeights> weights;
-    for (int64_t e = 0; e < experts; ++e) {
-      std::vector<float> values =
-          normal_values(static_cast<std::size_t>(n * k), 110 + static_cast<uint32_t>(e));
-      for (int64_t i = 0; i < n * k; ++i) {
-        const int64_t row = i / k, group = (i % k) / kWeightScaleGroup;
-        values[static_cast<std::size_t>(i)] *=
-            std::ldexp(1.0f, static_cast<int>((row + 3 * group + e) % 21) - 10);
-      }
-      weights.push_back(quantize_expert_weights(values, n, k));
-    }
-    std::vector<uint8_t> a;
-    for (float v : normal_values(static_cast<std::size_t>(experts * m * k), 120)) a.push_back(encode_e4m3(v));
-    std::vector<float> want;
-    for (int64_t e = 0; e < experts; ++e) {
-      const std::vector<uint8_t> slice(a.begin() + e * m * k, a.begin() + (e + 1) * m * k);
-      const std::vector<float> part =
-          expert_gemm_reference(slice, 0.5f, m, weights[static_cast<std::size_t>(e)]);
-      want.insert(want.end(), part.begin(), part.end());
-    }
+    const std::vector<ExpertWeights> weights =
+        scaled_expert_weights(experts, n, k, 110, [](int64_t row, int64_t col, int64_t e) {
+          return static_cast<int>((row + 3 * (col / kWeightScaleGroup) + e) % 21) - 10;
+        });
+    const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(experts * m * k), 120);
     const std::string what = "w4a8 expert gemm, m " + std::to_string(m) + ", k " + std::to_string(k);
-    const CheckResult r = within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights), want, 1e-5);
+    const CheckResult r = within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights),
+                                      experts_gemm_reference(a, 0.5f, m, weights), 1e-5);
     if (!r.ok) return r;
   }
   return {true, ""};
@@ -431,30 +397,17 @@ CheckResult check_expert_gemm_w4a8_wgmma() {
   std::string why;
   if (!expert_gemm_w4a8_wgmma_supported(&why)) return {false, "w4a8 wgmma expert gemm not run: " + why};
   const int64_t experts = 2, n = 256, k = 384;
-  std::vector<ExpertWeights> weights;
-  for (int64_t e = 0; e < experts; ++e) {
-    std::vector<float> values =
-        normal_values(static_cast<std::size_t>(n * k), 130 + static_cast<uint32_t>(e));
-    for (int64_t i = 0; i < n * k; ++i) {
-      const int64_t row = i / k, block = (i % k) / 128, group = (i % k) / kWeightScaleGroup;
-      values[static_cast<std::size_t>(i)] *= std::ldexp(
-          1.0f, static_cast<int>((row * 5 + block * 7 + e) % 21) - 10 + static_cast<int>((row + group) % 4));
-    }
-    weights.push_back(quantize_expert_weights(values, n, k));
-  }
+  const std::vector<ExpertWeights> weights =
+      scaled_expert_weights(experts, n, k, 130, [](int64_t row, int64_t col, int64_t e) {
+        return static_cast<int>((row * 5 + (col / 128) * 7 + e) % 21) - 10 +
+               static_cast<int>((row + col / kWeightScaleGroup) % 4);
+      });
   for (const int64_t m : {5, 130, 300}) {
-    std::vector<uint8_t> a;
-    for (float v : normal_values(static_cast<std::size_t>(experts * m * k), 140)) a.push_back(encode_e4m3(v));
-    std::vector<float> want;
-    for (int64_t e = 0; e < experts; ++e) {
-      const std::vector<uint8_t> slice(a.begin() + e * m * k, a.begin() + (e + 1) * m * k);
-      const std::vector<float> part =
-          expert_gemm_reference(slice, 0.5f, m, weights[static_cast<std::size_t>(e)]);
-      want.insert(want.end(), part.begin(), part.end());
-    }
+    const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(experts * m * k), 140);
     const std::string what = "w4a8 wgmma expert gemm, m " + std::to_string(m);
     const CheckResult r =
-        within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights, W4a8Kernel::kWgmma), want, 1e-5);
+        within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights, W4a8Kernel::kWgmma),
+                    experts_gemm_reference(a, 0.5f, m, weights), 1e-5);
     if (!r.ok) return r;
   }
   return {true, ""};

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,17 @@ float expert_weight_value(const ExpertWeights& w, int64_t row, int64_t col);
 // d = a x w^T with a = codes x a_scale.
 std::vector<float> expert_gemm_reference(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                          const ExpertWeights& w);
+// The same for a launch's experts: a is experts x m x k, the result the
+// experts' outputs one after another.
+std::vector<float> experts_gemm_reference(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                          const std::vector<ExpertWeights>& experts);
+
+// Test inputs: `experts` n x k weight matrices of normal values (seeds
+// seed, seed + 1, ...), value (row, col) of expert e times
+// 2^exponent(row, col, e), quantized; so the group scales vary as a test needs.
+std::vector<ExpertWeights> scaled_expert_weights(
+    int64_t experts, int64_t n, int64_t k, uint32_t seed,
+    const std::function<int(int64_t, int64_t, int64_t)>& exponent);
 
 // FP8 x FP4 on the tensor cores with the weights kept as FP4 in memory (our
 // kernel: cuBLASLt has no such path on Hopper), a rank's experts in one

@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "kernels/common/fp_codec.h"
+#include "kernels/common/random_values.h"
 #include "kernels/gemm/expert_gemm.h"
 
 namespace v41sim::kernels {
@@ -59,6 +60,35 @@ std::vector<float> expert_gemm_reference(const std::vector<uint8_t>& a, float a_
     }
   }
   return d;
+}
+
+std::vector<float> experts_gemm_reference(const std::vector<uint8_t>& a, float a_scale, int64_t m,
+                                          const std::vector<ExpertWeights>& experts) {
+  std::vector<float> d;
+  for (std::size_t e = 0; e < experts.size(); ++e) {
+    const auto rows = static_cast<std::ptrdiff_t>(m * experts[e].k);
+    if (static_cast<std::ptrdiff_t>(a.size()) < rows * static_cast<std::ptrdiff_t>(e + 1))
+      throw std::invalid_argument("expert gemm: bad activation shape");
+    const std::vector<uint8_t> slice(a.begin() + rows * static_cast<std::ptrdiff_t>(e),
+                                     a.begin() + rows * static_cast<std::ptrdiff_t>(e + 1));
+    const std::vector<float> part = expert_gemm_reference(slice, a_scale, m, experts[e]);
+    d.insert(d.end(), part.begin(), part.end());
+  }
+  return d;
+}
+
+std::vector<ExpertWeights> scaled_expert_weights(
+    int64_t experts, int64_t n, int64_t k, uint32_t seed,
+    const std::function<int(int64_t, int64_t, int64_t)>& exponent) {
+  std::vector<ExpertWeights> out;
+  for (int64_t e = 0; e < experts; ++e) {
+    std::vector<float> values =
+        normal_values(static_cast<std::size_t>(n * k), seed + static_cast<uint32_t>(e));
+    for (int64_t i = 0; i < n * k; ++i)
+      values[static_cast<std::size_t>(i)] *= std::ldexp(1.0f, exponent(i / k, i % k, e));
+    out.push_back(quantize_expert_weights(values, n, k));
+  }
+  return out;
 }
 
 }  // namespace v41sim::kernels

@@ -12,10 +12,12 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/common/compare.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/random_values.h"
 #include "kernels/gemm/expert_gemm.h"
 #include "kernels/gemm/expert_gemm_w4a8_tiling.h"
+#include "tests/kernels/expert_operands.h"
 #include "tests/kernels/mma_e4m3_emulation.h"
 
 namespace v41sim::kernels {
@@ -23,28 +25,12 @@ namespace {
 
 using namespace w4a8;
 
-struct Operands {
-  std::vector<uint8_t> activations, packed, scales;
-  std::vector<ExpertWeights> weights;
-};
+using Operands = testing::ExpertOperands;
 
 Operands make_operands(const Problem& p) {
-  Operands o;
-  for (int64_t e = 0; e < p.experts; ++e) {
-    std::vector<float> values =
-        normal_values(static_cast<std::size_t>(p.n * p.k), 30 + static_cast<uint32_t>(e));
-    for (int64_t i = 0; i < p.n * p.k; ++i) {
-      const int64_t row = i / p.k, group = (i % p.k) / kWeightScaleGroup;
-      values[static_cast<std::size_t>(i)] *=
-          std::ldexp(1.0f, static_cast<int>((row * 5 + group * 7 + e) % 21) - 10);
-    }
-    o.weights.push_back(quantize_expert_weights(values, p.n, p.k));
-    o.packed.insert(o.packed.end(), o.weights.back().packed.begin(), o.weights.back().packed.end());
-    o.scales.insert(o.scales.end(), o.weights.back().scales.begin(), o.weights.back().scales.end());
-  }
-  for (float v : normal_values(static_cast<std::size_t>(p.experts * p.m * p.k), 40))
-    o.activations.push_back(encode_e4m3(v));
-  return o;
+  return testing::make_expert_operands(p, 30, 40, [](int64_t row, int64_t col, int64_t e) {
+    return static_cast<int>((row * 5 + (col / kWeightScaleGroup) * 7 + e) % 21) - 10;
+  });
 }
 
 // One CTA of tiling T, as the kernel runs it, minus the pipelining.
@@ -126,20 +112,8 @@ void expect_tiling_reproduces_the_reference(int64_t m) {
       for (int64_t n0 = 0; n0 < p.n; n0 += kBlockN) run_cta<T>(in, p, {e, row0, n0}, 0.5f, out);
     }
   }
-  for (int64_t e = 0; e < p.experts; ++e) {
-    const std::vector<uint8_t> slice(in.activations.begin() + e * p.m * p.k,
-                                     in.activations.begin() + (e + 1) * p.m * p.k);
-    const std::vector<float> want =
-        expert_gemm_reference(slice, 0.5f, p.m, in.weights[static_cast<std::size_t>(e)]);
-    double diff = 0, norm = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      const float got = out[static_cast<std::size_t>(e * p.m * p.n) + i];
-      ASSERT_TRUE(std::isfinite(got)) << "expert " << e << " element " << i << " not written";
-      diff += (double{got} - want[i]) * (double{got} - want[i]);
-      norm += double{want[i]} * want[i];
-    }
-    EXPECT_LT(std::sqrt(diff / norm), 1e-5) << "expert " << e << ", m " << m;
-  }
+  EXPECT_LT(relative_norm_error(out, experts_gemm_reference(in.activations, 0.5f, p.m, in.weights)), 1e-5)
+      << "m " << m;
 }
 
 TEST(ExpertGemmW4a8, SixteenRowTilingReproducesTheReference) {

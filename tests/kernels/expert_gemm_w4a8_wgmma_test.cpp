@@ -18,12 +18,14 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/compare.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/random_values.h"
 #include "kernels/common/wgmma_layout.h"
 #include "kernels/gemm/expert_gemm.h"
 #include "kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h"
 #include "tests/kernels/device_check_support.h"
+#include "tests/kernels/expert_operands.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -31,30 +33,15 @@ namespace {
 using namespace w4a8;
 using namespace w4a8::wgmma_tiles;
 
-struct Operands {
-  std::vector<uint8_t> activations, packed, scales;
-  std::vector<ExpertWeights> weights;
-};
+using Operands = testing::ExpertOperands;
 
 // Group scales 2^-10..2^10 by row and k-block, and within a block's four
 // groups up to 2^3 apart (the folding is exact up to 2^8).
 Operands make_operands(const Problem& p) {
-  Operands o;
-  for (int64_t e = 0; e < p.experts; ++e) {
-    std::vector<float> values =
-        normal_values(static_cast<std::size_t>(p.n * p.k), 60 + static_cast<uint32_t>(e));
-    for (int64_t i = 0; i < p.n * p.k; ++i) {
-      const int64_t row = i / p.k, block = (i % p.k) / kBlockK, group = (i % p.k) / kWeightScaleGroup;
-      values[static_cast<std::size_t>(i)] *= std::ldexp(
-          1.0f, static_cast<int>((row * 5 + block * 7 + e) % 21) - 10 + static_cast<int>((row + group) % 4));
-    }
-    o.weights.push_back(quantize_expert_weights(values, p.n, p.k));
-    o.packed.insert(o.packed.end(), o.weights.back().packed.begin(), o.weights.back().packed.end());
-    o.scales.insert(o.scales.end(), o.weights.back().scales.begin(), o.weights.back().scales.end());
-  }
-  for (float v : normal_values(static_cast<std::size_t>(p.experts * p.m * p.k), 70))
-    o.activations.push_back(encode_e4m3(v));
-  return o;
+  return testing::make_expert_operands(p, 60, 70, [](int64_t row, int64_t col, int64_t e) {
+    return static_cast<int>((row * 5 + (col / kBlockK) * 7 + e) % 21) - 10 +
+           static_cast<int>((row + col / kWeightScaleGroup) % 4);
+  });
 }
 
 std::vector<uint8_t> load_stage(const Operands& in, const Problem& p, const CtaOrigin& o, int64_t kb) {
@@ -155,20 +142,7 @@ TEST(ExpertGemmW4a8Wgmma, CtasReproduceTheReference) {
       for (int64_t n0 = 0; n0 < p.n; n0 += kTileN) run_cta(in, p, {e, row0, n0}, 0.5f, out);
     }
   }
-  for (int64_t e = 0; e < p.experts; ++e) {
-    const std::vector<uint8_t> slice(in.activations.begin() + e * p.m * p.k,
-                                     in.activations.begin() + (e + 1) * p.m * p.k);
-    const std::vector<float> want =
-        expert_gemm_reference(slice, 0.5f, p.m, in.weights[static_cast<std::size_t>(e)]);
-    double diff = 0, norm = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      const float got = out[static_cast<std::size_t>(e * p.m * p.n) + i];
-      ASSERT_TRUE(std::isfinite(got)) << "expert " << e << " element " << i << " not written";
-      diff += (double{got} - want[i]) * (double{got} - want[i]);
-      norm += double{want[i]} * want[i];
-    }
-    EXPECT_LT(std::sqrt(diff / norm), 1e-5) << "expert " << e;
-  }
+  EXPECT_LT(relative_norm_error(out, experts_gemm_reference(in.activations, 0.5f, p.m, in.weights)), 1e-5);
 }
 
 // The descriptors read what the copies and the widening wrote: byte b of row
