@@ -381,9 +381,10 @@ CheckResult check_expert_gemm_w4a8() {
         });
     const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(experts * m * k), 120);
     const std::string what = "w4a8 expert gemm, m " + std::to_string(m) + ", k " + std::to_string(k);
-    const CheckResult r = within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights),
-                                      experts_gemm_reference(a, 0.5f, m, weights), 1e-5);
-    if (!r.ok) return r;
+    const std::vector<float> got = expert_gemm_w4a8_cuda(a, 0.5f, m, weights);
+    const std::vector<float> want = experts_gemm_reference(a, 0.5f, m, weights);
+    const CheckResult r = within_norm(what.c_str(), got, want, 1e-5);
+    if (!r.ok) return {false, r.detail + "; " + where_outputs_differ(got, want, m, n)};
   }
   return {true, ""};
 }
@@ -405,10 +406,10 @@ CheckResult check_expert_gemm_w4a8_wgmma() {
   for (const int64_t m : {5, 130, 300}) {
     const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(experts * m * k), 140);
     const std::string what = "w4a8 wgmma expert gemm, m " + std::to_string(m);
-    const CheckResult r =
-        within_norm(what.c_str(), expert_gemm_w4a8_cuda(a, 0.5f, m, weights, W4a8Kernel::kWgmma),
-                    experts_gemm_reference(a, 0.5f, m, weights), 1e-5);
-    if (!r.ok) return r;
+    const std::vector<float> got = expert_gemm_w4a8_cuda(a, 0.5f, m, weights, W4a8Kernel::kWgmma);
+    const std::vector<float> want = experts_gemm_reference(a, 0.5f, m, weights);
+    const CheckResult r = within_norm(what.c_str(), got, want, 1e-5);
+    if (!r.ok) return {false, r.detail + "; " + where_outputs_differ(got, want, m, n)};
   }
   return {true, ""};
 }

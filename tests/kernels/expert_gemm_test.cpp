@@ -6,7 +6,10 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "kernels/common/compare.h"
 #include "kernels/common/fp_codec.h"
 #include "tests/kernels/device_check_support.h"
 #include "tests/test_data.h"
@@ -37,6 +40,26 @@ TEST(ExpertGemm, ReferenceComputesTheProduct) {
       EXPECT_FLOAT_EQ(d[i * n + j], 0.5f * (32.0f * row + 16.0f * row));
     }
   }
+}
+
+// The diagnosis a failed GEMM check prints: the faulty rows of each 16 (here
+// the second eight, in the second expert only) and columns of each 128.
+TEST(ExpertGemmCheck, SaysWhichRowsAndColumnsAreOff) {
+  const int64_t experts = 2, m = 20, n = 256;
+  std::vector<float> want(static_cast<std::size_t>(experts * m * n));
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<float>(i % 97) - 48.0f;
+  EXPECT_EQ(where_outputs_differ(want, want, m, n), "no output off");
+  std::vector<float> got = want;
+  for (int64_t row = 0; row < m; ++row) {
+    for (int64_t col = 0; col < n; ++col) {
+      if (row % 16 >= 8) got[static_cast<std::size_t>((m + row) * n + col)] += 1.0f;
+    }
+  }
+  const std::string said = where_outputs_differ(got, want, m, n);
+  EXPECT_NE(said.find("2048 of 10240 outputs off, the first expert 1 row 8 column 0"), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("rows mod 16 off: 8 of 16, columns mod 128 off: 128 of 128"), std::string::npos)
+      << said;
 }
 
 TEST(ExpertGemmCuda, MatchesTheReference) {
