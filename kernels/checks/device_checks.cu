@@ -389,12 +389,12 @@ CheckResult check_expert_gemm_w4a8() {
   return {true, ""};
 }
 
-// The wgmma kernel (Hopper only) on 5, 130 and 300 rows per expert (one
+// A wgmma kernel (Hopper only; either schedule) on 5, 130 and 300 rows per expert (one
 // partial m-tile; two and three, the last partial), two 128-row weight tiles,
 // three k-blocks, two experts per launch. Group scales span 2^20 over rows and
 // k-blocks, and up to 2^3 within a row's k-block: the folding is exact there,
 // so a scale applied to the wrong weight row or block shows.
-CheckResult check_expert_gemm_w4a8_wgmma() {
+CheckResult check_expert_gemm_w4a8_wgmma(WgmmaSchedule schedule) {
   std::string why;
   if (!expert_gemm_w4a8_wgmma_supported(&why)) return {false, "w4a8 wgmma expert gemm not run: " + why};
   const int64_t experts = 2, n = 256, k = 384;
@@ -405,8 +405,12 @@ CheckResult check_expert_gemm_w4a8_wgmma() {
       });
   for (const int64_t m : {5, 130, 300}) {
     const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(experts * m * k), 140);
-    const std::string what = "w4a8 wgmma expert gemm, m " + std::to_string(m);
-    const std::vector<float> got = expert_gemm_w4a8_cuda(a, 0.5f, m, weights, W4a8Kernel::kWgmma);
+    const bool warp_specialized = schedule == WgmmaSchedule::kWarpSpecialized;
+    const std::string what = std::string(warp_specialized ? "w4a8 wgmma expert gemm (warp-specialized)"
+                                                          : "w4a8 wgmma expert gemm") +
+                             ", m " + std::to_string(m);
+    const std::vector<float> got = expert_gemm_w4a8_cuda(
+        a, 0.5f, m, weights, warp_specialized ? W4a8Kernel::kWgmmaWarpSpecialized : W4a8Kernel::kWgmma);
     const std::vector<float> want = experts_gemm_reference(a, 0.5f, m, weights);
     const CheckResult r = within_norm(what.c_str(), got, want, 1e-5);
     if (!r.ok) return {false, r.detail + "; " + where_outputs_differ(got, want, m, n)};
@@ -430,7 +434,9 @@ const std::vector<NamedCheck>& all_checks() {
       {"mhc_cluster", check_mhc_cluster},
       {"expert_gemm", check_expert_gemm},
       {"expert_gemm_w4a8", check_expert_gemm_w4a8},
-      {"expert_gemm_w4a8_wgmma", check_expert_gemm_w4a8_wgmma},
+      {"expert_gemm_w4a8_wgmma", [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kLockstep); }},
+      {"expert_gemm_w4a8_wgmma_ws",
+       [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kWarpSpecialized); }},
       {"bf16_gemm", check_bf16_gemm},
   };
   return checks;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm/expert_gemm.h"
 #include "kernels/indexer/indexer_cuda.h"
 
 namespace v41sim::kernels {
@@ -28,7 +29,7 @@ CheckResult check_mhc();
 CheckResult check_mhc_cluster();  // the single pass by clusters (sm_90 and later)
 CheckResult check_expert_gemm();
 CheckResult check_expert_gemm_w4a8();
-CheckResult check_expert_gemm_w4a8_wgmma();  // sm_90 devices only (its code is sm_90a)
+CheckResult check_expert_gemm_w4a8_wgmma(WgmmaSchedule schedule);  // sm_90 devices only (its code is sm_90a)
 CheckResult check_bf16_gemm();
 
 // Every check by name, in a fixed order (the harness's --checks runs them all).

@@ -63,11 +63,16 @@ void run_expert_gemm_w4a8(const ExpertGemmW4A8& gemm);  // launches on the defau
 // relative to the largest, which promotes the block's sums (exact while they
 // lie within 2^8 of each other; kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h).
 // n and k multiples of 128. Throws where the device is not sm_90.
+// Two schedules: every warpgroup loads, widens and computes in step, or one
+// warpgroup loads and widens for two that only compute (warp-specialized,
+// handing stages over through mbarriers).
+enum class WgmmaSchedule { kLockstep, kWarpSpecialized };
 bool expert_gemm_w4a8_wgmma_supported(std::string* why);
-void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& gemm);
+void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& gemm,
+                                WgmmaSchedule schedule = WgmmaSchedule::kLockstep);
 
-// Either kernel from host vectors (a is experts x m x k), for the checks.
-enum class W4a8Kernel { kMmaSync, kWgmma };
+// Any of the kernels from host vectors (a is experts x m x k), for the checks.
+enum class W4a8Kernel { kMmaSync, kWgmma, kWgmmaWarpSpecialized };
 std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                          const std::vector<ExpertWeights>& experts,
                                          W4a8Kernel kernel = W4a8Kernel::kMmaSync);

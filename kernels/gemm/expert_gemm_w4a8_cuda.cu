@@ -177,10 +177,11 @@ std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_
   const DeviceBuffer<uint8_t> d_a(a), d_packed(packed), d_scales(scales);
   const DeviceBuffer<float> d_out(static_cast<std::size_t>(count * m * n));
   const ExpertGemmW4A8 gemm{d_a.get(), d_packed.get(), d_scales.get(), d_out.get(), a_scale, count, m, n, k};
-  if (kernel == W4a8Kernel::kWgmma) {
-    run_expert_gemm_w4a8_wgmma(gemm);
-  } else {
+  if (kernel == W4a8Kernel::kMmaSync) {
     run_expert_gemm_w4a8(gemm);
+  } else {
+    run_expert_gemm_w4a8_wgmma(
+        gemm, kernel == W4a8Kernel::kWgmma ? WgmmaSchedule::kLockstep : WgmmaSchedule::kWarpSpecialized);
   }
   CUDA_CHECK(cudaDeviceSynchronize());
   return d_out.download(static_cast<std::size_t>(count * m * n));

@@ -119,4 +119,42 @@ V41_HD float row_scale(const uint8_t* stage, int r) {
       static_cast<uint8_t>(largest_code(load_word(stage + kScaleOffset + r * kGroupsPerBlock))));
 }
 
+// The warp-specialized schedule: a third warpgroup only loads and widens,
+// the two others only compute, each stage handed over through a "full" and
+// an "empty" barrier, so the computing warpgroups fall out of step and one
+// promotes while the other's wgmma steps run. Each stage holds its own
+// widened tile and row scales after the loaded bytes (same offsets as above).
+namespace warp_specialized {
+
+inline constexpr int kComputeThreads = kThreads;  // the two computing warpgroups
+inline constexpr int kProducerThreads = wgmma::kThreads;
+inline constexpr int kThreads = kComputeThreads + kProducerThreads;
+inline constexpr int kStages = 4;
+inline constexpr int kLoadAhead = 2;  // blocks whose copies fly while the producer widens an earlier one
+static_assert(kLoadAhead < kStages, "a stage is loaded only once the computing warpgroups released it");
+inline constexpr int kWeightTileOffset = wgmma_tiles::kStageBytes;
+inline constexpr int kRowScalesOffset = kWeightTileOffset + kWeightTileBytes;
+inline constexpr int kStageBytes =
+    (kRowScalesOffset + kTileN * static_cast<int>(sizeof(float)) + wgmma::kAtomBytes - 1) /
+    wgmma::kAtomBytes * wgmma::kAtomBytes;
+inline constexpr int kBarriersOffset = kStages * kStageBytes;  // full[kStages], then empty[kStages]
+inline constexpr int kTablesOffset = kBarriersOffset + 2 * kStages * static_cast<int>(sizeof(uint64_t));
+inline constexpr int kSharedBytes =
+    kTablesOffset + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
+inline constexpr int kSharedBytesAllocated = kSharedBytes + wgmma::kAtomBytes;
+static_assert(kSharedBytesAllocated <= 227 * 1024, "one CTA within Hopper's shared memory");
+
+// The handover's phases. Block kb lives in stage kb % kStages; a stage's
+// barriers complete once per block it holds, so the n-th block a stage holds
+// is its barriers' n-th phase, of parity n % 2. The computing warpgroups wait
+// for block kb's full phase; the producer, before loading block j into a
+// stage that held a block before, waits for the empty phase of that block,
+// j - kStages.
+V41_HD int stage_of(int64_t block) { return static_cast<int>(block % kStages); }
+V41_HD uint32_t full_parity(int64_t block) { return static_cast<uint32_t>((block / kStages) & 1); }
+V41_HD bool load_waits_for_release(int64_t block) { return block >= kStages; }
+V41_HD uint32_t release_parity(int64_t block) { return full_parity(block - kStages); }
+
+}  // namespace warp_specialized
+
 }  // namespace v41sim::kernels::w4a8::wgmma_tiles

@@ -42,7 +42,7 @@ namespace {
 // which checks the driver ran alone before the groups.
 struct GroupOptions {
   bool quick = false;
-  bool expert_gemm_wgmma_passed = false;  // the wgmma path's check, in a process of its own
+  WgmmaPathsPassed expert_gemm_wgmma;  // the wgmma paths' checks, each in a process of its own
 };
 
 struct Group {
@@ -55,10 +55,8 @@ struct Group {
 // then attention and the indexer), the small memory-bound kernels last.
 const std::vector<Group>& groups() {
   static const std::vector<Group> all{
-      {"expert_gemm",
-       [](const RowWriter& w, const Device&, const GroupOptions& g) {
-         return measure_gemm(w, g.quick, g.expert_gemm_wgmma_passed);
-       }},
+      {"expert_gemm", [](const RowWriter& w, const Device&,
+                         const GroupOptions& g) { return measure_gemm(w, g.quick, g.expert_gemm_wgmma); }},
       {"dense_gemm", [](const RowWriter& w, const Device&,
                         const GroupOptions& g) { return measure_dense_gemm(w, g.quick); }},
       {"sparse_decode", [](const RowWriter& w, const Device& d,
@@ -209,26 +207,27 @@ void write_csv(const std::string& out_dir, const std::string& metadata, const st
   fs::rename(partial, file);
 }
 
-// The wgmma expert GEMM, the newest kernel and the one a descriptor fault
-// could hang or leave a sticky CUDA error in, is checked in a process of its
-// own before the groups: failing, it costs its own path, not the expert GEMM
-// group's other rows.
-bool wgmma_expert_gemm_passes_alone(unsigned timeout_s) {
+// The wgmma expert GEMMs, the newest kernels and the ones a descriptor or
+// barrier fault could hang or leave a sticky CUDA error in, are checked each
+// in a process of its own before the groups: failing, one costs its own path,
+// not the expert GEMM group's other rows.
+bool wgmma_expert_gemm_passes_alone(WgmmaSchedule schedule, unsigned timeout_s) {
   if (timeout_s == 0) return false;
   const GroupOutcome outcome = run_isolated(
-      [](int fd) {
+      [schedule](int fd) {
         std::string why;
         if (!cuda_device_available(&why) || !expert_gemm_w4a8_wgmma_supported(&why)) {
           if (::write(fd, why.data(), why.size()) < 0) return 2;
           return 1;
         }
-        const CheckResult r = check_expert_gemm_w4a8_wgmma();
+        const CheckResult r = check_expert_gemm_w4a8_wgmma(schedule);
         if (::write(fd, r.detail.data(), r.detail.size()) < 0) return 2;
         return r.ok ? 0 : 1;
       },
       timeout_s);
   if (!outcome.ok)
-    std::printf("expert gemm w4a8 wgmma: not timed: %s\n",
+    std::printf("expert gemm w4a8 wgmma (%s): not timed: %s\n",
+                schedule == WgmmaSchedule::kWarpSpecialized ? "warp-specialized" : "lockstep",
                 (outcome.text.empty() ? outcome.why : outcome.text).c_str());
   return outcome.ok;
 }
@@ -271,9 +270,12 @@ int run(const Options& o) {
   GroupOptions options;
   options.quick = o.quick;
   if (std::any_of(selected.begin(), selected.end(),
-                  [](const Group* g) { return g->name == std::string("expert_gemm"); }))
-    options.expert_gemm_wgmma_passed =
-        wgmma_expert_gemm_passes_alone(std::min(60u, deadline.timeout_for(o.group_timeout_s)));
+                  [](const Group* g) { return g->name == std::string("expert_gemm"); })) {
+    options.expert_gemm_wgmma.lockstep = wgmma_expert_gemm_passes_alone(
+        WgmmaSchedule::kLockstep, std::min(60u, deadline.timeout_for(o.group_timeout_s)));
+    options.expert_gemm_wgmma.warp_specialized = wgmma_expert_gemm_passes_alone(
+        WgmmaSchedule::kWarpSpecialized, std::min(60u, deadline.timeout_for(o.group_timeout_s)));
+  }
   std::vector<std::string> failed;
   // The file as it stands after `done` groups: the rest named as not run yet.
   const auto write = [&](std::size_t done) {

@@ -30,16 +30,17 @@ namespace v41sim::kernels {
 // batch = experts; bytes with the weights as FP4). Decode: the 48 local
 // experts of EP 8 with a few rows each (4 rows is a batch of 32 per rank:
 // 32 x 8 ranks x top-6 / 384 experts); prefill: fewer, fuller groups. Up to
-// three complete paths per shape, as an engine would dispatch by shape:
+// four complete paths per shape, as an engine would dispatch by shape:
 //  - our W4A8 kernel on mma.sync, the FP4 weights read as FP4;
 //  - our W4A8 kernel on wgmma (Hopper, 64 rows an expert and more), the
-//    same reads, the weights widened in shared memory; only where its check
-//    passed on this device;
+//    same reads, the weights widened in shared memory, in either schedule
+//    (every warpgroup in step, or warp-specialized); each only where its
+//    check passed on this device;
 //  - the weights widened to FP8 in memory, then cuBLASLt's FP8 GEMM, both
 //    timed (m a multiple of 16).
 // The fastest one's row carries the simulator's kernel name and is fitted;
-// the others are recorded as "*_w4a8_baseline", "*_w4a8_wgmma_baseline" or
-// "*_fp8_widened_baseline".
+// the others are recorded as "*_w4a8_baseline", "*_w4a8_wgmma_baseline",
+// "*_w4a8_wgmma_ws_baseline" or "*_fp8_widened_baseline".
 namespace {
 
 struct TimedPath {
@@ -74,15 +75,26 @@ std::optional<TimingStats> time_widened_path(const ExpertGemmW4A8& gemm) {
 }
 
 // Times every path that serves the shape.
-std::vector<TimedPath> time_expert_paths(const ExpertGemmW4A8& gemm, bool wgmma_ok) {
+std::vector<TimedPath> time_expert_paths(const ExpertGemmW4A8& gemm, const WgmmaPathsPassed& wgmma) {
   std::vector<TimedPath> paths;
   paths.push_back({"w4a8", time_kernel([&](int) { run_expert_gemm_w4a8(gemm); }, kWarmup, kRuns),
                    std::to_string(w4a8::block_rows(gemm.m)) + "x" + std::to_string(w4a8::kBlockN)});
   CUDA_CHECK(cudaGetLastError());
-  if (wgmma_ok && gemm.m >= w4a8::wgmma_tiles::kTileM / 2) {
+  const std::string wgmma_tiles =
+      std::to_string(w4a8::wgmma_tiles::kTileM) + "x" + std::to_string(w4a8::wgmma_tiles::kTileN);
+  struct WgmmaPath {
+    const char* suffix;
+    WgmmaSchedule schedule;
+    bool passed;
+  };
+  for (const WgmmaPath& path :
+       {WgmmaPath{"w4a8_wgmma", WgmmaSchedule::kLockstep, wgmma.lockstep},
+        WgmmaPath{"w4a8_wgmma_ws", WgmmaSchedule::kWarpSpecialized, wgmma.warp_specialized}}) {
+    if (!path.passed || gemm.m < w4a8::wgmma_tiles::kTileM / 2) continue;
     paths.push_back(
-        {"w4a8_wgmma", time_kernel([&](int) { run_expert_gemm_w4a8_wgmma(gemm); }, kWarmup, kRuns),
-         std::to_string(w4a8::wgmma_tiles::kTileM) + "x" + std::to_string(w4a8::wgmma_tiles::kTileN)});
+        {path.suffix,
+         time_kernel([&](int) { run_expert_gemm_w4a8_wgmma(gemm, path.schedule); }, kWarmup, kRuns),
+         wgmma_tiles});
     CUDA_CHECK(cudaGetLastError());
   }
   if (gemm.m % 16 == 0) {
@@ -95,13 +107,19 @@ std::vector<TimedPath> time_expert_paths(const ExpertGemmW4A8& gemm, bool wgmma_
 
 }  // namespace
 
-int measure_gemm(const RowWriter& w, bool quick, bool wgmma_passed) {
+int measure_gemm(const RowWriter& w, bool quick, const WgmmaPathsPassed& wgmma_passed) {
   if (!passes("expert gemm w4a8", check_expert_gemm_w4a8()) || !passes("expert gemm", check_expert_gemm()))
     return 1;
-  // The wgmma kernel is one path of three: where it cannot run or fails its
-  // check, the others are still timed. Passed alone, it is checked again here
-  // (the same inputs), so no row is timed on a kernel that did not pass here.
-  const bool wgmma_ok = wgmma_passed && passes("expert gemm w4a8 wgmma", check_expert_gemm_w4a8_wgmma());
+  // The wgmma kernels are two paths of four: where one cannot run or fails
+  // its check, the others are still timed. Passed alone, each is checked
+  // again here (the same inputs), so no row is timed on a kernel that did not
+  // pass in this process.
+  WgmmaPathsPassed wgmma_ok;
+  wgmma_ok.lockstep = wgmma_passed.lockstep && passes("expert gemm w4a8 wgmma",
+                                                      check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kLockstep));
+  wgmma_ok.warp_specialized =
+      wgmma_passed.warp_specialized && passes("expert gemm w4a8 wgmma (warp-specialized)",
+                                              check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kWarpSpecialized));
   struct Group {
     int64_t experts, rows;
   };

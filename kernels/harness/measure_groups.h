@@ -17,9 +17,13 @@ int measure_mhc(const RowWriter& w, const Device& d, bool quick);
 int measure_indexer_decode(const RowWriter& w, bool quick);
 int measure_indexer_prefill(const RowWriter& w, bool quick);
 int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick);
-// wgmma_passed: the wgmma path's check passed in a process of its own (the
-// driver runs it before the groups); otherwise that path is not timed.
-int measure_gemm(const RowWriter& w, bool quick, bool wgmma_passed);
+// Which wgmma paths passed their checks, each in a process of its own (the
+// driver runs them before the groups); a path that did not is not timed.
+struct WgmmaPathsPassed {
+  bool lockstep = false;
+  bool warp_specialized = false;
+};
+int measure_gemm(const RowWriter& w, bool quick, const WgmmaPathsPassed& wgmma_passed);
 int measure_dense_gemm(const RowWriter& w, bool quick);
 
 }  // namespace v41sim::kernels

@@ -11,8 +11,10 @@
 // and wgmma ordering and the barriers (the device check does).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
@@ -202,13 +204,116 @@ TEST(ExpertGemmW4a8Wgmma, FoldedScalesAreExactUpTo2ToThe8) {
   EXPECT_FALSE(exact(9));
 }
 
+// The warp-specialized schedule's stage: every region 16-byte aligned, the
+// operand tiles 1,024-aligned, none overlapping, all inside the stage.
+TEST(ExpertGemmW4a8Wgmma, WarpSpecializedStagesHoldTheirTiles) {
+  namespace ws = warp_specialized;
+  const std::vector<std::pair<int, int>> regions{{0, kActivationBytes},
+                                                 {kPackedOffset, kTileN * kPackedRowBytes},
+                                                 {kScaleOffset, kTileN * kGroupsPerBlock},
+                                                 {ws::kWeightTileOffset, kWeightTileBytes},
+                                                 {ws::kRowScalesOffset, kTileN * 4}};
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    EXPECT_EQ(regions[i].first % 16, 0);
+    EXPECT_LE(regions[i].first + regions[i].second, ws::kStageBytes);
+    if (i > 0) {
+      EXPECT_GE(regions[i].first, regions[i - 1].first + regions[i - 1].second);
+    }
+  }
+  EXPECT_EQ(ws::kWeightTileOffset % wgmma::kAtomBytes, 0);
+  EXPECT_EQ(ws::kStageBytes % wgmma::kAtomBytes, 0);
+  EXPECT_EQ(ws::kBarriersOffset % 8, 0);
+}
+
+// The warp-specialized handover as a model of its mbarriers (a phase
+// completes when all its arrivals came; a wait by parity passes while the
+// barrier's current phase has the other parity, as try_wait.parity does),
+// run under many random interleavings of the producer and the two computing
+// warpgroups: none deadlocks, a waiter is never two phases behind (where
+// parity could no longer tell them apart), the computing warpgroups read
+// each block's stage after it was widened and before it is loaded again.
+TEST(ExpertGemmW4a8Wgmma, WarpSpecializedHandoverKeepsEachBlockUntilReleased) {
+  namespace ws = warp_specialized;
+  struct Barrier {
+    int needed, arrived = 0, completed = 0;
+    void arrive() {
+      if (++arrived == needed) {
+        arrived = 0;
+        ++completed;
+      }
+    }
+    // Passes once the phase of `parity` completed; `phase` is the one the
+    // waiter means, which parity alone must not confuse with a later one.
+    bool passes(uint32_t parity, int64_t phase) const {
+      const bool open = static_cast<uint32_t>(completed & 1) != parity;
+      EXPECT_FALSE(open && completed != phase + 1) << "waiter for phase " << phase << " at " << completed;
+      return open;
+    }
+  };
+  for (const int64_t blocks : {1, 2, 3, 4, 5, 9, 14}) {
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+      std::mt19937 rng(seed);
+      std::vector<Barrier> full(ws::kStages, Barrier{1}), empty(ws::kStages, Barrier{2});
+      std::vector<int64_t> loaded(ws::kStages, -1), widened(ws::kStages, -1);
+      int64_t produced = 0;                 // the producer's next j
+      std::vector<int64_t> computed(2, 0);  // each computing warpgroup's next block
+      const auto producer_step = [&]() {
+        const int64_t j = produced;
+        if (j < blocks) {
+          const int s = ws::stage_of(j);
+          if (ws::load_waits_for_release(j) && !empty[s].passes(ws::release_parity(j), j / ws::kStages - 1))
+            return false;
+          EXPECT_GE(std::min(computed[0], computed[1]), j - ws::kStages + 1)
+              << "block " << j << " loaded early";
+          loaded[s] = j;
+        }
+        const int64_t kb = j - ws::kLoadAhead;
+        if (kb >= 0) {
+          EXPECT_EQ(loaded[ws::stage_of(kb)], kb) << "block " << kb << " overwritten before it was widened";
+          widened[ws::stage_of(kb)] = kb;
+          full[ws::stage_of(kb)].arrive();
+        }
+        ++produced;
+        return true;
+      };
+      const auto compute_step = [&](int w) {
+        const int64_t kb = computed[w];
+        const int s = ws::stage_of(kb);
+        if (!full[s].passes(ws::full_parity(kb), kb / ws::kStages)) return false;
+        EXPECT_EQ(widened[s], kb) << "warpgroup " << w << " read a stage not holding block " << kb;
+        EXPECT_EQ(loaded[s], kb) << "warpgroup " << w << " read a stage reloaded before its release";
+        empty[s].arrive();
+        ++computed[w];
+        return true;
+      };
+      while (produced < blocks + ws::kLoadAhead || computed[0] < blocks || computed[1] < blocks) {
+        std::vector<int> ready;
+        for (int actor = 0; actor < 3; ++actor) {
+          const bool done = actor == 2 ? produced >= blocks + ws::kLoadAhead : computed[actor] >= blocks;
+          if (!done) ready.push_back(actor);
+        }
+        std::shuffle(ready.begin(), ready.end(), rng);
+        bool moved = false;
+        for (int actor : ready) {
+          if (actor == 2 ? producer_step() : compute_step(actor)) {
+            moved = true;
+            break;
+          }
+        }
+        ASSERT_TRUE(moved) << "deadlock at " << blocks << " blocks, seed " << seed;
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
 // On a GPU: the kernel itself against the reference (kernels/checks).
 TEST(ExpertGemmW4a8WgmmaCuda, MatchesTheReference) {
 #ifdef V41SIM_HAVE_CUDA_KERNELS
   std::string why;
   if (cuda_device_available(&why) && !expert_gemm_w4a8_wgmma_supported(&why)) GTEST_SKIP() << why;
 #endif
-  expect_device_checks({"expert_gemm_w4a8_wgmma"});
+  expect_device_checks({"expert_gemm_w4a8_wgmma", "expert_gemm_w4a8_wgmma_ws"});
 }
 
 }  // namespace
