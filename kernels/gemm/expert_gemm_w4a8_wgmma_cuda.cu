@@ -127,11 +127,13 @@ __global__ void __launch_bounds__(kThreads, 1) expert_gemm_w4a8_wgmma_kernel(Exp
   const int thread = static_cast<int>(threadIdx.x);
   const int warpgroup = thread / wgmma::kThreads;
   const int t = thread % wgmma::kThreads;
-  if (thread < kFoldingTables) tables[thread] = e2m1_to_e4m3_table(thread);
+  if (thread < kFoldingTables) {
+    tables[thread] = e2m1_to_e4m3_table(thread);
+  }
 
-    // Prologue: stages - 1 blocks in flight; every iteration commits one group
-    // (empty past the end), so "at most stages - 2 pending" means the next
-    // block has landed.
+  // Prologue: stages - 1 blocks in flight; every iteration commits one group
+  // (empty past the end), so "at most stages - 2 pending" means the next
+  // block has landed.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < blocks) load_stage(g, p, o, s, smem + s * kStageBytes, thread, kThreads);

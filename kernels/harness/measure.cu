@@ -211,8 +211,13 @@ void write_csv(const std::string& out_dir, const std::string& metadata, const st
 // barrier fault could hang or leave a sticky CUDA error in, are checked each
 // in a process of its own before the groups: failing, one costs its own path,
 // not the expert GEMM group's other rows.
-bool wgmma_expert_gemm_passes_alone(WgmmaSchedule schedule, unsigned timeout_s) {
-  if (timeout_s == 0) return false;
+// The CSV's metadata says which passed, and why another was not timed.
+bool wgmma_expert_gemm_passes_alone(WgmmaSchedule schedule, unsigned timeout_s, std::string& metadata) {
+  const char* name = schedule == WgmmaSchedule::kWarpSpecialized ? "warp_specialized" : "lockstep";
+  if (timeout_s == 0) {
+    metadata += std::string("# expert_gemm_wgmma_") + name + ": not checked (deadline)\n";
+    return false;
+  }
   const GroupOutcome outcome = run_isolated(
       [schedule](int fd) {
         std::string why;
@@ -225,10 +230,11 @@ bool wgmma_expert_gemm_passes_alone(WgmmaSchedule schedule, unsigned timeout_s) 
         return r.ok ? 0 : 1;
       },
       timeout_s);
-  if (!outcome.ok)
-    std::printf("expert gemm w4a8 wgmma (%s): not timed: %s\n",
-                schedule == WgmmaSchedule::kWarpSpecialized ? "warp-specialized" : "lockstep",
-                (outcome.text.empty() ? outcome.why : outcome.text).c_str());
+  std::string why = outcome.text.empty() ? outcome.why : outcome.text;
+  std::replace(why.begin(), why.end(), '\n', ' ');
+  metadata += std::string("# expert_gemm_wgmma_") + name + ": " +
+              (outcome.ok ? "passed its check" : "not timed: " + why) + "\n";
+  if (!outcome.ok) std::printf("expert gemm w4a8 wgmma (%s): not timed: %s\n", name, why.c_str());
   return outcome.ok;
 }
 
@@ -272,9 +278,9 @@ int run(const Options& o) {
   if (std::any_of(selected.begin(), selected.end(),
                   [](const Group* g) { return g->name == std::string("expert_gemm"); })) {
     options.expert_gemm_wgmma.lockstep = wgmma_expert_gemm_passes_alone(
-        WgmmaSchedule::kLockstep, std::min(60u, deadline.timeout_for(o.group_timeout_s)));
+        WgmmaSchedule::kLockstep, std::min(60u, deadline.timeout_for(o.group_timeout_s)), metadata);
     options.expert_gemm_wgmma.warp_specialized = wgmma_expert_gemm_passes_alone(
-        WgmmaSchedule::kWarpSpecialized, std::min(60u, deadline.timeout_for(o.group_timeout_s)));
+        WgmmaSchedule::kWarpSpecialized, std::min(60u, deadline.timeout_for(o.group_timeout_s)), metadata);
   }
   std::vector<std::string> failed;
   // The file as it stands after `done` groups: the rest named as not run yet.
