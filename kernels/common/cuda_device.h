@@ -9,4 +9,8 @@ namespace v41sim::kernels {
 // True when a CUDA device can be used; otherwise `why` says what is missing.
 bool cuda_device_available(std::string* why);
 
+// True when the current device runs sm_90a code (Hopper's wgmma kernels:
+// compute capability 9.0); otherwise `why` says what the device is.
+bool sm90a_device(std::string* why);
+
 }  // namespace v41sim::kernels

@@ -27,6 +27,7 @@
 
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/cuda_device.h"
 #include "kernels/common/mbarrier.cuh"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/gemm/expert_gemm.h"
@@ -180,8 +181,8 @@ __device__ void produce(const ExpertGemmW4A8& g, const Problem& p, const CtaOrig
   const int64_t blocks = g.k / kBlockK;
   for (int64_t j = 0; j < blocks + ws::kLoadAhead; ++j) {
     if (j < blocks) {
-      const int s = ws::stage_of(j);
-      if (ws::load_waits_for_release(j)) mbarrier::wait(&empty[s], ws::release_parity(j));
+      const int s = ws::Handover::stage_of(j);
+      if (ws::Handover::load_waits_for_release(j)) mbarrier::wait(&empty[s], ws::Handover::release_parity(j));
       load_stage(g, p, o, j, smem + s * ws::kStageBytes, t, ws::kProducerThreads);
     }
     cp_async_commit();
@@ -189,10 +190,10 @@ __device__ void produce(const ExpertGemmW4A8& g, const Problem& p, const CtaOrig
     if (kb < 0) continue;
     cp_async_wait<ws::kLoadAhead>();
     mbarrier::sync_threads<1, ws::kProducerThreads>();
-    uint8_t* stage = smem + ws::stage_of(kb) * ws::kStageBytes;
+    uint8_t* stage = smem + ws::Handover::stage_of(kb) * ws::kStageBytes;
     widen_stage(stage, tables, stage + ws::kWeightTileOffset,
                 reinterpret_cast<float*>(stage + ws::kRowScalesOffset), t, ws::kProducerThreads);
-    mbarrier::arrive(&full[ws::stage_of(kb)]);
+    mbarrier::arrive(&full[ws::Handover::stage_of(kb)]);
   }
 }
 
@@ -204,8 +205,8 @@ __device__ void compute(const ExpertGemmW4A8& g, const CtaOrigin& o, uint8_t* sm
   float acc[64] = {};
   float partial[64];
   for (int64_t kb = 0; kb < blocks; ++kb) {
-    const int s = ws::stage_of(kb);
-    mbarrier::wait(&full[s], ws::full_parity(kb));
+    const int s = ws::Handover::stage_of(kb);
+    mbarrier::wait(&full[s], ws::Handover::full_parity(kb));
     const uint8_t* stage = smem + s * ws::kStageBytes;
     issue_block(partial, stage + warpgroup * wgmma::kM * wgmma::kRowBytes, stage + ws::kWeightTileOffset);
     wgmma::wait_group<0>();
@@ -257,23 +258,7 @@ void launch(void (*kernel)(ExpertGemmW4A8), bool& shared_memory_raised, const Ex
 
 }  // namespace
 
-bool expert_gemm_w4a8_wgmma_supported(std::string* why) {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    cudaGetLastError();
-    if (why) *why = "no CUDA device";
-    return false;
-  }
-  if (major != 9 || minor != 0) {
-    if (why)
-      *why = "its wgmma code is built for sm_90a (Hopper); this device is sm_" + std::to_string(major) +
-             std::to_string(minor);
-    return false;
-  }
-  return true;
-}
+bool expert_gemm_w4a8_wgmma_supported(std::string* why) { return sm90a_device(why); }
 
 void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& g, WgmmaSchedule schedule) {
   if (g.experts <= 0 || g.experts > 65535 || g.m <= 0 || g.n <= 0 || g.n % kTileN != 0 || g.k <= 0 ||

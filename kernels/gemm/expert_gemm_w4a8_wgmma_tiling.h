@@ -21,6 +21,7 @@
 
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/host_device.h"
+#include "kernels/common/stage_handover.h"
 #include "kernels/common/wgmma_layout.h"
 #include "kernels/gemm/expert_gemm_w4a8_tiling.h"
 
@@ -144,16 +145,8 @@ inline constexpr int kSharedBytes =
 inline constexpr int kSharedBytesAllocated = kSharedBytes + wgmma::kAtomBytes;
 static_assert(kSharedBytesAllocated <= 227 * 1024, "one CTA within Hopper's shared memory");
 
-// The handover's phases. Block kb lives in stage kb % kStages; a stage's
-// barriers complete once per block it holds, so the n-th block a stage holds
-// is its barriers' n-th phase, of parity n % 2. The computing warpgroups wait
-// for block kb's full phase; the producer, before loading block j into a
-// stage that held a block before, waits for the empty phase of that block,
-// j - kStages.
-V41_HD int stage_of(int64_t block) { return static_cast<int>(block % kStages); }
-V41_HD uint32_t full_parity(int64_t block) { return static_cast<uint32_t>((block / kStages) & 1); }
-V41_HD bool load_waits_for_release(int64_t block) { return block >= kStages; }
-V41_HD uint32_t release_parity(int64_t block) { return full_parity(block - kStages); }
+// The handover's phases (kernels/common/stage_handover.h).
+using Handover = StageHandover<kStages>;
 
 }  // namespace warp_specialized
 

@@ -260,8 +260,9 @@ TEST(ExpertGemmW4a8Wgmma, WarpSpecializedHandoverKeepsEachBlockUntilReleased) {
       const auto producer_step = [&]() {
         const int64_t j = produced;
         if (j < blocks) {
-          const int s = ws::stage_of(j);
-          if (ws::load_waits_for_release(j) && !empty[s].passes(ws::release_parity(j), j / ws::kStages - 1))
+          const int s = ws::Handover::stage_of(j);
+          if (ws::Handover::load_waits_for_release(j) &&
+              !empty[s].passes(ws::Handover::release_parity(j), j / ws::kStages - 1))
             return false;
           EXPECT_GE(std::min(computed[0], computed[1]), j - ws::kStages + 1)
               << "block " << j << " loaded early";
@@ -269,17 +270,18 @@ TEST(ExpertGemmW4a8Wgmma, WarpSpecializedHandoverKeepsEachBlockUntilReleased) {
         }
         const int64_t kb = j - ws::kLoadAhead;
         if (kb >= 0) {
-          EXPECT_EQ(loaded[ws::stage_of(kb)], kb) << "block " << kb << " overwritten before it was widened";
-          widened[ws::stage_of(kb)] = kb;
-          full[ws::stage_of(kb)].arrive();
+          EXPECT_EQ(loaded[ws::Handover::stage_of(kb)], kb)
+              << "block " << kb << " overwritten before it was widened";
+          widened[ws::Handover::stage_of(kb)] = kb;
+          full[ws::Handover::stage_of(kb)].arrive();
         }
         ++produced;
         return true;
       };
       const auto compute_step = [&](int w) {
         const int64_t kb = computed[w];
-        const int s = ws::stage_of(kb);
-        if (!full[s].passes(ws::full_parity(kb), kb / ws::kStages)) return false;
+        const int s = ws::Handover::stage_of(kb);
+        if (!full[s].passes(ws::Handover::full_parity(kb), kb / ws::kStages)) return false;
         EXPECT_EQ(widened[s], kb) << "warpgroup " << w << " read a stage not holding block " << kb;
         EXPECT_EQ(loaded[s], kb) << "warpgroup " << w << " read a stage reloaded before its release";
         empty[s].arrive();
