@@ -7,6 +7,7 @@
 #include "kernels/checks/device_checks.h"
 #include "kernels/common/bf16_values.h"
 #include "kernels/common/compare.h"
+#include "kernels/common/cuda_device.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/mma_fragments.h"
 #include "kernels/common/random_values.h"
@@ -108,6 +109,22 @@ CheckResult check_indexer(IndexerMath math) {
   // Top-k of the same logits is exact.
   return exact("top-k", topk_cuda(device, queries, positions, topk),
                topk_reference(device, queries, positions, topk));
+}
+
+// The FP8 wgmma logits (Hopper only) on the same 6 queries (a CTA of four
+// and a partial one) over 20,000 positions (a partial last tile, a partial
+// last CTA), held to the tensor-core tolerance.
+CheckResult check_indexer_wgmma() {
+  std::string why;
+  if (!sm90a_device(&why)) return {false, "indexer logits (wgmma) not run: " + why};
+  const int64_t queries = 6, heads = 32, positions = 20000;
+  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21));
+  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 22);
+  const auto keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(positions * kIndexDim), 23), positions);
+  return logits_match(
+      "indexer logits (wgmma)", indexer_logits_wgmma_cuda(q, w, keys, queries, heads, positions),
+      indexer_logits_reference(q, w, keys, queries, heads, positions), IndexerMath::kTensorCores);
 }
 
 // The top-k alone, on rows with many ties (values on a coarse grid, so the
@@ -425,6 +442,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"indexer_tensor_cores", [] { return check_indexer(IndexerMath::kTensorCores); }},
       {"candidate_pool_fp32", [] { return check_candidate_pool(IndexerMath::kFp32Units); }},
       {"candidate_pool_tensor_cores", [] { return check_candidate_pool(IndexerMath::kTensorCores); }},
+      {"indexer_wgmma", check_indexer_wgmma},
       {"topk", check_topk},
       {"sparse_decode_fp32", check_sparse_decode},
       {"sparse_decode_tensor_cores", check_sparse_decode_mma},

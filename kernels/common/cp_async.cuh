@@ -21,6 +21,14 @@ __device__ inline void cp_async_16(void* dst, const void* src, bool valid) {
                : "memory");
 }
 
+// 16 bytes of which the first `bytes` (0-16) are read from src and the rest
+// are zeros (src 16-byte aligned and a global address even when bytes is 0).
+__device__ inline void cp_async_16_partial(void* dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+               "r"(bytes)
+               : "memory");
+}
+
 // 4 bytes (4-byte aligned at both ends).
 __device__ inline void cp_async_4(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(shared_address(dst)), "l"(src) : "memory");

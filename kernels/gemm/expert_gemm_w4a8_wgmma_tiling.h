@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/fp4_folding.h"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/host_device.h"
 #include "kernels/common/stage_handover.h"
@@ -49,7 +50,6 @@ inline constexpr int kStageBytes =
 inline constexpr int kWeightTileBytes = kTileN * kBlockK;
 inline constexpr int kWeightTilesOffset = kStages * kStageBytes;
 inline constexpr int kRowScalesOffset = kWeightTilesOffset + 2 * kWeightTileBytes;
-inline constexpr int kFoldingTables = 16;  // shifts 0-15; from 13 on every magnitude rounds to zero
 inline constexpr int kTablesOffset = kRowScalesOffset + 2 * kTileN * static_cast<int>(sizeof(float));
 inline constexpr int kSharedBytes =
     kTablesOffset + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
@@ -83,13 +83,6 @@ V41_HD Copy scale_copy(int r, const Problem& p, const CtaOrigin& o, int64_t kb) 
           (o.expert * p.n + o.n0 + r) * (p.k / kWeightScaleGroup) + kb * kGroupsPerBlock, true};
 }
 
-// The largest of four E8M0 codes (a word's bytes).
-V41_HD uint32_t largest_code(uint32_t codes) {
-  const uint32_t a = codes & 0xFFu, b = (codes >> 8) & 0xFFu, c = (codes >> 16) & 0xFFu, d = codes >> 24;
-  const uint32_t ab = a > b ? a : b, cd = c > d ? c : d;
-  return ab > cd ? ab : cd;
-}
-
 // Widened chunk q (0-1,023) of a stage's weights: weight row q / 8, values
 // 16 (q % 8) to +15 of the k-block (one half of a scale group), as E4M3 with
 // the group's scale over the row's largest folded in; `words` go to
@@ -100,24 +93,17 @@ struct WidenedChunk {
 };
 V41_HD WidenedChunk widen_chunk(const uint8_t* stage, int q, const E2m1ToE4m3Table* tables) {
   const int row = q / (kBlockK / kChunkBytes), part = q % (kBlockK / kChunkBytes);
-  const uint32_t codes = load_word(stage + kScaleOffset + row * kGroupsPerBlock);
-  const uint32_t group_code = (codes >> (8 * (part / 2))) & 0xFFu;
-  const uint32_t shift = largest_code(codes) - group_code;
-  const E2m1ToE4m3Table table = tables[shift < kFoldingTables ? shift : kFoldingTables - 1];
-  const uint8_t* packed = stage + kPackedOffset + row * kPackedRowBytes + part * (kChunkBytes / 2);
-  const auto [low, high] = load_word_pair(packed);
+  const auto [low, high] =
+      load_word_pair(stage + kPackedOffset + row * kPackedRowBytes + part * (kChunkBytes / 2));
   WidenedChunk out{wgmma::swizzled_offset(row, part * kChunkBytes), {}};
-  out.words[0] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(low & 0xFFFFu), table);
-  out.words[1] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(low >> 16), table);
-  out.words[2] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(high & 0xFFFFu), table);
-  out.words[3] = widen_e2m1x4_to_e4m3x4(static_cast<uint16_t>(high >> 16), table);
+  fold_and_widen_sixteen(low, high, load_word(stage + kScaleOffset + row * kGroupsPerBlock), part / 2, tables,
+                         out.words);
   return out;
 }
 
 // Weight row r's promotion scale for the k-block: its largest group scale.
 V41_HD float row_scale(const uint8_t* stage, int r) {
-  return e8m0_value(
-      static_cast<uint8_t>(largest_code(load_word(stage + kScaleOffset + r * kGroupsPerBlock))));
+  return row_scale_of(load_word(stage + kScaleOffset + r * kGroupsPerBlock));
 }
 
 // The warp-specialized schedule: a third warpgroup only loads and widens,

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ namespace {
 struct GroupOptions {
   bool quick = false;
   WgmmaPathsPassed expert_gemm_wgmma;  // the wgmma paths' checks, each in a process of its own
+  bool indexer_wgmma = false;          // the FP8 wgmma indexer logits' check, likewise
 };
 
 struct Group {
@@ -63,8 +65,10 @@ const std::vector<Group>& groups() {
                            const GroupOptions& g) { return measure_sparse_decode(w, d, g.quick); }},
       {"indexer_decode", [](const RowWriter& w, const Device&,
                             const GroupOptions& g) { return measure_indexer_decode(w, g.quick); }},
-      {"indexer_prefill", [](const RowWriter& w, const Device&,
-                             const GroupOptions& g) { return measure_indexer_prefill(w, g.quick); }},
+      {"indexer_prefill",
+       [](const RowWriter& w, const Device&, const GroupOptions& g) {
+         return measure_indexer_prefill(w, g.quick, g.indexer_wgmma);
+       }},
       {"mhc",
        [](const RowWriter& w, const Device& d, const GroupOptions& g) { return measure_mhc(w, d, g.quick); }},
       {"mxfp4_kv", [](const RowWriter& w, const Device& d,
@@ -207,34 +211,33 @@ void write_csv(const std::string& out_dir, const std::string& metadata, const st
   fs::rename(partial, file);
 }
 
-// The wgmma expert GEMMs, the newest kernels and the ones a descriptor or
-// barrier fault could hang or leave a sticky CUDA error in, are checked each
-// in a process of its own before the groups: failing, one costs its own path,
-// not the expert GEMM group's other rows.
-// The CSV's metadata says which passed, and why another was not timed.
-bool wgmma_expert_gemm_passes_alone(WgmmaSchedule schedule, unsigned timeout_s, std::string& metadata) {
-  const char* name = schedule == WgmmaSchedule::kWarpSpecialized ? "warp_specialized" : "lockstep";
+// A check of one of the newest kernels (Hopper's wgmma ones, which a
+// descriptor or barrier fault could hang or leave a sticky CUDA error in),
+// run in a process of its own before the groups: failing, it costs that
+// kernel's own rows, not its group's others. The CSV's metadata says under
+// `key` whether it passed, and why not.
+bool passes_alone(const std::string& key, const std::function<CheckResult()>& check, unsigned timeout_s,
+                  std::string& metadata) {
   if (timeout_s == 0) {
-    metadata += std::string("# expert_gemm_wgmma_") + name + ": not checked (deadline)\n";
+    metadata += "# " + key + ": not checked (deadline)\n";
     return false;
   }
   const GroupOutcome outcome = run_isolated(
-      [schedule](int fd) {
+      [&check](int fd) {
         std::string why;
-        if (!cuda_device_available(&why) || !expert_gemm_w4a8_wgmma_supported(&why)) {
+        if (!cuda_device_available(&why)) {
           if (::write(fd, why.data(), why.size()) < 0) return 2;
           return 1;
         }
-        const CheckResult r = check_expert_gemm_w4a8_wgmma(schedule);
+        const CheckResult r = check();
         if (::write(fd, r.detail.data(), r.detail.size()) < 0) return 2;
         return r.ok ? 0 : 1;
       },
       timeout_s);
   std::string why = outcome.text.empty() ? outcome.why : outcome.text;
   std::replace(why.begin(), why.end(), '\n', ' ');
-  metadata += std::string("# expert_gemm_wgmma_") + name + ": " +
-              (outcome.ok ? "passed its check" : "not timed: " + why) + "\n";
-  if (!outcome.ok) std::printf("expert gemm w4a8 wgmma (%s): not timed: %s\n", name, why.c_str());
+  metadata += "# " + key + ": " + (outcome.ok ? "passed its check" : "not timed: " + why) + "\n";
+  if (!outcome.ok) std::printf("%s: not timed: %s\n", key.c_str(), why.c_str());
   return outcome.ok;
 }
 
@@ -275,13 +278,23 @@ int run(const Options& o) {
   }
   GroupOptions options;
   options.quick = o.quick;
-  if (std::any_of(selected.begin(), selected.end(),
-                  [](const Group* g) { return g->name == std::string("expert_gemm"); })) {
-    options.expert_gemm_wgmma.lockstep = wgmma_expert_gemm_passes_alone(
-        WgmmaSchedule::kLockstep, std::min(60u, deadline.timeout_for(o.group_timeout_s)), metadata);
-    options.expert_gemm_wgmma.warp_specialized = wgmma_expert_gemm_passes_alone(
-        WgmmaSchedule::kWarpSpecialized, std::min(60u, deadline.timeout_for(o.group_timeout_s)), metadata);
+  const auto selected_group = [&selected](const char* name) {
+    return std::any_of(selected.begin(), selected.end(),
+                       [name](const Group* g) { return g->name == std::string(name); });
+  };
+  const auto alone_timeout = [&] { return std::min(60u, deadline.timeout_for(o.group_timeout_s)); };
+  if (selected_group("expert_gemm")) {
+    options.expert_gemm_wgmma.lockstep = passes_alone(
+        "expert_gemm_wgmma_lockstep", [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kLockstep); },
+        alone_timeout(), metadata);
+    options.expert_gemm_wgmma.warp_specialized = passes_alone(
+        "expert_gemm_wgmma_warp_specialized",
+        [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kWarpSpecialized); }, alone_timeout(),
+        metadata);
   }
+  if (selected_group("indexer_prefill"))
+    options.indexer_wgmma =
+        passes_alone("indexer_logits_wgmma", check_indexer_wgmma, alone_timeout(), metadata);
   std::vector<std::string> failed;
   // The file as it stands after `done` groups: the rest named as not run yet.
   const auto write = [&](std::size_t done) {

@@ -166,34 +166,67 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
 
 // Prefill: a chunk of one sequence's queries against its keys. The kernel
 // model counts keys as read once per 64-query tile (DeepGEMM's mqa_logits);
-// the tensor-core path reads each key tile once per 4 queries and the FP32
+// the tensor-core paths read each key tile once per 4 queries and the FP32
 // baseline once per query (the rest from L2); the rows say what the model
-// counts, so the fit shows how far these kernels are from that.
-int measure_indexer_prefill(const RowWriter& w, bool quick) {
+// counts, so the fit shows how far these kernels are from that. Two
+// tensor-core paths where the device has wgmma and its check passed: BF16
+// mma.sync and FP8 wgmma; the faster carries the simulator's name, the other
+// is "*_bf16_mma_baseline" or "*_fp8_wgmma_baseline".
+int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
   const std::vector<IndexerPath> paths = indexer_paths();
   if (paths.empty()) return 1;
+  const bool wgmma = wgmma_passed && passes("indexer logits (wgmma)", check_indexer_wgmma());
   const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
   const std::vector<int64_t> chunks = quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 512};
   const std::vector<int64_t> contexts =
       quick ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384, 65536};
+  struct Timed {
+    std::string name;
+    const char* math;
+    TimingStats time;
+  };
   for (const int64_t queries : chunks) {
     for (const int64_t positions : contexts) {
       const IndexerInputs in(1, queries, positions, 99 + static_cast<uint64_t>(positions));
       const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
       const double pairs = static_cast<double>(queries * positions);
+      std::vector<Timed> timed;
       for (const IndexerPath& path : paths) {
-        const TimingStats t = time_kernel(
-            [&](int) {
-              path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries, heads, positions,
-                          nullptr, false);
-            },
-            kWarmup, kRuns);
-        w.row({path.logits_name, "indexer", path.math, queries, positions, dims, 1, positions,
-               2.0 * dims * pairs, pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t,
-               0.0, 0.0, pairs / 64.0 * kIndexDim});
-        std::printf("%s prefill %lld queries, %lld positions: %.1f us, %.1f TFLOP/s\n", path.logits_name,
-                    static_cast<long long>(queries), static_cast<long long>(positions), t.median_us,
-                    2.0 * dims * pairs / t.median_us / 1e6);
+        timed.push_back({path.logits_name, path.math,
+                         time_kernel(
+                             [&](int) {
+                               path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
+                                           heads, positions, nullptr, false);
+                             },
+                             kWarmup, kRuns)});
+      }
+      if (wgmma) {
+        timed.push_back({"indexer_logits_fp8_wgmma", "fp8",
+                         time_kernel(
+                             [&](int) {
+                               launch_indexer_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
+                                                           logits.get(), queries, heads, positions);
+                             },
+                             kWarmup, kRuns)});
+        // The faster tensor-core path is the one the simulator's name stands
+        // for (the wgmma path alone where the mma.sync one failed its check).
+        Timed& fp8 = timed.back();
+        const auto mma = std::find_if(timed.begin(), timed.end(),
+                                      [](const Timed& t) { return t.name == "indexer_logits"; });
+        if (mma == timed.end() || fp8.time.median_us < mma->time.median_us) {
+          if (mma != timed.end()) mma->name = "indexer_logits_bf16_mma_baseline";
+          fp8.name = "indexer_logits";
+        } else {
+          fp8.name = "indexer_logits_fp8_wgmma_baseline";
+        }
+      }
+      for (const Timed& t : timed) {
+        w.row({t.name, "indexer", t.math, queries, positions, dims, 1, positions, 2.0 * dims * pairs,
+               pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t.time, 0.0, 0.0,
+               pairs / 64.0 * kIndexDim});
+        std::printf("%s (%s) prefill %lld queries, %lld positions: %.1f us, %.1f TFLOP/s\n", t.name.c_str(),
+                    t.math, static_cast<long long>(queries), static_cast<long long>(positions),
+                    t.time.median_us, 2.0 * dims * pairs / t.time.median_us / 1e6);
       }
       CUDA_CHECK(cudaGetLastError());
     }

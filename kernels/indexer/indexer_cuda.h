@@ -53,4 +53,15 @@ void launch_indexer_pool_logits_mma(const uint8_t* q, const float* weights, cons
                                     const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
                                     int64_t positions, int64_t pool_blocks, bool per_query_keys);
 
+// The logits of a prefill chunk (queries sharing one sequence's keys, 32
+// heads, no pool) on Hopper's warpgroup MMA with FP8 operands, the keys
+// widened to FP8 with their group scales folded in (exact while a key's four
+// group scales lie within 2^8; indexer_wgmma_tiles.h). sm_90 devices only
+// (cuda_device.h's sm90a_device); throws elsewhere.
+void launch_indexer_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
+                                 int64_t queries, int64_t heads, int64_t positions);
+std::vector<float> indexer_logits_wgmma_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
+                                             const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
+                                             int64_t positions);
+
 }  // namespace v41sim::kernels

@@ -1,0 +1,211 @@
+// Lightning-indexer logits on Hopper's warpgroup MMA (sm_90a): FP8 E4M3
+// queries x FP4 index keys on FP8 tensor cores, as DeepGEMM's mqa_logits
+// kernels run them, where indexer_mma_cuda.cu widens both to BF16 for
+// mma.sync. A prefill chunk: the queries share one sequence's keys. Layout,
+// folding and the head sum: indexer_wgmma_tiles.h.
+//
+// Per CTA: 4 queries (their 32 heads each, 16 KB, loaded once) against 8
+// tiles of 128 positions. A producer warpgroup copies each tile's keys as
+// stored, widens them into the swizzled operand tile with their group
+// scales folded in and hands the stage over on its full barrier; two
+// computing warpgroups each run four m64n128k32 steps over 64 of the tile's
+// keys, sum each query's heads (ReLU, head weight), scale by the key's
+// largest group scale, store, and release the stage.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/common/cp_async.cuh"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/cuda_device.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/common/mbarrier.cuh"
+#include "kernels/common/wgmma.cuh"
+#include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/indexer_wgmma_tiles.h"
+
+namespace v41sim::kernels {
+namespace {
+
+using namespace indexer_wgmma;
+
+struct Launch {
+  const uint8_t* q;
+  const float* weights;
+  const uint8_t* keys;
+  float* logits;
+  int64_t queries, positions;
+};
+
+__device__ uint8_t* aligned_shared_memory(uint8_t* dynamic_smem) {
+  return dynamic_smem +
+         ((wgmma::kAtomBytes - shared_address(dynamic_smem) % wgmma::kAtomBytes) % wgmma::kAtomBytes);
+}
+
+// The producer: tile j's keys (and with the first, the queries) copied once
+// the computing warpgroups released the stage's last tile; tile
+// j - kLoadAhead widened meanwhile and handed over.
+__device__ void produce(const Launch& l, int64_t first_query, int64_t first_key, int64_t tiles, uint8_t* smem,
+                        uint64_t* full, uint64_t* empty, const E2m1ToE4m3Table* tables, int t) {
+  for (int64_t j = 0; j < tiles + kLoadAhead; ++j) {
+    if (j < tiles) {
+      const int s = Handover::stage_of(j);
+      if (Handover::load_waits_for_release(j)) mbarrier::wait(&empty[s], Handover::release_parity(j));
+      if (j == 0) {
+        for (int c = t; c < kQueryChunks; c += kProducerThreads) {
+          const PartialCopy copy = query_copy(c, first_query, l.queries);
+          cp_async_16_partial(smem + copy.smem, l.q + copy.global, copy.bytes);
+        }
+      }
+      uint8_t* stage = smem + kStagesOffset + s * kStageBytes;
+      for (int c = t; c < kRawChunks; c += kProducerThreads) {
+        const PartialCopy copy = key_copy(c, first_key + j * kKeys, l.positions);
+        cp_async_16_partial(stage + copy.smem, l.keys + copy.global, copy.bytes);
+      }
+    }
+    cp_async_commit();
+    const int64_t kb = j - kLoadAhead;
+    if (kb < 0) continue;
+    cp_async_wait<kLoadAhead>();
+    mbarrier::sync_threads<1, kProducerThreads>();  // every producer thread's copies of tile kb landed
+    uint8_t* stage = smem + kStagesOffset + Handover::stage_of(kb) * kStageBytes;
+    for (int q = t; q < kWidenedChunks; q += kProducerThreads) {
+      const WidenedChunk chunk = widen_key_chunk(stage, q, tables);
+      *reinterpret_cast<uint4*>(stage + chunk.tile_offset) =
+          make_uint4(chunk.words[0], chunk.words[1], chunk.words[2], chunk.words[3]);
+    }
+    for (int r = t; r < kKeys; r += kProducerThreads)
+      reinterpret_cast<float*>(stage + kKeyScalesOffset)[r] = key_scale(stage, r);
+    // The widened keys, and the queries and keys this thread's copies landed,
+    // for the tensor cores (the async proxy); the full barrier releases them.
+    wgmma::fence_shared_for_async_proxy();
+    mbarrier::arrive(&full[Handover::stage_of(kb)]);
+  }
+}
+
+// A computing warpgroup: 64 keys of each tile against the 128 (query, head)
+// columns, then per key and query sum_h w[h] ReLU(S[h]) times the key's
+// scale; lane t % 4 of each quad stores its query's two keys.
+__device__ void compute(const Launch& l, int64_t first_query, int64_t first_key, int64_t tiles, uint8_t* smem,
+                        uint64_t* full, uint64_t* empty, int warpgroup, int t) {
+  float weight[32];  // column pairs: j = i / 4, i % 2
+#pragma unroll
+  for (int i = 0; i < 64; i += 4) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t query = first_query + query_of(t, i + h);
+      weight[i / 2 + h] = query < l.queries ? l.weights[query * kHeads + head_of(t, i + h)] : 0.0f;
+    }
+  }
+  const int row = warpgroup * wgmma::kM + wgmma::accumulator_row(t, 0);  // and row + 8
+  const int my_query = t % 4;
+  float acc[64];
+  for (int64_t kb = 0; kb < tiles; ++kb) {
+    const int s = Handover::stage_of(kb);
+    mbarrier::wait(&full[s], Handover::full_parity(kb));
+    const uint8_t* stage = smem + kStagesOffset + s * kStageBytes;
+    wgmma::fence();
+#pragma unroll
+    for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
+      wgmma::mma_m64n128k32_e4m3(acc,
+                                 wgmma::descriptor(shared_address(
+                                     stage + warpgroup * wgmma::kM * wgmma::kRowBytes + step * wgmma::kK)),
+                                 wgmma::descriptor(shared_address(smem + step * wgmma::kK)), step > 0);
+    }
+    wgmma::commit_group();
+    wgmma::wait_group<0>();
+    float sums[2][kQueries] = {};  // [key row, row + 8][query]
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sums[(i % 4) / 2][i / 16] += weight[i / 4 * 2 + i % 2] * fmaxf(acc[i], 0.0f);
+    float mine[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int q = 0; q < kQueries; ++q) {
+        float v = sums[r][q];
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
+        v += __shfl_xor_sync(0xffffffffu, v, 2);
+        if (q == my_query) mine[r] = v;
+      }
+    }
+    const float* scales = reinterpret_cast<const float*>(stage + kKeyScalesOffset);
+    const float out[2] = {mine[0] * scales[row], mine[1] * scales[row + 8]};
+    mbarrier::arrive(&empty[s]);
+    const int64_t query = first_query + my_query;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int64_t position = first_key + kb * kKeys + row + 8 * r;
+      if (query < l.queries && position < l.positions) l.logits[query * l.positions + position] = out[r];
+    }
+  }
+}
+
+// Warpgroups 0 and 1 compute, warpgroup 2 produces. Grid: x over position
+// chunks of kTilesPerCta tiles, y over groups of kQueries queries.
+__global__ void __launch_bounds__(kThreads, 1) indexer_logits_wgmma_kernel(Launch l) {
+  extern __shared__ uint8_t dynamic_smem[];
+  uint8_t* smem = aligned_shared_memory(dynamic_smem);
+  auto* full = reinterpret_cast<uint64_t*>(smem + kBarriersOffset);
+  uint64_t* empty = full + kStages;
+  auto* tables = reinterpret_cast<E2m1ToE4m3Table*>(smem + kTablesOffset);
+  const int thread = static_cast<int>(threadIdx.x);
+  if (thread < kFoldingTables) {
+    tables[thread] = e2m1_to_e4m3_table(thread);
+  }
+  if (thread == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier::init(&full[s], kProducerThreads);
+      mbarrier::init(&empty[s], kComputeThreads);
+    }
+  }
+  __syncthreads();  // the last CTA-wide barrier: the roles part here
+  const int64_t first_key = static_cast<int64_t>(blockIdx.x) * kTilesPerCta * kKeys;
+  const int64_t first_query = static_cast<int64_t>(blockIdx.y) * kQueries;
+  const int64_t left = (l.positions - first_key + kKeys - 1) / kKeys;
+  const int64_t tiles = left < kTilesPerCta ? left : kTilesPerCta;
+  const int warpgroup = thread / wgmma::kThreads;
+  if (warpgroup == 2) {
+    produce(l, first_query, first_key, tiles, smem, full, empty, tables, thread % wgmma::kThreads);
+  } else {
+    compute(l, first_query, first_key, tiles, smem, full, empty, warpgroup, thread % wgmma::kThreads);
+  }
+}
+
+}  // namespace
+
+void launch_indexer_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
+                                 int64_t queries, int64_t heads, int64_t positions) {
+  if (heads != kHeads || queries <= 0 || positions <= 0 || (queries + kQueries - 1) / kQueries > 65535) {
+    throw std::invalid_argument(
+        "indexer logits (wgmma): needs 32 heads, 1-262,140 queries and positions > 0");
+  }
+  std::string why;
+  if (!sm90a_device(&why)) throw std::runtime_error("indexer logits (wgmma): " + why);
+  static const bool shared_memory_raised = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(indexer_logits_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kSharedBytesAllocated));
+    return true;
+  }();
+  (void)shared_memory_raised;
+  const int64_t per_cta = static_cast<int64_t>(kTilesPerCta) * kKeys;
+  const dim3 grid(static_cast<unsigned>((positions + per_cta - 1) / per_cta),
+                  static_cast<unsigned>((queries + kQueries - 1) / kQueries));
+  indexer_logits_wgmma_kernel<<<grid, kThreads, kSharedBytesAllocated>>>(
+      {q, weights, keys, logits, queries, positions});
+  CUDA_CHECK(cudaGetLastError());
+}
+
+std::vector<float> indexer_logits_wgmma_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
+                                             const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
+                                             int64_t positions) {
+  const auto count = static_cast<std::size_t>(queries * positions);
+  const DeviceBuffer<uint8_t> d_q(q), d_keys(keys);
+  const DeviceBuffer<float> d_w(weights), d_logits(count);
+  launch_indexer_logits_wgmma(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return d_logits.download(count);
+}
+
+}  // namespace v41sim::kernels
