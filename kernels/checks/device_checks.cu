@@ -111,13 +111,13 @@ CheckResult check_indexer(IndexerMath math) {
                topk_reference(device, queries, positions, topk));
 }
 
-// The FP8 wgmma logits (Hopper only) on the same 6 queries (a CTA of four
-// and a partial one) over 20,000 positions (a partial last tile, a partial
-// last CTA), held to the tensor-core tolerance.
+// The FP8 wgmma logits (Hopper only) on 10 queries (a CTA of 8 and one of
+// 2, its second warpgroup's queries all past the last) over 20,000 positions
+// (a partial last tile, a partial last CTA), held to the tensor-core tolerance.
 CheckResult check_indexer_wgmma() {
   std::string why;
   if (!sm90a_device(&why)) return {false, "indexer logits (wgmma) not run: " + why};
-  const int64_t queries = 6, heads = 32, positions = 20000;
+  const int64_t queries = 10, heads = 32, positions = 20000;
   const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21));
   const auto w = normal_values(static_cast<std::size_t>(queries * heads), 22);
   const auto keys = quantize_index_keys_reference(

@@ -4,13 +4,13 @@
 // mma.sync. A prefill chunk: the queries share one sequence's keys. Layout,
 // folding and the head sum: indexer_wgmma_tiles.h.
 //
-// Per CTA: 4 queries (their 32 heads each, 16 KB, loaded once) against 8
-// tiles of 128 positions. A producer warpgroup copies each tile's keys as
+// Per CTA: 8 queries (their 32 heads each, 32 KB, loaded once) against 16
+// tiles of 64 positions. A producer warpgroup copies each tile's keys as
 // stored, widens them into the swizzled operand tile with their group
 // scales folded in and hands the stage over on its full barrier; two
-// computing warpgroups each run four m64n128k32 steps over 64 of the tile's
-// keys, sum each query's heads (ReLU, head weight), scale by the key's
-// largest group scale, store, and release the stage.
+// computing warpgroups, 4 queries each, run four m64n128k32 steps over the
+// tile's keys, sum each query's heads (ReLU, head weight), scale by the
+// key's largest group scale, store, and release the stage.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -85,9 +85,9 @@ __device__ void produce(const Launch& l, int64_t first_query, int64_t first_key,
   }
 }
 
-// A computing warpgroup: 64 keys of each tile against the 128 (query, head)
-// columns, then per key and query sum_h w[h] ReLU(S[h]) times the key's
-// scale; lane t % 4 of each quad stores its query's two keys.
+// A computing warpgroup: each tile's 64 keys against its group's 128
+// (query, head) columns, then per key and query sum_h w[h] ReLU(S[h]) times
+// the key's scale; lane t % 4 of each quad stores its query's two keys.
 __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key, int64_t tiles, uint8_t* smem,
                         uint64_t* full, uint64_t* empty, int warpgroup, int t) {
   float weight[32];  // column pairs: j = i / 4, i % 2
@@ -95,11 +95,11 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
   for (int i = 0; i < 64; i += 4) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int64_t query = first_query + query_of(t, i + h);
+      const int64_t query = first_query + warpgroup * kGroupQueries + query_of(t, i + h);
       weight[i / 2 + h] = query < l.queries ? l.weights[query * kHeads + head_of(t, i + h)] : 0.0f;
     }
   }
-  const int row = warpgroup * wgmma::kM + wgmma::accumulator_row(t, 0);  // and row + 8
+  const int row = wgmma::accumulator_row(t, 0);  // and row + 8
   const int my_query = t % 4;
   float acc[64];
   for (int64_t kb = 0; kb < tiles; ++kb) {
@@ -109,21 +109,20 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
     wgmma::fence();
 #pragma unroll
     for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
-      wgmma::mma_m64n128k32_e4m3(acc,
-                                 wgmma::descriptor(shared_address(
-                                     stage + warpgroup * wgmma::kM * wgmma::kRowBytes + step * wgmma::kK)),
-                                 wgmma::descriptor(shared_address(smem + step * wgmma::kK)), step > 0);
+      wgmma::mma_m64n128k32_e4m3(
+          acc, wgmma::descriptor(shared_address(stage + step * wgmma::kK)),
+          wgmma::descriptor(shared_address(smem + warpgroup * kGroupTileBytes + step * wgmma::kK)), step > 0);
     }
     wgmma::commit_group();
     wgmma::wait_group<0>();
-    float sums[2][kQueries] = {};  // [key row, row + 8][query]
+    float sums[2][kGroupQueries] = {};  // [key row, row + 8][query]
 #pragma unroll
     for (int i = 0; i < 64; ++i) sums[(i % 4) / 2][i / 16] += weight[i / 4 * 2 + i % 2] * fmaxf(acc[i], 0.0f);
     float mine[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
-      for (int q = 0; q < kQueries; ++q) {
+      for (int q = 0; q < kGroupQueries; ++q) {
         float v = sums[r][q];
         v += __shfl_xor_sync(0xffffffffu, v, 1);
         v += __shfl_xor_sync(0xffffffffu, v, 2);
@@ -133,7 +132,7 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
     const float* scales = reinterpret_cast<const float*>(stage + kKeyScalesOffset);
     const float out[2] = {mine[0] * scales[row], mine[1] * scales[row + 8]};
     mbarrier::arrive(&empty[s]);
-    const int64_t query = first_query + my_query;
+    const int64_t query = first_query + warpgroup * kGroupQueries + my_query;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int64_t position = first_key + kb * kKeys + row + 8 * r;
@@ -142,8 +141,8 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
   }
 }
 
-// Warpgroups 0 and 1 compute, warpgroup 2 produces. Grid: x over position
-// chunks of kTilesPerCta tiles, y over groups of kQueries queries.
+// Warpgroups 0 and 1 compute (queries 0-3 and 4-7 of the CTA's), warpgroup
+// 2 produces. Grid: x over chunks of kTilesPerCta tiles, y over kQueries queries.
 __global__ void __launch_bounds__(kThreads, 1) indexer_logits_wgmma_kernel(Launch l) {
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = aligned_shared_memory(dynamic_smem);
@@ -179,7 +178,7 @@ void launch_indexer_logits_wgmma(const uint8_t* q, const float* weights, const u
                                  int64_t queries, int64_t heads, int64_t positions) {
   if (heads != kHeads || queries <= 0 || positions <= 0 || (queries + kQueries - 1) / kQueries > 65535) {
     throw std::invalid_argument(
-        "indexer logits (wgmma): needs 32 heads, 1-262,140 queries and positions > 0");
+        "indexer logits (wgmma): needs 32 heads, 1-524,280 queries and positions > 0");
   }
   std::string why;
   if (!sm90a_device(&why)) throw std::runtime_error("indexer logits (wgmma): " + why);

@@ -4,19 +4,20 @@
 // (their four group scales folded in relative to the largest,
 // kernels/common/fp4_folding.h), DeepGEMM's mqa_logits kind.
 //
-// The product is taken transposed, keys x (query, head): a warpgroup's 64
-// keys are the wgmma's M rows, a CTA's 4 queries x 32 heads its 128 N
-// columns, the 128 dimensions one k-block of four k32 steps. Then a thread's
+// The product is taken transposed, keys x (query, head): a tile's 64 keys
+// are the wgmma's M rows, a group of 4 queries x 32 heads its 128 N columns,
+// the 128 dimensions one k-block of four k32 steps; the CTA's two computing
+// warpgroups take a group each, so a key tile serves 8 queries. Then a thread's
 // accumulators for one key row hold 8 heads of each query (columns 8j + 2
 // (t % 4) + {0, 1}, j = 0-15: query j / 4), so the head sum
 // sum_h w[h] ReLU(S[h]) is 8 multiply-adds in the thread and two shuffles
 // across the lanes of its quad, and the key's largest group scale multiplies
 // the sum (ReLU commutes with a positive scale).
 //
-// Warp-specialized: one warpgroup loads each tile of 128 keys as stored
-// (68 bytes a key, the tile's 8,704 bytes contiguous) and widens it; two
-// compute, each on 64 of the tile's keys; stages handed over through
-// mbarriers (kernels/common/stage_handover.h).
+// Warp-specialized: one warpgroup loads each tile of 64 keys as stored
+// (68 bytes a key, the tile's 4,352 bytes contiguous) and widens it; two
+// compute, each for its 4 queries; stages handed over through mbarriers
+// (kernels/common/stage_handover.h).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +30,12 @@
 
 namespace v41sim::kernels::indexer_wgmma {
 
-inline constexpr int kHeads = 32;                   // V4.1's indexer heads
-inline constexpr int kQueries = 4;                  // a CTA's queries: 128 (query, head) columns
-inline constexpr int kColumns = kQueries * kHeads;  // one m64n128 wgmma's N
-inline constexpr int kKeys = 128;                   // keys a tile: two warpgroups of 64
-inline constexpr int kTilesPerCta = 8;              // 1,024 positions a CTA
+inline constexpr int kHeads = 32;                        // V4.1's indexer heads
+inline constexpr int kGroupQueries = 4;                  // a computing warpgroup's queries
+inline constexpr int kColumns = kGroupQueries * kHeads;  // their (query, head) pairs: an m64n128 wgmma's N
+inline constexpr int kQueries = 2 * kGroupQueries;       // a CTA's, over its two computing warpgroups
+inline constexpr int kKeys = wgmma::kM;                  // keys a tile: the wgmma's M
+inline constexpr int kTilesPerCta = 16;                  // 1,024 positions a CTA
 inline constexpr int kChunk = 16;
 static_assert(kIndexDim == wgmma::kRowBytes, "a key's or a query head's 128 values are one swizzled row");
 
@@ -44,12 +46,13 @@ inline constexpr int kStages = 4;
 inline constexpr int kLoadAhead = 2;  // tiles whose copies fly while the producer widens an earlier one
 using Handover = StageHandover<kStages>;
 
-// Shared memory: the queries (swizzled, 16 KB), then the stages: the widened
-// keys (swizzled), the keys as stored, the keys' scales (float).
-inline constexpr int kQueryTileBytes = kColumns * kIndexDim;
+// Shared memory: the queries (swizzled, 16 KB a group), then the stages: the
+// widened keys (swizzled), the keys as stored, the keys' scales (float).
+inline constexpr int kGroupTileBytes = kColumns * kIndexDim;
+inline constexpr int kQueryTileBytes = kQueries * kHeads * kIndexDim;
 inline constexpr int kWidenedBytes = kKeys * kIndexDim;
 inline constexpr int kRawOffset = kWidenedBytes;
-inline constexpr int kRawBytes = kKeys * kIndexKeyBytes;  // 8,704
+inline constexpr int kRawBytes = kKeys * kIndexKeyBytes;  // 4,352
 inline constexpr int kKeyScalesOffset = kRawOffset + kRawBytes;
 inline constexpr int kStageBytes =
     (kKeyScalesOffset + kKeys * static_cast<int>(sizeof(float)) + wgmma::kAtomBytes - 1) / wgmma::kAtomBytes *
@@ -61,11 +64,11 @@ inline constexpr int kTablesOffset = kBarriersOffset + 2 * kStages * static_cast
 inline constexpr int kSharedBytes =
     kTablesOffset + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
 inline constexpr int kSharedBytesAllocated = kSharedBytes + wgmma::kAtomBytes;  // room to align the base
-static_assert(kRawBytes % kChunk == 0 && kQueryTileBytes % wgmma::kAtomBytes == 0,
+static_assert(kRawBytes % kChunk == 0 && kGroupTileBytes % wgmma::kAtomBytes == 0,
               "whole chunks, aligned tiles");
 static_assert(kSharedBytesAllocated <= 227 * 1024, "one CTA within Hopper's shared memory");
 
-inline constexpr int kQueryChunks = kColumns * (kIndexDim / kChunk);
+inline constexpr int kQueryChunks = kQueries * kHeads * (kIndexDim / kChunk);
 inline constexpr int kRawChunks = kRawBytes / kChunk;
 inline constexpr int kWidenedChunks = kKeys * (kIndexDim / kChunk);
 
@@ -76,8 +79,9 @@ struct PartialCopy {
   int bytes;
 };
 
-// Query chunk c: 16 bytes of column (query, head) c / 8 into its swizzled
-// place; queries past the last are zero-filled.
+// Query chunk c: 16 bytes of (query, head) row c / 8 of the CTA's into its
+// swizzled place (group g's rows from g x 16 KB on); queries past the last
+// are zero-filled.
 V41_HD PartialCopy query_copy(int c, int64_t first_query, int64_t queries) {
   const int column = c / (kIndexDim / kChunk), byte = (c % (kIndexDim / kChunk)) * kChunk;
   const int64_t query = first_query + column / kHeads;
@@ -116,8 +120,8 @@ V41_HD float key_scale(const uint8_t* stage, int r) {
   return row_scale_of(load_word(stage + kRawOffset + r * kIndexKeyBytes + kIndexDim / 2));
 }
 
-// Accumulator i's (query, head) column: query j / 4 of the CTA's, head
-// 8 (j % 4) + 2 (t % 4) + i % 2, for j = i / 4.
+// Accumulator i's (query, head) column: query j / 4 of the warpgroup's
+// group, head 8 (j % 4) + 2 (t % 4) + i % 2, for j = i / 4.
 V41_HD int query_of(int t, int i) { return wgmma::accumulator_col(t, i) / kHeads; }
 V41_HD int head_of(int t, int i) { return wgmma::accumulator_col(t, i) % kHeads; }
 

@@ -60,9 +60,9 @@ void run_cta(const Inputs& in, int64_t first_query, int64_t first_key, std::vect
       static float d[wgmma::kM][kColumns];  // keys x (query, head)
       std::memset(d, 0, sizeof d);
       for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
-        const uint64_t a = wgmma::descriptor(static_cast<uint32_t>(warpgroup * wgmma::kM * wgmma::kRowBytes +
-                                                                   step * wgmma::kK)),
-                       b = wgmma::descriptor(static_cast<uint32_t>(step * wgmma::kK));
+        const uint64_t a = wgmma::descriptor(static_cast<uint32_t>(step * wgmma::kK)),
+                       b = wgmma::descriptor(
+                           static_cast<uint32_t>(warpgroup * kGroupTileBytes + step * wgmma::kK));
         for (int row = 0; row < wgmma::kM; ++row) {
           for (int col = 0; col < kColumns; ++col) {
             for (int byte = 0; byte < wgmma::kK; ++byte)
@@ -72,11 +72,11 @@ void run_cta(const Inputs& in, int64_t first_query, int64_t first_key, std::vect
         }
       }
       // Each thread's sums per (its two key rows, query), then its quad's.
-      static float sums[wgmma::kThreads][2][kQueries];
+      static float sums[wgmma::kThreads][2][kGroupQueries];
       std::memset(sums, 0, sizeof sums);
       for (int t = 0; t < wgmma::kThreads; ++t) {
         for (int i = 0; i < 64; ++i) {
-          const int64_t query = first_query + query_of(t, i);
+          const int64_t query = first_query + warpgroup * kGroupQueries + query_of(t, i);
           const float weight =
               query < in.queries ? in.w[static_cast<std::size_t>(query * kHeads + head_of(t, i))] : 0.0f;
           sums[t][(i % 4) / 2][i / 16] +=
@@ -85,11 +85,12 @@ void run_cta(const Inputs& in, int64_t first_query, int64_t first_key, std::vect
       }
       for (int t = 0; t < wgmma::kThreads; ++t) {
         const int quad = t - t % 4, my_query = t % 4;
-        const int row = warpgroup * wgmma::kM + wgmma::accumulator_row(t, 0);
+        const int row = wgmma::accumulator_row(t, 0);
         for (int r = 0; r < 2; ++r) {
           float v = 0;
           for (int lane = quad; lane < quad + 4; ++lane) v += sums[lane][r][my_query];
-          const int64_t query = first_query + my_query, position = first_key + kb * kKeys + row + 8 * r;
+          const int64_t query = first_query + warpgroup * kGroupQueries + my_query,
+                        position = first_key + kb * kKeys + row + 8 * r;
           if (query < in.queries && position < in.positions)
             logits[static_cast<std::size_t>(query * in.positions + position)] =
                 v * key_scale(stage.data(), row + 8 * r);
@@ -100,8 +101,9 @@ void run_cta(const Inputs& in, int64_t first_query, int64_t first_key, std::vect
 }
 
 TEST(IndexerWgmma, CtasReproduceTheReference) {
-  Inputs in{
-      6, 1200, {}, {}, {}};  // queries: a CTA of 4 and one of 2; keys: 8 tiles, then 2 (the last 48 keys)
+  // Queries: a CTA of 8 and one of 2 (its second warpgroup's all past the
+  // last); keys: a CTA of 16 tiles, then one of 3 (the last of 48 keys).
+  Inputs in{10, 1200, {}, {}, {}};
   in.q = index_queries_e4m3(normal_values(static_cast<std::size_t>(in.queries * kHeads * kIndexDim), 31));
   in.w = normal_values(static_cast<std::size_t>(in.queries * kHeads), 32);
   in.keys = quantize_index_keys_reference(
@@ -116,13 +118,13 @@ TEST(IndexerWgmma, CtasReproduceTheReference) {
   EXPECT_LT(relative_norm_error(logits, want), 1e-5);
 }
 
-// A tile's key copies cover its 8,704 bytes once, the last key's bytes where
+// A tile's key copies cover its 4,352 bytes once, the last key's bytes where
 // the positions end mid-chunk read up to the end and no further.
 TEST(IndexerWgmma, KeyCopiesStopAtTheLastPosition) {
   std::vector<int> covered(kRawBytes, 0);
   int64_t read = 0;
   for (int c = 0; c < kRawChunks; ++c) {
-    const PartialCopy copy = key_copy(c, 128, 128 + 45);  // 45 keys: 3,060 bytes, mid-chunk
+    const PartialCopy copy = key_copy(c, 128, 128 + 45);  // 45 of 64 keys: 3,060 bytes, mid-chunk
     for (int b = 0; b < kChunk; ++b) ++covered[static_cast<std::size_t>(copy.smem - kRawOffset + b)];
     if (copy.bytes > 0) {
       EXPECT_EQ(copy.global, 128 * kIndexKeyBytes + c * kChunk);
