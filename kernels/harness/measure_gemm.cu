@@ -21,6 +21,7 @@
 #include "kernels/gemm/expert_gemm_w4a8_tiling.h"
 #include "kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h"
 #include "kernels/harness/device_fill.h"
+#include "kernels/harness/dispatched_names.h"
 #include "kernels/harness/measure_groups.h"
 
 namespace v41sim::kernels {
@@ -145,17 +146,17 @@ int measure_gemm(const RowWriter& w, bool quick, const WgmmaPathsPassed& wgmma_p
         fill_e4m3(a.get(), e * m * s.k, 87);
         const ExpertGemmW4A8 gemm{a.get(), packed.get(), weight_scales.get(), d.get(), 1.0f, e, m, s.n, s.k};
         const std::vector<TimedPath> paths = time_expert_paths(gemm, wgmma_ok);
-        const auto fastest = std::min_element(paths.begin(), paths.end(), [](const auto& x, const auto& y) {
-          return x.timing.median_us < y.timing.median_us;
-        });
+        std::vector<TimedPathName> timed;
+        for (const TimedPath& path : paths) timed.push_back({path.suffix, path.timing.median_us});
+        const std::vector<std::string> names = dispatched_names(s.name, timed);
         const double flops =
             2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
         const double output_bytes = 4.0 * static_cast<double>(e * m * s.n);  // FP32
         const double bytes = static_cast<double>(e * s.n * s.k / 2 + e * s.n * s.k / kWeightScaleGroup) +
                              static_cast<double>(e * m * s.k) + output_bytes;
-        for (auto path = paths.begin(); path != paths.end(); ++path) {
-          const std::string kernel =
-              path == fastest ? std::string(s.name) : std::string(s.name) + "_" + path->suffix + "_baseline";
+        for (std::size_t i = 0; i < paths.size(); ++i) {
+          const TimedPath* path = &paths[i];
+          const std::string& kernel = names[i];
           const TimingStats& t = path->timing;
           Row row{kernel, "grouped_gemm", "fp8", m, s.n,          s.k, e,
                   0,      flops,          bytes, t, output_bytes, 0.0, static_cast<double>(e * s.n * s.k)};

@@ -14,6 +14,7 @@
 #include "kernels/common/gpu_timer.h"
 #include "kernels/common/v41_shapes.h"
 #include "kernels/harness/device_fill.h"
+#include "kernels/harness/dispatched_names.h"
 #include "kernels/harness/measure_groups.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
@@ -184,6 +185,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
     std::string name;
     const char* math;
     TimingStats time;
+    const char* tensor_core_suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
   };
   for (const int64_t queries : chunks) {
     for (const int64_t positions : contexts) {
@@ -192,34 +194,36 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       const double pairs = static_cast<double>(queries * positions);
       std::vector<Timed> timed;
       for (const IndexerPath& path : paths) {
+        const bool tensor_cores = std::string(path.logits_name) == "indexer_logits";
         timed.push_back({path.logits_name, path.math,
                          time_kernel(
                              [&](int) {
                                path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
                                            heads, positions, nullptr, false);
                              },
-                             kWarmup, kRuns)});
+                             kWarmup, kRuns),
+                         tensor_cores ? "bf16_mma" : nullptr});
       }
       if (wgmma) {
-        timed.push_back({"indexer_logits_fp8_wgmma", "fp8",
+        timed.push_back({"indexer_logits", "fp8",
                          time_kernel(
                              [&](int) {
                                launch_indexer_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
                                                            logits.get(), queries, heads, positions);
                              },
-                             kWarmup, kRuns)});
-        // The faster tensor-core path is the one the simulator's name stands
-        // for (the wgmma path alone where the mma.sync one failed its check).
-        Timed& fp8 = timed.back();
-        const auto mma = std::find_if(timed.begin(), timed.end(),
-                                      [](const Timed& t) { return t.name == "indexer_logits"; });
-        if (mma == timed.end() || fp8.time.median_us < mma->time.median_us) {
-          if (mma != timed.end()) mma->name = "indexer_logits_bf16_mma_baseline";
-          fp8.name = "indexer_logits";
-        } else {
-          fp8.name = "indexer_logits_fp8_wgmma_baseline";
-        }
+                             kWarmup, kRuns),
+                         "fp8_wgmma"});
       }
+      // The faster tensor-core path is the one the simulator's name stands for.
+      std::vector<Timed*> competing;
+      std::vector<TimedPathName> competing_times;
+      for (Timed& t : timed) {
+        if (t.tensor_core_suffix == nullptr) continue;
+        competing.push_back(&t);
+        competing_times.push_back({t.tensor_core_suffix, t.time.median_us});
+      }
+      const std::vector<std::string> names = dispatched_names("indexer_logits", competing_times);
+      for (std::size_t i = 0; i < competing.size(); ++i) competing[i]->name = names[i];
       for (const Timed& t : timed) {
         w.row({t.name, "indexer", t.math, queries, positions, dims, 1, positions, 2.0 * dims * pairs,
                pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t.time, 0.0, 0.0,

@@ -1,0 +1,31 @@
+// The rows of one shape timed on several complete paths, named as an engine
+// would dispatch the shape: the fastest path's row carries the simulator's
+// kernel name (and is fitted), every other `<name>_<suffix>_baseline` (and
+// is recorded, not fitted). Plain C++, so a CPU test holds the rule.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace v41sim::kernels {
+
+struct TimedPathName {
+  std::string suffix;  // the path's, in its baseline row's name
+  double median_us;
+};
+
+// One name per path, in their order; ties go to the earlier path.
+inline std::vector<std::string> dispatched_names(const std::string& name,
+                                                 const std::vector<TimedPathName>& paths) {
+  std::size_t fastest = 0;
+  for (std::size_t i = 1; i < paths.size(); ++i) {
+    if (paths[i].median_us < paths[fastest].median_us) fastest = i;
+  }
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    names.push_back(i == fastest ? name : name + "_" + paths[i].suffix + "_baseline");
+  return names;
+}
+
+}  // namespace v41sim::kernels
