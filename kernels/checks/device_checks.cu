@@ -15,6 +15,7 @@
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
 #include "kernels/gemm/expert_gemm.h"
+#include "kernels/gemm/expert_gemm_w4a8_tiling.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
 #include "kernels/indexer/indexer_reference.h"
@@ -95,20 +96,33 @@ CheckResult check_mxfp4_kv() {
                dequantize_mxfp4_kv_reference(reference, tokens, dim));
 }
 
+// A prefill chunk's indexer inputs: `queries` queries of 32 heads sharing
+// one sequence's 20,000 keys (a partial last tile in every kernel's tiling).
+struct IndexerChunk {
+  int64_t queries, heads = 32, positions = 20000;
+  std::vector<uint8_t> q, keys;
+  std::vector<float> w;
+  explicit IndexerChunk(int64_t query_count)
+      : queries(query_count),
+        q(index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21))),
+        keys(quantize_index_keys_reference(normal_values(static_cast<std::size_t>(positions * kIndexDim), 23),
+                                           positions)),
+        w(normal_values(static_cast<std::size_t>(queries * heads), 22)) {}
+  std::vector<float> reference() const {
+    return indexer_logits_reference(q, w, keys, queries, heads, positions);
+  }
+};
+
 CheckResult check_indexer(IndexerMath math) {
-  // 6 queries sharing one sequence's keys: the tensor-core path packs them four to a CTA (one partial CTA).
-  const int64_t queries = 6, heads = 32, positions = 20000, topk = 512;
-  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21));
-  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 22);
-  const auto keys = quantize_index_keys_reference(
-      normal_values(static_cast<std::size_t>(positions * kIndexDim), 23), positions);
-  const auto device = indexer_logits_cuda(q, w, keys, queries, heads, positions, math);
-  const CheckResult logits = logits_match(
-      "indexer logits", device, indexer_logits_reference(q, w, keys, queries, heads, positions), math);
+  // 6 queries: the tensor-core path packs them four to a CTA (one partial CTA).
+  const IndexerChunk in(6);
+  const int64_t topk = 512;
+  const auto device = indexer_logits_cuda(in.q, in.w, in.keys, in.queries, in.heads, in.positions, math);
+  const CheckResult logits = logits_match("indexer logits", device, in.reference(), math);
   if (!logits.ok) return logits;
   // Top-k of the same logits is exact.
-  return exact("top-k", topk_cuda(device, queries, positions, topk),
-               topk_reference(device, queries, positions, topk));
+  return exact("top-k", topk_cuda(device, in.queries, in.positions, topk),
+               topk_reference(device, in.queries, in.positions, topk));
 }
 
 // The FP8 wgmma logits (Hopper only) on 10 queries (a CTA of 8 and one of
@@ -117,14 +131,10 @@ CheckResult check_indexer(IndexerMath math) {
 CheckResult check_indexer_wgmma() {
   std::string why;
   if (!sm90a_device(&why)) return {false, "indexer logits (wgmma) not run: " + why};
-  const int64_t queries = 10, heads = 32, positions = 20000;
-  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 21));
-  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 22);
-  const auto keys = quantize_index_keys_reference(
-      normal_values(static_cast<std::size_t>(positions * kIndexDim), 23), positions);
-  return logits_match(
-      "indexer logits (wgmma)", indexer_logits_wgmma_cuda(q, w, keys, queries, heads, positions),
-      indexer_logits_reference(q, w, keys, queries, heads, positions), IndexerMath::kTensorCores);
+  const IndexerChunk in(10);
+  return logits_match("indexer logits (wgmma)",
+                      indexer_logits_wgmma_cuda(in.q, in.w, in.keys, in.queries, in.heads, in.positions),
+                      in.reference(), IndexerMath::kTensorCores);
 }
 
 // The top-k alone, on rows with many ties (values on a coarse grid, so the
@@ -413,11 +423,11 @@ CheckResult check_expert_gemm_w4a8() {
 // so a scale applied to the wrong weight row or block shows.
 CheckResult check_expert_gemm_w4a8_wgmma(WgmmaSchedule schedule) {
   std::string why;
-  if (!expert_gemm_w4a8_wgmma_supported(&why)) return {false, "w4a8 wgmma expert gemm not run: " + why};
+  if (!sm90a_device(&why)) return {false, "w4a8 wgmma expert gemm not run: " + why};
   const int64_t experts = 2, n = 256, k = 384;
   const std::vector<ExpertWeights> weights =
       scaled_expert_weights(experts, n, k, 130, [](int64_t row, int64_t col, int64_t e) {
-        return static_cast<int>((row * 5 + (col / 128) * 7 + e) % 21) - 10 +
+        return static_cast<int>((row * 5 + (col / w4a8::kBlockK) * 7 + e) % 21) - 10 +
                static_cast<int>((row + col / kWeightScaleGroup) % 4);
       });
   for (const int64_t m : {5, 130, 300}) {

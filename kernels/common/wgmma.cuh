@@ -5,9 +5,32 @@
 // elsewhere the functions trap, and the host side refuses to launch.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
 
+#include "kernels/common/cp_async.cuh"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/wgmma_layout.h"
+
 namespace v41sim::kernels::wgmma {
+
+// The swizzle is read off address bits: a kernel's operand tiles start
+// 1,024-byte aligned, so its dynamic shared memory is used from the first
+// such address (kernels allocate kAtomBytes more than they use).
+__device__ inline uint8_t* atom_aligned(uint8_t* dynamic_smem) {
+  return dynamic_smem + ((kAtomBytes - shared_address(dynamic_smem) % kAtomBytes) % kAtomBytes);
+}
+
+// A kernel's dynamic shared memory over 48 KB, allowed once per process.
+template <auto kKernel>
+void allow_shared_memory(int bytes) {
+  static const bool allowed = [bytes] {
+    CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return true;
+  }();
+  (void)allowed;
+}
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define V41SIM_WGMMA_ASM(...) asm volatile(__VA_ARGS__)

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <vector>
 
 namespace v41sim::kernels {
@@ -62,12 +61,12 @@ void run_expert_gemm_w4a8(const ExpertGemmW4A8& gemm);  // launches on the defau
 // memory with each row's four group scales in a k-block of 128 folded in
 // relative to the largest, which promotes the block's sums (exact while they
 // lie within 2^8 of each other; kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h).
-// n and k multiples of 128. Throws where the device is not sm_90.
+// n and k multiples of 128. Throws where the device is not sm_90
+// (kernels/common/cuda_device.h: sm90a_device).
 // Two schedules: every warpgroup loads, widens and computes in step, or one
 // warpgroup loads and widens for two that only compute (warp-specialized,
 // handing stages over through mbarriers).
 enum class WgmmaSchedule { kLockstep, kWarpSpecialized };
-bool expert_gemm_w4a8_wgmma_supported(std::string* why);
 void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& gemm,
                                 WgmmaSchedule schedule = WgmmaSchedule::kLockstep);
 

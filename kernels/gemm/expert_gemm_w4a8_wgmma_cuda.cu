@@ -106,12 +106,6 @@ __device__ void store_output(const ExpertGemmW4A8& g, const CtaOrigin& o, const 
   }
 }
 
-// The swizzle is read off address bits: stages and tiles start 1,024-aligned.
-__device__ uint8_t* aligned_shared_memory(uint8_t* dynamic_smem) {
-  return dynamic_smem +
-         ((wgmma::kAtomBytes - shared_address(dynamic_smem) % wgmma::kAtomBytes) % wgmma::kAtomBytes);
-}
-
 // m-tiles fastest: neighbouring CTAs read the same weights, from L2.
 __device__ CtaOrigin cta_origin() {
   return {blockIdx.z, static_cast<int64_t>(blockIdx.x) * kTileM, static_cast<int64_t>(blockIdx.y) * kTileN};
@@ -119,7 +113,7 @@ __device__ CtaOrigin cta_origin() {
 
 __global__ void __launch_bounds__(kThreads, 1) expert_gemm_w4a8_wgmma_kernel(ExpertGemmW4A8 g) {
   extern __shared__ uint8_t dynamic_smem[];
-  uint8_t* smem = aligned_shared_memory(dynamic_smem);
+  uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
   auto* tables = reinterpret_cast<E2m1ToE4m3Table*>(smem + kTablesOffset);
   auto* row_scales = reinterpret_cast<float*>(smem + kRowScalesOffset);
   const Problem p{g.experts, g.m, g.n, g.k};
@@ -219,7 +213,7 @@ __device__ void compute(const ExpertGemmW4A8& g, const CtaOrigin& o, uint8_t* sm
 // Warpgroups 0 and 1 compute (rows 0-63, 64-127), warpgroup 2 produces.
 __global__ void __launch_bounds__(ws::kThreads, 1) expert_gemm_w4a8_wgmma_ws_kernel(ExpertGemmW4A8 g) {
   extern __shared__ uint8_t dynamic_smem[];
-  uint8_t* smem = aligned_shared_memory(dynamic_smem);
+  uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
   auto* full = reinterpret_cast<uint64_t*>(smem + ws::kBarriersOffset);
   uint64_t* empty = full + ws::kStages;
   auto* tables = reinterpret_cast<E2m1ToE4m3Table*>(smem + ws::kTablesOffset);
@@ -242,14 +236,7 @@ __global__ void __launch_bounds__(ws::kThreads, 1) expert_gemm_w4a8_wgmma_ws_ker
   }
 }
 
-// The kernel's shared memory over 48 KB is allowed once per process; each
-// schedule's launch keeps its own flag.
-void launch(void (*kernel)(ExpertGemmW4A8), bool& shared_memory_raised, const ExpertGemmW4A8& g, int threads,
-            int shared_bytes) {
-  if (!shared_memory_raised) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
-    shared_memory_raised = true;
-  }
+void launch(void (*kernel)(ExpertGemmW4A8), const ExpertGemmW4A8& g, int threads, int shared_bytes) {
   const dim3 grid(static_cast<unsigned>((g.m + kTileM - 1) / kTileM), static_cast<unsigned>(g.n / kTileN),
                   static_cast<unsigned>(g.experts));
   kernel<<<grid, threads, shared_bytes>>>(g);
@@ -258,8 +245,6 @@ void launch(void (*kernel)(ExpertGemmW4A8), bool& shared_memory_raised, const Ex
 
 }  // namespace
 
-bool expert_gemm_w4a8_wgmma_supported(std::string* why) { return sm90a_device(why); }
-
 void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& g, WgmmaSchedule schedule) {
   if (g.experts <= 0 || g.experts > 65535 || g.m <= 0 || g.n <= 0 || g.n % kTileN != 0 || g.k <= 0 ||
       g.k % kBlockK != 0 || g.n / kTileN > 65535 || (g.m + kTileM - 1) / kTileM > 2147483647) {
@@ -267,13 +252,13 @@ void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& g, WgmmaSchedule schedule)
         "expert gemm w4a8 (wgmma): needs 1-65535 experts, m > 0, n a multiple of 128, k of 128");
   }
   std::string why;
-  if (!expert_gemm_w4a8_wgmma_supported(&why)) throw std::runtime_error("expert gemm w4a8 (wgmma): " + why);
-  static bool lockstep_raised = false, warp_specialized_raised = false;
+  if (!sm90a_device(&why)) throw std::runtime_error("expert gemm w4a8 (wgmma): " + why);
   if (schedule == WgmmaSchedule::kWarpSpecialized) {
-    launch(expert_gemm_w4a8_wgmma_ws_kernel, warp_specialized_raised, g, ws::kThreads,
-           ws::kSharedBytesAllocated);
+    wgmma::allow_shared_memory<expert_gemm_w4a8_wgmma_ws_kernel>(ws::kSharedBytesAllocated);
+    launch(expert_gemm_w4a8_wgmma_ws_kernel, g, ws::kThreads, ws::kSharedBytesAllocated);
   } else {
-    launch(expert_gemm_w4a8_wgmma_kernel, lockstep_raised, g, kThreads, kSharedBytesAllocated);
+    wgmma::allow_shared_memory<expert_gemm_w4a8_wgmma_kernel>(kSharedBytesAllocated);
+    launch(expert_gemm_w4a8_wgmma_kernel, g, kThreads, kSharedBytesAllocated);
   }
 }
 

@@ -39,11 +39,6 @@ struct Launch {
   int64_t queries, positions;
 };
 
-__device__ uint8_t* aligned_shared_memory(uint8_t* dynamic_smem) {
-  return dynamic_smem +
-         ((wgmma::kAtomBytes - shared_address(dynamic_smem) % wgmma::kAtomBytes) % wgmma::kAtomBytes);
-}
-
 // The producer: tile j's keys (and with the first, the queries) copied once
 // the computing warpgroups released the stage's last tile; tile
 // j - kLoadAhead widened meanwhile and handed over.
@@ -145,7 +140,7 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
 // 2 produces. Grid: x over chunks of kTilesPerCta tiles, y over kQueries queries.
 __global__ void __launch_bounds__(kThreads, 1) indexer_logits_wgmma_kernel(Launch l) {
   extern __shared__ uint8_t dynamic_smem[];
-  uint8_t* smem = aligned_shared_memory(dynamic_smem);
+  uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
   auto* full = reinterpret_cast<uint64_t*>(smem + kBarriersOffset);
   uint64_t* empty = full + kStages;
   auto* tables = reinterpret_cast<E2m1ToE4m3Table*>(smem + kTablesOffset);
@@ -165,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1) indexer_logits_wgmma_kernel(Launc
   const int64_t left = (l.positions - first_key + kKeys - 1) / kKeys;
   const int64_t tiles = left < kTilesPerCta ? left : kTilesPerCta;
   const int warpgroup = thread / wgmma::kThreads;
-  if (warpgroup == 2) {
+  if (warpgroup == kComputeThreads / wgmma::kThreads) {  // the warpgroup after the computing ones
     produce(l, first_query, first_key, tiles, smem, full, empty, tables, thread % wgmma::kThreads);
   } else {
     compute(l, first_query, first_key, tiles, smem, full, empty, warpgroup, thread % wgmma::kThreads);
@@ -182,12 +177,7 @@ void launch_indexer_logits_wgmma(const uint8_t* q, const float* weights, const u
   }
   std::string why;
   if (!sm90a_device(&why)) throw std::runtime_error("indexer logits (wgmma): " + why);
-  static const bool shared_memory_raised = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(indexer_logits_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    kSharedBytesAllocated));
-    return true;
-  }();
-  (void)shared_memory_raised;
+  wgmma::allow_shared_memory<indexer_logits_wgmma_kernel>(kSharedBytesAllocated);
   const int64_t per_cta = static_cast<int64_t>(kTilesPerCta) * kKeys;
   const dim3 grid(static_cast<unsigned>((positions + per_cta - 1) / per_cta),
                   static_cast<unsigned>((queries + kQueries - 1) / kQueries));
