@@ -159,6 +159,17 @@ void launch_sparse_decode(const SparseDecodeDevice& d) {
   launch_sparse_decode_combine(d);
 }
 
+// The wgmma kernel's code is sm_90a's alone, in its own library; its
+// splits merge here, as the other kernels' do.
+void launch_sparse_decode_wgmma(const SparseDecodeDevice& d) {
+  launch_sparse_decode_wgmma_splits(d);
+  if (d.splits > 1) launch_sparse_decode_combine(d);
+}
+
+std::vector<float> sparse_decode_wgmma_cuda(const SparseDecodeInputs& in, int splits) {
+  return run_sparse_decode(in, launch_sparse_decode_wgmma, splits);
+}
+
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in) {
   return run_sparse_decode(in, launch_sparse_decode, 0);
 }

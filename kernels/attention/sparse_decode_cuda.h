@@ -9,12 +9,14 @@
 
 namespace v41sim::kernels {
 
-// The FP32-unit baseline and the tensor-core kernel (BF16 mma.sync); same
-// inputs, same results within BF16 rounding of the softmax weights. The
-// tensor-core kernel takes `splits` (0: sparse_decode_splits' choice), so a
-// check can run it whole (1: no partials, no combine) and split.
+// The FP32-unit baseline and the tensor-core kernels (BF16 mma.sync; BF16
+// wgmma, sm_90 devices only: it throws elsewhere); same inputs, same results
+// within BF16 rounding of the softmax weights. The tensor-core kernels take
+// `splits` (0: sparse_decode_splits' choice), so a check can run them whole
+// (1: no partials, no combine) and split.
 std::vector<float> sparse_decode_cuda(const SparseDecodeInputs& in);
 std::vector<float> sparse_decode_mma_cuda(const SparseDecodeInputs& in, int splits = 0);
+std::vector<float> sparse_decode_wgmma_cuda(const SparseDecodeInputs& in, int splits = 0);
 
 // Device buffers for the harness; `splits` as sparse_decode_splits chooses them.
 struct SparseDecodeDevice {
@@ -33,6 +35,7 @@ struct SparseDecodeDevice {
 int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int splits);
 void launch_sparse_decode(const SparseDecodeDevice& d);
 void launch_sparse_decode_mma(const SparseDecodeDevice& d);
+void launch_sparse_decode_wgmma(const SparseDecodeDevice& d);
 
 // Uploads the inputs, runs `launch` with `splits` (0: sparse_decode_splits'
 // count), downloads the output (BF16, returned widened to float).

@@ -54,4 +54,9 @@ __device__ inline float whole_list_factor(float sink, float m, float l) {
 // it where a request's keys were split.
 void launch_sparse_decode_combine(const SparseDecodeDevice& d);
 
+// The wgmma kernel's splits alone (sparse_decode_wgmma_cuda.cu, built for
+// sm_90a in a library of its own); launch_sparse_decode_wgmma adds the
+// combine. Throws where the device is not an sm_90 one.
+void launch_sparse_decode_wgmma_splits(const SparseDecodeDevice& d);
+
 }  // namespace v41sim::kernels

@@ -37,23 +37,30 @@ V41_HD float main_entry_value(const uint8_t* entry, int i) {
   return decode_e2m1((i & 1) ? (byte >> 4) : (byte & 0xF)) * scale;
 }
 
+// A main-KV group's E4M3 scale as the BF16 pair its values are multiplied by.
+V41_HD uint32_t main_scale_pair(uint8_t scale_code) {
+  const uint32_t scale = bf16_bits(decode_e4m3(scale_code));
+  return scale | (scale << 16);
+}
+
+// Eight values of a main-KV entry widened to BF16 pairs in out[0..3], values
+// low first: their codes (one word, as stored) and their group's scale pair
+// (widen_e2m1x4_to_bf16x4, four at a time).
+V41_HD void widen_main_eight(uint32_t code_word, uint32_t scale_pair, uint32_t* out) {
+  widen_e2m1x4_to_bf16x4(static_cast<uint16_t>(code_word), scale_pair, out);
+  widen_e2m1x4_to_bf16x4(static_cast<uint16_t>(code_word >> 16), scale_pair, out + 2);
+}
+
 // Dims [first, first + count) of a main-KV entry widened to BF16 pairs in
-// `row` (count / 2 words, values low first): each group's E4M3 scale decoded
-// once into a BF16 pair, codes read as words of 8 and widened 4 at a time
-// (widen_e2m1x4_to_bf16x4): how the tensor-core kernel's threads widen their
-// part of an entry (first and count multiples of 16; a 288-byte entry is
-// 4-byte aligned).
+// `row` (count / 2 words, values low first): each group's scale decoded once,
+// its codes widened eight at a time: how the tensor-core kernels' threads
+// widen their part of an entry (first and count multiples of 16; a 288-byte
+// entry is 4-byte aligned).
 V41_HD void widen_main_entry_part(const uint8_t* entry, int first, int count, uint32_t* row) {
-  for (int g = 0; g < count / kMxfp4GroupSize; ++g) {
-    const int c = first + g * kMxfp4GroupSize;
-    const uint32_t scale = bf16_bits(decode_e4m3(entry[kLatentDim / 2 + c / kMxfp4GroupSize]));
-    const uint32_t scale_pair = scale | (scale << 16);
-    for (int w = 0; w < kMxfp4GroupSize / 8; ++w) {  // words of 8 codes
-      const uint32_t word = load_word(entry + c / 2 + 4 * w);
-      uint32_t* out = row + g * (kMxfp4GroupSize / 2) + 4 * w;
-      widen_e2m1x4_to_bf16x4(static_cast<uint16_t>(word), scale_pair, out);
-      widen_e2m1x4_to_bf16x4(static_cast<uint16_t>(word >> 16), scale_pair, out + 2);
-    }
+  for (int c = first; c < first + count; c += kMxfp4GroupSize) {
+    const uint32_t scale_pair = main_scale_pair(entry[kLatentDim / 2 + c / kMxfp4GroupSize]);
+    for (int e = 0; e < kMxfp4GroupSize; e += 8)
+      widen_main_eight(load_word(entry + (c + e) / 2), scale_pair, row + (c + e - first) / 2);
   }
 }
 
@@ -62,29 +69,39 @@ V41_HD float window_entry_value(const uint8_t* entry, int i) {
   return decode_e4m3(entry[i]) * decode_e8m0(entry[kLatentDim + i / kWindowScaleGroup]);
 }
 
-// Dims [first, first + count) of a window entry widened to BF16 pairs in
-// `row` (count / 2 words, values low first): each group's E8M0 scale turned
-// into a multiplier once, values read as words of 4 and widened by bit
-// operations (widen_e4m3x4_to_bf16x4); a scale outside the exact range takes
-// the per-value float path (first and count multiples of 32; a 528-byte entry
-// is 4-byte aligned).
-V41_HD void widen_window_entry_part(const uint8_t* entry, int first, int count, uint32_t* row) {
-  for (int g = 0; g < count / kWindowScaleGroup; ++g) {
-    const int c = first + g * kWindowScaleGroup;
-    const uint8_t scale_code = entry[kLatentDim + c / kWindowScaleGroup];
-    const uint32_t multiplier = window_widening_multiplier(scale_code);
-    uint32_t* out = row + g * (kWindowScaleGroup / 2);
-    for (int w = 0; w < kWindowScaleGroup / 4; ++w) {
-      if (multiplier != 0) {
-        widen_e4m3x4_to_bf16x4(load_word(entry + c + 4 * w), multiplier, out + 2 * w);
-        continue;
-      }
-      for (int i = 0; i < 4; i += 2) {
-        out[2 * w + i / 2] =
-            static_cast<uint32_t>(bf16_bits(window_entry_value(entry, c + 4 * w + i))) |
-            (static_cast<uint32_t>(bf16_bits(window_entry_value(entry, c + 4 * w + i + 1))) << 16);
-      }
+// Eight values of a window entry from dim `first` (a multiple of 8) widened
+// to BF16 pairs in out[0..3], values low first, given their group's E8M0
+// scale as a multiplier (window_widening_multiplier): the values read as
+// words of 4 and widened by bit operations (widen_e4m3x4_to_bf16x4); a scale
+// outside the exact range (multiplier 0) takes the per-value float path (a
+// 528-byte entry is 4-byte aligned).
+V41_HD void widen_window_eight(const uint8_t* entry, int first, uint32_t multiplier, uint32_t* out) {
+  for (int w = 0; w < 2; ++w) {
+    if (multiplier != 0) {
+      widen_e4m3x4_to_bf16x4(load_word(entry + first + 4 * w), multiplier, out + 2 * w);
+      continue;
     }
+    for (int i = 0; i < 4; i += 2) {
+      out[2 * w + i / 2] =
+          static_cast<uint32_t>(bf16_bits(window_entry_value(entry, first + 4 * w + i))) |
+          (static_cast<uint32_t>(bf16_bits(window_entry_value(entry, first + 4 * w + i + 1))) << 16);
+    }
+  }
+}
+
+// A window group's multiplier, for the group holding dim `dim`.
+V41_HD uint32_t window_group_multiplier(const uint8_t* entry, int dim) {
+  return window_widening_multiplier(entry[kLatentDim + dim / kWindowScaleGroup]);
+}
+
+// Dims [first, first + count) of a window entry widened to BF16 pairs in
+// `row` (count / 2 words): each group's multiplier made once, its values
+// widened eight at a time (first and count multiples of 32).
+V41_HD void widen_window_entry_part(const uint8_t* entry, int first, int count, uint32_t* row) {
+  for (int c = first; c < first + count; c += kWindowScaleGroup) {
+    const uint32_t multiplier = window_group_multiplier(entry, c);
+    for (int e = 0; e < kWindowScaleGroup; e += 8)
+      widen_window_eight(entry, c + e, multiplier, row + (c + e - first) / 2);
   }
 }
 

@@ -240,18 +240,29 @@ CheckResult check_sparse_decode() {
 // magnitude <= 1 may move by ~2e-3.
 // Split as the launcher chooses (10 ways for 6 requests) and whole (one CTA
 // a request finishing its own output).
-CheckResult check_sparse_decode_mma() {
+// Both tensor-core kernels (mma.sync; wgmma, sm_90 devices only) so.
+namespace {
+CheckResult check_sparse_decode_tensor_cores(const std::string& kernel,
+                                             std::vector<float> (*run)(const SparseDecodeInputs&, int)) {
   const SparseDecodeInputs in = make_sparse_decode_inputs({6, 64, 512, 20000}, 3);
   const std::vector<float> want = sparse_decode_reference(in);
   for (const int splits : {0, 1}) {
-    const std::vector<float> got = sparse_decode_mma_cuda(in, splits);
-    const std::string what = splits == 1 ? "sparse decode (mma, one split)" : "sparse decode (mma)";
+    const std::vector<float> got = run(in, splits);
+    const std::string what = "sparse decode (" + kernel + (splits == 1 ? ", one split)" : ")");
     const CheckResult overall = within_norm(what.c_str(), got, want, 5e-3);
     if (!overall.ok) return overall;
     const CheckResult each = within_scale(what.c_str(), got, want, 2e-2f);  // and no value far off on its own
     if (!each.ok) return each;
   }
   return {true, ""};
+}
+}  // namespace
+
+CheckResult check_sparse_decode_mma() {
+  return check_sparse_decode_tensor_cores("mma", sparse_decode_mma_cuda);
+}
+CheckResult check_sparse_decode_wgmma() {
+  return check_sparse_decode_tensor_cores("wgmma", sparse_decode_wgmma_cuda);
 }
 
 CheckResult check_compress() {
@@ -456,6 +467,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"topk", check_topk},
       {"sparse_decode_fp32", check_sparse_decode},
       {"sparse_decode_tensor_cores", check_sparse_decode_mma},
+      {"sparse_decode_wgmma", check_sparse_decode_wgmma},
       {"compress", check_compress},
       {"engram", check_engram},
       {"mhc", check_mhc},

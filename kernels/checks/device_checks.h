@@ -24,6 +24,7 @@ CheckResult check_indexer_wgmma();  // prefill logits on FP8 wgmma: sm_90 device
 CheckResult check_topk();
 CheckResult check_sparse_decode();
 CheckResult check_sparse_decode_mma();
+CheckResult check_sparse_decode_wgmma();  // BF16 wgmma: sm_90 devices only (its code is sm_90a)
 CheckResult check_compress();
 CheckResult check_engram();
 CheckResult check_mhc();

@@ -8,6 +8,15 @@
 #define V41_HD inline
 #endif
 
+// A loop over a thread's registers unrolled on the device, so its arrays stay
+// in registers (an array indexed at run time lives in local memory).
+#if defined(__CUDACC__)
+#define V41_UNROLL _Pragma("unroll")
+#else
+#define V41_UNROLL
+#endif
+
+#include <cmath>
 #include <cstdint>
 
 namespace v41sim::kernels {
@@ -30,6 +39,16 @@ V41_HD float bits_float(uint32_t bits) {
   float x = 0;
   __builtin_memcpy(&x, &bits, sizeof x);
   return x;
+#endif
+}
+
+// e^x by the special-function unit on the device (__expf, as the kernels'
+// softmax takes it), by the library on the host.
+V41_HD float fast_exp(float x) {
+#if defined(__CUDA_ARCH__)
+  return __expf(x);
+#else
+  return std::exp(x);
 #endif
 }
 

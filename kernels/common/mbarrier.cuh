@@ -41,5 +41,10 @@ template <int kId, int kThreads>
 __device__ inline void sync_threads() {
   asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory");
 }
+// The same with the barrier chosen at run time (one a warpgroup, say).
+template <int kThreads>
+__device__ inline void sync_named(int id) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kThreads) : "memory");
+}
 
 }  // namespace v41sim::kernels::mbarrier

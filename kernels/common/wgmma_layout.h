@@ -36,12 +36,14 @@ V41_HD int swizzled_offset(int row, int byte) {
 }
 
 // A shared-memory matrix descriptor: start address, leading-dimension byte
-// offset (unused by swizzled K-major layouts; 16 by convention), the stride
-// between 8-row atoms (1,024 here), and swizzle mode 1 (128 bytes). Address
-// fields hold bytes / 16 in 14 bits.
-V41_HD uint64_t descriptor(uint32_t shared_address) {
+// offset, stride-dimension byte offset and swizzle mode 1 (128 bytes).
+// Address fields hold bytes / 16 in 14 bits. K-major (the default): the
+// leading offset is unused by swizzled layouts (16 by convention) and the
+// stride is between 8-row atoms (1,024 here).
+V41_HD uint64_t descriptor(uint32_t shared_address, uint32_t leading_bytes = 16,
+                           uint32_t stride_bytes = kAtomBytes) {
   const uint64_t start = (shared_address & 0x3FFFFu) >> 4;
-  const uint64_t leading = 16 >> 4, stride = kAtomBytes >> 4, swizzle_128b = 1;
+  const uint64_t leading = leading_bytes >> 4, stride = stride_bytes >> 4, swizzle_128b = 1;
   return start | (leading << 16) | (stride << 32) | (swizzle_128b << 62);
 }
 
@@ -55,6 +57,37 @@ V41_HD uint32_t read_address(uint64_t desc, int row, int byte) {
   const uint32_t linear = start + static_cast<uint32_t>(row / kAtomRows) * stride +
                           static_cast<uint32_t>(row % kAtomRows) * kRowBytes + static_cast<uint32_t>(byte);
   return linear ^ (((linear >> 7) & 0x7u) << 4);
+}
+
+// MN-major (transposed, imm-trans-b 1) operands of 16-bit values in the
+// 128-byte swizzle (CUTLASS's Layout_MN_SW128_Atom; PTX ISA, the canonical
+// MN-major layouts): a 128-byte row holds 64 consecutive values of N for one
+// k, 8 rows (k) make an atom, atoms follow along N at the leading byte offset
+// and along K at the stride byte offset. So a tile stored K-major for one
+// product (rows of 64 values of K, 8 rows an atom) is read N-major by
+// another with its roles swapped, as attention reads its key tile as V.
+// The shared address a wgmma reads for value (n, k) of such an operand:
+V41_HD uint32_t read_address_mn_major(uint64_t desc, int n, int k) {
+  constexpr int kValues = kRowBytes / 2;  // 16-bit values a row
+  const uint32_t start = static_cast<uint32_t>(desc & 0x3FFFu) << 4;
+  const uint32_t leading = static_cast<uint32_t>((desc >> 16) & 0x3FFFu) << 4;
+  const uint32_t stride = static_cast<uint32_t>((desc >> 32) & 0x3FFFu) << 4;
+  const uint32_t linear =
+      start + static_cast<uint32_t>(n / kValues) * leading + static_cast<uint32_t>(k / kAtomRows) * stride +
+      static_cast<uint32_t>(k % kAtomRows) * kRowBytes + static_cast<uint32_t>(n % kValues) * 2;
+  return linear ^ (((linear >> 7) & 0x7u) << 4);
+}
+
+// A 16-bit A operand from registers (m64nNk16): which thread, register
+// (0-3) and half (0 low, 1 high) hold value (row, k), k 0-15. Per warp its 16
+// rows, as mma.sync's m16n8k16 A fragment: registers 0 and 1 hold k 0-7
+// (rows lane / 4 and + 8), 2 and 3 k 8-15; a lane's pair is k 2 (lane % 4), + 1.
+struct FragmentSlot {
+  int thread, reg, half;
+};
+V41_HD FragmentSlot a_fragment_slot(int row, int k) {
+  const int lane = (row % 8) * 4 + (k % 8) / 2;
+  return {(row / 16) * 32 + lane, (row % 16) / 8 + 2 * (k / 8), k % 2};
 }
 
 // Accumulator i of a warpgroup's thread t: its row (0-63) and column.

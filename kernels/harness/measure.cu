@@ -45,6 +45,7 @@ struct GroupOptions {
   bool quick = false;
   WgmmaPathsPassed expert_gemm_wgmma;  // the wgmma paths' checks, each in a process of its own
   bool indexer_wgmma = false;          // the FP8 wgmma indexer logits' check, likewise
+  bool sparse_decode_wgmma = false;    // the BF16 wgmma sparse decode's check, likewise
 };
 
 struct Group {
@@ -61,8 +62,10 @@ const std::vector<Group>& groups() {
                          const GroupOptions& g) { return measure_gemm(w, g.quick, g.expert_gemm_wgmma); }},
       {"dense_gemm", [](const RowWriter& w, const Device&,
                         const GroupOptions& g) { return measure_dense_gemm(w, g.quick); }},
-      {"sparse_decode", [](const RowWriter& w, const Device& d,
-                           const GroupOptions& g) { return measure_sparse_decode(w, d, g.quick); }},
+      {"sparse_decode",
+       [](const RowWriter& w, const Device& d, const GroupOptions& g) {
+         return measure_sparse_decode(w, d, g.quick, g.sparse_decode_wgmma);
+       }},
       {"indexer_decode", [](const RowWriter& w, const Device&,
                             const GroupOptions& g) { return measure_indexer_decode(w, g.quick); }},
       {"indexer_prefill",
@@ -295,6 +298,9 @@ int run(const Options& o) {
   if (selected_group("indexer_prefill"))
     options.indexer_wgmma =
         passes_alone("indexer_logits_wgmma", check_indexer_wgmma, alone_timeout(), metadata);
+  if (selected_group("sparse_decode"))
+    options.sparse_decode_wgmma =
+        passes_alone("sparse_decode_wgmma", check_sparse_decode_wgmma, alone_timeout(), metadata);
   std::vector<std::string> failed;
   // The file as it stands after `done` groups: the rest named as not run yet.
   const auto write = [&](std::size_t done) {

@@ -1,5 +1,6 @@
-// V4.1 sparse attention decode over batches and contexts, on tensor cores and
-// on the FP32 baseline.
+// V4.1 sparse attention decode over batches and contexts, on tensor cores
+// (BF16 mma.sync, and BF16 wgmma where the device has it and its check
+// passed) and on the FP32 baseline.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "kernels/common/gpu_timer.h"
 #include "kernels/common/v41_shapes.h"
 #include "kernels/harness/device_fill.h"
+#include "kernels/harness/dispatched_names.h"
 #include "kernels/harness/measure_groups.h"
 #include "kernels/kv_quant/mxfp4_kv_cuda.h"
 #include "kernels/kv_quant/mxfp4_kv_reference.h"
@@ -25,11 +27,14 @@ namespace v41sim::kernels {
 // request gathers its top-512 entries (spread over its own context) and its
 // 128-token window. Index sets and windows rotate, so no run finds the
 // previous run's entries in L2. The main KV is at most ~16 GB: past that,
-// requests' contexts overlap (still far beyond L2).
-int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
+// requests' contexts overlap (still far beyond L2). Of the two tensor-core
+// paths the faster at a shape carries the simulator's name, the other is
+// "*_bf16_mma_baseline" or "*_bf16_wgmma_baseline".
+int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick, bool wgmma_passed) {
   const bool baseline_ok = passes("sparse decode (fp32 baseline)", check_sparse_decode());
   const bool mma_ok = passes("sparse decode (tensor cores)", check_sparse_decode_mma());
-  if (!baseline_ok && !mma_ok) return 1;
+  const bool wgmma_ok = wgmma_passed && passes("sparse decode (wgmma)", check_sparse_decode_wgmma());
+  if (!baseline_ok && !mma_ok && !wgmma_ok) return 1;
   const int64_t max_entries = std::min<int64_t>(
       (16LL << 30) / kMainEntryBytes, static_cast<int64_t>(dev.props.totalGlobalMem / 4 / kMainEntryBytes));
   const std::vector<int64_t> batches =
@@ -83,13 +88,20 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
       const double bytes = static_cast<double>(gathered) + edge_bytes;
       struct Variant {
         bool ok;
-        const char* name;
         const char* math;
         void (*launch)(const SparseDecodeDevice&);
+        const char* tensor_core_suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
       };
-      for (const Variant& v :
-           {Variant{mma_ok, "sparse_attention_decode", "bf16", launch_sparse_decode_mma},
-            Variant{baseline_ok, "sparse_attention_decode_fp32_baseline", "fp32", launch_sparse_decode}}) {
+      struct Timed {
+        std::string name;
+        const char* math;
+        TimingStats time;
+      };
+      std::vector<Timed> timed;
+      std::vector<TimedPathName> competing;
+      for (const Variant& v : {Variant{mma_ok, "bf16", launch_sparse_decode_mma, "bf16_mma"},
+                               Variant{wgmma_ok, "bf16", launch_sparse_decode_wgmma, "bf16_wgmma"},
+                               Variant{baseline_ok, "fp32", launch_sparse_decode, nullptr}}) {
         if (!v.ok) continue;
         const TimingStats t = time_kernel(
             [&](int run) {
@@ -98,15 +110,23 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick) {
             },
             kWarmup, kRuns);
         CUDA_CHECK(cudaGetLastError());
+        timed.push_back({v.tensor_core_suffix ? "" : "sparse_attention_decode_fp32_baseline", v.math, t});
+        if (v.tensor_core_suffix) competing.push_back({v.tensor_core_suffix, t.median_us});
+      }
+      // The faster tensor-core path is the one the simulator's name stands for.
+      const std::vector<std::string> names = dispatched_names("sparse_attention_decode", competing);
+      for (std::size_t i = 0; i < names.size(); ++i) timed[i].name = names[i];  // they come first
+      for (const Timed& t : timed) {
         // FP4 compressed entries and FP8 window entries, widened to BF16 in registers.
-        w.row({v.name, "attention", v.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
-               2 * kLatentDim, 1, context, flops, bytes, t, edge_bytes,
+        w.row({t.name, "attention", t.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
+               2 * kLatentDim, 1, context, flops, bytes, t.time, edge_bytes,
                static_cast<double>(batch * kWindowTokens * kLatentDim),
                static_cast<double>(batch * kV41TopK * kLatentDim)});
         std::printf("%s batch %lld, context %lld: %.1f us, %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s\n",
-                    v.name, static_cast<long long>(batch), static_cast<long long>(context), t.median_us,
-                    bytes / t.median_us / 1e3, 100.0 * bytes / t.median_us / 1e3 / w.ceilings().copy_gbps,
-                    flops / t.median_us / 1e6);
+                    t.name.c_str(), static_cast<long long>(batch), static_cast<long long>(context),
+                    t.time.median_us, bytes / t.time.median_us / 1e3,
+                    100.0 * bytes / t.time.median_us / 1e3 / w.ceilings().copy_gbps,
+                    flops / t.time.median_us / 1e6);
       }
     }
   }
