@@ -249,10 +249,11 @@ CheckResult check_sparse_decode_tensor_cores(const std::string& kernel,
   for (const int splits : {0, 1}) {
     const std::vector<float> got = run(in, splits);
     const std::string what = "sparse decode (" + kernel + (splits == 1 ? ", one split)" : ")");
-    const CheckResult overall = within_norm(what.c_str(), got, want, 5e-3);
-    if (!overall.ok) return overall;
-    const CheckResult each = within_scale(what.c_str(), got, want, 2e-2f);  // and no value far off on its own
-    if (!each.ok) return each;
+    CheckResult r = within_norm(what.c_str(), got, want, 5e-3);
+    if (r.ok) r = within_scale(what.c_str(), got, want, 2e-2f);  // and no value far off on its own
+    if (!r.ok)
+      return {false,
+              r.detail + "; " + where_outputs_differ(got, want, in.shape.heads, kLatentDim, "request", 2e-2)};
   }
   return {true, ""};
 }

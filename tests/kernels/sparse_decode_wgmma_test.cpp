@@ -377,6 +377,22 @@ TEST(SparseDecodeWgmma, CopiesAndSharesCoverTheOperandsOnce) {
   EXPECT_EQ(kStagesOffset % wgmma::kAtomBytes, 0);
 }
 
+// A failed check's diagnosis for attention: outputs within 2% of the
+// largest are not counted; one head's second 64-dim block off shows as one
+// row of 16 and 64 columns of 128.
+TEST(SparseDecodeWgmma, AFailedCheckSaysWhereTheOutputsDiffer) {
+  const int64_t requests = 2, heads = 64;
+  std::vector<float> want(static_cast<std::size_t>(requests * heads * kLatentDim));
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<float>(i % 89) / 88.0f - 0.5f;
+  std::vector<float> got = want;
+  for (float& v : got) v += 0.005f;  // rounding: 1% of the largest
+  for (int dim = 64; dim < 128; ++dim) got[static_cast<std::size_t>((heads + 3) * kLatentDim + dim)] += 0.25f;
+  const std::string said = where_outputs_differ(got, want, heads, kLatentDim, "request", 2e-2);
+  EXPECT_NE(said.find("64 of 65536 outputs off, the first request 1 row 3 column 64"), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("rows mod 16 off: 1 of 16, columns mod 128 off: 64 of 128"), std::string::npos) << said;
+}
+
 TEST(SparseDecodeWgmmaCuda, MatchesTheReference) {
 #ifdef V41SIM_HAVE_CUDA_KERNELS
   std::string why;
