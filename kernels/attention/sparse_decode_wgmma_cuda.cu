@@ -107,11 +107,18 @@ __device__ void widen_key(const KeyEntry& key, const KeyShare& share, uint8_t* s
 __device__ void add_partner_scores(float (&s)[kScores], uint8_t* smem, int warpgroup, int t) {
   mbarrier::sync_named<kThreads>(kBothWarpgroupsBarrier);  // the other has read the last tile's
 #pragma unroll
-  for (int i = 0; i < kScores; ++i) *reinterpret_cast<float*>(smem + exchange_offset(warpgroup, t, i)) = s[i];
+  for (int i = 0; i < kScores; i += 4)
+    *reinterpret_cast<float4*>(smem + exchange_offset(warpgroup, t, i)) =
+        make_float4(s[i], s[i + 1], s[i + 2], s[i + 3]);
   mbarrier::sync_named<kThreads>(kBothWarpgroupsBarrier);
 #pragma unroll
-  for (int i = 0; i < kScores; ++i)
-    s[i] += *reinterpret_cast<const float*>(smem + exchange_offset(1 - warpgroup, t, i));
+  for (int i = 0; i < kScores; i += 4) {
+    const float4 other = *reinterpret_cast<const float4*>(smem + exchange_offset(1 - warpgroup, t, i));
+    s[i] += other.x;
+    s[i + 1] += other.y;
+    s[i + 2] += other.z;
+    s[i + 3] += other.w;
+  }
 }
 
 // The online softmax of the tile for the thread's two heads; returns the P

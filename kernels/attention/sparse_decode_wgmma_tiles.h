@@ -139,10 +139,11 @@ V41_HD uint64_t value_descriptor(uint32_t base, int stage, int warpgroup, int st
 }
 
 // Where thread t of warpgroup w leaves its partial score i for the other
-// warpgroup (consecutive threads, consecutive words).
+// warpgroup: its scores in groups of 4 (one 16-byte store each), a group's
+// for consecutive threads consecutive, so a warp's store is 512 contiguous
+// bytes (4 passes of shared memory, no bank conflicts).
 V41_HD int exchange_offset(int warpgroup, int t, int i) {
-  return kExchangeOffset + warpgroup * kExchangeBytes +
-         (i * wgmma::kThreads + t) * static_cast<int>(sizeof(float));
+  return kExchangeOffset + warpgroup * kExchangeBytes + ((i / 4) * wgmma::kThreads + t) * 16 + (i % 4) * 4;
 }
 
 // The online softmax of a thread's two heads (rows accumulator_row(t, 0)

@@ -375,6 +375,23 @@ TEST(SparseDecodeWgmma, CopiesAndSharesCoverTheOperandsOnce) {
     ASSERT_EQ(k_cover[i], 1) << "key byte " << i;
   }
   EXPECT_EQ(kStagesOffset % wgmma::kAtomBytes, 0);
+  // The partial scores: every (warpgroup, thread, score) a word of its own,
+  // each group of 4 one aligned 16-byte store.
+  std::vector<int> x_cover(2 * kExchangeBytes, 0);
+  for (int w = 0; w < 2; ++w) {
+    for (int t = 0; t < kWarpgroupThreads; ++t) {
+      for (int i = 0; i < kScores; ++i) {
+        const int offset = exchange_offset(w, t, i);
+        ++x_cover[static_cast<std::size_t>(offset - kExchangeOffset)];
+        if (i % 4 == 0) {
+          ASSERT_EQ(offset % 16, 0);
+        } else {
+          ASSERT_EQ(offset, exchange_offset(w, t, i - 1) + 4);
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < x_cover.size(); i += 4) ASSERT_EQ(x_cover[i], 1) << "exchange byte " << i;
 }
 
 // A failed check's diagnosis for attention: outputs within 2% of the
