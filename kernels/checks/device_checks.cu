@@ -12,6 +12,7 @@
 #include "kernels/common/mma_fragments.h"
 #include "kernels/common/random_values.h"
 #include "kernels/common/v41_shapes.h"
+#include "kernels/common/wgmma_probe.h"
 #include "kernels/compress/compress_pool.h"
 #include "kernels/engram/engram_gather.h"
 #include "kernels/gemm/expert_gemm.h"
@@ -457,6 +458,15 @@ CheckResult check_expert_gemm_w4a8_wgmma(WgmmaSchedule schedule) {
   return {true, ""};
 }
 
+// The layouts the wgmma kernels rest on, one instruction each (sm_90 devices
+// only): where one is read otherwise, the detail says which and how.
+CheckResult check_wgmma_layouts() {
+  std::string why;
+  if (!sm90a_device(&why)) return {false, "wgmma layout probe not run: " + why};
+  const WgmmaLayoutProbe probe = probe_wgmma_layouts();
+  return {probe.ok(), probe.detail};
+}
+
 const std::vector<NamedCheck>& all_checks() {
   static const std::vector<NamedCheck> checks{
       {"mxfp4_kv", check_mxfp4_kv},
@@ -464,6 +474,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"indexer_tensor_cores", [] { return check_indexer(IndexerMath::kTensorCores); }},
       {"candidate_pool_fp32", [] { return check_candidate_pool(IndexerMath::kFp32Units); }},
       {"candidate_pool_tensor_cores", [] { return check_candidate_pool(IndexerMath::kTensorCores); }},
+      {"wgmma_layouts", check_wgmma_layouts},
       {"indexer_wgmma", check_indexer_wgmma},
       {"topk", check_topk},
       {"sparse_decode_fp32", check_sparse_decode},

@@ -89,6 +89,9 @@ V41_HD FragmentSlot a_fragment_slot(int row, int k) {
   const int lane = (row % 8) * 4 + (k % 8) / 2;
   return {(row / 16) * 32 + lane, (row % 16) / 8 + 2 * (k / 8), k % 2};
 }
+// And back: the row and the k (0-15) of half `half` of register `reg` of thread t.
+V41_HD int a_fragment_row(int t, int reg) { return (t / 32) * 16 + (t % 32) / 4 + 8 * (reg % 2); }
+V41_HD int a_fragment_k(int t, int reg, int half) { return 2 * (t % 4) + 8 * (reg / 2) + half; }
 
 // Accumulator i of a warpgroup's thread t: its row (0-63) and column.
 V41_HD int accumulator_row(int t, int i) { return (t / 32) * 16 + (t % 32) / 4 + ((i % 4) / 2) * 8; }

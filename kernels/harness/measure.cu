@@ -286,6 +286,10 @@ int run(const Options& o) {
                        [name](const Group* g) { return g->name == std::string(name); });
   };
   const auto alone_timeout = [&] { return std::min(60u, deadline.timeout_for(o.group_timeout_s)); };
+  // Which wgmma operand layouts the device reads as our kernels assume (the
+  // metadata says which not, and how), before those kernels' own checks.
+  if (selected_group("expert_gemm") || selected_group("indexer_prefill") || selected_group("sparse_decode"))
+    passes_alone("wgmma_layouts", check_wgmma_layouts, alone_timeout(), metadata);
   if (selected_group("expert_gemm")) {
     options.expert_gemm_wgmma.lockstep = passes_alone(
         "expert_gemm_wgmma_lockstep", [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kLockstep); },

@@ -410,6 +410,35 @@ TEST(SparseDecodeWgmma, AFailedCheckSaysWhereTheOutputsDiffer) {
   EXPECT_NE(said.find("rows mod 16 off: 1 of 16, columns mod 128 off: 64 of 128"), std::string::npos) << said;
 }
 
+// The A fragment's owner map and its inverse (which the layout probe loads
+// its registers by) agree, every (row, k) held once.
+TEST(WgmmaLayout, AFragmentSlotsAndValuesAreInverse) {
+  std::vector<int> held(static_cast<std::size_t>(wgmma::kM * kStepK), 0);
+  for (int t = 0; t < kWarpgroupThreads; ++t) {
+    for (int reg = 0; reg < 4; ++reg) {
+      for (int half = 0; half < 2; ++half) {
+        const int row = wgmma::a_fragment_row(t, reg), k = wgmma::a_fragment_k(t, reg, half);
+        ++held[static_cast<std::size_t>(row * kStepK + k)];
+        const wgmma::FragmentSlot slot = wgmma::a_fragment_slot(row, k);
+        ASSERT_EQ(slot.thread, t);
+        ASSERT_EQ(slot.reg, reg);
+        ASSERT_EQ(slot.half, half);
+      }
+    }
+  }
+  for (int n : held) EXPECT_EQ(n, 1);
+}
+
+// One wgmma of each kind our kernels issue reads the operands as modelled
+// (on an sm_90 device; the detail says which reading differs, and how).
+TEST(WgmmaLayoutCuda, TheDeviceReadsAsModelled) {
+#ifdef V41SIM_HAVE_CUDA_KERNELS
+  std::string why;
+  if (cuda_device_available(&why) && !sm90a_device(&why)) GTEST_SKIP() << why;
+#endif
+  expect_device_checks({"wgmma_layouts"});
+}
+
 TEST(SparseDecodeWgmmaCuda, MatchesTheReference) {
 #ifdef V41SIM_HAVE_CUDA_KERNELS
   std::string why;
