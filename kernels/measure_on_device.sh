@@ -32,13 +32,16 @@ if ! { cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release -DV41SIM_CUD
   exit 1
 fi
 echo "built in ${SECONDS} s" >>"$out/build.log"
-./build-kernels/v41sim_measure --checks --group-timeout 60 --deadline "$(left)" 2>&1 | tee "$out/checks.log"
+./build-kernels/v41sim_measure --checks --record "$out/checks.tsv" --group-timeout 60 --deadline "$(left)" 2>&1 |
+  tee "$out/checks.log"
 if [ "$(left)" -lt 30 ]; then
   echo "no time left to measure after the build and the checks (${SECONDS} s of ${deadline})" | tee "$out/measure.log"
   exit 1
 fi
-./build-kernels/v41sim_measure --out "validation/measurements/$gpu" --group-timeout 120 --deadline "$(left)" \
-  >"$out/measure.log" 2>&1
+# The wgmma kernels' checks just run stand for their checks alone before the
+# sweep's groups (a hung one is not waited for twice).
+./build-kernels/v41sim_measure --out "validation/measurements/$gpu" --checks-from "$out/checks.tsv" \
+  --group-timeout 120 --deadline "$(left)" >"$out/measure.log" 2>&1
 status=$?
 cp -r "validation/measurements/$gpu" "$out/" 2>/dev/null
 tail -60 "$out/measure.log"

@@ -15,7 +15,8 @@
 // --deadline S stops starting groups (and checks) S seconds after the start.
 //
 //   v41sim_measure --out validation/measurements/h200 [--quick] [--only g1,g2] [--group-timeout S]
-//   [--deadline S]
+//   [--deadline S] [--checks-from FILE]
+//   v41sim_measure --checks [--record FILE] [--group-timeout S] [--deadline S]
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -24,14 +25,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
+#include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kernels/checks/device_checks.h"
 #include "kernels/common/cuda_device.h"
 #include "kernels/gemm/expert_gemm.h"
+#include "kernels/harness/check_record.h"
 #include "kernels/harness/isolated_run.h"
 #include "kernels/harness/measure_groups.h"
 #include "kernels/harness/run_deadline.h"
@@ -99,16 +102,20 @@ struct Options {
   bool quick = false;
   std::vector<std::string> only;
   unsigned group_timeout_s = 300;
-  double deadline_s = 0;  // 0: none
+  double deadline_s = 0;    // 0: none
+  std::string record_file;  // --checks: the outcomes written here as well (check_record.h)
+  std::string checks_from;  // a sweep: the outcomes of an earlier --checks run on this device
 };
 
 int usage() {
   std::fprintf(
       stderr,
       "usage: v41sim_measure --out DIR [--quick] [--only GROUP[,GROUP...]] [--group-timeout S] [--deadline "
-      "S]\n"
-      "       v41sim_measure --checks [--group-timeout S] [--deadline S]   (every kernel against its CPU "
-      "reference; no timing)\n"
+      "S] [--checks-from FILE]\n"
+      "       v41sim_measure --checks [--record FILE] [--group-timeout S] [--deadline S]   (every kernel "
+      "against its CPU reference; no timing)\n"
+      "--record FILE keeps the checks' outcomes; --checks-from FILE lets them stand for the checks a sweep "
+      "runs alone first\n"
       "groups:");
   for (const Group& g : groups()) std::fprintf(stderr, " %s", g.name);
   std::fprintf(stderr, "\n");
@@ -142,6 +149,10 @@ bool parse(int argc, char** argv, Options& o) {
         return false;
       }
       o.group_timeout_s = static_cast<unsigned>(seconds);
+    } else if (arg == "--record" && i + 1 < argc) {
+      o.record_file = argv[++i];
+    } else if (arg == "--checks-from" && i + 1 < argc) {
+      o.checks_from = argv[++i];
     } else if (arg == "--deadline" && i + 1 < argc) {
       o.deadline_s = std::atof(argv[++i]);
       if (o.deadline_s <= 0) {
@@ -155,9 +166,40 @@ bool parse(int argc, char** argv, Options& o) {
   return o.checks_only || !o.out_dir.empty();
 }
 
-// Every correctness check, each in its own process: PASS or FAIL with what differed.
+// One check in a process of its own (a hang or a sticky CUDA error costs
+// that check alone): its outcome, or why there is none.
+CheckOutcome check_in_own_process(const NamedCheck& check, unsigned timeout_s) {
+  const GroupOutcome outcome = run_isolated(
+      [&](int fd) {
+        std::string why;
+        if (!cuda_device_available(&why)) {  // said on the check's own line
+          const std::string line = "no usable CUDA device: " + why;
+          if (::write(fd, line.data(), line.size()) < 0) return 2;  // not even that could be said
+          return 1;
+        }
+        const CheckResult r = check.run();
+        const std::string line = r.ok ? "" : r.detail;
+        if (::write(fd, line.data(), line.size()) < 0) return 1;
+        return r.ok ? 0 : 1;
+      },
+      timeout_s);
+  std::string detail = outcome.ok ? "" : (outcome.text.empty() ? outcome.why : outcome.text);
+  std::replace(detail.begin(), detail.end(), '\n', ' ');
+  return {outcome.ok, detail};
+}
+
+const NamedCheck& named_check(const std::string& name) {
+  for (const NamedCheck& check : all_checks()) {
+    if (name == check.name) return check;
+  }
+  throw std::logic_error("no device check named " + name);
+}
+
+// Every correctness check, each in its own process: PASS or FAIL with what
+// differed; with --record, each outcome also appended to that file as it comes.
 int run_checks(const Options& o) {
   const RunDeadline deadline(o.deadline_s);
+  if (!o.record_file.empty()) std::ofstream(o.record_file, std::ios::trunc);
   int failed = 0;
   for (const NamedCheck& check : all_checks()) {
     const unsigned timeout_s = deadline.timeout_for(o.group_timeout_s);
@@ -166,24 +208,13 @@ int run_checks(const Options& o) {
       std::printf("%-28s NOT RUN: deadline\n", check.name);
       continue;
     }
-    const GroupOutcome outcome = run_isolated(
-        [&](int fd) {
-          std::string why;
-          if (!cuda_device_available(&why)) {  // said on the check's own line
-            const std::string line = "no usable CUDA device: " + why;
-            if (::write(fd, line.data(), line.size()) < 0) return 2;  // not even that could be said
-            return 1;
-          }
-          const CheckResult r = check.run();
-          const std::string line = r.ok ? "" : r.detail;
-          if (::write(fd, line.data(), line.size()) < 0) return 1;
-          return r.ok ? 0 : 1;
-        },
-        timeout_s);
-    const bool ok = outcome.ok;
-    failed += ok ? 0 : 1;
-    std::printf("%-28s %s%s%s\n", check.name, ok ? "PASS" : "FAIL", ok ? "" : ": ",
-                ok ? "" : (outcome.text.empty() ? outcome.why : outcome.text).c_str());
+    const CheckOutcome outcome = check_in_own_process(check, timeout_s);
+    failed += outcome.ok ? 0 : 1;
+    std::printf("%-28s %s%s%s\n", check.name, outcome.ok ? "PASS" : "FAIL", outcome.ok ? "" : ": ",
+                outcome.detail.c_str());
+    std::fflush(stdout);
+    if (!o.record_file.empty())
+      std::ofstream(o.record_file, std::ios::app) << check_record_line(check.name, outcome);
   }
   std::printf("%d of %zu checks failed\n", failed, all_checks().size());
   return failed == 0 ? 0 : 1;
@@ -217,31 +248,38 @@ void write_csv(const std::string& out_dir, const std::string& metadata, const st
 // A check of one of the newest kernels (Hopper's wgmma ones, which a
 // descriptor or barrier fault could hang or leave a sticky CUDA error in),
 // run in a process of its own before the groups: failing, it costs that
-// kernel's own rows, not its group's others. The CSV's metadata says under
-// `key` whether it passed, and why not.
-bool passes_alone(const std::string& key, const std::function<CheckResult()>& check, unsigned timeout_s,
-                  std::string& metadata) {
-  if (timeout_s == 0) {
+// kernel's own rows, not its group's others. Where an earlier --checks run on
+// this device recorded the check, its outcome stands (a hung check is not
+// waited for twice). The CSV's metadata says under `key` whether it passed,
+// and why not.
+bool passes_alone(const std::string& key, const std::string& check_name, unsigned timeout_s,
+                  const std::map<std::string, CheckOutcome>& recorded, std::string& metadata) {
+  const auto earlier = recorded.find(check_name);
+  const bool was_recorded = earlier != recorded.end();
+  if (!was_recorded && timeout_s == 0) {
     metadata += "# " + key + ": not checked (deadline)\n";
     return false;
   }
-  const GroupOutcome outcome = run_isolated(
-      [&check](int fd) {
-        std::string why;
-        if (!cuda_device_available(&why)) {
-          if (::write(fd, why.data(), why.size()) < 0) return 2;
-          return 1;
-        }
-        const CheckResult r = check();
-        if (::write(fd, r.detail.data(), r.detail.size()) < 0) return 2;
-        return r.ok ? 0 : 1;
-      },
-      timeout_s);
-  std::string why = outcome.text.empty() ? outcome.why : outcome.text;
-  std::replace(why.begin(), why.end(), '\n', ' ');
-  metadata += "# " + key + ": " + (outcome.ok ? "passed its check" : "not timed: " + why) + "\n";
-  if (!outcome.ok) std::printf("%s: not timed: %s\n", key.c_str(), why.c_str());
+  const CheckOutcome outcome =
+      was_recorded ? earlier->second : check_in_own_process(named_check(check_name), timeout_s);
+  const std::string where = was_recorded ? " (in the checks run before)" : "";
+  metadata += "# " + key + ": " +
+              (outcome.ok ? "passed its check" + where : "not timed: " + outcome.detail + where) + "\n";
+  if (!outcome.ok) std::printf("%s: not timed: %s%s\n", key.c_str(), outcome.detail.c_str(), where.c_str());
   return outcome.ok;
+}
+
+// The outcomes an earlier --checks run recorded, if it was asked for.
+std::map<std::string, CheckOutcome> recorded_checks(const Options& o) {
+  if (o.checks_from.empty()) return {};
+  std::ifstream in(o.checks_from);
+  if (!in) {
+    std::fprintf(stderr, "--checks-from %s: cannot be read; checking alone instead\n", o.checks_from.c_str());
+    return {};
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_check_record(text.str());
 }
 
 int run(const Options& o) {
@@ -286,25 +324,23 @@ int run(const Options& o) {
                        [name](const Group* g) { return g->name == std::string(name); });
   };
   const auto alone_timeout = [&] { return std::min(60u, deadline.timeout_for(o.group_timeout_s)); };
+  const std::map<std::string, CheckOutcome> recorded = recorded_checks(o);
+  const auto alone = [&](const char* key, const char* check_name) {
+    return passes_alone(key, check_name, alone_timeout(), recorded, metadata);
+  };
   // Which wgmma operand layouts the device reads as our kernels assume (the
   // metadata says which not, and how), before those kernels' own checks.
   if (selected_group("expert_gemm") || selected_group("indexer_prefill") || selected_group("sparse_decode"))
-    passes_alone("wgmma_layouts", check_wgmma_layouts, alone_timeout(), metadata);
+    alone("wgmma_layouts", "wgmma_layouts");
   if (selected_group("expert_gemm")) {
-    options.expert_gemm_wgmma.lockstep = passes_alone(
-        "expert_gemm_wgmma_lockstep", [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kLockstep); },
-        alone_timeout(), metadata);
-    options.expert_gemm_wgmma.warp_specialized = passes_alone(
-        "expert_gemm_wgmma_warp_specialized",
-        [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kWarpSpecialized); }, alone_timeout(),
-        metadata);
+    options.expert_gemm_wgmma.lockstep = alone("expert_gemm_wgmma_lockstep", "expert_gemm_w4a8_wgmma");
+    options.expert_gemm_wgmma.warp_specialized =
+        alone("expert_gemm_wgmma_warp_specialized", "expert_gemm_w4a8_wgmma_ws");
   }
   if (selected_group("indexer_prefill"))
-    options.indexer_wgmma =
-        passes_alone("indexer_logits_wgmma", check_indexer_wgmma, alone_timeout(), metadata);
+    options.indexer_wgmma = alone("indexer_logits_wgmma", "indexer_wgmma");
   if (selected_group("sparse_decode"))
-    options.sparse_decode_wgmma =
-        passes_alone("sparse_decode_wgmma", check_sparse_decode_wgmma, alone_timeout(), metadata);
+    options.sparse_decode_wgmma = alone("sparse_decode_wgmma", "sparse_decode_wgmma");
   std::vector<std::string> failed;
   // The file as it stands after `done` groups: the rest named as not run yet.
   const auto write = [&](std::size_t done) {
