@@ -302,6 +302,20 @@ TEST(SparseDecodeWgmma, CtasReproduceTheReference) {
   }
 }
 
+// A request with no key at all (every top-k slot padding, an empty window):
+// its CTAs' rows stay at -inf and nothing, and the sink alone makes its output 0.
+TEST(SparseDecodeWgmma, ARequestWithNoKeysGivesZeros) {
+  SparseDecodeInputs in = make_sparse_decode_inputs({2, 64, 100, 3000}, 8);
+  for (int64_t j = 0; j < in.shape.topk; ++j) in.topk[static_cast<std::size_t>(j)] = -1;
+  in.window_len[0] = 0;
+  for (const int splits : {1, 2}) {
+    const std::vector<float> got = replay(in, splits);
+    const std::vector<float> want = sparse_decode_reference(in);
+    for (int i = 0; i < 64 * kLatentDim; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], 0.0f) << i;
+    EXPECT_LT(relative_norm_error(got, want), 5e-3);
+  }
+}
+
 // The scores' descriptors read each key's and each head's dims as the
 // widening and the query copies place them; the P.V descriptor reads the
 // same key tile N-major: value (dim n, key k) where the key's widened dim lies.
