@@ -251,9 +251,10 @@ void write_csv(const std::string& out_dir, const std::string& metadata, const st
 // kernel's own rows, not its group's others. Where an earlier --checks run on
 // this device recorded the check, its outcome stands (a hung check is not
 // waited for twice). The CSV's metadata says under `key` whether it passed,
-// and why not.
+// and, after `failed` ("not timed" for a kernel), why not.
 bool passes_alone(const std::string& key, const std::string& check_name, unsigned timeout_s,
-                  const std::map<std::string, CheckOutcome>& recorded, std::string& metadata) {
+                  const std::map<std::string, CheckOutcome>& recorded, std::string& metadata,
+                  const std::string& failed = "not timed") {
   const auto earlier = recorded.find(check_name);
   const bool was_recorded = earlier != recorded.end();
   if (!was_recorded && timeout_s == 0) {
@@ -264,8 +265,9 @@ bool passes_alone(const std::string& key, const std::string& check_name, unsigne
       was_recorded ? earlier->second : check_in_own_process(named_check(check_name), timeout_s);
   const std::string where = was_recorded ? " (in the checks run before)" : "";
   metadata += "# " + key + ": " +
-              (outcome.ok ? "passed its check" + where : "not timed: " + outcome.detail + where) + "\n";
-  if (!outcome.ok) std::printf("%s: not timed: %s%s\n", key.c_str(), outcome.detail.c_str(), where.c_str());
+              (outcome.ok ? "passed its check" + where : failed + ": " + outcome.detail + where) + "\n";
+  if (!outcome.ok)
+    std::printf("%s: %s: %s%s\n", key.c_str(), failed.c_str(), outcome.detail.c_str(), where.c_str());
   return outcome.ok;
 }
 
@@ -325,13 +327,13 @@ int run(const Options& o) {
   };
   const auto alone_timeout = [&] { return std::min(60u, deadline.timeout_for(o.group_timeout_s)); };
   const std::map<std::string, CheckOutcome> recorded = recorded_checks(o);
-  const auto alone = [&](const char* key, const char* check_name) {
-    return passes_alone(key, check_name, alone_timeout(), recorded, metadata);
+  const auto alone = [&](const char* key, const char* check_name, const char* failed = "not timed") {
+    return passes_alone(key, check_name, alone_timeout(), recorded, metadata, failed);
   };
   // Which wgmma operand layouts the device reads as our kernels assume (the
   // metadata says which not, and how), before those kernels' own checks.
   if (selected_group("expert_gemm") || selected_group("indexer_prefill") || selected_group("sparse_decode"))
-    alone("wgmma_layouts", "wgmma_layouts");
+    alone("wgmma_layouts", "wgmma_layouts", "read otherwise");
   if (selected_group("expert_gemm")) {
     options.expert_gemm_wgmma.lockstep = alone("expert_gemm_wgmma_lockstep", "expert_gemm_w4a8_wgmma");
     options.expert_gemm_wgmma.warp_specialized =
