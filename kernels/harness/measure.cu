@@ -199,7 +199,10 @@ const NamedCheck& named_check(const std::string& name) {
 // differed; with --record, each outcome also appended to that file as it comes.
 int run_checks(const Options& o) {
   const RunDeadline deadline(o.deadline_s);
-  if (!o.record_file.empty()) std::ofstream(o.record_file, std::ios::trunc);
+  if (!o.record_file.empty() && !std::ofstream(o.record_file, std::ios::trunc)) {
+    std::fprintf(stderr, "--record %s: the file cannot be written\n", o.record_file.c_str());
+    return 2;
+  }
   int failed = 0;
   for (const NamedCheck& check : all_checks()) {
     const unsigned timeout_s = deadline.timeout_for(o.group_timeout_s);
