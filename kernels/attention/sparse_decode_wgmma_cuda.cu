@@ -143,8 +143,11 @@ __device__ void softmax_tile(float (&s)[kScores], const uint8_t* valid, RowState
   update_rows(rows, step, sums);
 #pragma unroll
   for (int q = 0; q < kValueSteps * 4; ++q) p[q] = step.p[q];
+  // Rarely needed after the first tiles (kRescaleMargin): skipped where no row of the warp's moved.
+  if (__any_sync(0xffffffffu, step.correction[0] != 1.0f || step.correction[1] != 1.0f)) {
 #pragma unroll
-  for (int i = 0; i < kOutputs; ++i) o[i] *= step.correction[(i % 4) / 2];
+    for (int i = 0; i < kOutputs; ++i) o[i] *= step.correction[(i % 4) / 2];
+  }
 }
 
 // The request's output (BF16) from this thread's part of O, where one CTA

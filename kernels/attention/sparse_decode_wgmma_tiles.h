@@ -149,7 +149,7 @@ V41_HD int exchange_offset(int warpgroup, int t, int i) {
 // The online softmax of a thread's two heads (rows accumulator_row(t, 0)
 // and + 8): its 16 scores of each, the row maxima over its quad given.
 struct RowStates {
-  float m[2] = {-INFINITY, -INFINITY};  // largest scaled score so far
+  float m[2] = {-INFINITY, -INFINITY};  // reference max of the scaled scores (kRescaleMargin)
   float l[2] = {0.0f, 0.0f};            // sum of exp(s - m), of the BF16 weights P.V uses
 };
 // The thread's scores scaled, keys with no entry at -inf.
@@ -161,10 +161,17 @@ V41_HD void thread_row_maxima(const float (&s)[kScores], float (&maxima)[2]) {
   maxima[0] = maxima[1] = -INFINITY;
   V41_UNROLL for (int i = 0; i < kScores; ++i) maxima[(i % 4) / 2] = fmaxf(maxima[(i % 4) / 2], s[i]);
 }
-// Given the quad's row maxima: the new maxima, the factors that rescale O
-// so far, the weights P in BF16 as P.V's A fragment (word 4 j + r for keys
-// 16 j to 16 j + 15, register r of a_fragment_slot) and the thread's sums of
-// those weights.
+// A row's weights are taken against a reference max that moves only where a
+// tile's scores pass it by more than this margin (FlashAttention-4's lazy
+// rescaling): weights up to 256, as exact in BF16 as any and far inside
+// FP32's range in the sums, and the same softmax in the end; so O, which
+// is rescaled with the tensor cores idle, rarely needs it after the first tiles.
+inline constexpr float kRescaleMargin = 8 * 0.69314718f;  // ln 256
+
+// Given the quad's row maxima: the reference maxima, the factors that
+// rescale O so far (1 where the reference stayed), the weights P in BF16 as
+// P.V's A fragment (word 4 j + r for keys 16 j to 16 j + 15, register r of
+// a_fragment_slot) and the thread's sums of those weights.
 struct SoftmaxStep {
   float max[2];
   float correction[2];
@@ -176,9 +183,11 @@ V41_HD SoftmaxStep softmax_step(const float (&s)[kScores], const float (&quad_ma
   SoftmaxStep out{};
   bool any[2];
   V41_UNROLL for (int r = 0; r < 2; ++r) {
-    out.max[r] = fmaxf(rows.m[r], quad_maxima[r]);
+    const float tile_max = fmaxf(rows.m[r], quad_maxima[r]);
+    const bool stays = rows.m[r] != -INFINITY && tile_max - rows.m[r] <= kRescaleMargin;
+    out.max[r] = stays ? rows.m[r] : tile_max;
     any[r] = out.max[r] != -INFINITY;
-    out.correction[r] = any[r] ? fast_exp(rows.m[r] - out.max[r]) : 1.0f;
+    out.correction[r] = stays || !any[r] ? 1.0f : fast_exp(rows.m[r] - out.max[r]);
   }
   V41_UNROLL for (int q = 0; q < kValueSteps * 4; ++q) {
     // Accumulators i and i + 1: keys 16 (q / 4) + 8 ((q % 4) / 2) + 2 (t % 4), + 1; row q % 2.

@@ -203,6 +203,8 @@ class CtaReplay {
         quad_maxima[r] =
             std::max({maxima[quad][r], maxima[quad + 1][r], maxima[quad + 2][r], maxima[quad + 3][r]});
       steps[t] = softmax_step(s_[w][t], quad_maxima, rows_[w][t]);
+      for (int r = 0; r < 2; ++r)  // O rescaled after a row's first keys: its reference max moved
+        rescales_ += std::isfinite(rows_[w][t].m[r]) && steps[t].correction[r] != 1.0f;
     }
     for (int t = 0; t < kWarpgroupThreads; ++t) {
       float sums[2];
@@ -253,11 +255,15 @@ class CtaReplay {
   uint32_t p_[2][kWarpgroupThreads][kValueSteps * 4] = {};
   float o_[2][kWarpgroupThreads][kOutputs] = {};
   RowStates rows_[2][kWarpgroupThreads];
+  int rescales_ = 0;
+
+ public:
+  int rescales() const { return rescales_; }
 };
 
 // Every request split `splits` ways as split_range does, each split replayed
 // and merged with the sink as the combine kernel merges them.
-std::vector<float> replay(const SparseDecodeInputs& in, int splits) {
+std::vector<float> replay(const SparseDecodeInputs& in, int splits, int* rescales = nullptr) {
   const int64_t heads = in.shape.heads, slots = in.shape.topk + kWindowTokens;
   const int64_t per_split = (slots + splits - 1) / splits;
   std::vector<float> out(static_cast<std::size_t>(in.shape.batch * heads * kLatentDim));
@@ -267,6 +273,7 @@ std::vector<float> replay(const SparseDecodeInputs& in, int splits) {
       const int64_t begin = split * per_split, end = std::min(slots, begin + per_split);
       auto cta = std::make_unique<CtaReplay>(in, b, begin, end);
       EXPECT_TRUE(cta->warpgroups_agree()) << "request " << b << " split " << split;
+      if (rescales != nullptr) *rescales += cta->rescales();
       parts.push_back(cta->result());
     }
     for (int64_t h = 0; h < heads; ++h) {
@@ -300,6 +307,35 @@ TEST(SparseDecodeWgmma, CtasReproduceTheReference) {
     const std::vector<float> got = replay(in, splits);
     EXPECT_LT(relative_norm_error(got, want), 5e-3) << heads << " heads, " << splits << " splits";
   }
+}
+
+// Lazy rescaling: with the default inputs' small scores no row's reference
+// max moves after its first keys (O never rescaled again); with queries 60
+// times larger and each request's top-k sorted by score, every tile's max
+// passes the reference by more than the margin, so O is rescaled tile after
+// tile; both reproduce the reference.
+TEST(SparseDecodeWgmma, LazyRescalingMovesTheMaxOnlyPastItsMargin) {
+  SparseDecodeInputs in = make_sparse_decode_inputs({2, 64, 200, 3000}, 9);
+  int rescales = 0;
+  EXPECT_LT(relative_norm_error(replay(in, 1, &rescales), sparse_decode_reference(in)), 5e-3);
+  EXPECT_EQ(rescales, 0);
+  for (uint16_t& v : in.q) v = bf16_bits(bf16_value(v) * 60.0f);
+  for (int64_t b = 0; b < in.shape.batch; ++b) {
+    const auto score = [&](int32_t index) {  // head 0's
+      if (index < 0) return -1e30;
+      double dot = 0;
+      for (int i = 0; i < kLatentDim; ++i)
+        dot += bf16_value(in.q[static_cast<std::size_t>(b * 64 * kLatentDim + i)]) *
+               main_entry_value(in.main_kv.data() + static_cast<int64_t>(index) * kMainEntryBytes, i);
+      return dot;
+    };
+    auto first = in.topk.begin() + b * in.shape.topk;
+    std::sort(first, first + in.shape.topk, [&](int32_t x, int32_t y) { return score(x) < score(y); });
+  }
+  rescales = 0;
+  EXPECT_LT(relative_norm_error(replay(in, 1, &rescales), sparse_decode_reference(in)), 5e-3);
+  EXPECT_GT(rescales,
+            2 * 2);  // head 0's two rows of warpgroup 0 at least, past the first tile in each request
 }
 
 // A request with no key at all (every top-k slot padding, an empty window):
