@@ -111,6 +111,9 @@ class CtaReplay {
     return true;
   }
 
+  // How often a row's O was rescaled after its first keys (its reference max moved).
+  int rescales() const { return rescales_; }
+
  private:
   void copy_queries() {
     const auto* q = reinterpret_cast<const uint8_t*>(in_.q.data() + b_ * in_.shape.heads * kLatentDim);
@@ -256,9 +259,6 @@ class CtaReplay {
   float o_[2][kWarpgroupThreads][kOutputs] = {};
   RowStates rows_[2][kWarpgroupThreads];
   int rescales_ = 0;
-
- public:
-  int rescales() const { return rescales_; }
 };
 
 // Every request split `splits` ways as split_range does, each split replayed
