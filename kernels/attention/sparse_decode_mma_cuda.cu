@@ -148,7 +148,8 @@ __device__ void softmax_tile(const float* s_s, uint16_t* p_s, float* m_s, float*
   tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
   tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
   const float m_old = m_s[h];
-  const float m_new = fmaxf(m_old, tile_max);
+  const ReferenceMax reference = next_reference_max(m_old, tile_max);  // lazy (kRescaleMargin)
+  const float m_new = reference.max;
   const bool any = m_new != -INFINITY;
   uint16_t* p = p_s + h * kProbStride + part * kPerThread;
   float sum = 0.0f;
@@ -161,9 +162,8 @@ __device__ void softmax_tile(const float* s_s, uint16_t* p_s, float* m_s, float*
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
   if (part == 0) {  // after the shuffles: all four threads have read m_old
-    const float correction = any ? __expf(m_old - m_new) : 1.0f;
-    correction_s[h] = correction;
-    l_s[h] = l_s[h] * correction + sum;
+    correction_s[h] = reference.correction;
+    l_s[h] = l_s[h] * reference.correction + sum;
     m_s[h] = m_new;
   }
 }
@@ -173,12 +173,14 @@ __device__ void accumulate_tile(const uint16_t* p_s, const uint16_t* k_s, const 
                                 float (&o)[kOutputTiles][4], int head0, int dim0, mma::Lane lane) {
   const float low = correction_s[head0 + mma::c_row(lane, 0)];
   const float high = correction_s[head0 + mma::c_row(lane, 2)];
+  if (__any_sync(0xffffffffu, low != 1.0f || high != 1.0f)) {  // rare after the first tiles (lazy)
 #pragma unroll
-  for (int t = 0; t < kOutputTiles; ++t) {
-    o[t][0] *= low;
-    o[t][1] *= low;
-    o[t][2] *= high;
-    o[t][3] *= high;
+    for (int t = 0; t < kOutputTiles; ++t) {
+      o[t][0] *= low;
+      o[t][1] *= low;
+      o[t][2] *= high;
+      o[t][3] *= high;
+    }
   }
 #pragma unroll
   for (int k0 = 0; k0 < kTile; k0 += mma::kK) {

@@ -105,6 +105,26 @@ V41_HD void widen_window_entry_part(const uint8_t* entry, int first, int count, 
   }
 }
 
+// The online softmax's reference max, as FlashAttention-4 keeps it: a row's
+// weights are taken against a max that moves only where a tile's scores pass
+// it by more than kRescaleMargin (ln 256: weights up to 256, as exact in
+// BF16 as any and far inside FP32's range in the sums; the softmax is the
+// same in the end), so O, whose rescaling the tensor cores wait for, rarely
+// needs it after a request's first tiles. Given the reference so far and the
+// tile's max: the new reference and the factor O so far is multiplied by (1
+// where the reference stays; 1 while no key was valid, -inf).
+inline constexpr float kRescaleMargin = 8 * 0.69314718f;  // ln 256
+struct ReferenceMax {
+  float max;
+  float correction;
+};
+V41_HD ReferenceMax next_reference_max(float reference, float tile_max) {
+  const float top = fmaxf(reference, tile_max);
+  const bool stays = reference != -INFINITY && top - reference <= kRescaleMargin;
+  const float max = stays ? reference : top;
+  return {max, stays || max == -INFINITY ? 1.0f : fast_exp(reference - max)};
+}
+
 V41_HD void quantize_window_entry(const float* values, uint8_t* entry) {
   for (int g = 0; g < kLatentDim / kWindowScaleGroup; ++g) {
     float amax = 0.0f;

@@ -161,13 +161,6 @@ V41_HD void thread_row_maxima(const float (&s)[kScores], float (&maxima)[2]) {
   maxima[0] = maxima[1] = -INFINITY;
   V41_UNROLL for (int i = 0; i < kScores; ++i) maxima[(i % 4) / 2] = fmaxf(maxima[(i % 4) / 2], s[i]);
 }
-// A row's weights are taken against a reference max that moves only where a
-// tile's scores pass it by more than this margin (FlashAttention-4's lazy
-// rescaling): weights up to 256, as exact in BF16 as any and far inside
-// FP32's range in the sums, and the same softmax in the end; so O, which
-// is rescaled with the tensor cores idle, rarely needs it after the first tiles.
-inline constexpr float kRescaleMargin = 8 * 0.69314718f;  // ln 256
-
 // Given the quad's row maxima: the reference maxima, the factors that
 // rescale O so far (1 where the reference stayed), the weights P in BF16 as
 // P.V's A fragment (word 4 j + r for keys 16 j to 16 j + 15, register r of
@@ -183,11 +176,10 @@ V41_HD SoftmaxStep softmax_step(const float (&s)[kScores], const float (&quad_ma
   SoftmaxStep out{};
   bool any[2];
   V41_UNROLL for (int r = 0; r < 2; ++r) {
-    const float tile_max = fmaxf(rows.m[r], quad_maxima[r]);
-    const bool stays = rows.m[r] != -INFINITY && tile_max - rows.m[r] <= kRescaleMargin;
-    out.max[r] = stays ? rows.m[r] : tile_max;
+    const ReferenceMax reference = next_reference_max(rows.m[r], quad_maxima[r]);  // lazy (kRescaleMargin)
+    out.max[r] = reference.max;
+    out.correction[r] = reference.correction;
     any[r] = out.max[r] != -INFINITY;
-    out.correction[r] = stays || !any[r] ? 1.0f : fast_exp(rows.m[r] - out.max[r]);
   }
   V41_UNROLL for (int q = 0; q < kValueSteps * 4; ++q) {
     // Accumulators i and i + 1: keys 16 (q / 4) + 8 ((q % 4) / 2) + 2 (t % 4), + 1; row q % 2.

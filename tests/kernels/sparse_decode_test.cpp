@@ -108,6 +108,27 @@ TEST(SparseDecode, SplitsWeighTheirPartialOutputsAgainstWaves) {
   EXPECT_EQ(sparse_decode_splits({1, 64, 16, 1}, 132), 3);  // a short key list: 144 keys, 3 blocks
 }
 
+// Both tensor-core kernels' lazy reference max: it stays while a tile's max
+// is within ln 256 above it (O kept as it is, factor 1), moves past that (O
+// rescaled by e^(old - new)), starts at the first valid key (O still empty)
+// and stays at -inf, factor 1, while no key was valid.
+TEST(SparseDecode, TheReferenceMaxMovesOnlyPastItsMargin) {
+  const ReferenceMax stays = next_reference_max(2.0f, 2.0f + kRescaleMargin);
+  EXPECT_EQ(stays.max, 2.0f);
+  EXPECT_EQ(stays.correction, 1.0f);
+  EXPECT_EQ(next_reference_max(2.0f, -1.0f).max, 2.0f);
+  const ReferenceMax moves = next_reference_max(2.0f, 2.0f + kRescaleMargin + 0.5f);
+  EXPECT_EQ(moves.max, 2.0f + kRescaleMargin + 0.5f);
+  EXPECT_NEAR(moves.correction, std::exp(-kRescaleMargin - 0.5f), 1e-7);
+  const ReferenceMax first = next_reference_max(-INFINITY, -3.0f);
+  EXPECT_EQ(first.max, -3.0f);
+  EXPECT_EQ(first.correction, 0.0f);
+  const ReferenceMax none = next_reference_max(-INFINITY, -INFINITY);
+  EXPECT_EQ(none.max, -INFINITY);
+  EXPECT_EQ(none.correction, 1.0f);
+  EXPECT_NEAR(std::exp(kRescaleMargin), 256.0f, 1e-3);
+}
+
 TEST(SparseDecodeCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_fp32"}); }
 
 TEST(SparseDecodeMmaCuda, MatchesTheReference) { expect_device_checks({"sparse_decode_tensor_cores"}); }
