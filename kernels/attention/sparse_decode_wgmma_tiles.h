@@ -10,13 +10,14 @@
 // Q and of each key, and loads and widens that half itself. Per tile:
 //   - partial scores Q.K^T over its 256 dims: 16 m64n64k16 steps, Q and the
 //     key tile K-major in shared memory;
-//   - meanwhile the next tile's entries are loaded into registers;
+//   - meanwhile the next tile's entry indices are looked up;
 //   - the two warpgroups add their partial scores through shared memory
-//     (16 KB each), so both hold the same S and run the same online softmax;
+//     (16 KB each), so both hold the same S and run the same online softmax
+//     (O rescaled lazily: next_reference_max);
 //   - O += P.V: 4 m64n256k16 steps, P from registers as the score
 //     accumulators leave it, V the same key tile read N-major (K = V);
-//   - while the tensor cores run them, the next tile is widened into the
-//     other stage.
+//   - while the tensor cores run them, the next tile's entries are loaded
+//     and widened into the other stage.
 // The tiles are kept as the 128-byte swizzle wants them: a 64-dim block of
 // 64 rows (heads or keys) is 8 KB, 8 rows of 128 bytes an atom.
 #pragma once
@@ -90,7 +91,7 @@ V41_HD KeyShare key_share(int warpgroup, int t) {
   return {t / 2, warpgroup * kHalfDims + (t % 2) * kShareDims};
 }
 
-// A share of a main entry as stored, loaded into registers a tile ahead:
+// A share of a main entry as stored, loaded into registers to be widened:
 // 64 bytes of codes (four 16-byte loads) and its 8 groups' scales (8 bytes).
 enum class KeyKind : int { kNone = 0, kMain = 1, kWindow = 2 };
 struct MainShare {
