@@ -76,28 +76,32 @@ __device__ MainShare load_main_share(const uint8_t* entry, const KeyShare& share
   return main;
 }
 
-// Chunk c of the key's share widened into its place in the stage.
-__device__ void widen_chunk(const KeyEntry& key, const MainShare& main, const KeyShare& share, uint8_t* stage,
-                            int c) {
-  uint32_t out[4];
-  widen_share_chunk(key.kind, main, key.entry, share, c, out);
-  *reinterpret_cast<uint4*>(stage + operand_offset(share.key, share.first_dim + 8 * c)) =
-      make_uint4(out[0], out[1], out[2], out[3]);
+// Sixteen values g of the key's share widened into their place in the stage.
+__device__ void widen_sixteen(const KeyEntry& key, const MainShare& main, const KeyShare& share,
+                              uint8_t* stage, int g) {
+  uint32_t out[8];
+  widen_share_sixteen(key.kind, main, key.entry, share, g, out);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    *reinterpret_cast<uint4*>(stage + operand_offset(share.key, share.first_dim + 16 * g + 8 * half)) =
+        make_uint4(out[4 * half], out[4 * half + 1], out[4 * half + 2], out[4 * half + 3]);
+  }
 }
 
 // The key's share loaded and widened into its place in the stage, and
 // whether the key is real. A main entry's share comes in five loads and is
-// widened unrolled; a window entry's (the list's last two tiles) chunk by
-// chunk, in a loop that keeps its loads few, beside O and P in registers.
+// widened unrolled, each scale decoded once; a window entry's (the list's
+// last two tiles) sixteen values at a time, in a loop that keeps its loads
+// few, beside O and P in registers.
 __device__ void widen_key(const KeyEntry& key, const KeyShare& share, uint8_t* stage, uint8_t* valid, int t) {
   if (key.kind == KeyKind::kWindow) {
 #pragma unroll 1
-    for (int c = 0; c < kShareChunks; ++c) widen_chunk(key, MainShare{}, share, stage, c);
+    for (int g = 0; g < kShareSixteens; ++g) widen_sixteen(key, MainShare{}, share, stage, g);
   } else {
     MainShare main{};
     if (key.kind == KeyKind::kMain) main = load_main_share(key.entry, share);
 #pragma unroll
-    for (int c = 0; c < kShareChunks; ++c) widen_chunk(key, main, share, stage, c);
+    for (int g = 0; g < kShareSixteens; ++g) widen_sixteen(key, main, share, stage, g);
   }
   if (t % 2 == 0) valid[share.key] = key.kind != KeyKind::kNone;
 }

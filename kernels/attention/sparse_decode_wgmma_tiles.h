@@ -37,7 +37,7 @@ inline constexpr int kHalfDims = kLatentDim / 2;               // a warpgroup's:
 inline constexpr int kBlockDims = wgmma::kRowBytes / 2;        // 64 BF16 values a swizzled row
 inline constexpr int kBlockBytes = kHeads * wgmma::kRowBytes;  // 64 rows of a 64-dim block
 static_assert(kKeys == kHeads, "Q and a key tile share one block layout");
-inline constexpr int kStepK = 16;                                      // K of a BF16 wgmma
+inline constexpr int kStepK = wgmma::kK16Bit;
 inline constexpr int kScoreSteps = kHalfDims / kStepK;                 // 16
 inline constexpr int kValueSteps = kKeys / kStepK;                     // 4
 inline constexpr int kScores = kHeads * kKeys / wgmma::kThreads;       // 32 accumulators a thread
@@ -101,34 +101,40 @@ struct MainShare {
 V41_HD int main_codes_offset(const KeyShare& s) { return s.first_dim / 2; }
 V41_HD int main_scales_offset(const KeyShare& s) { return kLatentDim / 2 + s.first_dim / kMxfp4GroupSize; }
 
-// Chunk c (0-15) of a share widened into out[0..3]: a main entry's from its
-// registers, a window entry's from the entry itself (its 128 keys are the
-// list's last two tiles, loaded when they are widened), zeros for no entry.
-V41_HD void widen_share_chunk(KeyKind kind, const MainShare& main, const uint8_t* entry, const KeyShare& s,
-                              int c, uint32_t* out) {
+// Sixteen values g (0-7) of a share, chunks 2 g and 2 g + 1, widened into
+// out[0..7]: a main entry's from its registers (one scale group, its scale
+// decoded once), a window entry's from the entry itself (its 128 keys are
+// the list's last two tiles, loaded when they are widened), zeros for no entry.
+inline constexpr int kShareSixteens = kShareChunks / 2;
+V41_HD void widen_share_sixteen(KeyKind kind, const MainShare& main, const uint8_t* entry, const KeyShare& s,
+                                int g, uint32_t* out) {
+  static_assert(kMxfp4GroupSize == 16, "a main entry's sixteen values share one scale");
   if (kind == KeyKind::kMain) {
-    const int group = c / 2;  // 16 values a scale
-    const auto scale = static_cast<uint8_t>(main.scales[group / 4] >> (8 * (group % 4)));
-    widen_main_eight(main.codes[c], main_scale_pair(scale), out);
+    const uint32_t pair = main_scale_pair(static_cast<uint8_t>(main.scales[g / 4] >> (8 * (g % 4))));
+    widen_main_eight(main.codes[2 * g], pair, out);
+    widen_main_eight(main.codes[2 * g + 1], pair, out + 4);
   } else if (kind == KeyKind::kWindow) {
-    const int dim = s.first_dim + 8 * c;
-    widen_window_eight(entry, dim, window_group_multiplier(entry, dim), out);
+    const int dim = s.first_dim + 16 * g;
+    const uint32_t multiplier = window_group_multiplier(entry, dim);  // 32 values a scale
+    widen_window_eight(entry, dim, multiplier, out);
+    widen_window_eight(entry, dim + 8, multiplier, out + 4);
   } else {
-    out[0] = out[1] = out[2] = out[3] = 0;
+    for (int i = 0; i < 8; ++i) out[i] = 0;
   }
 }
 
 // Descriptors, from the shared address of the (1,024-byte aligned) base.
-// Scores step j of warpgroup w: Q and the tile K-major, dims 256 w + 16 j
-// (the step's 32 bytes inside a swizzled row, as the FP8 kernels step).
+// Scores step j of warpgroup w: Q and the tile K-major, dims 256 w + 16 j,
+// from the operand's row 0 (the step's 32 bytes inside a swizzled row, as
+// the FP8 kernels step).
+V41_HD int score_step_offset(int warpgroup, int step) {
+  return operand_offset(0, warpgroup * kHalfDims + step * kStepK);
+}
 V41_HD uint64_t query_descriptor(uint32_t base, int warpgroup, int step) {
-  const int dim = warpgroup * kHalfDims + step * kStepK;
-  return wgmma::descriptor(base + kQueryOffset + (dim / kBlockDims) * kBlockBytes + (dim % kBlockDims) * 2);
+  return wgmma::descriptor(base + kQueryOffset + score_step_offset(warpgroup, step));
 }
 V41_HD uint64_t key_descriptor(uint32_t base, int stage, int warpgroup, int step) {
-  const int dim = warpgroup * kHalfDims + step * kStepK;
-  return wgmma::descriptor(base + stage_offset(stage) + (dim / kBlockDims) * kBlockBytes +
-                           (dim % kBlockDims) * 2);
+  return wgmma::descriptor(base + stage_offset(stage) + score_step_offset(warpgroup, step));
 }
 // P.V step j of warpgroup w: the tile read N-major, keys 16 j to 16 j + 15
 // (two atoms of 8 rows: the stride) against the half's 256 dims (four 64-dim

@@ -26,9 +26,10 @@ inline constexpr int kRowBytes = 128;  // one swizzled row: 128 FP8 values of K
 inline constexpr int kAtomRows = 8;
 inline constexpr int kAtomBytes = kRowBytes * kAtomRows;  // 1,024: the tile alignment
 inline constexpr int kChunk = 16;
-inline constexpr int kM = 64;         // rows of one wgmma
-inline constexpr int kK = 32;         // K of one FP8 wgmma (32 bytes)
-inline constexpr int kThreads = 128;  // a warpgroup
+inline constexpr int kM = 64;           // rows of one wgmma
+inline constexpr int kK = 32;           // K of one FP8 wgmma (32 bytes)
+inline constexpr int kK16Bit = kK / 2;  // K of one BF16 wgmma: the same 32 bytes
+inline constexpr int kThreads = 128;    // a warpgroup
 
 // Where byte `byte` (0-127) of row `row` of a swizzled tile lies.
 V41_HD int swizzled_offset(int row, int byte) {

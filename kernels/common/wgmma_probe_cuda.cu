@@ -25,10 +25,13 @@
 namespace v41sim::kernels {
 namespace {
 
-constexpr int kK64 = 64;      // BF16 values a swizzled row
-constexpr int kN256 = 256;    // the N-major probe's N
-constexpr int kBlock = 8192;  // its 64-column blocks' stride, as the sparse decode's
+constexpr int kK64 = wgmma::kRowBytes / 2;  // BF16 values a swizzled row
+constexpr int kN256 = 4 * kK64;             // the N-major probe's N: four 64-column blocks
+// Those blocks' stride: 64 rows of a swizzled operand, as the sparse decode keeps its key tile.
+constexpr int kBlock = wgmma::kM * wgmma::kRowBytes;
 constexpr int kSmem = 4 * kBlock + wgmma::kAtomBytes;
+constexpr int kBf16K = wgmma::kK16Bit;
+constexpr int kMnAccumulators = wgmma::kM * kN256 / wgmma::kThreads;  // a thread's, m64n256
 
 // d = a x b^T over 64 (BF16) or 128 (FP8) bytes of K, a 64 rows and b n
 // rows, both K-major, stepped 32 bytes at a time as the kernels step.
@@ -37,7 +40,7 @@ __global__ void __launch_bounds__(wgmma::kThreads)
     probe_k_major(const uint8_t* a, const uint8_t* b, float* d) {
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
-  constexpr int kN = kFp8 ? 128 : 64;
+  constexpr int kN = kFp8 ? 2 * wgmma::kM : wgmma::kM;  // m64n128k32 or m64n64k16
   uint8_t* a_s = smem;
   uint8_t* b_s = smem + wgmma::kM * wgmma::kRowBytes;
   const int t = static_cast<int>(threadIdx.x);
@@ -80,7 +83,7 @@ __global__ void __launch_bounds__(wgmma::kThreads)
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
   const int t = static_cast<int>(threadIdx.x);
-  for (int i = t; i < 16 * kN256; i += wgmma::kThreads) {
+  for (int i = t; i < kBf16K * kN256; i += wgmma::kThreads) {
     const int k = i / kN256, n = i % kN256;
     *reinterpret_cast<uint16_t*>(smem + (n / kK64) * kBlock + wgmma::swizzled_offset(k, (n % kK64) * 2)) =
         b[i];
@@ -93,19 +96,19 @@ __global__ void __launch_bounds__(wgmma::kThreads)
     const int r = swap_registers ? (reg == 1 ? 2 : reg == 2 ? 1 : reg) : reg;
     const int row = wgmma::a_fragment_row(t, r), k = wgmma::a_fragment_k(t, r, 0);
     fragment[reg] =
-        static_cast<uint32_t>(a[row * 16 + k]) | (static_cast<uint32_t>(a[row * 16 + k + 1]) << 16);
+        static_cast<uint32_t>(a[row * kBf16K + k]) | (static_cast<uint32_t>(a[row * kBf16K + k + 1]) << 16);
   }
   const uint64_t desc = swap_offsets ? wgmma::descriptor(shared_address(smem), wgmma::kAtomBytes, kBlock)
                                      : wgmma::descriptor(shared_address(smem), kBlock, wgmma::kAtomBytes);
-  float acc[128];
+  float acc[kMnAccumulators];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kMnAccumulators; ++i) acc[i] = 0.0f;
   wgmma::fence();
   wgmma::mma_m64n256k16_bf16_rs(acc, fragment, desc);
   wgmma::commit_group();
   wgmma::wait_group<0>();
 #pragma unroll
-  for (int i = 0; i < 128; ++i)
+  for (int i = 0; i < kMnAccumulators; ++i)
     d[wgmma::accumulator_row(t, i) * kN256 + wgmma::accumulator_col(t, i)] = acc[i];
 }
 
@@ -129,49 +132,61 @@ int wrong_outputs(const std::vector<float>& d, const std::vector<float>& a, cons
   return wrong;
 }
 
+// A probe's outcome: how many of its outputs are off.
+struct Wrong {
+  int outputs, of;
+  std::string said(const char* what) const {
+    return std::string(what) + ": " + std::to_string(outputs) + " of " + std::to_string(of) +
+           " outputs wrong";
+  }
+};
+
 template <bool kFp8>
-int probe_k_major_wrong() {
-  const int k = kFp8 ? 128 : 64, n = kFp8 ? 128 : 64;
-  std::vector<float> a(64 * k), b(n * k);
-  std::vector<uint8_t> a_bytes(64 * 128), b_bytes(n * 128);
-  for (int r = 0; r < 64 + n; ++r) {
+Wrong probe_k_major_wrong() {
+  constexpr int kM = wgmma::kM, kRow = wgmma::kRowBytes;
+  const int k = kFp8 ? kRow : kRow / 2, n = kFp8 ? 2 * kM : kM;  // the m64n128k32 and m64n64k16 operands
+  std::vector<float> a(kM * k), b(n * k);
+  std::vector<uint8_t> a_bytes(kM * kRow), b_bytes(n * kRow);
+  for (int r = 0; r < kM + n; ++r) {
     for (int x = 0; x < k; ++x) {
       const float v = probe_value(r, x, kFp8 ? 1 : 2);
-      std::vector<uint8_t>& bytes = r < 64 ? a_bytes : b_bytes;
-      const int row = r < 64 ? r : r - 64;
-      (r < 64 ? a : b)[row * k + x] = v;
+      std::vector<uint8_t>& bytes = r < kM ? a_bytes : b_bytes;
+      const int row = r < kM ? r : r - kM;
+      (r < kM ? a : b)[row * k + x] = v;
       if constexpr (kFp8) {
-        bytes[row * 128 + x] = encode_e4m3(v);
+        bytes[row * kRow + x] = encode_e4m3(v);
       } else {
         const uint16_t bits = bf16_bits(v);
-        bytes[row * 128 + 2 * x] = static_cast<uint8_t>(bits);
-        bytes[row * 128 + 2 * x + 1] = static_cast<uint8_t>(bits >> 8);
+        bytes[row * kRow + 2 * x] = static_cast<uint8_t>(bits);
+        bytes[row * kRow + 2 * x + 1] = static_cast<uint8_t>(bits >> 8);
       }
     }
   }
   const DeviceBuffer<uint8_t> da(a_bytes), db(b_bytes);
-  const DeviceBuffer<float> dd(static_cast<std::size_t>(64 * n));
+  const DeviceBuffer<float> dd(static_cast<std::size_t>(kM * n));
   wgmma::allow_shared_memory<probe_k_major<kFp8>>(kSmem);
   probe_k_major<kFp8><<<1, wgmma::kThreads, kSmem>>>(da.get(), db.get(), dd.get());
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
-  return wrong_outputs(dd.download(static_cast<std::size_t>(64 * n)), a, b, 64, n, k, true);
+  return {wrong_outputs(dd.download(static_cast<std::size_t>(kM * n)), a, b, kM, n, k, true), kM * n};
 }
 
-int probe_mn_major_wrong(bool swap_offsets, bool swap_registers) {
-  std::vector<float> a(64 * 16), b(16 * kN256);
+Wrong probe_mn_major_wrong(bool swap_offsets, bool swap_registers) {
+  constexpr int kM = wgmma::kM, kK = kBf16K;  // m64n256k16
+  std::vector<float> a(kM * kK), b(kK * kN256);
   std::vector<uint16_t> a_bits(a.size()), b_bits(b.size());
   for (std::size_t i = 0; i < a.size(); ++i)
-    a_bits[i] = bf16_bits(a[i] = probe_value(int(i) / 16, int(i) % 16, 3));
+    a_bits[i] = bf16_bits(a[i] = probe_value(int(i) / kK, int(i) % kK, 3));
   for (std::size_t i = 0; i < b.size(); ++i)
     b_bits[i] = bf16_bits(b[i] = probe_value(int(i) / kN256, int(i) % kN256, 4));
   const DeviceBuffer<uint16_t> da(a_bits), db(b_bits);
-  const DeviceBuffer<float> dd(static_cast<std::size_t>(64 * kN256));
+  const DeviceBuffer<float> dd(static_cast<std::size_t>(kM * kN256));
   wgmma::allow_shared_memory<probe_mn_major>(kSmem);
   probe_mn_major<<<1, wgmma::kThreads, kSmem>>>(da.get(), db.get(), dd.get(), swap_offsets, swap_registers);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
-  return wrong_outputs(dd.download(static_cast<std::size_t>(64 * kN256)), a, b, 64, kN256, 16, false);
+  return {wrong_outputs(dd.download(static_cast<std::size_t>(kM * kN256)), a, b, kM, kN256, kK, false),
+          kM * kN256};
 }
 
 }  // namespace
@@ -180,19 +195,20 @@ WgmmaLayoutProbe probe_wgmma_layouts() {
   std::string why;
   if (!sm90a_device(&why)) throw std::runtime_error("wgmma layout probe: " + why);
   WgmmaLayoutProbe p;
-  const int fp8 = probe_k_major_wrong<true>(), bf16 = probe_k_major_wrong<false>();
-  const int mn = probe_mn_major_wrong(false, false);
-  p.fp8_k_major = fp8 == 0;
-  p.bf16_k_major = bf16 == 0;
-  p.bf16_mn_major = mn == 0;
-  if (!p.fp8_k_major) p.detail += "FP8 K-major: " + std::to_string(fp8) + " of 8192 outputs wrong; ";
-  if (!p.bf16_k_major) p.detail += "BF16 K-major: " + std::to_string(bf16) + " of 4096 outputs wrong; ";
+  const Wrong fp8 = probe_k_major_wrong<true>(), bf16 = probe_k_major_wrong<false>();
+  const Wrong mn = probe_mn_major_wrong(false, false);
+  p.fp8_k_major = fp8.outputs == 0;
+  p.bf16_k_major = bf16.outputs == 0;
+  p.bf16_mn_major = mn.outputs == 0;
+  if (!p.fp8_k_major) p.detail += fp8.said("FP8 K-major") + "; ";
+  if (!p.bf16_k_major) p.detail += bf16.said("BF16 K-major") + "; ";
   if (!p.bf16_mn_major) {
-    p.detail += "BF16 N-major with A from registers: " + std::to_string(mn) + " of 16384 outputs wrong";
+    p.detail += mn.said("BF16 N-major with A from registers");
     for (const auto& [offsets, registers, what] :
          {std::tuple{true, false, "the descriptor's leading and stride offsets swapped"},
           std::tuple{false, true, "A's registers 1 and 2 swapped"}, std::tuple{true, true, "both swapped"}}) {
-      if (probe_mn_major_wrong(offsets, registers) == 0) p.detail += std::string("; right with ") + what;
+      if (probe_mn_major_wrong(offsets, registers).outputs == 0)
+        p.detail += std::string("; right with ") + what;
     }
   }
   return p;

@@ -28,4 +28,22 @@ inline std::vector<std::string> dispatched_names(const std::string& name,
   return names;
 }
 
+// Names a shape's timed rows in place: the paths with a suffix (a complete
+// path an engine could dispatch) compete for `name` as dispatched_names
+// says; the others (a fixed-name baseline) keep theirs. Path: .name
+// (std::string), .suffix (const char*, null for a fixed name) and
+// .time.median_us.
+template <class Path>
+void name_competing_paths(const std::string& name, std::vector<Path>& paths) {
+  std::vector<TimedPathName> competing;
+  for (const Path& p : paths) {
+    if (p.suffix != nullptr) competing.push_back({p.suffix, p.time.median_us});
+  }
+  const std::vector<std::string> names = dispatched_names(name, competing);
+  std::size_t next = 0;
+  for (Path& p : paths) {
+    if (p.suffix != nullptr) p.name = names[next++];
+  }
+}
+
 }  // namespace v41sim::kernels

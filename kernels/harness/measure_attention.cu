@@ -96,9 +96,9 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick, boo
         std::string name;
         const char* math;
         TimingStats time;
+        const char* suffix;
       };
       std::vector<Timed> timed;
-      std::vector<TimedPathName> competing;
       for (const Variant& v : {Variant{mma_ok, "bf16", launch_sparse_decode_mma, "bf16_mma"},
                                Variant{wgmma_ok, "bf16", launch_sparse_decode_wgmma, "bf16_wgmma"},
                                Variant{baseline_ok, "fp32", launch_sparse_decode, nullptr}}) {
@@ -110,12 +110,10 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick, boo
             },
             kWarmup, kRuns);
         CUDA_CHECK(cudaGetLastError());
-        timed.push_back({v.tensor_core_suffix ? "" : "sparse_attention_decode_fp32_baseline", v.math, t});
-        if (v.tensor_core_suffix) competing.push_back({v.tensor_core_suffix, t.median_us});
+        timed.push_back({"sparse_attention_decode_fp32_baseline", v.math, t, v.tensor_core_suffix});
       }
       // The faster tensor-core path is the one the simulator's name stands for.
-      const std::vector<std::string> names = dispatched_names("sparse_attention_decode", competing);
-      for (std::size_t i = 0; i < names.size(); ++i) timed[i].name = names[i];  // they come first
+      name_competing_paths("sparse_attention_decode", timed);
       for (const Timed& t : timed) {
         // FP4 compressed entries and FP8 window entries, widened to BF16 in registers.
         w.row({t.name, "attention", t.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),

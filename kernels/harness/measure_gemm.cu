@@ -46,8 +46,9 @@ namespace {
 
 struct TimedPath {
   const char* suffix;  // of its baseline row's name
-  TimingStats timing;
+  TimingStats time;
   std::string tiling;
+  std::string name;  // its row's (name_competing_paths)
 };
 
 // cuBLASLt on weights widened to FP8 in memory, the widening timed with it;
@@ -145,28 +146,25 @@ int measure_gemm(const RowWriter& w, bool quick, const WgmmaPathsPassed& wgmma_p
         fill_mxfp4_weights(packed.get(), weight_scales.get(), e * s.n * s.k, kScaleSeed);
         fill_e4m3(a.get(), e * m * s.k, 87);
         const ExpertGemmW4A8 gemm{a.get(), packed.get(), weight_scales.get(), d.get(), 1.0f, e, m, s.n, s.k};
-        const std::vector<TimedPath> paths = time_expert_paths(gemm, wgmma_ok);
-        std::vector<TimedPathName> timed;
-        for (const TimedPath& path : paths) timed.push_back({path.suffix, path.timing.median_us});
-        const std::vector<std::string> names = dispatched_names(s.name, timed);
+        std::vector<TimedPath> paths = time_expert_paths(gemm, wgmma_ok);
+        name_competing_paths(s.name, paths);
         const double flops =
             2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
         const double output_bytes = 4.0 * static_cast<double>(e * m * s.n);  // FP32
         const double bytes = static_cast<double>(e * s.n * s.k / 2 + e * s.n * s.k / kWeightScaleGroup) +
                              static_cast<double>(e * m * s.k) + output_bytes;
-        for (std::size_t i = 0; i < paths.size(); ++i) {
-          const TimedPath* path = &paths[i];
-          const std::string& kernel = names[i];
-          const TimingStats& t = path->timing;
+        for (const TimedPath& path : paths) {
+          const std::string& kernel = path.name;
+          const TimingStats& t = path.time;
           Row row{kernel, "grouped_gemm", "fp8", m, s.n,          s.k, e,
                   0,      flops,          bytes, t, output_bytes, 0.0, static_cast<double>(e * s.n * s.k)};
-          row.tiling = path->tiling;
+          row.tiling = path.tiling;
           w.row(row);
           std::printf(
               "%s (%s) %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), "
               "%.0f "
               "GB/s of FP4 weights\n",
-              kernel.c_str(), path->suffix, static_cast<long long>(e), static_cast<long long>(m),
+              kernel.c_str(), path.suffix, static_cast<long long>(e), static_cast<long long>(m),
               static_cast<long long>(s.n), static_cast<long long>(s.k), t.median_us,
               flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops,
               bytes / t.median_us / 1e3);

@@ -185,7 +185,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
     std::string name;
     const char* math;
     TimingStats time;
-    const char* tensor_core_suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
+    const char* suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
   };
   for (const int64_t queries : chunks) {
     for (const int64_t positions : contexts) {
@@ -215,15 +215,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
                          "fp8_wgmma"});
       }
       // The faster tensor-core path is the one the simulator's name stands for.
-      std::vector<Timed*> competing;
-      std::vector<TimedPathName> competing_times;
-      for (Timed& t : timed) {
-        if (t.tensor_core_suffix == nullptr) continue;
-        competing.push_back(&t);
-        competing_times.push_back({t.tensor_core_suffix, t.time.median_us});
-      }
-      const std::vector<std::string> names = dispatched_names("indexer_logits", competing_times);
-      for (std::size_t i = 0; i < competing.size(); ++i) competing[i]->name = names[i];
+      name_competing_paths("indexer_logits", timed);
       for (const Timed& t : timed) {
         w.row({t.name, "indexer", t.math, queries, positions, dims, 1, positions, 2.0 * dims * pairs,
                pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t.time, 0.0, 0.0,

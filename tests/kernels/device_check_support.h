@@ -34,4 +34,14 @@ inline void expect_device_checks(std::initializer_list<const char*> names) {
 #endif
 }
 
+// The same for kernels built for sm_90a alone (Hopper's wgmma): on a GPU of
+// another kind they skip visibly too.
+inline void expect_sm90a_device_checks(std::initializer_list<const char*> names) {
+#ifdef V41SIM_HAVE_CUDA_KERNELS
+  std::string why;
+  if (cuda_device_available(&why) && !sm90a_device(&why)) GTEST_SKIP() << why;
+#endif
+  expect_device_checks(names);
+}
+
 }  // namespace v41sim::kernels

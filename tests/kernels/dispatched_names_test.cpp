@@ -26,5 +26,24 @@ TEST(DispatchedNames, ATieGoesToTheEarlierPathAndOnePathIsTheKernel) {
   EXPECT_TRUE(dispatched_names("indexer_logits", {}).empty());
 }
 
+// Rows named in place: a fixed-name baseline between the competing paths
+// keeps its name whatever its time; the competing paths are named as above.
+TEST(DispatchedNames, FixedNamesStandAsTheCompetingPathsAreNamed) {
+  struct Time {
+    double median_us;
+  };
+  struct Path {
+    std::string name;
+    const char* suffix;
+    Time time;
+  };
+  std::vector<Path> paths{
+      {"", "bf16_mma", {9.0}}, {"attention_fp32_baseline", nullptr, {1.0}}, {"", "bf16_wgmma", {4.0}}};
+  name_competing_paths("attention", paths);
+  EXPECT_EQ(paths[0].name, "attention_bf16_mma_baseline");
+  EXPECT_EQ(paths[1].name, "attention_fp32_baseline");
+  EXPECT_EQ(paths[2].name, "attention");
+}
+
 }  // namespace
 }  // namespace v41sim::kernels

@@ -227,11 +227,7 @@ TEST(ExpertGemmW4a8Wgmma, WarpSpecializedStagesHoldTheirTiles) {
 
 // On a GPU: the kernel itself against the reference (kernels/checks).
 TEST(ExpertGemmW4a8WgmmaCuda, MatchesTheReference) {
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-  std::string why;
-  if (cuda_device_available(&why) && !sm90a_device(&why)) GTEST_SKIP() << why;
-#endif
-  expect_device_checks({"expert_gemm_w4a8_wgmma", "expert_gemm_w4a8_wgmma_ws"});
+  expect_sm90a_device_checks({"expert_gemm_w4a8_wgmma", "expert_gemm_w4a8_wgmma_ws"});
 }
 
 }  // namespace

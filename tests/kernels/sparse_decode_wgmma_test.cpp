@@ -138,12 +138,15 @@ class CtaReplay {
           for (int s = 0; s < 2; ++s)
             main.scales[s] = load_word(key.entry + main_scales_offset(share) + 4 * s);
         }
-        for (int c = 0; c < kShareChunks; ++c) {
-          uint32_t out[4];
-          widen_share_chunk(key.kind, main, key.entry, share, c, out);
-          std::memcpy(&smem_[static_cast<std::size_t>(stage_offset(stage) +
-                                                      operand_offset(share.key, share.first_dim + 8 * c))],
-                      out, sizeof out);
+        for (int g = 0; g < kShareSixteens; ++g) {
+          uint32_t out[8];
+          widen_share_sixteen(key.kind, main, key.entry, share, g, out);
+          for (int half = 0; half < 2; ++half) {
+            std::memcpy(
+                &smem_[static_cast<std::size_t>(
+                    stage_offset(stage) + operand_offset(share.key, share.first_dim + 16 * g + 8 * half))],
+                out + 4 * half, 16);
+          }
         }
         if (t % 2 == 0)
           smem_[static_cast<std::size_t>(valid_offset(w, stage) + share.key)] = key.kind != KeyKind::kNone;
@@ -481,21 +484,9 @@ TEST(WgmmaLayout, AFragmentSlotsAndValuesAreInverse) {
 
 // One wgmma of each kind our kernels issue reads the operands as modelled
 // (on an sm_90 device; the detail says which reading differs, and how).
-TEST(WgmmaLayoutCuda, TheDeviceReadsAsModelled) {
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-  std::string why;
-  if (cuda_device_available(&why) && !sm90a_device(&why)) GTEST_SKIP() << why;
-#endif
-  expect_device_checks({"wgmma_layouts"});
-}
+TEST(WgmmaLayoutCuda, TheDeviceReadsAsModelled) { expect_sm90a_device_checks({"wgmma_layouts"}); }
 
-TEST(SparseDecodeWgmmaCuda, MatchesTheReference) {
-#ifdef V41SIM_HAVE_CUDA_KERNELS
-  std::string why;
-  if (cuda_device_available(&why) && !sm90a_device(&why)) GTEST_SKIP() << why;
-#endif
-  expect_device_checks({"sparse_decode_wgmma"});
-}
+TEST(SparseDecodeWgmmaCuda, MatchesTheReference) { expect_sm90a_device_checks({"sparse_decode_wgmma"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels
