@@ -2,18 +2,13 @@
 // operands and FP32 accumulators (sm_80 and later, so Hopper and Blackwell).
 //
 // Same grid, key list, splits and combine as the FP32 baseline
-// (sparse_decode_split.cuh). Per CTA (one request, one split), 8 warps:
-//   - the request's 64 query heads (BF16, 64 x 512) are staged once;
-//   - per tile of 64 keys, the entries are gathered as stored into shared
-//     memory by cp.async while the CTA computes on the tile before, then
-//     widened to BF16 there.
-//     That is exact: an FP4 value times an E4M3 scale, or an FP8 value times
-//     a power of two, needs at most 5 significant bits, BF16 has 8. Only
-//     the softmax weights P are rounded to BF16 (Q comes in BF16);
-//   - S = Q.K^T: each warp a 16-head x 32-key block over the 512 dims;
-//   - online softmax, 4 threads per head; P written as BF16;
-//   - O = O * correction + P.V: each warp owns 16 heads x 256 dims of O in
-//     registers (32 accumulator tiles), K doubling as V (MQA: K = V = latent).
+// (sparse_decode_split.cuh); who does what in a CTA:
+// sparse_decode_mma_tiles.h. Per tile of 64 keys, the entries are gathered
+// as stored into shared memory by cp.async while the CTA computes on the
+// tile before, then widened to BF16 there. That is exact: an FP4 value
+// times an E4M3 scale, or an FP8 value times a power of two, needs at most
+// 5 significant bits, BF16 has 8. Only the softmax weights P are rounded to
+// BF16 (Q comes in BF16).
 // 64 heads share every key, so the kernel does ~455 FLOP per byte of FP4
 // entry: it is bound by the tensor cores, not HBM (kernels/README.md).
 #include <cuda_runtime.h>
@@ -21,6 +16,7 @@
 #include <stdexcept>
 
 #include "kernels/attention/sparse_decode_cuda.h"
+#include "kernels/attention/sparse_decode_mma_tiles.h"
 #include "kernels/attention/sparse_decode_split.cuh"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
@@ -31,80 +27,31 @@
 namespace v41sim::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
-constexpr int kHeads = 64;                              // query heads per CTA: all of V4.1's
-constexpr int kTile = 64;                               // keys per tile
-constexpr int kRowStride = kLatentDim + 8;              // BF16 per Q or K row; +8 spreads rows over banks
-constexpr int kScoreStride = kTile + 4;                 // floats per score row
-constexpr int kProbStride = kTile + 8;                  // BF16 per P row
-constexpr int kHeadBlocks = kHeads / mma::kM;           // 4 blocks of 16 heads
-constexpr int kHalves = kWarps / kHeadBlocks;           // each head block: 2 warps
-constexpr int kScoreTiles = kTile / kHalves / mma::kN;  // 4 n-tiles of 8 keys per warp
-constexpr int kOutputTiles = kLatentDim / kHalves / mma::kN;      // 32 n-tiles of 8 dims per warp
-constexpr int kDimsPerWidener = kLatentDim / (kThreads / kTile);  // 128: 4 threads widen one key
-// A tile's entries as stored, staged in shared memory: rows wide enough for
-// the wider (window) entry, copied 16 bytes at a time.
-constexpr int kChunk = 16;
-constexpr int kRawStride = kWindowEntryBytes;
+using namespace sparse_decode_mma;
 static_assert(kTile == kSplitBlockKeys, "a split's cost counts this kernel's tiles (sparse_decode_splits.h)");
-static_assert(kMainEntryBytes % kChunk == 0 && kWindowEntryBytes % kChunk == 0 &&
-                  kMainEntryBytes <= kRawStride,
-              "entries copy in whole 16-byte chunks");
-enum EntryKind : int { kNoEntry = 0, kMainEntry = 1, kWindowEntry = 2 };
-static_assert(kHalves * kHeadBlocks == kWarps, "warps tile the heads");
-
-struct Smem {
-  static constexpr std::size_t q = 0;
-  static constexpr std::size_t k = q + sizeof(uint16_t) * kHeads * kRowStride;
-  static constexpr std::size_t s = k + sizeof(uint16_t) * kTile * kRowStride;
-  static constexpr std::size_t p = s + sizeof(float) * kHeads * kScoreStride;
-  static constexpr std::size_t m = p + sizeof(uint16_t) * kHeads * kProbStride;
-  static constexpr std::size_t l = m + sizeof(float) * kHeads;
-  static constexpr std::size_t correction = l + sizeof(float) * kHeads;
-  static constexpr std::size_t valid = correction + sizeof(float) * kHeads;
-  static constexpr std::size_t raw = valid + sizeof(int) * kTile;
-  static constexpr std::size_t kind = raw + kRawStride * kTile;
-  static constexpr std::size_t bytes = kind + sizeof(int) * kTile;
-};
-static_assert(Smem::k % 16 == 0 && Smem::s % 16 == 0 && Smem::p % 16 == 0 && Smem::m % 16 == 0 &&
-                  Smem::raw % 16 == 0,
-              "shared arrays stay 16-byte aligned");
 
 // Starts copying the tile's entries, as stored, into raw_s (cp.async: they
 // land while the CTA computes on the previous tile) and notes each key's
 // kind; the caller commits the copies and waits for them before widening.
-// Threads split the keys as widen_tile does (4 a key), so each looks its
-// key's entry up once and copies every 4th of its chunks.
+// Each thread looks its key's entry up once and copies every 4th of its chunks.
 __device__ void stage_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile, int64_t end, uint8_t* raw_s,
                            int* kind_s) {
-  const int key = threadIdx.x / (kThreads / kTile);
-  const int part = threadIdx.x % (kThreads / kTile);
-  bool is_main = false;
-  const uint8_t* entry = tile + key < end ? key_entry(d, b, tile + key, &is_main) : nullptr;
-  if (part == 0) kind_s[key] = entry == nullptr ? kNoEntry : (is_main ? kMainEntry : kWindowEntry);
-  if (entry == nullptr) return;
-  const int chunks = (is_main ? kMainEntryBytes : kWindowEntryBytes) / kChunk;
-  for (int chunk = part; chunk < chunks; chunk += kThreads / kTile)
-    cp_async_16(raw_s + key * kRawStride + chunk * kChunk, entry + chunk * kChunk, true);
+  const KeyPart mine = key_part(threadIdx.x);
+  const KeyEntry key = find_key(d, b, tile + mine.key, end);
+  if (mine.part == 0) kind_s[mine.key] = static_cast<int>(key.kind);
+  if (key.kind == KeyKind::kNone) return;
+  const int chunks = (key.kind == KeyKind::kMain ? kMainEntryBytes : kWindowEntryBytes) / kChunk;
+  for (int chunk = mine.part; chunk < chunks; chunk += kKeyParts)
+    cp_async_16(raw_s + mine.key * kRawStride + chunk * kChunk, key.entry + chunk * kChunk, true);
 }
 
 // Widens the staged entries into k_s (zero rows for padding) and marks which are real.
 __device__ void widen_tile(const uint8_t* raw_s, const int* kind_s, uint16_t* k_s, int* valid_s) {
-  const int key = threadIdx.x / (kThreads / kTile);
-  const int part = threadIdx.x % (kThreads / kTile);
-  const int kind = kind_s[key];
-  const uint8_t* entry = raw_s + key * kRawStride;
-  uint16_t* row = k_s + key * kRowStride + part * kDimsPerWidener;
-  uint32_t* words = reinterpret_cast<uint32_t*>(row);
-  if (kind == kNoEntry) {
-    for (int i = 0; i < kDimsPerWidener / 2; ++i) words[i] = 0;
-  } else if (kind == kMainEntry) {
-    widen_main_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, words);
-  } else {
-    widen_window_entry_part(entry, part * kDimsPerWidener, kDimsPerWidener, words);
-  }
-  if (part == 0) valid_s[key] = kind != kNoEntry;
+  const KeyPart mine = key_part(threadIdx.x);
+  const auto kind = static_cast<KeyKind>(kind_s[mine.key]);
+  widen_key_part(kind, raw_s + mine.key * kRawStride, mine.part,
+                 reinterpret_cast<uint32_t*>(k_s + mine.key * kRowStride + mine.part * kDimsPerPart));
+  if (mine.part == 0) valid_s[mine.key] = kind != KeyKind::kNone;
 }
 
 // S = Q.K^T for this warp's 16 heads x 32 keys, scaled; padding keys get -inf.
@@ -130,41 +77,30 @@ __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const int* 
     for (int i = 0; i < 4; ++i) {
       const int row = head0 + mma::c_row(lane, i);
       const int col = key0 + t * mma::kN + mma::c_col(lane, i);
-      s_s[row * kScoreStride + col] = valid_s[col] ? acc[t][i] * scale : -INFINITY;
+      s_s[row * kScoreStride + col] = masked_score(acc[t][i], valid_s[col] != 0, scale);
     }
   }
 }
 
-// Online softmax over the tile: 4 consecutive threads per head, 16 keys each.
-// Writes P (BF16) and, per head, the factor that rescales what O holds so far.
+// Online softmax over the tile: 4 consecutive threads a head, 16 keys each
+// (head_part). Writes P (BF16) and, per head, the factor that rescales what
+// O holds so far.
 __device__ void softmax_tile(const float* s_s, uint16_t* p_s, float* m_s, float* l_s, float* correction_s) {
-  constexpr int kPerThread = kTile / (kThreads / kHeads);  // 16
-  const int h = threadIdx.x / (kThreads / kHeads);
-  const int part = threadIdx.x % (kThreads / kHeads);
-  const float* s = s_s + h * kScoreStride + part * kPerThread;
-  float tile_max = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) tile_max = fmaxf(tile_max, s[j]);
+  const HeadPart mine = head_part(threadIdx.x);
+  const float* s = s_s + mine.head * kScoreStride;
+  float tile_max = part_max(s, mine);
   tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
   tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-  const float m_old = m_s[h];
-  const ReferenceMax reference = next_reference_max(m_old, tile_max);  // lazy (kRescaleMargin)
-  const float m_new = reference.max;
-  const bool any = m_new != -INFINITY;
-  uint16_t* p = p_s + h * kProbStride + part * kPerThread;
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const uint16_t weight = mma::to_bf16(any ? __expf(s[j] - m_new) : 0.0f);
-    p[j] = weight;
-    sum += mma::from_bf16(weight);  // the sum matches the weights P.V uses
-  }
+  const HeadState old{m_s[mine.head], l_s[mine.head]};
+  const ReferenceMax reference = next_reference_max(old.m, tile_max);  // lazy (kRescaleMargin)
+  float sum = weigh_part(s, mine, reference.max, p_s + mine.head * kProbStride);
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-  if (part == 0) {  // after the shuffles: all four threads have read m_old
-    correction_s[h] = reference.correction;
-    l_s[h] = l_s[h] * reference.correction + sum;
-    m_s[h] = m_new;
+  if (mine.first_key == 0) {  // after the shuffles: all four threads have read the old state
+    const HeadState next = next_head_state(old, reference, sum);
+    correction_s[mine.head] = reference.correction;
+    l_s[mine.head] = next.l;
+    m_s[mine.head] = next.m;
   }
 }
 
@@ -234,10 +170,8 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDe
   const int split = blockIdx.x;
   const int64_t heads = d.shape.heads;
   const auto [begin, end] = split_range(d, split);
-  const int warp = threadIdx.x / 32;
+  const WarpBlocks blocks = warp_blocks(threadIdx.x / 32);
   const mma::Lane lane = mma::lane_of(threadIdx.x % 32);
-  const int head0 = (warp % kHeadBlocks) * mma::kM;
-  const int half = warp / kHeadBlocks;
 
   for (int i = threadIdx.x; i < kHeads * kLatentDim; i += kThreads) {
     const int h = i / kLatentDim;
@@ -259,24 +193,23 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_mma_kernel(SparseDe
     __syncthreads();  // raw_s and kind_s are free: the next tile's entries come in under this one's math
     if (tile + kTile < end) stage_tile(d, b, tile + kTile, end, raw_s, kind_s);
     cp_async_commit();
-    score_tile(q_s, k_s, valid_s, s_s, head0, half * (kTile / kHalves), lane, scale);
+    score_tile(q_s, k_s, valid_s, s_s, blocks.head0, blocks.key0, lane, scale);
     __syncthreads();
     softmax_tile(s_s, p_s, m_s, l_s, correction_s);
     __syncthreads();
-    accumulate_tile(p_s, k_s, correction_s, o, head0, half * (kLatentDim / kHalves), lane);
+    accumulate_tile(p_s, k_s, correction_s, o, blocks.head0, blocks.dim0, lane);
   }
   __syncthreads();
-  const int dim0 = half * (kLatentDim / kHalves);
   if (d.splits == 1) {  // the whole key list: finish the output here, no partials, no combine
-    write_output(d, b, o, m_s, l_s, head0, dim0, lane);
+    write_output(d, b, o, m_s, l_s, blocks.head0, blocks.dim0, lane);
     return;
   }
 #pragma unroll
   for (int t = 0; t < kOutputTiles; ++t) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int h = head0 + mma::c_row(lane, i);
-      if (h < heads) partial_of(d, b, split, h)[dim0 + t * mma::kN + mma::c_col(lane, i)] = o[t][i];
+      const int h = blocks.head0 + mma::c_row(lane, i);
+      if (h < heads) partial_of(d, b, split, h)[blocks.dim0 + t * mma::kN + mma::c_col(lane, i)] = o[t][i];
     }
   }
   for (int h = threadIdx.x; h < heads; h += kThreads) {

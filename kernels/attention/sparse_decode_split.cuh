@@ -23,6 +23,20 @@ __device__ inline const uint8_t* key_entry(const SparseDecodeDevice& d, int64_t 
   return w < d.window_len[b] ? d.window + (b * kWindowTokens + w) * kWindowEntryBytes : nullptr;
 }
 
+// A slot's key for the tensor-core kernels: its kind and entry (none past
+// the split's end).
+struct KeyEntry {
+  KeyKind kind;
+  const uint8_t* entry;
+};
+__device__ inline KeyEntry find_key(const SparseDecodeDevice& d, int64_t b, int64_t slot, int64_t end) {
+  if (slot >= end) return {KeyKind::kNone, nullptr};
+  bool is_main = false;
+  const uint8_t* entry = key_entry(d, b, slot, &is_main);
+  if (entry == nullptr) return {KeyKind::kNone, nullptr};
+  return {is_main ? KeyKind::kMain : KeyKind::kWindow, entry};
+}
+
 // The slots split `split` of `splits` covers: [begin, end).
 struct SplitRange {
   int64_t begin;
@@ -38,16 +52,6 @@ __device__ inline SplitRange split_range(const SparseDecodeDevice& d, int split)
 // Partial result of (request, split, head): 512 unnormalised outputs, then the running max and sum.
 __device__ inline float* partial_of(const SparseDecodeDevice& d, int64_t b, int split, int64_t head) {
   return d.workspace + ((b * d.splits + split) * d.shape.heads + head) * (kLatentDim + 2);
-}
-
-// What turns one split's unnormalised output into the attention output, where
-// the split is the whole key list: with its largest logit m and its sum l of
-// exp(s - m), the sink joining the softmax's denominator (the combine's
-// arithmetic for a single split; 0 where no key was valid, m = -inf).
-__device__ inline float whole_list_factor(float sink, float m, float l) {
-  const float max_all = fmaxf(sink, m);
-  const float weight = __expf(m - max_all);
-  return weight / (__expf(sink - max_all) + weight * l);
 }
 
 // Merges the splits and the sink (sparse_decode_cuda.cu); the launchers call

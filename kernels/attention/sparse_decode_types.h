@@ -105,6 +105,10 @@ V41_HD void widen_window_entry_part(const uint8_t* entry, int first, int count, 
   }
 }
 
+// What a slot of a request's key list holds: nothing (padding, or past the
+// window's fill), a compressed main-KV entry, or a window entry.
+enum class KeyKind : int { kNone = 0, kMain = 1, kWindow = 2 };
+
 // The online softmax's reference max, as FlashAttention-4 keeps it: a row's
 // weights are taken against a max that moves only where a tile's scores pass
 // it by more than kRescaleMargin (ln 256: weights up to 256, as exact in
@@ -123,6 +127,16 @@ V41_HD ReferenceMax next_reference_max(float reference, float tile_max) {
   const bool stays = reference != -INFINITY && top - reference <= kRescaleMargin;
   const float max = stays ? reference : top;
   return {max, stays || max == -INFINITY ? 1.0f : fast_exp(reference - max)};
+}
+
+// What turns one split's unnormalised output into the attention output, where
+// the split is the whole key list: with its reference max m and its sum l of
+// exp(s - m), the sink joining the softmax's denominator (the combine's
+// arithmetic for a single split; 0 where no key was valid, m = -inf).
+V41_HD float whole_list_factor(float sink, float m, float l) {
+  const float max_all = fmaxf(sink, m);
+  const float weight = fast_exp(m - max_all);
+  return weight / (fast_exp(sink - max_all) + weight * l);
 }
 
 V41_HD void quantize_window_entry(const float* values, uint8_t* entry) {

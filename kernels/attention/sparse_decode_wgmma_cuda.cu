@@ -44,20 +44,6 @@ __device__ uint32_t fresh(uint32_t value) {
   return out;
 }
 
-// A thread's key of a tile: its kind and entry, looked up a tile ahead (the
-// index load under the tensor cores' work).
-struct KeyEntry {
-  KeyKind kind;
-  const uint8_t* entry;
-};
-__device__ KeyEntry find_key(const SparseDecodeDevice& d, int64_t b, int64_t slot, int64_t end) {
-  if (slot >= end) return {KeyKind::kNone, nullptr};
-  bool is_main = false;
-  const uint8_t* entry = key_entry(d, b, slot, &is_main);
-  if (entry == nullptr) return {KeyKind::kNone, nullptr};
-  return {is_main ? KeyKind::kMain : KeyKind::kWindow, entry};
-}
-
 // A main entry's share as stored: four 16-byte loads of codes, one of 8 of scales.
 __device__ MainShare load_main_share(const uint8_t* entry, const KeyShare& share) {
   MainShare main;

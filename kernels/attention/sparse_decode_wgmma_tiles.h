@@ -93,7 +93,6 @@ V41_HD KeyShare key_share(int warpgroup, int t) {
 
 // A share of a main entry as stored, loaded into registers to be widened:
 // 64 bytes of codes (four 16-byte loads) and its 8 groups' scales (8 bytes).
-enum class KeyKind : int { kNone = 0, kMain = 1, kWindow = 2 };
 struct MainShare {
   uint32_t codes[kShareChunks];
   uint32_t scales[2];

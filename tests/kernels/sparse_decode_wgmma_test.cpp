@@ -24,39 +24,20 @@
 #include "kernels/common/compare.h"
 #include "kernels/common/wgmma_layout.h"
 #include "tests/kernels/device_check_support.h"
+#include "tests/kernels/sparse_decode_replay.h"
 
 namespace v41sim::kernels {
 namespace {
 
 using namespace sparse_decode_wgmma;
+using testing::host_key;
+using testing::HostKey;
+using testing::Partial;
 constexpr int kWarpgroupThreads = wgmma::kThreads;
-
-// Slot `slot` of request b's key list, as the kernel's key_entry finds it.
-struct HostKey {
-  KeyKind kind;
-  const uint8_t* entry;
-};
-HostKey host_key(const SparseDecodeInputs& in, int64_t b, int64_t slot, int64_t end) {
-  if (slot >= end) return {KeyKind::kNone, nullptr};
-  if (slot < in.shape.topk) {
-    const int32_t index = in.topk[static_cast<std::size_t>(b * in.shape.topk + slot)];
-    if (index < 0) return {KeyKind::kNone, nullptr};
-    return {KeyKind::kMain, in.main_kv.data() + static_cast<int64_t>(index) * kMainEntryBytes};
-  }
-  const int64_t w = slot - in.shape.topk;
-  if (w >= in.window_len[static_cast<std::size_t>(b)]) return {KeyKind::kNone, nullptr};
-  return {KeyKind::kWindow, in.window.data() + (b * kWindowTokens + w) * kWindowEntryBytes};
-}
 
 float bf16_at(const std::vector<uint8_t>& smem, uint32_t address) {
   return bf16_value(static_cast<uint16_t>(smem[address] | (smem[address + 1] << 8)));
 }
-
-// One CTA's result: its unnormalised output (heads x 512) and per head the
-// running max and sum.
-struct Partial {
-  std::vector<float> o, m, l;
-};
 
 class CtaReplay {
  public:
@@ -264,40 +245,14 @@ class CtaReplay {
   int rescales_ = 0;
 };
 
-// Every request split `splits` ways as split_range does, each split replayed
-// and merged with the sink as the combine kernel merges them.
+// Every request's splits replayed CTA by CTA and merged with the sink.
 std::vector<float> replay(const SparseDecodeInputs& in, int splits, int* rescales = nullptr) {
-  const int64_t heads = in.shape.heads, slots = in.shape.topk + kWindowTokens;
-  const int64_t per_split = (slots + splits - 1) / splits;
-  std::vector<float> out(static_cast<std::size_t>(in.shape.batch * heads * kLatentDim));
-  for (int64_t b = 0; b < in.shape.batch; ++b) {
-    std::vector<Partial> parts;
-    for (int split = 0; split < splits; ++split) {
-      const int64_t begin = split * per_split, end = std::min(slots, begin + per_split);
-      auto cta = std::make_unique<CtaReplay>(in, b, begin, end);
-      EXPECT_TRUE(cta->warpgroups_agree()) << "request " << b << " split " << split;
-      if (rescales != nullptr) *rescales += cta->rescales();
-      parts.push_back(cta->result());
-    }
-    for (int64_t h = 0; h < heads; ++h) {
-      const float sink = in.sink[static_cast<std::size_t>(h)];
-      float max_all = sink;
-      for (const Partial& p : parts) max_all = std::max(max_all, p.m[static_cast<std::size_t>(h)]);
-      double denominator = std::exp(sink - max_all);
-      for (const Partial& p : parts)
-        denominator +=
-            std::exp(p.m[static_cast<std::size_t>(h)] - max_all) * p.l[static_cast<std::size_t>(h)];
-      for (int i = 0; i < kLatentDim; ++i) {
-        double acc = 0;
-        for (const Partial& p : parts)
-          acc += std::exp(p.m[static_cast<std::size_t>(h)] - max_all) *
-                 p.o[static_cast<std::size_t>(h * kLatentDim + i)];
-        out[static_cast<std::size_t>((b * heads + h) * kLatentDim + i)] =
-            static_cast<float>(acc / denominator);
-      }
-    }
-  }
-  return out;
+  return testing::replay_splits(in, splits, [&](int64_t b, int64_t begin, int64_t end) {
+    auto cta = std::make_unique<CtaReplay>(in, b, begin, end);
+    EXPECT_TRUE(cta->warpgroups_agree()) << "request " << b << " slots from " << begin;
+    if (rescales != nullptr) *rescales += cta->rescales();
+    return cta->result();
+  });
 }
 
 // Two requests of 100 top-k slots (every 17th padding) and windows of 37
@@ -322,19 +277,7 @@ TEST(SparseDecodeWgmma, LazyRescalingMovesTheMaxOnlyPastItsMargin) {
   int rescales = 0;
   EXPECT_LT(relative_norm_error(replay(in, 1, &rescales), sparse_decode_reference(in)), 5e-3);
   EXPECT_EQ(rescales, 0);
-  for (uint16_t& v : in.q) v = bf16_bits(bf16_value(v) * 60.0f);
-  for (int64_t b = 0; b < in.shape.batch; ++b) {
-    const auto score = [&](int32_t index) {  // head 0's
-      if (index < 0) return -1e30;
-      double dot = 0;
-      for (int i = 0; i < kLatentDim; ++i)
-        dot += bf16_value(in.q[static_cast<std::size_t>(b * 64 * kLatentDim + i)]) *
-               main_entry_value(in.main_kv.data() + static_cast<int64_t>(index) * kMainEntryBytes, i);
-      return dot;
-    };
-    auto first = in.topk.begin() + b * in.shape.topk;
-    std::sort(first, first + in.shape.topk, [&](int32_t x, int32_t y) { return score(x) < score(y); });
-  }
+  testing::make_scores_climb(in);
   rescales = 0;
   EXPECT_LT(relative_norm_error(replay(in, 1, &rescales), sparse_decode_reference(in)), 5e-3);
   EXPECT_GT(rescales,
