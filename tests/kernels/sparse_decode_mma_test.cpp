@@ -61,27 +61,25 @@ class MmaCtaReplay {
     }
   }
 
-  // The split's partial result, as the kernel writes it to the workspace.
+  // The split's result: O unnormalised (each lane's accumulators where
+  // c_row and c_col place them), each head's reference max and sum.
   Partial result() const {
     const int64_t heads = in_.shape.heads;
     Partial p{std::vector<float>(static_cast<std::size_t>(heads * kLatentDim), NAN),
               std::vector<float>(m_, m_ + heads), std::vector<float>(l_, l_ + heads)};
-    for_each_accumulator([&](int h, int dim, float value) {
-      if (h < heads) p.o[static_cast<std::size_t>(h * kLatentDim + dim)] = value;
-    });
+    for (int warp = 0; warp < kWarps; ++warp) {
+      const WarpBlocks blocks = warp_blocks(warp);
+      for (int t = 0; t < kOutputTiles; ++t) {
+        for (int lane = 0; lane < kLanes; ++lane) {
+          for (int i = 0; i < 4; ++i) {
+            const int h = blocks.head0 + mma::c_row(mma::lane_of(lane), i);
+            const int dim = blocks.dim0 + t * mma::kN + mma::c_col(mma::lane_of(lane), i);
+            if (h < heads) p.o[static_cast<std::size_t>(h * kLatentDim + dim)] = o_[warp][t][lane][i];
+          }
+        }
+      }
+    }
     return p;
-  }
-
-  // The request's output (BF16), as the kernel finishes it where it holds the whole list.
-  std::vector<float> whole_output() const {
-    const int64_t heads = in_.shape.heads;
-    std::vector<float> out(static_cast<std::size_t>(heads * kLatentDim), NAN);
-    for_each_accumulator([&](int h, int dim, float value) {
-      if (h >= heads) return;
-      const float factor = whole_list_factor(in_.sink[static_cast<std::size_t>(h)], m_[h], l_[h]);
-      out[static_cast<std::size_t>(h * kLatentDim + dim)] = mma::from_bf16(mma::to_bf16(value * factor));
-    });
-    return out;
   }
 
   // How often a head's O was rescaled after its first keys (its reference max moved).
@@ -89,22 +87,6 @@ class MmaCtaReplay {
 
  private:
   using Accumulators = float[kOutputTiles][kLanes][4];  // a warp's O: n-tile, lane, register
-
-  template <typename Visit>
-  void for_each_accumulator(Visit visit) const {
-    for (int warp = 0; warp < kWarps; ++warp) {
-      const WarpBlocks blocks = warp_blocks(warp);
-      for (int t = 0; t < kOutputTiles; ++t) {
-        for (int lane = 0; lane < kLanes; ++lane) {
-          for (int i = 0; i < 4; ++i) {
-            const mma::Lane l = mma::lane_of(lane);
-            visit(blocks.head0 + mma::c_row(l, i), blocks.dim0 + t * mma::kN + mma::c_col(l, i),
-                  o_[warp][t][lane][i]);
-          }
-        }
-      }
-    }
-  }
 
   void copy_queries() {
     for (int h = 0; h < kHeads; ++h) {
@@ -239,19 +221,8 @@ class MmaCtaReplay {
   int rescales_ = 0;
 };
 
-// Every request's splits replayed CTA by CTA and merged with the sink; one
-// split: the CTA's own output.
+// Every request's splits replayed CTA by CTA, finished or merged as the kernels do.
 std::vector<float> replay(const SparseDecodeInputs& in, int splits, int* rescales = nullptr) {
-  if (splits == 1) {
-    std::vector<float> out;
-    for (int64_t b = 0; b < in.shape.batch; ++b) {
-      const auto cta = std::make_unique<MmaCtaReplay>(in, b, 0, in.shape.topk + kWindowTokens);
-      if (rescales != nullptr) *rescales += cta->rescales();
-      const std::vector<float> request = cta->whole_output();
-      out.insert(out.end(), request.begin(), request.end());
-    }
-    return out;
-  }
   return testing::replay_splits(in, splits, [&](int64_t b, int64_t begin, int64_t end) {
     const auto cta = std::make_unique<MmaCtaReplay>(in, b, begin, end);
     if (rescales != nullptr) *rescales += cta->rescales();
@@ -259,47 +230,15 @@ std::vector<float> replay(const SparseDecodeInputs& in, int splits, int* rescale
   });
 }
 
-// Two requests of 100 top-k slots (every 17th padding) and windows of 37
-// and 128 tokens: 228 slots, 4 tiles, the last partial. Whole (the CTA
-// finishes the output, the sink in its factor) with all 64 heads, and split
-// 3 ways with 40 heads.
-TEST(SparseDecodeMma, CtasReproduceTheReference) {
-  for (const auto& [heads, splits] : {std::pair<int64_t, int>{64, 1}, {40, 3}}) {
-    const SparseDecodeInputs in = make_sparse_decode_inputs({2, heads, 100, 3000}, 7);
-    const std::vector<float> want = sparse_decode_reference(in);
-    const std::vector<float> got = replay(in, splits);
-    EXPECT_LT(relative_norm_error(got, want), 5e-3) << heads << " heads, " << splits << " splits";
-  }
-}
+TEST(SparseDecodeMma, CtasReproduceTheReference) { testing::expect_ctas_reproduce_the_reference(replay); }
 
-// Lazy rescaling, as the wgmma kernel's: with the default inputs' small
-// scores no head's reference max moves after its first keys; with scores
-// that climb tile after tile, O is rescaled again and again; both reproduce
-// the reference.
+// O rescaled only where a head's reference max moved, counted once a head:
+// head 0 at least, past its first tile in each request, counts more than 2.
 TEST(SparseDecodeMma, LazyRescalingMovesTheMaxOnlyPastItsMargin) {
-  SparseDecodeInputs in = make_sparse_decode_inputs({2, 64, 200, 3000}, 9);
-  int rescales = 0;
-  EXPECT_LT(relative_norm_error(replay(in, 1, &rescales), sparse_decode_reference(in)), 5e-3);
-  EXPECT_EQ(rescales, 0);
-  testing::make_scores_climb(in);
-  rescales = 0;
-  EXPECT_LT(relative_norm_error(replay(in, 2, &rescales), sparse_decode_reference(in)), 5e-3);
-  EXPECT_GT(rescales, 2);  // head 0 at least, past its first tile in each request
+  testing::expect_lazy_rescaling(replay, 2);
 }
 
-// A request with no key at all (every top-k slot padding, an empty window):
-// its heads stay at -inf and nothing, and the sink alone makes its output 0,
-// whether the CTA finishes it or the combine does.
-TEST(SparseDecodeMma, ARequestWithNoKeysGivesZeros) {
-  SparseDecodeInputs in = make_sparse_decode_inputs({2, 64, 100, 3000}, 8);
-  for (int64_t j = 0; j < in.shape.topk; ++j) in.topk[static_cast<std::size_t>(j)] = -1;
-  in.window_len[0] = 0;
-  for (const int splits : {1, 2}) {
-    const std::vector<float> got = replay(in, splits);
-    for (int i = 0; i < 64 * kLatentDim; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], 0.0f) << i;
-    EXPECT_LT(relative_norm_error(got, sparse_decode_reference(in)), 5e-3);
-  }
-}
+TEST(SparseDecodeMma, ARequestWithNoKeysGivesZeros) { testing::expect_no_keys_give_zeros(replay); }
 
 // The CTA's maps cover their work once: the threads' chunk copies every
 // byte of either entry kind, their widened parts every (key, dim) of the

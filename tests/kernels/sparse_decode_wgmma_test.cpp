@@ -245,7 +245,7 @@ class CtaReplay {
   int rescales_ = 0;
 };
 
-// Every request's splits replayed CTA by CTA and merged with the sink.
+// Every request's splits replayed CTA by CTA, finished or merged as the kernels do.
 std::vector<float> replay(const SparseDecodeInputs& in, int splits, int* rescales = nullptr) {
   return testing::replay_splits(in, splits, [&](int64_t b, int64_t begin, int64_t end) {
     auto cta = std::make_unique<CtaReplay>(in, b, begin, end);
@@ -255,48 +255,16 @@ std::vector<float> replay(const SparseDecodeInputs& in, int splits, int* rescale
   });
 }
 
-// Two requests of 100 top-k slots (every 17th padding) and windows of 37
-// and 128 tokens: 228 slots, 4 tiles, the last partial. Whole (one CTA a
-// request) with all 64 heads, and split 3 ways with 40 heads.
-TEST(SparseDecodeWgmma, CtasReproduceTheReference) {
-  for (const auto& [heads, splits] : {std::pair<int64_t, int>{64, 1}, {40, 3}}) {
-    const SparseDecodeInputs in = make_sparse_decode_inputs({2, heads, 100, 3000}, 7);
-    const std::vector<float> want = sparse_decode_reference(in);
-    const std::vector<float> got = replay(in, splits);
-    EXPECT_LT(relative_norm_error(got, want), 5e-3) << heads << " heads, " << splits << " splits";
-  }
-}
+TEST(SparseDecodeWgmma, CtasReproduceTheReference) { testing::expect_ctas_reproduce_the_reference(replay); }
 
-// Lazy rescaling: with the default inputs' small scores no row's reference
-// max moves after its first keys (O never rescaled again); with queries 60
-// times larger and each request's top-k sorted by score, every tile's max
-// passes the reference by more than the margin, so O is rescaled tile after
-// tile; both reproduce the reference.
+// O rescaled only where a row's reference max moved: counted by every thread
+// of a row's quad in both warpgroups, so head 0's two rows of warpgroup 0 at
+// least, past the first tile in each request, count more than 2 x 2.
 TEST(SparseDecodeWgmma, LazyRescalingMovesTheMaxOnlyPastItsMargin) {
-  SparseDecodeInputs in = make_sparse_decode_inputs({2, 64, 200, 3000}, 9);
-  int rescales = 0;
-  EXPECT_LT(relative_norm_error(replay(in, 1, &rescales), sparse_decode_reference(in)), 5e-3);
-  EXPECT_EQ(rescales, 0);
-  testing::make_scores_climb(in);
-  rescales = 0;
-  EXPECT_LT(relative_norm_error(replay(in, 1, &rescales), sparse_decode_reference(in)), 5e-3);
-  EXPECT_GT(rescales,
-            2 * 2);  // head 0's two rows of warpgroup 0 at least, past the first tile in each request
+  testing::expect_lazy_rescaling(replay, 2 * 2);
 }
 
-// A request with no key at all (every top-k slot padding, an empty window):
-// its CTAs' rows stay at -inf and nothing, and the sink alone makes its output 0.
-TEST(SparseDecodeWgmma, ARequestWithNoKeysGivesZeros) {
-  SparseDecodeInputs in = make_sparse_decode_inputs({2, 64, 100, 3000}, 8);
-  for (int64_t j = 0; j < in.shape.topk; ++j) in.topk[static_cast<std::size_t>(j)] = -1;
-  in.window_len[0] = 0;
-  for (const int splits : {1, 2}) {
-    const std::vector<float> got = replay(in, splits);
-    const std::vector<float> want = sparse_decode_reference(in);
-    for (int i = 0; i < 64 * kLatentDim; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], 0.0f) << i;
-    EXPECT_LT(relative_norm_error(got, want), 5e-3);
-  }
-}
+TEST(SparseDecodeWgmma, ARequestWithNoKeysGivesZeros) { testing::expect_no_keys_give_zeros(replay); }
 
 // The scores' descriptors read each key's and each head's dims as the
 // widening and the query copies place them; the P.V descriptor reads the
