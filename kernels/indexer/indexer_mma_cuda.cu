@@ -1,83 +1,34 @@
 // Lightning-indexer logits on tensor cores: mma.sync.m16n8k16, BF16 operands,
 // FP32 accumulators (the FP32-unit kernel in indexer_cuda.cu is the baseline).
 //
-// One CTA per (query, 512 positions or pool slots: four tiles of 128), 8
-// warps; queries that share their keys (a prefill chunk) go four to a CTA, so
-// a key tile is widened once for 128 query-head rows. The queries' heads x
-// 128 dims are staged as BF16 once per CTA; each tile's 128 keys are widened
-// to BF16 in shared memory, exactly (an E2M1 value times an E8M0 power of
-// two fits BF16), by bit operations on two codes at a time
-// (widen_e2m1x2_to_bf16x2) rather than float math per value. Each warp computes S = Q.K^T for each query's 32
-// heads x 16 keys, then in registers the logit sum_h w[h] * ReLU(S[h][key]): each lane sums its four heads
-// per key, and three shuffles sum over the eight lane groups. An n-tile is 8 keys, which is one
-// candidate-pool block, so the block max costs two more shuffles and no extra pass.
+// Who does what in a CTA: indexer_mma_tiles.h. Each tile's 128 keys are
+// widened to BF16 in shared memory exactly (an E2M1 value times an E8M0
+// power of two fits BF16), by bit operations on four codes at a time
+// (widen_index_key_half) rather than float math per value; the queries'
+// E4M3 codes widen to BF16 exactly too.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
-#include "kernels/common/mma_fragments.h"
 #include "kernels/common/mma_sync.cuh"
-#include "kernels/common/v41_shapes.h"
-#include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
-#include "kernels/indexer/pool_slots.h"
+#include "kernels/indexer/indexer_mma_tiles.h"
 
 namespace v41sim::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kKeys = 128;                             // positions (or pool slots) per tile
-constexpr int kTilesPerCta = 4;                        // the staged queries serve four key tiles
-constexpr int kHeads = 32;                             // V4.1's indexer heads: two m-tiles
-constexpr int kRowStride = kIndexDim + 8;              // BF16 per Q or K row; +8 spreads rows over banks
-constexpr int kKeysPerWarp = kKeys / (kThreads / 32);  // 16: two n-tiles
-constexpr int kHeadTiles = kHeads / mma::kM;
-constexpr int kKeyTiles = kKeysPerWarp / mma::kN;
-constexpr int kPoolBlock = static_cast<int>(kV41PoolBlockSize);
+using namespace indexer_mma;
 constexpr unsigned kFullMask = 0xffffffffu;
-static_assert(mma::kN == kPoolBlock, "one n-tile is one candidate-pool block");
-
-// Which position a CTA column stands for: the next 128 positions, or 128 pool slots.
-struct ColumnMap {
-  const int32_t* pool;  // null: plain positions
-  int64_t pool_blocks;
-  __device__ int64_t position(int64_t query, int64_t column) const {
-    return pool == nullptr ? column : pool_position(pool, query, pool_blocks, column);
-  }
-};
-
-struct Params {
-  int64_t queries;
-  int64_t heads;
-  int64_t positions;
-  int64_t columns;     // positions, or pool slots
-  int64_t key_stride;  // bytes between queries' key sets (0: shared)
-};
-
-// Shared memory of a CTA that scores kQueries queries (all sharing the keys
-// when kQueries > 1: a prefill chunk) against 128 keys.
-template <int kQueries>
-struct Smem {
-  static constexpr int kRows = kQueries * kHeads;
-  static constexpr std::size_t q = 0;
-  static constexpr std::size_t k = q + sizeof(uint16_t) * kRows * kRowStride;
-  static constexpr std::size_t w = k + sizeof(uint16_t) * kKeys * kRowStride;
-  static constexpr std::size_t bytes = w + sizeof(float) * kRows;
-};
 
 // Widens a tile's 128 keys into k_s as BF16 rows, two threads per key
 // (widen_index_key_half); missing keys are zero rows.
 __device__ void widen_key_tile(const uint8_t* __restrict__ keys, const Params& p, const ColumnMap& map,
                                int64_t query0, int64_t column0, uint16_t* k_s) {
-  const int key = static_cast<int>(threadIdx.x) / 2;
-  const int half = static_cast<int>(threadIdx.x) % 2;
-  const int64_t column = column0 + key;
-  const int64_t position = column < p.columns ? map.position(query0, column) : p.positions;
-  const uint8_t* entry =
-      position < p.positions ? keys + query0 * p.key_stride + position * kIndexKeyBytes : nullptr;
-  widen_index_key_half(entry, half,
-                       reinterpret_cast<uint32_t*>(k_s + key * kRowStride + half * (kIndexDim / 2)));
+  const KeyHalf mine = key_half(threadIdx.x);
+  widen_index_key_half(
+      column_key(keys, p, map, query0, column0 + mine.key), mine.half,
+      reinterpret_cast<uint32_t*>(k_s + mine.key * kRowStride + mine.half * (kIndexDim / 2)));
 }
 
 // One tile: S = Q.K^T on the tensor cores for each query's 32 heads x this
@@ -119,12 +70,7 @@ __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const float
       float column_sum[2];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        float s = 0.0f;
-#pragma unroll
-        for (int m = qi * kHeadTiles; m < (qi + 1) * kHeadTiles; ++m) {
-          s += w_s[m * mma::kM + mma::c_row(lane, j)] * fmaxf(acc[m][t][j], 0.0f);
-          s += w_s[m * mma::kM + mma::c_row(lane, j + 2)] * fmaxf(acc[m][t][j + 2], 0.0f);
-        }
+        float s = lane_head_sum(acc, w_s, qi, t, j, lane);
         s += __shfl_xor_sync(kFullMask, s, 4);  // over the eight lane groups
         s += __shfl_xor_sync(kFullMask, s, 8);
         s += __shfl_xor_sync(kFullMask, s, 16);
@@ -135,8 +81,8 @@ __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const float
       float tile_max = -INFINITY;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const int64_t column = column0 + key0 + t * mma::kN + mma::c_col(lane, j);
-        const bool real = column < p.columns && map.position(query, column) < p.positions;
+        const int64_t column = lane_column(column0, key0, t, j, lane);
+        const bool real = real_column(p, map, query, column);
         if (real) tile_max = fmaxf(tile_max, column_sum[j]);
         if (lane.group == 0 && column < p.columns) {
           logits[query * p.columns + column] = real ? column_sum[j] : -INFINITY;
@@ -147,7 +93,7 @@ __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const float
       tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 2));
       const int64_t first = column0 + key0 + t * mma::kN;  // a whole pool block: 8 columns
       if (threadIdx.x % 32 == 0 && first < p.columns) {
-        block_max[query * ((p.columns + kPoolBlock - 1) / kPoolBlock) + first / kPoolBlock] = tile_max;
+        block_max[block_max_slot(p, query, first)] = tile_max;
       }
     }
   }
@@ -167,23 +113,20 @@ __global__ void __launch_bounds__(kThreads)
 
   // Rows qi * 32 + h: query query0 + qi's head h (zero past the last query or head).
   for (int i = threadIdx.x; i < Layout::kRows * kIndexDim; i += kThreads) {
-    const int row = i / kIndexDim;
-    const int64_t query = query0 + row / kHeads;
-    const int h = row % kHeads;
-    const bool real = query < p.queries && h < p.heads;
-    q_s[row * kRowStride + i % kIndexDim] = mma::to_bf16(
-        real ? decode_e4m3(q[(query * p.heads + h) * kIndexDim + i % kIndexDim]) : 0.0f);  // exact
+    const QueryRow row = query_row(i / kIndexDim, query0, p);
+    q_s[i / kIndexDim * kRowStride + i % kIndexDim] =
+        mma::to_bf16(row.real ? decode_e4m3(q[(row.query * p.heads + row.head) * kIndexDim + i % kIndexDim])
+                              : 0.0f);  // exact
   }
-  for (int row = threadIdx.x; row < Layout::kRows; row += kThreads) {
-    const int64_t query = query0 + row / kHeads;
-    const int h = row % kHeads;
-    w_s[row] = query < p.queries && h < p.heads ? weights[query * p.heads + h] : 0.0f;
+  for (int i = threadIdx.x; i < Layout::kRows; i += kThreads) {
+    const QueryRow row = query_row(i, query0, p);
+    w_s[i] = row.real ? weights[row.query * p.heads + row.head] : 0.0f;
   }
   const int warp = threadIdx.x / 32;
   const mma::Lane lane = mma::lane_of(threadIdx.x % 32);
   const int key0 = warp * kKeysPerWarp;
   for (int tile = 0; tile < kTilesPerCta; ++tile) {
-    const int64_t column0 = (static_cast<int64_t>(blockIdx.x) * kTilesPerCta + tile) * kKeys;
+    const int64_t column0 = first_column(blockIdx.x, tile);
     if (column0 >= p.columns) break;  // uniform across the CTA
     if (tile > 0) __syncthreads();    // every warp is done with the previous tile's keys
     widen_key_tile(keys, p, map, query0, column0, k_s);
@@ -202,24 +145,22 @@ void launch_tile(const uint8_t* q, const float* weights, const uint8_t* keys, fl
                                     static_cast<int>(Smem<kQueries>::bytes)));
     configured = true;
   }
-  const dim3 grid(static_cast<unsigned>((p.columns + kKeys * kTilesPerCta - 1) / (kKeys * kTilesPerCta)),
+  const dim3 grid(static_cast<unsigned>(column_ctas(p)),
                   static_cast<unsigned>((p.queries + kQueries - 1) / kQueries));
   indexer_logits_mma_kernel<kQueries>
       <<<grid, kThreads, Smem<kQueries>::bytes>>>(q, weights, keys, out, block_max, p, map);
 }
 
 // Queries that share their keys (a prefill chunk) go four to a CTA, so each
-// key tile is widened once for 128 rows; a decode batch (each query its own
-// keys, or its own pool) goes one query to a CTA.
-constexpr int kSharedKeyQueries = 4;
-
+// key tile is widened once for 128 rows; a decode batch one query to a CTA
+// (queries_per_cta).
 void launch(const uint8_t* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
             const Params& p, const ColumnMap& map) {
   if (p.heads <= 0 || p.heads > kHeads || p.queries <= 0 || p.positions <= 0 || p.columns <= 0) {
     throw std::invalid_argument(
         "indexer logits (tensor cores): heads must be 1..32, queries and positions positive");
   }
-  if (p.key_stride == 0 && map.pool == nullptr && p.queries >= kSharedKeyQueries) {
+  if (queries_per_cta(p, map) == kSharedKeyQueries) {
     launch_tile<kSharedKeyQueries>(q, weights, keys, out, block_max, p, map);
   } else {
     launch_tile<1>(q, weights, keys, out, block_max, p, map);
