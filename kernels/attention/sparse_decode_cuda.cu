@@ -119,18 +119,8 @@ __global__ void sparse_decode_combine_kernel(SparseDecodeDevice d) {
   const int64_t b = blockIdx.y;
   const int64_t head = blockIdx.x;
   const int i = threadIdx.x;  // one output dim per thread
-  const float* base = partial_of(d, b, 0, head);
-  const int64_t stride = d.shape.heads * (kLatentDim + 2);
-  float max_all = d.sink[head];
-  for (int s = 0; s < d.splits; ++s) max_all = fmaxf(max_all, base[s * stride + kLatentDim]);
-  float denominator = __expf(d.sink[head] - max_all);
-  float acc = 0.0f;
-  for (int s = 0; s < d.splits; ++s) {
-    const float weight = __expf(base[s * stride + kLatentDim] - max_all);  // 0 for an empty split (-inf)
-    denominator += weight * base[s * stride + kLatentDim + 1];
-    acc += weight * base[s * stride + i];
-  }
-  d.out[(b * d.shape.heads + head) * kLatentDim + i] = bf16_bits(acc / denominator);
+  d.out[(b * d.shape.heads + head) * kLatentDim + i] = bf16_bits(combine_split_partials(
+      d.sink[head], partial_of(d, b, 0, head), d.shape.heads * kPartialFloats, d.splits, i));
 }
 
 }  // namespace
@@ -141,7 +131,7 @@ void launch_sparse_decode_combine(const SparseDecodeDevice& d) {
 }
 
 int64_t sparse_decode_workspace_floats(const SparseDecodeShape& shape, int splits) {
-  return shape.batch * splits * shape.heads * (kLatentDim + 2);
+  return shape.batch * splits * shape.heads * kPartialFloats;
 }
 
 void launch_sparse_decode(const SparseDecodeDevice& d) {

@@ -49,9 +49,9 @@ __device__ inline SplitRange split_range(const SparseDecodeDevice& d, int split)
   return {begin, begin + per_split < slots ? begin + per_split : slots};
 }
 
-// Partial result of (request, split, head): 512 unnormalised outputs, then the running max and sum.
+// Partial result of (request, split, head) (kPartialFloats).
 __device__ inline float* partial_of(const SparseDecodeDevice& d, int64_t b, int split, int64_t head) {
-  return d.workspace + ((b * d.splits + split) * d.shape.heads + head) * (kLatentDim + 2);
+  return d.workspace + ((b * d.splits + split) * d.shape.heads + head) * kPartialFloats;
 }
 
 // Merges the splits and the sink (sparse_decode_cuda.cu); the launchers call

@@ -139,6 +139,26 @@ V41_HD float whole_list_factor(float sink, float m, float l) {
   return weight / (fast_exp(sink - max_all) + weight * l);
 }
 
+// A split's partial result of one head, as the kernels leave it in their
+// workspace: 512 unnormalised outputs, then the running (reference) max and sum.
+inline constexpr int kPartialFloats = kLatentDim + 2;
+
+// Output dim i of a head, its splits merged with the sink by log-sum-exp
+// weights: `first` the head's partial in split 0, the next split's `stride`
+// floats on. A split with no valid key (max -inf) weighs 0.
+V41_HD float combine_split_partials(float sink, const float* first, int64_t stride, int splits, int i) {
+  float max_all = sink;
+  for (int s = 0; s < splits; ++s) max_all = fmaxf(max_all, first[s * stride + kLatentDim]);
+  float denominator = fast_exp(sink - max_all);
+  float acc = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float weight = fast_exp(first[s * stride + kLatentDim] - max_all);
+    denominator += weight * first[s * stride + kLatentDim + 1];
+    acc += weight * first[s * stride + i];
+  }
+  return acc / denominator;
+}
+
 V41_HD void quantize_window_entry(const float* values, uint8_t* entry) {
   for (int g = 0; g < kLatentDim / kWindowScaleGroup; ++g) {
     float amax = 0.0f;

@@ -44,45 +44,35 @@ struct Partial {
 };
 
 // Every request split `splits` ways as split_range does, each split replayed
-// by `cta(b, begin, end)`: one split finished as the kernels finish a whole
-// key list themselves (whole_list_factor, BF16 output), more merged with the
-// sink as the combine kernel merges them.
+// by `cta(b, begin, end)`, and finished as the kernels finish it: one split
+// by the CTA itself (whole_list_factor), more by the combine kernel
+// (combine_split_partials over the partials laid out as its workspace);
+// BF16 outputs.
 template <typename ReplayCta>
 std::vector<float> replay_splits(const SparseDecodeInputs& in, int splits, ReplayCta cta) {
   const int64_t heads = in.shape.heads, slots = in.shape.topk + kWindowTokens;
-  const int64_t per_split = (slots + splits - 1) / splits;
+  const int64_t per_split = (slots + splits - 1) / splits, stride = heads * kPartialFloats;
   std::vector<float> out(static_cast<std::size_t>(in.shape.batch * heads * kLatentDim));
   for (int64_t b = 0; b < in.shape.batch; ++b) {
-    std::vector<Partial> parts;
+    std::vector<float> workspace(static_cast<std::size_t>(splits * stride), NAN);
     for (int split = 0; split < splits; ++split) {
       const int64_t begin = split * per_split, end = std::min(slots, begin + per_split);
-      parts.push_back(cta(b, begin, end));
-    }
-    if (splits == 1) {
+      const Partial part = cta(b, begin, end);
       for (int64_t h = 0; h < heads; ++h) {
-        const auto head = static_cast<std::size_t>(h);
-        const float factor = whole_list_factor(in.sink[head], parts[0].m[head], parts[0].l[head]);
-        for (int i = 0; i < kLatentDim; ++i) {
-          const auto at = static_cast<std::size_t>(h * kLatentDim + i);
-          out[static_cast<std::size_t>(b * heads * kLatentDim) + at] =
-              bf16_value(bf16_bits(parts[0].o[at] * factor));
-        }
+        float* partial = &workspace[static_cast<std::size_t>(split * stride + h * kPartialFloats)];
+        std::copy_n(part.o.begin() + h * kLatentDim, kLatentDim, partial);
+        partial[kLatentDim] = part.m[static_cast<std::size_t>(h)];
+        partial[kLatentDim + 1] = part.l[static_cast<std::size_t>(h)];
       }
-      continue;
     }
     for (int64_t h = 0; h < heads; ++h) {
-      const auto head = static_cast<std::size_t>(h);
-      const float sink = in.sink[head];
-      float max_all = sink;
-      for (const Partial& p : parts) max_all = std::max(max_all, p.m[head]);
-      double denominator = std::exp(sink - max_all);
-      for (const Partial& p : parts) denominator += std::exp(p.m[head] - max_all) * p.l[head];
+      const float sink = in.sink[static_cast<std::size_t>(h)];
+      const float* first = &workspace[static_cast<std::size_t>(h * kPartialFloats)];
+      const float factor = whole_list_factor(sink, first[kLatentDim], first[kLatentDim + 1]);
       for (int i = 0; i < kLatentDim; ++i) {
-        double acc = 0;
-        for (const Partial& p : parts)
-          acc += std::exp(p.m[head] - max_all) * p.o[static_cast<std::size_t>(h * kLatentDim + i)];
-        out[static_cast<std::size_t>((b * heads + h) * kLatentDim + i)] =
-            static_cast<float>(acc / denominator);
+        const float value =
+            splits == 1 ? first[i] * factor : combine_split_partials(sink, first, stride, splits, i);
+        out[static_cast<std::size_t>((b * heads + h) * kLatentDim + i)] = bf16_value(bf16_bits(value));
       }
     }
   }
