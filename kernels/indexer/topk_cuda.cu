@@ -1,10 +1,10 @@
 // Top-k of the indexer's logits rows: the k largest, returned as positions in
 // ascending order, ties to the lower position (indexer_reference.h).
 //
-// Selection: a radix select over order-preserving keys (four 8-bit digits, a
-// shared histogram each) finds the k-th largest key; then each warp compacts
-// its contiguous span with ballots, so the output keeps index order and ties
-// go to the lower position.
+// Selection (topk_select.h): a radix select over order-preserving keys (four
+// 8-bit digits, a shared histogram each) finds the k-th largest key; then
+// each warp compacts its contiguous span with ballots, so the output keeps
+// index order and ties go to the lower position.
 //
 // A long row runs in two passes (topk_tiles.h): one CTA per tile of 8,192
 // positions loads the tile into shared memory once and selects its own top-k
@@ -21,51 +21,35 @@
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/pool_slots.h"
 #include "kernels/indexer/topk_cuda.h"
+#include "kernels/indexer/topk_select.h"
 #include "kernels/indexer/topk_tiles.h"
 
 namespace v41sim::kernels {
 namespace {
 
-constexpr int kTopkThreads = 1024;
-constexpr int kTopkWarps = kTopkThreads / 32;
+using namespace topk_select;
 constexpr unsigned kFullMask = 0xffffffffu;
 
-// The k-th largest order-preserving key of a row, and how many keys equal to
-// it the top-k takes (k minus the count strictly above it).
-struct Threshold {
-  uint32_t key;
-  int ties_needed;
-};
-
 __device__ Threshold radix_select(const float* row, int64_t positions, int64_t topk) {
-  __shared__ int histogram[256];
-  __shared__ uint32_t chosen_prefix;
-  __shared__ int chosen_remaining;
-  uint32_t prefix = 0;
+  __shared__ int histogram[kDigits];
+  __shared__ Threshold chosen;
+  Threshold t{0, static_cast<int>(topk)};
   uint32_t mask = 0;
-  int remaining = static_cast<int>(topk);
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) histogram[i] = 0;
+  for (int shift = 32 - kDigitBits; shift >= 0; shift -= kDigitBits) {
+    for (int i = threadIdx.x; i < kDigits; i += blockDim.x) histogram[i] = 0;
     __syncthreads();
     for (int64_t i = threadIdx.x; i < positions; i += blockDim.x) {
-      const uint32_t key = ordered_bits(row[i]);
-      if ((key & mask) == prefix) atomicAdd(&histogram[(key >> shift) & 0xFFu], 1);
+      const int bin = digit_bin(ordered_bits(row[i]), t.key, mask, shift);
+      if (bin >= 0) atomicAdd(&histogram[bin], 1);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {  // the digit where the count from the top reaches what is left of k
-      int above = 0;
-      int digit = 255;
-      for (; digit > 0 && above + histogram[digit] < remaining; --digit) above += histogram[digit];
-      chosen_prefix = prefix | (static_cast<uint32_t>(digit) << shift);
-      chosen_remaining = remaining - above;
-    }
+    if (threadIdx.x == 0) chosen = choose_digit(histogram, t.key, t.ties_needed, shift);
     __syncthreads();
-    prefix = chosen_prefix;
-    remaining = chosen_remaining;
-    mask |= 0xFFu << shift;
+    t = chosen;
+    mask |= static_cast<uint32_t>(kDigits - 1) << shift;
     __syncthreads();  // everyone has read the choice before the next pass overwrites it
   }
-  return {prefix, remaining};
+  return t;
 }
 
 // Calls emit(n, i) for the n-th selected index i of `row` (n ascending with
@@ -76,9 +60,7 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
   // writing span by span keeps index order.
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const int64_t span = ((positions + kTopkWarps - 1) / kTopkWarps + 31) / 32 * 32;
-  const int64_t begin = warp * span;
-  const int64_t end = begin + span < positions ? begin + span : positions;
+  const auto [begin, end] = warp_span(warp, positions);
   int above = 0;
   int equal = 0;
   for (int64_t base = begin; base < end; base += 32) {
@@ -87,8 +69,8 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
     above += __popc(__ballot_sync(kFullMask, i < end && key > t.key));
     equal += __popc(__ballot_sync(kFullMask, i < end && key == t.key));
   }
-  __shared__ int above_before[kTopkWarps];
-  __shared__ int equal_before[kTopkWarps];
+  __shared__ int above_before[kWarps];
+  __shared__ int equal_before[kWarps];
   if (lane == 0) {
     above_before[warp] = above;
     equal_before[warp] = equal;
@@ -97,7 +79,7 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
   if (threadIdx.x == 0) {  // exclusive scans over 32 warps
     int a = 0;
     int e = 0;
-    for (int w = 0; w < kTopkWarps; ++w) {
+    for (int w = 0; w < kWarps; ++w) {
       const int na = above_before[w];
       const int ne = equal_before[w];
       above_before[w] = a;
@@ -107,18 +89,16 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
     }
   }
   __syncthreads();
-  const unsigned lanes_below = (1u << lane) - 1u;
+  const unsigned below = lanes_below(lane);
   int ties_seen = equal_before[warp];
-  int written = above_before[warp] + min(ties_seen, t.ties_needed);
+  int written = first_output(above_before[warp], ties_seen, t);
   for (int64_t base = begin; base < end; base += 32) {
     const int64_t i = base + lane;
     const uint32_t key = i < end ? ordered_bits(row[i]) : 0u;
-    const bool tie = i < end && key == t.key;
-    const unsigned ties = __ballot_sync(kFullMask, tie);
-    const bool take =
-        (i < end && key > t.key) || (tie && ties_seen + __popc(ties & lanes_below) < t.ties_needed);
+    const unsigned ties = __ballot_sync(kFullMask, i < end && key == t.key);
+    const bool take = lane_takes(i < end, key, t, ties_seen + __popc(ties & below));
     const unsigned takes = __ballot_sync(kFullMask, take);
-    if (take) emit(written + __popc(takes & lanes_below), i);
+    if (take) emit(written + __popc(takes & below), i);
     written += __popc(takes);
     ties_seen += __popc(ties);
   }
@@ -126,7 +106,7 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
 
 // The first pass of a long row: one CTA a tile, its top-k (or the whole tile
 // where it holds no more) as candidates, values and slots in index order.
-__global__ void __launch_bounds__(kTopkThreads)
+__global__ void __launch_bounds__(kThreads)
     topk_tile_kernel(const float* __restrict__ logits, int64_t positions, int64_t topk,
                      float* __restrict__ candidate_values, int32_t* __restrict__ candidate_slots) {
   __shared__ float tile_values[kTopkTilePositions];
@@ -165,7 +145,7 @@ struct SelectRows {
   int64_t topk;
 };
 
-__global__ void __launch_bounds__(kTopkThreads) topk_kernel(SelectRows r) {
+__global__ void __launch_bounds__(kThreads) topk_kernel(SelectRows r) {
   const int64_t query = blockIdx.x;
   const float* row = r.values + query * r.stride;
   int32_t* out = r.selected + query * r.topk;
@@ -187,18 +167,18 @@ void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_
     throw std::invalid_argument("topk over a pool: the row must be whole pool blocks");
   const int64_t pool_blocks = positions / kV41PoolBlockSize;
   if (!topk_in_tiles(positions, topk)) {
-    topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(
+    topk_kernel<<<static_cast<unsigned>(queries), kThreads>>>(
         {logits, nullptr, positions, positions, pool, pool_blocks, selected, topk});
     return;
   }
   if (workspace.values == nullptr || workspace.slots == nullptr)
     throw std::invalid_argument("topk: a row over 8192 positions needs a workspace (topk_workspace_entries)");
   const int64_t tiles = topk_tiles(positions);
-  topk_tile_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(queries)), kTopkThreads>>>(
+  topk_tile_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(queries)), kThreads>>>(
       logits, positions, topk, workspace.values, workspace.slots);
-  topk_kernel<<<static_cast<unsigned>(queries), kTopkThreads>>>(
-      {workspace.values, workspace.slots, tiles * topk, topk_candidates(positions, topk), pool, pool_blocks,
-       selected, topk});
+  topk_kernel<<<static_cast<unsigned>(queries), kThreads>>>({workspace.values, workspace.slots, tiles * topk,
+                                                             topk_candidates(positions, topk), pool,
+                                                             pool_blocks, selected, topk});
 }
 
 namespace {
