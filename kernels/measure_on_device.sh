@@ -12,10 +12,16 @@
 # The lent machine gets a copy of the tree without .git: name the commit, so
 # the CSV's metadata carries it (else it says "unknown"). Its compilers may
 # warn where ours do not, so warnings do not fail the build there.
-#   V41SIM_GIT_COMMIT=<sha of HEAD> kernels/measure_on_device.sh h200   # or h100_sxm
+# The rows go to validation/measurements/<stem>/, the stem of the profile
+# the device's own name stands for (kernels/gpu_profile_stem.sh): a lent
+# machine may be an H100 or an H200 whatever the caller expected, and
+# `v41sim calibrate` refuses rows measured on another GPU than the folder's
+# profile. The argument names the profile only where the device's name
+# matches none.
+#   V41SIM_GIT_COMMIT=<sha of HEAD> kernels/measure_on_device.sh
 #   V41SIM_DEADLINE_S=300 kernels/measure_on_device.sh h200
 set -uo pipefail
-gpu=${1:?usage: kernels/measure_on_device.sh <hw_profiles stem, e.g. h200>}
+asked=${1:-}
 deadline=${V41SIM_DEADLINE_S:-540}
 left() { echo $((deadline - SECONDS - 20)); }  # seconds left, keeping 20 for the copies
 out=${OUT:-/tmp/v41sim_device_out}
@@ -24,6 +30,16 @@ cd "$(dirname "$0")/.."
 # CMake finds nvcc on PATH; the toolkit's usual home where it is not there.
 command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+if gpu=$(sh kernels/gpu_profile_stem.sh "$device"); then
+  [ -z "$asked" ] || [ "$asked" = "$gpu" ] ||
+    echo "the device is '$device': its rows go to validation/measurements/$gpu, not $asked" | tee -a "$out/nvidia-smi.txt"
+elif [ -n "$asked" ]; then
+  gpu=$asked
+else
+  echo "no hw_profiles entry names the device '$device': name its profile, kernels/measure_on_device.sh <stem>"
+  exit 1
+fi
 { nvcc --version; cmake --version; } >"$out/toolchain.txt" 2>&1
 if ! { cmake -S kernels -B build-kernels -DCMAKE_BUILD_TYPE=Release -DV41SIM_CUDA_ARCHS=native \
   -DV41SIM_CUDA_LOCAL_MEMORY_IS_ERROR=OFF -DV41SIM_WARNINGS_AS_ERRORS=OFF &&

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -183,6 +184,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
   whole << in.rdbuf();
   set.file_hashes.push_back(fnv1a_hex(whole.str()));
   std::map<std::string, std::string> metadata;
+  int gpu_line = 0;
   std::map<std::string, std::size_t> columns;
   bool header = false;
   std::string line;
@@ -198,6 +200,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
       key.erase(key.find_last_not_of(' ') + 1);
       value.erase(0, value.find_first_not_of(' '));
       metadata[key] = value;
+      if (key == "gpu") gpu_line = number;
       continue;
     }
     std::vector<std::string> cells;
@@ -221,6 +224,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
   if (!header) throw InputError({path, 0, ""}, "no header line");
   if (set.metadata.empty()) {
     set.metadata = metadata;
+    set.gpu_line = gpu_line;
   } else if (set.metadata["gpu"] != metadata["gpu"]) {
     throw InputError({path, 0, "gpu"}, "measured on '" + metadata["gpu"] + "', but " + set.files.front() +
                                            " names '" + set.metadata["gpu"] + "'");
@@ -247,6 +251,34 @@ MeasurementSet load_measurements(const std::string& dir) {
   MeasurementSet set;
   for (const std::string& path : paths) read_file(path, set);
   return set;
+}
+
+std::string gpu_model_word(const std::string& name) {
+  std::istringstream words(name);
+  for (std::string word; words >> word;) {
+    std::size_t letters = 0;
+    while (letters < word.size() && std::isupper(static_cast<unsigned char>(word[letters]))) ++letters;
+    const std::size_t digits = word.size() - letters;
+    const bool all_digits = std::all_of(word.begin() + static_cast<std::ptrdiff_t>(letters), word.end(),
+                                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (letters >= 1 && letters <= 2 && digits >= 2 && digits <= 4 && all_digits) return word;
+  }
+  return "";
+}
+
+void require_measured_on(const MeasurementSet& set, const std::string& profile_stem,
+                         const std::string& profile_name) {
+  const std::string device = set.metadata.count("gpu") ? set.metadata.at("gpu") : "";
+  const std::string measured = gpu_model_word(device), profile = gpu_model_word(profile_name);
+  if (!measured.empty() && measured == profile) return;
+  throw InputError(
+      {set.files.empty() ? "" : set.files.front(), set.gpu_line, "gpu"},
+      fmt::format(
+          "measured on '{}'{}, but these files would calibrate the profile {} ('{}'): keep each GPU's "
+          "files in validation/measurements/<its profile>/ (measure_on_device.sh picks the folder from "
+          "the device), or name the profile with --hw",
+          device, measured.empty() ? " (no GPU model in the name)" : " (model " + measured + ")",
+          profile_stem, profile_name));
 }
 
 std::vector<std::string> measured_gpu_dirs(const std::string& data_dir) {

@@ -1993,6 +1993,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"calibrate --measurements /nonexistent/h200",
                "no such folder: the measuring harness writes one per GPU"},
         BadRun{"targets --measurements /dev/null", "field '--measurements': not a directory"},
+        // An H100's measurements in a folder named after the H200's profile.
+        BadRun{
+            "calibrate --measurements " V41SIM_SOURCE_DIR "/tests/data/measured_elsewhere/h200",
+            "kernels.csv:1: field 'gpu': measured on 'NVIDIA H100 80GB HBM3' (model H100), but these files "
+            "would calibrate the profile h200"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_mismatch.yaml", "must match"},
         BadRun{"run --deployment " V41SIM_SOURCE_DIR "/tests/data/aggregated_bad_steps.yaml",
                "aggregated_bad_steps.yaml:6: field 'aggregated_steps': expected prefill_first or mixed"},

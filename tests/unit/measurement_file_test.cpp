@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "kernels/harness/csv_rows.h"
 #include "sim/common/input_error.h"
@@ -203,6 +204,49 @@ TEST(MeasurementFile, UnknownOrMissingColumnsAreNamed) {
   {
     const InputError e = load_error(dir, "a file without hbm_bytes");
     EXPECT_NE(std::string(e.what()).find("no 'hbm_bytes' column"), std::string::npos) << e.what();
+  }
+}
+
+// The GPU model in a CUDA device's name and in our profiles' names: the
+// word of one or two capitals and two to four digits.
+TEST(MeasurementFile, GpuModelWordsOfDevicesAndProfiles) {
+  EXPECT_EQ(gpu_model_word("NVIDIA H100 80GB HBM3"), "H100");  // as the lent H100 names itself
+  EXPECT_EQ(gpu_model_word("NVIDIA H200"), "H200");            // and the lent H200
+  EXPECT_EQ(gpu_model_word("NVIDIA H20 96GB"), "H20");
+  EXPECT_EQ(gpu_model_word("NVIDIA H800 SXM5 80GB"), "H800");
+  EXPECT_EQ(gpu_model_word("NVIDIA GB200 NVL72 (per GPU)"), "GB200");
+  EXPECT_EQ(gpu_model_word("NVIDIA B200 (HGX, 1000 W)"), "B200");
+  EXPECT_EQ(gpu_model_word("synthetic"), "");
+}
+
+// Measurements are refused by every profile but their own GPU's: an H100's
+// file in a folder named h200 would otherwise fit H200's profile; the error
+// names the file and its gpu line.
+TEST(MeasurementFile, OnlyTheirOwnGpusProfileTakesTheMeasurements) {
+  const fs::path dir = fresh_dir("v41sim_measured_elsewhere");
+  std::ofstream(dir / "kernels.csv")
+      << "# sm_count: 132\n# gpu: NVIDIA H100 80GB HBM3\n# driver: d\n# cuda: c\n"
+         "# date: t\n# git_commit: g\n"
+         "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n"
+         "stream,elementwise,fp32,256,4096,1,1,0,1048576,3.3,3.3,3.3\n";
+  const MeasurementSet set = load_measurements(dir.string());
+  EXPECT_NO_THROW(require_measured_on(set, "h100_sxm", "NVIDIA H100 SXM5 80GB"));
+  for (const auto& [stem, name] : {std::pair<std::string, std::string>{"h200", "NVIDIA H200 SXM 141GB"},
+                                   {"h800", "NVIDIA H800 SXM5 80GB"},
+                                   {"h20", "NVIDIA H20 96GB"}}) {
+    try {
+      require_measured_on(set, stem, name);
+      ADD_FAILURE() << stem << " took an H100's measurements";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().line, 2);
+      EXPECT_EQ(e.where().field, "gpu");
+      EXPECT_NE(
+          std::string(e.what()).find("measured on 'NVIDIA H100 80GB HBM3' (model H100), but these files "
+                                     "would calibrate the profile " +
+                                     stem),
+          std::string::npos)
+          << e.what();
+    }
   }
 }
 
