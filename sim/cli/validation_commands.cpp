@@ -188,7 +188,7 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const MeasurementSet measurements = load_measurements(f.measurements);
   const std::string stem = f.hw_given ? f.hw : std::filesystem::path(f.measurements).filename().string();
   const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(stem));
-  require_measured_on(measurements, stem, gpu.name);
+  require_measured_on(measurements, stem, gpu);
   const std::string priors_file =
       (std::filesystem::path(catalog.data_dir()) / "validation" / "calibration" / "defaults.yaml").string();
   const CostParams priors = load_cost_params_file(priors_file);

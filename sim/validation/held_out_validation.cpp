@@ -50,7 +50,7 @@ std::vector<ValidationRow> validate_held_out_measurements(const Catalog& catalog
     if (!fs::exists(calibration)) continue;  // not fitted yet: nothing was held out
     const MeasurementSet set = load_measurements(dir);
     const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(stem));
-    require_measured_on(set, stem, gpu.name);
+    require_measured_on(set, stem, gpu);
     const CostParams params = load_cost_params_file(calibration.string());
     const KernelCostModel model(gpu, params, /*cuda_graph=*/false);
     for (int i = 0; i < kKernelClassCount; ++i) {

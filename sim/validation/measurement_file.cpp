@@ -184,7 +184,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
   whole << in.rdbuf();
   set.file_hashes.push_back(fnv1a_hex(whole.str()));
   std::map<std::string, std::string> metadata;
-  int gpu_line = 0;
+  std::map<std::string, int> metadata_lines;
   std::map<std::string, std::size_t> columns;
   bool header = false;
   std::string line;
@@ -200,7 +200,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
       key.erase(key.find_last_not_of(' ') + 1);
       value.erase(0, value.find_first_not_of(' '));
       metadata[key] = value;
-      if (key == "gpu") gpu_line = number;
+      metadata_lines[key] = number;
       continue;
     }
     std::vector<std::string> cells;
@@ -224,7 +224,7 @@ void read_file(const std::string& path, MeasurementSet& set) {
   if (!header) throw InputError({path, 0, ""}, "no header line");
   if (set.metadata.empty()) {
     set.metadata = metadata;
-    set.gpu_line = gpu_line;
+    set.metadata_lines = metadata_lines;
   } else if (set.metadata["gpu"] != metadata["gpu"]) {
     throw InputError({path, 0, "gpu"}, "measured on '" + metadata["gpu"] + "', but " + set.files.front() +
                                            " names '" + set.metadata["gpu"] + "'");
@@ -266,19 +266,33 @@ std::string gpu_model_word(const std::string& name) {
   return "";
 }
 
-void require_measured_on(const MeasurementSet& set, const std::string& profile_stem,
-                         const std::string& profile_name) {
-  const std::string device = set.metadata.count("gpu") ? set.metadata.at("gpu") : "";
-  const std::string measured = gpu_model_word(device), profile = gpu_model_word(profile_name);
-  if (!measured.empty() && measured == profile) return;
-  throw InputError(
-      {set.files.empty() ? "" : set.files.front(), set.gpu_line, "gpu"},
-      fmt::format(
-          "measured on '{}'{}, but these files would calibrate the profile {} ('{}'): keep each GPU's "
-          "files in validation/measurements/<its profile>/ (measure_on_device.sh picks the folder from "
-          "the device), or name the profile with --hw",
-          device, measured.empty() ? " (no GPU model in the name)" : " (model " + measured + ")",
-          profile_stem, profile_name));
+void require_measured_on(const MeasurementSet& set, const std::string& profile_stem, const GpuProfile& gpu) {
+  const auto at = [&](const std::string& key) {
+    const auto line = set.metadata_lines.find(key);
+    return InputLocation{set.files.empty() ? "" : set.files.front(),
+                         line == set.metadata_lines.end() ? 0 : line->second, key};
+  };
+  const auto metadata = [&](const std::string& key) {
+    return set.metadata.count(key) ? set.metadata.at(key) : std::string();
+  };
+  const std::string device = metadata("gpu");
+  const std::string measured = gpu_model_word(device), profile = gpu_model_word(gpu.name);
+  if (measured.empty() || measured != profile) {
+    throw InputError(
+        at("gpu"),
+        fmt::format("measured on '{}'{}, but these files would calibrate the profile {} ('{}'): keep each "
+                    "GPU's files in validation/measurements/<its profile>/ (measure_on_device.sh picks the "
+                    "folder from the device), or name the profile with --hw",
+                    device, measured.empty() ? " (no GPU model in the name)" : " (model " + measured + ")",
+                    profile_stem, gpu.name));
+  }
+  const std::string sms = metadata("sm_count");
+  if (sms != fmt::format("{}", gpu.sm_count.value())) {
+    throw InputError(at("sm_count"),
+                     fmt::format("measured on a device of {} SMs, but the profile {} ('{}') has "
+                                 "{}: another part of the {} than the profile's",
+                                 sms, profile_stem, gpu.name, gpu.sm_count.value(), profile));
+  }
 }
 
 std::vector<std::string> measured_gpu_dirs(const std::string& data_dir) {

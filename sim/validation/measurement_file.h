@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/graph/kernel.h"
+#include "sim/hw/gpu_profile.h"
 
 namespace v41sim {
 
@@ -23,7 +24,7 @@ struct Measurement {
 
 struct MeasurementSet {
   std::map<std::string, std::string> metadata;  // from the first file; all files must name the same gpu
-  int gpu_line = 0;                             // the first file's "# gpu:" line
+  std::map<std::string, int> metadata_lines;    // each metadata line's number in the first file
   std::vector<std::string> files;
   std::vector<std::string> file_hashes;  // FNV-1a of each file's bytes, for provenance
   std::vector<Measurement> rows;
@@ -42,13 +43,14 @@ MeasurementSet load_measurements(const std::string& dir);
 // two to four digits ("NVIDIA H100 80GB HBM3": H100; H20, GB200); empty where none.
 std::string gpu_model_word(const std::string& name);
 
-// Refuses measurements taken on another GPU model than the profile they
-// would calibrate or validate (`profile_stem`, named `profile_name`): a
-// folder is named after its profile, so an H100's files left in
-// validation/measurements/h200/ would otherwise fit H200's profile to an
-// H100. Throws InputError at the first file's gpu line.
-void require_measured_on(const MeasurementSet& set, const std::string& profile_stem,
-                         const std::string& profile_name);
+// Refuses measurements taken on another GPU than the profile they would
+// calibrate or validate (`profile_stem`): a folder is named after its
+// profile, so an H100's files left in validation/measurements/h200/ would
+// otherwise fit H200's profile to an H100. The device's name (the files'
+// gpu line) must carry the profile name's GPU model, and its SM count the
+// profile's (another part of the model, an H100 PCIe, has fewer). Throws
+// InputError at the first file's line that differs.
+void require_measured_on(const MeasurementSet& set, const std::string& profile_stem, const GpuProfile& gpu);
 
 // The committed measurement folders under <data_dir>/validation/measurements/
 // that hold at least one .csv (one per GPU), sorted; empty when none.

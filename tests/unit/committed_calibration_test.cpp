@@ -32,7 +32,7 @@ TEST(CommittedCalibration, RecalibratingTheMeasurementsGivesTheSameFiles) {
         << "measurements without a calibration: run v41sim calibrate --measurements " << dir;
     const MeasurementSet set = load_measurements(dir);
     const GpuProfile gpu = load_gpu_profile_file((root / "hw_profiles" / (gpu_stem + ".yaml")).string());
-    require_measured_on(set, gpu_stem, gpu.name);  // the folder's profile is the GPU they came from
+    require_measured_on(set, gpu_stem, gpu);  // the folder's profile is the GPU they came from
     std::stringstream text;
     text << std::ifstream(committed).rdbuf();
     EXPECT_EQ(calibration_yaml(calibrate(set, gpu, priors), set, priors), text.str());

@@ -15,6 +15,7 @@
 
 #include "kernels/harness/csv_rows.h"
 #include "sim/common/input_error.h"
+#include "sim/hw/gpu_profile_loader.h"
 
 namespace v41sim {
 namespace {
@@ -220,34 +221,48 @@ TEST(MeasurementFile, GpuModelWordsOfDevicesAndProfiles) {
 }
 
 // Measurements are refused by every profile but their own GPU's: an H100's
-// file in a folder named h200 would otherwise fit H200's profile; the error
-// names the file and its gpu line.
+// file in a folder named h200 would otherwise fit H200's profile; so are an
+// H100 PCIe's (114 SMs) by the SXM part's profile. The error names the file
+// and the metadata line that differs.
 TEST(MeasurementFile, OnlyTheirOwnGpusProfileTakesTheMeasurements) {
-  const fs::path dir = fresh_dir("v41sim_measured_elsewhere");
-  std::ofstream(dir / "kernels.csv")
-      << "# sm_count: 132\n# gpu: NVIDIA H100 80GB HBM3\n# driver: d\n# cuda: c\n"
-         "# date: t\n# git_commit: g\n"
-         "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n"
-         "stream,elementwise,fp32,256,4096,1,1,0,1048576,3.3,3.3,3.3\n";
-  const MeasurementSet set = load_measurements(dir.string());
-  EXPECT_NO_THROW(require_measured_on(set, "h100_sxm", "NVIDIA H100 SXM5 80GB"));
-  for (const auto& [stem, name] : {std::pair<std::string, std::string>{"h200", "NVIDIA H200 SXM 141GB"},
-                                   {"h800", "NVIDIA H800 SXM5 80GB"},
-                                   {"h20", "NVIDIA H20 96GB"}}) {
+  const auto profile = [](const std::string& stem) {
+    return load_gpu_profile_file(std::string(V41SIM_SOURCE_DIR) + "/hw_profiles/" + stem + ".yaml");
+  };
+  const auto measured_on = [](const std::string& device, int sms) {
+    const fs::path dir = fresh_dir("v41sim_measured_on");
+    std::ofstream(dir / "kernels.csv") << fmt::format(
+        "# sm_count: {}\n# gpu: {}\n# driver: d\n# cuda: c\n# date: t\n# git_commit: g\n"
+        "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n"
+        "stream,elementwise,fp32,256,4096,1,1,0,1048576,3.3,3.3,3.3\n",
+        sms, device);
+    return load_measurements(dir.string());
+  };
+  const auto refusal = [&](const MeasurementSet& set, const std::string& stem) {
     try {
-      require_measured_on(set, stem, name);
-      ADD_FAILURE() << stem << " took an H100's measurements";
+      require_measured_on(set, stem, profile(stem));
     } catch (const InputError& e) {
-      EXPECT_EQ(e.where().line, 2);
-      EXPECT_EQ(e.where().field, "gpu");
-      EXPECT_NE(
-          std::string(e.what()).find("measured on 'NVIDIA H100 80GB HBM3' (model H100), but these files "
-                                     "would calibrate the profile " +
-                                     stem),
-          std::string::npos)
-          << e.what();
+      return e;
     }
+    ADD_FAILURE() << stem << " took measurements of " << set.metadata.at("gpu");
+    return InputError({}, "");
+  };
+  const MeasurementSet h100 = measured_on("NVIDIA H100 80GB HBM3", 132);
+  EXPECT_NO_THROW(require_measured_on(h100, "h100_sxm", profile("h100_sxm")));
+  for (const std::string stem : {"h200", "h800", "h20"}) {
+    const InputError e = refusal(h100, stem);
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_EQ(e.where().field, "gpu");
+    EXPECT_NE(std::string(e.what()).find("measured on 'NVIDIA H100 80GB HBM3' (model H100), but these files "
+                                         "would calibrate the profile " +
+                                         stem),
+              std::string::npos)
+        << e.what();
   }
+  const InputError pcie = refusal(measured_on("NVIDIA H100 PCIe", 114), "h100_sxm");
+  EXPECT_EQ(pcie.where().line, 1);
+  EXPECT_EQ(pcie.where().field, "sm_count");
+  EXPECT_NE(std::string(pcie.what()).find("a device of 114 SMs, but the profile h100_sxm"), std::string::npos)
+      << pcie.what();
 }
 
 }  // namespace
