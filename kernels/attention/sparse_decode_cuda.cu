@@ -69,11 +69,11 @@ __global__ void sparse_decode_split_kernel(SparseDecodeDevice d) {
     for (int idx = threadIdx.x; idx < kTile * kLatentDim; idx += kThreads) {
       const int k = idx / kLatentDim;
       const int i = idx % kLatentDim;
-      bool is_main = false;
-      const uint8_t* entry = tile + k < end ? key_entry(d, b, tile + k, &is_main) : nullptr;
-      keys_s[idx] =
-          entry == nullptr ? 0.0f : (is_main ? main_entry_value(entry, i) : window_entry_value(entry, i));
-      if (i == 0) valid_s[k] = entry != nullptr;
+      const KeyEntry key = find_key(key_list(d), b, tile + k, end);
+      keys_s[idx] = key.kind == KeyKind::kNone   ? 0.0f
+                    : key.kind == KeyKind::kMain ? main_entry_value(key.entry, i)
+                                                 : window_entry_value(key.entry, i);
+      if (i == 0) valid_s[k] = key.kind != KeyKind::kNone;
     }
     __syncthreads();
     if (active) {

@@ -37,7 +37,7 @@ static_assert(kTile == kSplitBlockKeys, "a split's cost counts this kernel's til
 __device__ void stage_tile(const SparseDecodeDevice& d, int64_t b, int64_t tile, int64_t end, uint8_t* raw_s,
                            int* kind_s) {
   const KeyPart mine = key_part(threadIdx.x);
-  const KeyEntry key = find_key(d, b, tile + mine.key, end);
+  const KeyEntry key = find_key(key_list(d), b, tile + mine.key, end);
   if (mine.part == 0) kind_s[mine.key] = static_cast<int>(key.kind);
   if (key.kind == KeyKind::kNone) return;
   const int chunks = (key.kind == KeyKind::kMain ? kMainEntryBytes : kWindowEntryBytes) / kChunk;

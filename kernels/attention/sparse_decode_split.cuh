@@ -1,7 +1,8 @@
-// What both sparse-decode kernels (FP32 baseline and tensor-core) share: the
-// key list of a request (its top-k compressed entries, then its window), the
-// layout of a split's partial result, and the kernel that merges the splits
-// with the attention sink by log-sum-exp weights.
+// What the sparse-decode kernels (FP32 baseline and tensor-core) share on
+// the device: their requests' key lists (walked by find_key,
+// sparse_decode_types.h), the slots of a split, where a split's partial
+// result goes, and the kernel that merges the splits with the attention sink
+// by log-sum-exp weights.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,31 +11,9 @@
 
 namespace v41sim::kernels {
 
-// Slot `slot` of request b's key list: its entry, or null (padding, or past the window's fill).
-__device__ inline const uint8_t* key_entry(const SparseDecodeDevice& d, int64_t b, int64_t slot,
-                                           bool* is_main) {
-  if (slot < d.shape.topk) {
-    const int32_t index = d.topk[b * d.shape.topk + slot];
-    *is_main = true;
-    return index < 0 ? nullptr : d.main_kv + static_cast<int64_t>(index) * kMainEntryBytes;
-  }
-  const int64_t w = slot - d.shape.topk;
-  *is_main = false;
-  return w < d.window_len[b] ? d.window + (b * kWindowTokens + w) * kWindowEntryBytes : nullptr;
-}
-
-// A slot's key for the tensor-core kernels: its kind and entry (none past
-// the split's end).
-struct KeyEntry {
-  KeyKind kind;
-  const uint8_t* entry;
-};
-__device__ inline KeyEntry find_key(const SparseDecodeDevice& d, int64_t b, int64_t slot, int64_t end) {
-  if (slot >= end) return {KeyKind::kNone, nullptr};
-  bool is_main = false;
-  const uint8_t* entry = key_entry(d, b, slot, &is_main);
-  if (entry == nullptr) return {KeyKind::kNone, nullptr};
-  return {is_main ? KeyKind::kMain : KeyKind::kWindow, entry};
+// The key lists of the device's requests (find_key walks them).
+__device__ inline KeyList key_list(const SparseDecodeDevice& d) {
+  return {d.topk, d.shape.topk, d.main_kv, d.window, d.window_len};
 }
 
 // The slots split `split` of `splits` covers: [begin, end).

@@ -109,6 +109,33 @@ V41_HD void widen_window_entry_part(const uint8_t* entry, int first, int count, 
 // window's fill), a compressed main-KV entry, or a window entry.
 enum class KeyKind : int { kNone = 0, kMain = 1, kWindow = 2 };
 
+// The requests' key lists as the kernels walk them: a request's top-k slots
+// (main-KV entries by index, -1 padding), then its window's 128 (the first
+// window_len of them filled).
+struct KeyList {
+  const int32_t* topk;  // batch x topk_count
+  int64_t topk_count;
+  const uint8_t* main_kv;
+  const uint8_t* window;  // batch x 128 entries
+  const int32_t* window_len;
+};
+struct KeyEntry {
+  KeyKind kind;
+  const uint8_t* entry;  // null for no key
+};
+// Slot `slot` of request b's list; no key at or past `end` (its split's end).
+V41_HD KeyEntry find_key(const KeyList& list, int64_t b, int64_t slot, int64_t end) {
+  if (slot >= end) return {KeyKind::kNone, nullptr};
+  if (slot < list.topk_count) {
+    const int32_t index = list.topk[b * list.topk_count + slot];
+    if (index < 0) return {KeyKind::kNone, nullptr};
+    return {KeyKind::kMain, list.main_kv + static_cast<int64_t>(index) * kMainEntryBytes};
+  }
+  const int64_t w = slot - list.topk_count;
+  if (w >= list.window_len[b]) return {KeyKind::kNone, nullptr};
+  return {KeyKind::kWindow, list.window + (b * kWindowTokens + w) * kWindowEntryBytes};
+}
+
 // The online softmax's reference max, as FlashAttention-4 keeps it: a row's
 // weights are taken against a max that moves only where a tile's scores pass
 // it by more than kRescaleMargin (ln 256: weights up to 256, as exact in
@@ -129,34 +156,45 @@ V41_HD ReferenceMax next_reference_max(float reference, float tile_max) {
   return {max, stays || max == -INFINITY ? 1.0f : fast_exp(reference - max)};
 }
 
+// A head's splits merged with its sink by log-sum-exp weights: the max the
+// weights are taken against, and the softmax's denominator (the sink's
+// weight and each split's sum of exp(s - m) at its weight). The splits'
+// maxima and sums lie `stride` floats apart; a split with no valid key (max
+// -inf) weighs 0.
+struct SinkMerge {
+  float max;
+  float denominator;
+};
+V41_HD SinkMerge merge_with_sink(float sink, const float* maxima, const float* sums, int64_t stride,
+                                 int splits) {
+  SinkMerge merge{sink, 0.0f};
+  for (int s = 0; s < splits; ++s) merge.max = fmaxf(merge.max, maxima[s * stride]);
+  merge.denominator = fast_exp(sink - merge.max);
+  for (int s = 0; s < splits; ++s)
+    merge.denominator += fast_exp(maxima[s * stride] - merge.max) * sums[s * stride];
+  return merge;
+}
+
 // What turns one split's unnormalised output into the attention output, where
-// the split is the whole key list: with its reference max m and its sum l of
-// exp(s - m), the sink joining the softmax's denominator (the combine's
-// arithmetic for a single split; 0 where no key was valid, m = -inf).
+// the split is the whole key list, with its reference max m and its sum l
+// (the merge of a single split; 0 where no key was valid, m = -inf).
 V41_HD float whole_list_factor(float sink, float m, float l) {
-  const float max_all = fmaxf(sink, m);
-  const float weight = fast_exp(m - max_all);
-  return weight / (fast_exp(sink - max_all) + weight * l);
+  const SinkMerge merge = merge_with_sink(sink, &m, &l, 0, 1);
+  return fast_exp(m - merge.max) / merge.denominator;
 }
 
 // A split's partial result of one head, as the kernels leave it in their
 // workspace: 512 unnormalised outputs, then the running (reference) max and sum.
 inline constexpr int kPartialFloats = kLatentDim + 2;
 
-// Output dim i of a head, its splits merged with the sink by log-sum-exp
-// weights: `first` the head's partial in split 0, the next split's `stride`
-// floats on. A split with no valid key (max -inf) weighs 0.
+// Output dim i of a head, its splits merged with the sink: `first` the
+// head's partial in split 0, the next split's `stride` floats on.
 V41_HD float combine_split_partials(float sink, const float* first, int64_t stride, int splits, int i) {
-  float max_all = sink;
-  for (int s = 0; s < splits; ++s) max_all = fmaxf(max_all, first[s * stride + kLatentDim]);
-  float denominator = fast_exp(sink - max_all);
+  const SinkMerge merge = merge_with_sink(sink, first + kLatentDim, first + kLatentDim + 1, stride, splits);
   float acc = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const float weight = fast_exp(first[s * stride + kLatentDim] - max_all);
-    denominator += weight * first[s * stride + kLatentDim + 1];
-    acc += weight * first[s * stride + i];
-  }
-  return acc / denominator;
+  for (int s = 0; s < splits; ++s)
+    acc += fast_exp(first[s * stride + kLatentDim] - merge.max) * first[s * stride + i];
+  return acc / merge.denominator;
 }
 
 V41_HD void quantize_window_entry(const float* values, uint8_t* entry) {

@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_wgmma_kernel(Sparse
     cp_async_16(smem + chunk.smem, q + (chunk.valid ? chunk.element : 0), chunk.valid);
   }
   cp_async_commit();
-  KeyEntry next = find_key(d, b, begin + share.key, end);
+  KeyEntry next = find_key(key_list(d), b, begin + share.key, end);
   widen_key(next, share, smem + stage_offset(0), smem + valid_offset(warpgroup, 0), t);
   cp_async_wait<0>();
   // The queries and the first tile, for the tensor cores (the async proxy).
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_decode_wgmma_kernel(Sparse
     }
     wgmma::commit_group();
     const bool more = tile + kKeys < end;
-    if (more) next = find_key(d, b, tile + kKeys + share.key, end);
+    if (more) next = find_key(key_list(d), b, tile + kKeys + share.key, end);
     wgmma::wait_group<0>();  // the scores, and the last tile's P.V
     add_partner_scores(s, smem, warpgroup, t);
     softmax_tile(s, smem + valid_offset(warpgroup, stage), rows, o, p, t);

@@ -160,23 +160,6 @@ CheckResult check_topk() {
   return {true, ""};
 }
 
-// Per query, the CPU reference over that query's own keys (a decode batch:
-// each query is a different request).
-template <typename T, typename Fn>
-std::vector<T> per_query(int64_t queries, Fn&& one) {
-  std::vector<T> all;
-  for (int64_t t = 0; t < queries; ++t) {
-    const std::vector<T> part = one(t);
-    all.insert(all.end(), part.begin(), part.end());
-  }
-  return all;
-}
-
-template <typename T>
-std::vector<T> slice(const std::vector<T>& v, int64_t index, int64_t width) {
-  return std::vector<T>(v.begin() + index * width, v.begin() + (index + 1) * width);
-}
-
 // Layer 20 builds the pool (logits + block maxima, then the top blocks); a
 // Reindex layer scores only the pooled positions with its own query and takes
 // its top-512 there. A decode batch: each query has its own request's keys.
@@ -190,17 +173,11 @@ CheckResult check_candidate_pool(IndexerMath math) {
       normal_values(static_cast<std::size_t>(queries * positions * kIndexDim), 31), queries * positions);
   const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 32));
   const auto w = normal_values(static_cast<std::size_t>(queries * heads), 33);
-  auto keys_of = [&](int64_t t) { return slice(keys, t, positions * kIndexKeyBytes); };
   const LogitsWithBlockMax layer20 =
       indexer_logits_with_block_max_cuda(q, w, keys, queries, heads, positions, true, math);
-  const CheckResult logits = logits_match(
-      "pool-building logits", layer20.logits,
-      per_query<float>(queries,
-                       [&](int64_t t) {
-                         return indexer_logits_reference(slice(q, t, heads * kIndexDim), slice(w, t, heads),
-                                                         keys_of(t), 1, heads, positions);
-                       }),
-      math);
+  const CheckResult logits =
+      logits_match("pool-building logits", layer20.logits,
+                   indexer_logits_reference(q, w, keys, queries, heads, positions, true), math);
   if (!logits.ok) return logits;
   const CheckResult maxima =
       exact("block max", layer20.block_max, block_max_reference(layer20.logits, queries, positions, block));
@@ -217,13 +194,7 @@ CheckResult check_candidate_pool(IndexerMath math) {
   const auto pooled = indexer_pool_logits_cuda(q2, w2, keys, pool, queries, heads, positions, true, math);
   const CheckResult pooled_ok =
       logits_match("pool logits", pooled,
-                   per_query<float>(queries,
-                                    [&](int64_t t) {
-                                      return pool_logits_reference(
-                                          slice(q2, t, heads * kIndexDim), slice(w2, t, heads), keys_of(t),
-                                          slice(pool, t, kV41PoolTopBlocks), 1, heads, positions, block);
-                                    }),
-                   math);
+                   pool_logits_reference(q2, w2, keys, pool, queries, heads, positions, block, true), math);
   if (!pooled_ok.ok) return pooled_ok;
   return exact("reindex top-k", pool_topk_cuda(pooled, pool, queries, topk),
                pool_topk_reference(pooled, pool, queries, block, topk));

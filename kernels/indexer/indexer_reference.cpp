@@ -33,6 +33,9 @@ std::vector<float> query_values(const std::vector<uint8_t>& q) {
   return values;
 }
 
+// How many key sets `keys` holds: one shared by every query, or one a query.
+int64_t key_sets(int64_t queries, bool per_query_keys) { return per_query_keys ? queries : 1; }
+
 }  // namespace
 
 std::vector<uint8_t> index_queries_e4m3(const std::vector<float>& values) {
@@ -52,18 +55,19 @@ std::vector<uint8_t> quantize_index_keys_reference(const std::vector<float>& val
 
 std::vector<float> indexer_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
-                                            int64_t positions) {
+                                            int64_t positions, bool per_query_keys) {
   if (static_cast<int64_t>(q.size()) != queries * heads * kIndexDim ||
       static_cast<int64_t>(weights.size()) != queries * heads ||
-      static_cast<int64_t>(keys.size()) != positions * kIndexKeyBytes) {
+      static_cast<int64_t>(keys.size()) != key_sets(queries, per_query_keys) * positions * kIndexKeyBytes) {
     throw std::invalid_argument("indexer logits: bad shape");
   }
   std::vector<float> logits(static_cast<std::size_t>(queries * positions));
   std::vector<float> key(kIndexDim);
   const std::vector<float> qv = query_values(q);
   for (int64_t j = 0; j < positions; ++j) {
-    widen_key(keys.data() + j * kIndexKeyBytes, key.data());
     for (int64_t t = 0; t < queries; ++t) {
+      if (t == 0 || per_query_keys)  // shared keys: widened once for every query
+        widen_key(keys.data() + ((per_query_keys ? t * positions : 0) + j) * kIndexKeyBytes, key.data());
       logits[static_cast<std::size_t>(t * positions + j)] =
           score_key(qv.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
     }
@@ -116,9 +120,9 @@ std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_ma
 std::vector<float> pool_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                          const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
                                          int64_t queries, int64_t heads, int64_t positions,
-                                         int64_t block_size) {
+                                         int64_t block_size, bool per_query_keys) {
   if (queries <= 0 || pool.size() % static_cast<std::size_t>(queries) != 0 ||
-      static_cast<int64_t>(keys.size()) != positions * kIndexKeyBytes) {
+      static_cast<int64_t>(keys.size()) != key_sets(queries, per_query_keys) * positions * kIndexKeyBytes) {
     throw std::invalid_argument("pool logits: bad shape");
   }
   const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
@@ -132,7 +136,7 @@ std::vector<float> pool_logits_reference(const std::vector<uint8_t>& q, const st
           int64_t{pool[static_cast<std::size_t>(t * pool_blocks + s / block_size)]} * block_size +
           s % block_size;
       if (position >= positions) continue;
-      widen_key(keys.data() + position * kIndexKeyBytes, key.data());
+      widen_key(keys.data() + ((per_query_keys ? t * positions : 0) + position) * kIndexKeyBytes, key.data());
       out[static_cast<std::size_t>(t * slots + s)] =
           score_key(qv.data() + t * heads * kIndexDim, weights.data() + t * heads, heads, key.data());
     }

@@ -17,10 +17,13 @@ std::vector<uint8_t> quantize_index_keys_reference(const std::vector<float>& val
 // or FP8 keys); these are the codes of `values` (rounded to nearest).
 std::vector<uint8_t> index_queries_e4m3(const std::vector<float>& values);
 
-// q: queries x heads x 128 E4M3 codes; weights: queries x heads; keys: positions x 68 bytes.
+// q: queries x heads x 128 E4M3 codes; weights: queries x heads; keys:
+// positions x 68 bytes shared by every query (a prefill chunk), or with
+// `per_query_keys` one such set a query, in query order (a decode batch:
+// each query its own request's keys), as the CUDA kernels take them.
 std::vector<float> indexer_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
-                                            int64_t positions);
+                                            int64_t positions, bool per_query_keys = false);
 
 // logits: queries x positions -> queries x topk positions (ascending). topk <= positions.
 std::vector<int32_t> topk_reference(const std::vector<float>& logits, int64_t queries, int64_t positions,
@@ -40,10 +43,11 @@ std::vector<int32_t> candidate_pool_reference(const std::vector<float>& block_ma
 // Reindex scoring restricted to the pool: per query, slot s holds the logit of
 // position pool[s / block_size] * block_size + s % block_size (pool_blocks x
 // block_size slots; slots past the last position hold -infinity).
+// Keys shared or one set a query, as indexer_logits_reference takes them.
 std::vector<float> pool_logits_reference(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                          const std::vector<uint8_t>& keys, const std::vector<int32_t>& pool,
                                          int64_t queries, int64_t heads, int64_t positions,
-                                         int64_t block_size);
+                                         int64_t block_size, bool per_query_keys = false);
 
 // Top-k of the pool logits, returned as positions (ascending; ties to the lower position).
 std::vector<int32_t> pool_topk_reference(const std::vector<float>& pool_logits,

@@ -48,7 +48,7 @@ std::string gpu_model_word(const std::string& name);
 // profile, so an H100's files left in validation/measurements/h200/ would
 // otherwise fit H200's profile to an H100. The device's name (the files'
 // gpu line) must carry the profile name's GPU model, and its SM count the
-// profile's (another part of the model, an H100 PCIe, has fewer). Throws
+// profile's (another part of the model, a PCIe card, has fewer). Throws
 // InputError at the first file's line that differs.
 void require_measured_on(const MeasurementSet& set, const std::string& profile_stem, const GpuProfile& gpu);
 

@@ -103,21 +103,15 @@ class CtaReplay {
     std::memset(acc, 0, sizeof acc);
     for (int k0 = 0; k0 < kIndexDim; k0 += mma::kK) {
       for (int m = 0; m < kRowTiles; ++m) {
-        uint32_t a[kLanes][4];
-        for (int lane = 0; lane < kLanes; ++lane) {
-          for (int r = 0; r < 4; ++r)
-            a[lane][r] = mma::load_a(q_s_.data(), kRowStride, m * mma::kM, k0, mma::lane_of(lane), r);
-        }
         for (int t = 0; t < kKeyTiles; ++t) {
-          uint32_t b[kLanes][2];
-          for (int lane = 0; lane < kLanes; ++lane) {
-            for (int r = 0; r < 2; ++r)
-              b[lane][r] =
-                  mma::load_b_n_major(k_s_.data(), kRowStride, key0 + t * mma::kN, k0, mma::lane_of(lane), r);
-          }
           float d[kLanes][4];
           for (int lane = 0; lane < kLanes; ++lane) std::memcpy(d[lane], acc[lane][m][t], sizeof d[lane]);
-          testing::emulate_mma_bf16(d, a, b);
+          testing::emulate_warp_mma(
+              d,
+              [&](mma::Lane l, int r) { return mma::load_a(q_s_.data(), kRowStride, m * mma::kM, k0, l, r); },
+              [&](mma::Lane l, int r) {
+                return mma::load_b_n_major(k_s_.data(), kRowStride, key0 + t * mma::kN, k0, l, r);
+              });
           for (int lane = 0; lane < kLanes; ++lane) std::memcpy(acc[lane][m][t], d[lane], sizeof d[lane]);
         }
       }
@@ -191,11 +185,6 @@ Inputs make_inputs(int64_t queries, int64_t heads, int64_t positions, bool per_q
           {}};
 }
 
-template <typename T>
-std::vector<T> slice(const std::vector<T>& v, int64_t index, int64_t width) {
-  return std::vector<T>(v.begin() + index * width, v.begin() + (index + 1) * width);
-}
-
 // -inf where the reference has it; elsewhere the sums' order alone differs
 // (E4M3 queries and FP4 keys widen to BF16 exactly, their products are exact in FP32).
 void expect_logits_match(const std::vector<float>& got, const std::vector<float>& want) {
@@ -231,14 +220,8 @@ TEST(IndexerMma, DecodeCtasReproduceTheReference) {
   const Inputs in = make_inputs(queries, heads, positions, true, 51);
   ASSERT_EQ(queries_per_cta(in.p, in.map()), 1);
   const Outputs got = replay(in, true);
-  std::vector<float> want;
-  for (int64_t t = 0; t < queries; ++t) {
-    const std::vector<float> one =
-        indexer_logits_reference(slice(in.q, t, heads * kIndexDim), slice(in.w, t, heads),
-                                 slice(in.keys, t, positions * kIndexKeyBytes), 1, heads, positions);
-    want.insert(want.end(), one.begin(), one.end());
-  }
-  expect_logits_match(got.logits, want);
+  expect_logits_match(got.logits,
+                      indexer_logits_reference(in.q, in.w, in.keys, queries, heads, positions, true));
   EXPECT_EQ(got.block_max, block_max_reference(got.logits, queries, positions, kPoolBlock));
 }
 
@@ -257,15 +240,8 @@ TEST(IndexerMma, PoolCtasReproduceTheReference) {
   }
   ASSERT_EQ(queries_per_cta(in.p, in.map()), 1);
   const Outputs got = replay(in, false);
-  std::vector<float> want;
-  for (int64_t t = 0; t < queries; ++t) {
-    const std::vector<float> one =
-        pool_logits_reference(slice(in.q, t, kHeads * kIndexDim), slice(in.w, t, kHeads),
-                              slice(in.keys, t, positions * kIndexKeyBytes), slice(in.pool, t, pool_blocks),
-                              1, kHeads, positions, kPoolBlock);
-    want.insert(want.end(), one.begin(), one.end());
-  }
-  expect_logits_match(got.logits, want);
+  expect_logits_match(got.logits, pool_logits_reference(in.q, in.w, in.keys, in.pool, queries, kHeads,
+                                                        positions, kPoolBlock, true));
   for (int64_t t = 0; t < queries; ++t)
     EXPECT_TRUE(std::isinf(got.logits[static_cast<std::size_t>((t + 1) * in.p.columns - 1)]));
 }

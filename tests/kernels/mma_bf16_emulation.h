@@ -31,4 +31,16 @@ inline void emulate_mma_bf16(float (&d)[32][4], const uint32_t (&a)[32][4], cons
   }
 }
 
+// A warp's d += A x B with every lane's registers loaded as the kernel loads
+// them: load_a(lane, reg) for A's 4 registers, load_b(lane, reg) for B's 2.
+template <typename LoadA, typename LoadB>
+void emulate_warp_mma(float (&d)[32][4], LoadA load_a, LoadB load_b) {
+  uint32_t a[32][4], b[32][2];
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int r = 0; r < 4; ++r) a[lane][r] = load_a(mma::lane_of(lane), r);
+    for (int r = 0; r < 2; ++r) b[lane][r] = load_b(mma::lane_of(lane), r);
+  }
+  emulate_mma_bf16(d, a, b);
+}
+
 }  // namespace v41sim::kernels::testing

@@ -127,17 +127,12 @@ TEST(MmaFragments, ScoreTileLoadsReproduceQTimesKTransposed) {
   for (const auto& [head0, key0] : {std::pair{0, 0}, std::pair{48, 32}}) {
     float acc[4][32][4] = {};
     for (int k0 = 0; k0 < kLatentDim; k0 += mma::kK) {
-      uint32_t a[32][4];
-      for (int lane = 0; lane < 32; ++lane) {
-        for (int r = 0; r < 4; ++r) a[lane][r] = mma::load_a(q.data(), kStride, head0, k0, lane_of(lane), r);
-      }
       for (int t = 0; t < 4; ++t) {
-        uint32_t b[32][2];
-        for (int lane = 0; lane < 32; ++lane) {
-          for (int r = 0; r < 2; ++r)
-            b[lane][r] = mma::load_b_n_major(k.data(), kStride, key0 + t * mma::kN, k0, lane_of(lane), r);
-        }
-        testing::emulate_mma_bf16(acc[t], a, b);
+        testing::emulate_warp_mma(
+            acc[t], [&](Lane l, int r) { return mma::load_a(q.data(), kStride, head0, k0, l, r); },
+            [&](Lane l, int r) {
+              return mma::load_b_n_major(k.data(), kStride, key0 + t * mma::kN, k0, l, r);
+            });
       }
     }
     for (int t = 0; t < 4; ++t) {
@@ -168,18 +163,12 @@ TEST(MmaFragments, OutputTileLoadsReproducePTimesV) {
     }
   }
   for (int k0 = 0; k0 < kKeys; k0 += mma::kK) {
-    uint32_t a[32][4];
-    for (int lane = 0; lane < 32; ++lane) {
-      for (int r = 0; r < 4; ++r)
-        a[lane][r] = mma::load_a(p.data(), kProbStride, head0, k0, lane_of(lane), r);
-    }
     for (int t = 0; t < 32; ++t) {
-      uint32_t b[32][2];
-      for (int lane = 0; lane < 32; ++lane) {
-        for (int r = 0; r < 2; ++r)
-          b[lane][r] = mma::load_b_k_major(v.data(), kStride, k0, dim0 + t * mma::kN, lane_of(lane), r);
-      }
-      testing::emulate_mma_bf16(acc[t], a, b);
+      testing::emulate_warp_mma(
+          acc[t], [&](Lane l, int r) { return mma::load_a(p.data(), kProbStride, head0, k0, l, r); },
+          [&](Lane l, int r) {
+            return mma::load_b_k_major(v.data(), kStride, k0, dim0 + t * mma::kN, l, r);
+          });
     }
   }
   for (int t = 0; t < 32; ++t) {

@@ -27,8 +27,7 @@ namespace v41sim::kernels {
 namespace {
 
 using namespace sparse_decode_mma;
-using testing::host_key;
-using testing::HostKey;
+using testing::key_list;
 using testing::Partial;
 
 constexpr uint16_t kPoisonBf16 = 0xFFFF;  // NaN
@@ -102,7 +101,7 @@ class MmaCtaReplay {
     std::fill(raw_.begin(), raw_.end(), uint8_t{0xEE});
     for (int thread = 0; thread < kThreads; ++thread) {
       const KeyPart mine = key_part(thread);
-      const HostKey key = host_key(in_, b_, tile + mine.key, end_);
+      const KeyEntry key = find_key(key_list(in_), b_, tile + mine.key, end_);
       if (mine.part == 0) kind_[mine.key] = key.kind;
       if (key.kind == KeyKind::kNone) continue;
       const int chunks = (key.kind == KeyKind::kMain ? kMainEntryBytes : kWindowEntryBytes) / kChunk;
@@ -129,19 +128,13 @@ class MmaCtaReplay {
     const WarpBlocks blocks = warp_blocks(warp);
     float acc[kScoreTiles][kLanes][4] = {};
     for (int k0 = 0; k0 < kLatentDim; k0 += mma::kK) {
-      uint32_t a[kLanes][4];
-      for (int lane = 0; lane < kLanes; ++lane) {
-        for (int r = 0; r < 4; ++r)
-          a[lane][r] = mma::load_a(q_.data(), kRowStride, blocks.head0, k0, mma::lane_of(lane), r);
-      }
       for (int t = 0; t < kScoreTiles; ++t) {
-        uint32_t b[kLanes][2];
-        for (int lane = 0; lane < kLanes; ++lane) {
-          for (int r = 0; r < 2; ++r)
-            b[lane][r] = mma::load_b_n_major(k_.data(), kRowStride, blocks.key0 + t * mma::kN, k0,
-                                             mma::lane_of(lane), r);
-        }
-        testing::emulate_mma_bf16(acc[t], a, b);
+        testing::emulate_warp_mma(
+            acc[t],
+            [&](mma::Lane l, int r) { return mma::load_a(q_.data(), kRowStride, blocks.head0, k0, l, r); },
+            [&](mma::Lane l, int r) {
+              return mma::load_b_n_major(k_.data(), kRowStride, blocks.key0 + t * mma::kN, k0, l, r);
+            });
       }
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(kLatentDim));
@@ -191,19 +184,13 @@ class MmaCtaReplay {
       }
     }
     for (int k0 = 0; k0 < kTile; k0 += mma::kK) {
-      uint32_t a[kLanes][4];
-      for (int lane = 0; lane < kLanes; ++lane) {
-        for (int r = 0; r < 4; ++r)
-          a[lane][r] = mma::load_a(p_.data(), kProbStride, blocks.head0, k0, mma::lane_of(lane), r);
-      }
       for (int t = 0; t < kOutputTiles; ++t) {
-        uint32_t b[kLanes][2];
-        for (int lane = 0; lane < kLanes; ++lane) {
-          for (int r = 0; r < 2; ++r)
-            b[lane][r] = mma::load_b_k_major(k_.data(), kRowStride, k0, blocks.dim0 + t * mma::kN,
-                                             mma::lane_of(lane), r);
-        }
-        testing::emulate_mma_bf16(o[t], a, b);
+        testing::emulate_warp_mma(
+            o[t],
+            [&](mma::Lane l, int r) { return mma::load_a(p_.data(), kProbStride, blocks.head0, k0, l, r); },
+            [&](mma::Lane l, int r) {
+              return mma::load_b_k_major(k_.data(), kRowStride, k0, blocks.dim0 + t * mma::kN, l, r);
+            });
       }
     }
   }

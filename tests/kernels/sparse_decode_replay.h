@@ -1,5 +1,5 @@
-// What the CPU replays of the tensor-core sparse decodes share: a request's
-// key list as the kernels' find_key walks it, a CTA's result, the splits of
+// What the CPU replays of the tensor-core sparse decodes share: the inputs'
+// key lists for the kernels' find_key, a CTA's result, the splits of
 // every request replayed and merged with the sink as the combine kernel
 // merges them, and the cases both kernels must reproduce the reference on.
 #pragma once
@@ -20,21 +20,9 @@
 
 namespace v41sim::kernels::testing {
 
-// Slot `slot` of request b's key list, as the kernels' find_key finds it.
-struct HostKey {
-  KeyKind kind;
-  const uint8_t* entry;
-};
-inline HostKey host_key(const SparseDecodeInputs& in, int64_t b, int64_t slot, int64_t end) {
-  if (slot >= end) return {KeyKind::kNone, nullptr};
-  if (slot < in.shape.topk) {
-    const int32_t index = in.topk[static_cast<std::size_t>(b * in.shape.topk + slot)];
-    if (index < 0) return {KeyKind::kNone, nullptr};
-    return {KeyKind::kMain, in.main_kv.data() + static_cast<int64_t>(index) * kMainEntryBytes};
-  }
-  const int64_t w = slot - in.shape.topk;
-  if (w >= in.window_len[static_cast<std::size_t>(b)]) return {KeyKind::kNone, nullptr};
-  return {KeyKind::kWindow, in.window.data() + (b * kWindowTokens + w) * kWindowEntryBytes};
+// The inputs' key lists, as the kernels' find_key walks them on the device.
+inline KeyList key_list(const SparseDecodeInputs& in) {
+  return {in.topk.data(), in.shape.topk, in.main_kv.data(), in.window.data(), in.window_len.data()};
 }
 
 // One CTA's result: its unnormalised output (heads x 512) and per head the

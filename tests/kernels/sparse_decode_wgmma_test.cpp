@@ -30,8 +30,7 @@ namespace v41sim::kernels {
 namespace {
 
 using namespace sparse_decode_wgmma;
-using testing::host_key;
-using testing::HostKey;
+using testing::key_list;
 using testing::Partial;
 constexpr int kWarpgroupThreads = wgmma::kThreads;
 
@@ -111,7 +110,7 @@ class CtaReplay {
     for (int w = 0; w < 2; ++w) {
       for (int t = 0; t < kWarpgroupThreads; ++t) {
         const KeyShare share = key_share(w, t);
-        const HostKey key = host_key(in_, b_, first_slot + share.key, end_);
+        const KeyEntry key = find_key(key_list(in_), b_, first_slot + share.key, end_);
         MainShare main{};
         if (key.kind == KeyKind::kMain) {
           for (int c = 0; c < kShareChunks; ++c)

@@ -222,7 +222,7 @@ TEST(MeasurementFile, GpuModelWordsOfDevicesAndProfiles) {
 
 // Measurements are refused by every profile but their own GPU's: an H100's
 // file in a folder named h200 would otherwise fit H200's profile; so are an
-// H100 PCIe's (114 SMs) by the SXM part's profile. The error names the file
+// H100 PCIe's (114 SMs, NVIDIA's Hopper whitepaper) by the SXM part's profile. The error names the file
 // and the metadata line that differs.
 TEST(MeasurementFile, OnlyTheirOwnGpusProfileTakesTheMeasurements) {
   const auto profile = [](const std::string& stem) {
