@@ -34,8 +34,6 @@ namespace {
 namespace cg = cooperative_groups;
 using namespace mhc_steps;  // NOLINT: the shared device steps
 
-static_assert(kClusterVector == kVector, "slices are counted in the steps' 16-byte vectors");
-
 struct ClusterPassArgs {
   const uint16_t* X;
   const uint16_t* y;
@@ -63,11 +61,10 @@ struct Slice {
 // while they land (they are waited for before its projection).
 __device__ void start_fn_slice(const uint16_t* fn, int64_t hidden, int ctas, const Slice& slice,
                                uint4* fn_s) {
-  const int64_t per_row = kStreams * slice.vectors;
-  for (int64_t i = threadIdx.x; i < kMixes * per_row; i += blockDim.x) {
-    const int64_t row = i / per_row, column = i % per_row * kVector;
-    cp_async_16(fn_s + (row * slice.stride + column) / kVector,
-                fn + row * kStreams * hidden + cluster_flat_index(hidden, ctas, slice.rank, column), true);
+  const int64_t copies = fn_slice_copies(hidden, ctas, slice.rank);
+  for (int64_t i = threadIdx.x; i < copies; i += blockDim.x) {
+    const FnSliceCopy copy = fn_slice_copy(hidden, ctas, slice.rank, i);
+    cp_async_16(fn_s + copy.shared_value / kStreamVector, fn + copy.fn_value, true);
   }
   cp_async_commit();
 }
@@ -75,7 +72,7 @@ __device__ void start_fn_slice(const uint16_t* fn, int64_t hidden, int ctas, con
 // (1) Block i's merge of the tile's tokens, this slice of them.
 __device__ void merge_slice(const ClusterPassArgs& a, const Slice& slice, int64_t token0, int rows,
                             const float (&c)[kClusterMaxTileRows][kCoefficients], uint4* tile_s) {
-  const int64_t vectors = a.hidden / kVector;
+  const int64_t vectors = a.hidden / kStreamVector;
   for (int64_t i = threadIdx.x; i < rows * slice.vectors; i += blockDim.x) {
     const int r = static_cast<int>(i / slice.vectors);
     const int64_t v = i % slice.vectors, at = slice.first_vector + v;
@@ -83,13 +80,13 @@ __device__ void merge_slice(const ClusterPassArgs& a, const Slice& slice, int64_
     const uint4* streams = reinterpret_cast<const uint4*>(a.X + (token0 + r) * kStreams * a.hidden);
     const uint4* output = reinterpret_cast<const uint4*>(a.y + (token0 + r) * a.hidden);
     uint4* out = reinterpret_cast<uint4*>(a.X_out + (token0 + r) * kStreams * a.hidden);
-    uint4* kept = tile_s + (r * slice.stride) / kVector;
+    uint4* kept = tile_s + tile_row_vector(slice.stride, r);
     uint4 merged[kStreams];
     merge_at(token.values, streams, vectors, output, at, merged);
 #pragma unroll
     for (int d = 0; d < kStreams; ++d) {
-      out[d * vectors + at] = merged[d];
-      kept[d * slice.vectors + v] = merged[d];
+      out[stream_vector(vectors, d, at)] = merged[d];
+      kept[stream_vector(slice.vectors, d, v)] = merged[d];
     }
   }
 }
@@ -101,7 +98,7 @@ __device__ void input_slice(const ClusterPassArgs& a, const Slice& slice, int64_
     const int r = static_cast<int>(i / slice.vectors);
     const int64_t v = i % slice.vectors;
     const TokenCoefficients token = coefficients_of(c[r]);
-    const uint4* kept = tile_s + (r * slice.stride) / kVector;
+    const uint4* kept = tile_s + tile_row_vector(slice.stride, r);
     reinterpret_cast<uint4*>(a.next_input + (token0 + r) * a.hidden)[slice.first_vector + v] =
         block_input_at(token.values, kept, slice.vectors, v);
   }
@@ -126,7 +123,7 @@ __global__ void __launch_bounds__(kWarpsOf<kCtas> * 32, cluster_ctas_an_sm(kCtas
   const Slice slice{rank, owned.begin, owned.end - owned.begin, cluster_slice_columns(a.hidden, kCtas, rank),
                     cluster_slice_stride(a.hidden, kCtas)};
   uint4* fn_s = shared_vectors;
-  uint4* tile_s = shared_vectors + (kMixes * slice.stride) / kVector;
+  uint4* tile_s = shared_vectors + tile_row_vector(slice.stride, kMixes);  // past fn's kMixes rows
   const auto* fn_values = reinterpret_cast<const uint16_t*>(fn_s);
   const auto* tile_values = reinterpret_cast<const uint16_t*>(tile_s);
   const int thread = static_cast<int>(threadIdx.x);
@@ -139,8 +136,7 @@ __global__ void __launch_bounds__(kWarpsOf<kCtas> * 32, cluster_ctas_an_sm(kCtas
   const int64_t clusters = gridDim.x / kCtas;
   int buffer = 0;
   for (int64_t tile = blockIdx.x / kCtas; tile < tiles; tile += clusters, buffer ^= 1) {
-    const int64_t token0 = tile * a.tile_rows;
-    const int rows = static_cast<int>(a.tokens - token0 < a.tile_rows ? a.tokens - token0 : a.tile_rows);
+    const auto [token0, rows] = tile_span(a.tokens, a.tile_rows, tile);
     __syncthreads();  // the previous tile's input is done with c and the tile
     for (int i = thread; i < rows * kCoefficients; i += kThreads)
       c[i / kCoefficients][i % kCoefficients] = a.coeffs[token0 * kCoefficients + i];
@@ -179,7 +175,7 @@ __global__ void __launch_bounds__(kWarpsOf<kCtas> * 32, cluster_ctas_an_sm(kCtas
 }
 
 void check_cluster_shape(int64_t tokens, int64_t hidden, int tile_rows) {
-  if (tokens <= 0 || hidden <= 0 || hidden % kVector != 0)
+  if (tokens <= 0 || hidden <= 0 || hidden % kStreamVector != 0)
     throw std::invalid_argument(
         "mhc cluster pass: tokens must be positive and hidden a positive multiple of 8");
   if (tile_rows < 1 || tile_rows > kClusterMaxTileRows)

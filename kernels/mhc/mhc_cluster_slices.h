@@ -23,13 +23,13 @@
 
 #include "kernels/common/host_device.h"
 #include "kernels/mhc/mhc_coefficients.h"
+#include "kernels/mhc/mhc_tile_layout.h"
 
 namespace v41sim::kernels {
 
 inline constexpr int kClusterSizes[] = {8, 16};  // CTAs a cluster: the portable size, and twice it
 inline constexpr int kClusterMaxTileRows = 8;    // token rows a tile: half an mma M tile at most
 inline constexpr int kClusterRowPad = 8;         // values: shifts consecutive slice rows by 4 banks
-inline constexpr int kClusterVector = 8;         // BF16 values in a 16-byte vector
 
 // Warps a CTA of a `ctas`-CTA cluster runs: 512 threads where it has the SM
 // to itself, 256 where two share one (their registers must fit together).
@@ -42,7 +42,7 @@ struct VectorRange {
   int64_t end;
 };
 V41_HD VectorRange cluster_vectors(int64_t hidden, int ctas, int rank) {
-  const int64_t vectors = hidden / kClusterVector;
+  const int64_t vectors = hidden / kStreamVector;
   return {vectors * rank / ctas, vectors * (rank + 1) / ctas};
 }
 
@@ -51,7 +51,7 @@ V41_HD VectorRange cluster_vectors(int64_t hidden, int ctas, int rank) {
 // whole mma k16 steps).
 V41_HD int64_t cluster_stream_columns(int64_t hidden, int ctas, int rank) {
   const VectorRange r = cluster_vectors(hidden, ctas, rank);
-  return (r.end - r.begin) * kClusterVector;
+  return (r.end - r.begin) * kStreamVector;
 }
 V41_HD int64_t cluster_slice_columns(int64_t hidden, int ctas, int rank) {
   return kStreams * cluster_stream_columns(hidden, ctas, rank);
@@ -61,15 +61,32 @@ V41_HD int64_t cluster_slice_columns(int64_t hidden, int ctas, int rank) {
 V41_HD int64_t cluster_flat_index(int64_t hidden, int ctas, int rank, int64_t column) {
   const int64_t per_stream = cluster_stream_columns(hidden, ctas, rank);
   const int64_t stream = column / per_stream;
-  return stream * hidden + cluster_vectors(hidden, ctas, rank).begin * kClusterVector + column % per_stream;
+  return stream * hidden + cluster_vectors(hidden, ctas, rank).begin * kStreamVector + column % per_stream;
 }
 
 // Values between consecutive rows of a slice (fn's rows and the tokens' rows
 // alike), the widest rank's columns padded; a multiple of 8, so every row
 // starts 16-byte aligned.
 V41_HD int64_t cluster_slice_stride(int64_t hidden, int ctas) {
-  const int64_t vectors = hidden / kClusterVector;
-  return kStreams * ((vectors + ctas - 1) / ctas) * kClusterVector + kClusterRowPad;
+  const int64_t vectors = hidden / kStreamVector;
+  return kStreams * ((vectors + ctas - 1) / ctas) * kStreamVector + kClusterRowPad;
+}
+
+// Copy i of `rank`'s staging of fn (16 bytes a copy, kMixes rows of its
+// slice's columns): where it lands in shared memory and where it comes from
+// in fn (kMixes rows of the flattened streams), in values.
+struct FnSliceCopy {
+  int64_t shared_value;
+  int64_t fn_value;
+};
+V41_HD int64_t fn_slice_copies(int64_t hidden, int ctas, int rank) {
+  return kMixes * cluster_slice_columns(hidden, ctas, rank) / kStreamVector;
+}
+V41_HD FnSliceCopy fn_slice_copy(int64_t hidden, int ctas, int rank, int64_t i) {
+  const int64_t per_row = cluster_slice_columns(hidden, ctas, rank) / kStreamVector;
+  const int64_t row = i / per_row, column = i % per_row * kStreamVector;
+  return {row * cluster_slice_stride(hidden, ctas) + column,
+          row * kStreams * hidden + cluster_flat_index(hidden, ctas, rank, column)};
 }
 
 // Dynamic shared memory a CTA holds: its slice of fn and a tile of token rows.

@@ -9,23 +9,22 @@
 #include "kernels/common/vector_access.cuh"
 #include "kernels/mhc/mhc_coefficients.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
+#include "kernels/mhc/mhc_tile_layout.h"
 
 namespace v41sim::kernels::mhc_steps {
 
-constexpr int kVector = 8;  // BF16 values in a 16-byte vector
-
 // Element e of a vector of each stream, as the coefficient functions take it.
-__device__ inline void streams_at(const float (&x)[kStreams][kVector], int e, float (&out)[kStreams]) {
+__device__ inline void streams_at(const float (&x)[kStreams][kStreamVector], int e, float (&out)[kStreams]) {
 #pragma unroll
   for (int s = 0; s < kStreams; ++s) out[s] = x[s][e];
 }
 
 // Stream d after the block for 8 values, rounded to BF16 as stored.
-__device__ inline uint4 merged_vector(const float* c, int d, const float (&x)[kStreams][kVector],
-                                      const float (&y)[kVector]) {
-  float out[kVector];
+__device__ inline uint4 merged_vector(const float* c, int d, const float (&x)[kStreams][kStreamVector],
+                                      const float (&y)[kStreamVector]) {
+  float out[kStreamVector];
 #pragma unroll
-  for (int e = 0; e < kVector; ++e) {
+  for (int e = 0; e < kStreamVector; ++e) {
     float xs[kStreams];
     streams_at(x, e, xs);
     out[e] = mhc_merged(c, d, y[e], xs);
@@ -34,10 +33,10 @@ __device__ inline uint4 merged_vector(const float* c, int d, const float (&x)[kS
 }
 
 // The block input for 8 values, rounded to BF16.
-__device__ inline uint4 block_input_vector(const float* c, const float (&x)[kStreams][kVector]) {
-  float out[kVector];
+__device__ inline uint4 block_input_vector(const float* c, const float (&x)[kStreams][kStreamVector]) {
+  float out[kStreamVector];
 #pragma unroll
-  for (int e = 0; e < kVector; ++e) {
+  for (int e = 0; e < kStreamVector; ++e) {
     float xs[kStreams];
     streams_at(x, e, xs);
     out[e] = mhc_block_input(c, xs);
@@ -49,9 +48,9 @@ __device__ inline uint4 block_input_vector(const float* c, const float (&x)[kStr
 // (`stream_stride` vectors apart) with the block output's, merged.
 __device__ inline void merge_at(const float* c, const uint4* streams, int64_t stream_stride,
                                 const uint4* output, int64_t at, uint4 (&merged)[kStreams]) {
-  float x[kStreams][kVector], yv[kVector];
+  float x[kStreams][kStreamVector], yv[kStreamVector];
 #pragma unroll
-  for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * stream_stride + at], x[s]);
+  for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[stream_vector(stream_stride, s, at)], x[s]);
   unpack_bf16x8(output[at], yv);
 #pragma unroll
   for (int d = 0; d < kStreams; ++d) merged[d] = merged_vector(c, d, x, yv);
@@ -60,9 +59,9 @@ __device__ inline void merge_at(const float* c, const uint4* streams, int64_t st
 // The block input at vector `at`, from four streams `stream_stride` vectors apart.
 __device__ inline uint4 block_input_at(const float* c, const uint4* streams, int64_t stream_stride,
                                        int64_t at) {
-  float x[kStreams][kVector];
+  float x[kStreams][kStreamVector];
 #pragma unroll
-  for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[s * stream_stride + at], x[s]);
+  for (int s = 0; s < kStreams; ++s) unpack_bf16x8(streams[stream_vector(stream_stride, s, at)], x[s]);
   return block_input_vector(c, x);
 }
 

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kElementThreads)
   __syncthreads();
   if (threadIdx.x < kCoefficients) coeffs[t * kCoefficients + threadIdx.x] = c[threadIdx.x];
   const TokenCoefficients token = coefficients_of(c);
-  const int64_t vectors = hidden / kVector;
+  const int64_t vectors = hidden / kStreamVector;
   const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
   uint4* out = reinterpret_cast<uint4*>(x_in + t * hidden);
   for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x)
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kElementThreads)
   if (threadIdx.x < kCoefficients) c[threadIdx.x] = coeffs[t * kCoefficients + threadIdx.x];
   __syncthreads();
   const TokenCoefficients token = coefficients_of(c);
-  const int64_t vectors = hidden / kVector;
+  const int64_t vectors = hidden / kStreamVector;
   const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
   const uint4* output = reinterpret_cast<const uint4*>(y + t * hidden);
   uint4* out = reinterpret_cast<uint4*>(X_out + t * kStreams * hidden);
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kElementThreads)
     uint4 merged[kStreams];
     merge_at(token.values, streams, vectors, output, v, merged);
 #pragma unroll
-    for (int d = 0; d < kStreams; ++d) out[d * vectors + v] = merged[d];
+    for (int d = 0; d < kStreams; ++d) out[stream_vector(vectors, d, v)] = merged[d];
   }
 }
 
@@ -118,10 +118,9 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   __shared__ float sums[kTokens][kProjectionSums];
   const uint16_t* tile = reinterpret_cast<const uint16_t*>(tile_vectors);
   const int64_t k = kStreams * hidden;
-  const int64_t stride = k + kFusedRowPad;  // values; a multiple of 8
-  const int64_t vectors = hidden / kVector;
-  const int64_t token0 = static_cast<int64_t>(blockIdx.x) * kTokens;
-  const int rows = static_cast<int>(tokens - token0 < kTokens ? tokens - token0 : kTokens);
+  const int64_t stride = fused_tile_stride(hidden);
+  const int64_t vectors = hidden / kStreamVector;
+  const auto [token0, rows] = tile_span(tokens, kTokens, blockIdx.x);
   const int thread = static_cast<int>(threadIdx.x);
   const int warp = thread / 32;
   const mma::Lane l = mma::lane_of(thread % 32);
@@ -135,14 +134,14 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     const uint4* streams = reinterpret_cast<const uint4*>(X + (token0 + r) * k);
     const uint4* output = reinterpret_cast<const uint4*>(y + (token0 + r) * hidden);
     uint4* out = reinterpret_cast<uint4*>(X_out + (token0 + r) * k);
-    uint4* kept = tile_vectors + r * stride / kVector;
+    uint4* kept = tile_vectors + tile_row_vector(stride, r);
     for (int64_t v = thread; v < vectors; v += blockDim.x) {
       uint4 merged[kStreams];
       merge_at(token.values, streams, vectors, output, v, merged);
 #pragma unroll
       for (int d = 0; d < kStreams; ++d) {
-        out[d * vectors + v] = merged[d];
-        kept[d * vectors + v] = merged[d];
+        out[stream_vector(vectors, d, v)] = merged[d];
+        kept[stream_vector(vectors, d, v)] = merged[d];
       }
     }
   }
@@ -168,7 +167,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   // (4) Block i+1's input, from the tile.
   for (int r = 0; r < rows; ++r) {
     const TokenCoefficients token = coefficients_of(c[r]);
-    const uint4* kept = tile_vectors + r * stride / kVector;
+    const uint4* kept = tile_vectors + tile_row_vector(stride, r);
     uint4* out = reinterpret_cast<uint4*>(next_input + (token0 + r) * hidden);
     for (int64_t v = thread; v < vectors; v += blockDim.x)
       out[v] = block_input_at(token.values, kept, vectors, v);
@@ -176,7 +175,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
 }
 
 int64_t fused_tile_bytes(int tokens_per_cta, int64_t hidden) {
-  return tokens_per_cta * (kStreams * hidden + kFusedRowPad) * static_cast<int64_t>(sizeof(uint16_t));
+  return tokens_per_cta * fused_tile_stride(hidden) * static_cast<int64_t>(sizeof(uint16_t));
 }
 
 template <int kTokens>
@@ -196,7 +195,7 @@ void launch_fused_with(const uint16_t* X, const uint16_t* y, const float* coeffs
 }
 
 void check_shape(int64_t tokens, int64_t hidden) {
-  if (tokens <= 0 || hidden <= 0 || hidden % kVector != 0)
+  if (tokens <= 0 || hidden <= 0 || hidden % kStreamVector != 0)
     throw std::invalid_argument("mhc: tokens must be positive and hidden a positive multiple of 8");
 }
 

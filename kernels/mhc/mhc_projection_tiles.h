@@ -25,6 +25,8 @@ inline constexpr int kProjectionTokens = kProjectionMTiles * mma::kM;
 inline constexpr int kFusedWarps = 16;
 inline constexpr int kFusedRowPad = 8;
 inline constexpr int kMaxFusedTokens = 4;
+// Values between the single pass's tile rows: a token's flattened streams, padded.
+V41_HD int64_t fused_tile_stride(int64_t hidden) { return kStreams * hidden + kFusedRowPad; }
 
 // A from a row-major BF16 tile of token rows (`stride` values apart), the 16
 // rows from row0; a row at or past `rows` reads the last one (its results are dropped).
@@ -71,7 +73,7 @@ inline int mhc_projection_splits(int64_t tokens, int64_t hidden, int sms) {
 // Tokens a single-pass CTA holds: the most (to 4) that still give every SM
 // two CTAs and whose streams fit in `shared_bytes`; 0 when not even one fits.
 inline int mhc_fused_tokens_per_cta(int64_t tokens, int64_t hidden, int sms, int64_t shared_bytes) {
-  const int64_t row_bytes = (kStreams * hidden + kFusedRowPad) * 2;
+  const int64_t row_bytes = fused_tile_stride(hidden) * 2;
   for (int per_cta = kMaxFusedTokens; per_cta > 1; per_cta /= 2) {
     const int64_t ctas = (tokens + per_cta - 1) / per_cta;
     if (ctas >= 2 * static_cast<int64_t>(sms) && per_cta * row_bytes <= shared_bytes) return per_cta;

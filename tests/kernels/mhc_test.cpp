@@ -1,11 +1,12 @@
 // mHC mixing: the coefficient function against a plain transcription of the
 // released one, its ranges and invariances, the merge's orientation, the
 // single step composed of the three kernels' references, the tensor-core
-// projection's loads replayed lane by lane (whole rows, and a cluster's
-// slices), the launch choices, and the CUDA forms against the reference
+// projection's loads replayed lane by lane (the single passes, slices and
+// all, in mhc_single_pass_test.cpp), the launch choices, and the CUDA forms against the reference
 // where a GPU exists.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -14,7 +15,7 @@
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 #include "tests/kernels/device_check_support.h"
-#include "tests/kernels/mma_bf16_emulation.h"
+#include "tests/kernels/mhc_projection_replay.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -140,69 +141,8 @@ TEST(Mhc, StepReferenceComposesTheThreeKernels) {
   EXPECT_EQ(step.next_input, mhc_pre_mix_reference(merged, next_c, tokens, hidden));
 }
 
-// A token tile and fn as a kernel's projection reads them: rows of values
-// `stride` apart (the whole flattened streams, or a cluster CTA's slice).
-struct ProjectionOperands {
-  const uint16_t* tile;
-  const uint16_t* fn;
-  int64_t stride;
-  int rows;
-  int64_t columns;  // a row's values that take part (a multiple of 16)
-};
-
 // Per row: the 24 dot products, then the sum of squares.
 using RowSums = std::vector<std::vector<double>>;
-
-// The kernels' projection loop on the CPU: every lane's token and fn
-// fragments, mma emulated, the reduction split into `slices` as the warps
-// split it; rows past `rows` read the last row and are dropped. Returns each
-// row's sums as the lanes hold them.
-template <int kMTiles>
-RowSums replay_projection(const ProjectionOperands& in, int slices) {
-  float acc[kMTiles][kMixTiles][32][4] = {};
-  float squares[kMTiles][32][2] = {};
-  for (int slice = 0; slice < slices; ++slice) {
-    const StepRange range = step_range(in.columns / mma::kK, slice, slices);
-    for (int64_t step = range.begin; step < range.end; ++step) {
-      const int64_t k0 = step * mma::kK;
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        uint32_t a[32][4];
-        for (int lane = 0; lane < 32; ++lane) {
-          for (int reg = 0; reg < 4; ++reg) {
-            a[lane][reg] =
-                token_fragment(in.tile, in.stride, in.rows, mt * mma::kM, k0, mma::lane_of(lane), reg);
-            squares[mt][lane][reg & 1] += pair_squares(a[lane][reg]);
-          }
-        }
-        for (int nt = 0; nt < kMixTiles; ++nt) {
-          uint32_t b[32][2];
-          for (int lane = 0; lane < 32; ++lane) {
-            for (int reg = 0; reg < 2; ++reg)
-              b[lane][reg] = fn_fragment(in.fn, in.stride, nt, k0, mma::lane_of(lane), reg);
-          }
-          testing::emulate_mma_bf16(acc[mt][nt], a, b);
-        }
-      }
-    }
-  }
-  RowSums sums(static_cast<std::size_t>(in.rows), std::vector<double>(kProjectionSums, 0.0));
-  for (int mt = 0; mt < kMTiles; ++mt) {
-    for (int lane = 0; lane < 32; ++lane) {
-      const mma::Lane l = mma::lane_of(lane);
-      for (int nt = 0; nt < kMixTiles; ++nt) {
-        for (int i = 0; i < 4; ++i) {
-          const int row = mt * mma::kM + mma::c_row(l, i);
-          if (row < in.rows) sums[row][nt * mma::kN + mma::c_col(l, i)] = acc[mt][nt][lane][i];
-        }
-      }
-      for (int half = 0; half < 2; ++half) {  // a row's squares: spread over the 4 lanes of its group
-        const int row = mt * mma::kM + l.group + half * 8;
-        if (row < in.rows) sums[row][kMixes] += squares[mt][lane][half];
-      }
-    }
-  }
-  return sums;
-}
 
 // The sums in FP64 over a token's whole flattened streams (rows of k values).
 RowSums whole_sums(const std::vector<uint16_t>& tile, const std::vector<uint16_t>& fn, int rows, int64_t k) {
@@ -218,7 +158,7 @@ RowSums whole_sums(const std::vector<uint16_t>& tile, const std::vector<uint16_t
   return sums;
 }
 
-void expect_sums_near(const RowSums& got, const RowSums& want) {
+void expect_sums_near(const testing::ProjectionSums& got, const RowSums& want) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t row = 0; row < got.size(); ++row) {
     for (int i = 0; i < kProjectionSums; ++i)
@@ -227,11 +167,11 @@ void expect_sums_near(const RowSums& got, const RowSums& want) {
 }
 
 template <int kMTiles>
-void expect_lane_replay_matches(int rows, int64_t hidden, int slices) {
+void expect_lane_replay_matches(int rows, int64_t hidden, int warps) {
   const int64_t k = kStreams * hidden;
   const auto tile = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 21));
   const MhcWeights w = random_mhc_weights(hidden, 22);
-  expect_sums_near(replay_projection<kMTiles>({tile.data(), w.fn.data(), k, rows, k}, slices),
+  expect_sums_near(testing::replay_cta_projection<kMTiles>({tile.data(), w.fn.data(), k, k, rows, k}, warps),
                    whole_sums(tile, w.fn, rows, k));
 }
 
@@ -248,7 +188,7 @@ TEST(MhcClusterPass, SlicesCoverTheStreamsOnce) {
     for (const int64_t hidden : {5120, 1000, 64, 8}) {
       std::vector<int> seen(static_cast<std::size_t>(kStreams * hidden), 0);
       const int64_t stride = cluster_slice_stride(hidden, ctas);
-      EXPECT_EQ(stride % kClusterVector, 0);
+      EXPECT_EQ(stride % kStreamVector, 0);
       // A fragment load reads 4 consecutive banks from each of 8 rows: the rows
       // must start in 8 different groups of 4 banks.
       std::vector<bool> group_taken(8, false);
@@ -276,41 +216,6 @@ TEST(MhcClusterPass, SlicesCoverTheStreamsOnce) {
   // 8 a cluster; at 16, two of them in its 228 KB.
   EXPECT_LE(cluster_pass_shared_bytes(5120, 8), 227 * 1024 - 16 * 1024);
   EXPECT_LE(2 * (cluster_pass_shared_bytes(5120, 16) + 12 * 1024), 228 * 1024);
-}
-
-// The cluster's projection as it runs: each rank's slices of the tokens and
-// of fn laid out as in its shared memory, each rank's warps replayed lane by
-// lane, and the ranks' sums added in rank order, against the whole sums.
-TEST(MhcClusterPass, RanksSlicedProjectionsAddUpToTheWhole) {
-  for (const int ctas : kClusterSizes) {
-    for (const int64_t hidden : {1000, 136}) {
-      const int rows = 5;
-      const int64_t k = kStreams * hidden, stride = cluster_slice_stride(hidden, ctas);
-      const auto tokens = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 31));
-      const MhcWeights w = random_mhc_weights(hidden, 32);
-      RowSums total(static_cast<std::size_t>(rows), std::vector<double>(kProjectionSums, 0.0));
-      for (int rank = 0; rank < ctas; ++rank) {
-        const int64_t columns = cluster_slice_columns(hidden, ctas, rank);
-        std::vector<uint16_t> tile(static_cast<std::size_t>(kClusterMaxTileRows * stride), 0xFFFF);
-        std::vector<uint16_t> fn(static_cast<std::size_t>(kMixes * stride), 0xFFFF);  // padding poisoned
-        for (int64_t column = 0; column < columns; ++column) {
-          const int64_t at = cluster_flat_index(hidden, ctas, rank, column);
-          for (int row = 0; row < rows; ++row)
-            tile[static_cast<std::size_t>(row * stride + column)] =
-                tokens[static_cast<std::size_t>(row * k + at)];
-          for (int mix = 0; mix < kMixes; ++mix)
-            fn[static_cast<std::size_t>(mix * stride + column)] =
-                w.fn[static_cast<std::size_t>(mix * k + at)];
-        }
-        const RowSums part =
-            replay_projection<1>({tile.data(), fn.data(), stride, rows, columns}, cluster_warps(ctas));
-        for (int row = 0; row < rows; ++row) {
-          for (int i = 0; i < kProjectionSums; ++i) total[row][i] += part[row][i];
-        }
-      }
-      expect_sums_near(total, whole_sums(tokens, w.fn, rows, k));
-    }
-  }
 }
 
 // Tiles as large as still give every cluster one; a decode batch takes small ones.
