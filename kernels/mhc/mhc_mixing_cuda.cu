@@ -37,19 +37,17 @@ __global__ void __launch_bounds__(kProjectionWarps * 32)
                       float* __restrict__ workspace, int64_t tokens, int64_t hidden) {
   __shared__ float partial[kProjectionWarps][kProjectionTokens][kProjectionSums];
   const int64_t k = kStreams * hidden;
-  const int64_t token0 = static_cast<int64_t>(blockIdx.x) * kProjectionTokens;
-  const int rows =
-      static_cast<int>(tokens - token0 < kProjectionTokens ? tokens - token0 : kProjectionTokens);
+  const auto [token0, rows] = tile_span(tokens, kProjectionTokens, blockIdx.x);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const mma::Lane l = mma::lane_of(static_cast<int>(threadIdx.x) % 32);
-  const StepRange range = step_range(k / mma::kK, static_cast<int64_t>(blockIdx.y) * kProjectionWarps + warp,
-                                     static_cast<int64_t>(gridDim.y) * kProjectionWarps);
+  const StepRange range =
+      projection_warp_steps(k, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y), warp);
   float acc[kProjectionMTiles][kMixTiles][4] = {};
   float squares[kProjectionMTiles][2] = {};
   project_steps<kProjectionMTiles>(X + token0 * k, k, rows, fn, k, range, l, acc, squares);
   store_sums<kProjectionMTiles, kProjectionTokens>(partial[warp], acc, squares, l, rows);
   __syncthreads();
-  float* out = workspace + (static_cast<int64_t>(blockIdx.y) * tokens + token0) * kProjectionSums;
+  float* out = workspace + projection_workspace_offset(static_cast<int>(blockIdx.y), tokens, token0);
   for (int i = static_cast<int>(threadIdx.x); i < rows * kProjectionSums; i += static_cast<int>(blockDim.x))
     out[i] = sum_over_warps(partial, i);
 }
@@ -66,7 +64,7 @@ __global__ void __launch_bounds__(kElementThreads)
   if (threadIdx.x < kProjectionSums) {
     float sum = 0.0f;
     for (int split = 0; split < splits; ++split)
-      sum += workspace[(split * tokens + t) * kProjectionSums + threadIdx.x];
+      sum += workspace[projection_workspace_offset(split, tokens, t) + threadIdx.x];
     sums[threadIdx.x] = sum;
   }
   __syncthreads();

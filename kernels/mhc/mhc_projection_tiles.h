@@ -59,6 +59,18 @@ V41_HD StepRange step_range(int64_t steps, int64_t slice, int64_t slices) {
   return {steps * slice / slices, steps * (slice + 1) / slices};
 }
 
+// The k16 steps of a reduction of `k` values that warp `warp` of the
+// three-kernel projection's split `split` (of `splits`) takes.
+V41_HD StepRange projection_warp_steps(int64_t k, int split, int splits, int warp) {
+  return step_range(k / mma::kK, static_cast<int64_t>(split) * kProjectionWarps + warp,
+                    static_cast<int64_t>(splits) * kProjectionWarps);
+}
+
+// Where split `split`'s sums of `token` (of `tokens`) lie in the projection's workspace, in floats.
+V41_HD int64_t projection_workspace_offset(int split, int64_t tokens, int64_t token) {
+  return (split * tokens + token) * kProjectionSums;
+}
+
 // Reduction splits of the three-kernel form's projection: enough CTAs to
 // give every SM two (a decode batch has too few tokens to fill the GPU by
 // tokens alone), each warp keeping at least 8 steps.

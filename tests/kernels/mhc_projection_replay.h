@@ -82,18 +82,24 @@ ProjectionSums replay_warp_projection(const ProjectionOperands& in, StepRange ra
   return sums;
 }
 
-// A CTA of `warps` warps, each an equal share of the steps, its warps' sums added in order.
-template <int kMTiles>
-ProjectionSums replay_cta_projection(const ProjectionOperands& in, int warps) {
+// A CTA of `warps` warps, warp w taking the steps steps_of(w), its warps' sums added in order.
+template <int kMTiles, typename StepsOf>
+ProjectionSums replay_cta_projection(const ProjectionOperands& in, int warps, StepsOf&& steps_of) {
   ProjectionSums total(static_cast<std::size_t>(in.rows), std::array<float, kProjectionSums>{});
   for (int warp = 0; warp < warps; ++warp) {
-    const ProjectionSums part =
-        replay_warp_projection<kMTiles>(in, step_range(in.columns / mma::kK, warp, warps));
+    const ProjectionSums part = replay_warp_projection<kMTiles>(in, steps_of(warp));
     for (int row = 0; row < in.rows; ++row) {
       for (int i = 0; i < kProjectionSums; ++i) total[row][i] += part[row][i];
     }
   }
   return total;
+}
+
+// The single passes' CTAs: each warp an equal share of the columns' steps.
+template <int kMTiles>
+ProjectionSums replay_cta_projection(const ProjectionOperands& in, int warps) {
+  return replay_cta_projection<kMTiles>(
+      in, warps, [&](int warp) { return step_range(in.columns / mma::kK, warp, warps); });
 }
 
 }  // namespace v41sim::kernels::testing

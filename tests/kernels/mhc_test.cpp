@@ -2,7 +2,7 @@
 // released one, its ranges and invariances, the merge's orientation, the
 // single step composed of the three kernels' references, the tensor-core
 // projection's loads replayed lane by lane (the single passes, slices and
-// all, in mhc_single_pass_test.cpp), the launch choices, and the CUDA forms against the reference
+// all, in mhc_replay_test.cpp), the launch choices, and the CUDA forms against the reference
 // where a GPU exists.
 #include <gtest/gtest.h>
 

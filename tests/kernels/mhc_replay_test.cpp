@@ -1,11 +1,13 @@
-// The mHC single passes replayed on the CPU as their CTAs run them, by the
-// kernels' own index functions: fn's slices staged as the cluster CTAs copy
-// them (mhc_cluster_slices.h), the merge written to memory and into the
-// shared tile where the kernels keep it (mhc_tile_layout.h), each CTA's
-// projection lane by lane (mhc_projection_replay.h), a cluster's sums added
-// in rank order, the coefficients, and the next block's input made from the
-// tile; the tiles walked as persistent clusters walk them (the token-tile
-// pass: a CTA a tile). Against the three kernels' CPU references.
+// The mHC kernels replayed on the CPU as their CTAs run them, by the
+// kernels' own index functions. The single passes: fn's slices staged as the
+// cluster CTAs copy them (mhc_cluster_slices.h), the merge written to memory
+// and into the shared tile where the kernels keep it (mhc_tile_layout.h),
+// each CTA's projection lane by lane (mhc_projection_replay.h), a cluster's
+// sums added in rank order, the coefficients, and the next block's input
+// made from the tile; the tiles walked as persistent clusters walk them (the
+// token-tile pass: a CTA a tile). The three-kernel form's projection: its
+// CTAs' splits of the reduction through the workspace, added in split order
+// as the block input adds them. Against the three kernels' CPU references.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -201,9 +203,8 @@ void expect_sums_near_whole(const ProjectionSums& got, const StepInputs& in,
 }
 
 // The merge bit for bit, the sums and coefficients to FP32's reach, and the
-// input from the pass's own coefficients bit for bit; nothing left poisoned.
-void expect_pass_matches_reference(const StepInputs& in, const SinglePass& pass) {
-  const Replayed got = replay_single_pass(in, pass);
+// input from the replay's own coefficients bit for bit; nothing left poisoned.
+void expect_replay_matches_reference(const StepInputs& in, const Replayed& got) {
   const MhcStepResult want = mhc_step_reference(in.X, in.y, in.coeffs, in.next, in.tokens, in.hidden);
   ASSERT_EQ(got.step.streams, want.streams);
   expect_sums_near_whole(got.sums, in, want.streams);
@@ -211,6 +212,49 @@ void expect_pass_matches_reference(const StepInputs& in, const SinglePass& pass)
     ASSERT_NEAR(got.step.next_coeffs[i], want.next_coeffs[i], 1e-4) << "coefficient " << i;
   EXPECT_EQ(got.step.next_input,
             mhc_pre_mix_reference(want.streams, got.step.next_coeffs, in.tokens, in.hidden));
+}
+
+// The three-kernel form's projection of the merged streams: a CTA a tile of
+// 32 tokens and a split, its warps' steps and its place in the workspace as
+// the kernel takes them, the splits added in order; then the coefficients.
+Replayed replay_three_kernel_projection(const StepInputs& in, const std::vector<uint16_t>& streams,
+                                        int splits) {
+  const int64_t k = kStreams * in.hidden;
+  std::vector<float> workspace(static_cast<std::size_t>(mhc_projection_workspace_floats(in.tokens, splits)),
+                               std::numeric_limits<float>::quiet_NaN());
+  for (int64_t tile = 0; tile * kProjectionTokens < in.tokens; ++tile) {
+    const TileSpan span = tile_span(in.tokens, kProjectionTokens, tile);
+    const testing::ProjectionOperands operands{
+        streams.data() + span.token0 * k, in.next.fn.data(), k, k, span.rows, k};
+    for (int split = 0; split < splits; ++split) {
+      const ProjectionSums cta = testing::replay_cta_projection<kProjectionMTiles>(
+          operands, kProjectionWarps,
+          [&](int warp) { return projection_warp_steps(k, split, splits, warp); });
+      for (int r = 0; r < span.rows; ++r) {
+        for (int i = 0; i < kProjectionSums; ++i)
+          workspace[static_cast<std::size_t>(projection_workspace_offset(split, in.tokens, span.token0) +
+                                             r * kProjectionSums + i)] = cta[r][i];
+      }
+    }
+  }
+  Replayed out{{streams, {}, std::vector<float>(in.coeffs.size())},
+               ProjectionSums(static_cast<std::size_t>(in.tokens))};
+  for (int64_t t = 0; t < in.tokens; ++t) {
+    auto& sums = out.sums[static_cast<std::size_t>(t)];
+    sums.fill(0.0f);
+    for (int split = 0; split < splits; ++split) {
+      for (int i = 0; i < kProjectionSums; ++i)
+        sums[i] += workspace[static_cast<std::size_t>(projection_workspace_offset(split, in.tokens, t) + i)];
+    }
+    mhc_coefficients_of(sums.data(), static_cast<float>(k), in.next.scales,
+                        out.step.next_coeffs.data() + t * kCoefficients);
+  }
+  out.step.next_input = mhc_pre_mix_reference(streams, out.step.next_coeffs, in.tokens, in.hidden);
+  return out;
+}
+
+void expect_pass_matches_reference(const StepInputs& in, const SinglePass& pass) {
+  expect_replay_matches_reference(in, replay_single_pass(in, pass));
 }
 
 // Hidden sizes that do not divide evenly over the ranks (1000: 125 vectors a
@@ -232,6 +276,19 @@ TEST(MhcSinglePassReplay, TokenTilePassReproducesTheReference) {
   for (const int per_cta : {1, 2, 4}) {
     SCOPED_TRACE(::testing::Message() << per_cta << " tokens a CTA");
     expect_pass_matches_reference(random_step(7, 136, 53), token_tile_pass(per_cta, 7));
+  }
+}
+
+// 37 tokens: a full tile of 32 and one of 5; 8, 24 or 40 warps a tile
+// splitting 34 or 250 steps, so some warps take one step, or none.
+TEST(MhcThreeKernelReplay, SplitProjectionReproducesTheReference) {
+  for (const int64_t hidden : {136, 1000}) {
+    for (const int splits : {1, 3, 5}) {
+      SCOPED_TRACE(::testing::Message() << "hidden " << hidden << ", " << splits << " splits");
+      const StepInputs in = random_step(37, hidden, 61);
+      const auto streams = mhc_post_merge_reference(in.X, in.y, in.coeffs, in.tokens, in.hidden);
+      expect_replay_matches_reference(in, replay_three_kernel_projection(in, streams, splits));
+    }
   }
 }
 
