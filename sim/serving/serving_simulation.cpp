@@ -371,7 +371,7 @@ double ServingSimulation::tier_keeps_s() const {
   return fits;
 }
 
-void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
+Request& ServingSimulation::next_turn_request(int64_t session) {
   Session& s = sessions_[static_cast<std::size_t>(session)];
   Request& r = requests_.emplace_back();
   r.id = static_cast<int64_t>(requests_.size()) - 1;
@@ -379,6 +379,12 @@ void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
   r.turn = s.next_turn++;
   r.arrival = sim_.now();
   r.acceptance = acceptance_stream(s.seed, r.turn);
+  return r;
+}
+
+void ServingSimulation::start_turn(int64_t session, int64_t prefix_tokens) {
+  Session& s = sessions_[static_cast<std::size_t>(session)];
+  Request& r = next_turn_request(session);
   r.prefix_tokens = prefix_tokens;
   const TurnDraw turn = draw_turn(s, r.turn);
   r.new_tokens = turn.new_tokens;
@@ -452,12 +458,7 @@ void ServingSimulation::trace_turn_ended(int64_t session) {
 void ServingSimulation::start_trace_turn(int64_t session, const WorkloadSpec::TraceRow& row) {
   Session& s = sessions_[static_cast<std::size_t>(session)];
   s.trace_turn_underway = row.blocks.empty();  // a block-hashed row is a session of its own
-  Request& r = requests_.emplace_back();
-  r.id = static_cast<int64_t>(requests_.size()) - 1;
-  r.session = session;
-  r.turn = s.next_turn++;
-  r.arrival = sim_.now();
-  r.acceptance = acceptance_stream(s.seed, r.turn);
+  Request& r = next_turn_request(session);
   r.held_s = (sim_.now() - SimTime::from_s(row.time_s)).s();
   last_trace_turn_sent_ = sim_.now();
   if (r.held_s > 0 && in_window(r)) {

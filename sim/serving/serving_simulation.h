@@ -104,6 +104,8 @@ class ServingSimulation {
   // capacity fills first (KvTierSpec::ssd_capacity_tb).
   double tier_keeps_s() const;
   void start_turn(int64_t session, int64_t prefix_tokens);
+  // A new request for the session's next turn, arriving now.
+  Request& next_turn_request(int64_t session);
   // What a session's turn asks: drawn from the session's stream for that turn.
   struct TurnDraw {
     int64_t new_tokens = 0;
