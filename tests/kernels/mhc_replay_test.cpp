@@ -280,7 +280,7 @@ TEST(MhcSinglePassReplay, TokenTilePassReproducesTheReference) {
 }
 
 // 37 tokens: a full tile of 32 and one of 5; 8, 24 or 40 warps a tile
-// splitting 34 or 250 steps, so some warps take one step, or none.
+// splitting 34 or 250 k16 steps (34 over 40 warps: some take none).
 TEST(MhcThreeKernelReplay, SplitProjectionReproducesTheReference) {
   for (const int64_t hidden : {136, 1000}) {
     for (const int splits : {1, 3, 5}) {
