@@ -162,8 +162,7 @@ __global__ void __launch_bounds__(kWarpsOf<kCtas> * 32, cluster_ctas_an_sm(kCtas
       sums[i / kProjectionSums][i % kProjectionSums] = sum;
     }
     __syncthreads();
-    if (thread < rows)
-      mhc_coefficients_of(sums[thread], static_cast<float>(kStreams * a.hidden), a.next.scales, c[thread]);
+    finish_coefficients(sums, rows, static_cast<float>(kStreams * a.hidden), a.next.scales, c);
     __syncthreads();
     if (rank == 0) {
       for (int i = thread; i < rows * kCoefficients; i += kThreads)

@@ -9,11 +9,11 @@
 // need 123 KB of it each for V4.1, one CTA an SM; sixteen (non-portable, an
 // opt-in on Hopper and Blackwell) need 62 KB, so two CTAs share an SM and one
 // streams while the other projects, waits at the barrier or finishes the
-// coefficients (one thread a token: a latency the SM would otherwise idle through). A CTA merges, projects
-// and mixes only its slice; the slices' projection sums meet in distributed shared memory, where every CTA of
-// the cluster adds them in rank order (the same sum everywhere, deterministic) and finishes the coefficients.
-// The clusters are persistent and walk the tokens a tile at a time, so fn leaves L2 once a CTA, not once a
-// token.
+// coefficients (16 lanes a token, 20 Sinkhorn rounds: a latency the SM would otherwise idle through). A CTA
+// merges, projects and mixes only its slice; the slices' projection sums meet in distributed shared memory,
+// where every CTA of the cluster adds them in rank order (the same sum everywhere, deterministic) and
+// finishes the coefficients. The clusters are persistent and walk the tokens a tile at a time, so fn leaves
+// L2 once a CTA, not once a token.
 //
 // Plain index arithmetic, on host and device alike, so a CPU test checks that
 // the slices cover every value of the flattened streams once.

@@ -49,29 +49,62 @@ struct MhcWeights {
 
 V41_HD float mhc_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// The arithmetic both forms below share, one expression each, so they
+// compute the same roundings: the RMS scale, a pre or post weight and a
+// comb logit from its mix, and a row's or column's maximum and sum taken in
+// index order.
+V41_HD float mhc_inv_rms(const float* sums, float values) {
+  return 1.0f / sqrtf(sums[kMixes] / values + kMhcNormEps);
+}
+V41_HD float mhc_pre_weight(float mix, float inv_rms, float scale, float base) {
+  return mhc_sigmoid(mix * inv_rms * scale + base) + kMhcEps;
+}
+V41_HD float mhc_post_weight(float mix, float inv_rms, float scale, float base) {
+  return 2.0f * mhc_sigmoid(mix * inv_rms * scale + base);
+}
+V41_HD float mhc_comb_logit(float mix, float inv_rms, float scale, float base) {
+  return mix * inv_rms * scale + base;
+}
+V41_HD float max_in_order(const float (&v)[kStreams]) {
+  float mx = v[0];
+  V41_UNROLL
+  for (int i = 1; i < kStreams; ++i) mx = fmaxf(mx, v[i]);
+  return mx;
+}
+V41_HD float sum_in_order(const float (&v)[kStreams]) {
+  float sum = 0.0f;
+  V41_UNROLL
+  for (int i = 0; i < kStreams; ++i) sum += v[i];
+  return sum;
+}
+
 // The comb matrix (row-major, source x destination) made doubly stochastic in place.
 V41_HD void mhc_sinkhorn(float* comb) {
+  const auto row_of = [&](int s, float(&v)[kStreams]) {
+    for (int d = 0; d < kStreams; ++d) v[d] = comb[s * kStreams + d];
+  };
+  const auto column_of = [&](int d, float(&v)[kStreams]) {
+    for (int s = 0; s < kStreams; ++s) v[s] = comb[s * kStreams + d];
+  };
+  float v[kStreams];
   for (int s = 0; s < kStreams; ++s) {
-    float mx = comb[s * kStreams];
-    for (int d = 1; d < kStreams; ++d) mx = fmaxf(mx, comb[s * kStreams + d]);
-    float sum = 0.0f;
-    for (int d = 0; d < kStreams; ++d) {
-      comb[s * kStreams + d] = expf(comb[s * kStreams + d] - mx);
-      sum += comb[s * kStreams + d];
-    }
-    for (int d = 0; d < kStreams; ++d) comb[s * kStreams + d] = comb[s * kStreams + d] / sum + kMhcEps;
+    row_of(s, v);
+    const float mx = max_in_order(v);
+    for (int d = 0; d < kStreams; ++d) v[d] = expf(v[d] - mx);
+    const float sum = sum_in_order(v);
+    for (int d = 0; d < kStreams; ++d) comb[s * kStreams + d] = v[d] / sum + kMhcEps;
   }
   for (int it = 0; it < kSinkhornIters; ++it) {
     if (it > 0) {  // the first round normalises columns only
       for (int s = 0; s < kStreams; ++s) {
-        float row = 0.0f;
-        for (int d = 0; d < kStreams; ++d) row += comb[s * kStreams + d];
+        row_of(s, v);
+        const float row = sum_in_order(v);
         for (int d = 0; d < kStreams; ++d) comb[s * kStreams + d] /= row + kMhcEps;
       }
     }
     for (int d = 0; d < kStreams; ++d) {
-      float col = 0.0f;
-      for (int s = 0; s < kStreams; ++s) col += comb[s * kStreams + d];
+      column_of(d, v);
+      const float col = sum_in_order(v);
       for (int s = 0; s < kStreams; ++s) comb[s * kStreams + d] /= col + kMhcEps;
     }
   }
@@ -80,14 +113,12 @@ V41_HD void mhc_sinkhorn(float* comb) {
 // A token's coefficients from its projection sums (kProjectionSums: the dot
 // products with fn's rows, then the sum of squares over its `values` stream values).
 V41_HD void mhc_coefficients_of(const float* sums, float values, const MhcScales& p, float* c) {
-  const float inv_rms = 1.0f / sqrtf(sums[kMixes] / values + kMhcNormEps);
+  const float inv_rms = mhc_inv_rms(sums, values);
   for (int s = 0; s < kStreams; ++s) {
-    c[kPreOffset + s] =
-        mhc_sigmoid(sums[kPreOffset + s] * inv_rms * p.scale[0] + p.base[kPreOffset + s]) + kMhcEps;
-    c[kPostOffset + s] =
-        2.0f * mhc_sigmoid(sums[kPostOffset + s] * inv_rms * p.scale[1] + p.base[kPostOffset + s]);
+    c[kPreOffset + s] = mhc_pre_weight(sums[kPreOffset + s], inv_rms, p.scale[0], p.base[kPreOffset + s]);
+    c[kPostOffset + s] = mhc_post_weight(sums[kPostOffset + s], inv_rms, p.scale[1], p.base[kPostOffset + s]);
   }
-  for (int j = kCombOffset; j < kMixes; ++j) c[j] = sums[j] * inv_rms * p.scale[2] + p.base[j];
+  for (int j = kCombOffset; j < kMixes; ++j) c[j] = mhc_comb_logit(sums[j], inv_rms, p.scale[2], p.base[j]);
   mhc_sinkhorn(c + kCombOffset);
 }
 

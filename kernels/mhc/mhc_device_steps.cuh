@@ -7,6 +7,7 @@
 
 #include "kernels/common/mma_sync.cuh"
 #include "kernels/common/vector_access.cuh"
+#include "kernels/mhc/mhc_coefficient_lanes.h"
 #include "kernels/mhc/mhc_coefficients.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 #include "kernels/mhc/mhc_tile_layout.h"
@@ -132,6 +133,20 @@ __device__ inline void store_sums(float (&dest)[kRows][kProjectionSums],
       if (l.pair == 0 && row < rows) dest[row][kMixes] = sum;
     }
   }
+}
+
+// The coefficients of a tile's `rows` tokens from their sums, 16 lanes a
+// token (mhc_coefficients_by_lane, the threads coefficient_lane picks). The
+// caller synchronises before and after.
+template <int kRows>
+__device__ inline void finish_coefficients(const float (&sums)[kRows][kProjectionSums], int rows,
+                                           float values, const MhcScales& p,
+                                           float (&c)[kRows][kCoefficients]) {
+  const CoefficientLane at = coefficient_lane(static_cast<int>(threadIdx.x), rows);
+  if (!at.takes_part) return;
+  mhc_coefficients_by_lane(
+      sums[at.row], values, p, at.lane, at.stores ? c[at.row] : nullptr,
+      [](float value, int from) { return __shfl_sync(0xffffffffu, value, from, kCoefficientLanes); });
 }
 
 // Sum `i` of the CTA's rows (row i / kProjectionSums), over its warps.

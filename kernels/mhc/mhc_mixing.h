@@ -52,9 +52,9 @@ struct MhcSiteDevice {
 };
 
 // The three-kernel form's launchers (device pointers). The projection writes
-// `splits` partial sums a token (mhc_projection_workspace_floats); the block
-// input finishes them into the coefficients, which the merge reads.
-int64_t mhc_projection_workspace_floats(int64_t tokens, int splits);
+// `splits` partial sums a token (mhc_projection_workspace_floats,
+// mhc_projection_tiles.h); the block input finishes them into the
+// coefficients, which the merge reads.
 void launch_mhc_projection(const uint16_t* X, const uint16_t* fn, float* workspace, int splits,
                            int64_t tokens, int64_t hidden);
 void launch_mhc_pre_mix(const uint16_t* X, const float* workspace, int splits, const MhcScales& scales,

@@ -58,20 +58,20 @@ __global__ void __launch_bounds__(kElementThreads)
     pre_mix_kernel(const uint16_t* __restrict__ X, const float* __restrict__ workspace, int splits,
                    MhcScales scales, float* __restrict__ coeffs, uint16_t* __restrict__ x_in, int64_t tokens,
                    int64_t hidden) {
-  __shared__ float sums[kProjectionSums];
-  __shared__ float c[kCoefficients];
+  __shared__ float sums[1][kProjectionSums];
+  __shared__ float c[1][kCoefficients];
   const int64_t t = blockIdx.x;
   if (threadIdx.x < kProjectionSums) {
     float sum = 0.0f;
     for (int split = 0; split < splits; ++split)
       sum += workspace[projection_workspace_offset(split, tokens, t) + threadIdx.x];
-    sums[threadIdx.x] = sum;
+    sums[0][threadIdx.x] = sum;
   }
   __syncthreads();
-  if (threadIdx.x == 0) mhc_coefficients_of(sums, static_cast<float>(kStreams * hidden), scales, c);
+  finish_coefficients(sums, 1, static_cast<float>(kStreams * hidden), scales, c);
   __syncthreads();
-  if (threadIdx.x < kCoefficients) coeffs[t * kCoefficients + threadIdx.x] = c[threadIdx.x];
-  const TokenCoefficients token = coefficients_of(c);
+  if (threadIdx.x < kCoefficients) coeffs[t * kCoefficients + threadIdx.x] = c[0][threadIdx.x];
+  const TokenCoefficients token = coefficients_of(c[0]);
   const int64_t vectors = hidden / kStreamVector;
   const uint4* streams = reinterpret_cast<const uint4*>(X + t * kStreams * hidden);
   uint4* out = reinterpret_cast<uint4*>(x_in + t * hidden);
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   for (int i = thread; i < rows * kProjectionSums; i += static_cast<int>(blockDim.x))
     sums[i / kProjectionSums][i % kProjectionSums] = sum_over_warps(partial, i);
   __syncthreads();
-  if (thread < rows) mhc_coefficients_of(sums[thread], static_cast<float>(k), next.scales, c[thread]);
+  finish_coefficients(sums, rows, static_cast<float>(k), next.scales, c);
   __syncthreads();
   for (int i = thread; i < rows * kCoefficients; i += static_cast<int>(blockDim.x))
     next_coeffs[token0 * kCoefficients + i] = c[i / kCoefficients][i % kCoefficients];
@@ -213,10 +213,6 @@ DeviceLimits device_limits() {
 }
 
 }  // namespace
-
-int64_t mhc_projection_workspace_floats(int64_t tokens, int splits) {
-  return tokens * splits * kProjectionSums;
-}
 
 void launch_mhc_projection(const uint16_t* X, const uint16_t* fn, float* workspace, int splits,
                            int64_t tokens, int64_t hidden) {

@@ -71,6 +71,11 @@ V41_HD int64_t projection_workspace_offset(int split, int64_t tokens, int64_t to
   return (split * tokens + token) * kProjectionSums;
 }
 
+// The workspace's floats: `splits` sets of sums for each of `tokens`.
+V41_HD int64_t mhc_projection_workspace_floats(int64_t tokens, int splits) {
+  return tokens * splits * kProjectionSums;
+}
+
 // Reduction splits of the three-kernel form's projection: enough CTAs to
 // give every SM two (a decode batch has too few tokens to fill the GPU by
 // tokens alone), each warp keeping at least 8 steps.

@@ -18,6 +18,7 @@
 #include "kernels/common/random_values.h"
 #include "kernels/mhc/mhc_cluster_slices.h"
 #include "kernels/mhc/mhc_mixing.h"
+#include "kernels/mhc/mhc_projection_tiles.h"
 #include "kernels/mhc/mhc_tile_layout.h"
 #include "tests/kernels/mhc_projection_replay.h"
 

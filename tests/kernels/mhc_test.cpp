@@ -7,11 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <barrier>
 #include <cmath>
+#include <limits>
+#include <thread>
 #include <vector>
 
 #include "kernels/common/random_values.h"
 #include "kernels/mhc/mhc_cluster_slices.h"
+#include "kernels/mhc/mhc_coefficient_lanes.h"
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 #include "tests/kernels/device_check_support.h"
@@ -74,6 +78,69 @@ TEST(Mhc, CoefficientsFollowTheReleasedFunction) {
     mhc_coefficients_of(sums, values, w.scales, c);
     const std::vector<double> want = released_coefficients(mixes, w.scales);
     for (int j = 0; j < kCoefficients; ++j) EXPECT_NEAR(c[j], want[static_cast<std::size_t>(j)], 1e-5) << j;
+  }
+}
+
+// 16 lanes running mhc_coefficients_by_lane on threads of their own, in
+// lockstep at every shuffle as a warp's lanes are: each posts its value, all
+// meet, each reads the lane it asked for, all meet again.
+std::vector<float> coefficients_by_lanes(const float* sums, float values, const MhcScales& p) {
+  std::vector<float> c(kCoefficients, std::numeric_limits<float>::quiet_NaN());
+  std::array<float, kCoefficientLanes> posted{};
+  std::barrier meet(kCoefficientLanes);
+  std::vector<std::thread> lanes;
+  for (int lane = 0; lane < kCoefficientLanes; ++lane) {
+    lanes.emplace_back([&, lane] {
+      mhc_coefficients_by_lane(sums, values, p, lane, c.data(), [&](float value, int from) {
+        posted[static_cast<std::size_t>(lane)] = value;
+        meet.arrive_and_wait();
+        const float got = posted[static_cast<std::size_t>(from)];
+        meet.arrive_and_wait();
+        return got;
+      });
+    });
+  }
+  for (std::thread& t : lanes) t.join();
+  return c;
+}
+
+// The kernels' 16-lane form gives the one-thread form's coefficients bit for
+// bit, comb logits from mild to ones that saturate the softmax.
+TEST(Mhc, CoefficientsByLanesAreTheOneThreadFormsBitForBit) {
+  const MhcWeights w = random_mhc_weights(8, 13);
+  for (const float spread : {0.5f, 3.0f, 40.0f}) {
+    const auto dots = normal_values(kMixes * 6, 14, spread);
+    for (int t = 0; t < 6; ++t) {
+      float sums[kProjectionSums];
+      for (int j = 0; j < kMixes; ++j) sums[j] = dots[static_cast<std::size_t>(t * kMixes + j)];
+      sums[kMixes] = 40.0f + static_cast<float>(t);
+      float want[kCoefficients];
+      mhc_coefficients_of(sums, 32.0f, w.scales, want);
+      const std::vector<float> got = coefficients_by_lanes(sums, 32.0f, w.scales);
+      for (int j = 0; j < kCoefficients; ++j)
+        EXPECT_EQ(float_bits(got[static_cast<std::size_t>(j)]), float_bits(want[j]))
+            << "spread " << spread << ", " << j;
+    }
+  }
+}
+
+// The threads that finish a tile's coefficients: whole warps, 16 lanes for
+// each row storing once, the rest of a warp repeating the last row unseen.
+TEST(Mhc, CoefficientLanesCoverEachRowOnceInWholeWarps) {
+  for (int rows = 1; rows <= 8; ++rows) {
+    std::vector<int> stores(static_cast<std::size_t>(rows * kCoefficientLanes), 0);
+    int taking_part = 0;
+    for (int thread = 0; thread < 512; ++thread) {
+      const CoefficientLane at = coefficient_lane(thread, rows);
+      if (!at.takes_part) continue;
+      ++taking_part;
+      ASSERT_GE(at.row, 0);
+      ASSERT_LT(at.row, rows);
+      if (at.stores) ++stores[static_cast<std::size_t>(at.row * kCoefficientLanes + at.lane)];
+    }
+    EXPECT_EQ(taking_part % 32, 0) << rows << " rows";
+    EXPECT_EQ(taking_part, (rows + 1) / 2 * 32) << rows << " rows";
+    for (std::size_t i = 0; i < stores.size(); ++i) EXPECT_EQ(stores[i], 1) << rows << " rows, lane " << i;
   }
 }
 
