@@ -30,6 +30,9 @@ namespace {
 using namespace topk_select;
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// What lane - delta of the warp passed (topk_select.h's lane functions take it).
+__device__ int shuffle_up(int value, int delta) { return __shfl_up_sync(kFullMask, value, delta); }
+
 __device__ Threshold radix_select(const float* row, int64_t positions, int64_t topk) {
   __shared__ int histogram[kDigits];
   __shared__ Threshold chosen;
@@ -43,7 +46,12 @@ __device__ Threshold radix_select(const float* row, int64_t positions, int64_t t
       if (bin >= 0) atomicAdd(&histogram[bin], 1);
     }
     __syncthreads();
-    if (threadIdx.x == 0) chosen = choose_digit(histogram, t.key, t.ties_needed, shift);
+    if (threadIdx.x < kLanes) {  // the first warp chooses
+      Threshold choice;
+      if (choose_digit_by_lane(histogram, t.key, t.ties_needed, shift, static_cast<int>(threadIdx.x),
+                               shuffle_up, choice))
+        chosen = choice;
+    }
     __syncthreads();
     t = chosen;
     mask |= static_cast<uint32_t>(kDigits - 1) << shift;
@@ -76,17 +84,11 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
     equal_before[warp] = equal;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {  // exclusive scans over 32 warps
-    int a = 0;
-    int e = 0;
-    for (int w = 0; w < kWarps; ++w) {
-      const int na = above_before[w];
-      const int ne = equal_before[w];
-      above_before[w] = a;
-      equal_before[w] = e;
-      a += na;
-      e += ne;
-    }
+  if (warp == 0) {  // the counts' exclusive scans over the warps, lane w for warp w
+    const int a = count_before_warp(above_before[lane], lane, shuffle_up);
+    const int e = count_before_warp(equal_before[lane], lane, shuffle_up);
+    above_before[lane] = a;
+    equal_before[lane] = e;
   }
   __syncthreads();
   const unsigned below = lanes_below(lane);

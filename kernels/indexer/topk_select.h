@@ -4,14 +4,16 @@
 //
 // Radix select: over order-preserving keys (ordered_bits), four passes of
 // one 8-bit digit each, most significant first; each pass counts the keys
-// that match the digits chosen so far into a 256-bin histogram and chooses
-// the digit where the count from the top reaches what is left of k. After
+// that match the digits chosen so far into a 256-bin histogram and one warp
+// chooses the digit where the count from the top reaches what is left of k
+// (the lanes' partial sums added up by shuffles, not one thread's walk). After
 // the fourth pass the prefix is the k-th largest key, and `remaining` says
 // how many keys equal to it the top-k takes.
 //
 // Selection in order: each warp owns a contiguous span of the row (a
 // multiple of 32); it counts its keys above the threshold and equal to it
-// with ballots; exclusive scans over the warps give each warp where its
+// with ballots; exclusive scans over the warps (one warp, a lane a warp)
+// give each warp where its
 // first output goes and how many ties came before it; then each warp walks
 // its span again, 32 keys a step, and a lane takes its key if it is above
 // the threshold or a tie within the first `ties_needed` in index order.
@@ -24,7 +26,8 @@
 namespace v41sim::kernels::topk_select {
 
 inline constexpr int kThreads = 1024;
-inline constexpr int kWarps = kThreads / 32;
+inline constexpr int kLanes = 32;
+inline constexpr int kWarps = kThreads / kLanes;
 inline constexpr int kDigitBits = 8;
 inline constexpr int kDigits = 1 << kDigitBits;
 
@@ -35,14 +38,44 @@ struct Threshold {
   int ties_needed;
 };
 
+inline constexpr int kDigitsALane = kDigits / kLanes;
+
+// The sum of `value` over lanes 0 to `lane`: `up(value, delta)` returns what
+// lane - delta passed, or the lane's own value below it (__shfl_up_sync on
+// the device), every lane making every call.
+template <typename ShuffleUp>
+V41_HD int sum_through_lane(int value, int lane, ShuffleUp&& up) {
+  for (int delta = 1; delta < kLanes; delta *= 2) {
+    const int below = up(value, delta);
+    if (lane >= delta) value += below;
+  }
+  return value;
+}
+
 // A pass's digit, from its histogram of the keys that match `prefix`: the
 // digit where the count from the top reaches `remaining`, the prefix grown
-// by it, and what is left of k for the keys that share it.
-V41_HD Threshold choose_digit(const int* histogram, uint32_t prefix, int remaining, int shift) {
-  int above = 0;
-  int digit = kDigits - 1;
-  for (; digit > 0 && above + histogram[digit] < remaining; --digit) above += histogram[digit];
-  return {prefix | (static_cast<uint32_t>(digit) << shift), remaining - above};
+// by it, and what is left of k for the keys that share it (digit 0 where no
+// bin reaches it). Chosen by a warp, so the 256 bins are not one thread's
+// chain of loads: lane l sums the 8 bins from digit 255 - 8 l down, the
+// lanes' sums are added up through the lanes, and the one lane whose bins
+// hold the crossing (the last lane, holding digit 0, where none does) walks
+// them from the top. Returns true in that lane alone, its choice in
+// `chosen`; every lane must make the call.
+template <typename ShuffleUp>
+V41_HD bool choose_digit_by_lane(const int* histogram, uint32_t prefix, int remaining, int shift, int lane,
+                                 ShuffleUp&& up, Threshold& chosen) {
+  const int top = kDigits - 1 - lane * kDigitsALane;
+  const int lowest = top - (kDigitsALane - 1);
+  int own = 0;
+  V41_UNROLL
+  for (int i = 0; i < kDigitsALane; ++i) own += histogram[top - i];
+  const int through = sum_through_lane(own, lane, up);
+  int above = through - own;
+  if (above >= remaining || (through < remaining && lowest > 0)) return false;
+  int digit = top;
+  for (; digit > lowest && above + histogram[digit] < remaining; --digit) above += histogram[digit];
+  chosen = {prefix | (static_cast<uint32_t>(digit) << shift), remaining - above};
+  return true;
 }
 
 // The bin of a key in the pass at `shift`, where it matches the digits chosen so far (-1 where not).
@@ -60,6 +93,14 @@ V41_HD Span warp_span(int warp, int64_t length) {
   const int64_t span = ((length + kWarps - 1) / kWarps + 31) / 32 * 32;
   const int64_t begin = warp * span;
   return {begin, begin + span < length ? begin + span : length};
+}
+
+// The warps' counts' exclusive scan by one warp (kWarps lanes): lane w
+// holds warp w's count and gets the counts of the warps before it.
+static_assert(kWarps == kLanes, "one lane a warp");
+template <typename ShuffleUp>
+V41_HD int count_before_warp(int count, int warp, ShuffleUp&& up) {
+  return sum_through_lane(count, warp, up) - count;
 }
 
 // Where a warp's first selected key goes: the keys above the threshold in

@@ -7,10 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <barrier>
 #include <cmath>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "kernels/common/random_values.h"
@@ -19,6 +17,7 @@
 #include "kernels/mhc/mhc_mixing.h"
 #include "kernels/mhc/mhc_projection_tiles.h"
 #include "tests/kernels/device_check_support.h"
+#include "tests/kernels/lockstep_lanes.h"
 #include "tests/kernels/mhc_projection_replay.h"
 
 namespace v41sim::kernels {
@@ -81,26 +80,14 @@ TEST(Mhc, CoefficientsFollowTheReleasedFunction) {
   }
 }
 
-// 16 lanes running mhc_coefficients_by_lane on threads of their own, in
-// lockstep at every shuffle as a warp's lanes are: each posts its value, all
-// meet, each reads the lane it asked for, all meet again.
+// The 16 lanes of a token as threads meeting at every shuffle.
 std::vector<float> coefficients_by_lanes(const float* sums, float values, const MhcScales& p) {
   std::vector<float> c(kCoefficients, std::numeric_limits<float>::quiet_NaN());
-  std::array<float, kCoefficientLanes> posted{};
-  std::barrier meet(kCoefficientLanes);
-  std::vector<std::thread> lanes;
-  for (int lane = 0; lane < kCoefficientLanes; ++lane) {
-    lanes.emplace_back([&, lane] {
-      mhc_coefficients_by_lane(sums, values, p, lane, c.data(), [&](float value, int from) {
-        posted[static_cast<std::size_t>(lane)] = value;
-        meet.arrive_and_wait();
-        const float got = posted[static_cast<std::size_t>(from)];
-        meet.arrive_and_wait();
-        return got;
-      });
-    });
-  }
-  for (std::thread& t : lanes) t.join();
+  testing::LockstepLanes<float> lanes(kCoefficientLanes);
+  lanes.run([&](int lane) {
+    mhc_coefficients_by_lane(sums, values, p, lane, c.data(),
+                             [&](float value, int from) { return lanes.exchange(lane, value, from); });
+  });
   return c;
 }
 

@@ -11,9 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "kernels/common/random_values.h"
@@ -21,11 +24,43 @@
 #include "kernels/indexer/indexer_reference.h"
 #include "kernels/indexer/pool_slots.h"
 #include "kernels/indexer/topk_tiles.h"
+#include "tests/kernels/lockstep_lanes.h"
 
 namespace v41sim::kernels {
 namespace {
 
 using namespace topk_select;
+
+// The first warp's choice of a pass's digit, its 32 lanes meeting at every
+// shuffle; exactly one lane chooses.
+Threshold choose_by_warp(const int* histogram, uint32_t prefix, int remaining, int shift) {
+  testing::LockstepLanes<int> lanes(kLanes);
+  std::atomic<int> choosers{0};
+  Threshold chosen{};
+  lanes.run([&](int lane) {
+    Threshold mine{};
+    if (choose_digit_by_lane(
+            histogram, prefix, remaining, shift, lane,
+            [&](int value, int delta) { return lanes.exchange_up(lane, value, delta); }, mine)) {
+      ++choosers;
+      chosen = mine;
+    }
+  });
+  EXPECT_EQ(choosers.load(), 1);
+  return chosen;
+}
+
+// The counts' exclusive scan over the warps, a lane a warp.
+std::vector<int> counts_before_warps(const std::vector<int>& counts) {
+  std::vector<int> before(counts.size());
+  testing::LockstepLanes<int> lanes(kWarps);
+  lanes.run([&](int warp) {
+    before[static_cast<std::size_t>(warp)] =
+        count_before_warp(counts[static_cast<std::size_t>(warp)], warp,
+                          [&](int value, int delta) { return lanes.exchange_up(warp, value, delta); });
+  });
+  return before;
+}
 
 Threshold radix_select(const float* row, int64_t length, int64_t topk) {
   Threshold t{0, static_cast<int>(topk)};
@@ -36,7 +71,7 @@ Threshold radix_select(const float* row, int64_t length, int64_t topk) {
       const int bin = digit_bin(ordered_bits(row[i]), t.key, mask, shift);
       if (bin >= 0) ++histogram[bin];
     }
-    t = choose_digit(histogram, t.key, t.ties_needed, shift);
+    t = choose_by_warp(histogram, t.key, t.ties_needed, shift);
     mask |= static_cast<uint32_t>(kDigits - 1) << shift;
   }
   return t;
@@ -46,22 +81,20 @@ Threshold radix_select(const float* row, int64_t length, int64_t topk) {
 // written once.
 std::vector<int64_t> select_cta(const float* row, int64_t length, int64_t topk) {
   const Threshold t = radix_select(row, length, topk);
-  int above_before[kWarps], ties_before[kWarps];
-  int above = 0, ties = 0;
-  for (int warp = 0; warp < kWarps; ++warp) {  // the counts' exclusive scans
-    above_before[warp] = above;
-    ties_before[warp] = ties;
+  std::vector<int> above(kWarps, 0), ties(kWarps, 0);
+  for (int warp = 0; warp < kWarps; ++warp) {
     const Span span = warp_span(warp, length);
     for (int64_t i = span.begin; i < span.end; ++i) {
-      above += ordered_bits(row[i]) > t.key;
-      ties += ordered_bits(row[i]) == t.key;
+      above[static_cast<std::size_t>(warp)] += ordered_bits(row[i]) > t.key;
+      ties[static_cast<std::size_t>(warp)] += ordered_bits(row[i]) == t.key;
     }
   }
+  const std::vector<int> above_before = counts_before_warps(above), ties_before = counts_before_warps(ties);
   std::vector<int64_t> out(static_cast<std::size_t>(topk), -1);
   for (int warp = 0; warp < kWarps; ++warp) {
     const Span span = warp_span(warp, length);
-    int ties_seen = ties_before[warp];
-    int written = first_output(above_before[warp], ties_seen, t);
+    int ties_seen = ties_before[static_cast<std::size_t>(warp)];
+    int written = first_output(above_before[static_cast<std::size_t>(warp)], ties_seen, t);
     for (int64_t base = span.begin; base < span.end; base += 32) {
       uint32_t keys[32];
       unsigned tie_lanes = 0, take_lanes = 0;
@@ -161,6 +194,57 @@ TEST(TopkSelect, PoolSlotsMapToPositions) {
   for (int64_t q = 0; q < queries; ++q) logits[static_cast<std::size_t>((q + 1) * slots - 1)] = -INFINITY;
   EXPECT_EQ(replay_topk(logits, queries, slots, 512, &pool),
             pool_topk_reference(logits, pool, queries, kV41PoolBlockSize, 512));
+}
+
+// The rule a pass's digit follows, one bin at a time from the top: the
+// digit where the count reaches `remaining`, digit 0 where none does.
+Threshold one_thread_digit(const int* histogram, uint32_t prefix, int remaining, int shift) {
+  int above = 0;
+  int digit = kDigits - 1;
+  for (; digit > 0 && above + histogram[digit] < remaining; --digit) above += histogram[digit];
+  return {prefix | (static_cast<uint32_t>(digit) << shift), remaining - above};
+}
+
+// The warp's choice is the one-bin-at-a-time rule's, wherever the crossing
+// falls: inside a lane's 8 bins, on either side of a lane's edge, in bin
+// 255 or bin 0, past every bin (digit 0), on random histograms.
+TEST(TopkSelect, AWarpChoosesTheDigitTheRuleGives) {
+  std::vector<std::vector<int>> histograms;
+  std::vector<int> h(kDigits, 0);
+  for (const int bin : {255, 248, 247, 200, 8, 7, 0}) {
+    std::fill(h.begin(), h.end(), 0);
+    h[static_cast<std::size_t>(bin)] = 5;
+    h[0] += 1;
+    histograms.push_back(h);
+  }
+  const auto random = normal_values(8 * kDigits, 53);
+  for (int r = 0; r < 8; ++r) {
+    for (int d = 0; d < kDigits; ++d)
+      h[static_cast<std::size_t>(d)] =
+          static_cast<int>(std::fabs(random[static_cast<std::size_t>(r * kDigits + d)]) * (r % 2 ? 40 : 2));
+    histograms.push_back(h);
+  }
+  for (const std::vector<int>& histogram : histograms) {
+    const int total = std::accumulate(histogram.begin(), histogram.end(), 0);
+    for (const int remaining : {1, 2, 5, 6, total / 3 + 1, total / 2, total - 1, total, total + 3}) {
+      if (remaining < 1) continue;
+      const Threshold want = one_thread_digit(histogram.data(), 0x5A000000u, remaining, 16);
+      const Threshold got = choose_by_warp(histogram.data(), 0x5A000000u, remaining, 16);
+      EXPECT_EQ(got.key, want.key) << "remaining " << remaining << " of " << total;
+      EXPECT_EQ(got.ties_needed, want.ties_needed) << "remaining " << remaining << " of " << total;
+    }
+  }
+}
+
+TEST(TopkSelect, AWarpScansTheWarpsCountsInOrder) {
+  std::vector<int> counts(kWarps);
+  for (int w = 0; w < kWarps; ++w) counts[static_cast<std::size_t>(w)] = (w * 37) % 11;
+  const std::vector<int> before = counts_before_warps(counts);
+  int sum = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    EXPECT_EQ(before[static_cast<std::size_t>(w)], sum) << "warp " << w;
+    sum += counts[static_cast<std::size_t>(w)];
+  }
 }
 
 // The warps' spans cover a row once, in order, each a multiple of 32 but the last.
