@@ -2,7 +2,9 @@
 // device function, the lanes meeting at every exchange as a warp's lanes do
 // at a shuffle (each posts its value, all meet, each reads the lane it asks
 // for, all meet again). So the code a kernel runs with __shfl_sync or
-// __shfl_up_sync runs here as written, every lane making every call.
+// __shfl_up_sync runs here as written, every lane making every call. A lane
+// that ends leaves the meetings, so code where lanes make different numbers
+// of calls (a bug on a GPU) gives wrong values here, not a hung test.
 #pragma once
 
 #include <barrier>
@@ -17,12 +19,16 @@ class LockstepLanes {
  public:
   explicit LockstepLanes(int lanes) : posted_(static_cast<std::size_t>(lanes)), meet_(lanes) {}
 
-  // body(lane) on `lanes` threads at once; returns when all are done.
+  // body(lane) on `lanes` threads at once; returns when all are done. Once an object.
   template <typename Body>
   void run(Body&& body) {
     std::vector<std::thread> threads;
-    for (int lane = 0; lane < static_cast<int>(posted_.size()); ++lane)
-      threads.emplace_back([&body, lane] { body(lane); });
+    for (int lane = 0; lane < static_cast<int>(posted_.size()); ++lane) {
+      threads.emplace_back([this, &body, lane] {
+        body(lane);
+        meet_.arrive_and_drop();
+      });
+    }
     for (std::thread& t : threads) t.join();
   }
 
