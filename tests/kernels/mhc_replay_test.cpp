@@ -175,6 +175,7 @@ Replayed replay_single_pass(const StepInputs& in, const SinglePass& pass) {
         for (const ProjectionSums& part : posted) {  // in rank order, as every CTA adds them
           for (int i = 0; i < kProjectionSums; ++i) sums[i] += part[r][i];
         }
+        // The one-thread form: the kernels' 16-lane form gives its bits (Mhc tests).
         mhc_coefficients_of(sums.data(), static_cast<float>(k), in.next.scales, c[r]);
         for (int j = 0; j < kCoefficients; ++j)
           out.step.next_coeffs[static_cast<std::size_t>((span.token0 + r) * kCoefficients + j)] = c[r][j];
