@@ -26,8 +26,8 @@ namespace v41sim::kernels {
 namespace {
 
 using namespace indexer_mma;
-constexpr int kLanes = 32;
-constexpr uint16_t kPoisonBf16 = 0xFFFF;  // NaN
+using testing::kLanes;
+using testing::kPoisonBf16;
 
 struct Inputs {
   Params p;

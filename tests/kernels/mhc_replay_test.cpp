@@ -27,7 +27,7 @@ namespace {
 
 using testing::ProjectionSums;
 
-constexpr uint16_t kPoison = 0xFFFF;  // a BF16 NaN
+using testing::kPoisonBf16;
 
 // How a single pass divides the work: the cluster pass (8 or 16 CTAs share a
 // tile, fn's slices staged in shared memory) or the token-tile pass (ctas 1,
@@ -81,9 +81,9 @@ CtaImage stage_cta(const StepInputs& in, const SinglePass& pass, int rank) {
                pass.fn_staged ? cluster_slice_stride(in.hidden, pass.ctas) : fused_tile_stride(in.hidden),
                {},
                {}};
-  cta.tile.assign(static_cast<std::size_t>(pass.tile_rows * cta.stride), kPoison);
+  cta.tile.assign(static_cast<std::size_t>(pass.tile_rows * cta.stride), kPoisonBf16);
   if (!pass.fn_staged) return cta;
-  cta.fn.assign(static_cast<std::size_t>(kMixes * cta.stride), kPoison);
+  cta.fn.assign(static_cast<std::size_t>(kMixes * cta.stride), kPoisonBf16);
   for (int64_t i = 0; i < fn_slice_copies(in.hidden, pass.ctas, rank); ++i) {
     const FnSliceCopy copy = fn_slice_copy(in.hidden, pass.ctas, rank, i);
     for (int e = 0; e < kStreamVector; ++e)
@@ -150,9 +150,10 @@ struct Replayed {
 
 Replayed replay_single_pass(const StepInputs& in, const SinglePass& pass) {
   const int64_t k = kStreams * in.hidden;
-  Replayed out{{std::vector<uint16_t>(in.X.size(), kPoison), std::vector<uint16_t>(in.y.size(), kPoison),
-                std::vector<float>(in.coeffs.size(), std::numeric_limits<float>::quiet_NaN())},
-               ProjectionSums(static_cast<std::size_t>(in.tokens))};
+  Replayed out{
+      {std::vector<uint16_t>(in.X.size(), kPoisonBf16), std::vector<uint16_t>(in.y.size(), kPoisonBf16),
+       std::vector<float>(in.coeffs.size(), std::numeric_limits<float>::quiet_NaN())},
+      ProjectionSums(static_cast<std::size_t>(in.tokens))};
   const int64_t tiles = (in.tokens + pass.tile_rows - 1) / pass.tile_rows;
   for (int64_t cluster = 0; cluster < pass.clusters; ++cluster) {
     std::vector<CtaImage> ctas;
@@ -186,30 +187,13 @@ Replayed replay_single_pass(const StepInputs& in, const SinglePass& pass) {
   return out;
 }
 
-// The merged streams' projection sums in FP64, from the reference's streams.
-void expect_sums_near_whole(const ProjectionSums& got, const StepInputs& in,
-                            const std::vector<uint16_t>& streams) {
-  const int64_t k = kStreams * in.hidden;
-  for (int64_t t = 0; t < in.tokens; ++t) {
-    double want[kProjectionSums] = {};
-    for (int64_t j = 0; j < k; ++j) {
-      const double v = mma::from_bf16(streams[static_cast<std::size_t>(t * k + j)]);
-      for (int mix = 0; mix < kMixes; ++mix)
-        want[mix] += v * mma::from_bf16(in.next.fn[static_cast<std::size_t>(mix * k + j)]);
-      want[kMixes] += v * v;
-    }
-    for (int i = 0; i < kProjectionSums; ++i)
-      ASSERT_NEAR(got[static_cast<std::size_t>(t)][i], want[i], 1e-4 * (1.0 + std::fabs(want[i])))
-          << "token " << t << ", sum " << i;
-  }
-}
-
 // The merge bit for bit, the sums and coefficients to FP32's reach, and the
 // input from the replay's own coefficients bit for bit; nothing left poisoned.
 void expect_replay_matches_reference(const StepInputs& in, const Replayed& got) {
   const MhcStepResult want = mhc_step_reference(in.X, in.y, in.coeffs, in.next, in.tokens, in.hidden);
   ASSERT_EQ(got.step.streams, want.streams);
-  expect_sums_near_whole(got.sums, in, want.streams);
+  testing::expect_sums_near(got.sums,
+                            testing::whole_sums(want.streams, in.next.fn, in.tokens, kStreams * in.hidden));
   for (std::size_t i = 0; i < want.next_coeffs.size(); ++i)
     ASSERT_NEAR(got.step.next_coeffs[i], want.next_coeffs[i], 1e-4) << "coefficient " << i;
   EXPECT_EQ(got.step.next_input,

@@ -195,38 +195,14 @@ TEST(Mhc, StepReferenceComposesTheThreeKernels) {
   EXPECT_EQ(step.next_input, mhc_pre_mix_reference(merged, next_c, tokens, hidden));
 }
 
-// Per row: the 24 dot products, then the sum of squares.
-using RowSums = std::vector<std::vector<double>>;
-
-// The sums in FP64 over a token's whole flattened streams (rows of k values).
-RowSums whole_sums(const std::vector<uint16_t>& tile, const std::vector<uint16_t>& fn, int rows, int64_t k) {
-  RowSums sums(static_cast<std::size_t>(rows), std::vector<double>(kProjectionSums, 0.0));
-  for (int row = 0; row < rows; ++row) {
-    for (int64_t j = 0; j < k; ++j) {
-      const double v = mma::from_bf16(tile[static_cast<std::size_t>(row * k + j)]);
-      for (int mix = 0; mix < kMixes; ++mix)
-        sums[row][mix] += v * mma::from_bf16(fn[static_cast<std::size_t>(mix * k + j)]);
-      sums[row][kMixes] += v * v;
-    }
-  }
-  return sums;
-}
-
-void expect_sums_near(const testing::ProjectionSums& got, const RowSums& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t row = 0; row < got.size(); ++row) {
-    for (int i = 0; i < kProjectionSums; ++i)
-      EXPECT_NEAR(got[row][i], want[row][i], 1e-4 * (1.0 + std::fabs(want[row][i]))) << row << " " << i;
-  }
-}
-
 template <int kMTiles>
 void expect_lane_replay_matches(int rows, int64_t hidden, int warps) {
   const int64_t k = kStreams * hidden;
   const auto tile = to_bf16_values(normal_values(static_cast<std::size_t>(rows * k), 21));
   const MhcWeights w = random_mhc_weights(hidden, 22);
-  expect_sums_near(testing::replay_cta_projection<kMTiles>({tile.data(), w.fn.data(), k, k, rows, k}, warps),
-                   whole_sums(tile, w.fn, rows, k));
+  testing::expect_sums_near(
+      testing::replay_cta_projection<kMTiles>({tile.data(), w.fn.data(), k, k, rows, k}, warps),
+      testing::whole_sums(tile, w.fn, rows, k));
 }
 
 TEST(MhcProjection, LaneReplayReproducesDotProductsAndSquares) {

@@ -30,8 +30,8 @@ using namespace sparse_decode_mma;
 using testing::key_list;
 using testing::Partial;
 
-constexpr uint16_t kPoisonBf16 = 0xFFFF;  // NaN
-constexpr int kLanes = 32;
+using testing::kLanes;
+using testing::kPoisonBf16;
 
 class MmaCtaReplay {
  public:
