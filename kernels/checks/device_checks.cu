@@ -142,7 +142,9 @@ CheckResult check_indexer_wgmma() {
 // k-th largest is shared across tiles): one pass (8,192), a last tile of one
 // position, a last tile shorter than k, 32 tiles (a 1M-token context), and a
 // pool-sized k; exact against the reference (ties to the lower position).
-CheckResult check_topk() {
+// Under either way of counting a pass's histogram (topk_cuda.h); the values
+// crowd a few first-pass bins, so a warp's lanes share bins in every step.
+CheckResult check_topk(HistogramCounting counting) {
   struct Case {
     int64_t positions, topk;
   };
@@ -151,7 +153,7 @@ CheckResult check_topk() {
     const int64_t queries = 3;
     std::vector<float> logits = normal_values(static_cast<std::size_t>(queries * c.positions), 51);
     for (float& v : logits) v = std::round(v * 8.0f) / 8.0f;
-    const CheckResult r = exact("top-k", topk_cuda(logits, queries, c.positions, c.topk),
+    const CheckResult r = exact("top-k", topk_cuda(logits, queries, c.positions, c.topk, counting),
                                 topk_reference(logits, queries, c.positions, c.topk));
     if (!r.ok)
       return {false, r.detail + " (" + std::to_string(c.positions) + " positions, k " +
@@ -447,7 +449,8 @@ const std::vector<NamedCheck>& all_checks() {
       {"candidate_pool_tensor_cores", [] { return check_candidate_pool(IndexerMath::kTensorCores); }},
       {"wgmma_layouts", check_wgmma_layouts},
       {"indexer_wgmma", check_indexer_wgmma},
-      {"topk", check_topk},
+      {"topk", [] { return check_topk(HistogramCounting::kWarpAggregated); }},
+      {"topk_per_lane", [] { return check_topk(HistogramCounting::kPerLane); }},
       {"sparse_decode_fp32", check_sparse_decode},
       {"sparse_decode_tensor_cores", check_sparse_decode_mma},
       {"sparse_decode_wgmma", check_sparse_decode_wgmma},

@@ -8,6 +8,7 @@
 
 #include "kernels/gemm/expert_gemm.h"
 #include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/topk_cuda.h"
 
 namespace v41sim::kernels {
 
@@ -22,7 +23,7 @@ CheckResult check_indexer(IndexerMath math = IndexerMath::kFp32Units);
 CheckResult check_candidate_pool(IndexerMath math = IndexerMath::kFp32Units);
 CheckResult check_wgmma_layouts();  // one wgmma of each kind our kernels issue: sm_90 devices only
 CheckResult check_indexer_wgmma();  // prefill logits on FP8 wgmma: sm_90 devices only
-CheckResult check_topk();
+CheckResult check_topk(HistogramCounting counting);
 CheckResult check_sparse_decode();
 CheckResult check_sparse_decode_mma();
 CheckResult check_sparse_decode_wgmma();  // BF16 wgmma: sm_90 devices only (its code is sm_90a)

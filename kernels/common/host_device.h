@@ -52,6 +52,24 @@ V41_HD float fast_exp(float x) {
 #endif
 }
 
+// A warp's ballot read on host and device alike: how many lanes it holds,
+// and the lowest lane it holds (the mask not empty).
+V41_HD int bit_count(uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+  return __popc(mask);
+#else
+  return __builtin_popcount(mask);
+#endif
+}
+
+V41_HD int lowest_bit(uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+  return __ffs(static_cast<int>(mask)) - 1;
+#else
+  return __builtin_ctz(mask);
+#endif
+}
+
 // Four bytes as a little-endian word (4-byte aligned on the device).
 V41_HD uint32_t load_word(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)

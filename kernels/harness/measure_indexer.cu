@@ -70,6 +70,46 @@ std::vector<IndexerPath> indexer_paths() {
   return paths;
 }
 
+// The top-k's ways of counting a pass's histogram, each timed only where its
+// check passed; the faster carries the simulator's name, the other
+// "<name>_<suffix>_baseline", so the rows say what crowded bins cost.
+struct TopkCounting {
+  HistogramCounting counting;
+  const char* suffix;
+};
+
+std::vector<TopkCounting> topk_countings() {
+  std::vector<TopkCounting> countings;
+  if (passes("top-k (warp-aggregated counting)", check_topk(HistogramCounting::kWarpAggregated)))
+    countings.push_back({HistogramCounting::kWarpAggregated, "warp_aggregated"});
+  if (passes("top-k (an atomic a lane)", check_topk(HistogramCounting::kPerLane)))
+    countings.push_back({HistogramCounting::kPerLane, "per_lane_atomics"});
+  return countings;
+}
+
+// Times `launch(counting)` under each counting and writes `row` for each,
+// named as dispatched; returns the dispatched (fastest) time.
+template <typename Launch>
+double time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings, Row row, Launch&& launch) {
+  struct Timed {
+    std::string name;
+    TimingStats time;
+    const char* suffix;
+  };
+  std::vector<Timed> timed;
+  for (const TopkCounting& c : countings)
+    timed.push_back({"", time_kernel([&](int) { launch(c.counting); }, kWarmup, kRuns), c.suffix});
+  name_competing_paths(row.kernel, timed);
+  double fastest = 0.0;
+  for (const Timed& t : timed) {
+    row.kernel = t.name;
+    row.time = t.time;
+    w.row(row);
+    if (fastest == 0.0 || t.time.median_us < fastest) fastest = t.time.median_us;
+  }
+  return fastest;
+}
+
 }  // namespace
 
 // Layer 20 in decode: logits over every position (and, past 16,384, the
@@ -79,7 +119,8 @@ std::vector<IndexerPath> indexer_paths() {
 // passes run on the first path's logits (tensor cores where they passed).
 int measure_indexer_decode(const RowWriter& w, bool quick) {
   const std::vector<IndexerPath> paths = indexer_paths();
-  if (paths.empty()) return 1;
+  const std::vector<TopkCounting> countings = topk_countings();
+  if (paths.empty() || countings.empty()) return 1;
   const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
   const int64_t pool_blocks = kV41PoolTopBlocks, pool_slots = pool_blocks * kV41PoolBlockSize;
   const std::vector<int64_t> batches = quick ? std::vector<int64_t>{8} : std::vector<int64_t>{1, 8, 32, 64};
@@ -117,24 +158,24 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
                     static_cast<long long>(batch), static_cast<long long>(positions), t.median_us,
                     2.0 * dims * pairs / t.median_us / 1e6);
       }
-      const TimingStats s = time_kernel(
-          [&](int) {
-            launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK, nullptr, candidates);
-          },
-          kWarmup, kRuns);
-      w.row({"topk_select", "topk", "fp32", batch, positions, 1, 1, positions, 2.0 * pairs,
-             pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, s});
-      std::printf("  top-512 over %lld positions: %.1f us\n", static_cast<long long>(positions), s.median_us);
+      const double s = time_topk(w, countings,
+                                 {"topk_select", "topk", "fp32", batch, positions, 1, 1, positions,
+                                  2.0 * pairs, pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
+                                 [&](HistogramCounting counting) {
+                                   launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK,
+                                               nullptr, candidates, counting);
+                                 });
+      std::printf("  top-512 over %lld positions: %.1f us\n", static_cast<long long>(positions), s);
       if (builds_pool) {
         const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(batch * pool_blocks));
-        const TimingStats b = time_kernel(
-            [&](int) {
-              launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks, nullptr, candidates);
-            },
-            kWarmup, kRuns);
-        w.row({"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1, positions,
-               2.0 * static_cast<double>(batch * blocks),
-               block_bytes + static_cast<double>(batch * pool_blocks) * 4.0, b});
+        const double b = time_topk(w, countings,
+                                   {"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1,
+                                    positions, 2.0 * static_cast<double>(batch * blocks),
+                                    block_bytes + static_cast<double>(batch * pool_blocks) * 4.0},
+                                   [&](HistogramCounting counting) {
+                                     launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks,
+                                                 nullptr, candidates, counting);
+                                   });
         const DeviceBuffer<float> pooled(static_cast<std::size_t>(batch * pool_slots));
         const double pooled_pairs = static_cast<double>(batch * pool_slots);
         for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
@@ -150,14 +191,15 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
                  0.0, 0.0, pooled_pairs * kIndexDim});
           std::printf("  %s: %.1f us\n", it->pool_logits_name, r.median_us);
         }
-        const TimingStats rs = time_kernel(
-            [&](int) {
-              launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get(), candidates);
-            },
-            kWarmup, kRuns);
-        w.row({"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
-               pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0, rs});
-        std::printf("  pool top-2048 blocks %.1f us; reindex top-512 %.1f us\n", b.median_us, rs.median_us);
+        const double rs =
+            time_topk(w, countings,
+                      {"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
+                       pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
+                      [&](HistogramCounting counting) {
+                        launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get(),
+                                    candidates, counting);
+                      });
+        std::printf("  pool top-2048 blocks %.1f us; reindex top-512 %.1f us\n", b, rs);
       }
       CUDA_CHECK(cudaGetLastError());
     }

@@ -2,7 +2,8 @@
 // ascending order, ties to the lower position (indexer_reference.h).
 //
 // Selection (topk_select.h): a radix select over order-preserving keys (four
-// 8-bit digits, a shared histogram each) finds the k-th largest key; then
+// 8-bit digits, a shared histogram each, a warp's lanes that share a bin
+// counted by one atomic) finds the k-th largest key; then
 // each warp compacts its contiguous span with ballots, so the output keeps
 // index order and ties go to the lower position.
 //
@@ -33,23 +34,38 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // What lane - delta of the warp passed (topk_select.h's lane functions take it).
 __device__ int shuffle_up(int value, int delta) { return __shfl_up_sync(kFullMask, value, delta); }
 
+// Counts a lane's key in bin `bin` (none where -1); every lane of the warp calls it.
+template <HistogramCounting kCounting>
+__device__ void count_bin(int* histogram, int bin, int lane) {
+  if constexpr (kCounting == HistogramCounting::kPerLane) {
+    if (bin >= 0) atomicAdd(&histogram[bin], 1);
+  } else {
+    count_bin_by_warp(
+        bin, lane, [](int value) { return __match_any_sync(kFullMask, value); },
+        [histogram](int b, int count) { atomicAdd(&histogram[b], count); });
+  }
+}
+
+template <HistogramCounting kCounting>
 __device__ Threshold radix_select(const float* row, int64_t positions, int64_t topk) {
   __shared__ int histogram[kDigits];
   __shared__ Threshold chosen;
   Threshold t{0, static_cast<int>(topk)};
   uint32_t mask = 0;
+  const int lane = threadIdx.x % kLanes;
   for (int shift = 32 - kDigitBits; shift >= 0; shift -= kDigitBits) {
     for (int i = threadIdx.x; i < kDigits; i += blockDim.x) histogram[i] = 0;
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < positions; i += blockDim.x) {
-      const int bin = digit_bin(ordered_bits(row[i]), t.key, mask, shift);
-      if (bin >= 0) atomicAdd(&histogram[bin], 1);
+    // Whole warps step together (the warp's counting matches its lanes), lanes past the row counting nothing.
+    for (int64_t base = threadIdx.x - lane; base < positions; base += blockDim.x) {
+      const int64_t i = base + lane;
+      count_bin<kCounting>(histogram,
+                           i < positions ? digit_bin(ordered_bits(row[i]), t.key, mask, shift) : -1, lane);
     }
     __syncthreads();
     if (threadIdx.x < kLanes) {  // the first warp chooses
       Threshold choice;
-      if (choose_digit_by_lane(histogram, t.key, t.ties_needed, shift, static_cast<int>(threadIdx.x),
-                               shuffle_up, choice))
+      if (choose_digit_by_lane(histogram, t.key, t.ties_needed, shift, lane, shuffle_up, choice))
         chosen = choice;
     }
     __syncthreads();
@@ -108,6 +124,7 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
 
 // The first pass of a long row: one CTA a tile, its top-k (or the whole tile
 // where it holds no more) as candidates, values and slots in index order.
+template <HistogramCounting kCounting>
 __global__ void __launch_bounds__(kThreads)
     topk_tile_kernel(const float* __restrict__ logits, int64_t positions, int64_t topk,
                      float* __restrict__ candidate_values, int32_t* __restrict__ candidate_slots) {
@@ -126,7 +143,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     return;
   }
-  const Threshold t = radix_select(tile_values, count, topk);
+  const Threshold t = radix_select<kCounting>(tile_values, count, topk);
   select_in_order(tile_values, count, t, [&](int64_t n, int64_t i) {
     candidate_values[out + n] = tile_values[i];
     candidate_slots[out + n] = static_cast<int32_t>(first + i);
@@ -147,11 +164,12 @@ struct SelectRows {
   int64_t topk;
 };
 
+template <HistogramCounting kCounting>
 __global__ void __launch_bounds__(kThreads) topk_kernel(SelectRows r) {
   const int64_t query = blockIdx.x;
   const float* row = r.values + query * r.stride;
   int32_t* out = r.selected + query * r.topk;
-  const Threshold t = radix_select(row, r.length, r.topk);
+  const Threshold t = radix_select<kCounting>(row, r.length, r.topk);
   select_in_order(row, r.length, t, [&](int64_t n, int64_t i) {
     const int64_t slot = r.slots != nullptr ? r.slots[query * r.stride + i] : i;
     out[n] =
@@ -159,38 +177,52 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(SelectRows r) {
   });
 }
 
+// One pass, or the tiles' candidates then the rows' (the checks done).
+template <HistogramCounting kCounting>
+void launch_passes(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
+                   const int32_t* pool, const TopkWorkspace& workspace) {
+  const int64_t pool_blocks = positions / kV41PoolBlockSize;
+  if (!topk_in_tiles(positions, topk)) {
+    topk_kernel<kCounting><<<static_cast<unsigned>(queries), kThreads>>>(
+        {logits, nullptr, positions, positions, pool, pool_blocks, selected, topk});
+    return;
+  }
+  const int64_t tiles = topk_tiles(positions);
+  topk_tile_kernel<kCounting>
+      <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(queries)), kThreads>>>(
+          logits, positions, topk, workspace.values, workspace.slots);
+  topk_kernel<kCounting><<<static_cast<unsigned>(queries), kThreads>>>(
+      {workspace.values, workspace.slots, tiles * topk, topk_candidates(positions, topk), pool, pool_blocks,
+       selected, topk});
+}
+
 }  // namespace
 
 void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
-                 const int32_t* pool, const TopkWorkspace& workspace) {
+                 const int32_t* pool, const TopkWorkspace& workspace, HistogramCounting counting) {
   if (topk <= 0 || topk > positions || queries <= 0)
     throw std::invalid_argument("topk: need 0 < k <= positions");
   if (pool != nullptr && positions % kV41PoolBlockSize != 0)
     throw std::invalid_argument("topk over a pool: the row must be whole pool blocks");
-  const int64_t pool_blocks = positions / kV41PoolBlockSize;
-  if (!topk_in_tiles(positions, topk)) {
-    topk_kernel<<<static_cast<unsigned>(queries), kThreads>>>(
-        {logits, nullptr, positions, positions, pool, pool_blocks, selected, topk});
-    return;
-  }
-  if (workspace.values == nullptr || workspace.slots == nullptr)
+  if (topk_in_tiles(positions, topk) && (workspace.values == nullptr || workspace.slots == nullptr))
     throw std::invalid_argument("topk: a row over 8192 positions needs a workspace (topk_workspace_entries)");
-  const int64_t tiles = topk_tiles(positions);
-  topk_tile_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(queries)), kThreads>>>(
-      logits, positions, topk, workspace.values, workspace.slots);
-  topk_kernel<<<static_cast<unsigned>(queries), kThreads>>>({workspace.values, workspace.slots, tiles * topk,
-                                                             topk_candidates(positions, topk), pool,
-                                                             pool_blocks, selected, topk});
+  if (counting == HistogramCounting::kPerLane) {
+    launch_passes<HistogramCounting::kPerLane>(logits, selected, queries, positions, topk, pool, workspace);
+  } else {
+    launch_passes<HistogramCounting::kWarpAggregated>(logits, selected, queries, positions, topk, pool,
+                                                      workspace);
+  }
 }
 
 namespace {
 
 std::vector<int32_t> run_topk(const std::vector<float>& logits, const int32_t* pool, int64_t queries,
-                              int64_t positions, int64_t topk) {
+                              int64_t positions, int64_t topk, HistogramCounting counting) {
   const auto entries = static_cast<std::size_t>(topk_workspace_entries(queries, positions, topk));
   const DeviceBuffer<float> d_logits(logits), values(entries);
   const DeviceBuffer<int32_t> slots(entries), d_out(static_cast<std::size_t>(queries * topk));
-  launch_topk(d_logits.get(), d_out.get(), queries, positions, topk, pool, {values.get(), slots.get()});
+  launch_topk(d_logits.get(), d_out.get(), queries, positions, topk, pool, {values.get(), slots.get()},
+              counting);
   CUDA_CHECK(cudaGetLastError());
   return d_out.download(static_cast<std::size_t>(queries * topk));
 }
@@ -198,15 +230,15 @@ std::vector<int32_t> run_topk(const std::vector<float>& logits, const int32_t* p
 }  // namespace
 
 std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
-                               int64_t topk) {
-  return run_topk(logits, nullptr, queries, positions, topk);
+                               int64_t topk, HistogramCounting counting) {
+  return run_topk(logits, nullptr, queries, positions, topk, counting);
 }
 
 std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
                                     int64_t queries, int64_t topk) {
   const DeviceBuffer<int32_t> d_pool(pool);
   return run_topk(pool_logits, d_pool.get(), queries, static_cast<int64_t>(pool_logits.size()) / queries,
-                  topk);
+                  topk, HistogramCounting::kWarpAggregated);
 }
 
 }  // namespace v41sim::kernels

@@ -9,8 +9,14 @@
 
 namespace v41sim::kernels {
 
+// How a radix pass counts its histogram: a warp's lanes that share a bin
+// added at once where they crowd (topk_select.h, count_bin_by_warp), or a
+// shared-memory atomic a lane (the baseline the harness times beside it, so
+// the measured rows say what the crowding cost).
+enum class HistogramCounting { kWarpAggregated, kPerLane };
+
 std::vector<int32_t> topk_cuda(const std::vector<float>& logits, int64_t queries, int64_t positions,
-                               int64_t topk);
+                               int64_t topk, HistogramCounting counting = HistogramCounting::kWarpAggregated);
 // Top-k of pool logits, written as positions (pool_topk_reference's result).
 std::vector<int32_t> pool_topk_cuda(const std::vector<float>& pool_logits, const std::vector<int32_t>& pool,
                                     int64_t queries, int64_t topk);
@@ -26,6 +32,7 @@ struct TopkWorkspace {
 // (queries x positions / block ids), the row is pool slots and the output
 // holds the positions they stand for.
 void launch_topk(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
-                 const int32_t* pool = nullptr, const TopkWorkspace& workspace = {});
+                 const int32_t* pool = nullptr, const TopkWorkspace& workspace = {},
+                 HistogramCounting counting = HistogramCounting::kWarpAggregated);
 
 }  // namespace v41sim::kernels

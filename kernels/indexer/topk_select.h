@@ -4,7 +4,8 @@
 //
 // Radix select: over order-preserving keys (ordered_bits), four passes of
 // one 8-bit digit each, most significant first; each pass counts the keys
-// that match the digits chosen so far into a 256-bin histogram and one warp
+// that match the digits chosen so far into a 256-bin histogram (a warp's
+// lanes that share a bin added at once where they crowd) and one warp
 // chooses the digit where the count from the top reaches what is left of k
 // (the lanes' partial sums added up by shuffles, not one thread's walk). After
 // the fourth pass the prefix is the k-th largest key, and `remaining` says
@@ -81,6 +82,22 @@ V41_HD bool choose_digit_by_lane(const int* histogram, uint32_t prefix, int rema
 // The bin of a key in the pass at `shift`, where it matches the digits chosen so far (-1 where not).
 V41_HD int digit_bin(uint32_t key, uint32_t prefix, uint32_t mask, int shift) {
   return (key & mask) == prefix ? static_cast<int>((key >> shift) & (kDigits - 1)) : -1;
+}
+
+// One warp step of a pass's histogram: each lane with a bin (>= 0) counts
+// its key there, through `add(bin, count)` (a shared-memory atomicAdd on the
+// device), the lanes that share a bin in one add by the lowest of them. Not
+// an atomic a lane, because a pass's first digit is a key's sign and top 7
+// exponent bits: values within a factor of 4 of each other share a bin, and
+// an indexer row's logits (sums over 32 heads of ReLU'd scores) span a few
+// such factors, so a warp's 32 lanes add to a few shared-memory words, and
+// the hardware serializes the updates to one word. `match(value)` returns
+// the lanes that passed the same value (__match_any_sync on the device, as
+// CUB's radix ranking finds a digit's lanes); every lane makes the call.
+template <typename Match, typename Add>
+V41_HD void count_bin_by_warp(int bin, int lane, Match&& match, Add&& add) {
+  const uint32_t sharing = match(bin);
+  if (bin >= 0 && lane == lowest_bit(sharing)) add(bin, bit_count(sharing));
 }
 
 // The contiguous span of a row's `length` keys warp `warp` owns: a multiple

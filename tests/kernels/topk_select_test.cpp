@@ -5,8 +5,10 @@
 // then the row's, as launch_topk runs them. It must reproduce the reference
 // exactly (ties to the lower position) on rows full of ties, one tile and
 // many, short rows where most warps hold nothing, k equal to the row, and a
-// Reindex pool's slots mapped to positions. What this cannot show: the
-// shared-memory atomics and barriers (the device check does).
+// Reindex pool's slots mapped to positions. The histograms are counted here
+// key by key: the warps' counting (count_bin_by_warp) adds the same integers,
+// shown step by step below. What this cannot show: the shared-memory atomics
+// and barriers (the device check does).
 #include "kernels/indexer/topk_select.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +18,11 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "kernels/common/random_values.h"
@@ -244,6 +250,99 @@ TEST(TopkSelect, AWarpScansTheWarpsCountsInOrder) {
   for (int w = 0; w < kWarps; ++w) {
     EXPECT_EQ(before[static_cast<std::size_t>(w)], sum) << "warp " << w;
     sum += counts[static_cast<std::size_t>(w)];
+  }
+}
+
+// Warp steps of a pass's histogram as count_bin_by_warp makes them, the 32
+// lanes meeting at every match (step after step, as a warp walks its row):
+// the counts it adds to each bin, and how many adds (shared-memory atomics on
+// the device) it makes.
+struct WarpCount {
+  std::map<int, int> bins;
+  int adds = 0;
+};
+WarpCount count_by_warp(const std::vector<int>& bins) {
+  testing::LockstepLanes<int> lanes(kLanes);
+  std::mutex added;
+  WarpCount count;
+  lanes.run([&](int lane) {
+    for (std::size_t base = 0; base < bins.size(); base += kLanes) {
+      count_bin_by_warp(
+          bins[base + static_cast<std::size_t>(lane)], lane,
+          [&](int value) { return lanes.match_any(lane, value); },
+          [&](int bin, int n) {
+            const std::lock_guard<std::mutex> hold(added);
+            count.bins[bin] += n;
+            ++count.adds;
+          });
+    }
+  });
+  return count;
+}
+
+// What an atomic a lane would count; and the adds one a bin a step makes.
+WarpCount lane_counts(const std::vector<int>& bins) {
+  WarpCount count;
+  for (std::size_t base = 0; base < bins.size(); base += kLanes) {
+    std::set<int> step;
+    for (std::size_t l = base; l < base + kLanes; ++l) {
+      if (bins[l] < 0) continue;
+      ++count.bins[bins[l]];
+      step.insert(bins[l]);
+    }
+    count.adds += static_cast<int>(step.size());
+  }
+  return count;
+}
+
+// Each lane's key counted once in its bin, lanes without a bin (-1) never,
+// one add a bin a step: all in one bin, none, every lane its own, lane 0
+// without a bin and the rest in two interleaved bins and four of their own.
+TEST(TopkSelect, AWarpCountsEachBinOnceAStep) {
+  std::vector<int> bins(kLanes, 7);
+  bins.insert(bins.end(), kLanes, -1);
+  for (int l = 0; l < kLanes; ++l) bins.push_back(255 - l);
+  for (int l = 0; l < kLanes; ++l)
+    bins.push_back(l == 0 ? -1 : l >= 26 && l < 30 ? 100 + l : l % 3 == 2 ? 9 : 3);
+  const WarpCount got = count_by_warp(bins), want = lane_counts(bins);
+  EXPECT_EQ(got.bins, want.bins);
+  EXPECT_EQ(got.adds, 1 + 0 + kLanes + 6);
+  EXPECT_EQ(got.adds, want.adds);
+}
+
+// The first pass over rows of indexer logits (random queries and keys; head
+// weights of one sign and of both): the counts are the lanes', an add a bin
+// a step; the crowding it spares (the most lanes a step would send to one
+// word) is printed.
+TEST(TopkSelect, AnIndexerRowsFirstPassIsCountedAnAddABin) {
+  const int64_t heads = kV41IndexHeads, positions = 4096;
+  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(heads * kIndexDim), 61));
+  const auto keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(positions * kIndexDim), 62), positions);
+  std::vector<float> weights = normal_values(static_cast<std::size_t>(heads), 63);
+  for (const bool one_sign : {false, true}) {
+    if (one_sign) {
+      for (float& w : weights) w = std::fabs(w);
+    }
+    const auto logits = indexer_logits_reference(q, weights, keys, 1, heads, positions);
+    std::vector<int> bins;
+    for (const float v : logits) bins.push_back(digit_bin(ordered_bits(v), 0, 0, 32 - kDigitBits));
+    const WarpCount got = count_by_warp(bins), want = lane_counts(bins);
+    EXPECT_EQ(got.bins, want.bins);
+    EXPECT_EQ(got.adds, want.adds);
+    double crowd = 0;
+    for (std::size_t base = 0; base < bins.size(); base += kLanes) {
+      std::map<int, int> step;
+      for (std::size_t l = base; l < base + kLanes; ++l) ++step[bins[l]];
+      int most = 0;
+      for (const auto& [bin, lanes] : step) most = std::max(most, lanes);
+      crowd += most;
+    }
+    std::printf(
+        "head weights of %s: %zu first-pass bins; %.1f adds a warp step, where the lanes' atomics "
+        "would send up to %.1f to one word\n",
+        one_sign ? "one sign" : "both signs", want.bins.size(),
+        static_cast<double>(got.adds) / (positions / kLanes), crowd / (positions / kLanes));
   }
 }
 
