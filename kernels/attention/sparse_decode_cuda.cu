@@ -19,6 +19,7 @@
 #include "kernels/common/bf16_values.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 
 namespace v41sim::kernels {
 namespace {
@@ -138,12 +139,7 @@ void launch_sparse_decode(const SparseDecodeDevice& d) {
   if (d.shape.heads <= 0 || d.shape.heads > kMaxHeads || d.splits <= 0) {
     throw std::invalid_argument("sparse decode: heads must be 1..64 and splits positive");
   }
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(sparse_decode_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(SharedLayout::bytes())));
-    configured = true;
-  }
+  allow_shared_memory<sparse_decode_split_kernel>(static_cast<int>(SharedLayout::bytes()));
   const dim3 split_grid(static_cast<unsigned>(d.splits), static_cast<unsigned>(d.shape.batch));
   sparse_decode_split_kernel<<<split_grid, kThreads, SharedLayout::bytes()>>>(d);
   launch_sparse_decode_combine(d);

@@ -21,6 +21,7 @@
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/common/mma_fragments.h"
 #include "kernels/common/mma_sync.cuh"
 
@@ -224,12 +225,7 @@ void launch_sparse_decode_mma(const SparseDecodeDevice& d) {
   if (d.shape.heads <= 0 || d.shape.heads > kHeads || d.splits <= 0) {
     throw std::invalid_argument("sparse decode (mma): heads must be 1..64 and splits positive");
   }
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(sparse_decode_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(Smem::bytes)));
-    configured = true;
-  }
+  allow_shared_memory<sparse_decode_mma_kernel>(static_cast<int>(Smem::bytes));
   const dim3 grid(static_cast<unsigned>(d.splits), static_cast<unsigned>(d.shape.batch));
   sparse_decode_mma_kernel<<<grid, kThreads, Smem::bytes>>>(d);
   if (d.splits > 1) launch_sparse_decode_combine(d);

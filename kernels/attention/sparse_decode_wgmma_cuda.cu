@@ -22,6 +22,7 @@
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/cuda_device.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/common/mbarrier.cuh"
 #include "kernels/common/wgmma.cuh"
 
@@ -248,7 +249,7 @@ void launch_sparse_decode_wgmma_splits(const SparseDecodeDevice& d) {
   }
   std::string why;
   if (!sm90a_device(&why)) throw std::runtime_error("sparse decode (wgmma): " + why);
-  wgmma::allow_shared_memory<sparse_decode_wgmma_kernel>(kSharedBytesAllocated);
+  allow_shared_memory<sparse_decode_wgmma_kernel>(kSharedBytesAllocated);
   const dim3 grid(static_cast<unsigned>(d.splits), static_cast<unsigned>(d.shape.batch));
   sparse_decode_wgmma_kernel<<<grid, kThreads, kSharedBytesAllocated>>>(d);
 }

@@ -140,16 +140,20 @@ CheckResult check_indexer_wgmma() {
 
 // The top-k alone, on rows with many ties (values on a coarse grid, so the
 // k-th largest is shared across tiles): one pass (8,192), a last tile of one
-// position, a last tile shorter than k, 32 tiles (a 1M-token context), and a
-// pool-sized k; exact against the reference (ties to the lower position).
-// Under either way of counting a pass's histogram (topk_cuda.h); the values
-// crowd a few first-pass bins, so a warp's lanes share bins in every step.
+// position, a last tile shorter than k, 32 tiles (a 512K-token context at
+// ratio 2), a pool-sized k, candidates too many for the row pass cut into
+// tiles again (140,000 positions, k 2,048: 35,552 candidates, then 10,240),
+// and a k too large for tiles over a row too long for the row pass's shared
+// memory (walked in memory); exact against the
+// reference (ties to the lower position). Under either way of counting a
+// pass's histogram (topk_cuda.h); the values crowd a few first-pass bins, so
+// a warp's lanes share bins in every step.
 CheckResult check_topk(HistogramCounting counting) {
   struct Case {
     int64_t positions, topk;
   };
-  for (const Case& c :
-       {Case{8192, 512}, Case{8193, 512}, Case{16484, 512}, Case{262144, 512}, Case{40000, 2048}}) {
+  for (const Case& c : {Case{8192, 512}, Case{8193, 512}, Case{16484, 512}, Case{262144, 512},
+                        Case{40000, 2048}, Case{140000, 2048}, Case{40000, 4500}}) {
     const int64_t queries = 3;
     std::vector<float> logits = normal_values(static_cast<std::size_t>(queries * c.positions), 51);
     for (float& v : logits) v = std::round(v * 8.0f) / 8.0f;

@@ -13,6 +13,7 @@
 
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/common/wgmma_layout.h"
 
 namespace v41sim::kernels::wgmma {
@@ -22,16 +23,6 @@ namespace v41sim::kernels::wgmma {
 // such address (kernels allocate kAtomBytes more than they use).
 __device__ inline uint8_t* atom_aligned(uint8_t* dynamic_smem) {
   return dynamic_smem + ((kAtomBytes - shared_address(dynamic_smem) % kAtomBytes) % kAtomBytes);
-}
-
-// A kernel's dynamic shared memory over 48 KB, allowed once per process.
-template <auto kKernel>
-void allow_shared_memory(int bytes) {
-  static const bool allowed = [bytes] {
-    CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    return true;
-  }();
-  (void)allowed;
 }
 
 // A wgmma's accumulator operands, 32 at a time from d[i] on.

@@ -18,6 +18,7 @@
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/cuda_device.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/common/fp_codec.h"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/common/wgmma_probe.h"
@@ -164,7 +165,7 @@ Wrong probe_k_major_wrong() {
   }
   const DeviceBuffer<uint8_t> da(a_bytes), db(b_bytes);
   const DeviceBuffer<float> dd(static_cast<std::size_t>(kM * n));
-  wgmma::allow_shared_memory<probe_k_major<kFp8>>(kSmem);
+  allow_shared_memory<probe_k_major<kFp8>>(kSmem);
   probe_k_major<kFp8><<<1, wgmma::kThreads, kSmem>>>(da.get(), db.get(), dd.get());
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -181,7 +182,7 @@ Wrong probe_mn_major_wrong(bool swap_offsets, bool swap_registers) {
     b_bits[i] = bf16_bits(b[i] = probe_value(int(i) / kN256, int(i) % kN256, 4));
   const DeviceBuffer<uint16_t> da(a_bits), db(b_bits);
   const DeviceBuffer<float> dd(static_cast<std::size_t>(kM * kN256));
-  wgmma::allow_shared_memory<probe_mn_major>(kSmem);
+  allow_shared_memory<probe_mn_major>(kSmem);
   probe_mn_major<<<1, wgmma::kThreads, kSmem>>>(da.get(), db.get(), dd.get(), swap_offsets, swap_registers);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());

@@ -28,6 +28,7 @@
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/cuda_device.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/common/mbarrier.cuh"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/gemm/expert_gemm.h"
@@ -254,10 +255,10 @@ void run_expert_gemm_w4a8_wgmma(const ExpertGemmW4A8& g, WgmmaSchedule schedule)
   std::string why;
   if (!sm90a_device(&why)) throw std::runtime_error("expert gemm w4a8 (wgmma): " + why);
   if (schedule == WgmmaSchedule::kWarpSpecialized) {
-    wgmma::allow_shared_memory<expert_gemm_w4a8_wgmma_ws_kernel>(ws::kSharedBytesAllocated);
+    allow_shared_memory<expert_gemm_w4a8_wgmma_ws_kernel>(ws::kSharedBytesAllocated);
     launch(expert_gemm_w4a8_wgmma_ws_kernel, g, ws::kThreads, ws::kSharedBytesAllocated);
   } else {
-    wgmma::allow_shared_memory<expert_gemm_w4a8_wgmma_kernel>(kSharedBytesAllocated);
+    allow_shared_memory<expert_gemm_w4a8_wgmma_kernel>(kSharedBytesAllocated);
     launch(expert_gemm_w4a8_wgmma_kernel, g, kThreads, kSharedBytesAllocated);
   }
 }

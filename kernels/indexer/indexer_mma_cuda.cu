@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/common/mma_sync.cuh"
 #include "kernels/indexer/indexer_cuda.h"
 #include "kernels/indexer/indexer_mma_tiles.h"
@@ -138,13 +139,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int kQueries>
 void launch_tile(const uint8_t* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
                  const Params& p, const ColumnMap& map) {
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(indexer_logits_mma_kernel<kQueries>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(Smem<kQueries>::bytes)));
-    configured = true;
-  }
+  allow_shared_memory<indexer_logits_mma_kernel<kQueries>>(static_cast<int>(Smem<kQueries>::bytes));
   const dim3 grid(static_cast<unsigned>(column_ctas(p)),
                   static_cast<unsigned>((p.queries + kQueries - 1) / kQueries));
   indexer_logits_mma_kernel<kQueries>

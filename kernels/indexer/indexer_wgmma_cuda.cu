@@ -21,6 +21,7 @@
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/cuda_device.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/common/mbarrier.cuh"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/indexer/indexer_cuda.h"
@@ -177,7 +178,7 @@ void launch_indexer_logits_wgmma(const uint8_t* q, const float* weights, const u
   }
   std::string why;
   if (!sm90a_device(&why)) throw std::runtime_error("indexer logits (wgmma): " + why);
-  wgmma::allow_shared_memory<indexer_logits_wgmma_kernel>(kSharedBytesAllocated);
+  allow_shared_memory<indexer_logits_wgmma_kernel>(kSharedBytesAllocated);
   const int64_t per_cta = static_cast<int64_t>(kTilesPerCta) * kKeys;
   const dim3 grid(static_cast<unsigned>((positions + per_cta - 1) / per_cta),
                   static_cast<unsigned>((queries + kQueries - 1) / kQueries));

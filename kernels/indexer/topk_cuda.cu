@@ -12,13 +12,16 @@
 // there, writing values and slots in index order; then one CTA per row
 // selects from those candidates, which lie contiguous and in index order, so
 // the same selection gives the same answer as over the whole row. A short row
-// runs the second pass alone, over the logits themselves.
+// runs the second pass alone, over the logits themselves. The row pass
+// copies its row into shared memory first where it fits (kTopkStagedValues),
+// as the tiles do, so its six walks do not each wait on L2 loads.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/pool_slots.h"
 #include "kernels/indexer/topk_cuda.h"
@@ -122,36 +125,54 @@ __device__ void select_in_order(const float* row, int64_t positions, const Thres
   }
 }
 
-// The first pass of a long row: one CTA a tile, its top-k (or the whole tile
-// where it holds no more) as candidates, values and slots in index order.
+// A CTA's copy of a row's `count` values into shared memory, read from
+// memory once before the radix passes walk them.
+__device__ void stage_values(float* shared, const float* values, int64_t count) {
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) shared[i] = values[i];
+  __syncthreads();
+}
+
+// One tile pass over rows of `length` values `stride` apart, value i
+// standing for slot i (or slots[i], the candidates of a pass before): each
+// tile's top-k (or the whole tile where it holds no more) as candidates,
+// values and slots in index order, tile t's at t x k in the output row.
+struct TileRows {
+  const float* values;
+  const int32_t* slots;  // null: value i is slot i
+  int64_t stride;
+  int64_t length;
+  float* candidate_values;
+  int32_t* candidate_slots;
+  int64_t topk;
+};
+
 template <HistogramCounting kCounting>
-__global__ void __launch_bounds__(kThreads)
-    topk_tile_kernel(const float* __restrict__ logits, int64_t positions, int64_t topk,
-                     float* __restrict__ candidate_values, int32_t* __restrict__ candidate_slots) {
+__global__ void __launch_bounds__(kThreads) topk_tile_kernel(TileRows r) {
   __shared__ float tile_values[kTopkTilePositions];
   const int64_t query = blockIdx.y, tile = blockIdx.x;
   const int64_t first = tile * kTopkTilePositions;
-  const int64_t count = positions - first < kTopkTilePositions ? positions - first : kTopkTilePositions;
-  const float* row = logits + query * positions + first;
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) tile_values[i] = row[i];
-  __syncthreads();
-  const int64_t out = (query * gridDim.x + tile) * topk;
-  if (count <= topk) {
+  const int64_t count = r.length - first < kTopkTilePositions ? r.length - first : kTopkTilePositions;
+  stage_values(tile_values, r.values + query * r.stride + first, count);
+  const int64_t out = (query * gridDim.x + tile) * r.topk;
+  const auto slot = [&](int64_t i) {
+    return r.slots != nullptr ? r.slots[query * r.stride + first + i] : static_cast<int32_t>(first + i);
+  };
+  if (count <= r.topk) {
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-      candidate_values[out + i] = tile_values[i];
-      candidate_slots[out + i] = static_cast<int32_t>(first + i);
+      r.candidate_values[out + i] = tile_values[i];
+      r.candidate_slots[out + i] = slot(i);
     }
     return;
   }
-  const Threshold t = radix_select<kCounting>(tile_values, count, topk);
+  const Threshold t = radix_select<kCounting>(tile_values, count, r.topk);
   select_in_order(tile_values, count, t, [&](int64_t n, int64_t i) {
-    candidate_values[out + n] = tile_values[i];
-    candidate_slots[out + n] = static_cast<int32_t>(first + i);
+    r.candidate_values[out + n] = tile_values[i];
+    r.candidate_slots[out + n] = slot(i);
   });
 }
 
 // A row's top-k: over `length` values `stride` apart from row to row, each
-// standing for slot i (or slots[i] where the first pass left candidates),
+// standing for slot i (or slots[i] where a tile pass left candidates),
 // written as the slot or, with a pool, the position it stands for.
 struct SelectRows {
   const float* values;
@@ -162,12 +183,20 @@ struct SelectRows {
   int64_t pool_blocks;
   int32_t* selected;
   int64_t topk;
+  bool staged;  // the row copied into the CTA's dynamic shared memory first
 };
 
+// One CTA an SM (its row in up to 128 KB of shared memory; and, unbounded,
+// ptxas for sm_100 would keep it to 32 registers and spill).
 template <HistogramCounting kCounting>
-__global__ void __launch_bounds__(kThreads) topk_kernel(SelectRows r) {
+__global__ void __launch_bounds__(kThreads, 1) topk_kernel(SelectRows r) {
+  extern __shared__ float staged_row[];
   const int64_t query = blockIdx.x;
   const float* row = r.values + query * r.stride;
+  if (r.staged) {
+    stage_values(staged_row, row, r.length);
+    row = staged_row;
+  }
   int32_t* out = r.selected + query * r.topk;
   const Threshold t = radix_select<kCounting>(row, r.length, r.topk);
   select_in_order(row, r.length, t, [&](int64_t n, int64_t i) {
@@ -177,23 +206,51 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(SelectRows r) {
   });
 }
 
-// One pass, or the tiles' candidates then the rows' (the checks done).
+// The values the row pass holds in shared memory on this device: up to
+// kTopkStagedValues, as far as its opt-in shared memory goes (allowed once).
+template <HistogramCounting kCounting>
+int64_t staged_capacity() {
+  static const int64_t values = [] {
+    const int64_t fits =
+        dynamic_shared_memory_limit(topk_kernel<kCounting>) / static_cast<int64_t>(sizeof(float));
+    const int64_t capacity = fits < kTopkStagedValues ? fits : kTopkStagedValues;
+    allow_shared_memory<topk_kernel<kCounting>>(
+        static_cast<int>(capacity * static_cast<int64_t>(sizeof(float))));
+    return capacity;
+  }();
+  return values;
+}
+
+// The row pass, a CTA a row, its row staged in shared memory where it fits.
+template <HistogramCounting kCounting>
+void launch_row_pass(SelectRows r, int64_t queries) {
+  r.staged = r.length <= staged_capacity<kCounting>();
+  const std::size_t bytes = r.staged ? static_cast<std::size_t>(r.length) * sizeof(float) : 0;
+  topk_kernel<kCounting><<<static_cast<unsigned>(queries), kThreads, bytes>>>(r);
+}
+
+// The tile passes level by level (topk_tile_levels), each over the
+// candidates the one before left, then the row pass (the checks done).
 template <HistogramCounting kCounting>
 void launch_passes(const float* logits, int32_t* selected, int64_t queries, int64_t positions, int64_t topk,
                    const int32_t* pool, const TopkWorkspace& workspace) {
-  const int64_t pool_blocks = positions / kV41PoolBlockSize;
-  if (!topk_in_tiles(positions, topk)) {
-    topk_kernel<kCounting><<<static_cast<unsigned>(queries), kThreads>>>(
-        {logits, nullptr, positions, positions, pool, pool_blocks, selected, topk});
-    return;
+  SelectRows row{logits,   nullptr, positions, positions, pool, positions / kV41PoolBlockSize,
+                 selected, topk,    false};
+  float* values = workspace.values;
+  int32_t* slots = workspace.slots;
+  for (const int64_t length : topk_tile_levels(positions, topk)) {
+    const int64_t tiles = topk_tiles(length);
+    topk_tile_kernel<kCounting>
+        <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(queries)), kThreads>>>(
+            {row.values, row.slots, row.stride, length, values, slots, topk});
+    row.values = values;
+    row.slots = slots;
+    row.stride = tiles * topk;
+    row.length = topk_candidates(length, topk);
+    values += queries * tiles * topk;
+    slots += queries * tiles * topk;
   }
-  const int64_t tiles = topk_tiles(positions);
-  topk_tile_kernel<kCounting>
-      <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(queries)), kThreads>>>(
-          logits, positions, topk, workspace.values, workspace.slots);
-  topk_kernel<kCounting><<<static_cast<unsigned>(queries), kThreads>>>(
-      {workspace.values, workspace.slots, tiles * topk, topk_candidates(positions, topk), pool, pool_blocks,
-       selected, topk});
+  launch_row_pass<kCounting>(row, queries);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/dynamic_shared_memory.cuh"
 #include "kernels/mhc/mhc_cluster_slices.h"
 #include "kernels/mhc/mhc_device_steps.cuh"
 #include "kernels/mhc/mhc_mixing.h"
@@ -213,13 +214,8 @@ cudaLaunchConfig_t cluster_config(int ctas, int clusters, int64_t hidden, cudaLa
 // portable size); false where shared memory is too small.
 bool allow_cluster(int ctas, int64_t hidden) {
   const ClusterKernel kernel = kernel_for(ctas);
-  int device = 0, optin = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   const int64_t bytes = cluster_pass_shared_bytes(hidden, ctas);
-  if (bytes + static_cast<int64_t>(attributes.sharedSizeBytes) > optin) return false;
+  if (bytes > dynamic_shared_memory_limit(kernel)) return false;
   CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   if (ctas > 8 &&

@@ -10,6 +10,7 @@
 
 #include "kernels/common/mma_fragments.h"
 #include "kernels/common/random_values.h"
+#include "kernels/common/v41_shapes.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_reference.h"
 #include "kernels/indexer/topk_tiles.h"
@@ -162,6 +163,38 @@ TEST(TopkTiles, TheCandidatesHoldTheRowsTopK) {
   EXPECT_EQ(topk_candidates(16484, 512), 2 * 512 + 100);
   EXPECT_EQ(topk_workspace_entries(4, 262144, 512), 4 * 32 * 512);
   EXPECT_EQ(topk_workspace_entries(4, 8192, 512), 0);
+  EXPECT_EQ(topk_row_pass_values(262144, 512), 32 * 512);
+  EXPECT_EQ(topk_row_pass_values(40000, 4500), 40000);
+  // Candidates past the row pass's shared memory cut into tiles again.
+  EXPECT_EQ(topk_tile_levels(262144, 512), (std::vector<int64_t>{262144}));
+  EXPECT_EQ(topk_tile_levels(int64_t{1} << 20, 512), (std::vector<int64_t>{int64_t{1} << 20, 65536}));
+  EXPECT_EQ(topk_row_pass_values(int64_t{1} << 20, 512), 4096);
+  EXPECT_EQ(topk_tile_levels(140000, 2048), (std::vector<int64_t>{140000, 35552}));
+  EXPECT_EQ(topk_row_pass_values(140000, 2048), 10240);
+  EXPECT_EQ(topk_workspace_entries(3, 140000, 2048), 3 * (18 + 5) * 2048);
+  EXPECT_TRUE(topk_tile_levels(40000, 4500).empty());
+}
+
+// The row pass holds its row in shared memory for every top-k V4.1 makes in
+// a context of up to 1M tokens: each layer that selects its own, over its
+// compressed positions or the Reindex pool, and the pool's top blocks where
+// a layer builds it.
+TEST(TopkTiles, V41sRowPassesUpTo1MTokensAreHeldInSharedMemory) {
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  const int64_t tokens = int64_t{1} << 20;
+  int rows = 0;
+  for (const LayerPlanEntry& layer : v41.plan) {
+    if (!layer.selects_topk()) continue;
+    const int64_t positions =
+        layer.scores_in_candidate_pool ? kV41PoolTopBlocks * kV41PoolBlockSize : tokens / layer.ratio;
+    EXPECT_LE(topk_row_pass_values(positions, kV41TopK), kTopkStagedValues) << "layer " << layer.layer;
+    if (layer.builds_candidate_pool) {
+      EXPECT_LE(topk_row_pass_values(positions / kV41PoolBlockSize, kV41PoolTopBlocks), kTopkStagedValues)
+          << "layer " << layer.layer;
+    }
+    ++rows;
+  }
+  EXPECT_GT(rows, 0);
 }
 
 TEST(CandidatePoolReference, BlockMaximaAndTopBlocks) {

@@ -127,35 +127,40 @@ std::vector<int64_t> select_cta(const float* row, int64_t length, int64_t topk) 
   return out;
 }
 
-// launch_topk's CTAs for every row: one pass, or tiles' candidates then the
-// row's; positions, or (a pool) the positions the slots stand for.
+// launch_topk's CTAs for every row: the tile passes level by level, each
+// over the candidates the one before left, then the row pass; positions, or
+// (a pool) the positions the slots stand for.
 std::vector<int32_t> replay_topk(const std::vector<float>& logits, int64_t queries, int64_t length,
                                  int64_t topk, const std::vector<int32_t>* pool = nullptr) {
   std::vector<int32_t> selected;
   for (int64_t query = 0; query < queries; ++query) {
     const float* row = logits.data() + query * length;
-    std::vector<float> values;
-    std::vector<int64_t> slots;
-    if (!topk_in_tiles(length, topk)) {
-      values.assign(row, row + length);
-      for (int64_t i = 0; i < length; ++i) slots.push_back(i);
-    } else {
-      for (int64_t tile = 0; tile < topk_tiles(length); ++tile) {
+    std::vector<float> values(row, row + length);
+    std::vector<int64_t> slots(static_cast<std::size_t>(length));
+    std::iota(slots.begin(), slots.end(), 0);
+    for (const int64_t level : topk_tile_levels(length, topk)) {
+      EXPECT_EQ(static_cast<int64_t>(values.size()), level);
+      std::vector<float> kept;
+      std::vector<int64_t> kept_slots;
+      for (int64_t tile = 0; tile < topk_tiles(level); ++tile) {
         const int64_t first = tile * kTopkTilePositions;
-        const int64_t count = std::min(kTopkTilePositions, length - first);
+        const int64_t count = std::min(kTopkTilePositions, level - first);
         std::vector<int64_t> chosen;
         if (count <= topk) {
           for (int64_t i = 0; i < count; ++i) chosen.push_back(i);
         } else {
-          chosen = select_cta(row + first, count, topk);
+          chosen = select_cta(values.data() + first, count, topk);
         }
         for (const int64_t i : chosen) {
-          values.push_back(row[first + i]);
-          slots.push_back(first + i);
+          kept.push_back(values[static_cast<std::size_t>(first + i)]);
+          kept_slots.push_back(slots[static_cast<std::size_t>(first + i)]);
         }
       }
-      EXPECT_EQ(static_cast<int64_t>(values.size()), topk_candidates(length, topk));
+      EXPECT_EQ(static_cast<int64_t>(kept.size()), topk_candidates(level, topk));
+      values.swap(kept);
+      slots.swap(kept_slots);
     }
+    EXPECT_EQ(static_cast<int64_t>(values.size()), topk_row_pass_values(length, topk));
     for (const int64_t i : select_cta(values.data(), static_cast<int64_t>(values.size()), topk)) {
       const int64_t slot = slots[static_cast<std::size_t>(i)];
       selected.push_back(static_cast<int32_t>(
@@ -169,14 +174,16 @@ std::vector<int32_t> replay_topk(const std::vector<float>& logits, int64_t queri
 
 // Rows on a coarse grid, so the k-th largest is shared by many positions
 // (across tiles too): one pass (8,192), a last tile of one position, a last
-// tile shorter than k, 32 tiles (a 1M-token context), a pool-sized k; a
-// short row whose last warps hold nothing; k the whole row.
+// tile shorter than k, 32 tiles (a 512K-token context at ratio 2), a
+// pool-sized k, candidates too many for the row pass cut into tiles again
+// (140,000 positions, k 2,048: 35,552 candidates, then 10,240); a short row
+// whose last warps hold nothing; k the whole row.
 TEST(TopkSelect, CtasReproduceTheReferenceOnTies) {
   struct Case {
     int64_t positions, topk;
   };
   for (const Case& c : {Case{8192, 512}, Case{8193, 512}, Case{16484, 512}, Case{262144, 512},
-                        Case{40000, 2048}, Case{600, 512}, Case{700, 700}}) {
+                        Case{40000, 2048}, Case{140000, 2048}, Case{600, 512}, Case{700, 700}}) {
     const int64_t queries = 2;
     std::vector<float> logits = normal_values(static_cast<std::size_t>(queries * c.positions), 51);
     for (float& v : logits) v = std::round(v * 8.0f) / 8.0f;
