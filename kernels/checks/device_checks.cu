@@ -138,6 +138,27 @@ CheckResult check_indexer_wgmma() {
                       in.reference(), IndexerMath::kTensorCores);
 }
 
+// The FP8 wgmma decode logits (Hopper only): 3 queries, each over its own
+// request's 20,003 keys (a partial last tile, a partial last CTA, a pool
+// block of 3), held to the tensor-core tolerance, and the block maxima
+// written beside them exactly those of the logits the kernel wrote.
+CheckResult check_indexer_wgmma_decode() {
+  std::string why;
+  if (!sm90a_device(&why)) return {false, "indexer decode logits (wgmma) not run: " + why};
+  const int64_t queries = 3, heads = kV41IndexHeads, positions = 20003;
+  const auto keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(queries * positions * kIndexDim), 41), queries * positions);
+  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 42));
+  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 43);
+  const LogitsWithBlockMax got = indexer_decode_logits_wgmma_cuda(q, w, keys, queries, heads, positions);
+  const CheckResult logits = logits_match(
+      "indexer decode logits (wgmma)", got.logits,
+      indexer_logits_reference(q, w, keys, queries, heads, positions, true), IndexerMath::kTensorCores);
+  if (!logits.ok) return logits;
+  return exact("block max (wgmma)", got.block_max,
+               block_max_reference(got.logits, queries, positions, kV41PoolBlockSize));
+}
+
 // The top-k alone, on rows with many ties (values on a coarse grid, so the
 // k-th largest is shared across tiles): one pass (8,192), a last tile of one
 // position, a last tile shorter than k, 32 tiles (a 512K-token context at
@@ -453,6 +474,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"candidate_pool_tensor_cores", [] { return check_candidate_pool(IndexerMath::kTensorCores); }},
       {"wgmma_layouts", check_wgmma_layouts},
       {"indexer_wgmma", check_indexer_wgmma},
+      {"indexer_wgmma_decode", check_indexer_wgmma_decode},
       {"topk", [] { return check_topk(HistogramCounting::kWarpAggregated); }},
       {"topk_per_lane", [] { return check_topk(HistogramCounting::kPerLane); }},
       {"sparse_decode_fp32", check_sparse_decode},

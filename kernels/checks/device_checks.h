@@ -21,8 +21,9 @@ CheckResult check_mxfp4_kv();
 // Indexer logits on either path (the top-k after them is exact on both).
 CheckResult check_indexer(IndexerMath math = IndexerMath::kFp32Units);
 CheckResult check_candidate_pool(IndexerMath math = IndexerMath::kFp32Units);
-CheckResult check_wgmma_layouts();  // one wgmma of each kind our kernels issue: sm_90 devices only
-CheckResult check_indexer_wgmma();  // prefill logits on FP8 wgmma: sm_90 devices only
+CheckResult check_wgmma_layouts();         // one wgmma of each kind our kernels issue: sm_90 devices only
+CheckResult check_indexer_wgmma();         // prefill logits on FP8 wgmma: sm_90 devices only
+CheckResult check_indexer_wgmma_decode();  // decode logits and block maxima on FP8 wgmma: sm_90 only
 CheckResult check_topk(HistogramCounting counting);
 CheckResult check_sparse_decode();
 CheckResult check_sparse_decode_mma();

@@ -1,8 +1,8 @@
 // The warpgroup MMA instructions (sm_90a) our kernels issue, FP32
-// accumulators: m64n128k32 FP8 E4M3 and m64n64k16 BF16 with both operands
-// from shared memory through descriptors (kernels/common/wgmma_layout.h),
-// m64n256k16 BF16 with A from registers and B N-major; and the fences and
-// groups that order them.
+// accumulators: m64n128k32 and m64n32k32 FP8 E4M3 and m64n64k16 BF16 with
+// both operands from shared memory through descriptors
+// (kernels/common/wgmma_layout.h), m64n256k16 BF16 with A from registers and
+// B N-major; and the fences and groups that order them.
 // Compiled only for the arch-specific target (-gencode arch=compute_90a);
 // elsewhere the functions trap, and the host side refuses to launch.
 #pragma once
@@ -65,6 +65,18 @@ __device__ inline void mma_m64n128k32_e4m3(float (&d)[64], uint64_t a, uint64_t 
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
       "%64, %65, p, 1, 1;\n}\n"
       : V41SIM_ACCUMULATORS_32(d, 0), V41SIM_ACCUMULATORS_32(d, 32)
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+// d (64 x 32, the warpgroup's 16 values a thread) = a x b^T (+ d where
+// accumulate), a 64 x 32 and b 32 x 32 E4M3, both K-major.
+__device__ inline void mma_m64n32k32_e4m3(float (&d)[16], uint64_t a, uint64_t b, bool accumulate) {
+  V41SIM_WGMMA_ASM(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "%16, %17, p, 1, 1;\n}\n"
+      : V41SIM_ACCUMULATORS_8(d, 0), V41SIM_ACCUMULATORS_8(d, 8)
       : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 

@@ -34,14 +34,15 @@ constexpr int kSmem = 4 * kBlock + wgmma::kAtomBytes;
 constexpr int kBf16K = wgmma::kK16Bit;
 constexpr int kMnAccumulators = wgmma::kM * kN256 / wgmma::kThreads;  // a thread's, m64n256
 
-// d = a x b^T over 64 (BF16) or 128 (FP8) bytes of K, a 64 rows and b n
-// rows, both K-major, stepped 32 bytes at a time as the kernels step.
-template <bool kFp8>
+// d = a x b^T over 64 (BF16) or 128 (FP8) bytes of K, a 64 rows and b kN
+// rows (m64n128k32 or m64n32k32 FP8, m64n64k16 BF16), both K-major, stepped
+// 32 bytes at a time as the kernels step.
+template <bool kFp8, int kN>
 __global__ void __launch_bounds__(wgmma::kThreads)
     probe_k_major(const uint8_t* a, const uint8_t* b, float* d) {
+  static_assert(kFp8 ? (kN == 128 || kN == 32) : kN == 64, "an instruction our kernels issue");
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
-  constexpr int kN = kFp8 ? 2 * wgmma::kM : wgmma::kM;  // m64n128k32 or m64n64k16
   uint8_t* a_s = smem;
   uint8_t* b_s = smem + wgmma::kM * wgmma::kRowBytes;
   const int t = static_cast<int>(threadIdx.x);
@@ -62,8 +63,10 @@ __global__ void __launch_bounds__(wgmma::kThreads)
   for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
     const uint64_t da = wgmma::descriptor(shared_address(a_s + step * wgmma::kK));
     const uint64_t db = wgmma::descriptor(shared_address(b_s + step * wgmma::kK));
-    if constexpr (kFp8) {
+    if constexpr (kFp8 && kN == 128) {
       wgmma::mma_m64n128k32_e4m3(acc, da, db, step > 0);
+    } else if constexpr (kFp8) {
+      wgmma::mma_m64n32k32_e4m3(acc, da, db, step > 0);
     } else {
       wgmma::mma_m64n64k16_bf16(acc, da, db, step > 0);
     }
@@ -142,10 +145,10 @@ struct Wrong {
   }
 };
 
-template <bool kFp8>
+template <bool kFp8, int n>
 Wrong probe_k_major_wrong() {
   constexpr int kM = wgmma::kM, kRow = wgmma::kRowBytes;
-  const int k = kFp8 ? kRow : kRow / 2, n = kFp8 ? 2 * kM : kM;  // the m64n128k32 and m64n64k16 operands
+  const int k = kFp8 ? kRow : kRow / 2;
   std::vector<float> a(kM * k), b(n * k);
   std::vector<uint8_t> a_bytes(kM * kRow), b_bytes(n * kRow);
   for (int r = 0; r < kM + n; ++r) {
@@ -165,8 +168,8 @@ Wrong probe_k_major_wrong() {
   }
   const DeviceBuffer<uint8_t> da(a_bytes), db(b_bytes);
   const DeviceBuffer<float> dd(static_cast<std::size_t>(kM * n));
-  allow_shared_memory<probe_k_major<kFp8>>(kSmem);
-  probe_k_major<kFp8><<<1, wgmma::kThreads, kSmem>>>(da.get(), db.get(), dd.get());
+  allow_shared_memory<probe_k_major<kFp8, n>>(kSmem);
+  probe_k_major<kFp8, n><<<1, wgmma::kThreads, kSmem>>>(da.get(), db.get(), dd.get());
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
   return {wrong_outputs(dd.download(static_cast<std::size_t>(kM * n)), a, b, kM, n, k, true), kM * n};
@@ -196,12 +199,16 @@ WgmmaLayoutProbe probe_wgmma_layouts() {
   std::string why;
   if (!sm90a_device(&why)) throw std::runtime_error("wgmma layout probe: " + why);
   WgmmaLayoutProbe p;
-  const Wrong fp8 = probe_k_major_wrong<true>(), bf16 = probe_k_major_wrong<false>();
+  const Wrong fp8 = probe_k_major_wrong<true, 2 * wgmma::kM>(),
+              bf16 = probe_k_major_wrong<false, wgmma::kM>();
+  const Wrong fp8_n32 = probe_k_major_wrong<true, 32>();
   const Wrong mn = probe_mn_major_wrong(false, false);
   p.fp8_k_major = fp8.outputs == 0;
+  p.fp8_k_major_n32 = fp8_n32.outputs == 0;
   p.bf16_k_major = bf16.outputs == 0;
   p.bf16_mn_major = mn.outputs == 0;
   if (!p.fp8_k_major) p.detail += fp8.said("FP8 K-major") + "; ";
+  if (!p.fp8_k_major_n32) p.detail += fp8_n32.said("FP8 K-major, m64n32k32") + "; ";
   if (!p.bf16_k_major) p.detail += bf16.said("BF16 K-major") + "; ";
   if (!p.bf16_mn_major) {
     p.detail += mn.said("BF16 N-major with A from registers");

@@ -48,6 +48,7 @@ struct GroupOptions {
   bool quick = false;
   WgmmaPathsPassed expert_gemm_wgmma;  // the wgmma paths' checks, each in a process of its own
   bool indexer_wgmma = false;          // the FP8 wgmma indexer logits' check, likewise
+  bool indexer_wgmma_decode = false;   // the FP8 wgmma decode logits' check, likewise
   bool sparse_decode_wgmma = false;    // the BF16 wgmma sparse decode's check, likewise
 };
 
@@ -69,8 +70,10 @@ const std::vector<Group>& groups() {
        [](const RowWriter& w, const Device& d, const GroupOptions& g) {
          return measure_sparse_decode(w, d, g.quick, g.sparse_decode_wgmma);
        }},
-      {"indexer_decode", [](const RowWriter& w, const Device&,
-                            const GroupOptions& g) { return measure_indexer_decode(w, g.quick); }},
+      {"indexer_decode",
+       [](const RowWriter& w, const Device&, const GroupOptions& g) {
+         return measure_indexer_decode(w, g.quick, g.indexer_wgmma_decode);
+       }},
       {"indexer_prefill",
        [](const RowWriter& w, const Device&, const GroupOptions& g) {
          return measure_indexer_prefill(w, g.quick, g.indexer_wgmma);
@@ -335,7 +338,8 @@ int run(const Options& o) {
   };
   // Which wgmma operand layouts the device reads as our kernels assume (the
   // metadata says which not, and how), before those kernels' own checks.
-  if (selected_group("expert_gemm") || selected_group("indexer_prefill") || selected_group("sparse_decode"))
+  if (selected_group("expert_gemm") || selected_group("indexer_prefill") ||
+      selected_group("indexer_decode") || selected_group("sparse_decode"))
     alone("wgmma_layouts", "wgmma_layouts", "read otherwise");
   if (selected_group("expert_gemm")) {
     options.expert_gemm_wgmma.lockstep = alone("expert_gemm_wgmma_lockstep", "expert_gemm_w4a8_wgmma");
@@ -344,6 +348,8 @@ int run(const Options& o) {
   }
   if (selected_group("indexer_prefill"))
     options.indexer_wgmma = alone("indexer_logits_wgmma", "indexer_wgmma");
+  if (selected_group("indexer_decode"))
+    options.indexer_wgmma_decode = alone("indexer_decode_logits_wgmma", "indexer_wgmma_decode");
   if (selected_group("sparse_decode"))
     options.sparse_decode_wgmma = alone("sparse_decode_wgmma", "sparse_decode_wgmma");
   std::vector<std::string> failed;

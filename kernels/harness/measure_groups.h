@@ -14,9 +14,9 @@ int measure_mxfp4(const RowWriter& w, const Device& d, bool quick);
 int measure_compress(const RowWriter& w, const Device& d, bool quick);
 int measure_engram(const RowWriter& w, bool quick);
 int measure_mhc(const RowWriter& w, const Device& d, bool quick);
-int measure_indexer_decode(const RowWriter& w, bool quick);
 // wgmma_passed: the FP8 wgmma logits passed their check in a process of
 // their own (the driver runs it before the groups); otherwise not timed.
+int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed);
 int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed);
 int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick, bool wgmma_passed);
 // Which wgmma paths passed their checks, each in a process of its own (the

@@ -70,6 +70,15 @@ std::vector<IndexerPath> indexer_paths() {
   return paths;
 }
 
+// A logits path's time, its row named as an engine would dispatch the shape
+// (name_competing_paths).
+struct TimedLogits {
+  std::string name;
+  const char* math;
+  TimingStats time;
+  const char* suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
+};
+
 // The top-k's ways of counting a pass's histogram, each timed only where its
 // check passed; the faster carries the simulator's name, the other
 // "<name>_<suffix>_baseline", so the rows say what crowded bins cost.
@@ -115,10 +124,15 @@ double time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings,
 // Layer 20 in decode: logits over every position (and, past 16,384, the
 // block maxima that build the pool), its own top-512, the pool's top-2048
 // blocks; then a Reindex layer: logits of the 16,384 pooled positions and
-// its top-512 there. Rows carry the simulator's kernel names. The top-k
+// its top-512 there. Rows carry the simulator's kernel names. The logits
+// on two tensor-core paths where the device has wgmma and its check passed
+// (BF16 mma.sync and FP8 wgmma, DeepGEMM's paged mqa_logits kind): the
+// faster carries the simulator's name, the other is "*_bf16_mma_baseline" or
+// "*_fp8_wgmma_baseline"; the pool's logits stay on mma.sync. The top-k
 // passes run on the first path's logits (tensor cores where they passed).
-int measure_indexer_decode(const RowWriter& w, bool quick) {
+int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
   const std::vector<IndexerPath> paths = indexer_paths();
+  const bool wgmma = wgmma_passed && passes("indexer decode logits (wgmma)", check_indexer_wgmma_decode());
   const std::vector<TopkCounting> countings = topk_countings();
   if (paths.empty() || countings.empty()) return 1;
   const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
@@ -144,19 +158,38 @@ int measure_indexer_decode(const RowWriter& w, bool quick) {
       const TopkWorkspace candidates{candidate_values.get(), candidate_slots.get()};
       const double pairs = static_cast<double>(batch * positions);
       const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
+      std::vector<TimedLogits> timed;
+      if (wgmma) {
+        timed.push_back({"indexer_logits", "fp8",
+                         time_kernel(
+                             [&](int) {
+                               launch_indexer_decode_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
+                                                                  logits.get(), batch, heads, positions,
+                                                                  builds_pool ? block_max.get() : nullptr);
+                             },
+                             kWarmup, kRuns),
+                         "fp8_wgmma"});
+      }
       for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
-        const TimingStats t = time_kernel(
-            [&](int) {
-              it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch, heads, positions,
-                         builds_pool ? block_max.get() : nullptr, true);
-            },
-            kWarmup, kRuns);
-        w.row({it->logits_name, "indexer", it->math, batch, positions, dims, 1, positions, 2.0 * dims * pairs,
-               pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t, 0.0,
-               0.0, pairs * kIndexDim});
-        std::printf("%s decode batch %lld, %lld positions: %.1f us, %.1f TFLOP/s\n", it->logits_name,
-                    static_cast<long long>(batch), static_cast<long long>(positions), t.median_us,
-                    2.0 * dims * pairs / t.median_us / 1e6);
+        const bool tensor_cores = std::string(it->logits_name) == "indexer_logits";
+        timed.push_back({it->logits_name, it->math,
+                         time_kernel(
+                             [&](int) {
+                               it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch, heads,
+                                          positions, builds_pool ? block_max.get() : nullptr, true);
+                             },
+                             kWarmup, kRuns),
+                         tensor_cores ? "bf16_mma" : nullptr});
+      }
+      // The faster tensor-core path is the one the simulator's name stands for.
+      name_competing_paths("indexer_logits", timed);
+      for (const TimedLogits& t : timed) {
+        w.row({t.name, "indexer", t.math, batch, positions, dims, 1, positions, 2.0 * dims * pairs,
+               pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t.time,
+               0.0, 0.0, pairs * kIndexDim});
+        std::printf("%s (%s) decode batch %lld, %lld positions: %.1f us, %.1f TFLOP/s\n", t.name.c_str(),
+                    t.math, static_cast<long long>(batch), static_cast<long long>(positions),
+                    t.time.median_us, 2.0 * dims * pairs / t.time.median_us / 1e6);
       }
       const double s = time_topk(w, countings,
                                  {"topk_select", "topk", "fp32", batch, positions, 1, 1, positions,
@@ -223,18 +256,12 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
   const std::vector<int64_t> chunks = quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 512};
   const std::vector<int64_t> contexts =
       quick ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384, 65536};
-  struct Timed {
-    std::string name;
-    const char* math;
-    TimingStats time;
-    const char* suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
-  };
   for (const int64_t queries : chunks) {
     for (const int64_t positions : contexts) {
       const IndexerInputs in(1, queries, positions, 99 + static_cast<uint64_t>(positions));
       const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
       const double pairs = static_cast<double>(queries * positions);
-      std::vector<Timed> timed;
+      std::vector<TimedLogits> timed;
       for (const IndexerPath& path : paths) {
         const bool tensor_cores = std::string(path.logits_name) == "indexer_logits";
         timed.push_back({path.logits_name, path.math,
@@ -258,7 +285,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       }
       // The faster tensor-core path is the one the simulator's name stands for.
       name_competing_paths("indexer_logits", timed);
-      for (const Timed& t : timed) {
+      for (const TimedLogits& t : timed) {
         w.row({t.name, "indexer", t.math, queries, positions, dims, 1, positions, 2.0 * dims * pairs,
                pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t.time, 0.0, 0.0,
                pairs / 64.0 * kIndexDim});

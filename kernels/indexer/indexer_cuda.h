@@ -64,4 +64,16 @@ std::vector<float> indexer_logits_wgmma_cuda(const std::vector<uint8_t>& q, cons
                                              const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                              int64_t positions);
 
+// The logits of a decode batch (each query its own request's keys, 32
+// heads) on the same FP8 warpgroup MMA, and where block_max is not null each
+// pool block's max in the same pass (indexer_wgmma_decode_tiles.h). sm_90
+// devices only; throws elsewhere.
+void launch_indexer_decode_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys,
+                                        float* logits, int64_t queries, int64_t heads, int64_t positions,
+                                        float* block_max);
+LogitsWithBlockMax indexer_decode_logits_wgmma_cuda(const std::vector<uint8_t>& q,
+                                                    const std::vector<float>& weights,
+                                                    const std::vector<uint8_t>& keys, int64_t queries,
+                                                    int64_t heads, int64_t positions);
+
 }  // namespace v41sim::kernels

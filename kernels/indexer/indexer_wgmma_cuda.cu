@@ -25,6 +25,7 @@
 #include "kernels/common/mbarrier.cuh"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/indexer_wgmma_pipeline.cuh"
 #include "kernels/indexer/indexer_wgmma_tiles.h"
 
 namespace v41sim::kernels {
@@ -40,52 +41,22 @@ struct Launch {
   int64_t queries, positions;
 };
 
-// The producer: tile j's keys (and with the first, the queries) copied once
-// the computing warpgroups released the stage's last tile; tile
-// j - kLoadAhead widened meanwhile and handed over.
+// The producer: the CTA's key tiles, and with the first, its queries.
 __device__ void produce(const Launch& l, int64_t first_query, int64_t first_key, int64_t tiles, uint8_t* smem,
-                        uint64_t* full, uint64_t* empty, const E2m1ToE4m3Table* tables, int t) {
-  for (int64_t j = 0; j < tiles + kLoadAhead; ++j) {
-    if (j < tiles) {
-      const int s = Handover::stage_of(j);
-      if (Handover::load_waits_for_release(j)) mbarrier::wait(&empty[s], Handover::release_parity(j));
-      if (j == 0) {
-        for (int c = t; c < kQueryChunks; c += kProducerThreads) {
-          const PartialCopy copy = query_copy(c, first_query, l.queries);
-          cp_async_16_partial(smem + copy.smem, l.q + copy.global, copy.bytes);
-        }
-      }
-      uint8_t* stage = smem + kStagesOffset + s * kStageBytes;
-      for (int c = t; c < kRawChunks; c += kProducerThreads) {
-        const PartialCopy copy = key_copy(c, first_key + j * kKeys, l.positions);
-        cp_async_16_partial(stage + copy.smem, l.keys + copy.global, copy.bytes);
-      }
+                        const Pipeline& pipe, int t) {
+  produce_key_tiles(l.keys, l.positions, first_key, tiles, smem + kStagesOffset, pipe, t, [&](int thread) {
+    for (int c = thread; c < kQueryChunks; c += kProducerThreads) {
+      const PartialCopy copy = query_copy(c, first_query, l.queries);
+      cp_async_16_partial(smem + copy.smem, l.q + copy.global, copy.bytes);
     }
-    cp_async_commit();
-    const int64_t kb = j - kLoadAhead;
-    if (kb < 0) continue;
-    cp_async_wait<kLoadAhead>();
-    mbarrier::sync_threads<1, kProducerThreads>();  // every producer thread's copies of tile kb landed
-    uint8_t* stage = smem + kStagesOffset + Handover::stage_of(kb) * kStageBytes;
-    for (int q = t; q < kWidenedChunks; q += kProducerThreads) {
-      const WidenedChunk chunk = widen_key_chunk(stage, q, tables);
-      *reinterpret_cast<uint4*>(stage + chunk.tile_offset) =
-          make_uint4(chunk.words[0], chunk.words[1], chunk.words[2], chunk.words[3]);
-    }
-    for (int r = t; r < kKeys; r += kProducerThreads)
-      reinterpret_cast<float*>(stage + kKeyScalesOffset)[r] = key_scale(stage, r);
-    // The widened keys, and the queries and keys this thread's copies landed,
-    // for the tensor cores (the async proxy); the full barrier releases them.
-    wgmma::fence_shared_for_async_proxy();
-    mbarrier::arrive(&full[Handover::stage_of(kb)]);
-  }
+  });
 }
 
 // A computing warpgroup: each tile's 64 keys against its group's 128
 // (query, head) columns, then per key and query sum_h w[h] ReLU(S[h]) times
 // the key's scale; lane t % 4 of each quad stores its query's two keys.
 __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key, int64_t tiles, uint8_t* smem,
-                        uint64_t* full, uint64_t* empty, int warpgroup, int t) {
+                        const Pipeline& pipe, int warpgroup, int t) {
   float weight[32];  // column pairs: j = i / 4, i % 2
 #pragma unroll
   for (int i = 0; i < 64; i += 4) {
@@ -99,18 +70,8 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
   const int my_query = t % 4;
   float acc[64];
   for (int64_t kb = 0; kb < tiles; ++kb) {
-    const int s = Handover::stage_of(kb);
-    mbarrier::wait(&full[s], Handover::full_parity(kb));
-    const uint8_t* stage = smem + kStagesOffset + s * kStageBytes;
-    wgmma::fence();
-#pragma unroll
-    for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
-      wgmma::mma_m64n128k32_e4m3(
-          acc, wgmma::descriptor(shared_address(stage + step * wgmma::kK)),
-          wgmma::descriptor(shared_address(smem + warpgroup * kGroupTileBytes + step * wgmma::kK)), step > 0);
-    }
-    wgmma::commit_group();
-    wgmma::wait_group<0>();
+    const uint8_t* stage =
+        multiply_tile(acc, smem + kStagesOffset, smem + warpgroup * kGroupTileBytes, pipe, kb);
     float sums[2][kGroupQueries] = {};  // [key row, row + 8][query]
 #pragma unroll
     for (int i = 0; i < 64; ++i) sums[(i % 4) / 2][i / 16] += weight[i / 4 * 2 + i % 2] * fmaxf(acc[i], 0.0f);
@@ -127,7 +88,7 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
     }
     const float* scales = reinterpret_cast<const float*>(stage + kKeyScalesOffset);
     const float out[2] = {mine[0] * scales[row], mine[1] * scales[row + 8]};
-    mbarrier::arrive(&empty[s]);
+    mbarrier::arrive(&pipe.empty[Handover::stage_of(kb)]);
     const int64_t query = first_query + warpgroup * kGroupQueries + my_query;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -142,29 +103,16 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
 __global__ void __launch_bounds__(kThreads, 1) indexer_logits_wgmma_kernel(Launch l) {
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
-  auto* full = reinterpret_cast<uint64_t*>(smem + kBarriersOffset);
-  uint64_t* empty = full + kStages;
-  auto* tables = reinterpret_cast<E2m1ToE4m3Table*>(smem + kTablesOffset);
+  const Pipeline pipe = set_up_pipeline(smem, kBarriersOffset, kTablesOffset, kComputeThreads);
   const int thread = static_cast<int>(threadIdx.x);
-  if (thread < kFoldingTables) {
-    tables[thread] = e2m1_to_e4m3_table(thread);
-  }
-  if (thread == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier::init(&full[s], kProducerThreads);
-      mbarrier::init(&empty[s], kComputeThreads);
-    }
-  }
-  __syncthreads();  // the last CTA-wide barrier: the roles part here
   const int64_t first_key = static_cast<int64_t>(blockIdx.x) * kTilesPerCta * kKeys;
   const int64_t first_query = static_cast<int64_t>(blockIdx.y) * kQueries;
-  const int64_t left = (l.positions - first_key + kKeys - 1) / kKeys;
-  const int64_t tiles = left < kTilesPerCta ? left : kTilesPerCta;
+  const int64_t tiles = cta_tiles(first_key, l.positions, kTilesPerCta);
   const int warpgroup = thread / wgmma::kThreads;
   if (warpgroup == kComputeThreads / wgmma::kThreads) {  // the warpgroup after the computing ones
-    produce(l, first_query, first_key, tiles, smem, full, empty, tables, thread % wgmma::kThreads);
+    produce(l, first_query, first_key, tiles, smem, pipe, thread % wgmma::kThreads);
   } else {
-    compute(l, first_query, first_key, tiles, smem, full, empty, warpgroup, thread % wgmma::kThreads);
+    compute(l, first_query, first_key, tiles, smem, pipe, warpgroup, thread % wgmma::kThreads);
   }
 }
 

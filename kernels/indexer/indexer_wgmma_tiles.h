@@ -72,6 +72,12 @@ inline constexpr int kQueryChunks = kQueries * kHeads * (kIndexDim / kChunk);
 inline constexpr int kRawChunks = kRawBytes / kChunk;
 inline constexpr int kWidenedChunks = kKeys * (kIndexDim / kChunk);
 
+// The tiles of a CTA whose keys start at first_key: up to `per_cta`, fewer at the end.
+V41_HD int64_t cta_tiles(int64_t first_key, int64_t positions, int per_cta) {
+  const int64_t left = (positions - first_key + kKeys - 1) / kKeys;
+  return left < per_cta ? left : per_cta;
+}
+
 // A 16-byte copy of which only `bytes` (0-16) are read, the rest zero-filled.
 struct PartialCopy {
   int smem;

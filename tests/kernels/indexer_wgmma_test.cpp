@@ -19,8 +19,10 @@
 
 #include "kernels/common/compare.h"
 #include "kernels/common/random_values.h"
+#include "kernels/common/v41_shapes.h"
 #include "kernels/common/wgmma_layout.h"
 #include "kernels/indexer/indexer_reference.h"
+#include "kernels/indexer/indexer_wgmma_decode_tiles.h"
 #include "kernels/indexer/indexer_wgmma_tiles.h"
 #include "tests/kernels/device_check_support.h"
 
@@ -41,36 +43,60 @@ void place(std::vector<uint8_t>& image, const PartialCopy& copy, const std::vect
         b < copy.bytes ? source[static_cast<std::size_t>(copy.global + b)] : 0;
 }
 
+// A stage as the producer leaves it: tile `first_key`'s keys of a key set
+// (`keys` from `base` on, `positions` keys) copied as stored, the rest of
+// the image poisoned, then widened into the swizzled tile.
+std::vector<uint8_t> staged_tile(const std::vector<uint8_t>& keys, int64_t base, int64_t first_key,
+                                 int64_t positions) {
+  static const std::vector<E2m1ToE4m3Table> tables = [] {
+    std::vector<E2m1ToE4m3Table> t;
+    for (int s = 0; s < kFoldingTables; ++s) t.push_back(e2m1_to_e4m3_table(s));
+    return t;
+  }();
+  std::vector<uint8_t> stage(kStageBytes, 0xEE);
+  for (int c = 0; c < kRawChunks; ++c) {
+    PartialCopy copy = key_copy(c, first_key, positions);
+    copy.global += base;
+    place(stage, copy, keys);
+  }
+  for (int q = 0; q < kWidenedChunks; ++q) {
+    const WidenedChunk chunk = widen_key_chunk(stage.data(), q, tables.data());
+    std::memcpy(&stage[static_cast<std::size_t>(chunk.tile_offset)], chunk.words, sizeof chunk.words);
+  }
+  return stage;
+}
+
+// A wgmma's product over the 128 dimensions, keys x columns, each step's
+// operands read through its descriptors: the stage's keys (A) and the
+// query image's rows from `query_offset` on (B).
+std::vector<std::vector<float>> tile_product(const std::vector<uint8_t>& stage,
+                                             const std::vector<uint8_t>& query_tile, int query_offset,
+                                             int columns) {
+  std::vector<std::vector<float>> d(wgmma::kM, std::vector<float>(static_cast<std::size_t>(columns), 0.0f));
+  for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
+    const uint64_t a = wgmma::descriptor(static_cast<uint32_t>(step * wgmma::kK)),
+                   b = wgmma::descriptor(static_cast<uint32_t>(query_offset + step * wgmma::kK));
+    for (int row = 0; row < wgmma::kM; ++row) {
+      for (int col = 0; col < columns; ++col) {
+        for (int byte = 0; byte < wgmma::kK; ++byte)
+          d[static_cast<std::size_t>(row)][static_cast<std::size_t>(col)] +=
+              decode_e4m3(stage[wgmma::read_address(a, row, byte)]) *
+              decode_e4m3(query_tile[wgmma::read_address(b, col, byte)]);
+      }
+    }
+  }
+  return d;
+}
+
 // One CTA: queries first_query.., positions first_key.. (up to kTilesPerCta tiles).
 void run_cta(const Inputs& in, int64_t first_query, int64_t first_key, std::vector<float>& logits) {
-  E2m1ToE4m3Table tables[kFoldingTables];
-  for (int s = 0; s < kFoldingTables; ++s) tables[s] = e2m1_to_e4m3_table(s);
   std::vector<uint8_t> query_tile(kQueryTileBytes, 0xEE);
   for (int c = 0; c < kQueryChunks; ++c) place(query_tile, query_copy(c, first_query, in.queries), in.q);
-  const int64_t tiles = std::min<int64_t>(kTilesPerCta, (in.positions - first_key + kKeys - 1) / kKeys);
+  const int64_t tiles = cta_tiles(first_key, in.positions, kTilesPerCta);
   for (int64_t kb = 0; kb < tiles; ++kb) {
-    std::vector<uint8_t> stage(kStageBytes, 0xEE);
-    for (int c = 0; c < kRawChunks; ++c)
-      place(stage, key_copy(c, first_key + kb * kKeys, in.positions), in.keys);
-    for (int q = 0; q < kWidenedChunks; ++q) {
-      const WidenedChunk chunk = widen_key_chunk(stage.data(), q, tables);
-      std::memcpy(&stage[static_cast<std::size_t>(chunk.tile_offset)], chunk.words, sizeof chunk.words);
-    }
+    const std::vector<uint8_t> stage = staged_tile(in.keys, 0, first_key + kb * kKeys, in.positions);
     for (int warpgroup = 0; warpgroup < 2; ++warpgroup) {
-      static float d[wgmma::kM][kColumns];  // keys x (query, head)
-      std::memset(d, 0, sizeof d);
-      for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
-        const uint64_t a = wgmma::descriptor(static_cast<uint32_t>(step * wgmma::kK)),
-                       b = wgmma::descriptor(
-                           static_cast<uint32_t>(warpgroup * kGroupTileBytes + step * wgmma::kK));
-        for (int row = 0; row < wgmma::kM; ++row) {
-          for (int col = 0; col < kColumns; ++col) {
-            for (int byte = 0; byte < wgmma::kK; ++byte)
-              d[row][col] += decode_e4m3(stage[wgmma::read_address(a, row, byte)]) *
-                             decode_e4m3(query_tile[wgmma::read_address(b, col, byte)]);
-          }
-        }
-      }
+      const auto d = tile_product(stage, query_tile, warpgroup * kGroupTileBytes, kColumns);
       // Each thread's sums per (its two key rows, query), then its quad's.
       static float sums[wgmma::kThreads][2][kGroupQueries];
       std::memset(sums, 0, sizeof sums);
@@ -80,7 +106,9 @@ void run_cta(const Inputs& in, int64_t first_query, int64_t first_key, std::vect
           const float weight =
               query < in.queries ? in.w[static_cast<std::size_t>(query * kHeads + head_of(t, i))] : 0.0f;
           sums[t][(i % 4) / 2][i / 16] +=
-              weight * std::fmax(d[wgmma::accumulator_row(t, i)][wgmma::accumulator_col(t, i)], 0.0f);
+              weight * std::fmax(d[static_cast<std::size_t>(wgmma::accumulator_row(t, i))]
+                                  [static_cast<std::size_t>(wgmma::accumulator_col(t, i))],
+                                 0.0f);
         }
       }
       for (int t = 0; t < wgmma::kThreads; ++t) {
@@ -118,6 +146,92 @@ TEST(IndexerWgmma, CtasReproduceTheReference) {
   EXPECT_LT(relative_norm_error(logits, want), 1e-5);
 }
 
+// One decode CTA (indexer_wgmma_decode_tiles.h): query `query` over its
+// own keys, positions first_key.. (up to kTilesPerCta tiles); each thread's
+// epilogue with its quad's shuffles in their order, the lanes that store,
+// and the block maxima over the lanes 4 apart. Every logit and block max is
+// written once.
+void run_decode_cta(const Inputs& in, int64_t query, int64_t first_key, std::vector<float>& logits,
+                    std::vector<float>& block_max) {
+  namespace dec = indexer_wgmma_decode;
+  constexpr int kThreads = wgmma::kThreads;
+  std::vector<uint8_t> query_tile(dec::kQueryTileBytes, 0xEE);
+  for (int c = 0; c < dec::kQueryChunks; ++c) place(query_tile, dec::query_copy(c, query), in.q);
+  const int64_t tiles = cta_tiles(first_key, in.positions, dec::kTilesPerCta);
+  const int64_t blocks = (in.positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
+  for (int64_t kb = 0; kb < tiles; ++kb) {
+    const int64_t tile_first = first_key + kb * kKeys;
+    const std::vector<uint8_t> stage =
+        staged_tile(in.keys, dec::key_set_offset(query, in.positions), tile_first, in.positions);
+    const auto d = tile_product(stage, query_tile, 0, kHeads);
+    float sums[kThreads][2] = {};
+    for (int t = 0; t < kThreads; ++t) {
+      for (int i = 0; i < dec::kAccumulators; ++i) {
+        const float s =
+            d[static_cast<std::size_t>(dec::key_row(t, i))][static_cast<std::size_t>(dec::head_of(t, i))];
+        sums[t][dec::row_half(i)] +=
+            in.w[static_cast<std::size_t>(query * kHeads + dec::head_of(t, i))] * std::fmax(s, 0.0f);
+      }
+    }
+    float out[kThreads][2];  // after the xor-1 and xor-2 shuffles, times the key's scale
+    for (int t = 0; t < kThreads; ++t) {
+      for (int r = 0; r < 2; ++r) {
+        const float pair = sums[t][r] + sums[t ^ 1][r], other = sums[t ^ 2][r] + sums[t ^ 3][r];
+        out[t][r] = (pair + other) * key_scale(stage.data(), dec::key_row(t, 0) + 8 * r);
+      }
+    }
+    for (int t = 0; t < kThreads; ++t) {
+      for (int r = 0; r < 2; ++r) {
+        const int64_t position = tile_first + dec::key_row(t, 0) + 8 * r;
+        if (position < in.positions && dec::stores_logit(t, r)) {
+          float& logit = logits[static_cast<std::size_t>(query * in.positions + position)];
+          EXPECT_TRUE(std::isnan(logit)) << "logit " << position << " written twice";
+          logit = out[t][r];
+        }
+        float m = -INFINITY;
+        for (int lane = 0; lane < 32; ++lane) {
+          const int u = t - t % 32 + lane;
+          if (lane % 4 != t % 4) continue;  // the lanes xor 4, 8 and 16 reach
+          const int64_t p = tile_first + dec::key_row(u, 0) + 8 * r;
+          m = std::fmax(m, p < in.positions ? out[u][r] : -INFINITY);
+        }
+        const int64_t block_first = tile_first + 16 * (t / 32) + 8 * r;
+        if (block_first < in.positions && dec::stores_block_max(t, r)) {
+          float& slot = block_max[static_cast<std::size_t>(query * blocks + block_first / kV41PoolBlockSize)];
+          EXPECT_TRUE(std::isnan(slot)) << "block " << block_first / kV41PoolBlockSize << " written twice";
+          slot = m;
+        }
+      }
+    }
+  }
+}
+
+// A decode batch: 3 queries, each over its own request's 1,203 keys (a CTA
+// of 16 tiles, then one of 3 whose last holds 51 keys; a last pool block of
+// 3): the logits match the reference and the block maxima are the maxima of
+// the logits written, every one written.
+TEST(IndexerWgmma, DecodeCtasReproduceTheReferenceAndTheBlockMaxima) {
+  namespace dec = indexer_wgmma_decode;
+  Inputs in{3, 1203, {}, {}, {}};
+  in.q = index_queries_e4m3(normal_values(static_cast<std::size_t>(in.queries * kHeads * kIndexDim), 34));
+  in.w = normal_values(static_cast<std::size_t>(in.queries * kHeads), 35);
+  in.keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(in.queries * in.positions * kIndexDim), 36),
+      in.queries * in.positions);
+  const int64_t blocks = (in.positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
+  std::vector<float> logits(static_cast<std::size_t>(in.queries * in.positions), NAN);
+  std::vector<float> block_max(static_cast<std::size_t>(in.queries * blocks), NAN);
+  for (int64_t query = 0; query < in.queries; ++query) {
+    for (int64_t first_key = 0; first_key < in.positions; first_key += dec::kTilesPerCta * kKeys)
+      run_decode_cta(in, query, first_key, logits, block_max);
+  }
+  EXPECT_TRUE(std::none_of(logits.begin(), logits.end(), [](float v) { return std::isnan(v); }));
+  EXPECT_LT(relative_norm_error(logits, indexer_logits_reference(in.q, in.w, in.keys, in.queries, kHeads,
+                                                                 in.positions, true)),
+            1e-5);
+  EXPECT_EQ(block_max, block_max_reference(logits, in.queries, in.positions, kV41PoolBlockSize));
+}
+
 // A tile's key copies cover its 4,352 bytes once, the last key's bytes where
 // the positions end mid-chunk read up to the end and no further.
 TEST(IndexerWgmma, KeyCopiesStopAtTheLastPosition) {
@@ -139,6 +253,8 @@ TEST(IndexerWgmma, KeyCopiesStopAtTheLastPosition) {
 }
 
 TEST(IndexerWgmmaCuda, MatchesTheReference) { expect_sm90a_device_checks({"indexer_wgmma"}); }
+
+TEST(IndexerWgmmaDecodeCuda, MatchesTheReference) { expect_sm90a_device_checks({"indexer_wgmma_decode"}); }
 
 }  // namespace
 }  // namespace v41sim::kernels

@@ -1,0 +1,76 @@
+// The lightning indexer's decode logits on Hopper's warpgroup MMA
+// (indexer_wgmma_decode_cuda.cu), as plain host-and-device functions a CPU
+// test replays: DeepGEMM's paged mqa_logits kind, where each query of a decode
+// batch scores its own request's keys, so no key tile serves two queries.
+//
+// A CTA takes one query and 16 tiles of its keys. The product is taken
+// transposed as in prefill (indexer_wgmma_tiles.h): a tile's 64 keys are the
+// wgmma's M rows, the query's 32 heads its N columns (m64n32k32, four steps
+// over the 128 dimensions), so a thread's accumulators for one key row hold
+// 8 heads and the head sum is 8 multiply-adds and two shuffles across its
+// quad. The stages, their copies as stored and their widening to E4M3 with
+// the group scales folded in are prefill's, handed over the same way, one
+// warpgroup loading and widening, one computing. Where the layer builds the
+// candidate pool, the 8 keys of a pool block lie in one warp (lanes 4 apart:
+// rows 16 w + 0-7 and + 8-15), so a block's max is three more shuffles.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/host_device.h"
+#include "kernels/common/wgmma_layout.h"
+#include "kernels/indexer/index_key_block.h"
+#include "kernels/indexer/indexer_wgmma_tiles.h"
+
+namespace v41sim::kernels::indexer_wgmma_decode {
+
+using indexer_wgmma::kChunk;
+using indexer_wgmma::kHeads;
+using indexer_wgmma::kKeys;
+using indexer_wgmma::kLoadAhead;
+using indexer_wgmma::kStageBytes;
+using indexer_wgmma::kStages;
+using indexer_wgmma::PartialCopy;
+
+inline constexpr int kTilesPerCta = 16;                                 // 1,024 positions a CTA
+inline constexpr int kAccumulators = kKeys * kHeads / wgmma::kThreads;  // 16 a thread
+inline constexpr int kComputeThreads = wgmma::kThreads;
+inline constexpr int kProducerThreads = wgmma::kThreads;
+inline constexpr int kThreads = kComputeThreads + kProducerThreads;
+
+// Shared memory: the query's heads (swizzled, 4 KB), then prefill's stages.
+inline constexpr int kQueryTileBytes = kHeads * kIndexDim;
+inline constexpr int kStagesOffset = kQueryTileBytes;
+inline constexpr int kBarriersOffset = kStagesOffset + kStages * kStageBytes;
+inline constexpr int kTablesOffset = kBarriersOffset + 2 * kStages * static_cast<int>(sizeof(uint64_t));
+inline constexpr int kSharedBytes =
+    kTablesOffset + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
+inline constexpr int kSharedBytesAllocated = kSharedBytes + wgmma::kAtomBytes;  // room to align the base
+static_assert(kQueryTileBytes % wgmma::kAtomBytes == 0, "the stages start on a swizzle atom");
+inline constexpr int kQueryChunks = kHeads * (kIndexDim / kChunk);
+
+// Query chunk c: 16 bytes of head c / 8 of `query` into its swizzled row.
+V41_HD PartialCopy query_copy(int c, int64_t query) {
+  const int head = c / (kIndexDim / kChunk), byte = (c % (kIndexDim / kChunk)) * kChunk;
+  return {wgmma::swizzled_offset(head, byte), (query * kHeads + head) * kIndexDim + byte, kChunk};
+}
+
+// Where `query`'s keys start: each request its own `positions` keys.
+V41_HD int64_t key_set_offset(int64_t query, int64_t positions) { return query * positions * kIndexKeyBytes; }
+
+// Accumulator i's key row of the tile (0-63) and head (0-31).
+V41_HD int key_row(int t, int i) { return wgmma::accumulator_row(t, i); }
+V41_HD int head_of(int t, int i) { return wgmma::accumulator_col(t, i); }
+
+// Which of a thread's two key rows (row, row + 8) accumulator i adds to.
+V41_HD int row_half(int i) { return (i % 4) / 2; }
+
+// The lane of a quad that stores the logit of its row half r (both hold it).
+V41_HD bool stores_logit(int t, int r) { return t % 4 == r; }
+
+// The lane of a warp that stores the max of its pool block r (the warp's
+// rows 16 w + 8 r to + 7: positions first + 16 w + 8 r on, a block since
+// tiles start at multiples of 64).
+V41_HD bool stores_block_max(int t, int r) { return t % 32 == r; }
+
+}  // namespace v41sim::kernels::indexer_wgmma_decode
