@@ -141,7 +141,9 @@ CheckResult check_indexer_wgmma() {
 // The FP8 wgmma decode logits (Hopper only): 3 queries, each over its own
 // request's 20,003 keys (a partial last tile, a partial last CTA, a pool
 // block of 3), held to the tensor-core tolerance, and the block maxima
-// written beside them exactly those of the logits the kernel wrote.
+// written beside them exactly those of the logits the kernel wrote; then a
+// Reindex layer's logits in the pool those maxima build (the short last
+// block among its blocks or not), likewise.
 CheckResult check_indexer_wgmma_decode() {
   std::string why;
   if (!sm90a_device(&why)) return {false, "indexer decode logits (wgmma) not run: " + why};
@@ -155,8 +157,19 @@ CheckResult check_indexer_wgmma_decode() {
       "indexer decode logits (wgmma)", got.logits,
       indexer_logits_reference(q, w, keys, queries, heads, positions, true), IndexerMath::kTensorCores);
   if (!logits.ok) return logits;
-  return exact("block max (wgmma)", got.block_max,
-               block_max_reference(got.logits, queries, positions, kV41PoolBlockSize));
+  const CheckResult maxima = exact("block max (wgmma)", got.block_max,
+                                   block_max_reference(got.logits, queries, positions, kV41PoolBlockSize));
+  if (!maxima.ok) return maxima;
+  const int64_t blocks = (positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
+  const auto pool = topk_cuda(got.block_max, queries, blocks, kV41PoolTopBlocks);
+  const auto q2 =
+      index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 44));
+  const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 45);
+  return logits_match(
+      "pool logits (wgmma)",
+      indexer_decode_pool_logits_wgmma_cuda(q2, w2, keys, pool, queries, heads, positions),
+      pool_logits_reference(q2, w2, keys, pool, queries, heads, positions, kV41PoolBlockSize, true),
+      IndexerMath::kTensorCores);
 }
 
 // The top-k alone, on rows with many ties (values on a coarse grid, so the

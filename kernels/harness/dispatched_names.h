@@ -8,7 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/timing_stats.h"
+
 namespace v41sim::kernels {
+
+// A path's timed row before it is named: its fixed name (kept where suffix
+// is null), its math, its time, and the suffix of its baseline name.
+struct TimedPathRow {
+  std::string name;
+  const char* math;
+  TimingStats time;
+  const char* suffix;
+};
 
 struct TimedPathName {
   std::string suffix;  // the path's, in its baseline row's name

@@ -92,13 +92,7 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick, boo
         void (*launch)(const SparseDecodeDevice&);
         const char* tensor_core_suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
       };
-      struct Timed {
-        std::string name;
-        const char* math;
-        TimingStats time;
-        const char* suffix;
-      };
-      std::vector<Timed> timed;
+      std::vector<TimedPathRow> timed;
       for (const Variant& v : {Variant{mma_ok, "bf16", launch_sparse_decode_mma, "bf16_mma"},
                                Variant{wgmma_ok, "bf16", launch_sparse_decode_wgmma, "bf16_wgmma"},
                                Variant{baseline_ok, "fp32", launch_sparse_decode, nullptr}}) {
@@ -114,7 +108,7 @@ int measure_sparse_decode(const RowWriter& w, const Device& dev, bool quick, boo
       }
       // The faster tensor-core path is the one the simulator's name stands for.
       name_competing_paths("sparse_attention_decode", timed);
-      for (const Timed& t : timed) {
+      for (const TimedPathRow& t : timed) {
         // FP4 compressed entries and FP8 window entries, widened to BF16 in registers.
         w.row({t.name, "attention", t.math, batch * kV41QueryHeads, static_cast<int64_t>(keys),
                2 * kLatentDim, 1, context, flops, bytes, t.time, edge_bytes,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,14 +71,39 @@ std::vector<IndexerPath> indexer_paths() {
   return paths;
 }
 
-// A logits path's time, its row named as an engine would dispatch the shape
-// (name_competing_paths).
-struct TimedLogits {
+// A logits path to time: its row's name and math, and the suffix of its
+// baseline name where it is a tensor-core path (null: a fixed name).
+struct LogitsPath {
   std::string name;
   const char* math;
-  TimingStats time;
-  const char* suffix;  // a tensor-core path's, in its baseline name; null: a fixed name
+  const char* suffix;
+  std::function<void()> launch;
 };
+
+// Times each path in order (the last one's outputs stay in the buffers),
+// names them as an engine would dispatch the shape (the faster tensor-core
+// path carries `name`) and writes `row` for each with its name, math and time.
+void time_logits_paths(const RowWriter& w, const std::string& name, const std::vector<LogitsPath>& paths,
+                       Row row, const std::string& shape) {
+  std::vector<TimedPathRow> timed;
+  for (const LogitsPath& p : paths)
+    timed.push_back({p.name, p.math, time_kernel([&](int) { p.launch(); }, kWarmup, kRuns), p.suffix});
+  name_competing_paths(name, timed);
+  for (const TimedPathRow& t : timed) {
+    row.kernel = t.name;
+    row.math = t.math;
+    row.time = t.time;
+    w.row(row);
+    std::printf("%s (%s) %s: %.1f us, %.1f TFLOP/s\n", t.name.c_str(), t.math, shape.c_str(),
+                t.time.median_us, row.flops / t.time.median_us / 1e6);
+  }
+}
+
+// The simulator's name's suffix for a path of indexer_paths(): the
+// tensor-core path competes with FP8 wgmma, the FP32 baseline keeps its name.
+const char* mma_suffix(const IndexerPath& path) {
+  return std::string(path.logits_name) == "indexer_logits" ? "bf16_mma" : nullptr;
+}
 
 // The top-k's ways of counting a pass's histogram, each timed only where its
 // check passed; the faster carries the simulator's name, the other
@@ -158,39 +184,40 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
       const TopkWorkspace candidates{candidate_values.get(), candidate_slots.get()};
       const double pairs = static_cast<double>(batch * positions);
       const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
-      std::vector<TimedLogits> timed;
+      std::vector<LogitsPath> logits_paths;
+      float* maxima = builds_pool ? block_max.get() : nullptr;
       if (wgmma) {
-        timed.push_back({"indexer_logits", "fp8",
-                         time_kernel(
-                             [&](int) {
-                               launch_indexer_decode_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
-                                                                  logits.get(), batch, heads, positions,
-                                                                  builds_pool ? block_max.get() : nullptr);
-                             },
-                             kWarmup, kRuns),
-                         "fp8_wgmma"});
+        logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma", [&] {
+                                  launch_indexer_decode_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
+                                                                     logits.get(), batch, heads, positions,
+                                                                     maxima);
+                                }});
       }
       for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
-        const bool tensor_cores = std::string(it->logits_name) == "indexer_logits";
-        timed.push_back({it->logits_name, it->math,
-                         time_kernel(
-                             [&](int) {
-                               it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch, heads,
-                                          positions, builds_pool ? block_max.get() : nullptr, true);
-                             },
-                             kWarmup, kRuns),
-                         tensor_cores ? "bf16_mma" : nullptr});
+        logits_paths.push_back({it->logits_name, it->math, mma_suffix(*it), [&, it] {
+                                  it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch,
+                                             heads, positions, maxima, true);
+                                }});
       }
-      // The faster tensor-core path is the one the simulator's name stands for.
-      name_competing_paths("indexer_logits", timed);
-      for (const TimedLogits& t : timed) {
-        w.row({t.name, "indexer", t.math, batch, positions, dims, 1, positions, 2.0 * dims * pairs,
-               pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes, t.time,
-               0.0, 0.0, pairs * kIndexDim});
-        std::printf("%s (%s) decode batch %lld, %lld positions: %.1f us, %.1f TFLOP/s\n", t.name.c_str(),
-                    t.math, static_cast<long long>(batch), static_cast<long long>(positions),
-                    t.time.median_us, 2.0 * dims * pairs / t.time.median_us / 1e6);
-      }
+      const std::string shape =
+          "decode batch " + std::to_string(batch) + ", " + std::to_string(positions) + " positions";
+      time_logits_paths(
+          w, "indexer_logits", logits_paths,
+          {"",
+           "indexer",
+           "",
+           batch,
+           positions,
+           dims,
+           1,
+           positions,
+           2.0 * dims * pairs,
+           pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes,
+           {},
+           0.0,
+           0.0,
+           pairs * kIndexDim},
+          shape);
       const double s = time_topk(w, countings,
                                  {"topk_select", "topk", "fp32", batch, positions, 1, 1, positions,
                                   2.0 * pairs, pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
@@ -211,19 +238,37 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
                                    });
         const DeviceBuffer<float> pooled(static_cast<std::size_t>(batch * pool_slots));
         const double pooled_pairs = static_cast<double>(batch * pool_slots);
-        for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
-          const TimingStats r = time_kernel(
-              [&](int) {
-                it->pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(), batch, heads,
-                                positions, pool_blocks, true);
-              },
-              kWarmup, kRuns);
-          w.row({it->pool_logits_name, "indexer", it->math, batch, pool_slots, dims, 1, positions,
-                 2.0 * dims * pooled_pairs,
-                 pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0, r,
-                 0.0, 0.0, pooled_pairs * kIndexDim});
-          std::printf("  %s: %.1f us\n", it->pool_logits_name, r.median_us);
+        std::vector<LogitsPath> pool_paths;
+        if (wgmma) {
+          pool_paths.push_back({"indexer_logits_in_pool", "fp8", "fp8_wgmma", [&] {
+                                  launch_indexer_decode_pool_logits_wgmma(
+                                      in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(), batch,
+                                      heads, positions, pool_blocks);
+                                }});
         }
+        for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+          pool_paths.push_back({it->pool_logits_name, it->math, mma_suffix(*it), [&, it] {
+                                  it->pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(),
+                                                  pooled.get(), batch, heads, positions, pool_blocks, true);
+                                }});
+        }
+        time_logits_paths(
+            w, "indexer_logits_in_pool", pool_paths,
+            {"",
+             "indexer",
+             "",
+             batch,
+             pool_slots,
+             dims,
+             1,
+             positions,
+             2.0 * dims * pooled_pairs,
+             pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0,
+             {},
+             0.0,
+             0.0,
+             pooled_pairs * kIndexDim},
+            "  pool of " + shape);
         const double rs =
             time_topk(w, countings,
                       {"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
@@ -261,38 +306,36 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       const IndexerInputs in(1, queries, positions, 99 + static_cast<uint64_t>(positions));
       const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
       const double pairs = static_cast<double>(queries * positions);
-      std::vector<TimedLogits> timed;
+      std::vector<LogitsPath> logits_paths;
       for (const IndexerPath& path : paths) {
-        const bool tensor_cores = std::string(path.logits_name) == "indexer_logits";
-        timed.push_back({path.logits_name, path.math,
-                         time_kernel(
-                             [&](int) {
-                               path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
-                                           heads, positions, nullptr, false);
-                             },
-                             kWarmup, kRuns),
-                         tensor_cores ? "bf16_mma" : nullptr});
+        logits_paths.push_back({path.logits_name, path.math, mma_suffix(path), [&] {
+                                  path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
+                                              heads, positions, nullptr, false);
+                                }});
       }
       if (wgmma) {
-        timed.push_back({"indexer_logits", "fp8",
-                         time_kernel(
-                             [&](int) {
-                               launch_indexer_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
-                                                           logits.get(), queries, heads, positions);
-                             },
-                             kWarmup, kRuns),
-                         "fp8_wgmma"});
+        logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma", [&] {
+                                  launch_indexer_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
+                                                              logits.get(), queries, heads, positions);
+                                }});
       }
-      // The faster tensor-core path is the one the simulator's name stands for.
-      name_competing_paths("indexer_logits", timed);
-      for (const TimedLogits& t : timed) {
-        w.row({t.name, "indexer", t.math, queries, positions, dims, 1, positions, 2.0 * dims * pairs,
-               pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims), t.time, 0.0, 0.0,
-               pairs / 64.0 * kIndexDim});
-        std::printf("%s (%s) prefill %lld queries, %lld positions: %.1f us, %.1f TFLOP/s\n", t.name.c_str(),
-                    t.math, static_cast<long long>(queries), static_cast<long long>(positions),
-                    t.time.median_us, 2.0 * dims * pairs / t.time.median_us / 1e6);
-      }
+      time_logits_paths(
+          w, "indexer_logits", logits_paths,
+          {"",
+           "indexer",
+           "",
+           queries,
+           positions,
+           dims,
+           1,
+           positions,
+           2.0 * dims * pairs,
+           pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims),
+           {},
+           0.0,
+           0.0,
+           pairs / 64.0 * kIndexDim},
+          "prefill " + std::to_string(queries) + " queries, " + std::to_string(positions) + " positions");
       CUDA_CHECK(cudaGetLastError());
     }
   }

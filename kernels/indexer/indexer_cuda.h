@@ -75,5 +75,15 @@ LogitsWithBlockMax indexer_decode_logits_wgmma_cuda(const std::vector<uint8_t>& 
                                                     const std::vector<float>& weights,
                                                     const std::vector<uint8_t>& keys, int64_t queries,
                                                     int64_t heads, int64_t positions);
+// A Reindex layer's decode logits in the pool (pool_logits_reference's
+// result) on the same kernel.
+void launch_indexer_decode_pool_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys,
+                                             const int32_t* pool, float* pool_logits, int64_t queries,
+                                             int64_t heads, int64_t positions, int64_t pool_blocks);
+std::vector<float> indexer_decode_pool_logits_wgmma_cuda(const std::vector<uint8_t>& q,
+                                                         const std::vector<float>& weights,
+                                                         const std::vector<uint8_t>& keys,
+                                                         const std::vector<int32_t>& pool, int64_t queries,
+                                                         int64_t heads, int64_t positions);
 
 }  // namespace v41sim::kernels

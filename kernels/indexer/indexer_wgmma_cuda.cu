@@ -44,12 +44,15 @@ struct Launch {
 // The producer: the CTA's key tiles, and with the first, its queries.
 __device__ void produce(const Launch& l, int64_t first_query, int64_t first_key, int64_t tiles, uint8_t* smem,
                         const Pipeline& pipe, int t) {
-  produce_key_tiles(l.keys, l.positions, first_key, tiles, smem + kStagesOffset, pipe, t, [&](int thread) {
-    for (int c = thread; c < kQueryChunks; c += kProducerThreads) {
-      const PartialCopy copy = query_copy(c, first_query, l.queries);
-      cp_async_16_partial(smem + copy.smem, l.q + copy.global, copy.bytes);
-    }
-  });
+  produce_key_tiles(
+      l.keys, tiles, smem + kStagesOffset, pipe, t,
+      [&](int c, int64_t j) { return key_copy(c, first_key + j * kKeys, l.positions); },
+      [&](int thread) {
+        for (int c = thread; c < kQueryChunks; c += kProducerThreads) {
+          const PartialCopy copy = query_copy(c, first_query, l.queries);
+          cp_async_16_partial(smem + copy.smem, l.q + copy.global, copy.bytes);
+        }
+      });
 }
 
 // A computing warpgroup: each tile's 64 keys against its group's 128

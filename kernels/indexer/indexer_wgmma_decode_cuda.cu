@@ -8,7 +8,9 @@
 // prefill's does (indexer_wgmma_pipeline.cuh); the computing warpgroup runs
 // four m64n32k32 steps over the tile, sums each key's heads (ReLU, head
 // weight), scales by the key's largest group scale, stores, and, where the
-// layer builds the candidate pool, writes each block of 8 keys' max.
+// layer builds the candidate pool, writes each block of 8 keys' max. A
+// Reindex layer's logits in the pool take the same kernel over the pool's
+// slots, each tile's keys copied block by block.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -27,6 +29,7 @@
 #include "kernels/indexer/indexer_cuda.h"
 #include "kernels/indexer/indexer_wgmma_decode_tiles.h"
 #include "kernels/indexer/indexer_wgmma_pipeline.cuh"
+#include "kernels/indexer/pool_slots.h"
 
 namespace v41sim::kernels {
 namespace {
@@ -40,14 +43,22 @@ struct Launch {
   const uint8_t* q;
   const float* weights;
   const uint8_t* keys;  // queries x positions x 68 bytes
-  float* logits;
-  float* block_max;  // null: no pool built at this layer
-  int64_t queries, positions;
+  float* logits;        // queries x slots
+  float* block_max;     // null: no pool built at this layer
+  const int32_t* pool;  // null: the slots are the positions; else queries x pool_blocks block ids
+  int64_t pool_blocks;
+  int64_t queries, positions, slots;
 };
 
+// The position slot stands for, of the query's keys.
+__device__ int64_t position_of(const Launch& l, int64_t query, int64_t slot) {
+  return l.pool != nullptr ? pool_position(l.pool, query, l.pool_blocks, slot) : slot;
+}
+
 // The computing warpgroup: each tile's 64 keys against the query's 32
-// heads, then per key sum_h w[h] ReLU(S[h]) times the key's scale.
-__device__ void compute(const Launch& l, int64_t query, int64_t first_key, int64_t tiles, uint8_t* smem,
+// heads, then per key sum_h w[h] ReLU(S[h]) times the key's scale (-inf
+// for a pool slot past the last position, as the reference writes).
+__device__ void compute(const Launch& l, int64_t query, int64_t first_slot, int64_t tiles, uint8_t* smem,
                         const indexer_wgmma::Pipeline& pipe, int t) {
   float weight[kAccumulators];
 #pragma unroll
@@ -69,12 +80,12 @@ __device__ void compute(const Launch& l, int64_t query, int64_t first_key, int64
       out[r] = sums[r] * scales[row + 8 * r];
     }
     mbarrier::arrive(&pipe.empty[Handover::stage_of(kb)]);
-    const int64_t tile_first = first_key + kb * kKeys;
+    const int64_t tile_first = first_slot + kb * kKeys;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int64_t position = tile_first + row + 8 * r;
-      const bool valid = position < l.positions;
-      if (valid && stores_logit(t, r)) l.logits[query * l.positions + position] = out[r];
+      const int64_t slot = tile_first + row + 8 * r;
+      const bool valid = slot < l.slots && position_of(l, query, slot) < l.positions;
+      if (slot < l.slots && stores_logit(t, r)) l.logits[query * l.slots + slot] = valid ? out[r] : -INFINITY;
       if (l.block_max != nullptr) {  // the same for every thread of the CTA
         float m = valid ? out[r] : -INFINITY;
         m = fmaxf(m, __shfl_xor_sync(kFullMask, m, 4));
@@ -89,28 +100,51 @@ __device__ void compute(const Launch& l, int64_t query, int64_t first_key, int64
 }
 
 // Warpgroup 0 computes, warpgroup 1 produces. Grid: x over chunks of
-// kTilesPerCta tiles of a query's keys, y over the queries.
+// kTilesPerCta tiles of a query's slots, y over the queries.
 __global__ void __launch_bounds__(kThreads) indexer_decode_logits_wgmma_kernel(Launch l) {
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
   const indexer_wgmma::Pipeline pipe =
       indexer_wgmma::set_up_pipeline(smem, kBarriersOffset, kTablesOffset, kComputeThreads);
   const int thread = static_cast<int>(threadIdx.x);
-  const int64_t first_key = static_cast<int64_t>(blockIdx.x) * kTilesPerCta * kKeys;
+  const int64_t first_slot = static_cast<int64_t>(blockIdx.x) * kTilesPerCta * kKeys;
   const int64_t query = blockIdx.y;
-  const int64_t tiles = indexer_wgmma::cta_tiles(first_key, l.positions, kTilesPerCta);
+  const int64_t tiles = indexer_wgmma::cta_tiles(first_slot, l.slots, kTilesPerCta);
   if (thread >= kComputeThreads) {
     const uint8_t* keys = l.keys + key_set_offset(query, l.positions);
-    indexer_wgmma::produce_key_tiles(keys, l.positions, first_key, tiles, smem + kStagesOffset, pipe,
-                                     thread - kComputeThreads, [&](int t) {
-                                       for (int c = t; c < kQueryChunks; c += kProducerThreads) {
-                                         const PartialCopy copy = query_copy(c, query);
-                                         cp_async_16_partial(smem + copy.smem, l.q + copy.global, copy.bytes);
-                                       }
-                                     });
+    const int32_t* pool_row = l.pool != nullptr ? l.pool + query * l.pool_blocks : nullptr;
+    indexer_wgmma::produce_key_tiles(
+        keys, tiles, smem + kStagesOffset, pipe, thread - kComputeThreads,
+        [&](int c, int64_t j) {
+          const int64_t first = first_slot + j * kKeys;
+          return pool_row != nullptr ? pool_key_copy(c, first, pool_row, l.pool_blocks, l.positions)
+                                     : indexer_wgmma::key_copy(c, first, l.positions);
+        },
+        [&](int t) {
+          for (int c = t; c < kQueryChunks; c += kProducerThreads) {
+            const PartialCopy copy = query_copy(c, query);
+            cp_async_16_partial(smem + copy.smem, l.q + copy.global, copy.bytes);
+          }
+        });
   } else {
-    compute(l, query, first_key, tiles, smem, pipe, thread);
+    compute(l, query, first_slot, tiles, smem, pipe, thread);
   }
+}
+
+void launch(const Launch& l, int64_t heads) {
+  const int64_t per_cta = static_cast<int64_t>(kTilesPerCta) * kKeys;
+  if (heads != kHeads || l.queries <= 0 || l.queries > 65535 || l.positions <= 0 || l.slots <= 0 ||
+      (l.slots + per_cta - 1) / per_cta > 2147483647) {
+    throw std::invalid_argument(
+        "indexer decode logits (wgmma): needs 32 heads, 1-65,535 queries, positions > 0 and a pool not "
+        "empty");
+  }
+  std::string why;
+  if (!sm90a_device(&why)) throw std::runtime_error("indexer decode logits (wgmma): " + why);
+  allow_shared_memory<indexer_decode_logits_wgmma_kernel>(kSharedBytesAllocated);
+  const dim3 grid(static_cast<unsigned>((l.slots + per_cta - 1) / per_cta), static_cast<unsigned>(l.queries));
+  indexer_decode_logits_wgmma_kernel<<<grid, kThreads, kSharedBytesAllocated>>>(l);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
@@ -118,19 +152,15 @@ __global__ void __launch_bounds__(kThreads) indexer_decode_logits_wgmma_kernel(L
 void launch_indexer_decode_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                         float* logits, int64_t queries, int64_t heads, int64_t positions,
                                         float* block_max) {
-  const int64_t per_cta = static_cast<int64_t>(kTilesPerCta) * kKeys;
-  if (heads != kHeads || queries <= 0 || queries > 65535 || positions <= 0 ||
-      (positions + per_cta - 1) / per_cta > 2147483647) {
-    throw std::invalid_argument(
-        "indexer decode logits (wgmma): needs 32 heads, 1-65,535 queries, positions > 0");
-  }
-  std::string why;
-  if (!sm90a_device(&why)) throw std::runtime_error("indexer decode logits (wgmma): " + why);
-  allow_shared_memory<indexer_decode_logits_wgmma_kernel>(kSharedBytesAllocated);
-  const dim3 grid(static_cast<unsigned>((positions + per_cta - 1) / per_cta), static_cast<unsigned>(queries));
-  indexer_decode_logits_wgmma_kernel<<<grid, kThreads, kSharedBytesAllocated>>>(
-      {q, weights, keys, logits, block_max, queries, positions});
-  CUDA_CHECK(cudaGetLastError());
+  launch({q, weights, keys, logits, block_max, nullptr, 0, queries, positions, positions}, heads);
+}
+
+void launch_indexer_decode_pool_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys,
+                                             const int32_t* pool, float* pool_logits, int64_t queries,
+                                             int64_t heads, int64_t positions, int64_t pool_blocks) {
+  launch({q, weights, keys, pool_logits, nullptr, pool, pool_blocks, queries, positions,
+          pool_blocks * kV41PoolBlockSize},
+         heads);
 }
 
 LogitsWithBlockMax indexer_decode_logits_wgmma_cuda(const std::vector<uint8_t>& q,
@@ -146,6 +176,22 @@ LogitsWithBlockMax indexer_decode_logits_wgmma_cuda(const std::vector<uint8_t>& 
   CUDA_CHECK(cudaDeviceSynchronize());
   return {d_logits.download(static_cast<std::size_t>(queries * positions)),
           d_max.download(static_cast<std::size_t>(queries * blocks))};
+}
+
+std::vector<float> indexer_decode_pool_logits_wgmma_cuda(const std::vector<uint8_t>& q,
+                                                         const std::vector<float>& weights,
+                                                         const std::vector<uint8_t>& keys,
+                                                         const std::vector<int32_t>& pool, int64_t queries,
+                                                         int64_t heads, int64_t positions) {
+  const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
+  const auto count = static_cast<std::size_t>(queries * pool_blocks * kV41PoolBlockSize);
+  const DeviceBuffer<uint8_t> d_q(q), d_keys(keys);
+  const DeviceBuffer<float> d_w(weights), d_out(count);
+  const DeviceBuffer<int32_t> d_pool(pool);
+  launch_indexer_decode_pool_logits_wgmma(d_q.get(), d_w.get(), d_keys.get(), d_pool.get(), d_out.get(),
+                                          queries, heads, positions, pool_blocks);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return d_out.download(count);
 }
 
 }  // namespace v41sim::kernels

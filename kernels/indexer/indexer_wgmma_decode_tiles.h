@@ -13,11 +13,15 @@
 // warpgroup loading and widening, one computing. Where the layer builds the
 // candidate pool, the 8 keys of a pool block lie in one warp (lanes 4 apart:
 // rows 16 w + 0-7 and + 8-15), so a block's max is three more shuffles.
+// A Reindex layer's logits in the pool take the same path over the pool's
+// slots: a tile's 64 slots are 8 pool blocks, each block's 8 keys 544
+// contiguous bytes of the request's keys, copied as stored.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/common/host_device.h"
+#include "kernels/common/v41_shapes.h"
 #include "kernels/common/wgmma_layout.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_wgmma_tiles.h"
@@ -53,6 +57,27 @@ inline constexpr int kQueryChunks = kHeads * (kIndexDim / kChunk);
 V41_HD PartialCopy query_copy(int c, int64_t query) {
   const int head = c / (kIndexDim / kChunk), byte = (c % (kIndexDim / kChunk)) * kChunk;
   return {wgmma::swizzled_offset(head, byte), (query * kHeads + head) * kIndexDim + byte, kChunk};
+}
+
+inline constexpr int kPoolBlockBytes = static_cast<int>(kV41PoolBlockSize) * kIndexKeyBytes;  // 544
+inline constexpr int kPoolBlockChunks = kPoolBlockBytes / kChunk;                             // 34
+static_assert(kPoolBlockBytes % kChunk == 0 && kKeys % kV41PoolBlockSize == 0,
+              "a tile is whole pool blocks of whole chunks");
+
+// Chunk c of a Reindex tile whose slots start at first_slot (a multiple of
+// 64): block c / 34 of the tile, pool block pool_row[first_slot / 8 + c /
+// 34] of the request's keys; the bytes past the last position, and those of
+// blocks past the pool's end, zero-filled. In the stage where key_copy puts
+// chunk c, so the widening is prefill's.
+V41_HD PartialCopy pool_key_copy(int c, int64_t first_slot, const int32_t* pool_row, int64_t pool_blocks,
+                                 int64_t positions) {
+  const int smem = indexer_wgmma::kRawOffset + c * kChunk;
+  const int64_t block = first_slot / kV41PoolBlockSize + c / kPoolBlockChunks;
+  if (block >= pool_blocks) return {smem, 0, 0};
+  const int64_t global = int64_t{pool_row[block]} * kPoolBlockBytes + (c % kPoolBlockChunks) * kChunk;
+  const int64_t left = positions * kIndexKeyBytes - global;
+  const int bytes = left <= 0 ? 0 : (left >= kChunk ? kChunk : static_cast<int>(left));
+  return {smem, bytes > 0 ? global : 0, bytes};
 }
 
 // Where `query`'s keys start: each request its own `positions` keys.

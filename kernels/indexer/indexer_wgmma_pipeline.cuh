@@ -69,13 +69,14 @@ __device__ const uint8_t* multiply_tile(float (&acc)[kAccumulators], const uint8
   return stage;
 }
 
-// Tiles 0 to tiles - 1 of keys (positions first_key on, of `positions` in
-// all; zero-filled past the last) into the stages from `stages` on;
-// `copy_queries(t)` issues the query copies with the first tile's. Thread t
-// of kProducerThreads.
-template <typename CopyQueries>
-__device__ void produce_key_tiles(const uint8_t* keys, int64_t positions, int64_t first_key, int64_t tiles,
-                                  uint8_t* stages, const Pipeline& pipe, int t, CopyQueries&& copy_queries) {
+// Tiles 0 to tiles - 1 of keys into the stages from `stages` on, chunk c
+// of tile j from keys + copy_of(c, j).global (a PartialCopy: key_copy for
+// consecutive positions, zero-filled past the last); `copy_queries(t)`
+// issues the query copies with the first tile's. Thread t of
+// kProducerThreads.
+template <typename CopyOf, typename CopyQueries>
+__device__ void produce_key_tiles(const uint8_t* keys, int64_t tiles, uint8_t* stages, const Pipeline& pipe,
+                                  int t, CopyOf&& copy_of, CopyQueries&& copy_queries) {
   for (int64_t j = 0; j < tiles + kLoadAhead; ++j) {
     if (j < tiles) {
       const int s = Handover::stage_of(j);
@@ -83,7 +84,7 @@ __device__ void produce_key_tiles(const uint8_t* keys, int64_t positions, int64_
       if (j == 0) copy_queries(t);
       uint8_t* stage = stages + s * kStageBytes;
       for (int c = t; c < kRawChunks; c += kProducerThreads) {
-        const PartialCopy copy = key_copy(c, first_key + j * kKeys, positions);
+        const PartialCopy copy = copy_of(c, j);
         cp_async_16_partial(stage + copy.smem, keys + copy.global, copy.bytes);
       }
     }

@@ -24,6 +24,7 @@
 #include "kernels/indexer/indexer_reference.h"
 #include "kernels/indexer/indexer_wgmma_decode_tiles.h"
 #include "kernels/indexer/indexer_wgmma_tiles.h"
+#include "kernels/indexer/pool_slots.h"
 #include "tests/kernels/device_check_support.h"
 
 namespace v41sim::kernels {
@@ -43,11 +44,12 @@ void place(std::vector<uint8_t>& image, const PartialCopy& copy, const std::vect
         b < copy.bytes ? source[static_cast<std::size_t>(copy.global + b)] : 0;
 }
 
-// A stage as the producer leaves it: tile `first_key`'s keys of a key set
-// (`keys` from `base` on, `positions` keys) copied as stored, the rest of
-// the image poisoned, then widened into the swizzled tile.
-std::vector<uint8_t> staged_tile(const std::vector<uint8_t>& keys, int64_t base, int64_t first_key,
-                                 int64_t positions) {
+// A stage as the producer leaves it: a tile's keys of a key set (`keys`
+// from `base` on), chunk c from copy_of(c) (key_copy, pool_key_copy),
+// copied as stored, the rest of the image poisoned, then widened into the
+// swizzled tile.
+template <typename CopyOf>
+std::vector<uint8_t> staged_tile(const std::vector<uint8_t>& keys, int64_t base, CopyOf&& copy_of) {
   static const std::vector<E2m1ToE4m3Table> tables = [] {
     std::vector<E2m1ToE4m3Table> t;
     for (int s = 0; s < kFoldingTables; ++s) t.push_back(e2m1_to_e4m3_table(s));
@@ -55,7 +57,7 @@ std::vector<uint8_t> staged_tile(const std::vector<uint8_t>& keys, int64_t base,
   }();
   std::vector<uint8_t> stage(kStageBytes, 0xEE);
   for (int c = 0; c < kRawChunks; ++c) {
-    PartialCopy copy = key_copy(c, first_key, positions);
+    PartialCopy copy = copy_of(c);
     copy.global += base;
     place(stage, copy, keys);
   }
@@ -94,7 +96,8 @@ void run_cta(const Inputs& in, int64_t first_query, int64_t first_key, std::vect
   for (int c = 0; c < kQueryChunks; ++c) place(query_tile, query_copy(c, first_query, in.queries), in.q);
   const int64_t tiles = cta_tiles(first_key, in.positions, kTilesPerCta);
   for (int64_t kb = 0; kb < tiles; ++kb) {
-    const std::vector<uint8_t> stage = staged_tile(in.keys, 0, first_key + kb * kKeys, in.positions);
+    const std::vector<uint8_t> stage =
+        staged_tile(in.keys, 0, [&](int c) { return key_copy(c, first_key + kb * kKeys, in.positions); });
     for (int warpgroup = 0; warpgroup < 2; ++warpgroup) {
       const auto d = tile_product(stage, query_tile, warpgroup * kGroupTileBytes, kColumns);
       // Each thread's sums per (its two key rows, query), then its quad's.
@@ -147,22 +150,32 @@ TEST(IndexerWgmma, CtasReproduceTheReference) {
 }
 
 // One decode CTA (indexer_wgmma_decode_tiles.h): query `query` over its
-// own keys, positions first_key.. (up to kTilesPerCta tiles); each thread's
-// epilogue with its quad's shuffles in their order, the lanes that store,
-// and the block maxima over the lanes 4 apart. Every logit and block max is
-// written once.
-void run_decode_cta(const Inputs& in, int64_t query, int64_t first_key, std::vector<float>& logits,
-                    std::vector<float>& block_max) {
+// own keys, slots first_slot.. (up to kTilesPerCta tiles): the positions,
+// or with a pool (pool_blocks block ids a query) the pool's slots; each
+// thread's epilogue with its quad's shuffles in their order, the lanes that
+// store, and (no pool) the block maxima over the lanes 4 apart. Every logit
+// and block max is written once.
+void run_decode_cta(const Inputs& in, const std::vector<int32_t>* pool, int64_t query, int64_t first_slot,
+                    std::vector<float>& logits, std::vector<float>& block_max) {
   namespace dec = indexer_wgmma_decode;
   constexpr int kThreads = wgmma::kThreads;
+  const int64_t pool_blocks = pool != nullptr ? static_cast<int64_t>(pool->size()) / in.queries : 0;
+  const int64_t slots = pool != nullptr ? pool_blocks * kV41PoolBlockSize : in.positions;
+  const auto position_of = [&](int64_t slot) {
+    return pool != nullptr ? pool_position(pool->data(), query, pool_blocks, slot) : slot;
+  };
   std::vector<uint8_t> query_tile(dec::kQueryTileBytes, 0xEE);
   for (int c = 0; c < dec::kQueryChunks; ++c) place(query_tile, dec::query_copy(c, query), in.q);
-  const int64_t tiles = cta_tiles(first_key, in.positions, dec::kTilesPerCta);
+  const int64_t tiles = cta_tiles(first_slot, slots, dec::kTilesPerCta);
   const int64_t blocks = (in.positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
   for (int64_t kb = 0; kb < tiles; ++kb) {
-    const int64_t tile_first = first_key + kb * kKeys;
+    const int64_t tile_first = first_slot + kb * kKeys;
     const std::vector<uint8_t> stage =
-        staged_tile(in.keys, dec::key_set_offset(query, in.positions), tile_first, in.positions);
+        staged_tile(in.keys, dec::key_set_offset(query, in.positions), [&](int c) {
+          return pool != nullptr ? dec::pool_key_copy(c, tile_first, pool->data() + query * pool_blocks,
+                                                      pool_blocks, in.positions)
+                                 : key_copy(c, tile_first, in.positions);
+        });
     const auto d = tile_product(stage, query_tile, 0, kHeads);
     float sums[kThreads][2] = {};
     for (int t = 0; t < kThreads; ++t) {
@@ -174,42 +187,65 @@ void run_decode_cta(const Inputs& in, int64_t query, int64_t first_key, std::vec
       }
     }
     float out[kThreads][2];  // after the xor-1 and xor-2 shuffles, times the key's scale
+    bool valid[kThreads][2];
     for (int t = 0; t < kThreads; ++t) {
       for (int r = 0; r < 2; ++r) {
         const float pair = sums[t][r] + sums[t ^ 1][r], other = sums[t ^ 2][r] + sums[t ^ 3][r];
         out[t][r] = (pair + other) * key_scale(stage.data(), dec::key_row(t, 0) + 8 * r);
+        const int64_t slot = tile_first + dec::key_row(t, 0) + 8 * r;
+        valid[t][r] = slot < slots && position_of(slot) < in.positions;
       }
     }
     for (int t = 0; t < kThreads; ++t) {
       for (int r = 0; r < 2; ++r) {
-        const int64_t position = tile_first + dec::key_row(t, 0) + 8 * r;
-        if (position < in.positions && dec::stores_logit(t, r)) {
-          float& logit = logits[static_cast<std::size_t>(query * in.positions + position)];
-          EXPECT_TRUE(std::isnan(logit)) << "logit " << position << " written twice";
-          logit = out[t][r];
+        const int64_t slot = tile_first + dec::key_row(t, 0) + 8 * r;
+        if (slot < slots && dec::stores_logit(t, r)) {
+          float& logit = logits[static_cast<std::size_t>(query * slots + slot)];
+          EXPECT_TRUE(std::isnan(logit)) << "logit " << slot << " written twice";
+          logit = valid[t][r] ? out[t][r] : -INFINITY;
         }
+        if (pool != nullptr) continue;
         float m = -INFINITY;
         for (int lane = 0; lane < 32; ++lane) {
           const int u = t - t % 32 + lane;
-          if (lane % 4 != t % 4) continue;  // the lanes xor 4, 8 and 16 reach
-          const int64_t p = tile_first + dec::key_row(u, 0) + 8 * r;
-          m = std::fmax(m, p < in.positions ? out[u][r] : -INFINITY);
+          if (lane % 4 == t % 4) m = std::fmax(m, valid[u][r] ? out[u][r] : -INFINITY);  // xor 4, 8 and 16
         }
         const int64_t block_first = tile_first + 16 * (t / 32) + 8 * r;
         if (block_first < in.positions && dec::stores_block_max(t, r)) {
-          float& slot = block_max[static_cast<std::size_t>(query * blocks + block_first / kV41PoolBlockSize)];
-          EXPECT_TRUE(std::isnan(slot)) << "block " << block_first / kV41PoolBlockSize << " written twice";
-          slot = m;
+          float& slot_max =
+              block_max[static_cast<std::size_t>(query * blocks + block_first / kV41PoolBlockSize)];
+          EXPECT_TRUE(std::isnan(slot_max))
+              << "block " << block_first / kV41PoolBlockSize << " written twice";
+          slot_max = m;
         }
       }
     }
   }
 }
 
+// Every logit of `got` where `want` has one, to FP32's reach, and -inf where
+// `want` has -inf (a pool slot past the last position).
+void expect_logits(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  std::vector<float> got_finite, want_finite;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << "slot " << i;
+    } else {
+      got_finite.push_back(got[i]);
+      want_finite.push_back(want[i]);
+    }
+  }
+  EXPECT_LT(relative_norm_error(got_finite, want_finite), 1e-5);
+}
+
 // A decode batch: 3 queries, each over its own request's 1,203 keys (a CTA
 // of 16 tiles, then one of 3 whose last holds 51 keys; a last pool block of
 // 3): the logits match the reference and the block maxima are the maxima of
-// the logits written, every one written.
+// the logits written, every one written. Then a Reindex layer's logits in a
+// pool of 21 blocks a query (two tiles and 5 blocks: a tile with blocks
+// past the pool's end), the short last block among them: -inf for its slots
+// past the last position.
 TEST(IndexerWgmma, DecodeCtasReproduceTheReferenceAndTheBlockMaxima) {
   namespace dec = indexer_wgmma_decode;
   Inputs in{3, 1203, {}, {}, {}};
@@ -222,14 +258,25 @@ TEST(IndexerWgmma, DecodeCtasReproduceTheReferenceAndTheBlockMaxima) {
   std::vector<float> logits(static_cast<std::size_t>(in.queries * in.positions), NAN);
   std::vector<float> block_max(static_cast<std::size_t>(in.queries * blocks), NAN);
   for (int64_t query = 0; query < in.queries; ++query) {
-    for (int64_t first_key = 0; first_key < in.positions; first_key += dec::kTilesPerCta * kKeys)
-      run_decode_cta(in, query, first_key, logits, block_max);
+    for (int64_t first = 0; first < in.positions; first += dec::kTilesPerCta * kKeys)
+      run_decode_cta(in, nullptr, query, first, logits, block_max);
   }
   EXPECT_TRUE(std::none_of(logits.begin(), logits.end(), [](float v) { return std::isnan(v); }));
-  EXPECT_LT(relative_norm_error(logits, indexer_logits_reference(in.q, in.w, in.keys, in.queries, kHeads,
-                                                                 in.positions, true)),
-            1e-5);
+  expect_logits(logits,
+                indexer_logits_reference(in.q, in.w, in.keys, in.queries, kHeads, in.positions, true));
   EXPECT_EQ(block_max, block_max_reference(logits, in.queries, in.positions, kV41PoolBlockSize));
+
+  const int64_t pool_blocks = 21;
+  std::vector<int32_t> pool;
+  for (int64_t query = 0; query < in.queries; ++query) {
+    for (int64_t b = 0; b < pool_blocks; ++b)
+      pool.push_back(static_cast<int32_t>(b == 7 ? blocks - 1 : (b * 13 + query * 5) % (blocks - 1)));
+  }
+  std::vector<float> pooled(static_cast<std::size_t>(in.queries * pool_blocks * kV41PoolBlockSize), NAN);
+  for (int64_t query = 0; query < in.queries; ++query) run_decode_cta(in, &pool, query, 0, pooled, block_max);
+  EXPECT_TRUE(std::none_of(pooled.begin(), pooled.end(), [](float v) { return std::isnan(v); }));
+  expect_logits(pooled, pool_logits_reference(in.q, in.w, in.keys, pool, in.queries, kHeads, in.positions,
+                                              kV41PoolBlockSize, true));
 }
 
 // A tile's key copies cover its 4,352 bytes once, the last key's bytes where
@@ -250,6 +297,32 @@ TEST(IndexerWgmma, KeyCopiesStopAtTheLastPosition) {
   for (int n : covered) EXPECT_EQ(n, 1);
   EXPECT_EQ(kStagesOffset % wgmma::kAtomBytes, 0);
   EXPECT_EQ(kStageBytes % wgmma::kAtomBytes, 0);
+}
+
+// A Reindex tile's copies: block by block from the pool's ids, each chunk
+// where key_copy puts it; a block straddling the last position read up to
+// it and no further, blocks past the pool's end not read.
+TEST(IndexerWgmma, PoolKeyCopiesReadThePoolsBlocksUpToTheLastPosition) {
+  namespace dec = indexer_wgmma_decode;
+  const int64_t positions = 8 * 10 + 3;             // block 10 holds 3 positions
+  const std::vector<int32_t> pool{4, 10, 2, 7, 0};  // one tile: 5 of its 8 blocks
+  int64_t read = 0;
+  for (int c = 0; c < kRawChunks; ++c) {
+    const PartialCopy copy = dec::pool_key_copy(c, 0, pool.data(), 5, positions);
+    EXPECT_EQ(copy.smem, key_copy(c, 0, positions).smem);
+    const int block = c / dec::kPoolBlockChunks;
+    if (block >= 5) {
+      EXPECT_EQ(copy.bytes, 0) << "chunk " << c;
+      continue;
+    }
+    if (copy.bytes > 0) {
+      EXPECT_EQ(copy.global, int64_t{pool[static_cast<std::size_t>(block)]} * dec::kPoolBlockBytes +
+                                 (c % dec::kPoolBlockChunks) * kChunk);
+      EXPECT_LE(copy.global + copy.bytes, positions * kIndexKeyBytes);
+    }
+    read += copy.bytes;
+  }
+  EXPECT_EQ(read, (4 * 8 + 3) * kIndexKeyBytes);
 }
 
 TEST(IndexerWgmmaCuda, MatchesTheReference) { expect_sm90a_device_checks({"indexer_wgmma"}); }
