@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h"
+#include "kernels/indexer/indexer_wgmma_decode_tiles.h"
 #include "kernels/indexer/indexer_wgmma_tiles.h"
 
 namespace v41sim::kernels {
@@ -19,11 +20,12 @@ namespace {
 // A warp-specialized handover as a model of its mbarriers (a phase
 // completes when all its arrivals came; a wait by parity passes while the
 // barrier's current phase has the other parity, as try_wait.parity does),
-// run under many random interleavings of the producer and the two computing
-// warpgroups: none deadlocks, a waiter is never two phases behind (where
+// run under many random interleavings of the producer and the kConsumers
+// computing warpgroups (two in the expert GEMM and the prefill indexer, one
+// in the decode indexer): none deadlocks, a waiter is never two phases behind (where
 // parity could no longer tell them apart), the computing warpgroups read
 // each block's stage after it was widened and before it is loaded again.
-template <class Handover, int kLoadAhead>
+template <class Handover, int kLoadAhead, int kConsumers = 2>
 void expect_handover_keeps_each_block_until_released() {
   constexpr int kStages = Handover::stages;
   struct Barrier {
@@ -45,10 +47,10 @@ void expect_handover_keeps_each_block_until_released() {
   for (const int64_t blocks : {1, 2, 3, 4, 5, 9, 14}) {
     for (uint32_t seed = 0; seed < 20; ++seed) {
       std::mt19937 rng(seed);
-      std::vector<Barrier> full(kStages, Barrier{1}), empty(kStages, Barrier{2});
+      std::vector<Barrier> full(kStages, Barrier{1}), empty(kStages, Barrier{kConsumers});
       std::vector<int64_t> loaded(kStages, -1), widened(kStages, -1);
-      int64_t produced = 0;                 // the producer's next j
-      std::vector<int64_t> computed(2, 0);  // each computing warpgroup's next block
+      int64_t produced = 0;                          // the producer's next j
+      std::vector<int64_t> computed(kConsumers, 0);  // each computing warpgroup's next block
       const auto producer_step = [&]() {
         const int64_t j = produced;
         if (j < blocks) {
@@ -56,7 +58,8 @@ void expect_handover_keeps_each_block_until_released() {
           if (Handover::load_waits_for_release(j) &&
               !empty[s].passes(Handover::release_parity(j), j / kStages - 1))
             return false;
-          EXPECT_GE(std::min(computed[0], computed[1]), j - kStages + 1) << "block " << j << " loaded early";
+          EXPECT_GE(*std::min_element(computed.begin(), computed.end()), j - kStages + 1)
+              << "block " << j << " loaded early";
           loaded[s] = j;
         }
         const int64_t kb = j - kLoadAhead;
@@ -70,25 +73,30 @@ void expect_handover_keeps_each_block_until_released() {
         return true;
       };
       const auto compute_step = [&](int w) {
-        const int64_t kb = computed[w];
+        const int64_t kb = computed[static_cast<std::size_t>(w)];
         const int s = Handover::stage_of(kb);
         if (!full[s].passes(Handover::full_parity(kb), kb / kStages)) return false;
         EXPECT_EQ(widened[s], kb) << "warpgroup " << w << " read a stage not holding block " << kb;
         EXPECT_EQ(loaded[s], kb) << "warpgroup " << w << " read a stage reloaded before its release";
         empty[s].arrive();
-        ++computed[w];
+        ++computed[static_cast<std::size_t>(w)];
         return true;
       };
-      while (produced < blocks + kLoadAhead || computed[0] < blocks || computed[1] < blocks) {
-        std::vector<int> ready;
-        for (int actor = 0; actor < 3; ++actor) {
-          const bool done = actor == 2 ? produced >= blocks + kLoadAhead : computed[actor] >= blocks;
+      const auto all_done = [&] {
+        return produced >= blocks + kLoadAhead &&
+               std::all_of(computed.begin(), computed.end(), [&](int64_t c) { return c >= blocks; });
+      };
+      while (!all_done()) {
+        std::vector<int> ready;  // the computing warpgroups, then the producer (kConsumers)
+        for (int actor = 0; actor <= kConsumers; ++actor) {
+          const bool done = actor == kConsumers ? produced >= blocks + kLoadAhead
+                                                : computed[static_cast<std::size_t>(actor)] >= blocks;
           if (!done) ready.push_back(actor);
         }
         std::shuffle(ready.begin(), ready.end(), rng);
         bool moved = false;
         for (int actor : ready) {
-          if (actor == 2 ? producer_step() : compute_step(actor)) {
+          if (actor == kConsumers ? producer_step() : compute_step(actor)) {
             moved = true;
             break;
           }
@@ -107,6 +115,9 @@ TEST(StageHandover, TheExpertGemmKeepsEachBlockUntilReleased) {
 
 TEST(StageHandover, TheIndexerKeepsEachTileUntilReleased) {
   expect_handover_keeps_each_block_until_released<indexer_wgmma::Handover, indexer_wgmma::kLoadAhead>();
+  // Decode: one computing warpgroup, the empty barriers completed by its arrivals alone.
+  static_assert(indexer_wgmma_decode::kComputeThreads == wgmma::kThreads, "one computing warpgroup");
+  expect_handover_keeps_each_block_until_released<indexer_wgmma::Handover, indexer_wgmma::kLoadAhead, 1>();
 }
 
 // Deeper and shallower rings than the kernels use hold the same way.
