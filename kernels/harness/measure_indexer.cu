@@ -71,9 +71,9 @@ std::vector<IndexerPath> indexer_paths() {
   return paths;
 }
 
-// A logits path to time: its row's name and math, and the suffix of its
-// baseline name where it is a tensor-core path (null: a fixed name).
-struct LogitsPath {
+// A path to time: its row's name and math, and the suffix of its baseline
+// name where it competes for the simulator's name (null: a fixed name).
+struct TimedPath {
   std::string name;
   const char* math;
   const char* suffix;
@@ -81,12 +81,12 @@ struct LogitsPath {
 };
 
 // Times each path in order (the last one's outputs stay in the buffers),
-// names them as an engine would dispatch the shape (the faster tensor-core
+// names them as an engine would dispatch the shape (the fastest competing
 // path carries `name`) and writes `row` for each with its name, math and time.
-void time_logits_paths(const RowWriter& w, const std::string& name, const std::vector<LogitsPath>& paths,
-                       Row row, const std::string& shape) {
+void time_paths(const RowWriter& w, const std::string& name, const std::vector<TimedPath>& paths, Row row,
+                const std::string& shape) {
   std::vector<TimedPathRow> timed;
-  for (const LogitsPath& p : paths)
+  for (const TimedPath& p : paths)
     timed.push_back({p.name, p.math, time_kernel([&](int) { p.launch(); }, kWarmup, kRuns), p.suffix});
   name_competing_paths(name, timed);
   for (const TimedPathRow& t : timed) {
@@ -94,9 +94,17 @@ void time_logits_paths(const RowWriter& w, const std::string& name, const std::v
     row.math = t.math;
     row.time = t.time;
     w.row(row);
-    std::printf("%s (%s) %s: %.1f us, %.1f TFLOP/s\n", t.name.c_str(), t.math, shape.c_str(),
-                t.time.median_us, row.flops / t.time.median_us / 1e6);
+    std::printf("%s (%s) %s: %.1f us\n", t.name.c_str(), t.math, shape.c_str(), t.time.median_us);
   }
+}
+
+// An indexer logits row (m queries x n positions or slots, k all heads'
+// dimensions): its FLOPs, bytes and the FP4 key values its math widens;
+// time_paths names and times it.
+Row logits_row(int64_t m, int64_t n, int64_t context, double flops, double bytes, double fp4_values) {
+  Row row{"", "indexer", "", m, n, kV41IndexHeads * kIndexDim, 1, context, flops, bytes};
+  row.narrow_fp4_values = fp4_values;
+  return row;
 }
 
 // The simulator's name's suffix for a path of indexer_paths(): the
@@ -122,27 +130,15 @@ std::vector<TopkCounting> topk_countings() {
   return countings;
 }
 
-// Times `launch(counting)` under each counting and writes `row` for each,
-// named as dispatched; returns the dispatched (fastest) time.
+// Times `launch(counting)` under each counting, as time_paths does, `row`
+// naming the kernel.
 template <typename Launch>
-double time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings, Row row, Launch&& launch) {
-  struct Timed {
-    std::string name;
-    TimingStats time;
-    const char* suffix;
-  };
-  std::vector<Timed> timed;
+void time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings, const Row& row,
+               const std::string& shape, Launch&& launch) {
+  std::vector<TimedPath> paths;
   for (const TopkCounting& c : countings)
-    timed.push_back({"", time_kernel([&](int) { launch(c.counting); }, kWarmup, kRuns), c.suffix});
-  name_competing_paths(row.kernel, timed);
-  double fastest = 0.0;
-  for (const Timed& t : timed) {
-    row.kernel = t.name;
-    row.time = t.time;
-    w.row(row);
-    if (fastest == 0.0 || t.time.median_us < fastest) fastest = t.time.median_us;
-  }
-  return fastest;
+    paths.push_back({"", "fp32", c.suffix, [&, c] { launch(c.counting); }});
+  time_paths(w, row.kernel, paths, row, shape);
 }
 
 }  // namespace
@@ -154,8 +150,8 @@ double time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings,
 // on two tensor-core paths where the device has wgmma and its check passed
 // (BF16 mma.sync and FP8 wgmma, DeepGEMM's paged mqa_logits kind): the
 // faster carries the simulator's name, the other is "*_bf16_mma_baseline" or
-// "*_fp8_wgmma_baseline"; the pool's logits stay on mma.sync. The top-k
-// passes run on the first path's logits (tensor cores where they passed).
+// "*_fp8_wgmma_baseline", for the logits and for the pool's. The top-k
+// passes run on the last path timed's logits (mma.sync where it passed).
 int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
   const std::vector<IndexerPath> paths = indexer_paths();
   const bool wgmma = wgmma_passed && passes("indexer decode logits (wgmma)", check_indexer_wgmma_decode());
@@ -184,7 +180,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
       const TopkWorkspace candidates{candidate_values.get(), candidate_slots.get()};
       const double pairs = static_cast<double>(batch * positions);
       const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
-      std::vector<LogitsPath> logits_paths;
+      std::vector<TimedPath> logits_paths;
       float* maxima = builds_pool ? block_max.get() : nullptr;
       if (wgmma) {
         logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma", [&] {
@@ -201,44 +197,32 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
       }
       const std::string shape =
           "decode batch " + std::to_string(batch) + ", " + std::to_string(positions) + " positions";
-      time_logits_paths(
+      time_paths(
           w, "indexer_logits", logits_paths,
-          {"",
-           "indexer",
-           "",
-           batch,
-           positions,
-           dims,
-           1,
-           positions,
-           2.0 * dims * pairs,
-           pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes,
-           {},
-           0.0,
-           0.0,
-           pairs * kIndexDim},
+          logits_row(batch, positions, positions, 2.0 * dims * pairs,
+                     pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes,
+                     pairs * kIndexDim),
           shape);
-      const double s = time_topk(w, countings,
-                                 {"topk_select", "topk", "fp32", batch, positions, 1, 1, positions,
-                                  2.0 * pairs, pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
-                                 [&](HistogramCounting counting) {
-                                   launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK,
-                                               nullptr, candidates, counting);
-                                 });
-      std::printf("  top-512 over %lld positions: %.1f us\n", static_cast<long long>(positions), s);
+      time_topk(w, countings,
+                {"topk_select", "topk", "fp32", batch, positions, 1, 1, positions, 2.0 * pairs,
+                 pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
+                shape, [&](HistogramCounting counting) {
+                  launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK, nullptr, candidates,
+                              counting);
+                });
       if (builds_pool) {
         const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(batch * pool_blocks));
-        const double b = time_topk(w, countings,
-                                   {"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1,
-                                    positions, 2.0 * static_cast<double>(batch * blocks),
-                                    block_bytes + static_cast<double>(batch * pool_blocks) * 4.0},
-                                   [&](HistogramCounting counting) {
-                                     launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks,
-                                                 nullptr, candidates, counting);
-                                   });
+        time_topk(w, countings,
+                  {"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1, positions,
+                   2.0 * static_cast<double>(batch * blocks),
+                   block_bytes + static_cast<double>(batch * pool_blocks) * 4.0},
+                  shape, [&](HistogramCounting counting) {
+                    launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks, nullptr, candidates,
+                                counting);
+                  });
         const DeviceBuffer<float> pooled(static_cast<std::size_t>(batch * pool_slots));
         const double pooled_pairs = static_cast<double>(batch * pool_slots);
-        std::vector<LogitsPath> pool_paths;
+        std::vector<TimedPath> pool_paths;
         if (wgmma) {
           pool_paths.push_back({"indexer_logits_in_pool", "fp8", "fp8_wgmma", [&] {
                                   launch_indexer_decode_pool_logits_wgmma(
@@ -252,32 +236,19 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
                                                   pooled.get(), batch, heads, positions, pool_blocks, true);
                                 }});
         }
-        time_logits_paths(
+        time_paths(
             w, "indexer_logits_in_pool", pool_paths,
-            {"",
-             "indexer",
-             "",
-             batch,
-             pool_slots,
-             dims,
-             1,
-             positions,
-             2.0 * dims * pooled_pairs,
-             pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0,
-             {},
-             0.0,
-             0.0,
-             pooled_pairs * kIndexDim},
+            logits_row(batch, pool_slots, positions, 2.0 * dims * pooled_pairs,
+                       pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0,
+                       pooled_pairs * kIndexDim),
             "  pool of " + shape);
-        const double rs =
-            time_topk(w, countings,
-                      {"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
-                       pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
-                      [&](HistogramCounting counting) {
-                        launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get(),
-                                    candidates, counting);
-                      });
-        std::printf("  pool top-2048 blocks %.1f us; reindex top-512 %.1f us\n", b, rs);
+        time_topk(w, countings,
+                  {"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
+                   pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
+                  "  pool of " + shape, [&](HistogramCounting counting) {
+                    launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get(),
+                                candidates, counting);
+                  });
       }
       CUDA_CHECK(cudaGetLastError());
     }
@@ -306,7 +277,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       const IndexerInputs in(1, queries, positions, 99 + static_cast<uint64_t>(positions));
       const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
       const double pairs = static_cast<double>(queries * positions);
-      std::vector<LogitsPath> logits_paths;
+      std::vector<TimedPath> logits_paths;
       for (const IndexerPath& path : paths) {
         logits_paths.push_back({path.logits_name, path.math, mma_suffix(path), [&] {
                                   path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
@@ -319,22 +290,11 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
                                                               logits.get(), queries, heads, positions);
                                 }});
       }
-      time_logits_paths(
+      time_paths(
           w, "indexer_logits", logits_paths,
-          {"",
-           "indexer",
-           "",
-           queries,
-           positions,
-           dims,
-           1,
-           positions,
-           2.0 * dims * pairs,
-           pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims),
-           {},
-           0.0,
-           0.0,
-           pairs / 64.0 * kIndexDim},
+          logits_row(queries, positions, positions, 2.0 * dims * pairs,
+                     pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims),
+                     pairs / 64.0 * kIndexDim),
           "prefill " + std::to_string(queries) + " queries, " + std::to_string(positions) + " positions");
       CUDA_CHECK(cudaGetLastError());
     }
