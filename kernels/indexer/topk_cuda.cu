@@ -3,9 +3,9 @@
 //
 // Selection (topk_select.h): a radix select over order-preserving keys (four
 // 8-bit digits, a shared histogram each, a warp's lanes that share a bin
-// counted by one atomic) finds the k-th largest key; then
-// each warp compacts its contiguous span with ballots, so the output keeps
-// index order and ties go to the lower position.
+// counted by one atomic) finds the k-th largest key; then each warp compacts
+// its contiguous span with ballots, so the output keeps index order and ties
+// go to the lower position.
 //
 // A long row runs in two passes (topk_tiles.h): one CTA per tile of 8,192
 // positions loads the tile into shared memory once and selects its own top-k
@@ -13,8 +13,9 @@
 // selects from those candidates, which lie contiguous and in index order, so
 // the same selection gives the same answer as over the whole row. A short row
 // runs the second pass alone, over the logits themselves. The row pass
-// copies its row into shared memory first where it fits (kTopkStagedValues),
-// as the tiles do, so its six walks do not each wait on L2 loads.
+// copies its row into shared memory first (up to kTopkStagedValues), as the
+// tiles do, so its six walks do not each wait on L2 loads; candidates more
+// than that are cut into tiles again, level after level (topk_tile_levels).
 #include <cuda_runtime.h>
 
 #include <stdexcept>
