@@ -147,8 +147,10 @@ struct TileRows {
   int64_t topk;
 };
 
+// Two CTAs an SM (34 KB of shared memory each, 32 registers a thread; left
+// unbounded, ptxas for sm_100 took 55 and so one CTA an SM).
 template <HistogramCounting kCounting>
-__global__ void __launch_bounds__(kThreads) topk_tile_kernel(TileRows r) {
+__global__ void __launch_bounds__(kThreads, 2) topk_tile_kernel(TileRows r) {
   __shared__ float tile_values[kTopkTilePositions];
   const int64_t query = blockIdx.y, tile = blockIdx.x;
   const int64_t first = tile * kTopkTilePositions;
