@@ -260,7 +260,8 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
 // model counts keys as read once per 64-query tile (DeepGEMM's mqa_logits);
 // the tensor-core paths read each key tile once per 4 queries and the FP32
 // baseline once per query (the rest from L2); the rows say what the model
-// counts, so the fit shows how far these kernels are from that. Two
+// counts, so the fit shows how far these kernels are from that, with the
+// FP32 logits written for the top-k pass (as the model counts them). Two
 // tensor-core paths where the device has wgmma and its check passed: BF16
 // mma.sync and FP8 wgmma; the faster carries the simulator's name, the other
 // is "*_bf16_mma_baseline" or "*_fp8_wgmma_baseline".
@@ -293,7 +294,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       time_paths(
           w, "indexer_logits", logits_paths,
           logits_row(queries, positions, positions, 2.0 * dims * pairs,
-                     pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims),
+                     pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0,
                      pairs / 64.0 * kIndexDim),
           "prefill " + std::to_string(queries) + " queries, " + std::to_string(positions) + " positions");
       CUDA_CHECK(cudaGetLastError());

@@ -165,8 +165,12 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
                   std::max<int64_t>(1, static_cast<int64_t>(visible_at(g.query_end, ratio, cap))),
                   static_cast<int64_t>(dim * heads), 1};
   logits.flops = 2.0 * heads * dim * scored;
-  // Decode writes the logits for the top-k pass; prefill streams them into it.
-  const double logit_bytes = g.phase == Phase::kDecode ? scored * kFp32Bytes : 0;
+  // The logits go through memory to the top-k pass in both phases: DeepGEMM's
+  // fp8_mqa_logits (prefill) and fp8_paged_mqa_logits (decode) return the
+  // queries x positions FP32 logits (API reference, v2.2.0), engines run the
+  // top-k apart, and so do our kernels. Counted for the visible pairs only:
+  // an engine that fills the masked part with -inf (clean_logits) writes more.
+  const double logit_bytes = scored * kFp32Bytes;
   logits.hbm_bytes = key_reads * key_bytes + g.tokens * heads * dim + logit_bytes;
   add_entry_values(logits.narrow, m.cache(idx.key_cache), key_reads);
 
