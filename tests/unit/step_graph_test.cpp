@@ -72,6 +72,27 @@ TEST(StepGraph, NarrowValuesAreCountedPerRead) {
   EXPECT_EQ(prefill->narrow, NarrowValues{});
 }
 
+// The indexer's FP32 logits go through memory to its top-k in both phases
+// (DeepGEMM's fp8_mqa_logits and fp8_paged_mqa_logits return them): the
+// logits kernel writes 4 bytes a scored (query, position) pair and the top-k
+// reads them, besides writing its k positions a query.
+TEST(StepGraph, TheIndexerLogitsGoThroughMemoryToTheTopK) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  for (const Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    const StepGraph g = build_step_graph(v41, shape(phase, phase == Phase::kDecode ? 4 : 1, 65536));
+    const LayerKernels& layer = g.layers[2];
+    const Kernel* logits = find_kernel(layer, "indexer_logits");
+    const Kernel* topk = find_kernel(layer, "topk_select");
+    ASSERT_NE(logits, nullptr);
+    ASSERT_NE(topk, nullptr);
+    const IndexerSpec& idx = *v41.spec.attention.indexer;
+    const double scored = logits->flops / (2.0 * static_cast<double>(idx.heads * idx.head_dim));
+    const double written = topk->hbm_bytes - layer.tokens * static_cast<double>(idx.topk) * 4.0;
+    EXPECT_NEAR(written, scored * 4.0, 1e-9 * written) << (phase == Phase::kDecode ? "decode" : "prefill");
+    EXPECT_GT(logits->hbm_bytes, scored * 4.0);
+  }
+}
+
 TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   StepShape s = shape(Phase::kDecode, 4, 65536);
