@@ -267,7 +267,8 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
 // is "*_bf16_mma_baseline" or "*_fp8_wgmma_baseline".
 int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
   const std::vector<IndexerPath> paths = indexer_paths();
-  if (paths.empty()) return 1;
+  const std::vector<TopkCounting> countings = topk_countings();
+  if (paths.empty() || countings.empty()) return 1;
   const bool wgmma = wgmma_passed && passes("indexer logits (wgmma)", check_indexer_wgmma());
   const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
   const std::vector<int64_t> chunks = quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 512};
@@ -291,12 +292,25 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
                                                               logits.get(), queries, heads, positions);
                                 }});
       }
-      time_paths(
-          w, "indexer_logits", logits_paths,
-          logits_row(queries, positions, positions, 2.0 * dims * pairs,
-                     pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0,
-                     pairs / 64.0 * kIndexDim),
-          "prefill " + std::to_string(queries) + " queries, " + std::to_string(positions) + " positions");
+      const std::string shape =
+          "prefill " + std::to_string(queries) + " queries, " + std::to_string(positions) + " positions";
+      time_paths(w, "indexer_logits", logits_paths,
+                 logits_row(queries, positions, positions, 2.0 * dims * pairs,
+                            pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0,
+                            pairs / 64.0 * kIndexDim),
+                 shape);
+      // The chunk's top-512 a query over the logits just written, as the step model charges it.
+      const auto entries = static_cast<std::size_t>(topk_workspace_entries(queries, positions, kV41TopK));
+      const DeviceBuffer<float> candidate_values(entries);
+      const DeviceBuffer<int32_t> candidate_slots(entries),
+          selected(static_cast<std::size_t>(queries * kV41TopK));
+      time_topk(w, countings,
+                {"topk_select", "topk", "fp32", queries, positions, 1, 1, positions, 2.0 * pairs,
+                 pairs * 4.0 + static_cast<double>(queries * kV41TopK) * 4.0},
+                shape, [&](HistogramCounting counting) {
+                  launch_topk(logits.get(), selected.get(), queries, positions, kV41TopK, nullptr,
+                              {candidate_values.get(), candidate_slots.get()}, counting);
+                });
       CUDA_CHECK(cudaGetLastError());
     }
   }
