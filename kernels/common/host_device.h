@@ -52,8 +52,8 @@ V41_HD float fast_exp(float x) {
 #endif
 }
 
-// A warp's ballot read on host and device alike: how many lanes it holds,
-// and the lowest lane it holds (the mask not empty).
+// A warp's lane mask (a ballot's, a match's) read on host and device alike:
+// how many lanes it holds, and the lowest lane it holds (the mask not empty).
 V41_HD int bit_count(uint32_t mask) {
 #if defined(__CUDA_ARCH__)
   return __popc(mask);
