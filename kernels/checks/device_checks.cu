@@ -178,10 +178,10 @@ CheckResult check_indexer_wgmma_decode() {
 // ratio 2), a pool-sized k, candidates too many for the row pass cut into
 // tiles again (140,000 positions, k 2,048: 35,552 candidates, then 10,240),
 // and a k too large for tiles over a row too long for the row pass's shared
-// memory (walked in memory); exact against the
-// reference (ties to the lower position). Under either way of counting a
-// pass's histogram (topk_cuda.h); the values crowd a few first-pass bins, so
-// a warp's lanes share bins in every step.
+// memory (walked in memory); exact against the reference (ties to the lower
+// position). Under either way of counting a pass's histogram (topk_cuda.h);
+// the values crowd a few first-pass bins, so a warp's lanes share bins in
+// every step.
 CheckResult check_topk(HistogramCounting counting) {
   struct Case {
     int64_t positions, topk;

@@ -80,6 +80,18 @@ __device__ inline void mma_m64n32k32_e4m3(float (&d)[16], uint64_t a, uint64_t b
       : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
+// The FP8 K-major step of N = 2 x kValues columns our kernels issue:
+// m64n128k32 (64 values a thread) or m64n32k32 (16).
+template <int kValues>
+__device__ inline void mma_k32_e4m3(float (&d)[kValues], uint64_t a, uint64_t b, bool accumulate) {
+  static_assert(kValues == 64 || kValues == 16, "m64n128k32 or m64n32k32");
+  if constexpr (kValues == 64) {
+    mma_m64n128k32_e4m3(d, a, b, accumulate);
+  } else {
+    mma_m64n32k32_e4m3(d, a, b, accumulate);
+  }
+}
+
 // d (64 x 64, the warpgroup's 32 values a thread) = a x b^T (+ d where
 // accumulate), a 64 x 16 and b 64 x 16 BF16, both K-major in shared memory.
 __device__ inline void mma_m64n64k16_bf16(float (&d)[32], uint64_t a, uint64_t b, bool accumulate) {

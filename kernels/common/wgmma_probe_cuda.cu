@@ -40,7 +40,7 @@ constexpr int kMnAccumulators = wgmma::kM * kN256 / wgmma::kThreads;  // a threa
 template <bool kFp8, int kN>
 __global__ void __launch_bounds__(wgmma::kThreads)
     probe_k_major(const uint8_t* a, const uint8_t* b, float* d) {
-  static_assert(kFp8 ? (kN == 128 || kN == 32) : kN == 64, "an instruction our kernels issue");
+  static_assert(kFp8 || kN == 64, "BF16's step is m64n64k16");
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
   uint8_t* a_s = smem;
@@ -63,10 +63,8 @@ __global__ void __launch_bounds__(wgmma::kThreads)
   for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
     const uint64_t da = wgmma::descriptor(shared_address(a_s + step * wgmma::kK));
     const uint64_t db = wgmma::descriptor(shared_address(b_s + step * wgmma::kK));
-    if constexpr (kFp8 && kN == 128) {
-      wgmma::mma_m64n128k32_e4m3(acc, da, db, step > 0);
-    } else if constexpr (kFp8) {
-      wgmma::mma_m64n32k32_e4m3(acc, da, db, step > 0);
+    if constexpr (kFp8) {
+      wgmma::mma_k32_e4m3(acc, da, db, step > 0);
     } else {
       wgmma::mma_m64n64k16_bf16(acc, da, db, step > 0);
     }

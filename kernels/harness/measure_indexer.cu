@@ -48,6 +48,7 @@ struct IndexerPath {
   const char* logits_name;
   const char* pool_logits_name;
   const char* math;
+  const char* suffix;  // of its baseline name where it competes with FP8 wgmma (null: a fixed name)
   void (*logits)(const uint8_t*, const float*, const uint8_t*, float*, int64_t, int64_t, int64_t, float*,
                  bool);
   void (*pool_logits)(const uint8_t*, const float*, const uint8_t*, const int32_t*, float*, int64_t, int64_t,
@@ -61,11 +62,11 @@ std::vector<IndexerPath> indexer_paths() {
                     passes("candidate pool (fp32 baseline)", check_candidate_pool(IndexerMath::kFp32Units));
   std::vector<IndexerPath> paths;
   if (mma) {
-    paths.push_back({"indexer_logits", "indexer_logits_in_pool", "bf16", launch_indexer_logits_mma,
-                     launch_indexer_pool_logits_mma});
+    paths.push_back({"indexer_logits", "indexer_logits_in_pool", "bf16", "bf16_mma",
+                     launch_indexer_logits_mma, launch_indexer_pool_logits_mma});
   }
   if (fp32) {
-    paths.push_back({"indexer_logits_fp32_baseline", "indexer_logits_in_pool_fp32_baseline", "fp32",
+    paths.push_back({"indexer_logits_fp32_baseline", "indexer_logits_in_pool_fp32_baseline", "fp32", nullptr,
                      launch_indexer_logits, launch_indexer_pool_logits});
   }
   return paths;
@@ -105,12 +106,6 @@ Row logits_row(int64_t m, int64_t n, int64_t context, double flops, double bytes
   Row row{"", "indexer", "", m, n, kV41IndexHeads * kIndexDim, 1, context, flops, bytes};
   row.narrow_fp4_values = fp4_values;
   return row;
-}
-
-// The simulator's name's suffix for a path of indexer_paths(): the
-// tensor-core path competes with FP8 wgmma, the FP32 baseline keeps its name.
-const char* mma_suffix(const IndexerPath& path) {
-  return std::string(path.logits_name) == "indexer_logits" ? "bf16_mma" : nullptr;
 }
 
 // The top-k's ways of counting a pass's histogram, each timed only where its
@@ -190,7 +185,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
                                 }});
       }
       for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
-        logits_paths.push_back({it->logits_name, it->math, mma_suffix(*it), [&, it] {
+        logits_paths.push_back({it->logits_name, it->math, it->suffix, [&, it] {
                                   it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch,
                                              heads, positions, maxima, true);
                                 }});
@@ -231,7 +226,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
                                 }});
         }
         for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
-          pool_paths.push_back({it->pool_logits_name, it->math, mma_suffix(*it), [&, it] {
+          pool_paths.push_back({it->pool_logits_name, it->math, it->suffix, [&, it] {
                                   it->pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(),
                                                   pooled.get(), batch, heads, positions, pool_blocks, true);
                                 }});
@@ -281,7 +276,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       const double pairs = static_cast<double>(queries * positions);
       std::vector<TimedPath> logits_paths;
       for (const IndexerPath& path : paths) {
-        logits_paths.push_back({path.logits_name, path.math, mma_suffix(path), [&] {
+        logits_paths.push_back({path.logits_name, path.math, path.suffix, [&] {
                                   path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
                                               heads, positions, nullptr, false);
                                 }});

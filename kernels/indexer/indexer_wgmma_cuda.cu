@@ -106,7 +106,7 @@ __device__ void compute(const Launch& l, int64_t first_query, int64_t first_key,
 __global__ void __launch_bounds__(kThreads, 1) indexer_logits_wgmma_kernel(Launch l) {
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
-  const Pipeline pipe = set_up_pipeline(smem, kBarriersOffset, kTablesOffset, kComputeThreads);
+  const Pipeline pipe = set_up_pipeline(smem, kLayout, kComputeThreads);
   const int thread = static_cast<int>(threadIdx.x);
   const int64_t first_key = static_cast<int64_t>(blockIdx.x) * kTilesPerCta * kKeys;
   const int64_t first_query = static_cast<int64_t>(blockIdx.y) * kQueries;

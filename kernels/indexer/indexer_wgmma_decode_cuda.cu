@@ -104,8 +104,7 @@ __device__ void compute(const Launch& l, int64_t query, int64_t first_slot, int6
 __global__ void __launch_bounds__(kThreads) indexer_decode_logits_wgmma_kernel(Launch l) {
   extern __shared__ uint8_t dynamic_smem[];
   uint8_t* smem = wgmma::atom_aligned(dynamic_smem);
-  const indexer_wgmma::Pipeline pipe =
-      indexer_wgmma::set_up_pipeline(smem, kBarriersOffset, kTablesOffset, kComputeThreads);
+  const indexer_wgmma::Pipeline pipe = indexer_wgmma::set_up_pipeline(smem, kLayout, kComputeThreads);
   const int thread = static_cast<int>(threadIdx.x);
   const int64_t first_slot = static_cast<int64_t>(blockIdx.x) * kTilesPerCta * kKeys;
   const int64_t query = blockIdx.y;

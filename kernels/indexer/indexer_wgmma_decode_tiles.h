@@ -44,12 +44,9 @@ inline constexpr int kThreads = kComputeThreads + kProducerThreads;
 
 // Shared memory: the query's heads (swizzled, 4 KB), then prefill's stages.
 inline constexpr int kQueryTileBytes = kHeads * kIndexDim;
-inline constexpr int kStagesOffset = kQueryTileBytes;
-inline constexpr int kBarriersOffset = kStagesOffset + kStages * kStageBytes;
-inline constexpr int kTablesOffset = kBarriersOffset + 2 * kStages * static_cast<int>(sizeof(uint64_t));
-inline constexpr int kSharedBytes =
-    kTablesOffset + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
-inline constexpr int kSharedBytesAllocated = kSharedBytes + wgmma::kAtomBytes;  // room to align the base
+inline constexpr indexer_wgmma::PipelineLayout kLayout = indexer_wgmma::pipeline_layout(kQueryTileBytes);
+inline constexpr int kStagesOffset = kLayout.stages;
+inline constexpr int kSharedBytesAllocated = kLayout.allocated;
 static_assert(kQueryTileBytes % wgmma::kAtomBytes == 0, "the stages start on a swizzle atom");
 inline constexpr int kQueryChunks = kHeads * (kIndexDim / kChunk);
 

@@ -22,13 +22,12 @@ struct Pipeline {
   const E2m1ToE4m3Table* tables;
 };
 
-// The barriers and the folding tables at their offsets in `smem`, set up by
-// the CTA; its last CTA-wide barrier, after which the roles part.
-__device__ inline Pipeline set_up_pipeline(uint8_t* smem, int barriers_offset, int tables_offset,
-                                           int compute_threads) {
-  auto* full = reinterpret_cast<uint64_t*>(smem + barriers_offset);
+// The barriers and the folding tables where `layout` puts them in `smem`,
+// set up by the CTA; its last CTA-wide barrier, after which the roles part.
+__device__ inline Pipeline set_up_pipeline(uint8_t* smem, PipelineLayout layout, int compute_threads) {
+  auto* full = reinterpret_cast<uint64_t*>(smem + layout.barriers);
   uint64_t* empty = full + kStages;
-  auto* tables = reinterpret_cast<E2m1ToE4m3Table*>(smem + tables_offset);
+  auto* tables = reinterpret_cast<E2m1ToE4m3Table*>(smem + layout.tables);
   const int thread = static_cast<int>(threadIdx.x);
   if (thread < kFoldingTables) tables[thread] = e2m1_to_e4m3_table(thread);
   if (thread == 0) {
@@ -49,7 +48,6 @@ __device__ inline Pipeline set_up_pipeline(uint8_t* smem, int barriers_offset, i
 template <int kAccumulators>
 __device__ const uint8_t* multiply_tile(float (&acc)[kAccumulators], const uint8_t* stages,
                                         const uint8_t* queries, const Pipeline& pipe, int64_t kb) {
-  static_assert(kAccumulators == 64 || kAccumulators == 16, "m64n128k32 or m64n32k32");
   const int s = Handover::stage_of(kb);
   mbarrier::wait(&pipe.full[s], Handover::full_parity(kb));
   const uint8_t* stage = stages + s * kStageBytes;
@@ -58,11 +56,7 @@ __device__ const uint8_t* multiply_tile(float (&acc)[kAccumulators], const uint8
   for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
     const uint64_t a = wgmma::descriptor(shared_address(stage + step * wgmma::kK));
     const uint64_t b = wgmma::descriptor(shared_address(queries + step * wgmma::kK));
-    if constexpr (kAccumulators == 64) {
-      wgmma::mma_m64n128k32_e4m3(acc, a, b, step > 0);
-    } else {
-      wgmma::mma_m64n32k32_e4m3(acc, a, b, step > 0);
-    }
+    wgmma::mma_k32_e4m3(acc, a, b, step > 0);
   }
   wgmma::commit_group();
   wgmma::wait_group<0>();

@@ -57,13 +57,23 @@ inline constexpr int kKeyScalesOffset = kRawOffset + kRawBytes;
 inline constexpr int kStageBytes =
     (kKeyScalesOffset + kKeys * static_cast<int>(sizeof(float)) + wgmma::kAtomBytes - 1) / wgmma::kAtomBytes *
     wgmma::kAtomBytes;
-inline constexpr int kStagesOffset = kQueryTileBytes;
-inline constexpr int kBarriersOffset =
-    kStagesOffset + kStages * kStageBytes;  // full[kStages], empty[kStages]
-inline constexpr int kTablesOffset = kBarriersOffset + 2 * kStages * static_cast<int>(sizeof(uint64_t));
-inline constexpr int kSharedBytes =
-    kTablesOffset + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
-inline constexpr int kSharedBytesAllocated = kSharedBytes + wgmma::kAtomBytes;  // room to align the base
+
+// Where a kernel of this pipeline (prefill's, decode's) keeps what, after
+// its query tile of `query_tile_bytes`: the stages, their barriers
+// (full[kStages], empty[kStages]), the folding tables; `allocated` leaves
+// room to align the base.
+struct PipelineLayout {
+  int stages, barriers, tables, bytes, allocated;
+};
+constexpr PipelineLayout pipeline_layout(int query_tile_bytes) {
+  const int barriers = query_tile_bytes + kStages * kStageBytes;
+  const int tables = barriers + 2 * kStages * static_cast<int>(sizeof(uint64_t));
+  const int bytes = tables + kFoldingTables * static_cast<int>(sizeof(E2m1ToE4m3Table));
+  return {query_tile_bytes, barriers, tables, bytes, bytes + wgmma::kAtomBytes};
+}
+inline constexpr PipelineLayout kLayout = pipeline_layout(kQueryTileBytes);
+inline constexpr int kStagesOffset = kLayout.stages;
+inline constexpr int kSharedBytesAllocated = kLayout.allocated;
 static_assert(kRawBytes % kChunk == 0 && kGroupTileBytes % wgmma::kAtomBytes == 0,
               "whole chunks, aligned tiles");
 static_assert(kSharedBytesAllocated <= 227 * 1024, "one CTA within Hopper's shared memory");

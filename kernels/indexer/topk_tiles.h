@@ -3,9 +3,10 @@
 // candidates in index order; a second pass takes the row's top-k from the
 // candidates. The row is read from memory once, and a batch of one still
 // spreads over the SMs (a 1M-token context is 524,288 positions in V4.1's
-// ratio-2 layers, 64 tiles, and 1,048,576 in its ratio-1 layer 20). A row of one tile, or a k too close to
-// the tile to shrink it, runs the second pass alone; candidates too many for the second pass's shared memory
-// are cut into tiles again. Plain C++: the CPU tests check the sizes.
+// ratio-2 layers, 64 tiles, and 1,048,576 in its ratio-1 layer 20). A row
+// of one tile, or a k too close to the tile to shrink it, runs the second
+// pass alone; candidates too many for the second pass's shared memory are
+// cut into tiles again. Plain C++: the CPU tests check the sizes.
 #pragma once
 
 #include <cstdint>
