@@ -154,7 +154,18 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   const double q = g.queries_per_sequence();
   const double scored = g.sequences * sum_visible(q, g.query_end, ratio, cap);  // (query, position) pairs
   const double key_bytes = static_cast<double>(m.cache(idx.key_cache).bytes);
-  const double key_reads = g.phase == Phase::kDecode ? scored : scored / kQueryTile;
+  // Keys read. A decode sequence's queries (its token and the drafts it
+  // verifies) share each key block it loads, over the last query's range, as
+  // DeepGEMM's paged logits kernel takes a sequence's next_n queries as one
+  // tile of next_n x heads rows (sm90_fp8_paged_mqa_logits; its host side
+  // takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the keys). Not
+  // in the candidate pool: each query's pool is the top blocks of its own
+  // logits, so each gathers its own keys. Prefill tiles share them over
+  // kQueryTile queries.
+  const bool shares_keys = g.phase == Phase::kDecode && !c.plan.scores_in_candidate_pool;
+  const double key_reads = shares_keys                 ? g.sequences * visible_at(g.query_end, ratio, cap)
+                           : g.phase == Phase::kDecode ? scored
+                                                       : scored / kQueryTile;
   Kernel& logits = f.push({});
   logits.name =
       (c.plan.scores_in_candidate_pool ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;

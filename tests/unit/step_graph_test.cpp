@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "sim/common/input_error.h"
@@ -90,6 +91,49 @@ TEST(StepGraph, TheIndexerLogitsGoThroughMemoryToTheTopK) {
     const double written = topk->hbm_bytes - layer.tokens * static_cast<double>(idx.topk) * 4.0;
     EXPECT_NEAR(written, scored * 4.0, 1e-9 * written) << (phase == Phase::kDecode ? "decode" : "prefill");
     EXPECT_GT(logits->hbm_bytes, scored * 4.0);
+  }
+}
+
+// A decode sequence's queries, its token and the drafts it verifies, score
+// the same index keys: the logits kernel loads each key once for all of them
+// (DeepGEMM's paged logits take a sequence's next_n queries as one tile), so
+// verifying drafts multiplies the indexer's math and logits, not its key reads.
+// In the candidate pool each query gathers its own pool's keys.
+TEST(StepGraph, ADecodeSequencesQueriesShareItsIndexKeyReads) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  const double batch = 4;
+  const double context = 131072;
+  auto logits_of = [&](int64_t queries, int layer, const char* name) {
+    StepShape s = shape(Phase::kDecode, static_cast<int64_t>(batch), static_cast<int64_t>(context));
+    s.decode_tokens_per_sequence = queries;
+    const StepGraph g = build_step_graph(v41, s);
+    const Kernel* k = find_kernel(g.layers[static_cast<size_t>(layer)], name);
+    EXPECT_NE(k, nullptr) << name;
+    return k ? *k : Kernel{};
+  };
+  const IndexerSpec& idx = *v41.spec.attention.indexer;
+  const double key_bytes = static_cast<double>(v41.spec.cache(idx.key_cache).bytes);
+  const double values_per_key = static_cast<double>(idx.head_dim);
+  const Kernel pool_one = logits_of(1, 24, "indexer_logits_in_pool");
+  const Kernel pool_six = logits_of(6, 24, "indexer_logits_in_pool");
+  EXPECT_DOUBLE_EQ(pool_six.narrow.fp4, 6.0 * pool_one.narrow.fp4);
+  EXPECT_DOUBLE_EQ(pool_one.narrow.fp4, batch * 16384.0 * values_per_key);
+  for (const auto& [layer, name, keys] :
+       {std::tuple{2, "indexer_logits", context / 2.0}, std::tuple{20, "indexer_logits", context}}) {
+    const Kernel one = logits_of(1, layer, name);
+    const Kernel six = logits_of(6, layer, name);
+    EXPECT_NEAR(six.flops / one.flops, 6.0, 1e-3) << name << " at layer " << layer;
+    EXPECT_NEAR(six.narrow.fp4, batch * keys * values_per_key, values_per_key * batch) << name;
+    EXPECT_NEAR(six.narrow.fp4, one.narrow.fp4, values_per_key * batch) << name;
+    EXPECT_GT(one.hbm_bytes, batch * keys * key_bytes) << name;
+    // The five more queries a sequence add their logits (4 bytes a pair; an
+    // eighth more where the pass writes block maxima) and their query vectors,
+    // and no key bytes: a key's 68 bytes a query would be some 15 times that.
+    const double pairs_added =
+        (six.flops - one.flops) / (2.0 * static_cast<double>(idx.heads) * values_per_key);
+    const double queries_added = 5.0 * batch * static_cast<double>(idx.heads) * values_per_key;
+    EXPECT_LE(six.hbm_bytes - one.hbm_bytes, pairs_added * 4.0 * (1.0 + 1.0 / 8.0) + queries_added) << name;
+    EXPECT_GE(six.hbm_bytes - one.hbm_bytes, pairs_added * 4.0) << name;
   }
 }
 
