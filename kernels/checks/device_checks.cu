@@ -138,37 +138,47 @@ CheckResult check_indexer_wgmma() {
                       in.reference(), IndexerMath::kTensorCores);
 }
 
-// The FP8 wgmma decode logits (Hopper only): 3 queries, each over its own
-// request's 20,003 keys (a partial last tile, a partial last CTA, a pool
-// block of 3), held to the tensor-core tolerance, and the block maxima
-// written beside them exactly those of the logits the kernel wrote; then a
-// Reindex layer's logits in the pool those maxima build (the short last
-// block among its blocks or not), likewise.
+// The FP8 wgmma decode logits (Hopper only): 3 requests, each over its own
+// 20,003 keys (a partial last tile, a partial last CTA, a pool block of 3),
+// first one query a request, then 6 (a token and 5 drafts sharing each key
+// tile), held to the tensor-core tolerance, and the block maxima written
+// beside them exactly those of the logits the kernel wrote; then a Reindex
+// layer's logits in the pool those maxima build (the short last block among
+// its blocks or not), likewise.
 CheckResult check_indexer_wgmma_decode() {
   std::string why;
   if (!sm90a_device(&why)) return {false, "indexer decode logits (wgmma) not run: " + why};
-  const int64_t queries = 3, heads = kV41IndexHeads, positions = 20003;
+  const int64_t requests = 3, heads = kV41IndexHeads, positions = 20003;
   const auto keys = quantize_index_keys_reference(
-      normal_values(static_cast<std::size_t>(queries * positions * kIndexDim), 41), queries * positions);
-  const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 42));
-  const auto w = normal_values(static_cast<std::size_t>(queries * heads), 43);
-  const LogitsWithBlockMax got = indexer_decode_logits_wgmma_cuda(q, w, keys, queries, heads, positions);
-  const CheckResult logits = logits_match(
-      "indexer decode logits (wgmma)", got.logits,
-      indexer_logits_reference(q, w, keys, queries, heads, positions, true), IndexerMath::kTensorCores);
-  if (!logits.ok) return logits;
-  const CheckResult maxima = exact("block max (wgmma)", got.block_max,
-                                   block_max_reference(got.logits, queries, positions, kV41PoolBlockSize));
-  if (!maxima.ok) return maxima;
+      normal_values(static_cast<std::size_t>(requests * positions * kIndexDim), 41), requests * positions);
+  LogitsWithBlockMax got;
+  for (const int request_queries : {6, 1}) {  // the one-query logits stay for the pool
+    const int64_t queries = requests * request_queries;
+    const auto q =
+        index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 42));
+    const auto w = normal_values(static_cast<std::size_t>(queries * heads), 43);
+    got = indexer_decode_logits_wgmma_cuda(q, w, keys, queries, heads, positions, request_queries);
+    const std::string what =
+        "indexer decode logits (wgmma, " + std::to_string(request_queries) + " a request)";
+    const CheckResult logits = logits_match(
+        what.c_str(), got.logits,
+        indexer_logits_reference(q, w, key_set_a_query(keys, queries, request_queries, positions), queries,
+                                 heads, positions, true),
+        IndexerMath::kTensorCores);
+    if (!logits.ok) return logits;
+    const CheckResult maxima = exact(("block max of the " + what).c_str(), got.block_max,
+                                     block_max_reference(got.logits, queries, positions, kV41PoolBlockSize));
+    if (!maxima.ok) return maxima;
+  }
   const int64_t blocks = (positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
-  const auto pool = topk_cuda(got.block_max, queries, blocks, kV41PoolTopBlocks);
+  const auto pool = topk_cuda(got.block_max, requests, blocks, kV41PoolTopBlocks);
   const auto q2 =
-      index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 44));
-  const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 45);
+      index_queries_e4m3(normal_values(static_cast<std::size_t>(requests * heads * kIndexDim), 44));
+  const auto w2 = normal_values(static_cast<std::size_t>(requests * heads), 45);
   return logits_match(
       "pool logits (wgmma)",
-      indexer_decode_pool_logits_wgmma_cuda(q2, w2, keys, pool, queries, heads, positions),
-      pool_logits_reference(q2, w2, keys, pool, queries, heads, positions, kV41PoolBlockSize, true),
+      indexer_decode_pool_logits_wgmma_cuda(q2, w2, keys, pool, requests, heads, positions),
+      pool_logits_reference(q2, w2, keys, pool, requests, heads, positions, kV41PoolBlockSize, true),
       IndexerMath::kTensorCores);
 }
 

@@ -136,6 +136,51 @@ void time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings, c
   time_paths(w, row.kernel, paths, row, shape);
 }
 
+// Decode with drafts: each request's token and the drafts it verifies
+// (request_queries in all) score its keys together, a key read once a
+// request, as the simulator counts decode's index keys (its step model;
+// DeepGEMM's paged logits take a request's next_n queries in one CTA). On
+// the FP8 wgmma path alone (the mma.sync and FP32 paths take a key set a
+// query); over every position, with the block maxima where the pool is built.
+// Rows named indexer_logits, m the queries; the top-k passes are the
+// one-query rows' (a query's top-k does not depend on its request).
+void measure_request_queries(const RowWriter& w, bool quick) {
+  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
+  const std::vector<int> request_queries = quick ? std::vector<int>{6} : std::vector<int>{2, 6};
+  const std::vector<int64_t> batches = quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{65536, 1048576};
+  for (const int n : request_queries) {
+    for (const int64_t batch : batches) {
+      for (const int64_t positions : contexts) {
+        const int64_t queries = batch * n;
+        const IndexerInputs in(batch, queries, positions, 11 + static_cast<uint64_t>(positions));
+        const int64_t blocks = (positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
+        const bool builds_pool = blocks > kV41PoolTopBlocks;
+        const DeviceBuffer<float> logits(static_cast<std::size_t>(queries * positions));
+        const DeviceBuffer<float> block_max(static_cast<std::size_t>(queries * blocks));
+        float* maxima = builds_pool ? block_max.get() : nullptr;
+        const double pairs = static_cast<double>(queries * positions);
+        const double keys = static_cast<double>(batch * positions);
+        const double block_bytes = builds_pool ? static_cast<double>(queries * blocks) * 4.0 : 0.0;
+        const std::vector<TimedPath> paths{{"indexer_logits", "fp8", "fp8_wgmma", [&] {
+                                              launch_indexer_decode_logits_wgmma(
+                                                  in.q.get(), in.w.get(), in.keys.get(), logits.get(),
+                                                  queries, heads, positions, maxima, n);
+                                            }}};
+        time_paths(w, "indexer_logits", paths,
+                   logits_row(queries, positions, positions, 2.0 * dims * pairs,
+                              keys * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0 +
+                                  block_bytes,
+                              keys * kIndexDim),
+                   "decode batch " + std::to_string(batch) + " x " + std::to_string(n) + " queries, " +
+                       std::to_string(positions) + " positions");
+        CUDA_CHECK(cudaGetLastError());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // Layer 20 in decode: logits over every position (and, past 16,384, the
@@ -147,6 +192,8 @@ void time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings, c
 // faster carries the simulator's name, the other is "*_bf16_mma_baseline" or
 // "*_fp8_wgmma_baseline", for the logits and for the pool's. The top-k
 // passes run on the last path timed's logits (mma.sync where it passed).
+// Then, on wgmma, requests of a token and its drafts sharing their keys
+// (measure_request_queries).
 int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
   const std::vector<IndexerPath> paths = indexer_paths();
   const bool wgmma = wgmma_passed && passes("indexer decode logits (wgmma)", check_indexer_wgmma_decode());
@@ -248,6 +295,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
       CUDA_CHECK(cudaGetLastError());
     }
   }
+  if (wgmma) measure_request_queries(w, quick);
   return 0;
 }
 

@@ -64,19 +64,25 @@ std::vector<float> indexer_logits_wgmma_cuda(const std::vector<uint8_t>& q, cons
                                              const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                              int64_t positions);
 
-// The logits of a decode batch (each query its own request's keys, 32
-// heads) on the same FP8 warpgroup MMA, and where block_max is not null each
-// pool block's max in the same pass (indexer_wgmma_decode_tiles.h). sm_90
-// devices only; throws elsewhere.
+// The logits of a decode batch (32 heads) on the same FP8 warpgroup MMA, and
+// where block_max is not null each pool block's max in the same pass
+// (indexer_wgmma_decode_tiles.h). Each request its own keys (queries /
+// request_queries key sets of `positions`), its request_queries queries in
+// a row (its token and the drafts it verifies, 1-8) sharing them, each
+// scoring all `positions` (no causal mask among a request's last positions:
+// as DeepGEMM's paged logits, whose caller masks). sm_90 devices only;
+// throws elsewhere.
 void launch_indexer_decode_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                         float* logits, int64_t queries, int64_t heads, int64_t positions,
-                                        float* block_max);
+                                        float* block_max, int request_queries = 1);
 LogitsWithBlockMax indexer_decode_logits_wgmma_cuda(const std::vector<uint8_t>& q,
                                                     const std::vector<float>& weights,
                                                     const std::vector<uint8_t>& keys, int64_t queries,
-                                                    int64_t heads, int64_t positions);
+                                                    int64_t heads, int64_t positions,
+                                                    int request_queries = 1);
 // A Reindex layer's decode logits in the pool (pool_logits_reference's
-// result) on the same kernel.
+// result) on the same kernel, one query a request (each query's pool its
+// own).
 void launch_indexer_decode_pool_logits_wgmma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                              const int32_t* pool, float* pool_logits, int64_t queries,
                                              int64_t heads, int64_t positions, int64_t pool_blocks);

@@ -75,6 +75,19 @@ std::vector<float> indexer_logits_reference(const std::vector<uint8_t>& q, const
   return logits;
 }
 
+std::vector<uint8_t> key_set_a_query(const std::vector<uint8_t>& keys, int64_t queries,
+                                     int64_t request_queries, int64_t positions) {
+  const auto set_bytes = static_cast<std::size_t>(positions * kIndexKeyBytes);
+  std::vector<uint8_t> out;
+  out.reserve(static_cast<std::size_t>(queries) * set_bytes);
+  for (int64_t query = 0; query < queries; ++query) {
+    const std::size_t first = static_cast<std::size_t>(query / request_queries) * set_bytes;
+    out.insert(out.end(), keys.begin() + static_cast<std::ptrdiff_t>(first),
+               keys.begin() + static_cast<std::ptrdiff_t>(first + set_bytes));
+  }
+  return out;
+}
+
 std::vector<int32_t> topk_reference(const std::vector<float>& logits, int64_t queries, int64_t positions,
                                     int64_t topk) {
   if (topk > positions || static_cast<int64_t>(logits.size()) != queries * positions) {

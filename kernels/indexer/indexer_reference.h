@@ -25,6 +25,12 @@ std::vector<float> indexer_logits_reference(const std::vector<uint8_t>& q, const
                                             const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                             int64_t positions, bool per_query_keys = false);
 
+// Each query's own copy of its request's key set, from one set (positions x
+// 68 bytes) a request of `request_queries` queries in a row (a decode
+// request's token and the drafts it verifies), as per_query_keys takes them.
+std::vector<uint8_t> key_set_a_query(const std::vector<uint8_t>& keys, int64_t queries,
+                                     int64_t request_queries, int64_t positions);
+
 // logits: queries x positions -> queries x topk positions (ascending). topk <= positions.
 std::vector<int32_t> topk_reference(const std::vector<float>& logits, int64_t queries, int64_t positions,
                                     int64_t topk);

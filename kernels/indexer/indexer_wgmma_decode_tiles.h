@@ -1,9 +1,14 @@
 // The lightning indexer's decode logits on Hopper's warpgroup MMA
 // (indexer_wgmma_decode_cuda.cu), as plain host-and-device functions a CPU
-// test replays: DeepGEMM's paged mqa_logits kind, where each query of a decode
-// batch scores its own request's keys, so no key tile serves two queries.
+// test replays: DeepGEMM's paged mqa_logits kind, where each request of a
+// decode batch scores its own keys. A request's queries (its token and the
+// drafts it verifies, up to kMaxRequestQueries) share its key tiles, as
+// DeepGEMM's kernel takes a request's next_n queries in one CTA; requests
+// share none.
 //
-// A CTA takes one query and 16 tiles of its keys. The product is taken
+// A CTA takes one request's queries and 16 tiles of its keys; it multiplies
+// each tile by one query after another (the stage is released after the
+// last), so a key is read once a request. The product is taken
 // transposed as in prefill (indexer_wgmma_tiles.h): a tile's 64 keys are the
 // wgmma's M rows, the query's 32 heads its N columns (m64n32k32, four steps
 // over the 128 dimensions), so a thread's accumulators for one key row hold
@@ -42,18 +47,27 @@ inline constexpr int kComputeThreads = wgmma::kThreads;
 inline constexpr int kProducerThreads = wgmma::kThreads;
 inline constexpr int kThreads = kComputeThreads + kProducerThreads;
 
-// Shared memory: the query's heads (swizzled, 4 KB), then prefill's stages.
+// A request's queries a CTA holds: its token and up to 7 drafts (V4.1's
+// draft block is 5).
+inline constexpr int kMaxRequestQueries = 8;
+
+// Shared memory: each of the request's queries' heads (swizzled, 4 KB a
+// query), then prefill's stages; sized by the queries a request, so a
+// request of one query holds 3 CTAs an SM.
 inline constexpr int kQueryTileBytes = kHeads * kIndexDim;
-inline constexpr indexer_wgmma::PipelineLayout kLayout = indexer_wgmma::pipeline_layout(kQueryTileBytes);
-inline constexpr int kStagesOffset = kLayout.stages;
-inline constexpr int kSharedBytesAllocated = kLayout.allocated;
 static_assert(kQueryTileBytes % wgmma::kAtomBytes == 0, "the stages start on a swizzle atom");
+constexpr indexer_wgmma::PipelineLayout layout_for(int request_queries) {
+  return indexer_wgmma::pipeline_layout(request_queries * kQueryTileBytes);
+}
+static_assert(layout_for(kMaxRequestQueries).allocated <= 227 * 1024, "within Hopper's shared memory");
 inline constexpr int kQueryChunks = kHeads * (kIndexDim / kChunk);
 
-// Query chunk c: 16 bytes of head c / 8 of `query` into its swizzled row.
-V41_HD PartialCopy query_copy(int c, int64_t query) {
+// Query chunk c of the request's j-th query `query`: 16 bytes of head c / 8
+// into its swizzled row of the j-th query tile.
+V41_HD PartialCopy query_copy(int c, int j, int64_t query) {
   const int head = c / (kIndexDim / kChunk), byte = (c % (kIndexDim / kChunk)) * kChunk;
-  return {wgmma::swizzled_offset(head, byte), (query * kHeads + head) * kIndexDim + byte, kChunk};
+  return {j * kQueryTileBytes + wgmma::swizzled_offset(head, byte),
+          (query * kHeads + head) * kIndexDim + byte, kChunk};
 }
 
 inline constexpr int kPoolBlockBytes = static_cast<int>(kV41PoolBlockSize) * kIndexKeyBytes;  // 544
@@ -77,8 +91,10 @@ V41_HD PartialCopy pool_key_copy(int c, int64_t first_slot, const int32_t* pool_
   return {smem, bytes > 0 ? global : 0, bytes};
 }
 
-// Where `query`'s keys start: each request its own `positions` keys.
-V41_HD int64_t key_set_offset(int64_t query, int64_t positions) { return query * positions * kIndexKeyBytes; }
+// Where `request`'s keys start: each request its own `positions` keys.
+V41_HD int64_t key_set_offset(int64_t request, int64_t positions) {
+  return request * positions * kIndexKeyBytes;
+}
 
 // Accumulator i's key row of the tile (0-63) and head (0-31).
 V41_HD int key_row(int t, int i) { return wgmma::accumulator_row(t, i); }

@@ -40,17 +40,19 @@ __device__ inline Pipeline set_up_pipeline(uint8_t* smem, PipelineLayout layout,
   return {full, empty, tables};
 }
 
-// A computing warpgroup's product of tile kb: waits for its stage, then
-// multiplies the widened keys (A, 64 rows) by the query rows at `queries`
-// (B, K-major) over the 128 dimensions, four k32 steps of an m64n128k32
-// (64 accumulators a thread) or m64n32k32 (16), and waits for them.
-// Returns the stage (its keys' scales).
-template <int kAccumulators>
-__device__ const uint8_t* multiply_tile(float (&acc)[kAccumulators], const uint8_t* stages,
-                                        const uint8_t* queries, const Pipeline& pipe, int64_t kb) {
+// Waits until tile kb's stage holds its widened keys; returns the stage.
+__device__ inline const uint8_t* wait_for_tile(const uint8_t* stages, const Pipeline& pipe, int64_t kb) {
   const int s = Handover::stage_of(kb);
   mbarrier::wait(&pipe.full[s], Handover::full_parity(kb));
-  const uint8_t* stage = stages + s * kStageBytes;
+  return stages + s * kStageBytes;
+}
+
+// A computing warpgroup's product of the widened keys in `stage` (A, 64
+// rows) by the query rows at `queries` (B, K-major) over the 128
+// dimensions, four k32 steps of an m64n128k32 (64 accumulators a thread) or
+// m64n32k32 (16), and waits for them.
+template <int kAccumulators>
+__device__ void multiply_stage(float (&acc)[kAccumulators], const uint8_t* stage, const uint8_t* queries) {
   wgmma::fence();
 #pragma unroll
   for (int step = 0; step < wgmma::kRowBytes / wgmma::kK; ++step) {
@@ -60,6 +62,15 @@ __device__ const uint8_t* multiply_tile(float (&acc)[kAccumulators], const uint8
   }
   wgmma::commit_group();
   wgmma::wait_group<0>();
+}
+
+// Both for tile kb: waits for its stage and multiplies it by `queries`.
+// Returns the stage (its keys' scales).
+template <int kAccumulators>
+__device__ const uint8_t* multiply_tile(float (&acc)[kAccumulators], const uint8_t* stages,
+                                        const uint8_t* queries, const Pipeline& pipe, int64_t kb) {
+  const uint8_t* stage = wait_for_tile(stages, pipe, kb);
+  multiply_stage(acc, stage, queries);
   return stage;
 }
 

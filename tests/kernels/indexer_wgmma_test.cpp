@@ -149,74 +149,84 @@ TEST(IndexerWgmma, CtasReproduceTheReference) {
   EXPECT_LT(relative_norm_error(logits, want), 1e-5);
 }
 
-// One decode CTA (indexer_wgmma_decode_tiles.h): query `query` over its
-// own keys, slots first_slot.. (up to kTilesPerCta tiles): the positions,
-// or with a pool (pool_blocks block ids a query) the pool's slots; each
-// thread's epilogue with its quad's shuffles in their order, the lanes that
-// store, and (no pool) the block maxima over the lanes 4 apart. Every logit
-// and block max is written once.
-void run_decode_cta(const Inputs& in, const std::vector<int32_t>* pool, int64_t query, int64_t first_slot,
-                    std::vector<float>& logits, std::vector<float>& block_max) {
+// One decode CTA (indexer_wgmma_decode_tiles.h): request `request`'s
+// `request_queries` queries (in a row from request x request_queries) over
+// its own keys, slots first_slot.. (up to kTilesPerCta tiles): the
+// positions, or with a pool (pool_blocks block ids a query, one query a
+// request) the pool's slots. The queries' tiles are placed side by side as
+// the producer copies them, each tile staged once and multiplied by each
+// query's tile in turn; each thread's epilogue with its quad's shuffles in
+// their order, the lanes that store, and (no pool) the block maxima over the
+// lanes 4 apart. Every logit and block max is written once.
+void run_decode_cta(const Inputs& in, const std::vector<int32_t>* pool, int64_t request, int request_queries,
+                    int64_t first_slot, std::vector<float>& logits, std::vector<float>& block_max) {
   namespace dec = indexer_wgmma_decode;
   constexpr int kThreads = wgmma::kThreads;
+  const int64_t first_query = request * request_queries;
   const int64_t pool_blocks = pool != nullptr ? static_cast<int64_t>(pool->size()) / in.queries : 0;
   const int64_t slots = pool != nullptr ? pool_blocks * kV41PoolBlockSize : in.positions;
-  const auto position_of = [&](int64_t slot) {
-    return pool != nullptr ? pool_position(pool->data(), query, pool_blocks, slot) : slot;
-  };
-  std::vector<uint8_t> query_tile(dec::kQueryTileBytes, 0xEE);
-  for (int c = 0; c < dec::kQueryChunks; ++c) place(query_tile, dec::query_copy(c, query), in.q);
+  std::vector<uint8_t> query_tiles(static_cast<std::size_t>(request_queries * dec::kQueryTileBytes), 0xEE);
+  for (int c = 0; c < request_queries * dec::kQueryChunks; ++c) {
+    const int j = c / dec::kQueryChunks;
+    place(query_tiles, dec::query_copy(c % dec::kQueryChunks, j, first_query + j), in.q);
+  }
   const int64_t tiles = cta_tiles(first_slot, slots, dec::kTilesPerCta);
   const int64_t blocks = (in.positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
   for (int64_t kb = 0; kb < tiles; ++kb) {
     const int64_t tile_first = first_slot + kb * kKeys;
     const std::vector<uint8_t> stage =
-        staged_tile(in.keys, dec::key_set_offset(query, in.positions), [&](int c) {
-          return pool != nullptr ? dec::pool_key_copy(c, tile_first, pool->data() + query * pool_blocks,
+        staged_tile(in.keys, dec::key_set_offset(request, in.positions), [&](int c) {
+          return pool != nullptr ? dec::pool_key_copy(c, tile_first, pool->data() + first_query * pool_blocks,
                                                       pool_blocks, in.positions)
                                  : key_copy(c, tile_first, in.positions);
         });
-    const auto d = tile_product(stage, query_tile, 0, kHeads);
-    float sums[kThreads][2] = {};
-    for (int t = 0; t < kThreads; ++t) {
-      for (int i = 0; i < dec::kAccumulators; ++i) {
-        const float s =
-            d[static_cast<std::size_t>(dec::key_row(t, i))][static_cast<std::size_t>(dec::head_of(t, i))];
-        sums[t][dec::row_half(i)] +=
-            in.w[static_cast<std::size_t>(query * kHeads + dec::head_of(t, i))] * std::fmax(s, 0.0f);
-      }
-    }
-    float out[kThreads][2];  // after the xor-1 and xor-2 shuffles, times the key's scale
-    bool valid[kThreads][2];
-    for (int t = 0; t < kThreads; ++t) {
-      for (int r = 0; r < 2; ++r) {
-        const float pair = sums[t][r] + sums[t ^ 1][r], other = sums[t ^ 2][r] + sums[t ^ 3][r];
-        out[t][r] = (pair + other) * key_scale(stage.data(), dec::key_row(t, 0) + 8 * r);
-        const int64_t slot = tile_first + dec::key_row(t, 0) + 8 * r;
-        valid[t][r] = slot < slots && position_of(slot) < in.positions;
-      }
-    }
-    for (int t = 0; t < kThreads; ++t) {
-      for (int r = 0; r < 2; ++r) {
-        const int64_t slot = tile_first + dec::key_row(t, 0) + 8 * r;
-        if (slot < slots && dec::stores_logit(t, r)) {
-          float& logit = logits[static_cast<std::size_t>(query * slots + slot)];
-          EXPECT_TRUE(std::isnan(logit)) << "logit " << slot << " written twice";
-          logit = valid[t][r] ? out[t][r] : -INFINITY;
+    for (int j = 0; j < request_queries; ++j) {
+      const int64_t query = first_query + j;
+      const auto position_of = [&](int64_t slot) {
+        return pool != nullptr ? pool_position(pool->data(), query, pool_blocks, slot) : slot;
+      };
+      const auto d = tile_product(stage, query_tiles, j * dec::kQueryTileBytes, kHeads);
+      float sums[kThreads][2] = {};
+      for (int t = 0; t < kThreads; ++t) {
+        for (int i = 0; i < dec::kAccumulators; ++i) {
+          const float s =
+              d[static_cast<std::size_t>(dec::key_row(t, i))][static_cast<std::size_t>(dec::head_of(t, i))];
+          sums[t][dec::row_half(i)] +=
+              in.w[static_cast<std::size_t>(query * kHeads + dec::head_of(t, i))] * std::fmax(s, 0.0f);
         }
-        if (pool != nullptr) continue;
-        float m = -INFINITY;
-        for (int lane = 0; lane < 32; ++lane) {
-          const int u = t - t % 32 + lane;
-          if (lane % 4 == t % 4) m = std::fmax(m, valid[u][r] ? out[u][r] : -INFINITY);  // xor 4, 8 and 16
+      }
+      float out[kThreads][2];  // after the xor-1 and xor-2 shuffles, times the key's scale
+      bool valid[kThreads][2];
+      for (int t = 0; t < kThreads; ++t) {
+        for (int r = 0; r < 2; ++r) {
+          const float pair = sums[t][r] + sums[t ^ 1][r], other = sums[t ^ 2][r] + sums[t ^ 3][r];
+          out[t][r] = (pair + other) * key_scale(stage.data(), dec::key_row(t, 0) + 8 * r);
+          const int64_t slot = tile_first + dec::key_row(t, 0) + 8 * r;
+          valid[t][r] = slot < slots && position_of(slot) < in.positions;
         }
-        const int64_t block_first = tile_first + 16 * (t / 32) + 8 * r;
-        if (block_first < in.positions && dec::stores_block_max(t, r)) {
-          float& slot_max =
-              block_max[static_cast<std::size_t>(query * blocks + block_first / kV41PoolBlockSize)];
-          EXPECT_TRUE(std::isnan(slot_max))
-              << "block " << block_first / kV41PoolBlockSize << " written twice";
-          slot_max = m;
+      }
+      for (int t = 0; t < kThreads; ++t) {
+        for (int r = 0; r < 2; ++r) {
+          const int64_t slot = tile_first + dec::key_row(t, 0) + 8 * r;
+          if (slot < slots && dec::stores_logit(t, r)) {
+            float& logit = logits[static_cast<std::size_t>(query * slots + slot)];
+            EXPECT_TRUE(std::isnan(logit)) << "logit " << slot << " of query " << query << " written twice";
+            logit = valid[t][r] ? out[t][r] : -INFINITY;
+          }
+          if (pool != nullptr) continue;
+          float m = -INFINITY;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int u = t - t % 32 + lane;
+            if (lane % 4 == t % 4) m = std::fmax(m, valid[u][r] ? out[u][r] : -INFINITY);  // xor 4, 8 and 16
+          }
+          const int64_t block_first = tile_first + 16 * (t / 32) + 8 * r;
+          if (block_first < in.positions && dec::stores_block_max(t, r)) {
+            float& slot_max =
+                block_max[static_cast<std::size_t>(query * blocks + block_first / kV41PoolBlockSize)];
+            EXPECT_TRUE(std::isnan(slot_max))
+                << "block " << block_first / kV41PoolBlockSize << " of query " << query << " written twice";
+            slot_max = m;
+          }
         }
       }
     }
@@ -239,41 +249,49 @@ void expect_logits(const std::vector<float>& got, const std::vector<float>& want
   EXPECT_LT(relative_norm_error(got_finite, want_finite), 1e-5);
 }
 
-// A decode batch: 3 queries, each over its own request's 1,203 keys (a CTA
-// of 16 tiles, then one of 3 whose last holds 51 keys; a last pool block of
-// 3): the logits match the reference and the block maxima are the maxima of
-// the logits written, every one written. Then a Reindex layer's logits in a
-// pool of 21 blocks a query (two tiles and 5 blocks: a tile with blocks
+// A decode batch: 3 requests over their own 1,203 keys each (a CTA of 16
+// tiles, then one of 3 whose last holds 51 keys; a last pool block of 3),
+// first one query a request, then 6 (a token and 5 drafts) sharing each
+// tile: the logits match the reference and the block maxima are the maxima
+// of the logits written, every one written. Then a Reindex layer's logits in
+// a pool of 21 blocks a query (two tiles and 5 blocks: a tile with blocks
 // past the pool's end), the short last block among them: -inf for its slots
 // past the last position.
 TEST(IndexerWgmma, DecodeCtasReproduceTheReferenceAndTheBlockMaxima) {
   namespace dec = indexer_wgmma_decode;
-  Inputs in{3, 1203, {}, {}, {}};
-  in.q = index_queries_e4m3(normal_values(static_cast<std::size_t>(in.queries * kHeads * kIndexDim), 34));
-  in.w = normal_values(static_cast<std::size_t>(in.queries * kHeads), 35);
-  in.keys = quantize_index_keys_reference(
-      normal_values(static_cast<std::size_t>(in.queries * in.positions * kIndexDim), 36),
-      in.queries * in.positions);
-  const int64_t blocks = (in.positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
-  std::vector<float> logits(static_cast<std::size_t>(in.queries * in.positions), NAN);
-  std::vector<float> block_max(static_cast<std::size_t>(in.queries * blocks), NAN);
-  for (int64_t query = 0; query < in.queries; ++query) {
-    for (int64_t first = 0; first < in.positions; first += dec::kTilesPerCta * kKeys)
-      run_decode_cta(in, nullptr, query, first, logits, block_max);
+  const int64_t requests = 3, positions = 1203;
+  const std::vector<uint8_t> keys = quantize_index_keys_reference(
+      normal_values(static_cast<std::size_t>(requests * positions * kIndexDim), 36), requests * positions);
+  const int64_t blocks = (positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
+  for (const int request_queries : {1, 6}) {
+    Inputs in{requests * request_queries, positions, {}, keys, {}};
+    in.q = index_queries_e4m3(normal_values(static_cast<std::size_t>(in.queries * kHeads * kIndexDim), 34));
+    in.w = normal_values(static_cast<std::size_t>(in.queries * kHeads), 35);
+    std::vector<float> logits(static_cast<std::size_t>(in.queries * in.positions), NAN);
+    std::vector<float> block_max(static_cast<std::size_t>(in.queries * blocks), NAN);
+    for (int64_t request = 0; request < requests; ++request) {
+      for (int64_t first = 0; first < in.positions; first += dec::kTilesPerCta * kKeys)
+        run_decode_cta(in, nullptr, request, request_queries, first, logits, block_max);
+    }
+    EXPECT_TRUE(std::none_of(logits.begin(), logits.end(), [](float v) { return std::isnan(v); }));
+    const std::vector<uint8_t> query_keys = key_set_a_query(keys, in.queries, request_queries, positions);
+    expect_logits(logits,
+                  indexer_logits_reference(in.q, in.w, query_keys, in.queries, kHeads, in.positions, true));
+    EXPECT_EQ(block_max, block_max_reference(logits, in.queries, in.positions, kV41PoolBlockSize));
   }
-  EXPECT_TRUE(std::none_of(logits.begin(), logits.end(), [](float v) { return std::isnan(v); }));
-  expect_logits(logits,
-                indexer_logits_reference(in.q, in.w, in.keys, in.queries, kHeads, in.positions, true));
-  EXPECT_EQ(block_max, block_max_reference(logits, in.queries, in.positions, kV41PoolBlockSize));
 
+  Inputs in{requests, positions, {}, keys, {}};
+  in.q = index_queries_e4m3(normal_values(static_cast<std::size_t>(in.queries * kHeads * kIndexDim), 37));
+  in.w = normal_values(static_cast<std::size_t>(in.queries * kHeads), 38);
   const int64_t pool_blocks = 21;
   std::vector<int32_t> pool;
   for (int64_t query = 0; query < in.queries; ++query) {
     for (int64_t b = 0; b < pool_blocks; ++b)
       pool.push_back(static_cast<int32_t>(b == 7 ? blocks - 1 : (b * 13 + query * 5) % (blocks - 1)));
   }
+  std::vector<float> unused;
   std::vector<float> pooled(static_cast<std::size_t>(in.queries * pool_blocks * kV41PoolBlockSize), NAN);
-  for (int64_t query = 0; query < in.queries; ++query) run_decode_cta(in, &pool, query, 0, pooled, block_max);
+  for (int64_t query = 0; query < in.queries; ++query) run_decode_cta(in, &pool, query, 1, 0, pooled, unused);
   EXPECT_TRUE(std::none_of(pooled.begin(), pooled.end(), [](float v) { return std::isnan(v); }));
   expect_logits(pooled, pool_logits_reference(in.q, in.w, in.keys, pool, in.queries, kHeads, in.positions,
                                               kV41PoolBlockSize, true));
