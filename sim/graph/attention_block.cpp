@@ -15,6 +15,9 @@ namespace {
 // Attention kernels work on tiles of this many queries; in prefill a tile
 // reads the keys it needs once (FlashMLA / FlashAttention style).
 constexpr double kQueryTile = 64;
+// Queries whose candidate-pool blocks one tile of DeepGEMM's
+// sparse_mqa_logits merges (layout/sparse_mqa_logits.cuh: kBlockQ = 2).
+constexpr double kPoolQueryBlock = 2;
 
 // The inputs the block's projections read (projection_fusion.h): the mixed
 // residual stream, and the normalized query latent.
@@ -158,14 +161,16 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   // verifies) share each key block it loads, over the last query's range, as
   // DeepGEMM's paged logits kernel takes a sequence's next_n queries as one
   // tile of next_n x heads rows (sm90_fp8_paged_mqa_logits; its host side
-  // takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the keys). Not
-  // in the candidate pool: each query's pool is the top blocks of its own
-  // logits, so each gathers its own keys. Prefill tiles share them over
-  // kQueryTile queries.
-  const bool shares_keys = g.phase == Phase::kDecode && !c.plan.scores_in_candidate_pool;
-  const double key_reads = shares_keys                 ? g.sequences * visible_at(g.query_end, ratio, cap)
-                           : g.phase == Phase::kDecode ? scored
-                                                       : scored / kQueryTile;
+  // takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the keys).
+  // Prefill tiles share them over kQueryTile queries. In the candidate pool
+  // each query's pool is the top blocks of its own logits: in decode each
+  // query gathers its own; in prefill DeepGEMM's sparse_mqa_logits merges
+  // the pool blocks of kPoolQueryBlock queries (its kBlockQ), counted here
+  // as if their pools coincided (the fewest reads).
+  const bool pooled = c.plan.scores_in_candidate_pool;
+  double key_reads = scored / (pooled ? kPoolQueryBlock : kQueryTile);
+  if (g.phase == Phase::kDecode)
+    key_reads = pooled ? scored : g.sequences * visible_at(g.query_end, ratio, cap);
   Kernel& logits = f.push({});
   logits.name =
       (c.plan.scores_in_candidate_pool ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;

@@ -98,8 +98,9 @@ TEST(StepGraph, TheIndexerLogitsGoThroughMemoryToTheTopK) {
 // the same index keys: the logits kernel loads each key once for all of them
 // (DeepGEMM's paged logits take a sequence's next_n queries as one tile), so
 // verifying drafts multiplies the indexer's math and logits, not its key reads.
-// In the candidate pool each query gathers its own pool's keys.
-TEST(StepGraph, ADecodeSequencesQueriesShareItsIndexKeyReads) {
+// In the candidate pool each query gathers its own pool's keys (in decode;
+// a prompt's queries two at a time).
+TEST(StepGraph, IndexKeyReadsAreSharedAsTheKernelsShareThem) {
   const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
   const double batch = 4;
   const double context = 131072;
@@ -118,6 +119,14 @@ TEST(StepGraph, ADecodeSequencesQueriesShareItsIndexKeyReads) {
   const Kernel pool_six = logits_of(6, 24, "indexer_logits_in_pool");
   EXPECT_DOUBLE_EQ(pool_six.narrow.fp4, 6.0 * pool_one.narrow.fp4);
   EXPECT_DOUBLE_EQ(pool_one.narrow.fp4, batch * 16384.0 * values_per_key);
+  // A prompt's queries read the keys of their pools two at a time (DeepGEMM's
+  // sparse_mqa_logits merges two queries' pool blocks), whose pools are taken
+  // as one: half a read a scored pair.
+  const StepGraph prefill = build_step_graph(v41, shape(Phase::kPrefill, 1, static_cast<int64_t>(context)));
+  const Kernel* pool_prefill = find_kernel(prefill.layers[24], "indexer_logits_in_pool");
+  ASSERT_NE(pool_prefill, nullptr);
+  const double pairs = pool_prefill->flops / (2.0 * static_cast<double>(idx.heads) * values_per_key);
+  EXPECT_NEAR(pool_prefill->narrow.fp4, pairs / 2.0 * values_per_key, 1e-9 * pairs * values_per_key);
   for (const auto& [layer, name, keys] :
        {std::tuple{2, "indexer_logits", context / 2.0}, std::tuple{20, "indexer_logits", context}}) {
     const Kernel one = logits_of(1, layer, name);
