@@ -198,13 +198,15 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
 }  // namespace
 
 RowSplit split_rows(std::vector<const Measurement*> rows) {
-  // A fixed order (every field that tells shapes apart), so the split and the
-  // fit do not depend on file order.
+  // A fixed order (every field that tells shapes apart: rows of one shape may
+  // differ in the work they count, as decode's indexer logits with a
+  // request's drafts sharing its keys), so the split and the fit do not depend
+  // on file order.
   std::sort(rows.begin(), rows.end(), [](const Measurement* a, const Measurement* b) {
     return std::tie(a->kernel.name, a->kernel.shape.m, a->kernel.shape.n, a->kernel.shape.k,
-                    a->kernel.shape.batch, a->context, a->median_us) <
+                    a->kernel.shape.batch, a->context, a->kernel.hbm_bytes, a->kernel.flops, a->median_us) <
            std::tie(b->kernel.name, b->kernel.shape.m, b->kernel.shape.n, b->kernel.shape.k,
-                    b->kernel.shape.batch, b->context, b->median_us);
+                    b->kernel.shape.batch, b->context, b->kernel.hbm_bytes, b->kernel.flops, b->median_us);
   });
   RowSplit split;
   for (std::size_t i = 0; i < rows.size(); ++i) {
