@@ -420,6 +420,35 @@ namespace {
 // of 256, this sweep cannot tell 256 x 128 from 128 x 256, so what is checked
 // is what the data identify: the tile area, the efficiencies, and errors the
 // prior's tile would not give.
+// Rows of one shape may count different work (decode's indexer logits, one
+// query a request or a request's drafts sharing its keys) and even take the
+// same time: the held-out split takes them in one order whatever the file's.
+TEST(HeldOutValidation, TheSplitDoesNotDependOnTheFilesOrder) {
+  std::vector<Measurement> rows;
+  for (int i = 0; i < 8; ++i) {
+    Measurement m;
+    m.file = "synthetic.csv";
+    m.line = i + 1;
+    m.kernel.name = "indexer_logits";
+    m.kernel.kernel_class = KernelClass::kIndexer;
+    m.kernel.shape = {64, 65536, 4096, 1};
+    m.kernel.flops = 1e9 * (1 + i % 2);
+    m.kernel.hbm_bytes = 1e8 * (1 + i);  // every row its own work
+    m.median_us = m.min_us = m.max_us = 100.0;
+    rows.push_back(m);
+  }
+  auto held_out_lines = [](std::vector<const Measurement*> order) {
+    std::vector<int> lines;
+    for (const Measurement* m : split_rows(std::move(order)).held_out) lines.push_back(m->line);
+    return lines;
+  };
+  std::vector<const Measurement*> forward, backward;
+  for (const Measurement& m : rows) forward.push_back(&m);
+  backward.assign(forward.rbegin(), forward.rend());
+  EXPECT_EQ(held_out_lines(forward), held_out_lines(backward));
+  EXPECT_EQ(held_out_lines(forward).size(), 2u);
+}
+
 TEST(Calibration, RecoversTheTileShape) {
   const GpuProfile gpu = load_gpu_profile_file(testing::gpu_path("h200"));
   const CostParams priors = load_cost_params_file(kPriors);
