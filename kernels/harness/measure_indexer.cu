@@ -100,10 +100,13 @@ void time_paths(const RowWriter& w, const std::string& name, const std::vector<T
 }
 
 // An indexer logits row (m queries x n positions or slots, k all heads'
-// dimensions): its FLOPs, bytes and the FP4 key values its math widens;
-// time_paths names and times it.
-Row logits_row(int64_t m, int64_t n, int64_t context, double flops, double bytes, double fp4_values) {
-  Row row{"", "indexer", "", m, n, kV41IndexHeads * kIndexDim, 1, context, flops, bytes};
+// dimensions, over `batch` key sets: a decode row's requests, each its m
+// queries, as the step model splits decode's logits; 1 for a prefill chunk):
+// its FLOPs, bytes and the FP4 key values its math widens; time_paths names
+// and times it.
+Row logits_row(int64_t m, int64_t n, int64_t batch, int64_t context, double flops, double bytes,
+               double fp4_values) {
+  Row row{"", "indexer", "", m, n, kV41IndexHeads * kIndexDim, batch, context, flops, bytes};
   row.narrow_fp4_values = fp4_values;
   return row;
 }
@@ -142,8 +145,9 @@ void time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings, c
 // DeepGEMM's paged logits take a request's next_n queries in one CTA). On
 // the FP8 wgmma path alone (the mma.sync and FP32 paths take a key set a
 // query); over every position, with the block maxima where the pool is built.
-// Rows named indexer_logits, m the queries; the top-k passes are the
-// one-query rows' (a query's top-k does not depend on its request).
+// Rows named indexer_logits, m a request's queries, batch the requests; the
+// top-k passes are the one-query rows' (a query's top-k does not depend on
+// its request).
 void measure_request_queries(const RowWriter& w, bool quick) {
   const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
   const std::vector<int> request_queries = quick ? std::vector<int>{6} : std::vector<int>{2, 6};
@@ -169,7 +173,7 @@ void measure_request_queries(const RowWriter& w, bool quick) {
                                                   queries, heads, positions, maxima, n);
                                             }}};
         time_paths(w, "indexer_logits", paths,
-                   logits_row(queries, positions, positions, 2.0 * dims * pairs,
+                   logits_row(n, positions, batch, positions, 2.0 * dims * pairs,
                               keys * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0 +
                                   block_bytes,
                               keys * kIndexDim),
@@ -241,7 +245,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
           "decode batch " + std::to_string(batch) + ", " + std::to_string(positions) + " positions";
       time_paths(
           w, "indexer_logits", logits_paths,
-          logits_row(batch, positions, positions, 2.0 * dims * pairs,
+          logits_row(1, positions, batch, positions, 2.0 * dims * pairs,
                      pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes,
                      pairs * kIndexDim),
           shape);
@@ -280,7 +284,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
         }
         time_paths(
             w, "indexer_logits_in_pool", pool_paths,
-            logits_row(batch, pool_slots, positions, 2.0 * dims * pooled_pairs,
+            logits_row(1, pool_slots, batch, positions, 2.0 * dims * pooled_pairs,
                        pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0,
                        pooled_pairs * kIndexDim),
             "  pool of " + shape);
@@ -338,7 +342,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       const std::string shape =
           "prefill " + std::to_string(queries) + " queries, " + std::to_string(positions) + " positions";
       time_paths(w, "indexer_logits", logits_paths,
-                 logits_row(queries, positions, positions, 2.0 * dims * pairs,
+                 logits_row(queries, positions, 1, positions, 2.0 * dims * pairs,
                             pairs / 64.0 * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0,
                             pairs / 64.0 * kIndexDim),
                  shape);

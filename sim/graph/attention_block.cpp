@@ -143,6 +143,44 @@ void add_global_caches(const LayerContext& c, KernelFactory& f) {
   }
 }
 
+// Whether a Reindex layer's queries score pools of their own: once there are
+// more positions than the pool holds (below that a query's pool is all its
+// positions, as a Full layer scores them).
+bool scores_own_pools(const LayerContext& c, const SequenceGroup& g) {
+  const AttentionSpec& a = c.model.spec.attention;
+  return c.plan.scores_in_candidate_pool && a.candidate_pool &&
+         visible_at(g.query_end, static_cast<double>(c.plan.ratio), kUncapped) >
+             static_cast<double>(a.candidate_pool->positions());
+}
+
+// Index keys one group's logits read. A decode sequence's queries (its token
+// and the drafts it verifies) share each key block it loads, over the last
+// query's range, as DeepGEMM's paged logits kernel takes a sequence's next_n
+// queries as one tile of next_n x heads rows (sm90_fp8_paged_mqa_logits; its
+// host side takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the
+// keys). Prefill tiles share them over kQueryTile queries. Where each query
+// scores its own pool (the top blocks of its own logits), in decode each
+// gathers its own; in prefill DeepGEMM's sparse_mqa_logits merges the pool
+// blocks of kPoolQueryBlock queries (its kBlockQ), counted as if their pools
+// coincided (the fewest reads).
+double index_key_reads(const SequenceGroup& g, double scored, double visible, bool own_pools) {
+  if (g.phase == Phase::kDecode) return own_pools ? scored : g.sequences * visible;
+  return scored / (own_pools ? kPoolQueryBlock : kQueryTile);
+}
+
+// The logits kernel's tiles: all heads of a query in one tile (DeepGEMM's
+// mqa_logits), tiles over queries x positions. A decode tile holds one
+// sequence's queries (batch: the sequences), or where each query scores its
+// own pool one query (batch: the queries), as DeepGEMM's paged kernels split
+// their work by sequence, or by query, and position.
+KernelShape index_logits_shape(const SequenceGroup& g, int64_t visible, int64_t head_dims, bool own_pools) {
+  const auto tokens = static_cast<int64_t>(std::ceil(g.tokens));
+  if (g.phase != Phase::kDecode) return {tokens, visible, head_dims, 1};
+  if (own_pools) return {1, visible, head_dims, tokens};
+  return {static_cast<int64_t>(std::ceil(g.queries_per_sequence())), visible, head_dims,
+          static_cast<int64_t>(std::ceil(g.sequences))};
+}
+
 // The indexer's logits of every visible (or pooled) position for one group's
 // queries, then its top-k.
 void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFactory& f) {
@@ -156,30 +194,17 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   const double cap = c.plan.scores_in_candidate_pool ? pool : kUncapped;
   const double q = g.queries_per_sequence();
   const double scored = g.sequences * sum_visible(q, g.query_end, ratio, cap);  // (query, position) pairs
+  const double visible = visible_at(g.query_end, ratio, cap);
+  const bool own_pools = scores_own_pools(c, g);
+  const double key_reads = index_key_reads(g, scored, visible, own_pools);
   const double key_bytes = static_cast<double>(m.cache(idx.key_cache).bytes);
-  // Keys read. A decode sequence's queries (its token and the drafts it
-  // verifies) share each key block it loads, over the last query's range, as
-  // DeepGEMM's paged logits kernel takes a sequence's next_n queries as one
-  // tile of next_n x heads rows (sm90_fp8_paged_mqa_logits; its host side
-  // takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the keys).
-  // Prefill tiles share them over kQueryTile queries. In the candidate pool
-  // each query's pool is the top blocks of its own logits: in decode each
-  // query gathers its own; in prefill DeepGEMM's sparse_mqa_logits merges
-  // the pool blocks of kPoolQueryBlock queries (its kBlockQ), counted here
-  // as if their pools coincided (the fewest reads).
-  const bool pooled = c.plan.scores_in_candidate_pool;
-  double key_reads = scored / (pooled ? kPoolQueryBlock : kQueryTile);
-  if (g.phase == Phase::kDecode)
-    key_reads = pooled ? scored : g.sequences * visible_at(g.query_end, ratio, cap);
   Kernel& logits = f.push({});
   logits.name =
       (c.plan.scores_in_candidate_pool ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;
   logits.kernel_class = KernelClass::kIndexer;
   logits.math = key_math(m, idx.key_cache);
-  // All heads of a query share one tile (DeepGEMM mqa_logits); tiles run over queries x positions.
-  logits.shape = {static_cast<int64_t>(std::ceil(g.tokens)),
-                  std::max<int64_t>(1, static_cast<int64_t>(visible_at(g.query_end, ratio, cap))),
-                  static_cast<int64_t>(dim * heads), 1};
+  logits.shape = index_logits_shape(g, std::max<int64_t>(1, static_cast<int64_t>(visible)),
+                                    static_cast<int64_t>(dim * heads), own_pools);
   logits.flops = 2.0 * heads * dim * scored;
   // The logits go through memory to the top-k pass in both phases: DeepGEMM's
   // fp8_mqa_logits (prefill) and fp8_paged_mqa_logits (decode) return the
@@ -210,9 +235,7 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   topk.name = "topk_select" + g.name_suffix;
   topk.kernel_class = KernelClass::kTopK;
   topk.math = MathType::kFp32;
-  topk.shape = logits.shape;
-  topk.shape.k = 1;
-  topk.shape.batch = 1;
+  topk.shape = {static_cast<int64_t>(std::ceil(g.tokens)), logits.shape.n, 1, 1};  // a row a query
   topk.flops = scored * 2.0;
   topk.hbm_bytes = logit_bytes + g.tokens * static_cast<double>(idx.topk) * kFp32Bytes;
 }

@@ -104,8 +104,8 @@ TEST(StepGraph, IndexKeyReadsAreSharedAsTheKernelsShareThem) {
   const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
   const double batch = 4;
   const double context = 131072;
-  auto logits_of = [&](int64_t queries, int layer, const char* name) {
-    StepShape s = shape(Phase::kDecode, static_cast<int64_t>(batch), static_cast<int64_t>(context));
+  auto logits_of = [&](int64_t queries, int layer, const char* name, double positions = 131072) {
+    StepShape s = shape(Phase::kDecode, static_cast<int64_t>(batch), static_cast<int64_t>(positions));
     s.decode_tokens_per_sequence = queries;
     const StepGraph g = build_step_graph(v41, s);
     const Kernel* k = find_kernel(g.layers[static_cast<size_t>(layer)], name);
@@ -119,6 +119,13 @@ TEST(StepGraph, IndexKeyReadsAreSharedAsTheKernelsShareThem) {
   const Kernel pool_six = logits_of(6, 24, "indexer_logits_in_pool");
   EXPECT_DOUBLE_EQ(pool_six.narrow.fp4, 6.0 * pool_one.narrow.fp4);
   EXPECT_DOUBLE_EQ(pool_one.narrow.fp4, batch * 16384.0 * values_per_key);
+  EXPECT_EQ(pool_six.shape.batch, 6 * static_cast<int64_t>(batch));  // a query's own tiles
+  // Below the pool's 16,384 positions a query's pool is all its positions: a
+  // sequence's queries share them as a Full layer's do.
+  const Kernel small_one = logits_of(1, 24, "indexer_logits_in_pool", 8192);
+  const Kernel small_six = logits_of(6, 24, "indexer_logits_in_pool", 8192);
+  EXPECT_NEAR(small_six.narrow.fp4, small_one.narrow.fp4, values_per_key * batch);
+  EXPECT_NEAR(small_six.flops / small_one.flops, 6.0, 1e-2);
   // A prompt's queries read the keys of their pools two at a time (DeepGEMM's
   // sparse_mqa_logits merges two queries' pool blocks), whose pools are taken
   // as one: half a read a scored pair.
@@ -132,6 +139,8 @@ TEST(StepGraph, IndexKeyReadsAreSharedAsTheKernelsShareThem) {
     const Kernel one = logits_of(1, layer, name);
     const Kernel six = logits_of(6, layer, name);
     EXPECT_NEAR(six.flops / one.flops, 6.0, 1e-3) << name << " at layer " << layer;
+    EXPECT_EQ(six.shape.batch, static_cast<int64_t>(batch)) << name;  // a sequence's queries in its tiles
+    EXPECT_EQ(six.shape.m, 6) << name;
     EXPECT_NEAR(six.narrow.fp4, batch * keys * values_per_key, values_per_key * batch) << name;
     EXPECT_NEAR(six.narrow.fp4, one.narrow.fp4, values_per_key * batch) << name;
     EXPECT_GT(one.hbm_bytes, batch * keys * key_bytes) << name;
