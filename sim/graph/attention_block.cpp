@@ -158,7 +158,9 @@ bool scores_own_pools(const LayerContext& c, const SequenceGroup& g) {
 // query's range, as DeepGEMM's paged logits kernel takes a sequence's next_n
 // queries as one tile of next_n x heads rows (sm90_fp8_paged_mqa_logits; its
 // host side takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the
-// keys). Prefill tiles share them over kQueryTile queries. Where each query
+// keys, so an engine on it verifying 5 drafts would split a sequence's 6
+// queries; ours takes up to 8, kernels/indexer/indexer_wgmma_decode_tiles.h:
+// assumed, a kernel that shares them all). Prefill tiles share them over kQueryTile queries. Where each query
 // scores its own pool (the top blocks of its own logits), in decode each
 // gathers its own; in prefill DeepGEMM's sparse_mqa_logits merges the pool
 // blocks of kPoolQueryBlock queries (its kBlockQ), counted as if their pools
