@@ -160,11 +160,11 @@ bool scores_own_pools(const LayerContext& c, const SequenceGroup& g) {
 // host side takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the
 // keys, so an engine on it verifying 5 drafts would split a sequence's 6
 // queries; ours takes up to 8, kernels/indexer/indexer_wgmma_decode_tiles.h:
-// assumed, a kernel that shares them all). Prefill tiles share them over kQueryTile queries. Where each query
-// scores its own pool (the top blocks of its own logits), in decode each
-// gathers its own; in prefill DeepGEMM's sparse_mqa_logits merges the pool
-// blocks of kPoolQueryBlock queries (its kBlockQ), counted as if their pools
-// coincided (the fewest reads).
+// assumed, a kernel that shares them all). Prefill tiles share them over
+// kQueryTile queries. Where each query scores its own pool (the top blocks of
+// its own logits), in decode each gathers its own; in prefill DeepGEMM's
+// sparse_mqa_logits merges the pool blocks of kPoolQueryBlock queries (its
+// kBlockQ), counted as if their pools coincided (the fewest reads).
 double index_key_reads(const SequenceGroup& g, double scored, double visible, bool own_pools) {
   if (g.phase == Phase::kDecode) return own_pools ? scored : g.sequences * visible;
   return scored / (own_pools ? kPoolQueryBlock : kQueryTile);
