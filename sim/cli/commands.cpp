@@ -151,6 +151,10 @@ void CommandRegistrar::add_step_deployment_flags(CLI::App* cmd) const {
   cmd->add_flag("--overlap", f.overlap, "overlap EP all-to-all with compute (two micro-batches)");
   cmd->add_flag("--separate-projections", f.separate_projections,
                 "run each projection of one input as its own GEMM (default: one GEMM, weights concatenated)");
+  cmd->add_flag("--index-keys-per-query", f.index_keys_per_query,
+                "decode: each query reads its index keys, a sequence's drafts apart from its token, as an "
+                "engine that splits them into sequences of one (default: a sequence's queries read them "
+                "once between them)");
 }
 
 void CommandRegistrar::add_expert_placement_flags(CLI::App* cmd) const {

@@ -42,6 +42,7 @@ StepShape step_shape_from(const Flags& f) {
   s.include_draft = !f.no_draft;
   s.overlap_communication = f.overlap;
   s.fuse_input_projections = !f.separate_projections;
+  s.draft_queries_share_index_keys = !f.index_keys_per_query;
   return s;
 }
 
@@ -229,7 +230,7 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
 // The deployment every logged step runs on, in words.
 std::string step_log_settings(const StepShape& s, const Flags& f) {
   return fmt::format(
-      "EP {}{}, {}, {}; decode steps {}, prefill and mixed steps launched; {}{}{}", s.ep,
+      "EP {}{}, {}, {}; decode steps {}, prefill and mixed steps launched; {}{}{}{}", s.ep,
       s.redundant_experts > 0 ? fmt::format(" with {} redundant experts", s.redundant_experts) : "",
       f.routing_skew ? fmt::format("experts' popularity Zipf {:g}", *f.routing_skew)
                      : "every expert as popular",
@@ -237,6 +238,7 @@ std::string step_log_settings(const StepShape& s, const Flags& f) {
       f.no_cuda_graph ? "launched" : "replayed from a CUDA graph",
       s.overlap_communication ? "two micro-batches" : "one batch (EP transfers after compute)",
       s.fuse_input_projections ? "" : ", each projection its own GEMM",
+      s.draft_queries_share_index_keys ? "" : ", index keys read once a query",
       f.mhc == "model" ? "" : ", mHC " + f.mhc);
 }
 

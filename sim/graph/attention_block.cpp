@@ -160,13 +160,17 @@ bool scores_own_pools(const LayerContext& c, const SequenceGroup& g) {
 // host side takes next_n 1, 2 or 4 on sm90, 4 as two CTAs multicasting the
 // keys, so an engine on it verifying 5 drafts would split a sequence's 6
 // queries; ours takes up to 8, kernels/indexer/indexer_wgmma_decode_tiles.h:
-// assumed, a kernel that shares them all). Prefill tiles share them over
+// assumed, a kernel that shares them all; StepShape's
+// draft_queries_share_index_keys false reads them once a query, as SGLang's
+// split path calls DeepGEMM with each token a sequence). Prefill tiles share them over
 // kQueryTile queries. Where each query scores its own pool (the top blocks of
 // its own logits), in decode each gathers its own; in prefill DeepGEMM's
 // sparse_mqa_logits merges the pool blocks of kPoolQueryBlock queries (its
 // kBlockQ), counted as if their pools coincided (the fewest reads).
-double index_key_reads(const SequenceGroup& g, double scored, double visible, bool own_pools) {
-  if (g.phase == Phase::kDecode) return own_pools ? scored : g.sequences * visible;
+double index_key_reads(const LayerContext& c, const SequenceGroup& g, double scored, double visible,
+                       bool own_pools) {
+  if (g.phase == Phase::kDecode)
+    return own_pools || !c.step.draft_queries_share_index_keys ? scored : g.sequences * visible;
   return scored / (own_pools ? kPoolQueryBlock : kQueryTile);
 }
 
@@ -198,7 +202,7 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   const double scored = g.sequences * sum_visible(q, g.query_end, ratio, cap);  // (query, position) pairs
   const double visible = visible_at(g.query_end, ratio, cap);
   const bool own_pools = scores_own_pools(c, g);
-  const double key_reads = index_key_reads(g, scored, visible, own_pools);
+  const double key_reads = index_key_reads(c, g, scored, visible, own_pools);
   const double key_bytes = static_cast<double>(m.cache(idx.key_cache).bytes);
   Kernel& logits = f.push({});
   logits.name =

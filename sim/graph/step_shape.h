@@ -33,6 +33,11 @@ struct StepShape {
   // deployment's template, `step`'s flags) include_draft says speculation is on.
   bool include_draft = true;
   int64_t decode_tokens_per_sequence = 1;  // 1 + draft tokens verified per step
+  // Decode: a sequence's queries (its token and its drafts) read its index
+  // keys once between them, as a logits kernel that takes its next_n queries
+  // together does; false: once a query, as an engine that splits them into
+  // sequences of one query (attention_block.cpp).
+  bool draft_queries_share_index_keys = true;
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes less than the sum (step_cost.h).
   bool overlap_communication = false;

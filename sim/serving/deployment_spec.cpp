@@ -35,7 +35,7 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   } else {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_batch_per_gpu", "routing_skew",
                       "redundant_experts", "overlap_communication", "fuse_input_projections",
-                      "speculative_decoding", "gpu"});
+                      "speculative_decoding", "draft_queries_share_index_keys", "gpu"});
   }
   PoolSpec p;
   const YamlNode gpu = node.has("gpu") ? node.required("gpu") : deployment_gpu;
@@ -71,6 +71,9 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   }
   if (const auto fuse = node.optional("fuse_input_projections")) p.fuse_input_projections = fuse->as_bool();
   if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
+  if (const auto share = node.optional("draft_queries_share_index_keys")) {
+    p.draft_queries_share_index_keys = share->as_bool();
+  }
   if (prefill) {
     const YamlNode chunk = node.required("max_tokens_per_step");
     p.max_tokens_per_step = chunk.as_positive_int();

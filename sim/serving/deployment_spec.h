@@ -46,6 +46,10 @@ struct PoolSpec {
   // may say false for an engine that runs them apart. Absent: true.
   bool fuse_input_projections = true;
   bool speculative_decoding = false;  // decode: verify draft tokens (needs a draft block in the model)
+  // Decode: a sequence's draft tokens read its index keys with its token
+  // (StepShape::draft_queries_share_index_keys); a file may say false for an
+  // engine that splits them. Absent: true.
+  bool draft_queries_share_index_keys = true;
 };
 
 struct KvTierSpec {

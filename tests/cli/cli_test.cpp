@@ -393,6 +393,23 @@ TEST(Cli, StepBesidePrompts) {
   EXPECT_NE(run(base + " --beside-prompts").output.find("runs as that step runs"), std::string::npos);
 }
 
+// --index-keys-per-query: a sequence's drafts read its index keys apart from
+// its token (an engine that splits them), more bytes and a longer step at 1M
+// tokens; the JSON and the text say which was assumed.
+TEST(Cli, StepIndexKeysPerQuery) {
+  const std::string base =
+      "step --model deepseek_v4_1_flash --hw h200 --batch 8 --context 1048576 --drafts 5";
+  const auto shared = run_json(base);
+  const auto apart = run_json(base + " --index-keys-per-query");
+  EXPECT_EQ(shared["draft_index_keys"], "shared");
+  EXPECT_EQ(apart["draft_index_keys"], "per_query");
+  EXPECT_GT(apart["hbm_bytes"].get<double>(), shared["hbm_bytes"].get<double>());
+  EXPECT_GT(apart["total_time_us"].get<double>(), shared["total_time_us"].get<double>());
+  EXPECT_DOUBLE_EQ(apart["flops"].get<double>(), shared["flops"].get<double>());
+  EXPECT_NE(run(base).output.find("read its index keys once between them"), std::string::npos);
+  EXPECT_NE(run(base + " --index-keys-per-query").output.find("(--index-keys-per-query)"), std::string::npos);
+}
+
 // A decode step carrying prompt chunks costs less than the two steps apart
 // (the weights are read once) and more than either alone.
 TEST(Cli, StepWithPromptChunks) {

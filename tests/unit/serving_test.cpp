@@ -1291,6 +1291,46 @@ TEST(Serving, SeparateProjectionsSlowDecode) {
   }
 }
 
+// An engine whose decode splits a sequence's drafts from its token for the
+// indexer (a decode pool's draft_queries_share_index_keys: false) reads the
+// index keys once a query and decodes more slowly at long contexts; the key
+// is read from the decode pool, and a bad value is refused.
+TEST(Serving, DraftsReadingTheirIndexKeysApartSlowDecode) {
+  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "speculative_decoding: true";
+  ASSERT_NE(text.find(key), std::string::npos);
+  const auto path = std::filesystem::temp_directory_path() / "v41sim_draft_index_keys.yaml";
+  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                   key + ", draft_queries_share_index_keys: false");
+  const DeploymentSpec apart = load_deployment_file(path.string());
+  EXPECT_FALSE(apart.decode.draft_queries_share_index_keys);
+  EXPECT_TRUE(load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"))
+                  .decode.draft_queries_share_index_keys);
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  const testing::GpuUnderTest h200("h200");
+  const GpuProfile& gpu = h200.model.gpu();
+  StepShape shared = pool_step_template(
+      v41, load_deployment_file(data("workloads/deployments/h200_pd_64.yaml")).decode, gpu);
+  StepShape split = pool_step_template(v41, apart.decode, gpu);
+  for (StepShape* s : {&shared, &split}) {
+    s->phase = Phase::kDecode;
+    s->batch = 8;
+    s->context = 524288;
+    s->decode_tokens_per_sequence = 6;
+  }
+  EXPECT_GT(testing::timed(v41, h200.cost, split).total_us, testing::timed(v41, h200.cost, shared).total_us);
+  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                   key + ", draft_queries_share_index_keys: often");
+  try {
+    load_deployment_file(path.string());
+    FAIL() << "draft_queries_share_index_keys: often was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("draft_queries_share_index_keys"), std::string::npos) << e.where().field;
+    EXPECT_GT(e.where().line, 0);
+  }
+}
+
 // when_faster: each step shape runs as one batch or as two micro-batches,
 // whichever is faster; the file's words are checked.
 TEST(Serving, OverlapWhenFasterTakesTheFasterOfTheTwo) {
