@@ -53,6 +53,16 @@ inline constexpr const char* kDraftHeadAssumption =
     "drafter share their target's head); any further heads of the draft (DSpark's Markov and confidence "
     "heads) are left out: no shapes are published";
 
+// How a decode sequence's drafts read the indexer's keys, for outputs that
+// show a step with drafts on a model with an indexer
+// (StepShape::draft_queries_share_index_keys).
+inline constexpr const char* kDraftIndexKeysShared =
+    "a sequence's token and drafts read its index keys once between them, as a logits kernel that takes "
+    "them together does (assumed: DeepGEMM's sm90 paged logits take 1, 2 or 4 queries a sequence, ours "
+    "up to 8); --index-keys-per-query reads them once a query";
+inline constexpr const char* kDraftIndexKeysApart =
+    "each query reads its index keys, a sequence's drafts apart from its token (--index-keys-per-query)";
+
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head, draft stages and draft head follow num_layers
   std::string mode;   // the layer plan's mode, or "Head" / "Draft" / kDraftHeadMode

@@ -330,13 +330,8 @@ std::vector<Table> step_tables(const StepReport& r) {
             "V3 serving runs q_a and kv_a); --separate-projections runs each alone"
           : "each projection runs as its own GEMM (--separate-projections)");
   if (r.graph.shape.phase == Phase::kDecode && r.drafts.drafts > 0 && r.model.spec.attention.indexer) {
-    summary.add_note(
-        r.graph.shape.draft_queries_share_index_keys
-            ? "a sequence's token and drafts read its index keys once between them, as a logits kernel "
-              "that takes them together does (assumed: DeepGEMM's sm90 paged logits take 1, 2 or 4 "
-              "queries a sequence, ours up to 8); --index-keys-per-query reads them once a query"
-            : "each query reads its index keys, a sequence's drafts apart from its token "
-              "(--index-keys-per-query)");
+    summary.add_note(r.graph.shape.draft_queries_share_index_keys ? kDraftIndexKeysShared
+                                                                  : kDraftIndexKeysApart);
   }
   summary.add_note(kErrorBandMethod);
   summary.add_note(memory_note(r.memory));

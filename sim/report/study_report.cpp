@@ -221,6 +221,7 @@ void add_step_times_notes(const ModelAnalysis& focus, const StepTimesNotes& note
       "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
   if (focus.spec.mhc) table.add_note(mhc_projection_assumption(focus.spec));
   if (focus.spec.draft) table.add_note(kDraftHeadAssumption);
+  if (focus.spec.draft && focus.spec.attention.indexer) table.add_note(kDraftIndexKeysShared);
 }
 
 // Decode step and prefill per 1K prompt tokens on every GPU profile, by layer mode.
