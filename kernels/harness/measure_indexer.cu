@@ -19,6 +19,9 @@
 #include "kernels/harness/measure_groups.h"
 #include "kernels/indexer/index_key_block.h"
 #include "kernels/indexer/indexer_cuda.h"
+#include "kernels/indexer/indexer_mma_tiles.h"
+#include "kernels/indexer/indexer_wgmma_decode_tiles.h"
+#include "kernels/indexer/indexer_wgmma_tiles.h"
 
 namespace v41sim::kernels {
 
@@ -41,6 +44,21 @@ struct IndexerInputs {
   }
 };
 
+// A logits path's CTA tile, queries x columns, as a row's tiling says it
+// (csv_rows.h Row::tiling), so the fit predicts the row with the tiles the
+// kernel ran: read off the kernels' own layouts.
+std::string cta_tile(int64_t queries, int64_t columns) {
+  return std::to_string(queries) + "x" + std::to_string(columns);
+}
+const std::string kMmaSharedKeysTile =
+    cta_tile(indexer_mma::kSharedKeyQueries, indexer_mma::kKeys* indexer_mma::kTilesPerCta);
+const std::string kMmaOwnKeysTile = cta_tile(1, indexer_mma::kKeys* indexer_mma::kTilesPerCta);
+const std::string kWgmmaPrefillTile =
+    cta_tile(indexer_wgmma::kQueries, indexer_wgmma::kKeys* indexer_wgmma::kTilesPerCta);
+const std::string kWgmmaDecodeTile = cta_tile(indexer_wgmma_decode::kMaxRequestQueries,
+                                              indexer_wgmma::kKeys* indexer_wgmma_decode::kTilesPerCta);
+const std::string kWgmmaPoolTile = cta_tile(1, indexer_wgmma::kKeys* indexer_wgmma_decode::kTilesPerCta);
+
 // The indexer's logits paths: tensor cores (what the simulator models; fitted)
 // and the FP32-unit baseline (recorded, not fitted). Each is timed only if its
 // check passed.
@@ -49,6 +67,8 @@ struct IndexerPath {
   const char* pool_logits_name;
   const char* math;
   const char* suffix;  // of its baseline name where it competes with FP8 wgmma (null: a fixed name)
+  const char* shared_keys_tiling;  // a prefill chunk's rows (Row::tiling)
+  const char* own_keys_tiling;     // a decode batch's rows, each query its own keys or pool
   void (*logits)(const uint8_t*, const float*, const uint8_t*, float*, int64_t, int64_t, int64_t, float*,
                  bool);
   void (*pool_logits)(const uint8_t*, const float*, const uint8_t*, const int32_t*, float*, int64_t, int64_t,
@@ -63,22 +83,25 @@ std::vector<IndexerPath> indexer_paths() {
   std::vector<IndexerPath> paths;
   if (mma) {
     paths.push_back({"indexer_logits", "indexer_logits_in_pool", "bf16", "bf16_mma",
-                     launch_indexer_logits_mma, launch_indexer_pool_logits_mma});
+                     kMmaSharedKeysTile.c_str(), kMmaOwnKeysTile.c_str(), launch_indexer_logits_mma,
+                     launch_indexer_pool_logits_mma});
   }
   if (fp32) {
     paths.push_back({"indexer_logits_fp32_baseline", "indexer_logits_in_pool_fp32_baseline", "fp32", nullptr,
-                     launch_indexer_logits, launch_indexer_pool_logits});
+                     "class", "class", launch_indexer_logits, launch_indexer_pool_logits});
   }
   return paths;
 }
 
-// A path to time: its row's name and math, and the suffix of its baseline
-// name where it competes for the simulator's name (null: a fixed name).
+// A path to time: its row's name and math, the suffix of its baseline name
+// where it competes for the simulator's name (null: a fixed name), and how
+// it cuts its work into CTAs (Row::tiling).
 struct TimedPath {
   std::string name;
   const char* math;
   const char* suffix;
   std::function<void()> launch;
+  std::string tiling = "class";
 };
 
 // Times each path in order (the last one's outputs stay in the buffers),
@@ -90,10 +113,12 @@ void time_paths(const RowWriter& w, const std::string& name, const std::vector<T
   for (const TimedPath& p : paths)
     timed.push_back({p.name, p.math, time_kernel([&](int) { p.launch(); }, kWarmup, kRuns), p.suffix});
   name_competing_paths(name, timed);
-  for (const TimedPathRow& t : timed) {
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    const TimedPathRow& t = timed[i];
     row.kernel = t.name;
     row.math = t.math;
     row.time = t.time;
+    row.tiling = paths[i].tiling;
     w.row(row);
     std::printf("%s (%s) %s: %.1f us\n", t.name.c_str(), t.math, shape.c_str(), t.time.median_us);
   }
@@ -167,11 +192,13 @@ void measure_request_queries(const RowWriter& w, bool quick) {
         const double pairs = static_cast<double>(queries * positions);
         const double keys = static_cast<double>(batch * positions);
         const double block_bytes = builds_pool ? static_cast<double>(queries * blocks) * 4.0 : 0.0;
-        const std::vector<TimedPath> paths{{"indexer_logits", "fp8", "fp8_wgmma", [&] {
+        const std::vector<TimedPath> paths{{"indexer_logits", "fp8", "fp8_wgmma",
+                                            [&] {
                                               launch_indexer_decode_logits_wgmma(
                                                   in.q.get(), in.w.get(), in.keys.get(), logits.get(),
                                                   queries, heads, positions, maxima, n);
-                                            }}};
+                                            },
+                                            kWgmmaDecodeTile}};
         time_paths(w, "indexer_logits", paths,
                    logits_row(n, positions, batch, positions, 2.0 * dims * pairs,
                               keys * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0 +
@@ -229,17 +256,21 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
       std::vector<TimedPath> logits_paths;
       float* maxima = builds_pool ? block_max.get() : nullptr;
       if (wgmma) {
-        logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma", [&] {
+        logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma",
+                                [&] {
                                   launch_indexer_decode_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
                                                                      logits.get(), batch, heads, positions,
                                                                      maxima);
-                                }});
+                                },
+                                kWgmmaDecodeTile});
       }
       for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
-        logits_paths.push_back({it->logits_name, it->math, it->suffix, [&, it] {
+        logits_paths.push_back({it->logits_name, it->math, it->suffix,
+                                [&, it] {
                                   it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch,
                                              heads, positions, maxima, true);
-                                }});
+                                },
+                                it->own_keys_tiling});
       }
       const std::string shape =
           "decode batch " + std::to_string(batch) + ", " + std::to_string(positions) + " positions";
@@ -270,17 +301,21 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
         const double pooled_pairs = static_cast<double>(batch * pool_slots);
         std::vector<TimedPath> pool_paths;
         if (wgmma) {
-          pool_paths.push_back({"indexer_logits_in_pool", "fp8", "fp8_wgmma", [&] {
+          pool_paths.push_back({"indexer_logits_in_pool", "fp8", "fp8_wgmma",
+                                [&] {
                                   launch_indexer_decode_pool_logits_wgmma(
                                       in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(), batch,
                                       heads, positions, pool_blocks);
-                                }});
+                                },
+                                kWgmmaPoolTile});
         }
         for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
-          pool_paths.push_back({it->pool_logits_name, it->math, it->suffix, [&, it] {
+          pool_paths.push_back({it->pool_logits_name, it->math, it->suffix,
+                                [&, it] {
                                   it->pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(),
                                                   pooled.get(), batch, heads, positions, pool_blocks, true);
-                                }});
+                                },
+                                it->own_keys_tiling});
         }
         time_paths(
             w, "indexer_logits_in_pool", pool_paths,
@@ -328,16 +363,20 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
       const double pairs = static_cast<double>(queries * positions);
       std::vector<TimedPath> logits_paths;
       for (const IndexerPath& path : paths) {
-        logits_paths.push_back({path.logits_name, path.math, path.suffix, [&] {
+        logits_paths.push_back({path.logits_name, path.math, path.suffix,
+                                [&] {
                                   path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
                                               heads, positions, nullptr, false);
-                                }});
+                                },
+                                path.shared_keys_tiling});
       }
       if (wgmma) {
-        logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma", [&] {
+        logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma",
+                                [&] {
                                   launch_indexer_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
                                                               logits.get(), queries, heads, positions);
-                                }});
+                                },
+                                kWgmmaPrefillTile});
       }
       const std::string shape =
           "prefill " + std::to_string(queries) + " queries, " + std::to_string(positions) + " positions";
