@@ -155,6 +155,10 @@ void CommandRegistrar::add_step_deployment_flags(CLI::App* cmd) const {
                 "decode: each query reads its index keys, a sequence's drafts apart from its token, as an "
                 "engine that splits them into sequences of one (default: a sequence's queries read them "
                 "once between them)");
+  cmd->add_flag(
+      "--reindex-scores-every-position", f.reindex_scores_every_position,
+      "a Reindex layer's indexer scores every visible position and masks those outside its candidate "
+      "pool, as an engine with no sparse logits kernel does (default: the pool alone)");
 }
 
 void CommandRegistrar::add_expert_placement_flags(CLI::App* cmd) const {

@@ -40,7 +40,8 @@ struct Flags {
   bool beside_prompts = false;  // step, decode: run beside another rank's prompt step
   std::string step_log;         // step-log: the engine's log of steps (step_log.h)
   bool separate_projections = false;
-  bool index_keys_per_query = false;  // decode: a sequence's drafts read its index keys apart
+  bool index_keys_per_query = false;           // decode: a sequence's drafts read its index keys apart
+  bool reindex_scores_every_position = false;  // Reindex layers score every position, then mask
   // step, fit: EPLB's replicas of the hottest experts over the EP group; step:
   // the routing's Zipf skew (none given: every expert as popular), and routing
   // balanced by construction (each rank exactly its share) instead of by chance

@@ -13,10 +13,11 @@ namespace {
 std::string pool_key(const Catalog& catalog, const ModelAnalysis& model, const PoolSpec& pool) {
   const std::string file = catalog.resolve_gpu(pool.gpu, pool.gpu_at);
   const StepShape t = pool_step_template(model, pool, load_gpu_profile_file(file));
-  return fmt::format("{}|ep {} of {}|replicas {}|overlap {} {}|fused {}|draft {} {}|imbalance {:a}", file,
-                     t.ep, t.ep_per_node, t.redundant_experts, t.overlap_communication,
-                     static_cast<int>(pool.overlap), t.fuse_input_projections, t.include_draft,
-                     t.draft_queries_share_index_keys, t.ep_load_imbalance);
+  return fmt::format(
+      "{}|ep {} of {}|replicas {}|overlap {} {}|fused {}|draft {} {}|pool only {}|imbalance {:a}", file, t.ep,
+      t.ep_per_node, t.redundant_experts, t.overlap_communication, static_cast<int>(pool.overlap),
+      t.fuse_input_projections, t.include_draft, t.draft_queries_share_index_keys, t.reindex_scores_pool_only,
+      t.ep_load_imbalance);
 }
 
 }  // namespace

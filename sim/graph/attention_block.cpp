@@ -143,12 +143,22 @@ void add_global_caches(const LayerContext& c, KernelFactory& f) {
   }
 }
 
+// Whether a Reindex layer's logits score its candidate pool alone: as the
+// layer plan says, unless the step's engine has no sparse logits kernel and
+// scores every visible position, masking the rest after (DeepGEMM's
+// sparse_mqa_logits has sm100 and sm120 kernels, none for sm90; vLLM before
+// its PR #56254 scored the whole context so, and SGLang's Hopper path selects
+// through masks, its PR #39671; our Hopper kernel scores the pool).
+bool scores_pool_only(const LayerContext& c) {
+  return c.plan.scores_in_candidate_pool && c.step.reindex_scores_pool_only;
+}
+
 // Whether a Reindex layer's queries score pools of their own: once there are
 // more positions than the pool holds (below that a query's pool is all its
 // positions, as a Full layer scores them).
 bool scores_own_pools(const LayerContext& c, const SequenceGroup& g) {
   const AttentionSpec& a = c.model.spec.attention;
-  return c.plan.scores_in_candidate_pool && a.candidate_pool &&
+  return scores_pool_only(c) && a.candidate_pool &&
          visible_at(g.query_end, static_cast<double>(c.plan.ratio), kUncapped) >
              static_cast<double>(a.candidate_pool->positions());
 }
@@ -197,7 +207,7 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   const double dim = static_cast<double>(idx.head_dim);
   const double ratio = static_cast<double>(c.plan.ratio);
   const double pool = a.candidate_pool ? static_cast<double>(a.candidate_pool->positions()) : kUncapped;
-  const double cap = c.plan.scores_in_candidate_pool ? pool : kUncapped;
+  const double cap = scores_pool_only(c) ? pool : kUncapped;
   const double q = g.queries_per_sequence();
   const double scored = g.sequences * sum_visible(q, g.query_end, ratio, cap);  // (query, position) pairs
   const double visible = visible_at(g.query_end, ratio, cap);
@@ -205,8 +215,7 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   const double key_reads = index_key_reads(c, g, scored, visible, own_pools);
   const double key_bytes = static_cast<double>(m.cache(idx.key_cache).bytes);
   Kernel& logits = f.push({});
-  logits.name =
-      (c.plan.scores_in_candidate_pool ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;
+  logits.name = (scores_pool_only(c) ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;
   logits.kernel_class = KernelClass::kIndexer;
   logits.math = key_math(m, idx.key_cache);
   logits.shape = index_logits_shape(g, std::max<int64_t>(1, static_cast<int64_t>(visible)),

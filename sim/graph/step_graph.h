@@ -63,6 +63,16 @@ inline constexpr const char* kDraftIndexKeysShared =
 inline constexpr const char* kDraftIndexKeysApart =
     "each query reads its index keys, a sequence's drafts apart from its token (--index-keys-per-query)";
 
+// How a Reindex layer scores, for outputs that show a step of a model with a
+// candidate pool (StepShape::reindex_scores_pool_only).
+inline constexpr const char* kReindexScoresPool =
+    "a Reindex layer's indexer scores its candidate pool alone, as a sparse logits kernel does (DeepGEMM's "
+    "sparse_mqa_logits on sm100 and sm120, ours on sm90; assumed on Hopper, where engines score every "
+    "position and mask); --reindex-scores-every-position scores them all";
+inline constexpr const char* kReindexScoresEveryPosition =
+    "a Reindex layer's indexer scores every visible position and masks those outside its candidate pool "
+    "(--reindex-scores-every-position)";
+
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head, draft stages and draft head follow num_layers
   std::string mode;   // the layer plan's mode, or "Head" / "Draft" / kDraftHeadMode

@@ -38,6 +38,10 @@ struct StepShape {
   // together does; false: once a query, as an engine that splits them into
   // sequences of one query (attention_block.cpp).
   bool draft_queries_share_index_keys = true;
+  // A Reindex layer scores only its candidate pool, as a sparse logits kernel
+  // does (DeepGEMM's sparse_mqa_logits, ours); false: every visible position,
+  // the rest masked after, as engines without one do (attention_block.cpp).
+  bool reindex_scores_pool_only = true;
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes less than the sum (step_cost.h).
   bool overlap_communication = false;

@@ -333,6 +333,10 @@ std::vector<Table> step_tables(const StepReport& r) {
     summary.add_note(r.graph.shape.draft_queries_share_index_keys ? kDraftIndexKeysShared
                                                                   : kDraftIndexKeysApart);
   }
+  if (r.model.spec.attention.candidate_pool) {
+    summary.add_note(r.graph.shape.reindex_scores_pool_only ? kReindexScoresPool
+                                                            : kReindexScoresEveryPosition);
+  }
   summary.add_note(kErrorBandMethod);
   summary.add_note(memory_note(r.memory));
   summary.add_note(overlap_note(r.graph));
@@ -447,6 +451,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"tokens_per_sequence", s.phase == Phase::kDecode ? r.drafts.tokens_per_sequence : 1.0},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"draft_index_keys", s.draft_queries_share_index_keys ? "shared" : "per_query"},
+          {"reindex_scoring", s.reindex_scores_pool_only ? "pool" : "every_position"},
           {"total_time_us", t.total_us},
           {"compute_us", t.compute_us},
           {"communication_us", t.communication_us},

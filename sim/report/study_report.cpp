@@ -222,6 +222,7 @@ void add_step_times_notes(const ModelAnalysis& focus, const StepTimesNotes& note
   if (focus.spec.mhc) table.add_note(mhc_projection_assumption(focus.spec));
   if (focus.spec.draft) table.add_note(kDraftHeadAssumption);
   if (focus.spec.draft && focus.spec.attention.indexer) table.add_note(kDraftIndexKeysShared);
+  if (focus.spec.attention.candidate_pool) table.add_note(kReindexScoresPool);
 }
 
 // Decode step and prefill per 1K prompt tokens on every GPU profile, by layer mode.

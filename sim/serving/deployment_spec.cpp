@@ -31,11 +31,12 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   if (prefill) {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_tokens_per_step",
                       "context_parallel_min_tokens", "routing_skew", "redundant_experts",
-                      "overlap_communication", "fuse_input_projections", "gpu"});
+                      "overlap_communication", "fuse_input_projections", "reindex_scores_pool_only", "gpu"});
   } else {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_batch_per_gpu", "routing_skew",
                       "redundant_experts", "overlap_communication", "fuse_input_projections",
-                      "speculative_decoding", "draft_queries_share_index_keys", "gpu"});
+                      "speculative_decoding", "draft_queries_share_index_keys", "reindex_scores_pool_only",
+                      "gpu"});
   }
   PoolSpec p;
   const YamlNode gpu = node.has("gpu") ? node.required("gpu") : deployment_gpu;
@@ -73,6 +74,9 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
   if (const auto share = node.optional("draft_queries_share_index_keys")) {
     p.draft_queries_share_index_keys = share->as_bool();
+  }
+  if (const auto pool_only = node.optional("reindex_scores_pool_only")) {
+    p.reindex_scores_pool_only = pool_only->as_bool();
   }
   if (prefill) {
     const YamlNode chunk = node.required("max_tokens_per_step");

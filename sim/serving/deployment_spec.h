@@ -50,6 +50,10 @@ struct PoolSpec {
   // (StepShape::draft_queries_share_index_keys); a file may say false for an
   // engine that splits them. Absent: true.
   bool draft_queries_share_index_keys = true;
+  // A Reindex layer scores only its candidate pool
+  // (StepShape::reindex_scores_pool_only); a file may say false for an engine
+  // with no sparse logits kernel. Absent: true.
+  bool reindex_scores_pool_only = true;
 };
 
 struct KvTierSpec {

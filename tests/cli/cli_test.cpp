@@ -408,6 +408,14 @@ TEST(Cli, StepIndexKeysPerQuery) {
   EXPECT_DOUBLE_EQ(apart["flops"].get<double>(), shared["flops"].get<double>());
   EXPECT_NE(run(base).output.find("read its index keys once between them"), std::string::npos);
   EXPECT_NE(run(base + " --index-keys-per-query").output.find("(--index-keys-per-query)"), std::string::npos);
+
+  // --reindex-scores-every-position: a Reindex layer scores the whole context.
+  const auto every = run_json(base + " --reindex-scores-every-position");
+  EXPECT_EQ(shared["reindex_scoring"], "pool");
+  EXPECT_EQ(every["reindex_scoring"], "every_position");
+  EXPECT_GT(every["flops"].get<double>(), shared["flops"].get<double>());
+  EXPECT_GT(every["total_time_us"].get<double>(), shared["total_time_us"].get<double>());
+  EXPECT_NE(run(base).output.find("scores its candidate pool alone"), std::string::npos);
 }
 
 // A decode step carrying prompt chunks costs less than the two steps apart

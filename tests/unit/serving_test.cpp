@@ -1331,6 +1331,42 @@ TEST(Serving, DraftsReadingTheirIndexKeysApartSlowDecode) {
   }
 }
 
+// An engine with no sparse logits kernel (either pool's
+// reindex_scores_pool_only: false) scores every position in a Reindex layer:
+// slower decode at long contexts; the key is read, a bad value refused.
+TEST(Serving, ReindexScoringEveryPositionSlowsLongDecode) {
+  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "speculative_decoding: true";
+  ASSERT_NE(text.find(key), std::string::npos);
+  const auto path = std::filesystem::temp_directory_path() / "v41sim_reindex_scoring.yaml";
+  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                   key + ", reindex_scores_pool_only: false");
+  const DeploymentSpec every = load_deployment_file(path.string());
+  EXPECT_FALSE(every.decode.reindex_scores_pool_only);
+  EXPECT_TRUE(every.prefill.reindex_scores_pool_only);
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  const testing::GpuUnderTest h200("h200");
+  StepShape pool = pool_step_template(
+      v41, load_deployment_file(data("workloads/deployments/h200_pd_64.yaml")).decode, h200.model.gpu());
+  StepShape all = pool_step_template(v41, every.decode, h200.model.gpu());
+  for (StepShape* s : {&pool, &all}) {
+    s->phase = Phase::kDecode;
+    s->batch = 8;
+    s->context = 524288;
+  }
+  EXPECT_GT(testing::timed(v41, h200.cost, all).total_us, testing::timed(v41, h200.cost, pool).total_us);
+  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
+                                                   key + ", reindex_scores_pool_only: 2");
+  try {
+    load_deployment_file(path.string());
+    FAIL() << "reindex_scores_pool_only: 2 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("reindex_scores_pool_only"), std::string::npos) << e.where().field;
+    EXPECT_GT(e.where().line, 0);
+  }
+}
+
 // when_faster: each step shape runs as one batch or as two micro-batches,
 // whichever is faster; the file's words are checked.
 TEST(Serving, OverlapWhenFasterTakesTheFasterOfTheTwo) {

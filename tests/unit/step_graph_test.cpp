@@ -155,6 +155,32 @@ TEST(StepGraph, IndexKeyReadsAreSharedAsTheKernelsShareThem) {
   }
 }
 
+// An engine with no sparse logits kernel (StepShape::reindex_scores_pool_only
+// false) scores every visible position in a Reindex layer, as layer 20 does,
+// and masks the rest: the pool's 16,384 positions become the whole context,
+// and a sequence's queries share the key reads again.
+TEST(StepGraph, AReindexLayerWithoutASparseKernelScoresEveryPosition) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kDecode, 4, 131072);
+  s.decode_tokens_per_sequence = 6;
+  const StepGraph pool = build_step_graph(v41, s);
+  s.reindex_scores_pool_only = false;
+  const StepGraph every = build_step_graph(v41, s);
+  const Kernel* pooled = find_kernel(pool.layers[24], "indexer_logits_in_pool");
+  const Kernel* all = find_kernel(every.layers[24], "indexer_logits");
+  const Kernel* layer20 = find_kernel(every.layers[20], "indexer_logits");
+  ASSERT_NE(pooled, nullptr);
+  ASSERT_NE(all, nullptr);
+  ASSERT_NE(layer20, nullptr);
+  EXPECT_EQ(find_kernel(every.layers[24], "indexer_logits_in_pool"), nullptr);
+  EXPECT_NEAR(all->flops / pooled->flops, 131072.0 / 16384.0, 1e-3);
+  EXPECT_DOUBLE_EQ(all->flops, layer20->flops);
+  EXPECT_DOUBLE_EQ(all->narrow.fp4, layer20->narrow.fp4);  // keys once a sequence, as layer 20 reads them
+  const Kernel* topk = find_kernel(every.layers[24], "topk_select");
+  ASSERT_NE(topk, nullptr);
+  EXPECT_EQ(topk->shape.n, 131072);
+}
+
 TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   StepShape s = shape(Phase::kDecode, 4, 65536);
