@@ -33,6 +33,7 @@
 #include "sim/model/model_loader.h"
 #include "sim/report/claims.h"
 #include "sim/report/context_view.h"
+#include "sim/report/engine_choices_view.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/fit_view.h"
 #include "sim/report/frontier_view.h"
@@ -344,7 +345,14 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
   Table table = step_sensitivity_table(s, what, catalog.data_dir(), json);
   table.add_note("step times from the kernel model, " + as_the_files_say.cost().params().label());
   table.add_note("`v41sim sensitivity` does the same for a served run's $ per token and TPOT");
-  return "## Which assumptions the step times rest on\n\n" + table.to_markdown();
+  std::string md = "## Which assumptions the step times rest on\n\n" + table.to_markdown();
+  const ModelAnalysis model = analyze_model(load_model_by_name(catalog, model_file));
+  if (model.spec.draft && model.spec.attention.candidate_pool) {
+    md += "\n" + engine_choices_table(model, as_the_files_say.cost(), decode_shape(as_the_files_say),
+                                      o.step_contexts, gpu_name, json["engine_choices"])
+                     .to_markdown();
+  }
+  return md;
 }
 
 // What changes from 8K to 1M tokens: one deployment swept over session

@@ -548,6 +548,30 @@ void add_step_sensitivity(Table& t, const json& sensitivity) {
        fmt::format("{}", fmt::join(parts, "; ")), "Which assumptions the step times rest on"});
 }
 
+// What the indexer kernels an engine may lack cost a decode step's output
+// token at the longest context the report times.
+void add_engine_choices(Table& t, const json& choices) {
+  int64_t longest = 0;
+  for (const json& r : choices.at("rows")) longest = std::max(longest, r.at("context").get<int64_t>());
+  const std::map<std::string, std::string> what{
+      {"index_keys_per_query", "a sequence's drafts reading its index keys apart"},
+      {"reindex_every_position", "Reindex layers scoring every position"},
+      {"both", "both"}};
+  std::vector<std::string> parts;
+  for (const json& r : choices.at("rows")) {
+    const auto it = what.find(r.at("choice").get<std::string>());
+    if (r.at("context").get<int64_t>() != longest || it == what.end()) continue;
+    parts.push_back(fmt::format("{:+.1f}% with {} ({} drafts)", r.at("change_pct").get<double>(), it->second,
+                                r.at("drafts").get<int64_t>()));
+  }
+  if (parts.empty()) return;
+  t.add_row({fmt::format("what an engine without the two indexer kernels the model assumes pays ({} decode, "
+                         "batch {}, {} tokens; "
+                         "time per output token)",
+                         choices.at("gpu").get<std::string>(), choices.at("batch").get<int64_t>(), longest),
+             fmt::format("{}", fmt::join(parts, "; ")), "Which assumptions the step times rest on"});
+}
+
 Table study_summary(const json& report) {
   Table t(
       "What the sections below find (each figure is computed in the section named; its sources are there)",
@@ -556,7 +580,11 @@ Table study_summary(const json& report) {
   add_sessions(t, report.at("fits"));
   add_decode_steps(t, report.at("steps"));
   add_overlap(t, report.at("steps"));
-  if (report.contains("step_sensitivity")) add_step_sensitivity(t, report.at("step_sensitivity"));
+  if (report.contains("step_sensitivity")) {
+    add_step_sensitivity(t, report.at("step_sensitivity"));
+    if (report.at("step_sensitivity").contains("engine_choices"))
+      add_engine_choices(t, report.at("step_sensitivity").at("engine_choices"));
+  }
   if (report.contains("context_sweeps")) add_context(t, report.at("context_sweeps"));
   if (report.contains("decode_frontier")) add_frontier(t, report.at("decode_frontier"));
   if (report.contains("serving_mix")) add_mix(t, report.at("serving_mix"));

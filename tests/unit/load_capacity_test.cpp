@@ -201,8 +201,12 @@ TEST(LoadCapacity, NarrowingFindsTheSustainedRateToThePrecision) {
   confirm_largest(c, 0.99, [&](const LoadPoint& p) { return longer(p.load); });
   ASSERT_EQ(c.largest_holding, 1u);  // 0.2 held, 0.4 did not
   std::vector<double> served;
+  std::mutex serving;  // narrow_holding serves its rates in parallel
   narrow_holding(c, 0.05, [&](double rate) {
-    served.push_back(rate);
+    {
+      const std::lock_guard<std::mutex> lock(serving);
+      served.push_back(rate);
+    }
     LoadPoint p;
     p.load = rate;
     p.meets_sla = rate < kMeetsBelow;

@@ -286,6 +286,38 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
 
 // The same GPUs as several EP groups or one: a pair per GPU and GPU count,
 // the several first; a pool with no counterpart is left out.
+// The indexer kernels an engine may lack: their changes in time per output
+// token at the longest context the section times, each with its drafts.
+TEST(StudySummary, SaysWhatTheIndexerKernelsAnEngineMayLackCost) {
+  const auto choice = [](const std::string& key, int64_t context, double pct, int64_t drafts) {
+    return json{{"choice", key}, {"context", context}, {"change_pct", pct}, {"drafts", drafts}};
+  };
+  const json report{
+      {"claims", json::array()},
+      {"fits", json::array()},
+      {"steps", json::array()},
+      {"step_sensitivity",
+       {{"step", "H200 decode step"},
+        {"swing", 0.25},
+        {"figures", json::array()},
+        {"engine_choices",
+         {{"gpu", "NVIDIA H200 SXM 141GB"},
+          {"batch", 32},
+          {"rows",
+           {choice("assumed", 131072, 0.0, 5), choice("both", 131072, 9.2, 5),
+            choice("assumed", 1048576, 0.0, 5), choice("index_keys_per_query", 1048576, 17.3, 5),
+            choice("reindex_every_position", 1048576, 23.8, 5), choice("both", 1048576, 65.8, 3)}}}}}},
+      {"plan", {{"workload", "chat"}, {"rows", json::array()}}},
+      {"plan_layouts", {{"rows", json::array()}}},
+      {"validation", json::array()}};
+  const std::string text = study_summary(report).to_markdown();
+  EXPECT_TRUE(says(text, "(NVIDIA H200 SXM 141GB decode, batch 32, 1048576 tokens; time per output token)"));
+  EXPECT_TRUE(says(text,
+                   "+17.3% with a sequence's drafts reading its index keys apart (5 drafts); +23.8% with "
+                   "Reindex layers scoring every position (5 drafts); +65.8% with both (3 drafts)"));
+  EXPECT_FALSE(says(text, "+9.2%"));  // a shorter context's
+}
+
 TEST(StudySummary, SetsOneEpGroupAgainstSeveralOnTheSameGpus) {
   json report{{"claims", json::array()},
               {"fits", json::array()},

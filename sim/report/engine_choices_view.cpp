@@ -1,0 +1,76 @@
+#include "sim/report/engine_choices_view.h"
+
+#include <fmt/format.h>
+
+#include "sim/cost/draft_choice.h"
+#include "sim/cost/step_cost.h"
+#include "sim/graph/step_graph.h"
+
+namespace v41sim {
+namespace {
+
+struct EngineChoice {
+  const char* label;
+  const char* key;
+  bool drafts_share_index_keys;
+  bool reindex_scores_pool_only;
+};
+
+constexpr EngineChoice kChoices[] = {
+    {"as assumed: a sequence's queries share its index keys; a Reindex layer scores its pool alone",
+     "assumed", true, true},
+    {"index keys read once a query (--index-keys-per-query)", "index_keys_per_query", false, true},
+    {"a Reindex layer scores every position (--reindex-scores-every-position)", "reindex_every_position",
+     true, false},
+    {"both", "both", false, false},
+};
+
+}  // namespace
+
+Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& cost, const StepShape& decode,
+                           const std::vector<int64_t>& contexts, const std::string& gpu_name,
+                           nlohmann::json& json) {
+  std::vector<std::string> headers{"indexer kernels"};
+  for (const int64_t context : contexts) headers.push_back(fmt::format("{} tokens", context));
+  Table table(
+      fmt::format("What two indexer kernels engines may lack change: the {} decode step, batch {}, EP {}",
+                  gpu_name, decode.batch, decode.ep),
+      headers);
+  std::vector<std::vector<std::string>> rows(std::size(kChoices));
+  for (std::size_t i = 0; i < std::size(kChoices); ++i) rows[i].push_back(kChoices[i].label);
+  json = {{"gpu", gpu_name}, {"batch", decode.batch}, {"rows", nlohmann::json::array()}};
+  for (const int64_t context : contexts) {
+    double assumed_token_us = 0;
+    for (std::size_t i = 0; i < std::size(kChoices); ++i) {
+      StepShape shape = decode;
+      shape.context = context;
+      shape.draft_queries_share_index_keys = kChoices[i].drafts_share_index_keys;
+      shape.reindex_scores_pool_only = kChoices[i].reindex_scores_pool_only;
+      const SpeculativeStep served = as_served(model, shape, cost);
+      const double step_us = time_step(build_step_graph(model, served.shape), cost).total_us;
+      const double token_us = step_us / served.choice.tokens_per_sequence;
+      if (i == 0) assumed_token_us = token_us;
+      std::string cell = fmt::format("{:.1f} ms, {} drafts: {:.1f} ms a token", step_us / 1e3,
+                                     served.choice.drafts, token_us / 1e3);
+      if (i > 0) cell += fmt::format(" ({:+.1f}%)", 100.0 * (token_us / assumed_token_us - 1.0));
+      rows[i].push_back(std::move(cell));
+      json["rows"].push_back({{"choice", kChoices[i].key},
+                              {"context", context},
+                              {"drafts", served.choice.drafts},
+                              {"step_us", step_us},
+                              {"us_per_output_token", token_us},
+                              {"change_pct", 100.0 * (token_us / assumed_token_us - 1.0)}});
+    }
+  }
+  for (std::vector<std::string>& row : rows) table.add_row(std::move(row));
+  table.add_note(
+      "a step verifying the drafts a serving run would choose with those kernels (the count that gives "
+      "the most expected tokens a second), and its time over the tokens a sequence can expect from it; a "
+      "sequence's queries sharing its index-key reads is DeepGEMM's paged logits kernel's way "
+      "(sm90: 1, 2 or 4 queries a sequence; ours up to 8), one read a query an engine's that splits them; "
+      "a Reindex layer scoring its pool alone needs a sparse logits kernel (DeepGEMM's on sm100 and sm120, "
+      "ours on sm90), which engines on Hopper lack (they score every position and mask)");
+  return table;
+}
+
+}  // namespace v41sim

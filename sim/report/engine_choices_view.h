@@ -1,0 +1,27 @@
+// How much a decode step rests on two indexer kernels engines may lack: a
+// sequence's drafts sharing its index-key reads, and a Reindex layer scoring
+// its candidate pool alone (StepShape::draft_queries_share_index_keys,
+// reindex_scores_pool_only). The same step timed under each choice, context
+// by context, for the report's assumptions section.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "sim/cost/kernel_cost.h"
+#include "sim/graph/step_shape.h"
+#include "sim/model/model_analysis.h"
+#include "sim/report/table.h"
+
+namespace v41sim {
+
+// `decode` (its context replaced by each of `contexts`) timed as served under
+// each choice, its drafts chosen as those kernels would have them, with its
+// time per output token; `gpu_name` titles the table. Writes the times to
+// `json`.
+Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& cost, const StepShape& decode,
+                           const std::vector<int64_t>& contexts, const std::string& gpu_name,
+                           nlohmann::json& json);
+
+}  // namespace v41sim
