@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+#include <string>
+
 #include "sim/cost/draft_choice.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
