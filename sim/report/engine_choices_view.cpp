@@ -68,11 +68,9 @@ Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& co
   for (std::vector<std::string>& row : rows) table.add_row(std::move(row));
   table.add_note(
       "a step verifying the drafts a serving run would choose with those kernels (the count that gives "
-      "the most expected tokens a second), and its time over the tokens a sequence can expect from it; a "
-      "sequence's queries sharing its index-key reads is DeepGEMM's paged logits kernel's way "
-      "(sm90: 1, 2 or 4 queries a sequence; ours up to 8), one read a query an engine's that splits them; "
-      "a Reindex layer scoring its pool alone needs a sparse logits kernel (DeepGEMM's on sm100 and sm120, "
-      "ours on sm90), which engines on Hopper lack (they score every position and mask)");
+      "the most expected tokens a second), and its time over the tokens a sequence can expect from it");
+  table.add_note(kDraftIndexKeysShared);
+  table.add_note(kReindexScoresPool);
   return table;
 }
 

@@ -324,17 +324,15 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
   };
   // The drafts a serving run verifies as the files say, held while the
   // figures move: each moved step does the same work.
-  const int64_t drafts = [&] {
-    const ModelAnalysis model = analyze_model(load_model_by_name(catalog, model_file));
-    const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
-    return as_served(model, decode_shape(gpu), gpu.cost()).choice.drafts;
-  }();
-  const auto step_us = [&] {  // loads everything again: a moved figure reaches whatever reads it
-    const ModelAnalysis model = analyze_model(load_model_by_name(catalog, model_file));
-    const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
-    return time_step(build_step_graph(model, verifying(decode_shape(gpu), drafts)), gpu.cost()).total_us;
-  };
+  const ModelAnalysis model = analyze_model(load_model_by_name(catalog, model_file));
   const GpuCostModel as_the_files_say(catalog.data_dir(), gpu_file, true);
+  const int64_t drafts =
+      as_served(model, decode_shape(as_the_files_say), as_the_files_say.cost()).choice.drafts;
+  const auto step_us = [&] {  // loads everything again: a moved figure reaches whatever reads it
+    const ModelAnalysis moved = analyze_model(load_model_by_name(catalog, model_file));
+    const GpuCostModel gpu(catalog.data_dir(), gpu_file, true);
+    return time_step(build_step_graph(moved, verifying(decode_shape(gpu), drafts)), gpu.cost()).total_us;
+  };
   std::vector<std::string> files{model_file};
   for (std::string& file : as_the_files_say.files_read(catalog.data_dir())) files.push_back(std::move(file));
   const StepSensitivity s = step_sensitivity(files, step_us, o.sensitivity_swing);
@@ -346,7 +344,6 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
   table.add_note("step times from the kernel model, " + as_the_files_say.cost().params().label());
   table.add_note("`v41sim sensitivity` does the same for a served run's $ per token and TPOT");
   std::string md = "## Which assumptions the step times rest on\n\n" + table.to_markdown();
-  const ModelAnalysis model = analyze_model(load_model_by_name(catalog, model_file));
   if (model.spec.draft && model.spec.attention.candidate_pool) {
     md += "\n" + engine_choices_table(model, as_the_files_say.cost(), decode_shape(as_the_files_say),
                                       o.step_contexts, gpu_name, json["engine_choices"])

@@ -1262,6 +1262,42 @@ TEST(Serving, SpeculativeDecodingShortensTheInterTokenTime) {
   EXPECT_LT(a.tpot_ms.mean, 0.8 * b.tpot_ms.mean);
 }
 
+// h200_pd_64.yaml with `keys` added to its decode pool, written to a temp
+// file named after `stem`; its path.
+std::string pd_64_decode_with(const std::string& keys, const std::string& stem) {
+  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "speculative_decoding: true";
+  EXPECT_NE(text.find(key), std::string::npos);
+  const auto path = std::filesystem::temp_directory_path() / ("v41sim_" + stem + ".yaml");
+  std::ofstream(path) << text.replace(text.find(key), key.size(), key + ", " + keys);
+  return path.string();
+}
+
+// Loading `path` is refused, the error naming `field` and a line.
+void expect_refused(const std::string& path, const std::string& field) {
+  try {
+    load_deployment_file(path);
+    ADD_FAILURE() << field << ": a bad value was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find(field), std::string::npos) << e.where().field;
+    EXPECT_GT(e.where().line, 0);
+  }
+}
+
+// A long decode step (batch 8, 524,288 tokens, `queries` a sequence) of the
+// deployment's decode pool on H200.
+double long_decode_us(const DeploymentSpec& deployment, int64_t queries) {
+  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
+  const testing::GpuUnderTest h200("h200");
+  StepShape s = pool_step_template(v41, deployment.decode, h200.model.gpu());
+  s.phase = Phase::kDecode;
+  s.batch = 8;
+  s.context = 524288;
+  s.decode_tokens_per_sequence = queries;
+  return testing::timed(v41, h200.cost, s).total_us;
+}
+
 // An engine that runs each projection of one input alone (a deployment's
 // fuse_input_projections: false) decodes more slowly: narrow GEMMs wait on
 // their load pipelines. The key is read, and a bad value is refused.
@@ -1271,24 +1307,11 @@ TEST(Serving, SeparateProjectionsSlowDecode) {
   separate.deployment.decode.fuse_input_projections = false;
   EXPECT_GT(separate.run(200).tpot_ms.mean, fused.run(200).tpot_ms.mean);
 
-  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string key = "speculative_decoding: true";
-  ASSERT_NE(text.find(key), std::string::npos);
-  const auto path = std::filesystem::temp_directory_path() / "v41sim_fuse_projections.yaml";
-  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
-                                                   key + ", fuse_input_projections: false");
-  EXPECT_FALSE(load_deployment_file(path.string()).decode.fuse_input_projections);
-  EXPECT_TRUE(load_deployment_file(path.string()).prefill.fuse_input_projections);
-  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
-                                                   key + ", fuse_input_projections: maybe");
-  try {
-    load_deployment_file(path.string());
-    FAIL() << "fuse_input_projections: maybe was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(e.where().field.find("fuse_input_projections"), std::string::npos) << e.where().field;
-    EXPECT_GT(e.where().line, 0);
-  }
+  const std::string path = pd_64_decode_with("fuse_input_projections: false", "fuse_projections");
+  EXPECT_FALSE(load_deployment_file(path).decode.fuse_input_projections);
+  EXPECT_TRUE(load_deployment_file(path).prefill.fuse_input_projections);
+  expect_refused(pd_64_decode_with("fuse_input_projections: maybe", "fuse_projections"),
+                 "fuse_input_projections");
 }
 
 // An engine whose decode splits a sequence's drafts from its token for the
@@ -1296,75 +1319,28 @@ TEST(Serving, SeparateProjectionsSlowDecode) {
 // index keys once a query and decodes more slowly at long contexts; the key
 // is read from the decode pool, and a bad value is refused.
 TEST(Serving, DraftsReadingTheirIndexKeysApartSlowDecode) {
-  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string key = "speculative_decoding: true";
-  ASSERT_NE(text.find(key), std::string::npos);
-  const auto path = std::filesystem::temp_directory_path() / "v41sim_draft_index_keys.yaml";
-  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
-                                                   key + ", draft_queries_share_index_keys: false");
-  const DeploymentSpec apart = load_deployment_file(path.string());
+  const DeploymentSpec apart =
+      load_deployment_file(pd_64_decode_with("draft_queries_share_index_keys: false", "draft_index_keys"));
+  const DeploymentSpec shared = load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"));
   EXPECT_FALSE(apart.decode.draft_queries_share_index_keys);
-  EXPECT_TRUE(load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"))
-                  .decode.draft_queries_share_index_keys);
-  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
-  const testing::GpuUnderTest h200("h200");
-  const GpuProfile& gpu = h200.model.gpu();
-  StepShape shared = pool_step_template(
-      v41, load_deployment_file(data("workloads/deployments/h200_pd_64.yaml")).decode, gpu);
-  StepShape split = pool_step_template(v41, apart.decode, gpu);
-  for (StepShape* s : {&shared, &split}) {
-    s->phase = Phase::kDecode;
-    s->batch = 8;
-    s->context = 524288;
-    s->decode_tokens_per_sequence = 6;
-  }
-  EXPECT_GT(testing::timed(v41, h200.cost, split).total_us, testing::timed(v41, h200.cost, shared).total_us);
-  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
-                                                   key + ", draft_queries_share_index_keys: often");
-  try {
-    load_deployment_file(path.string());
-    FAIL() << "draft_queries_share_index_keys: often was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(e.where().field.find("draft_queries_share_index_keys"), std::string::npos) << e.where().field;
-    EXPECT_GT(e.where().line, 0);
-  }
+  EXPECT_TRUE(shared.decode.draft_queries_share_index_keys);
+  EXPECT_GT(long_decode_us(apart, 6), long_decode_us(shared, 6));
+  expect_refused(pd_64_decode_with("draft_queries_share_index_keys: often", "draft_index_keys"),
+                 "draft_queries_share_index_keys");
 }
 
 // An engine with no sparse logits kernel (either pool's
 // reindex_scores_pool_only: false) scores every position in a Reindex layer:
 // slower decode at long contexts; the key is read, a bad value refused.
 TEST(Serving, ReindexScoringEveryPositionSlowsLongDecode) {
-  std::ifstream in(data("workloads/deployments/h200_pd_64.yaml"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string key = "speculative_decoding: true";
-  ASSERT_NE(text.find(key), std::string::npos);
-  const auto path = std::filesystem::temp_directory_path() / "v41sim_reindex_scoring.yaml";
-  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
-                                                   key + ", reindex_scores_pool_only: false");
-  const DeploymentSpec every = load_deployment_file(path.string());
+  const DeploymentSpec every =
+      load_deployment_file(pd_64_decode_with("reindex_scores_pool_only: false", "reindex_scoring"));
   EXPECT_FALSE(every.decode.reindex_scores_pool_only);
   EXPECT_TRUE(every.prefill.reindex_scores_pool_only);
-  const ModelAnalysis v41 = testing::analyze("deepseek_v4_1_flash");
-  const testing::GpuUnderTest h200("h200");
-  StepShape pool = pool_step_template(
-      v41, load_deployment_file(data("workloads/deployments/h200_pd_64.yaml")).decode, h200.model.gpu());
-  StepShape all = pool_step_template(v41, every.decode, h200.model.gpu());
-  for (StepShape* s : {&pool, &all}) {
-    s->phase = Phase::kDecode;
-    s->batch = 8;
-    s->context = 524288;
-  }
-  EXPECT_GT(testing::timed(v41, h200.cost, all).total_us, testing::timed(v41, h200.cost, pool).total_us);
-  std::ofstream(path) << std::string(text).replace(text.find(key), key.size(),
-                                                   key + ", reindex_scores_pool_only: 2");
-  try {
-    load_deployment_file(path.string());
-    FAIL() << "reindex_scores_pool_only: 2 was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(e.where().field.find("reindex_scores_pool_only"), std::string::npos) << e.where().field;
-    EXPECT_GT(e.where().line, 0);
-  }
+  EXPECT_GT(long_decode_us(every, 1),
+            long_decode_us(load_deployment_file(data("workloads/deployments/h200_pd_64.yaml")), 1));
+  expect_refused(pd_64_decode_with("reindex_scores_pool_only: 2", "reindex_scoring"),
+                 "reindex_scores_pool_only");
 }
 
 // when_faster: each step shape runs as one batch or as two micro-batches,
