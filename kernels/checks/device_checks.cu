@@ -210,24 +210,30 @@ CheckResult check_topk(HistogramCounting counting) {
   return {true, ""};
 }
 
+namespace {
+
 // Layer 20 builds the pool (logits + block maxima, then the top blocks); a
 // Reindex layer scores only the pooled positions with its own query and takes
-// its top-512 there. A decode batch: each query has its own request's keys.
-// Each stage is checked on the device's own inputs, so a float rounding
-// difference upstream cannot flip a later exact comparison.
-CheckResult check_candidate_pool(IndexerMath math) {
-  const int64_t queries = 3, heads = kV41IndexHeads, topk = kV41TopK, block = kV41PoolBlockSize;
-  const int64_t positions = 40003;  // > 16,384 so the pool engages; a short last block
+// its top-512 there. A decode batch of 3 requests, each over its own keys,
+// with request_queries queries a request reading them (its token and the
+// drafts it verifies; each its own pool). Each stage is checked on the
+// device's own inputs, so a float rounding difference upstream cannot flip a
+// later exact comparison.
+CheckResult check_candidate_pool_of_requests(IndexerMath math, int64_t request_queries) {
+  const int64_t requests = 3, queries = requests * request_queries, heads = kV41IndexHeads;
+  const int64_t topk = kV41TopK, block = kV41PoolBlockSize;
+  const int64_t positions = 20003;  // > 16,384 so the pool engages; a short last block
   const int64_t blocks = (positions + block - 1) / block;
   const auto keys = quantize_index_keys_reference(
-      normal_values(static_cast<std::size_t>(queries * positions * kIndexDim), 31), queries * positions);
+      normal_values(static_cast<std::size_t>(requests * positions * kIndexDim), 31), requests * positions);
+  const auto query_keys = key_set_a_query(keys, queries, request_queries, positions);
   const auto q = index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 32));
   const auto w = normal_values(static_cast<std::size_t>(queries * heads), 33);
   const LogitsWithBlockMax layer20 =
-      indexer_logits_with_block_max_cuda(q, w, keys, queries, heads, positions, true, math);
+      indexer_logits_with_block_max_cuda(q, w, keys, queries, heads, positions, request_queries, math);
   const CheckResult logits =
       logits_match("pool-building logits", layer20.logits,
-                   indexer_logits_reference(q, w, keys, queries, heads, positions, true), math);
+                   indexer_logits_reference(q, w, query_keys, queries, heads, positions, true), math);
   if (!logits.ok) return logits;
   const CheckResult maxima =
       exact("block max", layer20.block_max, block_max_reference(layer20.logits, queries, positions, block));
@@ -241,13 +247,27 @@ CheckResult check_candidate_pool(IndexerMath math) {
   const auto q2 =
       index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), 34));
   const auto w2 = normal_values(static_cast<std::size_t>(queries * heads), 35);
-  const auto pooled = indexer_pool_logits_cuda(q2, w2, keys, pool, queries, heads, positions, true, math);
-  const CheckResult pooled_ok =
-      logits_match("pool logits", pooled,
-                   pool_logits_reference(q2, w2, keys, pool, queries, heads, positions, block, true), math);
+  const auto pooled =
+      indexer_pool_logits_cuda(q2, w2, keys, pool, queries, heads, positions, request_queries, math);
+  const CheckResult pooled_ok = logits_match(
+      "pool logits", pooled,
+      pool_logits_reference(q2, w2, query_keys, pool, queries, heads, positions, block, true), math);
   if (!pooled_ok.ok) return pooled_ok;
   return exact("reindex top-k", pool_topk_cuda(pooled, pool, queries, topk),
                pool_topk_reference(pooled, pool, queries, block, topk));
+}
+
+}  // namespace
+
+// One query a request, then 2 and 6 (a token and 5 drafts: on tensor cores a
+// CTA of 4 and one of 2 a request, which must not reach the next request's
+// queries).
+CheckResult check_candidate_pool(IndexerMath math) {
+  for (const int64_t request_queries : {1, 2, 6}) {
+    const CheckResult r = check_candidate_pool_of_requests(math, request_queries);
+    if (!r.ok) return {false, r.detail + " (" + std::to_string(request_queries) + " queries a request)"};
+  }
+  return {true, ""};
 }
 
 // Both kernels write BF16 outputs: one rounding, at most 2^-9 of a value, on

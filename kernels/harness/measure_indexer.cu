@@ -53,6 +53,11 @@ std::string cta_tile(int64_t queries, int64_t columns) {
 const std::string kMmaSharedKeysTile =
     cta_tile(indexer_mma::kSharedKeyQueries, indexer_mma::kKeys* indexer_mma::kTilesPerCta);
 const std::string kMmaOwnKeysTile = cta_tile(1, indexer_mma::kKeys* indexer_mma::kTilesPerCta);
+// A request's queries on mma.sync: up to 4 of them a CTA.
+std::string mma_request_tile(int request_queries) {
+  return cta_tile(indexer_mma::shared_key_queries_per_cta(request_queries),
+                  indexer_mma::kKeys * indexer_mma::kTilesPerCta);
+}
 const std::string kWgmmaPrefillTile =
     cta_tile(indexer_wgmma::kQueries, indexer_wgmma::kKeys* indexer_wgmma::kTilesPerCta);
 const std::string kWgmmaDecodeTile = cta_tile(indexer_wgmma_decode::kMaxRequestQueries,
@@ -69,10 +74,11 @@ struct IndexerPath {
   const char* suffix;  // of its baseline name where it competes with FP8 wgmma (null: a fixed name)
   const char* shared_keys_tiling;  // a prefill chunk's rows (Row::tiling)
   const char* own_keys_tiling;     // a decode batch's rows, each query its own keys or pool
+  // Their last argument: queries a request (kOneKeySet: a prefill chunk's).
   void (*logits)(const uint8_t*, const float*, const uint8_t*, float*, int64_t, int64_t, int64_t, float*,
-                 bool);
+                 int64_t);
   void (*pool_logits)(const uint8_t*, const float*, const uint8_t*, const int32_t*, float*, int64_t, int64_t,
-                      int64_t, int64_t, bool);
+                      int64_t, int64_t, int64_t);
 };
 
 std::vector<IndexerPath> indexer_paths() {
@@ -168,12 +174,14 @@ void time_topk(const RowWriter& w, const std::vector<TopkCounting>& countings, c
 // (request_queries in all) score its keys together, a key read once a
 // request, as the simulator counts decode's index keys (its step model;
 // DeepGEMM's paged logits take a request's next_n queries in one CTA). On
-// the FP8 wgmma path alone (the mma.sync and FP32 paths take a key set a
-// query); over every position, with the block maxima where the pool is built.
-// Rows named indexer_logits, m a request's queries, batch the requests; the
-// top-k passes are the one-query rows' (a query's top-k does not depend on
-// its request).
-void measure_request_queries(const RowWriter& w, bool quick) {
+// the FP8 wgmma path (a request a CTA) and BF16 mma.sync (up to 4 of a
+// request's queries a CTA, so 6 read its keys twice), each where its check
+// passed (null or false: not), the faster named as time_paths names them;
+// not the FP32 baseline. Over every position, with the block maxima where
+// the pool is built. Rows named indexer_logits, m a request's queries, batch
+// the requests; the top-k passes are the one-query rows' (a query's top-k
+// does not depend on its request).
+void measure_request_queries(const RowWriter& w, bool quick, bool wgmma, const IndexerPath* mma) {
   const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
   const std::vector<int> request_queries = quick ? std::vector<int>{6} : std::vector<int>{2, 6};
   const std::vector<int64_t> batches = quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
@@ -192,13 +200,24 @@ void measure_request_queries(const RowWriter& w, bool quick) {
         const double pairs = static_cast<double>(queries * positions);
         const double keys = static_cast<double>(batch * positions);
         const double block_bytes = builds_pool ? static_cast<double>(queries * blocks) * 4.0 : 0.0;
-        const std::vector<TimedPath> paths{{"indexer_logits", "fp8", "fp8_wgmma",
-                                            [&] {
-                                              launch_indexer_decode_logits_wgmma(
-                                                  in.q.get(), in.w.get(), in.keys.get(), logits.get(),
-                                                  queries, heads, positions, maxima, n);
-                                            },
-                                            kWgmmaDecodeTile}};
+        std::vector<TimedPath> paths;
+        if (wgmma) {
+          paths.push_back({"indexer_logits", "fp8", "fp8_wgmma",
+                           [&] {
+                             launch_indexer_decode_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
+                                                                logits.get(), queries, heads, positions,
+                                                                maxima, n);
+                           },
+                           kWgmmaDecodeTile});
+        }
+        if (mma != nullptr) {
+          paths.push_back({mma->logits_name, mma->math, mma->suffix,
+                           [&] {
+                             mma->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries, heads,
+                                         positions, maxima, n);
+                           },
+                           mma_request_tile(n)});
+        }
         time_paths(w, "indexer_logits", paths,
                    logits_row(n, positions, batch, positions, 2.0 * dims * pairs,
                               keys * kIndexKeyBytes + static_cast<double>(queries * dims) + pairs * 4.0 +
@@ -223,8 +242,8 @@ void measure_request_queries(const RowWriter& w, bool quick) {
 // faster carries the simulator's name, the other is "*_bf16_mma_baseline" or
 // "*_fp8_wgmma_baseline", for the logits and for the pool's. The top-k
 // passes run on the last path timed's logits (mma.sync where it passed).
-// Then, on wgmma, requests of a token and its drafts sharing their keys
-// (measure_request_queries).
+// Then requests of a token and its drafts sharing their keys, on the
+// tensor-core paths (measure_request_queries).
 int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
   const std::vector<IndexerPath> paths = indexer_paths();
   const bool wgmma = wgmma_passed && passes("indexer decode logits (wgmma)", check_indexer_wgmma_decode());
@@ -268,7 +287,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
         logits_paths.push_back({it->logits_name, it->math, it->suffix,
                                 [&, it] {
                                   it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch,
-                                             heads, positions, maxima, true);
+                                             heads, positions, maxima, 1);
                                 },
                                 it->own_keys_tiling});
       }
@@ -313,7 +332,7 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
           pool_paths.push_back({it->pool_logits_name, it->math, it->suffix,
                                 [&, it] {
                                   it->pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(),
-                                                  pooled.get(), batch, heads, positions, pool_blocks, true);
+                                                  pooled.get(), batch, heads, positions, pool_blocks, 1);
                                 },
                                 it->own_keys_tiling});
         }
@@ -334,7 +353,10 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
       CUDA_CHECK(cudaGetLastError());
     }
   }
-  if (wgmma) measure_request_queries(w, quick);
+  // The mma.sync path where its checks passed (the paths competing with wgmma carry a suffix).
+  const auto mma = std::find_if(paths.begin(), paths.end(), [](const IndexerPath& p) { return p.suffix; });
+  if (wgmma || mma != paths.end())
+    measure_request_queries(w, quick, wgmma, mma == paths.end() ? nullptr : &*mma);
   return 0;
 }
 
@@ -366,7 +388,7 @@ int measure_indexer_prefill(const RowWriter& w, bool quick, bool wgmma_passed) {
         logits_paths.push_back({path.logits_name, path.math, path.suffix,
                                 [&] {
                                   path.logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), queries,
-                                              heads, positions, nullptr, false);
+                                              heads, positions, nullptr, kOneKeySet);
                                 },
                                 path.shared_keys_tiling});
       }

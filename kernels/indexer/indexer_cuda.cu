@@ -36,8 +36,14 @@ struct IndexerParams {
   int64_t queries;
   int64_t heads;
   int64_t positions;
-  int64_t key_stride;  // bytes between queries' key sets: 0 when they share one sequence's keys
+  int64_t key_stride;       // bytes between key sets: 0 when every query reads one sequence's keys
+  int64_t request_queries;  // queries in a row that read one key set
 };
+
+__device__ const uint8_t* key_of(const uint8_t* keys, const IndexerParams& p, int64_t query,
+                                 int64_t position) {
+  return keys + query / p.request_queries * p.key_stride + position * kIndexKeyBytes;
+}
 
 // The query's heads and head weights, staged once per CTA.
 struct QuerySmem {
@@ -78,7 +84,7 @@ __global__ void indexer_logits_kernel(const uint8_t* __restrict__ q, const float
   const int64_t position = static_cast<int64_t>(blockIdx.x) * kKeysPerBlock + threadIdx.x;
   float logit = -INFINITY;
   if (position < p.positions) {
-    logit = score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes);
+    logit = score_key(smem, p.heads, key_of(keys, p, query, position));
     logits[query * p.positions + position] = logit;
   }
   if (block_max == nullptr)
@@ -106,9 +112,7 @@ __global__ void indexer_pool_logits_kernel(const uint8_t* __restrict__ q, const 
   if (slot >= slots) return;
   const int64_t position = pool_position(pool, query, pool_blocks, slot);
   pool_logits[query * slots + slot] =
-      position < p.positions
-          ? score_key(smem, p.heads, keys + query * p.key_stride + position * kIndexKeyBytes)
-          : -INFINITY;
+      position < p.positions ? score_key(smem, p.heads, key_of(keys, p, query, position)) : -INFINITY;
 }
 
 dim3 score_grid(int64_t columns, int64_t queries) {
@@ -116,27 +120,31 @@ dim3 score_grid(int64_t columns, int64_t queries) {
               static_cast<unsigned>(queries));
 }
 
-IndexerParams scoring_params(int64_t queries, int64_t heads, int64_t positions, bool per_query_keys) {
+IndexerParams scoring_params(int64_t queries, int64_t heads, int64_t positions, int64_t request_queries) {
   if (heads <= 0 || heads > kMaxHeads || queries <= 0 || positions <= 0) {
     throw std::invalid_argument("indexer logits: heads must be 1..64, queries and positions positive");
   }
-  return {queries, heads, positions, per_query_keys ? positions * kIndexKeyBytes : 0};
+  if (request_queries < 0 || (request_queries > 0 && queries % request_queries != 0)) {
+    throw std::invalid_argument("indexer logits: queries must be whole requests");
+  }
+  if (request_queries == kOneKeySet) return {queries, heads, positions, 0, 1};
+  return {queries, heads, positions, positions * kIndexKeyBytes, request_queries};
 }
 
 }  // namespace
 
 void launch_indexer_logits(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                            int64_t queries, int64_t heads, int64_t positions, float* block_max,
-                           bool per_query_keys) {
-  const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
+                           int64_t request_queries) {
+  const IndexerParams p = scoring_params(queries, heads, positions, request_queries);
   indexer_logits_kernel<<<score_grid(positions, queries), kKeysPerBlock>>>(q, weights, keys, logits,
                                                                            block_max, p);
 }
 
 void launch_indexer_pool_logits(const uint8_t* q, const float* weights, const uint8_t* keys,
                                 const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
-                                int64_t positions, int64_t pool_blocks, bool per_query_keys) {
-  const IndexerParams p = scoring_params(queries, heads, positions, per_query_keys);
+                                int64_t positions, int64_t pool_blocks, int64_t request_queries) {
+  const IndexerParams p = scoring_params(queries, heads, positions, request_queries);
   if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");
   indexer_pool_logits_kernel<<<score_grid(pool_blocks * kPoolBlock, queries), kKeysPerBlock>>>(
       q, weights, keys, pool, pool_logits, p, pool_blocks);
@@ -145,14 +153,15 @@ void launch_indexer_pool_logits(const uint8_t* q, const float* weights, const ui
 std::vector<float> indexer_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                        int64_t positions, IndexerMath math) {
-  return indexer_logits_with_block_max_cuda(q, weights, keys, queries, heads, positions, false, math).logits;
+  return indexer_logits_with_block_max_cuda(q, weights, keys, queries, heads, positions, kOneKeySet, math)
+      .logits;
 }
 
 LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<uint8_t>& q,
                                                       const std::vector<float>& weights,
                                                       const std::vector<uint8_t>& keys, int64_t queries,
-                                                      int64_t heads, int64_t positions, bool per_query_keys,
-                                                      IndexerMath math) {
+                                                      int64_t heads, int64_t positions,
+                                                      int64_t request_queries, IndexerMath math) {
   const auto logit_count = static_cast<std::size_t>(queries * positions);
   const auto block_count = static_cast<std::size_t>(queries * ((positions + kPoolBlock - 1) / kPoolBlock));
   const DeviceBuffer<uint8_t> d_q(q);
@@ -160,7 +169,7 @@ LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<uint8_t>
   const DeviceBuffer<uint8_t> d_keys(keys);
   auto launch = math == IndexerMath::kTensorCores ? launch_indexer_logits_mma : launch_indexer_logits;
   launch(d_q.get(), d_w.get(), d_keys.get(), d_logits.get(), queries, heads, positions, d_block_max.get(),
-         per_query_keys);
+         request_queries);
   CUDA_CHECK(cudaGetLastError());
   return {d_logits.download(logit_count), d_block_max.download(block_count)};
 }
@@ -168,7 +177,7 @@ LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<uint8_t>
 std::vector<float> indexer_pool_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys,
                                             const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
-                                            int64_t positions, bool per_query_keys, IndexerMath math) {
+                                            int64_t positions, int64_t request_queries, IndexerMath math) {
   const int64_t pool_blocks = static_cast<int64_t>(pool.size()) / queries;
   const auto slot_count = static_cast<std::size_t>(queries * pool_blocks * kPoolBlock);
   const DeviceBuffer<uint8_t> d_q(q);
@@ -178,7 +187,7 @@ std::vector<float> indexer_pool_logits_cuda(const std::vector<uint8_t>& q, const
   auto launch =
       math == IndexerMath::kTensorCores ? launch_indexer_pool_logits_mma : launch_indexer_pool_logits;
   launch(d_q.get(), d_w.get(), d_keys.get(), d_pool.get(), d_out.get(), queries, heads, positions,
-         pool_blocks, per_query_keys);
+         pool_blocks, request_queries);
   CUDA_CHECK(cudaGetLastError());
   return d_out.download(slot_count);
 }

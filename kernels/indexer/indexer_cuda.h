@@ -17,9 +17,11 @@ std::vector<float> indexer_logits_cuda(const std::vector<uint8_t>& q, const std:
                                        const std::vector<uint8_t>& keys, int64_t queries, int64_t heads,
                                        int64_t positions, IndexerMath math = IndexerMath::kFp32Units);
 
-// Keys: one sequence's positions x 68 bytes shared by all queries (a prefill
-// chunk), or with per_query_keys one such set per query (a decode batch, each
-// query its own request).
+// Keys: key sets of `positions` x 68 bytes, one a decode request, read by
+// its request_queries queries in a row (its token and the drafts it
+// verifies; 1: each query its own request); or, with kOneKeySet, one
+// sequence's set read by every query (a prefill chunk).
+inline constexpr int64_t kOneKeySet = 0;
 //
 // Hierarchical candidate pool (blocks of kV41PoolBlockSize positions). Layer 20
 // writes each block's max logit in the same pass as the logits; the pool is the
@@ -31,27 +33,28 @@ struct LogitsWithBlockMax {
 LogitsWithBlockMax indexer_logits_with_block_max_cuda(const std::vector<uint8_t>& q,
                                                       const std::vector<float>& weights,
                                                       const std::vector<uint8_t>& keys, int64_t queries,
-                                                      int64_t heads, int64_t positions, bool per_query_keys,
-                                                      IndexerMath math);
+                                                      int64_t heads, int64_t positions,
+                                                      int64_t request_queries, IndexerMath math);
 std::vector<float> indexer_pool_logits_cuda(const std::vector<uint8_t>& q, const std::vector<float>& weights,
                                             const std::vector<uint8_t>& keys,
                                             const std::vector<int32_t>& pool, int64_t queries, int64_t heads,
-                                            int64_t positions, bool per_query_keys, IndexerMath math);
+                                            int64_t positions, int64_t request_queries, IndexerMath math);
 // Device-pointer launchers for the measuring harness (no copies, no sync).
 // block_max may be null (no pool built at this layer).
 void launch_indexer_logits(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                            int64_t queries, int64_t heads, int64_t positions, float* block_max = nullptr,
-                           bool per_query_keys = false);
+                           int64_t request_queries = kOneKeySet);
 void launch_indexer_pool_logits(const uint8_t* q, const float* weights, const uint8_t* keys,
                                 const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
-                                int64_t positions, int64_t pool_blocks, bool per_query_keys);
-// The same on tensor cores (heads 1..32).
+                                int64_t positions, int64_t pool_blocks, int64_t request_queries);
+// The same on tensor cores (heads 1..32): a CTA takes up to 4 queries of one
+// key set, so a request's token and drafts read its keys once a CTA.
 void launch_indexer_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                                int64_t queries, int64_t heads, int64_t positions, float* block_max,
-                               bool per_query_keys);
+                               int64_t request_queries);
 void launch_indexer_pool_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                     const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
-                                    int64_t positions, int64_t pool_blocks, bool per_query_keys);
+                                    int64_t positions, int64_t pool_blocks, int64_t request_queries);
 
 // The logits of a prefill chunk (queries sharing one sequence's keys, 32
 // heads, no pool) on Hopper's warpgroup MMA with FP8 operands, the keys

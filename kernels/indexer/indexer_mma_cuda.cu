@@ -37,7 +37,8 @@ __device__ void widen_key_tile(const uint8_t* __restrict__ keys, const Params& p
 template <int kQueries>
 __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const float* w_s,
                            float* __restrict__ logits, float* __restrict__ block_max, const Params& p,
-                           const ColumnMap& map, int64_t query0, int64_t column0, int key0, mma::Lane lane) {
+                           const ColumnMap& map, const CtaQueries& cta, int64_t column0, int key0,
+                           mma::Lane lane) {
   constexpr int kRowTiles = kQueries * kHeadTiles;
   float acc[kRowTiles][kKeyTiles][4] = {};
 #pragma unroll
@@ -64,8 +65,8 @@ __device__ void score_tile(const uint16_t* q_s, const uint16_t* k_s, const float
   // g + 8 per m-tile; a query's heads are its two m-tiles.
 #pragma unroll
   for (int qi = 0; qi < kQueries; ++qi) {
-    const int64_t query = query0 + qi;
-    const bool real_query = query < p.queries;  // uniform across the CTA
+    const int64_t query = cta.first + qi;
+    const bool real_query = query < cta.end;  // uniform across the CTA
 #pragma unroll
     for (int t = 0; t < kKeyTiles; ++t) {
       float column_sum[2];
@@ -110,17 +111,17 @@ __global__ void __launch_bounds__(kThreads)
   auto* q_s = reinterpret_cast<uint16_t*>(smem + Layout::q);
   auto* k_s = reinterpret_cast<uint16_t*>(smem + Layout::k);
   auto* w_s = reinterpret_cast<float*>(smem + Layout::w);
-  const int64_t query0 = static_cast<int64_t>(blockIdx.y) * kQueries;
+  const CtaQueries cta = cta_queries(p, kQueries, blockIdx.y);
 
-  // Rows qi * 32 + h: query query0 + qi's head h (zero past the last query or head).
+  // Rows qi * 32 + h: the CTA's query qi's head h (zero past its last query or head).
   for (int i = threadIdx.x; i < Layout::kRows * kIndexDim; i += kThreads) {
-    const QueryRow row = query_row(i / kIndexDim, query0, p);
+    const QueryRow row = query_row(i / kIndexDim, cta, p);
     q_s[i / kIndexDim * kRowStride + i % kIndexDim] =
         mma::to_bf16(row.real ? decode_e4m3(q[(row.query * p.heads + row.head) * kIndexDim + i % kIndexDim])
                               : 0.0f);  // exact
   }
   for (int i = threadIdx.x; i < Layout::kRows; i += kThreads) {
-    const QueryRow row = query_row(i, query0, p);
+    const QueryRow row = query_row(i, cta, p);
     w_s[i] = row.real ? weights[row.query * p.heads + row.head] : 0.0f;
   }
   const int warp = threadIdx.x / 32;
@@ -130,9 +131,9 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t column0 = first_column(blockIdx.x, tile);
     if (column0 >= p.columns) break;  // uniform across the CTA
     if (tile > 0) __syncthreads();    // every warp is done with the previous tile's keys
-    widen_key_tile(keys, p, map, query0, column0, k_s);
+    widen_key_tile(keys, p, map, cta.first, column0, k_s);
     __syncthreads();
-    score_tile<kQueries>(q_s, k_s, w_s, logits, block_max, p, map, query0, column0, key0, lane);
+    score_tile<kQueries>(q_s, k_s, w_s, logits, block_max, p, map, cta, column0, key0, lane);
   }
 }
 
@@ -140,46 +141,62 @@ template <int kQueries>
 void launch_tile(const uint8_t* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
                  const Params& p, const ColumnMap& map) {
   allow_shared_memory<indexer_logits_mma_kernel<kQueries>>(static_cast<int>(Smem<kQueries>::bytes));
-  const dim3 grid(static_cast<unsigned>(column_ctas(p)),
-                  static_cast<unsigned>((p.queries + kQueries - 1) / kQueries));
+  const dim3 grid(static_cast<unsigned>(column_ctas(p)), static_cast<unsigned>(query_ctas(p, kQueries)));
   indexer_logits_mma_kernel<kQueries>
       <<<grid, kThreads, Smem<kQueries>::bytes>>>(q, weights, keys, out, block_max, p, map);
 }
 
-// Queries that share their keys (a prefill chunk) go four to a CTA, so each
-// key tile is widened once for 128 rows; a decode batch one query to a CTA
-// (queries_per_cta).
+// Queries that share their keys (a prefill chunk, a decode request's token
+// and drafts) go up to four to a CTA, so each key tile is widened once for
+// up to 128 rows; a query scoring its own pool one to a CTA (queries_per_cta).
 void launch(const uint8_t* q, const float* weights, const uint8_t* keys, float* out, float* block_max,
             const Params& p, const ColumnMap& map) {
   if (p.heads <= 0 || p.heads > kHeads || p.queries <= 0 || p.positions <= 0 || p.columns <= 0) {
     throw std::invalid_argument(
         "indexer logits (tensor cores): heads must be 1..32, queries and positions positive");
   }
-  if (queries_per_cta(p, map) == kSharedKeyQueries) {
-    launch_tile<kSharedKeyQueries>(q, weights, keys, out, block_max, p, map);
-  } else {
-    launch_tile<1>(q, weights, keys, out, block_max, p, map);
+  if (p.key_stride > 0 && (p.request_queries <= 0 || p.queries % p.request_queries != 0)) {
+    throw std::invalid_argument("indexer logits (tensor cores): queries must be whole requests");
   }
+  switch (queries_per_cta(p, map)) {
+    case kSharedKeyQueries:
+      return launch_tile<kSharedKeyQueries>(q, weights, keys, out, block_max, p, map);
+    case 2:
+      return launch_tile<2>(q, weights, keys, out, block_max, p, map);
+    default:
+      return launch_tile<1>(q, weights, keys, out, block_max, p, map);
+  }
+}
+
+// Key sets `positions` keys apart, a request's queries in a row reading one;
+// one set for all (kOneKeySet).
+Params scoring_params(int64_t queries, int64_t heads, int64_t positions, int64_t columns,
+                      int64_t request_queries) {
+  const bool one_set = request_queries == kOneKeySet;
+  return {queries,
+          heads,
+          positions,
+          columns,
+          one_set ? 0 : positions * kIndexKeyBytes,
+          one_set ? queries : request_queries};
 }
 
 }  // namespace
 
 void launch_indexer_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys, float* logits,
                                int64_t queries, int64_t heads, int64_t positions, float* block_max,
-                               bool per_query_keys) {
+                               int64_t request_queries) {
   launch(q, weights, keys, logits, block_max,
-         {queries, heads, positions, positions, per_query_keys ? positions * kIndexKeyBytes : 0},
-         {nullptr, 0});
+         scoring_params(queries, heads, positions, positions, request_queries), {nullptr, 0});
 }
 
 void launch_indexer_pool_logits_mma(const uint8_t* q, const float* weights, const uint8_t* keys,
                                     const int32_t* pool, float* pool_logits, int64_t queries, int64_t heads,
-                                    int64_t positions, int64_t pool_blocks, bool per_query_keys) {
+                                    int64_t positions, int64_t pool_blocks, int64_t request_queries) {
   if (pool_blocks <= 0) throw std::invalid_argument("pool logits: the pool is empty");
-  launch(
-      q, weights, keys, pool_logits, nullptr,
-      {queries, heads, positions, pool_blocks * kPoolBlock, per_query_keys ? positions * kIndexKeyBytes : 0},
-      {pool, pool_blocks});
+  launch(q, weights, keys, pool_logits, nullptr,
+         scoring_params(queries, heads, positions, pool_blocks * kPoolBlock, request_queries),
+         {pool, pool_blocks});
 }
 
 }  // namespace v41sim::kernels

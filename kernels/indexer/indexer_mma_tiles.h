@@ -3,11 +3,13 @@
 // CTA takes, which thread widens which half of a key, which keys a warp
 // scores, and each lane's share of a logit and of a pool block's maximum.
 //
-// One CTA per (1 or 4 queries, 512 columns: four tiles of 128), 8 warps. A
-// column is a position, or a candidate-pool slot. Queries that share their
-// keys (a prefill chunk) go four to a CTA, so a key tile is widened once for
-// 128 query-head rows; a decode batch (each query its own keys, or its own
-// pool) one to a CTA. Per tile:
+// One CTA per (1, 2 or 4 queries, 512 columns: four tiles of 128), 8 warps.
+// A column is a position, or a candidate-pool slot. Queries that share their
+// keys go up to four to a CTA, so a key tile is widened once for up to 128
+// query-head rows: a prefill chunk's, or a decode request's token and the
+// drafts it verifies (a CTA never mixes two requests: 6 queries are a CTA of
+// 4 and one of 2); a query that scores its own pool goes one to a CTA.
+// Per tile:
 //   - its 128 keys are widened to BF16 in shared memory, two threads a key;
 //   - each warp computes S = Q.K^T for each query's 32 heads x its 16 keys
 //     (two m-tiles of heads, two n-tiles of keys);
@@ -47,8 +49,9 @@ struct Params {
   int64_t queries;
   int64_t heads;
   int64_t positions;
-  int64_t columns;     // positions, or pool slots
-  int64_t key_stride;  // bytes between queries' key sets (0: shared)
+  int64_t columns;          // positions, or pool slots
+  int64_t key_stride;       // bytes between key sets (0: one set, every query's)
+  int64_t request_queries;  // queries in a row that read one key set (where key_stride > 0)
 };
 
 // Which position a column stands for: the column itself, or a pool slot's.
@@ -60,14 +63,42 @@ struct ColumnMap {
   }
 };
 
-// Queries a CTA: four where they share their keys and score plain positions.
-V41_HD int queries_per_cta(const Params& p, const ColumnMap& map) {
-  return p.key_stride == 0 && map.pool == nullptr && p.queries >= kSharedKeyQueries ? kSharedKeyQueries : 1;
+// Queries that read one key set: all of them, or a request's.
+V41_HD int64_t set_queries(const Params& p) { return p.key_stride == 0 ? p.queries : p.request_queries; }
+V41_HD int64_t key_set(const Params& p, int64_t query) {
+  return p.key_stride == 0 ? 0 : query / p.request_queries;
 }
 
-// The grid: columns in CTAs of four tiles (x), queries in CTAs of 1 or 4 (y).
+// Queries a CTA where `queries` share a key set and score plain positions:
+// all of them up to two, else four (three pad a row of queries; a template
+// each, so the accumulators stay in registers).
+V41_HD int shared_key_queries_per_cta(int64_t queries) {
+  return queries >= 3 ? kSharedKeyQueries : static_cast<int>(queries);
+}
+V41_HD int queries_per_cta(const Params& p, const ColumnMap& map) {
+  return map.pool != nullptr ? 1 : shared_key_queries_per_cta(set_queries(p));
+}
+
+// The grid: columns in CTAs of four tiles (x); queries (y) in CTAs of up to
+// `per_cta` queries of one key set each, a set's queries in
+// ceil(set / per_cta) CTAs.
 V41_HD int64_t column_ctas(const Params& p) {
   return (p.columns + kKeys * kTilesPerCta - 1) / (kKeys * kTilesPerCta);
+}
+V41_HD int64_t query_ctas(const Params& p, int per_cta) {
+  const int64_t n = set_queries(p);
+  return p.queries / n * ((n + per_cta - 1) / per_cta);
+}
+
+// The queries CTA row y stages, [first, end): all of one key set.
+struct CtaQueries {
+  int64_t first;
+  int64_t end;
+};
+V41_HD CtaQueries cta_queries(const Params& p, int per_cta, int64_t y) {
+  const int64_t n = set_queries(p), ctas_a_set = (n + per_cta - 1) / per_cta;
+  const int64_t set_first = y / ctas_a_set * n, first = set_first + y % ctas_a_set * per_cta;
+  return {first, first + per_cta < set_first + n ? first + per_cta : set_first + n};
 }
 V41_HD int64_t first_column(int64_t cta_x, int tile) { return (cta_x * kTilesPerCta + tile) * kKeys; }
 
@@ -81,16 +112,16 @@ struct Smem {
   static constexpr std::size_t bytes = w + sizeof(float) * kRows;
 };
 
-// Row `row` of the staged queries: query query0 + row / 32's head row % 32,
-// real unless past the last query or head (then zeros, weight 0).
+// Row `row` of the staged queries: the CTA's query first + row / 32's head
+// row % 32, real unless past its last query or head (then zeros, weight 0).
 struct QueryRow {
   int64_t query;
   int64_t head;
   bool real;
 };
-V41_HD QueryRow query_row(int row, int64_t query0, const Params& p) {
-  const int64_t query = query0 + row / kHeads, head = row % kHeads;
-  return {query, head, query < p.queries && head < p.heads};
+V41_HD QueryRow query_row(int row, const CtaQueries& cta, const Params& p) {
+  const int64_t query = cta.first + row / kHeads, head = row % kHeads;
+  return {query, head, query < cta.end && head < p.heads};
 }
 
 // The half of a tile's key a thread widens: key thread / 2, dims [64 half, 64 half + 64).
@@ -105,7 +136,8 @@ V41_HD KeyHalf key_half(int thread) { return {thread / 2, thread % 2}; }
 V41_HD const uint8_t* column_key(const uint8_t* keys, const Params& p, const ColumnMap& map, int64_t query0,
                                  int64_t column) {
   const int64_t position = column < p.columns ? map.position(query0, column) : p.positions;
-  return position < p.positions ? keys + query0 * p.key_stride + position * kIndexKeyBytes : nullptr;
+  return position < p.positions ? keys + key_set(p, query0) * p.key_stride + position * kIndexKeyBytes
+                                : nullptr;
 }
 
 // The column of a lane's accumulator pair j (0 or 1) of n-tile t, in a warp

@@ -7,9 +7,11 @@
 // lanes that store, the pool-block maxima) replayed with the shuffles'
 // order. It must reproduce the CPU reference for a prefill chunk (four
 // queries a CTA, one CTA partial), a decode batch (each query its own keys,
-// fewer than 32 heads) and a Reindex layer's pool (slots past the last
-// position), with partial last tiles and CTAs of fewer tiles. What this
-// cannot show: the barriers' ordering (the device checks do).
+// fewer than 32 heads), requests of a token and its drafts reading their
+// request's keys (2 a CTA, or 4 and 2), and a Reindex layer's pool (slots past
+// the last position), with partial last tiles and CTAs of fewer tiles, each
+// logit written once. What this cannot show: the barriers' ordering (the
+// device checks do).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +41,7 @@ struct Inputs {
 
 struct Outputs {
   std::vector<float> logits, block_max;  // queries x columns; queries x blocks (where asked for)
+  std::vector<int> logit_writes;         // how often each logit was stored
 };
 
 // values[l] += values[l ^ mask] in every lane at once, as __shfl_xor_sync gives it.
@@ -60,7 +63,7 @@ class CtaReplay {
   static constexpr int kRowTiles = kQueries * kHeadTiles;
 
   CtaReplay(const Inputs& in, int64_t cta_x, int64_t cta_y, Outputs& out)
-      : in_(in), map_(in.map()), query0_(cta_y * kQueries), out_(out) {
+      : in_(in), map_(in.map()), cta_(cta_queries(in.p, kQueries, cta_y)), out_(out) {
     stage_queries();
     for (int tile = 0; tile < kTilesPerCta; ++tile) {
       const int64_t column0 = first_column(cta_x, tile);
@@ -73,14 +76,14 @@ class CtaReplay {
  private:
   void stage_queries() {
     for (int i = 0; i < kRows * kIndexDim; ++i) {
-      const QueryRow row = query_row(i / kIndexDim, query0_, in_.p);
+      const QueryRow row = query_row(i / kIndexDim, cta_, in_.p);
       q_s_[static_cast<std::size_t>(i / kIndexDim * kRowStride + i % kIndexDim)] =
           mma::to_bf16(row.real ? decode_e4m3(in_.q[static_cast<std::size_t>(
                                       (row.query * in_.p.heads + row.head) * kIndexDim + i % kIndexDim)])
                                 : 0.0f);
     }
     for (int i = 0; i < kRows; ++i) {
-      const QueryRow row = query_row(i, query0_, in_.p);
+      const QueryRow row = query_row(i, cta_, in_.p);
       w_s_[i] = row.real ? in_.w[static_cast<std::size_t>(row.query * in_.p.heads + row.head)] : 0.0f;
     }
   }
@@ -90,8 +93,8 @@ class CtaReplay {
     for (int thread = 0; thread < kThreads; ++thread) {
       const KeyHalf mine = key_half(thread);
       uint32_t words[kIndexDim / 4];
-      widen_index_key_half(column_key(in_.keys.data(), in_.p, map_, query0_, column0 + mine.key), mine.half,
-                           words);
+      widen_index_key_half(column_key(in_.keys.data(), in_.p, map_, cta_.first, column0 + mine.key),
+                           mine.half, words);
       std::memcpy(&k_s_[static_cast<std::size_t>(mine.key * kRowStride + mine.half * (kIndexDim / 2))], words,
                   sizeof words);
     }
@@ -117,7 +120,7 @@ class CtaReplay {
       }
     }
     for (int qi = 0; qi < kQueries; ++qi) {
-      const int64_t query = query0_ + qi;
+      const int64_t query = cta_.first + qi;
       for (int t = 0; t < kKeyTiles; ++t) {
         float sums[2][kLanes];
         for (int j = 0; j < 2; ++j) {
@@ -125,7 +128,7 @@ class CtaReplay {
             sums[j][lane] = lane_head_sum(acc[lane], w_s_, qi, t, j, mma::lane_of(lane));
           for (const int mask : {4, 8, 16}) shuffle_add(sums[j], mask);
         }
-        if (query >= in_.p.queries) continue;
+        if (query >= cta_.end) continue;
         float tile_max[kLanes];
         for (int lane = 0; lane < kLanes; ++lane) {
           tile_max[lane] = -INFINITY;
@@ -133,9 +136,11 @@ class CtaReplay {
             const int64_t column = lane_column(column0, key0, t, j, mma::lane_of(lane));
             const bool real = real_column(in_.p, map_, query, column);
             if (real) tile_max[lane] = std::fmax(tile_max[lane], sums[j][lane]);
-            if (mma::lane_of(lane).group == 0 && column < in_.p.columns)
-              out_.logits[static_cast<std::size_t>(query * in_.p.columns + column)] =
-                  real ? sums[j][lane] : -INFINITY;
+            if (mma::lane_of(lane).group == 0 && column < in_.p.columns) {
+              const auto at = static_cast<std::size_t>(query * in_.p.columns + column);
+              out_.logits[at] = real ? sums[j][lane] : -INFINITY;
+              ++out_.logit_writes[at];
+            }
           }
         }
         if (out_.block_max.empty()) continue;
@@ -149,7 +154,7 @@ class CtaReplay {
 
   const Inputs& in_;
   const ColumnMap map_;
-  const int64_t query0_;
+  const CtaQueries cta_;
   Outputs& out_;
   std::vector<uint16_t> q_s_ = std::vector<uint16_t>(kRows * kRowStride, kPoisonBf16);
   std::vector<uint16_t> k_s_ = std::vector<uint16_t>(kKeys * kRowStride, kPoisonBf16);
@@ -159,24 +164,34 @@ class CtaReplay {
 // The whole grid, as the launcher picks its CTAs; outputs poisoned first.
 Outputs replay(const Inputs& in, bool with_block_max) {
   const int64_t blocks = (in.p.columns + kPoolBlock - 1) / kPoolBlock;
-  Outputs out{std::vector<float>(static_cast<std::size_t>(in.p.queries * in.p.columns), NAN),
-              std::vector<float>(with_block_max ? static_cast<std::size_t>(in.p.queries * blocks) : 0u, NAN)};
+  const auto logit_count = static_cast<std::size_t>(in.p.queries * in.p.columns);
+  Outputs out{std::vector<float>(logit_count, NAN),
+              std::vector<float>(with_block_max ? static_cast<std::size_t>(in.p.queries * blocks) : 0u, NAN),
+              std::vector<int>(logit_count, 0)};
   const int per_cta = queries_per_cta(in.p, in.map());
-  for (int64_t y = 0; y < (in.p.queries + per_cta - 1) / per_cta; ++y) {
+  for (int64_t y = 0; y < query_ctas(in.p, per_cta); ++y) {
     for (int64_t x = 0; x < column_ctas(in.p); ++x) {
       if (per_cta == kSharedKeyQueries) {
         CtaReplay<kSharedKeyQueries>(in, x, y, out);
+      } else if (per_cta == 2) {
+        CtaReplay<2>(in, x, y, out);
       } else {
         CtaReplay<1>(in, x, y, out);
       }
     }
   }
+  for (std::size_t i = 0; i < logit_count; ++i) EXPECT_EQ(out.logit_writes[i], 1) << "logit " << i;
   return out;
 }
 
-Inputs make_inputs(int64_t queries, int64_t heads, int64_t positions, bool per_query_keys, uint32_t seed) {
-  const int64_t key_sets = per_query_keys ? queries : 1;
-  return {{queries, heads, positions, positions, per_query_keys ? positions * kIndexKeyBytes : 0},
+// request_queries: queries in a row reading one request's keys; 0: all one
+// sequence's (a prefill chunk).
+Inputs make_inputs(int64_t queries, int64_t heads, int64_t positions, int64_t request_queries,
+                   uint32_t seed) {
+  const bool one_set = request_queries == 0;
+  const int64_t key_sets = one_set ? 1 : queries / request_queries;
+  return {{queries, heads, positions, positions, one_set ? 0 : positions * kIndexKeyBytes,
+           one_set ? queries : request_queries},
           index_queries_e4m3(normal_values(static_cast<std::size_t>(queries * heads * kIndexDim), seed)),
           quantize_index_keys_reference(
               normal_values(static_cast<std::size_t>(key_sets * positions * kIndexDim), seed + 1),
@@ -206,7 +221,7 @@ void expect_logits_match(const std::vector<float>& got, const std::vector<float>
 // second CTA's last two past the last query); columns in CTAs of 512 (the
 // last of 76: one partial tile); the pool blocks' maxima those of the logits.
 TEST(IndexerMma, PrefillCtasReproduceTheReference) {
-  const Inputs in = make_inputs(6, kHeads, 1100, false, 41);
+  const Inputs in = make_inputs(6, kHeads, 1100, 0, 41);
   ASSERT_EQ(queries_per_cta(in.p, in.map()), kSharedKeyQueries);
   const Outputs got = replay(in, true);
   expect_logits_match(got.logits, indexer_logits_reference(in.q, in.w, in.keys, 6, kHeads, 1100));
@@ -217,7 +232,7 @@ TEST(IndexerMma, PrefillCtasReproduceTheReference) {
 // (the staged rows past them zero), one query a CTA.
 TEST(IndexerMma, DecodeCtasReproduceTheReference) {
   const int64_t queries = 3, heads = 20, positions = 1100;
-  const Inputs in = make_inputs(queries, heads, positions, true, 51);
+  const Inputs in = make_inputs(queries, heads, positions, 1, 51);
   ASSERT_EQ(queries_per_cta(in.p, in.map()), 1);
   const Outputs got = replay(in, true);
   expect_logits_match(got.logits,
@@ -225,12 +240,60 @@ TEST(IndexerMma, DecodeCtasReproduceTheReference) {
   EXPECT_EQ(got.block_max, block_max_reference(got.logits, queries, positions, kPoolBlock));
 }
 
-// A Reindex layer: 2 queries over their own 997 keys, each scoring its pool
-// of 70 blocks (560 slots: a CTA of 512 and one of 48), the last block short
-// (997 = 124 x 8 + 5), so its last three slots hold -inf.
-TEST(IndexerMma, PoolCtasReproduceTheReference) {
-  const int64_t queries = 2, positions = 997, pool_blocks = 70;
-  Inputs in = make_inputs(queries, kHeads, positions, true, 61);
+// Decode with drafts: 3 requests over their own 1,100 keys, 24 heads. With
+// 6 queries a request (its token and 5 drafts) a request's queries take a
+// CTA of 4 and one of 2, which must stage and write none of the next
+// request's; with 2 a request, one CTA of 2 each. Each reads its request's
+// keys.
+TEST(IndexerMma, RequestCtasReadTheirRequestsKeys) {
+  const int64_t requests = 3, heads = 24, positions = 1100;
+  for (const int64_t request_queries : {6, 2}) {
+    SCOPED_TRACE(request_queries);
+    const int64_t queries = requests * request_queries;
+    const Inputs in = make_inputs(queries, heads, positions, request_queries, 71);
+    const int per_cta = queries_per_cta(in.p, in.map());
+    ASSERT_EQ(per_cta, request_queries == 6 ? kSharedKeyQueries : 2);
+    ASSERT_EQ(query_ctas(in.p, per_cta), request_queries == 6 ? 2 * requests : requests);
+    const Outputs got = replay(in, true);
+    expect_logits_match(
+        got.logits,
+        indexer_logits_reference(in.q, in.w, key_set_a_query(in.keys, queries, request_queries, positions),
+                                 queries, heads, positions, true));
+    EXPECT_EQ(got.block_max, block_max_reference(got.logits, queries, positions, kPoolBlock));
+  }
+}
+
+// The CTA rows take each query once, a CTA's queries all of one key set and
+// at most as many as it stages: requests of 1 to 8 queries, and one set
+// (a prefill chunk) of 10.
+TEST(IndexerMma, QueryCtasTakeEachQueryOnceWithinItsKeySet) {
+  std::vector<Params> cases{{10, kHeads, 100, 100, 0, 10}};
+  for (const int64_t request_queries : {1, 2, 3, 5, 6, 8})
+    cases.push_back({5 * request_queries, kHeads, 100, 100, 100 * kIndexKeyBytes, request_queries});
+  for (const Params& p : cases) {
+    SCOPED_TRACE(p.request_queries);
+    const int per_cta = queries_per_cta(p, {nullptr, 0});
+    std::vector<int> taken(static_cast<std::size_t>(p.queries), 0);
+    for (int64_t y = 0; y < query_ctas(p, per_cta); ++y) {
+      const CtaQueries cta = cta_queries(p, per_cta, y);
+      ASSERT_LT(cta.first, cta.end);
+      ASSERT_LE(cta.end - cta.first, per_cta);
+      for (int64_t query = cta.first; query < cta.end; ++query) {
+        ++taken[static_cast<std::size_t>(query)];
+        EXPECT_EQ(key_set(p, query), key_set(p, cta.first)) << "query " << query;
+      }
+    }
+    for (int n : taken) ASSERT_EQ(n, 1);
+  }
+}
+
+// A Reindex layer: 2 requests over their own 997 keys, 1 or 2 queries a
+// request, each query scoring its own pool of 70 blocks (560 slots: a CTA of
+// 512 and one of 48) in its request's keys, the last block short (997 = 124
+// x 8 + 5), so its last three slots hold -inf.
+void expect_pool_ctas_reproduce_the_reference(int64_t request_queries) {
+  const int64_t queries = 2 * request_queries, positions = 997, pool_blocks = 70;
+  Inputs in = make_inputs(queries, kHeads, positions, request_queries, 61);
   in.p.columns = pool_blocks * kPoolBlock;
   const int64_t blocks = (positions + kPoolBlock - 1) / kPoolBlock;
   for (int64_t t = 0; t < queries; ++t) {
@@ -240,10 +303,19 @@ TEST(IndexerMma, PoolCtasReproduceTheReference) {
   }
   ASSERT_EQ(queries_per_cta(in.p, in.map()), 1);
   const Outputs got = replay(in, false);
-  expect_logits_match(got.logits, pool_logits_reference(in.q, in.w, in.keys, in.pool, queries, kHeads,
-                                                        positions, kPoolBlock, true));
+  expect_logits_match(
+      got.logits,
+      pool_logits_reference(in.q, in.w, key_set_a_query(in.keys, queries, request_queries, positions),
+                            in.pool, queries, kHeads, positions, kPoolBlock, true));
   for (int64_t t = 0; t < queries; ++t)
     EXPECT_TRUE(std::isinf(got.logits[static_cast<std::size_t>((t + 1) * in.p.columns - 1)]));
+}
+
+TEST(IndexerMma, PoolCtasReproduceTheReference) {
+  for (const int64_t request_queries : {1, 2}) {
+    SCOPED_TRACE(request_queries);
+    expect_pool_ctas_reproduce_the_reference(request_queries);
+  }
 }
 
 // The maps cover their work once: two threads every key's 128 dims; the
@@ -268,10 +340,10 @@ TEST(IndexerMma, ThreadsAndLanesCoverTheTileOnce) {
   }
   for (int n : widened) ASSERT_EQ(n, 1);
   for (int n : stored) ASSERT_EQ(n, 1);
-  const Params p{10, kHeads, 100, 100, 0};
+  const Params p{10, kHeads, 100, 100, 0, 10};
   std::vector<int> rows(static_cast<std::size_t>(kSharedKeyQueries * kHeads), 0);
   for (int row = 0; row < Smem<kSharedKeyQueries>::kRows; ++row) {
-    const QueryRow r = query_row(row, 4, p);
+    const QueryRow r = query_row(row, cta_queries(p, kSharedKeyQueries, 1), p);
     ++rows[static_cast<std::size_t>((r.query - 4) * kHeads + r.head)];
   }
   for (int n : rows) ASSERT_EQ(n, 1);
