@@ -231,6 +231,134 @@ void measure_request_queries(const RowWriter& w, bool quick, bool wgmma, const I
   }
 }
 
+// One decode shape: `batch` requests of one query, each over its own
+// `positions` keys; layer 20's logits and block maxima, the top-k's
+// selections and the candidates of its tiled passes (the widest of the
+// shape's three passes).
+struct DecodeShape {
+  int64_t batch, positions, blocks;
+  bool builds_pool;  // past 16,384 positions
+  IndexerInputs in;
+  DeviceBuffer<float> logits, block_max;
+  DeviceBuffer<int32_t> selected;
+  DeviceBuffer<float> candidate_values;
+  DeviceBuffer<int32_t> candidate_slots;
+  std::string name;
+
+  DecodeShape(int64_t batch_size, int64_t position_count)
+      : batch(batch_size),
+        positions(position_count),
+        blocks((positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize),
+        builds_pool(blocks > kV41PoolTopBlocks),
+        in(batch, batch, positions, 7 + static_cast<uint64_t>(positions)),
+        logits(static_cast<std::size_t>(batch * positions)),
+        block_max(static_cast<std::size_t>(batch * blocks)),
+        selected(static_cast<std::size_t>(batch * kV41TopK)),
+        candidate_values(candidate_entries()),
+        candidate_slots(candidate_entries()),
+        name("decode batch " + std::to_string(batch) + ", " + std::to_string(positions) + " positions") {}
+  std::size_t candidate_entries() const {
+    return static_cast<std::size_t>(
+        std::max({topk_workspace_entries(batch, positions, kV41TopK),
+                  topk_workspace_entries(batch, blocks, kV41PoolTopBlocks),
+                  topk_workspace_entries(batch, kV41PoolTopBlocks * kV41PoolBlockSize, kV41TopK)}));
+  }
+  TopkWorkspace candidates() const { return {candidate_values.get(), candidate_slots.get()}; }
+  float* maxima() const { return builds_pool ? block_max.get() : nullptr; }
+  double block_bytes() const { return builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0; }
+};
+
+// Layer 20's logits over every position (with the block maxima where it
+// builds the pool) on each path, the first path's logits left for its
+// top-512, then that top-512.
+void measure_layer20(const RowWriter& w, const DecodeShape& d, const std::vector<IndexerPath>& paths,
+                     bool wgmma, const std::vector<TopkCounting>& countings) {
+  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
+  std::vector<TimedPath> logits_paths;
+  if (wgmma) {
+    logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma",
+                            [&] {
+                              launch_indexer_decode_logits_wgmma(d.in.q.get(), d.in.w.get(), d.in.keys.get(),
+                                                                 d.logits.get(), d.batch, heads, d.positions,
+                                                                 d.maxima());
+                            },
+                            kWgmmaDecodeTile});
+  }
+  for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
+    logits_paths.push_back({it->logits_name, it->math, it->suffix,
+                            [&, it] {
+                              it->logits(d.in.q.get(), d.in.w.get(), d.in.keys.get(), d.logits.get(), d.batch,
+                                         heads, d.positions, d.maxima(), 1);
+                            },
+                            it->own_keys_tiling});
+  }
+  const double pairs = static_cast<double>(d.batch * d.positions);
+  time_paths(
+      w, "indexer_logits", logits_paths,
+      logits_row(1, d.positions, d.batch, d.positions, 2.0 * dims * pairs,
+                 pairs * kIndexKeyBytes + static_cast<double>(d.batch * dims) + pairs * 4.0 + d.block_bytes(),
+                 pairs * kIndexDim),
+      d.name);
+  time_topk(w, countings,
+            {"topk_select", "topk", "fp32", d.batch, d.positions, 1, 1, d.positions, 2.0 * pairs,
+             pairs * 4.0 + static_cast<double>(d.batch * kV41TopK) * 4.0},
+            d.name, [&](HistogramCounting counting) {
+              launch_topk(d.logits.get(), d.selected.get(), d.batch, d.positions, kV41TopK, nullptr,
+                          d.candidates(), counting);
+            });
+}
+
+// The candidate pool from layer 20's block maxima (their top 2,048 blocks),
+// then a Reindex layer: its logits of the pooled positions on each path and
+// its top-512 there.
+void measure_reindex_in_pool(const RowWriter& w, const DecodeShape& d, const std::vector<IndexerPath>& paths,
+                             bool wgmma, const std::vector<TopkCounting>& countings) {
+  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
+  const int64_t pool_blocks = kV41PoolTopBlocks, pool_slots = pool_blocks * kV41PoolBlockSize;
+  const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(d.batch * pool_blocks));
+  time_topk(w, countings,
+            {"candidate_pool_block_max_topk", "topk", "fp32", d.batch, d.blocks, 1, 1, d.positions,
+             2.0 * static_cast<double>(d.batch * d.blocks),
+             d.block_bytes() + static_cast<double>(d.batch * pool_blocks) * 4.0},
+            d.name, [&](HistogramCounting counting) {
+              launch_topk(d.block_max.get(), pool.get(), d.batch, d.blocks, pool_blocks, nullptr,
+                          d.candidates(), counting);
+            });
+  const DeviceBuffer<float> pooled(static_cast<std::size_t>(d.batch * pool_slots));
+  const double pooled_pairs = static_cast<double>(d.batch * pool_slots);
+  std::vector<TimedPath> pool_paths;
+  if (wgmma) {
+    pool_paths.push_back({"indexer_logits_in_pool", "fp8", "fp8_wgmma",
+                          [&] {
+                            launch_indexer_decode_pool_logits_wgmma(d.in.q.get(), d.in.w.get(),
+                                                                    d.in.keys.get(), pool.get(), pooled.get(),
+                                                                    d.batch, heads, d.positions, pool_blocks);
+                          },
+                          kWgmmaPoolTile});
+  }
+  for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+    pool_paths.push_back({it->pool_logits_name, it->math, it->suffix,
+                          [&, it] {
+                            it->pool_logits(d.in.q.get(), d.in.w.get(), d.in.keys.get(), pool.get(),
+                                            pooled.get(), d.batch, heads, d.positions, pool_blocks, 1);
+                          },
+                          it->own_keys_tiling});
+  }
+  time_paths(
+      w, "indexer_logits_in_pool", pool_paths,
+      logits_row(1, pool_slots, d.batch, d.positions, 2.0 * dims * pooled_pairs,
+                 pooled_pairs * kIndexKeyBytes + static_cast<double>(d.batch * dims) + pooled_pairs * 4.0,
+                 pooled_pairs * kIndexDim),
+      "  pool of " + d.name);
+  time_topk(w, countings,
+            {"topk_select", "topk", "fp32", d.batch, pool_slots, 1, 1, d.positions, 2.0 * pooled_pairs,
+             pooled_pairs * 4.0 + static_cast<double>(d.batch * kV41TopK) * 4.0},
+            "  pool of " + d.name, [&](HistogramCounting counting) {
+              launch_topk(pooled.get(), d.selected.get(), d.batch, pool_slots, kV41TopK, pool.get(),
+                          d.candidates(), counting);
+            });
+}
+
 }  // namespace
 
 // Layer 20 in decode: logits over every position (and, past 16,384, the
@@ -249,107 +377,14 @@ int measure_indexer_decode(const RowWriter& w, bool quick, bool wgmma_passed) {
   const bool wgmma = wgmma_passed && passes("indexer decode logits (wgmma)", check_indexer_wgmma_decode());
   const std::vector<TopkCounting> countings = topk_countings();
   if (paths.empty() || countings.empty()) return 1;
-  const int64_t heads = kV41IndexHeads, dims = heads * kIndexDim;
-  const int64_t pool_blocks = kV41PoolTopBlocks, pool_slots = pool_blocks * kV41PoolBlockSize;
   const std::vector<int64_t> batches = quick ? std::vector<int64_t>{8} : std::vector<int64_t>{1, 8, 32, 64};
   const std::vector<int64_t> contexts =
       quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{4096, 16384, 65536, 262144, 1048576};
   for (const int64_t batch : batches) {
     for (const int64_t positions : contexts) {
-      const IndexerInputs in(batch, batch, positions, 7 + static_cast<uint64_t>(positions));
-      const int64_t blocks = (positions + kV41PoolBlockSize - 1) / kV41PoolBlockSize;
-      const bool builds_pool = blocks > pool_blocks;
-      const DeviceBuffer<float> logits(static_cast<std::size_t>(batch * positions));
-      const DeviceBuffer<float> block_max(static_cast<std::size_t>(batch * blocks));
-      const DeviceBuffer<int32_t> selected(static_cast<std::size_t>(batch * kV41TopK));
-      // Candidates of the tiled top-k passes (the widest of this shape's three).
-      const auto entries =
-          static_cast<std::size_t>(std::max({topk_workspace_entries(batch, positions, kV41TopK),
-                                             topk_workspace_entries(batch, blocks, pool_blocks),
-                                             topk_workspace_entries(batch, pool_slots, kV41TopK)}));
-      const DeviceBuffer<float> candidate_values(entries);
-      const DeviceBuffer<int32_t> candidate_slots(entries);
-      const TopkWorkspace candidates{candidate_values.get(), candidate_slots.get()};
-      const double pairs = static_cast<double>(batch * positions);
-      const double block_bytes = builds_pool ? static_cast<double>(batch * blocks) * 4.0 : 0.0;
-      std::vector<TimedPath> logits_paths;
-      float* maxima = builds_pool ? block_max.get() : nullptr;
-      if (wgmma) {
-        logits_paths.push_back({"indexer_logits", "fp8", "fp8_wgmma",
-                                [&] {
-                                  launch_indexer_decode_logits_wgmma(in.q.get(), in.w.get(), in.keys.get(),
-                                                                     logits.get(), batch, heads, positions,
-                                                                     maxima);
-                                },
-                                kWgmmaDecodeTile});
-      }
-      for (auto it = paths.rbegin(); it != paths.rend(); ++it) {  // the first path's logits stay for top-k
-        logits_paths.push_back({it->logits_name, it->math, it->suffix,
-                                [&, it] {
-                                  it->logits(in.q.get(), in.w.get(), in.keys.get(), logits.get(), batch,
-                                             heads, positions, maxima, 1);
-                                },
-                                it->own_keys_tiling});
-      }
-      const std::string shape =
-          "decode batch " + std::to_string(batch) + ", " + std::to_string(positions) + " positions";
-      time_paths(
-          w, "indexer_logits", logits_paths,
-          logits_row(1, positions, batch, positions, 2.0 * dims * pairs,
-                     pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pairs * 4.0 + block_bytes,
-                     pairs * kIndexDim),
-          shape);
-      time_topk(w, countings,
-                {"topk_select", "topk", "fp32", batch, positions, 1, 1, positions, 2.0 * pairs,
-                 pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
-                shape, [&](HistogramCounting counting) {
-                  launch_topk(logits.get(), selected.get(), batch, positions, kV41TopK, nullptr, candidates,
-                              counting);
-                });
-      if (builds_pool) {
-        const DeviceBuffer<int32_t> pool(static_cast<std::size_t>(batch * pool_blocks));
-        time_topk(w, countings,
-                  {"candidate_pool_block_max_topk", "topk", "fp32", batch, blocks, 1, 1, positions,
-                   2.0 * static_cast<double>(batch * blocks),
-                   block_bytes + static_cast<double>(batch * pool_blocks) * 4.0},
-                  shape, [&](HistogramCounting counting) {
-                    launch_topk(block_max.get(), pool.get(), batch, blocks, pool_blocks, nullptr, candidates,
-                                counting);
-                  });
-        const DeviceBuffer<float> pooled(static_cast<std::size_t>(batch * pool_slots));
-        const double pooled_pairs = static_cast<double>(batch * pool_slots);
-        std::vector<TimedPath> pool_paths;
-        if (wgmma) {
-          pool_paths.push_back({"indexer_logits_in_pool", "fp8", "fp8_wgmma",
-                                [&] {
-                                  launch_indexer_decode_pool_logits_wgmma(
-                                      in.q.get(), in.w.get(), in.keys.get(), pool.get(), pooled.get(), batch,
-                                      heads, positions, pool_blocks);
-                                },
-                                kWgmmaPoolTile});
-        }
-        for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
-          pool_paths.push_back({it->pool_logits_name, it->math, it->suffix,
-                                [&, it] {
-                                  it->pool_logits(in.q.get(), in.w.get(), in.keys.get(), pool.get(),
-                                                  pooled.get(), batch, heads, positions, pool_blocks, 1);
-                                },
-                                it->own_keys_tiling});
-        }
-        time_paths(
-            w, "indexer_logits_in_pool", pool_paths,
-            logits_row(1, pool_slots, batch, positions, 2.0 * dims * pooled_pairs,
-                       pooled_pairs * kIndexKeyBytes + static_cast<double>(batch * dims) + pooled_pairs * 4.0,
-                       pooled_pairs * kIndexDim),
-            "  pool of " + shape);
-        time_topk(w, countings,
-                  {"topk_select", "topk", "fp32", batch, pool_slots, 1, 1, positions, 2.0 * pooled_pairs,
-                   pooled_pairs * 4.0 + static_cast<double>(batch * kV41TopK) * 4.0},
-                  "  pool of " + shape, [&](HistogramCounting counting) {
-                    launch_topk(pooled.get(), selected.get(), batch, pool_slots, kV41TopK, pool.get(),
-                                candidates, counting);
-                  });
-      }
+      const DecodeShape d(batch, positions);
+      measure_layer20(w, d, paths, wgmma, countings);
+      if (d.builds_pool) measure_reindex_in_pool(w, d, paths, wgmma, countings);
       CUDA_CHECK(cudaGetLastError());
     }
   }
