@@ -357,7 +357,7 @@ Claim h20_decode(const ClaimInputs& in) {
           ? "judged on time per output token alone (no public H20 price)"
           : fmt::format(
                 "decode batches stay at or below {} per GPU (at {} tokens, EP 8), where its "
-                "time per output token is at most {:.1f}% shorter; above that the H20's capped tensor rate "
+                "time per output token is at most {:.2g}% shorter; above that the H20's capped tensor rate "
                 "binds (its token {:.0f}% slower at batch {}); judged on time per output token alone (no "
                 "public H20 price)",
                 faster_up_to == 1 ? std::string("1 sequence") : fmt::format("{} sequences", faster_up_to),

@@ -39,7 +39,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
         "' (expected gemm, grouped_gemm, stream, moe_layer, all_to_all, attention, step)");
   }
   for (const std::string& key : needed->second) probe.required(key);
-  // Optional keys: a fused kernel overlapping its transfers (moe_layer), a
+  // Optional keys: the weights' format (grouped_gemm: FP8 unless it says
+  // fp4), a fused kernel overlapping its transfers (moe_layer), a
   // bandwidth counted over every routed copy, local ones included, as DeepEP
   // V2 reports its "logical" bandwidth, or per node reached, own node included
   // (DeepEP's internode test), timed as the low-latency kernels decode uses,
@@ -50,7 +51,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // it; none: each step's routing falls by chance) (step).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
-      {"grouped_gemm", {}},
+      {"grouped_gemm", {"weights"}},
       {"stream", {}},
       {"moe_layer", {"model", "overlap"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
@@ -90,6 +91,9 @@ void read_probe(const YamlNode& probe, PublishedReference& r) {
     } else if (key == "math") {
       r.probe_math = value.as_string();
       if (r.probe_math != "fp8" && r.probe_math != "bf16") value.fail("expected fp8 or bf16");
+    } else if (key == "weights") {
+      r.probe_weights = value.as_string();
+      if (r.probe_weights != "fp8" && r.probe_weights != "fp4") value.fail("expected fp8 or fp4");
     } else {
       r.probe[key] = value.as_positive_double();
     }
@@ -247,9 +251,11 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
                                                   fp8 ? MathType::kFp8 : MathType::kBf16);
     return in_metric(k, g.cost().time(k).busy_us, r.metric);
   }
-  if (r.probe_kind == "grouped_gemm") {  // FP8 x FP8 groups of m rows each, every group's weights read
+  if (r.probe_kind == "grouped_gemm") {  // FP8 activations, groups of m rows each, every group's weights read
     std::vector<Kernel> kernels;
-    const BlockScaledFormat weights{ElementFormat::kFp8E4M3, std::nullopt, 0};
+    const BlockScaledFormat weights =
+        r.probe_weights == "fp4" ? BlockScaledFormat{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32}
+                                 : BlockScaledFormat{ElementFormat::kFp8E4M3, std::nullopt, 0};
     const Kernel& k = KernelFactory(kernels).grouped_gemm("grouped_gemm", p.at("groups") * p.at("m"),
                                                           p.at("groups"), p.at("n"), p.at("k"), weights);
     return in_metric(k, g.cost().time(k).busy_us, r.metric);

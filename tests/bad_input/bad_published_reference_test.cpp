@@ -263,5 +263,47 @@ TEST(BadPublishedReference, StepProbeFieldsAreChecked) {
   }
 }
 
+std::string grouped_reference(const std::string& extra) {
+  return "  - name: grouped\n    source: \"test\"\n    gpu: h200\n    probe: {kind: grouped_gemm, groups: 8, "
+         "m: 16, n: 4096, k: 7168" +
+         extra + "}\n    reference: {metric: us, value: 50}\n    tolerance_pct: 10\n";
+}
+
+// A grouped GEMM's weights are FP8 unless the probe says fp4 (MXFP4: half the
+// weight bytes, widened on Hopper's CUDA cores); another format, or the field
+// on a probe kind without it, is refused with its line and field.
+TEST(BadPublishedReference, GroupedGemmWeightsAreFp8OrFp4) {
+  const Catalog catalog =
+      catalog_with("v41sim_grouped_weights", grouped_reference("") + grouped_reference(", weights: fp8") +
+                                                 grouped_reference(", weights: fp4"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 3u);
+  const double fp8_default = validate_reference(refs[0], catalog).predicted;
+  EXPECT_EQ(validate_reference(refs[1], catalog).predicted, fp8_default);
+  // Memory-bound at 16 rows a group: half the weight bytes, plus their widening, in less time.
+  const double fp4 = validate_reference(refs[2], catalog).predicted;
+  EXPECT_LT(fp4, fp8_default);
+  EXPECT_GT(fp4, fp8_default / 2);
+  struct Case {
+    std::string references, field, message;
+  };
+  const std::vector<Case> cases = {
+      {grouped_reference(", weights: fp6"), "probe.weights", "expected fp8 or fp4"},
+      {"  - name: gemm\n    source: \"test\"\n    gpu: h800\n    probe: {kind: gemm, m: 64, n: 64, k: 64, "
+       "math: fp8, weights: fp4}\n    reference: {metric: us, value: 1}\n    tolerance_pct: 10\n",
+       "probe.weights", "not a field of a 'gemm' probe"},
+  };
+  for (const Case& c : cases) {
+    try {
+      load_published_references(catalog_with("v41sim_bad_grouped_weights", c.references));
+      ADD_FAILURE() << "accepted: " << c.references;
+    } catch (const InputError& e) {
+      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
+      EXPECT_GT(e.where().line, 0);
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace v41sim

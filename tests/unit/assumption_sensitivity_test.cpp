@@ -178,10 +178,10 @@ TEST(AssumptionSensitivity, MovesEachAssumptionThroughTheLoaders) {
   EXPECT_LT(s.baseline.result.ttft_ms.mean, launch.high.outcome.result.ttft_ms.mean);
   EXPECT_EQ(launch.usd_change, 0);
   // A share of 1 moved up is refused by the loader, with its reason; moved down it ran.
-  const AssumptionEffect unused = effect("classes.grouped_gemm.widening_overlap");
+  const AssumptionEffect unused = effect("classes.indexer.widening_overlap");
   EXPECT_NE(unused.high.rejected.find("at most 1"), std::string::npos) << unused.high.rejected;
   EXPECT_TRUE(unused.low.rejected.empty());
-  // The tiny dense model has no experts to widen: moving it changes nothing.
+  // The tiny GQA model has no indexer keys to widen: moving it changes nothing.
   EXPECT_EQ(unused.usd_change, 0);
   EXPECT_EQ(unused.tpot_p99_change_ms, 0);
   // Largest $ change first.
