@@ -159,6 +159,10 @@ void CommandRegistrar::add_step_deployment_flags(CLI::App* cmd) const {
       "--reindex-scores-every-position", f.reindex_scores_every_position,
       "a Reindex layer's indexer scores every visible position and masks those outside its candidate "
       "pool, as an engine with no sparse logits kernel does (default: the pool alone)");
+  cmd->add_flag("--experts-bf16", f.experts_bf16,
+                "the routed experts multiply BF16 activations on BF16 tensor cores, their weights widened to "
+                "BF16 (W4A16, as Marlin's MoE kernels: SGLang's and vLLM's path for V4's FP4 experts on "
+                "Hopper; default: FP8 activations on FP8 tensor cores, W4A8, as DeepGEMM's kernels)");
 }
 
 void CommandRegistrar::add_expert_placement_flags(CLI::App* cmd) const {

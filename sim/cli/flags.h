@@ -42,6 +42,7 @@ struct Flags {
   bool separate_projections = false;
   bool index_keys_per_query = false;           // decode: a sequence's drafts read its index keys apart
   bool reindex_scores_every_position = false;  // Reindex layers score every position, then mask
+  bool experts_bf16 = false;                   // routed experts as W4A16: BF16 activations and math
   // step, fit: EPLB's replicas of the hottest experts over the EP group; step:
   // the routing's Zipf skew (none given: every expert as popular), and routing
   // balanced by construction (each rank exactly its share) instead of by chance

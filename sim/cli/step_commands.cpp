@@ -44,6 +44,7 @@ StepShape step_shape_from(const Flags& f) {
   s.fuse_input_projections = !f.separate_projections;
   s.draft_queries_share_index_keys = !f.index_keys_per_query;
   s.reindex_scores_pool_only = !f.reindex_scores_every_position;
+  s.experts_bf16_math = f.experts_bf16;
   return s;
 }
 
@@ -231,7 +232,7 @@ void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
 // The deployment every logged step runs on, in words.
 std::string step_log_settings(const StepShape& s, const Flags& f) {
   return fmt::format(
-      "EP {}{}, {}, {}; decode steps {}, prefill and mixed steps launched; {}{}{}{}{}", s.ep,
+      "EP {}{}, {}, {}; decode steps {}, prefill and mixed steps launched; {}{}{}{}{}{}", s.ep,
       s.redundant_experts > 0 ? fmt::format(" with {} redundant experts", s.redundant_experts) : "",
       f.routing_skew ? fmt::format("experts' popularity Zipf {:g}", *f.routing_skew)
                      : "every expert as popular",
@@ -241,6 +242,7 @@ std::string step_log_settings(const StepShape& s, const Flags& f) {
       s.fuse_input_projections ? "" : ", each projection its own GEMM",
       s.draft_queries_share_index_keys ? "" : ", index keys read once a query",
       s.reindex_scores_pool_only ? "" : ", Reindex layers scoring every position",
+      s.experts_bf16_math ? ", routed experts in BF16 math (W4A16)" : "",
       f.mhc == "model" ? "" : ", mHC " + f.mhc);
 }
 

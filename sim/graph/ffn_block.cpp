@@ -47,13 +47,16 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   const double rows = expert_tokens * top_k * imbalance;
   const double touched = busiest.experts_reached;
   const bool spans_ranks = c.step.ep > 1;
-  // Tokens travel as the expert GEMMs take them (FP8 before FP8 math).
-  const double expert_row_bytes = gemm_row_bytes_for(m.weights.routed_experts);
+  // Tokens travel as the expert GEMMs take them (FP8 before FP8 math, BF16
+  // before the BF16 math of W4A16 kernels).
+  const MathType expert_math =
+      c.step.experts_bf16_math ? MathType::kBf16 : gemm_math_for(m.weights.routed_experts);
+  const double expert_row_bytes = gemm_row_operand_bytes(expert_math);
   if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", expert_row_bytes, imbalance);
-  f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts);
+  f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts, expert_math);
   f.elementwise("experts_swiglu_quant", rows, inter,
                 rows * inter * (kGateUp * kBf16ActivationBytes + expert_row_bytes));
-  f.grouped_gemm("experts_down", rows, touched, h, inter, m.weights.routed_experts);
+  f.grouped_gemm("experts_down", rows, touched, h, inter, m.weights.routed_experts, expert_math);
   if (c.shared_experts > 0) {
     const double width = inter * static_cast<double>(c.shared_experts);
     const double dense_row_bytes = gemm_row_bytes_for(m.weights.dense);

@@ -37,11 +37,12 @@ Kernel& KernelFactory::gemm(std::string name, double tokens, double n, double k,
 }
 
 Kernel& KernelFactory::grouped_gemm(std::string name, double tokens, double experts_touched, double n,
-                                    double k, const BlockScaledFormat& weights) {
+                                    double k, const BlockScaledFormat& weights,
+                                    std::optional<MathType> math) {
   Kernel kernel;
   kernel.name = std::move(name);
   kernel.kernel_class = KernelClass::kGroupedGemm;
-  kernel.math = gemm_math_for(weights);
+  kernel.math = math.value_or(gemm_math_for(weights));
   const double row_bytes = gemm_row_operand_bytes(kernel.math);
   const double per_expert = experts_touched > 0 ? tokens / experts_touched : 0;
   kernel.shape = {rounded(per_expert), rounded(n), rounded(k), rounded(experts_touched)};

@@ -2,6 +2,7 @@
 // every block builder counts a GEMM, a norm or a transfer the same way.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,9 +57,9 @@ class KernelFactory {
     return gemm(std::move(name), tokens, n, k, weights, gemm_math_for(weights), groups);
   }
   // Grouped expert GEMM: `experts_touched` weight matrices are read; `tokens`
-  // rows in all, in the math gemm_math_for(weights) gives.
+  // rows in all, in the math gemm_math_for(weights) gives unless `math` says.
   Kernel& grouped_gemm(std::string name, double tokens, double experts_touched, double n, double k,
-                       const BlockScaledFormat& weights);
+                       const BlockScaledFormat& weights, std::optional<MathType> math = std::nullopt);
   // A memory-streaming kernel: `rows` x `width` items, `bytes` of traffic, `ops` vector ops.
   Kernel& elementwise(std::string name, double rows, double width, double bytes, double ops = 0);
   Kernel& push(Kernel kernel);

@@ -73,6 +73,17 @@ inline constexpr const char* kReindexScoresEveryPosition =
     "a Reindex layer's indexer scores every visible position and masks those outside its candidate pool "
     "(--reindex-scores-every-position)";
 
+// How the routed experts multiply, for outputs that show a step of an MoE
+// model with narrow expert weights (StepShape::experts_bf16_math).
+inline constexpr const char* kExpertsFp8Math =
+    "the routed experts multiply FP8 activations on FP8 tensor cores (W4A8 for FP4 weights, as DeepGEMM's "
+    "kernels: widened to FP8 where the GPU has no FP4 tensor cores, taken as stored where it has); "
+    "--experts-bf16 runs them as W4A16";
+inline constexpr const char* kExpertsBf16Math =
+    "the routed experts multiply BF16 activations on BF16 tensor cores, their weights widened to BF16 "
+    "(W4A16, as Marlin's MoE kernels, SGLang's and vLLM's path for V4's FP4 experts on Hopper: "
+    "--experts-bf16); the dispatch carries BF16 activations";
+
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head, draft stages and draft head follow num_layers
   std::string mode;   // the layer plan's mode, or "Head" / "Draft" / kDraftHeadMode

@@ -42,6 +42,12 @@ struct StepShape {
   // does (DeepGEMM's sparse_mqa_logits, ours); false: every visible position,
   // the rest masked after, as engines without one do (attention_block.cpp).
   bool reindex_scores_pool_only = true;
+  // The routed experts multiply BF16 activations on BF16 tensor cores, their
+  // narrow weights widened to BF16 (W4A16, as Marlin's MoE kernels, SGLang's
+  // and vLLM's path for V4's FP4 experts on Hopper); false: FP8 activations
+  // on FP8 (or native FP8 x FP4) tensor cores, as DeepGEMM's kernels (W4A8).
+  // The dispatch carries the activations as the experts take them.
+  bool experts_bf16_math = false;
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes less than the sum (step_cost.h).
   bool overlap_communication = false;

@@ -17,15 +17,19 @@ struct EngineChoice {
   const char* key;
   bool drafts_share_index_keys;
   bool reindex_scores_pool_only;
+  bool experts_bf16_math;
 };
 
 constexpr EngineChoice kChoices[] = {
-    {"as assumed: a sequence's queries share its index keys; a Reindex layer scores its pool alone",
-     "assumed", true, true},
-    {"index keys read once a query (--index-keys-per-query)", "index_keys_per_query", false, true},
+    {"as assumed: a sequence's queries share its index keys; a Reindex layer scores its pool alone; the "
+     "routed experts in FP8 math (W4A8)",
+     "assumed", true, true, false},
+    {"index keys read once a query (--index-keys-per-query)", "index_keys_per_query", false, true, false},
     {"a Reindex layer scores every position (--reindex-scores-every-position)", "reindex_every_position",
-     true, false},
-    {"both", "both", false, false},
+     true, false, false},
+    {"both indexer choices", "both", false, false, false},
+    {"the routed experts in BF16 math, W4A16 (--experts-bf16)", "experts_bf16", true, true, true},
+    {"all three", "all_three", false, false, true},
 };
 
 }  // namespace
@@ -33,12 +37,11 @@ constexpr EngineChoice kChoices[] = {
 Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& cost, const StepShape& decode,
                            const std::vector<int64_t>& contexts, const std::string& gpu_name,
                            nlohmann::json& json) {
-  std::vector<std::string> headers{"indexer kernels"};
+  std::vector<std::string> headers{"the engine's kernels"};
   for (const int64_t context : contexts) headers.push_back(fmt::format("{} tokens", context));
-  Table table(
-      fmt::format("What two indexer kernels engines may lack change: the {} decode step, batch {}, EP {}",
-                  gpu_name, decode.batch, decode.ep),
-      headers);
+  Table table(fmt::format("What three kernels engines may lack change: the {} decode step, batch {}, EP {}",
+                          gpu_name, decode.batch, decode.ep),
+              headers);
   std::vector<std::vector<std::string>> rows(std::size(kChoices));
   for (std::size_t i = 0; i < std::size(kChoices); ++i) rows[i].push_back(kChoices[i].label);
   json = {{"gpu", gpu_name}, {"batch", decode.batch}, {"rows", nlohmann::json::array()}};
@@ -49,6 +52,7 @@ Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& co
       shape.context = context;
       shape.draft_queries_share_index_keys = kChoices[i].drafts_share_index_keys;
       shape.reindex_scores_pool_only = kChoices[i].reindex_scores_pool_only;
+      shape.experts_bf16_math = kChoices[i].experts_bf16_math;
       const SpeculativeStep served = as_served(model, shape, cost);
       const double step_us = time_step(build_step_graph(model, served.shape), cost).total_us;
       const double token_us = step_us / served.choice.tokens_per_sequence;
@@ -71,6 +75,7 @@ Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& co
       "the most expected tokens a second), and its time over the tokens a sequence can expect from it");
   table.add_note(kDraftIndexKeysShared);
   table.add_note(kReindexScoresPool);
+  table.add_note(kExpertsFp8Math);
   return table;
 }
 

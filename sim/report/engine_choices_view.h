@@ -1,8 +1,9 @@
-// How much a decode step rests on two indexer kernels engines may lack: a
-// sequence's drafts sharing its index-key reads, and a Reindex layer scoring
-// its candidate pool alone (StepShape::draft_queries_share_index_keys,
-// reindex_scores_pool_only). The same step timed under each choice, context
-// by context, for the report's assumptions section.
+// How much a decode step rests on three kernels engines may lack: two in the
+// indexer (a sequence's drafts sharing its index-key reads, a Reindex layer
+// scoring its candidate pool alone) and W4A8 routed experts (FP8 math where
+// Marlin's W4A16 kernels take BF16) (StepShape::draft_queries_share_index_keys,
+// reindex_scores_pool_only, experts_bf16_math). The same step timed under
+// each choice, context by context, for the report's assumptions section.
 #pragma once
 
 #include <cstdint>

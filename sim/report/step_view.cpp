@@ -337,6 +337,8 @@ std::vector<Table> step_tables(const StepReport& r) {
     summary.add_note(r.graph.shape.reindex_scores_pool_only ? kReindexScoresPool
                                                             : kReindexScoresEveryPosition);
   }
+  if (r.model.spec.moe && bits_of(r.model.spec.weights.routed_experts.values) <= 8)
+    summary.add_note(r.graph.shape.experts_bf16_math ? kExpertsBf16Math : kExpertsFp8Math);
   summary.add_note(kErrorBandMethod);
   summary.add_note(memory_note(r.memory));
   summary.add_note(overlap_note(r.graph));
@@ -452,6 +454,7 @@ nlohmann::json step_json(const StepReport& r) {
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
           {"draft_index_keys", s.draft_queries_share_index_keys ? "shared" : "per_query"},
           {"reindex_scoring", s.reindex_scores_pool_only ? "pool" : "every_position"},
+          {"routed_expert_math", s.experts_bf16_math ? "bf16" : "fp8"},
           {"total_time_us", t.total_us},
           {"compute_us", t.compute_us},
           {"communication_us", t.communication_us},

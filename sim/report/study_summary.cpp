@@ -548,15 +548,17 @@ void add_step_sensitivity(Table& t, const json& sensitivity) {
        fmt::format("{}", fmt::join(parts, "; ")), "Which assumptions the step times rest on"});
 }
 
-// What the indexer kernels an engine may lack cost a decode step's output
-// token at the longest context the report times.
+// What the kernels an engine may lack (two in the indexer, W4A8 experts) cost
+// a decode step's output token at the longest context the report times.
 void add_engine_choices(Table& t, const json& choices) {
   int64_t longest = 0;
   for (const json& r : choices.at("rows")) longest = std::max(longest, r.at("context").get<int64_t>());
   const std::map<std::string, std::string> what{
       {"index_keys_per_query", "a sequence's drafts reading its index keys apart"},
       {"reindex_every_position", "Reindex layers scoring every position"},
-      {"both", "both"}};
+      {"both", "both indexer choices"},
+      {"experts_bf16", "the routed experts in BF16 math (W4A16)"},
+      {"all_three", "all three"}};
   std::vector<std::string> parts;
   for (const json& r : choices.at("rows")) {
     const auto it = what.find(r.at("choice").get<std::string>());
@@ -565,7 +567,8 @@ void add_engine_choices(Table& t, const json& choices) {
                                 r.at("drafts").get<int64_t>()));
   }
   if (parts.empty()) return;
-  t.add_row({fmt::format("what an engine without the two indexer kernels the model assumes pays ({} decode, "
+  t.add_row({fmt::format("what an engine without the two indexer kernels or the W4A8 experts the model "
+                         "assumes pays ({} decode, "
                          "batch {}, {} tokens; "
                          "time per output token)",
                          choices.at("gpu").get<std::string>(), choices.at("batch").get<int64_t>(), longest),

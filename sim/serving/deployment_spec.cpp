@@ -31,12 +31,13 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   if (prefill) {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_tokens_per_step",
                       "context_parallel_min_tokens", "routing_skew", "redundant_experts",
-                      "overlap_communication", "fuse_input_projections", "reindex_scores_pool_only", "gpu"});
+                      "overlap_communication", "fuse_input_projections", "reindex_scores_pool_only",
+                      "routed_expert_math", "gpu"});
   } else {
     node.expect_only({"instances", "gpus_per_instance", "ep", "max_batch_per_gpu", "routing_skew",
                       "redundant_experts", "overlap_communication", "fuse_input_projections",
                       "speculative_decoding", "draft_queries_share_index_keys", "reindex_scores_pool_only",
-                      "gpu"});
+                      "routed_expert_math", "gpu"});
   }
   PoolSpec p;
   const YamlNode gpu = node.has("gpu") ? node.required("gpu") : deployment_gpu;
@@ -77,6 +78,11 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   }
   if (const auto pool_only = node.optional("reindex_scores_pool_only")) {
     p.reindex_scores_pool_only = pool_only->as_bool();
+  }
+  if (const auto math = node.optional("routed_expert_math")) {
+    const std::string name = math->as_string();
+    if (name != "fp8" && name != "bf16") math->fail("expected fp8 or bf16");
+    p.experts_bf16_math = name == "bf16";
   }
   if (prefill) {
     const YamlNode chunk = node.required("max_tokens_per_step");

@@ -54,6 +54,9 @@ struct PoolSpec {
   // (StepShape::reindex_scores_pool_only); a file may say false for an engine
   // with no sparse logits kernel. Absent: true.
   bool reindex_scores_pool_only = true;
+  // The routed experts' math (StepShape::experts_bf16_math): `routed_expert_math:
+  // bf16` for an engine that runs them as W4A16 (Marlin); fp8 or absent: W4A8.
+  bool experts_bf16_math = false;
 };
 
 struct KvTierSpec {

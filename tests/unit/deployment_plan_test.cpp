@@ -155,6 +155,25 @@ TEST(DeploymentPlan, SharedStepTimesKeepReplicaCountsApart) {
   EXPECT_EQ(&shared.of(d), &a);
 }
 
+// Variants that differ in how their engine runs a kernel (the indexer's two
+// choices, the experts' math, fused projections) time steps apart.
+TEST(DeploymentPlan, SharedStepTimesKeepEngineChoicesApart) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
+  const DeploymentSpec d = deployment("h200_agg_8");
+  SharedStepTimes shared(catalog, model);
+  const DeploymentSteps& base = shared.of(d);
+  const std::vector<void (*)(PoolSpec&)> choices{
+      [](PoolSpec& p) { p.draft_queries_share_index_keys = false; },
+      [](PoolSpec& p) { p.reindex_scores_pool_only = false; },
+      [](PoolSpec& p) { p.experts_bf16_math = true; }, [](PoolSpec& p) { p.fuse_input_projections = false; }};
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    DeploymentSpec other = d;
+    choices[i](other.decode);
+    EXPECT_NE(&shared.of(other), &base) << "choice " << i;
+  }
+}
+
 TEST(DeploymentPlan, AnEmptyGridIsTheBase) {
   const DeploymentSpec base = deployment("h200_prefill_h20_decode");
   const std::vector<DeploymentSpec> variants = plan_variants(base, {});

@@ -1,6 +1,6 @@
-// What the two indexer kernels an engine may lack cost a V4.1 decode step:
-// the table times the step under each choice, each with the drafts it would
-// choose, and the assumed kernels are never slower a token.
+// What the kernels an engine may lack (two in the indexer, W4A8 experts) cost
+// a V4.1 decode step: the table times the step under each choice, each with
+// the drafts it would choose, and the assumed kernels are never slower a token.
 #include "sim/report/engine_choices_view.h"
 
 #include <gtest/gtest.h>
@@ -20,21 +20,26 @@ TEST(EngineChoices, TheAssumedKernelsAreTheFastestAToken) {
   nlohmann::json json;
   const Table table =
       engine_choices_table(v41, h200.cost, decode, {8192, 1048576}, h200.model.gpu().name, json);
-  ASSERT_EQ(json.at("rows").size(), 8u);
+  ASSERT_EQ(json.at("rows").size(), 12u);  // 6 choices x 2 contexts
   std::map<std::string, double> at_1m;
   for (const nlohmann::json& r : json.at("rows")) {
     EXPECT_GT(r.at("step_us").get<double>(), 0.0);
     EXPECT_GE(r.at("change_pct").get<double>(), -1e-9) << r.dump();
     if (r.at("context") == 1048576) at_1m[r.at("choice")] = r.at("us_per_output_token").get<double>();
   }
-  ASSERT_EQ(at_1m.size(), 4u);
-  // At 1M tokens each missing kernel costs a visible share, both the most.
+  ASSERT_EQ(at_1m.size(), 6u);
+  // At 1M tokens each missing kernel costs a visible share, both indexer
+  // kernels more, all three the most.
   EXPECT_GT(at_1m["index_keys_per_query"], 1.05 * at_1m["assumed"]);
   EXPECT_GT(at_1m["reindex_every_position"], 1.05 * at_1m["assumed"]);
+  EXPECT_GT(at_1m["experts_bf16"], 1.05 * at_1m["assumed"]);
   EXPECT_GT(at_1m["both"], at_1m["index_keys_per_query"]);
   EXPECT_GT(at_1m["both"], at_1m["reindex_every_position"]);
+  EXPECT_GT(at_1m["all_three"], at_1m["both"]);
+  EXPECT_GT(at_1m["all_three"], at_1m["experts_bf16"]);
   const std::string md = table.to_markdown();
   EXPECT_NE(md.find("--reindex-scores-every-position"), std::string::npos);
+  EXPECT_NE(md.find("--experts-bf16"), std::string::npos);
   EXPECT_NE(md.find("1048576 tokens"), std::string::npos);
 }
 

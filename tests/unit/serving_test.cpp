@@ -1343,6 +1343,24 @@ TEST(Serving, ReindexScoringEveryPositionSlowsLongDecode) {
                  "reindex_scores_pool_only");
 }
 
+// An engine that runs the routed experts as W4A16 (a pool's
+// routed_expert_math: bf16, Marlin's kernels) decodes more slowly on Hopper;
+// fp8 is the default, and another word is refused.
+TEST(Serving, W4a16ExpertsSlowDecode) {
+  const DeploymentSpec bf16 =
+      load_deployment_file(pd_64_decode_with("routed_expert_math: bf16", "expert_math"));
+  const DeploymentSpec fp8 =
+      load_deployment_file(pd_64_decode_with("routed_expert_math: fp8", "expert_math"));
+  const DeploymentSpec as_shipped = load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"));
+  EXPECT_TRUE(bf16.decode.experts_bf16_math);
+  EXPECT_FALSE(bf16.prefill.experts_bf16_math);
+  EXPECT_FALSE(fp8.decode.experts_bf16_math);
+  EXPECT_FALSE(as_shipped.decode.experts_bf16_math);
+  EXPECT_GT(long_decode_us(bf16, 1), long_decode_us(as_shipped, 1));
+  EXPECT_DOUBLE_EQ(long_decode_us(fp8, 1), long_decode_us(as_shipped, 1));
+  expect_refused(pd_64_decode_with("routed_expert_math: fp16", "expert_math"), "routed_expert_math");
+}
+
 // when_faster: each step shape runs as one batch or as two micro-batches,
 // whichever is faster; the file's words are checked.
 TEST(Serving, OverlapWhenFasterTakesTheFasterOfTheTwo) {

@@ -181,6 +181,39 @@ TEST(StepGraph, AReindexLayerWithoutASparseKernelScoresEveryPosition) {
   EXPECT_EQ(topk->shape.n, 131072);
 }
 
+// An engine that runs V4.1's FP4 experts as W4A16 (StepShape::
+// experts_bf16_math, Marlin's kernels) multiplies BF16 activations on BF16
+// tensor cores: the expert GEMMs take BF16 math and two bytes a value of
+// their rows, the dispatch carries BF16 (twice FP8's bytes), the weights read
+// and widened are the same; on Hopper the step is slower. The shared expert
+// and the other GEMMs keep FP8.
+TEST(StepGraph, W4a16ExpertsTakeBf16MathAndBf16Dispatch) {
+  const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  StepShape s = shape(Phase::kDecode, 32, 131072);
+  const StepGraph w4a8 = build_step_graph(v41, s);
+  s.experts_bf16_math = true;
+  const StepGraph w4a16 = build_step_graph(v41, s);
+  const int64_t layer = v41.spec.dense_mlp.leading_layers;
+  const auto at = [layer](const StepGraph& g, const char* name) {
+    const Kernel* k = find_kernel(g.layers[static_cast<std::size_t>(layer)], name);
+    EXPECT_NE(k, nullptr) << name;
+    return *k;
+  };
+  for (const char* name : {"experts_gate_up", "experts_down"}) {
+    const Kernel fp8 = at(w4a8, name), bf16 = at(w4a16, name);
+    EXPECT_EQ(fp8.math, MathType::kFp8) << name;
+    EXPECT_EQ(bf16.math, MathType::kBf16) << name;
+    EXPECT_DOUBLE_EQ(bf16.flops, fp8.flops) << name;
+    EXPECT_DOUBLE_EQ(bf16.narrow.fp4, fp8.narrow.fp4) << name;
+    EXPECT_DOUBLE_EQ(bf16.operands.row_bytes, 2.0 * fp8.operands.row_bytes) << name;
+  }
+  EXPECT_DOUBLE_EQ(at(w4a16, "ep_dispatch").link_bytes, 2.0 * at(w4a8, "ep_dispatch").link_bytes);
+  EXPECT_DOUBLE_EQ(at(w4a16, "ep_combine").link_bytes, at(w4a8, "ep_combine").link_bytes);
+  EXPECT_EQ(at(w4a16, "shared_gate_up").math, MathType::kFp8);
+  const testing::GpuUnderTest h200("h200");
+  EXPECT_GT(time_step(w4a16, h200.cost).total_us, 1.05 * time_step(w4a8, h200.cost).total_us);
+}
+
 TEST(StepGraph, ReuseLayersSkipCompressorAndIndexer) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   StepShape s = shape(Phase::kDecode, 4, 65536);

@@ -288,7 +288,7 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
 // the several first; a pool with no counterpart is left out.
 // The indexer kernels an engine may lack: their changes in time per output
 // token at the longest context the section times, each with its drafts.
-TEST(StudySummary, SaysWhatTheIndexerKernelsAnEngineMayLackCost) {
+TEST(StudySummary, SaysWhatTheKernelsAnEngineMayLackCost) {
   const auto choice = [](const std::string& key, int64_t context, double pct, int64_t drafts) {
     return json{{"choice", key}, {"context", context}, {"change_pct", pct}, {"drafts", drafts}};
   };
@@ -306,7 +306,8 @@ TEST(StudySummary, SaysWhatTheIndexerKernelsAnEngineMayLackCost) {
           {"rows",
            {choice("assumed", 131072, 0.0, 5), choice("both", 131072, 9.2, 5),
             choice("assumed", 1048576, 0.0, 5), choice("index_keys_per_query", 1048576, 17.3, 5),
-            choice("reindex_every_position", 1048576, 23.8, 5), choice("both", 1048576, 65.8, 3)}}}}}},
+            choice("reindex_every_position", 1048576, 23.8, 5), choice("both", 1048576, 65.8, 3),
+            choice("experts_bf16", 1048576, 26.1, 5), choice("all_three", 1048576, 99.5, 3)}}}}}},
       {"plan", {{"workload", "chat"}, {"rows", json::array()}}},
       {"plan_layouts", {{"rows", json::array()}}},
       {"validation", json::array()}};
@@ -314,7 +315,9 @@ TEST(StudySummary, SaysWhatTheIndexerKernelsAnEngineMayLackCost) {
   EXPECT_TRUE(says(text, "(NVIDIA H200 SXM 141GB decode, batch 32, 1048576 tokens; time per output token)"));
   EXPECT_TRUE(says(text,
                    "+17.3% with a sequence's drafts reading its index keys apart (5 drafts); +23.8% with "
-                   "Reindex layers scoring every position (5 drafts); +65.8% with both (3 drafts)"));
+                   "Reindex layers scoring every position (5 drafts); +65.8% with both indexer choices (3 "
+                   "drafts); +26.1% with the routed experts in BF16 math (W4A16) (5 drafts); +99.5% with all "
+                   "three (3 drafts)"));
   EXPECT_FALSE(says(text, "+9.2%"));  // a shorter context's
 }
 
