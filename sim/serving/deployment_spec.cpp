@@ -1,6 +1,10 @@
 #include "sim/serving/deployment_spec.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <tuple>
+#include <vector>
 
 #include "sim/common/yaml_reader.h"
 #include "sim/serving/workload_spec.h"
@@ -225,6 +229,39 @@ std::string routing_note(const DeploymentSpec& d) {
           : "; it is prefilled, holds its KV and decodes on that rank (data-parallel attention, as "
             "SGLang and vLLM serve DeepSeek)";
   return "routing: each prompt goes " + rule.prompts + placement + " (" + rule.source + ")";
+}
+
+namespace {
+
+// A pool's kernels that differ from the step model's assumed ones, each with the key that says so.
+std::vector<std::string> kernels_not_assumed(const PoolSpec& p, bool decode) {
+  std::vector<std::string> out;
+  if (decode && !p.draft_queries_share_index_keys)
+    out.push_back(
+        "a sequence's drafts read its index keys apart from its token (draft_queries_share_index_keys)");
+  if (!p.reindex_scores_pool_only)
+    out.push_back("Reindex layers score every position and mask (reindex_scores_pool_only)");
+  if (p.experts_bf16_math) out.push_back("the routed experts as W4A16, BF16 math (routed_expert_math)");
+  if (!p.fuse_input_projections) out.push_back("each projection its own GEMM (fuse_input_projections)");
+  return out;
+}
+
+}  // namespace
+
+std::string engine_kernels_note(const DeploymentSpec& d) {
+  std::string out;
+  for (const auto& [name, pool, decode] :
+       {std::tuple{d.disaggregated ? "prefill pool" : "prompt steps", &d.prefill, false},
+        std::tuple{d.disaggregated ? "decode pool" : "decode steps", &d.decode, true}}) {
+    const std::vector<std::string> kernels = kernels_not_assumed(*pool, decode);
+    if (kernels.empty()) continue;
+    out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", name, fmt::join(kernels, ", "));
+  }
+  if (out.empty()) return out;
+  return "kernels other than the step model assumes, as " + d.file +
+         " says (README, \"How the step model "
+         "works\"): " +
+         out;
 }
 
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {

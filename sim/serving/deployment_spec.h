@@ -123,6 +123,9 @@ DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string
 std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text);
 // What outputs say about how a deployment routes its prompts, and on what it rests.
 std::string routing_note(const DeploymentSpec& d);
+// The kernels a deployment's pools run where the step model assumes others
+// (its engine-choice keys), pool by pool; empty where they run the assumed ones.
+std::string engine_kernels_note(const DeploymentSpec& d);
 
 // "prefill_first" / "mixed", as deployment files and `plan --aggregated-steps` spell them.
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text);

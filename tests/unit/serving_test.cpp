@@ -1361,6 +1361,22 @@ TEST(Serving, W4a16ExpertsSlowDecode) {
   expect_refused(pd_64_decode_with("routed_expert_math: fp16", "expert_math"), "routed_expert_math");
 }
 
+// Outputs name the kernels a deployment's engine runs where the step model
+// assumes others, pool by pool, with the keys that say so; none where it runs
+// the assumed ones.
+TEST(Serving, TheKernelsAnEngineRunsOtherwiseAreNamed) {
+  EXPECT_EQ(engine_kernels_note(load_deployment_file(data("workloads/deployments/h200_agg_8.yaml"))), "");
+  const std::string hopper =
+      engine_kernels_note(load_deployment_file(data("workloads/deployments/h200_agg_8_hopper_kernels.yaml")));
+  for (const char* key : {"prompt steps: ", "decode steps: ", "draft_queries_share_index_keys",
+                          "reindex_scores_pool_only", "routed_expert_math", "h200_agg_8_hopper_kernels.yaml"})
+    EXPECT_NE(hopper.find(key), std::string::npos) << key << " in " << hopper;
+  const std::string decode_only =
+      engine_kernels_note(load_deployment_file(pd_64_decode_with("routed_expert_math: bf16", "expert_math")));
+  EXPECT_NE(decode_only.find("decode pool: the routed experts as W4A16"), std::string::npos) << decode_only;
+  EXPECT_EQ(decode_only.find("prefill pool"), std::string::npos) << decode_only;
+}
+
 // when_faster: each step shape runs as one batch or as two micro-batches,
 // whichever is faster; the file's words are checked.
 TEST(Serving, OverlapWhenFasterTakesTheFasterOfTheTwo) {
