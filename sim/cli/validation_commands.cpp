@@ -201,13 +201,14 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
   write_output_file(file, calibration_yaml(result, measurements, priors), "--out");
   Table t(fmt::format("Calibration of {} from {} measurements", gpu.name, measurements.rows.size()),
           {"class", "train / held-out shapes", "tile", "compute eff.", "memory eff.", "fixed overhead (us)",
-           "epilogue hidden", "held-out MAPE", "worst", "bias", "90% band"});
+           "epilogue hidden", "widening hidden", "held-out MAPE", "worst", "bias", "90% band"});
   nlohmann::json classes = nlohmann::json::array();
   for (const ClassFit& c : result.classes) {
     t.add_row({std::string(class_key(c.kernel_class)), fmt::format("{} / {}", c.train_rows, c.held_out_rows),
                fmt::format("{}x{}", c.tile_m, c.tile_n), format_fixed(c.compute_efficiency, 3),
                format_fixed(c.memory_efficiency, 3), format_fixed(c.fixed_overhead_us, 2),
                c.epilogue_overlap ? format_fixed(*c.epilogue_overlap, 2) : std::string("-"),
+               c.widening_overlap ? format_fixed(*c.widening_overlap, 2) : std::string("-"),
                fmt::format("{:.2f}%", c.held_out_mape_pct), fmt::format("{:.2f}%", c.held_out_worst_pct),
                fmt::format("{:+.2f}%", c.held_out_bias_pct), fmt::format("±{:.2f}%", c.band_90_pct)});
     classes.push_back(
@@ -218,6 +219,7 @@ void run_calibrate(const Catalog& catalog, const Flags& f, std::ostream& out) {
          {"memory_efficiency", c.memory_efficiency},
          {"fixed_overhead_us", c.fixed_overhead_us},
          {"epilogue_overlap", c.epilogue_overlap ? nlohmann::json(*c.epilogue_overlap) : nlohmann::json()},
+         {"widening_overlap", c.widening_overlap ? nlohmann::json(*c.widening_overlap) : nlohmann::json()},
          {"held_out_mape_pct", c.held_out_mape_pct},
          {"held_out_worst_pct", c.held_out_worst_pct},
          {"held_out_bias_pct", c.held_out_bias_pct},

@@ -31,19 +31,31 @@ double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double logit(double p) { return std::log(p / (1.0 - p)); }
 
 // The continuous parameters of one class: both efficiencies, the fixed
-// overhead, and, where the class has one (GEMMs), the share of the epilogue
-// write hidden under the main loop. The optimizer moves them unconstrained:
-// logits of the fractions, the log of the overhead.
+// overhead, and, where the rows can show them, the share of the epilogue
+// write hidden under the main loop (GEMMs) and of the widening hidden under
+// the tensor math. The optimizer moves them unconstrained: logits of the
+// fractions, the log of the overhead.
 struct Continuous {
   double compute_efficiency = 0;
   double memory_efficiency = 0;
   double fixed_overhead_us = 0;
   std::optional<double> epilogue_overlap;
+  std::optional<double> widening_overlap;
 };
 
-Continuous from_vector(const Eigen::VectorXd& x) {
-  Continuous v{logistic(x[0]), logistic(x[1]), std::exp(x[2]), std::nullopt};
-  if (x.size() > 3) v.epilogue_overlap = logistic(x[3]);
+// Which optional parameters a fit moves: x holds the three always fitted,
+// then the epilogue's share, then the widening's, each where fitted.
+struct FitLayout {
+  bool epilogue = false;
+  bool widening = false;
+  Eigen::Index size() const { return 3 + epilogue + widening; }
+  Eigen::Index widening_at() const { return 3 + epilogue; }
+};
+
+Continuous from_vector(const Eigen::VectorXd& x, const FitLayout& layout) {
+  Continuous v{logistic(x[0]), logistic(x[1]), std::exp(x[2]), std::nullopt, std::nullopt};
+  if (layout.epilogue) v.epilogue_overlap = logistic(x[3]);
+  if (layout.widening) v.widening_overlap = logistic(x[layout.widening_at()]);
   return v;
 }
 
@@ -61,12 +73,40 @@ bool epilogue_identifiable(const std::vector<const Measurement*>& rows) {
   return high >= 0.05 && high >= 2 * low;
 }
 
-Eigen::VectorXd start_vector(const ClassCost& prior, bool fit_epilogue) {
-  Eigen::VectorXd x(prior.epilogue_overlap && fit_epilogue ? 4 : 3);
+// The widening's share can be told apart from the efficiencies only where
+// the rows widen on this GPU in differing shares of their time (FP4 weights
+// at decode's shapes beside prefill's, or beside rows that widen nothing).
+bool widening_identifiable(const std::vector<const Measurement*>& rows, const GpuProfile& gpu,
+                           const CostParams& priors) {
+  const KernelCostModel model(gpu, priors, /*cuda_graph=*/false);
+  double low = 1, high = 0;
+  for (const Measurement* m : rows) {
+    const KernelTiming t = model.time(m->kernel);
+    const double share = t.busy_us > 0 ? t.widening_us / t.busy_us : 0;
+    low = std::min(low, share);
+    high = std::max(high, share);
+  }
+  return high >= 0.05 && high >= 2 * low;
+}
+
+FitLayout fit_layout(const ClassCost& prior, const std::vector<const Measurement*>& rows,
+                     const GpuProfile& gpu, const CostParams& priors) {
+  return {prior.epilogue_overlap.has_value() && epilogue_identifiable(rows),
+          widening_identifiable(rows, gpu, priors)};
+}
+
+// The priors' values, as the fit's start (the overhead from 1 us). A prior
+// widening share of 1 or 0 starts inside the range, which the logistic never reaches.
+Eigen::VectorXd start_vector(const ClassCost& prior, const FitLayout& layout) {
+  Eigen::VectorXd x(layout.size());
   x[0] = logit(std::clamp(prior.compute_efficiency.value(), 0.05, 0.95));
   x[1] = logit(std::clamp(prior.memory_efficiency.value(), 0.05, 0.95));
   x[2] = std::log(1.0);
-  if (x.size() > 3) x[3] = logit(std::clamp(prior.epilogue_overlap->value(), 0.05, 0.95));
+  if (layout.epilogue) x[3] = logit(std::clamp(prior.epilogue_overlap->value(), 0.05, 0.95));
+  if (layout.widening) {
+    const double share = prior.widening_overlap ? prior.widening_overlap->value() : 1.0;
+    x[layout.widening_at()] = logit(std::clamp(share, 0.05, 0.95));
+  }
   return x;
 }
 
@@ -78,6 +118,7 @@ CostParams with_class(const CostParams& base, KernelClass cls, const Continuous&
   c.memory_efficiency = SourcedValue::assumed(v.memory_efficiency, "fit in progress");
   c.fixed_overhead_us = SourcedValue::assumed(v.fixed_overhead_us, "fit in progress");
   if (v.epilogue_overlap) c.epilogue_overlap = SourcedValue::assumed(*v.epilogue_overlap, "fit in progress");
+  if (v.widening_overlap) c.widening_overlap = SourcedValue::assumed(*v.widening_overlap, "fit in progress");
   return p;
 }
 
@@ -105,13 +146,14 @@ struct FitFunctor {
   const GpuProfile* gpu;
   const CostParams* base;
   KernelClass cls;
+  FitLayout layout;
   int params;
 
   int inputs() const { return params; }
   int values() const { return std::max<int>(params, static_cast<int>(rows->size())); }
 
   int operator()(const Eigen::VectorXd& x, Eigen::VectorXd& residuals) const {
-    const CostParams p = with_class(*base, cls, from_vector(x));
+    const CostParams p = with_class(*base, cls, from_vector(x, layout));
     const std::vector<double> errors = relative_errors(*rows, *gpu, p);
     residuals.setZero(values());
     for (std::size_t i = 0; i < errors.size(); ++i) residuals[static_cast<Eigen::Index>(i)] = errors[i];
@@ -121,21 +163,23 @@ struct FitFunctor {
 
 // Levenberg-Marquardt over the continuous parameters, for one tile shape.
 struct ContinuousFit {
-  Eigen::VectorXd x;
+  Continuous values;
   double squared_error = 0;  // sum over the training rows
 };
 
 ContinuousFit fit_continuous(const std::vector<const Measurement*>& train, const GpuProfile& gpu,
                              const CostParams& base, KernelClass cls) {
-  Eigen::VectorXd x = start_vector(base.of(cls), epilogue_identifiable(train));
-  FitFunctor functor{&train, &gpu, &base, cls, static_cast<int>(x.size())};
+  const FitLayout layout = fit_layout(base.of(cls), train, gpu, base);
+  Eigen::VectorXd x = start_vector(base.of(cls), layout);
+  FitFunctor functor{&train, &gpu, &base, cls, layout, static_cast<int>(x.size())};
   Eigen::NumericalDiff<FitFunctor> numeric(functor);
   Eigen::LevenbergMarquardt<Eigen::NumericalDiff<FitFunctor>> lm(numeric);
   lm.parameters.maxfev = 2000;
   lm.minimize(x);
+  const Continuous values = from_vector(x, layout);
   double squared = 0;
-  for (double e : relative_errors(train, gpu, with_class(base, cls, from_vector(x)))) squared += e * e;
-  return {x, squared};
+  for (double e : relative_errors(train, gpu, with_class(base, cls, values))) squared += e * e;
+  return {values, squared};
 }
 
 // The tile shape is discrete: the prior's, and half or twice it in each
@@ -171,7 +215,6 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
     }
   }
   const CostParams base = with_tile(priors, cls, tile_m, tile_n);
-  const Eigen::VectorXd& x = best.x;
 
   ClassFit fit;
   fit.kernel_class = cls;
@@ -179,11 +222,12 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
   fit.held_out_rows = static_cast<int>(held_out.size());
   fit.tile_m = tile_m;
   fit.tile_n = tile_n;
-  const Continuous v = from_vector(x);
+  const Continuous& v = best.values;
   fit.compute_efficiency = v.compute_efficiency;
   fit.memory_efficiency = v.memory_efficiency;
   fit.fixed_overhead_us = v.fixed_overhead_us;
   fit.epilogue_overlap = v.epilogue_overlap;
+  fit.widening_overlap = v.widening_overlap;
   const CostParams fitted = with_class(base, cls, v);
   const ErrorStats train_stats = error_stats(relative_errors(train, gpu, fitted));
   const ErrorStats held_out_stats = error_stats(relative_errors(held_out, gpu, fitted));
@@ -251,6 +295,8 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const GpuProfile
     c.fixed_overhead_us = SourcedValue(fit.fixed_overhead_us, {ProvenanceKind::kCalibrated, how});
     if (fit.epilogue_overlap)
       c.epilogue_overlap = SourcedValue(*fit.epilogue_overlap, {ProvenanceKind::kCalibrated, how});
+    if (fit.widening_overlap)
+      c.widening_overlap = SourcedValue(*fit.widening_overlap, {ProvenanceKind::kCalibrated, how});
     c.error_band_pct = SourcedValue(
         fit.band_90_pct,
         {ProvenanceKind::kCalibrated,

@@ -35,6 +35,9 @@ struct ClassFit {
   double fixed_overhead_us = 0;
   std::optional<double>
       epilogue_overlap;  // GEMM classes: share of the output write hidden under the main loop
+  // Share of the CUDA-core widening hidden under the tensor math, where the
+  // rows can show it (some widen narrow operands on this GPU, in varying shares).
+  std::optional<double> widening_overlap;
   double train_mape_pct = 0;
   double held_out_mape_pct = 0;   // mean |error|
   double held_out_worst_pct = 0;  // largest |error|

@@ -43,6 +43,21 @@ std::vector<Kernel> sweep() {
   return kernels;
 }
 
+// Expert GEMMs a harness would sweep on Hopper: FP4 weights widened to FP8
+// from decode's rows to prefill's, beside FP8 weights that widen nothing.
+std::vector<Kernel> expert_sweep() {
+  std::vector<Kernel> kernels;
+  KernelFactory f(kernels);
+  const BlockScaledFormat fp4{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
+  const BlockScaledFormat fp8{ElementFormat::kFp8E4M3, std::nullopt, 0};
+  for (const BlockScaledFormat& weights : {fp4, fp8}) {
+    for (double rows : {4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0}) {
+      for (double n : {2304.0, 5120.0}) f.grouped_gemm("experts", 8 * rows, 8, n, 5120, weights);
+    }
+  }
+  return kernels;
+}
+
 // A data folder of its own (GPU profiles linked, the priors copied), so a
 // test can commit calibrations and measurements without touching the repository's.
 std::filesystem::path scratch_data_dir(const std::string& name) {
@@ -64,22 +79,23 @@ std::filesystem::path test_scratch(const std::string& leaf) {
 
 // Writes what a GPU with known efficiencies would measure; `noise` scatters
 // each time by up to that fraction (a fixed pattern, like run-to-run spread).
-std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostParams& truth,
-                                             double noise = 0) {
+std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostParams& truth, double noise = 0,
+                                             const std::vector<Kernel>& kernels = sweep()) {
   const auto dir = test_scratch("h200");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream out(dir / "sweep.csv");
   out << "# gpu: synthetic H200\n# sm_count: 132\n# driver: none\n# cuda: none\n# date: 2026-11-29\n"
          "# git_commit: test\n";
-  out << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us\n";
+  out << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,narrow_fp8_values,"
+         "narrow_fp4_values\n";
   const KernelCostModel model(gpu, truth, false);
   int row = 0;
-  for (const Kernel& k : sweep()) {
+  for (const Kernel& k : kernels) {
     const double us = model.time(k).busy_us * (1.0 + noise * std::sin(1.7 * row++));
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", k.name, class_key(k.kernel_class),
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.name, class_key(k.kernel_class),
                        math_name(k.math), k.shape.m, k.shape.n, k.shape.k, k.shape.batch, k.flops,
-                       k.hbm_bytes, us, us, us);
+                       k.hbm_bytes, us, us, us, k.narrow.fp8, k.narrow.fp4);
   }
   return dir;
 }
@@ -112,6 +128,39 @@ TEST(Calibration, RecoversKnownParameters) {
   EXPECT_NEAR(stream.memory_efficiency, 0.9, 0.01);
   EXPECT_LT(stream.held_out_mape_pct, 1.0);
   EXPECT_GT(gemm.held_out_rows, 0);
+}
+
+// Expert GEMMs whose FP4 weights are widened in some rows and not in others
+// show how much of the widening hides under the math: the fit recovers the
+// share it was generated with, and writes it as calibrated. A class whose
+// rows widen nothing keeps the prior's share (the streams here).
+TEST(Calibration, RecoversTheWideningShareWhereTheRowsShowIt) {
+  const GpuProfile gpu = load_gpu_profile_file(testing::gpu_path("h200"));
+  const CostParams priors = load_cost_params_file(kPriors);
+  CostParams truth = priors;
+  ClassCost& grouped = truth.classes[static_cast<std::size_t>(KernelClass::kGroupedGemm)];
+  grouped.compute_efficiency = SourcedValue::assumed(0.6, "truth");
+  grouped.memory_efficiency = SourcedValue::assumed(0.7, "truth");
+  grouped.fixed_overhead_us = SourcedValue::assumed(2.0, "truth");
+  grouped.widening_overlap = SourcedValue::assumed(0.4, "truth");
+  const MeasurementSet m = load_measurements(synthetic_measurements(gpu, truth, 0, expert_sweep()).string());
+  const CalibrationResult r = calibrate(m, gpu, priors);
+  ASSERT_EQ(r.classes.size(), 1u);
+  const ClassFit& fit = r.classes[0];
+  EXPECT_EQ(fit.kernel_class, KernelClass::kGroupedGemm);
+  ASSERT_TRUE(fit.widening_overlap.has_value());
+  EXPECT_NEAR(*fit.widening_overlap, 0.4, 0.05);
+  EXPECT_NEAR(fit.compute_efficiency, 0.6, 0.02);
+  EXPECT_NEAR(fit.memory_efficiency, 0.7, 0.02);
+  EXPECT_LT(fit.held_out_mape_pct, 1.0);
+  const SourcedValue& written = *r.params.of(KernelClass::kGroupedGemm).widening_overlap;
+  EXPECT_NEAR(written.value(), *fit.widening_overlap, 1e-12);
+  EXPECT_EQ(written.provenance().kind, ProvenanceKind::kCalibrated);
+  // GEMMs of FP8 weights alone widen nothing: no share to fit.
+  const CalibrationResult plain =
+      calibrate(load_measurements(synthetic_measurements(gpu, truth).string()), gpu, priors);
+  for (const ClassFit& c : plain.classes)
+    EXPECT_FALSE(c.widening_overlap.has_value()) << class_key(c.kernel_class);
 }
 
 TEST(Calibration, SameInputsSameFileAndTheFileLoads) {
@@ -339,7 +388,7 @@ TEST(Calibration, BaselineRowsAreNotFitted) {
   const CalibrationResult clean = calibrate(load_measurements(dir.string()), gpu, priors);
   // A far slower "baseline" GEMM next to the real ones.
   std::ofstream(dir / "sweep.csv", std::ios::app)
-      << "gemm_fp32_baseline,gemm,fp8,4096,7168,5120,1,3e11,1e8,9000,9000,9000\n";
+      << "gemm_fp32_baseline,gemm,fp8,4096,7168,5120,1,3e11,1e8,9000,9000,9000,0,0\n";
   const MeasurementSet with_baseline = load_measurements(dir.string());
   const CalibrationResult fit = calibrate(with_baseline, gpu, priors);
   EXPECT_EQ(fit.baseline_rows, 1);
