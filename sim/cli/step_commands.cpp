@@ -42,9 +42,9 @@ StepShape step_shape_from(const Flags& f) {
   s.include_draft = !f.no_draft;
   s.overlap_communication = f.overlap;
   s.fuse_input_projections = !f.separate_projections;
-  s.draft_queries_share_index_keys = !f.index_keys_per_query;
-  s.reindex_scores_pool_only = !f.reindex_scores_every_position;
-  s.experts_bf16_math = f.experts_bf16;
+  s.engine.draft_queries_share_index_keys = !f.index_keys_per_query;
+  s.engine.reindex_scores_pool_only = !f.reindex_scores_every_position;
+  s.engine.experts_bf16_math = f.experts_bf16;
   return s;
 }
 
@@ -240,9 +240,9 @@ std::string step_log_settings(const StepShape& s, const Flags& f) {
       f.no_cuda_graph ? "launched" : "replayed from a CUDA graph",
       s.overlap_communication ? "two micro-batches" : "one batch (EP transfers after compute)",
       s.fuse_input_projections ? "" : ", each projection its own GEMM",
-      s.draft_queries_share_index_keys ? "" : ", index keys read once a query",
-      s.reindex_scores_pool_only ? "" : ", Reindex layers scoring every position",
-      s.experts_bf16_math ? ", routed experts in BF16 math (W4A16)" : "",
+      s.engine.draft_queries_share_index_keys ? "" : ", index keys read once a query",
+      s.engine.reindex_scores_pool_only ? "" : ", Reindex layers scoring every position",
+      s.engine.experts_bf16_math ? ", routed experts in BF16 math (W4A16)" : "",
       f.mhc == "model" ? "" : ", mHC " + f.mhc);
 }
 

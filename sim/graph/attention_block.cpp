@@ -150,7 +150,7 @@ void add_global_caches(const LayerContext& c, KernelFactory& f) {
 // its PR #56254 scored the whole context so, and SGLang's Hopper path selects
 // through masks, its PR #39671; our Hopper kernel scores the pool).
 bool scores_pool_only(const LayerContext& c) {
-  return c.plan.scores_in_candidate_pool && c.step.reindex_scores_pool_only;
+  return c.plan.scores_in_candidate_pool && c.step.engine.reindex_scores_pool_only;
 }
 
 // Whether a Reindex layer's queries score pools of their own: once there are
@@ -180,7 +180,7 @@ bool scores_own_pools(const LayerContext& c, const SequenceGroup& g) {
 double index_key_reads(const LayerContext& c, const SequenceGroup& g, double scored, double visible,
                        bool own_pools) {
   if (g.phase == Phase::kDecode)
-    return own_pools || !c.step.draft_queries_share_index_keys ? scored : g.sequences * visible;
+    return own_pools || !c.step.engine.draft_queries_share_index_keys ? scored : g.sequences * visible;
   return scored / (own_pools ? kPoolQueryBlock : kQueryTile);
 }
 
@@ -207,7 +207,8 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   const double dim = static_cast<double>(idx.head_dim);
   const double ratio = static_cast<double>(c.plan.ratio);
   const double pool = a.candidate_pool ? static_cast<double>(a.candidate_pool->positions()) : kUncapped;
-  const double cap = scores_pool_only(c) ? pool : kUncapped;
+  const bool pool_only = scores_pool_only(c);
+  const double cap = pool_only ? pool : kUncapped;
   const double q = g.queries_per_sequence();
   const double scored = g.sequences * sum_visible(q, g.query_end, ratio, cap);  // (query, position) pairs
   const double visible = visible_at(g.query_end, ratio, cap);
@@ -215,7 +216,7 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   const double key_reads = index_key_reads(c, g, scored, visible, own_pools);
   const double key_bytes = static_cast<double>(m.cache(idx.key_cache).bytes);
   Kernel& logits = f.push({});
-  logits.name = (scores_pool_only(c) ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;
+  logits.name = (pool_only ? "indexer_logits_in_pool" : "indexer_logits") + g.name_suffix;
   logits.kernel_class = KernelClass::kIndexer;
   logits.math = key_math(m, idx.key_cache);
   logits.shape = index_logits_shape(g, std::max<int64_t>(1, static_cast<int64_t>(visible)),

@@ -50,7 +50,7 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   // Tokens travel as the expert GEMMs take them (FP8 before FP8 math, BF16
   // before the BF16 math of W4A16 kernels).
   const MathType expert_math =
-      c.step.experts_bf16_math ? MathType::kBf16 : gemm_math_for(m.weights.routed_experts);
+      c.step.engine.experts_bf16_math ? MathType::kBf16 : gemm_math_for(m.weights.routed_experts);
   const double expert_row_bytes = gemm_row_operand_bytes(expert_math);
   if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", expert_row_bytes, imbalance);
   f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts, expert_math);

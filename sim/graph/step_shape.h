@@ -7,6 +7,27 @@ namespace v41sim {
 
 enum class Phase { kPrefill, kDecode };
 
+// The kernels an engine runs where engines differ and the step model assumes
+// one kind (README, "How the step model works"): the defaults are the assumed
+// ones. A step shape and a deployment's pool each hold one.
+struct EngineChoices {
+  // Decode: a sequence's queries (its token and its drafts) read its index
+  // keys once between them, as a logits kernel that takes its next_n queries
+  // together does; false: once a query, as an engine that splits them into
+  // sequences of one query (attention_block.cpp).
+  bool draft_queries_share_index_keys = true;
+  // A Reindex layer scores only its candidate pool, as a sparse logits kernel
+  // does (DeepGEMM's sparse_mqa_logits, ours); false: every visible position,
+  // the rest masked after, as engines without one do (attention_block.cpp).
+  bool reindex_scores_pool_only = true;
+  // The routed experts multiply BF16 activations on BF16 tensor cores, their
+  // narrow weights widened to BF16 (W4A16, as Marlin's MoE kernels, SGLang's
+  // and vLLM's path for V4's FP4 experts on Hopper); false: FP8 activations
+  // on FP8 (or native FP8 x FP4) tensor cores, as DeepGEMM's kernels (W4A8).
+  // The dispatch carries the activations as the experts take them.
+  bool experts_bf16_math = false;
+};
+
 struct StepShape {
   Phase phase = Phase::kDecode;
   int64_t batch = 1;       // sequences in the step (per GPU, data-parallel attention)
@@ -33,21 +54,7 @@ struct StepShape {
   // deployment's template, `step`'s flags) include_draft says speculation is on.
   bool include_draft = true;
   int64_t decode_tokens_per_sequence = 1;  // 1 + draft tokens verified per step
-  // Decode: a sequence's queries (its token and its drafts) read its index
-  // keys once between them, as a logits kernel that takes its next_n queries
-  // together does; false: once a query, as an engine that splits them into
-  // sequences of one query (attention_block.cpp).
-  bool draft_queries_share_index_keys = true;
-  // A Reindex layer scores only its candidate pool, as a sparse logits kernel
-  // does (DeepGEMM's sparse_mqa_logits, ours); false: every visible position,
-  // the rest masked after, as engines without one do (attention_block.cpp).
-  bool reindex_scores_pool_only = true;
-  // The routed experts multiply BF16 activations on BF16 tensor cores, their
-  // narrow weights widened to BF16 (W4A16, as Marlin's MoE kernels, SGLang's
-  // and vLLM's path for V4's FP4 experts on Hopper); false: FP8 activations
-  // on FP8 (or native FP8 x FP4) tensor cores, as DeepGEMM's kernels (W4A8).
-  // The dispatch carries the activations as the experts take them.
-  bool experts_bf16_math = false;
+  EngineChoices engine;                    // kernels where engines differ; the defaults are the assumed ones
   // Two-micro-batch overlap: one micro-batch's EP all-to-all runs while the
   // other computes, so a layer takes less than the sum (step_cost.h).
   bool overlap_communication = false;

@@ -330,15 +330,15 @@ std::vector<Table> step_tables(const StepReport& r) {
             "V3 serving runs q_a and kv_a); --separate-projections runs each alone"
           : "each projection runs as its own GEMM (--separate-projections)");
   if (r.graph.shape.phase == Phase::kDecode && r.drafts.drafts > 0 && r.model.spec.attention.indexer) {
-    summary.add_note(r.graph.shape.draft_queries_share_index_keys ? kDraftIndexKeysShared
-                                                                  : kDraftIndexKeysApart);
+    summary.add_note(r.graph.shape.engine.draft_queries_share_index_keys ? kDraftIndexKeysShared
+                                                                         : kDraftIndexKeysApart);
   }
   if (r.model.spec.attention.candidate_pool) {
-    summary.add_note(r.graph.shape.reindex_scores_pool_only ? kReindexScoresPool
-                                                            : kReindexScoresEveryPosition);
+    summary.add_note(r.graph.shape.engine.reindex_scores_pool_only ? kReindexScoresPool
+                                                                   : kReindexScoresEveryPosition);
   }
   if (r.model.spec.moe && bits_of(r.model.spec.weights.routed_experts.values) <= 8)
-    summary.add_note(r.graph.shape.experts_bf16_math ? kExpertsBf16Math : kExpertsFp8Math);
+    summary.add_note(r.graph.shape.engine.experts_bf16_math ? kExpertsBf16Math : kExpertsFp8Math);
   summary.add_note(kErrorBandMethod);
   summary.add_note(memory_note(r.memory));
   summary.add_note(overlap_note(r.graph));
@@ -452,9 +452,9 @@ nlohmann::json step_json(const StepReport& r) {
           {"drafts_chosen", s.phase == Phase::kDecode && r.drafts_from == StepReport::DraftsFrom::kChosen},
           {"tokens_per_sequence", s.phase == Phase::kDecode ? r.drafts.tokens_per_sequence : 1.0},
           {"input_projections", s.fuse_input_projections ? "fused" : "separate"},
-          {"draft_index_keys", s.draft_queries_share_index_keys ? "shared" : "per_query"},
-          {"reindex_scoring", s.reindex_scores_pool_only ? "pool" : "every_position"},
-          {"routed_expert_math", s.experts_bf16_math ? "bf16" : "fp8"},
+          {"draft_index_keys", s.engine.draft_queries_share_index_keys ? "shared" : "per_query"},
+          {"reindex_scoring", s.engine.reindex_scores_pool_only ? "pool" : "every_position"},
+          {"routed_expert_math", s.engine.experts_bf16_math ? "bf16" : "fp8"},
           {"total_time_us", t.total_us},
           {"compute_us", t.compute_us},
           {"communication_us", t.communication_us},

@@ -553,17 +553,11 @@ void add_step_sensitivity(Table& t, const json& sensitivity) {
 void add_engine_choices(Table& t, const json& choices) {
   int64_t longest = 0;
   for (const json& r : choices.at("rows")) longest = std::max(longest, r.at("context").get<int64_t>());
-  const std::map<std::string, std::string> what{
-      {"index_keys_per_query", "a sequence's drafts reading its index keys apart"},
-      {"reindex_every_position", "Reindex layers scoring every position"},
-      {"both", "both indexer choices"},
-      {"experts_bf16", "the routed experts in BF16 math (W4A16)"},
-      {"all_three", "all three"}};
   std::vector<std::string> parts;
   for (const json& r : choices.at("rows")) {
-    const auto it = what.find(r.at("choice").get<std::string>());
-    if (r.at("context").get<int64_t>() != longest || it == what.end()) continue;
-    parts.push_back(fmt::format("{:+.1f}% with {} ({} drafts)", r.at("change_pct").get<double>(), it->second,
+    const std::string phrase = r.at("phrase").get<std::string>();  // empty for the assumed kernels
+    if (r.at("context").get<int64_t>() != longest || phrase.empty()) continue;
+    parts.push_back(fmt::format("{:+.1f}% with {} ({} drafts)", r.at("change_pct").get<double>(), phrase,
                                 r.at("drafts").get<int64_t>()));
   }
   if (parts.empty()) return;

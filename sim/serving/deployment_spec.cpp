@@ -78,15 +78,15 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   if (const auto fuse = node.optional("fuse_input_projections")) p.fuse_input_projections = fuse->as_bool();
   if (!prefill) p.speculative_decoding = node.required("speculative_decoding").as_bool();
   if (const auto share = node.optional("draft_queries_share_index_keys")) {
-    p.draft_queries_share_index_keys = share->as_bool();
+    p.engine.draft_queries_share_index_keys = share->as_bool();
   }
   if (const auto pool_only = node.optional("reindex_scores_pool_only")) {
-    p.reindex_scores_pool_only = pool_only->as_bool();
+    p.engine.reindex_scores_pool_only = pool_only->as_bool();
   }
   if (const auto math = node.optional("routed_expert_math")) {
     const std::string name = math->as_string();
     if (name != "fp8" && name != "bf16") math->fail("expected fp8 or bf16");
-    p.experts_bf16_math = name == "bf16";
+    p.engine.experts_bf16_math = name == "bf16";
   }
   if (prefill) {
     const YamlNode chunk = node.required("max_tokens_per_step");
@@ -236,12 +236,13 @@ namespace {
 // A pool's kernels that differ from the step model's assumed ones, each with the key that says so.
 std::vector<std::string> kernels_not_assumed(const PoolSpec& p, bool decode) {
   std::vector<std::string> out;
-  if (decode && !p.draft_queries_share_index_keys)
+  if (decode && !p.engine.draft_queries_share_index_keys)
     out.push_back(
         "a sequence's drafts read its index keys apart from its token (draft_queries_share_index_keys)");
-  if (!p.reindex_scores_pool_only)
+  if (!p.engine.reindex_scores_pool_only)
     out.push_back("Reindex layers score every position and mask (reindex_scores_pool_only)");
-  if (p.experts_bf16_math) out.push_back("the routed experts as W4A16, BF16 math (routed_expert_math)");
+  if (p.engine.experts_bf16_math)
+    out.push_back("the routed experts as W4A16, BF16 math (routed_expert_math)");
   if (!p.fuse_input_projections) out.push_back("each projection its own GEMM (fuse_input_projections)");
   return out;
 }

@@ -11,6 +11,7 @@
 #include "sim/common/catalog.h"
 #include "sim/common/input_error.h"
 #include "sim/common/sourced_value.h"
+#include "sim/graph/step_shape.h"
 #include "sim/serving/sla_spec.h"
 
 namespace v41sim {
@@ -46,17 +47,10 @@ struct PoolSpec {
   // may say false for an engine that runs them apart. Absent: true.
   bool fuse_input_projections = true;
   bool speculative_decoding = false;  // decode: verify draft tokens (needs a draft block in the model)
-  // Decode: a sequence's draft tokens read its index keys with its token
-  // (StepShape::draft_queries_share_index_keys); a file may say false for an
-  // engine that splits them. Absent: true.
-  bool draft_queries_share_index_keys = true;
-  // A Reindex layer scores only its candidate pool
-  // (StepShape::reindex_scores_pool_only); a file may say false for an engine
-  // with no sparse logits kernel. Absent: true.
-  bool reindex_scores_pool_only = true;
-  // The routed experts' math (StepShape::experts_bf16_math): `routed_expert_math:
-  // bf16` for an engine that runs them as W4A16 (Marlin); fp8 or absent: W4A8.
-  bool experts_bf16_math = false;
+  // The pool's kernels where engines differ (EngineChoices): a file may say
+  // draft_queries_share_index_keys: false (decode), reindex_scores_pool_only:
+  // false, routed_expert_math: bf16; absent, the assumed ones.
+  EngineChoices engine;
 };
 
 struct KvTierSpec {

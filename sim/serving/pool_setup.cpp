@@ -29,9 +29,7 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
   s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;
   s.include_draft = pool.speculative_decoding;
-  s.draft_queries_share_index_keys = pool.draft_queries_share_index_keys;
-  s.reindex_scores_pool_only = pool.reindex_scores_pool_only;
-  s.experts_bf16_math = pool.experts_bf16_math;
+  s.engine = pool.engine;
   s.ep_load_imbalance = ep_load_imbalance(model.spec, pool.ep, pool.routing_skew, pool.redundant_experts);
   return s;
 }

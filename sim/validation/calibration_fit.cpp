@@ -168,8 +168,7 @@ struct ContinuousFit {
 };
 
 ContinuousFit fit_continuous(const std::vector<const Measurement*>& train, const GpuProfile& gpu,
-                             const CostParams& base, KernelClass cls) {
-  const FitLayout layout = fit_layout(base.of(cls), train, gpu, base);
+                             const CostParams& base, KernelClass cls, const FitLayout& layout) {
   Eigen::VectorXd x = start_vector(base.of(cls), layout);
   FitFunctor functor{&train, &gpu, &base, cls, layout, static_cast<int>(x.size())};
   Eigen::NumericalDiff<FitFunctor> numeric(functor);
@@ -198,13 +197,15 @@ ClassFit fit_class(KernelClass cls, std::vector<const Measurement*> rows, const 
   const auto [train, held_out] = split_rows(std::move(rows));
   const ClassCost& prior = priors.of(cls);
   int64_t tile_m = prior.tile_m, tile_n = prior.tile_n;
-  ContinuousFit best = fit_continuous(train, gpu, priors, cls);
+  // Which shares the rows can show, read once with the priors' tiles for every tile tried.
+  const FitLayout layout = fit_layout(prior, train, gpu, priors);
+  ContinuousFit best = fit_continuous(train, gpu, priors, cls, layout);
   for (const int64_t m : {prior.tile_m / 2, prior.tile_m, prior.tile_m * 2}) {
     for (const int64_t n : {prior.tile_n / 2, prior.tile_n, prior.tile_n * 2}) {
       if (train.size() < kMinRowsForTile) break;
       if (m < 1 || n < 1 || (m == prior.tile_m && n == prior.tile_n)) continue;
       if (prior.narrowing && (m < prior.narrowing->tile_m_min || n < prior.narrowing->tile_n_min)) continue;
-      const ContinuousFit candidate = fit_continuous(train, gpu, with_tile(priors, cls, m, n), cls);
+      const ContinuousFit candidate = fit_continuous(train, gpu, with_tile(priors, cls, m, n), cls, layout);
       const double n_train = static_cast<double>(std::max<std::size_t>(train.size(), 1));
       if (std::sqrt(candidate.squared_error / n_train) <
           std::sqrt(best.squared_error / n_train) - kTileGainRms) {

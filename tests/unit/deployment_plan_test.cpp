@@ -164,9 +164,10 @@ TEST(DeploymentPlan, SharedStepTimesKeepEngineChoicesApart) {
   SharedStepTimes shared(catalog, model);
   const DeploymentSteps& base = shared.of(d);
   const std::vector<void (*)(PoolSpec&)> choices{
-      [](PoolSpec& p) { p.draft_queries_share_index_keys = false; },
-      [](PoolSpec& p) { p.reindex_scores_pool_only = false; },
-      [](PoolSpec& p) { p.experts_bf16_math = true; }, [](PoolSpec& p) { p.fuse_input_projections = false; }};
+      [](PoolSpec& p) { p.engine.draft_queries_share_index_keys = false; },
+      [](PoolSpec& p) { p.engine.reindex_scores_pool_only = false; },
+      [](PoolSpec& p) { p.engine.experts_bf16_math = true; },
+      [](PoolSpec& p) { p.fuse_input_projections = false; }};
   for (std::size_t i = 0; i < choices.size(); ++i) {
     DeploymentSpec other = d;
     choices[i](other.decode);

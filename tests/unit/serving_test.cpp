@@ -1322,8 +1322,8 @@ TEST(Serving, DraftsReadingTheirIndexKeysApartSlowDecode) {
   const DeploymentSpec apart =
       load_deployment_file(pd_64_decode_with("draft_queries_share_index_keys: false", "draft_index_keys"));
   const DeploymentSpec shared = load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"));
-  EXPECT_FALSE(apart.decode.draft_queries_share_index_keys);
-  EXPECT_TRUE(shared.decode.draft_queries_share_index_keys);
+  EXPECT_FALSE(apart.decode.engine.draft_queries_share_index_keys);
+  EXPECT_TRUE(shared.decode.engine.draft_queries_share_index_keys);
   EXPECT_GT(long_decode_us(apart, 6), long_decode_us(shared, 6));
   expect_refused(pd_64_decode_with("draft_queries_share_index_keys: often", "draft_index_keys"),
                  "draft_queries_share_index_keys");
@@ -1335,8 +1335,8 @@ TEST(Serving, DraftsReadingTheirIndexKeysApartSlowDecode) {
 TEST(Serving, ReindexScoringEveryPositionSlowsLongDecode) {
   const DeploymentSpec every =
       load_deployment_file(pd_64_decode_with("reindex_scores_pool_only: false", "reindex_scoring"));
-  EXPECT_FALSE(every.decode.reindex_scores_pool_only);
-  EXPECT_TRUE(every.prefill.reindex_scores_pool_only);
+  EXPECT_FALSE(every.decode.engine.reindex_scores_pool_only);
+  EXPECT_TRUE(every.prefill.engine.reindex_scores_pool_only);
   EXPECT_GT(long_decode_us(every, 1),
             long_decode_us(load_deployment_file(data("workloads/deployments/h200_pd_64.yaml")), 1));
   expect_refused(pd_64_decode_with("reindex_scores_pool_only: 2", "reindex_scoring"),
@@ -1352,10 +1352,10 @@ TEST(Serving, W4a16ExpertsSlowDecode) {
   const DeploymentSpec fp8 =
       load_deployment_file(pd_64_decode_with("routed_expert_math: fp8", "expert_math"));
   const DeploymentSpec as_shipped = load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"));
-  EXPECT_TRUE(bf16.decode.experts_bf16_math);
-  EXPECT_FALSE(bf16.prefill.experts_bf16_math);
-  EXPECT_FALSE(fp8.decode.experts_bf16_math);
-  EXPECT_FALSE(as_shipped.decode.experts_bf16_math);
+  EXPECT_TRUE(bf16.decode.engine.experts_bf16_math);
+  EXPECT_FALSE(bf16.prefill.engine.experts_bf16_math);
+  EXPECT_FALSE(fp8.decode.engine.experts_bf16_math);
+  EXPECT_FALSE(as_shipped.decode.engine.experts_bf16_math);
   EXPECT_GT(long_decode_us(bf16, 1), long_decode_us(as_shipped, 1));
   EXPECT_DOUBLE_EQ(long_decode_us(fp8, 1), long_decode_us(as_shipped, 1));
   expect_refused(pd_64_decode_with("routed_expert_math: fp16", "expert_math"), "routed_expert_math");

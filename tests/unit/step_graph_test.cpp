@@ -164,7 +164,7 @@ TEST(StepGraph, AReindexLayerWithoutASparseKernelScoresEveryPosition) {
   StepShape s = shape(Phase::kDecode, 4, 131072);
   s.decode_tokens_per_sequence = 6;
   const StepGraph pool = build_step_graph(v41, s);
-  s.reindex_scores_pool_only = false;
+  s.engine.reindex_scores_pool_only = false;
   const StepGraph every = build_step_graph(v41, s);
   const Kernel* pooled = find_kernel(pool.layers[24], "indexer_logits_in_pool");
   const Kernel* all = find_kernel(every.layers[24], "indexer_logits");
@@ -191,7 +191,7 @@ TEST(StepGraph, W4a16ExpertsTakeBf16MathAndBf16Dispatch) {
   const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
   StepShape s = shape(Phase::kDecode, 32, 131072);
   const StepGraph w4a8 = build_step_graph(v41, s);
-  s.experts_bf16_math = true;
+  s.engine.experts_bf16_math = true;
   const StepGraph w4a16 = build_step_graph(v41, s);
   const int64_t layer = v41.spec.dense_mlp.leading_layers;
   const auto at = [layer](const StepGraph& g, const char* name) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -289,8 +290,20 @@ TEST(StudySummary, ReadsTheSectionsFiguresOffTheReport) {
 // The indexer kernels an engine may lack: their changes in time per output
 // token at the longest context the section times, each with its drafts.
 TEST(StudySummary, SaysWhatTheKernelsAnEngineMayLackCost) {
-  const auto choice = [](const std::string& key, int64_t context, double pct, int64_t drafts) {
-    return json{{"choice", key}, {"context", context}, {"change_pct", pct}, {"drafts", drafts}};
+  // Each row as the engine-choices table writes it: its key and what the engine has instead.
+  const std::map<std::string, std::string> phrases{
+      {"assumed", ""},
+      {"index_keys_per_query", "a sequence's drafts reading its index keys apart"},
+      {"reindex_every_position", "Reindex layers scoring every position"},
+      {"both", "both indexer choices"},
+      {"experts_bf16", "the routed experts in BF16 math (W4A16)"},
+      {"all_three", "all three"}};
+  const auto choice = [&phrases](const std::string& key, int64_t context, double pct, int64_t drafts) {
+    return json{{"choice", key},
+                {"phrase", phrases.at(key)},
+                {"context", context},
+                {"change_pct", pct},
+                {"drafts", drafts}};
   };
   const json report{
       {"claims", json::array()},
