@@ -40,7 +40,9 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   }
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: the weights' format (grouped_gemm: FP8 unless it says
-  // fp4), a fused kernel overlapping its transfers (moe_layer), a
+  // fp4; moe_layer: the routed experts', the model's unless it says), a fused
+  // kernel overlapping its transfers and the experts' math (moe_layer: bf16
+  // for a W4A16 kernel, such as Marlin's MoE, EngineChoices::experts_bf16_math), a
   // bandwidth counted over every routed copy, local ones included, as DeepEP
   // V2 reports its "logical" bandwidth, or per node reached, own node included
   // (DeepEP's internode test), timed as the low-latency kernels decode uses,
@@ -53,7 +55,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"gemm", {"math"}},
       {"grouped_gemm", {"weights"}},
       {"stream", {}},
-      {"moe_layer", {"model", "overlap"}},
+      {"moe_layer", {"model", "overlap", "weights", "math"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
       {"step", {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing"}}};
@@ -145,6 +147,13 @@ PublishedReference read_reference(const YamlNode& node) {
 }
 
 int64_t as_int(double value) { return static_cast<int64_t>(std::llround(value)); }
+
+// A probe's weights: FP8 (unscaled, as the grouped probe's kernels take them)
+// or FP4 as MXFP4 stores it (e2m1, an e8m0 scale per 32).
+BlockScaledFormat probe_weight_format(const std::string& weights) {
+  return weights == "fp4" ? BlockScaledFormat{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32}
+                          : BlockScaledFormat{ElementFormat::kFp8E4M3, std::nullopt, 0};
+}
 
 // A kernel's figure in the reference's metric: its own FLOPs or bytes over
 // its device time (launch overhead excluded, as kernel benchmarks time it), or the time.
@@ -253,9 +262,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
   }
   if (r.probe_kind == "grouped_gemm") {  // FP8 activations, groups of m rows each, every group's weights read
     std::vector<Kernel> kernels;
-    const BlockScaledFormat weights =
-        r.probe_weights == "fp4" ? BlockScaledFormat{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32}
-                                 : BlockScaledFormat{ElementFormat::kFp8E4M3, std::nullopt, 0};
+    const BlockScaledFormat weights = probe_weight_format(r.probe_weights.empty() ? "fp8" : r.probe_weights);
     const Kernel& k = KernelFactory(kernels).grouped_gemm("grouped_gemm", p.at("groups") * p.at("m"),
                                                           p.at("groups"), p.at("n"), p.at("k"), weights);
     return in_metric(k, g.cost().time(k).busy_us, r.metric);
@@ -288,8 +295,11 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
   if (r.probe_kind == "attention") return predict_attention(r, g, catalog);
   if (r.probe_kind == "step") return predict_step(r, g, catalog);
   // moe_layer: a decode step's MoE kernels in the first MoE layer.
-  const ModelAnalysis model = analyze_model(load_model_file(catalog.resolve_model(r.probe_model)));
+  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model));
+  if (!r.probe_weights.empty()) spec.weights.routed_experts = probe_weight_format(r.probe_weights);
+  const ModelAnalysis model = analyze_model(spec);
   StepShape shape;
+  shape.engine.experts_bf16_math = r.probe_math == "bf16";
   shape.phase = Phase::kDecode;
   shape.batch = as_int(p.at("tokens_per_rank"));
   shape.context = 4096;

@@ -25,11 +25,13 @@ struct PublishedReference {
   InputLocation gpu_at;    // its line, where an unknown name is reported
   std::string probe_kind;  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention | step
   std::map<std::string, double> probe;
-  std::string probe_model;            // moe_layer, attention, step: the model file stem
-  std::string probe_phase;            // attention, step: decode | prefill
-  std::string probe_math;             // gemm: fp8 | bf16
-  std::string probe_weights = "fp8";  // grouped_gemm: fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4)
-  std::string metric;  // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step)
+  std::string probe_model;  // moe_layer, attention, step: the model file stem
+  std::string probe_phase;  // attention, step: decode | prefill
+  std::string
+      probe_math;  // gemm, moe_layer: fp8 | bf16 (moe_layer: the routed experts' math, fp8 unless said)
+  std::string probe_weights;  // grouped_gemm (fp8 unless said), moe_layer's routed experts (the model's
+                              // unless said): fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4)
+  std::string metric;         // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step)
   // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
   // empty when it set none: an out-of-sample test of the uncalibrated model.
   std::string sets_prior;

@@ -305,5 +305,54 @@ TEST(BadPublishedReference, GroupedGemmWeightsAreFp8OrFp4) {
   }
 }
 
+std::string moe_layer_reference(const std::string& gpu, const std::string& extra) {
+  return "  - name: moe\n    source: \"test\"\n    gpu: " + gpu +
+         "\n    probe: {kind: moe_layer, model: deepseek_v3, ep: 1, tokens_per_rank: 16" + extra +
+         "}\n    reference: {metric: us, value: 1000}\n    tolerance_pct: 10\n";
+}
+
+// An MoE layer's probe takes the routed experts as the model stores them
+// unless it says fp4, and their math as FP8 unless it says bf16 (a W4A16
+// kernel such as Marlin's): FP4 experts read about half V3's FP8 bytes, and
+// on H20, whose BF16 tensor rate is a seventh of H100's, widening them to
+// BF16 for BF16 math takes longer than widening them to FP8. Another value
+// is refused with its line and field.
+TEST(BadPublishedReference, MoeLayerProbeTakesTheExpertsWeightsAndMath) {
+  const Catalog catalog = catalog_with(
+      "v41sim_moe_probe", moe_layer_reference("h200", "") + moe_layer_reference("h200", ", weights: fp4") +
+                              moe_layer_reference("h20", ", weights: fp4") +
+                              moe_layer_reference("h20", ", weights: fp4, math: fp8") +
+                              moe_layer_reference("h20", ", weights: fp4, math: bf16"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 5u);
+  std::vector<double> us;
+  for (const auto& r : refs) us.push_back(validate_reference(r, catalog).predicted);
+  EXPECT_LT(us[1], us[0] * 0.75) << "FP4 experts read about half the bytes of V3's FP8 ones";
+  EXPECT_EQ(us[3], us[2]) << "fp8 math is the default";
+  EXPECT_GT(us[4], us[2] * 1.2) << "W4A16 on H20: widening to BF16 and BF16 math";
+  struct Case {
+    std::string references, field, message;
+  };
+  const std::vector<Case> cases = {
+      {moe_layer_reference("h20", ", math: int8"), "probe.math", "expected fp8 or bf16"},
+      {moe_layer_reference("h20", ", weights: int4"), "probe.weights", "expected fp8 or fp4"},
+      {"  - name: a transfer\n    source: \"test\"\n    gpu: h200\n    probe: {kind: all_to_all, tokens: "
+       "128, "
+       "hidden: 7168, top_k: 8, ep: 8, ep_per_node: 8, bytes_per_value: 1, math: bf16}\n"
+       "    reference: {metric: us, value: 80}\n    tolerance_pct: 10\n",
+       "probe.math", "not a field of a 'all_to_all' probe"},
+  };
+  for (const Case& c : cases) {
+    try {
+      load_published_references(catalog_with("v41sim_bad_moe_probe", c.references));
+      ADD_FAILURE() << "accepted: " << c.references;
+    } catch (const InputError& e) {
+      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
+      EXPECT_GT(e.where().line, 0);
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace v41sim
