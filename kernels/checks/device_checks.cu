@@ -449,25 +449,48 @@ CheckResult check_expert_gemm() {
                 experts_gemm_reference(activations, 0.5f, rows, experts), 1e-3f);
 }
 
-// Our W4A8 kernel on each of its tilings (m = 5, 20, 130 rows per expert, 130
-// spanning two m-tiles), two experts per launch, against each expert's
-// reference. The weights' group scales span 2^20, beyond any single FP8
-// tensor scale, so a scale applied to the wrong column or group shows.
-CheckResult check_expert_gemm_w4a8() {
+namespace {
+
+// An mma.sync expert GEMM of ours on each of its tilings (m = 5, 20, 130 rows
+// per expert, 130 spanning several m-tiles), two experts per launch, against
+// each expert's reference. The weights' group scales span 2^20, beyond any
+// single FP8 tensor scale, so a scale applied to the wrong column or group
+// shows. run(m, activations, weights) gives the kernel's outputs and the
+// reference's for `activations` random values (experts x m x k).
+template <class Run>
+CheckResult check_mma_expert_gemm(const std::string& name, Run run) {
   const int64_t experts = 2, n = 128;
   for (const auto [m, k] : {std::pair<int64_t, int64_t>{5, 128}, {5, 384}, {20, 384}, {130, 384}}) {
     const std::vector<ExpertWeights> weights =
         scaled_expert_weights(experts, n, k, 110, [](int64_t row, int64_t col, int64_t e) {
           return static_cast<int>((row + 3 * (col / kWeightScaleGroup) + e) % 21) - 10;
         });
-    const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(experts * m * k), 120);
-    const std::string what = "w4a8 expert gemm, m " + std::to_string(m) + ", k " + std::to_string(k);
-    const std::vector<float> got = expert_gemm_w4a8_cuda(a, 0.5f, m, weights);
-    const std::vector<float> want = experts_gemm_reference(a, 0.5f, m, weights);
+    const std::string what = name + ", m " + std::to_string(m) + ", k " + std::to_string(k);
+    const auto [got, want] = run(m, experts * m * k, weights);
     const CheckResult r = within_norm(what.c_str(), got, want, 1e-5);
     if (!r.ok) return {false, r.detail + "; " + where_outputs_differ(got, want, m, n)};
   }
   return {true, ""};
+}
+
+}  // namespace
+
+// W4A8: E4M3 activations with a tensor scale.
+CheckResult check_expert_gemm_w4a8() {
+  return check_mma_expert_gemm("w4a8 expert gemm", [](int64_t m, int64_t values,
+                                                      const std::vector<ExpertWeights>& weights) {
+    const std::vector<uint8_t> a = normal_e4m3_codes(static_cast<std::size_t>(values), 120);
+    return std::pair{expert_gemm_w4a8_cuda(a, 0.5f, m, weights), experts_gemm_reference(a, 0.5f, m, weights)};
+  });
+}
+
+// W4A16: BF16 activations, the weights widened to BF16 with their group scales.
+CheckResult check_expert_gemm_w4a16() {
+  return check_mma_expert_gemm(
+      "w4a16 expert gemm", [](int64_t m, int64_t values, const std::vector<ExpertWeights>& weights) {
+        const std::vector<uint16_t> a = to_bf16_values(normal_values(static_cast<std::size_t>(values), 121));
+        return std::pair{expert_gemm_w4a16_cuda(a, m, weights), experts_gemm_w4a16_reference(a, m, weights)};
+      });
 }
 
 // A wgmma kernel (Hopper only; either schedule) on 5, 130 and 300 rows per expert (one
@@ -529,6 +552,7 @@ const std::vector<NamedCheck>& all_checks() {
       {"mhc_cluster", check_mhc_cluster},
       {"expert_gemm", check_expert_gemm},
       {"expert_gemm_w4a8", check_expert_gemm_w4a8},
+      {"expert_gemm_w4a16", check_expert_gemm_w4a16},
       {"expert_gemm_w4a8_wgmma", [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kLockstep); }},
       {"expert_gemm_w4a8_wgmma_ws",
        [] { return check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kWarpSpecialized); }},

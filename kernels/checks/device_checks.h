@@ -34,6 +34,7 @@ CheckResult check_mhc();
 CheckResult check_mhc_cluster();  // the single pass by clusters (sm_90 and later)
 CheckResult check_expert_gemm();
 CheckResult check_expert_gemm_w4a8();
+CheckResult check_expert_gemm_w4a16();
 CheckResult check_expert_gemm_w4a8_wgmma(WgmmaSchedule schedule);  // sm_90 devices only (its code is sm_90a)
 CheckResult check_bf16_gemm();
 

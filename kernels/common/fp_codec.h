@@ -96,6 +96,15 @@ V41_HD float e8m0_value(uint8_t code) {
   return bits_float(static_cast<uint32_t>(code) << 23);
 }
 
+// E8M0 as BF16 bits, the same value (BF16 has float's exponent field, so
+// 2^-127 is a BF16 subnormal as it is a float one): the W4A16 expert GEMM
+// multiplies a group's widened weights by it.
+V41_HD uint32_t e8m0_as_bf16(uint8_t code) {
+  if (code == 0) return 0x0040u;
+  if (code == 0xFF) return 0x7FC0u;
+  return static_cast<uint32_t>(code) << 7;
+}
+
 // Bytes of (hi:lo) picked by the low 3 bits of each selector nibble: CUDA's
 // __byte_perm on the device, the same selection written out on the host.
 V41_HD uint32_t byte_select(uint32_t lo, uint32_t hi, uint32_t selector) {

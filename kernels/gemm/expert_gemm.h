@@ -76,6 +76,26 @@ std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_
                                          const std::vector<ExpertWeights>& experts,
                                          W4a8Kernel kernel = W4a8Kernel::kMmaSync);
 
+// BF16 activations x the same MXFP4 weights (W4A16), as Marlin's MoE kernels
+// run V4's FP4 experts on Hopper (SGLang's and vLLM's path there; the step
+// model's EngineChoices::experts_bf16_math): the weights widened to BF16 in
+// registers, their group scale multiplied in, on mma.sync BF16 tensor cores.
+// A rank's experts in one launch, m rows each; n a multiple of 64, k of 128.
+struct ExpertGemmW4A16 {
+  const uint16_t* activations;    // experts x m x k, BF16 bits
+  const uint8_t* packed_weights;  // experts x n x k/2, e2m1, low nibble first
+  const uint8_t* weight_scales;   // experts x n x k/32, e8m0
+  float* out;                     // experts x m x n
+  int64_t experts, m, n, k;
+};
+void run_expert_gemm_w4a16(const ExpertGemmW4A16& gemm);  // launches on the default stream
+std::vector<float> expert_gemm_w4a16_cuda(const std::vector<uint16_t>& a, int64_t m,
+                                          const std::vector<ExpertWeights>& experts);
+// Its reference: a is experts x m x k BF16 bits, the result the experts'
+// outputs one after another.
+std::vector<float> experts_gemm_w4a16_reference(const std::vector<uint16_t>& a, int64_t m,
+                                                const std::vector<ExpertWeights>& experts);
+
 // Device weights widened to FP8 E4M3 in memory: out (rows x k) = value /
 // 2^scale_exponent, exact while every group scale lies within 2^8 below
 // 2^scale_exponent (pass the largest). Launches on the default stream.

@@ -77,6 +77,28 @@ std::vector<float> experts_gemm_reference(const std::vector<uint8_t>& a, float a
   return d;
 }
 
+std::vector<float> experts_gemm_w4a16_reference(const std::vector<uint16_t>& a, int64_t m,
+                                                const std::vector<ExpertWeights>& experts) {
+  std::vector<float> d;
+  for (std::size_t e = 0; e < experts.size(); ++e) {
+    const ExpertWeights& w = experts[e];
+    const auto first = static_cast<int64_t>(e) * m * w.k;
+    if (static_cast<int64_t>(a.size()) < first + m * w.k)
+      throw std::invalid_argument("expert gemm w4a16: bad activation shape");
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < w.n; ++j) {
+        double acc = 0;
+        for (int64_t c = 0; c < w.k; ++c) {
+          acc += static_cast<double>(bf16_value(a[static_cast<std::size_t>(first + i * w.k + c)])) *
+                 expert_weight_value(w, j, c);
+        }
+        d.push_back(static_cast<float>(acc));
+      }
+    }
+  }
+  return d;
+}
+
 std::vector<ExpertWeights> scaled_expert_weights(
     int64_t experts, int64_t n, int64_t k, uint32_t seed,
     const std::function<int(int64_t, int64_t, int64_t)>& exponent) {

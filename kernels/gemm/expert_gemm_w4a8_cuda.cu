@@ -19,12 +19,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/common/cp_async.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.h"
 #include "kernels/common/mma_fragments_e4m3.h"
 #include "kernels/common/mma_sync.cuh"
 #include "kernels/gemm/expert_gemm.h"
+#include "kernels/gemm/expert_gemm_mma_pipeline.cuh"
 #include "kernels/gemm/expert_gemm_w4a8_tiling.h"
 
 namespace v41sim::kernels {
@@ -32,121 +32,60 @@ namespace {
 
 using namespace w4a8;
 
-// Issues the copies of k-block kb into one stage (expert_gemm_w4a8_tiling.h).
-template <class T>
-__device__ void load_stage(const ExpertGemmW4A8& g, const Problem& p, const CtaOrigin& o, int64_t kb,
-                           uint8_t* stage) {
-  for (int c = static_cast<int>(threadIdx.x); c < T::a_chunks; c += T::threads) {
-    const Copy copy = activation_copy<T>(c, p, o, kb);
-    cp_async_16(stage + copy.smem, g.activations + copy.global, copy.valid);
-  }
-  for (int c = static_cast<int>(threadIdx.x); c < T::w_chunks; c += T::threads) {
-    const Copy copy = weight_copy<T>(c, p, o, kb);
-    cp_async_16(stage + copy.smem, g.packed_weights + copy.global, true);
-  }
-  for (int c = static_cast<int>(threadIdx.x); c < T::s_chunks; c += T::threads) {
-    const Copy copy = scale_copy<T>(c, p, o, kb);
-    cp_async_4(stage + copy.smem, g.weight_scales + copy.global);
-  }
-}
-
 // One stage's four k32 steps for a warp's tiles_m x tiles_n mma tiles, each
 // step's partial sums promoted into acc with their columns' group scales.
-template <class T>
-__device__ void compute_stage(const uint8_t* stage, int warp, mma::Lane l,
-                              float (&acc)[T::tiles_m][T::tiles_n][4]) {
-  const uint8_t* w_s = stage + T::a_bytes;
-  const uint8_t* s_s = w_s + T::w_bytes;
+struct ComputeStage {
+  template <class T>
+  __device__ static void run(const uint8_t* stage, int warp, mma::Lane l,
+                             float (&acc)[T::tiles_m][T::tiles_n][4]) {
+    const uint8_t* w_s = stage + T::a_bytes;
+    const uint8_t* s_s = w_s + T::w_bytes;
 #pragma unroll
-  for (int group = 0; group < kGroupsPerBlock; ++group) {
-    const int k0 = group * mma::e4m3::kK;
-    uint32_t a[T::tiles_m][4];
-#pragma unroll
-    for (int mt = 0; mt < T::tiles_m; ++mt) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        a[mt][r] = mma::e4m3::load_a(stage, T::a_stride, tile_row<T>(warp, mt), k0, l, r);
-    }
-#pragma unroll
-    for (int nt = 0; nt < T::tiles_n; ++nt) {
-      const int n0 = tile_col<T>(warp, nt);
-      const uint32_t b[2] = {mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 0),
-                             mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 1)};
-      const float scale_even = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 0);
-      const float scale_odd = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 1);
+    for (int group = 0; group < kGroupsPerBlock; ++group) {
+      const int k0 = group * mma::e4m3::kK;
+      uint32_t a[T::tiles_m][4];
 #pragma unroll
       for (int mt = 0; mt < T::tiles_m; ++mt) {
-        float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        mma::mma_e4m3_16832(partial, a[mt], b);
-        acc[mt][nt][0] += partial[0] * scale_even;  // c_col(l, 0) and c_col(l, 2) are even columns
-        acc[mt][nt][1] += partial[1] * scale_odd;
-        acc[mt][nt][2] += partial[2] * scale_even;
-        acc[mt][nt][3] += partial[3] * scale_odd;
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          a[mt][r] = mma::e4m3::load_a(stage, T::a_stride, tile_row<T>(warp, mt), k0, l, r);
+      }
+#pragma unroll
+      for (int nt = 0; nt < T::tiles_n; ++nt) {
+        const int n0 = tile_col<T>(warp, nt);
+        const uint32_t b[2] = {mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 0),
+                               mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 1)};
+        const float scale_even = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 0);
+        const float scale_odd = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 1);
+#pragma unroll
+        for (int mt = 0; mt < T::tiles_m; ++mt) {
+          float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma::mma_e4m3_16832(partial, a[mt], b);
+          acc[mt][nt][0] += partial[0] * scale_even;  // c_col(l, 0) and c_col(l, 2) are even columns
+          acc[mt][nt][1] += partial[1] * scale_odd;
+          acc[mt][nt][2] += partial[2] * scale_even;
+          acc[mt][nt][3] += partial[3] * scale_odd;
+        }
       }
     }
   }
-}
+};
 
 template <class T>
 __global__ void __launch_bounds__(T::threads, T::min_blocks_per_sm)
     expert_gemm_w4a8_kernel(ExpertGemmW4A8 g) {
-  __shared__ __align__(16) uint8_t smem[T::stages * T::stage_bytes];
-  const Problem p{g.experts, g.m, g.n, g.k};
-  // m-tiles fastest: neighbouring CTAs read the same weights, from L2.
-  const CtaOrigin o{blockIdx.z, static_cast<int64_t>(blockIdx.x) * T::block_m,
-                    static_cast<int64_t>(blockIdx.y) * kBlockN};
-  const int64_t blocks = g.k / kBlockK;
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const mma::Lane l = mma::lane_of(static_cast<int>(threadIdx.x) % 32);
-
-  // Prologue: stages - 1 blocks in flight. Every iteration commits one group
-  // (empty past the end), so "at most stages - 2 pending" always means the
-  // block about to be used has landed.
-#pragma unroll
-  for (int s = 0; s < T::stages - 1; ++s) {
-    if (s < blocks) load_stage<T>(g, p, o, s, smem + s * T::stage_bytes);
-    cp_async_commit();
-  }
-  float acc[T::tiles_m][T::tiles_n][4] = {};
-  for (int64_t kb = 0; kb < blocks; ++kb) {
-    cp_async_wait<T::stages - 2>();
-    __syncthreads();  // block kb visible to all; block kb - 1's stage free to overwrite
-    const int64_t next = kb + T::stages - 1;
-    if (next < blocks) load_stage<T>(g, p, o, next, smem + (next % T::stages) * T::stage_bytes);
-    cp_async_commit();
-    compute_stage<T>(smem + (kb % T::stages) * T::stage_bytes, warp, l, acc);
-  }
-
-  float* d = g.out + o.expert * g.m * g.n;
-#pragma unroll
-  for (int mt = 0; mt < T::tiles_m; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < T::tiles_n; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int64_t row = o.row0 + tile_row<T>(warp, mt) + mma::c_row(l, i);
-        const int64_t col = o.n0 + tile_col<T>(warp, nt) + mma::c_col(l, i);
-        if (row < g.m) d[row * g.n + col] = acc[mt][nt][i] * g.activation_scale;
-      }
-    }
-  }
+  expert_mma::expert_gemm_cta<T, ComputeStage>(g, g.activation_scale);
 }
 
 template <class T>
 void launch(const ExpertGemmW4A8& g) {
-  const dim3 grid(static_cast<unsigned>((g.m + T::block_m - 1) / T::block_m),
-                  static_cast<unsigned>(g.n / kBlockN), static_cast<unsigned>(g.experts));
-  expert_gemm_w4a8_kernel<T><<<grid, T::threads>>>(g);
+  expert_gemm_w4a8_kernel<T><<<expert_mma::grid_of<T>(g), T::threads>>>(g);
 }
 
 }  // namespace
 
 void run_expert_gemm_w4a8(const ExpertGemmW4A8& g) {
-  if (g.experts <= 0 || g.experts > 65535 || g.m <= 0 || g.n <= 0 || g.n % kBlockN != 0 || g.k <= 0 ||
-      g.k % kBlockK != 0 || g.n / kBlockN > 65535) {
-    throw std::invalid_argument(
-        "expert gemm w4a8: needs 1-65535 experts, m > 0, n a multiple of 64, k of 128");
-  }
+  expert_mma::check_launch_shape(g, "expert gemm w4a8");
   switch (block_rows(g.m)) {
     case Rows16::block_m:
       launch<Rows16>(g);
@@ -162,21 +101,11 @@ void run_expert_gemm_w4a8(const ExpertGemmW4A8& g) {
 
 std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_scale, int64_t m,
                                          const std::vector<ExpertWeights>& experts, W4a8Kernel kernel) {
-  if (experts.empty()) throw std::invalid_argument("expert gemm w4a8: no experts");
-  const int64_t n = experts.front().n, k = experts.front().k;
-  const auto count = static_cast<int64_t>(experts.size());
-  if (static_cast<int64_t>(a.size()) != count * m * k)
-    throw std::invalid_argument("expert gemm w4a8: activations are experts x m x k");
-  std::vector<uint8_t> packed, scales;
-  for (const ExpertWeights& w : experts) {
-    if (w.n != n || w.k != k)
-      throw std::invalid_argument("expert gemm w4a8: a group's experts share one shape");
-    packed.insert(packed.end(), w.packed.begin(), w.packed.end());
-    scales.insert(scales.end(), w.scales.begin(), w.scales.end());
-  }
-  const DeviceBuffer<uint8_t> d_a(a), d_packed(packed), d_scales(scales);
-  const DeviceBuffer<float> d_out(static_cast<std::size_t>(count * m * n));
-  const ExpertGemmW4A8 gemm{d_a.get(), d_packed.get(), d_scales.get(), d_out.get(), a_scale, count, m, n, k};
+  const expert_mma::PackedExperts e = expert_mma::pack_experts(experts, a.size(), m, "expert gemm w4a8");
+  const DeviceBuffer<uint8_t> d_a(a), d_packed(e.packed), d_scales(e.scales);
+  const DeviceBuffer<float> d_out(static_cast<std::size_t>(e.count * m * e.n));
+  const ExpertGemmW4A8 gemm{d_a.get(), d_packed.get(), d_scales.get(), d_out.get(), a_scale, e.count, m, e.n,
+                            e.k};
   if (kernel == W4a8Kernel::kMmaSync) {
     run_expert_gemm_w4a8(gemm);
   } else {
@@ -184,7 +113,7 @@ std::vector<float> expert_gemm_w4a8_cuda(const std::vector<uint8_t>& a, float a_
         gemm, kernel == W4a8Kernel::kWgmma ? WgmmaSchedule::kLockstep : WgmmaSchedule::kWarpSpecialized);
   }
   CUDA_CHECK(cudaDeviceSynchronize());
-  return d_out.download(static_cast<std::size_t>(count * m * n));
+  return d_out.download(static_cast<std::size_t>(e.count * m * e.n));
 }
 
 }  // namespace v41sim::kernels

@@ -3,7 +3,9 @@
 // stage of shared memory, where each warp's mma tiles sit, and where each
 // accumulator lands in the output. The CUDA kernel issues them as cp.async
 // copies and mma.sync steps; a CPU test runs the same functions CTA by CTA
-// with an emulated mma and checks the result against the reference.
+// with an emulated mma and checks the result against the reference. The
+// W4A16 kernel (expert_gemm_w4a16_tiling.h) shares the CTA layout and the
+// copies, its activations two bytes a value.
 #pragma once
 
 #include <cstdint>
@@ -20,23 +22,26 @@ inline constexpr int kGroupsPerBlock = kBlockK / kWeightScaleGroup;
 inline constexpr int kChunkBytes = 16;  // one cp.async of activations or packed weights
 static_assert(kGroupsPerBlock * mma::e4m3::kK == kBlockK, "one mma k-step per scale group");
 
-// Warp grid, mma tiles per warp and pipeline depth; strides padded so the
-// fragment loads of a warp hit 32 distinct banks (A rows 144 B, packed
-// weight rows 80 B) and stay 16-byte aligned for cp.async.
-template <int kWarpsM, int kWarpsN, int kTilesM, int kTilesN, int kStages, int kMinBlocksPerSm>
+// Warp grid, mma tiles per warp and pipeline depth, and the activations'
+// bytes a value (1: E4M3; 2: BF16, the W4A16 kernel); strides padded so the
+// fragment loads of a warp hit distinct banks (A rows 144 B, or 288 B for
+// BF16's 8-byte loads; packed weight rows 80 B) and stay 16-byte aligned for cp.async.
+template <int kWarpsM, int kWarpsN, int kTilesM, int kTilesN, int kStages, int kMinBlocksPerSm,
+          int kActivationBytes = 1>
 struct Tiling {
   static constexpr int warps_n = kWarpsN, tiles_m = kTilesM, tiles_n = kTilesN, stages = kStages,
-                       min_blocks_per_sm = kMinBlocksPerSm;
+                       min_blocks_per_sm = kMinBlocksPerSm, activation_bytes = kActivationBytes;
   static constexpr int warps = kWarpsM * kWarpsN;
   static constexpr int threads = 32 * warps;
   static constexpr int block_m = kWarpsM * kTilesM * mma::kM;
-  static constexpr int a_stride = kBlockK + 16;
+  static constexpr int a_row_bytes = kBlockK * kActivationBytes;  // one row's values in a k-block
+  static constexpr int a_stride = a_row_bytes + 16 * kActivationBytes;
   static constexpr int w_stride = kBlockK / 2 + 16;
   static constexpr int a_bytes = block_m * a_stride;
   static constexpr int w_bytes = kBlockN * w_stride;
   static constexpr int s_bytes = kBlockN * kGroupsPerBlock;
   static constexpr int stage_bytes = a_bytes + w_bytes + s_bytes;
-  static constexpr int a_chunks = block_m * (kBlockK / kChunkBytes);
+  static constexpr int a_chunks = block_m * (a_row_bytes / kChunkBytes);
   static constexpr int w_chunks = kBlockN * (kBlockK / 2 / kChunkBytes);
   static constexpr int s_chunks = kBlockN;  // 4 scale codes of a weight row, one 4-byte copy
   static_assert(kWarpsN * kTilesN * mma::kN == kBlockN, "warps tile the CTA's weight rows");
@@ -75,10 +80,11 @@ struct Copy {
 // Activation chunk c of k-block kb: 16 bytes of a row; rows past m are zero-filled.
 template <class T>
 V41_HD Copy activation_copy(int c, const Problem& p, const CtaOrigin& o, int64_t kb) {
-  const int r = c / (kBlockK / kChunkBytes), col = (c % (kBlockK / kChunkBytes)) * kChunkBytes;
+  constexpr int kRowChunks = T::a_row_bytes / kChunkBytes;
+  const int r = c / kRowChunks, col = (c % kRowChunks) * kChunkBytes;
   const bool valid = o.row0 + r < p.m;
-  return {r * T::a_stride + col, (o.expert * p.m + (valid ? o.row0 + r : 0)) * p.k + kb * kBlockK + col,
-          valid};
+  const int64_t row = o.expert * p.m + (valid ? o.row0 + r : 0);
+  return {r * T::a_stride + col, (row * p.k + kb * kBlockK) * T::activation_bytes + col, valid};
 }
 
 // Packed-weight chunk c: 16 bytes (32 codes) of one of the CTA's weight rows.

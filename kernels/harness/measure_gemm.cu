@@ -1,6 +1,6 @@
 // GEMMs at V4.1's shapes: the experts of a rank as one launch (our W4A8
-// kernel, and cuBLASLt on weights widened to FP8), and the dense FP8 and BF16
-// projections of a layer on cuBLASLt.
+// kernel, and cuBLASLt on weights widened to FP8; our W4A16 kernel, the other
+// engine choice), and the dense FP8 and BF16 projections of a layer on cuBLASLt.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "kernels/common/gpu_timer.h"
 #include "kernels/common/v41_shapes.h"
 #include "kernels/gemm/expert_gemm.h"
+#include "kernels/gemm/expert_gemm_w4a16_tiling.h"
 #include "kernels/gemm/expert_gemm_w4a8_tiling.h"
 #include "kernels/gemm/expert_gemm_w4a8_wgmma_tiling.h"
 #include "kernels/harness/device_fill.h"
@@ -107,6 +108,58 @@ std::vector<TimedPath> time_expert_paths(const ExpertGemmW4A8& gemm, const Wgmma
   return paths;
 }
 
+// The expert GEMM's FLOPs and bytes (FP4 weights with their scales, the
+// activations at `activation_bytes` a value, the FP32 output), and the row a
+// path's time makes of them.
+struct ExpertShape {
+  int64_t experts, m, n, k;
+  double flops() const { return 2.0 * static_cast<double>(experts * m) * static_cast<double>(n * k); }
+  double output_bytes() const { return 4.0 * static_cast<double>(experts * m * n); }
+  double bytes(int64_t activation_bytes) const {
+    return static_cast<double>(experts * n * k / 2 + experts * n * k / kWeightScaleGroup) +
+           static_cast<double>(experts * m * k * activation_bytes) + output_bytes();
+  }
+  Row row(const std::string& kernel, const char* math, int64_t activation_bytes, const TimingStats& t,
+          const std::string& tiling) const {
+    Row r{kernel,  "grouped_gemm",
+          math,    m,
+          n,       k,
+          experts, 0,
+          flops(), bytes(activation_bytes),
+          t,       output_bytes(),
+          0.0,     static_cast<double>(experts * n * k)};
+    r.tiling = tiling;
+    return r;
+  }
+};
+
+void print_expert_row(const RowWriter& w, const Row& row, const char* path) {
+  const double tflops = row.flops / row.time.median_us / 1e6;
+  std::printf(
+      "%s (%s) %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense %s), "
+      "%.0f GB/s\n",
+      row.kernel.c_str(), path, static_cast<long long>(row.batch), static_cast<long long>(row.m),
+      static_cast<long long>(row.n), static_cast<long long>(row.k), row.time.median_us, tflops,
+      100.0 * tflops / w.ceilings().for_math(row.math), row.math.c_str(),
+      row.hbm_bytes / row.time.median_us / 1e3);
+}
+
+// Our W4A16 kernel on the same weights with BF16 activations: the W4A16
+// engine choice (Marlin's kind), its row named `<name>_w4a16` and fitted with
+// the grouped class's BF16 rate and FP4-to-BF16 widening.
+void measure_w4a16(const RowWriter& w, const std::string& name, const ExpertShape& s, const uint8_t* packed,
+                   const uint8_t* weight_scales, float* out) {
+  const DeviceBuffer<uint16_t> a(static_cast<std::size_t>(s.experts * s.m * s.k));
+  fill_bf16(a.get(), s.experts * s.m * s.k, 88);
+  const ExpertGemmW4A16 gemm{a.get(), packed, weight_scales, out, s.experts, s.m, s.n, s.k};
+  const TimingStats t = time_kernel([&](int) { run_expert_gemm_w4a16(gemm); }, kWarmup, kRuns);
+  CUDA_CHECK(cudaGetLastError());
+  const std::string tiling = std::to_string(w4a16::block_rows(s.m)) + "x" + std::to_string(w4a16::kBlockN);
+  const Row row = s.row(name + "_w4a16", "bf16", 2, t, tiling);
+  w.row(row);
+  print_expert_row(w, row, "w4a16");
+}
+
 }  // namespace
 
 int measure_gemm(const RowWriter& w, bool quick, const WgmmaPathsPassed& wgmma_passed) {
@@ -122,6 +175,9 @@ int measure_gemm(const RowWriter& w, bool quick, const WgmmaPathsPassed& wgmma_p
   wgmma_ok.warp_specialized =
       wgmma_passed.warp_specialized && passes("expert gemm w4a8 wgmma (warp-specialized)",
                                               check_expert_gemm_w4a8_wgmma(WgmmaSchedule::kWarpSpecialized));
+  // The W4A16 kernel is the other engine choice, not a path of these shapes:
+  // where it fails its check, its rows alone are left out.
+  const bool w4a16_ok = passes("expert gemm w4a16", check_expert_gemm_w4a16());
   struct Group {
     int64_t experts, rows;
   };
@@ -148,27 +204,13 @@ int measure_gemm(const RowWriter& w, bool quick, const WgmmaPathsPassed& wgmma_p
         const ExpertGemmW4A8 gemm{a.get(), packed.get(), weight_scales.get(), d.get(), 1.0f, e, m, s.n, s.k};
         std::vector<TimedPath> paths = time_expert_paths(gemm, wgmma_ok);
         name_competing_paths(s.name, paths);
-        const double flops =
-            2.0 * static_cast<double>(e * m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-        const double output_bytes = 4.0 * static_cast<double>(e * m * s.n);  // FP32
-        const double bytes = static_cast<double>(e * s.n * s.k / 2 + e * s.n * s.k / kWeightScaleGroup) +
-                             static_cast<double>(e * m * s.k) + output_bytes;
+        const ExpertShape shape{e, m, s.n, s.k};
         for (const TimedPath& path : paths) {
-          const std::string& kernel = path.name;
-          const TimingStats& t = path.time;
-          Row row{kernel, "grouped_gemm", "fp8", m, s.n,          s.k, e,
-                  0,      flops,          bytes, t, output_bytes, 0.0, static_cast<double>(e * s.n * s.k)};
-          row.tiling = path.tiling;
+          const Row row = shape.row(path.name, "fp8", 1, path.time, path.tiling);
           w.row(row);
-          std::printf(
-              "%s (%s) %lld experts x %lld rows (%lldx%lld): %.1f us, %.0f TFLOP/s (%.0f%% of dense FP8), "
-              "%.0f "
-              "GB/s of FP4 weights\n",
-              kernel.c_str(), path.suffix, static_cast<long long>(e), static_cast<long long>(m),
-              static_cast<long long>(s.n), static_cast<long long>(s.k), t.median_us,
-              flops / t.median_us / 1e6, 100.0 * flops / t.median_us / 1e6 / w.ceilings().fp8_dense_tflops,
-              bytes / t.median_us / 1e3);
+          print_expert_row(w, row, path.suffix);
         }
+        if (w4a16_ok) measure_w4a16(w, s.name, shape, packed.get(), weight_scales.get(), d.get());
       });
     }
   }

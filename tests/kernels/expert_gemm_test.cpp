@@ -63,7 +63,7 @@ TEST(ExpertGemmCheck, SaysWhichRowsAndColumnsAreOff) {
 }
 
 TEST(ExpertGemmCuda, MatchesTheReference) {
-  expect_device_checks({"expert_gemm", "expert_gemm_w4a8", "bf16_gemm"});
+  expect_device_checks({"expert_gemm", "expert_gemm_w4a8", "expert_gemm_w4a16", "bf16_gemm"});
 }
 
 }  // namespace
