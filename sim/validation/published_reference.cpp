@@ -309,6 +309,9 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
   const StepGraph graph = build_step_graph(model, shape);
   const StepTiming timing = time_step(graph, g.cost());
   const int64_t layer = model.spec.dense_mlp.leading_layers;
+  if (layer >= static_cast<int64_t>(graph.layers.size()) || !model.spec.is_moe_layer(layer))
+    throw InputError({r.file, r.line, "probe.model"},
+                     "the model has no MoE layer for a moe_layer probe to time");
   double compute_us = 0;
   double comm_us = 0;
   const LayerKernels& kernels = graph.layers[static_cast<std::size_t>(layer)];

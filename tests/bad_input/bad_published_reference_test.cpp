@@ -305,9 +305,10 @@ TEST(BadPublishedReference, GroupedGemmWeightsAreFp8OrFp4) {
   }
 }
 
-std::string moe_layer_reference(const std::string& gpu, const std::string& extra) {
+std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
+                                const std::string& model = "deepseek_v3") {
   return "  - name: moe\n    source: \"test\"\n    gpu: " + gpu +
-         "\n    probe: {kind: moe_layer, model: deepseek_v3, ep: 1, tokens_per_rank: 16" + extra +
+         "\n    probe: {kind: moe_layer, model: " + model + ", ep: 1, tokens_per_rank: 16" + extra +
          "}\n    reference: {metric: us, value: 1000}\n    tolerance_pct: 10\n";
 }
 
@@ -351,6 +352,19 @@ TEST(BadPublishedReference, MoeLayerProbeTakesTheExpertsWeightsAndMath) {
       EXPECT_GT(e.where().line, 0);
       EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
     }
+  }
+  // A model without MoE layers has nothing for the probe to time: refused, not 0 us.
+  const Catalog dense =
+      catalog_with("v41sim_dense_moe_probe", moe_layer_reference("h20", "", "llama_3_1_405b"));
+  const auto dense_refs = load_published_references(dense);
+  ASSERT_EQ(dense_refs.size(), 1u);
+  try {
+    validate_reference(dense_refs[0], dense);
+    ADD_FAILURE() << "a moe_layer probe of a dense model was timed";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "probe.model");
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(std::string(e.what()).find("no MoE layer"), std::string::npos) << e.what();
   }
 }
 
