@@ -145,8 +145,13 @@ void print_expert_row(const RowWriter& w, const Row& row, const char* path) {
 }
 
 // Our W4A16 kernel on the same weights with BF16 activations: the W4A16
-// engine choice (Marlin's kind), its row named `<name>_w4a16` and fitted with
-// the grouped class's BF16 rate and FP4-to-BF16 widening.
+// engine choice (Marlin's kind). Up to 64 rows an expert (decode's shapes,
+// one m-tile, bound by the weights' reads and their widening) its row is
+// `<name>_w4a16` and fitted with the grouped class's BF16 rate and FP4-to-BF16
+// widening; beyond, `<name>_w4a16_baseline`, recorded and not fitted: its
+// 64 x 64 mma.sync tiles are a decode kernel's, and their share of the BF16
+// rate would drag the class's compute efficiency (which its W4A8 wgmma rows
+// set at prefill's shapes) toward a kernel no engine runs there.
 void measure_w4a16(const RowWriter& w, const std::string& name, const ExpertShape& s, const uint8_t* packed,
                    const uint8_t* weight_scales, float* out) {
   const DeviceBuffer<uint16_t> a(static_cast<std::size_t>(s.experts * s.m * s.k));
@@ -155,7 +160,8 @@ void measure_w4a16(const RowWriter& w, const std::string& name, const ExpertShap
   const TimingStats t = time_kernel([&](int) { run_expert_gemm_w4a16(gemm); }, kWarmup, kRuns);
   CUDA_CHECK(cudaGetLastError());
   const std::string tiling = std::to_string(w4a16::block_rows(s.m)) + "x" + std::to_string(w4a16::kBlockN);
-  const Row row = s.row(name + "_w4a16", "bf16", 2, t, tiling);
+  const bool decode_tile = s.m <= w4a16::Rows64::block_m;
+  const Row row = s.row(name + (decode_tile ? "_w4a16" : "_w4a16_baseline"), "bf16", 2, t, tiling);
   w.row(row);
   print_expert_row(w, row, "w4a16");
 }
