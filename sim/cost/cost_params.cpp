@@ -53,14 +53,18 @@ LoadPipeline read_pipeline(const YamlNode& node) {
 }
 
 ClassCost read_class(const YamlNode& node) {
-  node.expect_only({"tile_m", "tile_n", "split_min", "narrowing", "pipeline", "compute_efficiency",
-                    "memory_efficiency", "fixed_overhead_us", "epilogue_overlap", "widening_overlap",
-                    "balance_exponent", "error_band_pct"});
+  node.expect_only({"tile_m", "tile_n", "split_min", "narrowing", "weight_only_tile", "pipeline",
+                    "compute_efficiency", "memory_efficiency", "fixed_overhead_us", "epilogue_overlap",
+                    "widening_overlap", "balance_exponent", "error_band_pct"});
   ClassCost c;
   c.tile_m = read_tile(node.required("tile_m"));
   c.tile_n = read_tile(node.required("tile_n"));
   c.split_min = node.required("split_min").as_positive_int();
   if (const auto narrowing = node.optional("narrowing")) c.narrowing = read_narrowing(*narrowing, c);
+  if (const auto tile = node.optional("weight_only_tile")) {
+    tile->expect_only({"m", "n"});
+    c.weight_only_tile = WeightOnlyTile{read_tile(tile->required("m")), read_tile(tile->required("n"))};
+  }
   if (const auto pipeline = node.optional("pipeline")) c.pipeline = read_pipeline(*pipeline);
   c.compute_efficiency = read_sourced_value(node.required("compute_efficiency"));
   c.memory_efficiency = read_sourced_value(node.required("memory_efficiency"));
@@ -210,7 +214,11 @@ CostParams load_cost_params_file(const std::string& path) {
     const auto kernel_class = static_cast<KernelClass>(i);
     ClassCost& c = p.classes[static_cast<std::size_t>(i)];
     if (!timed_on_links(kernel_class)) {
-      c = read_class(classes.required(class_key(kernel_class)));
+      const YamlNode entry = classes.required(class_key(kernel_class));
+      c = read_class(entry);
+      // The W4A16 engine choice runs the routed experts' GEMMs on its tile.
+      if (kernel_class == KernelClass::kGroupedGemm && !c.weight_only_tile)
+        entry.required("weight_only_tile");
     } else if (const auto entry = classes.optional(class_key(kernel_class))) {
       c = read_link_timed_class(*entry);
     }

@@ -42,12 +42,21 @@ struct LoadPipeline {
   int64_t straddling_stages = 1;
 };
 
+// The tile of a weight-only (W4A16) kernel, as Marlin's: activation rows up
+// to m (its M blocks cover an expert's rows), n weight columns, never
+// narrowed or split, its narrow weights widened in every M tile.
+struct WeightOnlyTile {
+  int64_t m = 1;
+  int64_t n = 1;
+};
+
 struct ClassCost {
   int64_t tile_m = 1;
   int64_t tile_n = 1;
-  int64_t split_min = 1;                   // smallest slice of the reduction dimension per split
-  std::optional<TileNarrowing> narrowing;  // absent: split to fill the SMs
-  std::optional<LoadPipeline> pipeline;    // absent: bandwidth shares alone
+  int64_t split_min = 1;                           // smallest slice of the reduction dimension per split
+  std::optional<TileNarrowing> narrowing;          // absent: split to fill the SMs
+  std::optional<WeightOnlyTile> weight_only_tile;  // a class whose GEMMs W4A16 engines run (grouped)
+  std::optional<LoadPipeline> pipeline;            // absent: bandwidth shares alone
   SourcedValue compute_efficiency;
   SourcedValue memory_efficiency;
   // Device-side start-up cost of one kernel (prologue, tail of the last wave's

@@ -192,7 +192,9 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const TileShape tile = tile_shape(k, params_.of(k.kernel_class));
   const int64_t m_tiles = gemm ? ceil_div(k.shape.m, tile.m) : 1;
   KernelTiming in_tiles = tiled(k, tile, cycles * static_cast<double>(m_tiles));
-  if (!gemm || cycles == 0 || m_tiles == 1) return in_tiles;
+  const bool may_widen_ahead =
+      k.tiling.rule != Tiling::Rule::kFixed && k.tiling.rule != Tiling::Rule::kWeightOnly;
+  if (!gemm || cycles == 0 || m_tiles == 1 || !may_widen_ahead) return in_tiles;
   const KernelTiming ahead = widened_ahead(k, tile, cycles);
   return ahead.time_us < in_tiles.time_us ? ahead : in_tiles;
 }
@@ -226,6 +228,13 @@ KernelTiming KernelCostModel::widened_ahead(const Kernel& k, TileShape tile, dou
 // the fullest last wave, then the narrowest tile.
 KernelCostModel::TileShape KernelCostModel::tile_shape(const Kernel& k, const ClassCost& cls) const {
   if (k.tiling.rule == Tiling::Rule::kFixed) return {k.tiling.m, k.tiling.n};
+  if (k.tiling.rule == Tiling::Rule::kWeightOnly) {
+    if (!cls.weight_only_tile) {
+      throw std::logic_error("a weight-only kernel of class " + std::string(class_key(k.kernel_class)) +
+                             ", which has no weight_only_tile");
+    }
+    return {cls.weight_only_tile->m, cls.weight_only_tile->n};
+  }
   if (!narrows(k, cls)) return {cls.tile_m, cls.tile_n};
   const TileNarrowing& w = *cls.narrowing;
   const int64_t sms = static_cast<int64_t>(sms_);
@@ -272,7 +281,8 @@ int64_t KernelCostModel::split_count(const Kernel& k, const ClassCost& cls, Tile
   const int64_t sms = static_cast<int64_t>(sms_);
   const bool gemm = is_gemm(k.kernel_class);
   const bool splits = gemm || k.kernel_class == KernelClass::kAttention;
-  const bool may_split = !narrows(k, cls) && k.tiling.rule != Tiling::Rule::kFixed;
+  const bool may_split =
+      !narrows(k, cls) && k.tiling.rule != Tiling::Rule::kFixed && k.tiling.rule != Tiling::Rule::kWeightOnly;
   if (!params_.split_to_fill_sms || !may_split || !splits || tiles >= sms) return 1;
   const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, tile.n));
   return std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));

@@ -53,10 +53,16 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
       c.step.engine.experts_bf16_math ? MathType::kBf16 : gemm_math_for(m.weights.routed_experts);
   const double expert_row_bytes = gemm_row_operand_bytes(expert_math);
   if (spans_ranks) add_all_to_all(c, f, "ep_dispatch", expert_row_bytes, imbalance);
-  f.grouped_gemm("experts_gate_up", rows, touched, kGateUp * inter, h, m.weights.routed_experts, expert_math);
+  // W4A16 runs as Marlin's weight-only kernels: their own tiles, the weights
+  // widened in every one (Tiling::Rule::kWeightOnly).
+  const auto expert_gemm = [&](const char* name, double n, double k) {
+    Kernel& gemm = f.grouped_gemm(name, rows, touched, n, k, m.weights.routed_experts, expert_math);
+    if (c.step.engine.experts_bf16_math) gemm.tiling.rule = Tiling::Rule::kWeightOnly;
+  };
+  expert_gemm("experts_gate_up", kGateUp * inter, h);
   f.elementwise("experts_swiglu_quant", rows, inter,
                 rows * inter * (kGateUp * kBf16ActivationBytes + expert_row_bytes));
-  f.grouped_gemm("experts_down", rows, touched, h, inter, m.weights.routed_experts, expert_math);
+  expert_gemm("experts_down", h, inter);
   if (c.shared_experts > 0) {
     const double width = inter * static_cast<double>(c.shared_experts);
     const double dense_row_bytes = gemm_row_bytes_for(m.weights.dense);

@@ -63,10 +63,13 @@ struct GemmOperands {
 };
 
 // How a kernel cuts its work into CTA tiles: by its class's rule (the
-// graph's kernels), by splitting K to fill the SMs (cuBLAS), or in fixed
-// tiles it never splits (a measured kernel of our own).
+// graph's kernels), by splitting K to fill the SMs (cuBLAS), in fixed tiles
+// it never splits (a measured kernel of our own), or as a weight-only W4A16
+// kernel does (Marlin's: the class's weight_only_tile). Kernels of fixed or
+// weight-only tiles widen their narrow operands in every M tile: they have no
+// widening pass of their own to choose.
 struct Tiling {
-  enum class Rule { kClass, kSplit, kFixed };
+  enum class Rule { kClass, kSplit, kFixed, kWeightOnly };
   Rule rule = Rule::kClass;
   int64_t m = 0;  // kFixed
   int64_t n = 0;

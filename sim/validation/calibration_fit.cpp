@@ -386,6 +386,9 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
       out += fmt::format("    narrowing: {{tile_m_min: {}, tile_n_min: {}, tile_n_step: {}}}\n",
                          c.narrowing->tile_m_min, c.narrowing->tile_n_min, c.narrowing->tile_n_step);
     }
+    if (c.weight_only_tile)
+      out += fmt::format("    weight_only_tile: {{m: {}, n: {}}}\n", c.weight_only_tile->m,
+                         c.weight_only_tile->n);
     if (c.pipeline) {
       out += fmt::format(
           "    pipeline: {{stages: {}, shared_memory_bytes: {}, k_block_bytes: {}, scale_block_n: {}, "

@@ -41,8 +41,10 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: the weights' format (grouped_gemm: FP8 unless it says
   // fp4; moe_layer: the routed experts', the model's unless it says), a fused
-  // kernel overlapping its transfers and the experts' math (moe_layer: bf16
-  // for a W4A16 kernel, such as Marlin's MoE, EngineChoices::experts_bf16_math), a
+  // kernel overlapping its transfers, the experts' math (bf16 for a W4A16
+  // kernel, such as Marlin's MoE, EngineChoices::experts_bf16_math) and a
+  // benchmark's own MoE shape in place of the model's (routed experts, top-k,
+  // hidden size, expert width) (moe_layer), a
   // bandwidth counted over every routed copy, local ones included, as DeepEP
   // V2 reports its "logical" bandwidth, or per node reached, own node included
   // (DeepEP's internode test), timed as the low-latency kernels decode uses,
@@ -55,7 +57,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"gemm", {"math"}},
       {"grouped_gemm", {"weights"}},
       {"stream", {}},
-      {"moe_layer", {"model", "overlap", "weights", "math"}},
+      {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
       {"step", {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing"}}};
@@ -69,7 +71,14 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
     }
   }
   if (r.probe_kind == "gemm") probe.required("math");
-  if (r.probe_kind == "moe_layer") probe.required("model");
+  if (r.probe_kind == "moe_layer") {
+    probe.required("model");
+    for (const char* key : {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}) {
+      const auto it = r.probe.find(key);
+      if (it != r.probe.end() && it->second != std::floor(it->second))
+        probe.required(key).fail("expected a whole number");
+    }
+  }
   if (r.probe_kind == "step") {
     for (const char* key : {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}) {
       const auto it = r.probe.find(key);
@@ -161,6 +170,22 @@ double in_metric(const Kernel& k, double busy_us, const std::string& metric) {
   if (metric == "tflops") return k.flops / busy_us / 1e6;
   if (metric == "gbps") return k.hbm_bytes / busy_us / 1e3;
   return busy_us;
+}
+
+// A moe_layer probe's own MoE shape, where it gives one (a fused-MoE
+// benchmark of a shape no model file has): the routed experts, top-k, hidden
+// size and expert width replace the model's; the probe times only the MoE
+// kernels, so the rest of the model stays as it is.
+void reshape_moe(const PublishedReference& r, ModelSpec& spec) {
+  const auto& p = r.probe;
+  if (!spec.moe) return;  // refused where the layer is looked for
+  MoeSpec& moe = *spec.moe;
+  if (p.count("experts")) moe.routed_experts = as_int(p.at("experts"));
+  if (p.count("top_k")) moe.top_k = as_int(p.at("top_k"));
+  if (p.count("hidden")) spec.hidden_size = as_int(p.at("hidden"));
+  if (p.count("width")) moe.expert_intermediate = as_int(p.at("width"));
+  if (moe.top_k > moe.routed_experts)
+    throw InputError({r.file, r.line, "probe.top_k"}, "more experts a token than routed experts");
 }
 
 // attention: the first attention kernel of a step of the model (as FlashMLA's
@@ -297,6 +322,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
   // moe_layer: a decode step's MoE kernels in the first MoE layer.
   ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model));
   if (!r.probe_weights.empty()) spec.weights.routed_experts = probe_weight_format(r.probe_weights);
+  reshape_moe(r, spec);
   const ModelAnalysis model = analyze_model(spec);
   StepShape shape;
   shape.engine.experts_bf16_math = r.probe_math == "bf16";

@@ -353,6 +353,38 @@ TEST(BadPublishedReference, MoeLayerProbeTakesTheExpertsWeightsAndMath) {
       EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
     }
   }
+  // A benchmark's own MoE shape over the model's layer: Mixtral's 8 experts
+  // (hidden 4096, width 14336, top-2) read more weight bytes an expert than
+  // V3's, and at one token two experts' weights against V3's eight.
+  const Catalog reshaped = catalog_with(
+      "v41sim_moe_reshaped", moe_layer_reference("h20", ", weights: fp4, math: bf16") +
+                                 moe_layer_reference("h20",
+                                                     ", weights: fp4, math: bf16, experts: 8, top_k: 2, "
+                                                     "hidden: 4096, width: 14336"));
+  const auto reshaped_refs = load_published_references(reshaped);
+  ASSERT_EQ(reshaped_refs.size(), 2u);
+  EXPECT_NE(validate_reference(reshaped_refs[0], reshaped).predicted,
+            validate_reference(reshaped_refs[1], reshaped).predicted);
+  for (const Case& c : std::vector<Case>{
+           {moe_layer_reference("h20", ", experts: 8.5"), "probe.experts", "expected a whole number"},
+           {moe_layer_reference("h20", ", width: -1"), "probe.width", ""},
+       }) {
+    try {
+      load_published_references(catalog_with("v41sim_bad_moe_shape", c.references));
+      ADD_FAILURE() << "accepted: " << c.references;
+    } catch (const InputError& e) {
+      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+  const Catalog too_many =
+      catalog_with("v41sim_moe_top_k", moe_layer_reference("h20", ", experts: 4, top_k: 8"));
+  try {
+    validate_reference(load_published_references(too_many)[0], too_many);
+    ADD_FAILURE() << "top-8 of 4 experts was timed";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "probe.top_k");
+  }
   // A model without MoE layers has nothing for the probe to time: refused, not 0 us.
   const Catalog dense =
       catalog_with("v41sim_dense_moe_probe", moe_layer_reference("h20", "", "llama_3_1_405b"));

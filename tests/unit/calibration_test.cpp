@@ -177,6 +177,11 @@ TEST(Calibration, SameInputsSameFileAndTheFileLoads) {
   EXPECT_EQ(loaded.of(KernelClass::kGemm).compute_efficiency.provenance().kind, ProvenanceKind::kCalibrated);
   EXPECT_EQ(loaded.of(KernelClass::kAttention).compute_efficiency.provenance().kind,
             priors.of(KernelClass::kAttention).compute_efficiency.provenance().kind);
+  ASSERT_TRUE(loaded.of(KernelClass::kGroupedGemm).weight_only_tile);  // written with the fit
+  EXPECT_EQ(loaded.of(KernelClass::kGroupedGemm).weight_only_tile->m,
+            priors.of(KernelClass::kGroupedGemm).weight_only_tile->m);
+  EXPECT_EQ(loaded.of(KernelClass::kGroupedGemm).weight_only_tile->n,
+            priors.of(KernelClass::kGroupedGemm).weight_only_tile->n);
 }
 
 TEST(Calibration, MalformedMeasurementsNameFileLineAndColumn) {
@@ -656,6 +661,19 @@ TEST(Calibration, NarrowingAndPipelineAreChecked) {
                              "balance_exponent: {value: 0.5,"),
                  "balance_exponent", "at least 1");
   expect_refused(priors_with("v41sim_no_latency", "memory_latency_us:", "memory_latency:"), "memory_latency");
+}
+
+// The grouped class's weight-only tile (the W4A16 experts', Marlin's) is
+// required, and checked where it is read.
+TEST(Calibration, WeightOnlyTileIsRequiredAndChecked) {
+  expect_refused(priors_with("v41sim_weight_only_missing", "weight_only_tile: {m: 64, n: 128}", ""),
+                 "grouped_gemm.weight_only_tile", "required");
+  expect_refused(
+      priors_with("v41sim_weight_only_zero", "weight_only_tile: {m: 64,", "weight_only_tile: {m: 0,"),
+      "weight_only_tile.m");
+  expect_refused(priors_with("v41sim_weight_only_key", "weight_only_tile: {m: 64, n: 128}",
+                             "weight_only_tile: {m: 64, k: 128}"),
+                 "weight_only_tile");
 }
 
 }  // namespace

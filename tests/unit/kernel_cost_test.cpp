@@ -352,6 +352,46 @@ TEST(KernelCost, ManyRowTilesWidenTheWeightsOnceAhead) {
   EXPECT_LT(p.time_us, in_tiles_widening_us);
 }
 
+// A weight-only W4A16 kernel (Marlin's) takes its class's weight-only tile,
+// never narrowed or split, and widens its weights in every M tile: at
+// prefill's rows, where the class's own rule would widen them once in a pass
+// ahead of a plain BF16 GEMM, it pays the widening once per 64 rows, and at
+// decode's few rows it times as the class's rule does (one M tile either
+// way). A kernel of fixed tiles (ours, measured) widens in them likewise.
+TEST(KernelCost, WeightOnlyKernelsWidenInEveryTileOfTheirOwn) {
+  GpuUnderTest h200("h200", /*cuda_graph=*/false);
+  const ClassCost& grouped = h200.cost.params().of(KernelClass::kGroupedGemm);
+  ASSERT_TRUE(grouped.weight_only_tile);
+  const BlockScaledFormat mxfp4{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
+  std::vector<Kernel> kernels;
+  KernelFactory f(kernels);
+  Kernel prefill = f.grouped_gemm("experts", 4096.0 * 8, 8, 4096, 5120, mxfp4, MathType::kBf16);
+  const KernelTiming by_class = h200.cost.time(prefill);
+  EXPECT_TRUE(by_class.widened_ahead);
+  prefill.tiling.rule = Tiling::Rule::kWeightOnly;
+  const KernelTiming weight_only = h200.cost.time(prefill);
+  EXPECT_FALSE(weight_only.widened_ahead);
+  EXPECT_EQ(weight_only.tile_m, grouped.weight_only_tile->m);
+  EXPECT_EQ(weight_only.tile_n, grouped.weight_only_tile->n);
+  EXPECT_EQ(weight_only.tiles,
+            8 * (4096 / grouped.weight_only_tile->m) * (4096 / grouped.weight_only_tile->n));
+  const double m_tiles = 4096.0 / static_cast<double>(grouped.weight_only_tile->m);
+  const double clock = 67e12 / (2.0 * 128.0 * 132.0);
+  EXPECT_NEAR(weight_only.widening_us,
+              m_tiles * prefill.narrow.fp4 * h200.cost.params().widening.fp4_to_bf16_cycles() /
+                  (clock * grouped.compute_efficiency.value() * 132.0) * 1e6,
+              1e-6 * weight_only.widening_us);
+  EXPECT_GT(weight_only.time_us, 1.2 * by_class.time_us);
+  Kernel fixed = prefill;
+  fixed.tiling = {Tiling::Rule::kFixed, 64, 64};
+  EXPECT_FALSE(h200.cost.time(fixed).widened_ahead);
+  // Decode: 4 rows an expert, one M tile under either rule.
+  Kernel decode = f.grouped_gemm("experts", 4.0 * 48, 48, 4096, 5120, mxfp4, MathType::kBf16);
+  const double decode_by_class = h200.cost.time(decode).time_us;
+  decode.tiling.rule = Tiling::Rule::kWeightOnly;
+  EXPECT_NEAR(h200.cost.time(decode).time_us, decode_by_class, 0.1 * decode_by_class);
+}
+
 // Decode's EP transfers go through the low-latency kernels: the same link
 // time as the normal kernels' (prefill), and their own fixed cost, the same
 // inside a node as across nodes.

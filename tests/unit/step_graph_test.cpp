@@ -185,8 +185,9 @@ TEST(StepGraph, AReindexLayerWithoutASparseKernelScoresEveryPosition) {
 // experts_bf16_math, Marlin's kernels) multiplies BF16 activations on BF16
 // tensor cores: the expert GEMMs take BF16 math and two bytes a value of
 // their rows, the dispatch carries BF16 (twice FP8's bytes), the weights read
-// and widened are the same; on Hopper the step is slower. The shared expert
-// and the other GEMMs keep FP8.
+// and widened are the same, on Marlin's weight-only tiles (Tiling::Rule::
+// kWeightOnly); on Hopper the step is slower. The shared expert and the
+// other GEMMs keep FP8 and their class's tiles.
 TEST(StepGraph, W4a16ExpertsTakeBf16MathAndBf16Dispatch) {
   const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
   StepShape s = shape(Phase::kDecode, 32, 131072);
@@ -206,7 +207,10 @@ TEST(StepGraph, W4a16ExpertsTakeBf16MathAndBf16Dispatch) {
     EXPECT_DOUBLE_EQ(bf16.flops, fp8.flops) << name;
     EXPECT_DOUBLE_EQ(bf16.narrow.fp4, fp8.narrow.fp4) << name;
     EXPECT_DOUBLE_EQ(bf16.operands.row_bytes, 2.0 * fp8.operands.row_bytes) << name;
+    EXPECT_EQ(fp8.tiling.rule, Tiling::Rule::kClass) << name;
+    EXPECT_EQ(bf16.tiling.rule, Tiling::Rule::kWeightOnly) << name;
   }
+  EXPECT_EQ(at(w4a16, "shared_gate_up").tiling.rule, Tiling::Rule::kClass);
   EXPECT_DOUBLE_EQ(at(w4a16, "ep_dispatch").link_bytes, 2.0 * at(w4a8, "ep_dispatch").link_bytes);
   EXPECT_DOUBLE_EQ(at(w4a16, "ep_combine").link_bytes, at(w4a8, "ep_combine").link_bytes);
   EXPECT_EQ(at(w4a16, "shared_gate_up").math, MathType::kFp8);
