@@ -81,8 +81,9 @@ inline constexpr const char* kExpertsFp8Math =
     "--experts-bf16 runs them as W4A16";
 inline constexpr const char* kExpertsBf16Math =
     "the routed experts multiply BF16 activations on BF16 tensor cores, their weights widened to BF16 "
-    "(W4A16, as Marlin's MoE kernels, SGLang's and vLLM's path for V4's FP4 experts on Hopper: "
-    "--experts-bf16); the dispatch carries BF16 activations";
+    "in every tile of Marlin's (W4A16, as Marlin's MoE kernels, SGLang's and vLLM's path for V4's FP4 "
+    "experts on Hopper: --experts-bf16; tiles: defaults.yaml grouped_gemm.weight_only_tile); the "
+    "dispatch carries BF16 activations";
 
 struct LayerKernels {
   int64_t layer = 0;  // backbone layer id; head, draft stages and draft head follow num_layers
