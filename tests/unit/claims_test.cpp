@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -74,6 +75,16 @@ TEST_F(ClaimsTest, TheH20DecodeClaimFollowsTheStepTimes) {
   ASSERT_EQ(as_is.verdict, Verdict::kHoldsOnlyIf);
   EXPECT_NE(as_is.condition.find("decode batches stay at or below"), std::string::npos) << as_is.condition;
   EXPECT_NE(as_is.condition.find("no public H20 price"), std::string::npos);
+  // With the engines' W4A16 experts (Marlin's) the H20's widening and BF16
+  // rate weigh more: its token is slower at batch 1 too, which the condition says.
+  EXPECT_NE(as_is.condition.find("with the W4A16 ones engines run on Hopper (Marlin's) its token is"),
+            std::string::npos)
+      << as_is.condition;
+  const auto w4a16 = std::find_if(as_is.findings.begin(), as_is.findings.end(), [](const std::string& f) {
+    return f.find("with the routed experts in W4A16 on both") != std::string::npos;
+  });
+  ASSERT_NE(w4a16, as_is.findings.end());
+  EXPECT_NE(w4a16->find("batch 64:"), std::string::npos) << *w4a16;
   // A GPU slower at batch 1 as "the H20": the claim fails.
   std::swap(h20_as_, h100_as_);
   EXPECT_EQ(find("h20_decode").verdict, Verdict::kDoesNotHold);
