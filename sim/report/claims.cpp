@@ -390,7 +390,8 @@ Claim h20_decode(const ClaimInputs& in) {
                 kContext, 100 * best_margin, 100 * (last_ratio - 1), last_batch);
   if (engines.batch_one_ratio >= 1) {
     c.condition += fmt::format(
-        "; and with the W4A8 experts the model assumes: with the W4A16 ones engines run on Hopper (Marlin's) "
+        "; and only with the W4A8 experts the model assumes: with the W4A16 ones engines run on Hopper "
+        "(Marlin's) "
         "its token is {:.0f}% slower at batch 1 too",
         100 * (engines.batch_one_ratio - 1));
   }

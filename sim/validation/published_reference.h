@@ -27,11 +27,12 @@ struct PublishedReference {
   std::map<std::string, double> probe;
   std::string probe_model;  // moe_layer, attention, step: the model file stem
   std::string probe_phase;  // attention, step: decode | prefill
-  std::string
-      probe_math;  // gemm, moe_layer: fp8 | bf16 (moe_layer: the routed experts' math, fp8 unless said)
-  std::string probe_weights;  // grouped_gemm (fp8 unless said), moe_layer's routed experts (the model's
-                              // unless said): fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4)
-  std::string metric;         // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step)
+  // gemm: fp8 | bf16; moe_layer: the routed experts' math, fp8 unless it says bf16.
+  std::string probe_math;
+  // grouped_gemm (fp8 unless it says) or moe_layer's routed experts (the
+  // model's unless it says): fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4).
+  std::string probe_weights;
+  std::string metric;  // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step)
   // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
   // empty when it set none: an out-of-sample test of the uncalibrated model.
   std::string sets_prior;
