@@ -269,6 +269,24 @@ std::string grouped_reference(const std::string& extra) {
          extra + "}\n    reference: {metric: us, value: 50}\n    tolerance_pct: 10\n";
 }
 
+// References each refused as they load: at a line, with a field naming
+// `field` and `message` in the text.
+struct RefusedReference {
+  std::string references, field, message;
+};
+void expect_refused_at_load(const std::string& scratch, const std::vector<RefusedReference>& cases) {
+  for (const RefusedReference& c : cases) {
+    try {
+      load_published_references(catalog_with(scratch, c.references));
+      ADD_FAILURE() << "accepted: " << c.references;
+    } catch (const InputError& e) {
+      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
+      EXPECT_GT(e.where().line, 0);
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A grouped GEMM's weights are FP8 unless the probe says fp4 (MXFP4: half the
 // weight bytes, widened on Hopper's CUDA cores); another format, or the field
 // on a probe kind without it, is refused with its line and field.
@@ -284,25 +302,13 @@ TEST(BadPublishedReference, GroupedGemmWeightsAreFp8OrFp4) {
   const double fp4 = validate_reference(refs[2], catalog).predicted;
   EXPECT_LT(fp4, fp8_default);
   EXPECT_GT(fp4, fp8_default / 2);
-  struct Case {
-    std::string references, field, message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<RefusedReference> cases = {
       {grouped_reference(", weights: fp6"), "probe.weights", "expected fp8 or fp4"},
       {"  - name: gemm\n    source: \"test\"\n    gpu: h800\n    probe: {kind: gemm, m: 64, n: 64, k: 64, "
        "math: fp8, weights: fp4}\n    reference: {metric: us, value: 1}\n    tolerance_pct: 10\n",
        "probe.weights", "not a field of a 'gemm' probe"},
   };
-  for (const Case& c : cases) {
-    try {
-      load_published_references(catalog_with("v41sim_bad_grouped_weights", c.references));
-      ADD_FAILURE() << "accepted: " << c.references;
-    } catch (const InputError& e) {
-      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
-      EXPECT_GT(e.where().line, 0);
-      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
-    }
-  }
+  expect_refused_at_load("v41sim_bad_grouped_weights", cases);
 }
 
 std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
@@ -331,10 +337,7 @@ TEST(BadPublishedReference, MoeLayerProbeTakesTheExpertsWeightsAndMath) {
   EXPECT_LT(us[1], us[0] * 0.75) << "FP4 experts read about half the bytes of V3's FP8 ones";
   EXPECT_EQ(us[3], us[2]) << "fp8 math is the default";
   EXPECT_GT(us[4], us[2] * 1.2) << "W4A16 on H20: widening to BF16 and BF16 math";
-  struct Case {
-    std::string references, field, message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<RefusedReference> cases = {
       {moe_layer_reference("h20", ", math: int8"), "probe.math", "expected fp8 or bf16"},
       {moe_layer_reference("h20", ", weights: int4"), "probe.weights", "expected fp8 or fp4"},
       {"  - name: a transfer\n    source: \"test\"\n    gpu: h200\n    probe: {kind: all_to_all, tokens: "
@@ -343,19 +346,9 @@ TEST(BadPublishedReference, MoeLayerProbeTakesTheExpertsWeightsAndMath) {
        "    reference: {metric: us, value: 80}\n    tolerance_pct: 10\n",
        "probe.math", "not a field of a 'all_to_all' probe"},
   };
-  for (const Case& c : cases) {
-    try {
-      load_published_references(catalog_with("v41sim_bad_moe_probe", c.references));
-      ADD_FAILURE() << "accepted: " << c.references;
-    } catch (const InputError& e) {
-      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
-      EXPECT_GT(e.where().line, 0);
-      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
-    }
-  }
-  // A benchmark's own MoE shape over the model's layer: Mixtral's 8 experts
-  // (hidden 4096, width 14336, top-2) read more weight bytes an expert than
-  // V3's, and at one token two experts' weights against V3's eight.
+  expect_refused_at_load("v41sim_bad_moe_probe", cases);
+  // A benchmark's own MoE shape over the model's layer (Mixtral's: 8 experts,
+  // hidden 4096, width 14336, top-2) times other kernels than the model's own.
   const Catalog reshaped = catalog_with(
       "v41sim_moe_reshaped", moe_layer_reference("h20", ", weights: fp4, math: bf16") +
                                  moe_layer_reference("h20",
@@ -365,18 +358,10 @@ TEST(BadPublishedReference, MoeLayerProbeTakesTheExpertsWeightsAndMath) {
   ASSERT_EQ(reshaped_refs.size(), 2u);
   EXPECT_NE(validate_reference(reshaped_refs[0], reshaped).predicted,
             validate_reference(reshaped_refs[1], reshaped).predicted);
-  for (const Case& c : std::vector<Case>{
-           {moe_layer_reference("h20", ", experts: 8.5"), "probe.experts", "expected a whole number"},
-           {moe_layer_reference("h20", ", width: -1"), "probe.width", ""},
-       }) {
-    try {
-      load_published_references(catalog_with("v41sim_bad_moe_shape", c.references));
-      ADD_FAILURE() << "accepted: " << c.references;
-    } catch (const InputError& e) {
-      EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
-      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
-    }
-  }
+  expect_refused_at_load(
+      "v41sim_bad_moe_shape",
+      {{moe_layer_reference("h20", ", experts: 8.5"), "probe.experts", "expected a whole number"},
+       {moe_layer_reference("h20", ", width: -1"), "probe.width", ""}});
   const Catalog too_many =
       catalog_with("v41sim_moe_top_k", moe_layer_reference("h20", ", experts: 4, top_k: 8"));
   try {
