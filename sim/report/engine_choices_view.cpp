@@ -47,13 +47,39 @@ constexpr EngineChoice kChoices[] = {
      {.draft_queries_share_index_keys = false, .reindex_scores_pool_only = false, .experts_bf16_math = true}},
 };
 
+// One prompt's prefill under each choice, beside the decode columns.
+void add_prefill_column(const ModelAnalysis& model, const KernelCostModel& cost, int64_t ep, int64_t context,
+                        std::vector<std::vector<std::string>>& rows, nlohmann::json& json) {
+  json["prefill_rows"] = nlohmann::json::array();
+  double assumed_us = 0;
+  for (std::size_t i = 0; i < std::size(kChoices); ++i) {
+    StepShape shape;
+    shape.phase = Phase::kPrefill;
+    shape.batch = 1;
+    shape.context = context;
+    shape.ep = ep;
+    shape.ep_per_node = cost.gpu().nvlink_domain();
+    shape.engine = kChoices[i].engine;
+    const double step_us = time_step(build_step_graph(model, shape), cost).total_us;
+    if (i == 0) assumed_us = step_us;
+    std::string cell = fmt::format("{:.2f} s", step_us / 1e6);
+    if (i > 0) cell += fmt::format(" ({:+.1f}%)", 100.0 * (step_us / assumed_us - 1.0));
+    rows[i].push_back(std::move(cell));
+    json["prefill_rows"].push_back({{"choice", kChoices[i].key},
+                                    {"context", context},
+                                    {"step_us", step_us},
+                                    {"change_pct", 100.0 * (step_us / assumed_us - 1.0)}});
+  }
+}
+
 }  // namespace
 
 Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& cost, const StepShape& decode,
-                           const std::vector<int64_t>& contexts, const std::string& gpu_name,
-                           nlohmann::json& json) {
+                           const std::vector<int64_t>& contexts, int64_t prefill_context,
+                           const std::string& gpu_name, nlohmann::json& json) {
   std::vector<std::string> headers{"the engine's kernels"};
   for (const int64_t context : contexts) headers.push_back(fmt::format("{} tokens", context));
+  if (prefill_context > 0) headers.push_back(fmt::format("prefill, one {}-token prompt", prefill_context));
   Table table(fmt::format("What three kernels engines may lack change: the {} decode step, batch {}, EP {}",
                           gpu_name, decode.batch, decode.ep),
               headers);
@@ -83,6 +109,7 @@ Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& co
                               {"change_pct", 100.0 * (token_us / assumed_token_us - 1.0)}});
     }
   }
+  if (prefill_context > 0) add_prefill_column(model, cost, decode.ep, prefill_context, rows, json);
   for (std::vector<std::string>& row : rows) table.add_row(std::move(row));
   table.add_note(
       "a step verifying the drafts a serving run would choose with those kernels (the count that gives "

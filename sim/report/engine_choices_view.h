@@ -19,10 +19,12 @@ namespace v41sim {
 
 // `decode` (its context replaced by each of `contexts`) timed as served under
 // each choice, its drafts chosen as those kernels would have them, with its
-// time per output token; `gpu_name` titles the table. Writes the times to
-// `json`.
+// time per output token; and, where `prefill_context` > 0, the prefill of one
+// prompt that long on the same EP group (the experts' math weighs most there:
+// W4A16 widens its weights in every tile). `gpu_name` titles the table.
+// Writes the times to `json` ("rows": decode; "prefill_rows").
 Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& cost, const StepShape& decode,
-                           const std::vector<int64_t>& contexts, const std::string& gpu_name,
-                           nlohmann::json& json);
+                           const std::vector<int64_t>& contexts, int64_t prefill_context,
+                           const std::string& gpu_name, nlohmann::json& json);
 
 }  // namespace v41sim

@@ -354,7 +354,8 @@ std::string step_sensitivity_section(const Catalog& catalog, const StudyOptions&
   std::string md = "## Which assumptions the step times rest on\n\n" + table.to_markdown();
   if (model.spec.draft && model.spec.attention.candidate_pool) {
     md += "\n" + engine_choices_table(model, as_the_files_say.cost(), decode_shape(as_the_files_say),
-                                      o.step_contexts, gpu_name, json["engine_choices"])
+                                      o.step_contexts, o.engine_choices_prefill_context, gpu_name,
+                                      json["engine_choices"])
                      .to_markdown();
   }
   return md;

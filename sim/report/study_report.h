@@ -29,6 +29,8 @@ struct StudyOptions {
   // at this context: what our measurements should pin down first.
   std::string sensitivity_gpu = "h200";
   int64_t sensitivity_context = 131072;
+  // The engine-choices table also times one prompt of this many tokens' prefill.
+  int64_t engine_choices_prefill_context = 131072;
   double sensitivity_swing = 0.25;
   std::string serving_workload = "agent_coding";
   std::string long_context_workload =

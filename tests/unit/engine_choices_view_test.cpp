@@ -19,7 +19,7 @@ TEST(EngineChoices, TheAssumedKernelsAreTheFastestAToken) {
   StepShape decode = testing::shape(Phase::kDecode, 32, 0);
   nlohmann::json json;
   const Table table =
-      engine_choices_table(v41, h200.cost, decode, {8192, 1048576}, h200.model.gpu().name, json);
+      engine_choices_table(v41, h200.cost, decode, {8192, 1048576}, 131072, h200.model.gpu().name, json);
   ASSERT_EQ(json.at("rows").size(), 12u);  // 6 choices x 2 contexts
   std::map<std::string, double> at_1m;
   for (const nlohmann::json& r : json.at("rows")) {
@@ -37,7 +37,18 @@ TEST(EngineChoices, TheAssumedKernelsAreTheFastestAToken) {
   EXPECT_GT(at_1m["both"], at_1m["reindex_every_position"]);
   EXPECT_GT(at_1m["all_three"], at_1m["both"]);
   EXPECT_GT(at_1m["all_three"], at_1m["experts_bf16"]);
+  // A 128K prompt's prefill: W4A16 widens its weights in every tile of
+  // Marlin's, so it costs prefill more than decode's token; the indexer's
+  // draft-key choice does nothing there (no drafts).
+  std::map<std::string, double> prefill;
+  for (const nlohmann::json& r : json.at("prefill_rows"))
+    prefill[r.at("choice")] = r.at("step_us").get<double>();
+  ASSERT_EQ(prefill.size(), 6u);
+  EXPECT_DOUBLE_EQ(prefill["index_keys_per_query"], prefill["assumed"]);
+  EXPECT_GT(prefill["experts_bf16"] / prefill["assumed"], at_1m["experts_bf16"] / at_1m["assumed"]);
+  EXPECT_GE(prefill["all_three"], prefill["experts_bf16"]);
   const std::string md = table.to_markdown();
+  EXPECT_NE(md.find("prefill, one 131072-token prompt"), std::string::npos);
   EXPECT_NE(md.find("--reindex-scores-every-position"), std::string::npos);
   EXPECT_NE(md.find("--experts-bf16"), std::string::npos);
   EXPECT_NE(md.find("1048576 tokens"), std::string::npos);
