@@ -66,6 +66,7 @@ void add_prefill_column(const ModelAnalysis& model, const KernelCostModel& cost,
     if (i > 0) cell += fmt::format(" ({:+.1f}%)", 100.0 * (step_us / assumed_us - 1.0));
     rows[i].push_back(std::move(cell));
     json["prefill_rows"].push_back({{"choice", kChoices[i].key},
+                                    {"phrase", kChoices[i].phrase},
                                     {"context", context},
                                     {"step_us", step_us},
                                     {"change_pct", 100.0 * (step_us / assumed_us - 1.0)}});

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -561,12 +562,25 @@ void add_engine_choices(Table& t, const json& choices) {
                                 r.at("drafts").get<int64_t>()));
   }
   if (parts.empty()) return;
-  t.add_row({fmt::format("what an engine without the two indexer kernels or the W4A8 experts the model "
-                         "assumes pays ({} decode, "
-                         "batch {}, {} tokens; "
-                         "time per output token)",
-                         choices.at("gpu").get<std::string>(), choices.at("batch").get<int64_t>(), longest),
-             fmt::format("{}", fmt::join(parts, "; ")), "Which assumptions the step times rest on"});
+  // And what the choices that move a prompt's prefill cost it.
+  const std::size_t decode_parts = parts.size();
+  if (choices.contains("prefill_rows")) {
+    for (const json& r : choices.at("prefill_rows")) {
+      const std::string phrase = r.at("phrase").get<std::string>();
+      const double change = r.at("change_pct").get<double>();
+      if (phrase.empty() || std::fabs(change) < 0.05) continue;
+      parts.push_back(fmt::format("a {}-token prompt's prefill {:+.1f}% with {}",
+                                  r.at("context").get<int64_t>(), change, phrase));
+    }
+  }
+  t.add_row(
+      {fmt::format("what an engine without the two indexer kernels or the W4A8 experts the model "
+                   "assumes pays ({} decode, "
+                   "batch {}, {} tokens; "
+                   "time per output token{})",
+                   choices.at("gpu").get<std::string>(), choices.at("batch").get<int64_t>(), longest,
+                   parts.size() > decode_parts ? "; and one prompt's prefill, where a choice moves it" : ""),
+       fmt::format("{}", fmt::join(parts, "; ")), "Which assumptions the step times rest on"});
 }
 
 Table study_summary(const json& report) {

@@ -320,12 +320,22 @@ TEST(StudySummary, SaysWhatTheKernelsAnEngineMayLackCost) {
            {choice("assumed", 131072, 0.0, 5), choice("both", 131072, 9.2, 5),
             choice("assumed", 1048576, 0.0, 5), choice("index_keys_per_query", 1048576, 17.3, 5),
             choice("reindex_every_position", 1048576, 23.8, 5), choice("both", 1048576, 65.8, 3),
-            choice("experts_bf16", 1048576, 26.1, 5), choice("all_three", 1048576, 99.5, 3)}}}}}},
+            choice("experts_bf16", 1048576, 26.1, 5), choice("all_three", 1048576, 99.5, 3)}},
+          {"prefill_rows",
+           {choice("assumed", 131072, 0.0, 0), choice("index_keys_per_query", 131072, 0.0, 0),
+            choice("experts_bf16", 131072, 92.6, 0)}}}}}},
       {"plan", {{"workload", "chat"}, {"rows", json::array()}}},
       {"plan_layouts", {{"rows", json::array()}}},
       {"validation", json::array()}};
   const std::string text = study_summary(report).to_markdown();
-  EXPECT_TRUE(says(text, "(NVIDIA H200 SXM 141GB decode, batch 32, 1048576 tokens; time per output token)"));
+  EXPECT_TRUE(says(text,
+                   "(NVIDIA H200 SXM 141GB decode, batch 32, 1048576 tokens; time per output token; and one "
+                   "prompt's prefill, where a choice moves it)"));
+  // The prefill's: only the choices that move it.
+  EXPECT_TRUE(says(text,
+                   "(3 drafts); a 131072-token prompt's prefill +92.6% with the routed experts in BF16 "
+                   "math (W4A16)"));
+  EXPECT_FALSE(says(text, "prefill +0.0%"));
   EXPECT_TRUE(says(text,
                    "+17.3% with a sequence's drafts reading its index keys apart (5 drafts); +23.8% with "
                    "Reindex layers scoring every position (5 drafts); +65.8% with both indexer choices (3 "
