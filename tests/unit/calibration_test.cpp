@@ -58,6 +58,23 @@ std::vector<Kernel> expert_sweep() {
   return kernels;
 }
 
+// Our W4A16 kernel's rows as the harness writes them beside the W4A8 sweep:
+// BF16 activations, FP4 weights widened to BF16, its fixed tiles (16 or 64
+// rows x 64 weight rows), decode's rows only (up to 64 an expert; beyond,
+// the harness records them as baselines).
+std::vector<Kernel> expert_sweep_with_w4a16() {
+  std::vector<Kernel> kernels = expert_sweep();
+  KernelFactory f(kernels);
+  const BlockScaledFormat fp4{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32};
+  for (double rows : {4.0, 16.0, 32.0, 64.0}) {
+    for (double n : {2304.0, 5120.0}) {
+      Kernel& k = f.grouped_gemm("experts_w4a16", 48 * rows, 48, n, 5120, fp4, MathType::kBf16);
+      k.tiling = {Tiling::Rule::kFixed, rows <= 16 ? 16 : 64, 64};
+    }
+  }
+  return kernels;
+}
+
 // A data folder of its own (GPU profiles linked, the priors copied), so a
 // test can commit calibrations and measurements without touching the repository's.
 std::filesystem::path scratch_data_dir(const std::string& name) {
@@ -88,14 +105,18 @@ std::filesystem::path synthetic_measurements(const GpuProfile& gpu, const CostPa
   out << "# gpu: synthetic H200\n# sm_count: 132\n# driver: none\n# cuda: none\n# date: 2026-11-29\n"
          "# git_commit: test\n";
   out << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,narrow_fp8_values,"
-         "narrow_fp4_values\n";
+         "narrow_fp4_values,tiling\n";
   const KernelCostModel model(gpu, truth, false);
   int row = 0;
   for (const Kernel& k : kernels) {
     const double us = model.time(k).busy_us * (1.0 + noise * std::sin(1.7 * row++));
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.name, class_key(k.kernel_class),
+    // The harness's tiling column: its own kernels' fixed tiles, else the class's rule.
+    const std::string tiling = k.tiling.rule == Tiling::Rule::kFixed
+                                   ? fmt::format("{}x{}", k.tiling.m, k.tiling.n)
+                                   : std::string("class");
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.name, class_key(k.kernel_class),
                        math_name(k.math), k.shape.m, k.shape.n, k.shape.k, k.shape.batch, k.flops,
-                       k.hbm_bytes, us, us, us, k.narrow.fp8, k.narrow.fp4);
+                       k.hbm_bytes, us, us, us, k.narrow.fp8, k.narrow.fp4, tiling);
   }
   return dir;
 }
@@ -156,6 +177,18 @@ TEST(Calibration, RecoversTheWideningShareWhereTheRowsShowIt) {
   const SourcedValue& written = *r.params.of(KernelClass::kGroupedGemm).widening_overlap;
   EXPECT_NEAR(written.value(), *fit.widening_overlap, 1e-12);
   EXPECT_EQ(written.provenance().kind, ProvenanceKind::kCalibrated);
+  // With our W4A16 kernel's rows beside them (the other engine choice,
+  // widening to BF16 in its own fixed tiles) the class fits them too, to the
+  // same parameters.
+  const CalibrationResult both =
+      calibrate(load_measurements(synthetic_measurements(gpu, truth, 0, expert_sweep_with_w4a16()).string()),
+                gpu, priors);
+  ASSERT_EQ(both.classes.size(), 1u);
+  ASSERT_TRUE(both.classes[0].widening_overlap.has_value());
+  EXPECT_NEAR(*both.classes[0].widening_overlap, 0.4, 0.05);
+  EXPECT_NEAR(both.classes[0].compute_efficiency, 0.6, 0.02);
+  EXPECT_NEAR(both.classes[0].memory_efficiency, 0.7, 0.02);
+  EXPECT_LT(both.classes[0].held_out_mape_pct, 1.0);
   // GEMMs of FP8 weights alone widen nothing: no share to fit.
   const CalibrationResult plain =
       calibrate(load_measurements(synthetic_measurements(gpu, truth).string()), gpu, priors);
@@ -393,7 +426,7 @@ TEST(Calibration, BaselineRowsAreNotFitted) {
   const CalibrationResult clean = calibrate(load_measurements(dir.string()), gpu, priors);
   // A far slower "baseline" GEMM next to the real ones.
   std::ofstream(dir / "sweep.csv", std::ios::app)
-      << "gemm_fp32_baseline,gemm,fp8,4096,7168,5120,1,3e11,1e8,9000,9000,9000,0,0\n";
+      << "gemm_fp32_baseline,gemm,fp8,4096,7168,5120,1,3e11,1e8,9000,9000,9000,0,0,class\n";
   const MeasurementSet with_baseline = load_measurements(dir.string());
   const CalibrationResult fit = calibrate(with_baseline, gpu, priors);
   EXPECT_EQ(fit.baseline_rows, 1);
