@@ -27,6 +27,22 @@ using w4a8::kBlockK;
 using w4a8::kBlockN;
 using w4a8::Problem;
 
+// A stage's three arrays as ComputeStage reads them (the tiling's layout:
+// activations, packed weights, the weight rows' scale codes).
+struct Stage {
+  const uint8_t* activations;
+  const uint8_t* weights;
+  const uint8_t* scales;
+};
+template <class T>
+__device__ Stage stage_at(const uint8_t* base) {
+  return {base, base + T::a_bytes, base + T::a_bytes + T::w_bytes};
+}
+
+// A warp's FP32 accumulators: four a lane for each of its mma tiles.
+template <class T>
+using Accumulators = float[T::tiles_m][T::tiles_n][4];
+
 // Issues the copies of k-block kb into one stage. Gemm: the launch's
 // parameters (activations, packed_weights, weight_scales).
 template <class T, class Gemm>
@@ -48,7 +64,7 @@ __device__ void load_stage(const Gemm& g, const Problem& p, const CtaOrigin& o, 
 
 // The CTA (blockIdx: m-tile, weight-row tile, expert): the pipeline, then
 // each accumulator times output_scale to the output.
-// ComputeStage::run<T>(stage, warp, lane, acc) multiplies one k-block.
+// ComputeStage::run<T>(Stage, warp, lane, acc) multiplies one k-block.
 template <class T, class ComputeStage, class Gemm>
 __device__ void expert_gemm_cta(const Gemm& g, float output_scale) {
   __shared__ __align__(16) uint8_t smem[T::stages * T::stage_bytes];
@@ -68,14 +84,14 @@ __device__ void expert_gemm_cta(const Gemm& g, float output_scale) {
     if (s < blocks) load_stage<T>(g, p, o, s, smem + s * T::stage_bytes);
     cp_async_commit();
   }
-  float acc[T::tiles_m][T::tiles_n][4] = {};
+  Accumulators<T> acc = {};
   for (int64_t kb = 0; kb < blocks; ++kb) {
     cp_async_wait<T::stages - 2>();
     __syncthreads();  // block kb visible to all; block kb - 1's stage free to overwrite
     const int64_t next = kb + T::stages - 1;
     if (next < blocks) load_stage<T>(g, p, o, next, smem + (next % T::stages) * T::stage_bytes);
     cp_async_commit();
-    ComputeStage::template run<T>(smem + (kb % T::stages) * T::stage_bytes, warp, l, acc);
+    ComputeStage::template run<T>(stage_at<T>(smem + (kb % T::stages) * T::stage_bytes), warp, l, acc);
   }
 
   float* d = g.out + o.expert * g.m * g.n;

@@ -30,20 +30,19 @@ using namespace w4a16;
 // One stage's eight k16 steps for a warp's tiles_m x tiles_n mma tiles.
 struct ComputeStage {
   template <class T>
-  __device__ static void run(const uint8_t* stage, int warp, mma::Lane l,
-                             float (&acc)[T::tiles_m][T::tiles_n][4]) {
-    const uint8_t* w_s = stage + T::a_bytes;
-    const uint8_t* s_s = w_s + T::w_bytes;
+  __device__ static void run(const expert_mma::Stage& in, int warp, mma::Lane l,
+                             expert_mma::Accumulators<T>& acc) {
 #pragma unroll
     for (int step = 0; step < kStepsPerBlock; ++step) {
       const int k0 = step * mma::kK;
       uint32_t a[T::tiles_m][4];
 #pragma unroll
-      for (int mt = 0; mt < T::tiles_m; ++mt) load_a(stage, T::a_stride, tile_row<T>(warp, mt), k0, l, a[mt]);
+      for (int mt = 0; mt < T::tiles_m; ++mt)
+        load_a(in.activations, T::a_stride, tile_row<T>(warp, mt), k0, l, a[mt]);
 #pragma unroll
       for (int nt = 0; nt < T::tiles_n; ++nt) {
         uint32_t b[2];
-        load_b(w_s, T::w_stride, s_s, tile_col<T>(warp, nt), k0, l, b);
+        load_b(in.weights, T::w_stride, in.scales, tile_col<T>(warp, nt), k0, l, b);
 #pragma unroll
         for (int mt = 0; mt < T::tiles_m; ++mt) mma::mma_bf16_16816(acc[mt][nt], a[mt], b);
       }

@@ -36,10 +36,8 @@ using namespace w4a8;
 // step's partial sums promoted into acc with their columns' group scales.
 struct ComputeStage {
   template <class T>
-  __device__ static void run(const uint8_t* stage, int warp, mma::Lane l,
-                             float (&acc)[T::tiles_m][T::tiles_n][4]) {
-    const uint8_t* w_s = stage + T::a_bytes;
-    const uint8_t* s_s = w_s + T::w_bytes;
+  __device__ static void run(const expert_mma::Stage& in, int warp, mma::Lane l,
+                             expert_mma::Accumulators<T>& acc) {
 #pragma unroll
     for (int group = 0; group < kGroupsPerBlock; ++group) {
       const int k0 = group * mma::e4m3::kK;
@@ -48,15 +46,15 @@ struct ComputeStage {
       for (int mt = 0; mt < T::tiles_m; ++mt) {
 #pragma unroll
         for (int r = 0; r < 4; ++r)
-          a[mt][r] = mma::e4m3::load_a(stage, T::a_stride, tile_row<T>(warp, mt), k0, l, r);
+          a[mt][r] = mma::e4m3::load_a(in.activations, T::a_stride, tile_row<T>(warp, mt), k0, l, r);
       }
 #pragma unroll
       for (int nt = 0; nt < T::tiles_n; ++nt) {
         const int n0 = tile_col<T>(warp, nt);
-        const uint32_t b[2] = {mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 0),
-                               mma::e4m3::load_b_e2m1(w_s, T::w_stride, n0, k0, l, 1)};
-        const float scale_even = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 0);
-        const float scale_odd = mma::e4m3::c_scale(s_s, kGroupsPerBlock, n0, group, l, 1);
+        const uint32_t b[2] = {mma::e4m3::load_b_e2m1(in.weights, T::w_stride, n0, k0, l, 0),
+                               mma::e4m3::load_b_e2m1(in.weights, T::w_stride, n0, k0, l, 1)};
+        const float scale_even = mma::e4m3::c_scale(in.scales, kGroupsPerBlock, n0, group, l, 0);
+        const float scale_odd = mma::e4m3::c_scale(in.scales, kGroupsPerBlock, n0, group, l, 1);
 #pragma unroll
         for (int mt = 0; mt < T::tiles_m; ++mt) {
           float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};

@@ -18,6 +18,13 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool is_gemm(KernelClass c) { return c == KernelClass::kGemm || c == KernelClass::kGroupedGemm; }
 
+// A kernel that cuts its own tiles (ours, measured; a weight-only W4A16
+// kernel's): never narrowed or split by its class's rule, and with no
+// widening pass of its own to choose (Tiling).
+bool own_tiles(const Kernel& k) {
+  return k.tiling.rule == Tiling::Rule::kFixed || k.tiling.rule == Tiling::Rule::kWeightOnly;
+}
+
 // A class's narrowing is DeepGEMM's, whose kernels take FP8 operands (FP4
 // weights widened to FP8); BF16 and FP32 GEMMs run on cuBLAS, which splits K.
 bool narrows(const Kernel& k, const ClassCost& cls) {
@@ -192,9 +199,7 @@ KernelTiming KernelCostModel::compute_kernel(const Kernel& k) const {
   const TileShape tile = tile_shape(k, params_.of(k.kernel_class));
   const int64_t m_tiles = gemm ? ceil_div(k.shape.m, tile.m) : 1;
   KernelTiming in_tiles = tiled(k, tile, cycles * static_cast<double>(m_tiles));
-  const bool may_widen_ahead =
-      k.tiling.rule != Tiling::Rule::kFixed && k.tiling.rule != Tiling::Rule::kWeightOnly;
-  if (!gemm || cycles == 0 || m_tiles == 1 || !may_widen_ahead) return in_tiles;
+  if (!gemm || cycles == 0 || m_tiles == 1 || own_tiles(k)) return in_tiles;
   const KernelTiming ahead = widened_ahead(k, tile, cycles);
   return ahead.time_us < in_tiles.time_us ? ahead : in_tiles;
 }
@@ -281,8 +286,7 @@ int64_t KernelCostModel::split_count(const Kernel& k, const ClassCost& cls, Tile
   const int64_t sms = static_cast<int64_t>(sms_);
   const bool gemm = is_gemm(k.kernel_class);
   const bool splits = gemm || k.kernel_class == KernelClass::kAttention;
-  const bool may_split =
-      !narrows(k, cls) && k.tiling.rule != Tiling::Rule::kFixed && k.tiling.rule != Tiling::Rule::kWeightOnly;
+  const bool may_split = !narrows(k, cls) && !own_tiles(k);
   if (!params_.split_to_fill_sms || !may_split || !splits || tiles >= sms) return 1;
   const int64_t depth = gemm ? k.shape.k : ceil_div(k.shape.n, ceil_div(k.shape.n, tile.n));
   return std::clamp<int64_t>(sms / tiles, 1, std::max<int64_t>(1, depth / cls.split_min));

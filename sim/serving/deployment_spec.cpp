@@ -260,9 +260,7 @@ std::string engine_kernels_note(const DeploymentSpec& d) {
   }
   if (out.empty()) return out;
   return "kernels other than the step model assumes, as " + d.file +
-         " says (README, \"How the step model "
-         "works\"): " +
-         out;
+         " says (README, \"How the step model works\"): " + out;
 }
 
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {

@@ -71,16 +71,13 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
     }
   }
   if (r.probe_kind == "gemm") probe.required("math");
-  if (r.probe_kind == "moe_layer") {
-    probe.required("model");
-    for (const char* key : {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}) {
-      const auto it = r.probe.find(key);
-      if (it != r.probe.end() && it->second != std::floor(it->second))
-        probe.required(key).fail("expected a whole number");
-    }
-  }
-  if (r.probe_kind == "step") {
-    for (const char* key : {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}) {
+  if (r.probe_kind == "moe_layer") probe.required("model");
+  // The counts a step or an MoE layer is built from.
+  static const std::map<std::string, std::vector<std::string>> kWholeNumbers{
+      {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
+      {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}}};
+  if (const auto whole = kWholeNumbers.find(r.probe_kind); whole != kWholeNumbers.end()) {
+    for (const std::string& key : whole->second) {
       const auto it = r.probe.find(key);
       if (it != r.probe.end() && it->second != std::floor(it->second))
         probe.required(key).fail("expected a whole number");
@@ -157,8 +154,8 @@ PublishedReference read_reference(const YamlNode& node) {
 
 int64_t as_int(double value) { return static_cast<int64_t>(std::llround(value)); }
 
-// A probe's weights: FP8 (unscaled, as the grouped probe's kernels take them)
-// or FP4 as MXFP4 stores it (e2m1, an e8m0 scale per 32).
+// A probe's weights: FP4 as MXFP4 stores it (e2m1, an e8m0 scale per 32)
+// where it says fp4, else FP8 (unscaled, as the grouped probe's kernels take them).
 BlockScaledFormat probe_weight_format(const std::string& weights) {
   return weights == "fp4" ? BlockScaledFormat{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32}
                           : BlockScaledFormat{ElementFormat::kFp8E4M3, std::nullopt, 0};
@@ -287,7 +284,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
   }
   if (r.probe_kind == "grouped_gemm") {  // FP8 activations, groups of m rows each, every group's weights read
     std::vector<Kernel> kernels;
-    const BlockScaledFormat weights = probe_weight_format(r.probe_weights.empty() ? "fp8" : r.probe_weights);
+    const BlockScaledFormat weights = probe_weight_format(r.probe_weights);
     const Kernel& k = KernelFactory(kernels).grouped_gemm("grouped_gemm", p.at("groups") * p.at("m"),
                                                           p.at("groups"), p.at("n"), p.at("k"), weights);
     return in_metric(k, g.cost().time(k).busy_us, r.metric);
