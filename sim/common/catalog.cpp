@@ -85,20 +85,21 @@ std::string Catalog::resolve(const std::string& sub, const std::string& name_or_
                                  " in " + folder + ")");
 }
 
-std::string Catalog::resolve_model(const std::string& name_or_path) const {
-  return resolve("models", name_or_path, {"", 0, "--model"});
+std::string Catalog::resolve_model(const std::string& name_or_path, const InputLocation& named_at) const {
+  return resolve("models", name_or_path, named_at);
 }
 
 std::string Catalog::resolve_gpu(const std::string& name_or_path, const InputLocation& named_at) const {
   return resolve("hw_profiles", name_or_path, named_at);
 }
 
-std::string Catalog::resolve_workload(const std::string& name_or_path) const {
-  return resolve("workloads", name_or_path, {"", 0, "--workload"});
+std::string Catalog::resolve_workload(const std::string& name_or_path, const InputLocation& named_at) const {
+  return resolve("workloads", name_or_path, named_at);
 }
 
-std::string Catalog::resolve_deployment(const std::string& name_or_path) const {
-  return resolve("workloads/deployments", name_or_path, {"", 0, "--deployment"});
+std::string Catalog::resolve_deployment(const std::string& name_or_path,
+                                        const InputLocation& named_at) const {
+  return resolve("workloads/deployments", name_or_path, named_at);
 }
 
 std::string path_in_data_dir(const std::string& path, const std::string& data_dir) {

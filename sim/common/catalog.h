@@ -22,13 +22,16 @@ class Catalog {
   std::vector<std::string> model_files() const;
   std::vector<std::string> gpu_files() const;
   std::vector<std::string> deployment_files() const;
-  std::string resolve_model(const std::string& name_or_path) const;
-  // An unknown name is reported where it was given: --hw, or a file's field
-  // (a deployment's `gpu`).
+  // An unknown name is reported where it was given: its flag, or a file's
+  // field (a deployment's `gpu`, a validation probe's `model`).
+  std::string resolve_model(const std::string& name_or_path,
+                            const InputLocation& named_at = {"", 0, "--model"}) const;
   std::string resolve_gpu(const std::string& name_or_path,
                           const InputLocation& named_at = {"", 0, "--hw"}) const;
-  std::string resolve_workload(const std::string& name_or_path) const;
-  std::string resolve_deployment(const std::string& name_or_path) const;
+  std::string resolve_workload(const std::string& name_or_path,
+                               const InputLocation& named_at = {"", 0, "--workload"}) const;
+  std::string resolve_deployment(const std::string& name_or_path,
+                                 const InputLocation& named_at = {"", 0, "--deployment"}) const;
   const std::string& data_dir() const { return data_dir_; }
 
  private:

@@ -171,6 +171,11 @@ std::string CostParams::label() const {
         "against theirs (v41sim validate says what it lacks there)",
         whole_steps->references, whole_steps->least_pct, whole_steps->most_pct);
   }
+  if (serving_benchmarks) {
+    out += fmt::format("; on {} whole serving benchmarks engines published, {:+.0f}% to {:+.0f}%",
+                       serving_benchmarks->references, serving_benchmarks->least_pct,
+                       serving_benchmarks->most_pct);
+  }
   if (per_sm_rate_ratio) {
     out += fmt::format(
         ", compute efficiencies carried from {} at {:.2f}x its FP8 and {:.2f}x its BF16 tensor rate per SM "

@@ -126,8 +126,9 @@ struct LinkCost {
   SourcedValue normal_transfer_sms;  // SMs a normal-mode EP transfer holds while it runs
 };
 
-// The kernel model's throughput on whole published serving steps over the
-// engines' own, percent (positive: the model is faster than they ran).
+// The model's throughput on what serving engines published (whole forward
+// steps, or whole serving benchmarks) over the engines' own, percent
+// (positive: the model is faster than they ran).
 struct WholeStepErrors {
   int references = 0;
   double least_pct = 0;
@@ -151,6 +152,8 @@ struct CostParams {
   // How the priors did on whole forward steps that serving engines published
   // (published_bands.h); set on the priors alone, which those steps tested.
   std::optional<WholeStepErrors> whole_steps;
+  // And on whole serving benchmarks (probe kind serving, throughput figures).
+  std::optional<WholeStepErrors> serving_benchmarks;
   TransferRule transfer;
   SourcedValue launch_overhead_us;
   SourcedValue graph_replay_overhead_us;

@@ -30,6 +30,17 @@ PublishedClassBand read_class_band(const YamlNode& node, int min_references) {
   return band;
 }
 
+// The model's throughput against published serving figures: how many, and the least and most error.
+WholeStepErrors read_throughput_errors(const YamlNode& node) {
+  node.expect_only({"references", "least_error_pct", "most_error_pct"});
+  WholeStepErrors e;
+  e.references = static_cast<int>(node.required("references").as_positive_int());
+  e.least_pct = node.required("least_error_pct").as_double();
+  e.most_pct = node.required("most_error_pct").as_double();
+  if (e.most_pct < e.least_pct) node.required("most_error_pct").fail("at least least_error_pct");
+  return e;
+}
+
 }  // namespace
 
 std::string published_bands_path(const std::string& data_dir) {
@@ -38,8 +49,8 @@ std::string published_bands_path(const std::string& data_dir) {
 
 PublishedBands load_published_bands_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_only(
-      {"source", "measured_on", "architecture", "min_references", "inputs", "classes", "whole_steps"});
+  root.expect_only({"source", "measured_on", "architecture", "min_references", "inputs", "classes",
+                    "whole_steps", "serving_benchmarks"});
   PublishedBands bands;
   bands.file = path;
   root.required("source").as_string();  // provenance for readers: present and well-formed, not used
@@ -52,15 +63,9 @@ PublishedBands load_published_bands_file(const std::string& path) {
     if (!kernel_class) node.fail("unknown kernel class");
     bands.classes[static_cast<std::size_t>(*kernel_class)] = read_class_band(node, bands.min_references);
   }
-  if (const auto steps = root.optional("whole_steps")) {
-    steps->expect_only({"references", "least_error_pct", "most_error_pct"});
-    WholeStepErrors e;
-    e.references = static_cast<int>(steps->required("references").as_positive_int());
-    e.least_pct = steps->required("least_error_pct").as_double();
-    e.most_pct = steps->required("most_error_pct").as_double();
-    if (e.most_pct < e.least_pct) steps->required("most_error_pct").fail("at least least_error_pct");
-    bands.whole_steps = e;
-  }
+  if (const auto steps = root.optional("whole_steps")) bands.whole_steps = read_throughput_errors(*steps);
+  if (const auto runs = root.optional("serving_benchmarks"))
+    bands.serving_benchmarks = read_throughput_errors(*runs);
   return bands;
 }
 
@@ -87,7 +92,10 @@ void attach_published_bands(CostParams& params, const PublishedBands& bands, con
             published->references, bands.architecture, published->set_priors, widening, bands.file));
     c.error_band_from_published = true;
   }
-  if (params.status == "uncalibrated") params.whole_steps = bands.whole_steps;
+  if (params.status == "uncalibrated") {
+    params.whole_steps = bands.whole_steps;
+    params.serving_benchmarks = bands.serving_benchmarks;
+  }
 }
 
 }  // namespace v41sim

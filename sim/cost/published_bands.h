@@ -39,6 +39,8 @@ struct PublishedBands {
   // The priors on whole forward steps of serving engines (probe kind step, on
   // any GPU); none where no such figure is published.
   std::optional<WholeStepErrors> whole_steps;
+  // And on whole serving benchmarks (probe kind serving, their throughput figures).
+  std::optional<WholeStepErrors> serving_benchmarks;
 };
 
 // Where the file lives under a data directory.

@@ -42,13 +42,13 @@ void confirm(Candidate& candidate, double min_within_sla, ServedRun longer) {
 }
 
 // The candidate served again by `serve_again` and confirmed. A run whose
-// window a trace's last row ended served every row a longer one would: it
-// stands as its own confirmation, not served again.
+// window a trace's last row or a benchmark's last prompt ended served
+// everything a longer one would: it stands as its own confirmation, not served again.
 template <typename Candidate>
 void confirm_served_again(Candidate& candidate, double min_within_sla,
                           const std::function<ServedRun(const Candidate&)>& serve_again) {
   const ServedRun& run = candidate.run;
-  confirm(candidate, min_within_sla, run.result.window_ends_with_trace ? run : serve_again(candidate));
+  confirm(candidate, min_within_sla, run.result.window_ends_with_traffic() ? run : serve_again(candidate));
 }
 
 // Serves `candidates` again with `serve_again` in their order, two at a time

@@ -11,6 +11,12 @@ int within_count(const PublishedBandDerivation& d) {
   return within;
 }
 
+// The model's throughput against published serving figures; null where none are published.
+nlohmann::json throughput_errors_json(const std::optional<WholeStepErrors>& e) {
+  if (!e) return nlohmann::json();
+  return {{"references", e->references}, {"least_error_pct", e->least_pct}, {"most_error_pct", e->most_pct}};
+}
+
 }  // namespace
 
 Table published_bands_table(const PublishedBandDerivation& d) {
@@ -50,6 +56,13 @@ Table published_bands_table(const PublishedBandDerivation& d) {
         "says it",
         d.bands.whole_steps->references, d.bands.whole_steps->least_pct, d.bands.whole_steps->most_pct));
   }
+  if (d.bands.serving_benchmarks) {
+    t.add_note(fmt::format(
+        "whole serving benchmarks that engines published (probe serving, {} throughput figures): the model's "
+        "throughput {:+.1f}% to {:+.1f}% against theirs; every output using the priors says it too",
+        d.bands.serving_benchmarks->references, d.bands.serving_benchmarks->least_pct,
+        d.bands.serving_benchmarks->most_pct));
+  }
   return t;
 }
 
@@ -78,11 +91,8 @@ nlohmann::json published_bands_json(const PublishedBandDerivation& d) {
           {"min_references", d.bands.min_references},
           {"classes", classes},
           {"transfer_checks", checks},
-          {"whole_steps", d.bands.whole_steps
-                              ? nlohmann::json{{"references", d.bands.whole_steps->references},
-                                               {"least_error_pct", d.bands.whole_steps->least_pct},
-                                               {"most_error_pct", d.bands.whole_steps->most_pct}}
-                              : nlohmann::json()}};
+          {"whole_steps", throughput_errors_json(d.bands.whole_steps)},
+          {"serving_benchmarks", throughput_errors_json(d.bands.serving_benchmarks)}};
 }
 
 }  // namespace v41sim

@@ -438,6 +438,21 @@ void add_step_rows(Table& head, const RunReport& r) {
                 fmt::format("{}; {}", x.events, x.step_shapes_costed)});
 }
 
+// A closed loop with a prompt count: whether the benchmark ended within the run.
+std::string benchmark_prompts_note(const WorkloadSpec& w, const ServingResult& x) {
+  if (x.window_ends_with_prompts) {
+    return fmt::format(
+        "the closed loop sends {} prompts in all, as a benchmark client's --num-prompts: the window ends "
+        "with the last of them to end, at {:.1f} s, so its rates are the benchmark's over its own span",
+        w.prompts, x.warm_up_s + x.duration_s);
+  }
+  return fmt::format(
+      "the closed loop sends {} prompts in all, as a benchmark client's --num-prompts, but they had not all "
+      "ended by the window's end: the figures are the first {:.0f} s of the benchmark (a longer --duration "
+      "lets it end, and the window then ends with it)",
+      w.prompts, x.duration_s);
+}
+
 // Where the figures come from, and what the run assumed.
 void add_run_notes(Table& head, const RunReport& r) {
   const ServingResult& x = r.run.result;
@@ -461,6 +476,7 @@ void add_run_notes(Table& head, const RunReport& r) {
         "after it (--duration {:g} ends the window there; plan and capacity end it there and drain)",
         r.workload.trace.back().time_s, r.workload.trace.back().time_s - x.warm_up_s));
   }
+  if (r.workload.prompts > 0) head.add_note(benchmark_prompts_note(r.workload, x));
   head.add_note("output lengths " + output_lengths_source(r.workload));
   head.add_note(routing_note(r.deployment));
   head.add_note(expert_load_note(r.deployment));
@@ -919,6 +935,7 @@ std::string confirmation_phrase(const ServedRun& run) {
 
 std::string longer_window(const ServedRun& confirmation, std::string_view seconds_of) {
   const ServingResult& r = confirmation.result;
+  if (r.window_ends_with_prompts) return "the benchmark's prompts, until the last ended";
   if (!r.window_ends_with_trace) return fmt::format("{:.0f} s{}", r.duration_s, seconds_of);
   return r.warm_up_s > 0 ? "the trace's rows after the warm-up" : "the whole trace";
 }
@@ -931,7 +948,8 @@ nlohmann::json confirmation_json(const ServedRun& run, double min_within_sla, bo
                         {"settled_in_second_half", run.seeds_unsettled_at_end() == 0},
                         {"cost", cost_json(run.cost)},
                         {"holds", holds}};
-  out["window_ends_with_trace"] = run.result.window_ends_with_trace;  // a trace's last row ended it
+  out["window_ends_with_trace"] = run.result.window_ends_with_trace;      // a trace's last row ended it
+  out["window_ends_with_prompts"] = run.result.window_ends_with_prompts;  // a benchmark's last prompt did
   return out;
 }
 

@@ -758,7 +758,8 @@ std::string kv_tiers_section(const Catalog& catalog, const std::vector<ModelAnal
 }
 
 // The chart a published figure goes on: whole steps share one, per GPU, as
-// some engines publish them per node and some per GPU.
+// some engines publish them per node and some per GPU, with the serving
+// benchmarks' throughput (their latencies are in the table alone).
 std::string chart_metric(const PublishedReference& r) {
   return r.probe_kind == "step" ? "tokens_per_s_per_gpu" : r.metric;
 }
@@ -794,7 +795,8 @@ std::string validation_section(const Catalog& catalog, const std::string& out_di
   for (const char* metric : {"tflops", "gbps", "us", "tokens_per_s_per_gpu"}) {
     std::vector<ScatterPoint> points;
     const bool steps = std::string_view(metric) == "tokens_per_s_per_gpu";
-    ScatterChart chart{steps ? "whole steps: predicted vs published tokens/s per GPU (per node / its GPUs)"
+    ScatterChart chart{steps ? "whole steps and serving benchmarks: predicted vs published tokens/s per GPU "
+                               "(per node / its GPUs)"
                              : fmt::format("predicted vs published ({}), by GPU", metric),
                        "published", 0};
     for (const ValidationRow& r : rows) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -514,6 +515,33 @@ void add_whole_steps(Table& t, const json& validation) {
        "Validation"});
 }
 
+// Whole serving benchmarks that engines published (probe serving): the
+// model's throughput and latencies against theirs, on the model family served.
+void add_serving_benchmarks(Table& t, const json& validation) {
+  std::map<std::string, std::vector<double>> errors;  // metric: its errors
+  std::set<std::string> gpus;
+  for (const json& r : validation) {
+    if (r.value("probe", "") != "serving") continue;
+    errors[r.at("metric").get<std::string>()].push_back(r.at("error_pct").get<double>());
+    gpus.insert(r.at("gpu").get<std::string>());
+  }
+  const auto range = [&errors](const std::string& metric) {
+    const std::vector<double>& e = errors[metric];
+    if (e.empty()) return std::string("none published");
+    const auto [least, most] = std::minmax_element(e.begin(), e.end());
+    return fmt::format("{:+.1f}% to {:+.1f}%", *least, *most);
+  };
+  const auto runs = errors["tokens_per_s_per_gpu"].size();
+  if (errors.empty()) return;
+  t.add_row(
+      {fmt::format("whole serving benchmarks that engines published ({} runs on {})", runs,
+                   fmt::join(gpus, ", ")),
+       fmt::format("the model's throughput {} against theirs, its mean TPOT {} and mean TTFT {}: the "
+                   "served figures above are what the kernel model's engine would serve, not these engines",
+                   range("tokens_per_s_per_gpu"), range("tpot_ms"), range("ttft_ms")),
+       "Validation"});
+}
+
 void add_validation(Table& t, const json& validation) {
   int published = 0, within = 0, held_out = 0;
   for (const json& r : validation) {
@@ -530,6 +558,7 @@ void add_validation(Table& t, const json& validation) {
                                       : std::string("no GPU of ours measured yet (uncalibrated)")),
              "Validation"});
   add_whole_steps(t, validation);
+  add_serving_benchmarks(t, validation);
 }
 
 }  // namespace

@@ -117,11 +117,12 @@ Table validation_summary_table(const std::vector<ValidationRow>& rows) {
       "probe: gemm and grouped_gemm time one GEMM, attention one attention kernel, stream a streaming "
       "kernel, "
       "all_to_all one EP transfer, moe_layer an MoE layer's kernels together, step a serving engine's whole "
-      "forward step (tokens per second per node or per GPU, as published); held_out_measurement: our own "
-      "rows");
+      "forward step (tokens per second per node or per GPU, as published), serving a whole serving benchmark "
+      "(its mean TTFT and TPOT and its tokens per second per GPU); held_out_measurement: our own rows");
   t.add_note(
-      "bias: mean signed error (positive: the model predicts more than the reference, in its metric); "
-      "90% band: the 90th percentile of the absolute errors");
+      "bias: mean signed error (positive: the model predicts more than the reference, in its metric: a "
+      "kind whose figures are both times and rates, as all_to_all's and serving's, mixes signs that mean "
+      "opposite things, so its bias says little); 90% band: the 90th percentile of the absolute errors");
   return t;
 }
 

@@ -106,8 +106,9 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
 
 }  // namespace
 
-DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string& name_or_path) {
-  DeploymentSpec d = load_deployment_file(catalog.resolve_deployment(name_or_path));
+DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string& name_or_path,
+                                       const InputLocation& named_at) {
+  DeploymentSpec d = load_deployment_file(catalog.resolve_deployment(name_or_path, named_at));
   d.file = path_in_data_dir(d.file, catalog.data_dir());
   return d;
 }

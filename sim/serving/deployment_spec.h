@@ -111,7 +111,8 @@ struct DeploymentSpec {
 DeploymentSpec load_deployment_file(const std::string& path);
 // By name (workloads/deployments/) or path, its file named as
 // path_in_data_dir names it (outputs read the same wherever the data sits).
-DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string& name_or_path);
+DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string& name_or_path,
+                                       const InputLocation& named_at = {"", 0, "--deployment"});
 
 // "least_load" / "round_robin", as deployment files spell them.
 std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text);

@@ -160,6 +160,11 @@ struct ServingResult {
   // Drained, the window ended with the trace's last row, before the time asked:
   // it served the whole trace from the warm-up on.
   bool window_ends_with_trace = false;
+  // The window ended with the last of a closed loop's prompts
+  // (WorkloadSpec::prompts): it is the benchmark's whole span from the warm-up on.
+  bool window_ends_with_prompts = false;
+  // Either: the traffic itself ended the window, and a longer run serves nothing more.
+  bool window_ends_with_traffic() const { return window_ends_with_trace || window_ends_with_prompts; }
   // Had the deployment settled over the window? MSER-5 on the requests in
   // the system (sim/metrics/steady_state.h): the load sessions of many turns
   // build up, and an overloaded deployment's queue, which never settles.

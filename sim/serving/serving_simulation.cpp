@@ -26,11 +26,6 @@ constexpr double kOccupancySamples = 200;
 // window: 40 batch means of five for MSER-5 (sim/metrics/steady_state.h).
 constexpr double kSteadyStateSlices = 200;
 
-// Sessions one run may be asked to start: a guard against a rate or a length
-// that would run for days (at the measured few ms of wall time per session,
-// a million is about an hour).
-constexpr double kMaxSessionsPerRun = 1e6;
-
 // Poisson or bursty arrivals: at most as many sessions as the peak rate
 // brings over the run; more than a run is allowed is the user's error.
 void check_sessions_asked(const WorkloadSpec& w, double duration_s) {
@@ -269,6 +264,14 @@ void ServingSimulation::check_closed_loop_moves_on() {
 
 void ServingSimulation::session_ended() {
   if (workload_.arrival != WorkloadSpec::Arrival::kClosedLoop) return;
+  if (workload_.prompts > 0) {
+    // A benchmark's prompts all sent: none follows, and its last to end ends the run.
+    if (++loop_sessions_ended_ == workload_.prompts) {
+      prompts_done_at_ = sim_.now();
+      accepting_ = false;
+    }
+    if (static_cast<int64_t>(sessions_.size()) >= workload_.prompts) return;
+  }
   // Scheduled, not called: a session refused as it arrives would otherwise
   // start the next one inside its own admission.
   sim_.schedule_at(sim_.now(), [this] {
@@ -680,7 +683,9 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
     }
   } else if (workload_.arrival == WorkloadSpec::Arrival::kClosedLoop) {
     sim_.schedule_at(SimTime(), [this] {
-      for (int64_t i = 0; i < workload_.concurrency; ++i) {
+      const int64_t first =
+          workload_.prompts > 0 ? std::min(workload_.concurrency, workload_.prompts) : workload_.concurrency;
+      for (int64_t i = 0; i < first; ++i) {
         start_session();
         sessions_.back().fills_closed_loop = true;
       }
@@ -703,6 +708,7 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
       if (last_trace_turn_sent_ > SimTime::from_s(end_s))
         duration_s = (last_trace_turn_sent_ - window_start_).s();
     }
+    if (prompts_done_at_) duration_s = benchmark_window_s(*prompts_done_at_);
   } catch (const std::out_of_range& e) {
     // Only figures off by orders of magnitude make a step or a transfer outlast simulated time.
     throw InputError({deployment_.file, 0, ""},
@@ -712,6 +718,18 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
                                  e.what()));
   }
   return collect(duration_s);
+}
+
+double ServingSimulation::benchmark_window_s(SimTime prompts_done) {
+  if (prompts_done <= window_start_) {
+    throw InputError(workload_.prompts_where,
+                     fmt::format("the closed loop's {} prompts all ended by {:g} s, within the warm-up of "
+                                 "{:g} s: nothing is left to measure (expected more prompts, or --warm-up 0 "
+                                 "to measure the benchmark from its start)",
+                                 workload_.prompts, prompts_done.s(), window_start_.s()));
+  }
+  result_.window_ends_with_prompts = true;
+  return (prompts_done - window_start_).s();
 }
 
 ServingSimulation::FinishedTimes ServingSimulation::finished_times(const Request& r) const {
@@ -770,7 +788,17 @@ ServingResult ServingSimulation::collect(double duration_s) {
   ServingResult& out = result_;
   out.warm_up_s = window_start_.s();
   out.duration_s = duration_s;
+  // A window the benchmark's last prompt ended early keeps the slices it reached, the last one partly.
+  double last_slice_s = slice_s_;
+  if (result_.window_ends_with_prompts) {
+    const double reached = std::ceil(duration_s / slice_s_);
+    if (reached >= 1 && reached < static_cast<double>(in_system_by_slice_.size())) {
+      in_system_by_slice_.resize(static_cast<std::size_t>(reached));
+      last_slice_s = duration_s - (reached - 1) * slice_s_;
+    }
+  }
   for (double& request_seconds : in_system_by_slice_) request_seconds /= slice_s_;  // the slice's mean
+  if (last_slice_s > 0) in_system_by_slice_.back() *= slice_s_ / last_slice_s;
   out.steady_state = mser5(in_system_by_slice_);
   out.gpus = deployment_.total_gpus();
   out.in_flight = out.arrived - out.finished - out.rejected;

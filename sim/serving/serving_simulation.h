@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <utility>
@@ -89,6 +90,10 @@ class ServingSimulation {
   // starts the next one at once.
   void session_ended();
   void check_closed_loop_moves_on();
+  // The measured window of a closed loop whose prompts all ended at
+  // `prompts_done`: from the warm-up's end to then (InputError if they all
+  // ended in the warm-up).
+  double benchmark_window_s(SimTime prompts_done);
   double arrival_rate_at(double time_s) const;
   double quiet_rate() const;  // bursty: outside the bursts
   // A session as its seed draws it: its turns and, with the workload's odds,
@@ -358,6 +363,10 @@ class ServingSimulation {
   // arrive, and simulated time would never move on.
   SimTime closed_loop_instant_;
   int64_t started_at_instant_ = 0;
+  // A closed loop with a prompt count (WorkloadSpec::prompts): its sessions
+  // ended so far, and when the last of them ended (the benchmark's end).
+  int64_t loop_sessions_ended_ = 0;
+  std::optional<SimTime> prompts_done_at_;
   const char* last_refusal_ = "";
   // Transfers queue for their links: each prefill node's client of the SSD
   // tier (PrefillInstance::ssd_free_at) and each GPU's NIC

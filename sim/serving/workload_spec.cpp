@@ -254,7 +254,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
   w.source = root.required("source").as_string();
   const YamlNode arrival = root.required("arrival");
   arrival.expect_only({"process", "sessions_per_s", "burst_factor", "burst_fraction", "burst_period_s",
-                       "file", "block_tokens", "concurrency"});
+                       "file", "block_tokens", "concurrency", "prompts"});
   const std::string process = arrival.required("process").as_string();
   if (process == "trace") {
     w.arrival = WorkloadSpec::Arrival::kTrace;
@@ -306,9 +306,18 @@ WorkloadSpec load_workload_file(const std::string& path) {
       concurrency.fail(fmt::format("expected at most {} sessions at a time", kMostConcurrentSessions));
     }
     w.concurrency_where = concurrency.location();
+    if (const auto prompts = arrival.optional("prompts")) {
+      w.prompts = prompts->as_positive_int();
+      if (static_cast<double>(w.prompts) > kMaxSessionsPerRun) {
+        prompts->fail(
+            fmt::format("expected at most {:g} sessions, the most one run starts", kMaxSessionsPerRun));
+      }
+      w.prompts_where = prompts->location();
+    }
   } else {
-    if (arrival.has("concurrency"))
-      arrival.required("concurrency").fail("only a closed_loop arrival has one");
+    for (const char* loop_only : {"concurrency", "prompts"}) {
+      if (arrival.has(loop_only)) arrival.required(loop_only).fail("only a closed_loop arrival has one");
+    }
     const YamlNode rate = arrival.required("sessions_per_s");
     w.sessions_per_s = rate.as_positive_double();
     w.sessions_per_s_where = rate.location();

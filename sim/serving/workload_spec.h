@@ -47,6 +47,11 @@ inline constexpr double kMaxTraceId = 9007199254740992;
 // clients is past any serving benchmark's, and far below a run's session guard.
 inline constexpr int64_t kMostConcurrentSessions = 100000;
 
+// Sessions one run may be asked to start: a guard against a rate or a length
+// that would run for days (at the measured few ms of wall time per session,
+// a million is about an hour).
+inline constexpr double kMaxSessionsPerRun = 1e6;
+
 // The longest a run (or a think time) may last: a quarter of simulated time's
 // range (SimTime: ~106 days), leaving the rest for requests in flight to drain.
 double longest_run_s();
@@ -68,8 +73,14 @@ struct WorkloadSpec {
   InputLocation sessions_per_s_where;  // the file's field, or the flag that replaced it
   int64_t concurrency = 0;             // closed loop: sessions in flight
   InputLocation concurrency_where;     // the file's field, or the flag that replaced it
-  double burst_factor = 1;             // bursty: rate multiplier while a burst is on
-  double burst_fraction = 0;           // bursty: share of time in a burst
+  // Closed loop: the sessions it starts in all, as a benchmark client's
+  // prompt count (--num-prompts): once that many started, one that ends is
+  // not followed by another, and the run's window ends with the last to end
+  // (the benchmark's own span). 0: no end, a new session for every one that ends.
+  int64_t prompts = 0;
+  InputLocation prompts_where;
+  double burst_factor = 1;    // bursty: rate multiplier while a burst is on
+  double burst_fraction = 0;  // bursty: share of time in a burst
   double burst_period_s = 0;
   Distribution turns;
   Distribution first_input_tokens;  // the opening prompt (repository, documents, history)

@@ -34,6 +34,18 @@ struct ClassErrors {
   int set_priors = 0;
 };
 
+// How many throughput errors, and the least and most; none where there are none.
+std::optional<WholeStepErrors> throughput_errors(const std::vector<double>& errors_pct) {
+  if (errors_pct.empty()) return std::nullopt;
+  const auto [least, most] = std::minmax_element(errors_pct.begin(), errors_pct.end());
+  return WholeStepErrors{static_cast<int>(errors_pct.size()), *least, *most};
+}
+
+std::string throughput_errors_yaml(const std::string& key, const WholeStepErrors& e) {
+  return fmt::format("{}: {{references: {}, least_error_pct: {:.2f}, most_error_pct: {:.2f}}}\n", key,
+                     e.references, e.least_pct, e.most_pct);
+}
+
 }  // namespace
 
 PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
@@ -57,10 +69,16 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
   std::set<std::string> files;
   std::map<std::string, std::string> architecture_of;  // GPU name -> architecture
   std::vector<double> whole_step_errors_pct;
+  std::vector<double> serving_errors_pct;  // whole benchmarks' throughput figures
   for (const PublishedReference& reference : load_published_references(catalog)) {
     files.insert(reference.file);
     if (reference.probe_kind == "step") {
       whole_step_errors_pct.push_back(validate_reference(reference, catalog, /*priors_only=*/true).error_pct);
+      continue;
+    }
+    if (reference.probe_kind == "serving") {
+      if (reference.metric == "tokens_per_s_per_gpu")
+        serving_errors_pct.push_back(validate_reference(reference, catalog, /*priors_only=*/true).error_pct);
       continue;
     }
     const auto kernel_class = probed_class(reference.probe_kind);
@@ -94,11 +112,8 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
     d.transfer_checks.push_back({row.reference.name, row.reference.gpu, kernel_class, row.error_pct, widened,
                                  std::fabs(row.error_pct) <= widened});
   }
-  if (!whole_step_errors_pct.empty()) {
-    const auto [least, most] =
-        std::minmax_element(whole_step_errors_pct.begin(), whole_step_errors_pct.end());
-    d.bands.whole_steps = WholeStepErrors{static_cast<int>(whole_step_errors_pct.size()), *least, *most};
-  }
+  d.bands.whole_steps = throughput_errors(whole_step_errors_pct);
+  d.bands.serving_benchmarks = throughput_errors(serving_errors_pct);
   d.inputs.emplace_back("validation/calibration/defaults.yaml", file_fnv1a_hex(priors_file.string()));
   for (const std::string& file : files) {
     d.inputs.emplace_back("validation/published/" + fs::path(file).filename().string(), file_fnv1a_hex(file));
@@ -138,9 +153,13 @@ std::string published_bands_yaml(const PublishedBandDerivation& d) {
     out +=
         "# Whole forward steps that serving engines published (probe kind step, any GPU): the\n"
         "# model's throughput over theirs, percent, with the priors. Not a band: outputs cite it.\n";
-    out += fmt::format("whole_steps: {{references: {}, least_error_pct: {:.2f}, most_error_pct: {:.2f}}}\n",
-                       d.bands.whole_steps->references, d.bands.whole_steps->least_pct,
-                       d.bands.whole_steps->most_pct);
+    out += throughput_errors_yaml("whole_steps", *d.bands.whole_steps);
+  }
+  if (d.bands.serving_benchmarks) {
+    out +=
+        "# Whole serving benchmarks that engines published (probe kind serving, their tokens/s\n"
+        "# per GPU): the model's throughput over theirs, percent, with the priors. Outputs cite it.\n";
+    out += throughput_errors_yaml("serving_benchmarks", *d.bands.serving_benchmarks);
   }
   return out;
 }

@@ -3,16 +3,20 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "sim/common/yaml_reader.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
+#include "sim/costing/deployment_cost_models.h"
+#include "sim/costing/served_run.h"
 #include "sim/graph/expert_load.h"
 #include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
 #include "sim/graph/step_graph.h"
 #include "sim/model/model_loader.h"
+#include "sim/serving/pool_setup.h"
 
 namespace v41sim {
 namespace {
@@ -31,12 +35,13 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"moe_layer", {"ep", "tokens_per_rank"}},
       {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
       {"attention", {"model", "phase", "batch", "context"}},
-      {"step", {"model", "phase", "batch", "context", "ep"}}};
+      {"step", {"model", "phase", "batch", "context", "ep"}},
+      {"serving", {"model", "deployment", "workload"}}};
   const auto needed = kRequired.find(r.probe_kind);
   if (needed == kRequired.end()) {
     probe.required("kind").fail(
         "unknown probe '" + r.probe_kind +
-        "' (expected gemm, grouped_gemm, stream, moe_layer, all_to_all, attention, step)");
+        "' (expected gemm, grouped_gemm, stream, moe_layer, all_to_all, attention, step, serving)");
   }
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: the weights' format (grouped_gemm: FP8 unless it says
@@ -52,7 +57,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8), and a whole step's
   // two-micro-batch overlap, EPLB replicas, routing skew (none: every expert as popular) and
   // balanced routing (1: every rank receives exactly its share, as a profile that simulates
-  // it; none: each step's routing falls by chance) (step).
+  // it; none: each step's routing falls by chance) (step), and a benchmark's concurrency and
+  // prompt count in place of its workload's, and its routed experts' format (serving).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
       {"grouped_gemm", {"weights"}},
@@ -60,7 +66,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
-      {"step", {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing"}}};
+      {"step", {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing"}},
+      {"serving", {"weights", "concurrency", "prompts"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -75,7 +82,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // The counts a step or an MoE layer is built from.
   static const std::map<std::string, std::vector<std::string>> kWholeNumbers{
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
-      {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}}};
+      {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}},
+      {"serving", {"concurrency", "prompts"}}};
   if (const auto whole = kWholeNumbers.find(r.probe_kind); whole != kWholeNumbers.end()) {
     for (const std::string& key : whole->second) {
       const auto it = r.probe.find(key);
@@ -93,6 +101,10 @@ void read_probe(const YamlNode& probe, PublishedReference& r) {
     if (key == "kind") continue;
     if (key == "model") {
       r.probe_model = value.as_string();
+    } else if (key == "deployment") {
+      r.probe_deployment = value.as_string();
+    } else if (key == "workload") {
+      r.probe_workload = value.as_string();
     } else if (key == "phase") {
       r.probe_phase = value.as_string();
       if (r.probe_phase != "decode" && r.probe_phase != "prefill") value.fail("expected decode or prefill");
@@ -125,6 +137,10 @@ void read_metric(const YamlNode& reference, const YamlNode& probe, PublishedRefe
     } else {
       reference.required("metric").fail("expected tokens_per_s_per_node or tokens_per_s_per_gpu");
     }
+  } else if (r.probe_kind == "serving") {
+    // A serving benchmark's means over its requests, and its throughput per GPU (input and output tokens).
+    if (r.metric != "ttft_ms" && r.metric != "tpot_ms" && r.metric != "tokens_per_s_per_gpu")
+      reference.required("metric").fail("expected ttft_ms, tpot_ms or tokens_per_s_per_gpu");
   } else if (r.metric != "tflops" && r.metric != "gbps" && r.metric != "us") {
     reference.required("metric").fail("expected tflops, gbps or us");
   }
@@ -193,7 +209,7 @@ void reshape_moe(const PublishedReference& r, ModelSpec& spec) {
 // between the CTAs of one token's head tiles.
 double predict_attention(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const auto& p = r.probe;
-  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model));
+  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"}));
   if (p.count("heads")) {
     const int64_t heads = as_int(p.at("heads"));
     if (heads > spec.attention.num_heads) {
@@ -244,7 +260,8 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
 // is per node, over the step's time.
 double predict_step(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const auto& p = r.probe;
-  const ModelAnalysis model = analyze_model(load_model_file(catalog.resolve_model(r.probe_model)));
+  const ModelAnalysis model =
+      analyze_model(load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"})));
   StepShape shape;
   shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
   shape.batch = as_int(p.at("batch"));
@@ -267,9 +284,77 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
   return tokens_per_gpu * gpus_in_figure(r) / (timing.total_us * 1e-6);
 }
 
+// A file a probe names: by a path, beside the reference's file (as a
+// workload's trace is read beside the workload); by a name, from the catalog.
+std::string probe_file(const PublishedReference& r, const std::string& named, const std::string& field,
+                       const std::function<std::string(const InputLocation&)>& by_name) {
+  const InputLocation at{r.file, r.line, field};
+  if (named.find('/') == std::string::npos && !named.ends_with(".yaml")) return by_name(at);
+  const std::string path = (std::filesystem::path(r.file).parent_path() / named).string();
+  if (!std::filesystem::exists(path)) throw InputError(at, "no file at " + path);
+  return path;
+}
+
+// serving: the benchmark the probe names run to its last prompt from an
+// empty deployment (its workload a closed loop, its concurrency and prompt
+// count as the probe says where it does), the routed experts in the format it
+// says (an engine that requantizes them at load), in the reference's metric.
+double predict_serving(const PublishedReference& r, const Catalog& catalog, bool priors_only,
+                       std::string* kernel_model) {
+  const auto& p = r.probe;
+  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"}));
+  if (!r.probe_weights.empty()) spec.weights.routed_experts = probe_weight_format(r.probe_weights);
+  const ModelAnalysis model = analyze_model(spec);
+  DeploymentSpec deployment = load_deployment_file(probe_file(
+      r, r.probe_deployment, "probe.deployment",
+      [&](const InputLocation& at) { return catalog.resolve_deployment(r.probe_deployment, at); }));
+  deployment.file = path_in_data_dir(deployment.file, catalog.data_dir());
+  const std::string gpu = catalog.resolve_gpu(r.gpu, r.gpu_at);
+  for (const PoolSpec* pool : {&deployment.prefill, &deployment.decode}) {
+    if (catalog.resolve_gpu(pool->gpu, pool->gpu_at) != gpu)
+      throw InputError(r.gpu_at, "the deployment '" + deployment.name + "' runs on " + pool->gpu +
+                                     ", not on the reference's " + r.gpu);
+  }
+  WorkloadSpec workload =
+      load_workload_file(probe_file(r, r.probe_workload, "probe.workload", [&](const InputLocation& at) {
+        return catalog.resolve_workload(r.probe_workload, at);
+      }));
+  const InputLocation prompts_at{r.file, r.line, "probe.prompts"};
+  if (workload.arrival != WorkloadSpec::Arrival::kClosedLoop)
+    throw InputError({r.file, r.line, "probe.workload"},
+                     "a serving probe runs a benchmark: expected a closed loop");
+  if (p.count("concurrency"))
+    workload = at_concurrency(std::move(workload), as_int(p.at("concurrency")),
+                              {r.file, r.line, "probe.concurrency"});
+  if (p.count("prompts")) {
+    workload.prompts = as_int(p.at("prompts"));
+    workload.prompts_where = prompts_at;
+  }
+  if (workload.prompts <= 0)
+    throw InputError(prompts_at,
+                     "a benchmark ends with its prompts: expected a prompt count (the workload has none)");
+  ServeOptions options;
+  options.warm_up_s = 0;  // measured from an empty server, as the client's warm-up requests end first
+  options.duration_s = longest_run_s();
+  options.drain = true;
+  const DeploymentCostModels gpus(catalog, deployment, priors_only);
+  const auto steps = std::make_shared<StepTimeCache>(
+      deployment_step_times(model, gpus.prefill.cost(), gpus.decode.cost(), deployment));
+  const ServedRun run = serve_deployment(gpus, steps, model, deployment, workload, options);
+  *kernel_model = run.decode_kernel_model;
+  const ServingResult& x = run.result;
+  if (!x.window_ends_with_prompts)
+    throw InputError(prompts_at, "the benchmark's prompts did not all end within the longest run");
+  if (r.metric == "ttft_ms") return x.ttft_ms.mean;
+  if (r.metric == "tpot_ms") return x.tpot_ms.mean;
+  return x.input_tokens_per_s_per_gpu + x.output_tokens_per_s_per_gpu;
+}
+
 // What the model says, in the reference's metric.
 double predict(const PublishedReference& r, const Catalog& catalog, bool priors_only,
                std::string* kernel_model) {
+  // A whole benchmark's deployment loads its own pools' cost models.
+  if (r.probe_kind == "serving") return predict_serving(r, catalog, priors_only, kernel_model);
   const bool in_graph = r.probe_kind == "moe_layer" || (r.probe_kind == "step" && r.probe_phase == "decode");
   const GpuCostModel g(catalog.data_dir(), catalog.resolve_gpu(r.gpu, r.gpu_at), in_graph, priors_only);
   *kernel_model = g.cost().params().label();
@@ -317,7 +402,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
   if (r.probe_kind == "attention") return predict_attention(r, g, catalog);
   if (r.probe_kind == "step") return predict_step(r, g, catalog);
   // moe_layer: a decode step's MoE kernels in the first MoE layer.
-  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model));
+  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"}));
   if (!r.probe_weights.empty()) spec.weights.routed_experts = probe_weight_format(r.probe_weights);
   reshape_moe(r, spec);
   const ModelAnalysis model = analyze_model(spec);

@@ -5,7 +5,10 @@
 // (a GEMM, a streaming kernel, an MoE layer's dispatch-experts-combine, one
 // EP all-to-all, or a serving engine's whole forward step), times it with
 // that GPU's cost model, and reports the published metric (TFLOP/s, GB/s,
-// microseconds, or a step's tokens per second per node or per GPU).
+// microseconds, or a step's tokens per second per node or per GPU). A
+// serving probe runs a whole serving benchmark instead: a deployment under a
+// closed loop of prompts, simulated to its last (sim/costing/served_run.h),
+// and reports its mean TTFT or TPOT or its tokens per second per GPU.
 #pragma once
 
 #include <map>
@@ -22,17 +25,23 @@ struct PublishedReference {
   std::string file;
   int line = 0;
   std::string gpu;
-  InputLocation gpu_at;    // its line, where an unknown name is reported
-  std::string probe_kind;  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention | step
+  InputLocation gpu_at;  // its line, where an unknown name is reported
+  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention | step | serving
+  std::string probe_kind;
   std::map<std::string, double> probe;
-  std::string probe_model;  // moe_layer, attention, step: the model file stem
+  std::string probe_model;  // moe_layer, attention, step, serving: the model file stem
+  // serving: the deployment and the workload (a closed loop's benchmark), by name or path
+  std::string probe_deployment;
+  std::string probe_workload;
   std::string probe_phase;  // attention, step: decode | prefill
   // gemm: fp8 | bf16; moe_layer: the routed experts' math, fp8 unless it says bf16.
   std::string probe_math;
-  // grouped_gemm (fp8 unless it says) or moe_layer's routed experts (the
-  // model's unless it says): fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4).
+  // grouped_gemm (fp8 unless it says) or moe_layer's and serving's routed
+  // experts (the model's unless it says): fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4).
   std::string probe_weights;
-  std::string metric;  // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step)
+  // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step);
+  // serving: ttft_ms | tpot_ms (the benchmark's means) | tokens_per_s_per_gpu (input and output)
+  std::string metric;
   // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
   // empty when it set none: an out-of-sample test of the uncalibrated model.
   std::string sets_prior;

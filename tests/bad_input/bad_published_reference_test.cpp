@@ -12,6 +12,10 @@
 #include "sim/common/input_error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/cost/gpu_cost_model.h"
+#include "sim/costing/served_run.h"
+#include "sim/model/model_loader.h"
+#include "sim/serving/deployment_spec.h"
+#include "sim/serving/workload_spec.h"
 #include "sim/validation/published_reference.h"
 #include "tests/test_data.h"
 
@@ -43,10 +47,11 @@ TEST(BadPublishedReference, UnknownProbeFieldIsNamed) {
   }
 }
 
-// A data folder with the bundled models and GPU profiles and one reference file.
+// A data folder with the bundled models, GPU profiles, workloads and deployments, and one reference file.
 Catalog catalog_with(const std::string& name, const std::string& references) {
   namespace fs = std::filesystem;
-  const fs::path root = testing::scratch_data_dir(name, {"models", "hw_profiles", "validation/calibration"});
+  const fs::path root =
+      testing::scratch_data_dir(name, {"models", "hw_profiles", "workloads", "validation/calibration"});
   fs::create_directories(root / "validation" / "published");
   std::ofstream(root / "validation" / "published" / "refs.yaml") << "references:\n" << references;
   return Catalog(root.string());
@@ -180,10 +185,14 @@ TEST(BadPublishedReference, AnUnknownGpuIsNamedAtItsLine) {
   }
 }
 
+// One reference in a reference file's YAML: its GPU, its probe's fields and its metric.
+std::string whole_run_reference(const std::string& gpu, const std::string& probe, const std::string& metric) {
+  return "  - name: whole run\n    source: \"test\"\n    gpu: " + gpu + "\n    probe: {" + probe +
+         "}\n    reference: {metric: " + metric + ", value: 1000}\n    tolerance_pct: 15\n";
+}
+
 std::string step_reference(const std::string& gpu, const std::string& probe, const std::string& metric) {
-  return "  - name: step\n    source: \"test\"\n    gpu: " + gpu +
-         "\n    probe: {kind: step, model: deepseek_v3, " + probe + "}\n    reference: {metric: " + metric +
-         ", value: 1000}\n    tolerance_pct: 15\n";
+  return whole_run_reference(gpu, "kind: step, model: deepseek_v3, " + probe, metric);
 }
 
 // A step probe is a serving engine's whole forward step, in tokens per
@@ -383,6 +392,101 @@ TEST(BadPublishedReference, MoeLayerProbeTakesTheExpertsWeightsAndMath) {
     EXPECT_GT(e.where().line, 0);
     EXPECT_NE(std::string(e.what()).find("no MoE layer"), std::string::npos) << e.what();
   }
+}
+
+// The bundled benchmark's files (SGLang's recipe on 4 x H200 and its client), by path.
+const std::string kServingDir = std::string(V41SIM_SOURCE_DIR) + "/validation/published/serving/";
+const std::string kRecipe = kServingDir + "sglang_h200_4_dp_attention.yaml";
+const std::string kBenchmark = kServingDir + "sglang_bench_random_8k_1k.yaml";
+
+std::string serving_reference(const std::string& gpu, const std::string& probe, const std::string& metric) {
+  return whole_run_reference(
+      gpu,
+      "kind: serving, model: deepseek_v4_flash, deployment: " + kRecipe + ", workload: " + kBenchmark + probe,
+      metric);
+}
+
+// A serving probe runs the benchmark it names to its last prompt: its
+// figures are the run's means over the benchmark's requests and its tokens
+// over its own span; FP8 experts read twice the FP4 ones' bytes and serve
+// fewer tokens a second; more clients wait longer for their first token.
+TEST(PublishedReference, ServingProbeRunsTheBenchmarkToItsLastPrompt) {
+  const std::string small = ", concurrency: 64, prompts: 128";
+  const Catalog catalog = catalog_with(
+      "v41sim_serving_reference",
+      serving_reference("h200", small + ", weights: fp8", "tokens_per_s_per_gpu") +
+          serving_reference("h200", small, "tokens_per_s_per_gpu") +
+          serving_reference("h200", small + ", weights: fp8", "tpot_ms") +
+          serving_reference("h200", small + ", weights: fp8", "ttft_ms") +
+          serving_reference("h200", ", concurrency: 128, prompts: 128, weights: fp8", "ttft_ms"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 5u);
+  std::vector<double> predicted;
+  for (const auto& r : refs) predicted.push_back(validate_reference(r, catalog).predicted);
+  EXPECT_LT(predicted[0], predicted[1]) << "FP8 experts against FP4 ones";
+  EXPECT_GT(predicted[2], 0);
+  EXPECT_GT(predicted[4], predicted[3]) << "all 128 at once queue longer than 64 at a time";
+  // The same benchmark, the same figure.
+  EXPECT_EQ(validate_reference(refs[0], catalog).predicted, predicted[0]);
+  // The figures are the benchmark run itself, measured from empty to its last prompt.
+  ModelSpec spec = load_model_file(catalog.resolve_model("deepseek_v4_flash"));
+  spec.weights.routed_experts = {ElementFormat::kFp8E4M3, std::nullopt, 0};
+  const ModelAnalysis model = analyze_model(spec);
+  WorkloadSpec workload = load_workload_file(kBenchmark);
+  workload = at_concurrency(workload, 64, {"", 0, "test"});
+  workload.prompts = 128;
+  ServeOptions options;
+  options.warm_up_s = 0;
+  options.duration_s = 3600;
+  const ServedRun run = serve_deployment(catalog, model, load_deployment_file(kRecipe), workload, options);
+  ASSERT_TRUE(run.result.window_ends_with_prompts);
+  EXPECT_EQ(run.result.arrived, 128);
+  EXPECT_NEAR(predicted[0], run.result.input_tokens_per_s_per_gpu + run.result.output_tokens_per_s_per_gpu,
+              1e-9 * predicted[0]);
+  EXPECT_NEAR(predicted[2], run.result.tpot_ms.mean, 1e-9 * predicted[2]);
+  EXPECT_NEAR(predicted[3], run.result.ttft_ms.mean, 1e-9 * predicted[3]);
+}
+
+TEST(BadPublishedReference, ServingProbeFieldsAreChecked) {
+  expect_refused_at_load(
+      "v41sim_bad_serving_probe",
+      {{serving_reference("h200", "", "us"), "reference.metric",
+        "expected ttft_ms, tpot_ms or tokens_per_s_per_gpu"},
+       {serving_reference("h200", ", prompts: 2.5", "tpot_ms"), "probe.prompts", "expected a whole number"},
+       {serving_reference("h200", ", batch: 4", "tpot_ms"), "probe.batch",
+        "not a field of a 'serving' probe"},
+       {serving_reference("h200", ", weights: int4", "tpot_ms"), "probe.weights", "expected fp8 or fp4"},
+       {"  - name: b\n    source: \"t\"\n    gpu: h200\n    probe: {kind: serving, model: deepseek_v4_flash, "
+        "workload: chat}\n    reference: {metric: tpot_ms, value: 1}\n    "
+        "tolerance_pct: 15\n",
+        "probe.deployment", "required"}});
+  // What only running it finds, said at the reference's line: a deployment or
+  // workload not there, one not of the reference's GPU, a workload that is no
+  // benchmark (an open loop, or a loop without a prompt count).
+  const auto refused_when_run = [](const std::string& reference, const std::string& field,
+                                   const std::string& message) {
+    const Catalog catalog = catalog_with("v41sim_bad_serving_run", reference);
+    try {
+      validate_reference(load_published_references(catalog).front(), catalog);
+      ADD_FAILURE() << "ran: " << reference;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, field) << e.what();
+      EXPECT_GT(e.where().line, 0);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  // The benchmark's reference with one of its files named otherwise.
+  const auto naming = [](const std::string& file, const std::string& instead) {
+    std::string reference = serving_reference("h200", "", "tpot_ms");
+    return reference.replace(reference.find(file), file.size(), instead);
+  };
+  refused_when_run(naming(kRecipe, "no_such_deployment"), "probe.deployment",
+                   "unknown name 'no_such_deployment'");
+  refused_when_run(naming(kRecipe, "serving/none.yaml"), "probe.deployment", "no file at ");
+  refused_when_run(serving_reference("h100_sxm", "", "tpot_ms"), "references[0].gpu",
+                   "runs on h200, not on the reference's h100_sxm");
+  refused_when_run(naming(kBenchmark, "chat"), "probe.workload", "expected a closed loop");
+  refused_when_run(naming(kBenchmark, "bench_random_8k_1k"), "probe.prompts", "expected a prompt count");
 }
 
 }  // namespace

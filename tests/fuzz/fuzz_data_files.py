@@ -157,6 +157,7 @@ def main():
     rng = random.Random(args.seed)
     edits = []
     for folder in ["models", "hw_profiles", "workloads", "workloads/deployments", "validation/published",
+                   "validation/published/serving",
                    "validation/calibration"]:
         for name in sorted(os.listdir(os.path.join(SOURCE, folder))):
             path = os.path.join(folder, name)

@@ -67,8 +67,8 @@ TEST(PublishedBandDerivation, BandsOnlyClassesWithEnoughFiguresOfThePriorsArchit
 // A data folder whose h800 has a calibration that moves the latency-bound
 // GEMMs: validate uses it, the band derivation does not.
 TEST(PublishedBandDerivation, UsesThePriorsWhateverCalibrationsExist) {
-  const fs::path root = testing::scratch_data_dir("v41sim_published_bands_priors",
-                                                  {"models", "hw_profiles", "validation/published"});
+  const fs::path root = testing::scratch_data_dir(
+      "v41sim_published_bands_priors", {"models", "hw_profiles", "workloads", "validation/published"});
   fs::create_directories(root / "validation" / "calibration");
   const std::string priors = testing::read_text(kSource + "/validation/calibration/defaults.yaml");
   std::ofstream(root / "validation" / "calibration" / "defaults.yaml") << priors;

@@ -1777,6 +1777,57 @@ TEST(Serving, AClosedLoopOfRefusedSessionsIsAnError) {
   EXPECT_THROW(bounded.run(10), InputError);
 }
 
+// A benchmark's closed loop sends its prompts and stops: the loop keeps its
+// concurrency until they are all sent, none follows, and the window ends with
+// the last to end, so its rates are the benchmark's over its own span.
+TEST(Serving, AClosedLoopWithAPromptCountEndsWithItsLast) {
+  Fixture f = tiny_closed_loop("v41sim_closed_loop_prompts", 4, 16);
+  f.workload.prompts = 10;
+  f.workload.prompts_where = {"w.yaml", 3, "arrival.prompts"};
+  ServingSimulation sim(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  sim.enable_request_log();
+  const ServingResult r = sim.run(600);
+  EXPECT_EQ(r.arrived, 10);
+  EXPECT_EQ(r.finished, 10);
+  EXPECT_EQ(r.in_flight, 0);
+  ASSERT_TRUE(r.window_ends_with_prompts);
+  EXPECT_FALSE(r.window_ends_with_trace);
+  double last_end_s = 0;
+  int64_t at_start = 0;
+  for (const RequestRecord& x : r.requests) {
+    last_end_s = std::max(last_end_s, x.arrival_s + x.e2e_ms / 1e3);
+    if (x.arrival_s == 0) ++at_start;
+  }
+  EXPECT_EQ(at_start, 4);
+  EXPECT_NEAR(r.duration_s, last_end_s, 1e-6);
+  EXPECT_LT(r.duration_s, 600);
+  // Its tokens over its own span: 10 answers of 16 tokens over the window.
+  EXPECT_NEAR(r.output_tokens_per_s_per_gpu * r.duration_s * static_cast<double>(r.gpus), 160, 1e-6);
+  // Fewer prompts than clients: only they start.
+  Fixture few = tiny_closed_loop("v41sim_closed_loop_prompts", 4, 16);
+  few.workload.prompts = 2;
+  const ServingResult two = few.run(600);
+  EXPECT_EQ(two.arrived, 2);
+  EXPECT_TRUE(two.window_ends_with_prompts);
+  // A window too short for them: the benchmark's first seconds, as asked.
+  const ServingResult cut = f.run(0.02);
+  EXPECT_FALSE(cut.window_ends_with_prompts);
+  EXPECT_EQ(cut.duration_s, 0.02);
+  // All ended in the warm-up: nothing to measure, said where the count was given.
+  ServingSimulation warmed(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  warmed.set_warm_up(500);
+  try {
+    warmed.run(100);
+    FAIL() << "ran";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("w.yaml:3: field 'arrival.prompts': the closed loop's 10 prompts all "
+                                   "ended by "),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
   const auto error_of = [](const std::string& arrival) {
     try {
@@ -1803,6 +1854,24 @@ TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
   EXPECT_NE(
       error_of("{process: closed, concurrency: 3}").find("expected poisson, bursty, closed_loop or trace"),
       std::string::npos);
+  // A benchmark's prompt count: a whole number of sessions, a closed loop's alone.
+  EXPECT_EQ(error_of("{process: closed_loop, concurrency: 3, prompts: 12}"), "loaded");
+  EXPECT_NE(error_of("{process: closed_loop, concurrency: 3, prompts: 0}")
+                .find("w.yaml:3: field 'arrival.prompts'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{process: closed_loop, concurrency: 3, prompts: 2.5}").find("field 'arrival.prompts'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{process: closed_loop, concurrency: 3, prompts: 2000000}")
+                .find("field 'arrival.prompts': expected at most 1e+06 sessions, the most one run starts"),
+            std::string::npos);
+  EXPECT_NE(error_of("{process: poisson, sessions_per_s: 1, prompts: 3}")
+                .find("field 'arrival.prompts': only a closed_loop arrival has one"),
+            std::string::npos);
+  EXPECT_EQ(load_workload_file(
+                testing::one_turn_workload("v41sim_closed_loop_bad",
+                                           "{process: closed_loop, concurrency: 3, prompts: 12}", 10, 10))
+                .prompts,
+            12);
   // Its load is its concurrency, set again where asked; an open loop's is its rate.
   const WorkloadSpec loop = load_workload_file(
       testing::one_turn_workload("v41sim_closed_loop_bad", "{process: closed_loop, concurrency: 3}", 10, 10));
