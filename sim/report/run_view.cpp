@@ -274,7 +274,10 @@ std::string expert_load_note(const DeploymentSpec& d) {
 std::string traffic_note(const WorkloadSpec& workload) {
   const std::string note = "traffic '" + workload.name + "' (" + workload.source + ")";
   if (workload.arrival != WorkloadSpec::Arrival::kClosedLoop) return note;
-  return note + ": " + load_phrase(workload) + ", each session that ends followed at once by a new one";
+  const std::string loop =
+      note + ": " + load_phrase(workload) + ", each session that ends followed at once by a new one";
+  if (workload.prompts <= 0) return loop;
+  return loop + fmt::format(" until {} have started (the benchmark's prompts), none after", workload.prompts);
 }
 
 std::string time_held(const SsdTierCost& tier) {
@@ -289,6 +292,8 @@ std::string time_held(const SsdTierCost& tier) {
 
 std::string steady_state_phrase(const ServingResult& x) {
   const SteadyState& s = x.steady_state;
+  if (x.window_ends_with_prompts)
+    return "not asked: a benchmark's prompts served to the last, its load falling to none by design";
   if (!s.judged) return fmt::format("not judged: {} batches over the window, too few", s.batches);
   const std::string ends = fmt::format(
       "{:.1f} at the window's start, {:.1f} at its end; a line through it moves {:+.0f}% over "

@@ -277,5 +277,33 @@ TEST(ServedRun, TheWarmUpIsTheDefaultForDrawnSessionsAndNoneForATrace) {
   }
 }
 
+// A benchmark served to its last prompt empties the deployment by design:
+// its settling is not asked (a verdict rests on its SLA alone, as a trace's),
+// and the run says so where a run's window would say whether it settled.
+TEST(ServedRun, ABenchmarksPromptsServedToTheLastAskNoSettling) {
+  TinyAggregated t;
+  t.workload = load_workload_file(testing::one_turn_workload(
+      "v41sim_served_benchmark", "{process: closed_loop, concurrency: 4, prompts: 40}", 2048, 16));
+  ServeOptions o;
+  o.duration_s = 600;
+  o.warm_up_s = 0;
+  const ServedRun run = serve_deployment(t.catalog, t.model, t.deployment, t.workload, o);
+  ASSERT_TRUE(run.result.window_ends_with_prompts);
+  EXPECT_EQ(run.seeds_unsettled(), 0);
+  EXPECT_EQ(run.holds_sla(0.0), run.meets_sla(0.0));
+  const std::string model = "tiny";
+  std::string text;
+  for (const Table& table : run_tables({model, t.deployment, t.workload, 1, run})) text += table.to_text();
+  EXPECT_NE(text.find("not asked: a benchmark's prompts served to the last"), std::string::npos) << text;
+  EXPECT_NE(text.find("until 40 have started (the benchmark's prompts), none after"), std::string::npos);
+  EXPECT_NE(text.find("the window ends with the last of them to end"), std::string::npos);
+  // The same loop without its prompt count is judged as any run.
+  t.workload.prompts = 0;
+  o.duration_s = 30;
+  const ServedRun endless = serve_deployment(t.catalog, t.model, t.deployment, t.workload, o);
+  EXPECT_FALSE(endless.result.window_ends_with_prompts);
+  EXPECT_EQ(endless.seeds.front().steady, endless.result.steady_state.steady());
+}
+
 }  // namespace
 }  // namespace v41sim
