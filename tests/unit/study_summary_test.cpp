@@ -393,15 +393,14 @@ TEST(StudySummary, SaysWhichStepsArePastTheirMemory) {
   EXPECT_TRUE(says(text, "H200 46.1 ms ±12% (past its memory: KV for 28 of the 32 sequences)"));
 }
 
-// The whole steps that engines published, apart from the kernel figures: how
-// far the model's throughput is from theirs, on which GPUs.
+// The whole steps and whole benchmarks that engines published, apart from
+// the kernel figures: how far the model's throughput (and a benchmark's
+// latencies) is from theirs, on which GPUs.
 TEST(StudySummary, SaysHowFarWholeStepsAreFromTheEngines) {
-  const auto reference = [](const char* probe, const char* gpu, double error_pct, bool within) {
-    return json{{"kind", "published"},
-                {"probe", probe},
-                {"gpu", gpu},
-                {"error_pct", error_pct},
-                {"within_tolerance", within}};
+  const auto reference = [](const char* probe, const char* gpu, double error_pct, bool within,
+                            const char* metric = "tokens_per_s_per_gpu") {
+    return json{{"kind", "published"}, {"probe", probe},         {"gpu", gpu},
+                {"metric", metric},    {"error_pct", error_pct}, {"within_tolerance", within}};
   };
   json report{{"claims", json::array()},
               {"fits", json::array()},
@@ -413,15 +412,29 @@ TEST(StudySummary, SaysHowFarWholeStepsAreFromTheEngines) {
                 reference("step", "h100_sxm", 38.8, false), reference("step", "gb200_nvl72", 33.8, false),
                 reference("step", "h100_sxm", 10.0, true)}}};
   std::string text = study_summary(report).to_text();
-  EXPECT_TRUE(says(text, "1 of 5 within tolerance; no GPU of ours measured yet"));
+  // The kernel figures' row counts the GEMM alone: the steps have a row of their own.
+  EXPECT_TRUE(says(text, "0 of 1 within tolerance; no GPU of ours measured yet"));
   EXPECT_TRUE(says(text,
                    "whole forward steps that serving engines published (4 on gb200_nvl72, h100_sxm (2), "
                    "h800)"));
   // The GEMM's -60% is not a step's.
   EXPECT_TRUE(says(text, "the model's throughput +10.0% to +38.8% against theirs, 1 of 4 within tolerance"));
+  EXPECT_FALSE(says(text, "whole serving benchmarks"));
+  // A benchmark's throughput and latencies, each its own range.
+  report["validation"].push_back(reference("serving", "h200", 125.0, false));
+  report["validation"].push_back(reference("serving", "h200", 126.1, false));
+  report["validation"].push_back(reference("serving", "h200", -58.5, false, "tpot_ms"));
+  report["validation"].push_back(reference("serving", "h200", -66.7, false, "ttft_ms"));
+  text = study_summary(report).to_text();
+  EXPECT_TRUE(says(text, "0 of 1 within tolerance; no GPU of ours measured yet"));
+  EXPECT_TRUE(says(text, "whole serving benchmarks that engines published (2 runs on h200)"));
+  EXPECT_TRUE(says(text,
+                   "the model's throughput +125.0% to +126.1% against theirs, its mean TPOT -58.5% to -58.5% "
+                   "and mean TTFT -66.7% to -66.7%"));
   report["validation"] = json::array({reference("gemm", "h800", 5.0, true)});
   text = study_summary(report).to_text();
   EXPECT_FALSE(says(text, "whole forward steps"));
+  EXPECT_FALSE(says(text, "whole serving benchmarks"));
 }
 
 }  // namespace
