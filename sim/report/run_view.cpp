@@ -891,7 +891,9 @@ std::string arrivals_phrase(double duration_s, double warm_up_s) {
 }
 
 std::string arrivals_phrase(const ServeOptions& options, const WorkloadSpec& workload) {
-  return arrivals_phrase(options.duration_s, warm_up_of(options, workload));
+  const std::string asked = arrivals_phrase(options.duration_s, warm_up_of(options, workload));
+  if (workload.prompts <= 0) return asked;
+  return fmt::format("the benchmark's {} prompts to the last (at most {})", workload.prompts, asked);
 }
 
 std::string unsettled_note(const std::vector<std::pair<std::string, const ServedRun*>>& runs) {

@@ -297,6 +297,8 @@ TEST(ServedRun, ABenchmarksPromptsServedToTheLastAskNoSettling) {
   EXPECT_NE(text.find("not asked: a benchmark's prompts served to the last"), std::string::npos) << text;
   EXPECT_NE(text.find("until 40 have started (the benchmark's prompts), none after"), std::string::npos);
   EXPECT_NE(text.find("the window ends with the last of them to end"), std::string::npos);
+  EXPECT_EQ(arrivals_phrase(o, t.workload),
+            "the benchmark's 40 prompts to the last (at most 600 simulated s of arrivals)");
   // The same loop without its prompt count is judged as any run.
   t.workload.prompts = 0;
   o.duration_s = 30;
