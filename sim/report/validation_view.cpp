@@ -118,7 +118,8 @@ Table validation_summary_table(const std::vector<ValidationRow>& rows) {
       "kernel, "
       "all_to_all one EP transfer, moe_layer an MoE layer's kernels together, step a serving engine's whole "
       "forward step (tokens per second per node or per GPU, as published), serving a whole serving benchmark "
-      "(its mean TTFT and TPOT and its tokens per second per GPU); held_out_measurement: our own rows");
+      "(its mean or median TTFT, mean TPOT or tokens per second per GPU, as published); "
+      "held_out_measurement: our own rows");
   t.add_note(
       "bias: mean signed error (positive: the model predicts more than the reference, in its metric: a "
       "kind whose figures are both times and rates, as all_to_all's and serving's, mixes signs that mean "

@@ -721,6 +721,13 @@ ServingResult ServingSimulation::run(double duration_s, bool drain) {
 }
 
 double ServingSimulation::benchmark_window_s(SimTime prompts_done) {
+  if (prompts_done == SimTime()) {  // no request ends at 0 s unless refused as it arrives
+    throw InputError(
+        workload_.prompts_where,
+        fmt::format("the closed loop's {} prompts were all refused as they arrived, at 0 s ({}): "
+                    "nothing was served to measure",
+                    workload_.prompts, last_refusal_));
+  }
   if (prompts_done <= window_start_) {
     throw InputError(workload_.prompts_where,
                      fmt::format("the closed loop's {} prompts all ended by {:g} s, within the warm-up of "

@@ -104,11 +104,7 @@ Distribution read_distribution(const YamlNode& node, double ceiling) {
     if (x > ceiling) value.fail(fmt::format("expected at most {:.0f}, got {:g}", ceiling, x));
     return x;
   };
-  if (kind == "fixed") {
-    d.kind = Distribution::Kind::kFixed;
-    d.mean = d.min = d.max = at_most_ceiling(node.required("value"));
-    return d;
-  }
+  if (kind == "fixed") return Distribution::fixed(at_most_ceiling(node.required("value")));
   d.min = node.required("min").as_non_negative_double();
   d.max = at_most_ceiling(node.required("max"));
   if (d.max < d.min) node.required("max").fail("max is below min");

@@ -57,8 +57,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8), and a whole step's
   // two-micro-batch overlap, EPLB replicas, routing skew (none: every expert as popular) and
   // balanced routing (1: every rank receives exactly its share, as a profile that simulates
-  // it; none: each step's routing falls by chance) (step), and a benchmark's concurrency and
-  // prompt count in place of its workload's, and its routed experts' format (serving).
+  // it; none: each step's routing falls by chance) (step), and a benchmark's concurrency, prompt
+  // count and prompt length in place of its workload's, and its routed experts' format (serving).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
       {"grouped_gemm", {"weights"}},
@@ -67,7 +67,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
       {"step", {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing"}},
-      {"serving", {"weights", "concurrency", "prompts"}}};
+      {"serving", {"weights", "concurrency", "prompts", "input_tokens"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -83,7 +83,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   static const std::map<std::string, std::vector<std::string>> kWholeNumbers{
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
       {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}},
-      {"serving", {"concurrency", "prompts"}}};
+      {"serving", {"concurrency", "prompts", "input_tokens"}}};
   if (const auto whole = kWholeNumbers.find(r.probe_kind); whole != kWholeNumbers.end()) {
     for (const std::string& key : whole->second) {
       const auto it = r.probe.find(key);
@@ -138,9 +138,11 @@ void read_metric(const YamlNode& reference, const YamlNode& probe, PublishedRefe
       reference.required("metric").fail("expected tokens_per_s_per_node or tokens_per_s_per_gpu");
     }
   } else if (r.probe_kind == "serving") {
-    // A serving benchmark's means over its requests, and its throughput per GPU (input and output tokens).
-    if (r.metric != "ttft_ms" && r.metric != "tpot_ms" && r.metric != "tokens_per_s_per_gpu")
-      reference.required("metric").fail("expected ttft_ms, tpot_ms or tokens_per_s_per_gpu");
+    // A serving benchmark's means (or median TTFT) over its requests, and its throughput per GPU (input and
+    // output tokens).
+    if (r.metric != "ttft_ms" && r.metric != "ttft_p50_ms" && r.metric != "tpot_ms" &&
+        r.metric != "tokens_per_s_per_gpu")
+      reference.required("metric").fail("expected ttft_ms, ttft_p50_ms, tpot_ms or tokens_per_s_per_gpu");
   } else if (r.metric != "tflops" && r.metric != "gbps" && r.metric != "us") {
     reference.required("metric").fail("expected tflops, gbps or us");
   }
@@ -330,6 +332,7 @@ double predict_serving(const PublishedReference& r, const Catalog& catalog, bool
     workload.prompts = as_int(p.at("prompts"));
     workload.prompts_where = prompts_at;
   }
+  if (p.count("input_tokens")) workload.first_input_tokens = Distribution::fixed(p.at("input_tokens"));
   if (workload.prompts <= 0)
     throw InputError(prompts_at,
                      "a benchmark ends with its prompts: expected a prompt count (the workload has none)");
@@ -346,6 +349,7 @@ double predict_serving(const PublishedReference& r, const Catalog& catalog, bool
   if (!x.window_ends_with_prompts)
     throw InputError(prompts_at, "the benchmark's prompts did not all end within the longest run");
   if (r.metric == "ttft_ms") return x.ttft_ms.mean;
+  if (r.metric == "ttft_p50_ms") return x.ttft_ms.p50;
   if (r.metric == "tpot_ms") return x.tpot_ms.mean;
   return x.input_tokens_per_s_per_gpu + x.output_tokens_per_s_per_gpu;
 }

@@ -40,7 +40,8 @@ struct PublishedReference {
   // experts (the model's unless it says): fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4).
   std::string probe_weights;
   // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step);
-  // serving: ttft_ms | tpot_ms (the benchmark's means) | tokens_per_s_per_gpu (input and output)
+  // serving: ttft_ms | tpot_ms (the benchmark's means) | ttft_p50_ms (its median) |
+  // tokens_per_s_per_gpu (input and output)
   std::string metric;
   // The priors (defaults.yaml) read off this figure, e.g. "gemm.compute_efficiency";
   // empty when it set none: an out-of-sample test of the uncalibrated model.

@@ -418,14 +418,18 @@ TEST(PublishedReference, ServingProbeRunsTheBenchmarkToItsLastPrompt) {
           serving_reference("h200", small, "tokens_per_s_per_gpu") +
           serving_reference("h200", small + ", weights: fp8", "tpot_ms") +
           serving_reference("h200", small + ", weights: fp8", "ttft_ms") +
-          serving_reference("h200", ", concurrency: 128, prompts: 128, weights: fp8", "ttft_ms"));
+          serving_reference("h200", ", concurrency: 128, prompts: 128, weights: fp8", "ttft_ms") +
+          serving_reference("h200", small + ", weights: fp8", "ttft_p50_ms") +
+          serving_reference("h200", small + ", weights: fp8, input_tokens: 8192", "ttft_ms"));
   const auto refs = load_published_references(catalog);
-  ASSERT_EQ(refs.size(), 5u);
+  ASSERT_EQ(refs.size(), 7u);
   std::vector<double> predicted;
   for (const auto& r : refs) predicted.push_back(validate_reference(r, catalog).predicted);
   EXPECT_LT(predicted[0], predicted[1]) << "FP8 experts against FP4 ones";
   EXPECT_GT(predicted[2], 0);
   EXPECT_GT(predicted[4], predicted[3]) << "all 128 at once queue longer than 64 at a time";
+  EXPECT_GT(predicted[6], predicted[3])
+      << "every prompt its longest, 8192 tokens, waits longer for its first token";
   // The same benchmark, the same figure.
   EXPECT_EQ(validate_reference(refs[0], catalog).predicted, predicted[0]);
   // The figures are the benchmark run itself, measured from empty to its last prompt.
@@ -445,14 +449,17 @@ TEST(PublishedReference, ServingProbeRunsTheBenchmarkToItsLastPrompt) {
               1e-9 * predicted[0]);
   EXPECT_NEAR(predicted[2], run.result.tpot_ms.mean, 1e-9 * predicted[2]);
   EXPECT_NEAR(predicted[3], run.result.ttft_ms.mean, 1e-9 * predicted[3]);
+  EXPECT_NEAR(predicted[5], run.result.ttft_ms.p50, 1e-9 * predicted[5]);
 }
 
 TEST(BadPublishedReference, ServingProbeFieldsAreChecked) {
   expect_refused_at_load(
       "v41sim_bad_serving_probe",
       {{serving_reference("h200", "", "us"), "reference.metric",
-        "expected ttft_ms, tpot_ms or tokens_per_s_per_gpu"},
+        "expected ttft_ms, ttft_p50_ms, tpot_ms or tokens_per_s_per_gpu"},
        {serving_reference("h200", ", prompts: 2.5", "tpot_ms"), "probe.prompts", "expected a whole number"},
+       {serving_reference("h200", ", input_tokens: 100.5", "tpot_ms"), "probe.input_tokens",
+        "expected a whole number"},
        {serving_reference("h200", ", batch: 4", "tpot_ms"), "probe.batch",
         "not a field of a 'serving' probe"},
        {serving_reference("h200", ", weights: int4", "tpot_ms"), "probe.weights", "expected fp8 or fp4"},

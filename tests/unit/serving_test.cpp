@@ -1826,6 +1826,21 @@ TEST(Serving, AClosedLoopWithAPromptCountEndsWithItsLast) {
         std::string::npos)
         << e.what();
   }
+  // All refused as they arrive (prompts past the model's context): said so, not a warm-up's fault.
+  Fixture refused = tiny_closed_loop("v41sim_closed_loop_prompts", 4, 16);
+  refused.workload.prompts = 4;
+  refused.workload.prompts_where = {"w.yaml", 3, "arrival.prompts"};
+  refused.model.spec.max_context = 1000;  // below every 2048-token prompt
+  try {
+    refused.run(60);
+    FAIL() << "ran";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("the closed loop's 4 prompts were all refused as they arrived, at 0 s "
+                                   "(context exceeds the model's max_context)"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
