@@ -1813,34 +1813,29 @@ TEST(Serving, AClosedLoopWithAPromptCountEndsWithItsLast) {
   const ServingResult cut = f.run(0.02);
   EXPECT_FALSE(cut.window_ends_with_prompts);
   EXPECT_EQ(cut.duration_s, 0.02);
-  // All ended in the warm-up: nothing to measure, said where the count was given.
+  // What a run that measures nothing says, where the count was given.
+  const auto refused_with = [](ServingSimulation& simulation, double seconds) {
+    try {
+      simulation.run(seconds);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("ran");
+  };
+  // All ended in the warm-up: nothing to measure.
   ServingSimulation warmed(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
   warmed.set_warm_up(500);
-  try {
-    warmed.run(100);
-    FAIL() << "ran";
-  } catch (const InputError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("w.yaml:3: field 'arrival.prompts': the closed loop's 10 prompts all "
-                                   "ended by "),
-        std::string::npos)
-        << e.what();
-  }
+  EXPECT_NE(refused_with(warmed, 100)
+                .find("w.yaml:3: field 'arrival.prompts': the closed loop's 10 prompts all ended by "),
+            std::string::npos);
   // All refused as they arrive (prompts past the model's context): said so, not a warm-up's fault.
-  Fixture refused = tiny_closed_loop("v41sim_closed_loop_prompts", 4, 16);
-  refused.workload.prompts = 4;
-  refused.workload.prompts_where = {"w.yaml", 3, "arrival.prompts"};
-  refused.model.spec.max_context = 1000;  // below every 2048-token prompt
-  try {
-    refused.run(60);
-    FAIL() << "ran";
-  } catch (const InputError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("the closed loop's 4 prompts were all refused as they arrived, at 0 s "
-                                   "(context exceeds the model's max_context)"),
-        std::string::npos)
-        << e.what();
-  }
+  f.workload.prompts = 4;
+  f.model.spec.max_context = 1000;  // below every 2048-token prompt
+  ServingSimulation refused(f.model, f.prefill.cost(), f.decode.cost(), f.deployment, f.workload, 1);
+  EXPECT_NE(refused_with(refused, 60)
+                .find("the closed loop's 4 prompts were all refused as they arrived, at 0 s "
+                      "(context exceeds the model's max_context)"),
+            std::string::npos);
 }
 
 TEST(WorkloadFile, AClosedLoopNamesItsConcurrency) {
