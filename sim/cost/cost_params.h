@@ -129,7 +129,7 @@ struct LinkCost {
 // The model's throughput on what serving engines published (whole forward
 // steps, or whole serving benchmarks) over the engines' own, percent
 // (positive: the model is faster than they ran).
-struct WholeStepErrors {
+struct ThroughputErrors {
   int references = 0;
   double least_pct = 0;
   double most_pct = 0;
@@ -151,9 +151,9 @@ struct CostParams {
   std::optional<PerSmRateRatio> per_sm_rate_ratio;
   // How the priors did on whole forward steps that serving engines published
   // (published_bands.h); set on the priors alone, which those steps tested.
-  std::optional<WholeStepErrors> whole_steps;
+  std::optional<ThroughputErrors> whole_steps;
   // And on whole serving benchmarks (probe kind serving, throughput figures).
-  std::optional<WholeStepErrors> serving_benchmarks;
+  std::optional<ThroughputErrors> serving_benchmarks;
   TransferRule transfer;
   SourcedValue launch_overhead_us;
   SourcedValue graph_replay_overhead_us;

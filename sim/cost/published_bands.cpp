@@ -31,9 +31,9 @@ PublishedClassBand read_class_band(const YamlNode& node, int min_references) {
 }
 
 // The model's throughput against published serving figures: how many, and the least and most error.
-WholeStepErrors read_throughput_errors(const YamlNode& node) {
+ThroughputErrors read_throughput_errors(const YamlNode& node) {
   node.expect_only({"references", "least_error_pct", "most_error_pct"});
-  WholeStepErrors e;
+  ThroughputErrors e;
   e.references = static_cast<int>(node.required("references").as_positive_int());
   e.least_pct = node.required("least_error_pct").as_double();
   e.most_pct = node.required("most_error_pct").as_double();

@@ -38,9 +38,9 @@ struct PublishedBands {
   std::array<std::optional<PublishedClassBand>, kKernelClassCount> classes;
   // The priors on whole forward steps of serving engines (probe kind step, on
   // any GPU); none where no such figure is published.
-  std::optional<WholeStepErrors> whole_steps;
+  std::optional<ThroughputErrors> whole_steps;
   // And on whole serving benchmarks (probe kind serving, their throughput figures).
-  std::optional<WholeStepErrors> serving_benchmarks;
+  std::optional<ThroughputErrors> serving_benchmarks;
 };
 
 // Where the file lives under a data directory.

@@ -122,8 +122,8 @@ double share_within_sla(const ServingResult& r) {
 
 ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
                            const DeploymentSpec& deployment, const WorkloadSpec& workload,
-                           const ServeOptions& options) {
-  const DeploymentCostModels gpus(catalog, deployment);
+                           const ServeOptions& options, bool priors_only) {
+  const DeploymentCostModels gpus(catalog, deployment, priors_only);
   const auto steps = std::make_shared<StepTimeCache>(
       deployment_step_times(model, gpus.prefill.cost(), gpus.decode.cost(), deployment));
   return serve_deployment(gpus, steps, model, deployment, workload, options);

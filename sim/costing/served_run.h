@@ -147,9 +147,11 @@ void require_warm_up(double warm_up_s, double duration_s);
 // or in a mix their class's), of those that arrived (0 when none arrived): the share an SLA is judged on.
 double share_within_sla(const ServingResult& result);
 
+// With priors_only, the pools' kernel models are the published priors whatever
+// calibrations exist (DeploymentCostModels).
 ServedRun serve_deployment(const Catalog& catalog, const ModelAnalysis& model,
                            const DeploymentSpec& deployment, const WorkloadSpec& workload,
-                           const ServeOptions& options);
+                           const ServeOptions& options, bool priors_only = false);
 // The same over cost models and step times loaded once for several runs of
 // the deployment (`steps` built by deployment_step_times over `gpus`).
 ServedRun serve_deployment(const DeploymentCostModels& gpus, const std::shared_ptr<StepTimeCache>& steps,

@@ -12,7 +12,7 @@ int within_count(const PublishedBandDerivation& d) {
 }
 
 // The model's throughput against published serving figures; null where none are published.
-nlohmann::json throughput_errors_json(const std::optional<WholeStepErrors>& e) {
+nlohmann::json throughput_errors_json(const std::optional<ThroughputErrors>& e) {
   if (!e) return nlohmann::json();
   return {{"references", e->references}, {"least_error_pct", e->least_pct}, {"most_error_pct", e->most_pct}};
 }

@@ -447,14 +447,13 @@ void add_step_rows(Table& head, const RunReport& r) {
 std::string benchmark_prompts_note(const WorkloadSpec& w, const ServingResult& x) {
   if (x.window_ends_with_prompts) {
     return fmt::format(
-        "the closed loop sends {} prompts in all, as a benchmark client's --num-prompts: the window ends "
-        "with the last of them to end, at {:.1f} s, so its rates are the benchmark's over its own span",
+        "the benchmark's {} prompts (a client's --num-prompts) all ended: the window ends with the last of "
+        "them to end, at {:.1f} s, so its rates are the benchmark's over its own span",
         w.prompts, x.warm_up_s + x.duration_s);
   }
   return fmt::format(
-      "the closed loop sends {} prompts in all, as a benchmark client's --num-prompts, but they had not all "
-      "ended by the window's end: the figures are the first {:.0f} s of the benchmark (a longer --duration "
-      "lets it end, and the window then ends with it)",
+      "the benchmark's {} prompts (a client's --num-prompts) had not all ended by the window's end: the "
+      "figures are its first {:.0f} s (a longer --duration lets it end, and the window then ends with it)",
       w.prompts, x.duration_s);
 }
 

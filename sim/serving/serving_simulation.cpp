@@ -795,17 +795,15 @@ ServingResult ServingSimulation::collect(double duration_s) {
   ServingResult& out = result_;
   out.warm_up_s = window_start_.s();
   out.duration_s = duration_s;
-  // A window the benchmark's last prompt ended early keeps the slices it reached, the last one partly.
-  double last_slice_s = slice_s_;
-  if (result_.window_ends_with_prompts) {
-    const double reached = std::ceil(duration_s / slice_s_);
-    if (reached >= 1 && reached < static_cast<double>(in_system_by_slice_.size())) {
-      in_system_by_slice_.resize(static_cast<std::size_t>(reached));
-      last_slice_s = duration_s - (reached - 1) * slice_s_;
-    }
-  }
   for (double& request_seconds : in_system_by_slice_) request_seconds /= slice_s_;  // the slice's mean
-  if (last_slice_s > 0) in_system_by_slice_.back() *= slice_s_ / last_slice_s;
+  // A window the benchmark's last prompt ended early keeps the slices it
+  // reached, the last one's mean over the part of it that was measured.
+  const double reached = std::ceil(duration_s / slice_s_);
+  if (result_.window_ends_with_prompts && reached >= 1 &&
+      reached < static_cast<double>(in_system_by_slice_.size())) {
+    in_system_by_slice_.resize(static_cast<std::size_t>(reached));
+    in_system_by_slice_.back() *= slice_s_ / (duration_s - (reached - 1) * slice_s_);
+  }
   out.steady_state = mser5(in_system_by_slice_);
   out.gpus = deployment_.total_gpus();
   out.in_flight = out.arrived - out.finished - out.rejected;

@@ -24,7 +24,9 @@ struct Distribution {
   double sigma = 0;  // lognormal shape
   double min = 0;
   double max = 0;
-  static Distribution fixed(double value) { return {Kind::kFixed, value, 0, value, value}; }
+  static Distribution fixed(double value) {
+    return {.kind = Kind::kFixed, .mean = value, .min = value, .max = value};
+  }
   double sample(SplitMix64& rng) const;
   // A count (turns, tokens) times `scale`, rounded: a uniform one draws each
   // whole number from min to max with the same chance (rounding a continuous

@@ -35,13 +35,13 @@ struct ClassErrors {
 };
 
 // How many throughput errors, and the least and most; none where there are none.
-std::optional<WholeStepErrors> throughput_errors(const std::vector<double>& errors_pct) {
+std::optional<ThroughputErrors> throughput_errors(const std::vector<double>& errors_pct) {
   if (errors_pct.empty()) return std::nullopt;
   const auto [least, most] = std::minmax_element(errors_pct.begin(), errors_pct.end());
-  return WholeStepErrors{static_cast<int>(errors_pct.size()), *least, *most};
+  return ThroughputErrors{static_cast<int>(errors_pct.size()), *least, *most};
 }
 
-std::string throughput_errors_yaml(const std::string& key, const WholeStepErrors& e) {
+std::string throughput_errors_yaml(const std::string& key, const ThroughputErrors& e) {
   return fmt::format("{}: {{references: {}, least_error_pct: {:.2f}, most_error_pct: {:.2f}}}\n", key,
                      e.references, e.least_pct, e.most_pct);
 }

@@ -9,14 +9,12 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
-#include "sim/costing/deployment_cost_models.h"
 #include "sim/costing/served_run.h"
 #include "sim/graph/expert_load.h"
 #include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
 #include "sim/graph/step_graph.h"
 #include "sim/model/model_loader.h"
-#include "sim/serving/pool_setup.h"
 
 namespace v41sim {
 namespace {
@@ -340,10 +338,7 @@ double predict_serving(const PublishedReference& r, const Catalog& catalog, bool
   options.warm_up_s = 0;  // measured from an empty server, as the client's warm-up requests end first
   options.duration_s = longest_run_s();
   options.drain = true;
-  const DeploymentCostModels gpus(catalog, deployment, priors_only);
-  const auto steps = std::make_shared<StepTimeCache>(
-      deployment_step_times(model, gpus.prefill.cost(), gpus.decode.cost(), deployment));
-  const ServedRun run = serve_deployment(gpus, steps, model, deployment, workload, options);
+  const ServedRun run = serve_deployment(catalog, model, deployment, workload, options, priors_only);
   *kernel_model = run.decode_kernel_model;
   const ServingResult& x = run.result;
   if (!x.window_ends_with_prompts)
