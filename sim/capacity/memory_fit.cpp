@@ -26,6 +26,17 @@ void check_parallelism(const ModelAnalysis& model, const FitRequest& r) {
   }
   require_ep_divides_expert_slots(model.spec, r.ep, r.redundant_experts, ep_flag,
                                   {"", 0, "--redundant-experts"});
+  if (r.attention_tp < 1 || r.gpus % r.attention_tp != 0) {
+    throw InputError(
+        {"", 0, "--attention-tp"},
+        fmt::format("expected a GPU count an attention rank spans that divides the {} GPUs, got {}", r.gpus,
+                    r.attention_tp));
+  }
+  if (r.attention_tp > 1 && r.dense_placement == DensePlacement::kSharded) {
+    throw InputError({"", 0, "--attention-tp"},
+                     "expected 1 with --dense-placement sharded (which already splits every dense weight "
+                     "over all the GPUs); tensor-parallel ranks place the dense weights replicated");
+  }
 }
 
 // The flags that shrink what each GPU of `r` holds: only those not already
@@ -73,12 +84,15 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
   fit.routed_expert_bytes_per_gpu = weights.routed_experts * replicas / static_cast<double>(request.ep);
   const double share =
       request.dense_placement == DensePlacement::kReplicated ? 1.0 : 1.0 / static_cast<double>(request.gpus);
-  fit.dense_bytes_per_gpu = (weights.dense + weights.mhc) * share;
-  fit.embedding_bytes_per_gpu = weights.embedding * share;
+  // A tensor-parallel rank's GPUs each hold a share of what it splits.
+  const double unsplit = 1.0 - 1.0 / static_cast<double>(request.attention_tp);
+  fit.dense_bytes_per_gpu =
+      (weights.dense + weights.mhc - weights.dense_split_by_tensor_parallel * unsplit) * share;
+  fit.embedding_bytes_per_gpu = weights.embedding * (1.0 - unsplit) * share;
   // The draft's experts spread over the EP group without replicas (the step
   // graph gives them none); the rest of its stages sits beside the dense weights.
-  fit.draft_bytes_per_gpu =
-      weights.draft_experts / static_cast<double>(request.ep) + weights.draft_other * share;
+  fit.draft_bytes_per_gpu = weights.draft_experts / static_cast<double>(request.ep) +
+                            (weights.draft_other - weights.draft_split_by_tensor_parallel * unsplit) * share;
   fit.weight_bytes_per_gpu = fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu +
                              fit.embedding_bytes_per_gpu + fit.draft_bytes_per_gpu;
   fit.reserve_bytes_per_gpu = reserve_bytes_per_gpu(gpu, request.reserve_fraction.value());
@@ -91,9 +105,11 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
   const auto ways = static_cast<double>(fit.kv_split_ways);
   fit.kv_tokens_per_gpu = static_cast<int64_t>(std::floor(kv_bytes * ways / model.kv.global_bytes_per_token));
   if (request.dense_placement == DensePlacement::kReplicated) {
-    // Data-parallel attention: a session's KV lives whole on one GPU.
-    fit.sessions_per_gpu = static_cast<int64_t>(std::floor(kv_bytes / fit.session_bytes));
-    fit.sessions = fit.sessions_per_gpu * request.gpus;
+    // Data-parallel attention: a session's KV lives whole on one GPU, or on
+    // each GPU of its tensor-parallel rank.
+    const int64_t per_rank = static_cast<int64_t>(std::floor(kv_bytes / fit.session_bytes));
+    fit.sessions = per_rank * (request.gpus / request.attention_tp);
+    fit.sessions_per_gpu = fit.sessions / request.gpus;
   } else {
     // Sharded attention (tensor parallel): every GPU holds each session's
     // KV, split `ways` ways (whole where the model has one KV head).

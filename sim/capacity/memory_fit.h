@@ -39,6 +39,13 @@ struct FitRequest {
   // request holds (none where remedies is empty).
   InputLocation asked_at{};
   std::string remedies{};
+  // Replicated placement: GPUs one attention rank spans (tensor-parallel
+  // attention, sim/graph/tensor_parallel.h). Each GPU of a rank holds its
+  // share of what the rank splits (LayerParams::split_by_tensor_parallel, the
+  // embedding and head by vocabulary) and the rest whole, and every GPU of it
+  // holds the rank's whole KV (one latent a token): a rank keeps the sessions
+  // one GPU's KV room holds. 1: data-parallel attention, a rank a GPU.
+  int64_t attention_tp = 1;
 };
 
 struct FitResult {
@@ -57,7 +64,7 @@ struct FitResult {
   // every GPU of the group.
   int64_t kv_split_ways = 1;
   int64_t kv_tokens_per_gpu = 0;  // tokens whose KV (its share of each, when split) the GPU holds
-  int64_t sessions_per_gpu = 0;   // sharded: sessions / gpus, rounded down
+  int64_t sessions_per_gpu = 0;   // sharded or tensor-parallel ranks: sessions / gpus, rounded down
   int64_t sessions = 0;
   double host_weight_bytes_per_node = 0;  // Engram tables (one copy per node)
   double host_dram_bytes_per_node = 0;

@@ -319,6 +319,11 @@ void register_memory_commands(const CommandRegistrar& r) {
   fit->add_option("--dense-placement", f.dense_placement,
                   "non-expert weights: replicated (DP attention) or sharded over all GPUs")
       ->capture_default_str();
+  fit->add_option("--attention-tp", f.attention_tp,
+                  "replicated placement: GPUs one attention rank spans (tensor-parallel attention: each "
+                  "holds its share of the per-head projections, shared experts and head, and the rank's "
+                  "whole KV; default 1, data-parallel attention)")
+      ->capture_default_str();
   r.bind(fit, run_fit);
 }
 
@@ -357,6 +362,11 @@ void register_step_commands(const CommandRegistrar& r) {
                    "decode: the sequences the EP group's ranks decode on average, 1 to --batch (the others "
                    "fewer than this rank; its experts then take the group's tokens; default: every rank "
                    "runs this batch)");
+  step->add_option("--attention-tp", f.attention_tp,
+                   "GPUs one attention rank spans (tensor-parallel attention: each runs the rank's tokens "
+                   "with its share of the heads, the rank its own EP group, --ep equal; default 1, "
+                   "data-parallel attention)")
+      ->capture_default_str();
   step->add_option("--trace", f.trace, "write a Chrome/Perfetto trace of the step to this file");
   r.bind(step, run_step);
 

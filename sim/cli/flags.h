@@ -24,6 +24,7 @@ struct Flags {
   std::optional<int64_t> session_context;  // kv, fit: none given = the model's max_context
   int64_t gpus = 8;
   int64_t ep = 8;
+  int64_t attention_tp = 1;  // step: GPUs an attention rank spans (tensor-parallel attention)
   std::string weights_dtype = "released";
   std::string dense_placement = "replicated";
   std::optional<double> reserve_fraction;  // none given: the default assumption

@@ -79,13 +79,14 @@ void run_params(const Catalog& catalog, const Flags& f, std::ostream& out) {
 void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   const GpuProfile gpu = load_gpu_profile_file(catalog.resolve_gpu(f.hw));
-  const FitRequest request{f.gpus,
-                           f.ep,
-                           context_or_max(f, m),
-                           weights_from(f, m),
-                           placement_from(f),
-                           reserve_from(f),
-                           f.redundant_experts};
+  FitRequest request{f.gpus,
+                     f.ep,
+                     context_or_max(f, m),
+                     weights_from(f, m),
+                     placement_from(f),
+                     reserve_from(f),
+                     f.redundant_experts};
+  request.attention_tp = f.attention_tp;
   const FitResult fit = fit_memory(m, gpu, request);
   if (f.json) {
     out << fit_json(m, gpu, request, fit).dump(2) << "\n";

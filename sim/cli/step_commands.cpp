@@ -36,6 +36,12 @@ StepShape step_shape_from(const Flags& f) {
   s.batch = f.batch;
   s.context = f.context;
   s.ep = f.ep;
+  // Checked here as well as with the graph: the expert-share flags divide by it first.
+  if (f.attention_tp < 1) {
+    throw InputError({"", 0, "--attention-tp"},
+                     fmt::format("expected at least 1 GPU an attention rank, got {}", f.attention_tp));
+  }
+  s.attention_tp = f.attention_tp;
   s.mhc_form = f.mhc == "model"   ? StepShape::MhcForm::kAsModel
                : f.mhc == "fused" ? StepShape::MhcForm::kSinglePass
                                   : StepShape::MhcForm::kThreeKernel;
@@ -138,7 +144,9 @@ void set_prompt_ranks(const Flags& f, StepShape* s) {
     throw InputError({"", 0, "--prompt-ranks"},
                      "only a prefill step's ranks may differ: give --phase prefill");
   }
-  set_expert_share(*f.prompt_ranks, s->ep, "--prompt-ranks", "--ep", "ranks", s);
+  // A tensor-parallel rank is its EP group's one rank (tensor_parallel.h).
+  set_expert_share(*f.prompt_ranks, s->ep / s->attention_tp, "--prompt-ranks",
+                   s->attention_tp > 1 ? "--ep / --attention-tp" : "--ep", "ranks", s);
 }
 
 // `flag` asks for something only a plain decode step has (`what` says it).
@@ -153,10 +161,11 @@ void require_plain_decode(const StepShape& s, const char* flag, const char* what
 void set_group_batch(const Flags& f, StepShape* s) {
   if (!f.group_batch) return;
   require_plain_decode(*s, "--group-batch", "only a plain decode step's batch may differ from the group's");
-  if (s->ep == 1 && *f.group_batch != s->batch) {
-    throw InputError({"", 0, "--group-batch"},
-                     fmt::format("with --ep 1 this rank is its group: its mean is --batch ({}), got {}",
-                                 s->batch, *f.group_batch));
+  if (s->ep == s->attention_tp && *f.group_batch != s->batch) {
+    throw InputError(
+        {"", 0, "--group-batch"},
+        fmt::format("with --ep {} this rank is its group: its mean is --batch ({}), got {}",
+                    s->attention_tp > 1 ? "equal to --attention-tp" : "1", s->batch, *f.group_batch));
   }
   set_expert_share(*f.group_batch, s->batch, "--group-batch", "--batch", "sequences", s);
 }

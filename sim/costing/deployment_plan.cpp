@@ -31,7 +31,8 @@ void require_positive(const std::vector<int64_t>& values, const char* flag) {
 // stay as many per rank where they are a whole number per rank and both sizes
 // divide the routed experts (the base's layout scaled; 0 routed: not known),
 // else as many in all (an EP size only replicas make possible, as DeepSeek's
-// 32 over EP 144), which the model then checks deal the slots evenly.
+// 32 over EP 144), which the model then checks deal the slots evenly. A pool
+// of tensor-parallel attention stays one rank an instance (its EP group).
 void set_ep(PoolSpec& pool, int64_t ep, int64_t routed_experts) {
   if (ep == pool.ep) return;
   const bool divide = routed_experts == 0 || (routed_experts % ep == 0 && routed_experts % pool.ep == 0);
@@ -40,6 +41,10 @@ void set_ep(PoolSpec& pool, int64_t ep, int64_t routed_experts) {
   pool.ep = ep;
   pool.gpus_per_instance = ep;
   pool.ep_at = {"", 0, "--ep"};
+  if (pool.attention_tp > 1) {
+    pool.attention_tp = ep;
+    pool.attention_tp_at = pool.ep_at;
+  }
 }
 
 void require_in(const std::vector<double>& values, double lo, double below, const char* flag,
@@ -139,6 +144,8 @@ DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu
     d.prefill.instances = d.decode.instances;
     d.prefill.gpus_per_instance = d.decode.gpus_per_instance;
     d.prefill.ep = d.decode.ep;
+    d.prefill.attention_tp = d.decode.attention_tp;
+    d.prefill.attention_tp_at = d.decode.attention_tp_at;
     d.prefill.redundant_experts = d.decode.redundant_experts;
     d.prefill.ep_at = d.decode.ep_at;
     d.prefill.redundant_experts_at = d.decode.redundant_experts_at;
@@ -151,9 +158,11 @@ DeploymentSpec layout(const DeploymentSpec& base, const std::string& prefill_gpu
                                    kMostPoolGpus, pool->instances, pool->gpus_per_instance));
     }
   }
-  if (d.prefill.context_parallel_min_tokens > 0 && d.prefill.gpus_per_instance < 2) {
-    throw InputError({base.file, 0, "--ep"},
-                     "the deployment's prefill uses context parallelism, which needs EP of at least 2");
+  if (d.prefill.context_parallel_min_tokens > 0 && d.prefill.attention_ranks() < 2) {
+    throw InputError(
+        {base.file, 0, "--ep"},
+        "the deployment's prefill uses context parallelism, which needs at least 2 attention ranks "
+        "an instance (EP of at least 2, data-parallel attention)");
   }
   return d;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/graph/projection_fusion.h"
+#include "sim/graph/tensor_parallel.h"
 #include "sim/graph/visibility.h"
 
 namespace v41sim {
@@ -55,7 +56,8 @@ void add_query_projection(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const AttentionSpec& a = m.attention;
   const double h = static_cast<double>(m.hidden_size);
-  const double q_out = static_cast<double>(a.num_heads * a.head_dim);
+  const double q_out =
+      local_attention_heads(m, c.step) * static_cast<double>(a.head_dim);  // this GPU's heads
   if (a.q_lora_rank > 0) {
     const double rank = static_cast<double>(a.q_lora_rank);
     f.gemm_for_weights("q_down_proj", c.tokens, rank, h, m.weights.dense).input = kBlockInput;
@@ -261,7 +263,10 @@ void add_attention_kernel(const LayerContext& c, const SequenceGroup& g, KernelF
   const ModelSpec& m = c.model.spec;
   const AttentionSpec& a = m.attention;
   const AttentionDims dims = attention_dims(c, g);
-  const double heads = static_cast<double>(a.num_heads);
+  // This GPU's heads, padded to the latent kernels' tile (tensor_parallel.h);
+  // MLA prefill attends over up-projected per-head keys, no padding.
+  const bool up_projected = a.kv_projection == KvProjection::kMla && g.phase == Phase::kPrefill;
+  const double heads = up_projected ? local_attention_heads(m, c.step) : attention_kernel_heads(m, c.step);
   const double q = g.queries_per_sequence();
   double pairs = 0;        // (query, key) pairs, all sequences
   double key_bytes = 0;    // HBM bytes of keys read
@@ -311,10 +316,9 @@ void add_attention_kernel(const LayerContext& c, const SequenceGroup& g, KernelF
   attn.epilogue_bytes = g.tokens * heads * (dims.qk + dims.v) * kBf16ActivationBytes;  // Q in, O out
   attn.l2_reuse_bytes = reuse_bytes;
   // MLA prefill attends over up-projected BF16 keys (kv_up_proj below), not the cache.
-  const bool reads_cache_values = !(a.kv_projection == KvProjection::kMla && g.phase == Phase::kPrefill);
-  if (reads_cache_values) attn.narrow = narrow;
+  if (!up_projected) attn.narrow = narrow;
 
-  if (a.kv_projection == KvProjection::kMla && g.phase == Phase::kPrefill) {
+  if (up_projected) {
     // Prefill up-projects every visible latent to per-head keys and values.
     const double rank = static_cast<double>(a.kv_lora_rank);
     const double out = heads * static_cast<double>(a.head_dim - a.rope_dim + a.v_head_dim);
@@ -326,15 +330,19 @@ void add_output_projection(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const AttentionSpec& a = m.attention;
   const double h = static_cast<double>(m.hidden_size);
-  const double attn_out = static_cast<double>(a.num_heads * a.v_head_dim);
+  const double tp = static_cast<double>(c.step.attention_tp);
+  const double attn_out = local_attention_heads(m, c.step) * static_cast<double>(a.v_head_dim);
   if (a.output_groups > 0) {
-    const double groups = static_cast<double>(a.output_groups);
+    const double groups =
+        static_cast<double>(a.output_groups) / tp;  // this GPU's: a group's heads stay on one
     const double rank = static_cast<double>(a.output_lora_rank);
     f.gemm_for_weights("out_group_proj", c.tokens, rank, attn_out / groups, m.weights.dense, groups);
     f.gemm_for_weights("out_proj", c.tokens, h, groups * rank, m.weights.dense);
   } else {
     f.gemm_for_weights("out_proj", c.tokens, h, attn_out, m.weights.dense);
   }
+  if (c.step.attention_tp > 1)
+    f.push(make_all_reduce("attn_tp_all_reduce", c.tokens, m.hidden_size, c.step.attention_tp));
 }
 
 // What one mHC site computes on the CUDA cores, from the released structure

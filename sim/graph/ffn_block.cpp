@@ -5,6 +5,7 @@
 
 #include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
+#include "sim/graph/tensor_parallel.h"
 
 namespace v41sim {
 namespace {
@@ -37,16 +38,18 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   // routing adds by chance. A rank holds its share of the expert slots
   // (redundant replicas included; the placement evens their load, so each
   // slot is taken as equally likely to be reached) and reads the weights of
-  // those its tokens reach.
+  // those its tokens reach. A tensor-parallel rank's GPUs all hold its
+  // tokens and split its experts (tensor_parallel.h): no all-to-all.
   const double slots = experts + static_cast<double>(c.redundant_experts);
-  const double expert_tokens = c.tokens * c.step.expert_token_share;  // the group's mean (StepShape)
-  const double group_tokens = expert_tokens * static_cast<double>(c.step.ep);
+  const double expert_tokens = c.tokens * c.step.expert_token_share;  // an attention rank's mean (StepShape)
+  const double ep = static_cast<double>(c.step.ep);
+  const double group_tokens = expert_tokens * ep / static_cast<double>(c.step.attention_tp);
   const BusiestRank busiest = c.step.routed_by_chance ? busiest_rank(group_tokens, top_k, slots, c.step.ep)
                                                       : average_rank(group_tokens, top_k, slots, c.step.ep);
   const double imbalance = c.step.ep_load_imbalance * busiest.rows_over_mean;
-  const double rows = expert_tokens * top_k * imbalance;
+  const double rows = group_tokens * top_k / ep * imbalance;
   const double touched = busiest.experts_reached;
-  const bool spans_ranks = c.step.ep > 1;
+  const bool spans_ranks = c.step.ep > c.step.attention_tp;
   // Tokens travel as the expert GEMMs take them (FP8 before FP8 math, BF16
   // before the BF16 math of W4A16 kernels).
   const MathType expert_math =
@@ -64,7 +67,8 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
                 rows * inter * (kGateUp * kBf16ActivationBytes + expert_row_bytes));
   expert_gemm("experts_down", h, inter);
   if (c.shared_experts > 0) {
-    const double width = inter * static_cast<double>(c.shared_experts);
+    const double width =
+        inter * static_cast<double>(c.shared_experts) / static_cast<double>(c.step.attention_tp);
     const double dense_row_bytes = gemm_row_bytes_for(m.weights.dense);
     f.gemm_for_weights("shared_gate_up", c.tokens, kGateUp * width, h, m.weights.dense);
     f.elementwise("shared_swiglu_quant", c.tokens, width,
@@ -72,16 +76,20 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
     f.gemm_for_weights("shared_down", c.tokens, h, width, m.weights.dense);
   }
   if (spans_ranks) add_all_to_all(c, f, "ep_combine", kBf16ActivationBytes, imbalance);
+  if (c.step.attention_tp > 1)
+    f.push(make_all_reduce("ffn_tp_all_reduce", c.tokens, m.hidden_size, c.step.attention_tp));
 }
 
 void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const double h = static_cast<double>(m.hidden_size);
-  const double inter = static_cast<double>(c.ffn_intermediate);
+  const double inter = static_cast<double>(c.ffn_intermediate) / static_cast<double>(c.step.attention_tp);
   f.gemm_for_weights("mlp_gate_up", c.tokens, kGateUp * inter, h, m.weights.dense);
   f.elementwise("mlp_swiglu_quant", c.tokens, inter,
                 c.tokens * inter * (kGateUp * kBf16ActivationBytes + gemm_row_bytes_for(m.weights.dense)));
   f.gemm_for_weights("mlp_down", c.tokens, h, inter, m.weights.dense);
+  if (c.step.attention_tp > 1)
+    f.push(make_all_reduce("mlp_tp_all_reduce", c.tokens, m.hidden_size, c.step.attention_tp));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "sim/graph/attention_block.h"
 #include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
+#include "sim/graph/tensor_parallel.h"
 
 namespace v41sim {
 namespace {
@@ -86,15 +87,17 @@ namespace {
 // The final norm and the projection onto the vocabulary of `tokens` rows,
 // numbered `layer`: the backbone's head, or the draft's (which reads the
 // same weights: kDraftHeadAssumption), its kernels named with `prefix`.
-LayerKernels output_head(const ModelAnalysis& model, double tokens, int64_t layer, const std::string& mode,
-                         const std::string& prefix) {
+LayerKernels output_head(const ModelAnalysis& model, const StepShape& s, double tokens, int64_t layer,
+                         const std::string& mode, const std::string& prefix) {
   const ModelSpec& m = model.spec;
   const double h = static_cast<double>(m.hidden_size);
+  const double vocab = static_cast<double>(m.vocab_size) / static_cast<double>(s.attention_tp);  // this GPU's
   std::vector<Kernel> kernels;
   KernelFactory f(kernels);
   f.elementwise(prefix + "final_norm", tokens, h, tokens * h * 2.0 * kBf16ActivationBytes);
-  f.gemm(prefix + "lm_head", tokens, static_cast<double>(m.vocab_size), h, m.weights.embedding,
-         MathType::kBf16);
+  f.gemm(prefix + "lm_head", tokens, vocab, h, m.weights.embedding, MathType::kBf16);
+  if (s.attention_tp > 1)
+    f.push(make_logits_gather(prefix + "logits_tp_gather", tokens, m.vocab_size, s.attention_tp));
   return layer_of(layer, mode, tokens, std::move(kernels));
 }
 
@@ -176,6 +179,7 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
   }
   require_ep_divides_expert_slots(model.spec, s.ep, s.redundant_experts, {"", 0, "--ep"},
                                   {"", 0, "--redundant-experts"});
+  require_attention_tp_fits(model.spec, s.attention_tp, s.ep, s.ep_per_node, {"", 0, "--attention-tp"});
 }
 
 namespace {
@@ -246,7 +250,7 @@ void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<Layer
                                     (s.is_mixed() ? s.mixed_prefill.batch - s.mixed_prefill.continuing : 0)
                               : s.batch - s.continuing;
   const int64_t head = model.spec.num_layers;
-  if (sampled > 0) put(output_head(model, static_cast<double>(sampled), head, "Head", ""));
+  if (sampled > 0) put(output_head(model, s, static_cast<double>(sampled), head, "Head", ""));
   if (s.phase == Phase::kDecode && s.include_draft && model.spec.draft) {
     // The stages run alike: one is built, and the others share its kernels
     // as one more kind (numbered past the backbone's, in either list). Their
@@ -255,7 +259,7 @@ void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<Layer
     stage.kind = static_cast<int64_t>(kinds.size());
     const int64_t stages = model.spec.draft->stages;
     for (int64_t i = 0; i < stages; ++i) put(stage).layer = stage.layer + i;
-    put(output_head(model, stage.tokens, stage.layer + stages, kDraftHeadMode, "draft_"));
+    put(output_head(model, s, stage.tokens, stage.layer + stages, kDraftHeadMode, "draft_"));
   }
   layers.resize(count);
 }

@@ -27,6 +27,7 @@ StepMemory step_memory(const ModelAnalysis& m, const GpuProfile& gpu, const Step
                               DensePlacement::kReplicated,
                               default_reserve_fraction(),
                               s.redundant_experts};
+  memory.request.attention_tp = s.attention_tp;
   memory.fit = lay_out_memory(m, gpu, memory.request);
   return memory;
 }

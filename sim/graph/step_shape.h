@@ -30,14 +30,20 @@ struct EngineChoices {
 
 struct StepShape {
   Phase phase = Phase::kDecode;
-  int64_t batch = 1;       // sequences in the step (per GPU, data-parallel attention)
+  int64_t batch = 1;       // sequences in the step (per attention rank: a GPU, or attention_tp of them)
   int64_t context = 1;     // prefill: prompt tokens each; decode: history tokens each
   int64_t new_tokens = 0;  // prefill: tokens computed per sequence (the rest is a cached prefix); 0 = all
   // Prefill: of the `batch` prompts, those whose chunk does not end them.
   // Under CED their decoder layers, and the sampling head, wait for the
   // prompt's last chunk (the decoder replays only the last window rows).
   int64_t continuing = 0;
-  int64_t ep = 8;           // expert-parallel group size
+  int64_t ep = 8;  // expert-parallel group size
+  // GPUs one attention rank spans (tensor-parallel attention, tensor_parallel.h):
+  // each runs all of the rank's tokens with its share of the query heads and of
+  // the output projection, the rest of the attention block on every GPU alike,
+  // and sums the block's output with the others (an all-reduce). 1: data-parallel
+  // attention, a rank a GPU. Above 1 the EP group is the rank's GPUs (ep equal).
+  int64_t attention_tp = 1;
   int64_t ep_per_node = 8;  // EP ranks in one NVLink domain: callers set the GPU's nvlink_domain()
   // Replicas of the hottest routed experts over the EP group (EPLB): each rank
   // holds (routed + redundant) / ep experts and reads the weights of those its
@@ -90,6 +96,8 @@ struct StepShape {
   // graph and its EP transfers in normal mode (as SGLang's data-parallel
   // attention runs every rank once any rank extends).
   bool beside_prompts = false;
+  // Attention ranks whose tokens meet in the EP group's experts.
+  int64_t ranks_in_ep_group() const { return ep / attention_tp; }
   bool is_mixed() const { return phase == Phase::kDecode && mixed_prefill.batch > 0; }
   // A step of decode alone, as engines run it: replayed from a CUDA graph,
   // its EP transfers by the low-latency kernels.

@@ -41,8 +41,11 @@ LayerParams layer_params(const ModelSpec& m, const LayerPlanEntry& e) {
   const AttentionSpec& a = m.attention;
   const int64_t h = m.hidden_size;
   LayerParams p;
-  p.query = (a.q_lora_rank > 0 ? h * a.q_lora_rank : 0) + query_params(m, a.num_heads, a.head_dim);
+  p.query_up = query_params(m, a.num_heads, a.head_dim);
+  p.query = (a.q_lora_rank > 0 ? h * a.q_lora_rank : 0) + p.query_up;
   p.kv = kv_params(m, e);
+  if (a.kv_projection == KvProjection::kMla)
+    p.kv_up = a.kv_lora_rank * a.num_heads * (a.head_dim - a.rope_dim + a.v_head_dim);
   const int64_t attn_out = a.num_heads * a.v_head_dim;
   p.output = a.output_groups > 0 ? attn_out * a.output_lora_rank + a.output_groups * a.output_lora_rank * h
                                  : attn_out * h;
@@ -114,6 +117,12 @@ int64_t ParamCounts::mhc_total() const {
   return total;
 }
 
+int64_t ParamCounts::split_by_tensor_parallel_total() const {
+  int64_t total = 0;
+  for (const LayerParams& p : layers) total += p.split_by_tensor_parallel();
+  return total;
+}
+
 ParamCounts count_params(const ModelSpec& model, const LayerPlan& plan) {
   ParamCounts counts;
   for (const LayerPlanEntry& e : plan) counts.layers.push_back(layer_params(model, e));
@@ -177,6 +186,8 @@ WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, cons
   const double dense = static_cast<double>(counts.backbone_total()) - routed - embedding - mhc;
   bytes.routed_experts = routed * formats.routed_experts.bytes_per_value();
   bytes.dense = dense * formats.dense.bytes_per_value();
+  bytes.dense_split_by_tensor_parallel =
+      static_cast<double>(counts.split_by_tensor_parallel_total()) * formats.dense.bytes_per_value();
   if (model.mhc) bytes.mhc = mhc * model.mhc->projection.bytes_per_value();
   bytes.embedding = embedding * formats.embedding.bytes_per_value();
   if (counts.draft_stages > 0) {
@@ -188,6 +199,8 @@ WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, cons
         stages *
         (static_cast<double>(d.total() - d.routed_experts - d.mhc) * formats.dense.bytes_per_value() +
          (model.mhc ? static_cast<double>(d.mhc) * model.mhc->projection.bytes_per_value() : 0));
+    bytes.draft_split_by_tensor_parallel =
+        stages * static_cast<double>(d.split_by_tensor_parallel()) * formats.dense.bytes_per_value();
   }
   if (model.engram) {
     int64_t rows = 0;

@@ -10,14 +10,23 @@ std::string title(const ModelAnalysis& m, const GpuProfile& gpu, const FitReques
                                    ? fmt::format(" with {} redundant experts", r.redundant_experts)
                                    : std::string();
   const std::string ep = m.spec.moe ? fmt::format(", EP {}{}", r.ep, replicas) : std::string();
-  return fmt::format("{} on {} x {}{}, {} tokens per session", m.spec.name, r.gpus, gpu.name, ep,
+  const std::string tp =
+      r.attention_tp > 1 ? fmt::format(", attention TP {}", r.attention_tp) : std::string();
+  return fmt::format("{} on {} x {}{}{}, {} tokens per session", m.spec.name, r.gpus, gpu.name, ep, tp,
                      r.context_tokens);
 }
 
 std::string weights_label(const FitRequest& r) {
-  return fmt::format("derived: experts {}, dense {}, embedding {}, dense weights {}",
+  const std::string split =
+      r.attention_tp > 1
+          ? fmt::format(
+                " (the per-head projections, output projection, shared experts and dense MLPs split "
+                "over each attention rank's {} GPUs, the embedding and head by vocabulary)",
+                r.attention_tp)
+          : std::string();
+  return fmt::format("derived: experts {}, dense {}, embedding {}, dense weights {}{}",
                      r.weights.routed_experts.describe(), r.weights.dense.describe(),
-                     r.weights.embedding.describe(), placement_name(r.dense_placement));
+                     r.weights.embedding.describe(), placement_name(r.dense_placement), split);
 }
 
 }  // namespace
@@ -49,8 +58,19 @@ Table fit_table(const ModelAnalysis& m, const GpuProfile& gpu, const FitRequest&
                            f.kv_split_ways == 1 ? std::string("all") : fmt::format("1/{}", f.kv_split_ways)),
                "derived"});
   }
+  if (r.attention_tp > 1) {
+    t.add_row({"a session's KV held by",
+               fmt::format("each of its attention rank's {} GPUs, whole ({} KV head)", r.attention_tp,
+                           m.spec.attention.kv_heads),
+               "derived"});
+  }
   t.add_row({"KV capacity", fmt::format("{} tokens", f.kv_tokens_per_gpu), "derived"});
-  t.add_row({"sessions", fmt::format("{} per GPU, {} in all", f.sessions_per_gpu, f.sessions), "derived"});
+  const std::string per_rank = r.attention_tp > 1
+                                   ? fmt::format("{} per attention rank of {} GPUs, ",
+                                                 f.sessions * r.attention_tp / r.gpus, r.attention_tp)
+                                   : std::string();
+  t.add_row({"sessions", fmt::format("{}{} per GPU, {} in all", per_rank, f.sessions_per_gpu, f.sessions),
+             "derived"});
   if (f.host_weight_bytes_per_node > 0) {
     const std::string dram =
         f.host_dram_bytes_per_node > 0 ? format_bytes(f.host_dram_bytes_per_node) : std::string("unknown");
@@ -72,6 +92,7 @@ nlohmann::json fit_json(const ModelAnalysis& m, const GpuProfile& gpu, const Fit
           {"gpus", r.gpus},
           {"ep", r.ep},
           {"redundant_experts", r.redundant_experts},
+          {"attention_tp", r.attention_tp},
           {"context_tokens", r.context_tokens},
           {"dense_placement", std::string(placement_name(r.dense_placement))},
           {"hbm_bytes_per_gpu", f.hbm_bytes_per_gpu},

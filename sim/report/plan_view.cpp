@@ -107,6 +107,7 @@ nlohmann::json pool_json(const PoolSpec& pool) {
   return {{"gpu", pool.gpu},
           {"instances", pool.instances},
           {"ep", pool.ep},
+          {"attention_tp", pool.attention_tp},
           {"redundant_experts", pool.redundant_experts},
           {"max_tokens_per_step", pool.max_tokens_per_step},
           {"max_batch_per_gpu", pool.max_batch_per_gpu}};

@@ -485,6 +485,7 @@ void add_run_notes(Table& head, const RunReport& r) {
   head.add_note(routing_note(r.deployment));
   head.add_note(expert_load_note(r.deployment));
   if (const std::string kernels = engine_kernels_note(r.deployment); !kernels.empty()) head.add_note(kernels);
+  if (const std::string layout = attention_layout_note(r.deployment); !layout.empty()) head.add_note(layout);
   const GpuPower& power = r.run.cost.power;
   const SsdTierCost& tier = r.run.cost.ssd_tier;
   if (r.run.cost.known) head.add_note("GPU price " + r.run.cost.provenance);

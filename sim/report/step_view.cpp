@@ -8,6 +8,7 @@
 #include "sim/cost/error_band.h"
 #include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
+#include "sim/graph/tensor_parallel.h"
 #include "sim/report/error_band_view.h"
 
 namespace v41sim {
@@ -47,6 +48,7 @@ std::string title(const StepReport& r) {
   std::string out = fmt::format("{} on {}: {} step, batch {}, context {}, EP {}", r.model.spec.name,
                                 r.gpu.name, phase_name(s.phase), s.batch, s.context, s.ep);
   if (s.redundant_experts > 0) out += fmt::format(" with {} redundant experts", s.redundant_experts);
+  if (s.attention_tp > 1) out += fmt::format(", attention TP {} (one GPU of the rank)", s.attention_tp);
   if (s.ep_load_imbalance != 1.0) out += fmt::format(", busiest rank {:.3f}x the mean", s.ep_load_imbalance);
   if (s.expert_token_share != 1.0) {
     out += fmt::format(", the experts taking {:.3g} of the rows every rank running this {} would give",
@@ -280,11 +282,13 @@ std::string memory_note(const StepMemory& m) {
       r.redundant_experts > 0 ? fmt::format(", {} redundant experts", r.redundant_experts) : std::string();
   return fmt::format(
       "KV held: each sequence's global KV at its context, and its window and compressor state (derived); "
-      "kept for KV: the GPU's HBM less its weights at EP {}{} (dense weights {}) and its reserve ({}); "
+      "kept for KV: the GPU's HBM less its weights at EP {}{} (dense weights {}{}) and its reserve ({}); "
       "v41sim fit shows the split; residual streams: what each token of the layer running the most rows "
       "carries between layers (mHC's streams, or the one residual, in BF16), a floor under the step's "
       "activations, which the reserve holds",
-      r.ep, replicas, placement_name(r.dense_placement), r.reserve_fraction.provenance().label());
+      r.ep, replicas, placement_name(r.dense_placement),
+      r.attention_tp > 1 ? fmt::format(", split by heads over the rank's {} GPUs", r.attention_tp) : "",
+      r.reserve_fraction.provenance().label());
 }
 
 }  // namespace
@@ -344,6 +348,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   summary.add_note(overlap_note(r.graph));
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
+  if (r.graph.shape.attention_tp > 1) summary.add_note(kTensorParallelAssumption);
   if (r.model.spec.mhc) summary.add_note(mhc_projection_assumption(r.model.spec));
   if (r.graph.shape.phase == Phase::kDecode && r.graph.shape.include_draft && r.model.spec.draft)
     summary.add_note(kDraftHeadAssumption);
@@ -443,6 +448,7 @@ nlohmann::json step_json(const StepReport& r) {
             {"context", s.mixed_prefill.context},
             {"continuing", s.mixed_prefill.continuing}}},
           {"ep", s.ep},
+          {"attention_tp", s.attention_tp},
           {"redundant_experts", s.redundant_experts},
           {"ep_load_imbalance", s.ep_load_imbalance},
           {"expert_token_share", s.expert_token_share},

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/common/yaml_reader.h"
+#include "sim/graph/tensor_parallel.h"
 #include "sim/serving/workload_spec.h"
 
 namespace v41sim {
@@ -33,13 +34,13 @@ double seconds_a_run_can_hold(const YamlNode& node) {
 
 PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deployment_gpu) {
   if (prefill) {
-    node.expect_only({"instances", "gpus_per_instance", "ep", "max_tokens_per_step",
+    node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "max_tokens_per_step",
                       "context_parallel_min_tokens", "routing_skew", "redundant_experts",
                       "overlap_communication", "fuse_input_projections", "reindex_scores_pool_only",
                       "routed_expert_math", "gpu"});
   } else {
-    node.expect_only({"instances", "gpus_per_instance", "ep", "max_batch_per_gpu", "routing_skew",
-                      "redundant_experts", "overlap_communication", "fuse_input_projections",
+    node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "max_batch_per_gpu",
+                      "routing_skew", "redundant_experts", "overlap_communication", "fuse_input_projections",
                       "speculative_decoding", "draft_queries_share_index_keys", "reindex_scores_pool_only",
                       "routed_expert_math", "gpu"});
   }
@@ -63,6 +64,15 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
   }
   p.routing_skew = node.required("routing_skew").as_non_negative_double();
   p.ep_at = ep.location();
+  p.attention_tp_at = node.location();
+  if (const auto tp = node.optional("attention_tp")) {
+    p.attention_tp = tp->as_positive_int();
+    p.attention_tp_at = tp->location();
+    if (p.gpus_per_instance % p.attention_tp != 0) {
+      tp->fail(fmt::format("expected a GPU count that divides gpus_per_instance ({}), got {}",
+                           p.gpus_per_instance, p.attention_tp));
+    }
+  }
   const YamlNode redundant = node.required("redundant_experts");
   p.redundant_experts = redundant.as_non_negative_int();
   p.redundant_experts_at = redundant.location();
@@ -94,8 +104,9 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
     p.max_tokens_per_step_at = chunk.location();
     if (const auto cp = node.optional("context_parallel_min_tokens")) {
       p.context_parallel_min_tokens = cp->as_non_negative_int();
-      if (p.context_parallel_min_tokens > 0 && p.gpus_per_instance < 2) {
-        cp->fail("context parallelism needs an instance of at least 2 GPUs");
+      if (p.context_parallel_min_tokens > 0 && p.attention_ranks() < 2) {
+        cp->fail(p.attention_tp > 1 ? "context parallelism needs an instance of at least 2 attention ranks"
+                                    : "context parallelism needs an instance of at least 2 GPUs");
       }
     }
   } else {
@@ -131,11 +142,11 @@ DeploymentSpec load_deployment_file(const std::string& path) {
     // Aggregated: the prefill block describes how the same instances prefill.
     const bool same = d.prefill.instances == d.decode.instances && d.prefill.gpu == d.decode.gpu &&
                       d.prefill.gpus_per_instance == d.decode.gpus_per_instance &&
-                      d.prefill.ep == d.decode.ep;
+                      d.prefill.ep == d.decode.ep && d.prefill.attention_tp == d.decode.attention_tp;
     if (!same) {
       root.required("prefill").fail(
-          "aggregated serving runs prefill on the decode instances: instances, gpus_per_instance and ep must "
-          "match the decode block");
+          "aggregated serving runs prefill on the decode instances: instances, gpus_per_instance, ep and "
+          "attention_tp must match the decode block");
     }
     const YamlNode steps = root.required("aggregated_steps");
     const auto schedule = parse_aggregated_steps(steps.as_string());
@@ -221,14 +232,17 @@ std::string routing_note(const DeploymentSpec& d) {
         "the one holding the least KV",
         d.routing_named ? "least_load in " + d.file : "assumed: " + d.file + " names no routing"};
   }
+  const std::string ranks =
+      d.prefill.attention_tp == 1 && d.decode.attention_tp == 1
+          ? "data-parallel attention, as SGLang and vLLM serve DeepSeek"
+          : "an attention rank: a GPU, or the attention_tp GPUs of a tensor-parallel one";
   const std::string placement =
       d.disaggregated
-          ? "; it is prefilled on that rank (data-parallel attention, as SGLang and vLLM serve "
-            "DeepSeek), then decodes where the same rule places it: of a decode instance's ranks with "
-            "room, " +
+          ? "; it is prefilled on that rank (" + ranks +
+                "), then decodes where the same rule places it: of a decode instance's ranks with "
+                "room, " +
                 rule.decode
-          : "; it is prefilled, holds its KV and decodes on that rank (data-parallel attention, as "
-            "SGLang and vLLM serve DeepSeek)";
+          : "; it is prefilled, holds its KV and decodes on that rank (" + ranks + ")";
   return "routing: each prompt goes " + rule.prompts + placement + " (" + rule.source + ")";
 }
 
@@ -262,6 +276,17 @@ std::string engine_kernels_note(const DeploymentSpec& d) {
   if (out.empty()) return out;
   return "kernels other than the step model assumes, as " + d.file +
          " says (README, \"How the step model works\"): " + out;
+}
+
+std::string attention_layout_note(const DeploymentSpec& d) {
+  std::string out;
+  for (const auto& [name, pool] : {std::pair{d.disaggregated ? "prefill pool" : "prompt steps", &d.prefill},
+                                   std::pair{d.disaggregated ? "decode pool" : "decode steps", &d.decode}}) {
+    if (pool->attention_tp == 1) continue;
+    out += fmt::format("{}{}: attention ranks of {} GPUs", out.empty() ? "" : "; ", name, pool->attention_tp);
+  }
+  if (out.empty()) return out;
+  return out + " (" + d.file + "); " + kTensorParallelAssumption;
 }
 
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {

@@ -24,14 +24,18 @@ struct PoolSpec {
   std::string gpu;       // hw_profiles stem or name: the deployment's `gpu` unless the pool names its own
   InputLocation gpu_at;  // where that name was said (the pool's field, the deployment's, or a flag)
   int64_t instances = 0;
-  int64_t gpus_per_instance = 0;  // data-parallel attention ranks, one EP group
+  int64_t gpus_per_instance = 0;  // one EP group: its attention ranks, of attention_tp GPUs each
   int64_t ep = 0;
-  int64_t max_tokens_per_step = 0;       // prefill: chunk size per rank
+  // GPUs one attention rank spans (tensor-parallel attention,
+  // sim/graph/tensor_parallel.h); 1: data-parallel attention, a rank a GPU.
+  int64_t attention_tp = 1;
+  InputLocation attention_tp_at;         // where it was said (file and line; absent: the pool's block)
+  int64_t max_tokens_per_step = 0;       // prefill: chunk size per attention rank
   InputLocation max_tokens_per_step_at;  // where it was said (file and line, or a flag)
   // prefill: a prompt with at least this many tokens left takes every rank of
   // its instance for a step, each rank a slice of it (context parallelism); 0: off
   int64_t context_parallel_min_tokens = 0;
-  int64_t max_batch_per_gpu = 0;  // decode: sequences per rank
+  int64_t max_batch_per_gpu = 0;  // decode: sequences per attention rank (a GPU, or attention_tp of them)
   double routing_skew = 0;        // Zipf exponent of expert popularity (0 = uniform)
   int64_t redundant_experts = 0;  // extra replicas of the hottest experts per EP group
   // Where ep and redundant_experts were said (file and line, or a flag): the
@@ -51,6 +55,9 @@ struct PoolSpec {
   // draft_queries_share_index_keys: false (decode), reindex_scores_pool_only:
   // false, routed_expert_math: bf16; absent, the assumed ones.
   EngineChoices engine;
+  // The attention ranks of an instance: each runs its own sequences and holds
+  // their KV (simulated as a rank of its own).
+  int64_t attention_ranks() const { return gpus_per_instance / attention_tp; }
 };
 
 struct KvTierSpec {
@@ -121,6 +128,9 @@ std::string routing_note(const DeploymentSpec& d);
 // The kernels a deployment's pools run where the step model assumes others
 // (its engine-choice keys), pool by pool; empty where they run the assumed ones.
 std::string engine_kernels_note(const DeploymentSpec& d);
+// How pools of tensor-parallel attention ranks lay a rank out, pool by pool;
+// empty where every rank is a GPU (data-parallel attention).
+std::string attention_layout_note(const DeploymentSpec& d);
 
 // "prefill_first" / "mixed", as deployment files and `plan --aggregated-steps` spell them.
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text);

@@ -8,6 +8,7 @@
 #include "sim/common/input_error.h"
 #include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
+#include "sim/graph/tensor_parallel.h"
 
 namespace v41sim {
 namespace {
@@ -26,6 +27,8 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
   s.ep = pool.ep;
   s.redundant_experts = pool.redundant_experts;
   s.ep_per_node = gpu.nvlink_domain();
+  require_attention_tp_fits(model.spec, pool.attention_tp, pool.ep, s.ep_per_node, pool.attention_tp_at);
+  s.attention_tp = pool.attention_tp;
   s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;
   s.include_draft = pool.speculative_decoding;
@@ -54,6 +57,7 @@ double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deploy
                  SourcedValue::assumed(deployment.reserve_fraction, "reserve_fraction of " + deployment.file),
                  pool.redundant_experts,
                  pool.ep_at};
+  fit.attention_tp = pool.attention_tp;
   const FitResult laid_out = lay_out_memory(model, gpu, fit);
   if (laid_out.kv_bytes_per_gpu > 0) return laid_out.kv_bytes_per_gpu;
   // It does not fit: fit_memory refuses it, naming the remedies; where the
@@ -122,8 +126,11 @@ void require_host_pool_fits_beside_host_weights(const ModelAnalysis& model, cons
 
 int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
                                 const GpuProfile& decode_gpu, int64_t context) {
-  return static_cast<int64_t>(std::floor(kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu) /
-                                         model.kv.session_bytes(context)));
+  // Every GPU of a tensor-parallel rank holds the rank's sessions whole: a
+  // GPU's share of them is the rank's over its GPUs.
+  const auto per_rank = static_cast<int64_t>(std::floor(
+      kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu) / model.kv.session_bytes(context)));
+  return per_rank / deployment.decode.attention_tp;
 }
 
 }  // namespace v41sim

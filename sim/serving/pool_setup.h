@@ -59,7 +59,7 @@ PoolKvRoom servable_kv_room(const ModelAnalysis& model, const DeploymentSpec& de
                             const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);
 
 // Sessions of `context` tokens (global KV + window and compressor state) that
-// one decode GPU's KV room holds.
+// one decode GPU holds (a tensor-parallel rank's over its GPUs, rounded down).
 int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
                                 const GpuProfile& decode_gpu, int64_t context);
 

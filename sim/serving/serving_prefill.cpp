@@ -302,7 +302,7 @@ ServingSimulation::RankChunks ServingSimulation::pack_chunks(PrefillInstance& in
 // compressed KV is ~890 B per token, so this is small next to the compute).
 // The last slice attends to the longest context and sets the step.
 void ServingSimulation::start_context_parallel_step(std::size_t index, Request& r) {
-  const int64_t ranks = deployment_.prefill.gpus_per_instance;
+  const int64_t ranks = deployment_.prefill.attention_ranks();
   const int64_t left = r.to_compute - r.computed;
   const int64_t per_rank = std::min(deployment_.prefill.max_tokens_per_step, (left + ranks - 1) / ranks);
   const int64_t tokens = std::min(left, per_rank * ranks);

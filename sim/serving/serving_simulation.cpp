@@ -169,13 +169,13 @@ ServingSimulation::ServingSimulation(const ModelAnalysis& model, const KernelCos
     prefill_.push_back(std::make_unique<PrefillInstance>());
     prefill_.back()->engine = engines_.back().get();
     prefill_.back()->index = static_cast<int>(i);
-    prefill_.back()->ranks.resize(static_cast<std::size_t>(deployment.prefill.gpus_per_instance));
+    prefill_.back()->ranks.resize(static_cast<std::size_t>(deployment.prefill.attention_ranks()));
     prefill_.back()->ssd_free_at.resize(static_cast<std::size_t>(
         (deployment.prefill.gpus_per_instance + prefill_gpus_per_node() - 1) / prefill_gpus_per_node()));
   }
   for (int64_t i = 0; i < deployment.decode.instances; ++i) {
     auto instance = std::make_unique<DecodeInstance>();
-    instance->ranks.resize(static_cast<std::size_t>(deployment.decode.gpus_per_instance));
+    instance->ranks.resize(static_cast<std::size_t>(deployment.decode.attention_ranks()));
     if (deployment.disaggregated) engines_.push_back(std::make_unique<Engine>());
     if (!deployment.disaggregated) {
       PrefillInstance& same_gpus = *prefill_[static_cast<std::size_t>(i)];
@@ -629,7 +629,7 @@ void ServingSimulation::sample_occupancy() {
   if (prefill_kv_bytes_per_gpu_ > 0) {
     s.prefill_kv_used_fraction =
         prefill_used / (prefill_kv_bytes_per_gpu_ * static_cast<double>(prefill_.size()) *
-                        static_cast<double>(deployment_.prefill.gpus_per_instance));
+                        static_cast<double>(deployment_.prefill.attention_ranks()));
   }
   for (const auto& d : decode_) {
     s.decode_queue += static_cast<int64_t>(d->queue.size());
@@ -638,9 +638,10 @@ void ServingSimulation::sample_occupancy() {
       s.decoding += static_cast<int64_t>(rank.active.size());
     }
   }
+  // A rank's GPUs each hold its whole KV: a rank keeps one GPU's room.
   const double capacity =
       decode_kv_bytes_per_gpu_ *
-      static_cast<double>(deployment_.decode.instances * deployment_.decode.gpus_per_instance);
+      static_cast<double>(deployment_.decode.instances * deployment_.decode.attention_ranks());
   s.decode_kv_used_fraction = used / capacity;
   s.host_pool_sessions = tiers_.host_pool_sessions_used();
   result_.occupancy.push_back(s);

@@ -142,8 +142,9 @@ StepTimeCache::StepCost StepTimeCache::prefill_step(int64_t batch, int64_t new_t
                                                     int64_t continuing, int64_t group_tokens_per_rank) {
   const int64_t grid_context = round_up_to_grid(context);
   const int64_t grid_new = std::min(round_up_to_grid(new_tokens), grid_context);
-  return compute(Phase::kPrefill, batch, grid_new, grid_context, 0, continuing,
-                 expert_token_share(group_tokens_per_rank, batch * new_tokens, prefill_template_.ep));
+  return compute(
+      Phase::kPrefill, batch, grid_new, grid_context, 0, continuing,
+      expert_token_share(group_tokens_per_rank, batch * new_tokens, prefill_template_.ranks_in_ep_group()));
 }
 
 double StepTimeCache::expert_token_share(int64_t group_tokens_per_rank, int64_t own_tokens,
@@ -178,8 +179,8 @@ StepTimeCache::DecodeStep StepTimeCache::decode_step(int64_t batch, int64_t cont
 StepTimeCache::DecodeStep StepTimeCache::decode_in_group(const DecodeStep& plain, int64_t batch,
                                                          int64_t context, int64_t group_tokens_per_rank,
                                                          bool beside_prompts) {
-  const double share =
-      expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts), decode_template_.ep);
+  const double share = expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts),
+                                          decode_template_.ranks_in_ep_group());
   if (share == 1.0 && !beside_prompts) return plain;
   return with_drafts_of(plain, compute(Phase::kDecode, batch, 0, round_up_to_grid(context), plain.drafts, 0,
                                        share, beside_prompts));
@@ -197,8 +198,9 @@ StepTimeCache::DecodeStep StepTimeCache::mixed_step(int64_t batch, int64_t conte
   const int64_t grid_prompt_context = std::min(round_up_to_grid(prompt_context), model_.spec.max_context);
   shape.mixed_prefill = {prompts, std::min(round_up_to_grid(prompt_new_tokens), grid_prompt_context),
                          grid_prompt_context, prompts_continuing};
-  shape.expert_token_share = expert_token_share(
-      group_tokens_per_rank, batch * (1 + plain.drafts) + prompts * prompt_new_tokens, decode_template_.ep);
+  shape.expert_token_share =
+      expert_token_share(group_tokens_per_rank, batch * (1 + plain.drafts) + prompts * prompt_new_tokens,
+                         decode_template_.ranks_in_ep_group());
   return with_drafts_of(plain, mixed_cost(key_of(shape), shape));
 }
 

@@ -1,0 +1,58 @@
+// Tensor-parallel attention (StepShape::attention_tp): an attention rank of
+// several GPUs, each running all of the rank's tokens.
+//
+// What a GPU of the rank runs, as vLLM's DeepSeek-V4 attention splits it
+// (DeepseekV4MultiHeadLatentAttentionWrapper; V3's MLA alike): the query
+// up-projection and the output projection (its groups, or its input columns)
+// by heads, one share a GPU; the query and KV down-projections, the
+// compressors and the lightning indexer whole on every GPU ("no tensor
+// parallel, just replicated"), since a latent of one KV head cannot be split;
+// attention over its own heads, padded up to the sparse kernel's head tile
+// (FlashMLA's sparse kernels take 64 or 128 heads: vLLM pads a GPU's 8 heads
+// of V4-Flash at TP8 to 64, so attention costs a GPU what it costs one of a
+// data-parallel rank); every GPU reads the whole KV. The block's output is
+// summed over the GPUs (an all-reduce), and so is the feed-forward's: the
+// routed experts split over the rank's GPUs (EP = the rank), each GPU taking
+// the rows of every token that reach its experts, no all-to-all; the shared
+// experts and dense MLPs by columns; the output head by vocabulary, its
+// logits gathered.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/graph/kernel.h"
+#include "sim/graph/step_shape.h"
+#include "sim/model/model_spec.h"
+
+namespace v41sim {
+
+// What outputs say of a tensor-parallel step's layout (assumed where noted).
+inline constexpr const char* kTensorParallelAssumption =
+    "tensor-parallel attention: a GPU of the rank runs its share of the query heads (the query "
+    "up-projection and output projection split by heads), the down-projections, compressors and indexer "
+    "whole (vLLM's DeepSeek-V4 attention replicates them), attention over its heads padded to the sparse "
+    "kernel's 64 (FlashMLA's sparse kernels take 64 or 128 heads; vLLM pads a GPU's heads up to them) "
+    "over the whole KV; the attention and feed-forward outputs summed by an all-reduce over NVLink (ring "
+    "traffic, the NVLink collectives' fixed cost: assumed), the routed experts split over the rank's GPUs "
+    "with no all-to-all, the shared experts by columns, the head by vocabulary with its logits gathered; "
+    "the embedding's one all-reduce a step is left out";
+
+// Heads one GPU of the step's attention rank attends with.
+double local_attention_heads(const ModelSpec& m, const StepShape& s);
+// The heads its attention kernel computes: the local ones, padded up to the
+// sparse kernel's tile where the model has that many.
+double attention_kernel_heads(const ModelSpec& m, const StepShape& s);
+
+// The sum of `tokens` x `hidden` BF16 activations over the `tp` GPUs of an
+// attention rank (a ring's traffic, within one NVLink domain).
+Kernel make_all_reduce(std::string name, double tokens, int64_t hidden, int64_t tp);
+// The output head's logits, `vocab` of them split over `tp` GPUs, gathered on one.
+Kernel make_logits_gather(std::string name, double tokens, int64_t vocab, int64_t tp);
+
+// Throws InputError naming `field` where `tp` cannot split the model's
+// attention or its rank's EP group.
+void require_attention_tp_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64_t ep_per_node,
+                               const InputLocation& at);
+
+}  // namespace v41sim
