@@ -262,6 +262,9 @@ void CommandRegistrar::add_grid_flags(CLI::App* cmd) const {
   add_list("--aggregated-steps", f.plan_aggregated_steps,
            "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
            "(chunks inside decode steps)");
+  add_list("--attention", f.plan_attention,
+           "attention layouts to try, both pools: dp (data-parallel: a rank a GPU) or tp (tensor-parallel: "
+           "a rank an instance, its heads split over the EP group's GPUs)");
   add_list("--routing", f.plan_routings,
            "where prompts go among instances and ranks, to try: least_load, least_requests or round_robin");
   add_list("--max-tokens-per-step", f.plan_max_tokens_per_step,
@@ -367,6 +370,10 @@ void register_step_commands(const CommandRegistrar& r) {
                    "with its share of the heads, the rank its own EP group, --ep equal; default 1, "
                    "data-parallel attention)")
       ->capture_default_str();
+  step->add_flag(
+      "--experts-by-columns", f.experts_by_columns,
+      "with --attention-tp: the routed experts split by columns over the rank's GPUs (each a slice "
+      "of every expert, as SGLang's --tp without --ep) instead of whole experts a GPU");
   step->add_option("--trace", f.trace, "write a Chrome/Perfetto trace of the step to this file");
   r.bind(step, run_step);
 

@@ -24,7 +24,9 @@ struct Flags {
   std::optional<int64_t> session_context;  // kv, fit: none given = the model's max_context
   int64_t gpus = 8;
   int64_t ep = 8;
-  int64_t attention_tp = 1;  // step: GPUs an attention rank spans (tensor-parallel attention)
+  int64_t attention_tp = 1;
+  bool experts_by_columns = false;  // step: a tensor-parallel rank's experts split by columns  // step: GPUs
+                                    // an attention rank spans (tensor-parallel attention)
   std::string weights_dtype = "released";
   std::string dense_placement = "replicated";
   std::optional<double> reserve_fraction;  // none given: the default assumption
@@ -85,6 +87,7 @@ struct Flags {
   std::vector<std::string> plan_ssd_capacities_tb;
   std::vector<std::string> plan_aggregated_steps;
   std::vector<std::string> plan_routings;
+  std::vector<std::string> plan_attention;
   std::vector<int64_t> plan_max_tokens_per_step;
   std::vector<int64_t> plan_max_batch_per_gpu;
   std::vector<int64_t> plan_prefill_delay_steps;

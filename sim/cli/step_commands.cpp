@@ -42,6 +42,7 @@ StepShape step_shape_from(const Flags& f) {
                      fmt::format("expected at least 1 GPU an attention rank, got {}", f.attention_tp));
   }
   s.attention_tp = f.attention_tp;
+  s.experts_split_by_columns = f.experts_by_columns;
   s.mhc_form = f.mhc == "model"   ? StepShape::MhcForm::kAsModel
                : f.mhc == "fused" ? StepShape::MhcForm::kSinglePass
                                   : StepShape::MhcForm::kThreeKernel;

@@ -281,6 +281,17 @@ std::string steps_name(const DeploymentSpec& d, const PlanGrid& grid) {
   return fmt::format(", {}", aggregated_steps_phrase(d.aggregated_steps));
 }
 
+// How a variant lays out attention, where the grid varies it or a pool is tensor-parallel.
+std::string attention_name(const DeploymentSpec& d, const PlanGrid& grid) {
+  const auto layout = [](const PoolSpec& pool) {
+    return pool.attention_tp > 1 ? fmt::format("attention TP {}", pool.attention_tp)
+                                 : std::string("data-parallel attention");
+  };
+  if (grid.attention_layouts.empty() && d.prefill.attention_tp == 1 && d.decode.attention_tp == 1) return "";
+  if (!d.disaggregated || d.prefill.attention_tp == d.decode.attention_tp) return ", " + layout(d.decode);
+  return fmt::format(", prefill {}, decode {}", layout(d.prefill), layout(d.decode));
+}
+
 // How a variant routes its prompts, where the grid varies it.
 std::string routing_name(const DeploymentSpec& d, const PlanGrid& grid) {
   if (grid.routings.empty()) return "";
@@ -351,6 +362,14 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
                      "the deployment is disaggregated: no decode runs while its prompts wait");
   }
   std::vector<DeploymentSpec> out = layouts(base, grid);
+  out = times(std::move(out), grid.attention_layouts, [](DeploymentSpec& d, AttentionLayout layout) {
+    for (PoolSpec* pool : {&d.prefill, &d.decode}) {
+      pool->attention_tp = layout == AttentionLayout::kTensorParallel ? pool->gpus_per_instance : 1;
+      pool->attention_tp_at = {"", 0, "--attention"};
+      // Data-parallel ranks hold whole experts (only a tensor-parallel rank splits them by columns).
+      if (layout == AttentionLayout::kDataParallel) pool->experts_split_by_columns = false;
+    }
+  });
   out = times(std::move(out), grid.redundant_experts, [](DeploymentSpec& d, int64_t replicas) {
     for (PoolSpec* pool : {&d.prefill, &d.decode}) {
       pool->redundant_experts = replicas;
@@ -388,10 +407,16 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
     if (tb > 0) d.kv.ssd_capacity_tb = SourcedValue::assumed(tb, "plan --ssd-capacity-tb");
   });
   for (DeploymentSpec& d : out) {
-    d.name = variant_name(d) + steps_name(d, grid) + routing_name(d, grid) + replicas_name(d, grid) +
-             scheduler_name(d, grid) + kv_tiers_name(d, grid);
+    d.name = variant_name(d) + attention_name(d, grid) + steps_name(d, grid) + routing_name(d, grid) +
+             replicas_name(d, grid) + scheduler_name(d, grid) + kv_tiers_name(d, grid);
   }
   return out;
+}
+
+std::optional<AttentionLayout> parse_attention_layout(std::string_view text) {
+  if (text == "dp") return AttentionLayout::kDataParallel;
+  if (text == "tp") return AttentionLayout::kTensorParallel;
+  return std::nullopt;
 }
 
 int64_t replicas_to_deal(int64_t routed_experts, int64_t ep, int64_t at_least) {

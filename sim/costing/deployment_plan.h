@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/common/catalog.h"
@@ -25,13 +26,20 @@
 
 namespace v41sim {
 
+// How a variant's pools lay out attention: a rank a GPU (data-parallel), or
+// a rank an instance, tensor-parallel over its EP group's GPUs.
+enum class AttentionLayout { kDataParallel, kTensorParallel };
+// "dp" / "tp", as plan's --attention spells them.
+std::optional<AttentionLayout> parse_attention_layout(std::string_view text);
+
 // What to vary; an empty list keeps the base deployment's value.
 struct PlanGrid {
   std::vector<std::string> gpus{};          // GPU profiles, for both pools
   std::vector<std::string> prefill_gpus{};  // or for each pool (disaggregated deployments only)
   std::vector<std::string> decode_gpus{};
-  std::vector<int64_t> eps{};                // EP size = GPUs per instance, both pools
-  std::vector<int64_t> prefill_instances{};  // disaggregated deployments only
+  std::vector<int64_t> eps{};                        // EP size = GPUs per instance, both pools
+  std::vector<AttentionLayout> attention_layouts{};  // both pools
+  std::vector<int64_t> prefill_instances{};          // disaggregated deployments only
   std::vector<int64_t> decode_instances{};
   // Each pool keeps the base's GPUs at every EP size: its instances are its
   // GPUs over the EP size (which must divide them), not the base's count.
@@ -71,8 +79,8 @@ struct PlanGrid {
 };
 
 // The cross product of the grid over the base, in a fixed order (GPUs, EP,
-// prefill instances, decode instances, aggregated steps, routing, redundant
-// experts, tokens per prefill step, decode batch, prefill delay, KV retention, window-state
+// prefill instances, decode instances, aggregated steps, routing, attention
+// layout, redundant experts, tokens per prefill step, decode batch, prefill delay, KV retention, window-state
 // pool, SSD tier size). Where the grid does not set them, redundant experts
 // keep the base's count per rank where both EP sizes divide the routed
 // experts (or the model is not known), else their count in all (DeepSeek and

@@ -40,15 +40,21 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   // slot is taken as equally likely to be reached) and reads the weights of
   // those its tokens reach. A tensor-parallel rank's GPUs all hold its
   // tokens and split its experts (tensor_parallel.h): no all-to-all.
+  // Split by columns, each GPU holds a slice of every expert: as one rank of
+  // the whole group, it runs every routed row on slices 1/attention_tp wide.
+  const bool by_columns = c.step.experts_split_by_columns;
+  const int64_t holders = by_columns ? 1 : c.step.ep;  // ranks the experts are dealt over
+  const double split_ways = by_columns ? static_cast<double>(c.step.attention_tp) : 1.0;
   const double slots = experts + static_cast<double>(c.redundant_experts);
   const double expert_tokens = c.tokens * c.step.expert_token_share;  // an attention rank's mean (StepShape)
   const double ep = static_cast<double>(c.step.ep);
   const double group_tokens = expert_tokens * ep / static_cast<double>(c.step.attention_tp);
-  const BusiestRank busiest = c.step.routed_by_chance ? busiest_rank(group_tokens, top_k, slots, c.step.ep)
-                                                      : average_rank(group_tokens, top_k, slots, c.step.ep);
-  const double imbalance = c.step.ep_load_imbalance * busiest.rows_over_mean;
-  const double rows = group_tokens * top_k / ep * imbalance;
+  const BusiestRank busiest = c.step.routed_by_chance ? busiest_rank(group_tokens, top_k, slots, holders)
+                                                      : average_rank(group_tokens, top_k, slots, holders);
+  const double imbalance = (by_columns ? 1.0 : c.step.ep_load_imbalance) * busiest.rows_over_mean;
+  const double rows = group_tokens * top_k / static_cast<double>(holders) * imbalance;
   const double touched = busiest.experts_reached;
+  const double slice = inter / split_ways;  // of each expert's intermediate columns, this GPU's
   const bool spans_ranks = c.step.ep > c.step.attention_tp;
   // Tokens travel as the expert GEMMs take them (FP8 before FP8 math, BF16
   // before the BF16 math of W4A16 kernels).
@@ -62,10 +68,10 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
     Kernel& gemm = f.grouped_gemm(name, rows, touched, n, k, m.weights.routed_experts, expert_math);
     if (c.step.engine.experts_bf16_math) gemm.tiling.rule = Tiling::Rule::kWeightOnly;
   };
-  expert_gemm("experts_gate_up", kGateUp * inter, h);
-  f.elementwise("experts_swiglu_quant", rows, inter,
-                rows * inter * (kGateUp * kBf16ActivationBytes + expert_row_bytes));
-  expert_gemm("experts_down", h, inter);
+  expert_gemm("experts_gate_up", kGateUp * slice, h);
+  f.elementwise("experts_swiglu_quant", rows, slice,
+                rows * slice * (kGateUp * kBf16ActivationBytes + expert_row_bytes));
+  expert_gemm("experts_down", h, slice);
   if (c.shared_experts > 0) {
     const double width =
         inter * static_cast<double>(c.shared_experts) / static_cast<double>(c.step.attention_tp);

@@ -180,6 +180,9 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
   require_ep_divides_expert_slots(model.spec, s.ep, s.redundant_experts, {"", 0, "--ep"},
                                   {"", 0, "--redundant-experts"});
   require_attention_tp_fits(model.spec, s.attention_tp, s.ep, s.ep_per_node, {"", 0, "--attention-tp"});
+  if (s.experts_split_by_columns)
+    require_column_split_fits(model.spec, s.attention_tp, s.redundant_experts,
+                              {"", 0, "--experts-by-columns"});
 }
 
 namespace {

@@ -44,6 +44,11 @@ struct StepShape {
   // and sums the block's output with the others (an all-reduce). 1: data-parallel
   // attention, a rank a GPU. Above 1 the EP group is the rank's GPUs (ep equal).
   int64_t attention_tp = 1;
+  // A tensor-parallel rank's routed experts split by columns (each GPU a slice
+  // of every expert: SGLang's --tp without --ep, its Marlin MoE) instead of
+  // by experts (EP, each GPU whole experts): every GPU then runs every routed
+  // row on its slice, and no rank is busier than another.
+  bool experts_split_by_columns = false;
   int64_t ep_per_node = 8;  // EP ranks in one NVLink domain: callers set the GPU's nvlink_domain()
   // Replicas of the hottest routed experts over the EP group (EPLB): each rank
   // holds (routed + redundant) / ep experts and reads the weights of those its

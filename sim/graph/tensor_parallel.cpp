@@ -82,4 +82,24 @@ void require_attention_tp_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64
   }
 }
 
+void require_column_split_fits(const ModelSpec& m, int64_t tp, int64_t redundant_experts,
+                               const InputLocation& at) {
+  if (!m.moe) throw InputError(at, fmt::format("{} has no routed experts to split", m.name));
+  if (tp < 2) {
+    throw InputError(at,
+                     "the routed experts split by columns over a tensor-parallel attention rank's GPUs: "
+                     "expected attention_tp of 2 or more");
+  }
+  if (redundant_experts > 0) {
+    throw InputError(at, fmt::format("expected no redundant experts (got {}): split by columns, every GPU "
+                                     "holds a slice of every expert, and no replica evens a load",
+                                     redundant_experts));
+  }
+  if (m.moe->expert_intermediate % tp != 0) {
+    throw InputError(
+        at, fmt::format("expected a GPU count that divides the experts' {} intermediate columns, got {}",
+                        m.moe->expert_intermediate, tp));
+  }
+}
+
 }  // namespace v41sim

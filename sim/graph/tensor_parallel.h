@@ -38,6 +38,13 @@ inline constexpr const char* kTensorParallelAssumption =
     "with no all-to-all, the shared experts by columns, the head by vocabulary with its logits gathered; "
     "the embedding's one all-reduce a step is left out";
 
+// What outputs say of a rank whose routed experts split by columns.
+inline constexpr const char* kExpertsByColumnsAssumption =
+    "the routed experts split by columns over the rank's GPUs (SGLang's --tp without --ep): each GPU runs "
+    "every routed row on its slice of each expert (its share of the intermediate columns), reading that "
+    "slice "
+    "of every expert reached, with no all-to-all and no busiest rank; the partial sums join the all-reduce";
+
 // Heads one GPU of the step's attention rank attends with.
 double local_attention_heads(const ModelSpec& m, const StepShape& s);
 // The heads its attention kernel computes: the local ones, padded up to the
@@ -53,6 +60,11 @@ Kernel make_logits_gather(std::string name, double tokens, int64_t vocab, int64_
 // Throws InputError naming `field` where `tp` cannot split the model's
 // attention or its rank's EP group.
 void require_attention_tp_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64_t ep_per_node,
+                               const InputLocation& at);
+// Throws InputError naming `field` where the routed experts cannot split by
+// columns: only over a tensor-parallel rank's GPUs, with no EPLB replicas
+// (every GPU holds a slice of every expert already).
+void require_column_split_fits(const ModelSpec& m, int64_t tp, int64_t redundant_experts,
                                const InputLocation& at);
 
 }  // namespace v41sim

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "sim/graph/step_graph.h"
+#include "sim/graph/tensor_parallel.h"
 #include "sim/report/run_view.h"
 
 namespace v41sim {
@@ -108,6 +109,7 @@ nlohmann::json pool_json(const PoolSpec& pool) {
           {"instances", pool.instances},
           {"ep", pool.ep},
           {"attention_tp", pool.attention_tp},
+          {"routed_experts_split", pool.experts_split_by_columns ? "columns" : "experts"},
           {"redundant_experts", pool.redundant_experts},
           {"max_tokens_per_step", pool.max_tokens_per_step},
           {"max_batch_per_gpu", pool.max_batch_per_gpu}};
@@ -186,6 +188,10 @@ Table plan_table(const PlanReport& p) {
   if (std::any_of(p.rows.begin(), p.rows.end(),
                   [](const PlanRow& row) { return first_token_assumption(row.deployment) != nullptr; }))
     t.add_note(kDecodeSideFirstTokenAssumption);
+  if (std::any_of(p.rows.begin(), p.rows.end(), [](const PlanRow& row) {
+        return row.deployment.prefill.attention_tp > 1 || row.deployment.decode.attention_tp > 1;
+      }))
+    t.add_note(kTensorParallelAssumption);
   t.add_note(ssd_tier_note(p.rows));
   t.add_note(itl_column_note());
   t.add_note(misses_note());

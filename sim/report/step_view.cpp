@@ -349,6 +349,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   if (r.graph.shape.is_mixed()) summary.add_note(kMixedStepAssumption);
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
   if (r.graph.shape.attention_tp > 1) summary.add_note(kTensorParallelAssumption);
+  if (r.graph.shape.experts_split_by_columns) summary.add_note(kExpertsByColumnsAssumption);
   if (r.model.spec.mhc) summary.add_note(mhc_projection_assumption(r.model.spec));
   if (r.graph.shape.phase == Phase::kDecode && r.graph.shape.include_draft && r.model.spec.draft)
     summary.add_note(kDraftHeadAssumption);
@@ -449,6 +450,7 @@ nlohmann::json step_json(const StepReport& r) {
             {"continuing", s.mixed_prefill.continuing}}},
           {"ep", s.ep},
           {"attention_tp", s.attention_tp},
+          {"routed_experts_split", s.experts_split_by_columns ? "columns" : "experts"},
           {"redundant_experts", s.redundant_experts},
           {"ep_load_imbalance", s.ep_load_imbalance},
           {"expert_token_share", s.expert_token_share},

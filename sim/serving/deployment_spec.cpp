@@ -34,15 +34,15 @@ double seconds_a_run_can_hold(const YamlNode& node) {
 
 PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deployment_gpu) {
   if (prefill) {
-    node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "max_tokens_per_step",
-                      "context_parallel_min_tokens", "routing_skew", "redundant_experts",
-                      "overlap_communication", "fuse_input_projections", "reindex_scores_pool_only",
-                      "routed_expert_math", "gpu"});
+    node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "routed_experts_split",
+                      "max_tokens_per_step", "context_parallel_min_tokens", "routing_skew",
+                      "redundant_experts", "overlap_communication", "fuse_input_projections",
+                      "reindex_scores_pool_only", "routed_expert_math", "gpu"});
   } else {
-    node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "max_batch_per_gpu",
-                      "routing_skew", "redundant_experts", "overlap_communication", "fuse_input_projections",
-                      "speculative_decoding", "draft_queries_share_index_keys", "reindex_scores_pool_only",
-                      "routed_expert_math", "gpu"});
+    node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "routed_experts_split",
+                      "max_batch_per_gpu", "routing_skew", "redundant_experts", "overlap_communication",
+                      "fuse_input_projections", "speculative_decoding", "draft_queries_share_index_keys",
+                      "reindex_scores_pool_only", "routed_expert_math", "gpu"});
   }
   PoolSpec p;
   const YamlNode gpu = node.has("gpu") ? node.required("gpu") : deployment_gpu;
@@ -72,6 +72,12 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
       tp->fail(fmt::format("expected a GPU count that divides gpus_per_instance ({}), got {}",
                            p.gpus_per_instance, p.attention_tp));
     }
+  }
+  if (const auto split = node.optional("routed_experts_split")) {
+    const std::string how = split->as_string();
+    if (how != "experts" && how != "columns") split->fail("expected experts or columns");
+    p.experts_split_by_columns = how == "columns";
+    p.experts_split_at = split->location();
   }
   const YamlNode redundant = node.required("redundant_experts");
   p.redundant_experts = redundant.as_non_negative_int();
@@ -142,11 +148,12 @@ DeploymentSpec load_deployment_file(const std::string& path) {
     // Aggregated: the prefill block describes how the same instances prefill.
     const bool same = d.prefill.instances == d.decode.instances && d.prefill.gpu == d.decode.gpu &&
                       d.prefill.gpus_per_instance == d.decode.gpus_per_instance &&
-                      d.prefill.ep == d.decode.ep && d.prefill.attention_tp == d.decode.attention_tp;
+                      d.prefill.ep == d.decode.ep && d.prefill.attention_tp == d.decode.attention_tp &&
+                      d.prefill.experts_split_by_columns == d.decode.experts_split_by_columns;
     if (!same) {
       root.required("prefill").fail(
-          "aggregated serving runs prefill on the decode instances: instances, gpus_per_instance, ep and "
-          "attention_tp must match the decode block");
+          "aggregated serving runs prefill on the decode instances: instances, gpus_per_instance, ep, "
+          "attention_tp and routed_experts_split must match the decode block");
     }
     const YamlNode steps = root.required("aggregated_steps");
     const auto schedule = parse_aggregated_steps(steps.as_string());
@@ -283,10 +290,14 @@ std::string attention_layout_note(const DeploymentSpec& d) {
   for (const auto& [name, pool] : {std::pair{d.disaggregated ? "prefill pool" : "prompt steps", &d.prefill},
                                    std::pair{d.disaggregated ? "decode pool" : "decode steps", &d.decode}}) {
     if (pool->attention_tp == 1) continue;
-    out += fmt::format("{}{}: attention ranks of {} GPUs", out.empty() ? "" : "; ", name, pool->attention_tp);
+    out +=
+        fmt::format("{}{}: attention ranks of {} GPUs{}", out.empty() ? "" : "; ", name, pool->attention_tp,
+                    pool->experts_split_by_columns ? ", the routed experts split by columns over them" : "");
   }
   if (out.empty()) return out;
-  return out + " (" + d.file + "); " + kTensorParallelAssumption;
+  const bool columns = d.prefill.experts_split_by_columns || d.decode.experts_split_by_columns;
+  return out + " (" + d.file + "); " + kTensorParallelAssumption +
+         (columns ? std::string("; ") + kExpertsByColumnsAssumption : std::string());
 }
 
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {

@@ -29,7 +29,12 @@ struct PoolSpec {
   // GPUs one attention rank spans (tensor-parallel attention,
   // sim/graph/tensor_parallel.h); 1: data-parallel attention, a rank a GPU.
   int64_t attention_tp = 1;
-  InputLocation attention_tp_at;         // where it was said (file and line; absent: the pool's block)
+  InputLocation attention_tp_at;  // where it was said (file and line; absent: the pool's block)
+  // routed_experts_split: columns: a tensor-parallel rank's experts split by
+  // columns over its GPUs (StepShape::experts_split_by_columns); absent or
+  // experts: whole experts a GPU (EP).
+  bool experts_split_by_columns = false;
+  InputLocation experts_split_at;
   int64_t max_tokens_per_step = 0;       // prefill: chunk size per attention rank
   InputLocation max_tokens_per_step_at;  // where it was said (file and line, or a flag)
   // prefill: a prompt with at least this many tokens left takes every rank of

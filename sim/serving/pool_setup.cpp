@@ -28,12 +28,24 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
   s.redundant_experts = pool.redundant_experts;
   s.ep_per_node = gpu.nvlink_domain();
   require_attention_tp_fits(model.spec, pool.attention_tp, pool.ep, s.ep_per_node, pool.attention_tp_at);
+  if (pool.context_parallel_min_tokens > 0 && pool.attention_ranks() < 2) {
+    throw InputError(
+        pool.attention_tp_at,
+        fmt::format("context parallelism (context_parallel_min_tokens {}) needs at least 2 attention "
+                    "ranks an instance, and a rank of {} GPUs is the whole instance",
+                    pool.context_parallel_min_tokens, pool.attention_tp));
+  }
   s.attention_tp = pool.attention_tp;
+  if (pool.experts_split_by_columns)
+    require_column_split_fits(model.spec, pool.attention_tp, pool.redundant_experts, pool.experts_split_at);
+  s.experts_split_by_columns = pool.experts_split_by_columns;
   s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;
   s.include_draft = pool.speculative_decoding;
   s.engine = pool.engine;
-  s.ep_load_imbalance = ep_load_imbalance(model.spec, pool.ep, pool.routing_skew, pool.redundant_experts);
+  // Split by columns, every GPU runs every expert's slice: no rank is busier.
+  if (!pool.experts_split_by_columns)
+    s.ep_load_imbalance = ep_load_imbalance(model.spec, pool.ep, pool.routing_skew, pool.redundant_experts);
   return s;
 }
 

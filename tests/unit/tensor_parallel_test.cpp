@@ -9,11 +9,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/common/input_error.h"
+#include "sim/costing/deployment_plan.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/serving/workload_spec.h"
@@ -94,6 +96,51 @@ TEST(TensorParallel, AGpuOfARankRunsItsShareOfTheHeadsAndSumsBothBlocks) {
   const Kernel* gather = find_kernel(head_tp, "logits_tp_gather");
   ASSERT_NE(gather, nullptr);
   EXPECT_DOUBLE_EQ(gather->link_bytes, 32.0 * 129280 * 2 * 7 / 8);
+}
+
+// Split by columns (SGLang's --tp without --ep), a GPU of a TP8 rank runs
+// every routed row, not an eighth of them, on each expert's eighth of its
+// intermediate columns: the same FLOPs as the whole experts a GPU, and no
+// busiest rank (by chance or by placement) to wait for.
+TEST(TensorParallel, ExpertsSplitByColumnsRunEveryRowOnTheirSlice) {
+  const ModelAnalysis m = analyze("deepseek_v4_flash");
+  StepShape whole = shape(Phase::kDecode, 32, 65536, 8);
+  whole.include_draft = false;
+  whole.attention_tp = 8;
+  whole.ep_load_imbalance = 1.5;  // a skewed placement: whole experts wait for the busiest GPU
+  StepShape columns = whole;
+  columns.experts_split_by_columns = true;
+  const LayerKernels by_expert = build_step_graph(m, whole).layers[0];
+  const LayerKernels by_column = build_step_graph(m, columns).layers[0];
+  const Kernel* gate_up = find_kernel(by_column, "experts_gate_up");
+  ASSERT_NE(gate_up, nullptr);
+  const double rows = 32.0 * 6;  // every routed copy of the rank's 32 tokens
+  EXPECT_DOUBLE_EQ(gate_up->flops, 2.0 * rows * (2.0 * 2048 / 8) * 4096);
+  EXPECT_EQ(gate_up->shape.n, 2 * 2048 / 8);
+  const Kernel* down = find_kernel(by_column, "experts_down");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->shape.k, 2048 / 8);
+  // Whole experts: an eighth of the rows, at least the even share, times the placement's skew.
+  EXPECT_GT(flops_of(by_expert, "experts_gate_up"), 1.5 * gate_up->flops);
+  EXPECT_EQ(find_kernel(by_column, "ep_dispatch"), nullptr);
+  EXPECT_NE(find_kernel(by_column, "ffn_tp_all_reduce"), nullptr);
+
+  const auto refused = [&](StepShape s, const std::string& says) {
+    s.experts_split_by_columns = true;
+    try {
+      build_step_graph(m, s);
+      FAIL() << says;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, "--experts-by-columns");
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  StepShape data_parallel = whole;
+  data_parallel.attention_tp = 1;
+  refused(data_parallel, "expected attention_tp of 2 or more");
+  StepShape replicas = whole;
+  replicas.redundant_experts = 8;
+  refused(replicas, "expected no redundant experts (got 8)");
 }
 
 // V3's 128 heads at TP8 leave a GPU 16: its latent decode kernel computes the
@@ -250,8 +297,76 @@ TEST(TensorParallel, ADeploymentsRankThatCannotBeIsRefusedAtItsLine) {
     }
   };
   refused(3, "divides gpus_per_instance (8), got 3");
+  // The experts' split is a word the file must spell right.
+  std::string split = text;
+  const std::string pool = "decode: {instances: 1, gpus_per_instance: 8, ep: 8, attention_tp: 8,";
+  split.replace(split.find(pool), pool.size(), pool + " routed_experts_split: rows,");
+  std::ofstream(path) << split;
+  try {
+    load_deployment_file(path.string());
+    FAIL() << "routed_experts_split: rows was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "decode.routed_experts_split");
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(std::string(e.what()).find("expected experts or columns"), std::string::npos) << e.what();
+  }
   refused(4, "the EP group's size (8)");
   refused(0, "positive");
+}
+
+// plan --attention dp,tp: each variant once with a rank a GPU and once with
+// a rank an instance (its attention_tp its EP size, whatever EP the grid
+// gives), named so; a pool that prefills context-parallel cannot be one rank.
+TEST(TensorParallel, PlanTriesEachAttentionLayout) {
+  const DeploymentSpec base = load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"));
+  PlanGrid grid;
+  grid.eps = {4, 8};
+  grid.attention_layouts = {AttentionLayout::kDataParallel, AttentionLayout::kTensorParallel};
+  const std::vector<DeploymentSpec> variants = plan_variants(base, grid);
+  ASSERT_EQ(variants.size(), 4u);
+  for (const DeploymentSpec& v : variants) {
+    const bool tp = v.name.find("attention TP") != std::string::npos;
+    EXPECT_NE(v.name.find(tp ? fmt::format("attention TP {}", v.decode.ep) : "data-parallel attention"),
+              std::string::npos)
+        << v.name;
+    for (const PoolSpec* pool : {&v.prefill, &v.decode}) {
+      EXPECT_EQ(pool->attention_tp, tp ? pool->ep : 1) << v.name;
+      EXPECT_EQ(pool->attention_ranks(), tp ? 1 : pool->ep) << v.name;
+    }
+  }
+  EXPECT_EQ(parse_attention_layout("tp"), AttentionLayout::kTensorParallel);
+  EXPECT_EQ(parse_attention_layout("TP8"), std::nullopt);
+
+  // Served, the tensor-parallel variant's instances are one rank each, in
+  // either pool: every request is prefilled and decoded on a rank 0.
+  const DeploymentSpec& one_rank = variants.back();
+  ASSERT_EQ(one_rank.decode.attention_tp, 8);
+  const ModelAnalysis m = analyze("deepseek_v4_flash");
+  const GpuCostModel prefill(V41SIM_SOURCE_DIR, testing::gpu_path("h200"), false);
+  const GpuCostModel decode(V41SIM_SOURCE_DIR, testing::gpu_path("h200"), true);
+  ServingSimulation sim(m, prefill.cost(), decode.cost(), one_rank,
+                        load_workload_file(data("workloads/chat.yaml")), 1);
+  sim.enable_request_log();
+  const ServingResult served = sim.run(20, true);
+  ASSERT_GT(served.requests.size(), 10u);
+  std::set<int> decode_instances;
+  for (const RequestRecord& r : served.requests) {
+    EXPECT_EQ(r.prefill_rank, 0) << r.id;
+    EXPECT_EQ(r.decode_rank, 0) << r.id;
+    decode_instances.insert(r.decode_instance);
+  }
+  EXPECT_GT(decode_instances.size(), 1u);  // the instances share them
+
+  DeploymentSpec context_parallel = variants.back();
+  context_parallel.prefill.context_parallel_min_tokens = 65536;
+  const GpuProfile h200 = load_gpu_profile_file(testing::gpu_path("h200"));
+  try {
+    pool_step_template(analyze("deepseek_v4_flash"), context_parallel.prefill, h200);
+    FAIL() << "a context-parallel pool of one rank an instance was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "--attention");
+    EXPECT_NE(std::string(e.what()).find("needs at least 2 attention ranks"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
