@@ -58,9 +58,9 @@ void require_attention_tp_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64
   if (tp == 1) return;
   const AttentionSpec& a = m.attention;
   if (a.kv_projection == KvProjection::kSeparateKv) {
-    throw InputError(at, fmt::format("expected 1: tensor-parallel attention is modelled for a latent KV "
-                                     "every GPU holds whole (MLA, V4's shared latent), and {} keeps {} KV "
-                                     "heads",
+    throw InputError(at, fmt::format("expected 1: tensor-parallel attention is modelled for a latent "
+                                     "KV every GPU holds whole (MLA, V4's shared latent), and {} keeps "
+                                     "{} KV heads",
                                      m.name, a.kv_heads));
   }
   if (a.num_heads % tp != 0 || (a.output_groups > 0 && a.output_groups % tp != 0)) {
@@ -71,9 +71,10 @@ void require_attention_tp_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64
             a.output_groups > 0 ? fmt::format(" and {} output groups", a.output_groups) : std::string(), tp));
   }
   if (tp > ep_per_node) {
-    throw InputError(at, fmt::format("expected at most {} GPUs (one NVLink domain, where the rank's "
-                                     "all-reduces run), got {}",
-                                     ep_per_node, tp));
+    throw InputError(
+        at,
+        fmt::format("expected at most {} GPUs (one NVLink domain, where the rank's all-reduces run), got {}",
+                    ep_per_node, tp));
   }
   if (m.moe && ep != tp) {
     throw InputError(at, fmt::format("expected the EP group's size ({}): a tensor-parallel rank is modelled "

@@ -42,8 +42,8 @@ inline constexpr const char* kTensorParallelAssumption =
 inline constexpr const char* kExpertsByColumnsAssumption =
     "the routed experts split by columns over the rank's GPUs (SGLang's --tp without --ep): each GPU runs "
     "every routed row on its slice of each expert (its share of the intermediate columns), reading that "
-    "slice "
-    "of every expert reached, with no all-to-all and no busiest rank; the partial sums join the all-reduce";
+    "slice of every expert reached, with no all-to-all and no busiest rank; the partial sums join the "
+    "all-reduce";
 
 // Heads one GPU of the step's attention rank attends with.
 double local_attention_heads(const ModelSpec& m, const StepShape& s);
