@@ -64,8 +64,10 @@ void serve_alone(const ModelAnalysis& model, const GpuCostModel& prefill, const 
 
 // A prompt over the chunk budget runs its chunks on one rank, the other ranks
 // busy with prompts of their own: each chunk's step as every rank runs one
-// (alone it would be shorter, its experts taking its tokens alone).
-void price_chunked_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, ContextPoint& p) {
+// (alone it would be shorter, its experts taking its tokens alone). A rank
+// spans `gpus_per_rank` GPUs, each busy for the whole step.
+void price_chunked_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, int64_t gpus_per_rank,
+                          ContextPoint& p) {
   double us = 0;
   ErrorBandMix band;
   for (int64_t done = 0; done < prompt;) {
@@ -75,25 +77,27 @@ void price_chunked_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, 
     us += step.us;
     band.add(step.band, step.us);
   }
-  p.prefill_gpu_s = us / 1e6;
+  p.prefill_gpu_s = us / 1e6 * static_cast<double>(gpus_per_rank);
   p.prefill_band = band.mixed();
 }
 
 // A prompt within a rank's chunk budget shares its step with as many such
 // prompts as the budget holds: each pays its share of the step.
-void price_packed_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, ContextPoint& p) {
+void price_packed_prompt(StepTimeCache& steps, int64_t budget, int64_t prompt, int64_t gpus_per_rank,
+                         ContextPoint& p) {
   const int64_t packed = budget / prompt;
   const StepTimeCache::StepCost step = steps.prefill_step(packed, prompt, prompt);
-  p.prefill_gpu_s = step.us / 1e6 / static_cast<double>(packed);
+  p.prefill_gpu_s = step.us / 1e6 / static_cast<double>(packed) * static_cast<double>(gpus_per_rank);
   p.prefill_band = step.band;
 }
 
-// The largest batch per GPU within the TPOT limit, up to `limit` (what
-// `limit_bound` names), by bisection (a decode step only grows with its batch).
+// The largest batch per decode rank within the TPOT limit, up to `limit`
+// (what `limit_bound` names), by bisection (a decode step only grows with its
+// batch); a rank spans `gpus_per_rank` GPUs.
 void size_decode_batch(StepTimeCache& steps, int64_t limit, ContextPoint::Bound limit_bound,
-                       double tpot_limit_ms, int64_t context, ContextPoint& p) {
+                       double tpot_limit_ms, int64_t context, int64_t gpus_per_rank, ContextPoint& p) {
   const auto within = [&](int64_t batch) {
-    return decode_rate(steps, batch, context).tpot_ms <= tpot_limit_ms;
+    return decode_rate(steps, batch, context, gpus_per_rank).tpot_ms <= tpot_limit_ms;
   };
   int64_t good = 0;
   int64_t bad = limit + 1;
@@ -109,7 +113,7 @@ void size_decode_batch(StepTimeCache& steps, int64_t limit, ContextPoint::Bound 
             : good == 0   ? ContextPoint::Bound::kTpotMissed
                           : ContextPoint::Bound::kTpot;
   p.batch_per_gpu = std::max<int64_t>(1, good);
-  const DecodeRate rate = decode_rate(steps, p.batch_per_gpu, context);
+  const DecodeRate rate = decode_rate(steps, p.batch_per_gpu, context, gpus_per_rank);
   p.tpot_ms = rate.tpot_ms;
   p.drafts = rate.drafts;
   p.decode_band = rate.band;
@@ -191,7 +195,7 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
     ContextPoint& p = sweep.points.emplace_back();
     p.context = context;
     p.session_bytes = model.kv.session_bytes(context);
-    p.sessions_per_gpu = sessions_per_decode_gpu(model, deployment, decode.gpu(), context);
+    p.sessions_per_gpu = sessions_per_decode_rank(model, deployment, decode.gpu(), context);
     const int64_t prompt = context - options.output_tokens;
     serve_alone(model, prefill, decode, deployment, prompt, options.output_tokens, p);
     if (p.sessions_per_gpu < 1) continue;  // not one session fits: nothing to decode
@@ -199,10 +203,13 @@ ContextSweep sweep_contexts(const Catalog& catalog, const ModelAnalysis& model,
         options.max_batch_per_gpu > 0 && options.max_batch_per_gpu < p.sessions_per_gpu;
     size_decode_batch(steps, batch_limited ? options.max_batch_per_gpu : p.sessions_per_gpu,
                       batch_limited ? ContextPoint::Bound::kBatchLimit : ContextPoint::Bound::kMemory,
-                      options.tpot_ms, context, p);
+                      options.tpot_ms, context, deployment.decode.attention_tp, p);
     const int64_t budget = deployment.prefill.max_tokens_per_step;
-    if (!p.lone_context_parallel && prompt <= budget) price_packed_prompt(steps, budget, prompt, p);
-    if (!p.lone_context_parallel && prompt > budget) price_chunked_prompt(steps, budget, prompt, p);
+    const int64_t prefill_rank_gpus = deployment.prefill.attention_tp;
+    if (!p.lone_context_parallel && prompt <= budget)
+      price_packed_prompt(steps, budget, prompt, prefill_rank_gpus, p);
+    if (!p.lone_context_parallel && prompt > budget)
+      price_chunked_prompt(steps, budget, prompt, prefill_rank_gpus, p);
     price_output(prefill_price, decode_price, model, deployment.kv, options.output_tokens, p);
   }
   return sweep;

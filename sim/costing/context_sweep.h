@@ -42,7 +42,7 @@ struct ContextSweepOptions {
 struct ContextPoint {
   int64_t context = 0;
   double session_bytes = 0;      // global KV at this context + window and compressor state
-  int64_t sessions_per_gpu = 0;  // one decode GPU's KV room over session_bytes
+  int64_t sessions_per_gpu = 0;  // a decode rank's: one GPU's KV room over session_bytes
   // One request alone, from the serving simulation.
   double lone_ttft_ms = 0;
   bool lone_context_parallel = false;  // its prompt ran over every rank of the instance
@@ -50,7 +50,7 @@ struct ContextPoint {
   // Decode at the largest batch per GPU that meets both limits and fits.
   enum class Bound { kMemory, kBatchLimit, kTpot, kTpotMissed };
   Bound bound = Bound::kMemory;  // what stops the batch growing; kTpotMissed: batch 1 misses it
-  int64_t batch_per_gpu = 0;
+  int64_t batch_per_gpu = 0;     // a decode rank's (a GPU's, data-parallel)
   double tpot_ms = 0;
   int64_t drafts = 0;  // draft tokens verified per sequence and step
   double output_tokens_per_s_per_gpu = 0;

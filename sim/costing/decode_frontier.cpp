@@ -48,7 +48,7 @@ DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& mode
                    decode.cost().params().label(),
                    decode.gpu().price_usd_per_gpu_hour.provenance().label(),
                    {}};
-  f.sessions_per_gpu = sessions_per_decode_gpu(model, deployment, decode.gpu(), context);
+  f.sessions_per_gpu = sessions_per_decode_rank(model, deployment, decode.gpu(), context);
   if (f.sessions_per_gpu < 1) {
     throw InputError({deployment.file, 0, "--context"},
                      fmt::format("not one {}-token session fits in a decode GPU's KV memory", context));
@@ -56,7 +56,7 @@ DecodeFrontier decode_frontier(const Catalog& catalog, const ModelAnalysis& mode
   const SourcedValue& price = decode.gpu().price_usd_per_gpu_hour;
   for (const int64_t batch : batches_up_to(f.sessions_per_gpu)) {
     FrontierPoint& p = f.points.emplace_back();
-    p.rate = decode_rate(steps, batch, context);
+    p.rate = decode_rate(steps, batch, context, deployment.decode.attention_tp);
     p.cost_known = price.known();
     if (p.cost_known) p.usd_per_million_output = price.value() / 3600.0 / p.rate.tokens_per_s_per_gpu * 1e6;
   }

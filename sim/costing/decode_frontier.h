@@ -30,7 +30,7 @@ struct FrontierPoint {
 struct DecodeFrontier {
   DeploymentSpec deployment;
   int64_t context = 0;
-  int64_t sessions_per_gpu = 0;  // the largest batch: what one decode GPU's KV memory holds
+  int64_t sessions_per_gpu = 0;  // the largest batch: what one decode rank's KV memory (a GPU's) holds
   std::string kernel_model;      // the decode GPU's calibration label
   std::string price_provenance;
   std::vector<FrontierPoint> points;  // by batch, ascending

@@ -1,8 +1,9 @@
 // DecodeRate: what one decode rank delivers at a batch and context, read off
 // the serving simulation's step-time cache: the step, the time per output
 // token a user sees (TPOT; speculative decoding emits several tokens a step)
-// and the tokens the GPU emits per second. The context sweep and the decode
-// frontier both read decode this way.
+// and the tokens each GPU emits per second (a tensor-parallel rank's over its
+// GPUs). The context sweep and the decode frontier both read decode this way;
+// their batches are a decode rank's (a GPU's, data-parallel).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,7 @@ inline constexpr const char* kAboveEngineBatchLimit =
     "what the GPU allows, not what its engine is set to run";
 
 struct DecodeRate {
-  int64_t batch_per_gpu = 0;
+  int64_t batch_per_gpu = 0;  // the decode rank's batch (a GPU's, data-parallel)
   double step_us = 0;
   double tpot_ms = 0;
   double tokens_per_s_per_user = 0;
@@ -27,6 +28,7 @@ struct DecodeRate {
   ErrorBand band;
 };
 
-DecodeRate decode_rate(StepTimeCache& steps, int64_t batch_per_gpu, int64_t context);
+// `gpus_per_rank`: the GPUs a decode rank spans (its pool's attention_tp).
+DecodeRate decode_rate(StepTimeCache& steps, int64_t batch_per_gpu, int64_t context, int64_t gpus_per_rank);
 
 }  // namespace v41sim

@@ -38,6 +38,13 @@ inline constexpr const char* kTensorParallelAssumption =
     "with no all-to-all, the shared experts by columns, the head by vocabulary with its logits gathered; "
     "the embedding's one all-reduce a step is left out";
 
+// What batch and rate tables say where a deployment's decode ranks are
+// tensor-parallel (their batch columns are named per GPU, as a GPU is a
+// data-parallel rank).
+inline constexpr const char* kTensorParallelBatches =
+    "a tensor-parallel deployment's batch and sessions per GPU are its decode rank's (each of the rank's "
+    "GPUs holds its sessions' KV whole), and its tokens/s per GPU the rank's over its GPUs";
+
 // What outputs say of a rank whose routed experts split by columns.
 inline constexpr const char* kExpertsByColumnsAssumption =
     "the routed experts split by columns over the rank's GPUs (SGLang's --tp without --ep): each GPU runs "

@@ -187,6 +187,16 @@ Claim sessions_on_h200(const ClaimInputs& in) {
                                 r.reserve_fraction.provenance().kind_name()),
                     f.sessions));
   }
+  // The arithmetic splits each session's KV over the 8 GPUs; a tensor-parallel
+  // engine keeps its one latent whole on every GPU (sim/graph/tensor_parallel.h).
+  FitRequest one_rank =
+      node_request(context, in.v41_flash.spec.weights, DensePlacement::kReplicated, in.reserve_fraction);
+  one_rank.attention_tp = 8;
+  const FitResult tp = fit_memory(in.v41_flash, in.h200, one_rank);
+  c.findings.push_back(fmt::format(
+      "{} served as one tensor-parallel attention rank of 8 (as vLLM's --tensor-parallel-size 8: every GPU "
+      "holds each session's one KV latent whole): {} sessions",
+      in.v41_flash.spec.name, tp.sessions));
   const bool headline = near(v41_bin, 1200) || near(v41_dec, 1200);
   const bool baseline = near(v4_bin, 320) || near(v4_dec, 320);
   c.verdict = headline && baseline ? Verdict::kHoldsOnlyIf : Verdict::kDoesNotHold;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/costing/decode_rate.h"
+#include "sim/graph/tensor_parallel.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/run_view.h"
 #include "sim/report/svg_lines.h"
@@ -118,6 +119,7 @@ Table context_table(const std::string& model, const ContextSweep& s) {
       "group) and its reserve of {:g}",
       s.options.output_tokens, d.file, d.disaggregated ? "prefill and decode pools" : "one pool for both",
       d.decode.ep, d.decode.redundant_experts, d.reserve_fraction));
+  if (d.decode.attention_tp > 1) t.add_note(kTensorParallelBatches);
   t.add_note(
       "first token: the serving simulation's TTFT for one session arriving at an idle deployment (its "
       "prefill "

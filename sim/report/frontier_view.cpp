@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "sim/cost/error_band.h"
+#include "sim/graph/tensor_parallel.h"
 #include "sim/report/error_band_view.h"
 #include "sim/report/svg_lines.h"
 
@@ -57,6 +58,9 @@ Table frontier_table(const std::string& model, const std::vector<DecodeFrontier>
       "session at this context; steady state of the serving simulation's decode steps: no prefill "
       "interleaving, no queueing; speculative decoding verifies the draft length the engine would pick");
   if (const std::string above = above_batch_limit(frontiers); !above.empty()) t.add_note(above);
+  if (std::any_of(frontiers.begin(), frontiers.end(),
+                  [](const DecodeFrontier& f) { return f.deployment.decode.attention_tp > 1; }))
+    t.add_note(kTensorParallelBatches);
   t.add_note(
       "Pareto: no point of any deployment here gives users as many tokens per second or more for no more $ "
       "per 1M output tokens, one of the two strictly (a point without a price: against its own GPU's points, "

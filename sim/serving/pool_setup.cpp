@@ -136,13 +136,10 @@ void require_host_pool_fits_beside_host_weights(const ModelAnalysis& model, cons
                                std::floor((1.0 - model.weights.host / dram) * 1e4) / 1e4));
 }
 
-int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
-                                const GpuProfile& decode_gpu, int64_t context) {
-  // Every GPU of a tensor-parallel rank holds the rank's sessions whole: a
-  // GPU's share of them is the rank's over its GPUs.
-  const auto per_rank = static_cast<int64_t>(std::floor(
-      kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu) / model.kv.session_bytes(context)));
-  return per_rank / deployment.decode.attention_tp;
+int64_t sessions_per_decode_rank(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                 const GpuProfile& decode_gpu, int64_t context) {
+  return static_cast<int64_t>(std::floor(kv_bytes_per_gpu(model, deployment, deployment.decode, decode_gpu) /
+                                         model.kv.session_bytes(context)));
 }
 
 }  // namespace v41sim

@@ -59,8 +59,9 @@ PoolKvRoom servable_kv_room(const ModelAnalysis& model, const DeploymentSpec& de
                             const GpuProfile& prefill_gpu, const GpuProfile& decode_gpu);
 
 // Sessions of `context` tokens (global KV + window and compressor state) that
-// one decode GPU holds (a tensor-parallel rank's over its GPUs, rounded down).
-int64_t sessions_per_decode_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment,
-                                const GpuProfile& decode_gpu, int64_t context);
+// one decode rank holds: one GPU's KV room (a tensor-parallel rank's GPUs each
+// hold its sessions whole).
+int64_t sessions_per_decode_rank(const ModelAnalysis& model, const DeploymentSpec& deployment,
+                                 const GpuProfile& decode_gpu, int64_t context);
 
 }  // namespace v41sim

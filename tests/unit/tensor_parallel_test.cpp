@@ -15,6 +15,7 @@
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/common/input_error.h"
+#include "sim/costing/decode_frontier.h"
 #include "sim/costing/deployment_plan.h"
 #include "sim/serving/pool_setup.h"
 #include "sim/serving/serving_simulation.h"
@@ -312,6 +313,28 @@ TEST(TensorParallel, ADeploymentsRankThatCannotBeIsRefusedAtItsLine) {
   }
   refused(4, "the EP group's size (8)");
   refused(0, "positive");
+}
+
+// The decode frontier of a TP8 rank: its batches run up to what one GPU's KV
+// room holds (every GPU of the rank holds each session whole), and each GPU
+// emits the rank's tokens over 8.
+TEST(TensorParallel, AFrontierOfOneRankCountsItsBatchOnceAndItsTokensOverItsGpus) {
+  const Catalog catalog(V41SIM_SOURCE_DIR);
+  const ModelAnalysis m = analyze("deepseek_v4_flash");
+  const DeploymentSpec tp =
+      load_deployment_file(data("validation/published/serving/vllm_b200_8_tp8_ep8.yaml"));
+  const int64_t context = 131072;
+  const DecodeFrontier f = decode_frontier(catalog, m, tp, context);
+  const GpuProfile b200 = load_gpu_profile_file(testing::gpu_path("b200"));
+  EXPECT_EQ(f.sessions_per_gpu,
+            static_cast<int64_t>(std::floor(kv_bytes_per_gpu(m, tp, tp.decode, b200) / m.kv.session_bytes(context))));
+  ASSERT_FALSE(f.points.empty());
+  EXPECT_EQ(f.points.back().rate.batch_per_gpu, f.sessions_per_gpu);
+  for (const FrontierPoint& p : f.points) {
+    EXPECT_DOUBLE_EQ(p.rate.tokens_per_s_per_gpu,
+                     static_cast<double>(p.rate.batch_per_gpu) * p.rate.tokens_per_s_per_user / 8)
+        << p.rate.batch_per_gpu;
+  }
 }
 
 // plan --attention dp,tp: each variant once with a rank a GPU and once with
