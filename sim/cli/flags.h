@@ -24,9 +24,8 @@ struct Flags {
   std::optional<int64_t> session_context;  // kv, fit: none given = the model's max_context
   int64_t gpus = 8;
   int64_t ep = 8;
-  int64_t attention_tp = 1;
-  bool experts_by_columns = false;  // step: a tensor-parallel rank's experts split by columns  // step: GPUs
-                                    // an attention rank spans (tensor-parallel attention)
+  int64_t attention_tp = 1;         // step, fit: GPUs an attention rank spans (tensor-parallel attention)
+  bool experts_by_columns = false;  // step: a tensor-parallel rank's experts split by columns
   std::string weights_dtype = "released";
   std::string dense_placement = "replicated";
   std::optional<double> reserve_fraction;  // none given: the default assumption

@@ -326,8 +326,8 @@ TEST(TensorParallel, AFrontierOfOneRankCountsItsBatchOnceAndItsTokensOverItsGpus
   const int64_t context = 131072;
   const DecodeFrontier f = decode_frontier(catalog, m, tp, context);
   const GpuProfile b200 = load_gpu_profile_file(testing::gpu_path("b200"));
-  EXPECT_EQ(f.sessions_per_gpu,
-            static_cast<int64_t>(std::floor(kv_bytes_per_gpu(m, tp, tp.decode, b200) / m.kv.session_bytes(context))));
+  EXPECT_EQ(f.sessions_per_gpu, static_cast<int64_t>(std::floor(kv_bytes_per_gpu(m, tp, tp.decode, b200) /
+                                                                m.kv.session_bytes(context))));
   ASSERT_FALSE(f.points.empty());
   EXPECT_EQ(f.points.back().rate.batch_per_gpu, f.sessions_per_gpu);
   for (const FrontierPoint& p : f.points) {
