@@ -84,15 +84,19 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
   fit.routed_expert_bytes_per_gpu = weights.routed_experts * replicas / static_cast<double>(request.ep);
   const double share =
       request.dense_placement == DensePlacement::kReplicated ? 1.0 : 1.0 / static_cast<double>(request.gpus);
-  // A tensor-parallel rank's GPUs each hold a share of what it splits.
+  // A tensor-parallel rank's GPUs each hold a share of what it splits: by
+  // heads always, by columns where the rank is its own EP group.
   const double unsplit = 1.0 - 1.0 / static_cast<double>(request.attention_tp);
-  fit.dense_bytes_per_gpu =
-      (weights.dense + weights.mhc - weights.dense_split_by_tensor_parallel * unsplit) * share;
+  const bool own_group = request.ep <= request.attention_tp;
+  const auto split = [own_group](const WeightBytes::TensorParallelSplit& s) {
+    return s.by_heads + (own_group ? s.by_columns : 0.0);
+  };
+  fit.dense_bytes_per_gpu = (weights.dense + weights.mhc - split(weights.dense_split) * unsplit) * share;
   fit.embedding_bytes_per_gpu = weights.embedding * (1.0 - unsplit) * share;
   // The draft's experts spread over the EP group without replicas (the step
   // graph gives them none); the rest of its stages sits beside the dense weights.
   fit.draft_bytes_per_gpu = weights.draft_experts / static_cast<double>(request.ep) +
-                            (weights.draft_other - weights.draft_split_by_tensor_parallel * unsplit) * share;
+                            (weights.draft_other - split(weights.draft_split) * unsplit) * share;
   fit.weight_bytes_per_gpu = fit.routed_expert_bytes_per_gpu + fit.dense_bytes_per_gpu +
                              fit.embedding_bytes_per_gpu + fit.draft_bytes_per_gpu;
   fit.reserve_bytes_per_gpu = reserve_bytes_per_gpu(gpu, request.reserve_fraction.value());

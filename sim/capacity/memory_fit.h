@@ -41,8 +41,9 @@ struct FitRequest {
   std::string remedies{};
   // Replicated placement: GPUs one attention rank spans (tensor-parallel
   // attention, sim/graph/tensor_parallel.h). Each GPU of a rank holds its
-  // share of what the rank splits (LayerParams::split_by_tensor_parallel, the
-  // embedding and head by vocabulary) and the rest whole, and every GPU of it
+  // share of what the rank splits (LayerParams::split_by_heads, and
+  // split_by_columns where the rank is its EP group; the embedding and head by
+  // vocabulary) and the rest whole, and every GPU of it
   // holds the rank's whole KV (one latent a token): a rank keeps the sessions
   // one GPU's KV room holds. 1: data-parallel attention, a rank a GPU.
   int64_t attention_tp = 1;

@@ -341,8 +341,13 @@ void add_output_projection(const LayerContext& c, KernelFactory& f) {
   } else {
     f.gemm_for_weights("out_proj", c.tokens, h, attn_out, m.weights.dense);
   }
-  if (c.step.attention_tp > 1)
+  // Summed over the rank's GPUs; scattered too where they then take slices
+  // of the tokens to the experts (tensor_parallel.h).
+  if (scatters_tokens_to_experts(c.step)) {
+    f.push(make_reduce_scatter("attn_tp_reduce_scatter", c.tokens, m.hidden_size, c.step.attention_tp));
+  } else if (c.step.attention_tp > 1) {
     f.push(make_all_reduce("attn_tp_all_reduce", c.tokens, m.hidden_size, c.step.attention_tp));
+  }
 }
 
 // What one mHC site computes on the CUDA cores, from the released structure

@@ -48,7 +48,11 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
   const double slots = experts + static_cast<double>(c.redundant_experts);
   const double expert_tokens = c.tokens * c.step.expert_token_share;  // an attention rank's mean (StepShape)
   const double ep = static_cast<double>(c.step.ep);
-  const double group_tokens = expert_tokens * ep / static_cast<double>(c.step.attention_tp);
+  // GPUs sending the group distinct tokens: each GPU its slice where ranks
+  // scatter their tokens to the experts, else each rank once.
+  const bool scattered = scatters_tokens_to_experts(c.step);
+  const double senders = scattered ? ep : ep / static_cast<double>(c.step.attention_tp);
+  const double group_tokens = expert_tokens * senders;
   const BusiestRank busiest = c.step.routed_by_chance ? busiest_rank(group_tokens, top_k, slots, holders)
                                                       : average_rank(group_tokens, top_k, slots, holders);
   const double imbalance = (by_columns ? 1.0 : c.step.ep_load_imbalance) * busiest.rows_over_mean;
@@ -73,8 +77,9 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
                 rows * slice * (kGateUp * kBf16ActivationBytes + expert_row_bytes));
   expert_gemm("experts_down", h, slice);
   if (c.shared_experts > 0) {
-    const double width =
-        inter * static_cast<double>(c.shared_experts) / static_cast<double>(c.step.attention_tp);
+    // By columns over a rank that is its own EP group; whole on a slice of the tokens where scattered.
+    const double width = inter * static_cast<double>(c.shared_experts) /
+                         (scattered ? 1.0 : static_cast<double>(c.step.attention_tp));
     const double dense_row_bytes = gemm_row_bytes_for(m.weights.dense);
     f.gemm_for_weights("shared_gate_up", c.tokens, kGateUp * width, h, m.weights.dense);
     f.elementwise("shared_swiglu_quant", c.tokens, width,
@@ -82,19 +87,22 @@ void add_moe(const LayerContext& c, KernelFactory& f) {
     f.gemm_for_weights("shared_down", c.tokens, h, width, m.weights.dense);
   }
   if (spans_ranks) add_all_to_all(c, f, "ep_combine", kBf16ActivationBytes, imbalance);
-  if (c.step.attention_tp > 1)
+  if (c.step.attention_tp > 1 && !scattered)
     f.push(make_all_reduce("ffn_tp_all_reduce", c.tokens, m.hidden_size, c.step.attention_tp));
 }
 
 void add_dense_mlp(const LayerContext& c, KernelFactory& f) {
   const ModelSpec& m = c.model.spec;
   const double h = static_cast<double>(m.hidden_size);
-  const double inter = static_cast<double>(c.ffn_intermediate) / static_cast<double>(c.step.attention_tp);
+  // By columns over a rank that is its own EP group; whole on a slice of the tokens where scattered.
+  const bool scattered = scatters_tokens_to_experts(c.step);
+  const double inter =
+      static_cast<double>(c.ffn_intermediate) / (scattered ? 1.0 : static_cast<double>(c.step.attention_tp));
   f.gemm_for_weights("mlp_gate_up", c.tokens, kGateUp * inter, h, m.weights.dense);
   f.elementwise("mlp_swiglu_quant", c.tokens, inter,
                 c.tokens * inter * (kGateUp * kBf16ActivationBytes + gemm_row_bytes_for(m.weights.dense)));
   f.gemm_for_weights("mlp_down", c.tokens, h, inter, m.weights.dense);
-  if (c.step.attention_tp > 1)
+  if (c.step.attention_tp > 1 && !scattered)
     f.push(make_all_reduce("mlp_tp_all_reduce", c.tokens, m.hidden_size, c.step.attention_tp));
 }
 
@@ -143,12 +151,19 @@ Kernel make_all_to_all(std::string name, const AllToAllShape& s) {
 }
 
 void add_ffn_block(const LayerContext& c, KernelFactory& f) {
-  add_residual_mixing(c, f, "ffn");
+  // Where tensor-parallel ranks scatter their tokens to the experts, each GPU
+  // runs the block on its slice, and the slices are gathered after it.
+  const bool scattered = scatters_tokens_to_experts(c.step);
+  LayerContext slice = c;
+  if (scattered) slice.tokens = c.tokens / static_cast<double>(c.step.attention_tp);
+  add_residual_mixing(slice, f, "ffn");
   if (c.moe) {
-    add_moe(c, f);
+    add_moe(slice, f);
   } else {
-    add_dense_mlp(c, f);
+    add_dense_mlp(slice, f);
   }
+  if (scattered)
+    f.push(make_all_gather("ffn_tp_all_gather", c.tokens, c.model.spec.hidden_size, c.step.attention_tp));
 }
 
 // Engram: each token looks up one row per hash head and n-gram order (2..max)

@@ -181,7 +181,7 @@ void validate_step_shape(const ModelAnalysis& model, const StepShape& s) {
                                   {"", 0, "--redundant-experts"});
   require_attention_tp_fits(model.spec, s.attention_tp, s.ep, s.ep_per_node, {"", 0, "--attention-tp"});
   if (s.experts_split_by_columns)
-    require_column_split_fits(model.spec, s.attention_tp, s.redundant_experts,
+    require_column_split_fits(model.spec, s.attention_tp, s.ep, s.redundant_experts,
                               {"", 0, "--experts-by-columns"});
 }
 

@@ -42,7 +42,9 @@ struct StepShape {
   // each runs all of the rank's tokens with its share of the query heads and of
   // the output projection, the rest of the attention block on every GPU alike,
   // and sums the block's output with the others (an all-reduce). 1: data-parallel
-  // attention, a rank a GPU. Above 1 the EP group is the rank's GPUs (ep equal).
+  // attention, a rank a GPU. Above 1 the EP group is the rank's GPUs, or
+  // several ranks' (ep a multiple: each GPU then takes a slice of its rank's
+  // tokens to the experts, scatters_tokens_to_experts).
   int64_t attention_tp = 1;
   // A tensor-parallel rank's routed experts split by columns (each GPU a slice
   // of every expert: SGLang's --tp without --ep, its Marlin MoE) instead of

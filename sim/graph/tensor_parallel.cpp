@@ -27,6 +27,14 @@ Kernel link_transfer(std::string name, double tokens, int64_t width, int64_t tp,
   return k;
 }
 
+// A ring pass moves (tp - 1) / tp of the message through each GPU; an
+// all-reduce is two passes (a reduce-scatter, then an all-gather).
+Kernel ring_collective(std::string name, double tokens, int64_t hidden, int64_t tp, double passes) {
+  const double message = tokens * static_cast<double>(hidden) * kBf16ActivationBytes;
+  const double ways = static_cast<double>(tp);
+  return link_transfer(std::move(name), tokens, hidden, tp, message * passes * (ways - 1.0) / ways);
+}
+
 }  // namespace
 
 double local_attention_heads(const ModelSpec& m, const StepShape& s) {
@@ -39,10 +47,15 @@ double attention_kernel_heads(const ModelSpec& m, const StepShape& s) {
 }
 
 Kernel make_all_reduce(std::string name, double tokens, int64_t hidden, int64_t tp) {
-  // A ring sends and receives 2 (tp - 1) / tp of the message on each GPU.
-  const double message = tokens * static_cast<double>(hidden) * kBf16ActivationBytes;
-  const double ways = static_cast<double>(tp);
-  return link_transfer(std::move(name), tokens, hidden, tp, message * 2.0 * (ways - 1.0) / ways);
+  return ring_collective(std::move(name), tokens, hidden, tp, 2.0);
+}
+
+Kernel make_reduce_scatter(std::string name, double tokens, int64_t hidden, int64_t tp) {
+  return ring_collective(std::move(name), tokens, hidden, tp, 1.0);
+}
+
+Kernel make_all_gather(std::string name, double tokens, int64_t hidden, int64_t tp) {
+  return ring_collective(std::move(name), tokens, hidden, tp, 1.0);
 }
 
 Kernel make_logits_gather(std::string name, double tokens, int64_t vocab, int64_t tp) {
@@ -76,20 +89,25 @@ void require_attention_tp_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64
         fmt::format("expected at most {} GPUs (one NVLink domain, where the rank's all-reduces run), got {}",
                     ep_per_node, tp));
   }
-  if (m.moe && ep != tp) {
-    throw InputError(at, fmt::format("expected the EP group's size ({}): a tensor-parallel rank is modelled "
-                                     "as its own EP group, its GPUs splitting the experts, got {}",
+  if (m.moe && ep % tp != 0) {
+    throw InputError(at, fmt::format("expected a GPU count that divides the EP group ({}): a "
+                                     "tensor-parallel rank's GPUs are among the group's, got {}",
                                      ep, tp));
   }
 }
 
-void require_column_split_fits(const ModelSpec& m, int64_t tp, int64_t redundant_experts,
+void require_column_split_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64_t redundant_experts,
                                const InputLocation& at) {
   if (!m.moe) throw InputError(at, fmt::format("{} has no routed experts to split", m.name));
   if (tp < 2) {
     throw InputError(at,
                      "the routed experts split by columns over a tensor-parallel attention rank's GPUs: "
                      "expected attention_tp of 2 or more");
+  }
+  if (ep != tp) {
+    throw InputError(at, fmt::format("expected the rank to be its own EP group (attention_tp {} against EP "
+                                     "{}): a slice of every expert on every GPU of the group",
+                                     tp, ep));
   }
   if (redundant_experts > 0) {
     throw InputError(at, fmt::format("expected no redundant experts (got {}): split by columns, every GPU "

@@ -33,10 +33,10 @@ inline constexpr const char* kTensorParallelAssumption =
     "up-projection and output projection split by heads), the down-projections, compressors and indexer "
     "whole (vLLM's DeepSeek-V4 attention replicates them), attention over its heads padded to the sparse "
     "kernel's 64 (FlashMLA's sparse kernels take 64 or 128 heads; vLLM pads a GPU's heads up to them) "
-    "over the whole KV; the attention and feed-forward outputs summed by an all-reduce over NVLink (ring "
-    "traffic, the NVLink collectives' fixed cost: assumed), the routed experts split over the rank's GPUs "
-    "with no all-to-all, the shared experts by columns, the head by vocabulary with its logits gathered; "
-    "the embedding's one all-reduce a step is left out";
+    "over the whole KV; where the rank is its own EP group, the attention and feed-forward outputs summed "
+    "by an all-reduce over NVLink (ring traffic, the NVLink collectives' fixed cost: assumed), the routed "
+    "experts split over the rank's GPUs with no all-to-all, the shared experts by columns; the head by "
+    "vocabulary with its logits gathered; the embedding's one all-reduce a step is left out";
 
 // What batch and rate tables say where a deployment's decode ranks are
 // tensor-parallel (their batch columns are named per GPU, as a GPU is a
@@ -52,6 +52,21 @@ inline constexpr const char* kExpertsByColumnsAssumption =
     "slice of every expert reached, with no all-to-all and no busiest rank; the partial sums join the "
     "all-reduce";
 
+// What outputs say where tensor-parallel ranks sit inside a larger EP group.
+inline constexpr const char* kScatteredRanksAssumption =
+    "tensor-parallel ranks inside a larger EP group (SGLang's data-parallel attention with several GPUs a "
+    "rank): the attention output reduce-scattered over the rank's GPUs, each GPU running the "
+    "feed-forward block (mixing, router, shared experts, EP dispatch and combine) on its slice of the "
+    "rank's tokens with whole shared experts, and the slices all-gathered before the next layer, as "
+    "SGLang's layer communicator scatters them (assumed from its scatter modes; no published step)";
+
+// Whether the step's tensor-parallel ranks sit inside a larger EP group:
+// the feed-forward block then runs on each GPU's slice of its rank's tokens
+// (scattered after attention, gathered after the block).
+inline bool scatters_tokens_to_experts(const StepShape& s) {
+  return s.attention_tp > 1 && s.ep > s.attention_tp;
+}
+
 // Heads one GPU of the step's attention rank attends with.
 double local_attention_heads(const ModelSpec& m, const StepShape& s);
 // The heads its attention kernel computes: the local ones, padded up to the
@@ -64,14 +79,19 @@ Kernel make_all_reduce(std::string name, double tokens, int64_t hidden, int64_t 
 // The output head's logits, `vocab` of them split over `tp` GPUs, gathered on one.
 Kernel make_logits_gather(std::string name, double tokens, int64_t vocab, int64_t tp);
 
+// The halves of an all-reduce, apart: a ring's reduce-scatter (each GPU ends
+// with its slice of the sum) and all-gather (each GPU ends with every slice).
+Kernel make_reduce_scatter(std::string name, double tokens, int64_t hidden, int64_t tp);
+Kernel make_all_gather(std::string name, double tokens, int64_t hidden, int64_t tp);
+
 // Throws InputError naming `field` where `tp` cannot split the model's
-// attention or its rank's EP group.
+// attention or divide its EP group.
 void require_attention_tp_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64_t ep_per_node,
                                const InputLocation& at);
 // Throws InputError naming `field` where the routed experts cannot split by
-// columns: only over a tensor-parallel rank's GPUs, with no EPLB replicas
-// (every GPU holds a slice of every expert already).
-void require_column_split_fits(const ModelSpec& m, int64_t tp, int64_t redundant_experts,
+// columns: only over a tensor-parallel rank that is its own EP group, with no
+// EPLB replicas (every GPU holds a slice of every expert already).
+void require_column_split_fits(const ModelSpec& m, int64_t tp, int64_t ep, int64_t redundant_experts,
                                const InputLocation& at);
 
 }  // namespace v41sim

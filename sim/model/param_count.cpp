@@ -117,9 +117,15 @@ int64_t ParamCounts::mhc_total() const {
   return total;
 }
 
-int64_t ParamCounts::split_by_tensor_parallel_total() const {
+int64_t ParamCounts::split_by_heads_total() const {
   int64_t total = 0;
-  for (const LayerParams& p : layers) total += p.split_by_tensor_parallel();
+  for (const LayerParams& p : layers) total += p.split_by_heads();
+  return total;
+}
+
+int64_t ParamCounts::split_by_columns_total() const {
+  int64_t total = 0;
+  for (const LayerParams& p : layers) total += p.split_by_columns();
   return total;
 }
 
@@ -186,8 +192,9 @@ WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, cons
   const double dense = static_cast<double>(counts.backbone_total()) - routed - embedding - mhc;
   bytes.routed_experts = routed * formats.routed_experts.bytes_per_value();
   bytes.dense = dense * formats.dense.bytes_per_value();
-  bytes.dense_split_by_tensor_parallel =
-      static_cast<double>(counts.split_by_tensor_parallel_total()) * formats.dense.bytes_per_value();
+  const double dense_value = formats.dense.bytes_per_value();
+  bytes.dense_split = {static_cast<double>(counts.split_by_heads_total()) * dense_value,
+                       static_cast<double>(counts.split_by_columns_total()) * dense_value};
   if (model.mhc) bytes.mhc = mhc * model.mhc->projection.bytes_per_value();
   bytes.embedding = embedding * formats.embedding.bytes_per_value();
   if (counts.draft_stages > 0) {
@@ -199,8 +206,8 @@ WeightBytes weight_bytes(const ModelSpec& model, const ParamCounts& counts, cons
         stages *
         (static_cast<double>(d.total() - d.routed_experts - d.mhc) * formats.dense.bytes_per_value() +
          (model.mhc ? static_cast<double>(d.mhc) * model.mhc->projection.bytes_per_value() : 0));
-    bytes.draft_split_by_tensor_parallel =
-        stages * static_cast<double>(d.split_by_tensor_parallel()) * formats.dense.bytes_per_value();
+    bytes.draft_split = {stages * static_cast<double>(d.split_by_heads()) * dense_value,
+                         stages * static_cast<double>(d.split_by_columns()) * dense_value};
   }
   if (model.engram) {
     int64_t rows = 0;

@@ -31,11 +31,14 @@ struct LayerParams {
   int64_t query_up = 0;
   int64_t kv_up = 0;
 
-  // What a tensor-parallel attention rank splits over its GPUs by heads or
-  // columns (sim/graph/tensor_parallel.h): the per-head up-projections, the
-  // output projection, the shared experts and dense MLPs; the rest is whole
-  // on each GPU (the routed experts spread by EP).
-  int64_t split_by_tensor_parallel() const { return query_up + kv_up + output + shared_experts + dense_mlp; }
+  // What a tensor-parallel attention rank splits over its GPUs
+  // (sim/graph/tensor_parallel.h): by heads, the per-head up-projections and
+  // the output projection; by columns, the shared experts and dense MLPs,
+  // where the rank is its own EP group (a rank inside a larger one runs them
+  // whole on its slice of the tokens). The rest is whole on each GPU (the
+  // routed experts spread by EP).
+  int64_t split_by_heads() const { return query_up + kv_up + output; }
+  int64_t split_by_columns() const { return shared_experts + dense_mlp; }
   int64_t attention() const { return query + kv + output + compressor + index_query + index_key; }
   int64_t total() const { return attention() + router + shared_experts + routed_experts + dense_mlp + mhc; }
 };
@@ -53,7 +56,8 @@ struct ParamCounts {
   int64_t draft_total() const { return draft_stages * draft_stage.total(); }
   int64_t routed_expert_total() const;
   int64_t mhc_total() const;
-  int64_t split_by_tensor_parallel_total() const;  // the backbone's layers' (LayerParams)
+  int64_t split_by_heads_total() const;    // the backbone's layers' (LayerParams)
+  int64_t split_by_columns_total() const;  // the backbone's layers' (LayerParams)
 };
 
 struct ActiveParams {
@@ -73,11 +77,15 @@ struct WeightBytes {
   // replicas) and the rest (attention, routers, mHC; replicated).
   double draft_experts = 0;
   double draft_other = 0;
-  // Of dense and draft_other, what a tensor-parallel attention rank splits
-  // over its GPUs (LayerParams::split_by_tensor_parallel); the embedding and
-  // head split by vocabulary whole.
-  double dense_split_by_tensor_parallel = 0;
-  double draft_split_by_tensor_parallel = 0;
+  // Of dense and draft_other, what a tensor-parallel attention rank may split
+  // over its GPUs (LayerParams::split_by_heads, split_by_columns); the
+  // embedding and head split by vocabulary whole.
+  struct TensorParallelSplit {
+    double by_heads = 0;
+    double by_columns = 0;
+  };
+  TensorParallelSplit dense_split;
+  TensorParallelSplit draft_split;
   double host = 0;  // Engram tables in host memory
   double gpu_total() const { return routed_experts + dense + mhc + embedding + draft_experts + draft_other; }
 };

@@ -350,6 +350,7 @@ std::vector<Table> step_tables(const StepReport& r) {
   if (r.graph.shape.beside_prompts) summary.add_note(kBesidePromptsAssumption);
   if (r.graph.shape.attention_tp > 1) summary.add_note(kTensorParallelAssumption);
   if (r.graph.shape.experts_split_by_columns) summary.add_note(kExpertsByColumnsAssumption);
+  if (scatters_tokens_to_experts(r.graph.shape)) summary.add_note(kScatteredRanksAssumption);
   if (r.model.spec.mhc) summary.add_note(mhc_projection_assumption(r.model.spec));
   if (r.graph.shape.phase == Phase::kDecode && r.graph.shape.include_draft && r.model.spec.draft)
     summary.add_note(kDraftHeadAssumption);

@@ -296,8 +296,11 @@ std::string attention_layout_note(const DeploymentSpec& d) {
   }
   if (out.empty()) return out;
   const bool columns = d.prefill.experts_split_by_columns || d.decode.experts_split_by_columns;
+  const auto scattered = [](const PoolSpec& p) { return p.attention_tp > 1 && p.ep > p.attention_tp; };
   return out + " (" + d.file + "); " + kTensorParallelAssumption +
-         (columns ? std::string("; ") + kExpertsByColumnsAssumption : std::string());
+         (columns ? std::string("; ") + kExpertsByColumnsAssumption : std::string()) +
+         (scattered(d.prefill) || scattered(d.decode) ? std::string("; ") + kScatteredRanksAssumption
+                                                      : std::string());
 }
 
 std::optional<DeploymentSpec::AggregatedSteps> parse_aggregated_steps(std::string_view text) {

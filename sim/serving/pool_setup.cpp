@@ -37,7 +37,8 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
   }
   s.attention_tp = pool.attention_tp;
   if (pool.experts_split_by_columns)
-    require_column_split_fits(model.spec, pool.attention_tp, pool.redundant_experts, pool.experts_split_at);
+    require_column_split_fits(model.spec, pool.attention_tp, pool.ep, pool.redundant_experts,
+                              pool.experts_split_at);
   s.experts_split_by_columns = pool.experts_split_by_columns;
   s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;

@@ -99,6 +99,49 @@ TEST(TensorParallel, AGpuOfARankRunsItsShareOfTheHeadsAndSumsBothBlocks) {
   EXPECT_DOUBLE_EQ(gather->link_bytes, 32.0 * 129280 * 2 * 7 / 8);
 }
 
+// Ranks of 4 GPUs inside an EP group of 8 (SGLang's --tp 8 --dp 2
+// --enable-dp-attention): attention as a rank's (its heads split, the sum
+// reduce-scattered), then each GPU runs the feed-forward block on its quarter
+// of the rank's tokens with whole shared experts, sends it to the experts, and
+// the quarters are all-gathered before the next layer.
+TEST(TensorParallel, RanksInsideALargerGroupScatterTheirTokensToTheExperts) {
+  const ModelAnalysis m = analyze("deepseek_v4_flash");
+  StepShape dp = shape(Phase::kDecode, 32, 65536, 8);
+  dp.include_draft = false;
+  dp.routed_by_chance = false;
+  StepShape hybrid = dp;
+  hybrid.attention_tp = 4;
+  const LayerKernels one = build_step_graph(m, dp).layers[0];
+  const LayerKernels four = build_step_graph(m, hybrid).layers[0];
+  EXPECT_NEAR(flops_of(four, "q_up_proj"), flops_of(one, "q_up_proj") / 4, 1e-9 * flops_of(one, "q_up_proj"));
+  EXPECT_DOUBLE_EQ(flops_of(four, "attention"), flops_of(one, "attention"));
+  const double message = 32.0 * 4096 * 2;
+  for (const char* half : {"attn_tp_reduce_scatter", "ffn_tp_all_gather"}) {
+    const Kernel* k = find_kernel(four, half);
+    ASSERT_NE(k, nullptr) << half;
+    EXPECT_DOUBLE_EQ(k->link_bytes, message * 3 / 4) << half;
+  }
+  EXPECT_EQ(find_kernel(four, "attn_tp_all_reduce"), nullptr);
+  EXPECT_EQ(find_kernel(four, "ffn_tp_all_reduce"), nullptr);
+  // The block on 8 tokens: the router, the whole shared expert, the dispatch.
+  EXPECT_DOUBLE_EQ(flops_of(four, "router"), flops_of(one, "router") / 4);
+  EXPECT_DOUBLE_EQ(flops_of(four, "shared_gate_up"), flops_of(one, "shared_gate_up") / 4);
+  const Kernel* dispatch = find_kernel(four, "ep_dispatch");
+  ASSERT_NE(dispatch, nullptr);
+  EXPECT_EQ(dispatch->shape.m, 8);
+  // The group sends 2 ranks x 32 tokens, not 8 x 32: a GPU's experts take a quarter of the rows.
+  EXPECT_DOUBLE_EQ(flops_of(four, "experts_gate_up"), flops_of(one, "experts_gate_up") / 4);
+  StepShape columns = hybrid;
+  columns.experts_split_by_columns = true;
+  try {
+    build_step_graph(m, columns);
+    FAIL() << "columns inside a larger EP group were accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("its own EP group (attention_tp 4 against EP 8)"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Split by columns (SGLang's --tp without --ep), a GPU of a TP8 rank runs
 // every routed row, not an eighth of them, on each expert's eighth of its
 // intermediate columns: the same FLOPs as the whole experts a GPU, and no
@@ -180,7 +223,7 @@ void expect_refused(const std::string& model, int64_t tp, int64_t ep, int64_t ep
 TEST(TensorParallel, ALayoutItCannotSplitIsRefused) {
   expect_refused("deepseek_v4_flash", 16, 16, 16,
                  "divides DeepSeek-V4-Flash's 64 query heads and 8 output groups");
-  expect_refused("deepseek_v4_flash", 4, 8, 8, "the EP group's size (8)");
+  expect_refused("deepseek_v4_flash", 8, 4, 8, "divides the EP group (4)");
   expect_refused("deepseek_v3", 16, 16, 8, "at most 8 GPUs (one NVLink domain");
   expect_refused("llama_3_1_405b", 8, 8, 8, "keeps 8 KV heads");
   expect_refused("deepseek_v4_flash", 0, 8, 8, "at least 1 GPU");
@@ -195,10 +238,9 @@ TEST(TensorParallel, ARankSplitsItsPerHeadWeightsAndHoldsItsKvOnEveryGpu) {
   const AttentionSpec& a = m.spec.attention;
   const LayerParams& layer = m.params.layers[2];
   EXPECT_EQ(layer.query_up, a.q_lora_rank * a.num_heads * a.head_dim);
-  EXPECT_EQ(layer.split_by_tensor_parallel(), layer.query_up +
-                                                  a.num_heads * a.v_head_dim * a.output_lora_rank +
-                                                  a.output_groups * a.output_lora_rank * m.spec.hidden_size +
-                                                  3 * m.spec.hidden_size * m.spec.moe->expert_intermediate);
+  EXPECT_EQ(layer.split_by_heads(), layer.query_up + a.num_heads * a.v_head_dim * a.output_lora_rank +
+                                        a.output_groups * a.output_lora_rank * m.spec.hidden_size);
+  EXPECT_EQ(layer.split_by_columns(), 3 * m.spec.hidden_size * m.spec.moe->expert_intermediate);
   FitRequest dp{
       8, 8, 1048576, m.spec.weights, DensePlacement::kReplicated, SourcedValue::assumed(0.05, "test"), 0};
   FitRequest tp = dp;
@@ -207,9 +249,10 @@ TEST(TensorParallel, ARankSplitsItsPerHeadWeightsAndHoldsItsKvOnEveryGpu) {
   const FitResult one = lay_out_memory(m, b200, dp);
   const FitResult eight = lay_out_memory(m, b200, tp);
   const WeightBytes weights = weight_bytes(m.spec, m.params, m.spec.weights);
-  EXPECT_GT(weights.dense_split_by_tensor_parallel, 0);
-  EXPECT_NEAR(one.dense_bytes_per_gpu - eight.dense_bytes_per_gpu,
-              weights.dense_split_by_tensor_parallel * 7 / 8, 1e-6 * one.dense_bytes_per_gpu);
+  const double split = weights.dense_split.by_heads + weights.dense_split.by_columns;
+  EXPECT_GT(weights.dense_split.by_columns, 0);
+  EXPECT_NEAR(one.dense_bytes_per_gpu - eight.dense_bytes_per_gpu, split * 7 / 8,
+              1e-6 * one.dense_bytes_per_gpu);
   EXPECT_NEAR(eight.embedding_bytes_per_gpu, one.embedding_bytes_per_gpu / 8,
               1e-9 * one.embedding_bytes_per_gpu);
   EXPECT_DOUBLE_EQ(eight.routed_expert_bytes_per_gpu, one.routed_expert_bytes_per_gpu);
@@ -219,6 +262,13 @@ TEST(TensorParallel, ARankSplitsItsPerHeadWeightsAndHoldsItsKvOnEveryGpu) {
   EXPECT_EQ(one.sessions, 8 * per_gpu_room(one));
   EXPECT_EQ(eight.sessions, per_gpu_room(eight));  // one rank: what one GPU's room holds
   EXPECT_GT(eight.kv_bytes_per_gpu, one.kv_bytes_per_gpu);
+  // Ranks of 4 inside the EP group of 8 split their heads' weights only: the
+  // shared experts stay whole, run on each GPU's slice of the tokens.
+  tp.attention_tp = 4;
+  const FitResult four = lay_out_memory(m, b200, tp);
+  EXPECT_NEAR(one.dense_bytes_per_gpu - four.dense_bytes_per_gpu, weights.dense_split.by_heads * 3 / 4,
+              1e-6 * one.dense_bytes_per_gpu);
+  EXPECT_EQ(four.sessions, 2 * per_gpu_room(four));  // two ranks
   tp.attention_tp = 3;
   EXPECT_THROW(lay_out_memory(m, b200, tp), InputError);
 }
@@ -311,8 +361,34 @@ TEST(TensorParallel, ADeploymentsRankThatCannotBeIsRefusedAtItsLine) {
     EXPECT_GT(e.where().line, 0);
     EXPECT_NE(std::string(e.what()).find("expected experts or columns"), std::string::npos) << e.what();
   }
-  refused(4, "the EP group's size (8)");
   refused(0, "positive");
+  // Ranks of 4 inside the instance's group of 8: two ranks, laid out; split
+  // by columns there, refused at that field's line.
+  std::string hybrid = text;
+  for (const char* block : {"decode", "prefill"}) {
+    const std::string was =
+        fmt::format("{}: {{instances: 1, gpus_per_instance: 8, ep: 8, attention_tp: 8,", block);
+    hybrid.replace(hybrid.find(was), was.size(),
+                   fmt::format("{}: {{instances: 1, gpus_per_instance: 8, ep: 8, attention_tp: 4,", block));
+  }
+  std::ofstream(path) << hybrid;
+  const GpuProfile b200 = load_gpu_profile_file(testing::gpu_path("b200"));
+  const DeploymentSpec two_ranks = load_deployment_file(path.string());
+  EXPECT_EQ(two_ranks.decode.attention_ranks(), 2);
+  EXPECT_EQ(pool_step_template(analyze("deepseek_v4_flash"), two_ranks.decode, b200).attention_tp, 4);
+  for (const char* block : {"decode", "prefill"}) {
+    const std::string was =
+        fmt::format("{}: {{instances: 1, gpus_per_instance: 8, ep: 8, attention_tp: 4,", block);
+    hybrid.replace(hybrid.find(was), was.size(), was + " routed_experts_split: columns,");
+  }
+  std::ofstream(path) << hybrid;
+  try {
+    pool_step_template(analyze("deepseek_v4_flash"), load_deployment_file(path.string()).decode, b200);
+    FAIL() << "columns over ranks inside a larger group were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "decode.routed_experts_split");
+    EXPECT_GT(e.where().line, 0);
+  }
 }
 
 // The decode frontier of a TP8 rank: its batches run up to what one GPU's KV
