@@ -263,8 +263,9 @@ void CommandRegistrar::add_grid_flags(CLI::App* cmd) const {
            "how aggregated deployments serve prompts, to try: prefill_first (steps of their own) or mixed "
            "(chunks inside decode steps)");
   add_list("--attention", f.plan_attention,
-           "attention layouts to try, both pools: dp (data-parallel: a rank a GPU) or tp (tensor-parallel: "
-           "a rank an instance, its heads split over the EP group's GPUs)");
+           "attention layouts to try, both pools: dp (data-parallel: a rank a GPU), tp (tensor-parallel: a "
+           "rank an instance, its heads split over the EP group's GPUs) or the GPUs a rank spans (ranks "
+           "inside the EP group take slices of their tokens to the experts)");
   add_list("--routing", f.plan_routings,
            "where prompts go among instances and ranks, to try: least_load, least_requests or round_robin");
   add_list("--max-tokens-per-step", f.plan_max_tokens_per_step,

@@ -356,8 +356,9 @@ PlanGrid grid_from_flags(const Catalog& catalog, const Flags& f, const ModelSpec
                                            "--aggregated-steps", "prefill_first or mixed");
   const auto routings =
       parse_each(f.plan_routings, parse_routing, "--routing", "least_load, least_requests or round_robin");
-  const auto attention = parse_each(f.plan_attention, parse_attention_layout, "--attention",
-                                    "dp (data-parallel) or tp (tensor-parallel over an instance)");
+  const auto attention = parse_each(
+      f.plan_attention, parse_attention_layout, "--attention",
+      "dp (data-parallel), tp (one tensor-parallel rank an instance) or GPUs a rank (a positive integer)");
   const auto ssd_capacities_tb = parse_each(f.plan_ssd_capacities_tb, parse_ssd_capacity, "--ssd-capacity-tb",
                                             "unbounded or a size in TB above 0");
   return {.gpus = f.plan_gpus,

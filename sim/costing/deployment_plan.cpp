@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -362,12 +363,15 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
                      "the deployment is disaggregated: no decode runs while its prompts wait");
   }
   std::vector<DeploymentSpec> out = layouts(base, grid);
+  // A rank that does not divide a variant's instance leaves that variant
+  // unable to run, saying why (its memory fit refuses it).
   out = times(std::move(out), grid.attention_layouts, [](DeploymentSpec& d, AttentionLayout layout) {
     for (PoolSpec* pool : {&d.prefill, &d.decode}) {
-      pool->attention_tp = layout == AttentionLayout::kTensorParallel ? pool->gpus_per_instance : 1;
+      const bool whole = layout.gpus_per_rank == AttentionLayout::kWholeInstance;
+      pool->attention_tp = whole ? pool->gpus_per_instance : layout.gpus_per_rank;
       pool->attention_tp_at = {"", 0, "--attention"};
-      // Data-parallel ranks hold whole experts (only a tensor-parallel rank splits them by columns).
-      if (layout == AttentionLayout::kDataParallel) pool->experts_split_by_columns = false;
+      // Only a rank that is its own EP group splits its experts by columns.
+      if (pool->attention_tp != pool->ep) pool->experts_split_by_columns = false;
     }
   });
   out = times(std::move(out), grid.redundant_experts, [](DeploymentSpec& d, int64_t replicas) {
@@ -410,13 +414,24 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
     d.name = variant_name(d) + attention_name(d, grid) + steps_name(d, grid) + routing_name(d, grid) +
              replicas_name(d, grid) + scheduler_name(d, grid) + kv_tiers_name(d, grid);
   }
-  return out;
+  // Two values of the grid may lay a variant out alike (--attention tp and 4
+  // at EP 4): such a variant, named alike, runs once.
+  std::vector<DeploymentSpec> unique;
+  for (DeploymentSpec& d : out) {
+    const bool seen =
+        std::any_of(unique.begin(), unique.end(), [&](const DeploymentSpec& u) { return u.name == d.name; });
+    if (!seen) unique.push_back(std::move(d));
+  }
+  return unique;
 }
 
 std::optional<AttentionLayout> parse_attention_layout(std::string_view text) {
-  if (text == "dp") return AttentionLayout::kDataParallel;
-  if (text == "tp") return AttentionLayout::kTensorParallel;
-  return std::nullopt;
+  if (text == "dp") return AttentionLayout{1};
+  if (text == "tp") return AttentionLayout{AttentionLayout::kWholeInstance};
+  int64_t gpus = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), gpus);
+  if (error != std::errc() || end != text.data() + text.size() || gpus < 1) return std::nullopt;
+  return AttentionLayout{gpus};
 }
 
 int64_t replicas_to_deal(int64_t routed_experts, int64_t ep, int64_t at_least) {

@@ -26,10 +26,15 @@
 
 namespace v41sim {
 
-// How a variant's pools lay out attention: a rank a GPU (data-parallel), or
-// a rank an instance, tensor-parallel over its EP group's GPUs.
-enum class AttentionLayout { kDataParallel, kTensorParallel };
-// "dp" / "tp", as plan's --attention spells them.
+// How a variant's pools lay out attention: GPUs an attention rank spans (1:
+// data-parallel), or every GPU of an instance (one tensor-parallel rank, at
+// whatever EP size the variant has).
+struct AttentionLayout {
+  static constexpr int64_t kWholeInstance = 0;
+  int64_t gpus_per_rank = 1;
+  bool operator==(const AttentionLayout&) const = default;
+};
+// "dp" (1), "tp" (the whole instance) or a GPU count, as plan's --attention spells them.
 std::optional<AttentionLayout> parse_attention_layout(std::string_view text);
 
 // What to vary; an empty list keeps the base deployment's value.

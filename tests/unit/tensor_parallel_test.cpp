@@ -420,7 +420,7 @@ TEST(TensorParallel, PlanTriesEachAttentionLayout) {
   const DeploymentSpec base = load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"));
   PlanGrid grid;
   grid.eps = {4, 8};
-  grid.attention_layouts = {AttentionLayout::kDataParallel, AttentionLayout::kTensorParallel};
+  grid.attention_layouts = {*parse_attention_layout("dp"), *parse_attention_layout("tp")};
   const std::vector<DeploymentSpec> variants = plan_variants(base, grid);
   ASSERT_EQ(variants.size(), 4u);
   for (const DeploymentSpec& v : variants) {
@@ -433,8 +433,20 @@ TEST(TensorParallel, PlanTriesEachAttentionLayout) {
       EXPECT_EQ(pool->attention_ranks(), tp ? 1 : pool->ep) << v.name;
     }
   }
-  EXPECT_EQ(parse_attention_layout("tp"), AttentionLayout::kTensorParallel);
+  EXPECT_EQ(parse_attention_layout("4"), AttentionLayout{4});
   EXPECT_EQ(parse_attention_layout("TP8"), std::nullopt);
+  EXPECT_EQ(parse_attention_layout("0"), std::nullopt);
+  // Ranks of 4 at EP 4 and 8: one rank an instance, then two.
+  PlanGrid fours;
+  fours.eps = {4, 8};
+  fours.attention_layouts = {*parse_attention_layout("4")};
+  const std::vector<DeploymentSpec> ranks_of_four = plan_variants(base, fours);
+  ASSERT_EQ(ranks_of_four.size(), 2u);
+  EXPECT_EQ(ranks_of_four[0].decode.attention_ranks(), 1);
+  EXPECT_EQ(ranks_of_four[1].decode.attention_ranks(), 2);
+  EXPECT_NE(ranks_of_four[1].name.find("attention TP 4"), std::string::npos) << ranks_of_four[1].name;
+  fours.attention_layouts.push_back(*parse_attention_layout("tp"));  // at EP 4, the same layout: run once
+  EXPECT_EQ(plan_variants(base, fours).size(), 3u);
 
   // Served, the tensor-parallel variant's instances are one rank each, in
   // either pool: every request is prefilled and decoded on a rank 0.
