@@ -10,12 +10,18 @@
 // attention over its own heads, padded up to the sparse kernel's head tile
 // (FlashMLA's sparse kernels take 64 or 128 heads: vLLM pads a GPU's 8 heads
 // of V4-Flash at TP8 to 64, so attention costs a GPU what it costs one of a
-// data-parallel rank); every GPU reads the whole KV. The block's output is
-// summed over the GPUs (an all-reduce), and so is the feed-forward's: the
-// routed experts split over the rank's GPUs (EP = the rank), each GPU taking
-// the rows of every token that reach its experts, no all-to-all; the shared
-// experts and dense MLPs by columns; the output head by vocabulary, its
-// logits gathered.
+// data-parallel rank); every GPU reads the whole KV; the output head by
+// vocabulary, its logits gathered.
+//
+// Where the rank is its own EP group, the block's output is summed over the
+// GPUs (an all-reduce), and so is the feed-forward's: the routed experts split
+// over the rank's GPUs, each GPU taking the rows of every token that reach its
+// experts (or, split by columns, every row on its slice of each expert), no
+// all-to-all; the shared experts and dense MLPs by columns. Where several
+// ranks share an EP group (SGLang's data-parallel attention with several GPUs
+// a rank), the sum is reduce-scattered instead: each GPU runs the
+// feed-forward block on its slice of the rank's tokens, sends it to the
+// experts like a data-parallel rank, and the slices are all-gathered after.
 #pragma once
 
 #include <cstdint>
