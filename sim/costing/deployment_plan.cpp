@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include "sim/common/input_error.h"
@@ -417,10 +418,9 @@ std::vector<DeploymentSpec> plan_variants(const DeploymentSpec& base, const Plan
   // Two values of the grid may lay a variant out alike (--attention tp and 4
   // at EP 4): such a variant, named alike, runs once.
   std::vector<DeploymentSpec> unique;
+  std::unordered_set<std::string> names;
   for (DeploymentSpec& d : out) {
-    const bool seen =
-        std::any_of(unique.begin(), unique.end(), [&](const DeploymentSpec& u) { return u.name == d.name; });
-    if (!seen) unique.push_back(std::move(d));
+    if (names.insert(d.name).second) unique.push_back(std::move(d));
   }
   return unique;
 }

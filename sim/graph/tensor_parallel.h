@@ -69,8 +69,11 @@ inline constexpr const char* kScatteredRanksAssumption =
 // Whether the step's tensor-parallel ranks sit inside a larger EP group:
 // the feed-forward block then runs on each GPU's slice of its rank's tokens
 // (scattered after attention, gathered after the block).
+inline bool ranks_share_ep_group(int64_t attention_tp, int64_t ep) {
+  return attention_tp > 1 && ep > attention_tp;
+}
 inline bool scatters_tokens_to_experts(const StepShape& s) {
-  return s.attention_tp > 1 && s.ep > s.attention_tp;
+  return ranks_share_ep_group(s.attention_tp, s.ep);
 }
 
 // Heads one GPU of the step's attention rank attends with.

@@ -296,7 +296,7 @@ std::string attention_layout_note(const DeploymentSpec& d) {
   }
   if (out.empty()) return out;
   const bool columns = d.prefill.experts_split_by_columns || d.decode.experts_split_by_columns;
-  const auto scattered = [](const PoolSpec& p) { return p.attention_tp > 1 && p.ep > p.attention_tp; };
+  const auto scattered = [](const PoolSpec& p) { return ranks_share_ep_group(p.attention_tp, p.ep); };
   return out + " (" + d.file + "); " + kTensorParallelAssumption +
          (columns ? std::string("; ") + kExpertsByColumnsAssumption : std::string()) +
          (scattered(d.prefill) || scattered(d.decode) ? std::string("; ") + kScatteredRanksAssumption
