@@ -14,6 +14,7 @@
 #include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
 #include "sim/graph/step_graph.h"
+#include "sim/graph/tensor_parallel.h"
 #include "sim/model/model_loader.h"
 
 namespace v41sim {
@@ -53,9 +54,11 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // (DeepEP's internode test), timed as the low-latency kernels decode uses,
   // with the experts a token's copies are deduplicated over (all_to_all), the query heads one
   // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8), and a whole step's
-  // two-micro-batch overlap, EPLB replicas, routing skew (none: every expert as popular) and
+  // two-micro-batch overlap, EPLB replicas, routing skew (none: every expert as popular),
   // balanced routing (1: every rank receives exactly its share, as a profile that simulates
-  // it; none: each step's routing falls by chance) (step), and a benchmark's concurrency, prompt
+  // it; none: each step's routing falls by chance), the GPUs one tensor-parallel attention rank
+  // spans and its routed experts split by columns over them (1: as an engine's TP without EP)
+  // (step), and a benchmark's concurrency, prompt
   // count and prompt length in place of its workload's, and its routed experts' format (serving).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
@@ -64,7 +67,9 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
-      {"step", {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing"}},
+      {"step",
+       {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing", "attention_tp",
+        "experts_by_columns"}},
       {"serving", {"weights", "concurrency", "prompts", "input_tokens"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
@@ -80,7 +85,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // The counts a step or an MoE layer is built from.
   static const std::map<std::string, std::vector<std::string>> kWholeNumbers{
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
-      {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts"}},
+      {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts", "attention_tp"}},
       {"serving", {"concurrency", "prompts", "input_tokens"}}};
   if (const auto whole = kWholeNumbers.find(r.probe_kind); whole != kWholeNumbers.end()) {
     for (const std::string& key : whole->second) {
@@ -278,9 +283,18 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
     shape.ep_load_imbalance =
         ep_load_imbalance(model.spec, shape.ep, p.at("routing_skew"), shape.redundant_experts);
   }
+  shape.attention_tp = p.count("attention_tp") ? as_int(p.at("attention_tp")) : 1;
+  require_attention_tp_fits(model.spec, shape.attention_tp, shape.ep, shape.ep_per_node,
+                            {r.file, r.line, "probe.attention_tp"});
+  shape.experts_split_by_columns = p.count("experts_by_columns") > 0 && p.at("experts_by_columns") > 0;
+  if (shape.experts_split_by_columns)
+    require_column_split_fits(model.spec, shape.attention_tp, shape.ep, shape.redundant_experts,
+                              {r.file, r.line, "probe.experts_by_columns"});
   const StepTiming timing = time_step(build_step_graph(model, shape), g.cost());
+  // A tensor-parallel rank's tokens are its GPUs' together.
   const double tokens_per_gpu =
-      static_cast<double>(shape.phase == Phase::kPrefill ? shape.batch * shape.context : shape.batch);
+      static_cast<double>(shape.phase == Phase::kPrefill ? shape.batch * shape.context : shape.batch) /
+      static_cast<double>(shape.attention_tp);
   return tokens_per_gpu * gpus_in_figure(r) / (timing.total_us * 1e-6);
 }
 

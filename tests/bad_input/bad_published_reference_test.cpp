@@ -12,7 +12,10 @@
 #include "sim/common/input_error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/cost/gpu_cost_model.h"
+#include "sim/cost/step_cost.h"
 #include "sim/costing/served_run.h"
+#include "sim/graph/step_graph.h"
+#include "sim/model/model_analysis.h"
 #include "sim/model/model_loader.h"
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/workload_spec.h"
@@ -290,6 +293,61 @@ void expect_refused_at_load(const std::string& scratch, const std::vector<Refuse
       ADD_FAILURE() << "accepted: " << c.references;
     } catch (const InputError& e) {
       EXPECT_NE(e.where().field.find(c.field), std::string::npos) << e.where().field;
+      EXPECT_GT(e.where().line, 0);
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A step probe on a tensor-parallel attention rank: the step one GPU of the
+// rank runs, its rank's tokens shared by the rank's GPUs; the routed experts
+// whole over them or split by columns, which times another step.
+TEST(PublishedReference, StepProbeRunsATensorParallelRank) {
+  const std::string decode = "phase: decode, batch: 64, context: 2000, ep: 8, attention_tp: 8";
+  const Catalog catalog =
+      catalog_with("v41sim_step_tp_reference",
+                   step_reference("h800", decode, "tokens_per_s_per_gpu") +
+                       step_reference("h800", decode + ", experts_by_columns: 1", "tokens_per_s_per_gpu"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 2u);
+  const GpuCostModel h800(catalog.data_dir(), catalog.resolve_gpu("h800"), /*cuda_graph=*/true);
+  const ModelAnalysis v3 = analyze_model(load_model_file(catalog.resolve_model("deepseek_v3")));
+  StepShape shape;
+  shape.phase = Phase::kDecode;
+  shape.batch = 64;
+  shape.context = 2000;
+  shape.ep = 8;
+  shape.ep_per_node = h800.gpu().nvlink_domain();
+  shape.include_draft = false;
+  shape.attention_tp = 8;
+  const double step_s = time_step(build_step_graph(v3, shape), h800.cost()).total_us * 1e-6;
+  const double whole_experts = validate_reference(refs[0], catalog).predicted;
+  EXPECT_NEAR(whole_experts, 64.0 / 8 / step_s, 1e-9 * whole_experts);
+  EXPECT_NE(validate_reference(refs[1], catalog).predicted, whole_experts);
+}
+
+// A rank the model cannot lay out is refused at the probe's line, naming the field.
+TEST(BadPublishedReference, StepProbeTensorParallelFieldsAreChecked) {
+  const std::string decode = "phase: decode, batch: 64, context: 2000";
+  expect_refused_at_load(
+      "v41sim_bad_step_tp_load",
+      {{step_reference("h800", decode + ", ep: 8, attention_tp: 2.5", "tokens_per_s_per_gpu"),
+        "probe.attention_tp", "expected a whole number"}});
+  const std::vector<RefusedReference> refused_when_run = {
+      {step_reference("h800", decode + ", ep: 8, attention_tp: 3", "tokens_per_s_per_gpu"),
+       "probe.attention_tp", "divides DeepSeek-V3's 128 query heads"},
+      {step_reference("h800", decode + ", ep: 16, attention_tp: 8, experts_by_columns: 1",
+                      "tokens_per_s_per_gpu"),
+       "probe.experts_by_columns", "its own EP group"},
+      {step_reference("h800", decode + ", ep: 8, experts_by_columns: 1", "tokens_per_s_per_gpu"),
+       "probe.experts_by_columns", "expected attention_tp of 2 or more"}};
+  for (const RefusedReference& c : refused_when_run) {
+    const Catalog catalog = catalog_with("v41sim_bad_step_tp_run", c.references);
+    try {
+      validate_reference(load_published_references(catalog).front(), catalog);
+      ADD_FAILURE() << "accepted: " << c.references;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, c.field);
       EXPECT_GT(e.where().line, 0);
       EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
     }
