@@ -2,13 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 namespace v41sim {
-
-double expected_tokens_per_step(double acceptance, int64_t drafts) {
-  return (1.0 - std::pow(acceptance, static_cast<double>(drafts + 1))) / (1.0 - acceptance);
-}
 
 std::string draft_acceptance_phrase(const ModelSpec& model) {
   if (!model.draft) return "no draft";

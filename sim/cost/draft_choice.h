@@ -18,6 +18,7 @@
 
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
+#include "sim/model/draft_yield.h"
 #include "sim/model/model_analysis.h"
 
 namespace v41sim {
@@ -26,11 +27,6 @@ struct DraftChoice {
   int64_t drafts = 0;              // draft tokens each sequence's step verifies
   double tokens_per_sequence = 1;  // expected tokens a sequence emits a step
 };
-
-// Expected tokens a sequence emits from a step verifying `drafts` drafts at
-// per-position acceptance `acceptance` (< 1): the accepted run plus the
-// verifier's own token.
-double expected_tokens_per_step(double acceptance, int64_t drafts);
 
 // Of 0 to the draft's block size, the count whose step (`step_us(k)`) gives
 // the most expected tokens per second, the fewer on a tie; 0 where the model

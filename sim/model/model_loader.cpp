@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "sim/model/draft_yield.h"
 #include "sim/model/layer_plan.h"
 
 namespace v41sim {
@@ -350,9 +351,53 @@ EngramSpec read_engram(const YamlNode& node, int64_t num_layers) {
   return spec;
 }
 
+// The draft's acceptance: per position (`acceptance`), or the mean tokens a
+// verify step of `acceptance_length_drafts` drafts yields as an engine
+// measured it (`acceptance_length`, 1 + accepted drafts a step), from which the
+// per-position acceptance is derived (draft_yield.h); never both, never neither.
+SourcedValue read_draft_acceptance(const YamlNode& node, int64_t block_size) {
+  const auto per_position = node.optional("acceptance");
+  const auto mean_tokens = node.optional("acceptance_length");
+  const auto mean_drafts = node.optional("acceptance_length_drafts");
+  if (per_position && mean_tokens) {
+    mean_tokens->fail(
+        "expected acceptance (per position) or acceptance_length (a step's measured mean "
+        "yield), not both");
+  }
+  if (!mean_tokens) {
+    if (mean_drafts)
+      mean_drafts->fail("a step's drafts for acceptance_length, which the draft does not give");
+    SourcedValue p = read_sourced_value(node.required("acceptance"));
+    if (p.known() && p.value() >= 1.0)
+      per_position->fail(fmt::format("expected an acceptance rate below 1, got {}", p.value()));
+    return p;
+  }
+  const YamlNode drafts_node = node.required("acceptance_length_drafts");
+  const int64_t drafts = drafts_node.as_positive_int();
+  if (drafts > block_size) {
+    drafts_node.fail(
+        fmt::format("expected 1..{} drafts a step (the draft's block_size), got {}", block_size, drafts));
+  }
+  const SourcedValue mean = read_sourced_value(*mean_tokens);
+  if (!mean.known()) return mean;
+  if (!(mean.value() > 1.0 && mean.value() < static_cast<double>(drafts + 1))) {
+    mean_tokens->fail(
+        fmt::format("expected a step's mean tokens between 1 and {} (the verifier's token and "
+                    "{} drafts), exclusive, got {}",
+                    drafts + 1, drafts, mean.value()));
+  }
+  const Provenance& measured = mean.provenance();
+  return SourcedValue(acceptance_for_mean_tokens(mean.value(), drafts),
+                      {ProvenanceKind::kDerived,
+                       fmt::format("the per-position acceptance p whose step of {} drafts yields {:g} tokens "
+                                   "on average, 1 + p + ... + p^{} ({}: {})",
+                                   drafts, mean.value(), drafts, measured.kind_name(), measured.note)},
+                      mean.where());
+}
+
 DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
-  node.expect_only(
-      {"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k", "acceptance", "source"});
+  node.expect_only({"kind", "stages", "block_size", "target_layers", "routed_experts", "top_k", "acceptance",
+                    "acceptance_length", "acceptance_length_drafts", "source"});
   DraftSpec spec;
   spec.kind = node.required("kind").as_string();
   spec.stages = dimension(node.required("stages"), kSmall);
@@ -369,10 +414,7 @@ DraftSpec read_draft(const YamlNode& node, int64_t num_layers) {
     top_k.fail(
         fmt::format("expected 1..{} (the draft's routed_experts), got {}", spec.routed_experts, spec.top_k));
   }
-  const YamlNode acceptance = node.required("acceptance");
-  spec.acceptance = read_sourced_value(acceptance);
-  if (spec.acceptance.known() && spec.acceptance.value() >= 1.0)
-    acceptance.fail(fmt::format("expected an acceptance rate below 1, got {}", spec.acceptance.value()));
+  spec.acceptance = read_draft_acceptance(node, spec.block_size);
   return spec;
 }
 

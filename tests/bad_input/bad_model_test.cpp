@@ -117,7 +117,30 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_kv_projection", "kv_projection: shared_latent", "kv_projection: latent",
                 "attention.kv_projection", "expected one of", "kv_projection: latent"},
         BadCase{"engram_layer_out_of_range", "layers: [1, 14]", "layers: [1, 99]", "engram.layers[1]",
-                "out of range", "layers: [1, 99]"}),
+                "out of range", "layers: [1, 99]"},
+        // The draft's acceptance: per position or a step's measured mean yield, one of them, and a
+        // mean a step of its drafts can yield.
+        BadCase{"draft_acceptance_both_ways", "  acceptance_length_drafts: 5",
+                "  acceptance_length_drafts: 5\n  acceptance: {value: 0.8, assumed: \"x\"}",
+                "draft.acceptance_length", "not both", "acceptance_length: {"},
+        BadCase{
+            "draft_mean_yield_past_its_drafts", "acceptance_length: {value: 3.51",
+            "acceptance_length: {value: 6.5", "draft.acceptance_length",
+            "expected a step's mean tokens between 1 and 6 (the verifier's token and 5 drafts), exclusive, "
+            "got 6.5",
+            "acceptance_length: {"},
+        BadCase{"draft_mean_yield_of_no_draft", "acceptance_length: {value: 3.51",
+                "acceptance_length: {value: 1", "draft.acceptance_length", "exclusive, got 1",
+                "acceptance_length: {"},
+        BadCase{"draft_mean_yield_without_its_drafts", "  acceptance_length_drafts: 5\n", "",
+                "draft.acceptance_length_drafts", "required", ""},
+        BadCase{"draft_mean_yield_past_the_block", "acceptance_length_drafts: 5",
+                "acceptance_length_drafts: 6", "draft.acceptance_length_drafts",
+                "expected 1..5 drafts a step (the draft's block_size), got 6", "acceptance_length_drafts: 6"},
+        BadCase{"draft_drafts_without_a_mean_yield", "  acceptance_length: {value: 3.51, published: ",
+                "  acceptance: {value: 0.8, assumed: ", "draft.acceptance_length_drafts",
+                "a step's drafts for acceptance_length, which the draft does not give",
+                "acceptance_length_drafts: 5"}),
     [](const ::testing::TestParamInfo<BadCase>& param) { return std::string(param.param.name); });
 
 TEST(BadModelFile, MissingFileIsAnInputError) {

@@ -327,14 +327,24 @@ TEST(Cli, StepVerifiesTheDraftsAServingRunWould) {
   const auto two = run_json(base + " --drafts 2");
   EXPECT_FALSE(two["drafts_chosen"].get<bool>());
   EXPECT_EQ(two["drafts_verified"].get<int64_t>(), 2);
-  EXPECT_NEAR(two["tokens_per_sequence"].get<double>(), 1 + 0.8 + 0.64, 1e-12);  // the model's acceptance 0.8
+  // The model gives DSpark's measured mean yield at 5 drafts (3.51 tokens a step); the per-position
+  // acceptance p derived from it gives 1 + p + p^2 at 2.
+  EXPECT_NEAR(run_json(base + " --drafts 5")["tokens_per_sequence"].get<double>(), 3.51, 1e-9);
+  const double two_tokens = two["tokens_per_sequence"].get<double>();
+  const double p = (std::sqrt(4 * two_tokens - 3) - 1) / 2;  // the root of 1 + p + p^2 = two_tokens
+  EXPECT_NEAR(1 + p + p * p + p * p * p + p * p * p * p + p * p * p * p * p, 3.51, 1e-9);
   const auto none = run_json(base + " --no-draft");
   EXPECT_EQ(none["drafts_verified"].get<int64_t>(), 0);
   EXPECT_LT(none["total_time_us"].get<double>(), two["total_time_us"].get<double>());
   const std::string text = run(base + " --drafts 2").output;
   EXPECT_NE(text.find("draft tokens verified per sequence                   2 (--drafts)"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("2.44 at per-position acceptance 0.8 (assumed:"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find(fmt::format("{:.2f} at per-position acceptance {:g} (derived: the per-position acceptance p "
+                            "whose step of 5 drafts yields 3.51 tokens",
+                            two_tokens, p)),
+      std::string::npos)
+      << text;
 }
 
 // step --balanced-routing: every rank its exact share, as DeepSeek's
@@ -1079,15 +1089,16 @@ TEST(Cli, SetEditsOneValueOfAFile) {
   EXPECT_NE(plain.output.find("15.82 B"), std::string::npos) << plain.output;  // active per decode token
   EXPECT_EQ(topk8.output.find("15.82 B"), std::string::npos) << topk8.output;
   // A sourced figure is set by naming it: its number changes, its source stays.
-  const RunResult acceptance = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance=0.7 kv");
+  const RunResult acceptance = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length=3.2 kv");
   EXPECT_NE(acceptance.output.find(
-                "draft.acceptance = 0.7 in models/deepseek_v4_1_flash.yaml:82 (the file says 0.8)"),
+                "draft.acceptance_length = 3.2 in models/deepseek_v4_1_flash.yaml:86 (the file says 3.51)"),
             std::string::npos)
       << acceptance.output;
   // The loader's checks apply to the edited value, naming the line.
-  const RunResult too_high = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance=1.2 kv");
+  const RunResult too_high = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length=6 kv");
   EXPECT_EQ(too_high.exit_code, 2);
-  EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:82: field 'draft.acceptance'"), std::string::npos)
+  EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:86: field 'draft.acceptance_length'"),
+            std::string::npos)
       << too_high.output;
   // A field the file lacks is added where no line moves (here inside the
   // prefill pool's { } map), and its loader reads it.
@@ -1699,9 +1710,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set models/deepseek_v4_1_flash.yaml:attention.candidate_pool.top_blocks=63 kv",
                "deepseek_v4_1_flash.yaml:29: field 'attention.candidate_pool.top_blocks': expected a pool of "
                "at least the indexer's top-k (512 positions), got 63 blocks x 8 = 504"},
-        BadRun{"--set models/deepseek_v4_1_flash.yaml:draft.acceptance.value=1 kv",
-               "deepseek_v4_1_flash.yaml:82: field 'draft.acceptance': expected an acceptance rate below 1, "
-               "got 1"},
+        BadRun{"--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length.value=1 kv",
+               "deepseek_v4_1_flash.yaml:86: field 'draft.acceptance_length': expected a step's mean tokens "
+               "between 1 and 6 (the verifier's token and 5 drafts), exclusive, got 1"},
+        BadRun{"--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length_drafts=6 kv",
+               "deepseek_v4_1_flash.yaml:87: field 'draft.acceptance_length_drafts': expected 1..5 drafts a "
+               "step "
+               "(the draft's block_size), got 6"},
         // Only the flags that would shrink what this request holds: V4-Pro's
         // experts are 4-bit already, V3's are FP8.
         BadRun{"fit --model deepseek_v4_pro",
@@ -2098,9 +2113,12 @@ TEST(Cli, BadModelFileNamesFileAndLine) {
 TEST(Cli, ADraftWithoutItsAcceptanceIsRefused) {
   const auto dir = temp_dir("draft_acceptance");
   std::string text = testing::read_text(testing::model_path("deepseek_v4_1_flash"));
-  const std::size_t at = text.find("  acceptance: {value:");
-  ASSERT_NE(at, std::string::npos);
-  text.erase(at, text.find('\n', at) + 1 - at);
+  // Neither its per-position acceptance nor a measured mean yield: both lines of the latter go.
+  for (const char* field : {"  acceptance_length: {value:", "  acceptance_length_drafts:"}) {
+    const std::size_t at = text.find(field);
+    ASSERT_NE(at, std::string::npos) << field;
+    text.erase(at, text.find('\n', at) + 1 - at);
+  }
   const auto path = dir / "no_acceptance.yaml";
   std::ofstream(path) << text;
   // The block map begins at its first field, the line after "draft:".
