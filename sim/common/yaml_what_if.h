@@ -72,7 +72,7 @@ const std::vector<ValueEdit>& installed_value_edits();
 // The files of installed edits that nothing has read since (each once, in
 // the edits' order): a --set on a file the command does not use changes nothing.
 std::vector<std::string> unread_edited_files();
-// "draft.acceptance = 0.7 in models/deepseek_v4_1_flash.yaml:79 (the file says 0.8)"
+// "draft.acceptance_length = 3.2 in models/deepseek_v4_1_flash.yaml:86 (the file says 3.51)"
 std::string describe(const ValueEdit& edit, const std::string& data_dir);
 
 class ScopedYamlOverride {
