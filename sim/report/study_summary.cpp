@@ -493,26 +493,45 @@ void add_kv_tiers(Table& t, const json& plan) {
 // model's throughput against theirs, the caveat every served figure above
 // carries until our measurements calibrate the kernel model.
 void add_whole_steps(Table& t, const json& validation) {
-  std::vector<double> errors;
-  std::map<std::string, int> gpus;  // GPU: its steps
-  int within = 0;
+  // Each model's steps apart too: the models stepped differ in kernels and engines.
+  struct Steps {
+    std::vector<double> errors;
+    int within = 0;
+    void add(const json& r) {
+      errors.push_back(r.at("error_pct").get<double>());
+      within += r.at("within_tolerance").get<bool>() ? 1 : 0;
+    }
+    std::string range() const {
+      const auto [least, most] = std::minmax_element(errors.begin(), errors.end());
+      return fmt::format("{:+.1f}% to {:+.1f}%", *least, *most);
+    }
+  };
+  Steps all;
+  std::map<std::string, Steps> models;  // model: its steps
+  std::map<std::string, int> gpus;      // GPU: its steps
   for (const json& r : validation) {
     if (r.value("probe", "") != "step") continue;
-    errors.push_back(r.at("error_pct").get<double>());
+    all.add(r);
+    models[r.value("model", "")].add(r);
     ++gpus[r.at("gpu").get<std::string>()];
-    within += r.at("within_tolerance").get<bool>() ? 1 : 0;
   }
-  if (errors.empty()) return;
+  if (all.errors.empty()) return;
   std::vector<std::string> on;
   for (const auto& [gpu, steps] : gpus) on.push_back(steps > 1 ? fmt::format("{} ({})", gpu, steps) : gpu);
-  const auto [least, most] = std::minmax_element(errors.begin(), errors.end());
-  t.add_row(
-      {fmt::format("whole forward steps that serving engines published ({} on {})", errors.size(),
-                   fmt::join(on, ", ")),
-       fmt::format("the model's throughput {:+.1f}% to {:+.1f}% against theirs, {} of {} within tolerance; "
-                   "the step times and served figures above rest on the same kernel model",
-                   *least, *most, within, errors.size()),
-       "Validation"});
+  std::vector<std::string> by_model;
+  if (models.size() > 1) {
+    for (const auto& [model, steps] : models) {
+      by_model.push_back(fmt::format("{}: {}, {} of {}", model.empty() ? "unnamed" : model, steps.range(),
+                                     steps.within, steps.errors.size()));
+    }
+  }
+  t.add_row({fmt::format("whole forward steps that serving engines published ({} on {})", all.errors.size(),
+                         fmt::join(on, ", ")),
+             fmt::format("the model's throughput {} against theirs, {} of {} within tolerance{}; the step "
+                         "times and served figures above rest on the same kernel model",
+                         all.range(), all.within, all.errors.size(),
+                         by_model.empty() ? "" : fmt::format(" ({})", fmt::join(by_model, "; "))),
+             "Validation"});
 }
 
 // Whole serving benchmarks that engines published (probe serving): the

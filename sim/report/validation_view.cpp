@@ -136,6 +136,7 @@ nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
          {"probe", r.reference.probe_kind},
          {"source", r.reference.source},
          {"gpu", r.reference.gpu},
+         {"model", r.reference.probe_model},
          {"metric", r.reference.metric},
          {"reference", r.reference.value},
          {"predicted", r.predicted},

@@ -418,8 +418,15 @@ TEST(StudySummary, SaysHowFarWholeStepsAreFromTheEngines) {
                    "whole forward steps that serving engines published (4 on gb200_nvl72, h100_sxm (2), "
                    "h800)"));
   // The GEMM's -60% is not a step's.
-  EXPECT_TRUE(says(text, "the model's throughput +10.0% to +38.8% against theirs, 1 of 4 within tolerance"));
+  EXPECT_TRUE(says(text, "the model's throughput +10.0% to +38.8% against theirs, 1 of 4 within tolerance;"));
   EXPECT_FALSE(says(text, "whole serving benchmarks"));
+  // Steps of more than one model: each model's range and count too.
+  json by_model = report;
+  for (std::size_t i = 1; i < 5; ++i)
+    by_model["validation"][i]["model"] = i < 4 ? "deepseek_v3" : "deepseek_v4_1_flash";
+  EXPECT_TRUE(says(study_summary(by_model).to_text(),
+                   "1 of 4 within tolerance (deepseek_v3: +29.5% to +38.8%, 0 of 3; deepseek_v4_1_flash: "
+                   "+10.0% to +10.0%, 1 of 1); the step times"));
   // A benchmark's throughput and latencies, each its own range.
   report["validation"].push_back(reference("serving", "h200", 125.0, false));
   report["validation"].push_back(reference("serving", "h200", 126.1, false));
