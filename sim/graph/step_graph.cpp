@@ -37,6 +37,11 @@ void add_prompt_group(LayerContext& c, double sequences, double continuing, doub
   c.groups.push_back({Phase::kPrefill, running, running * rows, context, std::move(name_suffix)});
 }
 
+// The first layer of a tensor-parallel step opens with the embedding's all-reduce.
+bool carries_embedding_all_reduce(const StepShape& s, const LayerPlanEntry& plan) {
+  return s.attention_tp > 1 && plan.layer == 0;
+}
+
 LayerKernels layer_of(int64_t layer, std::string mode, double tokens, std::vector<Kernel> kernels) {
   return {layer, std::move(mode), tokens, std::make_shared<const std::vector<Kernel>>(std::move(kernels))};
 }
@@ -74,6 +79,10 @@ LayerKernels backbone_layer(const ModelAnalysis& model, const StepShape& s, cons
   }
   std::vector<Kernel> kernels;
   KernelFactory f(kernels);
+  // Split by vocabulary over a tensor-parallel rank's GPUs, the embedding's
+  // rows for the step's tokens are summed before the first layer reads them.
+  if (carries_embedding_all_reduce(s, plan))
+    f.push(make_all_reduce("embed_tp_all_reduce", c.tokens, m.hidden_size, s.attention_tp));
   add_attention_block(c, f);
   if (c.tokens > 0) {  // else a layer that only writes its global KV (add_attention_block)
     if (is_engram_layer(m, plan.layer)) add_engram_lookup(c, f);
@@ -203,8 +212,8 @@ void split_prompts(int64_t batch, int64_t continuing, int64_t* first_batch, int6
 // same kernels (most of a model's layers are a few kinds), so a step's graph
 // builds each kind once and copies it.
 using LayerKind = std::tuple<LayerRole, std::string, int64_t, bool, bool, bool, bool, bool, bool, bool, bool,
-                             bool, bool, bool>;
-LayerKind kind_of(const ModelSpec& m, const LayerPlanEntry& plan) {
+                             bool, bool, bool, bool>;
+LayerKind kind_of(const ModelSpec& m, const StepShape& s, const LayerPlanEntry& plan) {
   return {plan.role,
           plan.mode,
           plan.ratio,
@@ -218,7 +227,8 @@ LayerKind kind_of(const ModelSpec& m, const LayerPlanEntry& plan) {
           plan.scores_in_candidate_pool,
           m.ced && plan.layer >= m.ced->encoder_layers,
           m.is_moe_layer(plan.layer),
-          is_engram_layer(m, plan.layer)};
+          is_engram_layer(m, plan.layer),
+          carries_embedding_all_reduce(s, plan)};
 }
 
 // The step's layers for one micro-batch shape (or the whole step), written
@@ -236,7 +246,7 @@ void layers_of(const ModelAnalysis& model, const StepShape& s, std::vector<Layer
   };
   std::vector<std::pair<LayerKind, LayerKernels>> kinds;  // each kind's first layer, as built
   for (const LayerPlanEntry& plan : model.plan) {
-    const LayerKind kind = kind_of(model.spec, plan);
+    const LayerKind kind = kind_of(model.spec, s, plan);
     auto built = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
     if (built == kinds.end()) {
       kinds.emplace_back(kind, backbone_layer(model, s, plan));

@@ -42,7 +42,8 @@ inline constexpr const char* kTensorParallelAssumption =
     "over the whole KV; where the rank is its own EP group, the attention and feed-forward outputs summed "
     "by an all-reduce over NVLink (ring traffic, the NVLink collectives' fixed cost: assumed), the routed "
     "experts split over the rank's GPUs with no all-to-all, the shared experts by columns; the head by "
-    "vocabulary with its logits gathered; the embedding's one all-reduce a step is left out";
+    "vocabulary with its logits gathered, and the embedding by vocabulary, its rows summed by one "
+    "all-reduce a step (vLLM's VocabParallelEmbedding), the first kernel of the first layer";
 
 // What batch and rate tables say where a deployment's decode ranks are
 // tensor-parallel (their batch columns are named per GPU, as a GPU is a

@@ -97,6 +97,17 @@ TEST(TensorParallel, AGpuOfARankRunsItsShareOfTheHeadsAndSumsBothBlocks) {
   const Kernel* gather = find_kernel(head_tp, "logits_tp_gather");
   ASSERT_NE(gather, nullptr);
   EXPECT_DOUBLE_EQ(gather->link_bytes, 32.0 * 129280 * 2 * 7 / 8);
+  // The embedding is split by vocabulary too: the first layer opens by summing the step's 32 rows,
+  // once a step; a data-parallel rank holds it whole and sums nothing.
+  ASSERT_FALSE(swa_tp.kernels().empty());
+  EXPECT_EQ(swa_tp.kernels().front().name, "embed_tp_all_reduce");
+  EXPECT_DOUBLE_EQ(swa_tp.kernels().front().link_bytes, 32.0 * 4096 * 2 * 2 * 7 / 8);
+  for (const LayerKernels& layer : tp.layers) {
+    if (layer.layer != 0) {
+      EXPECT_EQ(find_kernel(layer, "embed_tp_all_reduce"), nullptr) << layer.layer;
+    }
+  }
+  for (const LayerKernels& layer : dp.layers) EXPECT_EQ(find_kernel(layer, "embed_tp_all_reduce"), nullptr);
 }
 
 // Ranks of 4 GPUs inside an EP group of 8 (SGLang's --tp 8 --dp 2
