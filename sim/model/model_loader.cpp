@@ -367,9 +367,10 @@ SourcedValue read_draft_acceptance(const YamlNode& node, int64_t block_size) {
   if (!mean_tokens) {
     if (mean_drafts)
       mean_drafts->fail("a step's drafts for acceptance_length, which the draft does not give");
-    SourcedValue p = read_sourced_value(node.required("acceptance"));
+    const YamlNode acceptance = node.required("acceptance");
+    SourcedValue p = read_sourced_value(acceptance);
     if (p.known() && p.value() >= 1.0)
-      per_position->fail(fmt::format("expected an acceptance rate below 1, got {}", p.value()));
+      acceptance.fail(fmt::format("expected an acceptance rate below 1, got {}", p.value()));
     return p;
   }
   const YamlNode drafts_node = node.required("acceptance_length_drafts");

@@ -127,7 +127,7 @@ void read_probe(const YamlNode& probe, PublishedReference& r) {
 // The published figure's metric, which the probe's kind decides, and the
 // fields a step's metric needs from its probe.
 void read_metric(const YamlNode& reference, const YamlNode& probe, PublishedReference& r) {
-  reference.expect_only({"metric", "value"});
+  reference.expect_only({"metric", "value", "step_ms"});
   r.metric = reference.required("metric").as_string();
   if (r.probe_kind == "step") {
     // A serving engine's step is published as throughput, per node (the
@@ -151,6 +151,32 @@ void read_metric(const YamlNode& reference, const YamlNode& probe, PublishedRefe
   }
 }
 
+int64_t as_int(double value) { return static_cast<int64_t>(std::llround(value)); }
+
+// The tokens one GPU of a step probe's rank runs a step: a prefill step's
+// prompts' or a decode step's sequences', a tensor-parallel rank's shared by its GPUs.
+double step_tokens_per_gpu(const PublishedReference& r) {
+  const auto& p = r.probe;
+  const double tokens = r.probe_phase == "prefill" ? p.at("batch") * p.at("context") : p.at("batch");
+  return tokens / (p.count("attention_tp") ? p.at("attention_tp") : 1.0);
+}
+
+// The published figure: its value, or, for a step published as its time
+// (`step_ms`, one reading or several, averaged), the tokens per second per
+// GPU that time gives the step's tokens.
+double read_reference_value(const YamlNode& reference, const PublishedReference& r) {
+  const auto step_ms = reference.optional("step_ms");
+  if (!step_ms) return reference.required("value").as_positive_double();
+  if (reference.optional("value")) step_ms->fail("a step's time or its value, not both");
+  if (r.probe_kind != "step" || r.metric != "tokens_per_s_per_gpu")
+    step_ms->fail("a step's time in ms, only for a step probe's tokens_per_s_per_gpu");
+  double sum = 0;
+  const std::vector<YamlNode> readings = step_ms->elements();
+  if (readings.empty()) step_ms->fail("expected one or more readings in ms");
+  for (const YamlNode& ms : readings) sum += ms.as_positive_double();
+  return step_tokens_per_gpu(r) / (sum / static_cast<double>(readings.size()) * 1e-3);
+}
+
 PublishedReference read_reference(const YamlNode& node) {
   node.expect_only(
       {"name", "source", "sets_prior", "model_lacks", "gpu", "probe", "reference", "tolerance_pct"});
@@ -168,12 +194,10 @@ PublishedReference read_reference(const YamlNode& node) {
   read_probe(probe, r);
   const YamlNode reference = node.required("reference");
   read_metric(reference, probe, r);
-  r.value = reference.required("value").as_positive_double();
+  r.value = read_reference_value(reference, r);
   r.tolerance_pct = node.required("tolerance_pct").as_positive_double();
   return r;
 }
-
-int64_t as_int(double value) { return static_cast<int64_t>(std::llround(value)); }
 
 // A probe's weights: FP4 as MXFP4 stores it (e2m1, an e8m0 scale per 32)
 // where it says fp4, else FP8 (unscaled, as the grouped probe's kernels take them).
@@ -291,11 +315,7 @@ double predict_step(const PublishedReference& r, const GpuCostModel& g, const Ca
     require_column_split_fits(model.spec, shape.attention_tp, shape.ep, shape.redundant_experts,
                               {r.file, r.line, "probe.experts_by_columns"});
   const StepTiming timing = time_step(build_step_graph(model, shape), g.cost());
-  // A tensor-parallel rank's tokens are its GPUs' together.
-  const double tokens_per_gpu =
-      static_cast<double>(shape.phase == Phase::kPrefill ? shape.batch * shape.context : shape.batch) /
-      static_cast<double>(shape.attention_tp);
-  return tokens_per_gpu * gpus_in_figure(r) / (timing.total_us * 1e-6);
+  return step_tokens_per_gpu(r) * gpus_in_figure(r) / (timing.total_us * 1e-6);
 }
 
 // A file a probe names: by a path, beside the reference's file (as a

@@ -326,6 +326,31 @@ TEST(PublishedReference, StepProbeRunsATensorParallelRank) {
   EXPECT_NE(validate_reference(refs[1], catalog).predicted, whole_experts);
 }
 
+// A step published as its time: the loader turns the readings' mean into
+// the tokens per second per GPU it gives the step's tokens (a rank's over its
+// GPUs), and refuses it beside a value or on another probe or metric.
+TEST(PublishedReference, AStepsPublishedTimeGivesItsTokensPerGpu) {
+  const std::string decode = "phase: decode, batch: 8, context: 2000, ep: 8, attention_tp: 8";
+  const auto timed = [&](const std::string& reference) {
+    return "  - name: timed\n    source: \"test\"\n    gpu: h800\n    probe: {kind: step, model: "
+           "deepseek_v3, " +
+           decode + "}\n    reference: {" + reference + "}\n    tolerance_pct: 15\n";
+  };
+  const Catalog catalog =
+      catalog_with("v41sim_step_ms_reference", timed("metric: tokens_per_s_per_gpu, step_ms: [4.0, 6.0]"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_DOUBLE_EQ(refs[0].value, 8.0 / 8 / 5e-3);  // 8 sequences over 8 GPUs in the readings' 5 ms
+  expect_refused_at_load(
+      "v41sim_bad_step_ms_reference",
+      {{timed("metric: tokens_per_s_per_gpu, value: 200, step_ms: [5.0]"), "reference.step_ms", "not both"},
+       {timed("metric: tokens_per_s_per_gpu, step_ms: []"), "reference.step_ms", "one or more readings"},
+       {timed("metric: tokens_per_s_per_gpu, step_ms: [5.0, -1]"), "reference.step_ms[1]", ""},
+       {"  - name: gemm\n    source: \"test\"\n    gpu: h800\n    probe: {kind: gemm, m: 64, n: 64, k: 64, "
+        "math: fp8}\n    reference: {metric: us, step_ms: [5.0]}\n    tolerance_pct: 10\n",
+        "reference.step_ms", "only for a step probe's tokens_per_s_per_gpu"}});
+}
+
 // A rank the model cannot lay out is refused at the probe's line, naming the field.
 TEST(BadPublishedReference, StepProbeTensorParallelFieldsAreChecked) {
   const std::string decode = "phase: decode, batch: 64, context: 2000";
