@@ -1,5 +1,7 @@
 #include "sim/validation/published_reference.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -127,7 +129,7 @@ void read_probe(const YamlNode& probe, PublishedReference& r) {
 // The published figure's metric, which the probe's kind decides, and the
 // fields a step's metric needs from its probe.
 void read_metric(const YamlNode& reference, const YamlNode& probe, PublishedReference& r) {
-  reference.expect_only({"metric", "value", "step_ms"});
+  reference.expect_only({"metric", "value", "step_ms", "total", "gpus"});
   r.metric = reference.required("metric").as_string();
   if (r.probe_kind == "step") {
     // A serving engine's step is published as throughput, per node (the
@@ -161,11 +163,24 @@ double step_tokens_per_gpu(const PublishedReference& r) {
   return tokens / (p.count("attention_tp") ? p.at("attention_tp") : 1.0);
 }
 
-// The published figure: its value, or, for a step published as its time
+// The published figure: its value; for a step published as its time
 // (`step_ms`, one reading or several, averaged), the tokens per second per
-// GPU that time gives the step's tokens.
-double read_reference_value(const YamlNode& reference, const PublishedReference& r) {
+// GPU that time gives the step's tokens; for a benchmark's throughput
+// published for the whole deployment (`total` over its `gpus`), a GPU's share.
+double read_reference_value(const YamlNode& reference, PublishedReference& r) {
   const auto step_ms = reference.optional("step_ms");
+  const auto total = reference.optional("total");
+  if (total) {
+    if (reference.optional("value") || step_ms) total->fail("a total, or a value or a step's time, not both");
+    if (r.probe_kind != "serving" || r.metric != "tokens_per_s_per_gpu")
+      total->fail("a deployment's total tokens/s, only for a serving probe's tokens_per_s_per_gpu");
+    const YamlNode gpus = reference.required("gpus");
+    r.total_over_gpus = gpus.as_positive_int();
+    r.total_over_gpus_at = gpus.location();
+    return total->as_positive_double() / static_cast<double>(r.total_over_gpus);
+  }
+  if (const auto gpus = reference.optional("gpus"))
+    gpus->fail("the GPUs a total ran on, which the reference does not give");
   if (!step_ms) return reference.required("value").as_positive_double();
   if (reference.optional("value")) step_ms->fail("a step's time or its value, not both");
   if (r.probe_kind != "step" || r.metric != "tokens_per_s_per_gpu")
@@ -377,6 +392,11 @@ double predict_serving(const PublishedReference& r, const Catalog& catalog, bool
   const ServingResult& x = run.result;
   if (!x.window_ends_with_prompts)
     throw InputError(prompts_at, "the benchmark's prompts did not all end within the longest run");
+  if (r.total_over_gpus > 0 && x.gpus != r.total_over_gpus) {
+    throw InputError(r.total_over_gpus_at,
+                     fmt::format("the benchmark's total ran on {} GPUs, where the deployment has {}",
+                                 r.total_over_gpus, x.gpus));
+  }
   if (r.metric == "ttft_ms") return x.ttft_ms.mean;
   if (r.metric == "ttft_p50_ms") return x.ttft_ms.p50;
   if (r.metric == "tpot_ms") return x.tpot_ms.mean;

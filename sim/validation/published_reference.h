@@ -51,6 +51,10 @@ struct PublishedReference {
   // class misses, say why"), never used to correct a prediction.
   std::string model_lacks;
   double value = 0;
+  // serving: the GPUs a throughput published for the whole deployment ran on
+  // (reference `gpus`, its value the total over them); 0 where published per GPU.
+  int64_t total_over_gpus = 0;
+  InputLocation total_over_gpus_at;
   double tolerance_pct = 0;
 };
 

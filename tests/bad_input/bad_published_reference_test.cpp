@@ -535,6 +535,38 @@ TEST(PublishedReference, ServingProbeRunsTheBenchmarkToItsLastPrompt) {
   EXPECT_NEAR(predicted[5], run.result.ttft_ms.p50, 1e-9 * predicted[5]);
 }
 
+// A benchmark's throughput published for the whole deployment: its total over
+// the GPUs it ran on, a GPU's share kept; a deployment of another size is
+// refused at the reference's gpus, and the fields only go together.
+TEST(PublishedReference, ADeploymentsTotalThroughputIsSharedOverItsGpus) {
+  const auto with = [](std::string reference, const std::string& figure) {
+    return reference.replace(reference.find("value: 1000"), 11, figure);
+  };
+  const std::string small = ", concurrency: 64, prompts: 128";
+  const std::string per_gpu = serving_reference("h200", small, "tokens_per_s_per_gpu");
+  const Catalog catalog = catalog_with("v41sim_serving_total", with(per_gpu, "total: 4000, gpus: 4"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_DOUBLE_EQ(refs[0].value, 1000.0);
+  EXPECT_GT(validate_reference(refs[0], catalog).predicted, 0);  // the recipe's 4 GPUs
+  const Catalog eight = catalog_with("v41sim_serving_total_8", with(per_gpu, "total: 8000, gpus: 8"));
+  try {
+    validate_reference(load_published_references(eight).front(), eight);
+    ADD_FAILURE() << "a total over 8 GPUs was set against a 4-GPU deployment";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "references[0].reference.gpus");
+    EXPECT_NE(std::string(e.what()).find("ran on 8 GPUs, where the deployment has 4"), std::string::npos)
+        << e.what();
+  }
+  expect_refused_at_load(
+      "v41sim_bad_serving_total",
+      {{with(per_gpu, "value: 1000, total: 4000, gpus: 4"), "reference.total", "not both"},
+       {with(per_gpu, "total: 4000"), "reference.gpus", "required"},
+       {with(per_gpu, "value: 1000, gpus: 4"), "reference.gpus", "which the reference does not give"},
+       {with(serving_reference("h200", small, "tpot_ms"), "total: 4000, gpus: 4"), "reference.total",
+        "only for a serving probe's tokens_per_s_per_gpu"}});
+}
+
 TEST(BadPublishedReference, ServingProbeFieldsAreChecked) {
   expect_refused_at_load(
       "v41sim_bad_serving_probe",
