@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/graph/projection_fusion.h"
+#include "sim/graph/residual_mixing.h"
 #include "sim/graph/tensor_parallel.h"
 #include "sim/graph/visibility.h"
 
@@ -350,105 +351,7 @@ void add_output_projection(const LayerContext& c, KernelFactory& f) {
   }
 }
 
-// What one mHC site computes on the CUDA cores, from the released structure
-// (Transformers' and vLLM's DeepseekV4HyperConnection), in operations a
-// token: the s flattened streams' sum of squares for their RMS norm (3 a
-// value); the pre and post weights through sigmoids and the s x s
-// combination through a softmax and `sinkhorn_iters` normalisations of its
-// rows and columns (about 4 operations a value each); the streams collapsed
-// into the block's input and RMS-normed; after the block, the streams
-// combined and its output added to each. The projection to the (2 + s) s
-// mixing logits runs on the tensor cores (vLLM calls DeepGEMM's split-K
-// tf32_hc_prenorm_gemm), 2 s h (2 + s) s FLOPs a token against the streams'
-// (2 s + 2) h x 2 bytes: some 10 FLOPs a byte, far under any TF32 ridge, so
-// it is taken to hide under the traffic, and is not timed (assumed), nor is
-// the read of its weights, (2 + s) s x s h values a site (2 MB in FP32 for
-// V4.1: 0.4 us at 4.8 TB/s; memory fit holds them).
-struct MhcWork {
-  double coefficients = 0;
-  double pre_mix = 0;
-  double post_merge = 0;
-};
-
-MhcWork mhc_work(const ModelSpec& m) {
-  const double s = static_cast<double>(m.mhc->streams);
-  const double h = static_cast<double>(m.hidden_size);
-  const double normalisations = 1.0 + 2.0 * static_cast<double>(m.mhc->sinkhorn_iters);
-  MhcWork w;
-  w.coefficients = 3.0 * s * h + 4.0 * 2.0 * s + 4.0 * s * s * normalisations;
-  w.pre_mix = 2.0 * s * h + 3.0 * h;
-  w.post_merge = 2.0 * s * s * h + 2.0 * s * h;
-  return w;
-}
-
 }  // namespace
-
-std::string mhc_projection_assumption(const ModelSpec& m) {
-  if (!m.mhc) return "";
-  const double s = static_cast<double>(m.mhc->streams);
-  const double h = static_cast<double>(m.hidden_size);
-  const double projection_flops = 2.0 * s * h * (2.0 + s) * s;
-  const double fused_stream_bytes = (2.0 * s + 2.0) * h * kBf16ActivationBytes;
-  return fmt::format(
-      "mHC: each site's projection of the flattened streams to their mixing logits (on the tensor cores, "
-      "{:.1f} FLOPs a byte of the streams the fused kernel moves) is taken as hidden under that traffic, "
-      "with the read of its {} weights (assumed; vLLM runs it as DeepGEMM's tf32_hc_prenorm_gemm); the "
-      "norms, "
-      "sigmoids, softmax and {} Sinkhorn iterations run on the CUDA cores, counted",
-      projection_flops / fused_stream_bytes, m.mhc->projection.describe(), m.mhc->sinkhorn_iters);
-}
-
-double residual_bytes_per_token(const ModelSpec& m) {
-  const double streams = m.mhc ? static_cast<double>(m.mhc->streams) : 1.0;
-  return streams * static_cast<double>(m.hidden_size) * kBf16ActivationBytes;
-}
-
-// mHC over `streams` residual streams (V4 / V4.1) or a plain residual + RMSNorm.
-// Single-pass mHC reads the streams once and writes them once per block; the
-// three-kernel form reads them again for the coefficients and the merge.
-void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* block) {
-  const ModelSpec& m = c.model.spec;
-  const double h = static_cast<double>(m.hidden_size);
-  const std::string prefix = std::string(block) + "_";
-  if (!m.mhc) {
-    f.elementwise(prefix + "residual_rmsnorm", c.tokens, h, c.tokens * h * 3.0 * kBf16ActivationBytes);
-    return;
-  }
-  const double s = static_cast<double>(m.mhc->streams);
-  const MhcWork w = mhc_work(m);
-  const bool single_pass = c.step.mhc_form == StepShape::MhcForm::kAsModel
-                               ? m.mhc->single_pass
-                               : c.step.mhc_form == StepShape::MhcForm::kSinglePass;
-  if (single_pass) {
-    f.elementwise(prefix + "mhc_fused", c.tokens, s * h,
-                  c.tokens * (2.0 * s + 2.0) * h * kBf16ActivationBytes,
-                  c.tokens * (w.coefficients + w.pre_mix + w.post_merge));
-    return;
-  }
-  f.elementwise(prefix + "mhc_coefficients", c.tokens, s * h, c.tokens * s * h * kBf16ActivationBytes,
-                c.tokens * w.coefficients);
-  f.elementwise(prefix + "mhc_pre_mix_norm", c.tokens, s * h, c.tokens * (s + 1.0) * h * kBf16ActivationBytes,
-                c.tokens * w.pre_mix);
-  f.elementwise(prefix + "mhc_post_merge", c.tokens, s * h,
-                c.tokens * (2.0 * s + 1.0) * h * kBf16ActivationBytes, c.tokens * w.post_merge);
-}
-
-// Rows that only write the layer's caches (CED: a decoder layer's prompt
-// rows before the replayed tail) still need its block input: the residual
-// streams mixed and normed, without the merge back (nothing runs after).
-void add_cache_rows_input(const LayerContext& c, KernelFactory& f) {
-  const ModelSpec& m = c.model.spec;
-  const double rows = c.kv_tokens - c.tokens;
-  const double h = static_cast<double>(m.hidden_size);
-  if (!m.mhc) {
-    f.elementwise("attn_cache_rows_rmsnorm", rows, h, rows * h * 2.0 * kBf16ActivationBytes);
-    return;
-  }
-  const double s = static_cast<double>(m.mhc->streams);
-  const MhcWork w = mhc_work(m);
-  f.elementwise("attn_cache_rows_mhc_pre_mix_norm", rows, s * h, rows * (s + 1.0) * h * kBf16ActivationBytes,
-                rows * (w.coefficients + w.pre_mix));
-}
 
 // A layer no row runs (CED: a decoder layer in a chunk that does not end its
 // prompt) still writes its global caches for the chunk's tokens: the prompt's
@@ -456,7 +359,10 @@ void add_cache_rows_input(const LayerContext& c, KernelFactory& f) {
 void add_attention_block(const LayerContext& c, KernelFactory& f) {
   const bool runs = c.tokens > 0;
   if (runs) add_residual_mixing(c, f, "attn");
-  if (c.kv_tokens > c.tokens && (c.plan.owns_kv() || writes_index_keys(c))) add_cache_rows_input(c, f);
+  // Rows that only write the layer's caches (CED: a decoder layer's prompt
+  // rows before the replayed tail) still need its block input.
+  if (c.kv_tokens > c.tokens && (c.plan.owns_kv() || writes_index_keys(c)))
+    add_block_input_only(c, f, c.kv_tokens - c.tokens);
   const std::size_t first = f.kernels().size();
   if (runs) {
     add_query_projection(c, f);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
+#include "sim/graph/residual_mixing.h"
 #include "sim/graph/tensor_parallel.h"
 
 namespace v41sim {

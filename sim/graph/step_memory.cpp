@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/graph/attention_block.h"
+#include "sim/graph/residual_mixing.h"
 
 namespace v41sim {
 

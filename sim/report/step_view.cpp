@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "sim/cost/error_band.h"
-#include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
+#include "sim/graph/residual_mixing.h"
 #include "sim/graph/tensor_parallel.h"
 #include "sim/report/error_band_view.h"
 

@@ -27,7 +27,7 @@
 #include "sim/costing/load_capacity.h"
 #include "sim/costing/served_run.h"
 #include "sim/costing/shared_step_times.h"
-#include "sim/graph/attention_block.h"
+#include "sim/graph/residual_mixing.h"
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"

@@ -6,8 +6,8 @@
 
 #include "sim/capacity/memory_fit.h"
 #include "sim/common/input_error.h"
-#include "sim/graph/attention_block.h"
 #include "sim/graph/expert_load.h"
+#include "sim/graph/residual_mixing.h"
 #include "sim/graph/tensor_parallel.h"
 
 namespace v41sim {

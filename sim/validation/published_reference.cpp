@@ -15,6 +15,7 @@
 #include "sim/graph/expert_load.h"
 #include "sim/graph/ffn_block.h"
 #include "sim/graph/kernel_factory.h"
+#include "sim/graph/residual_mixing.h"
 #include "sim/graph/step_graph.h"
 #include "sim/graph/tensor_parallel.h"
 #include "sim/model/model_loader.h"
@@ -33,6 +34,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"gemm", {"m", "n", "k"}},
       {"grouped_gemm", {"groups", "m", "n", "k"}},
       {"stream", {"bytes"}},
+      {"mhc", {"kernel", "tokens", "streams", "hidden"}},
       {"moe_layer", {"ep", "tokens_per_rank"}},
       {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
       {"attention", {"model", "phase", "batch", "context"}},
@@ -42,7 +44,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   if (needed == kRequired.end()) {
     probe.required("kind").fail(
         "unknown probe '" + r.probe_kind +
-        "' (expected gemm, grouped_gemm, stream, moe_layer, all_to_all, attention, step, serving)");
+        "' (expected gemm, grouped_gemm, stream, mhc, moe_layer, all_to_all, attention, step, serving)");
   }
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: the weights' format (grouped_gemm: FP8 unless it says
@@ -66,6 +68,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"gemm", {"math"}},
       {"grouped_gemm", {"weights"}},
       {"stream", {}},
+      {"mhc", {}},
       {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile"}},
@@ -86,6 +89,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   if (r.probe_kind == "moe_layer") probe.required("model");
   // The counts a step or an MoE layer is built from.
   static const std::map<std::string, std::vector<std::string>> kWholeNumbers{
+      {"mhc", {"tokens", "streams", "hidden"}},
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
       {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts", "attention_tp"}},
       {"serving", {"concurrency", "prompts", "input_tokens"}}};
@@ -116,6 +120,10 @@ void read_probe(const YamlNode& probe, PublishedReference& r) {
     } else if (key == "math") {
       r.probe_math = value.as_string();
       if (r.probe_math != "fp8" && r.probe_math != "bf16") value.fail("expected fp8 or bf16");
+    } else if (key == "kernel") {
+      r.probe_kernel = value.as_string();
+      if (r.probe_kernel != "pre_mix_norm" && r.probe_kernel != "post_merge")
+        value.fail("expected pre_mix_norm or post_merge (V4's mHC kernels a benchmark times alone)");
     } else if (key == "weights") {
       r.probe_weights = value.as_string();
       if (r.probe_weights != "fp8" && r.probe_weights != "fp4") value.fail("expected fp8 or fp4");
@@ -431,6 +439,15 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
     std::vector<Kernel> kernels;
     const Kernel& k =
         KernelFactory(kernels).elementwise("stream", p.at("bytes") / 4096.0, 4096.0, p.at("bytes"));
+    return in_metric(k, g.cost().time(k).busy_us, r.metric);
+  }
+  if (r.probe_kind == "mhc") {  // one kernel of V4's three-kernel mHC, as the layers' graphs build it
+    std::vector<Kernel> kernels;
+    KernelFactory f(kernels);
+    const MhcStreams streams{p.at("streams"), p.at("hidden")};
+    const Kernel& k = r.probe_kernel == "post_merge"
+                          ? add_mhc_post_merge(f, "mhc_post_merge", p.at("tokens"), streams)
+                          : add_mhc_pre_mix_norm(f, "mhc_pre_mix_norm", p.at("tokens"), streams);
     return in_metric(k, g.cost().time(k).busy_us, r.metric);
   }
   if (r.probe_kind == "all_to_all") {

@@ -2,7 +2,7 @@
 // model predicts for the same shape on the same GPU.
 //
 // A probe rebuilds the published benchmark's shape with the graph builders
-// (a GEMM, a streaming kernel, an MoE layer's dispatch-experts-combine, one
+// (a GEMM, a streaming kernel, one of mHC's kernels, an MoE layer's dispatch-experts-combine, one
 // EP all-to-all, or a serving engine's whole forward step), times it with
 // that GPU's cost model, and reports the published metric (TFLOP/s, GB/s,
 // microseconds, or a step's tokens per second per node or per GPU). A
@@ -26,7 +26,7 @@ struct PublishedReference {
   int line = 0;
   std::string gpu;
   InputLocation gpu_at;  // its line, where an unknown name is reported
-  // gemm | grouped_gemm | stream | moe_layer | all_to_all | attention | step | serving
+  // gemm | grouped_gemm | stream | mhc | moe_layer | all_to_all | attention | step | serving
   std::string probe_kind;
   std::map<std::string, double> probe;
   std::string probe_model;  // moe_layer, attention, step, serving: the model file stem
@@ -34,6 +34,8 @@ struct PublishedReference {
   std::string probe_deployment;
   std::string probe_workload;
   std::string probe_phase;  // attention, step: decode | prefill
+  // mhc: which kernel of V4's three-kernel mHC (sim/graph/residual_mixing.h): pre_mix_norm | post_merge
+  std::string probe_kernel;
   // gemm: fp8 | bf16; moe_layer: the routed experts' math, fp8 unless it says bf16.
   std::string probe_math;
   // grouped_gemm (fp8 unless it says) or moe_layer's and serving's routed

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -401,6 +402,59 @@ TEST(BadPublishedReference, GroupedGemmWeightsAreFp8OrFp4) {
        "probe.weights", "not a field of a 'gemm' probe"},
   };
   expect_refused_at_load("v41sim_bad_grouped_weights", cases);
+}
+
+std::string mhc_reference(const std::string& probe, const std::string& metric = "us") {
+  return "  - name: mhc\n    source: \"test\"\n    gpu: b200\n    probe: {kind: mhc, " + probe +
+         "}\n    reference: {metric: " + metric + ", value: 100}\n    tolerance_pct: 10\n";
+}
+
+// An mhc probe times the very kernel a step of V4's three-kernel mHC runs:
+// at V4-Flash's shape (4 streams of 4,096) and a prefill step's tokens, the
+// pre-mix and the post-merge take the step's own time for them; in GB/s, the
+// post-merge moves (2 x 4 + 1) x 4,096 BF16 values a token in that time.
+TEST(PublishedReference, MhcProbeTimesTheStepsOwnMhcKernels) {
+  const std::string shape = "tokens: 4096, streams: 4, hidden: 4096";
+  const Catalog catalog =
+      catalog_with("v41sim_mhc_reference", mhc_reference("kernel: pre_mix_norm, " + shape) +
+                                               mhc_reference("kernel: post_merge, " + shape) +
+                                               mhc_reference("kernel: post_merge, " + shape, "gbps"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 3u);
+  const ModelAnalysis v4 = analyze_model(load_model_file(catalog.resolve_model("deepseek_v4_flash")));
+  ASSERT_TRUE(v4.spec.mhc && !v4.spec.mhc->single_pass);
+  ASSERT_EQ(v4.spec.hidden_size, 4096);
+  StepShape step;
+  step.phase = Phase::kPrefill;
+  step.batch = 1;
+  step.context = 4096;
+  const GpuCostModel b200(catalog.data_dir(), catalog.resolve_gpu("b200"), false);
+  const StepGraph graph = build_step_graph(v4, step);
+  const StepTiming timing = time_step(graph, b200.cost());
+  std::map<std::string, double> step_us;
+  const auto& kernels = graph.layers[0].kernels();
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    step_us[kernels[i].name] = timing.layers[0].kernels[i].busy_us;
+  ASSERT_EQ(step_us.count("attn_mhc_pre_mix_norm"), 1u);
+  ASSERT_EQ(step_us.count("attn_mhc_post_merge"), 1u);
+  EXPECT_DOUBLE_EQ(validate_reference(refs[0], catalog).predicted, step_us["attn_mhc_pre_mix_norm"]);
+  const double post_us = validate_reference(refs[1], catalog).predicted;
+  EXPECT_DOUBLE_EQ(post_us, step_us["attn_mhc_post_merge"]);
+  EXPECT_NEAR(validate_reference(refs[2], catalog).predicted, 4096.0 * 9 * 4096 * 2 / post_us / 1e3, 1e-9);
+}
+
+TEST(BadPublishedReference, MhcProbeFieldsAreChecked) {
+  const std::vector<RefusedReference> cases = {
+      {mhc_reference("kernel: fused, tokens: 4096, streams: 4, hidden: 4096"), "probe.kernel",
+       "expected pre_mix_norm or post_merge"},
+      {mhc_reference("kernel: post_merge, tokens: 4096, streams: 4"), "hidden", "missing"},
+      {mhc_reference("tokens: 4096, streams: 4, hidden: 4096"), "kernel", "missing"},
+      {mhc_reference("kernel: post_merge, tokens: 409.6, streams: 4, hidden: 4096"), "probe.tokens",
+       "expected a whole number"},
+      {mhc_reference("kernel: post_merge, tokens: 4096, streams: 4, hidden: 4096, bytes: 8e9"), "probe.bytes",
+       "not a field of a 'mhc' probe"},
+  };
+  expect_refused_at_load("v41sim_bad_mhc", cases);
 }
 
 std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
