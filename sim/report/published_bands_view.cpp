@@ -1,6 +1,7 @@
 #include "sim/report/published_bands_view.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace v41sim {
 namespace {
@@ -49,6 +50,13 @@ Table published_bands_table(const PublishedBandDerivation& d) {
     t.add_note(fmt::format("figures on other architectures inside the band carried to them: {} of {}{}",
                            within_count(d), d.transfer_checks.size(), misses));
   }
+  for (const UnbandedElsewhere& u : d.unbanded_elsewhere) {
+    t.add_note(fmt::format(
+        "{} on {}, a class with no band on {} to carry there: {} figures, the priors' MAPE {:.1f}%, worst "
+        "{:.1f}%, 90th percentile {:.1f}% (reported, not carried: a band comes from {} figures alone)",
+        class_key(u.kernel_class), fmt::join(u.gpus, ", "), d.bands.architecture, u.stats.count,
+        u.stats.mape_pct, u.stats.worst_pct, u.stats.band_90_pct, d.bands.architecture));
+  }
   if (d.bands.whole_steps) {
     t.add_note(fmt::format(
         "whole forward steps that serving engines published (probe step, {} figures): the model's throughput "
@@ -86,11 +94,21 @@ nlohmann::json published_bands_json(const PublishedBandDerivation& d) {
                       {"band_pct", c.band_pct},
                       {"within", c.within}});
   }
+  nlohmann::json unbanded = nlohmann::json::array();
+  for (const UnbandedElsewhere& u : d.unbanded_elsewhere) {
+    unbanded.push_back({{"class", std::string(class_key(u.kernel_class))},
+                        {"gpus", u.gpus},
+                        {"figures", u.stats.count},
+                        {"mape_pct", u.stats.mape_pct},
+                        {"worst_pct", u.stats.worst_pct},
+                        {"band_90_pct", u.stats.band_90_pct}});
+  }
   return {{"measured_on", d.bands.measured_on},
           {"architecture", d.bands.architecture},
           {"min_references", d.bands.min_references},
           {"classes", classes},
           {"transfer_checks", checks},
+          {"unbanded_elsewhere", unbanded},
           {"whole_steps", throughput_errors_json(d.bands.whole_steps)},
           {"serving_benchmarks", throughput_errors_json(d.bands.serving_benchmarks)}};
 }

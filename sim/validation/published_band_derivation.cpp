@@ -104,13 +104,24 @@ PublishedBandDerivation derive_published_bands(const Catalog& catalog) {
     }
     d.classes.push_back(c);
   }
+  std::map<KernelClass, std::pair<std::set<std::string>, std::vector<double>>> unbanded;
   for (const ValidationRow& row : elsewhere) {
     const KernelClass kernel_class = *probed_class(row.reference.probe_kind);
     const auto& band = d.bands.classes[static_cast<std::size_t>(kernel_class)];
-    if (!band) continue;
+    if (!band) {
+      auto& [gpus, errors] = unbanded[kernel_class];
+      gpus.insert(row.reference.gpu);
+      errors.push_back(row.error_pct / 100.0);
+      continue;
+    }
     const double widened = band->band_90_pct + d.cross_architecture_extra_pct;
     d.transfer_checks.push_back({row.reference.name, row.reference.gpu, kernel_class, row.error_pct, widened,
                                  std::fabs(row.error_pct) <= widened});
+  }
+  for (const auto& [kernel_class, figures] : unbanded) {
+    d.unbanded_elsewhere.push_back({kernel_class,
+                                    std::vector<std::string>(figures.first.begin(), figures.first.end()),
+                                    error_stats(figures.second)});
   }
   d.bands.whole_steps = throughput_errors(whole_step_errors_pct);
   d.bands.serving_benchmarks = throughput_errors(serving_errors_pct);

@@ -10,7 +10,8 @@
 // class's band: the 90th percentile of |error|, where at least
 // kMinReferencesForBand exist. Figures on other architectures are out of
 // sample for the transfer: each is checked against the band widened as the
-// cross-architecture rule widens it.
+// cross-architecture rule widens it; those of a class with no band are
+// reported by class.
 #pragma once
 
 #include <string>
@@ -44,10 +45,20 @@ struct TransferCheck {
   bool within = false;
 };
 
+// Figures on other architectures of a class with no band to carry to them
+// (too few figures on the priors' architecture): their own error, reported
+// but carried nowhere (a band comes from the priors' architecture alone).
+struct UnbandedElsewhere {
+  KernelClass kernel_class = KernelClass::kGemm;
+  std::vector<std::string> gpus;  // the GPUs they ran on, sorted
+  ErrorStats stats;
+};
+
 struct PublishedBandDerivation {
   PublishedBands bands;                       // what the file holds (file left empty)
   std::vector<PublishedClassErrors> classes;  // every class with a figure on the architecture
   std::vector<TransferCheck> transfer_checks;
+  std::vector<UnbandedElsewhere> unbanded_elsewhere;  // by class
   double cross_architecture_extra_pct = 0;
   std::vector<std::pair<std::string, std::string>> inputs;  // data-dir-relative path, fnv1a
 };

@@ -64,6 +64,29 @@ TEST(PublishedBandDerivation, BandsOnlyClassesWithEnoughFiguresOfThePriorsArchit
   for (const TransferCheck& c : d.transfer_checks) EXPECT_EQ(c.reference.find("Mega MoE"), std::string::npos);
 }
 
+// Blackwell's figures of a class with no Hopper band (the mHC kernels on
+// B200: elementwise, where Hopper has one streaming figure) are reported with
+// their own error and make no band; no class with a band is among them.
+TEST(PublishedBandDerivation, ReportsFiguresElsewhereOfAClassWithNoBand) {
+  const Catalog catalog(kSource);
+  const PublishedBandDerivation d = derive_published_bands(catalog);
+  int elementwise_on_blackwell = 0;
+  for (const PublishedReference& r : load_published_references(catalog)) {
+    if ((r.probe_kind == "mhc" || r.probe_kind == "stream") && (r.gpu == "b200" || r.gpu == "gb200_nvl72"))
+      ++elementwise_on_blackwell;
+  }
+  ASSERT_GT(elementwise_on_blackwell, 0);
+  ASSERT_FALSE(d.bands.classes[static_cast<std::size_t>(KernelClass::kElementwise)].has_value());
+  ASSERT_EQ(d.unbanded_elsewhere.size(), 1u);
+  const UnbandedElsewhere& u = d.unbanded_elsewhere.front();
+  EXPECT_EQ(u.kernel_class, KernelClass::kElementwise);
+  EXPECT_EQ(u.gpus, std::vector<std::string>{"b200"});
+  EXPECT_EQ(u.stats.count, elementwise_on_blackwell);
+  EXPECT_GT(u.stats.band_90_pct, 0.0);
+  EXPECT_LE(u.stats.band_90_pct, u.stats.worst_pct);
+  for (const TransferCheck& c : d.transfer_checks) EXPECT_NE(c.kernel_class, KernelClass::kElementwise);
+}
+
 // A data folder whose h800 has a calibration that moves the latency-bound
 // GEMMs: validate uses it, the band derivation does not.
 TEST(PublishedBandDerivation, UsesThePriorsWhateverCalibrationsExist) {
