@@ -280,9 +280,16 @@ void add_attention_kernel(const LayerContext& c, const SequenceGroup& g, KernelF
     const double selected = g.sequences * sum_visible(q, g.query_end, ratio, cap);
     const double entry = static_cast<double>(m.cache(a.main_cache).bytes);
     pairs += selected;
+    // Decode: a sparse layer's queries each gather their own entries (FlashMLA's
+    // sparse decode takes an index list a query token); a dense layer's keys
+    // are read once a sequence, those its last query sees, for FlashMLA packs
+    // a sequence's query tokens with its heads into a tile's rows (users' runs
+    // on H100, validation/published/flashmla_users_hopper.yaml: two query
+    // tokens a sequence in 1.01-1.02x the time of one, memory-bound).
+    const double decode_reads = sparse ? selected : g.sequences * visible_at(g.query_end, ratio, cap);
     const double main_reads =
         g.phase == Phase::kDecode
-            ? selected
+            ? decode_reads
             : std::min(selected, g.sequences * sum_visible(q, g.query_end, ratio, kUncapped) / kQueryTile);
     const double main_bytes = main_reads * entry;
     key_bytes += main_bytes;

@@ -57,7 +57,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // V2 reports its "logical" bandwidth, or per node reached, own node included
   // (DeepEP's internode test), timed as the low-latency kernels decode uses,
   // with the experts a token's copies are deduplicated over (all_to_all), the query heads one
-  // GPU holds under tensor parallelism (attention: e.g. 16 of 128 at TP 8), and a whole step's
+  // GPU holds under tensor parallelism and the query tokens of each sequence (attention: e.g.
+  // 16 of 128 at TP 8; FlashMLA's s_q, a token and its drafts), and a whole step's
   // two-micro-batch overlap, EPLB replicas, routing skew (none: every expert as popular),
   // balanced routing (1: every rank receives exactly its share, as a profile that simulates
   // it; none: each step's routing falls by chance), the GPUs one tensor-parallel attention rank
@@ -71,7 +72,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"mhc", {}},
       {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
-      {"attention", {"heads", "topk", "widened_per_head_tile"}},
+      {"attention", {"heads", "topk", "widened_per_head_tile", "queries_per_sequence"}},
       {"step",
        {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing", "attention_tp",
         "experts_by_columns"}},
@@ -90,6 +91,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // The counts a step or an MoE layer is built from.
   static const std::map<std::string, std::vector<std::string>> kWholeNumbers{
       {"mhc", {"tokens", "streams", "hidden"}},
+      {"attention", {"batch", "context", "heads", "topk", "queries_per_sequence"}},
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
       {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts", "attention_tp"}},
       {"serving", {"concurrency", "prompts", "input_tokens"}}};
@@ -256,7 +258,9 @@ void reshape_moe(const PublishedReference& r, ModelSpec& spec) {
 // attention: the first attention kernel of a step of the model (as FlashMLA's
 // benchmarks time one call), in TFLOP/s or GB/s of its own FLOPs and bytes
 // over its device time. `heads` stands for tensor parallelism: the query
-// heads one GPU holds; `topk` for a benchmark's own top-k (sparse models);
+// heads one GPU holds; `queries_per_sequence` for a decode benchmark's query
+// tokens a sequence (FlashMLA's s_q: a token and the drafts it verifies);
+// `topk` for a benchmark's own top-k (sparse models);
 // `widened_per_head_tile` for a kernel that does not share its widened entries
 // between the CTAs of one token's head tiles.
 double predict_attention(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
@@ -281,7 +285,13 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
   shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
   shape.batch = as_int(p.at("batch"));
   shape.context = as_int(p.at("context"));
-  shape.include_draft = false;
+  shape.include_draft = false;  // no draft stages: the query tokens alone, as a kernel benchmark runs them
+  if (p.count("queries_per_sequence")) {
+    if (shape.phase != Phase::kDecode)
+      throw InputError({r.file, r.line, "probe.queries_per_sequence"},
+                       "a decode step's query tokens a sequence");
+    shape.decode_tokens_per_sequence = as_int(p.at("queries_per_sequence"));
+  }
   shape.ep_per_node = g.gpu().nvlink_domain();
   const StepGraph graph = build_step_graph(model, shape);
   const StepTiming timing = time_step(graph, g.cost());

@@ -158,6 +158,28 @@ TEST(BadPublishedReference, AttentionProbeFieldsAreChecked) {
     EXPECT_EQ(e.where().field, "probe.topk");
     EXPECT_NE(std::string(e.what()).find("no indexer"), std::string::npos) << e.what();
   }
+  const Catalog prefill_queries = catalog_with(
+      "v41sim_bad_attention_queries",
+      attention_reference(
+          "model: deepseek_v3, phase: prefill, batch: 1, context: 8192, queries_per_sequence: 2", "tflops"));
+  try {
+    validate_reference(load_published_references(prefill_queries).front(), prefill_queries);
+    FAIL() << "query tokens a sequence in a prefill probe were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "probe.queries_per_sequence");
+    EXPECT_NE(std::string(e.what()).find("decode"), std::string::npos) << e.what();
+  }
+  const Catalog fractional = catalog_with(
+      "v41sim_bad_attention_fraction",
+      attention_reference(
+          "model: deepseek_v3, phase: decode, batch: 1, context: 8192, queries_per_sequence: 1.5", "tflops"));
+  try {
+    load_published_references(fractional);
+    FAIL() << "a fractional query count was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("queries_per_sequence"), std::string::npos) << e.where().field;
+    EXPECT_NE(std::string(e.what()).find("whole number"), std::string::npos) << e.what();
+  }
   const Catalog bad_phase = catalog_with(
       "v41sim_bad_attention_phase",
       attention_reference("model: deepseek_v3, phase: verify, batch: 1, context: 8192", "tflops"));

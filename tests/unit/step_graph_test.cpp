@@ -251,6 +251,33 @@ TEST(StepGraph, DecodeAttentionTilesHoldOneSequence) {
   EXPECT_EQ(find_kernel(prefill.layers[10], "attention")->shape.batch, 1);  // one prompt's queries share keys
 }
 
+// A decode sequence's query tokens (a token and its drafts) read a dense
+// layer's keys once between them, as FlashMLA packs them into a tile's rows,
+// and each gathers its own entries in a sparse layer: two query tokens double
+// the FLOPs of both, the key bytes of the sparse one only.
+TEST(StepGraph, DecodeQueriesShareDenseKeysAndGatherTheirOwnSparseEntries) {
+  auto attention_work = [](const std::string& model, int64_t context, int64_t queries,
+                           const std::string& name) {
+    ModelSpec spec = analyze(model).spec;
+    spec.attention.num_heads = 16;
+    StepShape s = shape(Phase::kDecode, 128, context);
+    s.include_draft = false;
+    s.decode_tokens_per_sequence = queries;
+    const StepGraph g = build_step_graph(analyze_model(spec), s);
+    const Kernel* k = find_kernel(g.layers[10], name);
+    EXPECT_NE(k, nullptr) << model << " " << name;
+    return k ? std::make_pair(k->flops, k->hbm_bytes - k->epilogue_bytes) : std::make_pair(0.0, 0.0);
+  };
+  const auto dense_one = attention_work("deepseek_v3", 8192, 1, "attention");
+  const auto dense_two = attention_work("deepseek_v3", 8192, 2, "attention");
+  EXPECT_NEAR(dense_two.first / dense_one.first, 2.0, 1e-3);
+  EXPECT_NEAR(dense_two.second / dense_one.second, 1.0, 1e-3);
+  const auto sparse_one = attention_work("deepseek_v3_2", 32768, 1, "sparse_attention");
+  const auto sparse_two = attention_work("deepseek_v3_2", 32768, 2, "sparse_attention");
+  EXPECT_NEAR(sparse_two.first / sparse_one.first, 2.0, 1e-3);
+  EXPECT_NEAR(sparse_two.second / sparse_one.second, 2.0, 1e-3);
+}
+
 // Projections of one input run as one GEMM: the same FLOPs and weights, the
 // input read once, fewer kernels; projections of other inputs or other row
 // counts (CED's layer 20 writes KV for every prompt token) stay apart.
