@@ -43,9 +43,9 @@ StepShape step_shape_from(const Flags& f) {
   }
   s.attention_tp = f.attention_tp;
   s.experts_split_by_columns = f.experts_by_columns;
-  s.mhc_form = f.mhc == "model"   ? StepShape::MhcForm::kAsModel
-               : f.mhc == "fused" ? StepShape::MhcForm::kSinglePass
-                                  : StepShape::MhcForm::kThreeKernel;
+  s.engine.mhc_form = f.mhc == "model"   ? MhcForm::kAsModel
+                      : f.mhc == "fused" ? MhcForm::kSinglePass
+                                         : MhcForm::kThreeKernel;
   s.include_draft = !f.no_draft;
   s.overlap_communication = f.overlap;
   s.fuse_input_projections = !f.separate_projections;
@@ -53,6 +53,13 @@ StepShape step_shape_from(const Flags& f) {
   s.engine.reindex_scores_pool_only = !f.reindex_scores_every_position;
   s.engine.experts_bf16_math = f.experts_bf16;
   return s;
+}
+
+// --mhc names a form of mHC: a model without it is refused, not stepped as if
+// the flag had been heard (compare-layers applies it to the models that have it).
+void require_mhc_for_form(const ModelAnalysis& m, const StepShape& s) {
+  if (s.engine.mhc_form != MhcForm::kAsModel && !m.spec.mhc)
+    throw InputError({"", 0, "--mhc"}, m.spec.name + " has no mHC to run in another form");
 }
 
 // A prefill step of chunks: each of the --batch prompts computes its last
@@ -204,6 +211,7 @@ DraftChoice set_drafts(const Flags& f, const ModelAnalysis& m, const KernelCostM
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
+  require_mhc_for_form(m, shape);
   set_expert_placement(f, m, &shape);
   add_prompt_chunks(f, &shape);
   set_prompt_ranks(f, &shape);
@@ -260,6 +268,7 @@ void run_step_log(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const StepLog log = load_step_log(f.step_log);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape base = step_shape_from(f);
+  require_mhc_for_form(m, base);
   set_expert_placement(f, m, &base);
   const std::string gpu_file = catalog.resolve_gpu(f.hw);
   const GpuCostModel launched(catalog.data_dir(), gpu_file, false);

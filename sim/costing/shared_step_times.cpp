@@ -15,11 +15,11 @@ std::string pool_key(const Catalog& catalog, const ModelAnalysis& model, const P
   const StepShape t = pool_step_template(model, pool, load_gpu_profile_file(file));
   return fmt::format(
       "{}|ep {} of {}|attention tp {} {}|replicas {}|overlap {} {}|fused {}|draft {}|"
-      "engine {} {} {}|imbalance {:a}",
+      "engine {} {} {} {}|imbalance {:a}",
       file, t.ep, t.ep_per_node, t.attention_tp, t.experts_split_by_columns, t.redundant_experts,
       t.overlap_communication, static_cast<int>(pool.overlap), t.fuse_input_projections, t.include_draft,
       t.engine.draft_queries_share_index_keys, t.engine.reindex_scores_pool_only, t.engine.experts_bf16_math,
-      t.ep_load_imbalance);
+      static_cast<int>(t.engine.mhc_form), t.ep_load_imbalance);
 }
 
 }  // namespace

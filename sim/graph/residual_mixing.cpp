@@ -34,12 +34,12 @@ double post_merge_ops(const MhcStreams& s) {
 double width(const MhcStreams& s) { return s.streams * s.hidden; }
 
 bool runs_single_pass(const LayerContext& c) {
-  switch (c.step.mhc_form) {
-    case StepShape::MhcForm::kAsModel:
+  switch (c.step.engine.mhc_form) {
+    case MhcForm::kAsModel:
       return c.model.spec.mhc->single_pass;
-    case StepShape::MhcForm::kSinglePass:
+    case MhcForm::kSinglePass:
       return true;
-    case StepShape::MhcForm::kThreeKernel:
+    case MhcForm::kThreeKernel:
       return false;
   }
   return false;

@@ -7,6 +7,9 @@ namespace v41sim {
 
 enum class Phase { kPrefill, kDecode };
 
+// mHC's form: as the model file says (its single_pass), or either way.
+enum class MhcForm { kAsModel, kSinglePass, kThreeKernel };
+
 // The kernels an engine runs where engines differ and the step model assumes
 // one kind (README, "How the step model works"): the defaults are the assumed
 // ones. A step shape and a deployment's pool each hold one.
@@ -26,6 +29,12 @@ struct EngineChoices {
   // on FP8 (or native FP8 x FP4) tensor cores, as DeepGEMM's kernels (W4A8).
   // The dispatch carries the activations as the experts take them.
   bool experts_bf16_math = false;
+  // mHC in the form the model file names (V4.1: one pass a block), or in the
+  // other: V4's three kernels (coefficients, pre-mix, post-merge), whose
+  // traffic an engine pays where it fuses no pass (vLLM's V4.1 past its fused
+  // kernel's token range, PR #56633: the post, a split-K projection re-reading
+  // the streams, the pre epilogue), or one pass (residual_mixing.h).
+  MhcForm mhc_form = MhcForm::kAsModel;
 };
 
 struct StepShape {
@@ -56,9 +65,6 @@ struct StepShape {
   // holds (routed + redundant) / ep experts and reads the weights of those its
   // tokens reach. The speculative draft's own experts get none.
   int64_t redundant_experts = 0;
-  // mHC form: as the model file says (single_pass), or forced either way.
-  enum class MhcForm { kAsModel, kSinglePass, kThreeKernel };
-  MhcForm mhc_form = MhcForm::kAsModel;
   // GEMMs of one block that read the same input run as one (projection_fusion.h).
   bool fuse_input_projections = true;
   // Decode: run the speculative draft stages, and the draft tokens each

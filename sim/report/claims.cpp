@@ -409,11 +409,11 @@ Claim h20_decode(const ClaimInputs& in) {
 }
 
 // HBM bytes of a step's mHC kernels, in the form asked for.
-double mhc_bytes(const ModelAnalysis& m, StepShape::MhcForm form) {
+double mhc_bytes(const ModelAnalysis& m, MhcForm form) {
   StepShape shape;
   shape.phase = Phase::kPrefill;
   shape.context = 16384;
-  shape.mhc_form = form;
+  shape.engine.mhc_form = form;
   double bytes = 0;
   for (const LayerKernels& layer : build_step_graph(m, shape).layers) {
     for (const Kernel& k : layer.kernels())
@@ -436,8 +436,8 @@ Claim mhc_traffic(const ClaimInputs& in) {
     c.findings.push_back(m.spec.name + " has no mHC");
     return c;
   }
-  const double three = mhc_bytes(m, StepShape::MhcForm::kThreeKernel);
-  const double fused = mhc_bytes(m, StepShape::MhcForm::kSinglePass);
+  const double three = mhc_bytes(m, MhcForm::kThreeKernel);
+  const double fused = mhc_bytes(m, MhcForm::kSinglePass);
   const double ratio = three / fused;
   c.findings.push_back(fmt::format(
       "{} streams, a 16K-token prefill step: three kernels {:.1f} GB, one pass {:.1f} GB of HBM traffic, "

@@ -21,7 +21,7 @@ struct EngineChoice {
 
 constexpr EngineChoice kChoices[] = {
     {"as assumed: a sequence's queries share its index keys; a Reindex layer scores its pool alone; the "
-     "routed experts in FP8 math (W4A8)",
+     "routed experts in FP8 math (W4A8); mHC as the model file says (V4.1: one pass a block)",
      "assumed",
      "",
      {}},
@@ -45,6 +45,10 @@ constexpr EngineChoice kChoices[] = {
      "all_three",
      "all three",
      {.draft_queries_share_index_keys = false, .reindex_scores_pool_only = false, .experts_bf16_math = true}},
+    {"mHC as V4's three kernels (--mhc three-kernel)",
+     "mhc_three_kernel",
+     "mHC as V4's three kernels",
+     {.mhc_form = MhcForm::kThreeKernel}},
 };
 
 // One prompt's prefill under each choice, beside the decode columns.

@@ -1,8 +1,8 @@
-// How much a decode step rests on three kernels engines may lack: two in the
+// How much a decode step rests on kernels engines may lack: two in the
 // indexer (a sequence's drafts sharing its index-key reads, a Reindex layer
-// scoring its candidate pool alone) and W4A8 routed experts (FP8 math where
-// Marlin's W4A16 kernels take BF16) (StepShape::draft_queries_share_index_keys,
-// reindex_scores_pool_only, experts_bf16_math). The same step timed under
+// scoring its candidate pool alone), W4A8 routed experts (FP8 math where
+// Marlin's W4A16 kernels take BF16) and V4.1's single-pass mHC (where an
+// engine runs V4's three kernels) (EngineChoices). The same step timed under
 // each choice, context by context, for the report's assumptions section.
 #pragma once
 

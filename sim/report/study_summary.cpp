@@ -608,7 +608,7 @@ void add_step_sensitivity(Table& t, const json& sensitivity) {
        fmt::format("{}", fmt::join(parts, "; ")), "Which assumptions the step times rest on"});
 }
 
-// What the kernels an engine may lack (two in the indexer, W4A8 experts) cost
+// What the kernels an engine may lack (two in the indexer, W4A8 experts, mHC's one pass) cost
 // a decode step's output token at the longest context the report times.
 void add_engine_choices(Table& t, const json& choices) {
   int64_t longest = 0;
@@ -633,8 +633,8 @@ void add_engine_choices(Table& t, const json& choices) {
     }
   }
   t.add_row(
-      {fmt::format("what an engine without the two indexer kernels or the W4A8 experts the model "
-                   "assumes pays ({} decode, "
+      {fmt::format("what an engine without the two indexer kernels, the W4A8 experts or the single-pass "
+                   "mHC the model assumes pays ({} decode, "
                    "batch {}, {} tokens; "
                    "time per output token{})",
                    choices.at("gpu").get<std::string>(), choices.at("batch").get<int64_t>(), longest,

@@ -37,12 +37,12 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
     node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "routed_experts_split",
                       "max_tokens_per_step", "context_parallel_min_tokens", "routing_skew",
                       "redundant_experts", "overlap_communication", "fuse_input_projections",
-                      "reindex_scores_pool_only", "routed_expert_math", "gpu"});
+                      "reindex_scores_pool_only", "routed_expert_math", "mhc_form", "gpu"});
   } else {
     node.expect_only({"instances", "gpus_per_instance", "ep", "attention_tp", "routed_experts_split",
                       "max_batch_per_gpu", "routing_skew", "redundant_experts", "overlap_communication",
                       "fuse_input_projections", "speculative_decoding", "draft_queries_share_index_keys",
-                      "reindex_scores_pool_only", "routed_expert_math", "gpu"});
+                      "reindex_scores_pool_only", "routed_expert_math", "mhc_form", "gpu"});
   }
   PoolSpec p;
   const YamlNode gpu = node.has("gpu") ? node.required("gpu") : deployment_gpu;
@@ -103,6 +103,12 @@ PoolSpec read_pool(const YamlNode& node, bool prefill, const YamlNode& deploymen
     const std::string name = math->as_string();
     if (name != "fp8" && name != "bf16") math->fail("expected fp8 or bf16");
     p.engine.experts_bf16_math = name == "bf16";
+  }
+  if (const auto form = node.optional("mhc_form")) {
+    const std::string name = form->as_string();
+    if (name != "single_pass" && name != "three_kernel") form->fail("expected single_pass or three_kernel");
+    p.engine.mhc_form = name == "single_pass" ? MhcForm::kSinglePass : MhcForm::kThreeKernel;
+    p.mhc_form_at = form->location();
   }
   if (prefill) {
     const YamlNode chunk = node.required("max_tokens_per_step");
@@ -266,6 +272,8 @@ std::vector<std::string> kernels_not_assumed(const PoolSpec& p, bool decode) {
   if (p.engine.experts_bf16_math)
     out.push_back("the routed experts as W4A16, BF16 math (routed_expert_math)");
   if (!p.fuse_input_projections) out.push_back("each projection its own GEMM (fuse_input_projections)");
+  if (p.engine.mhc_form == MhcForm::kThreeKernel) out.push_back("mHC as three kernels (mhc_form)");
+  if (p.engine.mhc_form == MhcForm::kSinglePass) out.push_back("mHC in one pass a block (mhc_form)");
   return out;
 }
 

@@ -58,8 +58,10 @@ struct PoolSpec {
   bool speculative_decoding = false;  // decode: verify draft tokens (needs a draft block in the model)
   // The pool's kernels where engines differ (EngineChoices): a file may say
   // draft_queries_share_index_keys: false (decode), reindex_scores_pool_only:
-  // false, routed_expert_math: bf16; absent, the assumed ones.
+  // false, routed_expert_math: bf16, mhc_form: three_kernel or single_pass;
+  // absent, the assumed ones.
   EngineChoices engine;
+  InputLocation mhc_form_at;  // where mhc_form was said: a model without mHC refuses it there
   // The attention ranks of an instance: each runs its own sequences and holds
   // their KV (simulated as a rank of its own).
   int64_t attention_ranks() const { return gpus_per_instance / attention_tp; }

@@ -1895,6 +1895,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"step --context 4096 --no-such-flag", "v41sim: error: input: The following argument"},
         BadRun{"step --context 4096 --batch 0", "--batch"},
         BadRun{"step --context 4096 --mhc two-pass", "--mhc"},
+        BadRun{"step --model deepseek_v3 --context 4096 --mhc fused",
+               "field '--mhc': DeepSeek-V3 has no mHC to run in another form"},
         BadRun{"step --context 4096 --trace /nonexistent/dir/t.json", "cannot write"},
         BadRun{"step --context 4096 --phase prefill --prompt-chunks 2 --chunk-tokens 512",
                "give --phase decode"},

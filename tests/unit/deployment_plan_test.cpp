@@ -156,7 +156,7 @@ TEST(DeploymentPlan, SharedStepTimesKeepReplicaCountsApart) {
 }
 
 // Variants that differ in how their engine runs a kernel (the indexer's two
-// choices, the experts' math, fused projections) time steps apart.
+// choices, the experts' math, fused projections, mHC's form) time steps apart.
 TEST(DeploymentPlan, SharedStepTimesKeepEngineChoicesApart) {
   const Catalog catalog(V41SIM_SOURCE_DIR);
   const ModelAnalysis model = testing::analyze("deepseek_v4_1_flash");
@@ -167,7 +167,8 @@ TEST(DeploymentPlan, SharedStepTimesKeepEngineChoicesApart) {
       [](PoolSpec& p) { p.engine.draft_queries_share_index_keys = false; },
       [](PoolSpec& p) { p.engine.reindex_scores_pool_only = false; },
       [](PoolSpec& p) { p.engine.experts_bf16_math = true; },
-      [](PoolSpec& p) { p.fuse_input_projections = false; }};
+      [](PoolSpec& p) { p.fuse_input_projections = false; },
+      [](PoolSpec& p) { p.engine.mhc_form = MhcForm::kThreeKernel; }};
   for (std::size_t i = 0; i < choices.size(); ++i) {
     DeploymentSpec other = d;
     choices[i](other.decode);

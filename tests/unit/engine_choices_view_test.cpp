@@ -1,4 +1,4 @@
-// What the kernels an engine may lack (two in the indexer, W4A8 experts) cost
+// What the kernels an engine may lack (two in the indexer, W4A8 experts, mHC's one pass) cost
 // a V4.1 decode step: the table times the step under each choice, each with
 // the drafts it would choose, and the assumed kernels are never slower a token.
 #include "sim/report/engine_choices_view.h"
@@ -20,14 +20,14 @@ TEST(EngineChoices, TheAssumedKernelsAreTheFastestAToken) {
   nlohmann::json json;
   const Table table =
       engine_choices_table(v41, h200.cost, decode, {8192, 1048576}, 131072, h200.model.gpu().name, json);
-  ASSERT_EQ(json.at("rows").size(), 12u);  // 6 choices x 2 contexts
+  ASSERT_EQ(json.at("rows").size(), 14u);  // 7 choices x 2 contexts
   std::map<std::string, double> at_1m;
   for (const nlohmann::json& r : json.at("rows")) {
     EXPECT_GT(r.at("step_us").get<double>(), 0.0);
     EXPECT_GE(r.at("change_pct").get<double>(), -1e-9) << r.dump();
     if (r.at("context") == 1048576) at_1m[r.at("choice")] = r.at("us_per_output_token").get<double>();
   }
-  ASSERT_EQ(at_1m.size(), 6u);
+  ASSERT_EQ(at_1m.size(), 7u);
   // At 1M tokens each missing kernel costs a visible share, both indexer
   // kernels more, all three the most.
   EXPECT_GT(at_1m["index_keys_per_query"], 1.05 * at_1m["assumed"]);
@@ -37,13 +37,16 @@ TEST(EngineChoices, TheAssumedKernelsAreTheFastestAToken) {
   EXPECT_GT(at_1m["both"], at_1m["reindex_every_position"]);
   EXPECT_GT(at_1m["all_three"], at_1m["both"]);
   EXPECT_GT(at_1m["all_three"], at_1m["experts_bf16"]);
+  // V4's three mHC kernels move the streams about twice as often as V4.1's pass.
+  EXPECT_GT(at_1m["mhc_three_kernel"], 1.01 * at_1m["assumed"]);
   // A 128K prompt's prefill: W4A16 widens its weights in every tile of
   // Marlin's, so it costs prefill more than decode's token; the indexer's
   // draft-key choice does nothing there (no drafts).
   std::map<std::string, double> prefill;
   for (const nlohmann::json& r : json.at("prefill_rows"))
     prefill[r.at("choice")] = r.at("step_us").get<double>();
-  ASSERT_EQ(prefill.size(), 6u);
+  ASSERT_EQ(prefill.size(), 7u);
+  EXPECT_GT(prefill["mhc_three_kernel"], prefill["assumed"]);
   EXPECT_DOUBLE_EQ(prefill["index_keys_per_query"], prefill["assumed"]);
   EXPECT_GT(prefill["experts_bf16"] / prefill["assumed"], at_1m["experts_bf16"] / at_1m["assumed"]);
   EXPECT_GE(prefill["all_three"], prefill["experts_bf16"]);

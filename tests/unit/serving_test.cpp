@@ -1361,6 +1361,32 @@ TEST(Serving, W4a16ExpertsSlowDecode) {
   expect_refused(pd_64_decode_with("routed_expert_math: fp16", "expert_math"), "routed_expert_math");
 }
 
+// An engine that runs V4.1's mHC as V4's three kernels (a pool's mhc_form:
+// three_kernel; vLLM past its fused kernel's token range) moves the residual
+// streams more often and decodes more slowly; single_pass is V4.1's own form,
+// another word is refused, and a model without mHC refuses the key at its line.
+TEST(Serving, MhcAsThreeKernelsSlowsDecode) {
+  const DeploymentSpec three = load_deployment_file(pd_64_decode_with("mhc_form: three_kernel", "mhc_three"));
+  const DeploymentSpec single =
+      load_deployment_file(pd_64_decode_with("mhc_form: single_pass", "mhc_single"));
+  const DeploymentSpec as_shipped = load_deployment_file(data("workloads/deployments/h200_pd_64.yaml"));
+  EXPECT_EQ(three.decode.engine.mhc_form, MhcForm::kThreeKernel);
+  EXPECT_EQ(three.prefill.engine.mhc_form, MhcForm::kAsModel);
+  EXPECT_EQ(single.decode.engine.mhc_form, MhcForm::kSinglePass);
+  EXPECT_GT(long_decode_us(three, 1), long_decode_us(as_shipped, 1));
+  EXPECT_DOUBLE_EQ(long_decode_us(single, 1), long_decode_us(as_shipped, 1));  // V4.1's own form
+  expect_refused(pd_64_decode_with("mhc_form: fused", "mhc_bad"), "mhc_form");
+  const ModelAnalysis v3 = testing::analyze("deepseek_v3");
+  try {
+    pool_step_template(v3, three.decode, testing::GpuUnderTest("h200").model.gpu());
+    ADD_FAILURE() << "mhc_form was accepted for a model without mHC";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().field.find("mhc_form"), std::string::npos) << e.where().field;
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_NE(std::string(e.what()).find("no mHC"), std::string::npos) << e.what();
+  }
+}
+
 // Outputs name the kernels a deployment's engine runs where the step model
 // assumes others, pool by pool, with the keys that say so; none where it runs
 // the assumed ones.

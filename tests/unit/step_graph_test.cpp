@@ -532,7 +532,7 @@ TEST(StepGraph, MhcFusionHalvesItsTraffic) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   StepShape s = shape(Phase::kPrefill, 1, 8192);
   auto mhc_bytes = [&](bool fused) {
-    s.mhc_form = fused ? StepShape::MhcForm::kSinglePass : StepShape::MhcForm::kThreeKernel;
+    s.engine.mhc_form = fused ? MhcForm::kSinglePass : MhcForm::kThreeKernel;
     double bytes = 0;
     const StepGraph g = build_step_graph(m, s);
     for (const Kernel& k : g.layers[5].kernels()) {
