@@ -273,7 +273,8 @@ std::vector<std::string> kernels_not_assumed(const PoolSpec& p, bool decode) {
     out.push_back("the routed experts as W4A16, BF16 math (routed_expert_math)");
   if (!p.fuse_input_projections) out.push_back("each projection its own GEMM (fuse_input_projections)");
   if (p.engine.mhc_form == MhcForm::kThreeKernel) out.push_back("mHC as three kernels (mhc_form)");
-  if (p.engine.mhc_form == MhcForm::kSinglePass) out.push_back("mHC in one pass a block (mhc_form)");
+  if (p.engine.mhc_form == MhcForm::kSinglePass)
+    out.push_back("mHC in one pass a block, whatever the model file says (mhc_form)");
   return out;
 }
 
