@@ -250,13 +250,8 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
     blocks.hbm_bytes =
         block_max_bytes + g.tokens * static_cast<double>(a.candidate_pool->top_blocks) * kFp32Bytes;
   }
-  Kernel& topk = f.push({});
-  topk.name = "topk_select" + g.name_suffix;
-  topk.kernel_class = KernelClass::kTopK;
-  topk.math = MathType::kFp32;
-  topk.shape = {static_cast<int64_t>(std::ceil(g.tokens)), logits.shape.n, 1, 1};  // a row a query
-  topk.flops = scored * 2.0;
-  topk.hbm_bytes = logit_bytes + g.tokens * static_cast<double>(idx.topk) * kFp32Bytes;
+  f.topk("topk_select" + g.name_suffix, static_cast<int64_t>(std::ceil(g.tokens)), logits.shape.n, scored,
+         g.tokens * static_cast<double>(idx.topk));
 }
 
 // One group's attention over the selected (or all) compressed entries plus the window.

@@ -66,4 +66,15 @@ Kernel& KernelFactory::elementwise(std::string name, double rows, double width, 
   return push(std::move(kernel));
 }
 
+Kernel& KernelFactory::topk(std::string name, int64_t rows, int64_t width, double values, double selected) {
+  Kernel kernel;
+  kernel.name = std::move(name);
+  kernel.kernel_class = KernelClass::kTopK;
+  kernel.math = MathType::kFp32;
+  kernel.shape = {rows, width, 1, 1};  // a row a query
+  kernel.flops = values * 2.0;
+  kernel.hbm_bytes = values * kFp32Bytes + selected * kFp32Bytes;
+  return push(std::move(kernel));
+}
+
 }  // namespace v41sim

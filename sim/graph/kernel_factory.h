@@ -62,6 +62,9 @@ class KernelFactory {
                        const BlockScaledFormat& weights, std::optional<MathType> math = std::nullopt);
   // A memory-streaming kernel: `rows` x `width` items, `bytes` of traffic, `ops` vector ops.
   Kernel& elementwise(std::string name, double rows, double width, double bytes, double ops = 0);
+  // A top-k selection: `rows` rows of up to `width` FP32 scores, `values` scores
+  // in all read (rows may be shorter than `width`), `selected` indices written.
+  Kernel& topk(std::string name, int64_t rows, int64_t width, double values, double selected);
   Kernel& push(Kernel kernel);
   std::vector<Kernel>& kernels() { return out_; }
 
