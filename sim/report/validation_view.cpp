@@ -115,7 +115,7 @@ Table validation_summary_table(const std::vector<ValidationRow>& rows) {
   }
   t.add_note(
       "probe: gemm and grouped_gemm time one GEMM, attention one attention kernel, stream a streaming "
-      "kernel, mhc one of mHC's kernels, "
+      "kernel, mhc one of mHC's kernels, topk a top-k selection, "
       "all_to_all one EP transfer, moe_layer an MoE layer's kernels together, step a serving engine's whole "
       "forward step (tokens per second per node or per GPU, as published), serving a whole serving benchmark "
       "(its mean or median TTFT, mean TPOT or tokens per second per GPU, as published); "

@@ -35,6 +35,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"grouped_gemm", {"groups", "m", "n", "k"}},
       {"stream", {"bytes"}},
       {"mhc", {"kernel", "tokens", "streams", "hidden"}},
+      {"topk", {"rows", "length", "k"}},
       {"moe_layer", {"ep", "tokens_per_rank"}},
       {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
       {"attention", {"model", "phase", "batch", "context"}},
@@ -42,9 +43,9 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"serving", {"model", "deployment", "workload"}}};
   const auto needed = kRequired.find(r.probe_kind);
   if (needed == kRequired.end()) {
-    probe.required("kind").fail(
-        "unknown probe '" + r.probe_kind +
-        "' (expected gemm, grouped_gemm, stream, mhc, moe_layer, all_to_all, attention, step, serving)");
+    probe.required("kind").fail("unknown probe '" + r.probe_kind +
+                                "' (expected gemm, grouped_gemm, stream, mhc, topk, moe_layer, all_to_all, "
+                                "attention, step, serving)");
   }
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: the weights' format (grouped_gemm: FP8 unless it says
@@ -70,6 +71,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"grouped_gemm", {"weights"}},
       {"stream", {}},
       {"mhc", {}},
+      {"topk", {}},
       {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile", "queries_per_sequence"}},
@@ -91,6 +93,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // The counts a step or an MoE layer is built from.
   static const std::map<std::string, std::vector<std::string>> kWholeNumbers{
       {"mhc", {"tokens", "streams", "hidden"}},
+      {"topk", {"rows", "length", "k"}},
       {"attention", {"batch", "context", "heads", "topk", "queries_per_sequence"}},
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
       {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts", "attention_tp"}},
@@ -458,6 +461,14 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
     const Kernel& k = r.probe_kernel == "post_merge"
                           ? add_mhc_post_merge(f, "mhc_post_merge", p.at("tokens"), streams)
                           : add_mhc_pre_mix_norm(f, "mhc_pre_mix_norm", p.at("tokens"), streams);
+    return in_metric(k, g.cost().time(k).busy_us, r.metric);
+  }
+  if (r.probe_kind == "topk") {  // rows of `length` FP32 scores, each its top k, as the indexer's selection
+    if (p.at("k") > p.at("length"))
+      throw InputError({r.file, r.line, "probe.k"}, "a top-k of more values than a row holds");
+    std::vector<Kernel> kernels;
+    const Kernel& k = KernelFactory(kernels).topk("topk", as_int(p.at("rows")), as_int(p.at("length")),
+                                                  p.at("rows") * p.at("length"), p.at("rows") * p.at("k"));
     return in_metric(k, g.cost().time(k).busy_us, r.metric);
   }
   if (r.probe_kind == "all_to_all") {

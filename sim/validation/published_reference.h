@@ -26,7 +26,7 @@ struct PublishedReference {
   int line = 0;
   std::string gpu;
   InputLocation gpu_at;  // its line, where an unknown name is reported
-  // gemm | grouped_gemm | stream | mhc | moe_layer | all_to_all | attention | step | serving
+  // gemm | grouped_gemm | stream | mhc | topk | moe_layer | all_to_all | attention | step | serving
   std::string probe_kind;
   std::map<std::string, double> probe;
   std::string probe_model;  // moe_layer, attention, step, serving: the model file stem

@@ -474,6 +474,43 @@ TEST(BadPublishedReference, MhcProbeFieldsAreChecked) {
   expect_refused_at_load("v41sim_bad_mhc", cases);
 }
 
+std::string topk_reference(const std::string& probe) {
+  return "  - name: topk\n    source: \"test\"\n    gpu: b200\n    probe: {kind: topk, " + probe +
+         "}\n    reference: {metric: us, value: 10}\n    tolerance_pct: 10\n";
+}
+
+// A topk probe times the indexer's selection kernel (KernelFactory::topk): at
+// least the class's fixed latency a select, no less for a longer row or more
+// rows; a k past the row, a fractional or missing count is refused.
+TEST(PublishedReference, TopkProbeTimesASelect) {
+  const Catalog catalog =
+      catalog_with("v41sim_topk_reference", topk_reference("rows: 1, length: 4096, k: 512") +
+                                                topk_reference("rows: 1, length: 1048576, k: 512") +
+                                                topk_reference("rows: 256, length: 1048576, k: 512"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 3u);
+  const GpuCostModel b200(catalog.data_dir(), catalog.resolve_gpu("b200"), false);
+  const auto& overhead = b200.cost().params().of(KernelClass::kTopK).fixed_overhead_us;
+  ASSERT_TRUE(overhead.has_value());
+  const double short_row = validate_reference(refs[0], catalog).predicted;
+  const double long_row = validate_reference(refs[1], catalog).predicted;
+  const double many_rows = validate_reference(refs[2], catalog).predicted;
+  EXPECT_GE(short_row, overhead->value());
+  EXPECT_GE(long_row, short_row);
+  // 256 rows of 1M FP32 scores are 1 GB to read: the stream, not the latency, sets it.
+  EXPECT_GT(many_rows, 10 * overhead->value());
+  expect_refused_at_load("v41sim_bad_topk", {{topk_reference("rows: 1, length: 4096, k: 512.5"), "probe.k",
+                                              "expected a whole number"},
+                                             {topk_reference("rows: 1, length: 4096"), "k", "missing"}});
+  const Catalog past = catalog_with("v41sim_bad_topk_k", topk_reference("rows: 1, length: 256, k: 512"));
+  try {
+    validate_reference(load_published_references(past).front(), past);
+    FAIL() << "a k past the row was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "probe.k");
+  }
+}
+
 std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
                                 const std::string& model = "deepseek_v3") {
   return "  - name: moe\n    source: \"test\"\n    gpu: " + gpu +

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "sim/common/catalog.h"
 #include "sim/cost/error_band.h"
@@ -65,26 +66,32 @@ TEST(PublishedBandDerivation, BandsOnlyClassesWithEnoughFiguresOfThePriorsArchit
 }
 
 // Blackwell's figures of a class with no Hopper band (the mHC kernels on
-// B200: elementwise, where Hopper has one streaming figure) are reported with
-// their own error and make no band; no class with a band is among them.
+// B200: elementwise, where Hopper has one streaming figure; the top-k
+// kernels, where it has none) are reported, class by class, with their own
+// error and make no band; no class with a band is among them.
 TEST(PublishedBandDerivation, ReportsFiguresElsewhereOfAClassWithNoBand) {
   const Catalog catalog(kSource);
   const PublishedBandDerivation d = derive_published_bands(catalog);
-  int elementwise_on_blackwell = 0;
+  std::map<KernelClass, int> on_blackwell;
   for (const PublishedReference& r : load_published_references(catalog)) {
-    if ((r.probe_kind == "mhc" || r.probe_kind == "stream") && (r.gpu == "b200" || r.gpu == "gb200_nvl72"))
-      ++elementwise_on_blackwell;
+    if (r.gpu != "b200" && r.gpu != "gb200_nvl72") continue;
+    if (r.probe_kind == "mhc" || r.probe_kind == "stream") ++on_blackwell[KernelClass::kElementwise];
+    if (r.probe_kind == "topk") ++on_blackwell[KernelClass::kTopK];
   }
-  ASSERT_GT(elementwise_on_blackwell, 0);
-  ASSERT_FALSE(d.bands.classes[static_cast<std::size_t>(KernelClass::kElementwise)].has_value());
-  ASSERT_EQ(d.unbanded_elsewhere.size(), 1u);
-  const UnbandedElsewhere& u = d.unbanded_elsewhere.front();
-  EXPECT_EQ(u.kernel_class, KernelClass::kElementwise);
-  EXPECT_EQ(u.gpus, std::vector<std::string>{"b200"});
-  EXPECT_EQ(u.stats.count, elementwise_on_blackwell);
-  EXPECT_GT(u.stats.band_90_pct, 0.0);
-  EXPECT_LE(u.stats.band_90_pct, u.stats.worst_pct);
-  for (const TransferCheck& c : d.transfer_checks) EXPECT_NE(c.kernel_class, KernelClass::kElementwise);
+  ASSERT_EQ(on_blackwell.size(), 2u);
+  ASSERT_EQ(d.unbanded_elsewhere.size(), 2u);
+  for (const UnbandedElsewhere& u : d.unbanded_elsewhere) {
+    SCOPED_TRACE(std::string(class_key(u.kernel_class)));
+    EXPECT_FALSE(d.bands.classes[static_cast<std::size_t>(u.kernel_class)].has_value());
+    EXPECT_EQ(u.gpus, std::vector<std::string>{"b200"});
+    EXPECT_EQ(u.stats.count, on_blackwell[u.kernel_class]);
+    EXPECT_GT(u.stats.band_90_pct, 0.0);
+    EXPECT_LE(u.stats.band_90_pct, u.stats.worst_pct);
+  }
+  for (const TransferCheck& c : d.transfer_checks) {
+    EXPECT_NE(c.kernel_class, KernelClass::kElementwise);
+    EXPECT_NE(c.kernel_class, KernelClass::kTopK);
+  }
 }
 
 // A data folder whose h800 has a calibration that moves the latency-bound
