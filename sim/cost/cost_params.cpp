@@ -45,6 +45,30 @@ TileNarrowing read_narrowing(const YamlNode& node, const ClassCost& c) {
   return t;
 }
 
+// A prior within what the quantity can be: a wild value (a latency of days,
+// an efficiency of 1e-300) would otherwise surface far away, as a simulated
+// time out of range in some deployment, instead of at its own line.
+SourcedValue read_within(const YamlNode& node, double least, double most, const char* what,
+                         ValueRange range = ValueRange::kPositive) {
+  SourcedValue v = read_sourced_value(node, range);
+  if (v.value() < least || v.value() > most)
+    throw InputError(v.where(),
+                     fmt::format("expected {} of {:g} to {:g}, got {:g}", what, least, most, v.value()));
+  return v;
+}
+
+// The bounds: a fixed cost is under a second, an efficiency a share of peak
+// above a thousandth, a bandwidth multiple between 1 and 100, a count of
+// operations or lanes within a thousand and a few.
+constexpr double kMostLatencyUs = 1e6;
+constexpr double kLeastEfficiency = 1e-3;
+SourcedValue read_latency(const YamlNode& node, ValueRange range = ValueRange::kPositive) {
+  return read_within(node, 0, kMostLatencyUs, "a fixed cost in us", range);
+}
+SourcedValue read_efficiency(const YamlNode& node) {
+  return read_within(node, kLeastEfficiency, 1.0, "an efficiency, a share of peak,");
+}
+
 LoadPipeline read_pipeline(const YamlNode& node) {
   node.expect_only({"stages", "shared_memory_bytes", "k_block_bytes", "scale_block_n", "straddling_stages"});
   auto field = [&node](const char* key) { return node.required(key).as_positive_int(); };
@@ -66,10 +90,9 @@ ClassCost read_class(const YamlNode& node) {
     c.weight_only_tile = WeightOnlyTile{read_tile(tile->required("m")), read_tile(tile->required("n"))};
   }
   if (const auto pipeline = node.optional("pipeline")) c.pipeline = read_pipeline(*pipeline);
-  c.compute_efficiency = read_sourced_value(node.required("compute_efficiency"));
-  c.memory_efficiency = read_sourced_value(node.required("memory_efficiency"));
-  if (const auto overhead = node.optional("fixed_overhead_us"))
-    c.fixed_overhead_us = read_sourced_value(*overhead);
+  c.compute_efficiency = read_efficiency(node.required("compute_efficiency"));
+  c.memory_efficiency = read_efficiency(node.required("memory_efficiency"));
+  if (const auto overhead = node.optional("fixed_overhead_us")) c.fixed_overhead_us = read_latency(*overhead);
   if (const auto overlap = node.optional("epilogue_overlap")) {
     c.epilogue_overlap = read_sourced_value(*overlap, ValueRange::kNonNegative);
     if (c.epilogue_overlap->value() > 1.0) overlap->fail("a share of the epilogue, at most 1");
@@ -79,14 +102,10 @@ ClassCost read_class(const YamlNode& node) {
     if (c.widening_overlap->value() > 1.0) overlap->fail("a share of the widening, at most 1");
   }
   if (const auto exponent = node.optional("balance_exponent")) {
-    c.balance_exponent = read_sourced_value(*exponent);
-    if (c.balance_exponent->value() < 1.0) exponent->fail("a p-norm's exponent: at least 1");
+    c.balance_exponent = read_within(*exponent, 1.0, 100.0, "a p-norm's exponent");
   }
   if (const auto band = node.optional("error_band_pct"))
     c.error_band_pct = read_sourced_value(*band, ValueRange::kNonNegative);
-  for (const SourcedValue* v : {&c.compute_efficiency, &c.memory_efficiency}) {
-    if (v->value() > 1.0) throw InputError(v->where(), "an efficiency is a fraction of peak, at most 1");
-  }
   return c;
 }
 
@@ -104,18 +123,24 @@ LinkCost read_links(const YamlNode& node) {
   node.expect_only({"nvlink_efficiency", "nic_efficiency", "host_link_efficiency",
                     "all_to_all_latency_intra_us", "all_to_all_latency_inter_us",
                     "all_to_all_latency_low_latency_us", "host_copy_latency_us", "normal_transfer_sms"});
-  auto field = [&node](const char* key) { return read_sourced_value(node.required(key)); };
-  return {field("nvlink_efficiency"),           field("nic_efficiency"),
-          field("host_link_efficiency"),        field("all_to_all_latency_intra_us"),
-          field("all_to_all_latency_inter_us"), field("all_to_all_latency_low_latency_us"),
-          field("host_copy_latency_us"),        field("normal_transfer_sms")};
+  auto efficiency = [&node](const char* key) { return read_efficiency(node.required(key)); };
+  auto latency = [&node](const char* key) { return read_latency(node.required(key)); };
+  return {efficiency("nvlink_efficiency"),
+          efficiency("nic_efficiency"),
+          efficiency("host_link_efficiency"),
+          latency("all_to_all_latency_intra_us"),
+          latency("all_to_all_latency_inter_us"),
+          latency("all_to_all_latency_low_latency_us"),
+          latency("host_copy_latency_us"),
+          read_within(node.required("normal_transfer_sms"), 1, 1024, "SMs")};
 }
 
 WideningCost read_widening(const YamlNode& node) {
   node.expect_only({"fp32_lanes_per_sm", "integer_ops_per_clock", "bf16x2_ops_per_clock",
                     "fp8_to_bf16_cycles", "fp4_to_fp8_integer_ops", "fp4_to_bf16_integer_ops",
                     "fp4_to_bf16_multiplies"});
-  auto field = [&node](const char* key) { return read_sourced_value(node.required(key)); };
+  // Lanes and throughputs an SM has, cycles and operations a value takes.
+  auto field = [&node](const char* key) { return read_within(node.required(key), 1e-3, 4096, "a count"); };
   return {field("fp32_lanes_per_sm"),     field("integer_ops_per_clock"),  field("bf16x2_ops_per_clock"),
           field("fp8_to_bf16_cycles"),    field("fp4_to_fp8_integer_ops"), field("fp4_to_bf16_integer_ops"),
           field("fp4_to_bf16_multiplies")};
@@ -204,12 +229,12 @@ CostParams load_cost_params_file(const std::string& path) {
   }
   if (p.status == "calibrated")
     p.held_out_mape_pct = root.required("held_out_mape_pct").as_non_negative_double();
-  p.launch_overhead_us = read_sourced_value(root.required("launch_overhead_us"));
-  p.graph_replay_overhead_us = read_sourced_value(root.required("graph_replay_overhead_us"));
-  p.sm_bandwidth_multiple = read_sourced_value(root.required("sm_bandwidth_multiple"));
-  p.l2_bandwidth_multiple = read_sourced_value(root.required("l2_bandwidth_multiple"));
-  p.l2_resident_fraction = read_sourced_value(root.required("l2_resident_fraction"));
-  p.memory_latency_us = read_sourced_value(root.required("memory_latency_us"));
+  p.launch_overhead_us = read_latency(root.required("launch_overhead_us"));
+  p.graph_replay_overhead_us = read_latency(root.required("graph_replay_overhead_us"));
+  p.sm_bandwidth_multiple = read_within(root.required("sm_bandwidth_multiple"), 1, 100, "a multiple");
+  p.l2_bandwidth_multiple = read_within(root.required("l2_bandwidth_multiple"), 1, 100, "a multiple");
+  p.l2_resident_fraction = read_within(root.required("l2_resident_fraction"), 0, 1, "a share of L2");
+  p.memory_latency_us = read_latency(root.required("memory_latency_us"));
   p.split_to_fill_sms = root.required("split_to_fill_sms").as_bool();
   p.widening = read_widening(root.required("widening"));
   p.links = read_links(root.required("links"));

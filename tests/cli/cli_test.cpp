@@ -1681,7 +1681,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set "
                "validation/calibration/defaults.yaml:classes.grouped_gemm.memory_efficiency.value=1e-12 run "
                "--duration 30",
-               "h200_pd_64.yaml: simulated time out of range"},
+               "field 'classes.grouped_gemm.memory_efficiency': expected an efficiency, a share of peak, of "
+               "0.001 to 1, got 1e-12"},
         BadRun{
             "--set workloads/agent_coding.yaml:session.first_input_tokens.max=1e20 run --duration 60",
             "agent_coding.yaml:10: field 'session.first_input_tokens.max': expected at most 2147483647, got "

@@ -690,9 +690,24 @@ TEST(Calibration, NarrowingAndPipelineAreChecked) {
                  "tile_n", "expected a tile of 1 to 16777216, got 2147483648");
   expect_refused(priors_with("v41sim_pipeline_zero", "pipeline: {stages: 8,", "pipeline: {stages: 0,"),
                  "stages");
+  // Wild priors are refused at their own line, not as a simulated time out of range later.
+  struct Wild {
+    const char *name, *from, *to, *field, *message;
+  };
+  for (const Wild& w :
+       {Wild{"v41sim_latency_of_days", "launch_overhead_us: {value: 4.0,",
+             "launch_overhead_us: {value: 2147483648,", "launch_overhead_us",
+             "a fixed cost in us of 0 to 1e+06"},
+        Wild{"v41sim_efficiency_near_zero", "memory_efficiency: {value: 0.60,",
+             "memory_efficiency: {value: 1e-300,", "memory_efficiency", "a share of peak, of 0.001 to 1"},
+        Wild{"v41sim_multiple_near_zero", "sm_bandwidth_multiple: {value: 2.5,",
+             "sm_bandwidth_multiple: {value: 1e-300,", "sm_bandwidth_multiple", "a multiple of 1 to 100"},
+        Wild{"v41sim_widening_huge", "fp4_to_fp8_integer_ops: {value: 5,",
+             "fp4_to_fp8_integer_ops: {value: 1e300,", "fp4_to_fp8_integer_ops", "a count of 0.001 to 4096"}})
+    expect_refused(priors_with(w.name, w.from, w.to), w.field, w.message);
   expect_refused(priors_with("v41sim_balance_below_one", "balance_exponent: {value: 3,",
                              "balance_exponent: {value: 0.5,"),
-                 "balance_exponent", "at least 1");
+                 "balance_exponent", "exponent of 1 to 100");
   expect_refused(priors_with("v41sim_no_latency", "memory_latency_us:", "memory_latency:"), "memory_latency");
 }
 
