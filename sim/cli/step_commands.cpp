@@ -12,6 +12,7 @@
 #include "sim/cost/gpu_cost_model.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/expert_load.h"
+#include "sim/graph/residual_mixing.h"
 #include "sim/graph/step_graph.h"
 #include "sim/report/layer_comparison.h"
 #include "sim/report/step_log_view.h"
@@ -53,13 +54,6 @@ StepShape step_shape_from(const Flags& f) {
   s.engine.reindex_scores_pool_only = !f.reindex_scores_every_position;
   s.engine.experts_bf16_math = f.experts_bf16;
   return s;
-}
-
-// --mhc names a form of mHC: a model without it is refused, not stepped as if
-// the flag had been heard (compare-layers applies it to the models that have it).
-void require_mhc_for_form(const ModelAnalysis& m, const StepShape& s) {
-  if (s.engine.mhc_form != MhcForm::kAsModel && !m.spec.mhc)
-    throw InputError({"", 0, "--mhc"}, m.spec.name + " has no mHC to run in another form");
 }
 
 // A prefill step of chunks: each of the --batch prompts computes its last
@@ -211,7 +205,7 @@ DraftChoice set_drafts(const Flags& f, const ModelAnalysis& m, const KernelCostM
 void run_step(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape shape = step_shape_from(f);
-  require_mhc_for_form(m, shape);
+  require_mhc_for_form(m.spec, shape.engine.mhc_form, {"", 0, "--mhc"});
   set_expert_placement(f, m, &shape);
   add_prompt_chunks(f, &shape);
   set_prompt_ranks(f, &shape);
@@ -268,7 +262,7 @@ void run_step_log(const Catalog& catalog, const Flags& f, std::ostream& out) {
   const StepLog log = load_step_log(f.step_log);
   const ModelAnalysis m = load_model_named(catalog, f.model);
   StepShape base = step_shape_from(f);
-  require_mhc_for_form(m, base);
+  require_mhc_for_form(m.spec, base.engine.mhc_form, {"", 0, "--mhc"});
   set_expert_placement(f, m, &base);
   const std::string gpu_file = catalog.resolve_gpu(f.hw);
   const GpuCostModel launched(catalog.data_dir(), gpu_file, false);

@@ -59,7 +59,7 @@ SourcedValue read_within(const YamlNode& node, double least, double most, const 
 
 // The bounds: a fixed cost is under a second, an efficiency a share of peak
 // above a thousandth, a bandwidth multiple between 1 and 100, a count of
-// operations or lanes within a thousand and a few.
+// operations or lanes a value or an SM takes at most 4,096.
 constexpr double kMostLatencyUs = 1e6;
 constexpr double kLeastEfficiency = 1e-3;
 SourcedValue read_latency(const YamlNode& node, ValueRange range = ValueRange::kPositive) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "sim/common/input_error.h"
+
 namespace v41sim {
 namespace {
 
@@ -47,6 +49,11 @@ bool runs_single_pass(const LayerContext& c) {
 }
 
 }  // namespace
+
+void require_mhc_for_form(const ModelSpec& m, MhcForm form, const InputLocation& at) {
+  if (form != MhcForm::kAsModel && !m.mhc)
+    throw InputError(at, m.name + " has no mHC to run in another form");
+}
 
 MhcSite mhc_site(const ModelSpec& m) {
   return {{static_cast<double>(m.mhc->streams), static_cast<double>(m.hidden_size)},

@@ -38,6 +38,10 @@ Kernel& add_mhc_post_merge(KernelFactory& f, std::string name, double rows, cons
 // V4.1's single pass: the streams read once and written once a block.
 Kernel& add_mhc_fused(KernelFactory& f, std::string name, double rows, const MhcSite& site);
 
+// A form of mHC asked for (a flag's or a pool's, at `at`) needs a model with
+// mHC: a model without it is refused there, not run as if it had been heard.
+void require_mhc_for_form(const ModelSpec& m, MhcForm form, const InputLocation& at);
+
 // The mixing before `block` ("attn" or "ffn"): mHC in the form the step asks
 // for (the model's unless it says), or the residual add and RMSNorm.
 void add_residual_mixing(const LayerContext& c, KernelFactory& f, const char* block);

@@ -43,8 +43,7 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
   s.overlap_communication = pool.overlap != PoolSpec::Overlap::kOff;
   s.fuse_input_projections = pool.fuse_input_projections;
   s.include_draft = pool.speculative_decoding;
-  if (pool.engine.mhc_form != MhcForm::kAsModel && !model.spec.mhc)
-    throw InputError(pool.mhc_form_at, "the model has no mHC to run in another form");
+  require_mhc_for_form(model.spec, pool.engine.mhc_form, pool.mhc_form_at);
   s.engine = pool.engine;
   // Split by columns, every GPU runs every expert's slice: no rank is busier.
   if (!pool.experts_split_by_columns)

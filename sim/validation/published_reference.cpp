@@ -1,6 +1,7 @@
 #include "sim/validation/published_reference.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -43,9 +44,10 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"serving", {"model", "deployment", "workload"}}};
   const auto needed = kRequired.find(r.probe_kind);
   if (needed == kRequired.end()) {
-    probe.required("kind").fail("unknown probe '" + r.probe_kind +
-                                "' (expected gemm, grouped_gemm, stream, mhc, topk, moe_layer, all_to_all, "
-                                "attention, step, serving)");
+    std::vector<std::string> kinds;
+    for (const auto& [kind, fields] : kRequired) kinds.push_back(kind);
+    probe.required("kind").fail(
+        fmt::format("unknown probe '{}' (expected {})", r.probe_kind, fmt::join(kinds, ", ")));
   }
   for (const std::string& key : needed->second) probe.required(key);
   // Optional keys: the weights' format (grouped_gemm: FP8 unless it says

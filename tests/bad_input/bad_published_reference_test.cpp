@@ -77,6 +77,20 @@ void expect_refused_at_load(const std::string& scratch, const std::vector<Refuse
   }
 }
 
+// The one reference in `references` loads but is refused when timed, at
+// `field`, its message holding `message`.
+void expect_refused_when_timed(const std::string& scratch, const std::string& references,
+                               const std::string& field, const std::string& message) {
+  const Catalog catalog = catalog_with(scratch, references);
+  try {
+    validate_reference(load_published_references(catalog).front(), catalog);
+    ADD_FAILURE() << "accepted: " << references;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, field);
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
 std::string attention_reference(const std::string& probe, const std::string& metric) {
   return "  - name: attention\n    source: \"test\"\n    gpu: h800\n    probe: {kind: attention, " + probe +
          "}\n    reference: {metric: " + metric + ", value: 1}\n    tolerance_pct: 10\n";
@@ -152,39 +166,19 @@ TEST(PublishedReference, NamedPriorsExist) {
 }
 
 TEST(BadPublishedReference, AttentionProbeFieldsAreChecked) {
-  const Catalog too_many =
-      catalog_with("v41sim_bad_attention_heads",
-                   attention_reference(
-                       "model: deepseek_v3, phase: decode, batch: 1, context: 8192, heads: 256", "tflops"));
-  try {
-    validate_reference(load_published_references(too_many).front(), too_many);
-    FAIL() << "more heads than the model has were accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().field, "probe.heads");
-    EXPECT_NE(std::string(e.what()).find("128"), std::string::npos) << e.what();
-  }
-  const Catalog no_indexer =
-      catalog_with("v41sim_bad_attention_topk",
-                   attention_reference(
-                       "model: deepseek_v3, phase: decode, batch: 1, context: 8192, topk: 2048", "tflops"));
-  try {
-    validate_reference(load_published_references(no_indexer).front(), no_indexer);
-    FAIL() << "a top-k for a model without an indexer was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().field, "probe.topk");
-    EXPECT_NE(std::string(e.what()).find("no indexer"), std::string::npos) << e.what();
-  }
-  const Catalog prefill_queries = catalog_with(
+  expect_refused_when_timed(
+      "v41sim_bad_attention_heads",
+      attention_reference("model: deepseek_v3, phase: decode, batch: 1, context: 8192, heads: 256", "tflops"),
+      "probe.heads", "128");
+  expect_refused_when_timed(
+      "v41sim_bad_attention_topk",
+      attention_reference("model: deepseek_v3, phase: decode, batch: 1, context: 8192, topk: 2048", "tflops"),
+      "probe.topk", "no indexer");
+  expect_refused_when_timed(
       "v41sim_bad_attention_queries",
       attention_reference(
-          "model: deepseek_v3, phase: prefill, batch: 1, context: 8192, queries_per_sequence: 2", "tflops"));
-  try {
-    validate_reference(load_published_references(prefill_queries).front(), prefill_queries);
-    FAIL() << "query tokens a sequence in a prefill probe were accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().field, "probe.queries_per_sequence");
-    EXPECT_NE(std::string(e.what()).find("decode"), std::string::npos) << e.what();
-  }
+          "model: deepseek_v3, phase: prefill, batch: 1, context: 8192, queries_per_sequence: 2", "tflops"),
+      "probe.queries_per_sequence", "decode");
   expect_refused_at_load(
       "v41sim_bad_attention_fraction",
       {{attention_reference(
@@ -502,13 +496,8 @@ TEST(PublishedReference, TopkProbeTimesASelect) {
   expect_refused_at_load("v41sim_bad_topk", {{topk_reference("rows: 1, length: 4096, k: 512.5"), "probe.k",
                                               "expected a whole number"},
                                              {topk_reference("rows: 1, length: 4096"), "k", "missing"}});
-  const Catalog past = catalog_with("v41sim_bad_topk_k", topk_reference("rows: 1, length: 256, k: 512"));
-  try {
-    validate_reference(load_published_references(past).front(), past);
-    FAIL() << "a k past the row was accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where().field, "probe.k");
-  }
+  expect_refused_when_timed("v41sim_bad_topk_k", topk_reference("rows: 1, length: 256, k: 512"), "probe.k",
+                            "more values than a row holds");
 }
 
 std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
