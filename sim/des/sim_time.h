@@ -28,10 +28,13 @@ class SimTime {
   double ms() const { return static_cast<double>(ps_) * 1e-9; }
   double s() const { return static_cast<double>(ps_) * 1e-12; }
 
-  constexpr SimTime operator+(SimTime other) const { return SimTime(ps_ + other.ps_); }
+  // A sum past the range throws as a figure outside it does: each of two
+  // times can lie inside the range (a step's end, the time now) and their sum
+  // not, which would otherwise wrap into the past.
+  constexpr SimTime operator+(SimTime other) const { return SimTime(checked_sum(ps_, other.ps_)); }
   constexpr SimTime operator-(SimTime other) const { return SimTime(ps_ - other.ps_); }
   constexpr SimTime& operator+=(SimTime other) {
-    ps_ += other.ps_;
+    ps_ = checked_sum(ps_, other.ps_);
     return *this;
   }
   constexpr auto operator<=>(const SimTime&) const = default;
@@ -45,6 +48,15 @@ class SimTime {
                               " s (SimTime holds 0 to about 106 days)");
     }
     return SimTime(static_cast<int64_t>(std::llround(ps)));
+  }
+  static constexpr int64_t checked_sum(int64_t a, int64_t b) {
+    int64_t sum = 0;
+    if (__builtin_add_overflow(a, b, &sum)) {
+      throw std::out_of_range(
+          "simulated time out of range: " + std::to_string(static_cast<double>(a) * 1e-12) + " s + " +
+          std::to_string(static_cast<double>(b) * 1e-12) + " s (SimTime holds 0 to about 106 days)");
+    }
+    return sum;
   }
   int64_t ps_ = 0;
 };

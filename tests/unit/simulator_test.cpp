@@ -81,6 +81,29 @@ TEST(SimTime, FiguresOutsideTheRangeThrow) {
   EXPECT_THROW(SimTime::from_s(INFINITY), std::out_of_range);
 }
 
+// Two times inside the range whose sum is not (a step that ends past the
+// range, started late in a run) throw as well, instead of wrapping negative:
+// the simulator would then refuse the event as "scheduled in the past", an
+// internal error where the input is to blame.
+TEST(SimTime, SumsPastTheRangeThrow) {
+  const SimTime late = SimTime::from_s(86400.0 * 60);
+  EXPECT_EQ((late + SimTime::from_s(86400.0 * 40)).s(), 86400.0 * 100);
+  EXPECT_THROW(late + SimTime::from_s(86400.0 * 60), std::out_of_range);
+  SimTime t = late;
+  EXPECT_THROW(t += SimTime::from_s(86400.0 * 60), std::out_of_range);
+  EXPECT_EQ(t, late);
+  EXPECT_THROW(SimTime::max() + SimTime::from_ps(1), std::out_of_range);
+}
+
+// Scheduling a step that ends past the range refuses with the range's own
+// message, not the simulator's internal "in the past".
+TEST(Simulator, AStepEndingPastTheRangeIsOutOfRange) {
+  Simulator sim(1);
+  sim.schedule_at(SimTime::from_s(86400.0 * 60),
+                  [&] { sim.schedule_at(sim.now() + SimTime::from_s(86400.0 * 60), [] {}); });
+  EXPECT_THROW(sim.run_until(SimTime::max()), std::out_of_range);
+}
+
 TEST(Simulator, RandomStreamsAreIndependentAndRepeatable) {
   const Simulator a(42);
   const Simulator b(42);
