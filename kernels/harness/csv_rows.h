@@ -20,7 +20,7 @@ namespace v41sim::kernels {
 inline constexpr const char* kCsvHeader =
     "kernel,class,math,m,n,k,batch,context,flops,hbm_bytes,median_us,min_us,max_us,achieved_gbps,"
     "achieved_tflops,fraction_of_copy,fraction_of_compute_ceiling,epilogue_bytes,narrow_fp8_values,"
-    "narrow_fp4_values,tiling";
+    "narrow_fp4_values,folded_values,tiling";
 
 // Measured on this device before any kernel is timed.
 struct Ceilings {
@@ -56,6 +56,9 @@ struct Row {
   // simulator counts them (sim/graph/kernel.h NarrowValues).
   double narrow_fp8_values = 0;
   double narrow_fp4_values = 0;
+  // Accumulator values its CUDA cores fold into the output (sim/graph/kernel.h
+  // Kernel::folded_values: the indexer's ReLU and head weight a value).
+  double folded_values = 0;
   // How the kernel cut its work into CTA tiles, so the simulator predicts the
   // row with the tiles it ran: "class" (the kernel class's rule), "split" (a
   // library that splits K to fill the SMs: cuBLASLt), or "MxN" (fixed tiles,
@@ -76,15 +79,15 @@ class RowWriter {
     const double compute_ceiling = ceilings_.for_math(r.math);
     const double copy_ceiling = ceilings_.copy_for_class(r.kernel_class);
     char line[704];
-    std::snprintf(
-        line, sizeof line,
-        "%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%s\n",
-        r.kernel.c_str(), r.kernel_class.c_str(), r.math.c_str(), static_cast<long long>(r.m),
-        static_cast<long long>(r.n), static_cast<long long>(r.k), static_cast<long long>(r.batch),
-        static_cast<long long>(r.context), r.flops, r.hbm_bytes, r.time.median_us, r.time.min_us,
-        r.time.max_us, gbps, tflops, copy_ceiling > 0 ? gbps / copy_ceiling : 0.0,
-        compute_ceiling > 0 ? tflops / compute_ceiling : 0.0, r.epilogue_bytes, r.narrow_fp8_values,
-        r.narrow_fp4_values, r.tiling.c_str());
+    std::snprintf(line, sizeof line,
+                  "%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%.0f,%.0f,%"
+                  ".0f,%.0f,%s\n",
+                  r.kernel.c_str(), r.kernel_class.c_str(), r.math.c_str(), static_cast<long long>(r.m),
+                  static_cast<long long>(r.n), static_cast<long long>(r.k), static_cast<long long>(r.batch),
+                  static_cast<long long>(r.context), r.flops, r.hbm_bytes, r.time.median_us, r.time.min_us,
+                  r.time.max_us, gbps, tflops, copy_ceiling > 0 ? gbps / copy_ceiling : 0.0,
+                  compute_ceiling > 0 ? tflops / compute_ceiling : 0.0, r.epilogue_bytes, r.narrow_fp8_values,
+                  r.narrow_fp4_values, r.folded_values, r.tiling.c_str());
     put(line);
   }
 

@@ -139,6 +139,7 @@ Row logits_row(int64_t m, int64_t n, int64_t batch, int64_t context, double flop
                double fp4_values) {
   Row row{"", "indexer", "", m, n, kV41IndexHeads * kIndexDim, batch, context, flops, bytes};
   row.narrow_fp4_values = fp4_values;
+  row.folded_values = flops / (2.0 * kIndexDim);  // a score a head a (query, position): its ReLU and weight
   return row;
 }
 

@@ -138,12 +138,12 @@ LinkCost read_links(const YamlNode& node) {
 WideningCost read_widening(const YamlNode& node) {
   node.expect_only({"fp32_lanes_per_sm", "integer_ops_per_clock", "bf16x2_ops_per_clock",
                     "fp8_to_bf16_cycles", "fp4_to_fp8_integer_ops", "fp4_to_bf16_integer_ops",
-                    "fp4_to_bf16_multiplies"});
+                    "fp4_to_bf16_multiplies", "compare_ops_per_clock"});
   // Lanes and throughputs an SM has, cycles and operations a value takes.
   auto field = [&node](const char* key) { return read_within(node.required(key), 1e-3, 4096, "a count"); };
-  return {field("fp32_lanes_per_sm"),     field("integer_ops_per_clock"),  field("bf16x2_ops_per_clock"),
-          field("fp8_to_bf16_cycles"),    field("fp4_to_fp8_integer_ops"), field("fp4_to_bf16_integer_ops"),
-          field("fp4_to_bf16_multiplies")};
+  return {field("fp32_lanes_per_sm"),      field("integer_ops_per_clock"),  field("bf16x2_ops_per_clock"),
+          field("fp8_to_bf16_cycles"),     field("fp4_to_fp8_integer_ops"), field("fp4_to_bf16_integer_ops"),
+          field("fp4_to_bf16_multiplies"), field("compare_ops_per_clock")};
 }
 
 TransferRule read_transfer(const YamlNode& node) {

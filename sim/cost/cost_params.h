@@ -103,10 +103,14 @@ struct WideningCost {
   SourcedValue fp4_to_fp8_integer_ops;   // per 4 values, e2m1 -> e4m3 for FP8 tensor math
   SourcedValue fp4_to_bf16_integer_ops;  // per 4 values, e2m1 -> BF16 ...
   SourcedValue fp4_to_bf16_multiplies;   // ... and its BF16x2 scale multiplies per 4 values
+  SourcedValue compare_ops_per_clock;    // FP32 compare / min / max instructions per SM
 
   double fp4_to_fp8_cycles() const {
     return fp4_to_fp8_integer_ops.value() / 4.0 / integer_ops_per_clock.value();
   }
+  // A folded value's max runs at the compare rate; its multiply-add goes to
+  // the FMA pipe, at twice that rate, beside it.
+  double fold_cycles() const { return 1.0 / compare_ops_per_clock.value(); }
   double fp4_to_bf16_cycles() const {
     return (fp4_to_bf16_integer_ops.value() / integer_ops_per_clock.value() +
             fp4_to_bf16_multiplies.value() / bf16x2_ops_per_clock.value()) /

@@ -61,8 +61,9 @@ KernelCostModel::CacheKey KernelCostModel::key_of(const Kernel& k) {
            std::bit_cast<uint64_t>(k.l2_reuse_bytes), std::bit_cast<uint64_t>(k.epilogue_bytes),
            std::bit_cast<uint64_t>(k.link_bytes), std::bit_cast<uint64_t>(k.off_node_fraction),
            std::bit_cast<uint64_t>(k.narrow.fp8), std::bit_cast<uint64_t>(k.narrow.fp4),
-           std::bit_cast<uint64_t>(k.operands.row_bytes), std::bit_cast<uint64_t>(k.operands.column_bytes),
-           static_cast<uint64_t>(k.tiling.m), static_cast<uint64_t>(k.tiling.n)}};
+           std::bit_cast<uint64_t>(k.folded_values), std::bit_cast<uint64_t>(k.operands.row_bytes),
+           std::bit_cast<uint64_t>(k.operands.column_bytes), static_cast<uint64_t>(k.tiling.m),
+           static_cast<uint64_t>(k.tiling.n)}};
 }
 
 std::string_view bound_name(Bound bound) {
@@ -73,6 +74,8 @@ std::string_view bound_name(Bound bound) {
       return "memory";
     case Bound::kWidening:
       return "widening";
+    case Bound::kFold:
+      return "fold";
     case Bound::kLatency:
       return "latency";
     case Bound::kLaunch:
@@ -150,7 +153,7 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
 // beyond the slots (README: Performance). A slot holds the timing its key
 // gives, so whether it answers changes no figure.
 struct KernelCostModel::RecentKernels {
-  static constexpr std::size_t kSlots = 4096;  // of 256 bytes: 1 MB a thread
+  static constexpr std::size_t kSlots = 4096;  // of 272 bytes: 1.1 MB a thread
   struct Slot {
     uint64_t model = 0;  // the serial of the model it came from; 0: empty
     CacheKey key;
@@ -328,9 +331,13 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, TileShape tile, double wide
   const double tile_serial_bytes = serial_bytes / static_cast<double>(t.tiles);
   const double widen_rate = widening_rate(cls);
   const double tile_widen_s = widen_cycles / static_cast<double>(t.tiles) / widen_rate;
+  // The fold runs on the CUDA cores too, after the widening it shares them with,
+  // beside the tensor math as the widening does.
+  const double fold_cycles = k.folded_values * params_.widening.fold_cycles();
+  const double tile_fold_s = fold_cycles / static_cast<double>(t.tiles) / widen_rate;
   const double widen_overlap = cls.widening_overlap ? cls.widening_overlap->value() : 1.0;
   const double tile_math_s = tile_flops / (rate / sms_);
-  const double tile_compute_s = overlapped(tile_math_s, tile_widen_s, widen_overlap);
+  const double tile_compute_s = overlapped(tile_math_s, tile_widen_s + tile_fold_s, widen_overlap);
   auto tile_seconds = [&](int64_t concurrent) {
     const double share = std::min(bandwidth / static_cast<double>(concurrent), per_sm_cap);
     // Loads: the HBM share or the pipeline's refills, whichever is slower; both
@@ -349,9 +356,11 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, TileShape tile, double wide
   const bool stream_bound = tile_stream_s > std::max(tile_compute_s, tile_bytes / busiest_share);
   const double math_s = k.flops / rate;
   const double widen_s = widen_cycles / (widen_rate * sms_);
-  const double compute_s = overlapped(math_s, widen_s, widen_overlap);
+  const double fold_s = fold_cycles / (widen_rate * sms_);
+  const double compute_s = overlapped(math_s, widen_s + fold_s, widen_overlap);
   const double memory_s = bytes / bandwidth;
   t.widening_us = widen_s * 1e6;
+  t.fold_us = fold_s * 1e6;
   t.math_us = math_s * 1e6;
   t.memory_us = memory_s * 1e6;
   t.edge_us = serial_bytes / bandwidth * 1e6;
@@ -365,13 +374,15 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, TileShape tile, double wide
 }
 
 // Whichever term dominated: launch, the load pipeline, an under-filled last
-// wave, or else the roofline's side (widening where it outlasts the math).
+// wave, or else the roofline's side (the CUDA cores' widening or fold, the
+// longer of the two, where together they outlast the math).
 Bound KernelCostModel::bound_of(const KernelTiming& t, bool stream_bound, bool memory_side) {
   if (t.overhead_us >= t.busy_us) return Bound::kLaunch;
   if (stream_bound) return Bound::kLatency;
   if (t.busy_us > kTailThreshold * t.roofline_us) return Bound::kTail;
   if (memory_side) return Bound::kMemory;
-  return t.widening_us > t.math_us ? Bound::kWidening : Bound::kCompute;
+  if (t.widening_us + t.fold_us <= t.math_us) return Bound::kCompute;
+  return t.fold_us > t.widening_us ? Bound::kFold : Bound::kWidening;
 }
 
 KernelTiming KernelCostModel::transfer(const Kernel& k) const {

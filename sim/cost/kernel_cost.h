@@ -33,9 +33,11 @@
 namespace v41sim {
 
 // kWidening: the CUDA cores widening narrow operands for the tensor cores
-// took longer than the tensor math and the memory traffic. kLatency: a tile's
+// took longer than the tensor math and the memory traffic; kFold: the CUDA
+// cores folding the tensor math's accumulators into the output (the
+// indexer's ReLU and head weights) did. kLatency: a tile's
 // load pipeline (its stages per memory latency) took longer than both.
-enum class Bound { kCompute, kMemory, kWidening, kLatency, kLaunch, kTail, kLink };
+enum class Bound { kCompute, kMemory, kWidening, kFold, kLatency, kLaunch, kTail, kLink };
 std::string_view bound_name(Bound bound);
 
 struct KernelTiming {
@@ -50,6 +52,7 @@ struct KernelTiming {
   double memory_us = 0;
   double edge_us = 0;
   double widening_us = 0;
+  double fold_us = 0;  // CUDA-core fold of the accumulators (Kernel::folded_values)
   // GEMM tiles' load pipelines: a latency per ring of stages per wave, and
   // the first fill (LoadPipeline); zero where the class models none.
   double pipeline_us = 0;
@@ -112,7 +115,7 @@ class KernelCostModel {
   double sm_cycles_per_s_;  // the SM clock, from the FP32 vector rate
   // Everything the timing depends on, compared exactly (a hash alone could collide).
   struct CacheKey {
-    std::array<uint64_t, 17> fields;
+    std::array<uint64_t, 18> fields;
     bool operator==(const CacheKey&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const CacheKey& key) {

@@ -225,6 +225,7 @@ void add_index_scoring(const LayerContext& c, const SequenceGroup& g, KernelFact
   logits.shape = index_logits_shape(g, std::max<int64_t>(1, static_cast<int64_t>(visible)),
                                     static_cast<int64_t>(dim * heads), own_pools);
   logits.flops = 2.0 * heads * dim * scored;
+  logits.folded_values = heads * scored;  // each head's score: ReLU, its weight, into the sum
   // The logits go through memory to the top-k pass in both phases: DeepGEMM's
   // fp8_mqa_logits (prefill) and fp8_paged_mqa_logits (decode) return the
   // queries x positions FP32 logits (API reference, v2.2.0), engines run the

@@ -93,6 +93,11 @@ struct Kernel {
   // after (how much of it overlaps the main loop is the cost model's call).
   double epilogue_bytes = 0;
   NarrowValues narrow;
+  // Accumulator values the CUDA cores fold into the output after the tensor
+  // math, each through a max and a multiply-add: the indexer's ReLU and head
+  // weight, one per query x position x head, summed over the heads (DeepGEMM's
+  // mqa_logits kernels: fmaxf, then an FFMA, or half an FFMA2 on sm_100).
+  double folded_values = 0;
   GemmOperands operands;
   Tiling tiling;
   // What a GEMM's row operand is ("attn_input", "q_latent"): GEMMs of one

@@ -301,11 +301,14 @@ ServedDecode decode_step(const ModelAnalysis& m, const KernelCostModel& cost, in
 // "H20 at batch 1: 20% of the step bound by HBM bandwidth, ...": what a
 // step's time is bound by, largest share first.
 std::string bound_shares(const StepTiming& t, int64_t batch) {
-  const std::pair<Bound, const char*> kinds[] = {
-      {Bound::kMemory, "HBM bandwidth"},        {Bound::kCompute, "tensor math"},
-      {Bound::kWidening, "CUDA-core widening"}, {Bound::kLink, "EP transfers"},
-      {Bound::kLatency, "GEMM load pipelines"}, {Bound::kLaunch, "launch or graph replay"},
-      {Bound::kTail, "under-filled waves"}};
+  const std::pair<Bound, const char*> kinds[] = {{Bound::kMemory, "HBM bandwidth"},
+                                                 {Bound::kCompute, "tensor math"},
+                                                 {Bound::kWidening, "CUDA-core widening"},
+                                                 {Bound::kFold, "CUDA-core fold"},
+                                                 {Bound::kLink, "EP transfers"},
+                                                 {Bound::kLatency, "GEMM load pipelines"},
+                                                 {Bound::kLaunch, "launch or graph replay"},
+                                                 {Bound::kTail, "under-filled waves"}};
   std::vector<std::pair<double, const char*>> shares;
   for (const auto& [bound, name] : kinds) shares.emplace_back(time_bound_by(t, bound) / t.total_us, name);
   std::stable_sort(shares.begin(), shares.end(),

@@ -121,6 +121,7 @@ nlohmann::json kernel_json(const Kernel& k, const KernelTiming& t, double start_
                       {"memory_us", t.memory_us},
                       {"edge_us", t.edge_us},
                       {"widening_us", t.widening_us},
+                      {"fold_us", t.fold_us},
                       {"pipeline_us", t.pipeline_us},
                       {"widened_ahead", t.widened_ahead},
                       {"fp4_at_fp8_rate", t.math_fallback}};

@@ -353,7 +353,8 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
                                    std::pair{"fp8_to_bf16_cycles", &w.fp8_to_bf16_cycles},
                                    std::pair{"fp4_to_fp8_integer_ops", &w.fp4_to_fp8_integer_ops},
                                    std::pair{"fp4_to_bf16_integer_ops", &w.fp4_to_bf16_integer_ops},
-                                   std::pair{"fp4_to_bf16_multiplies", &w.fp4_to_bf16_multiplies}}) {
+                                   std::pair{"fp4_to_bf16_multiplies", &w.fp4_to_bf16_multiplies},
+                                   std::pair{"compare_ops_per_clock", &w.compare_ops_per_clock}}) {
     out += fmt::format("  {}: {}\n", key, sourced(*value));
   }
   const LinkCost& l = r.params.links;

@@ -28,6 +28,7 @@ const std::vector<std::string> kOptional{"context",
                                          "epilogue_bytes",
                                          "narrow_fp8_values",
                                          "narrow_fp4_values",
+                                         "folded_values",
                                          "tiling"};
 const std::vector<std::string> kRequiredMetadata{"gpu", "sm_count", "driver", "cuda", "date", "git_commit"};
 
@@ -167,6 +168,11 @@ Measurement read_row(const std::vector<std::string>& cells, const std::map<std::
     throw InputError(at(m.kernel.narrow.fp8 < 0 ? "narrow_fp8_values" : "narrow_fp4_values"),
                      "a count of values: expected zero or more");
   }
+  // Accumulator values folded on the CUDA cores (the indexer's); files written
+  // before the harness counted them fold nothing.
+  if (columns.count("folded_values")) m.kernel.folded_values = number_of("folded_values");
+  if (m.kernel.folded_values < 0)
+    throw InputError(at("folded_values"), "a count of values: expected zero or more");
   // A host copy's bytes are the bytes that cross the host link (the model times it there).
   if (m.kernel.kernel_class == KernelClass::kHostCopy) {
     m.kernel.link_bytes = m.kernel.hbm_bytes;

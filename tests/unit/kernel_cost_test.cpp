@@ -287,6 +287,40 @@ TEST(KernelCost, AttentionTilesSplitKeysOnlyToFillTheSmsAndPayTheirEdges) {
   EXPECT_GT(g.cost.time(short_keys).busy_us, 1.03 * g.cost.time(long_keys).busy_us);
 }
 
+// The indexer folds each head's score on the CUDA cores (a max at the compare
+// rate, 64 a clock, its multiply-add beside it): on B200 an FP4 indexer's fold
+// of 32 heads outlasts its tensor math (8,192 FLOPs a pair at the FP4 rate),
+// sets the time and names the bound; on H800 it hides under the FP8 math (its
+// FP4 keys widened too); a kernel with nothing to fold is timed as before.
+TEST(KernelCost, TheIndexersFoldRunsBesideItsTensorMath) {
+  const double pairs = 64.0 * 65536.0;
+  Kernel k = fp4_indexer(2.0 * 32 * 128 * pairs);
+  k.folded_values = 32 * pairs;
+  Kernel unfolded = k;
+  unfolded.folded_values = 0;
+  {
+    GpuUnderTest g("b200", /*cuda_graph=*/false);
+    const CostParams& p = g.cost.params();
+    EXPECT_DOUBLE_EQ(p.widening.fold_cycles(), 1.0 / 64.0);
+    const double eff = p.of(KernelClass::kIndexer).compute_efficiency.value();
+    const double clock = 80e12 / (2.0 * 128.0 * 148.0);  // B200: 80 TF FP32 over 148 SMs
+    const double fold_us = k.folded_values / 64.0 / (clock * eff * 148.0) * 1e6;
+    const KernelTiming t = g.cost.time(k);
+    EXPECT_NEAR(t.fold_us, fold_us, 1e-9 * fold_us);
+    EXPECT_GT(t.fold_us, t.math_us);
+    EXPECT_EQ(t.bound, Bound::kFold);
+    EXPECT_GT(t.busy_us, g.cost.time(unfolded).busy_us * 1.2);
+    EXPECT_DOUBLE_EQ(g.cost.time(unfolded).fold_us, 0.0);
+  }
+  {
+    GpuUnderTest g("h800", /*cuda_graph=*/false);
+    const KernelTiming t = g.cost.time(k);
+    EXPECT_LT(t.fold_us + t.widening_us, t.math_us);
+    EXPECT_EQ(t.bound, g.cost.time(unfolded).bound);
+    EXPECT_DOUBLE_EQ(t.busy_us, g.cost.time(unfolded).busy_us);
+  }
+}
+
 // The FP4 widening costs are the kernels' instruction counts per 4 values
 // over the instruction throughputs: 5 integer ops at 64 per clock is 5/256
 // cycles per value; 8 integer ops and 2 BF16x2 multiplies at 128, (8/64 + 2/128) / 4.

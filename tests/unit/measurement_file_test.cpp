@@ -76,7 +76,12 @@ void write_harness_file(const fs::path& file) {
          1.05e7,
          0.0,
          1.18e7,
+         0.0,
          "128x64"});
+  kernels::Row logits{"indexer_logits",  "indexer", "fp4", 64, 8192, 4096, 1, 0, 6.7e10, 2.1e7,
+                      {40.0, 39.5, 41.0}};
+  logits.folded_values = 2.6e8;  // 64 queries x 8,192 positions x 32 heads
+  w.row(logits);
   ::close(fd);
 }
 
@@ -84,7 +89,7 @@ TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
   const fs::path dir = fresh_dir("v41sim_harness_rows");
   write_harness_file(dir / "kernels.csv");
   const MeasurementSet set = load_measurements(dir.string());
-  ASSERT_EQ(set.rows.size(), 2u);
+  ASSERT_EQ(set.rows.size(), 3u);
   const Measurement& decode = set.rows[0];
   EXPECT_EQ(decode.kernel.name, "sparse_attention_decode");
   EXPECT_EQ(decode.kernel.kernel_class, KernelClass::kAttention);
@@ -102,6 +107,21 @@ TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
   EXPECT_EQ(decode.kernel.narrow, NarrowValues{});
   EXPECT_DOUBLE_EQ(set.rows[1].kernel.narrow.fp4, 1.18e7);  // FP4 weights, widened for FP8 math
   EXPECT_DOUBLE_EQ(set.rows[1].kernel.narrow.fp8, 0.0);
+  EXPECT_DOUBLE_EQ(decode.kernel.folded_values, 0.0);
+  EXPECT_DOUBLE_EQ(set.rows[2].kernel.folded_values, 2.6e8);  // the indexer's ReLU and head weights
+}
+
+// A negative count of folded values is refused at its line and column; a
+// file without the column folds nothing.
+TEST(MeasurementFile, FoldedValueCountsAreChecked) {
+  const fs::path dir = fresh_dir("v41sim_harness_folded");
+  std::ofstream(dir / "a.csv") << kMetadata
+                               << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,"
+                                  "folded_values\n"
+                               << "a,indexer,fp4,64,640,4096,1,1e9,1e6,5,5,5,-1\n";
+  const InputError e = load_error(dir, "a negative count");
+  EXPECT_EQ(e.where().line, 8);
+  EXPECT_EQ(e.where().field, "folded_values");
 }
 
 // A negative count of narrow values is refused at its line and column.

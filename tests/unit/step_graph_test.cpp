@@ -91,6 +91,9 @@ TEST(StepGraph, TheIndexerLogitsGoThroughMemoryToTheTopK) {
     const double written = topk->hbm_bytes - layer.tokens * static_cast<double>(idx.topk) * 4.0;
     EXPECT_NEAR(written, scored * 4.0, 1e-9 * written) << (phase == Phase::kDecode ? "decode" : "prefill");
     EXPECT_GT(logits->hbm_bytes, scored * 4.0);
+    // Each scored pair's heads are folded into its logit on the CUDA cores.
+    EXPECT_NEAR(logits->folded_values, scored * static_cast<double>(idx.heads), 1e-9 * logits->folded_values);
+    EXPECT_DOUBLE_EQ(topk->folded_values, 0.0);
   }
 }
 
