@@ -79,7 +79,7 @@ LoadPipeline read_pipeline(const YamlNode& node) {
 ClassCost read_class(const YamlNode& node) {
   node.expect_only({"tile_m", "tile_n", "split_min", "narrowing", "weight_only_tile", "pipeline",
                     "compute_efficiency", "memory_efficiency", "fixed_overhead_us", "epilogue_overlap",
-                    "widening_overlap", "balance_exponent", "error_band_pct"});
+                    "widening_overlap", "fold_efficiency", "balance_exponent", "error_band_pct"});
   ClassCost c;
   c.tile_m = read_tile(node.required("tile_m"));
   c.tile_n = read_tile(node.required("tile_n"));
@@ -101,6 +101,7 @@ ClassCost read_class(const YamlNode& node) {
     c.widening_overlap = read_sourced_value(*overlap, ValueRange::kNonNegative);
     if (c.widening_overlap->value() > 1.0) overlap->fail("a share of the widening, at most 1");
   }
+  if (const auto fold = node.optional("fold_efficiency")) c.fold_efficiency = read_efficiency(*fold);
   if (const auto exponent = node.optional("balance_exponent")) {
     c.balance_exponent = read_within(*exponent, 1.0, 100.0, "a p-norm's exponent");
   }
@@ -249,6 +250,8 @@ CostParams load_cost_params_file(const std::string& path) {
       // The W4A16 engine choice runs the routed experts' GEMMs on its tile.
       if (kernel_class == KernelClass::kGroupedGemm && !c.weight_only_tile)
         entry.required("weight_only_tile");
+      // The indexer's logits fold their heads on the CUDA cores (Kernel::folded_values).
+      if (kernel_class == KernelClass::kIndexer && !c.fold_efficiency) entry.required("fold_efficiency");
     } else if (const auto entry = classes.optional(class_key(kernel_class))) {
       c = read_link_timed_class(*entry);
     }

@@ -70,6 +70,10 @@ struct ClassCost {
   // under the tensor math: 1 takes the longer of the two, 0 their sum (the
   // warps that widen a tile also wait for it before their MMAs); absent: 1.
   std::optional<SourcedValue> widening_overlap;
+  // Share of the CUDA cores' compare rate a kernel's fold of its accumulators
+  // (Kernel::folded_values) reaches: required of the classes whose kernels
+  // fold (the indexer); the widening runs at the compute efficiency instead.
+  std::optional<SourcedValue> fold_efficiency;
   // How a tile combines its math and its loads: absent, the longer of the
   // two; p, their p-norm (kernel_cost.cpp balanced()). At least 1.
   std::optional<SourcedValue> balance_exponent;

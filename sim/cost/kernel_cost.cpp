@@ -145,6 +145,16 @@ double KernelCostModel::widening_cycles(const Kernel& k) const {
   return cycles;
 }
 
+// A class whose kernels fold has its fold efficiency (the priors' loader
+// requires it of the indexer, the one class that folds).
+double KernelCostModel::fold_efficiency(const Kernel& k, const ClassCost& cls) {
+  if (!cls.fold_efficiency) {
+    throw std::logic_error("kernel " + k.name + " folds values, but its class " +
+                           std::string(class_key(k.kernel_class)) + " has no fold_efficiency");
+  }
+  return cls.fold_efficiency->value();
+}
+
 // Consecutive step shapes repeat most of their kernels: a table per thread,
 // direct-mapped by the key's hash, keeps the latest kernel of each slot. A
 // kernel it does not hold is timed again, which costs about what a lookup in
@@ -332,9 +342,10 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, TileShape tile, double wide
   const double widen_rate = widening_rate(cls);
   const double tile_widen_s = widen_cycles / static_cast<double>(t.tiles) / widen_rate;
   // The fold runs on the CUDA cores too, after the widening it shares them with,
-  // beside the tensor math as the widening does.
+  // beside the tensor math as the widening does, at its own share of their rate.
   const double fold_cycles = k.folded_values * params_.widening.fold_cycles();
-  const double tile_fold_s = fold_cycles / static_cast<double>(t.tiles) / widen_rate;
+  const double fold_rate = fold_cycles > 0 ? sm_cycles_per_s_ * fold_efficiency(k, cls) : 1.0;
+  const double tile_fold_s = fold_cycles / static_cast<double>(t.tiles) / fold_rate;
   const double widen_overlap = cls.widening_overlap ? cls.widening_overlap->value() : 1.0;
   const double tile_math_s = tile_flops / (rate / sms_);
   const double tile_compute_s = overlapped(tile_math_s, tile_widen_s + tile_fold_s, widen_overlap);
@@ -356,7 +367,7 @@ KernelTiming KernelCostModel::tiled(const Kernel& k, TileShape tile, double wide
   const bool stream_bound = tile_stream_s > std::max(tile_compute_s, tile_bytes / busiest_share);
   const double math_s = k.flops / rate;
   const double widen_s = widen_cycles / (widen_rate * sms_);
-  const double fold_s = fold_cycles / (widen_rate * sms_);
+  const double fold_s = fold_cycles / (fold_rate * sms_);
   const double compute_s = overlapped(math_s, widen_s + fold_s, widen_overlap);
   const double memory_s = bytes / bandwidth;
   t.widening_us = widen_s * 1e6;

@@ -105,6 +105,8 @@ class KernelCostModel {
   double widening_cycles(const Kernel& kernel) const;
   // SM cycles per second one SM spends widening for this class.
   double widening_rate(const ClassCost& cls) const;
+  // The share of the CUDA cores' rate a kernel's fold reaches (its class's).
+  static double fold_efficiency(const Kernel& kernel, const ClassCost& cls);
 
   const GpuProfile& gpu_;
   CostParams params_;

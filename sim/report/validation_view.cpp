@@ -114,8 +114,8 @@ Table validation_summary_table(const std::vector<ValidationRow>& rows) {
                out.count > 0 ? fmt::format("{}, {:.1f}%", out.count, out.mape_pct) : std::string("0")});
   }
   t.add_note(
-      "probe: gemm and grouped_gemm time one GEMM, attention one attention kernel, stream a streaming "
-      "kernel, mhc one of mHC's kernels, topk a top-k selection, "
+      "probe: gemm and grouped_gemm time one GEMM, attention one attention kernel, indexer the indexer's "
+      "logits, stream a streaming kernel, mhc one of mHC's kernels, topk a top-k selection, "
       "all_to_all one EP transfer, moe_layer an MoE layer's kernels together, step a serving engine's whole "
       "forward step (tokens per second per node or per GPU, as published), serving a whole serving benchmark "
       "(its mean or median TTFT, mean TPOT or tokens per second per GPU, as published); "

@@ -402,6 +402,7 @@ std::string calibration_yaml(const CalibrationResult& r, const MeasurementSet& m
     if (c.fixed_overhead_us) out += "    fixed_overhead_us: " + sourced(*c.fixed_overhead_us) + "\n";
     if (c.epilogue_overlap) out += "    epilogue_overlap: " + sourced(*c.epilogue_overlap) + "\n";
     if (c.widening_overlap) out += "    widening_overlap: " + sourced(*c.widening_overlap) + "\n";
+    if (c.fold_efficiency) out += "    fold_efficiency: " + sourced(*c.fold_efficiency) + "\n";
     if (c.balance_exponent) out += "    balance_exponent: " + sourced(*c.balance_exponent) + "\n";
     if (c.error_band_pct) out += "    error_band_pct: " + sourced(*c.error_band_pct) + "\n";
   }

@@ -24,6 +24,7 @@ std::optional<KernelClass> probed_class(const std::string& probe_kind) {
   if (probe_kind == "gemm") return KernelClass::kGemm;
   if (probe_kind == "grouped_gemm") return KernelClass::kGroupedGemm;
   if (probe_kind == "attention") return KernelClass::kAttention;
+  if (probe_kind == "indexer") return KernelClass::kIndexer;
   if (probe_kind == "stream" || probe_kind == "mhc") return KernelClass::kElementwise;
   if (probe_kind == "topk") return KernelClass::kTopK;
   if (probe_kind == "all_to_all") return KernelClass::kAllToAll;

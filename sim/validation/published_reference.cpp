@@ -40,6 +40,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"moe_layer", {"ep", "tokens_per_rank"}},
       {"all_to_all", {"tokens", "hidden", "top_k", "ep", "ep_per_node", "bytes_per_value"}},
       {"attention", {"model", "phase", "batch", "context"}},
+      {"indexer", {"model", "phase", "batch", "context"}},
       {"step", {"model", "phase", "batch", "context", "ep"}},
       {"serving", {"model", "deployment", "workload"}}};
   const auto needed = kRequired.find(r.probe_kind);
@@ -77,6 +78,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile", "queries_per_sequence"}},
+      {"indexer", {"queries_per_sequence"}},
       {"step",
        {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing", "attention_tp",
         "experts_by_columns"}},
@@ -97,6 +99,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"mhc", {"tokens", "streams", "hidden"}},
       {"topk", {"rows", "length", "k"}},
       {"attention", {"batch", "context", "heads", "topk", "queries_per_sequence"}},
+      {"indexer", {"batch", "context", "queries_per_sequence"}},
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
       {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts", "attention_tp"}},
       {"serving", {"concurrency", "prompts", "input_tokens"}}};
@@ -260,6 +263,45 @@ void reshape_moe(const PublishedReference& r, ModelSpec& spec) {
     throw InputError({r.file, r.line, "probe.top_k"}, "more experts a token than routed experts");
 }
 
+// The step a kernel probe (attention, indexer) takes its kernel from: the
+// probe's phase, batch and context; its query tokens a sequence where it says
+// (decode); no draft stages, the query tokens alone, as a kernel benchmark runs them.
+StepShape kernel_probe_shape(const PublishedReference& r, const GpuCostModel& g) {
+  const auto& p = r.probe;
+  StepShape shape;
+  shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
+  shape.batch = as_int(p.at("batch"));
+  shape.context = as_int(p.at("context"));
+  shape.include_draft = false;
+  if (p.count("queries_per_sequence")) {
+    if (shape.phase != Phase::kDecode)
+      throw InputError({r.file, r.line, "probe.queries_per_sequence"},
+                       "a decode step's query tokens a sequence");
+    shape.decode_tokens_per_sequence = as_int(p.at("queries_per_sequence"));
+  }
+  shape.ep_per_node = g.gpu().nvlink_domain();
+  return shape;
+}
+
+// indexer: the first indexer logits kernel of a step of the model (a paged
+// MQA logits benchmark times one call), in us or TFLOP/s of its own FLOPs:
+// `context` the step's tokens, so its keys are the context over the layer's
+// compression ratio; `queries_per_sequence` the benchmark's next_n.
+double predict_indexer(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
+  const ModelAnalysis model =
+      analyze_model(load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"})));
+  const StepGraph graph = build_step_graph(model, kernel_probe_shape(r, g));
+  const StepTiming timing = time_step(graph, g.cost());
+  for (std::size_t l = 0; l < graph.layers.size(); ++l) {
+    const auto& kernels = graph.layers[l].kernels();
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      if (kernels[i].kernel_class == KernelClass::kIndexer)
+        return in_metric(kernels[i], timing.layers[l].kernels[i].busy_us, r.metric);
+    }
+  }
+  throw InputError({r.file, r.line, "probe.model"}, "the model's step has no indexer kernel");
+}
+
 // attention: the first attention kernel of a step of the model (as FlashMLA's
 // benchmarks time one call), in TFLOP/s or GB/s of its own FLOPs and bytes
 // over its device time. `heads` stands for tensor parallelism: the query
@@ -286,19 +328,7 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
     spec.attention.indexer->topk = as_int(p.at("topk"));
   }
   const ModelAnalysis model = analyze_model(spec);
-  StepShape shape;
-  shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
-  shape.batch = as_int(p.at("batch"));
-  shape.context = as_int(p.at("context"));
-  shape.include_draft = false;  // no draft stages: the query tokens alone, as a kernel benchmark runs them
-  if (p.count("queries_per_sequence")) {
-    if (shape.phase != Phase::kDecode)
-      throw InputError({r.file, r.line, "probe.queries_per_sequence"},
-                       "a decode step's query tokens a sequence");
-    shape.decode_tokens_per_sequence = as_int(p.at("queries_per_sequence"));
-  }
-  shape.ep_per_node = g.gpu().nvlink_domain();
-  const StepGraph graph = build_step_graph(model, shape);
+  const StepGraph graph = build_step_graph(model, kernel_probe_shape(r, g));
   const StepTiming timing = time_step(graph, g.cost());
   for (std::size_t l = 0; l < graph.layers.size(); ++l) {
     const auto& kernels = graph.layers[l].kernels();
@@ -493,6 +523,7 @@ double predict(const PublishedReference& r, const Catalog& catalog, bool priors_
     return (off > 0 ? off : k.link_bytes) / us / 1e3;
   }
   if (r.probe_kind == "attention") return predict_attention(r, g, catalog);
+  if (r.probe_kind == "indexer") return predict_indexer(r, g, catalog);
   if (r.probe_kind == "step") return predict_step(r, g, catalog);
   // moe_layer: a decode step's MoE kernels in the first MoE layer.
   ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"}));

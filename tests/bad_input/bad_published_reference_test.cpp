@@ -500,6 +500,63 @@ TEST(PublishedReference, TopkProbeTimesASelect) {
                             "more values than a row holds");
 }
 
+std::string indexer_reference(const std::string& probe) {
+  return "  - name: indexer\n    source: \"test\"\n    gpu: b200\n    probe: {kind: indexer, " + probe +
+         "}\n    reference: {metric: us, value: 10}\n    tolerance_pct: 10\n";
+}
+
+// An indexer probe times the step's own first indexer logits kernel (V4-Flash's
+// ratio-4 layer, 4 query tokens a sequence: the context over 4 keys each), the
+// same time the step gives it; more query tokens fold more; a model without an
+// indexer, query tokens in prefill and a fractional count are refused.
+TEST(PublishedReference, IndexerProbeTimesTheStepsOwnLogits) {
+  const std::string shape = "model: deepseek_v4_flash, phase: decode, batch: 64, context: 65536";
+  const Catalog catalog =
+      catalog_with("v41sim_indexer_reference", indexer_reference(shape + ", queries_per_sequence: 4") +
+                                                   indexer_reference(shape + ", queries_per_sequence: 2"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 2u);
+  const ModelAnalysis v4 = analyze_model(load_model_file(catalog.resolve_model("deepseek_v4_flash")));
+  StepShape step;
+  step.phase = Phase::kDecode;
+  step.batch = 64;
+  step.context = 65536;
+  step.include_draft = false;
+  step.decode_tokens_per_sequence = 4;
+  const GpuCostModel b200(catalog.data_dir(), catalog.resolve_gpu("b200"), false);
+  step.ep_per_node = b200.gpu().nvlink_domain();
+  const StepGraph graph = build_step_graph(v4, step);
+  const StepTiming timing = time_step(graph, b200.cost());
+  double step_us = 0;
+  for (std::size_t l = 0; l < graph.layers.size() && step_us == 0; ++l) {
+    const auto& kernels = graph.layers[l].kernels();
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      if (kernels[i].kernel_class != KernelClass::kIndexer) continue;
+      EXPECT_EQ(kernels[i].name, "indexer_logits");
+      EXPECT_EQ(kernels[i].shape.n, 65536 / 4);  // the keys of a ratio-4 layer
+      step_us = timing.layers[l].kernels[i].busy_us;
+      break;
+    }
+  }
+  ASSERT_GT(step_us, 0.0);
+  EXPECT_DOUBLE_EQ(validate_reference(refs[0], catalog).predicted, step_us);
+  EXPECT_GT(step_us, validate_reference(refs[1], catalog).predicted);
+  expect_refused_at_load(
+      "v41sim_bad_indexer",
+      {{indexer_reference(shape + ", queries_per_sequence: 2.5"), "probe.queries_per_sequence",
+        "expected a whole number"},
+       {indexer_reference("model: deepseek_v4_flash, phase: decode, batch: 64"), "context", "missing"},
+       {indexer_reference(shape + ", heads: 32"), "probe.heads", "not a field of a 'indexer' probe"}});
+  expect_refused_when_timed(
+      "v41sim_bad_indexer_prefill",
+      indexer_reference("model: deepseek_v4_flash, phase: prefill, batch: 1, context: 8192, "
+                        "queries_per_sequence: 2"),
+      "probe.queries_per_sequence", "a decode step's query tokens");
+  expect_refused_when_timed("v41sim_bad_indexer_model",
+                            indexer_reference("model: deepseek_v3, phase: decode, batch: 1, context: 8192"),
+                            "probe.model", "no indexer kernel");
+}
+
 std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
                                 const std::string& model = "deepseek_v3") {
   return "  - name: moe\n    source: \"test\"\n    gpu: " + gpu +

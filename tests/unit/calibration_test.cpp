@@ -724,5 +724,16 @@ TEST(Calibration, WeightOnlyTileIsRequiredAndChecked) {
                  "weight_only_tile");
 }
 
+// The indexer's fold efficiency (its logits fold their heads on the CUDA
+// cores) is required of its class, and is a share of the compare rate.
+TEST(Calibration, TheIndexersFoldEfficiencyIsRequiredAndChecked) {
+  expect_refused(
+      priors_with("v41sim_fold_missing", "    fold_efficiency: {value: 0.35,", "    # {value: 0.35,"),
+      "indexer.fold_efficiency", "required");
+  expect_refused(
+      priors_with("v41sim_fold_above_one", "fold_efficiency: {value: 0.35,", "fold_efficiency: {value: 1.5,"),
+      "fold_efficiency", "a share of peak, of 0.001 to 1");
+}
+
 }  // namespace
 }  // namespace v41sim

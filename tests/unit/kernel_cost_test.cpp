@@ -288,13 +288,16 @@ TEST(KernelCost, AttentionTilesSplitKeysOnlyToFillTheSmsAndPayTheirEdges) {
 }
 
 // The indexer folds each head's score on the CUDA cores (a max at the compare
-// rate, 64 a clock, its multiply-add beside it): on B200 an FP4 indexer's fold
-// of 32 heads outlasts its tensor math (8,192 FLOPs a pair at the FP4 rate),
-// sets the time and names the bound; on H800 it hides under the FP8 math (its
-// FP4 keys widened too); a kernel with nothing to fold is timed as before.
+// rate, 64 a clock, its multiply-add beside it, at the class's fold
+// efficiency): on B200 an FP4 indexer's fold of 32 heads outlasts its tensor
+// math (8,192 FLOPs a pair at the FP4 rate), sets the time and names the
+// bound; on H800 it hides under the FP8 math; a kernel with nothing to fold is
+// timed as before.
 TEST(KernelCost, TheIndexersFoldRunsBesideItsTensorMath) {
-  const double pairs = 64.0 * 65536.0;
-  Kernel k = fp4_indexer(2.0 * 32 * 128 * pairs);
+  Kernel k = fp4_indexer(0);
+  k.shape.n = 256 * 148 * 4;  // four full waves of B200's 148 SMs in 64 x 256 tiles
+  const double pairs = 64.0 * static_cast<double>(k.shape.n);
+  k.flops = 2.0 * 32 * 128 * pairs;
   k.folded_values = 32 * pairs;
   Kernel unfolded = k;
   unfolded.folded_values = 0;
@@ -302,7 +305,8 @@ TEST(KernelCost, TheIndexersFoldRunsBesideItsTensorMath) {
     GpuUnderTest g("b200", /*cuda_graph=*/false);
     const CostParams& p = g.cost.params();
     EXPECT_DOUBLE_EQ(p.widening.fold_cycles(), 1.0 / 64.0);
-    const double eff = p.of(KernelClass::kIndexer).compute_efficiency.value();
+    ASSERT_TRUE(p.of(KernelClass::kIndexer).fold_efficiency.has_value());
+    const double eff = p.of(KernelClass::kIndexer).fold_efficiency->value();
     const double clock = 80e12 / (2.0 * 128.0 * 148.0);  // B200: 80 TF FP32 over 148 SMs
     const double fold_us = k.folded_values / 64.0 / (clock * eff * 148.0) * 1e6;
     const KernelTiming t = g.cost.time(k);

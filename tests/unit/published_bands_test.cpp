@@ -66,8 +66,8 @@ TEST(PublishedBandDerivation, BandsOnlyClassesWithEnoughFiguresOfThePriorsArchit
 }
 
 // Blackwell's figures of a class with no Hopper band (the mHC kernels on
-// B200: elementwise, where Hopper has one streaming figure; the top-k
-// kernels, where it has none) are reported, class by class, with their own
+// B200: elementwise, where Hopper has one streaming figure; the top-k and the
+// indexer's logits, where it has none) are reported, class by class, with their own
 // error and make no band; no class with a band is among them.
 TEST(PublishedBandDerivation, ReportsFiguresElsewhereOfAClassWithNoBand) {
   const Catalog catalog(kSource);
@@ -77,9 +77,10 @@ TEST(PublishedBandDerivation, ReportsFiguresElsewhereOfAClassWithNoBand) {
     if (r.gpu != "b200" && r.gpu != "gb200_nvl72") continue;
     if (r.probe_kind == "mhc" || r.probe_kind == "stream") ++on_blackwell[KernelClass::kElementwise];
     if (r.probe_kind == "topk") ++on_blackwell[KernelClass::kTopK];
+    if (r.probe_kind == "indexer") ++on_blackwell[KernelClass::kIndexer];
   }
-  ASSERT_EQ(on_blackwell.size(), 2u);
-  ASSERT_EQ(d.unbanded_elsewhere.size(), 2u);
+  ASSERT_EQ(on_blackwell.size(), 3u);
+  ASSERT_EQ(d.unbanded_elsewhere.size(), on_blackwell.size());
   for (const UnbandedElsewhere& u : d.unbanded_elsewhere) {
     SCOPED_TRACE(std::string(class_key(u.kernel_class)));
     EXPECT_FALSE(d.bands.classes[static_cast<std::size_t>(u.kernel_class)].has_value());
@@ -88,10 +89,7 @@ TEST(PublishedBandDerivation, ReportsFiguresElsewhereOfAClassWithNoBand) {
     EXPECT_GT(u.stats.band_90_pct, 0.0);
     EXPECT_LE(u.stats.band_90_pct, u.stats.worst_pct);
   }
-  for (const TransferCheck& c : d.transfer_checks) {
-    EXPECT_NE(c.kernel_class, KernelClass::kElementwise);
-    EXPECT_NE(c.kernel_class, KernelClass::kTopK);
-  }
+  for (const TransferCheck& c : d.transfer_checks) EXPECT_EQ(on_blackwell.count(c.kernel_class), 0u);
 }
 
 // A data folder whose h800 has a calibration that moves the latency-bound
