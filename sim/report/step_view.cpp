@@ -181,13 +181,23 @@ double time_bound_by(const StepTiming& t, Bound bound) {
   return total;
 }
 
-WideningShare widening_share(const StepTiming& t) {
-  WideningShare w;
+namespace {
+CudaCoreShare cuda_core_share(const StepTiming& t, double KernelTiming::*work, Bound bound) {
+  CudaCoreShare share;
   for (const LayerTiming& l : t.layers) {
-    for (const KernelTiming& k : l.kernels) w.work_us += k.widening_us;
+    for (const KernelTiming& k : l.kernels) share.work_us += k.*work;
   }
-  w.bound_us = time_bound_by(t, Bound::kWidening);
-  return w;
+  share.bound_us = time_bound_by(t, bound);
+  return share;
+}
+}  // namespace
+
+CudaCoreShare widening_share(const StepTiming& t) {
+  return cuda_core_share(t, &KernelTiming::widening_us, Bound::kWidening);
+}
+
+CudaCoreShare fold_share(const StepTiming& t) {
+  return cuda_core_share(t, &KernelTiming::fold_us, Bound::kFold);
 }
 
 std::string phase_name(Phase phase) { return phase == Phase::kPrefill ? "prefill" : "decode"; }
@@ -309,12 +319,16 @@ std::vector<Table> step_tables(const StepReport& r) {
   }
   if (r.graph.shape.phase == Phase::kDecode) add_draft_rows(r, summary);
   summary.add_row({"kernels", std::to_string(t.kernel_count)});
-  const WideningShare widening = widening_share(t);
+  const CudaCoreShare widening = widening_share(t);
   summary.add_row(
       {"widening narrow operands (CUDA cores)",
        fmt::format(
            "{:.1f} us if alone (hidden where memory or math take longer); {:.1f} us in kernels it bounds",
            widening.work_us, widening.bound_us)});
+  const CudaCoreShare fold = fold_share(t);
+  summary.add_row(
+      {"folding the indexer's heads (CUDA cores)",
+       fmt::format("{:.1f} us if alone; {:.1f} us in kernels it bounds", fold.work_us, fold.bound_us)});
   summary.add_row({"GEMMs waiting on their load pipelines",
                    fmt::format("{:.1f} us in kernels it bounds (narrow tiles: stages refilled once per "
                                "memory latency)",
@@ -434,7 +448,8 @@ nlohmann::json step_json(const StepReport& r) {
   for (const ModeTime& m : time_by_mode(t))
     modes.push_back({{"mode", m.mode}, {"layers", m.layers}, {"time_us", m.time_us}});
   const StepShape& s = r.graph.shape;
-  const WideningShare widening = widening_share(t);
+  const CudaCoreShare widening = widening_share(t);
+  const CudaCoreShare fold = fold_share(t);
   return {{"model", r.model.spec.name},
           {"gpu", r.gpu.name},
           {"phase", phase_name(s.phase)},
@@ -476,6 +491,8 @@ nlohmann::json step_json(const StepReport& r) {
           {"busier_track_bound_us", overlap_bounds(t).busier_track_us},
           {"widening_us", widening.work_us},
           {"widening_bound_us", widening.bound_us},
+          {"fold_us", fold.work_us},
+          {"fold_bound_us", fold.bound_us},
           {"latency_bound_us", time_bound_by(t, Bound::kLatency)},
           {"error_band", error_band_json(step_error_band(t, r.cost.params()))},
           {"kv_memory", kv_memory_json(r.memory)},

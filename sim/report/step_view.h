@@ -59,13 +59,14 @@ struct ModeTime {
 };
 std::vector<ModeTime> time_by_mode(const StepTiming& timing);
 
-// CUDA-core widening of narrow operands over a step: the work itself (as if
-// alone), and the time of the kernels whose bound it is.
-struct WideningShare {
+// CUDA-core work of one kind over a step: the work itself (as if alone), and
+// the time of the kernels whose bound it is.
+struct CudaCoreShare {
   double work_us = 0;
   double bound_us = 0;
 };
-WideningShare widening_share(const StepTiming& timing);
+CudaCoreShare widening_share(const StepTiming& timing);  // widening narrow operands
+CudaCoreShare fold_share(const StepTiming& timing);      // folding the indexer's heads
 
 // Time of a step's kernels whose bound is `bound`.
 double time_bound_by(const StepTiming& timing, Bound bound);

@@ -171,7 +171,7 @@ void add_step_row(const ModelAnalysis& focus, const GpuProfile& gpu, const Kerne
     row.push_back(format_fixed(us * scale, 1));
   }
   row.push_back(format_fixed(other * scale, 1));
-  const WideningShare widening = widening_share(t);
+  const CudaCoreShare widening = widening_share(t);
   row.push_back(format_fixed(widening.bound_us * scale, 1));
   const double latency_bound_us = time_bound_by(t, Bound::kLatency);
   row.push_back(format_fixed(latency_bound_us * scale, 1));

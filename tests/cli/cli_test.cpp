@@ -134,20 +134,27 @@ TEST(Cli, StepJsonAndTrace) {
   EXPECT_FALSE(step["layers"][24]["kernels"].empty());
   // The widening of FP4/FP8 operands: the step's total is its kernels' sum, and
   // the kernels it bounds are the ones whose bound says so.
-  double widening = 0, bound = 0;
+  // So for the indexer's fold of its heads.
+  double widening = 0, bound = 0, fold = 0, fold_bound = 0;
   for (const auto& layer : step["layers"]) {
     for (const auto& k : layer["kernels"]) {
       widening += k["widening_us"].get<double>();
+      fold += k["fold_us"].get<double>();
       if (k["bound"] == "widening") bound += k["time_us"].get<double>();
+      if (k["bound"] == "fold") fold_bound += k["time_us"].get<double>();
       // No term, each as if alone over the whole GPU, outlasts the kernel's busy time.
-      const double longest = std::max({k["math_us"].get<double>(), k["memory_us"].get<double>(),
-                                       k["widening_us"].get<double>(), k["edge_us"].get<double>()});
+      const double longest =
+          std::max({k["math_us"].get<double>(), k["memory_us"].get<double>(), k["widening_us"].get<double>(),
+                    k["fold_us"].get<double>(), k["edge_us"].get<double>()});
       EXPECT_GE(k["busy_us"].get<double>() * (1 + 1e-9), longest) << k["name"];
     }
   }
   EXPECT_GT(widening, 0.0);  // H200: FP4 entries, index keys and expert weights are widened
   EXPECT_NEAR(step["widening_us"].get<double>(), widening, 1e-6 * widening);
   EXPECT_NEAR(step["widening_bound_us"].get<double>(), bound, 1e-6 * (bound + 1));
+  EXPECT_GT(fold, 0.0);  // the indexer's logits fold their heads
+  EXPECT_NEAR(step["fold_us"].get<double>(), fold, 1e-6 * fold);
+  EXPECT_NEAR(step["fold_bound_us"].get<double>(), fold_bound, 1e-6 * (fold_bound + 1));
   const auto events = nlohmann::json::parse(testing::read_text(trace))["traceEvents"];
   ASSERT_GT(events.size(), 100u);
   int complete = 0;

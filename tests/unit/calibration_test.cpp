@@ -603,14 +603,22 @@ void expect_refused(const std::string& path, const std::string& field, const std
   }
 }
 
-// The widening costs are required, and a class's widening overlap is a share.
-TEST(Calibration, WideningFieldsAreChecked) {
+// The CUDA cores' costs are required: the widening's, and the indexer's fold
+// efficiency (its logits fold their heads there); a class's widening overlap
+// and fold efficiency are shares.
+TEST(Calibration, CudaCoreFieldsAreChecked) {
   expect_refused(
       priors_with("v41sim_widening_over", "widening_overlap: {value: 0,", "widening_overlap: {value: 1.5,"),
       "widening_overlap", "at most 1");
   expect_refused(
       priors_with("v41sim_widening_missing", "  fp4_to_fp8_integer_ops:", "  fp4_to_fp6_integer_ops:"),
       "fp4_to_f");
+  expect_refused(
+      priors_with("v41sim_fold_missing", "    fold_efficiency: {value: 0.35,", "    # {value: 0.35,"),
+      "indexer.fold_efficiency", "required");
+  expect_refused(
+      priors_with("v41sim_fold_above_one", "fold_efficiency: {value: 0.35,", "fold_efficiency: {value: 1.5,"),
+      "fold_efficiency", "a share of peak, of 0.001 to 1");
 }
 
 // EP transfers and host copies are timed on their links: their classes need no
@@ -722,17 +730,6 @@ TEST(Calibration, WeightOnlyTileIsRequiredAndChecked) {
   expect_refused(priors_with("v41sim_weight_only_key", "weight_only_tile: {m: 64, n: 128}",
                              "weight_only_tile: {m: 64, k: 128}"),
                  "weight_only_tile");
-}
-
-// The indexer's fold efficiency (its logits fold their heads on the CUDA
-// cores) is required of its class, and is a share of the compare rate.
-TEST(Calibration, TheIndexersFoldEfficiencyIsRequiredAndChecked) {
-  expect_refused(
-      priors_with("v41sim_fold_missing", "    fold_efficiency: {value: 0.35,", "    # {value: 0.35,"),
-      "indexer.fold_efficiency", "required");
-  expect_refused(
-      priors_with("v41sim_fold_above_one", "fold_efficiency: {value: 0.35,", "fold_efficiency: {value: 1.5,"),
-      "fold_efficiency", "a share of peak, of 0.001 to 1");
 }
 
 }  // namespace

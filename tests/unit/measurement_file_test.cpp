@@ -111,29 +111,20 @@ TEST(MeasurementFile, ReadsWhatTheHarnessWrites) {
   EXPECT_DOUBLE_EQ(set.rows[2].kernel.folded_values, 2.6e8);  // the indexer's ReLU and head weights
 }
 
-// A negative count of folded values is refused at its line and column; a
-// file without the column folds nothing.
-TEST(MeasurementFile, FoldedValueCountsAreChecked) {
-  const fs::path dir = fresh_dir("v41sim_harness_folded");
-  std::ofstream(dir / "a.csv") << kMetadata
-                               << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,"
-                                  "folded_values\n"
-                               << "a,indexer,fp4,64,640,4096,1,1e9,1e6,5,5,5,-1\n";
-  const InputError e = load_error(dir, "a negative count");
-  EXPECT_EQ(e.where().line, 8);
-  EXPECT_EQ(e.where().field, "folded_values");
-}
-
-// A negative count of narrow values is refused at its line and column.
-TEST(MeasurementFile, NarrowValueCountsAreChecked) {
-  const fs::path dir = fresh_dir("v41sim_harness_narrow");
-  std::ofstream(dir / "a.csv") << kMetadata
-                               << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,"
-                                  "narrow_fp8_values,narrow_fp4_values\n"
-                               << "a,attention,bf16,64,640,1024,1,1e9,1e6,5,5,5,10,-1\n";
-  const InputError e = load_error(dir, "a negative count");
-  EXPECT_EQ(e.where().line, 8);
-  EXPECT_EQ(e.where().field, "narrow_fp4_values");
+// A negative count of narrow or folded values is refused at its line and column.
+TEST(MeasurementFile, ValueCountsAreChecked) {
+  const std::pair<std::string, std::string> columns_and_cells[] = {
+      {"narrow_fp8_values,narrow_fp4_values", "10,-1"}, {"folded_values", "-1"}};
+  for (const auto& [columns, cells] : columns_and_cells) {
+    const fs::path dir = fresh_dir("v41sim_harness_counts");
+    std::ofstream(dir / "a.csv") << kMetadata
+                                 << "kernel,class,math,m,n,k,batch,flops,hbm_bytes,median_us,min_us,max_us,"
+                                 << columns << "\n"
+                                 << "a,indexer,fp4,64,640,4096,1,1e9,1e6,5,5,5," << cells << "\n";
+    const InputError e = load_error(dir, "a negative count");
+    EXPECT_EQ(e.where().line, 8);
+    EXPECT_EQ(e.where().field, columns.substr(columns.rfind(',') + 1));
+  }
 }
 
 // Without the column, GEMM rows take the simulator's convention (BF16 output,
