@@ -173,6 +173,8 @@ void add_step_row(const ModelAnalysis& focus, const GpuProfile& gpu, const Kerne
   row.push_back(format_fixed(other * scale, 1));
   const CudaCoreShare widening = widening_share(t);
   row.push_back(format_fixed(widening.bound_us * scale, 1));
+  const CudaCoreShare fold = fold_share(t);
+  row.push_back(format_fixed(fold.bound_us * scale, 1));
   const double latency_bound_us = time_bound_by(t, Bound::kLatency);
   row.push_back(format_fixed(latency_bound_us * scale, 1));
   table.add_row(row);
@@ -188,6 +190,8 @@ void add_step_row(const ModelAnalysis& focus, const GpuProfile& gpu, const Kerne
                    {"error_band", error_band_json(band)},
                    {"widening_bound_us", widening.bound_us},
                    {"widening_work_us", widening.work_us},
+                   {"fold_bound_us", fold.bound_us},
+                   {"fold_work_us", fold.work_us},
                    {"latency_bound_us", latency_bound_us},
                    {"kv_memory", kv_memory_json(memory)}});
 }
@@ -225,6 +229,10 @@ void add_step_times_notes(const ModelAnalysis& focus, const StepTimesNotes& note
       "entries into BF16 attention math; FP4 keys and weights on Hopper) outlasts their math and memory "
       "traffic");
   table.add_note(
+      "in fold-bound kernels: time of the indexer's logits kernels whose CUDA-core fold of their heads' "
+      "scores (a max and a multiply-add a head, at the pace DeepGEMM's FP4 paged logits show on B200) "
+      "outlasts their math and memory traffic");
+  table.add_note(
       "in latency-bound GEMMs: time of the GEMMs whose load pipelines (shared-memory stages refilled once "
       "per "
       "memory latency) outlast their math and their share of HBM bandwidth: narrow tiles at small batch");
@@ -247,6 +255,7 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
   for (const std::string& mode : modes) headers.push_back(mode);
   headers.push_back("other (head, draft)");
   headers.push_back("in widening-bound kernels");
+  headers.push_back("in fold-bound kernels");
   headers.push_back("in latency-bound GEMMs");
   Table table(
       fmt::format("Decode step (batch {}) and prefill per 1K prompt tokens (one prompt), time by layer mode",

@@ -2222,6 +2222,16 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   EXPECT_EQ(occurrences(html, "<table>"), occurrences(md, "\n| --- |"));
   const auto json = nlohmann::json::parse(testing::read_text((a / "report.json").string()));
   EXPECT_EQ(json["plan"]["rows"].size(), 24u);  // 6 GPU profiles x EP 8 or 16 x 1 or 2 instances
+  // The step table says the time of the kernels the indexer's fold bounds
+  // (some of B200's prefill, whose FP4 tensor math outpaces the CUDA cores).
+  EXPECT_NE(md.find("in fold-bound kernels"), std::string::npos);
+  for (const auto& step : json["steps"]) {
+    EXPECT_LE(step["fold_bound_us"].get<double>(), step["total_time_us"].get<double>());
+    EXPECT_GT(step["fold_work_us"].get<double>(), 0.0) << step["gpu"];
+    if (step["phase"] == "prefill" && step["gpu"] == "NVIDIA B200 (HGX, 1000 W)") {
+      EXPECT_GT(step["fold_bound_us"].get<double>(), 0.0) << step["context"];
+    }
+  }
   EXPECT_NE(md.find("| the same GPUs as several instances of a smaller EP group, or as one group |"),
             std::string::npos);
   // The mix of traffic: every bundled deployment, each class of the mix counted apart, drained.
