@@ -163,7 +163,7 @@ double KernelCostModel::fold_efficiency(const Kernel& k, const ClassCost& cls) {
 // beyond the slots (README: Performance). A slot holds the timing its key
 // gives, so whether it answers changes no figure.
 struct KernelCostModel::RecentKernels {
-  static constexpr std::size_t kSlots = 4096;  // of 272 bytes: 1.1 MB a thread
+  static constexpr std::size_t kSlots = 4096;  // of under 300 bytes: about 1 MB a thread
   struct Slot {
     uint64_t model = 0;  // the serial of the model it came from; 0: empty
     CacheKey key;

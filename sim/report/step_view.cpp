@@ -196,6 +196,17 @@ CudaCoreShare widening_share(const StepTiming& t) {
   return cuda_core_share(t, &KernelTiming::widening_us, Bound::kWidening);
 }
 
+std::string fold_note(const CostParams& p) {
+  const SourcedValue& rate = p.widening.compare_ops_per_clock;
+  const auto& efficiency = p.of(KernelClass::kIndexer).fold_efficiency;
+  if (!efficiency) return "";
+  return fmt::format(
+      "the indexer's fold: each head's score of a (query, position) pair through a max and a "
+      "multiply-add on the CUDA cores, beside the tensor math, at {:g} compares a clock per SM ({}) and "
+      "{:g} of that pace ({})",
+      rate.value(), rate.provenance().label(), efficiency->value(), efficiency->provenance().label());
+}
+
 CudaCoreShare fold_share(const StepTiming& t) {
   return cuda_core_share(t, &KernelTiming::fold_us, Bound::kFold);
 }
@@ -367,6 +378,9 @@ std::vector<Table> step_tables(const StepReport& r) {
   if (r.graph.shape.experts_split_by_columns) summary.add_note(kExpertsByColumnsAssumption);
   if (scatters_tokens_to_experts(r.graph.shape)) summary.add_note(kScatteredRanksAssumption);
   if (r.model.spec.mhc) summary.add_note(mhc_projection_assumption(r.model.spec));
+  if (r.model.spec.attention.indexer) {
+    if (const std::string how = fold_note(r.cost.params()); !how.empty()) summary.add_note(how);
+  }
   if (r.graph.shape.phase == Phase::kDecode && r.graph.shape.include_draft && r.model.spec.draft)
     summary.add_note(kDraftHeadAssumption);
   if (!r.model.spec.moe) {

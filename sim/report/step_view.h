@@ -67,6 +67,10 @@ struct CudaCoreShare {
 };
 CudaCoreShare widening_share(const StepTiming& timing);  // widening narrow operands
 CudaCoreShare fold_share(const StepTiming& timing);      // folding the indexer's heads
+// How the indexer's fold is timed, its two figures with their provenance
+// (the compare rate and the indexer class's fold efficiency); empty where the
+// priors give the class none.
+std::string fold_note(const CostParams& params);
 
 // Time of a step's kernels whose bound is `bound`.
 double time_bound_by(const StepTiming& timing, Bound bound);

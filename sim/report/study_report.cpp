@@ -115,6 +115,7 @@ Table kv_overview(const std::vector<ModelAnalysis>& models, const std::vector<in
 // What the step-times table's notes gather over its rows.
 struct StepTimesNotes {
   std::vector<std::string> calibrations;  // each GPU's kernel model, once
+  std::vector<std::string> folds;         // how each kernel model times the indexer's fold, once
   std::vector<std::string> past_memory;   // steps whose KV does not fit the GPU
   // Steps whose widest layer's residual streams outgrow the activation
   // reserve, by phase and context (alike on every GPU): the streams' bytes,
@@ -230,8 +231,8 @@ void add_step_times_notes(const ModelAnalysis& focus, const StepTimesNotes& note
       "traffic");
   table.add_note(
       "in fold-bound kernels: time of the indexer's logits kernels whose CUDA-core fold of their heads' "
-      "scores (a max and a multiply-add a head, at the pace DeepGEMM's FP4 paged logits show on B200) "
-      "outlasts their math and memory traffic");
+      "scores outlasts their math and memory traffic");
+  for (const std::string& fold : notes.folds) table.add_note(fold);
   table.add_note(
       "in latency-bound GEMMs: time of the GEMMs whose load pipelines (shared-memory stages refilled once "
       "per "
@@ -275,6 +276,9 @@ std::string step_times_section(const Catalog& catalog, const ModelAnalysis& focu
       const std::string label = gpu.name + ": " + model.cost().params().label();
       if (std::find(notes.calibrations.begin(), notes.calibrations.end(), label) == notes.calibrations.end())
         notes.calibrations.push_back(label);
+      const std::string fold = fold_note(model.cost().params());
+      if (!fold.empty() && std::find(notes.folds.begin(), notes.folds.end(), fold) == notes.folds.end())
+        notes.folds.push_back(fold);
       for (int64_t context : o.step_contexts) {
         shape.context = context;
         add_step_row(focus, gpu, model.cost(), shape, modes, table, json["steps"], notes);

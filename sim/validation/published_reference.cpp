@@ -263,10 +263,13 @@ void reshape_moe(const PublishedReference& r, ModelSpec& spec) {
     throw InputError({r.file, r.line, "probe.top_k"}, "more experts a token than routed experts");
 }
 
-// The step a kernel probe (attention, indexer) takes its kernel from: the
-// probe's phase, batch and context; its query tokens a sequence where it says
-// (decode); no draft stages, the query tokens alone, as a kernel benchmark runs them.
-StepShape kernel_probe_shape(const PublishedReference& r, const GpuCostModel& g) {
+// The kernel a kernel probe (attention, indexer) times: the first of its
+// class in a step of the model at the probe's phase, batch and context, its
+// query tokens a sequence where it says (decode), no draft stages (the query
+// tokens alone, as a kernel benchmark runs them). Timed alone, as the step
+// times it.
+Kernel first_kernel_of_step(const PublishedReference& r, const ModelAnalysis& model, const GpuCostModel& g,
+                            KernelClass kernel_class) {
   const auto& p = r.probe;
   StepShape shape;
   shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
@@ -280,7 +283,12 @@ StepShape kernel_probe_shape(const PublishedReference& r, const GpuCostModel& g)
     shape.decode_tokens_per_sequence = as_int(p.at("queries_per_sequence"));
   }
   shape.ep_per_node = g.gpu().nvlink_domain();
-  return shape;
+  for (const LayerKernels& layer : build_step_graph(model, shape).layers) {
+    for (const Kernel& k : layer.kernels())
+      if (k.kernel_class == kernel_class) return k;
+  }
+  throw InputError({r.file, r.line, "probe.model"},
+                   fmt::format("the model's step has no {} kernel", class_key(kernel_class)));
 }
 
 // indexer: the first indexer logits kernel of a step of the model (a paged
@@ -290,16 +298,8 @@ StepShape kernel_probe_shape(const PublishedReference& r, const GpuCostModel& g)
 double predict_indexer(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const ModelAnalysis model =
       analyze_model(load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"})));
-  const StepGraph graph = build_step_graph(model, kernel_probe_shape(r, g));
-  const StepTiming timing = time_step(graph, g.cost());
-  for (std::size_t l = 0; l < graph.layers.size(); ++l) {
-    const auto& kernels = graph.layers[l].kernels();
-    for (std::size_t i = 0; i < kernels.size(); ++i) {
-      if (kernels[i].kernel_class == KernelClass::kIndexer)
-        return in_metric(kernels[i], timing.layers[l].kernels[i].busy_us, r.metric);
-    }
-  }
-  throw InputError({r.file, r.line, "probe.model"}, "the model's step has no indexer kernel");
+  const Kernel k = first_kernel_of_step(r, model, g, KernelClass::kIndexer);
+  return in_metric(k, g.cost().time(k).busy_us, r.metric);
 }
 
 // attention: the first attention kernel of a step of the model (as FlashMLA's
@@ -327,27 +327,16 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
     }
     spec.attention.indexer->topk = as_int(p.at("topk"));
   }
-  const ModelAnalysis model = analyze_model(spec);
-  const StepGraph graph = build_step_graph(model, kernel_probe_shape(r, g));
-  const StepTiming timing = time_step(graph, g.cost());
-  for (std::size_t l = 0; l < graph.layers.size(); ++l) {
-    const auto& kernels = graph.layers[l].kernels();
-    for (std::size_t i = 0; i < kernels.size(); ++i) {
-      if (kernels[i].kernel_class != KernelClass::kAttention) continue;
-      if (!p.count("widened_per_head_tile"))
-        return in_metric(kernels[i], timing.layers[l].kernels[i].busy_us, r.metric);
-      // A kernel whose CTAs for one token's head tiles each widen every
-      // entry themselves (FlashMLA's FP8 decode before its "crossover").
-      Kernel k = kernels[i];
-      const double tiles =
-          std::ceil(static_cast<double>(spec.attention.num_heads) /
-                    static_cast<double>(g.cost().params().of(KernelClass::kAttention).tile_m));
-      k.narrow.fp8 *= tiles;
-      k.narrow.fp4 *= tiles;
-      return in_metric(k, g.cost().time(k).busy_us, r.metric);
-    }
+  Kernel k = first_kernel_of_step(r, analyze_model(spec), g, KernelClass::kAttention);
+  if (p.count("widened_per_head_tile")) {
+    // A kernel whose CTAs for one token's head tiles each widen every
+    // entry themselves (FlashMLA's FP8 decode before its "crossover").
+    const double tiles = std::ceil(static_cast<double>(spec.attention.num_heads) /
+                                   static_cast<double>(g.cost().params().of(KernelClass::kAttention).tile_m));
+    k.narrow.fp8 *= tiles;
+    k.narrow.fp4 *= tiles;
   }
-  throw InputError({r.file, r.line, "probe.model"}, "the model's step has no attention kernel");
+  return in_metric(k, g.cost().time(k).busy_us, r.metric);
 }
 
 // step: a whole forward step of the model on the reference's GPU, as a

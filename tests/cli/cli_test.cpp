@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "sim/cost/cost_params.h"
+#include "sim/report/step_view.h"
 #include "tests/test_data.h"
 
 namespace v41sim {
@@ -226,6 +228,15 @@ TEST(Cli, StepNamesTheMhcProjectionAssumption) {
   const RunResult v3 = run("step --model deepseek_v3 --hw h200 --phase decode --batch 4 --context 8192");
   EXPECT_EQ(v3.exit_code, 0) << v3.output;
   EXPECT_EQ(v3.output.find(note), std::string::npos) << v3.output;
+  // Likewise the indexer's fold, with the priors' figures and where they come from.
+  const CostParams priors =
+      load_cost_params_file(std::string(V41SIM_SOURCE_DIR) + "/validation/calibration/defaults.yaml");
+  const std::string fold = fold_note(priors);
+  ASSERT_FALSE(fold.empty());
+  EXPECT_NE(fold.find(priors.of(KernelClass::kIndexer).fold_efficiency->provenance().label()),
+            std::string::npos);
+  EXPECT_NE(v41.output.find(fold), std::string::npos) << v41.output;
+  EXPECT_EQ(v3.output.find("the indexer's fold"), std::string::npos) << v3.output;
 }
 
 // A chunk whose residual streams pass the activation reserve cannot run: a
