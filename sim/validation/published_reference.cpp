@@ -78,7 +78,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"moe_layer", {"model", "overlap", "weights", "math", "experts", "top_k", "hidden", "width"}},
       {"all_to_all", {"count_local", "count_local_node", "low_latency", "experts"}},
       {"attention", {"heads", "topk", "widened_per_head_tile", "queries_per_sequence"}},
-      {"indexer", {"queries_per_sequence"}},
+      {"indexer", {"queries_per_sequence", "new_tokens"}},
       {"step",
        {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing", "attention_tp",
         "experts_by_columns"}},
@@ -99,7 +99,7 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"mhc", {"tokens", "streams", "hidden"}},
       {"topk", {"rows", "length", "k"}},
       {"attention", {"batch", "context", "heads", "topk", "queries_per_sequence"}},
-      {"indexer", {"batch", "context", "queries_per_sequence"}},
+      {"indexer", {"batch", "context", "queries_per_sequence", "new_tokens"}},
       {"moe_layer", {"ep", "tokens_per_rank", "experts", "top_k", "hidden", "width"}},
       {"step", {"batch", "context", "ep", "gpus_per_node", "redundant_experts", "attention_tp"}},
       {"serving", {"concurrency", "prompts", "input_tokens"}}};
@@ -282,6 +282,14 @@ Kernel first_kernel_of_step(const PublishedReference& r, const ModelAnalysis& mo
                        "a decode step's query tokens a sequence");
     shape.decode_tokens_per_sequence = as_int(p.at("queries_per_sequence"));
   }
+  if (p.count("new_tokens")) {
+    const int64_t new_tokens = as_int(p.at("new_tokens"));
+    if (shape.phase != Phase::kPrefill || new_tokens < 1 || new_tokens > shape.context)
+      throw InputError(
+          {r.file, r.line, "probe.new_tokens"},
+          "a prefill step's tokens computed a prompt, 1 to its context (the rest a cached prefix)");
+    shape.new_tokens = new_tokens;
+  }
   shape.ep_per_node = g.gpu().nvlink_domain();
   for (const LayerKernels& layer : build_step_graph(model, shape).layers) {
     for (const Kernel& k : layer.kernels())
@@ -294,7 +302,9 @@ Kernel first_kernel_of_step(const PublishedReference& r, const ModelAnalysis& mo
 // indexer: the first indexer logits kernel of a step of the model (a paged
 // MQA logits benchmark times one call), in us or TFLOP/s of its own FLOPs:
 // `context` the step's tokens, so its keys are the context over the layer's
-// compression ratio; `queries_per_sequence` the benchmark's next_n.
+// compression ratio; `queries_per_sequence` the benchmark's next_n (decode);
+// `new_tokens` a prefill benchmark's query tokens, the last of its `context`
+// keys (DeepGEMM's mqa_logits with a causal end per query).
 double predict_indexer(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const ModelAnalysis model =
       analyze_model(load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"})));

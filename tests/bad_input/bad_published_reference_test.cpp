@@ -555,6 +555,51 @@ TEST(PublishedReference, IndexerProbeTimesTheStepsOwnLogits) {
   expect_refused_when_timed("v41sim_bad_indexer_model",
                             indexer_reference("model: deepseek_v3, phase: decode, batch: 1, context: 8192"),
                             "probe.model", "no indexer kernel");
+  // A prefill chunk's new tokens: 1 to the context, in prefill only.
+  for (const std::string& probe :
+       {std::string("model: deepseek_v3_2, phase: prefill, batch: 1, context: 4096, new_tokens: 8192"),
+        std::string("model: deepseek_v3_2, phase: decode, batch: 1, context: 4096, new_tokens: 1")}) {
+    expect_refused_when_timed("v41sim_bad_indexer_new_tokens", indexer_reference(probe), "probe.new_tokens",
+                              "1 to its context");
+  }
+  expect_refused_at_load("v41sim_bad_indexer_new_tokens_fraction",
+                         {{indexer_reference("model: deepseek_v3_2, phase: prefill, batch: 1, context: 4096, "
+                                             "new_tokens: 2048.5"),
+                           "probe.new_tokens", "expected a whole number"},
+                          {indexer_reference("model: deepseek_v3_2, phase: prefill, batch: 1, context: 4096, "
+                                             "new_tokens: 0"),
+                           "probe.new_tokens", "positive"}});
+}
+
+// A prefill probe's new tokens are the chunk the step computes, its queries
+// the last of the context's keys: its logits kernel is the step's (the pairs
+// a chunk of 2,048 over 4,096 keys sees, causal), timed alone.
+TEST(PublishedReference, IndexerProbeTimesAPrefillChunk) {
+  const Catalog catalog = catalog_with(
+      "v41sim_indexer_prefill",
+      indexer_reference("model: deepseek_v3_2, phase: prefill, batch: 1, context: 4096, new_tokens: 2048"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 1u);
+  const ModelAnalysis v32 = analyze_model(load_model_file(catalog.resolve_model("deepseek_v3_2")));
+  StepShape step;
+  step.phase = Phase::kPrefill;
+  step.batch = 1;
+  step.context = 4096;
+  step.new_tokens = 2048;
+  const GpuCostModel b200(catalog.data_dir(), catalog.resolve_gpu("b200"), false);
+  step.ep_per_node = b200.gpu().nvlink_domain();
+  const StepGraph graph = build_step_graph(v32, step);
+  const Kernel* logits = nullptr;
+  for (const LayerKernels& layer : graph.layers) {
+    for (const Kernel& k : layer.kernels())
+      if (logits == nullptr && k.kernel_class == KernelClass::kIndexer) logits = &k;
+  }
+  ASSERT_NE(logits, nullptr);
+  // The prefix's keys, then the chunk's up to each query's own (DeepGEMM's test counts
+  // 2,048 x 2,049 / 2 of those; the step model half the chunk's square, 0.02% fewer pairs).
+  const double pairs = 2048.0 * 2048.0 + 2048.0 * 2049.0 / 2.0;
+  EXPECT_NEAR(logits->flops, 2.0 * 64 * 128 * pairs, 1e-3 * logits->flops);
+  EXPECT_DOUBLE_EQ(validate_reference(refs[0], catalog).predicted, b200.cost().time(*logits).busy_us);
 }
 
 std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
