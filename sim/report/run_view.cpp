@@ -483,6 +483,7 @@ void add_run_notes(Table& head, const RunReport& r) {
   if (r.workload.prompts > 0) head.add_note(benchmark_prompts_note(r.workload, x));
   head.add_note("output lengths " + output_lengths_source(r.workload));
   head.add_note(routing_note(r.deployment));
+  head.add_note(step_overhead_note(r.deployment));
   head.add_note(expert_load_note(r.deployment));
   if (const std::string kernels = engine_kernels_note(r.deployment); !kernels.empty()) head.add_note(kernels);
   if (const std::string layout = attention_layout_note(r.deployment); !layout.empty()) head.add_note(layout);
@@ -714,6 +715,7 @@ nlohmann::json run_json(const RunReport& r) {
            {{"step_times", kernel_models_json(kernel_models_of(r.run))},
             {"output_lengths", output_lengths_source(r.workload)},
             {"routing", routing_note(r.deployment)},
+            {"step_overhead", step_overhead_note(r.deployment)},
             {"expert_load", expert_load_note(r.deployment)},
             {"aggregated_steps", steps != nullptr ? nlohmann::json(steps) : nlohmann::json()},
             {"first_token", first != nullptr ? nlohmann::json(first) : nlohmann::json()}}}};

@@ -71,11 +71,13 @@ void note_first_token(Table& table, const std::vector<DeploymentSpec>& deploymen
     table.add_note(kDecodeSideFirstTokenAssumption);
 }
 
-// The deployments whose engines run kernels other than the step model assumes, each named.
-void note_engine_kernels(Table& table, const std::vector<DeploymentSpec>& deployments) {
+// The deployments whose engines run kernels other than the step model assumes,
+// or take time outside their forward steps, each named.
+void note_engines(Table& table, const std::vector<DeploymentSpec>& deployments) {
   for (const DeploymentSpec& d : deployments) {
     if (const std::string kernels = engine_kernels_note(d); !kernels.empty())
       table.add_note(d.name + ": " + kernels);
+    if (d.step_overhead_us) table.add_note(d.name + ": " + step_overhead_note(d));
   }
 }
 
@@ -515,7 +517,7 @@ std::string serving_section(const Catalog& catalog, const ModelAnalysis& focus, 
       "prompt tokens (window replays not counted); window state found: returning turns whose SWA state was "
       "still in the host-DRAM pool (else a bounded replay of the window)");
   note_first_token(table, deployments);
-  note_engine_kernels(table, deployments);
+  note_engines(table, deployments);
   table.add_note(itl_column_note());
   table.add_note(longest_itl_column_note());
   add_served_run_notes(table, kernel_models);
@@ -568,7 +570,7 @@ std::string mix_section(const Catalog& catalog, const ModelAnalysis& focus, cons
       "that arrived ends finished or rejected); $ per 1M output tokens: the deployment's, over every class's "
       "tokens");
   note_first_token(table, deployments);
-  note_engine_kernels(table, deployments);
+  note_engines(table, deployments);
   table.add_note(itl_column_note());
   add_served_run_notes(table, kernel_models);
   return md + table.to_markdown();

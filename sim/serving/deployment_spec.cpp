@@ -19,6 +19,8 @@ namespace {
 constexpr PlausibleRange kSsdClientBytesPerS{1e8, 1e13, "bytes per second (40 GB/s is 40e9)"};
 constexpr PlausibleRange kUsdPerTbMonth{1e-3, 1e4, "$ per TB-month"};
 constexpr PlausibleRange kTierTb{1e-3, 1e6, "TB (20 TB is 20, 1 PB is 1000)"};
+// An engine's time between forward steps: from none to a second.
+constexpr PlausibleRange kStepOverheadUs{0, 1e6, "us a step (0.56 ms is 560)"};
 
 // A time a tier keeps something: 0 or more seconds, within what the
 // simulator's clock holds past a run's end (a longer one would overflow it).
@@ -139,7 +141,8 @@ DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string
 DeploymentSpec load_deployment_file(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.expect_only({"name", "source", "gpu", "disaggregated", "aggregated_steps", "prefill_delay_steps",
-                    "routing", "prefill", "decode", "kv_tiers", "sla", "reserve_fraction"});
+                    "routing", "prefill", "decode", "kv_tiers", "sla", "reserve_fraction",
+                    "step_overhead_us"});
   DeploymentSpec d;
   d.file = path;
   d.name = root.required("name").as_string();
@@ -213,7 +216,23 @@ DeploymentSpec load_deployment_file(const std::string& path) {
   d.reserve_fraction = reserve.as_non_negative_double();
   d.reserve_fraction_at = reserve.location();
   if (d.reserve_fraction >= 1) reserve.fail("expected a fraction below 1");
+  if (const auto overhead = root.optional("step_overhead_us")) {
+    d.step_overhead_us = read_plausible_value(*overhead, kStepOverheadUs, ValueRange::kNonNegative);
+    if (!d.step_overhead_us->known())
+      overhead->fail("expected a figure (a step is timed with it; leave the field out to count none)");
+  }
   return d;
+}
+
+std::string step_overhead_note(const DeploymentSpec& d) {
+  if (!d.step_overhead_us) {
+    return "engine time outside the forward steps: none counted (" + d.file +
+           " states no step_overhead_us; each step takes what its kernels and transfers take)";
+  }
+  return fmt::format(
+      "engine time outside the forward steps: {:g} us after each step's forward, before its tokens are out "
+      "and the next step starts, whatever its batch ({}; step_overhead_us in {})",
+      d.step_overhead_us->value(), d.step_overhead_us->provenance().label(), d.file);
 }
 
 std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text) {

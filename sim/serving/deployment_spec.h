@@ -114,6 +114,12 @@ struct DeploymentSpec {
   SlaSpec sla;
   double reserve_fraction = 0;  // HBM held back for activations and workspace
   InputLocation reserve_fraction_at;
+  // Time each of the engine's steps takes outside its forward pass, before its
+  // tokens are out and the next step starts (sampling over the vocabulary, the
+  // scheduler's host work it does not overlap), per step whatever its batch;
+  // none where the file states none (each step as its kernels take it).
+  std::optional<SourcedValue> step_overhead_us;
+  double step_overhead() const { return step_overhead_us ? step_overhead_us->value() : 0.0; }
   // An aggregated pool that puts prompt chunks into its decode steps.
   bool mixes_prompt_chunks() const { return !disaggregated && aggregated_steps == AggregatedSteps::kMixed; }
   int64_t total_gpus() const {
@@ -132,6 +138,9 @@ DeploymentSpec load_deployment_by_name(const Catalog& catalog, const std::string
 std::optional<DeploymentSpec::Routing> parse_routing(std::string_view text);
 // What outputs say about how a deployment routes its prompts, and on what it rests.
 std::string routing_note(const DeploymentSpec& d);
+// What outputs say about the engine's time outside each forward step: its
+// figure and source, or that the file states none.
+std::string step_overhead_note(const DeploymentSpec& d);
 // The kernels a deployment's pools run where the step model assumes others
 // (its engine-choice keys), pool by pool; empty where they run the assumed ones.
 std::string engine_kernels_note(const DeploymentSpec& d);

@@ -53,11 +53,11 @@ StepShape pool_step_template(const ModelAnalysis& model, const PoolSpec& pool, c
 
 StepTimeCache deployment_step_times(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                                     const KernelCostModel& decode_cost, const DeploymentSpec& deployment) {
-  return StepTimeCache(model, prefill_cost, decode_cost,
-                       pool_step_template(model, deployment.prefill, prefill_cost.gpu()),
-                       pool_step_template(model, deployment.decode, decode_cost.gpu()),
-                       deployment.prefill.overlap == PoolSpec::Overlap::kWhenFaster,
-                       deployment.decode.overlap == PoolSpec::Overlap::kWhenFaster);
+  return StepTimeCache(
+      model, prefill_cost, decode_cost, pool_step_template(model, deployment.prefill, prefill_cost.gpu()),
+      pool_step_template(model, deployment.decode, decode_cost.gpu()),
+      deployment.prefill.overlap == PoolSpec::Overlap::kWhenFaster,
+      deployment.decode.overlap == PoolSpec::Overlap::kWhenFaster, deployment.step_overhead());
 }
 
 double kv_bytes_per_gpu(const ModelAnalysis& model, const DeploymentSpec& deployment, const PoolSpec& pool,

@@ -34,14 +34,15 @@ int64_t round_up_to_grid(int64_t tokens) {
 StepTimeCache::StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                              const KernelCostModel& decode_cost, StepShape prefill_template,
                              StepShape decode_template, bool prefill_overlap_optional,
-                             bool decode_overlap_optional)
+                             bool decode_overlap_optional, double step_overhead_us)
     : model_(model),
       prefill_cost_(prefill_cost),
       decode_cost_(decode_cost),
       prefill_template_(prefill_template),
       decode_template_(decode_template),
       prefill_overlap_optional_(prefill_overlap_optional),
-      decode_overlap_optional_(decode_overlap_optional) {
+      decode_overlap_optional_(decode_overlap_optional),
+      step_overhead_us_(step_overhead_us) {
   prefill_template_.phase = Phase::kPrefill;
   decode_template_.phase = Phase::kDecode;
 }
@@ -85,6 +86,12 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
 }
 
 StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_optional) {
+  StepCost step = forward_cost_of(std::move(shape), overlap_optional);
+  step.us += step_overhead_us_;
+  return step;
+}
+
+StepTimeCache::StepCost StepTimeCache::forward_cost_of(StepShape shape, bool overlap_optional) {
   // Mixed shapes seldom repeat (their decode batch, both contexts and the
   // chunk all vary), nor do their halves: their one-batch timings are laid
   // out and dropped, not kept for the run (whose memory they would fill).

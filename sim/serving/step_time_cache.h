@@ -34,11 +34,15 @@ class StepTimeCache {
   // The templates carry each pool's EP size, overlap and load imbalance. A
   // pool whose overlap is optional runs each step shape with or without two
   // micro-batches, whichever is faster.
+  // `step_overhead_us`: the engine's time outside each forward (DeploymentSpec),
+  // added to every step it times (0: the forwards alone).
   StepTimeCache(const ModelAnalysis& model, const KernelCostModel& prefill_cost,
                 const KernelCostModel& decode_cost, StepShape prefill_template, StepShape decode_template,
-                bool prefill_overlap_optional = false, bool decode_overlap_optional = false);
+                bool prefill_overlap_optional = false, bool decode_overlap_optional = false,
+                double step_overhead_us = 0);
 
-  // A step's length and how much of it is EP communication left on the
+  // A step's length as the engine runs it (its forward, then the engine's
+  // step overhead) and how much of it is EP communication left on the
   // critical path (all of it without overlap; what compute cannot hide with it).
   struct StepCost {
     double us = 0;
@@ -95,8 +99,10 @@ class StepTimeCache {
   StepCost compute(Phase phase, int64_t batch, int64_t new_tokens, int64_t context, int64_t drafts = 0,
                    int64_t continuing = 0, double expert_token_share = 1.0, bool beside_prompts = false);
   // A shape as one batch, or as two overlapped micro-batches where its pool
-  // always splits, or where splitting is optional and faster.
+  // always splits, or where splitting is optional and faster; the engine's
+  // step overhead after it.
   StepCost cost_of(StepShape shape, bool overlap_optional);
+  StepCost forward_cost_of(StepShape shape, bool overlap_optional);
   // A step shape run as one batch (no overlap): its cost and its layers'
   // tracks, from which a two-micro-batch step of it is laid out.
   struct OneBatch {
@@ -114,6 +120,7 @@ class StepTimeCache {
   StepShape decode_template_;
   bool prefill_overlap_optional_;
   bool decode_overlap_optional_;
+  double step_overhead_us_;
   // phase, batch, new tokens, context, continuing prompts, tokens per decode
   // sequence, the prompt chunks of a mixed step (batch, new tokens, context,
   // continuing), the experts' token share (a multiple of 1 / EP, exact as a double), and

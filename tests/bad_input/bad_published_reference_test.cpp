@@ -139,7 +139,8 @@ TEST(PublishedReference, AttentionProbeSharesOrRepeatsTheWidening) {
   EXPECT_GT(validate_reference(refs[2], catalog).predicted, shared);
 }
 
-// Each prior a bundled reference says it set is a field the priors have.
+// Each prior a bundled reference says it set is a field the priors have (or, named
+// FILE:FIELD, a field of that file beside the references: a deployment's).
 TEST(PublishedReference, NamedPriorsExist) {
   const Catalog catalog(V41SIM_SOURCE_DIR);
   const YamlNode priors =
@@ -149,6 +150,14 @@ TEST(PublishedReference, NamedPriorsExist) {
     std::stringstream list(r.sets_prior);
     for (std::string item; std::getline(list, item, ',');) {
       item.erase(0, item.find_first_not_of(' '));
+      // A field of a file beside the references (a deployment's), as --set names one.
+      if (const std::size_t colon = item.find(".yaml:"); colon != std::string::npos) {
+        const YamlNode file = YamlNode::load_file(std::string(V41SIM_SOURCE_DIR) + "/validation/published/" +
+                                                  item.substr(0, colon + 5));
+        EXPECT_TRUE(file.optional(item.substr(colon + 6)).has_value()) << r.name << ": " << item;
+        ++named;
+        continue;
+      }
       const std::size_t dot = item.find('.');
       if (dot == std::string::npos) {  // a top-level prior
         EXPECT_TRUE(priors.optional(item).has_value()) << r.name << ": " << item;

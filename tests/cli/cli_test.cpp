@@ -239,6 +239,22 @@ TEST(Cli, StepNamesTheMhcProjectionAssumption) {
   EXPECT_EQ(v3.output.find("the indexer's fold"), std::string::npos) << v3.output;
 }
 
+// `run` says what it counts of the engine's time outside its forward steps:
+// the deployment's figure with its source, or that the file states none (also
+// in --json's provenance).
+TEST(Cli, RunSaysTheEnginesStepOverhead) {
+  const RunResult vllm = run("run --model deepseek_v4_1_flash --deployment " V41SIM_SOURCE_DIR
+                             "/validation/published/serving/vllm_b200_4_tp4_v41.yaml --duration 5");
+  ASSERT_EQ(vllm.exit_code, 0) << vllm.output;
+  EXPECT_NE(vllm.output.find("engine time outside the forward steps: 560 us after each step's forward"),
+            std::string::npos)
+      << vllm.output;
+  EXPECT_NE(vllm.output.find("published: vLLM pull request #57643"), std::string::npos) << vllm.output;
+  const nlohmann::json bundled = run_json("run --duration 5");
+  EXPECT_NE(bundled["provenance"]["step_overhead"].get<std::string>().find("none counted"), std::string::npos)
+      << bundled["provenance"];
+}
+
 // A chunk whose residual streams pass the activation reserve cannot run: a
 // plan's variant says so in its row, at the flag that set it.
 TEST(Cli, PlanRefusesAChunkPastTheActivationReserve) {
@@ -1705,6 +1721,23 @@ INSTANTIATE_TEST_SUITE_P(
             "--set workloads/agent_coding.yaml:session.first_input_tokens.max=1e20 run --duration 60",
             "agent_coding.yaml:10: field 'session.first_input_tokens.max': expected at most 2147483647, got "
             "1e+20"},
+        BadRun{"--set validation/published/serving/vllm_b200_4_tp4_v41.yaml:step_overhead_us.value=-5 run "
+               "--deployment " V41SIM_SOURCE_DIR
+               "/validation/published/serving/vllm_b200_4_tp4_v41.yaml --duration 10",
+               "vllm_b200_4_tp4_v41.yaml:33: field 'step_overhead_us.value': expected a non-negative number, "
+               "got -5"},
+        BadRun{
+            "--set validation/published/serving/vllm_b200_4_tp4_v41.yaml:step_overhead_us.value=2e6 run "
+            "--deployment " V41SIM_SOURCE_DIR
+            "/validation/published/serving/vllm_b200_4_tp4_v41.yaml --duration 10",
+            "field 'step_overhead_us.value': 2e+06 is out of the plausible range 0 to 1e+06 for this figure, "
+            "in us a step"},
+        BadRun{
+            "--set \"validation/published/serving/vllm_b200_4_tp4_v41.yaml:step_overhead_us={unknown: x}\" "
+            "run --deployment " V41SIM_SOURCE_DIR
+            "/validation/published/serving/vllm_b200_4_tp4_v41.yaml --duration 10",
+            "field 'step_overhead_us': expected a figure (a step is timed with it; leave the field out to "
+            "count none)"},
         BadRun{"--set workloads/deployments/h200_pd_64.yaml:kv_tiers.ssd_usd_per_tb_month.value=-1 run "
                "--duration 10",
                "h200_pd_64.yaml:20: field 'kv_tiers.ssd_usd_per_tb_month.value': expected a positive number, "

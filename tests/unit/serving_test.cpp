@@ -1174,6 +1174,28 @@ TEST(Serving, PrefillQueueMatchesMD1) {
       << "D = " << service_s * 1e3 << " ms, measured " << r.prefill_wait_ms.mean << " ms";
 }
 
+// An engine's time outside its forward steps (DeploymentSpec::step_overhead_us)
+// ends every step that much later: a lone request's first token waits one
+// step's worth, each later token one more, and the step times a deployment's
+// cache gives carry it too.
+TEST(Serving, AnEnginesStepOverheadEndsEveryStepLater) {
+  Fixture f = tiny_trace("v41sim_step_overhead", "0.0,0,100,400\n");
+  const ServingResult plain = f.run(60, 1, true);
+  const StepTimeCache::StepCost plain_step =
+      deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment)
+          .prefill_step(1, 100, 100);
+  f.deployment.step_overhead_us = SourcedValue::assumed(2000, "test");
+  const ServingResult slower = f.run(60, 1, true);
+  ASSERT_EQ(plain.finished, 1);
+  ASSERT_EQ(slower.finished, 1);
+  EXPECT_EQ(slower.decode_steps, plain.decode_steps);
+  EXPECT_NEAR(slower.ttft_ms.mean - plain.ttft_ms.mean, 2.0, 1e-6);
+  EXPECT_NEAR(slower.tpot_ms.mean - plain.tpot_ms.mean, 2.0, 1e-6);
+  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
+  EXPECT_NEAR(steps.prefill_step(1, 100, 100).us - plain_step.us, 2000.0, 1e-6);
+  EXPECT_DOUBLE_EQ(steps.prefill_step(1, 100, 100).communication_us, plain_step.communication_us);
+}
+
 TEST(Serving, OverloadGrowsQueuesInsteadOfFailing) {
   Fixture f = tiny_fixed();
   StepTimeCache steps(f.model, f.prefill.cost(), f.decode.cost(), testing::shape(Phase::kPrefill, 1, 1, 1),
