@@ -21,6 +21,7 @@
 #include "sim/serving/deployment_spec.h"
 #include "sim/serving/workload_spec.h"
 #include "sim/validation/published_reference.h"
+#include "tests/step_test_support.h"
 #include "tests/test_data.h"
 
 namespace v41sim {
@@ -514,6 +515,12 @@ std::string indexer_reference(const std::string& probe) {
          "}\n    reference: {metric: us, value: 10}\n    tolerance_pct: 10\n";
 }
 
+// The step `shape` of `model` as a probe builds it on `gpu`: its EP over the GPU's NVLink domain.
+StepGraph probe_step_graph(const ModelAnalysis& model, StepShape shape, const GpuCostModel& gpu) {
+  shape.ep_per_node = gpu.gpu().nvlink_domain();
+  return build_step_graph(model, shape);
+}
+
 // An indexer probe times the step's own first indexer logits kernel (V4-Flash's
 // ratio-4 layer, 4 query tokens a sequence: the context over 4 keys each), the
 // same time the step gives it; more query tokens fold more; a model without an
@@ -533,8 +540,7 @@ TEST(PublishedReference, IndexerProbeTimesTheStepsOwnLogits) {
   step.include_draft = false;
   step.decode_tokens_per_sequence = 4;
   const GpuCostModel b200(catalog.data_dir(), catalog.resolve_gpu("b200"), false);
-  step.ep_per_node = b200.gpu().nvlink_domain();
-  const StepGraph graph = build_step_graph(v4, step);
+  const StepGraph graph = probe_step_graph(v4, step, b200);
   const StepTiming timing = time_step(graph, b200.cost());
   double step_us = 0;
   for (std::size_t l = 0; l < graph.layers.size() && step_us == 0; ++l) {
@@ -590,14 +596,10 @@ TEST(PublishedReference, IndexerProbeTimesAPrefillChunk) {
   const auto refs = load_published_references(catalog);
   ASSERT_EQ(refs.size(), 1u);
   const ModelAnalysis v32 = analyze_model(load_model_file(catalog.resolve_model("deepseek_v3_2")));
-  StepShape step;
-  step.phase = Phase::kPrefill;
-  step.batch = 1;
-  step.context = 4096;
+  StepShape step = testing::shape(Phase::kPrefill, 1, 4096);
   step.new_tokens = 2048;
   const GpuCostModel b200(catalog.data_dir(), catalog.resolve_gpu("b200"), false);
-  step.ep_per_node = b200.gpu().nvlink_domain();
-  const StepGraph graph = build_step_graph(v32, step);
+  const StepGraph graph = probe_step_graph(v32, step, b200);
   const Kernel* logits = nullptr;
   for (const LayerKernels& layer : graph.layers) {
     for (const Kernel& k : layer.kernels())
