@@ -87,7 +87,10 @@ StepTimeCache::StepCost StepTimeCache::compute(Phase phase, int64_t batch, int64
 
 StepTimeCache::StepCost StepTimeCache::cost_of(StepShape shape, bool overlap_optional) {
   StepCost step = forward_cost_of(std::move(shape), overlap_optional);
+  // The engine's overhead is no kernel's: the kernel model's band covers the forward's share.
+  const double forward_us = step.us;
   step.us += step_overhead_us_;
+  if (step.us > 0) step.band.covered_share *= forward_us / step.us;
   return step;
 }
 

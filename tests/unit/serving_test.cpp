@@ -1194,6 +1194,11 @@ TEST(Serving, AnEnginesStepOverheadEndsEveryStepLater) {
   StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
   EXPECT_NEAR(steps.prefill_step(1, 100, 100).us - plain_step.us, 2000.0, 1e-6);
   EXPECT_DOUBLE_EQ(steps.prefill_step(1, 100, 100).communication_us, plain_step.communication_us);
+  // The kernel model's band covers the forward's share of the step, not the engine's overhead.
+  ASSERT_GT(plain_step.band.covered_share, 0.0);
+  EXPECT_NEAR(steps.prefill_step(1, 100, 100).band.covered_share,
+              plain_step.band.covered_share * plain_step.us / (plain_step.us + 2000.0), 1e-12);
+  EXPECT_DOUBLE_EQ(steps.prefill_step(1, 100, 100).band.pct, plain_step.band.pct);
 }
 
 TEST(Serving, OverloadGrowsQueuesInsteadOfFailing) {
