@@ -51,9 +51,13 @@ TileNarrowing read_narrowing(const YamlNode& node, const ClassCost& c) {
 SourcedValue read_within(const YamlNode& node, double least, double most, const char* what,
                          ValueRange range = ValueRange::kPositive) {
   SourcedValue v = read_sourced_value(node, range);
-  if (v.value() < least || v.value() > most)
-    throw InputError(v.where(),
-                     fmt::format("expected {} of {:g} to {:g}, got {:g}", what, least, most, v.value()));
+  if (v.value() < least || v.value() > most) {
+    // A positive figure's floor of 0 is not in its range (read_sourced_value refuses 0 first).
+    const std::string bounds = range == ValueRange::kPositive && least <= 0
+                                   ? fmt::format("above 0 and at most {:g}", most)
+                                   : fmt::format("of {:g} to {:g}", least, most);
+    throw InputError(v.where(), fmt::format("expected {} {}, got {:g}", what, bounds, v.value()));
+  }
   return v;
 }
 

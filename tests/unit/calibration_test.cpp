@@ -705,7 +705,7 @@ TEST(Calibration, NarrowingAndPipelineAreChecked) {
   for (const Wild& w :
        {Wild{"v41sim_latency_of_days", "launch_overhead_us: {value: 4.0,",
              "launch_overhead_us: {value: 2147483648,", "launch_overhead_us",
-             "a fixed cost in us of 0 to 1e+06"},
+             "a fixed cost in us above 0 and at most 1e+06"},
         Wild{"v41sim_efficiency_near_zero", "memory_efficiency: {value: 0.60,",
              "memory_efficiency: {value: 1e-300,", "memory_efficiency", "a share of peak, of 0.001 to 1"},
         Wild{"v41sim_multiple_near_zero", "sm_bandwidth_multiple: {value: 2.5,",
