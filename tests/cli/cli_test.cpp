@@ -1125,13 +1125,13 @@ TEST(Cli, SetEditsOneValueOfAFile) {
   // A sourced figure is set by naming it: its number changes, its source stays.
   const RunResult acceptance = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length=3.2 kv");
   EXPECT_NE(acceptance.output.find(
-                "draft.acceptance_length = 3.2 in models/deepseek_v4_1_flash.yaml:86 (the file says 3.51)"),
+                "draft.acceptance_length = 3.2 in models/deepseek_v4_1_flash.yaml:93 (the file says 3.51)"),
             std::string::npos)
       << acceptance.output;
   // The loader's checks apply to the edited value, naming the line.
   const RunResult too_high = run("--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length=6 kv");
   EXPECT_EQ(too_high.exit_code, 2);
-  EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:86: field 'draft.acceptance_length'"),
+  EXPECT_NE(too_high.output.find("deepseek_v4_1_flash.yaml:93: field 'draft.acceptance_length'"),
             std::string::npos)
       << too_high.output;
   // A field the file lacks is added where no line moves (here inside the
@@ -1763,10 +1763,10 @@ INSTANTIATE_TEST_SUITE_P(
                "deepseek_v4_1_flash.yaml:29: field 'attention.candidate_pool.top_blocks': expected a pool of "
                "at least the indexer's top-k (512 positions), got 63 blocks x 8 = 504"},
         BadRun{"--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length.value=1 kv",
-               "deepseek_v4_1_flash.yaml:86: field 'draft.acceptance_length': expected a step's mean tokens "
+               "deepseek_v4_1_flash.yaml:93: field 'draft.acceptance_length': expected a step's mean tokens "
                "between 1 and 6 (the verifier's token and 5 drafts), exclusive, got 1"},
         BadRun{"--set models/deepseek_v4_1_flash.yaml:draft.acceptance_length_drafts=6 kv",
-               "deepseek_v4_1_flash.yaml:87: field 'draft.acceptance_length_drafts': expected 1..5 drafts a "
+               "deepseek_v4_1_flash.yaml:94: field 'draft.acceptance_length_drafts': expected 1..5 drafts a "
                "step "
                "(the draft's block_size), got 6"},
         // Only the flags that would shrink what this request holds: V4-Pro's
