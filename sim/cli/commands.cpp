@@ -471,7 +471,7 @@ void register_serving_commands(const CommandRegistrar& r) {
 
   CLI::App* sensitivity =
       r.add("sensitivity",
-            "which assumed figures (model, GPU, kernel-model priors, the workload's traffic) "
+            "which assumed figures (model, deployment, GPU, kernel-model priors, the workload's traffic) "
             "move a served run's $ per token and TPOT: each moved down and up in turn");
   r.add_serving_flags(sensitivity, "deployment (workloads/deployments/) name or path",
                       "simulated seconds of arrivals measured in each run after the warm-up (then it drains)",
