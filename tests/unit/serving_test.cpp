@@ -1191,14 +1191,16 @@ TEST(Serving, AnEnginesStepOverheadEndsEveryStepLater) {
   EXPECT_EQ(slower.decode_steps, plain.decode_steps);
   EXPECT_NEAR(slower.ttft_ms.mean - plain.ttft_ms.mean, 2.0, 1e-6);
   EXPECT_NEAR(slower.tpot_ms.mean - plain.tpot_ms.mean, 2.0, 1e-6);
-  StepTimeCache steps = deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment);
-  EXPECT_NEAR(steps.prefill_step(1, 100, 100).us - plain_step.us, 2000.0, 1e-6);
-  EXPECT_DOUBLE_EQ(steps.prefill_step(1, 100, 100).communication_us, plain_step.communication_us);
+  const StepTimeCache::StepCost slower_step =
+      deployment_step_times(f.model, f.prefill.cost(), f.decode.cost(), f.deployment)
+          .prefill_step(1, 100, 100);
+  EXPECT_NEAR(slower_step.us - plain_step.us, 2000.0, 1e-6);
+  EXPECT_DOUBLE_EQ(slower_step.communication_us, plain_step.communication_us);
   // The kernel model's band covers the forward's share of the step, not the engine's overhead.
   ASSERT_GT(plain_step.band.covered_share, 0.0);
-  EXPECT_NEAR(steps.prefill_step(1, 100, 100).band.covered_share,
+  EXPECT_NEAR(slower_step.band.covered_share,
               plain_step.band.covered_share * plain_step.us / (plain_step.us + 2000.0), 1e-12);
-  EXPECT_DOUBLE_EQ(steps.prefill_step(1, 100, 100).band.pct, plain_step.band.pct);
+  EXPECT_DOUBLE_EQ(slower_step.band.pct, plain_step.band.pct);
 }
 
 TEST(Serving, OverloadGrowsQueuesInsteadOfFailing) {
