@@ -68,7 +68,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
   // it; none: each step's routing falls by chance), the GPUs one tensor-parallel attention rank
   // spans and its routed experts split by columns over them (1: as an engine's TP without EP)
   // (step), and a benchmark's concurrency, prompt
-  // count and prompt length in place of its workload's, and its routed experts' format (serving).
+  // count and prompt length in place of its workload's, and its routed experts' format (serving);
+  // the engine's own format for the index keys, a cache format the model file defines (step, serving).
   static const std::map<std::string, std::vector<std::string>> kOptional{
       {"gemm", {"math"}},
       {"grouped_gemm", {"weights"}},
@@ -81,8 +82,8 @@ void check_probe_fields(const YamlNode& probe, const PublishedReference& r) {
       {"indexer", {"queries_per_sequence", "new_tokens"}},
       {"step",
        {"gpus_per_node", "overlap", "redundant_experts", "routing_skew", "balanced_routing", "attention_tp",
-        "experts_by_columns"}},
-      {"serving", {"weights", "concurrency", "prompts", "input_tokens"}}};
+        "experts_by_columns", "index_key_cache"}},
+      {"serving", {"weights", "index_key_cache", "concurrency", "prompts", "input_tokens"}}};
   for (const auto& [key, value] : probe.entries()) {
     if (key == "kind") continue;
     const auto& required = needed->second;
@@ -134,6 +135,8 @@ void read_probe(const YamlNode& probe, PublishedReference& r) {
       r.probe_kernel = value.as_string();
       if (r.probe_kernel != "pre_mix_norm" && r.probe_kernel != "post_merge")
         value.fail("expected pre_mix_norm or post_merge (V4's mHC kernels a benchmark times alone)");
+    } else if (key == "index_key_cache") {
+      r.probe_index_key_cache = value.as_string();
     } else if (key == "weights") {
       r.probe_weights = value.as_string();
       if (r.probe_weights != "fp8" && r.probe_weights != "fp4") value.fail("expected fp8 or fp4");
@@ -237,6 +240,23 @@ PublishedReference read_reference(const YamlNode& node) {
 BlockScaledFormat probe_weight_format(const std::string& weights) {
   return weights == "fp4" ? BlockScaledFormat{ElementFormat::kFp4E2M1, ElementFormat::kE8M0, 32}
                           : BlockScaledFormat{ElementFormat::kFp8E4M3, std::nullopt, 0};
+}
+
+// The engine's index keys, where the probe says it stores them in another of
+// the model file's cache formats (SGLang and vLLM keep FP8 keys by default): set
+// before the model is analysed, so that its KV bytes and its logits' reads agree.
+void apply_probe_index_key_cache(const PublishedReference& r, ModelSpec& spec) {
+  if (r.probe_index_key_cache.empty()) return;
+  const InputLocation at{r.file, r.line, "probe.index_key_cache"};
+  if (!spec.attention.indexer)
+    throw InputError(at, spec.name + " has no indexer whose keys an engine stores");
+  if (spec.cache_formats.count(r.probe_index_key_cache) == 0) {
+    std::vector<std::string> names;
+    for (const auto& [name, format] : spec.cache_formats) names.push_back(name);
+    throw InputError(at, fmt::format("expected a cache format {} defines ({}), got '{}'", spec.file,
+                                     fmt::join(names, ", "), r.probe_index_key_cache));
+  }
+  spec.attention.indexer->key_cache = r.probe_index_key_cache;
 }
 
 // A kernel's figure in the reference's metric: its own FLOPs or bytes over
@@ -356,8 +376,9 @@ double predict_attention(const PublishedReference& r, const GpuCostModel& g, con
 // is per node, over the step's time.
 double predict_step(const PublishedReference& r, const GpuCostModel& g, const Catalog& catalog) {
   const auto& p = r.probe;
-  const ModelAnalysis model =
-      analyze_model(load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"})));
+  ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"}));
+  apply_probe_index_key_cache(r, spec);
+  const ModelAnalysis model = analyze_model(spec);
   StepShape shape;
   shape.phase = r.probe_phase == "prefill" ? Phase::kPrefill : Phase::kDecode;
   shape.batch = as_int(p.at("batch"));
@@ -405,6 +426,7 @@ double predict_serving(const PublishedReference& r, const Catalog& catalog, bool
   const auto& p = r.probe;
   ModelSpec spec = load_model_file(catalog.resolve_model(r.probe_model, {r.file, r.line, "probe.model"}));
   if (!r.probe_weights.empty()) spec.weights.routed_experts = probe_weight_format(r.probe_weights);
+  apply_probe_index_key_cache(r, spec);
   const ModelAnalysis model = analyze_model(spec);
   DeploymentSpec deployment = load_deployment_file(probe_file(
       r, r.probe_deployment, "probe.deployment",

@@ -41,6 +41,10 @@ struct PublishedReference {
   // grouped_gemm (fp8 unless it says) or moe_layer's and serving's routed
   // experts (the model's unless it says): fp8 | fp4 (e2m1, an e8m0 scale per 32, as MXFP4).
   std::string probe_weights;
+  // step, serving: the cache format the model's index keys are stored in, where the engine
+  // stores them otherwise than the model file says (e.g. index_key_fp8: FP8 keys where no FP4
+  // indexer runs); the model file must define it.
+  std::string probe_index_key_cache;
   // tflops | gbps | us | tokens_per_s_per_node | tokens_per_s_per_gpu (step);
   // serving: ttft_ms | tpot_ms (the benchmark's means) | ttft_p50_ms (its median) |
   // tokens_per_s_per_gpu (input and output)

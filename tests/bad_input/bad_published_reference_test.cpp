@@ -613,6 +613,47 @@ TEST(PublishedReference, IndexerProbeTimesAPrefillChunk) {
   EXPECT_DOUBLE_EQ(validate_reference(refs[0], catalog).predicted, b200.cost().time(*logits).busy_us);
 }
 
+// A step probe's engine may store the indexer's keys in another of the model
+// file's cache formats (FP8, as SGLang and vLLM do by default): the step is
+// the model's with that key, its logits reading the wider keys; a format the
+// model lacks, or a model without an indexer, is refused at the probe.
+TEST(PublishedReference, StepProbeStoresTheEnginesIndexKeys) {
+  const std::string decode =
+      "kind: step, model: deepseek_v4_flash, phase: decode, batch: 16, context: 131072, ep: 8";
+  const Catalog catalog = catalog_with(
+      "v41sim_step_index_keys",
+      whole_run_reference("h200", decode, "tokens_per_s_per_gpu") +
+          whole_run_reference("h200", decode + ", index_key_cache: index_key_fp8", "tokens_per_s_per_gpu"));
+  const auto refs = load_published_references(catalog);
+  ASSERT_EQ(refs.size(), 2u);
+  ModelSpec spec = load_model_file(catalog.resolve_model("deepseek_v4_flash"));
+  spec.attention.indexer->key_cache = "index_key_fp8";
+  const GpuCostModel h200(catalog.data_dir(), catalog.resolve_gpu("h200"), /*cuda_graph=*/true);
+  StepShape shape = testing::shape(Phase::kDecode, 16, 131072);
+  shape.ep = 8;
+  shape.include_draft = false;
+  const double step_s =
+      time_step(probe_step_graph(analyze_model(spec), shape, h200), h200.cost()).total_us * 1e-6;
+  const double fp8_keys = validate_reference(refs[1], catalog).predicted;
+  EXPECT_NEAR(fp8_keys, 16.0 / step_s, 1e-9 * fp8_keys);
+  EXPECT_LT(fp8_keys, validate_reference(refs[0], catalog).predicted)
+      << "FP8 keys read more bytes than FP4 ones";
+  expect_refused_when_timed(
+      "v41sim_bad_step_index_keys",
+      whole_run_reference("h200", decode + ", index_key_cache: index_key_int2", "tokens_per_s_per_gpu"),
+      "probe.index_key_cache", "expected a cache format");
+  expect_refused_when_timed(
+      "v41sim_bad_step_index_keys_v3",
+      step_reference("h800", "phase: decode, batch: 64, context: 2000, ep: 8, index_key_cache: index_key_fp8",
+                     "tokens_per_s_per_gpu"),
+      "probe.index_key_cache", "has no indexer");
+  expect_refused_at_load(
+      "v41sim_bad_index_keys_kind",
+      {{indexer_reference("model: deepseek_v4_flash, phase: decode, batch: 1, context: 8192, "
+                          "index_key_cache: index_key_fp8"),
+        "probe.index_key_cache", "not a field of a 'indexer' probe"}});
+}
+
 std::string moe_layer_reference(const std::string& gpu, const std::string& extra,
                                 const std::string& model = "deepseek_v3") {
   return "  - name: moe\n    source: \"test\"\n    gpu: " + gpu +
@@ -702,7 +743,8 @@ std::string serving_reference(const std::string& gpu, const std::string& probe, 
 // A serving probe runs the benchmark it names to its last prompt: its
 // figures are the run's means over the benchmark's requests and its tokens
 // over its own span; FP8 experts read twice the FP4 ones' bytes and serve
-// fewer tokens a second; more clients wait longer for their first token.
+// fewer tokens a second; more clients wait longer for their first token; FP8
+// index keys are the model's run with that key.
 TEST(PublishedReference, ServingProbeRunsTheBenchmarkToItsLastPrompt) {
   const std::string small = ", concurrency: 64, prompts: 128";
   const Catalog catalog = catalog_with(
@@ -713,9 +755,10 @@ TEST(PublishedReference, ServingProbeRunsTheBenchmarkToItsLastPrompt) {
           serving_reference("h200", small + ", weights: fp8", "ttft_ms") +
           serving_reference("h200", ", concurrency: 128, prompts: 128, weights: fp8", "ttft_ms") +
           serving_reference("h200", small + ", weights: fp8", "ttft_p50_ms") +
-          serving_reference("h200", small + ", weights: fp8, input_tokens: 8192", "ttft_ms"));
+          serving_reference("h200", small + ", weights: fp8, input_tokens: 8192", "ttft_ms") +
+          serving_reference("h200", small + ", weights: fp8, index_key_cache: index_key_fp8", "tpot_ms"));
   const auto refs = load_published_references(catalog);
-  ASSERT_EQ(refs.size(), 7u);
+  ASSERT_EQ(refs.size(), 8u);
   std::vector<double> predicted;
   for (const auto& r : refs) predicted.push_back(validate_reference(r, catalog).predicted);
   EXPECT_LT(predicted[0], predicted[1]) << "FP8 experts against FP4 ones";
@@ -743,6 +786,12 @@ TEST(PublishedReference, ServingProbeRunsTheBenchmarkToItsLastPrompt) {
   EXPECT_NEAR(predicted[2], run.result.tpot_ms.mean, 1e-9 * predicted[2]);
   EXPECT_NEAR(predicted[3], run.result.ttft_ms.mean, 1e-9 * predicted[3]);
   EXPECT_NEAR(predicted[5], run.result.ttft_ms.p50, 1e-9 * predicted[5]);
+  // The engine's FP8 index keys: the same benchmark on the model with that key.
+  spec.attention.indexer->key_cache = "index_key_fp8";
+  const ServedRun fp8_keys =
+      serve_deployment(catalog, analyze_model(spec), load_deployment_file(kRecipe), workload, options);
+  EXPECT_NEAR(predicted[7], fp8_keys.result.tpot_ms.mean, 1e-9 * predicted[7]);
+  EXPECT_NE(predicted[7], predicted[2]);
 }
 
 // A benchmark's throughput published for the whole deployment: its total over

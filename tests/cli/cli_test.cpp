@@ -1724,7 +1724,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"--set validation/published/serving/vllm_b200_4_tp4_v41.yaml:step_overhead_us.value=-5 run "
                "--deployment " V41SIM_SOURCE_DIR
                "/validation/published/serving/vllm_b200_4_tp4_v41.yaml --duration 10",
-               "vllm_b200_4_tp4_v41.yaml:33: field 'step_overhead_us.value': expected a non-negative number, "
+               "vllm_b200_4_tp4_v41.yaml:37: field 'step_overhead_us.value': expected a non-negative number, "
                "got -5"},
         BadRun{
             "--set validation/published/serving/vllm_b200_4_tp4_v41.yaml:step_overhead_us.value=2e6 run "
