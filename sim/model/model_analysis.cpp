@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace v41sim {
 
 ModelAnalysis analyze_model(ModelSpec spec) {
@@ -13,6 +15,18 @@ ModelAnalysis analyze_model(ModelSpec spec) {
   a.active = active_params(a.spec, a.plan, a.params);
   a.weights = weight_bytes(a.spec, a.params, a.spec.weights);
   return a;
+}
+
+std::vector<std::string> other_index_key_formats(const ModelSpec& spec) {
+  std::vector<std::string> names;
+  if (!spec.attention.indexer) return names;
+  for (const auto& [name, format] : spec.cache_formats) {
+    const bool index_key = !format.parts.empty() &&
+                           std::all_of(format.parts.begin(), format.parts.end(),
+                                       [](const CacheEntryPart& p) { return p.dimension == "index_key"; });
+    if (index_key && name != spec.attention.indexer->key_cache) names.push_back(name);
+  }
+  return names;
 }
 
 void require_servable_context(const ModelSpec& spec, int64_t context, const char* flag) {

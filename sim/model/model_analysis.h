@@ -20,6 +20,12 @@ struct ModelAnalysis {
 
 ModelAnalysis analyze_model(ModelSpec spec);
 
+// The cache formats the model file defines for its index keys besides the one
+// it stores them in (the FP8 key of engines without an FP4 indexer, say), by
+// name; none for a model without an indexer. An analysis that stores the keys
+// in one sets attention.indexer->key_cache to it before analyze_model.
+std::vector<std::string> other_index_key_formats(const ModelSpec& spec);
+
 // A session length the model serves: (0, max_context] tokens; else an
 // InputError naming `flag`.
 void require_servable_context(const ModelSpec& spec, int64_t context, const char* flag);

@@ -247,6 +247,7 @@ CacheEntryFormat read_cache_format(const std::string& name, const YamlNode& node
   CacheEntryFormat format;
   format.name = name;
   format.align_bytes = optional_dimension(node, "align_bytes", 1, kSmall);
+  if (const auto source = node.optional("source")) format.source = source->as_string();
   if (format.align_bytes == 0) node.required("align_bytes").fail("expected a positive integer");
   int64_t bytes = 0;
   for (const YamlNode& item : node.required("parts").elements()) {

@@ -44,6 +44,7 @@ struct CacheEntryFormat {
   std::vector<CacheEntryPart> parts;
   int64_t align_bytes = 1;  // entry padded up to a multiple of this
   int64_t bytes = 0;        // computed by the loader from parts and alignment
+  std::string source;       // where the model file says the format comes from, if it says
 };
 
 struct IndexerSpec {

@@ -1,5 +1,6 @@
 #include "sim/report/claims.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,6 +121,42 @@ TEST_F(ClaimsTest, HoldsOnlyIfNamesTheAssumption) {
   const Claim c = find("h200_sessions");
   EXPECT_NE(verdict_text(c).find("no weights"), std::string::npos);
   EXPECT_GE(c.findings.size(), 3u);
+}
+
+// The sessions the node holds with the index keys stored as the model file's
+// other format says (the FP8 key engines store on Hopper): the fit of the
+// model with that key, fewer than with its own FP4 one, the format's source
+// quoted; a model file that defines no other index key adds no finding.
+TEST_F(ClaimsTest, H200SessionsWithTheEnginesIndexKeys) {
+  ModelSpec spec = v41_.spec;
+  spec.attention.indexer->key_cache = "index_key_fp8";
+  FitRequest r;
+  r.gpus = 8;
+  r.ep = 8;
+  r.context_tokens = 1 << 20;
+  r.weights = spec.weights;
+  r.dense_placement = DensePlacement::kReplicated;
+  r.reserve_fraction = default_reserve_fraction();
+  const int64_t fp8_keys = fit_memory(analyze_model(spec), h200_, r).sessions;
+  r.weights = v41_.spec.weights;
+  EXPECT_LT(fp8_keys, fit_memory(v41_, h200_, r).sessions);
+  const auto keyed = [](const Claim& c, const std::string& model) {
+    return std::count_if(c.findings.begin(), c.findings.end(), [&](const std::string& f) {
+      return f.starts_with(model + " storing its index keys as index_key_fp8");
+    });
+  };
+  const Claim c = find("h200_sessions");
+  ASSERT_EQ(keyed(c, v41_.spec.name), 1) << ::testing::PrintToString(c.findings);
+  const auto finding = std::find_if(c.findings.begin(), c.findings.end(), [&](const std::string& f) {
+    return f.starts_with(v41_.spec.name + " storing");
+  });
+  EXPECT_NE(finding->find(fmt::format("1050 B/token, {} sessions of 2^20 tokens", fp8_keys)),
+            std::string::npos)
+      << *finding;
+  EXPECT_NE(finding->find(v41_.spec.cache("index_key_fp8").source), std::string::npos) << *finding;
+  EXPECT_EQ(keyed(c, v4_.spec.name), 1);
+  v41_.spec.cache_formats.erase("index_key_fp8");
+  EXPECT_EQ(keyed(find("h200_sessions"), v41_.spec.name), 0);
 }
 
 }  // namespace

@@ -29,6 +29,20 @@ TEST(KvLayout, EntrySizesComeFromTheFormats) {
   EXPECT_EQ(analyze("deepseek_v3_2").spec.cache("mla_fp8_sparse").bytes, 656);
 }
 
+// A model file may define its index keys in more than the one format it
+// stores them in (V4's FP8 key, which engines without an FP4 indexer store):
+// those are the others, and only index-key formats count among them.
+TEST(KvLayout, OtherIndexKeyFormatsAreTheIndexKeyFormatsNotStored) {
+  ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
+  EXPECT_EQ(other_index_key_formats(v41.spec), std::vector<std::string>{"index_key_fp8"});
+  EXPECT_EQ(v41.spec.cache("index_key_fp8").bytes, 132);
+  EXPECT_FALSE(v41.spec.cache("index_key_fp8").source.empty());
+  v41.spec.attention.indexer->key_cache = "index_key_fp8";
+  EXPECT_EQ(other_index_key_formats(v41.spec), std::vector<std::string>{"index_key_mxfp4"});
+  EXPECT_TRUE(other_index_key_formats(analyze("deepseek_v3_2").spec).empty());  // its one key format
+  EXPECT_TRUE(other_index_key_formats(analyze("deepseek_v3").spec).empty());    // no indexer
+}
+
 TEST(KvLayout, WindowStateIsBoundedPerRequest) {
   const ModelAnalysis v41 = analyze("deepseek_v4_1_flash");
   EXPECT_EQ(v41.kv.window_state_bytes, 40 * 128 * 528);
