@@ -127,6 +127,26 @@ Table validation_summary_table(const std::vector<ValidationRow>& rows) {
   return t;
 }
 
+namespace {
+
+// Everything a reference's probe set, so that a reader can rerun it: its
+// counts, and the files and formats it names (a serving probe's deployment,
+// workload, routed experts' and index keys' formats).
+nlohmann::json probe_fields_json(const PublishedReference& r) {
+  nlohmann::json fields = nlohmann::json::object();
+  for (const auto& [key, value] : r.probe) fields[key] = value;
+  const std::pair<const char*, const std::string*> named[] = {
+      {"model", &r.probe_model},       {"deployment", &r.probe_deployment},
+      {"workload", &r.probe_workload}, {"phase", &r.probe_phase},
+      {"kernel", &r.probe_kernel},     {"math", &r.probe_math},
+      {"weights", &r.probe_weights},   {"index_key_cache", &r.probe_index_key_cache}};
+  for (const auto& [key, value] : named)
+    if (!value->empty()) fields[key] = *value;
+  return fields;
+}
+
+}  // namespace
+
 nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const ValidationRow& r : rows) {
@@ -134,6 +154,7 @@ nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
         {{"name", r.reference.name},
          {"kind", r.reference.probe_kind == "held_out_measurement" ? "held_out_measurement" : "published"},
          {"probe", r.reference.probe_kind},
+         {"probe_fields", probe_fields_json(r.reference)},
          {"source", r.reference.source},
          {"gpu", r.reference.gpu},
          {"model", r.reference.probe_model},

@@ -1595,7 +1595,7 @@ TEST(Cli, ValidateListsTheProbesAndGpusAsked) {
 TEST(Cli, ValidateReportsEveryReference) {
   const auto v = run_json("validate");
   ASSERT_GE(v["references"].size(), 10u);
-  int in_sample = 0, misses = 0, explained = 0;
+  int in_sample = 0, misses = 0, explained = 0, fp8_index_keys = 0;
   for (const auto& r : v["references"]) {
     for (const char* key :
          {"predicted", "reference", "error_pct", "within_tolerance", "sets_prior", "model_lacks"}) {
@@ -1608,7 +1608,18 @@ TEST(Cli, ValidateReportsEveryReference) {
     const double error =
         100 * (r["predicted"].get<double>() - r["reference"].get<double>()) / r["reference"].get<double>();
     EXPECT_NEAR(r["error_pct"].get<double>(), error, 1e-9);
+    // What the probe set, enough to rerun it: a serving benchmark's files and formats too.
+    ASSERT_TRUE(r["probe_fields"].is_object()) << r["name"];
+    if (r["probe"] == "serving") {
+      EXPECT_TRUE(r["probe_fields"].contains("deployment")) << r["name"];
+      EXPECT_TRUE(r["probe_fields"].contains("workload")) << r["name"];
+      fp8_index_keys += r["probe_fields"].value("index_key_cache", "") == "index_key_fp8" ? 1 : 0;
+    }
+    if (!r["model"].get<std::string>().empty()) {
+      EXPECT_EQ(r["probe_fields"]["model"], r["model"]);
+    }
   }
+  EXPECT_GT(fp8_index_keys, 0) << "the engines' FP8 index keys, as the bundled serving probes say";
   // Each miss says what the model lacks there, or is counted as not explained.
   EXPECT_NE(run("validate")
                 .output.find(fmt::format("misses: {} with what the model lacks there, {} not explained",
