@@ -47,7 +47,18 @@ class ClaimsTest : public ::testing::Test {
 };
 
 TEST_F(ClaimsTest, Verdicts) {
+  // 890 and 3514 B/token are the model files' own index keys' (FP4): with
+  // the FP8 keys the files also define, more; without those, it simply holds.
+  const Claim kv = find("kv_bytes_per_token");
+  EXPECT_EQ(kv.verdict, Verdict::kHoldsOnlyIf);
+  EXPECT_NE(kv.condition.find("DeepSeek-V4.1-Flash 1050 B/token (index_key_fp8, 132 B a key)"),
+            std::string::npos)
+      << kv.condition;
+  v41_.spec.cache_formats.erase("index_key_fp8");
+  v4_.spec.cache_formats.erase("index_key_fp8");
   EXPECT_EQ(find("kv_bytes_per_token").verdict, Verdict::kHolds);
+  v41_ = analyze("deepseek_v4_1_flash");
+  v4_ = analyze("deepseek_v4_flash");
   EXPECT_EQ(find("session_1m_bytes").verdict, Verdict::kHolds);
   EXPECT_EQ(find("h200_sessions").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("h100_ep8_weights").verdict, Verdict::kHoldsOnlyIf);
