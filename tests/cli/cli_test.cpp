@@ -117,7 +117,9 @@ TEST(Cli, FitJsonKeys) {
 TEST(Cli, ClaimsJson) {
   const auto c = run_json("claims");
   ASSERT_EQ(c["claims"].size(), 9u);
-  EXPECT_EQ(c["claims"][0]["verdict"], "holds");
+  EXPECT_EQ(c["claims"][5]["id"], "active_params");
+  EXPECT_EQ(c["claims"][5]["verdict"], "holds");
+  EXPECT_EQ(c["claims"][0]["verdict"], "holds_only_if");  // with the model files' own index keys
   EXPECT_EQ(c["claims"][2]["id"], "persistent_kv_eighth");
   EXPECT_EQ(c["claims"][7]["id"], "h20_decode");
   EXPECT_EQ(c["claims"][8]["id"], "ep_group_size");

@@ -54,12 +54,17 @@ TEST_F(ClaimsTest, Verdicts) {
   EXPECT_NE(kv.condition.find("DeepSeek-V4.1-Flash 1050 B/token (index_key_fp8, 132 B a key)"),
             std::string::npos)
       << kv.condition;
+  const Claim session = find("session_1m_bytes");
+  EXPECT_EQ(session.verdict, Verdict::kHoldsOnlyIf);
+  EXPECT_NE(session.condition.find("DeepSeek-V4.1-Flash 1050 MB at 10^6 tokens (index_key_fp8"),
+            std::string::npos)
+      << session.condition;
   v41_.spec.cache_formats.erase("index_key_fp8");
   v4_.spec.cache_formats.erase("index_key_fp8");
   EXPECT_EQ(find("kv_bytes_per_token").verdict, Verdict::kHolds);
+  EXPECT_EQ(find("session_1m_bytes").verdict, Verdict::kHolds);
   v41_ = analyze("deepseek_v4_1_flash");
   v4_ = analyze("deepseek_v4_flash");
-  EXPECT_EQ(find("session_1m_bytes").verdict, Verdict::kHolds);
   EXPECT_EQ(find("h200_sessions").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("h100_ep8_weights").verdict, Verdict::kHoldsOnlyIf);
   EXPECT_EQ(find("active_params").verdict, Verdict::kHolds);
