@@ -29,6 +29,11 @@ std::vector<std::string> other_index_key_formats(const ModelSpec& spec) {
   return names;
 }
 
+ModelAnalysis analyze_with_index_keys(ModelSpec spec, const std::string& format) {
+  spec.attention.indexer->key_cache = format;
+  return analyze_model(std::move(spec));
+}
+
 void require_servable_context(const ModelSpec& spec, int64_t context, const char* flag) {
   if (context <= 0 || context > spec.max_context) {
     throw InputError({"", 0, flag}, fmt::format("expected tokens in (0, {}] ({}'s max_context), got {}",

@@ -26,6 +26,10 @@ ModelAnalysis analyze_model(ModelSpec spec);
 // in one sets attention.indexer->key_cache to it before analyze_model.
 std::vector<std::string> other_index_key_formats(const ModelSpec& spec);
 
+// The model analysed with its index keys stored in `format`, one of
+// other_index_key_formats(spec): its KV bytes and its logits' reads follow.
+ModelAnalysis analyze_with_index_keys(ModelSpec spec, const std::string& format);
+
 // A session length the model serves: (0, max_context] tokens; else an
 // InputError naming `flag`.
 void require_servable_context(const ModelSpec& spec, int64_t context, const char* flag);

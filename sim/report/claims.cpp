@@ -52,14 +52,6 @@ bool near(double derived, double claimed) {
   return std::fabs(derived - claimed) <= kApproxTolerance * std::fabs(claimed);
 }
 
-// The model with its index keys stored in another of its file's formats
-// (other_index_key_formats): its KV bytes follow.
-ModelAnalysis with_index_keys(const ModelAnalysis& m, const std::string& format) {
-  ModelSpec spec = m.spec;
-  spec.attention.indexer->key_cache = format;
-  return analyze_model(std::move(spec));
-}
-
 // A claimed KV figure is the model files' own index keys'; an engine storing
 // another key format a file defines (every Hopper engine's FP8 one) stores
 // more. Each model's figure (`figure` of it re-analysed) with each such format
@@ -73,7 +65,7 @@ void holds_only_with_own_index_keys(Claim& c, std::initializer_list<const ModelA
     const std::string& own = m->spec.attention.indexer->key_cache;
     own_keys.push_back(fmt::format("{} {}, {} B a key", m->spec.name, own, m->spec.cache(own).bytes));
     for (const std::string& format : other_index_key_formats(m->spec)) {
-      const double value = figure(with_index_keys(*m, format));
+      const double value = figure(analyze_with_index_keys(m->spec, format));
       c.findings.push_back(fmt::format(
           "{} with its index keys stored as {} ({} B a key, where its own are {} B): "
           "{:.2f} {}",
@@ -236,7 +228,7 @@ Claim sessions_on_h200(const ClaimInputs& in) {
   // define those keys too, with their sources.
   for (const ModelAnalysis* m : {&in.v41_flash, &in.v4_flash}) {
     for (const std::string& format : other_index_key_formats(m->spec)) {
-      const ModelAnalysis keyed = with_index_keys(*m, format);
+      const ModelAnalysis keyed = analyze_with_index_keys(m->spec, format);
       const FitRequest r =
           node_request(context, keyed.spec.weights, DensePlacement::kReplicated, in.reserve_fraction);
       const CacheEntryFormat& key = keyed.spec.cache(format);

@@ -55,11 +55,39 @@ std::vector<Table> kv_tables(const ModelAnalysis& m, int64_t context_tokens) {
   totals.add_row({fmt::format("one session at {} tokens", context_tokens),
                   format_bytes(m.kv.session_bytes(context_tokens))});
   totals.add_note(derived_from(m, "all figures"));
+  for (const std::string& format : other_index_key_formats(m.spec)) {
+    const CacheEntryFormat& key = m.spec.cache(format);
+    totals.add_note(fmt::format(
+        "with the index keys stored as {} ({} B a key, where the model's are {} B{}): {} B/token; "
+        "--set {}:attention.indexer.key_cache={} selects it",
+        format, key.bytes, m.spec.cache(m.spec.attention.indexer->key_cache).bytes,
+        key.source.empty() ? "" : "; " + key.source,
+        format_fixed(analyze_with_index_keys(m.spec, format).kv.global_bytes_per_token, 4), m.spec.file,
+        format));
+  }
   if (m.kv.compressor_state_bytes > 0) {
     totals.add_note("compressor state model: " + m.kv.compressor_state_source);
   }
   return {layers, totals};
 }
+
+namespace {
+
+// The other index-key formats the model file defines, each with the model's
+// global KV per token were the keys stored so.
+nlohmann::json other_index_keys_json(const ModelAnalysis& m) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& format : other_index_key_formats(m.spec)) {
+    out.push_back(
+        {{"format", format},
+         {"bytes_per_key", m.spec.cache(format).bytes},
+         {"global_bytes_per_token", analyze_with_index_keys(m.spec, format).kv.global_bytes_per_token},
+         {"source", m.spec.cache(format).source}});
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json kv_json(const ModelAnalysis& m, int64_t context_tokens) {
   nlohmann::json layers = nlohmann::json::array();
@@ -92,6 +120,7 @@ nlohmann::json kv_json(const ModelAnalysis& m, int64_t context_tokens) {
       {"global_gib_at_context", global_bytes / (1024.0 * 1024.0 * 1024.0)},
       {"session_bytes_at_context", m.kv.session_bytes(context_tokens)},
       {"layers", layers},
+      {"other_index_key_formats", other_index_keys_json(m)},
       {"provenance",
        {{"all", derived_from(m, "KV layout")}, {"compressor_state_bytes", m.kv.compressor_state_source}}}};
 }

@@ -89,6 +89,19 @@ TEST(Cli, KvJsonHasTheDerivedTotals) {
   EXPECT_EQ(kv["layers"].size(), 40u);
   EXPECT_EQ(kv["layers"][24]["mode"], "Reindex");
   EXPECT_DOUBLE_EQ(run_json("kv --model DeepSeek-V4-Flash")["global_bytes_per_token"].get<double>(), 3514.25);
+  // The other index-key format the file defines (the FP8 key Hopper engines store), with its
+  // source and the KV it gives; a model without one lists none.
+  ASSERT_EQ(kv["other_index_key_formats"].size(), 1u);
+  const auto& fp8 = kv["other_index_key_formats"][0];
+  EXPECT_EQ(fp8["format"], "index_key_fp8");
+  EXPECT_EQ(fp8["bytes_per_key"].get<int>(), 132);
+  EXPECT_FALSE(fp8["source"].get<std::string>().empty());
+  EXPECT_DOUBLE_EQ(fp8["global_bytes_per_token"].get<double>(),
+                   1050.0);  // 890 + 2.5 index keys a token, 64 B more each
+  EXPECT_TRUE(run_json("kv --model deepseek_v3")["other_index_key_formats"].empty());
+  EXPECT_NE(run("kv --model deepseek_v4_1_flash")
+                .output.find("with the index keys stored as index_key_fp8 (132 B a key"),
+            std::string::npos);
 }
 
 TEST(Cli, ParamsJsonKeys) {
