@@ -863,22 +863,46 @@ std::string claims_section(const Catalog& catalog, const ModelAnalysis& focus, c
 // Sessions that o.gpus GPUs of each profile hold at each context, with each fit's details.
 std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<GpuProfile>& gpus,
                                const StudyOptions& o, nlohmann::json& fits) {
-  Table summary("Sessions per GPU profile (details below)",
-                {"GPU", "context tokens", "weights per GPU", "left for KV per GPU", "sessions on all GPUs"});
+  // The sessions again with each other index-key format the model file
+  // defines (the FP8 key every Hopper engine stores): the model's own is FP4.
+  std::vector<std::string> header{"GPU", "context tokens", "weights per GPU", "left for KV per GPU",
+                                  "sessions on all GPUs"};
+  std::vector<std::pair<std::string, ModelAnalysis>> keyed;
+  for (const std::string& format : other_index_key_formats(focus.spec)) {
+    keyed.emplace_back(format, analyze_with_index_keys(focus.spec, format));
+    header.push_back("sessions, index keys as " + format);
+  }
+  Table summary("Sessions per GPU profile (details below)", header);
   std::string details;
   for (const GpuProfile& gpu : gpus) {
     for (int64_t context : o.contexts) {
       FitRequest r{
           o.gpus, o.ep, context, focus.spec.weights, DensePlacement::kReplicated, o.reserve_fraction};
       const FitResult fit = fit_memory(focus, gpu, r);
-      summary.add_row({gpu.name, std::to_string(context), format_bytes(fit.weight_bytes_per_gpu),
-                       format_bytes(fit.kv_bytes_per_gpu), std::to_string(fit.sessions)});
+      std::vector<std::string> row{gpu.name, std::to_string(context), format_bytes(fit.weight_bytes_per_gpu),
+                                   format_bytes(fit.kv_bytes_per_gpu), std::to_string(fit.sessions)};
+      nlohmann::json fit_as_json = fit_json(focus, gpu, r, fit);
+      fit_as_json["sessions_with_index_keys"] = nlohmann::json::object();
+      for (const auto& [format, model] : keyed) {
+        const int64_t sessions = fit_memory(model, gpu, r).sessions;
+        row.push_back(std::to_string(sessions));
+        fit_as_json["sessions_with_index_keys"][format] = sessions;
+      }
+      summary.add_row(row);
       details += fit_table(focus, gpu, r, fit).to_markdown();
-      fits.push_back(fit_json(focus, gpu, r, fit));
+      fits.push_back(fit_as_json);
     }
   }
   summary.add_note("derived; HBM sizes from each profile's datasheet entry; reserve " +
                    o.reserve_fraction.provenance().label());
+  for (const auto& [format, model] : keyed) {
+    const CacheEntryFormat& key = focus.spec.cache(format);
+    summary.add_note(
+        fmt::format("sessions, index keys as {}: the model's index keys stored as {} ({} B a key, "
+                    "{:.0f} B/token of global KV where its own give {:.0f}){}",
+                    format, format, key.bytes, model.kv.global_bytes_per_token,
+                    focus.kv.global_bytes_per_token, key.source.empty() ? "" : ": " + key.source));
+  }
   return fmt::format("## Memory fit of {} on {} GPUs, EP {}\n\n", focus.spec.name, o.gpus, o.ep) +
          summary.to_markdown() + details;
 }

@@ -2292,6 +2292,14 @@ TEST(Cli, ReportIsByteIdenticalAcrossRunsAndDataFolders) {
   EXPECT_EQ(occurrences(html, "<table>"), occurrences(md, "\n| --- |"));
   const auto json = nlohmann::json::parse(testing::read_text((a / "report.json").string()));
   EXPECT_EQ(json["plan"]["rows"].size(), 24u);  // 6 GPU profiles x EP 8 or 16 x 1 or 2 instances
+  // The memory fit again with the FP8 index keys Hopper engines store: fewer sessions on every GPU.
+  EXPECT_NE(md.find("| sessions on all GPUs | sessions, index keys as index_key_fp8 |"), std::string::npos);
+  ASSERT_FALSE(json["fits"].empty());
+  for (const auto& fit : json["fits"]) {
+    ASSERT_TRUE(fit["sessions_with_index_keys"].contains("index_key_fp8")) << fit.dump();
+    EXPECT_LT(fit["sessions_with_index_keys"]["index_key_fp8"].get<int64_t>(),
+              fit["sessions"].get<int64_t>());
+  }
   // The step table says the time of the kernels the indexer's fold bounds
   // (some of B200's prefill, whose FP4 tensor math outpaces the CUDA cores).
   EXPECT_NE(md.find("in fold-bound kernels"), std::string::npos);
