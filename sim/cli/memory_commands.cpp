@@ -88,10 +88,21 @@ void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
                      f.redundant_experts};
   request.attention_tp = f.attention_tp;
   const FitResult fit = fit_memory(m, gpu, request);
+  // The same fit with each other index-key format the model file defines
+  // (the FP8 key engines without an FP4 indexer store).
+  nlohmann::json json = fit_json(m, gpu, request, fit);
+  Table table = fit_table(m, gpu, request, fit);
+  json["sessions_with_index_keys"] = nlohmann::json::object();
+  for (const std::string& format : other_index_key_formats(m.spec)) {
+    const int64_t sessions = fit_memory(analyze_with_index_keys(m.spec, format), gpu, request).sessions;
+    json["sessions_with_index_keys"][format] = sessions;
+    table.add_note(fmt::format("with the index keys stored as {} ({} B a key; kv says whose): {} sessions",
+                               format, m.spec.cache(format).bytes, sessions));
+  }
   if (f.json) {
-    out << fit_json(m, gpu, request, fit).dump(2) << "\n";
+    out << json.dump(2) << "\n";
   } else {
-    out << fit_table(m, gpu, request, fit).to_text();
+    out << table.to_text();
   }
 }
 

@@ -125,6 +125,12 @@ TEST(Cli, FitJsonKeys) {
                        f["embedding_bytes_per_gpu"].get<double>() + f["draft_bytes_per_gpu"].get<double>());
   const auto fp8 = run_json("fit --hw h200 --weights-dtype fp8");
   EXPECT_GT(fp8["weight_bytes_per_gpu"].get<double>(), f["weight_bytes_per_gpu"].get<double>());
+  // The same fit with the FP8 index keys the model file also defines: fewer sessions; none for a
+  // model without another key format.
+  EXPECT_LT(f["sessions_with_index_keys"]["index_key_fp8"].get<int64_t>(), f["sessions"].get<int64_t>());
+  EXPECT_TRUE(
+      run_json("fit --model deepseek_v3 --hw h200 --gpus 8 --ep 8 --context 4096")["sessions_with_index_keys"]
+          .empty());
 }
 
 TEST(Cli, ClaimsJson) {
