@@ -60,6 +60,15 @@ std::string flag_remedies(const ModelAnalysis& model, const FitRequest& r) {
 
 }  // namespace
 
+std::vector<SessionsWithIndexKeys> sessions_with_other_index_keys(const ModelAnalysis& model,
+                                                                  const GpuProfile& gpu,
+                                                                  const FitRequest& request) {
+  std::vector<SessionsWithIndexKeys> out;
+  for (const std::string& format : other_index_key_formats(model.spec))
+    out.push_back({format, fit_memory(analyze_with_index_keys(model.spec, format), gpu, request).sessions});
+  return out;
+}
+
 std::string_view placement_name(DensePlacement placement) {
   return placement == DensePlacement::kReplicated ? "replicated" : "sharded";
 }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/common/input_error.h"
 #include "sim/common/sourced_value.h"
@@ -82,6 +83,17 @@ FitResult fit_memory(const ModelAnalysis& model, const GpuProfile& gpu, const Fi
 // and no sessions fit): for outputs that time a shape and say whether it fits
 // rather than refuse it. Throws for the parallelism as fit_memory does.
 FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, const FitRequest& request);
+
+// The sessions the same request fits with each other index-key format the
+// model file defines (other_index_key_formats: the FP8 key engines without
+// an FP4 indexer store), by format, in the file's order of names.
+struct SessionsWithIndexKeys {
+  std::string format;
+  int64_t sessions = 0;
+};
+std::vector<SessionsWithIndexKeys> sessions_with_other_index_keys(const ModelAnalysis& model,
+                                                                  const GpuProfile& gpu,
+                                                                  const FitRequest& request);
 
 std::string_view placement_name(DensePlacement placement);
 

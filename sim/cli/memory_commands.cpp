@@ -93,8 +93,7 @@ void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
   nlohmann::json json = fit_json(m, gpu, request, fit);
   Table table = fit_table(m, gpu, request, fit);
   json["sessions_with_index_keys"] = nlohmann::json::object();
-  for (const std::string& format : other_index_key_formats(m.spec)) {
-    const int64_t sessions = fit_memory(analyze_with_index_keys(m.spec, format), gpu, request).sessions;
+  for (const auto& [format, sessions] : sessions_with_other_index_keys(m, gpu, request)) {
     json["sessions_with_index_keys"][format] = sessions;
     table.add_note(fmt::format("with the index keys stored as {} ({} B a key; kv says whose): {} sessions",
                                format, m.spec.cache(format).bytes, sessions));

@@ -222,20 +222,15 @@ Claim sessions_on_h200(const ClaimInputs& in) {
                     fmt::format("a {:.0f}% reserve ({})", 100 * r.reserve_fraction.value(),
                                 r.reserve_fraction.provenance().kind_name()),
                     f.sessions));
-  }
-  // The engines a buyer runs may store the index keys otherwise than the
-  // model file does (no Hopper engine runs an FP4 indexer): the model files
-  // define those keys too, with their sources.
-  for (const ModelAnalysis* m : {&in.v41_flash, &in.v4_flash}) {
-    for (const std::string& format : other_index_key_formats(m->spec)) {
-      const ModelAnalysis keyed = analyze_with_index_keys(m->spec, format);
-      const FitRequest r =
-          node_request(context, keyed.spec.weights, DensePlacement::kReplicated, in.reserve_fraction);
-      const CacheEntryFormat& key = keyed.spec.cache(format);
+    // The engines a buyer runs may store the index keys otherwise than the
+    // model file does (no Hopper engine runs an FP4 indexer): the model files
+    // define those keys too, with their sources.
+    for (const auto& [format, sessions] : sessions_with_other_index_keys(*m, in.h200, r)) {
+      const CacheEntryFormat& key = m->spec.cache(format);
       c.findings.push_back(fmt::format(
           "{} storing its index keys as {} ({} B a key{}): {:.0f} B/token, {} sessions of 2^20 tokens",
           m->spec.name, format, key.bytes, key.source.empty() ? "" : "; " + key.source,
-          keyed.kv.global_bytes_per_token, fit_memory(keyed, in.h200, r).sessions));
+          analyze_with_index_keys(m->spec, format).kv.global_bytes_per_token, sessions));
     }
   }
   // The arithmetic splits each session's KV over the 8 GPUs; a tensor-parallel

@@ -867,11 +867,8 @@ std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<Gpu
   // defines (the FP8 key every Hopper engine stores): the model's own is FP4.
   std::vector<std::string> header{"GPU", "context tokens", "weights per GPU", "left for KV per GPU",
                                   "sessions on all GPUs"};
-  std::vector<std::pair<std::string, ModelAnalysis>> keyed;
-  for (const std::string& format : other_index_key_formats(focus.spec)) {
-    keyed.emplace_back(format, analyze_with_index_keys(focus.spec, format));
-    header.push_back("sessions, index keys as " + format);
-  }
+  const std::vector<std::string> other_keys = other_index_key_formats(focus.spec);
+  for (const std::string& format : other_keys) header.push_back("sessions, index keys as " + format);
   Table summary("Sessions per GPU profile (details below)", header);
   std::string details;
   for (const GpuProfile& gpu : gpus) {
@@ -883,8 +880,7 @@ std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<Gpu
                                    format_bytes(fit.kv_bytes_per_gpu), std::to_string(fit.sessions)};
       nlohmann::json fit_as_json = fit_json(focus, gpu, r, fit);
       fit_as_json["sessions_with_index_keys"] = nlohmann::json::object();
-      for (const auto& [format, model] : keyed) {
-        const int64_t sessions = fit_memory(model, gpu, r).sessions;
+      for (const auto& [format, sessions] : sessions_with_other_index_keys(focus, gpu, r)) {
         row.push_back(std::to_string(sessions));
         fit_as_json["sessions_with_index_keys"][format] = sessions;
       }
@@ -895,13 +891,13 @@ std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<Gpu
   }
   summary.add_note("derived; HBM sizes from each profile's datasheet entry; reserve " +
                    o.reserve_fraction.provenance().label());
-  for (const auto& [format, model] : keyed) {
+  for (const std::string& format : other_keys) {
     const CacheEntryFormat& key = focus.spec.cache(format);
-    summary.add_note(
-        fmt::format("sessions, index keys as {}: the model's index keys stored as {} ({} B a key, "
-                    "{:.0f} B/token of global KV where its own give {:.0f}){}",
-                    format, format, key.bytes, model.kv.global_bytes_per_token,
-                    focus.kv.global_bytes_per_token, key.source.empty() ? "" : ": " + key.source));
+    summary.add_note(fmt::format(
+        "sessions, index keys as {}: the model's index keys stored as {} ({} B a key, "
+        "{:.0f} B/token of global KV where its own give {:.0f}){}",
+        format, format, key.bytes, analyze_with_index_keys(focus.spec, format).kv.global_bytes_per_token,
+        focus.kv.global_bytes_per_token, key.source.empty() ? "" : ": " + key.source));
   }
   return fmt::format("## Memory fit of {} on {} GPUs, EP {}\n\n", focus.spec.name, o.gpus, o.ep) +
          summary.to_markdown() + details;

@@ -89,6 +89,23 @@ TEST(MemoryFit, MoreContextMeansFewerSessions) {
   EXPECT_EQ(short_ctx.kv_tokens_per_gpu, long_ctx.kv_tokens_per_gpu);
 }
 
+// The same request with each other index-key format the model file defines:
+// the fit of the model with those keys (wider, so fewer sessions); none for a
+// model that defines no other.
+TEST(MemoryFit, SessionsWithOtherIndexKeysAreTheFitsWithThoseKeys) {
+  const ModelAnalysis m = analyze("deepseek_v4_1_flash");
+  const GpuProfile h200 = load_gpu_profile_file(gpu_path("h200"));
+  const FitRequest r = request(m, 8, 8, 1 << 20);
+  const auto keyed = sessions_with_other_index_keys(m, h200, r);
+  ASSERT_EQ(keyed.size(), 1u);
+  EXPECT_EQ(keyed[0].format, "index_key_fp8");
+  EXPECT_EQ(keyed[0].sessions,
+            fit_memory(analyze_with_index_keys(m.spec, "index_key_fp8"), h200, r).sessions);
+  EXPECT_LT(keyed[0].sessions, fit_memory(m, h200, r).sessions);
+  const ModelAnalysis v3 = analyze("deepseek_v3");
+  EXPECT_TRUE(sessions_with_other_index_keys(v3, h200, request(v3, 8, 8, 4096)).empty());
+}
+
 TEST(MemoryFit, EpThatDoesNotDivideExpertsIsAnError) {
   const ModelAnalysis m = analyze("deepseek_v4_1_flash");
   const GpuProfile h200 = load_gpu_profile_file(gpu_path("h200"));
