@@ -2,8 +2,10 @@
 // indexer (a sequence's drafts sharing its index-key reads, a Reindex layer
 // scoring its candidate pool alone), W4A8 routed experts (FP8 math where
 // Marlin's W4A16 kernels take BF16) and V4.1's single-pass mHC (where an
-// engine runs V4's three kernels) (EngineChoices). The same step timed under
-// each choice, context by context, for the report's assumptions section.
+// engine runs V4's three kernels) (EngineChoices), and the index keys an
+// engine stores where the model file defines another format for them (the FP8
+// key of engines without an FP4 indexer). The same step timed under each
+// choice, context by context, for the report's assumptions section.
 #pragma once
 
 #include <cstdint>

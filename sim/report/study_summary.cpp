@@ -633,8 +633,8 @@ void add_engine_choices(Table& t, const json& choices) {
     }
   }
   t.add_row(
-      {fmt::format("what an engine without the two indexer kernels, the W4A8 experts or the single-pass "
-                   "mHC the model assumes pays ({} decode, "
+      {fmt::format("what an engine without the two indexer kernels, the W4A8 experts, the single-pass "
+                   "mHC or the index keys the model assumes pays ({} decode, "
                    "batch {}, {} tokens; "
                    "time per output token{})",
                    choices.at("gpu").get<std::string>(), choices.at("batch").get<int64_t>(), longest,
