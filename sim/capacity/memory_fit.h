@@ -86,7 +86,7 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
 
 // The sessions the same request fits with each other index-key format the
 // model file defines (other_index_key_formats: the FP8 key engines without
-// an FP4 indexer store), by format, in the file's order of names.
+// an FP4 indexer store), by format, in order of their names.
 struct SessionsWithIndexKeys {
   std::string format;
   int64_t sessions = 0;

@@ -22,8 +22,8 @@ ModelAnalysis analyze_model(ModelSpec spec);
 
 // The cache formats the model file defines for its index keys besides the one
 // it stores them in (the FP8 key of engines without an FP4 indexer, say), by
-// name; none for a model without an indexer. An analysis that stores the keys
-// in one sets attention.indexer->key_cache to it before analyze_model.
+// name; none for a model without an indexer (analyze_with_index_keys stores
+// the keys in one).
 std::vector<std::string> other_index_key_formats(const ModelSpec& spec);
 
 // The model analysed with its index keys stored in `format`, one of
