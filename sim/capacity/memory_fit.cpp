@@ -64,8 +64,10 @@ std::vector<SessionsWithIndexKeys> sessions_with_other_index_keys(const ModelAna
                                                                   const GpuProfile& gpu,
                                                                   const FitRequest& request) {
   std::vector<SessionsWithIndexKeys> out;
-  for (const std::string& format : other_index_key_formats(model.spec))
-    out.push_back({format, fit_memory(analyze_with_index_keys(model.spec, format), gpu, request).sessions});
+  for (const std::string& format : other_index_key_formats(model.spec)) {
+    const ModelAnalysis keyed = analyze_with_index_keys(model.spec, format);
+    out.push_back({format, fit_memory(keyed, gpu, request).sessions, keyed.kv.global_bytes_per_token});
+  }
   return out;
 }
 

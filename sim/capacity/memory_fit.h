@@ -90,6 +90,7 @@ FitResult lay_out_memory(const ModelAnalysis& model, const GpuProfile& gpu, cons
 struct SessionsWithIndexKeys {
   std::string format;
   int64_t sessions = 0;
+  double global_bytes_per_token = 0;  // the model's global KV with those keys
 };
 std::vector<SessionsWithIndexKeys> sessions_with_other_index_keys(const ModelAnalysis& model,
                                                                   const GpuProfile& gpu,

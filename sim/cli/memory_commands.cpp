@@ -93,10 +93,10 @@ void run_fit(const Catalog& catalog, const Flags& f, std::ostream& out) {
   nlohmann::json json = fit_json(m, gpu, request, fit);
   Table table = fit_table(m, gpu, request, fit);
   json["sessions_with_index_keys"] = nlohmann::json::object();
-  for (const auto& [format, sessions] : sessions_with_other_index_keys(m, gpu, request)) {
-    json["sessions_with_index_keys"][format] = sessions;
-    table.add_note(fmt::format("with the index keys stored as {} ({} B a key; kv says whose): {} sessions",
-                               format, m.spec.cache(format).bytes, sessions));
+  for (const SessionsWithIndexKeys& keyed : sessions_with_other_index_keys(m, gpu, request)) {
+    json["sessions_with_index_keys"][keyed.format] = keyed.sessions;
+    table.add_note(fmt::format("with the index keys stored as {}: {} sessions (`kv` says who stores them)",
+                               index_key_format_text(m.spec, keyed.format, false), keyed.sessions));
   }
   if (f.json) {
     out << json.dump(2) << "\n";

@@ -16,6 +16,7 @@
 #include "sim/graph/step_graph.h"
 #include "sim/hw/gpu_profile_loader.h"
 #include "sim/model/model_loader.h"
+#include "sim/report/model_views.h"
 #include "sim/report/step_view.h"
 
 namespace v41sim {
@@ -66,10 +67,8 @@ void holds_only_with_own_index_keys(Claim& c, std::initializer_list<const ModelA
     own_keys.push_back(fmt::format("{} {}, {} B a key", m->spec.name, own, m->spec.cache(own).bytes));
     for (const std::string& format : other_index_key_formats(m->spec)) {
       const double value = figure(analyze_with_index_keys(m->spec, format));
-      c.findings.push_back(fmt::format(
-          "{} with its index keys stored as {} ({} B a key, where its own are {} B): "
-          "{:.2f} {}",
-          m->spec.name, format, m->spec.cache(format).bytes, m->spec.cache(own).bytes, value, unit));
+      c.findings.push_back(fmt::format("{} with its index keys stored as {}: {:.2f} {}", m->spec.name,
+                                       index_key_format_text(m->spec, format, false), value, unit));
       other_keys.push_back(fmt::format("{} {:.0f} {} ({}, {} B a key)", m->spec.name, value, unit, format,
                                        m->spec.cache(format).bytes));
     }
@@ -225,12 +224,10 @@ Claim sessions_on_h200(const ClaimInputs& in) {
     // The engines a buyer runs may store the index keys otherwise than the
     // model file does (no Hopper engine runs an FP4 indexer): the model files
     // define those keys too, with their sources.
-    for (const auto& [format, sessions] : sessions_with_other_index_keys(*m, in.h200, r)) {
-      const CacheEntryFormat& key = m->spec.cache(format);
+    for (const SessionsWithIndexKeys& keyed : sessions_with_other_index_keys(*m, in.h200, r)) {
       c.findings.push_back(fmt::format(
-          "{} storing its index keys as {} ({} B a key{}): {:.0f} B/token, {} sessions of 2^20 tokens",
-          m->spec.name, format, key.bytes, key.source.empty() ? "" : "; " + key.source,
-          analyze_with_index_keys(m->spec, format).kv.global_bytes_per_token, sessions));
+          "{} storing its index keys as {}: {:.0f} B/token, {} sessions of 2^20 tokens", m->spec.name,
+          index_key_format_text(m->spec, keyed.format, true), keyed.global_bytes_per_token, keyed.sessions));
     }
   }
   // The arithmetic splits each session's KV over the 8 GPUs; a tensor-parallel

@@ -10,6 +10,7 @@
 #include "sim/cost/draft_choice.h"
 #include "sim/cost/step_cost.h"
 #include "sim/graph/step_graph.h"
+#include "sim/report/model_views.h"
 
 namespace v41sim {
 namespace {
@@ -69,11 +70,10 @@ std::vector<Variant> variants(const ModelAnalysis& model, std::deque<ModelAnalys
   for (const EngineChoice& c : kChoices) out.push_back({c.label, c.key, c.phrase, c.engine, &model});
   for (const std::string& format : other_index_key_formats(model.spec)) {
     keyed.push_back(analyze_with_index_keys(model.spec, format));
-    out.push_back(
-        {fmt::format("index keys stored as {} ({} B a key, where the model's are {} B; `kv` says whose)",
-                     format, model.spec.cache(format).bytes,
-                     model.spec.cache(model.spec.attention.indexer->key_cache).bytes),
-         "index_keys_" + format, "its index keys stored as " + format, EngineChoices{}, &keyed.back()});
+    out.push_back({"index keys stored as " + index_key_format_text(model.spec, format, false) +
+                       "; `kv` says who stores them",
+                   "index_keys_" + format, "its index keys stored as " + format, EngineChoices{},
+                   &keyed.back()});
   }
   return out;
 }
@@ -154,10 +154,13 @@ Table engine_choices_table(const ModelAnalysis& model, const KernelCostModel& co
   table.add_note(kDraftIndexKeysShared);
   table.add_note(kReindexScoresPool);
   table.add_note(kExpertsFp8Math);
-  if (!keyed.empty())
-    table.add_note(
-        "the index keys as the model file stores them (V4's: FP4, which no Hopper engine runs); each "
-        "other key format the file defines on a row of its own, its reads and KV those of its bytes");
+  if (!keyed.empty()) {
+    const std::string& own = model.spec.attention.indexer->key_cache;
+    table.add_note(fmt::format(
+        "the index keys as the model file stores them ({}, {} B a key); each other key format the file "
+        "defines on a row of its own, its reads and KV those of its bytes",
+        own, model.spec.cache(own).bytes));
+  }
   return table;
 }
 

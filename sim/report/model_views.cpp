@@ -56,12 +56,9 @@ std::vector<Table> kv_tables(const ModelAnalysis& m, int64_t context_tokens) {
                   format_bytes(m.kv.session_bytes(context_tokens))});
   totals.add_note(derived_from(m, "all figures"));
   for (const std::string& format : other_index_key_formats(m.spec)) {
-    const CacheEntryFormat& key = m.spec.cache(format);
     totals.add_note(fmt::format(
-        "with the index keys stored as {} ({} B a key, where the model's are {} B{}): {} B/token; "
-        "--set {}:attention.indexer.key_cache={} selects it",
-        format, key.bytes, m.spec.cache(m.spec.attention.indexer->key_cache).bytes,
-        key.source.empty() ? "" : "; " + key.source,
+        "with the index keys stored as {}: {} B/token; --set {}:attention.indexer.key_cache={} selects it",
+        index_key_format_text(m.spec, format, true),
         format_fixed(analyze_with_index_keys(m.spec, format).kv.global_bytes_per_token, 4), m.spec.file,
         format));
   }
@@ -88,6 +85,13 @@ nlohmann::json other_index_keys_json(const ModelAnalysis& m) {
 }
 
 }  // namespace
+
+std::string index_key_format_text(const ModelSpec& spec, const std::string& format, bool with_source) {
+  const CacheEntryFormat& key = spec.cache(format);
+  return fmt::format("{} ({} B a key, where the model's are {} B{})", format, key.bytes,
+                     spec.cache(spec.attention.indexer->key_cache).bytes,
+                     with_source && !key.source.empty() ? "; " + key.source : "");
+}
 
 nlohmann::json kv_json(const ModelAnalysis& m, int64_t context_tokens) {
   nlohmann::json layers = nlohmann::json::array();

@@ -864,7 +864,7 @@ std::string claims_section(const Catalog& catalog, const ModelAnalysis& focus, c
 std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<GpuProfile>& gpus,
                                const StudyOptions& o, nlohmann::json& fits) {
   // The sessions again with each other index-key format the model file
-  // defines (the FP8 key every Hopper engine stores): the model's own is FP4.
+  // defines (V4's FP8 key, which every Hopper engine stores).
   std::vector<std::string> header{"GPU", "context tokens", "weights per GPU", "left for KV per GPU",
                                   "sessions on all GPUs"};
   const std::vector<std::string> other_keys = other_index_key_formats(focus.spec);
@@ -880,9 +880,9 @@ std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<Gpu
                                    format_bytes(fit.kv_bytes_per_gpu), std::to_string(fit.sessions)};
       nlohmann::json fit_as_json = fit_json(focus, gpu, r, fit);
       fit_as_json["sessions_with_index_keys"] = nlohmann::json::object();
-      for (const auto& [format, sessions] : sessions_with_other_index_keys(focus, gpu, r)) {
-        row.push_back(std::to_string(sessions));
-        fit_as_json["sessions_with_index_keys"][format] = sessions;
+      for (const SessionsWithIndexKeys& keyed : sessions_with_other_index_keys(focus, gpu, r)) {
+        row.push_back(std::to_string(keyed.sessions));
+        fit_as_json["sessions_with_index_keys"][keyed.format] = keyed.sessions;
       }
       summary.add_row(row);
       details += fit_table(focus, gpu, r, fit).to_markdown();
@@ -892,12 +892,12 @@ std::string memory_fit_section(const ModelAnalysis& focus, const std::vector<Gpu
   summary.add_note("derived; HBM sizes from each profile's datasheet entry; reserve " +
                    o.reserve_fraction.provenance().label());
   for (const std::string& format : other_keys) {
-    const CacheEntryFormat& key = focus.spec.cache(format);
     summary.add_note(fmt::format(
-        "sessions, index keys as {}: the model's index keys stored as {} ({} B a key, "
-        "{:.0f} B/token of global KV where its own give {:.0f}){}",
-        format, format, key.bytes, analyze_with_index_keys(focus.spec, format).kv.global_bytes_per_token,
-        focus.kv.global_bytes_per_token, key.source.empty() ? "" : ": " + key.source));
+        "sessions, index keys as {}: the model's index keys stored as {}, {:.0f} B/token of global KV where "
+        "its own give {:.0f}",
+        format, index_key_format_text(focus.spec, format, true),
+        analyze_with_index_keys(focus.spec, format).kv.global_bytes_per_token,
+        focus.kv.global_bytes_per_token));
   }
   return fmt::format("## Memory fit of {} on {} GPUs, EP {}\n\n", focus.spec.name, o.gpus, o.ep) +
          summary.to_markdown() + details;
